@@ -1,0 +1,26 @@
+"""kbsql: knowledge bases and AI agents in Jupyter.
+
+`kbsql.connect()` gives a client on the embedded engine (nothing to start);
+`kbsql.connect("http://host:port")` gives the same client over HTTP.
+`%load_ext kbsql` registers the notebook magics.
+"""
+
+__version__ = "0.1.0"
+
+from kbsql.client import Client, connect
+
+
+def load_ipython_extension(ipython):
+    """`%load_ext kbsql`: register the magics (imported lazily: IPython is optional)."""
+    from kbsql.notebook.magics import load_ipython_extension as load
+
+    load(ipython)
+
+
+def unload_ipython_extension(ipython):
+    from kbsql.notebook.magics import unload_ipython_extension as unload
+
+    unload(ipython)
+
+
+__all__ = ["Client", "__version__", "connect"]

@@ -1,0 +1,93 @@
+"""The client: one object, embedded or remote, same methods and same results."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from kbsql.client.resources import Agents, KnowledgeBases
+from kbsql.interface.api import DEFAULT_PROJECT, ServiceApi
+from kbsql.interface.results import ErrorResult, OkResult, SqlResult, TableResult
+
+
+class Client:
+    """Talks to the service through a `ServiceApi` (the embedded engine or `HttpApi`).
+
+    It keeps the SQL `context` between queries (the reference's round trip), so
+    `client.sql("USE p")` makes later unqualified names resolve in project `p`.
+    """
+
+    def __init__(self, api: ServiceApi, *, project: str = DEFAULT_PROJECT):
+        self.api = api
+        self.context: dict[str, Any] = {"db": project}
+        self.knowledge_bases = KnowledgeBases(self)
+        self.agents = Agents(self)
+
+    @property
+    def project(self) -> str:
+        """The current project: the SQL context's `db`."""
+        return self.context.get("db") or DEFAULT_PROJECT
+
+    @project.setter
+    def project(self, name: str) -> None:
+        self.context["db"] = name
+
+    def project_of(self, project: str | None) -> str:
+        return project or self.project
+
+    @property
+    def is_embedded(self) -> bool:
+        return not hasattr(self.api, "base_url")
+
+    def sql(self, query: str, *, raise_on_error: bool = True) -> TableResult | OkResult | SqlResult:
+        """Run one SQL statement. Returns a `TableResult` (`.to_pandas()`/`.df()`) or an
+        `OkResult`; an error raises `SqlError` (or is returned, with raise_on_error=False)."""
+        result = self.api.query(query, dict(self.context))
+        if result.context.get("db"):
+            self.context.update(result.context)
+        if isinstance(result, ErrorResult) and raise_on_error:
+            raise result.to_exception()
+        return result
+
+    def query(self, query: str):
+        """Run a SELECT and return a DataFrame (DuckDB's `.df()` ergonomics)."""
+        result = self.sql(query)
+        if isinstance(result, TableResult):
+            return result.to_pandas()
+        import pandas as pd
+
+        return pd.DataFrame()
+
+    def projects(self) -> list[str]:
+        return [p["name"] for p in self.api.list_projects()]
+
+    def status(self) -> dict[str, Any]:
+        return self.api.status()
+
+    def close(self) -> None:
+        self.api.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        where = getattr(self.api, "base_url", None) or f"embedded:{getattr(self.api, 'data_dir', '')}"
+        return f"Client({where!s}, project={self.project!r})"
+
+
+def connect(target: str | os.PathLike[str] | None = None, *, project: str = DEFAULT_PROJECT,
+            data_dir: str | os.PathLike[str] | None = None, headers: dict[str, str] | None = None,
+            **http_options: Any) -> Client:
+    """`connect()` -> the embedded engine on `./.kbsql` (or `$KBSQL_HOME`);
+    `connect("http://host:port")` -> a server speaking the interface;
+    `connect(data_dir="path")` or `connect("path/to/dir")` -> the embedded engine there."""
+    if target is not None and str(target).startswith(("http://", "https://")):
+        from kbsql.client.http import HttpApi
+
+        return Client(HttpApi(str(target), headers=headers, **http_options), project=project)
+    from kbsql.engine import Engine
+
+    return Client(Engine(data_dir if data_dir is not None else target), project=project)

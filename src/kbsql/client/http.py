@@ -1,0 +1,171 @@
+"""The service interface over HTTP (httpx), for kbsql's server or any reference-compatible one.
+
+It accepts any 2xx, follows redirects (the reference answers 308 for a missing or extra
+slash), reads the documented bodies, and turns problem+json errors back into the same
+`ServiceError` classes the embedded engine raises.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from kbsql.interface.errors import ServiceError, TransportError
+from kbsql.interface.jsonable import dumps
+from kbsql.interface.models import Agent, KnowledgeBase
+from kbsql.interface.results import SqlResult, result_from_json
+from kbsql.interface.stream import parse_sse_line
+
+DEFAULT_TIMEOUT = httpx.Timeout(30.0, read=600.0)
+
+
+def _seg(name: str) -> str:
+    return quote(str(name), safe="")
+
+
+class HttpApi:
+    """`ServiceApi` over HTTP. One connection pool per instance; close it when done."""
+
+    def __init__(self, base_url: str, *, headers: dict[str, str] | None = None,
+                 timeout: httpx.Timeout | float | None = None,
+                 transport: httpx.BaseTransport | None = None):
+        self.base_url = base_url.rstrip("/")
+        self._http = httpx.Client(base_url=self.base_url, headers=headers or {},
+                                  timeout=timeout or DEFAULT_TIMEOUT, follow_redirects=True,
+                                  transport=transport)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __repr__(self) -> str:
+        return f"HttpApi({self.base_url!r})"
+
+    # plumbing -------------------------------------------------------------------------------
+    def _send(self, method: str, path: str, body: Any = None) -> httpx.Response:
+        content = None if body is None else dumps(body).encode("utf-8")
+        headers = {"Content-Type": "application/json"} if body is not None else None
+        try:
+            response = self._http.request(method, path, content=content, headers=headers)
+        except httpx.HTTPError as exc:
+            raise TransportError(f"Cannot reach {self.base_url}{path}: {exc}") from exc
+        self._raise_for_problem(response)
+        return response
+
+    @staticmethod
+    def _raise_for_problem(response: httpx.Response) -> None:
+        if response.is_success:
+            return
+        try:
+            body = response.json()
+        except ValueError:
+            body = {"detail": response.text[:500] or response.reason_phrase}
+        raise ServiceError.from_problem(response.status_code, body)
+
+    @staticmethod
+    def _json(response: httpx.Response) -> Any:
+        if not response.content:
+            return None
+        try:
+            return response.json()
+        except ValueError as exc:
+            raise TransportError(f"Expected JSON from {response.request.url}, got "
+                                 f"{response.text[:200]!r}") from exc
+
+    def _get(self, path: str) -> Any:
+        return self._json(self._send("GET", path))
+
+    # status and projects ----------------------------------------------------------------
+    def status(self) -> dict[str, Any]:
+        return self._get("/api/status")
+
+    def list_projects(self) -> list[dict[str, Any]]:
+        return self._get("/api/projects")
+
+    def get_project(self, name: str) -> dict[str, Any]:
+        return self._get(f"/api/projects/{_seg(name)}")
+
+    # knowledge bases --------------------------------------------------------------------
+    @staticmethod
+    def _kbs(project: str) -> str:
+        return f"/api/projects/{_seg(project)}/knowledge_bases"
+
+    def create_knowledge_base(self, project: str, body: dict[str, Any]) -> KnowledgeBase:
+        response = self._send("POST", self._kbs(project), {"knowledge_base": body})
+        return KnowledgeBase.from_json(self._json(response))
+
+    def get_knowledge_base(self, project: str, name: str) -> KnowledgeBase:
+        return KnowledgeBase.from_json(self._get(f"{self._kbs(project)}/{_seg(name)}"))
+
+    def list_knowledge_bases(self, project: str) -> list[KnowledgeBase]:
+        return [KnowledgeBase.from_json(k) for k in self._get(self._kbs(project))]
+
+    def delete_knowledge_base(self, project: str, name: str) -> None:
+        self._send("DELETE", f"{self._kbs(project)}/{_seg(name)}")
+
+    def insert_knowledge_base_rows(self, project: str, name: str,
+                                   rows: list[dict[str, Any]]) -> dict[str, Any]:
+        response = self._send("PUT", f"{self._kbs(project)}/{_seg(name)}",
+                              {"knowledge_base": {"rows": rows}})
+        return self._json(response) or {}
+
+    # agents -----------------------------------------------------------------------------
+    @staticmethod
+    def _agents(project: str) -> str:
+        return f"/api/projects/{_seg(project)}/agents"
+
+    def create_agent(self, project: str, body: dict[str, Any]) -> Agent:
+        return Agent.from_json(self._json(self._send("POST", self._agents(project), {"agent": body})))
+
+    def get_agent(self, project: str, name: str) -> Agent:
+        return Agent.from_json(self._get(f"{self._agents(project)}/{_seg(name)}"))
+
+    def list_agents(self, project: str) -> list[Agent]:
+        return [Agent.from_json(a) for a in self._get(self._agents(project))]
+
+    def update_agent(self, project: str, name: str, body: dict[str, Any]) -> Agent:
+        response = self._send("PUT", f"{self._agents(project)}/{_seg(name)}", {"agent": body})
+        return Agent.from_json(self._json(response))
+
+    def delete_agent(self, project: str, name: str) -> None:
+        self._send("DELETE", f"{self._agents(project)}/{_seg(name)}")
+
+    # SQL and completions ----------------------------------------------------------------
+    def query(self, query: str, context: dict[str, Any] | None = None) -> SqlResult:
+        body: dict[str, Any] = {"query": query}
+        if context:
+            body["context"] = context
+        return result_from_json(self._json(self._send("POST", "/api/sql/query", body)))
+
+    def complete(self, project: str, agent: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        path = f"{self._agents(project)}/{_seg(agent)}/completions"
+        return self._json(self._send("POST", path, {"messages": messages}))
+
+    def stream(self, project: str, agent: str,
+               messages: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        """Yield chunks as they arrive. Closing the iterator closes the connection, which
+        stops the run on the server."""
+        path = f"{self._agents(project)}/{_seg(agent)}/completions/stream"
+        request = self._http.build_request(
+            "POST", path, content=dumps({"messages": messages}).encode("utf-8"),
+            headers={"Content-Type": "application/json", "Accept": "text/event-stream"})
+        try:
+            response = self._http.send(request, stream=True)
+        except httpx.HTTPError as exc:
+            raise TransportError(f"Cannot reach {self.base_url}{path}: {exc}") from exc
+        try:
+            if not response.is_success:
+                response.read()
+                self._raise_for_problem(response)
+            for line in response.iter_lines():
+                chunk = parse_sse_line(line)
+                if chunk is not None:
+                    yield chunk
+                    if chunk.get("type") == "end":
+                        return
+        except httpx.HTTPError as exc:
+            raise TransportError(f"The stream from {self.base_url}{path} broke: {exc}") from exc
+        finally:
+            response.close()

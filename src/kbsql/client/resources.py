@@ -1,0 +1,146 @@
+"""`client.knowledge_bases` and `client.agents`: the resource calls, project-scoped.
+
+Each method is one call of the service interface with keyword arguments named as the
+contract names the fields; `project=` overrides the client's current project.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from kbsql.interface.models import Agent, KnowledgeBase
+from kbsql.interface.stream import chunk_kind
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from kbsql.client.client import Client
+
+_UNSET: Any = object()
+
+INSERT_BATCH_ROWS = 1000
+"""Rows per PUT when inserting over HTTP: big enough to amortise a request, small enough
+that a 100k-row insert never holds more than one batch of JSON in memory."""
+
+
+def _drop_unset(**fields: Any) -> dict[str, Any]:
+    return {k: v for k, v in fields.items() if v is not _UNSET and v is not None}
+
+
+def iter_row_batches(rows: Any, batch_size: int) -> Iterator[list[dict[str, Any]]]:
+    """Rows (a DataFrame or an iterable of dicts) in lists of at most `batch_size`."""
+    if hasattr(rows, "to_dict") and hasattr(rows, "iloc"):  # a DataFrame, sliced lazily
+        frame: pd.DataFrame = rows
+        for start in range(0, len(frame), batch_size):
+            yield frame.iloc[start:start + batch_size].to_dict(orient="records")
+        return
+    batch: list[dict[str, Any]] = []
+    for row in rows:
+        batch.append(dict(row))
+        if len(batch) >= batch_size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+class KnowledgeBases:
+    def __init__(self, client: Client):
+        self._client = client
+
+    def create(self, name: str, *, embedding_model: dict[str, Any] | None = None,
+               reranking_model: dict[str, Any] | None = None,
+               storage: dict[str, str] | None = None,
+               content_columns: list[str] | None = None,
+               metadata_columns: list[str] | None = None,
+               id_column: str | None = None,
+               preprocessing: dict[str, Any] | None = None,
+               project: str | None = None) -> KnowledgeBase:
+        body = _drop_unset(name=name, embedding_model=embedding_model,
+                           reranking_model=reranking_model, storage=storage,
+                           content_columns=content_columns, metadata_columns=metadata_columns,
+                           id_column=id_column, preprocessing=preprocessing)
+        return self._client.api.create_knowledge_base(self._client.project_of(project), body)
+
+    def get(self, name: str, *, project: str | None = None) -> KnowledgeBase:
+        return self._client.api.get_knowledge_base(self._client.project_of(project), name)
+
+    def list(self, *, project: str | None = None) -> list[KnowledgeBase]:
+        return self._client.api.list_knowledge_bases(self._client.project_of(project))
+
+    def delete(self, name: str, *, project: str | None = None) -> None:
+        self._client.api.delete_knowledge_base(self._client.project_of(project), name)
+
+    def insert(self, name: str, rows: pd.DataFrame | Iterable[dict[str, Any]], *,
+               project: str | None = None, batch_size: int = INSERT_BATCH_ROWS,
+               progress: bool | None = None) -> int:
+        """Insert rows (a DataFrame or dicts); returns how many rows went in.
+
+        Embedded, the engine takes the rows in one call (it batches and shows its own
+        progress bar); remote, rows go in batches of `batch_size` per request.
+        """
+        project = self._client.project_of(project)
+        insert_local = getattr(self._client.api, "insert_rows_local", None)
+        if insert_local is not None:
+            return insert_local(project, name, rows, progress=progress)
+        total = 0
+        for batch in iter_row_batches(rows, batch_size):
+            self._client.api.insert_knowledge_base_rows(project, name, batch)
+            total += len(batch)
+        return total
+
+
+class Agents:
+    def __init__(self, client: Client):
+        self._client = client
+
+    def create(self, name: str, *, model: dict[str, Any] | None = None,
+               data: dict[str, list[str]] | None = None, prompt_template: str | None = None,
+               project: str | None = None) -> Agent:
+        body = _drop_unset(name=name, model=model, data=data, prompt_template=prompt_template)
+        return self._client.api.create_agent(self._client.project_of(project), body)
+
+    def get(self, name: str, *, project: str | None = None) -> Agent:
+        return self._client.api.get_agent(self._client.project_of(project), name)
+
+    def list(self, *, project: str | None = None) -> list[Agent]:
+        return self._client.api.list_agents(self._client.project_of(project))
+
+    def update(self, name: str, *, new_name: str | None = None,
+               model: dict[str, Any] | None = None, data: dict[str, list[str]] | None = None,
+               prompt_template: str | None = None, project: str | None = None) -> Agent:
+        """Partial update: only the fields given change."""
+        body = _drop_unset(name=new_name, model=model, data=data, prompt_template=prompt_template)
+        return self._client.api.update_agent(self._client.project_of(project), name, body)
+
+    def delete(self, name: str, *, project: str | None = None) -> None:
+        self._client.api.delete_agent(self._client.project_of(project), name)
+
+    @staticmethod
+    def messages(question: str, history: Iterable[dict[str, str]] = ()) -> list[dict[str, str]]:
+        """The contract's `messages`: earlier question/answer pairs, then the new question."""
+        return [*({"question": h["question"], "answer": h.get("answer", "")} for h in history),
+                {"question": question, "answer": ""}]
+
+    def completion(self, name: str, question: str, *, history: Iterable[dict[str, str]] = (),
+                   project: str | None = None) -> str:
+        """Ask and return the answer text."""
+        body = self._client.api.complete(self._client.project_of(project), name,
+                                         self.messages(question, history))
+        return body["message"]["content"]
+
+    def stream(self, name: str, question: str, *, history: Iterable[dict[str, str]] = (),
+               project: str | None = None) -> Iterator[dict[str, Any]]:
+        """Yield the completion stream's chunks (start, actions, steps, output, end)."""
+        return self._client.api.stream(self._client.project_of(project), name,
+                                       self.messages(question, history))
+
+    @staticmethod
+    def final_output(chunks: Iterable[dict[str, Any]]) -> str | None:
+        """The `output` of a consumed stream (None when it ended without one)."""
+        out = None
+        for chunk in chunks:
+            if chunk_kind(chunk) == "output":
+                out = chunk["output"]
+        return out

@@ -1,0 +1,1 @@
+"""Agents: tools over knowledge bases and tables, model providers, the run loop."""

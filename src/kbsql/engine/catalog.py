@@ -1,0 +1,325 @@
+"""The catalog: projects, knowledge bases, agents and data sources, in SQLite.
+
+SQLite because it is in the standard library, transactional and crash-safe (WAL), and
+safe to open from a notebook and a `kbsql serve` process at the same time. Every write
+runs in one transaction; a failed write leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from kbsql.interface.api import DEFAULT_PROJECT
+from kbsql.interface.errors import Conflict, NotFound
+
+TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S.%f"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS projects (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    name TEXT NOT NULL UNIQUE COLLATE NOCASE,
+    created_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS knowledge_bases (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    project_id INTEGER NOT NULL REFERENCES projects(id) ON DELETE CASCADE,
+    name TEXT NOT NULL COLLATE NOCASE,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    spec TEXT NOT NULL,
+    UNIQUE (project_id, name)
+);
+CREATE TABLE IF NOT EXISTS agents (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    project_id INTEGER NOT NULL REFERENCES projects(id) ON DELETE CASCADE,
+    name TEXT NOT NULL COLLATE NOCASE,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    model TEXT,
+    data TEXT NOT NULL,
+    prompt_template TEXT,
+    UNIQUE (project_id, name)
+);
+CREATE TABLE IF NOT EXISTS datasources (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    name TEXT NOT NULL UNIQUE COLLATE NOCASE,
+    engine TEXT NOT NULL,
+    parameters TEXT NOT NULL,
+    created_at TEXT NOT NULL
+);
+"""
+
+
+def now() -> str:
+    """A timestamp in the interface's form `YYYY-MM-DD HH:MM:SS.ffffff` (UTC)."""
+    return datetime.now(UTC).strftime(TIMESTAMP_FORMAT)
+
+
+@dataclass
+class ProjectRecord:
+    id: int
+    name: str
+    created_at: str
+
+
+@dataclass
+class KbRecord:
+    """A knowledge base as stored. `spec` keys: vector_database, vector_database_table,
+    embedding_model, reranking_model, metadata_columns, content_columns, id_column,
+    preprocessing, params, query_id."""
+
+    id: int
+    project_id: int
+    project_name: str
+    name: str
+    created_at: str
+    updated_at: str
+    spec: dict[str, Any] = field(default_factory=dict)
+
+    def __getattr__(self, key: str) -> Any:  # spec keys read as attributes
+        spec = self.__dict__.get("spec")
+        if spec is not None and key in _KB_SPEC_KEYS:
+            return spec.get(key)
+        raise AttributeError(key)
+
+
+_KB_SPEC_KEYS = frozenset({
+    "vector_database", "vector_database_table", "embedding_model", "reranking_model",
+    "metadata_columns", "content_columns", "id_column", "preprocessing", "params", "query_id",
+})
+
+
+@dataclass
+class AgentRecord:
+    id: int
+    project_id: int
+    project_name: str
+    name: str
+    created_at: str
+    updated_at: str
+    model: dict[str, Any] | None
+    data: dict[str, Any]
+    prompt_template: str | None
+
+
+@dataclass
+class DatasourceRecord:
+    id: int
+    name: str
+    engine: str
+    parameters: dict[str, Any]
+    created_at: str
+
+
+class Catalog:
+    """Typed reads and transactional writes over the catalog database."""
+
+    def __init__(self, path: Path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.RLock()
+        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None,
+                                   timeout=30)
+        self._db.row_factory = sqlite3.Row
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA foreign_keys=ON")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        with self._lock:
+            self._db.executescript(_SCHEMA)
+        with self.transaction() as db:
+            if db.execute("SELECT 1 FROM projects WHERE name = ?", (DEFAULT_PROJECT,)).fetchone() is None:
+                db.execute("INSERT INTO projects (name, created_at) VALUES (?, ?)",
+                           (DEFAULT_PROJECT, now()))
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """BEGIN IMMEDIATE ... COMMIT, or ROLLBACK on any error."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def _read(self, sql: str, args: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
+        with self._lock:
+            return self._db.execute(sql, args).fetchall()
+
+    # projects ---------------------------------------------------------------------------
+    def projects(self) -> list[ProjectRecord]:
+        return [ProjectRecord(r["id"], r["name"], r["created_at"])
+                for r in self._read("SELECT * FROM projects ORDER BY id")]
+
+    def project(self, name: str) -> ProjectRecord:
+        rows = self._read("SELECT * FROM projects WHERE name = ?", (name,))
+        if not rows:
+            raise NotFound(f"Project with name {name} does not exist", title="Project not found")
+        r = rows[0]
+        return ProjectRecord(r["id"], r["name"], r["created_at"])
+
+    def create_project(self, name: str, if_not_exists: bool = False) -> ProjectRecord:
+        with self.transaction() as db:
+            exists = db.execute("SELECT 1 FROM projects WHERE name = ?", (name,)).fetchone()
+            if exists is None:
+                db.execute("INSERT INTO projects (name, created_at) VALUES (?, ?)", (name, now()))
+            elif not if_not_exists:
+                raise Conflict(f"Project with name {name} already exists",
+                               title="Project already exists")
+        return self.project(name)
+
+    def drop_project(self, name: str) -> None:
+        project = self.project(name)
+        with self.transaction() as db:
+            db.execute("DELETE FROM projects WHERE id = ?", (project.id,))
+
+    # knowledge bases --------------------------------------------------------------------
+    _KB_SELECT = ("SELECT k.*, p.name AS project_name FROM knowledge_bases k "
+                  "JOIN projects p ON p.id = k.project_id")
+
+    @staticmethod
+    def _kb(row: sqlite3.Row) -> KbRecord:
+        return KbRecord(row["id"], row["project_id"], row["project_name"], row["name"],
+                        row["created_at"], row["updated_at"], json.loads(row["spec"]))
+
+    def knowledge_bases(self, project: str | None = None) -> list[KbRecord]:
+        if project is None:
+            return [self._kb(r) for r in self._read(self._KB_SELECT + " ORDER BY k.id")]
+        pid = self.project(project).id
+        return [self._kb(r) for r in
+                self._read(self._KB_SELECT + " WHERE k.project_id = ? ORDER BY k.id", (pid,))]
+
+    def find_knowledge_base(self, project: str, name: str) -> KbRecord | None:
+        pid = self.project(project).id
+        rows = self._read(self._KB_SELECT + " WHERE k.project_id = ? AND k.name = ?", (pid, name))
+        return self._kb(rows[0]) if rows else None
+
+    def knowledge_base(self, project: str, name: str) -> KbRecord:
+        record = self.find_knowledge_base(project, name)
+        if record is None:
+            raise NotFound(f"Knowledge Base with name {name} does not exist",
+                           title="Knowledge Base not found")
+        return record
+
+    def create_knowledge_base(self, project: str, name: str, spec: dict[str, Any]) -> KbRecord:
+        pid = self.project(project).id
+        stamp = now()
+        with self.transaction() as db:
+            if db.execute("SELECT 1 FROM knowledge_bases WHERE project_id = ? AND name = ?",
+                          (pid, name)).fetchone():
+                raise Conflict(f"Knowledge Base with name {name} already exists",
+                               title="Knowledge Base already exists")
+            db.execute("INSERT INTO knowledge_bases (project_id, name, created_at, updated_at, spec)"
+                       " VALUES (?, ?, ?, ?, ?)", (pid, name, stamp, stamp, json.dumps(spec)))
+        return self.knowledge_base(project, name)
+
+    def update_knowledge_base(self, record: KbRecord, spec: dict[str, Any] | None = None) -> KbRecord:
+        """Store a new spec (or just touch updated_at)."""
+        with self.transaction() as db:
+            db.execute("UPDATE knowledge_bases SET spec = ?, updated_at = ? WHERE id = ?",
+                       (json.dumps(spec if spec is not None else record.spec), now(), record.id))
+        return self.knowledge_base(record.project_name, record.name)
+
+    def delete_knowledge_base(self, record: KbRecord) -> None:
+        with self.transaction() as db:
+            db.execute("DELETE FROM knowledge_bases WHERE id = ?", (record.id,))
+
+    # agents -----------------------------------------------------------------------------
+    _AGENT_SELECT = ("SELECT a.*, p.name AS project_name FROM agents a "
+                     "JOIN projects p ON p.id = a.project_id")
+
+    @staticmethod
+    def _agent(row: sqlite3.Row) -> AgentRecord:
+        return AgentRecord(row["id"], row["project_id"], row["project_name"], row["name"],
+                           row["created_at"], row["updated_at"],
+                           json.loads(row["model"]) if row["model"] else None,
+                           json.loads(row["data"]), row["prompt_template"])
+
+    def agents(self, project: str) -> list[AgentRecord]:
+        pid = self.project(project).id
+        return [self._agent(r) for r in
+                self._read(self._AGENT_SELECT + " WHERE a.project_id = ? ORDER BY a.id", (pid,))]
+
+    def agent(self, project: str, name: str) -> AgentRecord:
+        pid = self.project(project).id
+        rows = self._read(self._AGENT_SELECT + " WHERE a.project_id = ? AND a.name = ?", (pid, name))
+        if not rows:
+            raise NotFound(f"Agent with name {name} does not exist", title="Agent not found")
+        return self._agent(rows[0])
+
+    def create_agent(self, project: str, name: str, model: dict[str, Any] | None,
+                     data: dict[str, Any], prompt_template: str | None) -> AgentRecord:
+        pid = self.project(project).id
+        stamp = now()
+        with self.transaction() as db:
+            if db.execute("SELECT 1 FROM agents WHERE project_id = ? AND name = ?",
+                          (pid, name)).fetchone():
+                raise Conflict(f"Agent with name {name} already exists",
+                               title="Agent already exists")
+            db.execute("INSERT INTO agents (project_id, name, created_at, updated_at, model, data,"
+                       " prompt_template) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                       (pid, name, stamp, stamp, json.dumps(model) if model else None,
+                        json.dumps(data), prompt_template))
+        return self.agent(project, name)
+
+    def update_agent(self, record: AgentRecord, name: str, model: dict[str, Any] | None,
+                     data: dict[str, Any], prompt_template: str | None) -> AgentRecord:
+        with self.transaction() as db:
+            if name.lower() != record.name.lower() and db.execute(
+                    "SELECT 1 FROM agents WHERE project_id = ? AND name = ?",
+                    (record.project_id, name)).fetchone():
+                raise Conflict(f"Agent with name {name} already exists",
+                               title="Agent already exists")
+            db.execute("UPDATE agents SET name = ?, model = ?, data = ?, prompt_template = ?,"
+                       " updated_at = ? WHERE id = ?",
+                       (name, json.dumps(model) if model else None, json.dumps(data),
+                        prompt_template, now(), record.id))
+        return self.agent(record.project_name, name)
+
+    def delete_agent(self, record: AgentRecord) -> None:
+        with self.transaction() as db:
+            db.execute("DELETE FROM agents WHERE id = ?", (record.id,))
+
+    # data sources -----------------------------------------------------------------------
+    @staticmethod
+    def _datasource(row: sqlite3.Row) -> DatasourceRecord:
+        return DatasourceRecord(row["id"], row["name"], row["engine"],
+                                json.loads(row["parameters"]), row["created_at"])
+
+    def datasources(self) -> list[DatasourceRecord]:
+        return [self._datasource(r) for r in self._read("SELECT * FROM datasources ORDER BY id")]
+
+    def find_datasource(self, name: str) -> DatasourceRecord | None:
+        rows = self._read("SELECT * FROM datasources WHERE name = ?", (name,))
+        return self._datasource(rows[0]) if rows else None
+
+    def create_datasource(self, name: str, engine: str, parameters: dict[str, Any]) -> DatasourceRecord:
+        with self.transaction() as db:
+            taken = db.execute("SELECT 1 FROM datasources WHERE name = ?", (name,)).fetchone() or \
+                db.execute("SELECT 1 FROM projects WHERE name = ?", (name,)).fetchone()
+            if taken:
+                raise Conflict(f"Database with name {name} already exists",
+                               title="Database already exists")
+            db.execute("INSERT INTO datasources (name, engine, parameters, created_at)"
+                       " VALUES (?, ?, ?, ?)", (name, engine, json.dumps(parameters), now()))
+        record = self.find_datasource(name)
+        assert record is not None
+        return record
+
+    def delete_datasource(self, name: str) -> None:
+        with self.transaction() as db:
+            if db.execute("DELETE FROM datasources WHERE name = ?", (name,)).rowcount == 0:
+                raise NotFound(f"Database with name {name} does not exist",
+                               title="Database not found")

@@ -1,0 +1,69 @@
+"""Where the engine keeps its data and which models it uses when none is given.
+
+Resolution order, most specific first: explicit argument, environment variable, the
+`config.json` file in the data directory, built-in default. The default agent model is the
+offline retrieval agent, so an agent works on a fresh machine with no key and no network.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+DATA_DIR_ENV = "KBSQL_HOME"
+DEFAULT_DATA_DIR = ".kbsql"
+CONFIG_FILE = "config.json"
+
+OFFLINE_PROVIDER = "kbsql"
+OFFLINE_MODEL = "retrieval"
+
+# environment variable -> key of the default agent model descriptor
+_MODEL_ENV = {
+    "KBSQL_DEFAULT_MODEL_PROVIDER": "provider",
+    "KBSQL_DEFAULT_MODEL_NAME": "model_name",
+    "KBSQL_DEFAULT_MODEL_API_KEY": "api_key",
+    "KBSQL_DEFAULT_MODEL_BASE_URL": "base_url",
+}
+
+
+def resolve_data_dir(data_dir: str | os.PathLike[str] | None = None) -> Path:
+    """The data directory: argument, then `$KBSQL_HOME`, then `./.kbsql`."""
+    chosen = data_dir if data_dir is not None else os.environ.get(DATA_DIR_ENV) or DEFAULT_DATA_DIR
+    return Path(chosen).expanduser().resolve()
+
+
+@dataclass
+class EngineConfig:
+    """Settings read once when the engine starts."""
+
+    data_dir: Path
+    default_model: dict[str, Any] = field(
+        default_factory=lambda: {"provider": OFFLINE_PROVIDER, "model_name": OFFLINE_MODEL}
+    )
+    default_embedding_model: dict[str, Any] | None = None
+    """None means the bundled all-MiniLM-L6-v2; a descriptor here replaces it engine-wide."""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, data_dir: str | os.PathLike[str] | None = None) -> EngineConfig:
+        path = resolve_data_dir(data_dir)
+        file_values: dict[str, Any] = {}
+        config_file = path / CONFIG_FILE
+        if config_file.exists():
+            file_values = json.loads(config_file.read_text(encoding="utf-8"))
+        config = cls(data_dir=path)
+        if isinstance(file_values.get("default_model"), dict):
+            config.default_model = dict(file_values["default_model"])
+        if isinstance(file_values.get("default_embedding_model"), dict):
+            config.default_embedding_model = dict(file_values["default_embedding_model"])
+        config.extra = {k: v for k, v in file_values.items()
+                        if k not in ("default_model", "default_embedding_model")}
+        env_model = {key: os.environ[var] for var, key in _MODEL_ENV.items() if os.environ.get(var)}
+        if env_model:
+            if "provider" in env_model and env_model["provider"] != config.default_model.get("provider"):
+                config.default_model = {}
+            config.default_model.update(env_model)
+        return config

@@ -1,0 +1,1 @@
+"""Data sources: external databases and files attached as tables."""

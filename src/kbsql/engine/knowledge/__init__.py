@@ -1,0 +1,1 @@
+"""Knowledge bases: chunking, embeddings, vector storage and search."""

@@ -1,0 +1,25 @@
+"""The interface's data shapes: the one place that declares its fields.
+
+Client, engine and server all import from here; nothing else re-declares a field list.
+"""
+
+from kbsql.interface.api import DEFAULT_PROJECT, ServiceApi
+from kbsql.interface.errors import (
+    BadRequest,
+    Conflict,
+    KbsqlError,
+    NotFound,
+    ProviderError,
+    ServiceError,
+    SqlError,
+    TransportError,
+)
+from kbsql.interface.models import MASK, Agent, KnowledgeBase, ModelDescriptor, Storage
+from kbsql.interface.results import ErrorResult, OkResult, SqlResult, TableResult, result_from_json
+
+__all__ = [
+    "DEFAULT_PROJECT", "MASK", "Agent", "BadRequest", "Conflict", "ErrorResult", "KbsqlError",
+    "KnowledgeBase", "ModelDescriptor", "NotFound", "OkResult", "ProviderError", "ServiceApi",
+    "ServiceError", "SqlError", "SqlResult", "Storage", "TableResult", "TransportError",
+    "result_from_json",
+]

@@ -1,0 +1,191 @@
+"""Resource shapes of the interface: model descriptor, storage, knowledge base, agent.
+
+Every object keeps the exact JSON it was built from in `raw`, so a client never loses a
+field the server sent (even one this version does not know), and `to_json()` gives back
+exactly what came in. Typed attributes are read from `raw`, not stored beside it.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any
+
+MASK = "******"
+
+
+def mask_secret(value: Any) -> Any:
+    """The masked form of a secret, as knowledge-base responses show api keys."""
+    return MASK if value else value
+
+
+@dataclass(frozen=True)
+class ModelDescriptor:
+    """`{provider, model_name, api_key}` plus any provider options (base_url, ...)."""
+
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def provider(self) -> str | None:
+        return self.raw.get("provider")
+
+    @property
+    def model_name(self) -> str | None:
+        return self.raw.get("model_name")
+
+    @property
+    def api_key(self) -> str | None:
+        return self.raw.get("api_key")
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any] | None) -> ModelDescriptor | None:
+        return None if data is None else cls(dict(data))
+
+    def masked(self) -> dict[str, Any]:
+        """The JSON with the api key replaced by asterisks."""
+        out = dict(self.raw)
+        if "api_key" in out:
+            out["api_key"] = mask_secret(out["api_key"])
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        return copy.deepcopy(self.raw)
+
+    def __repr__(self) -> str:  # never print a key by accident
+        return f"ModelDescriptor({self.masked()!r})"
+
+
+@dataclass(frozen=True)
+class Storage:
+    """Request-only `{database, table}`: where the vectors of a knowledge base live."""
+
+    database: str
+    table: str
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Storage:
+        return cls(database=str(data["database"]), table=str(data["table"]))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"database": self.database, "table": self.table}
+
+
+class _Resource:
+    """Shared behaviour of resources: typed reads over the raw JSON."""
+
+    raw: dict[str, Any]
+
+    def __getitem__(self, key: str) -> Any:
+        return self.raw[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.raw.get(key, default)
+
+    def to_json(self) -> dict[str, Any]:
+        return copy.deepcopy(self.raw)
+
+    @property
+    def id(self) -> int:
+        return self.raw["id"]
+
+    @property
+    def name(self) -> str:
+        return self.raw["name"]
+
+    @property
+    def project_id(self) -> int:
+        return self.raw.get("project_id")
+
+    @property
+    def created_at(self) -> str:
+        return self.raw.get("created_at")
+
+    @property
+    def updated_at(self) -> str:
+        return self.raw.get("updated_at")
+
+
+@dataclass(frozen=True, repr=False)
+class KnowledgeBase(_Resource):
+    """A knowledge base as the service shows it (contract: "Knowledge base")."""
+
+    raw: dict[str, Any]
+
+    FIELDS = (
+        "id", "name", "project_id", "project_name", "vector_database", "vector_database_table",
+        "created_at", "updated_at", "query_id", "embedding_model", "reranking_model",
+        "metadata_columns", "content_columns", "id_column", "params",
+    )
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> KnowledgeBase:
+        return cls(dict(data))
+
+    @property
+    def project_name(self) -> str | None:
+        return self.raw.get("project_name")
+
+    @property
+    def vector_database(self) -> str | None:
+        return self.raw.get("vector_database")
+
+    @property
+    def vector_database_table(self) -> str | None:
+        return self.raw.get("vector_database_table")
+
+    @property
+    def embedding_model(self) -> ModelDescriptor | None:
+        return ModelDescriptor.from_json(self.raw.get("embedding_model"))
+
+    @property
+    def reranking_model(self) -> ModelDescriptor | None:
+        return ModelDescriptor.from_json(self.raw.get("reranking_model"))
+
+    @property
+    def metadata_columns(self) -> list[str] | None:
+        return self.raw.get("metadata_columns")
+
+    @property
+    def content_columns(self) -> list[str] | None:
+        return self.raw.get("content_columns")
+
+    @property
+    def id_column(self) -> str | None:
+        return self.raw.get("id_column")
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return self.raw.get("params") or {}
+
+    def __repr__(self) -> str:
+        return f"KnowledgeBase(name={self.name!r}, project={self.project_name!r}, id={self.id})"
+
+
+@dataclass(frozen=True, repr=False)
+class Agent(_Resource):
+    """An agent as the service shows it (contract: "Agent"). Its api_key is not masked."""
+
+    raw: dict[str, Any]
+
+    FIELDS = ("id", "name", "project_id", "created_at", "updated_at", "model", "data",
+              "prompt_template")
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Agent:
+        return cls(dict(data))
+
+    @property
+    def model(self) -> ModelDescriptor | None:
+        return ModelDescriptor.from_json(self.raw.get("model"))
+
+    @property
+    def data(self) -> dict[str, list[str]]:
+        return self.raw.get("data") or {}
+
+    @property
+    def prompt_template(self) -> str | None:
+        return self.raw.get("prompt_template")
+
+    def __repr__(self) -> str:  # repr masks the key: reprs end up in notebook outputs
+        model = self.model.masked() if self.model else None
+        return f"Agent(name={self.name!r}, id={self.id}, model={model!r})"

@@ -1,0 +1,92 @@
+"""SQL result shapes: `table`, `ok` and `error` answers of `POST /api/sql/query`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from kbsql.interface.errors import SqlError
+
+if TYPE_CHECKING:  # pandas is imported lazily: a plain client call must not pay for it
+    import pandas as pd
+
+
+def default_context(db: str = "mindsdb") -> dict[str, Any]:
+    return {"show_secrets": False, "db": db}
+
+
+@dataclass
+class TableResult:
+    """Rows with their column names, as the service sent them."""
+
+    column_names: list[str]
+    data: list[list[Any]]
+    context: dict[str, Any] = field(default_factory=default_context)
+    type: str = "table"
+    frame: Any = field(default=None, repr=False, compare=False)
+    """A DataFrame of the same rows when the engine already has one (embedded mode)."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"type": "table", "column_names": list(self.column_names), "data": self.rows(),
+                "context": dict(self.context)}
+
+    def rows(self) -> list[list[Any]]:
+        return self.data
+
+    def to_pandas(self) -> pd.DataFrame:
+        """The rows as a DataFrame whose columns are `column_names`, in order."""
+        import pandas as pd
+
+        if self.frame is not None:
+            return self.frame.copy(deep=False)
+        return pd.DataFrame.from_records(self.data, columns=list(self.column_names))
+
+    df = to_pandas  # DuckDB's spelling
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+
+@dataclass
+class OkResult:
+    """A statement without rows (CREATE, DROP, INSERT, DELETE, UPDATE, USE)."""
+
+    affected_rows: int | None = None
+    context: dict[str, Any] = field(default_factory=default_context)
+    type: str = "ok"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"type": "ok", "affected_rows": self.affected_rows, "context": dict(self.context)}
+
+
+@dataclass
+class ErrorResult:
+    """An SQL error; on the wire it is an HTTP 200 answer."""
+
+    error_message: str
+    error_code: int = 0
+    context: dict[str, Any] = field(default_factory=default_context)
+    type: str = "error"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"type": "error", "error_code": self.error_code,
+                "error_message": self.error_message, "context": dict(self.context)}
+
+    def to_exception(self) -> SqlError:
+        return SqlError(self.error_message, self.error_code, self.context)
+
+
+SqlResult = TableResult | OkResult | ErrorResult
+
+
+def result_from_json(body: dict[str, Any]) -> SqlResult:
+    """Read any of the three answer shapes."""
+    kind = body.get("type")
+    context = body.get("context") or {}
+    if kind == "table":
+        return TableResult(list(body.get("column_names") or []), body.get("data") or [], context)
+    if kind == "error":
+        return ErrorResult(str(body.get("error_message")), body.get("error_code") or 0, context)
+    if kind == "ok":
+        return OkResult(body.get("affected_rows"), context)
+    raise ValueError(f"unknown SQL result type {kind!r}")

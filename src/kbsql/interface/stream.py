@@ -1,0 +1,90 @@
+"""Agent completion stream chunks (contract: endpoint 8) and the completion answer.
+
+Chunks stay plain dicts on the wire; these helpers build them in one place (so every
+producer emits the same keys) and classify them (so every consumer reads them the same way).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+CHUNK_KINDS = ("start", "actions", "steps", "output", "error", "end")
+
+
+def start_chunk(prompt: str, trace_id: str) -> dict[str, Any]:
+    return {"type": "start", "prompt": prompt, "trace_id": trace_id}
+
+
+def action(tool: str, tool_input: str, log: str = "") -> dict[str, Any]:
+    return {"tool": tool, "tool_input": tool_input, "log": log}
+
+
+def actions_chunk(actions: list[dict[str, Any]], trace_id: str) -> dict[str, Any]:
+    return {"actions": actions, "messages": [{"content": a.get("log", "")} for a in actions],
+            "trace_id": trace_id}
+
+
+def steps_chunk(act: dict[str, Any], observation: str, trace_id: str) -> dict[str, Any]:
+    return {"steps": [{"action": act, "observation": observation}],
+            "messages": [{"content": observation}], "trace_id": trace_id}
+
+
+def output_chunk(output: str, trace_id: str) -> dict[str, Any]:
+    return {"output": output, "messages": [{"content": output}], "trace_id": trace_id}
+
+
+def error_chunk(message: str, trace_id: str) -> dict[str, Any]:
+    return {"type": "error", "content": message, "trace_id": trace_id}
+
+
+def end_chunk() -> dict[str, Any]:
+    return {"type": "end"}
+
+
+def chunk_kind(chunk: dict[str, Any]) -> str:
+    """Which of start/actions/steps/output/error/end a chunk is (by `type` or by its keys)."""
+    kind = chunk.get("type")
+    if kind in CHUNK_KINDS:
+        return kind
+    for key in ("actions", "steps", "output"):
+        if key in chunk:
+            return key
+    return "unknown"
+
+
+def completion_answer(content: str, trace_id: str) -> dict[str, Any]:
+    """Body of the non-stream `/completions` answer."""
+    return {"message": {"content": content, "role": "assistant", "trace_id": trace_id}}
+
+
+def normalize_messages(messages: Iterable[dict[str, Any]]) -> list[dict[str, str]]:
+    """Accept `{question, answer}` items or `{role, content}` items; return question/answer pairs."""
+    pairs: list[dict[str, str]] = []
+    for item in messages:
+        if "question" in item or "answer" in item:
+            pairs.append({"question": str(item.get("question") or ""),
+                          "answer": str(item.get("answer") or "")})
+        elif item.get("role") == "user":
+            pairs.append({"question": str(item.get("content") or ""), "answer": ""})
+        elif item.get("role") == "assistant" and pairs:
+            pairs[-1]["answer"] = str(item.get("content") or "")
+    return pairs
+
+
+def sse_lines(chunks: Iterable[dict[str, Any]]) -> Iterator[str]:
+    """Render chunks as server-sent events: `data: <json>` and a blank line."""
+    for chunk in chunks:
+        yield f"data: {json.dumps(chunk, separators=(',', ':'), default=str)}\n\n"
+
+
+def parse_sse_line(line: str) -> dict[str, Any] | None:
+    """The chunk carried by one `data: <json>` line, or None for blank/comment lines."""
+    line = line.strip()
+    if not line.startswith("data:"):
+        return None
+    payload = line[5:].strip()
+    if not payload or payload == "[DONE]":
+        return None
+    return json.loads(payload)

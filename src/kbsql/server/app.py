@@ -1,0 +1,209 @@
+"""The HTTP server: a thin Starlette adapter from the interface's routes to the engine.
+
+Each route unwraps the body, calls one engine method in a worker thread (engine calls may
+embed text or call a model), and wraps the answer. Error shapes follow
+reference-behaviour.md: problem+json for REST errors, HTTP 200 `type: error` for SQL
+errors, 500 only for real faults (still with title and detail).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
+
+from kbsql.engine import Engine
+from kbsql.interface.errors import BadRequest, ServiceError
+from kbsql.interface.jsonable import dumps
+from kbsql.interface.stream import end_chunk, error_chunk, sse_lines
+
+log = logging.getLogger("kbsql.server")
+
+PROBLEM = "application/problem+json"
+
+
+def json_response(body: Any, status: int = 200, media_type: str = "application/json") -> Response:
+    return Response(dumps(body), status_code=status, media_type=media_type)
+
+
+def problem(error: ServiceError) -> Response:
+    return json_response(error.to_problem(), error.status, PROBLEM)
+
+
+async def read_body(request: Request, wrapper: str | None = None) -> dict[str, Any]:
+    """The JSON body (or its `wrapper` object). Malformed JSON is a 400, never a 500."""
+    raw = await request.body()
+    try:
+        body = json.loads(raw) if raw else None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise BadRequest(f"The request body is not valid JSON: {exc}", title="Invalid JSON") from exc
+    if not isinstance(body, dict):
+        raise BadRequest("The request body must be a JSON object", title="Missing parameter")
+    if wrapper is None:
+        return body
+    inner = body.get(wrapper)
+    if not isinstance(inner, dict):
+        raise BadRequest(f"The request body must have a '{wrapper}' object",
+                         title="Missing parameter")
+    return inner
+
+
+def build_app(engine: Engine) -> Starlette:
+    """The ASGI app over one engine."""
+
+    async def call(fn: Callable[..., Any], *args: Any) -> Any:
+        return await run_in_threadpool(fn, *args)
+
+    def endpoint(handler: Callable[[Request], Any]) -> Callable[[Request], Any]:
+        async def wrapped(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except ServiceError as exc:
+                return problem(exc)
+            except Exception as exc:  # a real fault: log it, answer 500 with the documented keys
+                log.exception("unhandled error on %s %s", request.method, request.url.path)
+                return json_response({"title": "Internal server error",
+                                      "detail": f"{type(exc).__name__}: {exc}"}, 500, PROBLEM)
+        return wrapped
+
+    def p(request: Request, key: str) -> str:
+        return request.path_params[key]
+
+    async def status(request: Request) -> Response:
+        return json_response(await call(engine.status))
+
+    async def projects(request: Request) -> Response:
+        return json_response(await call(engine.list_projects))
+
+    async def project(request: Request) -> Response:
+        return json_response(await call(engine.get_project, p(request, "project")))
+
+    async def kb_collection(request: Request) -> Response:
+        project = p(request, "project")
+        if request.method == "POST":
+            body = await read_body(request, "knowledge_base")
+            kb = await call(engine.create_knowledge_base, project, body)
+            return json_response(kb.to_json(), 201)
+        kbs = await call(engine.list_knowledge_bases, project)
+        return json_response([k.to_json() for k in kbs])
+
+    async def kb_item(request: Request) -> Response:
+        project, name = p(request, "project"), p(request, "name")
+        if request.method == "DELETE":
+            await call(engine.delete_knowledge_base, project, name)
+            return Response(status_code=200)
+        if request.method == "PUT":
+            body = await read_body(request, "knowledge_base")
+            if "rows" not in body:
+                raise BadRequest("The 'knowledge_base' object must have 'rows'",
+                                 title="Missing parameter")
+            result = await call(engine.insert_knowledge_base_rows, project, name, body["rows"])
+            return json_response(result)
+        return json_response((await call(engine.get_knowledge_base, project, name)).to_json())
+
+    async def agent_collection(request: Request) -> Response:
+        project = p(request, "project")
+        if request.method == "POST":
+            body = await read_body(request, "agent")
+            return json_response((await call(engine.create_agent, project, body)).to_json(), 201)
+        return json_response([a.to_json() for a in await call(engine.list_agents, project)])
+
+    async def agent_item(request: Request) -> Response:
+        project, name = p(request, "project"), p(request, "name")
+        if request.method == "DELETE":
+            await call(engine.delete_agent, project, name)
+            return Response(status_code=200)
+        if request.method == "PUT":
+            body = await read_body(request, "agent")
+            return json_response((await call(engine.update_agent, project, name, body)).to_json())
+        return json_response((await call(engine.get_agent, project, name)).to_json())
+
+    async def messages_of(request: Request) -> list[dict[str, Any]]:
+        body = await read_body(request)
+        messages = body.get("messages")
+        if not isinstance(messages, list) or not messages or \
+                not all(isinstance(m, dict) for m in messages):
+            raise BadRequest("'messages' must be a non-empty list of {question, answer} objects",
+                             title="Missing parameter")
+        return messages
+
+    async def completions(request: Request) -> Response:
+        project, name = p(request, "project"), p(request, "name")
+        messages = await messages_of(request)
+        return json_response(await call(engine.complete, project, name, messages))
+
+    async def completions_stream(request: Request) -> Response:
+        project, name = p(request, "project"), p(request, "name")
+        messages = await messages_of(request)
+        chunks = await call(engine.stream, project, name, messages)  # 404 before streaming
+        return StreamingResponse(_stream_events(chunks), media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+
+    async def sql_query(request: Request) -> Response:
+        body = await read_body(request)
+        query = body.get("query")
+        if not isinstance(query, str) or not query.strip():
+            raise BadRequest("'query' must be a non-empty SQL string", title="Missing parameter")
+        context = body.get("context") if isinstance(body.get("context"), dict) else None
+        result = await call(engine.query, query, context)
+        return json_response(result.to_json())
+
+    routes = [
+        Route("/api/status", endpoint(status), methods=["GET"]),
+        Route("/api/projects", endpoint(projects), methods=["GET"]),
+        Route("/api/projects/{project}", endpoint(project), methods=["GET"]),
+        Route("/api/projects/{project}/knowledge_bases", endpoint(kb_collection),
+              methods=["GET", "POST"]),
+        Route("/api/projects/{project}/knowledge_bases/{name}", endpoint(kb_item),
+              methods=["GET", "PUT", "DELETE"]),
+        Route("/api/projects/{project}/agents", endpoint(agent_collection), methods=["GET", "POST"]),
+        Route("/api/projects/{project}/agents/{name}", endpoint(agent_item),
+              methods=["GET", "PUT", "DELETE"]),
+        Route("/api/projects/{project}/agents/{name}/completions", endpoint(completions),
+              methods=["POST"]),
+        Route("/api/projects/{project}/agents/{name}/completions/stream",
+              endpoint(completions_stream), methods=["POST"]),
+        Route("/api/sql/query", endpoint(sql_query), methods=["POST"]),
+    ]
+    app = Starlette(routes=routes, exception_handlers={
+        404: lambda request, exc: json_response(
+            {"title": "Not found", "detail": f"No route {request.url.path}"}, 404, PROBLEM),
+        405: lambda request, exc: json_response(
+            {"title": "Method not allowed", "detail": f"{request.method} {request.url.path}"},
+            405, PROBLEM),
+    })
+    app.state.engine = engine
+    return app
+
+
+async def _stream_events(chunks: Iterator[dict[str, Any]]) -> AsyncIterator[str]:
+    """Send each chunk as soon as the engine yields it. A failure mid-way becomes an error
+    chunk then `end`; a client that goes away closes the generator, which stops the run."""
+    lines = sse_lines(chunks)
+    sentinel = object()
+    trace_id = ""
+    try:
+        while True:
+            try:
+                line = await run_in_threadpool(next, lines, sentinel)
+            except Exception as exc:  # the engine failed after the first chunk left
+                log.warning("agent stream failed: %s", exc)
+                for tail in sse_lines([error_chunk(str(exc), trace_id), end_chunk()]):
+                    yield tail
+                return
+            if line is sentinel:
+                return
+            if not trace_id and '"trace_id":"' in line:
+                trace_id = line.split('"trace_id":"', 1)[1].split('"', 1)[0]
+            yield line
+    finally:
+        close = getattr(chunks, "close", None)
+        if close is not None:
+            await run_in_threadpool(close)
