@@ -1,0 +1,68 @@
+"""`kbsql quickstart`: the embedded engine end to end, on real offline text.
+
+Builds a knowledge base from Python's own documentation topics (`pydoc_data.topics`,
+shipped with CPython), searches it with SQL, and asks the offline agent a question,
+printing each step of its stream. Nothing is downloaded; nothing needs a key.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+
+import kbsql
+from kbsql.interface.stream import chunk_kind
+
+TOPICS = ("assert", "break", "continue", "for", "if", "import", "lambda", "raise", "return",
+          "try", "while", "with", "yield", "del", "global", "pass", "class", "def")
+
+
+def documents() -> list[dict[str, str]]:
+    from pydoc_data.topics import topics
+
+    return [{"id": name, "content": topics[name], "topic": name}
+            for name in TOPICS if name in topics]
+
+
+def run(data_dir: str | None = None) -> int:
+    home = Path(data_dir) if data_dir else Path(tempfile.mkdtemp(prefix="kbsql-quickstart-"))
+    print(f"kbsql {kbsql.__version__} quickstart, embedded engine in {home}")
+    client = kbsql.connect(data_dir=home)
+    try:
+        client.sql("DROP KNOWLEDGE_BASE IF EXISTS python_docs")
+        client.sql("CREATE KNOWLEDGE_BASE python_docs USING content_columns = ['content'], "
+                   "metadata_columns = ['topic'], id_column = 'id'")
+        started = time.perf_counter()
+        count = client.knowledge_bases.insert("python_docs", documents(), progress=False)
+        chunks = client.sql("SELECT * FROM python_docs LIMIT 100000").to_pandas()
+        print(f"inserted {count} documents as {len(chunks)} chunks "
+              f"in {time.perf_counter() - started:.1f}s (all-MiniLM-L6-v2, FAISS)")
+
+        question = "how do I leave a loop early"
+        hits = client.sql(f"SELECT * FROM python_docs WHERE content = '{question}' LIMIT 3")
+        print(f"\nSELECT * FROM python_docs WHERE content = '{question}' LIMIT 3")
+        print(hits.to_pandas()[["id", "chunk_id", "relevance"]].to_string(index=False))
+
+        if "docs_agent" in [a.name for a in client.agents.list()]:
+            client.agents.delete("docs_agent")
+        client.agents.create("docs_agent", data={"knowledge_bases": ["mindsdb.python_docs"]},
+                             prompt_template="Answer questions about Python statements.")
+        print(f"\n%agent docs_agent {question}?")
+        for chunk in client.agents.stream("docs_agent", f"{question}?"):
+            kind = chunk_kind(chunk)
+            if kind == "actions":
+                for action in chunk["actions"]:
+                    print(f"  tool  {action['tool']}({action['tool_input']!r})")
+            elif kind == "steps":
+                for step in chunk["steps"]:
+                    first = step["observation"].strip().splitlines()[:1]
+                    print(f"  seen  {first[0][:90] if first else ''}")
+            elif kind == "output":
+                print(f"answer: {chunk['output'][:600]}")
+            elif kind == "error":
+                print(f"error: {chunk['content']}")
+                return 1
+        return 0
+    finally:
+        client.close()
