@@ -1,12 +1,34 @@
-"""Agent runtime (placeholder until the agents issue lands)."""
+"""The agent runtime behind `/completions` and `/completions/stream`.
+
+`stream()` validates cheaply and returns an `AgentStream` that does no model work until
+iterated: the server calls it before streaming starts (so a 404/400 is still a status), and
+the first chunk (start) leaves before any model call. Closing the stream (client gone)
+cancels the run: no further model or tool call, and an open provider stream is closed.
+"""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from kbsql.engine.agents import loop, prompt, scope
+from kbsql.engine.agents.providers import make_provider
+from kbsql.engine.agents.providers.base import Provider, RunCancelled, RunControl
+from kbsql.engine.agents.settings import RunLimits
+from kbsql.engine.agents.tools import Toolbox
 from kbsql.engine.catalog import AgentRecord
-from kbsql.interface.errors import BadRequest
+from kbsql.interface.errors import BadRequest, ProviderError, ServiceError
+from kbsql.interface.stream import (
+    actions_chunk,
+    completion_answer,
+    end_chunk,
+    error_chunk,
+    normalize_messages,
+    output_chunk,
+    start_chunk,
+    steps_chunk,
+)
 
 if TYPE_CHECKING:
     from kbsql.engine.engine import Engine
@@ -16,11 +38,105 @@ class AgentRuntime:
     def __init__(self, engine: Engine):
         self.engine = engine
 
+    @property
+    def limits(self) -> RunLimits:
+        return RunLimits.from_extra(self.engine.config.extra)
+
     def check_model(self, model: dict[str, Any]) -> None:
-        """Raise ProviderError when the agent's model cannot be reached."""
+        """Raise ProviderError when the agent's model cannot be reached (BadRequest when the
+        provider is unknown)."""
+        make_provider(model).check()
 
     def complete(self, record: AgentRecord, messages: list[dict[str, Any]]) -> dict[str, Any]:
-        raise BadRequest("Agent completions are not available yet")
+        pairs, provider = self._prepare(record, messages)
+        trace_id = new_trace_id()
+        control = RunControl(self.limits.wall_time_s)
+        output = ""
+        try:
+            for event in self._events(record, pairs, provider, control):
+                if isinstance(event, loop.Output):
+                    output = event.text
+        except RunCancelled as exc:
+            raise ProviderError(f"The agent {record.name} stopped: {exc}",
+                                title="Agent run stopped") from exc
+        return completion_answer(output, trace_id)
 
-    def stream(self, record: AgentRecord, messages: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-        raise BadRequest("Agent completions are not available yet")
+    def stream(self, record: AgentRecord, messages: list[dict[str, Any]]) -> AgentStream:
+        pairs, provider = self._prepare(record, messages)
+        return AgentStream(self, record, pairs, provider, RunControl(self.limits.wall_time_s))
+
+    def _prepare(self, record: AgentRecord,
+                 messages: list[dict[str, Any]]) -> tuple[list[dict[str, str]], Provider]:
+        if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
+            raise BadRequest("'messages' must be a list of {question, answer} objects",
+                             title="Invalid parameter")
+        pairs = normalize_messages(messages)
+        if not pairs or not pairs[-1]["question"].strip():
+            raise BadRequest("The last item of 'messages' must carry a non-empty question",
+                             title="Missing parameter")
+        return pairs, make_provider(record.model or dict(self.engine.config.default_model))
+
+    def _events(self, record: AgentRecord, pairs: list[dict[str, str]], provider: Provider,
+                control: RunControl) -> Iterator[loop.Event]:
+        reach = scope.resolve(self.engine, record)  # at question time: wildcards see new KBs
+        system = prompt.system_prompt(record.prompt_template, reach)
+        yield from loop.run(provider, system, prompt.conversation(pairs),
+                            Toolbox(self.engine, reach), control, self.limits.max_iterations)
+
+
+def new_trace_id() -> str:
+    return uuid.uuid4().hex
+
+
+def chunk_of(event: loop.Event, trace_id: str) -> dict[str, Any]:
+    if isinstance(event, loop.Actions):
+        return actions_chunk(event.actions, trace_id)
+    if isinstance(event, loop.Step):
+        return steps_chunk(event.action, event.observation, trace_id)
+    return output_chunk(event.text, trace_id)
+
+
+def error_message(exc: BaseException) -> str:
+    return exc.detail if isinstance(exc, ServiceError) else f"{type(exc).__name__}: {exc}"
+
+
+class AgentStream:
+    """An iterator of chunks whose `close()` may come from another thread than the one
+    iterating: it cancels the run first (which also closes a provider stream that the run
+    thread is blocked on), then closes the generator if it is not executing."""
+
+    def __init__(self, runtime: AgentRuntime, record: AgentRecord, pairs: list[dict[str, str]],
+                 provider: Provider, control: RunControl):
+        self.trace_id = new_trace_id()
+        self.control = control
+        self._gen = self._chunks(runtime, record, pairs, provider)
+
+    def __iter__(self) -> AgentStream:
+        return self
+
+    def __next__(self) -> dict[str, Any]:
+        return next(self._gen)
+
+    def close(self) -> None:
+        self.control.cancel()
+        try:
+            self._gen.close()
+        except ValueError:  # "generator already executing": the cancel above stops it
+            pass
+
+    def _chunks(self, runtime: AgentRuntime, record: AgentRecord, pairs: list[dict[str, str]],
+                provider: Provider) -> Iterator[dict[str, Any]]:
+        trace_id, control = self.trace_id, self.control
+        yield start_chunk(pairs[-1]["question"], trace_id)
+        try:
+            for event in runtime._events(record, pairs, provider, control):
+                yield chunk_of(event, trace_id)
+        except RunCancelled as exc:
+            if control.cancelled:  # nobody is listening any more
+                return
+            yield error_chunk(f"The agent stopped: {exc}", trace_id)
+        except Exception as exc:
+            yield error_chunk(error_message(exc), trace_id)
+        finally:
+            control.cancel()
+        yield end_chunk()

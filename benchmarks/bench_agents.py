@@ -1,0 +1,138 @@
+"""Benchmark: the offline agent's stream on a 10k-chunk knowledge base, over `kbsql serve`.
+
+Measured from the client's side of a real server: `first_chunk_ms` is from sending the POST
+to receiving the first `data:` line (the start chunk, which leaves before any model or tool
+work; target <= 20 ms), `total_ms` to the `end` chunk. The baseline, measured in the same
+run on the same server, is the same semantic search sent directly to `POST /api/sql/query`:
+the agent does that search plus listing, rendering and answering, so `ratio` (total over
+baseline) is the agent's own overhead. Embedded (in-process) numbers are reported too.
+The knowledge base uses the hash embedder (`kbsql`/`hash-256`) so the numbers measure the
+agent, not the embedding model.
+
+Usage: python benchmarks/bench_agents.py [--chunks 10000] [--repeat 20]
+Prints JSON and writes benchmarks/results/agents.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+from kbsql.engine import Engine
+
+TARGET_FIRST_CHUNK_MS = 20.0
+QUESTION = "How often does pump 4321 need new oil?"
+WORDS = "pump valve fan boiler seal oil bearing motor filter pressure flow rpm".split()
+
+
+def build(data_dir: Path, chunks: int) -> float:
+    start = time.perf_counter()
+    with Engine(data_dir) as engine:
+        engine.query("CREATE KNOWLEDGE_BASE manuals USING embedding_model = "
+                     "{'provider': 'kbsql', 'model_name': 'hash-256'}, metadata_columns = ['kind']")
+        rows = [{"id": i, "kind": WORDS[i % len(WORDS)],
+                 "content": f"Unit {WORDS[i % 12]} {i} needs new {WORDS[(i * 7) % 12]} every "
+                            f"{i % 30 + 1} days. Its {WORDS[(i * 5) % 12]} is checked yearly."}
+                for i in range(chunks)]
+        engine.insert_rows_local("mindsdb", "manuals", rows, progress=False)
+        engine.create_agent("mindsdb", {"name": "helper",
+                                        "data": {"knowledge_bases": ["mindsdb.manuals"]}})
+    return time.perf_counter() - start
+
+
+def timed_stream(client: httpx.Client, url: str) -> tuple[float, float, list[dict]]:
+    t0 = time.perf_counter()
+    first = 0.0
+    chunks = []
+    with client.stream("POST", url, json={"messages": [{"question": QUESTION}]}) as response:
+        for line in response.iter_lines():
+            if line.startswith("data: "):
+                if not first:
+                    first = time.perf_counter() - t0
+                chunks.append(json.loads(line[6:]))
+    return first * 1000, (time.perf_counter() - t0) * 1000, chunks
+
+
+def serve(data_dir: Path) -> tuple[subprocess.Popen, str]:
+    proc = subprocess.Popen([sys.executable, "-m", "kbsql.cli", "serve", "--port", "0",
+                             "--data-dir", str(data_dir)],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    line = proc.stdout.readline() if proc.stdout else ""
+    return proc, line.split()[3]
+
+
+def median(values: list[float]) -> float:
+    return round(statistics.median(values), 3)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--chunks", type=int, default=10_000)
+    parser.add_argument("--repeat", type=int, default=20)
+    args = parser.parse_args()
+    data_dir = Path(tempfile.mkdtemp(prefix="bench-agents-"))
+    build_s = build(data_dir, args.chunks)
+
+    with Engine(data_dir) as engine:  # embedded: first chunk and total in-process
+        emb_first, emb_total = [], []
+        for _ in range(args.repeat):
+            t0 = time.perf_counter()
+            stream = engine.stream("mindsdb", "helper", [{"question": QUESTION}])
+            next(stream)
+            emb_first.append((time.perf_counter() - t0) * 1000)
+            for _chunk in stream:
+                pass
+            emb_total.append((time.perf_counter() - t0) * 1000)
+
+    proc, base = serve(data_dir)
+    try:
+        url = f"{base}/api/projects/mindsdb/agents/helper/completions/stream"
+        search = (f"SELECT * FROM manuals WHERE content = '{QUESTION}' LIMIT 5")
+        with httpx.Client(timeout=60) as client:
+            client.get(f"{base}/api/status")
+            timed_stream(client, url)  # warm-up: loads the index
+            client.post(f"{base}/api/sql/query", json={"query": search})
+            first, total, base_ms = [], [], []
+            chunks: list[dict] = []
+            for _ in range(args.repeat):
+                f, t, chunks = timed_stream(client, url)
+                first.append(f)
+                total.append(t)
+                t0 = time.perf_counter()
+                assert client.post(f"{base}/api/sql/query", json={"query": search}).json()["type"] \
+                    == "table"
+                base_ms.append((time.perf_counter() - t0) * 1000)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+    result = {
+        "benchmark": "agents_offline_stream",
+        "chunks": args.chunks, "repeat": args.repeat, "build_s": round(build_s, 2),
+        "http_first_chunk_ms": median(first), "http_total_ms": median(total),
+        "baseline_sql_search_ms": median(base_ms),
+        "ratio": round(statistics.median(total) / statistics.median(base_ms), 2),
+        "embedded_first_chunk_ms": median(emb_first), "embedded_total_ms": median(emb_total),
+        "target_first_chunk_ms": TARGET_FIRST_CHUNK_MS,
+        "first_chunk_ok": statistics.median(first) <= TARGET_FIRST_CHUNK_MS,
+        "kinds": [c.get("type") or next(k for k in ("actions", "steps", "output") if k in c)
+                  for c in chunks],
+        "answer": chunks[-2].get("output", "")[:200] if len(chunks) > 1 else "",
+    }
+    text = json.dumps(result, indent=2)
+    print(text)
+    out = Path(__file__).parent / "results" / "agents.json"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(text + "\n")
+
+
+if __name__ == "__main__":
+    main()

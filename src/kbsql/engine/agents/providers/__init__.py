@@ -1,0 +1,32 @@
+"""Model providers: `make_provider(model)` picks one from the agent's model descriptor."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kbsql.engine.agents.providers.base import Provider
+from kbsql.engine.agents.settings import PROVIDER_ALIASES
+from kbsql.interface.errors import BadRequest
+
+
+def make_provider(model: dict[str, Any]) -> Provider:
+    """The provider for a model descriptor; an unknown provider name is a 400."""
+    name = str(model.get("provider") or "").lower()
+    kind = PROVIDER_ALIASES.get(name)
+    if kind is None:
+        raise BadRequest(f"Unknown model provider '{model.get('provider')}' for an agent; use one of "
+                         f"{', '.join(sorted(PROVIDER_ALIASES))}", title="Invalid parameter")
+    if kind != "offline" and not model.get("model_name"):
+        raise BadRequest(f"'model.model_name' is required for provider '{name}'",
+                         title="Missing parameter")
+    if kind == "openai":
+        from kbsql.engine.agents.providers.openai import OpenAIProvider
+        return OpenAIProvider(model)
+    if kind == "anthropic":
+        from kbsql.engine.agents.providers.anthropic import AnthropicProvider
+        return AnthropicProvider(model)
+    if kind == "ollama":
+        from kbsql.engine.agents.providers.ollama import OllamaProvider
+        return OllamaProvider(model)
+    from kbsql.engine.agents.providers.offline import OfflineProvider
+    return OfflineProvider(model)

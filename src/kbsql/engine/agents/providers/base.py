@@ -1,0 +1,208 @@
+"""What every model provider speaks: a neutral conversation in, one model turn out.
+
+The loop never sees a wire format. It keeps the conversation as neutral `Message`s and asks a
+`Provider` for the next `Turn` (text, tool calls, or both); each provider translates to its
+own API. `RunControl` is shared by the loop and the provider so a client that goes away (or a
+wall-time limit) stops a streaming HTTP call between two deltas, or at once by closing it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import httpx
+
+from kbsql.interface.errors import ProviderError
+
+
+class RunCancelled(Exception):
+    """The consumer stopped listening or the run's wall time is spent: stop quietly."""
+
+
+@dataclass
+class ToolCall:
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass
+class Message:
+    """One item of the neutral conversation: role is user, assistant or tool."""
+
+    role: str
+    content: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    tool_call_id: str = ""
+    name: str = ""
+
+
+@dataclass
+class Turn:
+    """What the model said this time: some text and/or the tools it wants run."""
+
+    text: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+
+
+@dataclass
+class ToolSpec:
+    name: str
+    description: str
+    parameters: dict[str, Any]  # JSON schema of the arguments object
+
+
+class RunControl:
+    """Cancellation and deadline shared across threads: `cancel()` may come from the thread
+    that closes the stream while the run thread is blocked reading the provider."""
+
+    def __init__(self, wall_time: float):
+        self.deadline = time.monotonic() + wall_time
+        self._cancelled = threading.Event()
+        self._lock = threading.Lock()
+        self._response: httpx.Response | None = None
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled.is_set()
+
+    def remaining(self) -> float:
+        return self.deadline - time.monotonic()
+
+    def check(self) -> None:
+        """Raise RunCancelled when the run must stop (cancelled or past its deadline)."""
+        if self._cancelled.is_set():
+            raise RunCancelled("the client stopped listening")
+        if self.remaining() <= 0:
+            raise RunCancelled("the run exceeded its time limit")
+
+    def cancel(self) -> None:
+        self._cancelled.set()
+        with self._lock:
+            response = self._response
+        if response is not None:
+            try:
+                response.close()
+            except Exception:  # closing from another thread may race the reader; both stop
+                pass
+
+    @contextmanager
+    def attach(self, response: httpx.Response) -> Iterator[None]:
+        """Register the open provider stream so `cancel()` can close it."""
+        with self._lock:
+            self._response = response
+        try:
+            if self._cancelled.is_set():
+                raise RunCancelled("the client stopped listening")
+            yield
+        finally:
+            with self._lock:
+                self._response = None
+
+
+class Provider(Protocol):
+    provider: str
+    model_name: str
+
+    def check(self) -> None:
+        """Raise ProviderError when the model cannot be reached."""
+
+    def chat(self, system: str, messages: list[Message], tools: list[ToolSpec],
+             control: RunControl) -> Turn:
+        """The model's next turn."""
+
+
+def parse_arguments(raw: Any) -> dict[str, Any]:
+    """Tool arguments arrive as a JSON string (OpenAI, Anthropic deltas) or an object (Ollama)."""
+    if isinstance(raw, dict):
+        return raw
+    if not raw:
+        return {}
+    try:
+        value = json.loads(raw)
+    except (TypeError, ValueError):
+        return {"input": str(raw)}
+    return value if isinstance(value, dict) else {"input": value}
+
+
+class HttpProvider:
+    """Shared plumbing of the HTTP providers: client, timeouts, error messages that name the
+    provider and the model (never the key)."""
+
+    provider = "http"
+    default_base_url = ""
+    api_key_env = ""  # environment fallback when the descriptor has no api_key
+
+    def __init__(self, model: dict[str, Any], connect_timeout: float = 10.0):
+        self.model_name = str(model.get("model_name") or "")
+        self.api_key = (str(model.get("api_key") or "") or
+                        (os.environ.get(self.api_key_env) if self.api_key_env else None) or None)
+        self.base_url = str(model.get("base_url") or model.get("api_base") or
+                            self.default_base_url).rstrip("/")
+        self.connect_timeout = connect_timeout
+
+    def fail(self, what: str) -> ProviderError:
+        return ProviderError(f"{self.provider} model '{self.model_name}' at {self.base_url}: {what}",
+                             title="Model provider error")
+
+    def timeout(self, control: RunControl | None) -> httpx.Timeout:
+        budget = max(0.5, control.remaining()) if control is not None else 30.0
+        return httpx.Timeout(budget, connect=min(self.connect_timeout, budget))
+
+    def headers(self) -> dict[str, str]:
+        return {}
+
+    def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        """A short non-streaming call (model checks)."""
+        try:
+            with httpx.Client(timeout=httpx.Timeout(10.0), headers=self.headers()) as http:
+                response = http.request(method, self.base_url + path, **kwargs)
+        except httpx.HTTPError as exc:
+            raise self.fail(f"cannot be reached ({type(exc).__name__}: {exc})") from exc
+        return response
+
+    @contextmanager
+    def open_stream(self, path: str, body: dict[str, Any],
+                    control: RunControl) -> Iterator[httpx.Response]:
+        """POST a streaming request; HTTP errors become ProviderError with the server's words."""
+        control.check()
+        try:
+            with httpx.Client(timeout=self.timeout(control), headers=self.headers()) as http, \
+                    http.stream("POST", self.base_url + path, json=body) as response:
+                if response.status_code >= 400:
+                    response.read()
+                    raise self.fail(f"HTTP {response.status_code}: {error_text(response)}")
+                with control.attach(response):
+                    yield response
+        except (httpx.HTTPError, httpx.StreamError) as exc:
+            if control.cancelled:
+                raise RunCancelled("the client stopped listening") from exc
+            raise self.fail(f"request failed ({type(exc).__name__}: {exc})") from exc
+
+
+def error_text(response: httpx.Response) -> str:
+    """The provider's own error sentence when its body has one, else the raw text (short)."""
+    try:
+        body = response.json()
+    except ValueError:
+        return response.text[:300]
+    return stream_error(body) or json.dumps(body)[:300]
+
+
+def stream_error(body: Any) -> str | None:
+    """An error carried inside a JSON body or stream event (all three wire formats)."""
+    if not isinstance(body, dict):
+        return None
+    err = body.get("error")
+    if isinstance(err, dict):
+        return str(err.get("message") or err.get("type") or err)
+    if isinstance(err, str):
+        return err
+    return None

@@ -1,0 +1,148 @@
+"""The offline retrieval agent (provider `kbsql`, model `retrieval`): a deterministic "model"
+that plays the same game as a language model, so an agent answers on a fresh machine with no
+key and no network, and its stream has exactly the shape an LLM's has.
+
+Policy, one tool call per turn: kb_list_tool; kb_query_tool with the question as a semantic
+search on each listed knowledge base; when no knowledge base gave rows, sql_db_list_tables and
+a few rows of each table. Then it answers extractively: the sentences of the retrieved chunks
+that share most words with the question, each cited by its chunk_id.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from kbsql.engine.agents.providers.base import Message, RunControl, ToolCall, ToolSpec, Turn
+from kbsql.engine.agents.render import parse_table_text
+from kbsql.engine.config import OFFLINE_MODEL, OFFLINE_PROVIDER
+from kbsql.interface.errors import ProviderError
+
+SEARCH_LIMIT = 5
+MAX_KBS = 5
+MAX_TABLES = 3
+MAX_SENTENCES = 3
+_WORD = re.compile(r"[\w']+")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+_STOP = frozenset("""a an and are as at be by can do does for from has have how i in is it its
+of on or that the this to was what when where which who why will with you your me my about tell""".split())
+
+
+def sql_string(text: str) -> str:
+    """A safe SQL literal of the question: quotes doubled, backslashes (which the parser reads
+    as escapes) replaced by spaces: they carry no meaning for a semantic search."""
+    return "'" + text.replace("\\", " ").replace("'", "''") + "'"
+
+
+def search_sql(kb: str, question: str, limit: int = SEARCH_LIMIT) -> str:
+    return f"SELECT * FROM {kb} WHERE content = {sql_string(question)} LIMIT {limit}"
+
+
+def words(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.lower()) if w not in _STOP and len(w) > 1}
+
+
+class OfflineProvider:
+    provider = OFFLINE_PROVIDER
+
+    def __init__(self, model: dict[str, Any] | None = None):
+        self.model_name = str((model or {}).get("model_name") or OFFLINE_MODEL)
+
+    def check(self) -> None:
+        """Always reachable (it runs in-process); only the model name can be wrong."""
+        if self.model_name != OFFLINE_MODEL:
+            raise ProviderError(f"{OFFLINE_PROVIDER} has no model '{self.model_name}'; the offline "
+                                f"agent model is '{OFFLINE_MODEL}'", title="Model provider error")
+
+    def chat(self, system: str, messages: list[Message], tools: list[ToolSpec],
+             control: RunControl) -> Turn:
+        control.check()
+        start = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
+        question = messages[start].content if start >= 0 else ""
+        calls: dict[str, ToolCall] = {}
+        done: list[tuple[ToolCall, str]] = []
+        for m in messages[start + 1:]:
+            for call in m.tool_calls:
+                calls[call.id] = call
+            if m.role == "tool" and m.tool_call_id in calls:
+                done.append((calls[m.tool_call_id], m.content))
+        names = {t.name for t in tools}
+        nxt = self._next_call(question, done, names)
+        if nxt is not None:
+            name, args = nxt
+            return Turn("", [ToolCall(f"call_{len(done) + 1}", name, args)])
+        return Turn(answer(question, done))
+
+    def _next_call(self, question: str, done: list[tuple[ToolCall, str]],
+                   names: set[str]) -> tuple[str, dict[str, Any]] | None:
+        used = [c.name for c, _ in done]
+        if "kb_list_tool" in names and "kb_list_tool" not in used:
+            return "kb_list_tool", {}
+        queried = {c.arguments.get("query") for c, _ in done if c.name == "kb_query_tool"}
+        for kb in _listed(done, "kb_list_tool")[:MAX_KBS]:
+            sql = search_sql(kb, question)
+            if "kb_query_tool" in names and sql not in queried:
+                return "kb_query_tool", {"query": sql}
+        if _kb_rows(done) or "sql_db_list_tables" not in names:
+            return None
+        if "sql_db_list_tables" not in used:
+            return "sql_db_list_tables", {}
+        queried = {c.arguments.get("query") for c, _ in done if c.name == "sql_db_query"}
+        for table in _listed(done, "sql_db_list_tables")[:MAX_TABLES]:
+            sql = f"SELECT * FROM {table} LIMIT {SEARCH_LIMIT}"
+            if "sql_db_query" in names and sql not in queried:
+                return "sql_db_query", {"query": sql}
+        return None
+
+
+def _listed(done: list[tuple[ToolCall, str]], tool: str) -> list[str]:
+    for call, observation in done:
+        if call.name == tool:
+            if observation.startswith("["):
+                try:
+                    return [str(n) for n in json.loads(observation)]
+                except ValueError:
+                    return []
+            if observation.startswith("Error") or observation.startswith("No tables"):
+                return []
+            return [n.strip() for n in observation.split(",") if n.strip()]
+    return []
+
+
+def _kb_rows(done: list[tuple[ToolCall, str]]) -> list[dict[str, str]]:
+    rows: list[dict[str, str]] = []
+    for call, observation in done:
+        if call.name == "kb_query_tool":
+            rows += [r for r in parse_table_text(observation) if r.get("chunk_content")]
+    return rows
+
+
+def answer(question: str, done: list[tuple[ToolCall, str]]) -> str:
+    rows = _kb_rows(done)
+    if rows:
+        return _extract(question, rows)
+    tables = [(c.arguments.get("query", ""), o) for c, o in done
+              if c.name == "sql_db_query" and not o.startswith("Error")]
+    if tables:
+        parts = [f"{sql}:\n{obs.split(chr(10), 1)[-1].strip()}" for sql, obs in tables]
+        return "No knowledge base matched; the connected tables hold:\n\n" + "\n\n".join(parts)
+    return "I could not find anything about this in the data this agent is connected to."
+
+
+def _extract(question: str, rows: list[dict[str, str]]) -> str:
+    """Best sentences first; ties keep retrieval order (rows arrive best match first)."""
+    wanted = words(question)
+    scored: list[tuple[float, int, str, str]] = []
+    for rank, row in enumerate(rows):
+        for sentence in _SENTENCE.split(row["chunk_content"]):
+            sentence = sentence.strip()
+            if len(sentence) < 3:
+                continue
+            overlap = len(wanted & words(sentence))
+            scored.append((-overlap, rank, sentence, row.get("chunk_id", "")))
+    scored.sort(key=lambda s: (s[0], s[1]))
+    best = [s for s in scored if s[0] < 0][:MAX_SENTENCES] or scored[:1]
+    lines = [f"- {sentence} [{chunk_id}]" for _, _, sentence, chunk_id in best]
+    cited = ", ".join(dict.fromkeys(s[3] for s in best))
+    return "From the knowledge base:\n" + "\n".join(lines) + f"\n\nSources: {cited}"

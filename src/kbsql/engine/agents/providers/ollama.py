@@ -1,0 +1,80 @@
+"""Ollama's native `/api/chat` with tools, streamed as JSON lines.
+
+Tool calls arrive whole (arguments already an object) in a line's `message.tool_calls`;
+an `{"error": ...}` line is an error mid-stream. Ollama's OpenAI endpoint (`/v1`) is served by
+the openai provider instead.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from kbsql.engine.agents.providers.base import (
+    HttpProvider,
+    Message,
+    RunControl,
+    ToolCall,
+    ToolSpec,
+    Turn,
+    error_text,
+    parse_arguments,
+    stream_error,
+)
+
+
+class OllamaProvider(HttpProvider):
+    provider = "ollama"
+    default_base_url = "http://localhost:11434"
+
+    def __init__(self, model: dict[str, Any]):
+        super().__init__(model)
+        if self.base_url.endswith("/api"):
+            self.base_url = self.base_url[:-4]
+
+    def check(self) -> None:
+        response = self.request("POST", "/api/show", json={"model": self.model_name})
+        if response.status_code == 404:
+            raise self.fail("no such model (pull it with `ollama pull`)")
+        if response.status_code >= 400:
+            raise self.fail(f"model check refused with HTTP {response.status_code}: "
+                            f"{error_text(response)}")
+
+    def chat(self, system: str, messages: list[Message], tools: list[ToolSpec],
+             control: RunControl) -> Turn:
+        body: dict[str, Any] = {"model": self.model_name, "stream": True,
+                                "messages": [{"role": "system", "content": system},
+                                             *map(wire_message, messages)]}
+        if tools:
+            body["tools"] = [{"type": "function", "function": {
+                "name": t.name, "description": t.description, "parameters": t.parameters}}
+                for t in tools]
+        text: list[str] = []
+        calls: list[ToolCall] = []
+        with self.open_stream("/api/chat", body, control) as response:
+            for line in response.iter_lines():
+                control.check()
+                if not line.strip():
+                    continue
+                event = json.loads(line)
+                if (err := stream_error(event)) is not None:
+                    raise self.fail(err)
+                message = event.get("message") or {}
+                text.append(message.get("content") or "")
+                for call in message.get("tool_calls") or []:
+                    fn = call.get("function") or {}
+                    calls.append(ToolCall(call.get("id") or f"call_{len(calls)}", fn.get("name", ""),
+                                          parse_arguments(fn.get("arguments"))))
+                if event.get("done"):
+                    break
+        return Turn("".join(text), calls)
+
+
+def wire_message(message: Message) -> dict[str, Any]:
+    if message.role == "tool":
+        return {"role": "tool", "content": message.content, "tool_name": message.name}
+    out: dict[str, Any] = {"role": message.role, "content": message.content}
+    if message.tool_calls:
+        out["tool_calls"] = [{"function": {"name": c.name, "arguments": c.arguments}}
+                             for c in message.tool_calls]
+    return out

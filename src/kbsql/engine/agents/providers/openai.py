@@ -1,0 +1,92 @@
+"""OpenAI chat completions with native tool calling, streamed.
+
+Any OpenAI-compatible server works through `base_url` (vLLM, LM Studio, llama.cpp server,
+Ollama's `/v1`): only `/models` and `/chat/completions` are used. Tool calls arrive as
+deltas keyed by `index`; their argument strings are concatenated until the stream ends.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from kbsql.engine.agents.providers.base import (
+    HttpProvider,
+    Message,
+    RunControl,
+    ToolCall,
+    ToolSpec,
+    Turn,
+    error_text,
+    parse_arguments,
+    stream_error,
+)
+
+
+class OpenAIProvider(HttpProvider):
+    provider = "openai"
+    api_key_env = "OPENAI_API_KEY"
+    default_base_url = "https://api.openai.com/v1"
+
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+
+    def check(self) -> None:
+        response = self.request("GET", "/models")
+        if response.status_code >= 400:
+            raise self.fail(f"model list refused with HTTP {response.status_code}: "
+                            f"{error_text(response)}")
+        try:
+            ids = [m.get("id") for m in response.json().get("data") or []]
+        except (ValueError, AttributeError) as exc:
+            raise self.fail("the server did not answer an OpenAI model list") from exc
+        # single-model servers (llama.cpp) answer to any name; otherwise the name must exist
+        if len(ids) > 1 and self.model_name not in ids:
+            raise self.fail(f"no such model (the server offers {', '.join(map(str, ids[:10]))})")
+
+    def chat(self, system: str, messages: list[Message], tools: list[ToolSpec],
+             control: RunControl) -> Turn:
+        body: dict[str, Any] = {"model": self.model_name, "stream": True,
+                                "messages": [{"role": "system", "content": system},
+                                             *map(wire_message, messages)]}
+        if tools:
+            body["tools"] = [{"type": "function", "function": {
+                "name": t.name, "description": t.description, "parameters": t.parameters}}
+                for t in tools]
+        text: list[str] = []
+        calls: dict[int, dict[str, Any]] = {}
+        with self.open_stream("/chat/completions", body, control) as response:
+            for line in response.iter_lines():
+                control.check()
+                if not line.startswith("data:"):
+                    continue
+                payload = line[5:].strip()
+                if payload == "[DONE]":
+                    break
+                event = json.loads(payload)
+                if (err := stream_error(event)) is not None:
+                    raise self.fail(err)
+                for choice in event.get("choices") or []:
+                    delta = choice.get("delta") or {}
+                    if delta.get("content"):
+                        text.append(delta["content"])
+                    for part in delta.get("tool_calls") or []:
+                        slot = calls.setdefault(part.get("index", len(calls)),
+                                                {"id": "", "name": "", "arguments": ""})
+                        slot["id"] = part.get("id") or slot["id"]
+                        fn = part.get("function") or {}
+                        slot["name"] += fn.get("name") or ""
+                        slot["arguments"] += fn.get("arguments") or ""
+        return Turn("".join(text), [ToolCall(c["id"] or f"call_{i}", c["name"],
+                                             parse_arguments(c["arguments"]))
+                                    for i, c in sorted(calls.items())])
+
+
+def wire_message(message: Message) -> dict[str, Any]:
+    if message.role == "tool":
+        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
+    out: dict[str, Any] = {"role": message.role, "content": message.content}
+    if message.tool_calls:
+        out["tool_calls"] = [{"id": c.id, "type": "function", "function": {
+            "name": c.name, "arguments": json.dumps(c.arguments)}} for c in message.tool_calls]
+    return out

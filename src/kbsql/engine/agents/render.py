@@ -1,0 +1,75 @@
+"""Tool observations: SQL results rendered as text a model reads well.
+
+`Output columns: 'id', 'chunk_id', ...` then CSV with a header. Knowledge-base metadata keys
+that the engine adds are underscore-prefixed and `_updated_at` is present, so the model can
+tell them from the user's own metadata columns. Past 30 rows: a summary plus the first 30.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from typing import Any
+
+from kbsql.interface.results import ErrorResult, OkResult, SqlResult, TableResult
+
+MAX_ROWS = 30
+INTERNAL_METADATA = ("chunk_index", "content_column", "start_char", "end_char", "original_doc_id",
+                     "original_row_index", "source", "updated_at")
+
+
+def observation(result: SqlResult, updated_at: str | None = None) -> str:
+    if isinstance(result, ErrorResult):
+        return f"Error: {result.error_message}"
+    if isinstance(result, OkResult):
+        return f"Query executed; affected rows: {result.affected_rows}"
+    assert isinstance(result, TableResult)
+    return table_text(result.column_names, result.data, updated_at)
+
+
+def table_text(columns: list[str], rows: list[list[Any]], updated_at: str | None = None) -> str:
+    head = "Output columns: " + ", ".join(f"'{c}'" for c in columns)
+    summary = ""
+    if len(rows) > MAX_ROWS:
+        summary = f"The query returned {len(rows)} rows; the first {MAX_ROWS} are shown.\n"
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(columns)
+    for row in rows[:MAX_ROWS]:
+        writer.writerow([cell(c, v, updated_at) for c, v in zip(columns, row, strict=False)])
+    if not rows:
+        return f"{head}\nThe query returned no rows.\n{buffer.getvalue()}"
+    return f"{head}\n{summary}{buffer.getvalue()}"
+
+
+def cell(column: str, value: Any, updated_at: str | None) -> str:
+    if column == "metadata" and isinstance(value, str) and value.startswith("{"):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            pass
+    if column == "metadata" and isinstance(value, dict):
+        value = agent_metadata(value, updated_at)
+    if isinstance(value, dict | list):
+        return json.dumps(value, default=str)
+    return "" if value is None else str(value)
+
+
+def agent_metadata(metadata: dict[str, Any], updated_at: str | None) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in metadata.items():
+        out[f"_{key}" if key in INTERNAL_METADATA else key] = value
+    out.setdefault("_updated_at", updated_at)
+    return out
+
+
+def parse_table_text(text: str) -> list[dict[str, str]]:
+    """Rows back out of an observation (the offline agent reads what a model would read)."""
+    lines = text.split("\n")
+    if not lines or not lines[0].startswith("Output columns:"):
+        return []
+    body = lines[1:]
+    if body and body[0].startswith("The query returned"):
+        body = body[1:]
+    return list(csv.DictReader(io.StringIO("\n".join(body))))

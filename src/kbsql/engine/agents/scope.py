@@ -1,0 +1,163 @@
+"""What an agent may reach: its `data` entries resolved against the catalog at question time.
+
+Wildcards (`<project>.*`, `<data_source>.*`) are expanded when a run starts, so a knowledge
+base created after the agent is seen. Every SQL text a tool receives is parsed and each table
+it names (joins, subqueries and unions included) must be in scope, or the query is refused.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from mindsdb_sql_parser import ast, parse_sql
+
+from kbsql.engine.catalog import AgentRecord, KbRecord
+from kbsql.interface.errors import KbsqlError
+from kbsql.interface.results import TableResult
+
+if TYPE_CHECKING:
+    from kbsql.engine.engine import Engine
+
+READ_STATEMENTS = (ast.Select, ast.Union, ast.Intersect, ast.Except)
+# DuckDB functions that read files or run other SQL would bypass the table check
+FORBIDDEN_FUNCTIONS = ("read_", "glob", "query", "query_table", "sniff_csv", "parquet_scan",
+                       "csv_scan", "getenv", "load", "install")
+
+
+class Refused(Exception):
+    """A tool input names something the agent is not connected to (or is not a read)."""
+
+
+@dataclass
+class Scope:
+    project: str
+    knowledge_bases: list[KbRecord] = field(default_factory=list)
+    tables: list[str] = field(default_factory=list)  # "<data_source>.<table>"
+    has_kb_entries: bool = False
+    has_table_entries: bool = False
+
+    def kb_label(self, record: KbRecord) -> str:
+        """How tools name a KB: bare in the agent's project, `project.kb` elsewhere."""
+        if record.project_name.lower() == self.project.lower():
+            return record.name
+        return f"{record.project_name}.{record.name}"
+
+    def kb_by_label(self, label: str) -> KbRecord | None:
+        key = label.strip().strip("`").lower()
+        for record in self.knowledge_bases:
+            if key in (self.kb_label(record).lower(),
+                       f"{record.project_name}.{record.name}".lower()):
+                return record
+        return None
+
+    def kb_keys(self) -> set[str]:
+        keys = set()
+        for r in self.knowledge_bases:
+            keys.add(f"{r.project_name}.{r.name}".lower())
+            if r.project_name.lower() == self.project.lower():
+                keys.add(r.name.lower())
+        return keys
+
+
+def resolve(engine: Engine, record: AgentRecord) -> Scope:
+    data = record.data or {}
+    kb_entries = [str(e) for e in data.get("knowledge_bases") or []]
+    table_entries = [str(e) for e in data.get("tables") or []]
+    scope = Scope(record.project_name, has_kb_entries=bool(kb_entries),
+                  has_table_entries=bool(table_entries))
+    seen: set[int] = set()
+    for entry in kb_entries:
+        for kb in _knowledge_bases(engine, record.project_name, entry):
+            if kb.id not in seen:
+                seen.add(kb.id)
+                scope.knowledge_bases.append(kb)
+    for entry in table_entries:
+        for table in _tables(engine, entry):
+            if table.lower() not in {t.lower() for t in scope.tables}:
+                scope.tables.append(table)
+    return scope
+
+
+def _knowledge_bases(engine: Engine, project: str, entry: str) -> list[KbRecord]:
+    owner, _, name = entry.rpartition(".")
+    owner = owner or project
+    try:
+        if name == "*":
+            return engine.catalog.knowledge_bases(owner)
+        found = engine.catalog.find_knowledge_base(owner, name)
+    except KbsqlError:  # the project is gone: the entry connects nothing
+        return []
+    return [found] if found is not None else []
+
+
+def _tables(engine: Engine, entry: str) -> list[str]:
+    source, _, table = entry.partition(".")
+    if not table:
+        return []
+    if table != "*":
+        return [entry]
+    try:
+        result = engine.query(f"SHOW TABLES FROM `{source}`")
+    except KbsqlError:
+        return []
+    if not isinstance(result, TableResult):
+        return []
+    return [f"{source}.{row[0]}" for row in result.data if row]
+
+
+def check_read(sql: str, allowed: set[str], default_prefix: str = "") -> ast.ASTNode:
+    """Parse `sql` and refuse it unless it only reads tables in `allowed` (lower-case keys)."""
+    try:
+        statement = parse_sql(sql)
+    except Exception as exc:
+        raise Refused(f"The query could not be parsed: {exc}") from exc
+    if not isinstance(statement, READ_STATEMENTS):
+        raise Refused("Only SELECT queries are allowed.")
+    refs = table_refs(statement)
+    if not refs:
+        raise Refused("The query must read from a connected table or knowledge base.")
+    for ref in refs:
+        if ref.lower() not in allowed and f"{default_prefix}{ref}".lower() not in allowed:
+            raise Refused(f"Access to '{ref}' is not allowed: this agent is not connected to it.")
+    return statement
+
+
+def table_refs(statement: ast.ASTNode) -> list[str]:
+    """Every table named anywhere in the statement, as dotted names."""
+    refs: list[str] = []
+
+    def from_item(item: Any) -> None:
+        if item is None:
+            return
+        if isinstance(item, ast.Identifier):
+            refs.append(".".join(str(p) for p in item.parts))
+        elif isinstance(item, ast.Join):
+            from_item(item.left)
+            from_item(item.right)
+            walk(item.condition)
+        elif isinstance(item, READ_STATEMENTS):
+            walk(item)
+        else:
+            raise Refused(f"Unsupported table expression: {item}")
+
+    def walk(node: Any) -> None:
+        if isinstance(node, ast.Select):
+            from_item(node.from_table)
+            for key, value in vars(node).items():
+                if key != "from_table":
+                    walk(value)
+        elif isinstance(node, ast.Function):
+            name = str(node.op).lower()
+            if name.startswith(FORBIDDEN_FUNCTIONS):
+                raise Refused(f"The function {node.op} is not allowed.")
+            walk(node.args)
+        elif isinstance(node, ast.ASTNode):
+            for value in vars(node).values():
+                walk(value)
+        elif isinstance(node, list | tuple):
+            for value in node:
+                walk(value)
+
+    walk(statement)
+    return refs

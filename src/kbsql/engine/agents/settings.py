@@ -1,0 +1,40 @@
+"""Limits of one agent run and how a model descriptor picks its provider.
+
+Limits can be changed in the data directory's config.json (`agent_max_iterations`,
+`agent_wall_time_s`) because a slow local model may need more time than a hosted one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from kbsql.engine.config import OFFLINE_MODEL, OFFLINE_PROVIDER
+
+MAX_ITERATIONS = 12
+WALL_TIME_S = 300.0
+
+# provider names accepted in `model.provider` -> the provider module that serves them
+PROVIDER_ALIASES = {
+    "openai": "openai", "openai_compatible": "openai", "vllm": "openai", "lmstudio": "openai",
+    "llama_cpp": "openai",
+    "anthropic": "anthropic",
+    "ollama": "ollama",
+    OFFLINE_PROVIDER: "offline",
+}
+
+
+@dataclass
+class RunLimits:
+    max_iterations: int = MAX_ITERATIONS
+    wall_time_s: float = WALL_TIME_S
+
+    @classmethod
+    def from_extra(cls, extra: dict[str, Any]) -> RunLimits:
+        return cls(int(extra.get("agent_max_iterations") or MAX_ITERATIONS),
+                   float(extra.get("agent_wall_time_s") or WALL_TIME_S))
+
+
+def is_offline(model: dict[str, Any]) -> bool:
+    return (str(model.get("provider", "")).lower() == OFFLINE_PROVIDER
+            and str(model.get("model_name") or OFFLINE_MODEL) == OFFLINE_MODEL)
