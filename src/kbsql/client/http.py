@@ -132,6 +132,26 @@ class HttpApi:
     def delete_agent(self, project: str, name: str) -> None:
         self._send("DELETE", f"{self._agents(project)}/{_seg(name)}")
 
+    # registered DataFrames (`df.<name>`) -------------------------------------------------
+    def register_dataframe(self, name: str, frame: Any) -> int:
+        """Upload a DataFrame as Parquet (`PUT /api/files/{name}`); the server makes it the
+        table `df.<name>`. Returns the row count the server stored."""
+        import io
+
+        import pyarrow.parquet as pq
+
+        from kbsql.engine.datasources.frames import to_arrow
+
+        buffer = io.BytesIO()
+        pq.write_table(to_arrow(frame), buffer)
+        try:
+            response = self._http.put(f"/api/files/{_seg(name)}", content=buffer.getvalue(),
+                                      headers={"Content-Type": "application/vnd.apache.parquet"})
+        except httpx.HTTPError as exc:
+            raise TransportError(f"Cannot reach {self.base_url}/api/files: {exc}") from exc
+        self._raise_for_problem(response)
+        return int((self._json(response) or {}).get("rows", 0))
+
     # SQL and completions ----------------------------------------------------------------
     def query(self, query: str, context: dict[str, Any] | None = None) -> SqlResult:
         body: dict[str, Any] = {"query": query}

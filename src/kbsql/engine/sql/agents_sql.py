@@ -1,0 +1,74 @@
+"""Agents in SQL: CREATE AGENT ... USING ..., DROP AGENT, SHOW AGENTS.
+
+`CREATE AGENT a USING model = {...}, data = {...}, prompt_template = '...'` becomes the same
+body as `POST /api/projects/{p}/agents`, so both doors validate alike. The reference also
+accepts a flat form, `model = 'gpt-4o', provider = 'openai', api_key = '...'`, folded here
+into the model descriptor. Asking an agent (`SELECT answer FROM a WHERE question = ...`) is
+a table read, see `kb_tables`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pyarrow.compute as pc
+from mindsdb_sql_parser import ast
+from mindsdb_sql_parser.ast.mindsdb.agents import CreateAgent, DropAgent
+
+from kbsql.engine.sql import info_schema
+from kbsql.engine.sql.databases import filtered
+from kbsql.engine.sql.names import table_parts
+from kbsql.interface.errors import NotFound, SqlError
+from kbsql.interface.results import OkResult, SqlResult
+
+if TYPE_CHECKING:
+    from kbsql.engine.sql.executor import SqlExecutor
+
+MODEL_KEYS = ("provider", "api_key", "base_url", "model_name", "api_base")
+
+
+def _target(identifier: ast.Identifier, ctx: dict[str, Any]) -> tuple[str, str]:
+    parts = table_parts(identifier)
+    if len(parts) > 2:
+        raise SqlError(f"An agent name is <project>.<agent> at most, got {'.'.join(parts)}")
+    return (parts[0], parts[1]) if len(parts) == 2 else (ctx["db"], parts[0])
+
+
+def create_agent(executor: SqlExecutor, statement: CreateAgent, ctx: dict[str, Any]) -> SqlResult:
+    project, name = _target(statement.name, ctx)
+    params = dict(statement.params or {})
+    model: Any = statement.model
+    if isinstance(model, str):  # flat form: model = 'name', provider = '...', api_key = '...'
+        model = {"model_name": model}
+        model.update({k: params.pop(k) for k in MODEL_KEYS if k in params and k != "model_name"})
+    body: dict[str, Any] = {"name": name, **params}
+    if model is not None:
+        body["model"] = model
+    if statement.if_not_exists:
+        try:
+            executor.engine.catalog.agent(project, name)
+            return OkResult(None, context=ctx)
+        except NotFound:
+            pass
+    executor.engine.create_agent(project, body)
+    return OkResult(None, context=ctx)
+
+
+def drop_agent(executor: SqlExecutor, statement: DropAgent, ctx: dict[str, Any]) -> SqlResult:
+    project, name = _target(statement.name, ctx)
+    try:
+        executor.engine.delete_agent(project, name)
+    except NotFound:
+        if not statement.if_exists:
+            raise
+    return OkResult(None, context=ctx)
+
+
+def show_agents(executor: SqlExecutor, statement: ast.Show, ctx: dict[str, Any]) -> SqlResult:
+    """Agents of the current project (or `SHOW AGENTS FROM p`)."""
+    source = statement.from_table or statement.in_table
+    project = table_parts(source)[0] if source is not None else ctx["db"]
+    executor.engine.catalog.project(project)  # a clear "project not found"
+    table = info_schema.agents(executor)
+    mask = pc.equal(pc.utf8_lower(table.column("PROJECT")), project.lower())
+    return filtered(executor, table.filter(mask), statement, ctx)

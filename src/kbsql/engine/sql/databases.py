@@ -1,0 +1,148 @@
+"""Projects and data sources in SQL: CREATE/DROP DATABASE (and PROJECT), USE, SHOW
+DATABASES, SHOW [FULL] TABLES [FROM db], DESCRIBE db.table.
+
+`CREATE DATABASE p` without an engine, or with `ENGINE = 'mindsdb'`, makes a project (the
+parser reads `CREATE PROJECT p` the same way); any other engine makes a data source. A data
+source is checked (its file exists, its server answers, its tables list) before the
+statement succeeds, and removed again if that check fails: nothing half-made is stored.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+from mindsdb_sql_parser import ast
+from mindsdb_sql_parser.ast.mindsdb.create_database import CreateDatabase
+
+from kbsql.engine.datasources import registry
+from kbsql.engine.sql import info_schema
+from kbsql.engine.sql.names import INFORMATION_SCHEMA, RESERVED, find_project, table_parts
+from kbsql.engine.sql.results import ArrowTableResult
+from kbsql.engine.sql.select import describe_sql, run_select
+from kbsql.interface.api import DEFAULT_PROJECT
+from kbsql.interface.errors import Conflict, SqlError
+from kbsql.interface.results import OkResult, SqlResult
+
+if TYPE_CHECKING:
+    from kbsql.engine.sql.executor import SqlExecutor
+
+PROJECT_ENGINES = (None, "", "mindsdb")
+
+
+def _name(identifier: ast.Identifier) -> str:
+    parts = table_parts(identifier)
+    if len(parts) != 1:
+        raise SqlError(f"A database name has one part, got {'.'.join(parts)}")
+    return parts[0]
+
+
+def create_database(executor: SqlExecutor, statement: CreateDatabase,
+                    ctx: dict[str, Any]) -> SqlResult:
+    name = _name(statement.name)
+    engine = (statement.engine or "").lower() or None
+    catalog = executor.engine.catalog
+    if name.lower() in RESERVED:
+        raise SqlError(f"The name {name} is reserved; choose another database name")
+    exists = find_project(executor, name) is not None or catalog.find_datasource(name) is not None
+    if exists and statement.if_not_exists:
+        return OkResult(None, context=ctx)
+    if exists:
+        raise Conflict(f"Database with name {name} already exists", title="Database already exists")
+    if engine in PROJECT_ENGINES:
+        catalog.create_project(name)
+        return OkResult(None, context=ctx)
+    parameters = registry.normalize(engine, dict(statement.parameters or {}))
+    catalog.create_datasource(name, engine, parameters)
+    try:
+        source = executor.duck.source(name)
+        assert source is not None
+        source.tables(executor.duck.con)
+    except BaseException:
+        executor.duck.forget(name)
+        catalog.delete_datasource(name)
+        raise
+    return OkResult(None, context=ctx)
+
+
+def drop_database(executor: SqlExecutor, statement: ast.DropDatabase, ctx: dict[str, Any]) -> SqlResult:
+    name = _name(statement.name)
+    catalog = executor.engine.catalog
+    if name.lower() in RESERVED:
+        raise SqlError(f"{name} is built in and cannot be dropped")
+    project = find_project(executor, name)
+    if project is not None:
+        if project.lower() == DEFAULT_PROJECT:
+            raise SqlError(f"The default project {DEFAULT_PROJECT} cannot be dropped")
+        for kb in catalog.knowledge_bases(project):  # their vector files go too
+            executor.engine.delete_knowledge_base(project, kb.name)
+        catalog.drop_project(project)
+        if str(ctx.get("db", "")).lower() == project.lower():
+            ctx["db"] = DEFAULT_PROJECT
+    elif catalog.find_datasource(name) is not None:
+        executor.duck.forget(name)
+        catalog.delete_datasource(name)
+    elif not statement.if_exists:
+        raise SqlError(f"Database {name} does not exist")
+    executor.plans.clear()
+    return OkResult(None, context=ctx)
+
+
+def use(executor: SqlExecutor, statement: ast.Use, ctx: dict[str, Any]) -> SqlResult:
+    name = _name(statement.value)
+    project = find_project(executor, name)
+    if project is None:
+        hint = " (it is a data source; USE takes a project)" \
+            if executor.engine.catalog.find_datasource(name) is not None else ""
+        raise SqlError(f"Project {name} does not exist{hint}")
+    ctx["db"] = project
+    return OkResult(None, context=ctx)
+
+
+def filtered(executor: SqlExecutor, table: pa.Table, statement: ast.Show,
+             ctx: dict[str, Any]) -> SqlResult:
+    """A SHOW answer with its `LIKE '...'` / `WHERE ...` applied (by DuckDB, like a SELECT)."""
+    where = statement.where
+    if statement.like is not None:
+        like = ast.BinaryOperation("like", args=[ast.Identifier(table.column_names[0]),
+                                                 ast.Constant(statement.like)])
+        where = like if where is None else ast.BinaryOperation("and", args=[where, like])
+    if where is None:
+        return ArrowTableResult(table, ctx)
+    query = ast.Select(targets=[ast.Star()], from_table=ast.Identifier("__show__"), where=where)
+    return ArrowTableResult(run_select(executor, query, ctx, frames={"__show__": table}), ctx)
+
+
+def show_databases(executor: SqlExecutor, statement: ast.Show, ctx: dict[str, Any]) -> SqlResult:
+    names = info_schema.databases(executor).column("NAME")
+    return filtered(executor, pa.table({"Database": names}), statement, ctx)
+
+
+def show_tables(executor: SqlExecutor, statement: ast.Show, ctx: dict[str, Any]) -> SqlResult:
+    database = _name(statement.from_table or statement.in_table) \
+        if (statement.from_table or statement.in_table) else ctx["db"]
+    catalog = executor.engine.catalog
+    project = find_project(executor, database)
+    if database.lower() == INFORMATION_SCHEMA:
+        rows = [(t, "SYSTEM VIEW") for t in info_schema.TABLES]
+    elif project is not None:
+        database = project
+        rows = [(kb.name, "KNOWLEDGE BASE") for kb in catalog.knowledge_bases(project)]
+        rows += [(a.name, "AGENT") for a in catalog.agents(project)]
+    else:
+        source = executor.duck.source(database)
+        if source is None:
+            raise SqlError(f"Database {database} does not exist; SHOW DATABASES lists them")
+        database = source.name
+        with executor.duck.lock:
+            rows = [(t, "BASE TABLE") for t in source.tables(executor.duck.con)]
+    columns: dict[str, Any] = {f"Tables_in_{database}": pa.array([r[0] for r in rows], pa.string())}
+    if "full" in [m.lower() for m in statement.modes or []]:
+        columns["Table_type"] = pa.array([r[1] for r in rows], pa.string())
+    return filtered(executor, pa.table(columns), statement, ctx)
+
+
+def describe(executor: SqlExecutor, statement: ast.Describe, ctx: dict[str, Any]) -> SqlResult:
+    parts = table_parts(statement.value)
+    table = describe_sql(executor, parts, ctx)
+    return ArrowTableResult(table.rename_columns(["COLUMN_NAME", "DATA_TYPE"]), ctx)

@@ -1,0 +1,119 @@
+"""The DuckDB side: one in-process connection, the data sources attached to it, and the
+frames registered on it.
+
+One connection (not one per query) because ATTACHed databases and registered frames
+live on a connection; one re-entrant lock because a DuckDB connection is not safe to use
+from two threads at once and the server runs engine calls in a thread pool.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from typing import TYPE_CHECKING, Any
+
+import duckdb
+import pyarrow as pa
+from sqlglot import exp
+
+from kbsql.engine.datasources.base import DataSource, FileScan, FrameScan, NativeTable, Scan
+from kbsql.engine.datasources.frames import FRAMES_SOURCE, FrameStore
+from kbsql.engine.datasources.registry import open_source
+
+if TYPE_CHECKING:
+    from kbsql.engine.catalog import Catalog
+
+
+class DuckSession:
+    """Owns the connection; turns a source's `Scan` into a FROM item DuckDB can read."""
+
+    def __init__(self, catalog: Catalog, frames: FrameStore):
+        self.catalog = catalog
+        self.frames = frames
+        self.con = duckdb.connect(":memory:")
+        self.lock = threading.RLock()
+        self._sources: dict[str, tuple[int, DataSource]] = {}
+        self._views: dict[tuple[Any, ...], tuple[tuple[Any, ...], str]] = {}
+        self._counter = itertools.count()
+
+    def close(self) -> None:
+        with self.lock:
+            self.con.close()
+
+    # data sources -------------------------------------------------------------------------
+    def source(self, name: str) -> DataSource | None:
+        """The data source called `name` (attached on first use), None if there is none."""
+        if name.lower() == FRAMES_SOURCE:
+            return self.frames
+        record = self.catalog.find_datasource(name)
+        key = name.lower()
+        with self.lock:
+            cached = self._sources.get(key)
+            if record is None:
+                if cached is not None:
+                    self.forget(name)
+                return None
+            if cached is not None and cached[0] == record.id:
+                return cached[1]
+            if cached is not None:
+                self.forget(name)
+            source = open_source(record)
+            source.attach(self.con)
+            self._sources[key] = (record.id, source)
+            return source
+
+    def forget(self, name: str) -> None:
+        """Detach a dropped (or replaced) source."""
+        with self.lock:
+            cached = self._sources.pop(name.lower(), None)
+            if cached is not None:
+                try:
+                    cached[1].detach(self.con)
+                except duckdb.Error:
+                    pass
+
+    # FROM items ---------------------------------------------------------------------------
+    def from_item(self, scan: Scan, temps: list[str]) -> exp.Expression:
+        """The FROM item reading `scan`. Uncached frames are registered under a temp name
+        added to `temps` (release them after the query)."""
+        if isinstance(scan, NativeTable):
+            return exp.table_(scan.table, db=scan.schema, catalog=scan.catalog, quoted=True)
+        if isinstance(scan, FileScan):
+            call = exp.Anonymous(this=scan.reader, expressions=[exp.Literal.string(scan.path)])
+            return exp.Table(this=call)
+        return exp.table_(self.register(scan, temps), quoted=True)
+
+    def register(self, scan: FrameScan, temps: list[str]) -> str:
+        with self.lock:
+            if scan.cache_key is not None:
+                slot = scan.cache_key[:2]
+                known = self._views.get(slot)
+                if known is not None and known[0] == scan.cache_key:
+                    return known[1]
+                if known is not None:
+                    self.con.unregister(known[1])
+                name = f"__kbsql_{scan.cache_key[0]}_{next(self._counter)}"
+                self.con.register(name, scan.frame)
+                self._views[slot] = (scan.cache_key, name)
+                return name
+            name = f"__kbsql_tmp_{next(self._counter)}"
+            self.con.register(name, scan.frame)
+            temps.append(name)
+            return name
+
+    def release(self, temps: list[str]) -> None:
+        with self.lock:
+            for name in temps:
+                try:
+                    self.con.unregister(name)
+                except duckdb.Error:
+                    pass
+            temps.clear()
+
+    def run(self, sql: str) -> pa.Table:
+        """Execute one SELECT; the result as Arrow (no per-row Python)."""
+        with self.lock:
+            relation = self.con.sql(sql)
+            if relation is None:
+                return pa.table({})
+            return relation.to_arrow_table()

@@ -1,0 +1,84 @@
+"""WHERE clauses of knowledge-base statements -> a `SearchRequest` (AST in, no string parsing).
+
+The dialect (reference-behaviour.md): `content = 'text'` is the semantic query; `relevance`
+admits `>=`/`>`; `hybrid_search`, `hybrid_search_alpha` and `reranking` are options; every
+other comparison (`=, !=, <, <=, >, >=, IN, LIKE`, and NOT IN / NOT LIKE / IS NULL) is a
+filter on `id` or a metadata column, ANDed together.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mindsdb_sql_parser import ast
+
+from kbsql.engine.knowledge.search import Filter, SearchRequest
+from kbsql.interface.errors import SqlError
+
+_FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "=", "!=": "!=", "<>": "<>"}
+
+
+def constant(node: ast.ASTNode) -> Any:
+    if isinstance(node, ast.NullConstant):
+        return None
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Tuple):
+        return [constant(i) for i in node.items]
+    if isinstance(node, ast.UnaryOperation) and node.op == "-" and isinstance(node.args[0], ast.Constant):
+        return -node.args[0].value
+    raise SqlError(f"Only constant values are supported here, not {node.to_string()}")
+
+
+def comparisons(where: ast.ASTNode | None) -> list[tuple[str, str, Any]]:
+    """Flatten an AND tree into (column, op, value) triples."""
+    if where is None:
+        return []
+    if isinstance(where, ast.BinaryOperation) and where.op.lower() == "and":
+        return comparisons(where.args[0]) + comparisons(where.args[1])
+    if isinstance(where, ast.BinaryOperation) and len(where.args) == 2:
+        left, right = where.args
+        op = where.op.lower()
+        if isinstance(right, ast.Identifier) and not isinstance(left, ast.Identifier) and op in _FLIP:
+            left, right, op = right, left, _FLIP[op]
+        if isinstance(left, ast.Identifier):
+            return [(str(left.parts[-1]), op, constant(right))]
+    raise SqlError(f"Unsupported condition on a knowledge base: {where.to_string()} "
+                   "(use column <op> value, combined with AND)")
+
+
+def _truthy(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() in ("true", "1", "yes", "on")
+    return bool(value)
+
+
+def search_request(where: ast.ASTNode | None, limit: ast.ASTNode | None = None) -> SearchRequest:
+    request = SearchRequest()
+    for column, op, value in comparisons(where):
+        name = column.lower()
+        if name == "content" and op == "=":
+            if request.query is not None:
+                raise SqlError("Only one `content = '...'` search per query")
+            request.query = str(value)
+        elif name == "relevance":
+            if op not in (">=", ">"):
+                raise SqlError("relevance only admits >= or > (e.g. relevance >= 0.5)")
+            request.min_relevance = float(value)
+            request.strict = op == ">"
+        elif name in ("relevance_threshold",):
+            request.min_relevance = float(value)
+        elif name == "hybrid_search":
+            request.hybrid = _truthy(value)
+        elif name == "hybrid_search_alpha":
+            request.hybrid = True
+            request.alpha = float(value)
+        elif name == "reranking":
+            request.rerank = _truthy(value)
+        elif name == "distance":
+            raise SqlError("filter on relevance (>=, >), not on distance")
+        else:
+            request.filters.append(Filter(column, op, value))
+    if limit is not None:
+        request.limit = int(constant(limit))
+    return request

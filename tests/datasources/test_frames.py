@@ -1,0 +1,63 @@
+"""Registered DataFrames: `client.register("sales", df)` -> table `df.sales`."""
+
+from __future__ import annotations
+
+import httpx
+import numpy as np
+import pandas as pd
+import pytest
+
+import kbsql
+from kbsql.engine import Engine
+from kbsql.interface.errors import BadRequest
+from tests.datasources.makers import rows
+
+
+def test_register_query_replace_and_restart(engine: Engine) -> None:
+    sales = pd.DataFrame({"region": ["n", "s", "n"], "amount": [10, 5, 7],
+                          "day": pd.to_datetime(["2024-01-01", "2024-01-02", "2024-01-03"])})
+    assert engine.register_dataframe("sales", sales) == 3
+    query = "SELECT region, sum(amount) AS total FROM df.sales GROUP BY region ORDER BY region"
+    assert rows(engine, query) == [["n", 17], ["s", 5]]
+    sales.loc[0, "amount"] = 1000  # a snapshot: later edits of the caller's frame do not leak
+    assert rows(engine, query) == [["n", 17], ["s", 5]]
+    engine.register_dataframe("sales", pd.DataFrame({"region": ["e"], "amount": [1]}))
+    assert rows(engine, query) == [["e", 1]]  # the same text, the new table
+    assert rows(engine, "SHOW TABLES FROM df") == [["sales"]]
+    data_dir = engine.data_dir
+    engine.close()
+    with Engine(data_dir) as again:  # stored as Parquet in the data dir
+        assert rows(again, query) == [["e", 1]]
+        assert again.unregister_dataframe("sales")
+        gone = again.query(query)
+        assert gone.type == "error" and "Table 'sales' not found in database 'df'" in gone.error_message
+
+
+def test_embedded_result_carries_the_frame(engine: Engine) -> None:
+    engine.register_dataframe("m", pd.DataFrame({"x": [1.5, np.nan], "s": ["a", None]}))
+    result = engine.query("SELECT x, s FROM df.m ORDER BY s NULLS LAST")
+    frame = result.to_pandas()
+    assert list(frame.columns) == ["x", "s"] and len(frame) == 2
+    assert result.data == [[1.5, "a"], [None, None]]  # NaN and NULL both answer null
+
+
+def test_bad_registrations(engine: Engine) -> None:
+    with pytest.raises(BadRequest, match="not valid"):
+        engine.register_dataframe("bad name; drop", pd.DataFrame({"a": [1]}))
+    with pytest.raises(BadRequest, match="Expected a pandas DataFrame"):
+        engine.register_dataframe("ok_name", [1, 2, 3])
+    assert rows(engine, "SHOW TABLES FROM df") == []
+
+
+def test_register_through_the_client(client: kbsql.Client) -> None:
+    """Embedded and remote alike (remote uploads Parquet to PUT /api/files/{name})."""
+    frame = pd.DataFrame({"k": ["a", "b", "a"], "v": [1.25, 2.5, 3.0]})
+    assert client.register("things", frame) == 3
+    got = client.query("SELECT k, sum(v) AS total FROM df.things GROUP BY k ORDER BY k")
+    assert got.values.tolist() == [["a", 4.25], ["b", 2.5]]
+    if not client.is_embedded:  # a body that is not a table is a 400 problem, nothing stored
+        response = httpx.put(f"{client.api.base_url}/api/files/junk", content=b"not parquet")
+        assert response.status_code == 400
+        assert response.headers["content-type"].startswith("application/problem+json")
+        assert response.json()["title"] == "Invalid file"
+        assert client.sql("SHOW TABLES FROM df").data == [["things"]]

@@ -1,0 +1,85 @@
+"""The postgres data source against a real server.
+
+Runs when `KBSQL_TEST_POSTGRES_DSN` (e.g. postgresql://postgres:pw@127.0.0.1:5432/postgres)
+names a reachable server; skipped with the reason otherwise. The unreachable-server case
+runs always (a refused loopback port).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import Iterator
+from urllib.parse import urlparse
+
+import pandas as pd
+import pytest
+
+from kbsql.engine import Engine
+from tests.datasources.makers import ok, rows
+
+DSN_ENV = "KBSQL_TEST_POSTGRES_DSN"
+
+
+@pytest.fixture
+def postgres_dsn() -> Iterator[str]:
+    dsn = os.environ.get(DSN_ENV)
+    if not dsn:
+        pytest.skip(f"no postgres server: set {DSN_ENV} to run this test")
+    psycopg = pytest.importorskip("psycopg")
+    try:
+        psycopg.connect(dsn, connect_timeout=3).close()
+    except psycopg.Error as exc:
+        pytest.skip(f"postgres at {DSN_ENV} is not reachable: {exc}")
+    yield dsn
+
+
+@pytest.fixture
+def pg_schema(postgres_dsn: str) -> Iterator[str]:
+    """A fresh schema with a table of awkward types; dropped afterwards."""
+    import psycopg
+
+    schema = f"kbsql_test_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(postgres_dsn, autocommit=True) as db:
+        db.execute(f'CREATE SCHEMA "{schema}"')
+        db.execute(f'CREATE TABLE "{schema}".invoices (id int, customer text, total numeric(10,2), '
+                   "issued date, paid_at timestamp)")
+        db.execute(f'INSERT INTO "{schema}".invoices VALUES '
+                   "(1, 'ann', 12.50, '2024-01-31', '2024-02-01 10:00:00'), "
+                   "(2, 'bob', 99.99, '2024-02-29', NULL), (3, 'ann', 0.01, '2024-03-01', NULL)")
+    yield schema
+    with psycopg.connect(postgres_dsn, autocommit=True) as db:
+        db.execute(f'DROP SCHEMA "{schema}" CASCADE')
+
+
+def _params(dsn: str, schema: str) -> dict[str, object]:
+    url = urlparse(dsn)
+    return {"host": url.hostname, "port": url.port or 5432, "user": url.username,
+            "password": url.password, "database": (url.path or "/postgres").lstrip("/"),
+            "schema": schema}
+
+
+def test_postgres_source_query_join_and_masking(engine: Engine, postgres_dsn: str,
+                                                 pg_schema: str) -> None:
+    params = _params(postgres_dsn, pg_schema)
+    ok(engine, f"CREATE DATABASE pg WITH ENGINE = 'postgres', PARAMETERS = {json.dumps(params)}")
+    assert ["invoices"] in rows(engine, "SHOW TABLES FROM pg")
+    assert rows(engine, "SELECT id, total, issued, paid_at FROM pg.invoices ORDER BY id LIMIT 2") == [
+        [1, 12.5, "2024-01-31", "2024-02-01 10:00:00.000000"], [2, 99.99, "2024-02-29", None]]
+    engine.register_dataframe("customers", pd.DataFrame({"name": ["ann", "bob"], "tier": ["gold", "basic"]}))
+    assert rows(engine, "SELECT c.tier, sum(i.total) AS s FROM pg.invoices i JOIN df.customers c "
+                        "ON c.name = i.customer GROUP BY c.tier ORDER BY s DESC") == [
+        ["basic", 99.99], ["gold", 12.51]]
+    shown = rows(engine, "SELECT CONNECTION_DATA FROM information_schema.databases WHERE NAME = 'pg'")
+    assert json.loads(shown[0][0])["password"] == "******"
+    assert params["password"] not in json.dumps(rows(engine, "SELECT * FROM information_schema.databases"))
+
+
+def test_unreachable_postgres_is_a_clear_error_and_stores_nothing(engine: Engine) -> None:
+    result = engine.query("CREATE DATABASE pg ENGINE = 'postgres', PARAMETERS = {\"host\": \"127.0.0.1\", "
+                          "\"port\": 1, \"user\": \"u\", \"password\": \"secret-pw\", \"database\": \"d\"}")
+    assert result.type == "error"
+    assert "Cannot connect to postgres data source pg at 127.0.0.1:1" in result.error_message
+    assert "secret-pw" not in result.error_message
+    assert ["pg"] not in rows(engine, "SHOW DATABASES")

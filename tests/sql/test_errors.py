@@ -1,0 +1,74 @@
+"""Every failure is a `type: error` answer a person can act on; no injection."""
+
+from __future__ import annotations
+
+import httpx
+import pandas as pd
+
+import kbsql
+from kbsql.engine import Engine
+from tests.datasources.makers import rows
+
+
+def error(engine: Engine, query: str) -> str:
+    result = engine.query(query, {})
+    assert result.type == "error", f"expected an error from {query!r}, got {result}"
+    return result.error_message
+
+
+def test_parse_error_shows_the_statement_and_position(engine: Engine) -> None:
+    message = error(engine, "SELECT a FROM WHERE b = 1")
+    assert "SELECT a FROM WHERE b = 1" in message and "^" in message
+
+
+def test_unknown_table_names_table_and_database(connected: Engine) -> None:
+    assert "Table 'nope' not found in database 'crm'" in error(connected, "SELECT * FROM crm.nope")
+    assert "Table 'nope' not found in database 'shop'" in error(connected, "SELECT * FROM shop.nope")
+    assert "Table 'nope' not found in database 'fs'" in error(connected, "SELECT * FROM fs.nope")
+    assert "Table 'orders' not found in database 'mindsdb'" in error(connected, "SELECT * FROM orders")
+    assert "Database 'ghost' not found" in error(connected, "SELECT * FROM ghost.t")
+    assert "Table 'nope' not found in database 'information_schema'" in error(
+        connected, "SELECT * FROM information_schema.nope")
+
+
+def test_several_statements_are_an_error(connected: Engine) -> None:
+    message = error(connected, "SELECT 1; DROP DATABASE crm")
+    assert "single" in message
+    assert ["crm"] in rows(connected, "SHOW DATABASES")  # nothing ran
+
+
+def test_identifiers_cannot_inject(connected: Engine) -> None:
+    message = error(connected, 'SELECT `id"; DROP TABLE x; --` FROM shop.orders')
+    assert 'id"; DROP TABLE x; --' in message  # one (odd) column name, not a statement
+    assert "not found in database 'shop'" in error(connected, "SELECT * FROM shop.`orders; DROP TABLE x`")
+    assert "Table functions are not allowed" in error(connected, "SELECT * FROM read_csv('/etc/passwd')")
+    assert "Table functions are not allowed" in error(
+        connected, "SELECT * FROM crm.customers WHERE id IN (SELECT 1 FROM read_text('/etc/hostname'))")
+    assert "Table functions are not allowed" in error(
+        connected, "SELECT * FROM shop.orders, LATERAL (SELECT * FROM glob('/etc/*')) AS g")
+    assert "Table '/etc/passwd' not found" in error(connected, "SELECT * FROM `/etc/passwd`")
+    assert rows(connected, "SELECT count(*) FROM shop.orders") == [[4]]
+
+
+def test_values_cannot_inject(engine: Engine, tmp_path) -> None:
+    engine.register_dataframe("users", pd.DataFrame({"name": ["ann", "x' OR '1'='1"]}))
+    client = kbsql.Client(engine)
+    evil = "nobody' OR '1'='1"
+    assert client.sql("SELECT name FROM df.users WHERE name = :n", params={"n": evil}).data == []
+    assert rows(engine, "SELECT name FROM df.users WHERE name = 'x\\' OR \\'1\\'=\\'1'") == [
+        ["x' OR '1'='1"]]
+
+
+def test_duckdb_errors_are_sql_errors(connected: Engine) -> None:
+    assert "no_such_column" in error(connected, "SELECT no_such_column FROM shop.orders")
+    assert "Statement not supported" in error(connected, "UPDATE shop.orders SET status = 'x'")
+
+
+def test_errors_over_http_are_200_with_the_documented_shape(server_url: str) -> None:
+    response = httpx.post(f"{server_url}/api/sql/query",
+                          json={"query": "SELECT * FROM nowhere.t", "context": {"db": "mindsdb"}})
+    assert response.status_code == 200
+    body = response.json()
+    assert set(body) == {"type", "error_code", "error_message", "context"}
+    assert body["type"] == "error" and "Database 'nowhere' not found" in body["error_message"]
+    assert body["context"]["db"] == "mindsdb"

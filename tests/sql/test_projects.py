@@ -1,0 +1,75 @@
+"""Projects and the SQL context, including the reference SDK's use of the SQL door."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pandas as pd
+
+from kbsql.engine import Engine
+from tests.datasources.makers import make_sqlite, ok, rows
+
+
+def test_create_use_and_drop_a_project(engine: Engine) -> None:
+    ok(engine, "CREATE PROJECT sales_team")
+    ok(engine, "CREATE DATABASE ops ENGINE = 'mindsdb'")
+    assert [p["name"] for p in engine.list_projects()] == ["mindsdb", "sales_team", "ops"]
+    used = ok(engine, "USE sales_team")
+    assert used.context["db"] == "sales_team"  # the answer says so
+    ok(engine, "CREATE KNOWLEDGE_BASE notes USING content_columns = ['body']", used.context)
+    # unqualified names resolve in the current project, qualified names anywhere
+    listed = rows(engine, "SHOW TABLES", used.context)
+    assert listed == [["notes"]]
+    assert rows(engine, "SHOW TABLES FROM mindsdb") == []
+    assert "Table 'notes' not found in database 'mindsdb'" in \
+        engine.query("SELECT k.id FROM notes k JOIN df.x y ON true", {}).error_message
+    assert "Project nowhere does not exist" in engine.query("USE nowhere").error_message
+    ok(engine, "DROP DATABASE sales_team", used.context)
+    assert [p["name"] for p in engine.list_projects()] == ["mindsdb", "ops"]
+    assert "cannot be dropped" in engine.query("DROP DATABASE mindsdb").error_message
+    assert "already exists" in engine.query("CREATE PROJECT ops").error_message
+    ok(engine, "CREATE PROJECT IF NOT EXISTS ops")
+
+
+def test_information_schema_lists_projects_sources_and_tables(engine: Engine, tmp_path: Path) -> None:
+    db = make_sqlite(tmp_path / "crm.sqlite")
+    ok(engine, f"CREATE DATABASE crm ENGINE = 'sqlite', PARAMETERS = {{\"db_file\": \"{db}\"}}")
+    ok(engine, "CREATE PROJECT p2")
+    engine.register_dataframe("frame", pd.DataFrame({"a": [1]}))
+    assert rows(engine, "SELECT NAME, TYPE FROM information_schema.databases ORDER BY NAME") == [
+        ["crm", "data"], ["df", "data"], ["information_schema", "system"], ["mindsdb", "project"],
+        ["p2", "project"]]
+    tables = rows(engine, "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.tables "
+                          "WHERE TABLE_TYPE = 'BASE TABLE' ORDER BY 1, 2")
+    assert tables == [["crm", "customers"], ["crm", "products"], ["df", "frame"]]
+    assert rows(engine, "SHOW DATABASES WHERE `Database` LIKE 'p%'") == [["p2"]]
+
+
+def test_reference_sdk_flow_over_http(server_url: str) -> None:
+    """What the reference's Python SDK sends: the SQL door with a context round trip."""
+    with httpx.Client(base_url=server_url) as http:
+        def sql(query: str, db: str = "mindsdb") -> dict[str, Any]:
+            response = http.post("/api/sql/query", json={"query": query, "context": {"db": db}})
+            assert response.status_code == 200
+            return response.json()
+
+        def projects() -> list[str]:
+            body = sql("SELECT NAME FROM information_schema.databases WHERE TYPE = 'project'")
+            assert body["type"] == "table" and body["column_names"] == ["NAME"]
+            return [r[0] for r in body["data"]]
+
+        assert projects() == ["mindsdb"]
+        assert sql("CREATE DATABASE my_proj ENGINE = 'mindsdb'")["type"] == "ok"
+        assert projects() == ["mindsdb", "my_proj"]
+        used = sql("use my_proj")
+        assert used == {"type": "ok", "affected_rows": None,
+                        "context": {"show_secrets": False, "db": "my_proj"}}
+        shown = sql("show tables", db=used["context"]["db"])
+        assert shown["type"] == "table" and shown["column_names"] == ["Tables_in_my_proj"]
+        assert shown["data"] == []
+        assert sql("SHOW DATABASES")["column_names"] == ["Database"]
+        assert sql("DROP DATABASE my_proj")["type"] == "ok"
+        assert projects() == ["mindsdb"]
+        assert http.get("/api/projects").json() == [{"name": "mindsdb"}]
