@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import Any
 
+from kbsql.client.params import bind
 from kbsql.client.resources import Agents, KnowledgeBases
 from kbsql.interface.api import DEFAULT_PROJECT, ServiceApi
 from kbsql.interface.results import ErrorResult, OkResult, SqlResult, TableResult
@@ -39,9 +41,14 @@ class Client:
     def is_embedded(self) -> bool:
         return not hasattr(self.api, "base_url")
 
-    def sql(self, query: str, *, raise_on_error: bool = True) -> TableResult | OkResult | SqlResult:
+    def sql(self, query: str, *, params: Mapping[str, Any] | None = None,
+            raise_on_error: bool = True) -> TableResult | OkResult | SqlResult:
         """Run one SQL statement. Returns a `TableResult` (`.to_pandas()`/`.df()`) or an
-        `OkResult`; an error raises `SqlError` (or is returned, with raise_on_error=False)."""
+        `OkResult`; an error raises `SqlError` (or is returned, with raise_on_error=False).
+
+        `params` binds `:name` placeholders to safely quoted literals (`kbsql.client.params`)."""
+        if params is not None:
+            query = bind(query, params)
         result = self.api.query(query, dict(self.context))
         if result.context.get("db"):
             self.context.update(result.context)
@@ -57,6 +64,18 @@ class Client:
         import pandas as pd
 
         return pd.DataFrame()
+
+    def register(self, name: str, frame: Any) -> int:
+        """Make a pandas DataFrame the SQL table `df.<name>`:
+        `client.register("sales", frame)` then `client.query("SELECT * FROM df.sales")`.
+
+        The table is a snapshot stored as Parquet in the service's data directory (it
+        survives a restart); registering the name again replaces it. Works embedded and
+        remote (uploaded as Parquet). Returns the row count."""
+        register = getattr(self.api, "register_dataframe", None)
+        if register is None:
+            raise NotImplementedError(f"{type(self.api).__name__} cannot register DataFrames")
+        return register(name, frame)
 
     def projects(self) -> list[str]:
         return [p["name"] for p in self.api.list_projects()]

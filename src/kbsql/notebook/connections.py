@@ -1,0 +1,186 @@
+"""Named connections of a notebook: the embedded engine or servers, one of them current.
+
+Why a manager: a notebook often compares a local engine with a server, so connections
+get short aliases and a cell can name one (`%%kbsql -c prod`). Secrets never enter an
+output: an API key comes from an environment variable or a getpass prompt, goes only into
+the HTTP client's headers, and every description shown to the user masks it (including
+`user:password@` in a URL). All clients are closed when the kernel exits.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import re
+import weakref
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import kbsql
+from kbsql.client import Client
+from kbsql.interface.errors import KbsqlError
+
+DEFAULT_ALIAS = "default"
+DEFAULT_API_KEY_ENV = "KBSQL_API_KEY"
+
+
+class ConnectionProblem(KbsqlError):
+    """An unknown alias or a target that cannot be used."""
+
+
+def is_url(target: str) -> bool:
+    return target.startswith(("http://", "https://"))
+
+
+def mask_url(url: str) -> str:
+    """The URL with any `user:password@` part masked."""
+    return re.sub(r"^(https?://)[^/@]*@", r"\1***@", url)
+
+
+def describe_target(target: str | None) -> str:
+    if not target:
+        return "embedded (./.kbsql or $KBSQL_HOME)"
+    return mask_url(target) if is_url(target) else f"embedded ({target})"
+
+
+def _looks_like_path(target: str) -> bool:
+    """A typo in an alias must not silently create a new data directory: only an existing
+    directory or something written as a path (`./x`, `~/x`, `a/b`) is one."""
+    return os.path.isdir(os.path.expanduser(target)) or "/" in target or target.startswith((".", "~"))
+
+
+@dataclass
+class Connection:
+    """One open client with the alias it is known by. `has_key` says whether a key was sent,
+    never the key itself."""
+
+    alias: str
+    target: str | None
+    client: Client
+    has_key: bool = False
+    history: dict[tuple[str, str], list[dict[str, str]]] = field(default_factory=dict)
+    """Agent conversations on this connection: (project, agent) -> question/answer pairs."""
+
+    def describe(self) -> str:
+        key = ", api key set" if self.has_key else ""
+        where = getattr(self.client.api, "data_dir", None)
+        place = f"embedded ({where})" if where is not None else describe_target(self.target)
+        return f"{self.alias}: {place}, project {self.client.project}{key}"
+
+    def __repr__(self) -> str:
+        return f"<Connection {self.describe()}>"
+
+
+@dataclass
+class ConnectionManager:
+    """The connections of one shell; `current` is used when a cell names none."""
+
+    named: Mapping[str, str] = field(default_factory=dict)
+    """Aliases from config (`KbSql.connections`): alias -> URL or data directory."""
+    api_key_env: str = DEFAULT_API_KEY_ENV
+    auth_header: str = "Authorization"
+    auth_scheme: str = "Bearer"
+    default_project: str | None = None
+    connections: dict[str, Connection] = field(default_factory=dict)
+    current: str | None = None
+
+    def __post_init__(self) -> None:
+        # a weak reference: the manager (and its shell) can still be garbage-collected
+        ref = weakref.ref(self)
+        self._atexit: Callable[[], None] = lambda: (m := ref()) is not None and m.close_all()
+        atexit.register(self._atexit)
+
+    def connect(self, target: str | None = None, *, alias: str | None = None,
+                api_key: str | None = None, api_key_env: str | None = None,
+                project: str | None = None, switch: bool = True) -> Connection:
+        """Open (or reopen) a connection and make it current.
+
+        `target` may be a URL, a data directory, an alias already open, or an alias from
+        config; None means the embedded engine's default data directory."""
+        if target and alias is None and target in self.connections and api_key is None:
+            return self.switch(target)
+        if target and target in self.named and not is_url(target):
+            alias, target = alias or target, self.named[target]
+        elif target and not is_url(target) and not _looks_like_path(target):
+            known = ", ".join(sorted({*self.connections, *self.named})) or "none"
+            raise ConnectionProblem(f"No connection or directory named {target!r} (known: {known}). "
+                                    f"For a new embedded engine there, write ./{target}")
+        alias = alias or self._alias_for(target)
+        key = api_key
+        remote = bool(target and is_url(target))
+        if key is None and (api_key_env or remote):
+            key = os.environ.get(api_key_env or self.api_key_env) or None
+            if key is None and api_key_env:
+                raise ConnectionProblem(f"The environment variable {api_key_env} is not set")
+        if not remote:
+            key = None  # the embedded engine takes no credentials
+        client = self._open(target, key, project or self.default_project)
+        if alias in self.connections:
+            self.close(alias)
+        conn = Connection(alias, target, client, has_key=key is not None)
+        self.connections[alias] = conn
+        if switch or self.current is None:
+            self.current = alias
+        return conn
+
+    def _open(self, target: str | None, key: str | None, project: str | None) -> Client:
+        options: dict[str, Any] = {}
+        if project:
+            options["project"] = project
+        if target and is_url(target):
+            headers = {self.auth_header: f"{self.auth_scheme} {key}".strip()} if key else None
+            return kbsql.connect(target, headers=headers, **options)
+        return kbsql.connect(data_dir=target or None, **options)
+
+    @staticmethod
+    def _alias_for(target: str | None) -> str:
+        if not target:
+            return DEFAULT_ALIAS
+        if is_url(target):
+            return re.sub(r"^https?://([^/@]*@)?", "", target).rstrip("/") or target
+        return os.path.basename(os.path.normpath(target)) or target
+
+    def switch(self, alias: str) -> Connection:
+        conn = self.get(alias)
+        self.current = conn.alias
+        return conn
+
+    def get(self, alias: str | None = None) -> Connection:
+        """The named connection, or the current one; the first use opens the embedded default."""
+        if alias is None:
+            if self.current is None:
+                return self.connect(None)
+            return self.connections[self.current]
+        if alias in self.connections:
+            return self.connections[alias]
+        if alias in self.named:
+            return self.connect(alias, switch=False)
+        if alias == DEFAULT_ALIAS:  # the embedded default is always reachable by name
+            return self.connect(None, switch=False)
+        known = ", ".join(sorted({*self.connections, *self.named})) or "none"
+        raise ConnectionProblem(f"No connection named {alias!r} (known: {known}). "
+                               f"Open one with %kbsql_connect URL --alias {alias}")
+
+    def close(self, alias: str) -> None:
+        conn = self.connections.pop(alias, None)
+        if conn is None:
+            raise ConnectionProblem(f"No connection named {alias!r}")
+        conn.client.close()
+        if self.current == alias:
+            self.current = next(iter(self.connections), None)
+
+    def close_all(self) -> None:
+        for alias in list(self.connections):
+            try:
+                self.close(alias)
+            except Exception:  # closing at exit must not raise
+                pass
+        atexit.unregister(self._atexit)
+
+    def describe(self) -> list[str]:
+        lines = []
+        for alias, conn in self.connections.items():
+            marker = "*" if alias == self.current else " "
+            lines.append(f"{marker} {conn.describe()}")
+        return lines or ["(no connection yet: the first query opens the embedded engine)"]

@@ -1,0 +1,290 @@
+"""`%load_ext kbsql`: the `%%kbsql`/`%kbsql`, `%kbsql_connect` and `%agent` magics.
+
+Each magic parses its options, makes one client call (`client.sql(query, params=...)` or
+`client.agents.stream(...)`) and shows the answer, so anything a notebook does, a script
+can do with the client alone. Settings are traitlets on the `KbSql` class (`%config KbSql`)
+with defaults from `[tool.kbsql]` in the nearest pyproject.toml.
+
+Options come first on the magic's line and the SQL follows as raw text (quotes and all),
+so `%kbsql -o df SELECT 'a b'` keeps the SQL exactly as typed.
+"""
+
+from __future__ import annotations
+
+import getpass
+import re
+import warnings
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from traitlets import Bool, Dict, Int, Unicode
+from traitlets.config import Configurable
+
+from kbsql.interface.errors import KbsqlError
+from kbsql.interface.results import OkResult, TableResult
+from kbsql.notebook import agent as agent_flow
+from kbsql.notebook.config import pyproject_settings
+from kbsql.notebook.connections import DEFAULT_API_KEY_ENV, Connection, ConnectionManager, mask_url
+from kbsql.notebook.display import ResultFrame, ok_message, short_error, to_frame
+from kbsql.notebook.params import collect_params, expand_template
+
+_CAPTURE = re.compile(r"^\s*([A-Za-z_]\w*)\s*<<\s*(.*)$", re.DOTALL)
+_TOKEN = re.compile(r"\s*(\S+)")
+_AGENT_LINE = re.compile(r"^(\s*)(?:([A-Za-z_]\w*)\s*=\s*)?%agent\s+(\S.*\?)\s*$")
+
+
+def keep_question_marks(lines: list[str]) -> list[str]:
+    """Input transformer: `%agent a What is it?` is a question, not IPython's `obj?` help.
+
+    IPython reads a line ending in `?` as a help request for the last word, which would
+    swallow most questions; this rewrites such `%agent` lines into the explicit magic call
+    before that rule runs. `%agent?` (help on the magic itself) is left alone."""
+    if lines and lines[0].lstrip().startswith("%%"):
+        return lines  # a cell magic's body is its own text
+    out = []
+    for line in lines:
+        match = _AGENT_LINE.match(line.rstrip("\n"))
+        if match:
+            indent, target, args = match.groups()
+            call = f"get_ipython().run_line_magic('agent', {args!r})"
+            line = f"{indent}{target + ' = ' if target else ''}{call}\n"
+        out.append(line)
+    return out
+
+
+def split_options(line: str, func: Any) -> tuple[Any, str]:
+    """Parse the leading options of `line` with the magic's argparse parser and return
+    (args, the rest of the line untouched)."""
+    parser = func.parser
+    takes_value = {s: a.nargs != 0 for a in parser._actions for s in a.option_strings}
+    tokens: list[str] = []
+    pos = 0
+    while (match := _TOKEN.match(line, pos)) is not None:
+        token = match.group(1)
+        if token == "--":  # explicit end of options
+            pos = match.end()
+            break
+        option = token.split("=", 1)[0]
+        if not re.match(r"^--?[A-Za-z]", token):
+            break
+        if option not in takes_value:
+            raise UsageError(f"Unknown option {option} (see %{func.__name__}?)")
+        tokens.append(token)
+        pos = match.end()
+        if takes_value[option] and "=" not in token:
+            value = _TOKEN.match(line, pos)
+            if value is None:
+                raise UsageError(f"Option {option} needs a value")
+            tokens.append(value.group(1))
+            pos = value.end()
+    return parse_argstring(func, " ".join(tokens)), line[pos:].strip()
+
+
+@magics_class
+class KbSql(Magics, Configurable):
+    """SQL and agents of a kbsql service (the embedded engine or a server) in IPython."""
+
+    displaylimit = Int(10, allow_none=True, help="Rows shown of a result; 0 or None shows all. "
+                       "The returned DataFrame always has every row.").tag(config=True)
+    short_errors = Bool(True, help="Show errors as the service's message without a Python "
+                        "traceback.").tag(config=True)
+    feedback = Bool(True, help="Print a confirmation for statements without rows.").tag(config=True)
+    variables = Bool(True, help="Expand {{name}} templates and bind :name parameters from the "
+                     "notebook's variables.").tag(config=True)
+    connections = Dict(help="Named connections: alias -> URL or data directory.").tag(config=True)
+    default_connection = Unicode("", help="URL, data directory or alias that the first query "
+                                 "uses; empty means the embedded engine.").tag(config=True)
+    project = Unicode("", help="Project of new connections (default: the service's default "
+                      "project).").tag(config=True)
+    api_key_env = Unicode(DEFAULT_API_KEY_ENV, help="Environment variable holding the API key "
+                          "sent to servers.").tag(config=True)
+    auth_header = Unicode("Authorization", help="Header carrying the API key.").tag(config=True)
+    auth_scheme = Unicode("Bearer", help="Prefix of the API key in that header.").tag(config=True)
+
+    def __init__(self, shell: Any = None, **kwargs: Any):
+        Configurable.__init__(self, config=shell.config if shell is not None else None)
+        Magics.__init__(self, shell=shell, **kwargs)
+        self._apply_pyproject()
+        self.manager = ConnectionManager()
+        if shell is not None:
+            shell.configurables.append(self)
+
+    def _apply_pyproject(self) -> None:
+        """`[tool.kbsql]` values, except those already set by the user's IPython config."""
+        explicit = set(self.config.get("KbSql", {})) if self.config else set()
+        for key, value in pyproject_settings().items():
+            if not self.has_trait(key) or not self.trait_metadata(key, "config"):
+                warnings.warn(f"kbsql: unknown setting {key!r} in [tool.kbsql]", stacklevel=2)
+            elif key not in explicit:
+                setattr(self, key, value)
+
+    def _sync_manager(self) -> ConnectionManager:
+        m = self.manager
+        m.named, m.api_key_env = dict(self.connections), self.api_key_env
+        m.auth_header, m.auth_scheme = self.auth_header, self.auth_scheme
+        m.default_project = self.project or None
+        if m.current is None and self.default_connection:
+            m.connect(self.default_connection)
+        return m
+
+    def _connection(self, alias: str | None) -> Connection:
+        return self._sync_manager().get(alias or None)
+
+    def _fail(self, exc: BaseException) -> None:
+        if self.short_errors:
+            raise short_error(exc) from None
+        raise exc
+
+    # %kbsql / %%kbsql ---------------------------------------------------------------------
+    @magic_arguments()
+    @argument("-o", "--out", metavar="NAME", help="Also store the full DataFrame in variable NAME.")
+    @argument("-c", "--connection", metavar="ALIAS", help="Run on this connection (default: the "
+              "current one).")
+    @argument("-p", "--project", metavar="NAME", help="Switch to this project (like USE NAME); "
+              "it stays current in later cells.")
+    @argument("-l", "--limit", type=int, metavar="N", help="Rows shown for this cell "
+              "(overrides KbSql.displaylimit).")
+    @argument("--no-vars", action="store_true", help="Send the text as is: no {{name}} templates, "
+              "no :name parameters.")
+    @no_var_expand  # `{{name}}` and `$` are ours, not IPython's `{var}` expansion
+    @line_cell_magic
+    def kbsql(self, line: str, cell: str | None = None) -> Any:
+        """Run one SQL statement and return the result as a pandas DataFrame.
+
+        %kbsql [options] SQL              (line form)
+        %%kbsql [options] [NAME <<]       (cell form; the cell body is the SQL)
+        NAME << SQL                       store the DataFrame in NAME and show nothing
+
+        {{name}} pastes a variable's text (trusted input: table or column names);
+        :name binds a variable as one quoted literal (safe for any value, e.g. user text).
+        A statement without rows prints a short confirmation; an error prints the service's
+        message and fails the cell. Settings: %config KbSql (displaylimit, connections, ...).
+        Connections: %kbsql_connect; agents: %agent.
+        """
+        args, rest = split_options(line, self.kbsql)
+        text = rest if cell is None else f"{rest}\n{cell}"
+        capture = _CAPTURE.match(text)
+        target, sql = (capture.group(1), capture.group(2)) if capture else (None, text)
+        sql = sql.strip()
+        try:
+            conn = self._connection(args.connection)
+            if args.project:
+                conn.client.api.get_project(args.project)  # a missing project fails here, not later
+                conn.client.project = args.project
+                if not sql:
+                    print(f"Current project: {args.project}")
+                    return None
+            if not sql:
+                raise UsageError("No SQL given (see %kbsql?)")
+            params = None
+            if self.variables and not args.no_vars:
+                namespace = self.shell.user_ns if self.shell is not None else {}
+                sql = expand_template(sql, namespace)
+                params = collect_params(sql, namespace)
+            before = conn.client.project
+            result = conn.client.sql(sql, params=params)
+        except KbsqlError as exc:
+            return self._fail(exc)
+        return self._present(result, before, args, target)
+
+    def _present(self, result: Any, before: str, args: Any, target: str | None) -> Any:
+        if isinstance(result, OkResult):
+            if self.feedback:
+                print(ok_message(result, before))
+            if args.out:
+                self.shell.user_ns[args.out] = result
+            return None
+        if not isinstance(result, TableResult):  # pragma: no cover - the client raises on errors
+            return result
+        frame = to_frame(result)
+        for name in (args.out, target):
+            if name:
+                self.shell.user_ns[name] = frame
+        if target:
+            return None
+        limit = args.limit if args.limit is not None else self.displaylimit
+        return ResultFrame.wrap(frame, limit)
+
+    # %kbsql_connect ------------------------------------------------------------------------
+    @magic_arguments()
+    @argument("target", nargs="?", help="A server URL, a data directory, or an alias (open or "
+              "from KbSql.connections). Empty: the embedded engine on ./.kbsql or $KBSQL_HOME.")
+    @argument("-a", "--alias", help="Name of this connection (default: host:port or the folder name).")
+    @argument("-p", "--project", help="Project to start in.")
+    @argument("--api-key-env", metavar="VAR", help="Read the API key from this environment "
+              "variable (default: KbSql.api_key_env, used when set).")
+    @argument("--ask-key", action="store_true", help="Prompt for the API key (getpass; not echoed, "
+              "not stored).")
+    @argument("--list", action="store_true", help="List the connections; * marks the current one.")
+    @argument("--close", metavar="ALIAS", help="Close this connection.")
+    @line_magic
+    def kbsql_connect(self, line: str) -> None:
+        """Open, switch, list or close connections. Keys are never printed or stored."""
+        args = parse_argstring(self.kbsql_connect, line)
+        manager = self._sync_manager()
+        try:
+            if args.close:
+                manager.close(args.close)
+                print(f"Closed {args.close}.")
+            elif args.list:
+                print("\n".join(manager.describe()))
+            else:
+                key = None
+                if args.ask_key:
+                    shown = mask_url(args.target) if args.target else "the server"
+                    key = getpass.getpass(f"API key for {shown}: ") or None
+                conn = manager.connect(args.target or None, alias=args.alias, api_key=key,
+                                       api_key_env=args.api_key_env, project=args.project)
+                print(f"Connected: {conn.describe()}")
+        except KbsqlError as exc:
+            self._fail(exc)
+
+    # %agent / %%agent ----------------------------------------------------------------------
+    @magic_arguments()
+    @argument("--new", action="store_true", help="Forget this agent's conversation and start over.")
+    @argument("-c", "--connection", metavar="ALIAS", help="Ask on this connection.")
+    @argument("-p", "--project", metavar="NAME", help="Project of the agent (default: current).")
+    @no_var_expand
+    @line_cell_magic
+    def agent(self, line: str, cell: str | None = None) -> Any:
+        """Ask an agent; the answer streams live and is returned as a string.
+
+        %agent [options] AGENT question text
+        %%agent [options] AGENT           (the cell body is the question)
+
+        Follow-up questions carry the conversation so far; --new starts over.
+        """
+        args, rest = split_options(line, self.agent)
+        name, _, question = rest.partition(" ")
+        question = question.strip() if cell is None else f"{question}\n{cell}".strip()
+        if not name:
+            raise UsageError("Name the agent: %agent AGENT question (see %agent?)")
+        try:
+            conn = self._connection(args.connection)
+            return agent_flow.ask(conn, name, question, project=args.project, new=args.new)
+        except KbsqlError as exc:
+            return self._fail(exc)
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """Register the magics once per shell (loading twice keeps the first instance)."""
+    if any(isinstance(c, KbSql) for c in ipython.configurables):
+        return
+    ipython.register_magics(KbSql(shell=ipython))
+    ipython.input_transformers_cleanup.append(keep_question_marks)
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    """Close the connections and remove the magics."""
+    for magics in [c for c in ipython.configurables if isinstance(c, KbSql)]:
+        magics.manager.close_all()
+        ipython.configurables.remove(magics)
+    if keep_question_marks in ipython.input_transformers_cleanup:
+        ipython.input_transformers_cleanup.remove(keep_question_marks)
+    registry = ipython.magics_manager.registry
+    registry.pop("KbSql", None)
+    for kind, names in (("line", ("kbsql", "kbsql_connect", "agent")), ("cell", ("kbsql", "agent"))):
+        for name in names:
+            ipython.magics_manager.magics[kind].pop(name, None)

@@ -1,0 +1,185 @@
+"""A UI-independent model of one agent completion stream.
+
+Every renderer (the live widget, the static HTML snapshot, the plain-text fallback) reads the
+same `StreamState`, so what the user sees live and what a reopened notebook shows cannot drift
+apart, and the model can be tested chunk by chunk without a frontend.
+"""
+
+from __future__ import annotations
+
+import io
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from kbsql.interface.stream import chunk_kind
+
+RUNNING, DONE, FAILED, STOPPED, WAITING = "running", "done", "failed", "stopped", "waiting"
+
+OBSERVATION_PREFIX = "Output columns:"
+"""kb_query_tool / sql_db_query observations start with this line, then CSV with a header."""
+
+
+@dataclass
+class Step:
+    """One tool call: what the agent asked for and, once it ran, what came back."""
+
+    tool: str
+    tool_input: str
+    log: str = ""
+    observation: str | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.observation is not None
+
+
+@dataclass
+class StreamState:
+    """Everything shown for one question: header, steps, answer, status and timing."""
+
+    question: str = ""
+    agent: str = ""
+    trace_id: str = ""
+    steps: list[Step] = field(default_factory=list)
+    answer: str | None = None
+    status: str = WAITING
+    error: str | None = None
+    started_at: float | None = None
+    finished_at: float | None = None
+    chunks_seen: int = 0
+
+    @property
+    def elapsed(self) -> float:
+        """Seconds since the first chunk (frozen once the stream is over)."""
+        if self.started_at is None:
+            return 0.0
+        return (self.finished_at or time.monotonic()) - self.started_at
+
+    @property
+    def finished(self) -> bool:
+        return self.status in (DONE, FAILED, STOPPED)
+
+    def status_text(self) -> str:
+        """The status line: `running`, `done in 1.2 s`, `failed: <error>`, `stopped`."""
+        if self.status == DONE:
+            return f"done in {self.elapsed:.1f} s"
+        if self.status == FAILED:
+            return f"failed after {self.elapsed:.1f} s: {self.error or 'unknown error'}"
+        if self.status == STOPPED:
+            return f"stopped after {self.elapsed:.1f} s"
+        if self.status == RUNNING:
+            return f"running ({self.elapsed:.1f} s)"
+        return "waiting"
+
+    def _begin(self) -> None:
+        if self.started_at is None:
+            self.started_at = time.monotonic()
+        if self.status == WAITING:
+            self.status = RUNNING
+
+    def _finish(self, status: str) -> None:
+        if not self.finished:
+            self.status = status
+            self.finished_at = time.monotonic()
+
+    def feed(self, chunk: dict[str, Any]) -> str:
+        """Apply one chunk; return its kind. Chunks after the end (or a stop) are ignored."""
+        kind = chunk_kind(chunk)
+        if self.finished:
+            return kind
+        self.chunks_seen += 1
+        self._begin()
+        self.trace_id = self.trace_id or str(chunk.get("trace_id") or "")
+        if kind == "start":
+            self.question = self.question or str(chunk.get("prompt") or "")
+        elif kind == "actions":
+            for act in chunk.get("actions") or []:
+                self.steps.append(Step(tool=str(act.get("tool", "")),
+                                       tool_input=str(act.get("tool_input", "")),
+                                       log=str(act.get("log", ""))))
+        elif kind == "steps":
+            for item in chunk.get("steps") or []:
+                self._observe(item.get("action") or {}, str(item.get("observation", "")))
+        elif kind == "output":
+            self.answer = str(chunk.get("output") or "")
+        elif kind == "error":
+            self.error = str(chunk.get("content") or "error")
+            self._finish(FAILED)
+        elif kind == "end":
+            self._finish(DONE)
+        return kind
+
+    def _observe(self, act: dict[str, Any], observation: str) -> None:
+        """Attach an observation to the oldest pending step of the same tool and input
+        (a steps chunk repeats its action); a step never announced gets its own entry."""
+        tool, tool_input = str(act.get("tool", "")), str(act.get("tool_input", ""))
+        pending = [s for s in self.steps if not s.finished and s.tool == tool]
+        match = next((s for s in pending if s.tool_input == tool_input), pending[0] if pending else None)
+        if match is None:
+            match = Step(tool=tool, tool_input=tool_input, log=str(act.get("log", "")))
+            self.steps.append(match)
+        match.observation = observation
+
+    def fail(self, message: str) -> None:
+        """The stream itself raised (connection lost, HTTP error): show it as failed."""
+        self._begin()
+        self.error = message
+        self._finish(FAILED)
+
+    def stop(self) -> None:
+        """The user stopped the answer: freeze the state; later chunks are ignored."""
+        self._begin()
+        self._finish(STOPPED)
+
+    def close_if_open(self) -> None:
+        """The generator ended without an `end` chunk: treat it as done (or failed)."""
+        if not self.finished:
+            self._finish(DONE)
+
+
+@dataclass
+class ObservationTable:
+    """A tabular observation: its column names and rows, parsed from the CSV text."""
+
+    columns: list[str]
+    rows: list[list[Any]]
+    preamble: str = ""
+
+    @property
+    def row_count(self) -> int:
+        return len(self.rows)
+
+
+def parse_observation(text: str | None) -> ObservationTable | None:
+    """Parse `Output columns: ...` + CSV observations into a table; None for anything else
+    (free text, JSON lists) so the caller shows it verbatim."""
+    if not text or not text.lstrip().startswith(OBSERVATION_PREFIX):
+        return None
+    import pandas as pd
+
+    first, _, rest = text.lstrip().partition("\n")
+    declared = [c.strip().strip("'\"") for c in first[len(OBSERVATION_PREFIX):].split(",") if c.strip()]
+    lines = rest.split("\n")
+    # A summary line (e.g. "showing the first 30 of 120 rows") may sit before the CSV header:
+    # the header is the first line naming the declared columns.
+    preamble: list[str] = []
+    while lines and declared and _csv_fields(lines[0]) != declared and len(preamble) < 5:
+        preamble.append(lines.pop(0))
+    if not lines or (declared and _csv_fields(lines[0]) != declared):
+        lines, preamble = rest.split("\n"), []
+    body = "\n".join(lines).strip("\n")
+    if not body:
+        return ObservationTable(columns=[], rows=[], preamble="\n".join(preamble))
+    try:
+        frame = pd.read_csv(io.StringIO(body), dtype=str, keep_default_na=False)
+    except (ValueError, pd.errors.ParserError):
+        return None
+    return ObservationTable(columns=[str(c) for c in frame.columns],
+                            rows=frame.values.tolist(), preamble="\n".join(preamble))
+
+
+def _csv_fields(line: str) -> list[str]:
+    import csv
+
+    return [f.strip() for f in next(csv.reader([line]), [])]

@@ -1,0 +1,84 @@
+"""`%agent` / `%%agent`: live stream, the final answer returned, history per agent."""
+
+from __future__ import annotations
+
+import json
+
+from tests.agents.fakes import FakeLLM, error_mid_stream, text
+
+from kbsql.notebook.magics import KbSql
+
+
+def _client(cells):
+    magics = next(c for c in cells.shell.configurables if isinstance(c, KbSql))
+    return magics.manager.get().client
+
+
+def _questions(request: dict) -> str:
+    return json.dumps(request["messages"])
+
+
+def test_agent_answers_and_follow_ups_carry_the_conversation(cells):
+    script = [text("Pumps move water."), text("Yes: the P-100."), text("Hello again.")]
+    with FakeLLM("openai", script) as fake:
+        _client(cells).agents.create("helper", model={
+            "provider": "openai", "model_name": "m1", "api_key": "sk-test", "base_url": fake.base_url})
+        result, out = cells.run("%agent helper What do pumps do?")
+        assert result.success, out
+        assert result.result == "Pumps move water."
+        assert isinstance(result.result, str)
+        assert "Pumps move water." in out  # rendered while streaming
+        assert "What do pumps do?" in _questions(fake.requests[0])
+
+        cells.ns["x"] = 1
+        follow = cells.ok("%%agent helper\nWhich model\nshould I buy?")
+        assert follow == "Yes: the P-100."
+        sent = _questions(fake.requests[1])
+        assert "What do pumps do?" in sent and "Pumps move water." in sent  # the history
+        assert "Which model\\nshould I buy?" in sent
+
+        cells.ok("%agent --new helper")
+        assert cells.ok("%agent helper Hi") == "Hello again."
+        assert "What do pumps do?" not in _questions(fake.requests[2])
+
+
+def test_unknown_agent_is_a_short_error(cells):
+    result, out = cells.run("%agent nobody hello?")
+    assert not result.success
+    assert "nobody" in out and "Traceback" not in out
+
+
+def test_agent_with_the_offline_model_over_a_knowledge_base(cells):
+    client = _client(cells)
+    client.sql('CREATE KNOWLEDGE_BASE notes USING embedding_model = '
+               '{"provider": "kbsql", "model_name": "hash-64"}')
+    client.sql("INSERT INTO notes (id, content) VALUES (1, 'The boiler pressure is 2 bar.')")
+    client.agents.create("offline", data={"knowledge_bases": ["mindsdb.notes"]})
+    answer = cells.ok("%agent offline What is the boiler pressure?")
+    assert "2 bar" in answer
+
+
+def test_agent_needs_a_name(cells):
+    result, out = cells.run("%agent")
+    assert not result.success and "Name the agent" in out
+
+
+def test_question_marks_are_questions_and_help_still_works(cells):
+    with FakeLLM("openai", [text("Forty-two.")]) as fake:
+        _client(cells).agents.create("deep", model={
+            "provider": "openai", "model_name": "m1", "api_key": "sk-test", "base_url": fake.base_url})
+        cells.ok("answer = %agent deep What is the meaning of life?")
+        assert cells.ns["answer"] == "Forty-two."
+        assert "What is the meaning of life?" in _questions(fake.requests[0])
+    result, out = cells.run("%agent?")
+    assert result.success and "--new" in out  # IPython's help for the magic itself
+
+
+def test_an_error_in_the_stream_fails_the_cell_with_the_service_message(cells):
+    with FakeLLM("openai", [error_mid_stream("model overloaded")]) as fake:
+        _client(cells).agents.create("flaky", model={
+            "provider": "openai", "model_name": "m1", "api_key": "sk-test", "base_url": fake.base_url})
+        result, out = cells.run("%agent flaky Anything?")
+    assert not result.success
+    assert "model overloaded" in out and "Traceback" not in out
+    assert "sk-test" not in out

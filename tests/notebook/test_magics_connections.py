@@ -1,0 +1,113 @@
+"""Connections: embedded by default, a real `kbsql serve` by URL, aliases, switching, keys."""
+
+from __future__ import annotations
+
+import getpass
+
+import pytest
+
+from kbsql.notebook.magics import KbSql
+
+SECRET = "sk-live-0123456789abcdef"
+
+
+def _manager(cells):
+    return next(c for c in cells.shell.configurables if isinstance(c, KbSql)).manager
+
+
+def _kb_on(client, name: str) -> None:
+    client.knowledge_bases.create(name, embedding_model={"provider": "kbsql", "model_name": "hash-64"})
+
+
+def test_first_query_opens_the_embedded_engine_in_kbsql_home(cells, tmp_path):
+    assert cells.ok("%kbsql SELECT 1 AS a").shape == (1, 1)
+    conn = _manager(cells).get()
+    assert conn.alias == "default" and conn.client.is_embedded
+    assert str(conn.client.api.data_dir) == str((tmp_path / "home").resolve())
+
+
+def test_switching_between_embedded_and_a_server(cells, server_url, monkeypatch):
+    monkeypatch.setenv("KBSQL_API_KEY", SECRET)
+    local = _manager(cells).get().client
+    _kb_on(local, "only_local")
+    result, out = cells.run(f"%kbsql_connect {server_url} --alias remote")
+    assert result.success, out
+    assert "remote" in out and "api key set" in out and SECRET not in out
+    remote = _manager(cells).get("remote").client
+    assert not remote.is_embedded
+    assert remote.api._http.headers["Authorization"] == f"Bearer {SECRET}"  # sent, never shown
+    _kb_on(remote, "only_remote")
+
+    remote.knowledge_bases.insert("only_remote", [{"id": 1, "content": "the pump moves water"}])
+
+    # the current connection is the server now: its knowledge base is visible, the local one not
+    frame = cells.ok("%kbsql SELECT * FROM only_remote")
+    assert frame.shape == (1, 6)
+    assert frame["relevance"].dtype == "float64" and frame["relevance"].isna().all()  # JSON null
+    assert isinstance(frame.iloc[0]["metadata"], dict)
+    missing, out = cells.run("%kbsql SELECT * FROM only_local")
+    assert not missing.success and "only_local" in out
+    # -c runs one cell elsewhere without switching
+    assert cells.ok("%kbsql -c default SELECT * FROM only_local").shape[1] == 6
+    assert not cells.run("%kbsql SELECT * FROM only_local")[0].success
+    # switching back by alias
+    cells.ok("%kbsql_connect default")
+    assert cells.ok("%kbsql SELECT * FROM only_local").shape[1] == 6
+    _, listing = cells.run("%kbsql_connect --list")
+    assert "* default" in listing and "  remote" in listing and SECRET not in listing
+    cells.ok("%kbsql_connect --close remote")
+    result, out = cells.run("%kbsql -c remote SELECT 1")
+    assert not result.success and "No connection named 'remote'" in out
+
+
+def test_named_connections_from_config_and_user_info_masked(cells, server_url):
+    cells.ok(f"%config KbSql.connections = {{'prod': '{server_url}'}}")
+    assert cells.ok("%kbsql -c prod SELECT 1 AS a").shape == (1, 1)
+    assert not _manager(cells).get("prod").client.is_embedded
+    host = server_url.split("://", 1)[1]
+    result, out = cells.run(f"%kbsql_connect http://me:{SECRET}@{host} --alias creds")
+    assert result.success and SECRET not in out and "***@" in out
+
+
+def test_key_from_a_named_env_var_or_a_prompt(cells, server_url, monkeypatch):
+    monkeypatch.setenv("MY_SERVICE_KEY", SECRET)
+    cells.ok(f"%kbsql_connect {server_url} --alias a --api-key-env MY_SERVICE_KEY")
+    assert _manager(cells).get("a").client.api._http.headers["Authorization"] == f"Bearer {SECRET}"
+    result, out = cells.run(f"%kbsql_connect {server_url} --alias b --api-key-env NOT_SET_ANYWHERE")
+    assert not result.success and "NOT_SET_ANYWHERE" in out
+    prompts = []
+    monkeypatch.setattr(getpass, "getpass", lambda prompt: prompts.append(prompt) or "typed-key")
+    result, out = cells.run(f"%kbsql_connect {server_url} --alias c --ask-key")
+    assert result.success and "typed-key" not in out and prompts
+    assert _manager(cells).get("c").client.api._http.headers["Authorization"] == "Bearer typed-key"
+
+
+def test_connections_close_on_unload(ip, server_url):
+    ip.run_line_magic("kbsql_connect", f"{server_url} --alias remote")
+    manager = next(c for c in ip.configurables if isinstance(c, KbSql)).manager
+    http = manager.get("remote").client.api._http
+    ip.extension_manager.unload_extension("kbsql")
+    assert http.is_closed and manager.connections == {}
+    ip.extension_manager.load_extension("kbsql")
+
+
+@pytest.mark.parametrize("line", ["%kbsql_connect --close nothing", "%kbsql_connect nothing_known",
+                                  "%kbsql -c nothing SELECT 1"])
+def test_unknown_alias_is_a_short_error_and_creates_nothing(cells, line, tmp_path):
+    result, out = cells.run(line)
+    assert not result.success and "nothing" in out and "Traceback" not in out
+    assert not (tmp_path / "nothing_known").exists()  # a typo never creates a data directory
+
+
+def test_a_path_opens_an_embedded_engine_there(cells, tmp_path):
+    result, out = cells.run("%kbsql_connect ./local-data")
+    assert result.success and "local-data: embedded" in out
+    assert (tmp_path / "local-data" / "catalog.sqlite").exists()
+
+
+def test_default_connection_from_config_is_used_by_the_first_query(cells, tmp_path):
+    cells.ok("%config KbSql.default_connection = './team-data'")
+    cells.ok("%kbsql SELECT 1 AS a")
+    conn = _manager(cells).get()
+    assert conn.alias == "team-data"
+    assert str(conn.client.api.data_dir) == str((tmp_path / "team-data").resolve())

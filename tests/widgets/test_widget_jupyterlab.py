@@ -1,0 +1,167 @@
+"""JupyterLab for real: a notebook whose cell streams the offline agent into the panel is run in
+headless Chromium; the finished panel (rendered by JupyterLab's widget manager) is checked in
+the DOM and screenshotted into the test's tmp dir."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.widgets.notebooks import write_demo_notebook
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+
+pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(),
+                                reason="Debian's chromium is not installed (apt-get install chromium)")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def jupyterlab(tmp_path: Path) -> Iterator[tuple[str, str, Path]]:
+    """JupyterLab on a free loopback port with a random token; yields (url, token, root)."""
+    root = tmp_path / "root"
+    root.mkdir()
+    token, port = secrets.token_hex(16), free_port()
+    home = tmp_path / "jupyter"
+    env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
+           "JUPYTERLAB_SETTINGS_DIR": str(home / "settings"),
+           "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces"),
+           "JUPYTER_CONFIG_DIR": str(home / "config")}
+    notify = home / "settings" / "@jupyterlab" / "apputils-extension"
+    notify.mkdir(parents=True)
+    (notify / "notification.jupyterlab-settings").write_text('{"fetchNews": "false"}')  # no news popup
+    log = (tmp_path / "jupyterlab.log").open("w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jupyterlab", "--allow-root", "--no-browser", "--expose-app-in-browser",
+         f"--port={port}", "--ServerApp.ip=127.0.0.1", "--ServerApp.port_retries=0",
+         f"--ServerApp.token={token}", f"--ServerApp.root_dir={root}",
+         "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
+        stdout=log, stderr=subprocess.STDOUT, env=env, cwd=root)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{url}/api/status", params={"token": token}, timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("JupyterLab did not start: " + (tmp_path / "jupyterlab.log").read_text())
+            time.sleep(0.2)
+        yield url, token, root
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+
+def shutdown_kernels(url: str, token: str) -> None:
+    """Close the notebook's session the way closing it does: the kernel and its widgets go."""
+    params = {"token": token}
+    for session in httpx.get(f"{url}/api/sessions", params=params, timeout=10).json():
+        httpx.delete(f"{url}/api/sessions/{session['id']}", params=params, timeout=30)
+
+
+def test_jupyterlab_renders_the_finished_panel(jupyterlab, tmp_path: Path):
+    from playwright.sync_api import sync_playwright
+
+    url, token, root = jupyterlab
+    write_demo_notebook(root / "demo.ipynb", tmp_path / "data", chat=True)
+    shot, chat_shot = tmp_path / "jupyterlab-panel.png", tmp_path / "jupyterlab-chat.png"
+    reopened_shot = tmp_path / "jupyterlab-reopened.png"
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 1400})
+            page.goto(f"{url}/lab/tree/demo.ipynb?token={token}", wait_until="domcontentloaded")
+            page.wait_for_function(
+                "() => window.jupyterapp && window.jupyterapp.shell.currentWidget"
+                " && window.jupyterapp.shell.currentWidget.sessionContext"
+                " && window.jupyterapp.shell.currentWidget.sessionContext.session"
+                " && window.jupyterapp.shell.currentWidget.sessionContext.session.kernel"
+                " && window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.status === 'idle'",
+                timeout=90_000)
+            page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+            panel = page.locator(".jupyter-widgets.kbsql-live")
+            panel.locator('.kbsql-status[data-status="done"]').wait_for(timeout=120_000)
+            printed = page.locator(".jp-OutputArea-output pre", has_text="ANSWER:")
+            printed.wait_for(timeout=30_000)
+
+            text = panel.inner_text()
+            assert "1. kb_list_tool ✓" in text and "2. kb_query_tool ✓" in text
+            assert "support" in text and "What is the refund policy?" in text
+            assert "done in" in text
+            answer = printed.inner_text().split("ANSWER:", 1)[1].strip()
+            assert answer and answer.splitlines()[0][:40] in text  # the answer, in the panel
+            # The snapshot is in the output too, hidden while the live panel shows.
+            assert page.locator(".kbsql-snapshot").count() == 1
+            assert not page.locator(".kbsql-snapshot").is_visible()
+            # Steps are collapsible: open the query step and its SQL input appears.
+            panel.get_by_text("2. kb_query_tool ✓").click()
+            step = panel.locator('.kbsql-step[data-tool="kb_query_tool"]')
+            step.wait_for(state="visible", timeout=10_000)
+            assert "SELECT" in step.inner_text()
+            panel.scroll_into_view_if_needed()
+            page.screenshot(path=str(shot), full_page=True)
+
+            # The chat: typed question, Send clicked in the browser, answered from a thread.
+            chat = page.locator(".jupyter-widgets.kbsql-chat")
+            chat.wait_for(timeout=30_000)
+            chat.locator("input[type=text]").fill("How long does shipping take?")
+            chat.get_by_role("button", name="Send").click()
+            chat.locator('.kbsql-status[data-status="done"]').wait_for(timeout=60_000)
+            assert "Shipping takes five business days" in chat.inner_text()
+            chat.locator("input[type=text]").fill("And refunds?")
+            chat.get_by_role("button", name="Send").click()
+            page.wait_for_function(
+                "() => document.querySelectorAll('.kbsql-chat .kbsql-status[data-status=\"done\"]')"
+                ".length === 2", timeout=60_000)
+            chat.scroll_into_view_if_needed()
+            page.screenshot(path=str(chat_shot), full_page=True)
+            chat.get_by_role("button", name="New chat").click()
+            page.wait_for_function(
+                "() => document.querySelectorAll('.kbsql-chat .kbsql-status').length === 0",
+                timeout=30_000)
+
+            # Saved, kernel gone, reopened: the widgets are dead, the snapshot shows the steps.
+            page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+            page.wait_for_function(
+                "() => !window.jupyterapp.shell.currentWidget.context.model.dirty", timeout=30_000)
+            shutdown_kernels(url, token)
+            page.reload(wait_until="domcontentloaded")
+            snapshot = page.locator(".kbsql-snapshot")
+            snapshot.wait_for(state="visible", timeout=60_000)
+            text = snapshot.inner_text()
+            assert "1. kb_list_tool ✓" in text and "2. kb_query_tool ✓" in text and "done in" in text
+            assert answer.splitlines()[0][:40] in text
+            outputs = page.locator(".jp-OutputArea", has=page.locator(".kbsql-snapshot"))
+            for dead_text in ("Loading widget...", "Error displaying widget"):  # the dead live panel
+                dead = outputs.get_by_text(dead_text)
+                assert all(not dead.nth(i).is_visible() for i in range(dead.count()))
+            page.screenshot(path=str(reopened_shot), full_page=True)
+        finally:
+            browser.close()
+    assert shot.exists() and shot.stat().st_size > 10_000
+    assert chat_shot.exists() and chat_shot.stat().st_size > 10_000
+    assert reopened_shot.exists() and reopened_shot.stat().st_size > 10_000
