@@ -1,0 +1,53 @@
+"""Small helpers shared by the labextension browser tests."""
+
+from __future__ import annotations
+
+import socket
+import time
+from pathlib import Path
+
+import nbformat
+
+SOURCES_JS = """() => window.jupyterapp.shell.currentWidget.content.widgets
+  .map(cell => cell.model.sharedModel.getSource())"""
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def write_notebook(path: Path) -> None:
+    """A Python notebook with one empty code cell (language_info set: cells are IPython)."""
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.metadata["language_info"] = {"name": "python", "codemirror_mode": {"name": "ipython", "version": 3}}
+    nb.cells.append(nbformat.v4.new_code_cell(""))
+    nbformat.write(nb, path)
+
+
+def open_notebook(page, url: str, token: str, name: str) -> None:
+    """Open `name` in JupyterLab and check that the extension's plugins are active."""
+    page.goto(f"{url}/lab/tree/{name}?token={token}", wait_until="domcontentloaded")
+    page.wait_for_function("() => window.jupyterapp && window.jupyterapp.shell.currentWidget"
+                           " && document.querySelector('.jp-Notebook .jp-Cell .cm-content')", timeout=30_000)
+    plugins = ["kbsql-labextension:highlight", "kbsql-labextension:insert-cell", "kbsql-labextension:sidebar"]
+    active = page.evaluate("ids => ids.map(id => window.jupyterapp.isPluginActivated(id))", plugins)
+    assert all(active), f"kbsql-labextension is not installed ({active}): pip install ./labextension"
+
+
+def sources(page) -> list[str]:
+    return page.evaluate(SOURCES_JS)
+
+
+def wait_for(check, what: str, timeout: float = 15.0):
+    """Poll `check` until it returns something truthy (the page updates asynchronously)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.1)
