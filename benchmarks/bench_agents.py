@@ -18,8 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -27,6 +25,7 @@ from pathlib import Path
 import httpx
 
 from kbsql.engine import Engine
+from kbsql.server.process import spawn
 
 TARGET_FIRST_CHUNK_MS = 20.0
 QUESTION = "How often does pump 4321 need new oil?"
@@ -61,14 +60,6 @@ def timed_stream(client: httpx.Client, url: str) -> tuple[float, float, list[dic
     return first * 1000, (time.perf_counter() - t0) * 1000, chunks
 
 
-def serve(data_dir: Path) -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen([sys.executable, "-m", "kbsql.cli", "serve", "--port", "0",
-                             "--data-dir", str(data_dir)],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    line = proc.stdout.readline() if proc.stdout else ""
-    return proc, line.split()[3]
-
-
 def median(values: list[float]) -> float:
     return round(statistics.median(values), 3)
 
@@ -92,7 +83,8 @@ def main() -> None:
                 pass
             emb_total.append((time.perf_counter() - t0) * 1000)
 
-    proc, base = serve(data_dir)
+    server = spawn(data_dir)
+    base = server.url
     try:
         url = f"{base}/api/projects/mindsdb/agents/helper/completions/stream"
         search = (f"SELECT * FROM manuals WHERE content = '{QUESTION}' LIMIT 5")
@@ -111,8 +103,7 @@ def main() -> None:
                     == "table"
                 base_ms.append((time.perf_counter() - t0) * 1000)
     finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+        server.stop()
 
     result = {
         "benchmark": "agents_offline_stream",

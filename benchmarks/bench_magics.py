@@ -23,8 +23,6 @@ import io
 import json
 import os
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -32,6 +30,8 @@ from pathlib import Path
 import httpx
 import numpy as np
 import pandas as pd
+
+from kbsql.server.process import spawn
 
 TARGET = 1.5
 QUERY = "SELECT * FROM df.big"
@@ -55,25 +55,6 @@ def timed(fn, repeat: int) -> list[float]:
         fn()
         out.append(time.perf_counter() - start)
     return out
-
-
-def start_server(data_dir: Path) -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen([sys.executable, "-m", "kbsql.cli", "serve", "--port", "0",
-                             "--data-dir", str(data_dir)], stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True)
-    line = proc.stdout.readline() if proc.stdout else ""
-    if not line.startswith("kbsql serving on "):
-        proc.kill()
-        raise RuntimeError(f"server did not start: {line!r}")
-    url = line.split()[3]
-    for _ in range(300):
-        try:
-            if httpx.get(f"{url}/api/status", timeout=2).status_code == 200:
-                return proc, url
-        except httpx.HTTPError:
-            time.sleep(0.05)
-    proc.kill()
-    raise RuntimeError("server did not answer")
 
 
 def measure(shell, alias: str, raw_json: bytes, rows: int, repeat: int,
@@ -133,7 +114,8 @@ def main() -> None:
         os.environ["KBSQL_HOME"] = str(Path(tmp) / "embedded")
         os.chdir(tmp)
         shell.extension_manager.load_extension("kbsql")
-        proc, url = start_server(Path(tmp) / "server")
+        server = spawn(Path(tmp) / "server")
+        url = server.url
         try:
             with contextlib.redirect_stdout(io.StringIO()):
                 shell.run_line_magic("kbsql_connect", f"{url} --alias remote")
@@ -147,8 +129,7 @@ def main() -> None:
             report["modes"]["http"] = measure(shell, "remote", raw, args.rows, args.repeat, url)
         finally:
             shell.extension_manager.unload_extension("kbsql")
-            proc.terminate()
-            proc.wait(timeout=10)
+            server.stop()
             os.chdir(home)
     report["meets_target"] = all(m["meets_target"] for m in report["modes"].values())
     text = json.dumps(report, indent=2)

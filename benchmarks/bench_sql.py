@@ -20,8 +20,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -34,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from kbsql.engine import Engine
+from kbsql.server.process import spawn
 
 TARGET_OVERHEAD_MS = 2.0
 AGGREGATE = ("SELECT region, sum(amount) AS total, avg(qty) AS mean_qty, count(*) AS n "
@@ -58,11 +57,9 @@ def summary(samples: list[float]) -> dict[str, float]:
 
 def http_round_trip(repeat: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
-        proc = subprocess.Popen([sys.executable, "-m", "kbsql.cli", "serve", "--port", "0",
-                                 "--data-dir", tmp], stdout=subprocess.PIPE, text=True)
+        server = spawn(tmp)
         try:
-            line = proc.stdout.readline() if proc.stdout else ""
-            url = line.split()[3]
+            url = server.url
             with httpx.Client(base_url=url) as http:
                 for _ in range(20):  # warm up: connection, imports, caches
                     http.get("/api/status")
@@ -71,8 +68,7 @@ def http_round_trip(repeat: int) -> dict[str, Any]:
                 select = timed(lambda: http.post("/api/sql/query", json={"query": "SELECT 1"})
                                .raise_for_status(), repeat)
         finally:
-            proc.terminate()
-            proc.wait(timeout=10)
+            server.stop()
     return {"select_1": summary(select), "baseline_get_status": summary(status),
             "sql_over_status_ms": round(statistics.median(select) - statistics.median(status), 3)}
 

@@ -3,50 +3,26 @@ parametrized over both transports so one test checks embedded and HTTP alike."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 import kbsql
 from kbsql.engine import Engine
+from kbsql.server.process import ServerProcess, spawn
+
+pytest_plugins = ["tests.jupyterlab_fixtures"]
 
 
-def start_server(data_dir: Path, env: dict[str, str] | None = None) -> tuple[subprocess.Popen, str]:
-    """Start `kbsql serve --port 0` and return (process, base URL) once it answers."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "kbsql.cli", "serve", "--port", "0", "--data-dir", str(data_dir)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, **(env or {})},
-    )
-    line = proc.stdout.readline() if proc.stdout else ""
-    if not line.startswith("kbsql serving on "):
-        proc.kill()
-        raise RuntimeError(f"server did not start: {line!r} {proc.stderr.read() if proc.stderr else ''}")
-    url = line.split()[3]
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{url}/api/status", timeout=2).status_code == 200:
-                return proc, url
-        except httpx.HTTPError:
-            time.sleep(0.05)
-    proc.kill()
-    raise RuntimeError("server did not answer /api/status")
+def start_server(data_dir: Path, env: dict[str, str] | None = None) -> tuple[ServerProcess, str]:
+    """Start `kbsql serve --port 0` and return (server, base URL) once it answers."""
+    server = spawn(data_dir, env=env)
+    return server, server.url
 
 
-def stop_server(proc: subprocess.Popen) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+def stop_server(server: ServerProcess) -> None:
+    server.stop()
 
 
 @pytest.fixture

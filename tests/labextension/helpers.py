@@ -2,20 +2,15 @@
 
 from __future__ import annotations
 
-import socket
 import time
 from pathlib import Path
 
 import nbformat
 
+from tests.jupyterlab_fixtures import free_port  # noqa: F401 - re-exported for the tests
+
 SOURCES_JS = """() => window.jupyterapp.shell.currentWidget.content.widgets
   .map(cell => cell.model.sharedModel.getSource())"""
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def write_notebook(path: Path) -> None:

@@ -4,76 +4,14 @@ the DOM and screenshotted into the test's tmp dir."""
 
 from __future__ import annotations
 
-import os
-import secrets
-import socket
-import subprocess
-import sys
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
-import pytest
 
+from tests.jupyterlab_fixtures import CHROMIUM, CHROMIUM_ARGS, needs_chromium
 from tests.widgets.notebooks import write_demo_notebook
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
-
-pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(),
-                                reason="Debian's chromium is not installed (apt-get install chromium)")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@pytest.fixture
-def jupyterlab(tmp_path: Path) -> Iterator[tuple[str, str, Path]]:
-    """JupyterLab on a free loopback port with a random token; yields (url, token, root)."""
-    root = tmp_path / "root"
-    root.mkdir()
-    token, port = secrets.token_hex(16), free_port()
-    home = tmp_path / "jupyter"
-    env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
-           "JUPYTERLAB_SETTINGS_DIR": str(home / "settings"),
-           "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces"),
-           "JUPYTER_CONFIG_DIR": str(home / "config")}
-    notify = home / "settings" / "@jupyterlab" / "apputils-extension"
-    notify.mkdir(parents=True)
-    (notify / "notification.jupyterlab-settings").write_text('{"fetchNews": "false"}')  # no news popup
-    log = (tmp_path / "jupyterlab.log").open("w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "jupyterlab", "--allow-root", "--no-browser", "--expose-app-in-browser",
-         f"--port={port}", "--ServerApp.ip=127.0.0.1", "--ServerApp.port_retries=0",
-         f"--ServerApp.token={token}", f"--ServerApp.root_dir={root}",
-         "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
-        stdout=log, stderr=subprocess.STDOUT, env=env, cwd=root)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{url}/api/status", params={"token": token}, timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("JupyterLab did not start: " + (tmp_path / "jupyterlab.log").read_text())
-            time.sleep(0.2)
-        yield url, token, root
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
+pytestmark = needs_chromium
 
 
 def shutdown_kernels(url: str, token: str) -> None:
