@@ -181,3 +181,18 @@ class Engine:
 
     def current_project(self, context: dict[str, Any] | None) -> str:
         return (context or {}).get("db") or DEFAULT_PROJECT
+
+    # registered DataFrames (the built-in data source `df`) ---------------------------------
+    def register_dataframe(self, name: str, frame: Any) -> int:
+        """Make `frame` (pandas or Arrow) the table `df.<name>`, stored as Parquet in the data
+        directory so it survives a restart; returns its row count."""
+        return self.sql.register_frame(name, frame)
+
+    def register_file(self, name: str, raw: bytes, content_type: str = "") -> int:
+        """Register an uploaded Parquet (or CSV) file as the table `df.<name>`."""
+        from kbsql.engine.datasources.frames import read_uploaded
+
+        return self.register_dataframe(name, read_uploaded(raw, content_type))
+
+    def unregister_dataframe(self, name: str) -> bool:
+        return self.sql.frames.unregister(name)

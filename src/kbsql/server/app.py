@@ -160,8 +160,7 @@ def build_app(engine: Engine) -> Starlette:
         """`PUT /api/files/{name}`: a Parquet (or CSV) body becomes the table `df.<name>`."""
         name = p(request, "name")
         raw = await request.body()
-        table = await call(_read_table, raw, request.headers.get("content-type", ""))
-        rows = await call(engine.register_dataframe, name, table)
+        rows = await call(engine.register_file, name, raw, request.headers.get("content-type", ""))
         return json_response({"name": name, "table": f"df.{name}", "rows": rows})
 
     routes = [
@@ -206,27 +205,6 @@ async def _close_on_disconnect(chunks: Iterator[dict[str, Any]], request: Reques
             close()
         except ValueError:  # a plain generator still executing in the worker thread
             pass
-
-
-def _read_table(raw: bytes, content_type: str) -> Any:
-    """Parquet (detected by its magic bytes) or CSV; anything else is a 400."""
-    import io
-
-    import pyarrow as pa
-
-    try:
-        if raw[:4] == b"PAR1":
-            import pyarrow.parquet as pq
-
-            return pq.read_table(io.BytesIO(raw))
-        if "csv" in content_type:
-            import pyarrow.csv as pcsv
-
-            return pcsv.read_csv(io.BytesIO(raw))
-    except (pa.ArrowException, OSError) as exc:
-        raise BadRequest(f"The uploaded file cannot be read: {exc}", title="Invalid file") from exc
-    raise BadRequest("Upload a Parquet file (or CSV with Content-Type: text/csv)",
-                     title="Invalid file")
 
 
 async def _stream_events(chunks: Iterator[dict[str, Any]],

@@ -56,6 +56,24 @@ def to_arrow(frame: Any) -> pa.Table:
                      title="Invalid table")
 
 
+def read_uploaded(raw: bytes, content_type: str = "") -> pa.Table:
+    """An uploaded file as a table: Parquet (by its magic bytes) or CSV (by content type).
+    Anything else, or a file that does not parse, is a 400 naming the problem."""
+    import io
+
+    try:
+        if raw[:4] == b"PAR1":
+            return pq.read_table(io.BytesIO(raw))
+        if "csv" in content_type:
+            import pyarrow.csv as pcsv
+
+            return pcsv.read_csv(io.BytesIO(raw))
+    except (pa.ArrowException, OSError) as exc:
+        raise BadRequest(f"The uploaded file cannot be read: {exc}", title="Invalid file") from exc
+    raise BadRequest("Upload a Parquet file (or CSV with Content-Type: text/csv)",
+                     title="Invalid file")
+
+
 class FrameStore:
     """Registered frames: Parquet files on disk, Arrow tables in memory."""
 
