@@ -1,35 +1,195 @@
-"""Knowledge service (placeholder until the knowledge-base data path lands)."""
+"""The knowledge service: the engine's one door to knowledge-base data.
+
+Per knowledge base a directory `data_dir/knowledge_bases/<kb id>/` holds `chunks.sqlite`
+(the rows, the source of truth; see store.py) and `index.faiss` (a cache; see index.py).
+One `insert` call is one SQLite transaction: embeddings are computed batch by batch inside
+it (memory stays flat for 100k rows) and a failure or a kill anywhere leaves the state
+before the call. The index catches up after the commit, and on every search.
+"""
 
 from __future__ import annotations
 
+import json
 import shutil
+import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kbsql.engine.catalog import KbRecord
+import numpy as np
+
+from kbsql.engine.catalog import KbRecord, now
 from kbsql.engine.config import EngineConfig
-from kbsql.interface.errors import BadRequest
+from kbsql.engine.knowledge import search as search_mod
+from kbsql.engine.knowledge.embeddings import embedder_for
+from kbsql.engine.knowledge.index import VectorIndex
+from kbsql.engine.knowledge.ingest import RowChunker, iter_batches
+from kbsql.engine.knowledge.rerank import Reranker
+from kbsql.engine.knowledge.search import Filter, SearchRequest
+from kbsql.engine.knowledge.store import ChunkStore
+from kbsql.interface.errors import BadRequest, ProviderError
+
+ROW_BATCH = 256
+PROGRESS_MIN_ROWS = 1000
+
+
+@dataclass
+class KbHandle:
+    store: ChunkStore
+    index: VectorIndex
 
 
 class KnowledgeService:
     def __init__(self, data_dir: Path, config: EngineConfig):
         self.root = data_dir / "knowledge_bases"
         self.config = config
+        self._handles: dict[int, KbHandle] = {}
+        self._lock = threading.Lock()
 
+    # files ------------------------------------------------------------------------------
     def storage_dir(self, record: KbRecord) -> Path:
         return self.root / str(record.id)
 
-    def check_models(self, spec: dict[str, Any]) -> None:
-        """Raise ProviderError when the embedding or reranking model cannot be reached."""
+    def handle(self, record: KbRecord) -> KbHandle:
+        with self._lock:
+            h = self._handles.get(record.id)
+            if h is None:
+                directory = self.storage_dir(record)
+                store = ChunkStore(directory / "chunks.sqlite")
+                h = KbHandle(store, VectorIndex(directory / "index.faiss", store))
+                store.index_metadata(record.spec.get("metadata_columns") or [])
+                self._handles[record.id] = h
+            return h
 
     def create_storage(self, record: KbRecord) -> None:
-        self.storage_dir(record).mkdir(parents=True, exist_ok=True)
+        self.handle(record)
+
+    def spec_changed(self, record: KbRecord) -> None:
+        """After ALTER KNOWLEDGE_BASE: index newly declared metadata columns."""
+        self.handle(record).store.index_metadata(record.spec.get("metadata_columns") or [])
 
     def drop_storage(self, record: KbRecord) -> None:
+        with self._lock:
+            h = self._handles.pop(record.id, None)
+        if h is not None:
+            h.store.close()
         shutil.rmtree(self.storage_dir(record), ignore_errors=True)
 
-    def insert(self, record: KbRecord, rows: Any, progress: bool | None = None) -> int:
-        raise BadRequest("Inserting into knowledge bases is not available yet")
-
     def close(self) -> None:
-        pass
+        with self._lock:
+            handles, self._handles = list(self._handles.values()), {}
+        for h in handles:
+            try:
+                h.index.save()
+            finally:
+                h.store.close()
+
+    # models -----------------------------------------------------------------------------
+    def embedder(self, spec: dict[str, Any]) -> Any:
+        return embedder_for(spec.get("embedding_model"), self.config.default_embedding_model)
+
+    def reranker(self, spec: dict[str, Any]) -> Reranker | None:
+        descriptor = spec.get("reranking_model")
+        return Reranker(descriptor) if descriptor else None
+
+    def check_models(self, spec: dict[str, Any]) -> None:
+        """Raise ProviderError when the embedding or reranking model cannot be reached:
+        one real call for remote providers (as the reference does); the local model is
+        only checked to be installed (loading it costs a second)."""
+        self.embedder(spec).check()
+        reranker = self.reranker(spec)
+        if reranker is not None:
+            reranker.check()
+
+    # writes -----------------------------------------------------------------------------
+    def insert(self, record: KbRecord, rows: Any, progress: bool | None = None) -> int:
+        """Insert rows (list of dicts or a DataFrame) atomically; returns the row count.
+        Re-inserted ids replace their document's chunks (upsert)."""
+        if not hasattr(rows, "__len__"):  # a generator of dicts
+            rows = list(rows)
+        total = len(rows)
+        if total == 0:
+            return 0
+        h = self.handle(record)
+        embedder = self.embedder(record.spec)
+        chunker = RowChunker(record.spec)
+        bar = None
+        if progress or (progress is None and total >= PROGRESS_MIN_ROWS):
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=total, desc=f"insert into {record.name}", unit="row")
+        stamp = now()
+        position = 0
+        try:
+            with h.store.write() as db:
+                dim = h.store.dim()
+                for batch in iter_batches(rows, ROW_BATCH):
+                    docs: dict[str, list[Any]] = {}
+                    for row in batch:
+                        doc_id, chunks = chunker.chunks(row, position)
+                        docs[doc_id] = chunks  # a repeated id in one call: the last row wins
+                        position += 1
+                    chunks = [c for cs in docs.values() for c in cs]
+                    vectors = self._embed(embedder, [c.content for c in chunks])
+                    if dim is None and len(chunks):
+                        dim = int(vectors.shape[1])
+                        db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('dim', ?)", (dim,))
+                    if len(chunks) and vectors.shape[1] != dim:
+                        raise ProviderError(f"Embedding model '{embedder.model_name}' returned "
+                                            f"{vectors.shape[1]}-d vectors; this knowledge base "
+                                            f"holds {dim}-d")
+                    db.executemany("DELETE FROM chunks WHERE id = ?", [(d,) for d in docs])
+                    db.executemany(
+                        "INSERT INTO chunks (id, chunk_id, content, metadata, embedding, updated_at)"
+                        " VALUES (?, ?, ?, ?, ?, ?)",
+                        [(c.doc_id, c.chunk_id, c.content, json.dumps(c.metadata, default=str),
+                          vectors[i].tobytes(), stamp) for i, c in enumerate(chunks)])
+                    if bar is not None:
+                        bar.update(len(batch))
+        finally:
+            if bar is not None:
+                bar.close()
+        h.index.sync()
+        return total
+
+    @staticmethod
+    def _embed(embedder: Any, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, 0), np.float32)
+        size = getattr(embedder, "batch_size", 256)
+        parts = [embedder.embed(texts[i:i + size]) for i in range(0, len(texts), size)]
+        return np.concatenate(parts) if len(parts) > 1 else parts[0]
+
+    def delete(self, record: KbRecord, filters: list[Filter]) -> int:
+        """Delete the chunks matching the filters (all of them when none); returns the count."""
+        if any(f.column.lower() in ("relevance", "distance") for f in filters):
+            raise BadRequest("DELETE from a knowledge base filters on id or metadata columns only")
+        h = self.handle(record)
+        where, args = search_mod.filter_sql(filters)
+        with h.store.write() as db:
+            count = db.execute("DELETE FROM chunks" + (f" WHERE {where}" if where else ""), args).rowcount
+        h.index.sync()
+        return count
+
+    # reads ------------------------------------------------------------------------------
+    def search(self, record: KbRecord, request: SearchRequest) -> list[list[Any]]:
+        """Rows (id, chunk_id, chunk_content, metadata, relevance, distance) for a request."""
+        h = self.handle(record)
+        embedder = self.embedder(record.spec) if request.query is not None else None
+        return search_mod.search(h.store, h.index, embedder, self.reranker(record.spec), request)
+
+    def count(self, record: KbRecord) -> int:
+        return self.handle(record).store.count()
+
+    def sample_rows(self, record: KbRecord, n: int = 5) -> list[list[Any]]:
+        """The first n chunks (for an agent's kb_info_tool)."""
+        return search_mod.plain_rows(self.handle(record).store, [], n)
+
+    def updated_at(self, record: KbRecord, chunk_ids: list[str]) -> dict[str, str]:
+        """chunk_id -> time of its insert (agent tools show it as `_updated_at`)."""
+        if not chunk_ids:
+            return {}
+        store = self.handle(record).store
+        rows = store.query(f"SELECT chunk_id, updated_at FROM chunks WHERE chunk_id IN "
+                           f"({','.join('?' * len(chunk_ids))})", chunk_ids)
+        return {r[0]: r[1] for r in rows}

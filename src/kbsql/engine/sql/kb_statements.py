@@ -1,17 +1,281 @@
-"""Knowledge-base statements in SQL (placeholder until the knowledge-base data path lands)."""
+"""Knowledge-base statements in SQL, on `mindsdb_sql_parser` ASTs.
+
+`handle` executes a statement about a knowledge base (SELECT / INSERT / DELETE on a KB,
+CREATE / DROP / ALTER KNOWLEDGE_BASE, SHOW KNOWLEDGE_BASES, DESCRIBE KNOWLEDGE_BASE,
+information_schema.knowledge_bases) and returns None for anything else, so the executor
+can route the statement on. Names resolve in the current project (`ctx["db"]`) or as
+`project.kb`.
+"""
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
+import duckdb
 from mindsdb_sql_parser import ast
+from mindsdb_sql_parser.ast.mindsdb import AlterKnowledgeBase, CreateKnowledgeBase, DropKnowledgeBase
 
-from kbsql.interface.results import SqlResult
+from kbsql.engine import validate
+from kbsql.engine.catalog import KbRecord
+from kbsql.engine.knowledge.search import COLUMNS, DEFAULT_LIMIT
+from kbsql.engine.sql.kb_conditions import constant, search_request
+from kbsql.engine.views import knowledge_base_json
+from kbsql.interface.errors import NotFound, SqlError
+from kbsql.interface.results import OkResult, SqlResult, TableResult
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from kbsql.engine.engine import Engine
+
+INFO_COLUMNS = ["NAME", "PROJECT", "EMBEDDING_MODEL", "RERANKING_MODEL", "STORAGE", "METADATA_COLUMNS",
+                "CONTENT_COLUMNS", "ID_COLUMN", "PARAMS", "INSERT_STARTED_AT", "INSERT_FINISHED_AT",
+                "PROCESSED_ROWS", "ERROR", "QUERY_ID"]
+_ALTERABLE = {"reranking_model", "metadata_columns", "content_columns", "id_column", "preprocessing",
+              "embedding_model"}
 
 
 def handle(engine: Engine, statement: ast.ASTNode, ctx: dict[str, Any]) -> SqlResult | None:
     """Execute `statement` if it is about a knowledge base; None when it is not."""
+    if isinstance(statement, CreateKnowledgeBase):
+        return _create(engine, statement, ctx)
+    if isinstance(statement, DropKnowledgeBase):
+        return _drop(engine, statement, ctx)
+    if isinstance(statement, AlterKnowledgeBase):
+        return _alter(engine, statement, ctx)
+    if isinstance(statement, ast.Show) and str(statement.category).upper().replace(" ", "_") == \
+            "KNOWLEDGE_BASES":
+        return _show(engine, statement, ctx)
+    if isinstance(statement, ast.Describe):
+        return _describe(engine, statement, ctx)
+    if isinstance(statement, ast.Select):
+        return _select(engine, statement, ctx)
+    if isinstance(statement, ast.Insert):
+        record = _find(engine, statement.table, ctx)
+        return None if record is None else _insert(engine, record, statement, ctx)
+    if isinstance(statement, ast.Delete):
+        record = _find(engine, statement.table, ctx)
+        if record is None:
+            return None
+        request = search_request(statement.where)
+        if request.query is not None or request.min_relevance is not None or request.hybrid:
+            raise SqlError("DELETE FROM a knowledge base filters on id and metadata columns; "
+                           "`content = '...'` and relevance are search terms, not filters")
+        count = engine.knowledge.delete(record, request.filters)
+        engine.catalog.update_knowledge_base(record)
+        return OkResult(count, context=ctx)
     return None
+
+
+# names -----------------------------------------------------------------------------------
+def _split(identifier: ast.Identifier, ctx: dict[str, Any]) -> tuple[str, str]:
+    parts = [str(p) for p in identifier.parts]
+    if len(parts) == 1:
+        return ctx["db"], parts[0]
+    if len(parts) == 2:
+        return parts[0], parts[1]
+    raise SqlError(f"Invalid knowledge base name {identifier.to_string()}")
+
+
+def _find(engine: Engine, table: Any, ctx: dict[str, Any]) -> KbRecord | None:
+    """The knowledge base a table name denotes, or None (a table of a data source)."""
+    if not isinstance(table, ast.Identifier) or len(table.parts) > 2:
+        return None
+    project, name = _split(table, ctx)
+    try:
+        return engine.catalog.find_knowledge_base(project, name)
+    except NotFound:  # the first part is a data source, not a project
+        return None
+
+
+def _record(engine: Engine, identifier: ast.Identifier, ctx: dict[str, Any]) -> KbRecord:
+    project, name = _split(identifier, ctx)
+    return engine.catalog.knowledge_base(project, name)
+
+
+# DDL -------------------------------------------------------------------------------------
+def _create(engine: Engine, statement: CreateKnowledgeBase, ctx: dict[str, Any]) -> SqlResult:
+    project, name = _split(statement.name, ctx)
+    if statement.from_query is not None:
+        raise SqlError("CREATE KNOWLEDGE_BASE ... FROM (query) is not supported: create it, then "
+                       "INSERT INTO kb SELECT ...")
+    body = {k.lower(): v for k, v in (statement.params or {}).items()}
+    body["name"] = name
+    if statement.storage is not None:
+        parts = [str(p) for p in statement.storage.parts]
+        if len(parts) != 2:
+            raise SqlError("storage must be written database.table")
+        body["storage"] = {"database": parts[0], "table": parts[1]}
+    engine._create_knowledge_base(project, body, bool(statement.if_not_exists))
+    return OkResult(None, context=ctx)
+
+
+def _drop(engine: Engine, statement: DropKnowledgeBase, ctx: dict[str, Any]) -> SqlResult:
+    project, name = _split(statement.name, ctx)
+    try:
+        engine.delete_knowledge_base(project, name)
+    except NotFound:
+        if not statement.if_exists:
+            raise
+    return OkResult(None, context=ctx)
+
+
+def _alter(engine: Engine, statement: AlterKnowledgeBase, ctx: dict[str, Any]) -> SqlResult:
+    record = _record(engine, statement.name, ctx)
+    params = {k.lower(): v for k, v in (statement.params or {}).items()}
+    unknown = set(params) - _ALTERABLE
+    if unknown:
+        raise SqlError(f"ALTER KNOWLEDGE_BASE cannot change {sorted(unknown)}")
+    spec = dict(record.spec)
+    for key, value in params.items():
+        if key in ("reranking_model", "embedding_model"):
+            spec[key] = validate.model(value, key)
+        elif key in ("metadata_columns", "content_columns"):
+            spec[key] = validate.string_list(value, key)
+        elif key == "id_column":
+            spec[key] = validate.optional_string(value, key)
+        else:
+            spec[key] = validate.preprocessing(value)
+    if spec.get("embedding_model") != record.spec.get("embedding_model") and \
+            engine.knowledge.count(record) > 0:
+        raise SqlError("the embedding model of a knowledge base that holds rows cannot change: "
+                       "create a new knowledge base")
+    engine.knowledge.check_models(spec)
+    engine.knowledge.spec_changed(engine.catalog.update_knowledge_base(record, spec))
+    return OkResult(None, context=ctx)
+
+
+# listing ---------------------------------------------------------------------------------
+def _info_row(record: KbRecord) -> list[Any]:
+    view = knowledge_base_json(record, "get")
+    spec = record.spec
+
+    def text(value: Any) -> str | None:
+        return None if value is None else json.dumps(value)
+
+    return [record.name, record.project_name, text(view["embedding_model"]), text(view["reranking_model"]),
+            f"{spec.get('vector_database')}.{spec.get('vector_database_table')}",
+            text(spec.get("metadata_columns")), text(spec.get("content_columns")), spec.get("id_column"),
+            text(view["params"]), None, None, None, None, spec.get("query_id")]
+
+
+def _info_frame(records: list[KbRecord]) -> pd.DataFrame:
+    import pandas as pd
+
+    return pd.DataFrame([_info_row(r) for r in records], columns=INFO_COLUMNS)
+
+
+def _run_over(frame: pd.DataFrame, statement: ast.Select, ctx: dict[str, Any]) -> TableResult:
+    """Run a SELECT (its WHERE, targets, ORDER, LIMIT) over one frame, in a private DuckDB."""
+    statement.from_table = ast.Identifier("kb_frame")
+    with duckdb.connect(":memory:") as con:
+        con.register("kb_frame", frame)
+        cursor = con.execute(statement.to_string())
+        names = [d[0] for d in cursor.description]
+        rows = [list(r) for r in cursor.fetchall()]
+    return TableResult(names, rows, context=ctx)
+
+
+def _show(engine: Engine, statement: ast.Show, ctx: dict[str, Any]) -> SqlResult:
+    project = str(statement.from_table.parts[-1]) if statement.from_table is not None else ctx["db"]
+    frame = _info_frame(engine.catalog.knowledge_bases(project))
+    if statement.where is None and statement.like is None:
+        return TableResult(INFO_COLUMNS, frame.values.tolist(), context=ctx, frame=frame)
+    where = statement.where
+    if statement.like is not None:
+        like = ast.BinaryOperation("like", args=[ast.Identifier("NAME"), ast.Constant(statement.like)])
+        where = like if where is None else ast.BinaryOperation("and", args=[where, like])
+    return _run_over(frame, ast.Select(targets=[ast.Star()], where=where), ctx)
+
+
+def _describe(engine: Engine, statement: ast.Describe, ctx: dict[str, Any]) -> SqlResult | None:
+    kind = str(getattr(statement, "type", None) or "").upper().replace(" ", "_")
+    if kind not in ("KNOWLEDGE_BASE", ""):
+        return None
+    if kind == "":
+        record = _find(engine, statement.value, ctx)
+        if record is None:
+            return None
+    else:
+        record = _record(engine, statement.value, ctx)
+    frame = _info_frame([record])
+    return TableResult(INFO_COLUMNS, frame.values.tolist(), context=ctx, frame=frame)
+
+
+# rows ------------------------------------------------------------------------------------
+def _is_info_schema(table: Any) -> bool:
+    return isinstance(table, ast.Identifier) and [str(p).lower() for p in table.parts] == \
+        ["information_schema", "knowledge_bases"]
+
+
+def _select(engine: Engine, statement: ast.Select, ctx: dict[str, Any]) -> SqlResult | None:
+    if _is_info_schema(statement.from_table):
+        return _run_over(_info_frame(engine.catalog.knowledge_bases()), statement, ctx)
+    record = _find(engine, statement.from_table, ctx)
+    if record is None:
+        return None
+    if statement.group_by or statement.having or statement.order_by or statement.distinct:
+        raise SqlError("GROUP BY / HAVING / ORDER BY / DISTINCT on a knowledge base are not supported: "
+                       "results come best first")
+    request = search_request(statement.where, statement.limit)
+    offset = int(constant(statement.offset)) if statement.offset is not None else 0
+    if offset and (request.limit is not None or request.query is not None):
+        request.limit = (DEFAULT_LIMIT if request.limit is None else request.limit) + offset
+    rows = engine.knowledge.search(record, request)[offset:]
+    names, rows = _project(statement.targets, rows)
+    return TableResult(names, rows, context=ctx)
+
+
+def _project(targets: list[ast.ASTNode], rows: list[list[Any]]) -> tuple[list[str], list[list[Any]]]:
+    """Keep the selected columns; a name that is not a result column reads a metadata key."""
+    if len(targets) == 1 and isinstance(targets[0], ast.Star):
+        return list(COLUMNS), rows
+    picks: list[tuple[str, int | str]] = []
+    for target in targets:
+        if isinstance(target, ast.Star):
+            picks.extend((c, i) for i, c in enumerate(COLUMNS))
+        elif isinstance(target, ast.Identifier):
+            column = str(target.parts[-1])
+            name = str(target.alias.parts[-1]) if target.alias is not None else column
+            lowered = "chunk_content" if column.lower() == "content" else column.lower()
+            picks.append((name, COLUMNS.index(lowered) if lowered in COLUMNS else column))
+        else:
+            raise SqlError(f"Only columns can be selected from a knowledge base, not {target.to_string()}")
+    out = [[row[p] if isinstance(p, int) else (row[3] or {}).get(p) for _, p in picks] for row in rows]
+    return [n for n, _ in picks], out
+
+
+def _insert(engine: Engine, record: KbRecord, statement: ast.Insert, ctx: dict[str, Any]) -> SqlResult:
+    if statement.from_select is not None:
+        frame = engine.sql.select_frame(statement.from_select, ctx)
+        return OkResult(engine.insert_rows(record, frame), context=ctx)
+    if not statement.columns:
+        raise SqlError("INSERT INTO a knowledge base needs its column names: "
+                       "INSERT INTO kb (id, content) ...")
+    names = [str(c.name) if hasattr(c, "name") else str(c.parts[-1]) for c in statement.columns]
+    rows = []
+    for values in statement.values or []:
+        if len(values) != len(names):
+            raise SqlError(f"INSERT has {len(names)} columns but a row of {len(values)} values")
+        rows.append({n: constant(v) for n, v in zip(names, values, strict=True)})
+    return OkResult(engine.insert_rows(record, rows), context=ctx)
+
+
+def search_frame(engine: Engine, project: str, kb_name: str, where_ast: ast.ASTNode | None,
+                 limit: int | None) -> pd.DataFrame:
+    """Run a knowledge-base search and return it as a DataFrame, for joins done elsewhere.
+
+    `where_ast` is the part of a WHERE clause about this knowledge base (the same dialect as
+    `SELECT * FROM kb WHERE ...`: `content = 'text'`, metadata filters, `relevance >= x`,
+    hybrid options), with column names unqualified or qualified by the KB name; `limit` None
+    means the default (10 for a search, all rows for a plain read). The frame has the
+    columns id, chunk_id, chunk_content, metadata (dict), relevance, distance, best first.
+    """
+    import pandas as pd
+
+    record = engine.catalog.knowledge_base(project, kb_name)
+    request = search_request(where_ast)
+    if limit is not None:
+        request.limit = int(limit)
+    return pd.DataFrame(engine.knowledge.search(record, request), columns=COLUMNS)

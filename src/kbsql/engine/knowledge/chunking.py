@@ -1,0 +1,120 @@
+"""A recursive character splitter that keeps true character offsets.
+
+The algorithm is the familiar recursive splitter (the reference's `text_chunking`): split on
+the first separator found in the text (paragraph, line, word, then characters), merge the
+pieces into chunks of at most `chunk_size` characters with about `chunk_overlap` characters
+carried over, and split any piece still too long with the next separators. Pieces here are
+spans (start, end) of the original text, never copies, so every chunk knows where it came
+from: `text[start:end] == chunk` always holds (chunk_id and metadata rely on it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from kbsql.interface.errors import BadRequest
+
+DEFAULT_SEPARATORS = ("\n\n", "\n", " ", "")
+SOURCE = "TextChunkingPreprocessor"
+
+
+@dataclass(frozen=True)
+class ChunkingConfig:
+    chunk_size: int = 1000
+    chunk_overlap: int = 200
+    separators: tuple[str, ...] = DEFAULT_SEPARATORS
+
+    @classmethod
+    def from_preprocessing(cls, preprocessing: dict[str, Any] | None) -> ChunkingConfig:
+        """Read `{"type": "text_chunking", "text_chunking_config": {...}}` (the reference's form)."""
+        if not preprocessing:
+            return cls()
+        kind = preprocessing.get("type", "text_chunking")
+        if kind != "text_chunking":
+            raise BadRequest(f"preprocessing type {kind!r} is not supported: use 'text_chunking'",
+                             title="Invalid parameter")
+        conf = preprocessing.get("text_chunking_config") or {}
+        size = int(conf.get("chunk_size", 1000))
+        overlap = int(conf.get("chunk_overlap", 200))
+        separators = tuple(conf.get("separators") or DEFAULT_SEPARATORS)
+        if size < 1 or overlap < 0 or overlap >= size:
+            raise BadRequest("text_chunking_config needs chunk_size >= 1 and 0 <= chunk_overlap < "
+                             "chunk_size", title="Invalid parameter")
+        return cls(size, overlap, separators)
+
+
+Span = tuple[int, int]
+
+
+def split_text(text: str, config: ChunkingConfig = ChunkingConfig()) -> list[Span]:
+    """Chunk spans of `text`, each stripped of surrounding whitespace and non-empty."""
+    spans = _split(text, 0, len(text), list(config.separators), config)
+    out: list[Span] = []
+    for start, end in spans:
+        while start < end and text[start].isspace():
+            start += 1
+        while end > start and text[end - 1].isspace():
+            end -= 1
+        if end > start:
+            out.append((start, end))
+    return out
+
+
+def _pieces(text: str, start: int, end: int, separator: str) -> list[Span]:
+    """Split [start, end) at each separator, the separator staying at the head of the next piece."""
+    if separator == "":
+        return [(i, i + 1) for i in range(start, end)]
+    pieces = []
+    cut = start
+    at = text.find(separator, start, end)
+    while at != -1:
+        if at > cut:
+            pieces.append((cut, at))
+        cut = at
+        at = text.find(separator, at + len(separator), end)
+    if end > cut:
+        pieces.append((cut, end))
+    return pieces
+
+
+def _split(text: str, start: int, end: int, separators: list[str], config: ChunkingConfig) -> list[Span]:
+    separator = separators[-1]
+    rest: list[str] = []
+    for i, candidate in enumerate(separators):
+        if candidate == "" or text.find(candidate, start, end) != -1:
+            separator, rest = candidate, separators[i + 1:]
+            break
+    chunks: list[Span] = []
+    small: list[Span] = []
+    for piece in _pieces(text, start, end, separator):
+        if piece[1] - piece[0] <= config.chunk_size:
+            small.append(piece)
+            continue
+        if small:
+            chunks.extend(_merge(small, config))
+            small = []
+        if rest:
+            chunks.extend(_split(text, piece[0], piece[1], rest, config))
+        else:  # no separator left: hard cut
+            chunks.extend((s, min(s + config.chunk_size, piece[1]))
+                          for s in range(piece[0], piece[1], config.chunk_size))
+    if small:
+        chunks.extend(_merge(small, config))
+    return chunks
+
+
+def _merge(pieces: list[Span], config: ChunkingConfig) -> list[Span]:
+    """Greedy merge of contiguous pieces into chunks <= chunk_size, keeping <= overlap chars."""
+    out: list[Span] = []
+    window: list[Span] = []
+    for piece in pieces:
+        if window and piece[1] - window[0][0] > config.chunk_size:
+            out.append((window[0][0], window[-1][1]))
+            while window and (window[-1][1] - window[0][0] > config.chunk_overlap
+                              or piece[1] - window[0][0] > config.chunk_size):
+                window.pop(0)
+        window.append(piece)
+    if window:
+        out.append((window[0][0], window[-1][1]))
+    return out

@@ -1,0 +1,51 @@
+"""HTTP calls to model providers (embeddings, rerankers) with errors a user can act on.
+
+Every failure becomes a `ProviderError` whose message names the provider and the model
+(`what`) and the URL, never the api key.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+from kbsql.interface.errors import ProviderError
+
+TIMEOUT = httpx.Timeout(60.0, connect=5.0)
+OPENAI_BASE = "https://api.openai.com/v1"
+
+_client: httpx.Client | None = None
+
+
+def client() -> httpx.Client:
+    global _client
+    if _client is None:
+        _client = httpx.Client(timeout=TIMEOUT)
+    return _client
+
+
+def openai_base(base_url: Any) -> str:
+    """An OpenAI-style base URL ends with the API version path; a bare host gets `/v1`."""
+    if not base_url:
+        return OPENAI_BASE
+    url = str(base_url).rstrip("/")
+    return url if urlsplit(url).path not in ("", "/") else url + "/v1"
+
+
+def post_json(url: str, body: dict[str, Any], api_key: Any, what: str) -> Any:
+    headers = {"Content-Type": "application/json"}
+    if api_key:
+        headers["Authorization"] = f"Bearer {api_key}"
+    try:
+        response = client().post(url, json=body, headers=headers)
+    except httpx.HTTPError as exc:
+        raise ProviderError(f"{what} could not be reached at {url}: {type(exc).__name__}: {exc}") from exc
+    if response.status_code >= 400:
+        text = response.text[:300].replace(str(api_key), "******") if api_key else response.text[:300]
+        raise ProviderError(f"{what} answered HTTP {response.status_code} at {url}: {text}")
+    try:
+        return response.json()
+    except ValueError as exc:
+        raise ProviderError(f"{what} answered something that is not JSON at {url}") from exc

@@ -1,0 +1,225 @@
+"""Search and plain reads over one knowledge base.
+
+Filters are SQL on the chunk rows (metadata via json_extract), so a filtered search is the
+true top-k among the matching rows: the filter yields candidate ids first and FAISS searches
+only those (an IDSelector; exact on a flat index, with an exact fallback for HNSW), never a
+post-filtered short list. Result rows are always (id, chunk_id, chunk_content, metadata,
+relevance, distance), best first; distance is the cosine distance and, without a reranker,
+relevance = 1 / (1 + distance).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from kbsql.engine.knowledge.store import metadata_expr
+from kbsql.interface.errors import BadRequest
+
+if TYPE_CHECKING:
+    from kbsql.engine.knowledge.index import VectorIndex
+    from kbsql.engine.knowledge.store import ChunkStore
+
+COLUMNS = ["id", "chunk_id", "chunk_content", "metadata", "relevance", "distance"]
+DEFAULT_LIMIT = 10
+RERANK_THRESHOLD = 0.5
+_OPS = {"=": "=", "==": "=", "!=": "!=", "<>": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">=",
+        "in": "IN", "not in": "NOT IN", "like": "LIKE", "not like": "NOT LIKE",
+        "is": "IS", "is not": "IS NOT"}
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+@dataclass
+class Filter:
+    column: str
+    op: str
+    value: Any
+
+
+@dataclass
+class SearchRequest:
+    query: str | None = None
+    filters: list[Filter] = field(default_factory=list)
+    min_relevance: float | None = None
+    strict: bool = False  # `relevance > x` rather than `>=`
+    limit: int | None = None
+    hybrid: bool = False
+    alpha: float = 0.5  # weight of the vector ranking in a hybrid search
+    rerank: bool = True
+
+
+def filter_sql(filters: list[Filter], alias: str = "") -> tuple[str, list[Any]]:
+    """`WHERE`-ready SQL (without the keyword) and its parameters; '' when no filter."""
+    parts, args = [], []
+    for f in filters:
+        op = _OPS.get(f.op.lower())
+        if op is None:
+            raise BadRequest(f"operator {f.op!r} is not supported on knowledge-base column {f.column!r}")
+        column = f.column.lower()
+        is_id = column in ("id", "chunk_id")
+        if is_id:
+            expr = f"{alias}{column}"
+        elif column in ("chunk_content", "content"):
+            expr = f"{alias}content"
+        else:
+            expr = metadata_expr(f.column, alias)
+        value = f.value
+        if is_id and op in ("<", "<=", ">", ">=") and isinstance(value, int | float):
+            expr, is_id = f"CAST({expr} AS REAL)", False  # ids are text; `id < 40` means numbers
+        if op in ("IN", "NOT IN"):
+            values = list(value) if isinstance(value, list | tuple | set) else [value]
+            if not values:
+                parts.append("0" if op == "IN" else "1")
+                continue
+            parts.append(f"{expr} {op} ({', '.join('?' * len(values))})")
+            args.extend(_sql_value(v, is_id) for v in values)
+        elif op in ("IS", "IS NOT"):
+            parts.append(f"{expr} {op} NULL")
+        else:
+            parts.append(f"{expr} {op} ?")
+            args.append(_sql_value(value, is_id))
+    return " AND ".join(parts), args
+
+
+def _sql_value(value: Any, as_text: bool) -> Any:
+    if as_text and value is not None:
+        return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, dict | list):
+        return json.dumps(value)
+    return value
+
+
+def plain_rows(store: ChunkStore, filters: list[Filter], limit: int | None,
+               offset: int = 0) -> list[list[Any]]:
+    where, args = filter_sql(filters)
+    sql = "SELECT id, chunk_id, content, metadata FROM chunks"
+    if where:
+        sql += f" WHERE {where}"
+    sql += " ORDER BY seq"
+    if limit is not None:
+        sql += " LIMIT ? OFFSET ?"
+        args = [*args, int(limit), int(offset)]
+    return [[r[0], r[1], r[2], json.loads(r[3]), None, None] for r in store.query(sql, args)]
+
+
+def matching_seqs(store: ChunkStore, filters: list[Filter]) -> np.ndarray:
+    where, args = filter_sql(filters)
+    rows = store.query(f"SELECT seq FROM chunks WHERE {where}", args)
+    return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+
+
+def _exact(store: ChunkStore, query: np.ndarray, seqs: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Exact top-k over a candidate subset, from the stored vectors (HNSW fallback)."""
+    scores_all, ids_all = [], []
+    dim = query.shape[0]
+    for start in range(0, len(seqs), 20000):
+        part = seqs[start:start + 20000].tolist()
+        rows = store.query(f"SELECT seq, embedding FROM chunks WHERE seq IN ({','.join('?' * len(part))})",
+                           part)
+        if not rows:
+            continue
+        vectors = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(-1, dim)
+        scores_all.append(vectors @ query)
+        ids_all.append(np.array([r[0] for r in rows], dtype=np.int64))
+    if not scores_all:
+        return np.empty(0, np.float32), np.empty(0, np.int64)
+    scores, ids = np.concatenate(scores_all), np.concatenate(ids_all)
+    top = np.argsort(-scores, kind="stable")[:k]
+    return scores[top], ids[top]
+
+
+def vector_top(store: ChunkStore, index: VectorIndex, query: np.ndarray, k: int,
+               filters: list[Filter]) -> tuple[np.ndarray, np.ndarray]:
+    """(cosine similarities, seqs) of the true top-k among rows matching `filters`."""
+    allowed = matching_seqs(store, filters) if filters else None
+    if allowed is not None and len(allowed) == 0:
+        return np.empty(0, np.float32), np.empty(0, np.int64)
+    scores, ids = index.search(query, k, allowed)
+    expected = min(k, index.live if allowed is None else len(allowed))
+    if len(ids) < expected:  # HNSW came back short under a selective filter
+        scores, ids = _exact(store, query, allowed if allowed is not None else
+                             np.array([r[0] for r in store.query("SELECT seq FROM chunks")], np.int64), k)
+    return scores, ids
+
+
+def keyword_top(store: ChunkStore, text: str, k: int, filters: list[Filter]) -> dict[int, float]:
+    """BM25 (SQLite FTS5) scores scaled to [0, 1] by the best one, for rows matching `filters`."""
+    words = _WORD.findall(text)
+    if not words:
+        return {}
+    match = " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
+    where, args = filter_sql(filters, alias="c.")
+    sql = ("SELECT f.rowid, bm25(chunks_fts) AS s FROM chunks_fts f JOIN chunks c ON c.seq = f.rowid "
+           "WHERE chunks_fts MATCH ?" + (f" AND {where}" if where else "") + " ORDER BY s LIMIT ?")
+    rows = store.query(sql, [match, *args, k])
+    if not rows:
+        return {}
+    best = max(-r[1] for r in rows) or 1.0
+    return {int(r[0]): max(0.0, -r[1]) / best for r in rows}
+
+
+def similarities(store: ChunkStore, query: np.ndarray, seqs: list[int]) -> dict[int, float]:
+    if not seqs:
+        return {}
+    scores, ids = _exact(store, query, np.array(seqs, np.int64), len(seqs))
+    return dict(zip(ids.tolist(), scores.tolist(), strict=True))
+
+
+def load_rows(store: ChunkStore, seqs: list[int]) -> dict[int, tuple[Any, ...]]:
+    out: dict[int, tuple[Any, ...]] = {}
+    for start in range(0, len(seqs), 900):
+        part = seqs[start:start + 900]
+        for r in store.query("SELECT seq, id, chunk_id, content, metadata FROM chunks WHERE seq IN "
+                             f"({','.join('?' * len(part))})", part):
+            out[int(r[0])] = r[1:]
+    return out
+
+
+def search(store: ChunkStore, index: VectorIndex, embedder: Any, reranker: Any,
+           request: SearchRequest) -> list[list[Any]]:
+    """Semantic (optionally hybrid, optionally reranked) search; rows in COLUMNS order."""
+    if request.query is None:
+        return plain_rows(store, request.filters, request.limit)
+    limit = DEFAULT_LIMIT if request.limit is None else max(0, int(request.limit))
+    if limit == 0:
+        return []
+    query = embedder.embed([request.query])[0]
+    index.sync()
+    use_reranker = reranker is not None and request.rerank
+    fetch = max(limit, 50) if (request.hybrid or use_reranker) else limit
+    scores, ids = vector_top(store, index, query, fetch, request.filters)
+    sims = dict(zip(ids.tolist(), scores.tolist(), strict=True))
+    ranking = dict(sims)  # seq -> ranking score
+    if request.hybrid:
+        keyword = keyword_top(store, request.query, fetch, request.filters)
+        missing = [s for s in keyword if s not in sims]
+        sims.update(similarities(store, query, missing))
+        alpha = min(1.0, max(0.0, float(request.alpha)))
+        # relevance of the vector side as in a plain search, so alpha = 1 is exactly that
+        ranking = {s: alpha / (2.0 - sims[s]) + (1 - alpha) * keyword.get(s, 0.0) for s in sims}
+    order = sorted(ranking, key=lambda s: -ranking[s])
+    rows = load_rows(store, order)
+    out = []
+    for seq in order:
+        doc_id, chunk_id, content, metadata = rows[seq]
+        distance = float(1.0 - sims[seq])
+        relevance = float(ranking[seq]) if request.hybrid else 1.0 / (1.0 + distance)
+        out.append([doc_id, chunk_id, content, json.loads(metadata), relevance, distance])
+    floor = request.min_relevance
+    if use_reranker:
+        candidates = out[:max(limit * 3, limit)]
+        scores_r = reranker.score(request.query, [r[2] for r in candidates])
+        for row, score in zip(candidates, scores_r, strict=True):
+            row[4] = float(score)
+        out = sorted(candidates, key=lambda r: -r[4])
+        floor = max(RERANK_THRESHOLD, floor) if floor is not None else RERANK_THRESHOLD
+        out = [r for r in out if r[4] > floor or (r[4] >= floor and not request.strict)]
+    elif floor is not None:
+        out = [r for r in out if r[4] > floor or (r[4] >= floor and not request.strict)]
+    return out[:limit]

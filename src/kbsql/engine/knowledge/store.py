@@ -1,0 +1,162 @@
+"""The chunk rows of one knowledge base in SQLite: the source of truth.
+
+Why SQLite: one insert is one transaction (atomic under kill -9 thanks to WAL), metadata
+filters become SQL, FTS5 gives BM25 for hybrid search, and two processes (a notebook and
+`kbsql serve`) can share the file. Embeddings are stored as float32 BLOBs so the FAISS
+index is only a cache that can always be rebuilt or caught up from here.
+
+Versioning: `meta.version` grows by one per committed write; `seq` (the FAISS id) grows
+monotonically; `tombstones` records (seq, version) of every removed chunk. An index tagged
+(version v, max_seq s) is brought up to date by adding rows with seq > s and removing
+tombstones with version > v.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS chunks (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL,
+    chunk_id TEXT NOT NULL,
+    content TEXT NOT NULL,
+    metadata TEXT NOT NULL,
+    embedding BLOB NOT NULL,
+    updated_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS chunks_by_id ON chunks(id);
+CREATE TABLE IF NOT EXISTS tombstones (seq INTEGER PRIMARY KEY, version INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS tombstones_by_version ON tombstones(version);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value);
+INSERT OR IGNORE INTO meta (key, value) VALUES ('version', 0);
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(content, content='chunks', content_rowid='seq',
+    tokenize='porter unicode61');
+CREATE TRIGGER IF NOT EXISTS chunks_ai AFTER INSERT ON chunks BEGIN
+    INSERT INTO chunks_fts(rowid, content) VALUES (new.seq, new.content);
+END;
+CREATE TRIGGER IF NOT EXISTS chunks_ad AFTER DELETE ON chunks BEGIN
+    INSERT INTO chunks_fts(chunks_fts, rowid, content) VALUES ('delete', old.seq, old.content);
+    INSERT OR REPLACE INTO tombstones (seq, version)
+        VALUES (old.seq, (SELECT value FROM meta WHERE key = 'version'));
+END;
+"""
+
+def metadata_expr(column: str, alias: str = "") -> str:
+    """The SQL reading one metadata key (shared by filters and their indexes)."""
+    key = column.replace('"', '""').replace("'", "''")
+    return f"json_extract({alias}metadata, '$.\"{key}\"')"
+
+
+ChunkRow = tuple[str, str, str, str, bytes, str]  # id, chunk_id, content, metadata json, emb, updated_at
+
+
+class ChunkStore:
+    """One SQLite file with two connections: a writer and a reader, each behind its own lock.
+
+    Two because a long insert holds its write transaction while it embeds; searches in
+    other threads must keep reading the last committed state meanwhile (WAL allows it).
+    """
+
+    def __init__(self, path: Path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self.write_lock = threading.RLock()
+        self.lock = threading.RLock()  # the reader's
+        self.db = self._connect()
+        with self.write_lock:
+            self.db.executescript(_SCHEMA)
+        self.reader = self._connect()
+
+    def _connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=60)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        return db
+
+    def close(self) -> None:
+        with self.write_lock, self.lock:
+            self.db.close()
+            self.reader.close()
+
+    @contextmanager
+    def write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction; bumps the version first so the delete trigger tags
+        tombstones with the version this transaction commits."""
+        with self.write_lock:
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                self.db.execute("UPDATE meta SET value = value + 1 WHERE key = 'version'")
+                yield self.db
+            except BaseException:
+                self.db.execute("ROLLBACK")
+                raise
+            self.db.execute("COMMIT")
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Reads inside see one committed state (a read transaction on the reader)."""
+        with self.lock:
+            self.reader.execute("BEGIN")
+            try:
+                yield
+            finally:
+                self.reader.execute("COMMIT")
+
+    def index_metadata(self, columns: list[str]) -> None:
+        """An expression index per declared metadata column, so `WHERE col = x` (and IN,
+        ranges) reads a few rows instead of parsing every row's JSON (130 ms at 100k chunks).
+        The expression must be exactly the one `search.filter_sql` writes."""
+        with self.write_lock:
+            for column in columns:
+                name = "meta_" + hashlib.md5(column.encode()).hexdigest()[:12]
+                self.db.execute(f"CREATE INDEX IF NOT EXISTS {name} ON chunks({metadata_expr(column)})")
+
+    # reads ------------------------------------------------------------------------------
+    def version(self) -> int:
+        with self.lock:
+            return int(self.reader.execute("SELECT value FROM meta WHERE key = 'version'").fetchone()[0])
+
+    def dim(self) -> int | None:
+        with self.lock:
+            row = self.reader.execute("SELECT value FROM meta WHERE key = 'dim'").fetchone()
+        return int(row[0]) if row else None
+
+    def count(self) -> int:
+        with self.lock:
+            return int(self.reader.execute("SELECT count(*) FROM chunks").fetchone()[0])
+
+    def query(self, sql: str, args: Any = ()) -> list[tuple[Any, ...]]:
+        with self.lock:
+            return self.reader.execute(sql, args).fetchall()
+
+    def vectors_after(self, seq: int, dim: int,
+                      batch: int = 20000) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """(ids, vectors) of rows with seq > `seq`, in batches (memory stays bounded)."""
+        last = seq
+        while True:
+            rows = self.query("SELECT seq, embedding FROM chunks WHERE seq > ? ORDER BY seq LIMIT ?",
+                              (last, batch))
+            if not rows:
+                return
+            ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+            vectors = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(-1, dim)
+            yield ids, vectors
+            last = int(ids[-1])
+
+    def removed_since(self, version: int, max_seq: int) -> np.ndarray:
+        rows = self.query("SELECT seq FROM tombstones WHERE version > ? AND seq <= ?", (version, max_seq))
+        return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+
+    def max_seq(self) -> int:
+        # sqlite_sequence survives deletes, so a re-used seq can never alias an old vector
+        row = self.query("SELECT seq FROM sqlite_sequence WHERE name = 'chunks'")
+        return int(row[0][0]) if row else 0

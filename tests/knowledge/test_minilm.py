@@ -1,0 +1,46 @@
+"""The numpy MiniLM gives sentence-transformers' vectors (reference computed once with
+sentence-transformers + torch, stored in data/minilm_reference.json)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import numpy as np
+
+from kbsql.engine.knowledge import minilm as minilm_mod
+
+REFERENCE = json.loads((Path(__file__).parent / "data" / "minilm_reference.json").read_text())
+
+
+def test_vectors_match_sentence_transformers(minilm) -> None:
+    texts = REFERENCE["texts"]
+    assert any(len(t.split()) > 300 for t in texts)  # longer than 256 tokens: truncation is covered
+    assert any(not t.isascii() for t in texts)
+    ours = minilm.encode(texts)
+    ref = np.array(REFERENCE["vectors"], dtype=np.float64)
+    ref /= np.linalg.norm(ref, axis=1, keepdims=True)
+    cosines = (ours * ref).sum(axis=1)
+    assert cosines.min() >= 0.9999, cosines
+    assert np.allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-5)
+
+
+def test_batching_and_order_do_not_change_vectors(minilm) -> None:
+    texts = REFERENCE["texts"]
+    together = minilm.encode(texts)
+    alone = np.stack([minilm.encode([t])[0] for t in texts])
+    assert np.abs(together - alone).max() < 1e-5  # padding never leaks into a vector
+    reversed_ = minilm.encode(texts[::-1])[::-1]
+    assert np.abs(together - reversed_).max() < 1e-5
+    assert minilm.encode([]).shape == (0, 384)
+
+
+def test_loaded_once_per_process_even_from_threads(minilm) -> None:
+    seen = []
+    threads = [threading.Thread(target=lambda: seen.append(minilm_mod.get_model())) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(m is minilm for m in seen)
