@@ -83,3 +83,42 @@ def test_unreachable_postgres_is_a_clear_error_and_stores_nothing(engine: Engine
     assert "Cannot connect to postgres data source pg at 127.0.0.1:1" in result.error_message
     assert "secret-pw" not in result.error_message
     assert ["pg"] not in rows(engine, "SHOW DATABASES")
+
+
+def test_postgres_scan_pushes_filters_and_sees_new_tables(engine: Engine, postgres_dsn: str,
+                                                          pg_schema: str) -> None:
+    import psycopg
+
+    from tests.datasources.test_native_scanners import explain
+
+    ok(engine, f"CREATE DATABASE pg ENGINE = 'postgres', PARAMETERS = "
+               f"{json.dumps(_params(postgres_dsn, pg_schema))}")
+    query = "SELECT customer FROM pg.invoices WHERE id = 2"
+    assert rows(engine, query) == [["bob"]]
+    plan = explain(engine, query)
+    assert "POSTGRES_SCAN" in plan and "id=2" in plan.replace(" ", "")  # filtered by the server
+    assert "paid_at" not in plan  # and only the needed columns travel
+    with psycopg.connect(postgres_dsn, autocommit=True) as db:
+        db.execute(f'CREATE TABLE "{pg_schema}".late (a int)')
+        db.execute(f'INSERT INTO "{pg_schema}".late VALUES (7)')
+        db.execute(f'ALTER TABLE "{pg_schema}".invoices ADD COLUMN note text DEFAULT \'n\'')
+    assert ["late"] in rows(engine, "SHOW TABLES FROM pg")
+    assert rows(engine, "SELECT a FROM pg.late") == [[7]]
+    assert rows(engine, "SELECT note FROM pg.invoices WHERE id = 1") == [["n"]]
+
+
+def test_postgres_dsn_password_is_masked_and_kept_out_of_errors(engine: Engine, postgres_dsn: str,
+                                                                pg_schema: str) -> None:
+    url = urlparse(postgres_dsn)
+    ok(engine, f"CREATE DATABASE pgdsn ENGINE = 'postgres', PARAMETERS = "
+               f"{json.dumps({'dsn': postgres_dsn, 'schema': pg_schema})}")
+    assert rows(engine, "SELECT sum(total) FROM pgdsn.invoices WHERE customer = 'ann'") == [[12.51]]
+    shown = json.dumps(rows(engine, "SELECT * FROM information_schema.databases"))
+    assert url.password not in shown and "******" in shown
+    wrong = postgres_dsn.replace(f":{url.password}@", ":not-the-pw-42@")
+    result = engine.query(f"CREATE DATABASE pgbad ENGINE = 'postgres', PARAMETERS = "
+                          f"{json.dumps({'dsn': wrong})}")
+    assert result.type == "error" and "Cannot connect to postgres data source pgbad" in \
+        result.error_message
+    assert "not-the-pw-42" not in result.error_message
+    assert ["pgbad"] not in rows(engine, "SHOW DATABASES")

@@ -1,31 +1,82 @@
-"""`ENGINE = 'postgres'`: a PostgreSQL server, read with psycopg.
+"""`ENGINE = 'postgres'`: a PostgreSQL server, ATTACHed read-only and scanned by DuckDB.
 
-DuckDB's postgres extension is not installable offline for this DuckDB version, so a
-referenced table is fetched with psycopg into Arrow per query (live and exact; a full read
-of each referenced table). Names reach the server only through `psycopg.sql.Identifier`
-after being matched against the server's own table list.
+DuckDB's postgres scanner (loaded from its wheel, see `extensions`) pushes the columns a
+query uses and its simple filters down to the server (`POSTGRES_SCAN ... Filters: id=5` in
+EXPLAIN) and streams rows in binary COPY format straight into DuckDB vectors: no row goes
+through Python.
+
+Why a DuckDB SECRET holds host, user and password (and not the ATTACH string): DuckDB shows
+an ATTACH string in `duckdb_databases()` and in its connection errors, but redacts a
+secret's password. Errors raised here name host, port and database, never the password.
 """
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
+from urllib.parse import unquote, urlparse
 
-from kbsql.engine.datasources.arrow_rows import rows_to_arrow
-from kbsql.engine.datasources.base import FrameScan, Scan, match_name
+import duckdb
+
+from kbsql.engine.datasources.base import MASK, NativeTable, Scan, match_name, quote_literal
+from kbsql.engine.datasources.extensions import load_extension
 from kbsql.interface.errors import SqlError
 
-CONNECT_KEYS = ("host", "port", "user", "password", "dbname", "sslmode", "connect_timeout")
+SECRET_FIELDS = {"host": "HOST", "port": "PORT", "user": "USER", "password": "PASSWORD",
+                 "dbname": "DATABASE"}
+OPTION_KEYS = ("sslmode", "connect_timeout", "application_name", "options")
+TABLES_SQL = ("SELECT table_schema, table_name FROM information_schema.tables "
+              "WHERE table_schema NOT IN ('pg_catalog', 'information_schema') ORDER BY 1, 2")
+
+
+def parse_dsn(dsn: str) -> dict[str, Any]:
+    """libpq settings from a `postgresql://user:pw@host:port/db?sslmode=...` URI or a
+    `host=... user=...` string."""
+    if "://" in dsn:
+        url = urlparse(dsn)
+        out: dict[str, Any] = {"host": url.hostname, "port": url.port,
+                               "user": unquote(url.username) if url.username else None,
+                               "password": unquote(url.password) if url.password else None,
+                               "dbname": unquote(url.path.lstrip("/")) or None}
+        for pair in url.query.split("&"):
+            key, _, value = pair.partition("=")
+            if key:
+                out[key] = unquote(value)
+        return {k: v for k, v in out.items() if v is not None}
+    try:
+        words = shlex.split(dsn)
+    except ValueError as exc:
+        raise SqlError("The postgres dsn is not a valid key=value connection string") from exc
+    return dict(w.split("=", 1) for w in words if "=" in w)
+
+
+def settings(parameters: dict[str, Any]) -> dict[str, str]:
+    """The libpq settings: the dsn's, overridden by explicit PARAMETERS."""
+    out: dict[str, Any] = parse_dsn(str(parameters["dsn"])) if parameters.get("dsn") else {}
+    for key, value in parameters.items():
+        key = "dbname" if key == "database" else key
+        if value is not None and (key in SECRET_FIELDS or key in OPTION_KEYS):
+            out[key] = value
+    out.setdefault("connect_timeout", 5)
+    return {k: str(v) for k, v in out.items()}
+
+
+def libpq_value(value: str) -> str:
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 class PostgresSource:
-    """PARAMETERS: host, port, user, password, database, schema (default `public`)."""
+    """PARAMETERS: host, port, user, password, database, schema (default `public`), or a dsn;
+    optional sslmode, connect_timeout (seconds, default 5)."""
 
     engine = "postgres"
 
     def __init__(self, name: str, alias: str, parameters: dict[str, Any]):
         self.name = name
+        self.alias = alias
         self.parameters = self.normalize(parameters)
         self.schema = str(self.parameters.get("schema") or "public")
+        self.settings = settings(self.parameters)
 
     @staticmethod
     def normalize(parameters: dict[str, Any]) -> dict[str, Any]:
@@ -34,52 +85,58 @@ class PostgresSource:
                            "database (or dsn)")
         return dict(parameters)
 
-    def _connect(self) -> Any:
-        try:
-            import psycopg
-        except ImportError as exc:  # pragma: no cover - psycopg is a dependency
-            raise SqlError("The postgres data source needs the 'psycopg' package") from exc
-        p = dict(self.parameters)
-        if "database" in p and "dbname" not in p:
-            p["dbname"] = p["database"]
-        kwargs = {k: p[k] for k in CONNECT_KEYS if p.get(k) is not None}
-        kwargs.setdefault("connect_timeout", 5)
-        try:
-            return psycopg.connect(p.get("dsn") or "", **kwargs)
-        except psycopg.Error as exc:
-            where = f"{p.get('host')}:{p.get('port', 5432)}/{p.get('dbname', '')}"
-            raise SqlError(f"Cannot connect to postgres data source {self.name} at {where}: "
-                           f"{str(exc).strip()}") from exc
+    def _error(self, doing: str, exc: Exception) -> SqlError:
+        """An error naming where, with the password (if any) masked out of DuckDB's text."""
+        s = self.settings
+        message = str(exc).strip()
+        if s.get("password"):
+            message = message.replace(s["password"], MASK)
+        where = f"{s.get('host', '')}:{s.get('port', 5432)}/{s.get('dbname', '')}"
+        return SqlError(f"{doing} postgres data source {self.name} at {where}: {message}")
+
+    @property
+    def _secret(self) -> str:
+        return f"{self.alias}_secret"
 
     def attach(self, con: Any) -> None:
-        pass
+        load_extension(con, "postgres_scanner")
+        fields = ", ".join(f"{SECRET_FIELDS[k]} {quote_literal(v)}"
+                           for k, v in self.settings.items() if k in SECRET_FIELDS)
+        options = " ".join(f"{k}={libpq_value(v)}" for k, v in self.settings.items()
+                           if k in OPTION_KEYS)
+        try:
+            con.execute(f"CREATE OR REPLACE TEMPORARY SECRET \"{self._secret}\" "
+                        f"(TYPE postgres{', ' if fields else ''}{fields})")
+            con.execute(f"ATTACH {quote_literal(options)} AS \"{self.alias}\" "
+                        f"(TYPE postgres, SECRET \"{self._secret}\", READ_ONLY)")
+        except duckdb.Error as exc:
+            self.detach(con)
+            raise self._error("Cannot connect to", exc) from None
 
     def detach(self, con: Any) -> None:
-        pass
+        con.execute(f"DETACH DATABASE IF EXISTS \"{self.alias}\"")
+        con.execute(f"DROP TEMPORARY SECRET IF EXISTS \"{self._secret}\"")
 
-    def _table_list(self) -> list[tuple[str, str]]:
-        with self._connect() as db:
-            rows = db.execute(
-                "SELECT table_schema, table_name FROM information_schema.tables "
-                "WHERE table_schema NOT IN ('pg_catalog', 'information_schema') "
-                "ORDER BY 1, 2").fetchall()
+    def _table_list(self, con: Any) -> list[tuple[str, str]]:
+        """(schema, table) of every table and view, asked of the server itself (live)."""
+        try:
+            rows = con.execute("SELECT * FROM postgres_query(?, ?)", [self.alias, TABLES_SQL]) \
+                .fetchall()
+        except duckdb.Error as exc:
+            raise self._error("Listing the tables of", exc) from None
         return [(r[0], r[1]) for r in rows]
 
-    def tables(self, con: Any = None) -> list[str]:
-        return [t if s == self.schema else f"{s}.{t}" for s, t in self._table_list()]
+    def tables(self, con: Any) -> list[str]:
+        return [t if s == self.schema else f"{s}.{t}" for s, t in self._table_list(con)]
 
     def scan(self, con: Any, parts: list[str]) -> Scan | None:
-        from psycopg import sql
-
         schema, table = (parts[0], parts[1]) if len(parts) == 2 else (self.schema, parts[-1])
-        known = self._table_list()
+        known = self._table_list(con)
         found_schema = match_name(schema, sorted({s for s, _ in known}))
         found = match_name(table, [t for s, t in known if s == found_schema]) if found_schema else None
         if found is None:
             return None
-        query = sql.SQL("SELECT * FROM {}.{}").format(sql.Identifier(found_schema),
-                                                       sql.Identifier(found))
-        with self._connect() as db:
-            cursor = db.execute(query)
-            names = [d.name for d in cursor.description or []]
-            return FrameScan(rows_to_arrow(names, cursor.fetchall()))
+        # DuckDB caches the server's table definitions per ATTACH: drop them so a table
+        # created or altered since the last query is read as it is now.
+        con.execute("CALL pg_clear_cache()")
+        return NativeTable(self.alias, found_schema, found)

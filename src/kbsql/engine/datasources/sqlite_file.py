@@ -1,19 +1,23 @@
-"""`ENGINE = 'sqlite'`: a SQLite database file, read with the standard library.
+"""`ENGINE = 'sqlite'`: a SQLite database file, ATTACHed read-only and scanned by DuckDB.
 
-DuckDB's sqlite extension cannot be installed offline, so a referenced table is read with
-`sqlite3` (opened read-only) into Arrow for each query. That keeps results live and exact;
-the cost is a full read of each referenced table, fine for the local-file sizes SQLite
-holds in practice.
+DuckDB's sqlite scanner (loaded from its wheel, see `extensions`) reads the file itself:
+only the columns a query uses are fetched, rows stream through DuckDB's vectors, and
+nothing is copied into Python. The scanner opens the file at query time, so rows and tables
+written by another program are seen by the next query.
+
+A SQLite column holding a value of another type than its declared one (SQLite allows it)
+is an error from the scanner, naming the column.
 """
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
-from kbsql.engine.datasources.arrow_rows import rows_to_arrow
-from kbsql.engine.datasources.base import FrameScan, Scan, match_name
-from kbsql.engine.datasources.duckdb_file import existing_file
+import duckdb
+
+from kbsql.engine.datasources.base import Scan, quote_literal
+from kbsql.engine.datasources.duckdb_file import existing_file, native_scan, native_tables
+from kbsql.engine.datasources.extensions import load_extension
 from kbsql.interface.errors import SqlError
 
 
@@ -24,6 +28,7 @@ class SqliteFileSource:
 
     def __init__(self, name: str, alias: str, parameters: dict[str, Any]):
         self.name = name
+        self.alias = alias
         self.path = self.normalize(parameters)["db_file"]
 
     @staticmethod
@@ -34,38 +39,23 @@ class SqliteFileSource:
         out["db_file"] = path
         return out
 
-    def _connect(self) -> sqlite3.Connection:
+    def attach(self, con: Any) -> None:
+        load_extension(con, "sqlite_scanner")
         try:
-            return sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
-        except sqlite3.Error as exc:
+            con.execute(f"ATTACH {quote_literal(self.path)} AS \"{self.alias}\" "
+                        "(TYPE sqlite, READ_ONLY)")
+        except duckdb.Error as exc:
             raise SqlError(f"Cannot open SQLite file {self.path}: {exc}") from exc
 
-    def attach(self, con: Any) -> None:
-        pass
-
     def detach(self, con: Any) -> None:
-        pass
+        con.execute(f"DETACH DATABASE IF EXISTS \"{self.alias}\"")
 
-    def tables(self, con: Any = None) -> list[str]:
-        with self._connect() as db:
-            rows = db.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view') "
-                              "AND name NOT LIKE 'sqlite_%' ORDER BY name").fetchall()
-        return [r[0] for r in rows]
+    def tables(self, con: Any) -> list[str]:
+        try:
+            return [t for _, t in native_tables(con, self.alias)]
+        except duckdb.Error as exc:
+            raise SqlError(f"Listing the tables of SQLite database {self.name} failed: {exc}") \
+                from exc
 
     def scan(self, con: Any, parts: list[str]) -> Scan | None:
-        if len(parts) != 1:
-            return None
-        table = match_name(parts[0], self.tables())
-        if table is None:
-            return None
-        quoted = '"' + table.replace('"', '""') + '"'  # a name SQLite itself listed
-        db = self._connect()
-        try:
-            cursor = db.execute(f"SELECT * FROM {quoted}")
-            names = [d[0] for d in cursor.description]
-            return FrameScan(rows_to_arrow(names, cursor.fetchall()))
-        except sqlite3.Error as exc:
-            raise SqlError(f"Reading table {table} of SQLite database {self.name} failed: {exc}") \
-                from exc
-        finally:
-            db.close()
+        return native_scan(con, self.alias, parts)
