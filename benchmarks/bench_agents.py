@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 import httpx
+from report import write_report  # benchmarks/report.py (the script's folder is on sys.path)
 
 from kbsql.engine import Engine
 from kbsql.server.process import spawn
@@ -118,11 +119,7 @@ def main() -> None:
                   for c in chunks],
         "answer": chunks[-2].get("output", "")[:200] if len(chunks) > 1 else "",
     }
-    text = json.dumps(result, indent=2)
-    print(text)
-    out = Path(__file__).parent / "results" / "agents.json"
-    out.parent.mkdir(exist_ok=True)
-    out.write_text(text + "\n")
+    write_report("agents", result)
 
 
 if __name__ == "__main__":

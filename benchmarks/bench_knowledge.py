@@ -19,23 +19,20 @@ import json
 import os
 import resource
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import faiss
 import numpy as np
+from report import write_report  # benchmarks/report.py (the script's folder is on sys.path)
 
-ROOT = Path(__file__).resolve().parent
-sys.path.insert(0, str(ROOT.parent / "src"))
-
-from kbsql.engine import Engine  # noqa: E402
-from kbsql.engine.knowledge import index as index_mod  # noqa: E402
-from kbsql.engine.knowledge import minilm  # noqa: E402
-from kbsql.engine.knowledge.chunking import ChunkingConfig, split_text  # noqa: E402
-from kbsql.engine.knowledge.embeddings import HashEmbedder  # noqa: E402
-from kbsql.engine.knowledge.search import SearchRequest  # noqa: E402
+from kbsql.engine import Engine
+from kbsql.engine.knowledge import index as index_mod
+from kbsql.engine.knowledge import minilm
+from kbsql.engine.knowledge.chunking import ChunkingConfig, split_text
+from kbsql.engine.knowledge.embeddings import HashEmbedder
+from kbsql.engine.knowledge.search import SearchRequest
 
 WORDS = ("river mountain forest desert ocean city village castle bridge tower garden harbor valley "
          "island canyon glacier meadow volcano lake road north south east west old new small large "
@@ -261,11 +258,7 @@ def main() -> None:
         "minilm_numpy_vs_sentence_transformers": bench_sentence_transformers(60 if quick else 240),
     }
     report["machine"]["load_avg_at_end"] = os.getloadavg()[0]
-    text = json.dumps(report, indent=2)
-    print(text)
-    if not quick:
-        (ROOT / "results").mkdir(exist_ok=True)
-        (ROOT / "results" / "knowledge.json").write_text(text + "\n")
+    write_report("knowledge", report)
 
 
 if __name__ == "__main__":

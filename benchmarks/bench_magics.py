@@ -30,6 +30,7 @@ from pathlib import Path
 import httpx
 import numpy as np
 import pandas as pd
+from report import write_report  # benchmarks/report.py (the script's folder is on sys.path)
 
 from kbsql.server.process import spawn
 
@@ -132,11 +133,7 @@ def main() -> None:
             server.stop()
             os.chdir(home)
     report["meets_target"] = all(m["meets_target"] for m in report["modes"].values())
-    text = json.dumps(report, indent=2)
-    print(text)
-    out = Path(__file__).resolve().parent / "results" / "magics.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text + "\n", encoding="utf-8")
+    write_report("magics", report)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,6 @@ Prints JSON and writes benchmarks/results/sql.json.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import tempfile
@@ -30,6 +29,7 @@ import duckdb
 import httpx
 import numpy as np
 import pandas as pd
+from report import write_report  # benchmarks/report.py (the script's folder is on sys.path)
 
 from kbsql.engine import Engine
 from kbsql.server.process import spawn
@@ -131,11 +131,7 @@ def main() -> None:
     result = {"benchmark": "sql", "http": http_round_trip(max(args.repeat, 100)),
               "aggregate_1m": aggregate(args.rows, args.repeat),
               "load_average_1m": round(os.getloadavg()[0], 2)}  # numbers are noisy when busy
-    text = json.dumps(result, indent=2)
-    print(text)
-    out = Path(__file__).parent / "results" / "sql.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text + "\n", encoding="utf-8")
+    write_report("sql", result)
 
 
 if __name__ == "__main__":

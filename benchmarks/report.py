@@ -1,0 +1,17 @@
+"""Where benchmark reports go: printed as JSON and written to `benchmarks/results/NAME.json`
+(or to `$KBSQL_BENCH_RESULTS/NAME.json`, so a smoke run never overwrites real figures)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+
+def write_report(name: str, report: dict[str, Any]) -> None:
+    text = json.dumps(report, indent=2)
+    print(text)
+    folder = Path(os.environ.get("KBSQL_BENCH_RESULTS") or Path(__file__).resolve().parent / "results")
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{name}.json").write_text(text + "\n", encoding="utf-8")

@@ -1,0 +1,39 @@
+"""Every benchmark still runs end to end and reports its figures against its baseline.
+
+Small sizes only: this checks that the scripts work and report a ratio to a baseline, not
+the figures themselves (those come from a full run on a quiet machine, never from a test)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+
+CASES = {
+    "knowledge": (["--quick"], ["ingest_default_model", "search_100k_hash"]),
+    "sql": (["--rows", "20000", "--repeat", "3"], None),
+    "agents": (["--chunks", "300", "--repeat", "2"], None),
+    "magics": (["--rows", "2000", "--repeat", "1"], None),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_benchmark_runs_and_reports_json(name, tmp_path):
+    args, keys = CASES[name]
+    env = {**os.environ, "KBSQL_BENCH_RESULTS": str(tmp_path)}
+    run = subprocess.run([sys.executable, str(BENCH / f"bench_{name}.py"), *args],
+                         capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr[-3000:]
+    report = json.loads((tmp_path / f"{name}.json").read_text())
+    assert report == json.loads(run.stdout[run.stdout.index("{"):])
+    for key in keys or []:
+        assert key in report
+    text = json.dumps(report)
+    # each benchmark states its target and whether this run met it
+    assert "target" in text
