@@ -186,3 +186,59 @@ def test_objects_keep_exact_json(client):
     assert isinstance(kb, KnowledgeBase)
     again = KnowledgeBase.from_json(kb.to_json())
     assert again.to_json() == kb.to_json()
+
+
+def test_resource_json_follows_the_interface_field_lists(client):
+    # the order is declared once, in kbsql.interface.models; every view follows it
+    created = client.knowledge_bases.create("ordered", embedding_model=HASH_MODEL)
+    assert list(created.to_json()) == [f for f in KnowledgeBase.FIELDS if f != "project_name"]
+    assert list(client.knowledge_bases.get("ordered").to_json()) == list(KnowledgeBase.FIELDS)
+    assert list(client.knowledge_bases.list()[0].to_json()) == list(KnowledgeBase.FIELDS)
+    made = client.agents.create("ordered_agent")
+    assert list(made.to_json()) == list(Agent.FIELDS)
+    assert list(client.agents.list()[0].to_json()) == list(Agent.FIELDS)
+
+
+def test_knowledge_bases_and_agents_share_one_namespace(client):
+    client.knowledge_bases.create("shared")
+    client.agents.create("helper")
+    with pytest.raises(Conflict) as exc:
+        client.agents.create("shared")
+    assert exc.value.title == "Name already in use"
+    assert "knowledge base named shared" in exc.value.detail
+    with pytest.raises(Conflict) as exc:
+        client.knowledge_bases.create("HELPER")  # names are case-insensitive, like SQL's
+    assert "agent named HELPER" in exc.value.detail
+    with pytest.raises(Conflict):
+        client.agents.update("helper", new_name="shared")
+    # nothing stored was touched, and SQL still tells the two apart
+    assert [a.name for a in client.agents.list()] == ["helper"]
+    assert [k.name for k in client.knowledge_bases.list()] == ["shared"]
+    raw = client.sql("CREATE AGENT shared USING model = {'provider': 'kbsql'}",
+                     raise_on_error=False)
+    assert raw.type == "error" and "share one namespace" in raw.error_message
+    raw = client.sql("CREATE KNOWLEDGE_BASE IF NOT EXISTS helper", raise_on_error=False)
+    assert raw.type == "error" and "agent named helper" in raw.error_message
+    assert client.agents.update("helper", new_name="Helper").name == "Helper"  # own name: fine
+
+
+@pytest.mark.parametrize("reserved", ["df", "information_schema", "files", "mindsdb", "DF"])
+def test_built_in_names_are_reserved(client, reserved):
+    with pytest.raises(BadRequest) as exc:
+        client.knowledge_bases.create(reserved)
+    assert exc.value.title == "Reserved name" and reserved in exc.value.detail
+    with pytest.raises(BadRequest):
+        client.agents.create(reserved)
+    raw = client.sql(f"CREATE KNOWLEDGE_BASE {reserved}", raise_on_error=False)
+    assert raw.type == "error" and "reserved" in raw.error_message
+    assert client.knowledge_bases.list() == [] and client.agents.list() == []
+
+
+def test_names_are_capped_at_128_characters(client):
+    assert client.knowledge_bases.create("k" * 128).name == "k" * 128
+    with pytest.raises(BadRequest) as exc:
+        client.knowledge_bases.create("k" * 129)
+    assert "128" in exc.value.detail
+    with pytest.raises(BadRequest):
+        client.agents.create("a" * 5000)
+    assert [k.name for k in client.knowledge_bases.list()] == ["k" * 128]

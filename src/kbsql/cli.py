@@ -14,13 +14,16 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--port", type=int, default=47334, help="port (default 47334; 0 picks one)")
     serve.add_argument("--data-dir", default=None, help="data directory (default $KBSQL_HOME or ./.kbsql)")
     serve.add_argument("--log-level", default="warning")
+    serve.add_argument("--allow-origin", action="append", default=[], metavar="URL",
+                       help="a browser origin (scheme://host:port) allowed to call the server "
+                            "besides loopback ones; repeatable")
     quick = sub.add_parser("quickstart", help="build a small knowledge base and agent, query them")
     quick.add_argument("--data-dir", default=None)
     args = parser.parse_args(argv)
     if args.command == "serve":
         from kbsql.server.run import serve as run_server
 
-        run_server(args.host, args.port, args.data_dir, args.log_level)
+        run_server(args.host, args.port, args.data_dir, args.log_level, tuple(args.allow_origin))
         return 0
     from kbsql.quickstart import run
 

@@ -34,3 +34,34 @@ def test_put_rows_then_search_over_http(server_url: str) -> None:
     assert inserted["type"] == "ok" and inserted["affected_rows"] == 1
     count = httpx.post(f"{server_url}/api/sql/query", json={"query": ONE})
     assert count.json()["data"] == [["replaced"]]
+
+
+def test_put_rows_with_null_content_keeps_the_stored_document(server_url: str) -> None:
+    base = f"{server_url}/api/projects/mindsdb/knowledge_bases"
+    created = httpx.post(base, json={"knowledge_base": {"name": "kb", "embedding_model": HASH_MODEL}})
+    assert created.status_code == 201, created.text
+    put = httpx.put(f"{base}/kb", json={"knowledge_base": {"rows": [{"id": 1, "content": "the original"}]}})
+    assert put.status_code == 200, put.text
+    put = httpx.put(f"{base}/kb", json={"knowledge_base": {"rows": [
+        {"id": 1, "content": None}, {"id": 2, "content": "   "}, {"id": 3, "content": "new"}]}})
+    assert put.status_code == 200, put.text
+    assert put.json()["inserted_rows"] == 1  # only the row with content was stored
+    answer = httpx.post(f"{server_url}/api/sql/query", json={"query": "SELECT id, chunk_content FROM kb"})
+    assert sorted(answer.json()["data"]) == [["1", "the original"], ["3", "new"]]
+    inserted = httpx.post(f"{server_url}/api/sql/query", json={
+        "query": "INSERT INTO kb (id, content) VALUES (1, NULL), (4, 'four')"}).json()
+    assert inserted["type"] == "ok" and inserted["affected_rows"] == 1
+    answer = httpx.post(f"{server_url}/api/sql/query", json={"query": ONE})
+    assert answer.json()["data"] == [["the original"]]
+
+
+def test_client_insert_counts_stored_rows_on_both_transports(client) -> None:
+    """`client.knowledge_bases.insert` reports rows stored, embedded and over HTTP alike."""
+    import pandas as pd
+
+    client.knowledge_bases.create("kb", embedding_model=HASH_MODEL)
+    assert client.knowledge_bases.insert("kb", [{"id": 1, "content": "kept"}]) == 1
+    frame = pd.DataFrame({"id": [1, 2, 3], "content": [float("nan"), "two", "three"]})
+    assert client.knowledge_bases.insert("kb", frame, batch_size=2) == 2
+    rows = client.sql("SELECT id, chunk_content FROM kb").to_pandas()
+    assert sorted(rows.itertuples(index=False, name=None)) == [("1", "kept"), ("2", "two"), ("3", "three")]

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from kbsql.engine import Engine
-from kbsql.interface.errors import ProviderError
+from kbsql.interface.errors import BadRequest, ProviderError
 from tests.knowledge.conftest import sql, sql_error, table
 from tests.knowledge.fakes import FakeProvider
 
@@ -121,3 +121,22 @@ def test_unknown_provider_is_a_clear_error(engine: Engine) -> None:
     message = sql_error(engine, "CREATE KNOWLEDGE_BASE kb USING embedding_model = "
                                 '{"provider": "nope", "model_name": "m"}')
     assert "'nope'" in message and "not supported" in message
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "ollama", "opneai"])
+def test_an_unknown_reranker_is_refused_and_nothing_is_sent(engine: Engine, fake: FakeProvider,
+                                                            provider: str) -> None:
+    """A typo or an unsupported provider must not fall through to the OpenAI chat scorer
+    (which would send the key to api.openai.com): 400 naming the supported providers."""
+    reranker = {"provider": provider, "model_name": "rr", "api_key": "sk-rerank-secret",
+                "base_url": f"{fake.url}/v1"}
+    message = sql_error(engine, "CREATE KNOWLEDGE_BASE kb USING embedding_model = "
+                                '{"provider": "kbsql", "model_name": "hash-64"}, '
+                                f"reranking_model = {json.dumps(reranker)}")
+    assert f"'{provider}'" in message and "not supported" in message and "cohere" in message
+    assert "sk-rerank-secret" not in message
+    assert fake.requests == [] and engine.catalog.find_knowledge_base("mindsdb", "kb") is None
+    with pytest.raises(BadRequest, match="not supported"):
+        engine.create_knowledge_base("mindsdb", {"name": "kb2", "reranking_model": reranker,
+                                                 "embedding_model": {"provider": "kbsql",
+                                                                     "model_name": "hash-64"}})

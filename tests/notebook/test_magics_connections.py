@@ -111,3 +111,27 @@ def test_default_connection_from_config_is_used_by_the_first_query(cells, tmp_pa
     conn = _manager(cells).get()
     assert conn.alias == "team-data"
     assert str(conn.client.api.data_dir) == str((tmp_path / "team-data").resolve())
+
+
+def test_a_password_in_the_server_url_never_reaches_an_output(cells, server_url):
+    """`user:password@` in a URL is masked in errors and reprs, the client's and the notebook's."""
+    import socket
+
+    with socket.socket() as s:  # a port nobody listens on: the query fails to connect
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    result, out = cells.run(f"%kbsql_connect http://alice:pw-0123@127.0.0.1:{port} --alias down")
+    assert "pw-0123" not in out
+    result, out = cells.run("%kbsql SELECT 1")
+    assert not result.success and "Cannot reach" in out and "***@127.0.0.1" in out
+    assert "pw-0123" not in out
+    client = _manager(cells).get("down").client
+    assert "pw-0123" not in repr(client) and "pw-0123" not in repr(client.api)
+    assert "***@127.0.0.1" in repr(client)
+    # a real server reached through a URL with credentials still works, and still masks them
+    live = server_url.replace("http://", "http://bob:pw-4567@")
+    result, out = cells.run(f"%kbsql_connect {live} --alias up")
+    assert result.success, out
+    assert cells.ok("%kbsql SELECT 7 AS n").iloc[0]["n"] == 7
+    _, listing = cells.run("%kbsql_connect --list")
+    assert "pw-4567" not in listing and "pw-4567" not in repr(_manager(cells).get("up").client)

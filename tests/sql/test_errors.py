@@ -72,3 +72,43 @@ def test_errors_over_http_are_200_with_the_documented_shape(server_url: str) -> 
     assert set(body) == {"type", "error_code", "error_message", "context"}
     assert body["type"] == "error" and "Database 'nowhere' not found" in body["error_message"]
     assert body["context"]["db"] == "mindsdb"
+
+
+def test_context_db_must_be_a_name(engine: Engine) -> None:
+    for bad in (5, ["x"], {"a": 1}, True):
+        result = engine.query("SELECT 1", {"db": bad})
+        assert result.type == "error" and "context.db" in result.error_message, bad
+        assert repr(bad) in result.error_message
+        assert result.context["db"] == "mindsdb"  # never echoed back as sent
+    assert engine.query("SELECT 1", [1]).type == "error"
+
+
+def test_unknown_project_in_context_is_named_when_a_statement_needs_it(engine: Engine) -> None:
+    engine.query("CREATE KNOWLEDGE_BASE kb_ctx", {})
+    answer = engine.query("SELECT 1 AS one", {"db": "other"})  # as the reference: no lookup
+    assert answer.type == "table" and answer.context["db"] == "other"
+    for query in ("CREATE KNOWLEDGE_BASE k2", "SHOW KNOWLEDGE_BASES", "DROP KNOWLEDGE_BASE kb_ctx",
+                  "INSERT INTO kb_ctx (id, content) VALUES (1, 'a')", "DELETE FROM kb_ctx WHERE id = 1",
+                  "INSERT INTO other.kb_ctx (id, content) VALUES (1, 'a')"):
+        result = engine.query(query, {"db": "other"})
+        assert result.type == "error" and "other" in result.error_message, query
+        assert "does not exist" in result.error_message or "not found" in result.error_message
+    assert [r[0] for r in rows(engine, "SHOW KNOWLEDGE_BASES")] == ["kb_ctx"]  # nothing dropped
+    message = error(engine, "INSERT INTO df.t (a) VALUES (1)")
+    assert "Statement not supported" in message and "knowledge bases only" in message
+
+
+def test_bad_context_over_http_is_a_200_sql_error(server_url: str) -> None:
+    response = httpx.post(f"{server_url}/api/sql/query",
+                          json={"query": "SELECT 1", "context": {"db": 5}})
+    assert response.status_code == 200
+    body = response.json()
+    assert body["type"] == "error" and "context.db" in body["error_message"]
+    assert body["context"] == {"show_secrets": False, "db": "mindsdb"}
+
+
+def test_information_schema_knowledge_bases_joins_with_other_tables(engine: Engine) -> None:
+    engine.query("CREATE KNOWLEDGE_BASE kb_joined", {})
+    got = rows(engine, "SELECT k.NAME, d.TYPE FROM information_schema.knowledge_bases k "
+                       "JOIN information_schema.databases d ON d.NAME = k.PROJECT")
+    assert got == [["kb_joined", "project"]]

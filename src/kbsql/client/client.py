@@ -9,6 +9,7 @@ from typing import Any
 from kbsql.client.params import bind
 from kbsql.client.resources import Agents, KnowledgeBases
 from kbsql.interface.api import DEFAULT_PROJECT, ServiceApi
+from kbsql.interface.models import mask_url
 from kbsql.interface.results import ErrorResult, OkResult, SqlResult, TableResult
 
 
@@ -94,7 +95,7 @@ class Client:
 
     def __repr__(self) -> str:
         where = getattr(self.api, "base_url", None) or f"embedded:{getattr(self.api, 'data_dir', '')}"
-        return f"Client({where!s}, project={self.project!r})"
+        return f"Client({mask_url(where)!s}, project={self.project!r})"  # reprs reach notebooks
 
 
 def connect(target: str | os.PathLike[str] | None = None, *, project: str = DEFAULT_PROJECT,

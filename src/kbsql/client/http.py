@@ -15,7 +15,7 @@ import httpx
 
 from kbsql.interface.errors import ServiceError, TransportError
 from kbsql.interface.jsonable import dumps
-from kbsql.interface.models import Agent, KnowledgeBase
+from kbsql.interface.models import Agent, KnowledgeBase, mask_url
 from kbsql.interface.results import SqlResult, result_from_json
 from kbsql.interface.stream import parse_sse_line
 
@@ -41,7 +41,7 @@ class HttpApi:
         self._http.close()
 
     def __repr__(self) -> str:
-        return f"HttpApi({self.base_url!r})"
+        return f"HttpApi({mask_url(self.base_url)!r})"
 
     # plumbing -------------------------------------------------------------------------------
     def _send(self, method: str, path: str, body: Any = None) -> httpx.Response:
@@ -50,7 +50,7 @@ class HttpApi:
         try:
             response = self._http.request(method, path, content=content, headers=headers)
         except httpx.HTTPError as exc:
-            raise TransportError(f"Cannot reach {self.base_url}{path}: {exc}") from exc
+            raise TransportError(mask_url(f"Cannot reach {self.base_url}{path}: {exc}")) from exc
         self._raise_for_problem(response)
         return response
 
@@ -71,8 +71,8 @@ class HttpApi:
         try:
             return response.json()
         except ValueError as exc:
-            raise TransportError(f"Expected JSON from {response.request.url}, got "
-                                 f"{response.text[:200]!r}") from exc
+            raise TransportError(mask_url(f"Expected JSON from {response.request.url}, got "
+                                          f"{response.text[:200]!r}")) from exc
 
     def _get(self, path: str) -> Any:
         return self._json(self._send("GET", path))
@@ -148,7 +148,7 @@ class HttpApi:
             response = self._http.put(f"/api/files/{_seg(name)}", content=buffer.getvalue(),
                                       headers={"Content-Type": "application/vnd.apache.parquet"})
         except httpx.HTTPError as exc:
-            raise TransportError(f"Cannot reach {self.base_url}/api/files: {exc}") from exc
+            raise TransportError(mask_url(f"Cannot reach {self.base_url}/api/files: {exc}")) from exc
         self._raise_for_problem(response)
         return int((self._json(response) or {}).get("rows", 0))
 
@@ -174,7 +174,7 @@ class HttpApi:
         try:
             response = self._http.send(request, stream=True)
         except httpx.HTTPError as exc:
-            raise TransportError(f"Cannot reach {self.base_url}{path}: {exc}") from exc
+            raise TransportError(mask_url(f"Cannot reach {self.base_url}{path}: {exc}")) from exc
         try:
             if not response.is_success:
                 response.read()
@@ -186,6 +186,6 @@ class HttpApi:
                     if chunk.get("type") == "end":
                         return
         except httpx.HTTPError as exc:
-            raise TransportError(f"The stream from {self.base_url}{path} broke: {exc}") from exc
+            raise TransportError(mask_url(f"The stream from {self.base_url}{path} broke: {exc}")) from exc
         finally:
             response.close()

@@ -58,6 +58,13 @@ CREATE TABLE IF NOT EXISTS datasources (
 """
 
 
+RESERVED_NAMES = frozenset({"df", "files", "information_schema", DEFAULT_PROJECT})
+"""Names a knowledge base or agent may not take: SQL reads them as the built-in data
+sources (`df`, `files`), the system schema or the default project."""
+
+_KINDS = {"knowledge base": ("knowledge_bases", "Knowledge Base"), "agent": ("agents", "Agent")}
+
+
 def now() -> str:
     """A timestamp in the interface's form `YYYY-MM-DD HH:MM:SS.ffffff` (UTC)."""
     return datetime.now(UTC).strftime(TIMESTAMP_FORMAT)
@@ -158,6 +165,33 @@ class Catalog:
         with self._lock:
             return self._db.execute(sql, args).fetchall()
 
+    # the shared namespace -----------------------------------------------------------------
+    @staticmethod
+    def _check_free(db: sqlite3.Connection, project_id: int, project: str, name: str,
+                    kind: str, own_id: int | None = None) -> None:
+        """Knowledge bases and agents share one namespace per project: `SELECT ... FROM x`
+        must denote one thing. Raise Conflict when `name` is taken (other than by `own_id`
+        of the same kind, for a rename)."""
+        for other, (table, label) in _KINDS.items():
+            row = db.execute(f"SELECT id FROM {table} WHERE project_id = ? AND name = ?",
+                             (project_id, name)).fetchone()
+            if row is None or (other == kind and row[0] == own_id):
+                continue
+            if other == kind:
+                raise Conflict(f"{label} with name {name} already exists",
+                               title=f"{label} already exists")
+            article = "An" if other == "agent" else "A"
+            raise Conflict(f"{article} {other} named {name} already exists in project {project}; "
+                           "knowledge bases and agents share one namespace, so choose another "
+                           f"name for the {kind}", title="Name already in use")
+
+    def check_name_free(self, project: str, name: str, kind: str,
+                        own_id: int | None = None) -> None:
+        """The same check outside a write, so callers fail before slow provider calls."""
+        pid = self.project(project).id
+        with self._lock:
+            self._check_free(self._db, pid, project, name, kind, own_id)
+
     # projects ---------------------------------------------------------------------------
     def projects(self) -> list[ProjectRecord]:
         return [ProjectRecord(r["id"], r["name"], r["created_at"])
@@ -217,10 +251,7 @@ class Catalog:
         pid = self.project(project).id
         stamp = now()
         with self.transaction() as db:
-            if db.execute("SELECT 1 FROM knowledge_bases WHERE project_id = ? AND name = ?",
-                          (pid, name)).fetchone():
-                raise Conflict(f"Knowledge Base with name {name} already exists",
-                               title="Knowledge Base already exists")
+            self._check_free(db, pid, project, name, "knowledge base")
             db.execute("INSERT INTO knowledge_bases (project_id, name, created_at, updated_at, spec)"
                        " VALUES (?, ?, ?, ?, ?)", (pid, name, stamp, stamp, json.dumps(spec)))
         return self.knowledge_base(project, name)
@@ -264,10 +295,7 @@ class Catalog:
         pid = self.project(project).id
         stamp = now()
         with self.transaction() as db:
-            if db.execute("SELECT 1 FROM agents WHERE project_id = ? AND name = ?",
-                          (pid, name)).fetchone():
-                raise Conflict(f"Agent with name {name} already exists",
-                               title="Agent already exists")
+            self._check_free(db, pid, project, name, "agent")
             db.execute("INSERT INTO agents (project_id, name, created_at, updated_at, model, data,"
                        " prompt_template) VALUES (?, ?, ?, ?, ?, ?, ?)",
                        (pid, name, stamp, stamp, json.dumps(model) if model else None,
@@ -277,11 +305,7 @@ class Catalog:
     def update_agent(self, record: AgentRecord, name: str, model: dict[str, Any] | None,
                      data: dict[str, Any], prompt_template: str | None) -> AgentRecord:
         with self.transaction() as db:
-            if name.lower() != record.name.lower() and db.execute(
-                    "SELECT 1 FROM agents WHERE project_id = ? AND name = ?",
-                    (record.project_id, name)).fetchone():
-                raise Conflict(f"Agent with name {name} already exists",
-                               title="Agent already exists")
+            self._check_free(db, record.project_id, record.project_name, name, "agent", record.id)
             db.execute("UPDATE agents SET name = ?, model = ?, data = ?, prompt_template = ?,"
                        " updated_at = ? WHERE id = ?",
                        (name, json.dumps(model) if model else None, json.dumps(data),

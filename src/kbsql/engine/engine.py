@@ -83,6 +83,7 @@ class Engine:
         existing = self.catalog.find_knowledge_base(project, name)
         if existing is not None and if_not_exists:
             return existing
+        self.catalog.check_name_free(project, name, "knowledge base")  # before provider calls
         store = validate.storage(body.get("storage"))
         spec = {
             "vector_database": store["database"] if store else DEFAULT_VECTOR_DATABASE,
@@ -116,9 +117,13 @@ class Engine:
 
     def insert_knowledge_base_rows(self, project: str, name: str,
                                    rows: list[dict[str, Any]]) -> dict[str, Any]:
+        """The REST insert. Answers the knowledge base (get view) plus `inserted_rows`, the
+        rows actually stored (rows without content are skipped), so a remote client can
+        report the same count as an embedded one."""
         record = self.catalog.knowledge_base(project, name)
-        self.insert_rows(record, validate.rows(rows))
-        return knowledge_base_json(self.catalog.knowledge_base(project, name), "get")
+        stored = self.insert_rows(record, validate.rows(rows))
+        return {**knowledge_base_json(self.catalog.knowledge_base(project, name), "get"),
+                "inserted_rows": stored}
 
     def insert_rows_local(self, project: str, name: str, rows: Any,
                           progress: bool | None = None) -> int:
@@ -140,6 +145,7 @@ class Engine:
         model = validate.model(body.get("model"), "model") or dict(self.config.default_model)
         data = validate.agent_data(body.get("data"))
         prompt = validate.prompt_template(body.get("prompt_template"))
+        self.catalog.check_name_free(project, name, "agent")  # before the model call
         self.agents.check_model(model)
         return agent(self.catalog.create_agent(project, name, model, data, prompt))
 
@@ -159,6 +165,7 @@ class Engine:
         data = validate.agent_data(body["data"]) if "data" in body else record.data
         prompt = (validate.prompt_template(body["prompt_template"]) if "prompt_template" in body
                   else record.prompt_template)
+        self.catalog.check_name_free(project, new_name, "agent", record.id)
         if model != record.model:
             self.agents.check_model(model)
         return agent(self.catalog.update_agent(record, new_name, model, data, prompt))
@@ -173,10 +180,12 @@ class Engine:
         return self.sql.execute(query, context)
 
     def complete(self, project: str, agent: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        validate.messages(messages)  # the same check for HTTP routes and embedded callers
         return self.agents.complete(self.catalog.agent(project, agent), messages)
 
     def stream(self, project: str, agent: str,
                messages: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        validate.messages(messages)
         return self.agents.stream(self.catalog.agent(project, agent), messages)
 
     def current_project(self, context: dict[str, Any] | None) -> str:

@@ -28,6 +28,15 @@ def name(value: Any, what: str) -> str:
     if not isinstance(value, str) or not NAME_PATTERN.match(value):
         raise BadRequest(f"Invalid {what} name {value!r}: use letters, digits, '_' or '-', "
                          "starting with a letter or '_'", title="Invalid parameter")
+    if len(value) > 128:  # names end up in file paths, SQL text and notebook tables
+        raise BadRequest(f"The {what} name is {len(value)} characters long; the limit is 128",
+                         title="Invalid parameter")
+    from kbsql.engine.catalog import RESERVED_NAMES  # the catalog owns the namespace
+
+    if value.lower() in RESERVED_NAMES:
+        raise BadRequest(f"'{value}' is a reserved name (SQL reads "
+                         f"{', '.join(sorted(RESERVED_NAMES))} as built-in databases): "
+                         f"choose another {what} name", title="Reserved name")
     return value
 
 
@@ -75,6 +84,11 @@ def preprocessing(value: Any) -> dict[str, Any] | None:
         return None
     if not isinstance(value, dict):
         raise BadRequest("'preprocessing' must be an object", title="Invalid parameter")
+    # checked with the very parser inserts use, so a setting that would break every later
+    # insert is refused at CREATE / ALTER instead
+    from kbsql.engine.knowledge.chunking import ChunkingConfig
+
+    ChunkingConfig.from_preprocessing(value)
     return dict(value)
 
 
@@ -105,4 +119,39 @@ def rows(value: Any) -> list[dict[str, Any]]:
     if not isinstance(value, list) or not all(isinstance(r, dict) for r in value):
         raise BadRequest("'rows' must be a list of objects (column -> value)",
                          title="Invalid parameter")
+    return value
+
+
+MESSAGE_ROLES = ("user", "assistant")
+
+
+def messages(value: Any) -> list[dict[str, Any]]:
+    """Agent `messages`: a non-empty list of `{question, answer}` or `{role, content}` objects
+    with string fields (an answer may be null). One check for `/completions`, its stream and
+    embedded callers, so they all refuse the same bodies; the detail names the bad item."""
+    if value is None:
+        raise BadRequest("'messages' is required: a list of {question, answer} objects",
+                         title="Missing parameter")
+    if not isinstance(value, list) or not value:
+        raise BadRequest("'messages' must be a non-empty list of {question, answer} objects",
+                         title="Invalid parameter")
+    for i, item in enumerate(value):
+        where = f"messages[{i}]"
+        if not isinstance(item, dict):
+            raise BadRequest(f"'{where}' must be an object {{question, answer}} or {{role, content}}",
+                             title="Invalid parameter")
+        if "question" in item or "answer" in item:
+            if not isinstance(item.get("question"), str):
+                raise BadRequest(f"'{where}.question' must be a string", title="Invalid parameter")
+            if item.get("answer") is not None and not isinstance(item["answer"], str):
+                raise BadRequest(f"'{where}.answer' must be a string", title="Invalid parameter")
+        elif "role" in item or "content" in item:
+            if item.get("role") not in MESSAGE_ROLES:
+                raise BadRequest(f"'{where}.role' must be one of {', '.join(MESSAGE_ROLES)}",
+                                 title="Invalid parameter")
+            if not isinstance(item.get("content"), str):
+                raise BadRequest(f"'{where}.content' must be a string", title="Invalid parameter")
+        else:
+            raise BadRequest(f"'{where}' must have 'question' (and 'answer') or 'role' and 'content'",
+                             title="Invalid parameter")
     return value

@@ -1,7 +1,9 @@
 """How catalog records become the contract's JSON objects.
 
 The contract shows a knowledge base three slightly different ways (create, get, list);
-those differences live here and nowhere else.
+those differences live here and nowhere else. The field order comes from
+`KnowledgeBase.FIELDS` / `Agent.FIELDS` (the interface declares it once); this module only
+says where each field's value comes from.
 """
 
 from __future__ import annotations
@@ -13,36 +15,34 @@ from kbsql.interface.models import Agent, KnowledgeBase, ModelDescriptor
 
 KbView = Literal["create", "get", "list"]
 
+_CREATE_DROPS = frozenset({"project_name"})  # the create answer has no project_name
+_CREATE_PARAMS = ("created_embedding_model",)  # ... and only this key in params
+
 
 def _masked(model: dict[str, Any] | None) -> dict[str, Any] | None:
     descriptor = ModelDescriptor.from_json(model)
     return descriptor.masked() if descriptor else None
 
 
+def _kb_value(record: KbRecord, key: str, view: KbView) -> Any:
+    """The value of one contract field: record columns first, then the stored spec."""
+    if key in ("embedding_model", "reranking_model"):
+        return _masked(record.spec.get(key))
+    if key == "params":
+        params = dict(record.spec.get("params") or {})
+        if view == "create":
+            params = {k: params.get(k) for k in _CREATE_PARAMS}
+        return params
+    if key in ("id", "name", "project_id", "project_name", "created_at", "updated_at"):
+        return getattr(record, key)
+    return record.spec.get(key)
+
+
 def knowledge_base_json(record: KbRecord, view: KbView = "get") -> dict[str, Any]:
     """Create: no project_name, params holds created_embedding_model only.
     Get and list: project_name and the full params (with default_vector_storage)."""
-    spec = record.spec
-    params = dict(spec.get("params") or {})
-    if view == "create":
-        params = {"created_embedding_model": params.get("created_embedding_model")}
-    out: dict[str, Any] = {"id": record.id, "name": record.name, "project_id": record.project_id}
-    if view != "create":
-        out["project_name"] = record.project_name
-    out.update({
-        "vector_database": spec.get("vector_database"),
-        "vector_database_table": spec.get("vector_database_table"),
-        "created_at": record.created_at,
-        "updated_at": record.updated_at,
-        "query_id": spec.get("query_id"),
-        "embedding_model": _masked(spec.get("embedding_model")),
-        "reranking_model": _masked(spec.get("reranking_model")),
-        "metadata_columns": spec.get("metadata_columns"),
-        "content_columns": spec.get("content_columns"),
-        "id_column": spec.get("id_column"),
-        "params": params,
-    })
-    return out
+    return {key: _kb_value(record, key, view) for key in KnowledgeBase.FIELDS
+            if not (view == "create" and key in _CREATE_DROPS)}
 
 
 def knowledge_base(record: KbRecord, view: KbView = "get") -> KnowledgeBase:
@@ -51,16 +51,7 @@ def knowledge_base(record: KbRecord, view: KbView = "get") -> KnowledgeBase:
 
 def agent_json(record: AgentRecord) -> dict[str, Any]:
     """The agent object; the contract returns its api_key as sent."""
-    return {
-        "id": record.id,
-        "name": record.name,
-        "project_id": record.project_id,
-        "created_at": record.created_at,
-        "updated_at": record.updated_at,
-        "model": record.model,
-        "data": record.data,
-        "prompt_template": record.prompt_template,
-    }
+    return {key: getattr(record, key) for key in Agent.FIELDS}
 
 
 def agent(record: AgentRecord) -> Agent:

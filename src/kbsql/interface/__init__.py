@@ -15,10 +15,17 @@ from kbsql.interface.errors import (
     TransportError,
 )
 from kbsql.interface.models import MASK, Agent, KnowledgeBase, ModelDescriptor, Storage
-from kbsql.interface.results import ErrorResult, OkResult, SqlResult, TableResult, result_from_json
+from kbsql.interface.results import (
+    KB_COLUMNS,
+    ErrorResult,
+    OkResult,
+    SqlResult,
+    TableResult,
+    result_from_json,
+)
 
 __all__ = [
-    "DEFAULT_PROJECT", "MASK", "Agent", "BadRequest", "Conflict", "ErrorResult", "KbsqlError",
+    "DEFAULT_PROJECT", "KB_COLUMNS", "MASK", "Agent", "BadRequest", "Conflict", "ErrorResult", "KbsqlError",
     "KnowledgeBase", "ModelDescriptor", "NotFound", "OkResult", "ProviderError", "ServiceApi",
     "ServiceError", "SqlError", "SqlResult", "Storage", "TableResult", "TransportError",
     "result_from_json",

@@ -11,6 +11,10 @@ if TYPE_CHECKING:  # pandas is imported lazily: a plain client call must not pay
     import pandas as pd
 
 
+KB_COLUMNS = ("id", "chunk_id", "chunk_content", "metadata", "relevance", "distance")
+"""Columns of a SELECT on a knowledge base, in the contract's order."""
+
+
 def default_context(db: str = "mindsdb") -> dict[str, Any]:
     return {"show_secrets": False, "db": db}
 

@@ -20,6 +20,7 @@ from typing import Any
 import kbsql
 from kbsql.client import Client
 from kbsql.interface.errors import KbsqlError
+from kbsql.interface.models import mask_url  # shared with the client; the magics import it here
 
 DEFAULT_ALIAS = "default"
 DEFAULT_API_KEY_ENV = "KBSQL_API_KEY"
@@ -31,11 +32,6 @@ class ConnectionProblem(KbsqlError):
 
 def is_url(target: str) -> bool:
     return target.startswith(("http://", "https://"))
-
-
-def mask_url(url: str) -> str:
-    """The URL with any `user:password@` part masked."""
-    return re.sub(r"^(https?://)[^/@]*@", r"\1***@", url)
 
 
 def describe_target(target: str | None) -> str:

@@ -11,11 +11,12 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from typing import Any
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
@@ -24,6 +25,7 @@ from kbsql.engine import Engine
 from kbsql.interface.errors import BadRequest, ServiceError
 from kbsql.interface.jsonable import dumps
 from kbsql.interface.stream import end_chunk, error_chunk, sse_lines
+from kbsql.server.guard import RequestGuard
 
 log = logging.getLogger("kbsql.server")
 
@@ -45,6 +47,9 @@ async def read_body(request: Request, wrapper: str | None = None) -> dict[str, A
         body = json.loads(raw) if raw else None
     except (ValueError, UnicodeDecodeError) as exc:
         raise BadRequest(f"The request body is not valid JSON: {exc}", title="Invalid JSON") from exc
+    except RecursionError as exc:  # `[[[[...` nested past the parser's stack: still bad JSON
+        raise BadRequest("The request body is not valid JSON: nested too deeply",
+                         title="Invalid JSON") from exc
     if not isinstance(body, dict):
         raise BadRequest("The request body must be a JSON object", title="Missing parameter")
     if wrapper is None:
@@ -56,8 +61,11 @@ async def read_body(request: Request, wrapper: str | None = None) -> dict[str, A
     return inner
 
 
-def build_app(engine: Engine) -> Starlette:
-    """The ASGI app over one engine."""
+def build_app(engine: Engine, *, bind_host: str | None = None,
+              allowed_origins: Iterable[str] = ()) -> Starlette:
+    """The ASGI app over one engine, behind the request guard (`guard.py`): `bind_host` is
+    the address the server listens on (a loopback bind turns on the Host check) and
+    `allowed_origins` the browser origins allowed besides loopback ones."""
 
     async def call(fn: Callable[..., Any], *args: Any) -> Any:
         return await run_in_threadpool(fn, *args)
@@ -126,14 +134,10 @@ def build_app(engine: Engine) -> Starlette:
             return json_response((await call(engine.update_agent, project, name, body)).to_json())
         return json_response((await call(engine.get_agent, project, name)).to_json())
 
-    async def messages_of(request: Request) -> list[dict[str, Any]]:
-        body = await read_body(request)
-        messages = body.get("messages")
-        if not isinstance(messages, list) or not messages or \
-                not all(isinstance(m, dict) for m in messages):
-            raise BadRequest("'messages' must be a non-empty list of {question, answer} objects",
-                             title="Missing parameter")
-        return messages
+    async def messages_of(request: Request) -> Any:
+        """The `messages` as sent: the engine validates them (`validate.messages`), the same
+        way for both completion routes and for embedded callers."""
+        return (await read_body(request)).get("messages")
 
     async def completions(request: Request) -> Response:
         project, name = p(request, "project"), p(request, "name")
@@ -152,8 +156,7 @@ def build_app(engine: Engine) -> Starlette:
         query = body.get("query")
         if not isinstance(query, str) or not query.strip():
             raise BadRequest("'query' must be a non-empty SQL string", title="Missing parameter")
-        context = body.get("context") if isinstance(body.get("context"), dict) else None
-        result = await call(engine.query, query, context)
+        result = await call(engine.query, query, body.get("context"))  # the engine checks it
         return json_response(result.to_json())
 
     async def upload_file(request: Request) -> Response:
@@ -181,7 +184,9 @@ def build_app(engine: Engine) -> Starlette:
         Route("/api/sql/query", endpoint(sql_query), methods=["POST"]),
         Route("/api/files/{name}", endpoint(upload_file), methods=["PUT"]),
     ]
-    app = Starlette(routes=routes, exception_handlers={
+    app = Starlette(routes=routes, middleware=[
+        Middleware(RequestGuard, bind_host=bind_host, allowed_origins=tuple(allowed_origins)),
+    ], exception_handlers={
         404: lambda request, exc: json_response(
             {"title": "Not found", "detail": f"No route {request.url.path}"}, 404, PROBLEM),
         405: lambda request, exc: json_response(

@@ -12,16 +12,17 @@ from kbsql.server.app import build_app
 
 
 def serve(host: str = "127.0.0.1", port: int = 47334, data_dir: str | None = None,
-          log_level: str = "warning") -> None:
+          log_level: str = "warning", allowed_origins: tuple[str, ...] = ()) -> None:
     """Serve until interrupted. With port 0 the OS picks a free port; the first line on
-    stdout is `kbsql serving on http://HOST:PORT` either way (tests read it)."""
+    stdout is `kbsql serving on http://HOST:PORT` either way (tests read it).
+    `allowed_origins`: browser origins allowed besides loopback ones (see server/guard.py)."""
     engine = Engine(data_dir)
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
     bound_port = sock.getsockname()[1]
-    config = uvicorn.Config(build_app(engine), log_level=log_level, access_log=False,
-                            timeout_graceful_shutdown=5)
+    app = build_app(engine, bind_host=host, allowed_origins=allowed_origins)
+    config = uvicorn.Config(app, log_level=log_level, access_log=False, timeout_graceful_shutdown=5)
     server = uvicorn.Server(config)
     print(f"kbsql serving on http://{host}:{bound_port} (data: {engine.data_dir})", flush=True)
     try:

@@ -17,8 +17,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from kbsql.interface.models import MASK  # one mask for every secret the service shows
+
 SECRET_KEYS = ("password", "passwd", "api_key", "apikey", "secret", "token", "private_key", "key")
-MASK = "******"
 CONNECTION_STRING_KEYS = ("dsn", "url", "uri", "connection_string", "conninfo")
 _URL_PASSWORD = re.compile(r"(://[^:/@\s]*:)[^@\s]*@")
 _KV_PASSWORD = re.compile(r"(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)

@@ -35,13 +35,36 @@ class ChunkingConfig:
             raise BadRequest(f"preprocessing type {kind!r} is not supported: use 'text_chunking'",
                              title="Invalid parameter")
         conf = preprocessing.get("text_chunking_config") or {}
-        size = int(conf.get("chunk_size", 1000))
-        overlap = int(conf.get("chunk_overlap", 200))
-        separators = tuple(conf.get("separators") or DEFAULT_SEPARATORS)
+        if not isinstance(conf, dict):
+            raise BadRequest("preprocessing.text_chunking_config must be an object",
+                             title="Invalid parameter")
+        size = _whole(conf.get("chunk_size", 1000), "chunk_size")
+        overlap = _whole(conf.get("chunk_overlap", 200), "chunk_overlap")
+        separators = conf.get("separators") or DEFAULT_SEPARATORS
+        if isinstance(separators, str) or not isinstance(separators, list | tuple) or \
+                not all(isinstance(s, str) for s in separators):
+            raise BadRequest("text_chunking_config.separators must be a list of strings",
+                             title="Invalid parameter")
+        separators = tuple(separators)
         if size < 1 or overlap < 0 or overlap >= size:
             raise BadRequest("text_chunking_config needs chunk_size >= 1 and 0 <= chunk_overlap < "
-                             "chunk_size", title="Invalid parameter")
+                             f"chunk_size (got chunk_size {size}, chunk_overlap {overlap})",
+                             title="Invalid parameter")
         return cls(size, overlap, separators)
+
+
+def _whole(value: Any, field: str) -> int:
+    """A whole number from JSON or SQL (7, 7.0 or "7"); anything else is a clear 400."""
+    try:
+        if isinstance(value, bool):
+            raise ValueError
+        number = float(value)
+        if number != int(number):
+            raise ValueError
+    except (TypeError, ValueError, OverflowError):
+        raise BadRequest(f"text_chunking_config.{field} must be a whole number, not {value!r}",
+                         title="Invalid parameter") from None
+    return int(number)
 
 
 Span = tuple[int, int]

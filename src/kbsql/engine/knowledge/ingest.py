@@ -4,15 +4,19 @@ Column rules (reference-behaviour.md): content columns default to `content`; the
 `id_column`, else a column named `id`, else the first 16 hex digits of the md5 of the
 content; with no `metadata_columns`, every other column is metadata. Each content column
 of a row is chunked on its own; chunk ids are `<id>:<column>:<n>of<total>:<start>to<end>`
-with true character offsets.
+with true character offsets. A row whose content columns are all null/NaN/blank yields no
+chunks and is skipped (never an upsert to nothing); ids must be scalars (see `id_text`);
+metadata may not reuse the internal key names (`INTERNAL_KEYS`).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import decimal
 import hashlib
 import json
 import math
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -69,11 +73,42 @@ def plain(value: Any) -> Any:
     return value
 
 
-def id_text(value: Any) -> str:
+# Keys every chunk's metadata carries (contract); a user column of the same name would be
+# ambiguous in filters and results, so it is refused at CREATE/ALTER and at insert.
+INTERNAL_KEYS = frozenset({"chunk_index", "content_column", "start_char", "end_char",
+                           "original_doc_id", "original_row_index", "source"})
+
+
+def id_text(value: Any, index: int | None = None) -> str:
+    """The text form of a document id.
+
+    Ids are scalars: a non-empty string, an integer, a finite float (an integer-valued one
+    reads as that integer, so 7 and 7.0 from a DataFrame with NaN name the same document),
+    a decimal, a UUID, or a date/time (its ISO text). Objects, lists, booleans, NaN/inf and
+    blank strings are refused: their text form would be an accident, not an id a user can
+    later write in `WHERE id = ...`.
+    """
     value = plain(value)
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
+    where = f"row {index}: " if index is not None else ""
+    if isinstance(value, bool) or not isinstance(value, str | int | float | decimal.Decimal | uuid.UUID):
+        raise BadRequest(f"{where}id {value!r} is not usable as an id: use a string or a number "
+                         f"(got {type(value).__name__})", title="Invalid parameter")
+    if isinstance(value, float | decimal.Decimal):
+        if not math.isfinite(value):
+            raise BadRequest(f"{where}id {value!r} is not a finite number", title="Invalid parameter")
+        if value == int(value):
+            return str(int(value))
+    if isinstance(value, str) and not value.strip():
+        raise BadRequest(f"{where}the id is blank", title="Invalid parameter")
     return str(value)
+
+
+def check_metadata_columns(columns: list[str] | None) -> None:
+    """Refuse declared metadata columns named like an internal metadata key."""
+    clash = sorted(set(columns or ()) & INTERNAL_KEYS)
+    if clash:
+        raise BadRequest(f"metadata column(s) {clash} clash with the metadata keys every chunk carries "
+                         f"({sorted(INTERNAL_KEYS)}): rename the column(s)", title="Invalid parameter")
 
 
 class RowChunker:
@@ -90,20 +125,30 @@ class RowChunker:
             if plain(row.get(self.id_column)) is None:
                 raise BadRequest(f"row {index} has no value for the id column '{self.id_column}'",
                                  title="Invalid parameter")
-            return id_text(row[self.id_column])
+            return id_text(row[self.id_column], index)
         if plain(row.get("id")) is not None:
-            return id_text(row["id"])
+            return id_text(row["id"], index)
         joined = "".join(texts[c] for c in self.content_columns if c in texts)
         return hashlib.md5(joined.encode("utf-8")).hexdigest()[:16]
 
-    def metadata(self, row: dict[str, Any], id_column: str | None) -> dict[str, Any]:
+    def metadata(self, row: dict[str, Any], id_column: str | None, index: int) -> dict[str, Any]:
         if self.metadata_columns is not None:
-            return {c: plain(row.get(c)) for c in self.metadata_columns}
-        skip = set(self.content_columns) | {id_column or "id"}
-        return {k: plain(v) for k, v in row.items() if k not in skip}
+            out = {c: plain(row.get(c)) for c in self.metadata_columns}
+        else:
+            skip = set(self.content_columns) | {id_column or "id"}
+            out = {k: plain(v) for k, v in row.items() if k not in skip}
+        clash = INTERNAL_KEYS.intersection(out)
+        if clash:
+            raise BadRequest(f"row {index}: column(s) {sorted(clash)} would be metadata but clash with "
+                             f"the metadata keys every chunk carries; rename them, or list the wanted "
+                             f"columns in metadata_columns", title="Invalid parameter")
+        return out
 
-    def chunks(self, row: dict[str, Any], index: int) -> tuple[str, list[Chunk]]:
-        """(document id, chunks) of one row; `index` is its position in the insert."""
+    def chunks(self, row: dict[str, Any], index: int) -> tuple[str, list[Chunk]] | None:
+        """(document id, chunks) of one row; `index` is its position in the insert.
+
+        None when every content column is null, NaN or blank: such a row is skipped (the
+        caller counts it) and never replaces a stored document with nothing."""
         if not any(c in row for c in self.content_columns):
             raise BadRequest(f"row {index} has none of the content columns {self.content_columns}; "
                              f"its columns are {sorted(row)}", title="Invalid parameter")
@@ -112,9 +157,11 @@ class RowChunker:
             value = plain(row.get(column))
             if value is not None and str(value).strip():
                 texts[column] = value if isinstance(value, str) else json.dumps(value, default=str)
+        if not texts:
+            return None
         doc_id = self.document_id(row, texts, index)
         user_meta = self.metadata(row, self.id_column if self.id_column else
-                                  ("id" if "id" in row else None))
+                                  ("id" if "id" in row else None), index)
         out = []
         for column, text in texts.items():
             spans = split_text(text, self.config)

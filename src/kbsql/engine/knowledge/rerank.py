@@ -14,9 +14,11 @@ import re
 from typing import Any
 
 from kbsql.engine.knowledge import remote
-from kbsql.interface.errors import ProviderError
+from kbsql.interface.errors import BadRequest, ProviderError
 
 RERANK_PROVIDERS = {"cohere", "jina", "vllm", "rerank", "infinity"}
+# chat models asked for a score: OpenAI or anything speaking its API at `base_url`
+CHAT_PROVIDERS = {"openai", "azure_openai", "openai_compatible", "lmstudio", "llamacpp"}
 _NUMBER = re.compile(r"[-+]?\d*\.?\d+(?:[eE][-+]?\d+)?")
 PROMPT = ("Rate how relevant the document is to the query, as a number between 0 (unrelated) and 1 "
           "(answers it). Answer with the number only.\n\nQuery: {query}\n\nDocument: {document}")
@@ -27,8 +29,13 @@ class Reranker:
         self.provider = str(descriptor.get("provider") or "")
         self.model_name = str(descriptor.get("model_name") or "")
         self.api_key = descriptor.get("api_key")
-        self.rerank_endpoint = (self.provider.lower() in RERANK_PROVIDERS
-                                or descriptor.get("endpoint") == "rerank")
+        provider = self.provider.lower()
+        if provider not in RERANK_PROVIDERS | CHAT_PROVIDERS:
+            # never guess: an unknown name (a typo, 'anthropic') would send its key to OpenAI
+            raise BadRequest(f"Reranking provider '{self.provider}' is not supported: use one of "
+                             f"{', '.join(sorted(RERANK_PROVIDERS | CHAT_PROVIDERS))}",
+                             title="Invalid parameter")
+        self.rerank_endpoint = provider in RERANK_PROVIDERS or descriptor.get("endpoint") == "rerank"
         if self.rerank_endpoint:
             self.base_url = str(descriptor.get("base_url") or "").rstrip("/")
             if not self.base_url:

@@ -19,14 +19,16 @@ import numpy as np
 
 from kbsql.engine.knowledge.store import metadata_expr
 from kbsql.interface.errors import BadRequest
+from kbsql.interface.results import KB_COLUMNS
 
 if TYPE_CHECKING:
     from kbsql.engine.knowledge.index import VectorIndex
     from kbsql.engine.knowledge.store import ChunkStore
 
-COLUMNS = ["id", "chunk_id", "chunk_content", "metadata", "relevance", "distance"]
+COLUMNS = list(KB_COLUMNS)  # the contract's order, declared in the interface
 DEFAULT_LIMIT = 10
 RERANK_THRESHOLD = 0.5
+SEARCH_ATTEMPTS = 4  # index-then-rows reads redone when a concurrent write removed rows between
 _OPS = {"=": "=", "==": "=", "!=": "!=", "<>": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">=",
         "in": "IN", "not in": "NOT IN", "like": "LIKE", "not like": "NOT LIKE",
         "is": "IS", "is not": "IS NOT"}
@@ -181,32 +183,56 @@ def load_rows(store: ChunkStore, seqs: list[int]) -> dict[int, tuple[Any, ...]]:
     return out
 
 
-def search(store: ChunkStore, index: VectorIndex, embedder: Any, reranker: Any,
-           request: SearchRequest) -> list[list[Any]]:
-    """Semantic (optionally hybrid, optionally reranked) search; rows in COLUMNS order."""
-    if request.query is None:
-        return plain_rows(store, request.filters, request.limit)
-    limit = DEFAULT_LIMIT if request.limit is None else max(0, int(request.limit))
-    if limit == 0:
-        return []
-    query = embedder.embed([request.query])[0]
-    index.sync()
-    use_reranker = reranker is not None and request.rerank
-    fetch = max(limit, 50) if (request.hybrid or use_reranker) else limit
+def check_request(request: SearchRequest) -> None:
+    """Refuse options outside their range rather than quietly clamping them."""
+    if request.limit is not None and int(request.limit) < 0:
+        raise BadRequest(f"LIMIT must be >= 0, not {request.limit}")
+    if not 0.0 <= float(request.alpha) <= 1.0:
+        raise BadRequest(f"hybrid_search_alpha must be between 0 and 1, not {request.alpha}")
+
+
+def _ranked(store: ChunkStore, index: VectorIndex, query: np.ndarray, fetch: int,
+            request: SearchRequest) -> tuple[list[int], dict[int, float], dict[int, float]]:
+    """(seqs best first, seq -> cosine similarity, seq -> ranking score) of one search."""
     scores, ids = vector_top(store, index, query, fetch, request.filters)
     sims = dict(zip(ids.tolist(), scores.tolist(), strict=True))
     ranking = dict(sims)  # seq -> ranking score
     if request.hybrid:
-        keyword = keyword_top(store, request.query, fetch, request.filters)
+        keyword = keyword_top(store, request.query or "", fetch, request.filters)
         missing = [s for s in keyword if s not in sims]
         sims.update(similarities(store, query, missing))
-        alpha = min(1.0, max(0.0, float(request.alpha)))
+        alpha = float(request.alpha)
         # relevance of the vector side as in a plain search, so alpha = 1 is exactly that
         ranking = {s: alpha / (2.0 - sims[s]) + (1 - alpha) * keyword.get(s, 0.0) for s in sims}
-    order = sorted(ranking, key=lambda s: -ranking[s])
-    rows = load_rows(store, order)
+    return sorted(ranking, key=lambda s: -ranking[s]), sims, ranking
+
+
+def search(store: ChunkStore, index: VectorIndex, embedder: Any, reranker: Any,
+           request: SearchRequest) -> list[list[Any]]:
+    """Semantic (optionally hybrid, optionally reranked) search; rows in COLUMNS order."""
+    check_request(request)
+    if request.query is None:
+        return plain_rows(store, request.filters, request.limit)
+    limit = DEFAULT_LIMIT if request.limit is None else int(request.limit)
+    if limit == 0:
+        return []
+    query = embedder.embed([request.query])[0]
+    use_reranker = reranker is not None and request.rerank
+    fetch = max(limit, 50) if (request.hybrid or use_reranker) else limit
+    # The index and the rows are read one after the other: a writer committing in between
+    # (another thread or process upserting) can remove rows the index still returned. Then
+    # the index is synced again and the search redone, so the rows come from one state;
+    # should writers keep winning, the last attempt keeps only the rows still there.
+    for attempt in range(SEARCH_ATTEMPTS):
+        index.sync()
+        order, sims, ranking = _ranked(store, index, query, fetch, request)
+        rows = load_rows(store, order)
+        if len(rows) == len(order) or attempt == SEARCH_ATTEMPTS - 1:
+            break
     out = []
     for seq in order:
+        if seq not in rows:
+            continue
         doc_id, chunk_id, content, metadata = rows[seq]
         distance = float(1.0 - sims[seq])
         relevance = float(ranking[seq]) if request.hybrid else 1.0 / (1.0 + distance)

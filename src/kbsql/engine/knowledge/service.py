@@ -10,8 +10,10 @@ before the call. The index catches up after the commit, and on every search.
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 import threading
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,7 +25,7 @@ from kbsql.engine.config import EngineConfig
 from kbsql.engine.knowledge import search as search_mod
 from kbsql.engine.knowledge.embeddings import embedder_for
 from kbsql.engine.knowledge.index import VectorIndex
-from kbsql.engine.knowledge.ingest import RowChunker, iter_batches
+from kbsql.engine.knowledge.ingest import RowChunker, check_metadata_columns, iter_batches
 from kbsql.engine.knowledge.rerank import Reranker
 from kbsql.engine.knowledge.search import Filter, SearchRequest
 from kbsql.engine.knowledge.store import ChunkStore
@@ -31,6 +33,7 @@ from kbsql.interface.errors import BadRequest, ProviderError
 
 ROW_BATCH = 256
 PROGRESS_MIN_ROWS = 1000
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -93,9 +96,13 @@ class KnowledgeService:
         return Reranker(descriptor) if descriptor else None
 
     def check_models(self, spec: dict[str, Any]) -> None:
-        """Raise ProviderError when the embedding or reranking model cannot be reached:
-        one real call for remote providers (as the reference does); the local model is
-        only checked to be installed (loading it costs a second)."""
+        """Check a spec can work before it is stored (CREATE and ALTER both call this).
+
+        First the cheap checks (BadRequest): declared metadata columns must not be named like
+        an internal metadata key. Then ProviderError when the embedding or reranking model
+        cannot be reached: one real call for remote providers (as the reference does); the
+        local model is only checked to be installed (loading it costs a second)."""
+        check_metadata_columns(spec.get("metadata_columns"))
         self.embedder(spec).check()
         reranker = self.reranker(spec)
         if reranker is not None:
@@ -103,8 +110,10 @@ class KnowledgeService:
 
     # writes -----------------------------------------------------------------------------
     def insert(self, record: KbRecord, rows: Any, progress: bool | None = None) -> int:
-        """Insert rows (list of dicts or a DataFrame) atomically; returns the row count.
-        Re-inserted ids replace their document's chunks (upsert)."""
+        """Insert rows (list of dicts or a DataFrame) atomically; returns the rows stored.
+        Re-inserted ids replace their document's chunks (upsert). Rows whose content
+        columns are all null/NaN/blank are skipped, with a warning: they leave any stored
+        document of their id untouched and are not counted."""
         if not hasattr(rows, "__len__"):  # a generator of dicts
             rows = list(rows)
         total = len(rows)
@@ -119,16 +128,19 @@ class KnowledgeService:
 
             bar = tqdm(total=total, desc=f"insert into {record.name}", unit="row")
         stamp = now()
-        position = 0
+        position = skipped = 0
         try:
             with h.store.write() as db:
                 dim = h.store.dim()
                 for batch in iter_batches(rows, ROW_BATCH):
                     docs: dict[str, list[Any]] = {}
                     for row in batch:
-                        doc_id, chunks = chunker.chunks(row, position)
-                        docs[doc_id] = chunks  # a repeated id in one call: the last row wins
+                        made = chunker.chunks(row, position)
                         position += 1
+                        if made is None:
+                            skipped += 1
+                            continue
+                        docs[made[0]] = made[1]  # a repeated id in one call: the last row wins
                     chunks = [c for cs in docs.values() for c in cs]
                     vectors = self._embed(embedder, [c.content for c in chunks])
                     if dim is None and len(chunks):
@@ -150,7 +162,13 @@ class KnowledgeService:
             if bar is not None:
                 bar.close()
         h.index.sync()
-        return total
+        if skipped:
+            message = (f"{skipped} of {total} rows had no content in {chunker.content_columns} "
+                       f"(null, NaN or blank) and were skipped; stored documents with their ids "
+                       f"were kept")
+            log.info("insert into %s: %s", record.name, message)
+            warnings.warn(message, stacklevel=2)
+        return total - skipped
 
     @staticmethod
     def _embed(embedder: Any, texts: list[str]) -> np.ndarray:

@@ -51,9 +51,15 @@ END;
 """
 
 def metadata_expr(column: str, alias: str = "") -> str:
-    """The SQL reading one metadata key (shared by filters and their indexes)."""
-    key = column.replace('"', '""').replace("'", "''")
-    return f"json_extract({alias}metadata, '$.\"{key}\"')"
+    """The SQL reading one metadata key (shared by filters and their indexes).
+
+    A quoted JSON path label (`$."key"`) takes any key except one holding `"`: SQLite's
+    path syntax has no escape for it, so such a key is read with json_each (slower, and
+    not indexable, but it matches)."""
+    literal = column.replace("'", "''")
+    if '"' in column:
+        return f"(SELECT value FROM json_each({alias}metadata) WHERE key = '{literal}')"
+    return f"json_extract({alias}metadata, '$.\"{literal}\"')"
 
 
 ChunkRow = tuple[str, str, str, str, bytes, str]  # id, chunk_id, content, metadata json, emb, updated_at
@@ -117,6 +123,8 @@ class ChunkStore:
         The expression must be exactly the one `search.filter_sql` writes."""
         with self.write_lock:
             for column in columns:
+                if '"' in column:  # read through json_each: no expression index possible
+                    continue
                 name = "meta_" + hashlib.md5(column.encode()).hexdigest()[:12]
                 self.db.execute(f"CREATE INDEX IF NOT EXISTS {name} ON chunks({metadata_expr(column)})")
 

@@ -22,7 +22,7 @@ from mindsdb_sql_parser import ast, parse_sql
 from mindsdb_sql_parser.ast.mindsdb.agents import CreateAgent, DropAgent
 from mindsdb_sql_parser.ast.mindsdb.create_database import CreateDatabase
 
-from kbsql.engine.datasources.frames import FrameStore
+from kbsql.engine.datasources.frames import FRAMES_SOURCE, FrameStore
 from kbsql.engine.sql import agents_sql, databases
 from kbsql.engine.sql.duck import DuckSession
 from kbsql.engine.sql.results import ArrowTableResult
@@ -48,6 +48,20 @@ def context_of(context: dict[str, Any] | None) -> dict[str, Any]:
     return ctx
 
 
+def context_problem(context: Any) -> str | None:
+    """Why a sent context cannot be used, or None. `db` names the current project or data
+    source, so it must be a string; whether that project exists is checked by the
+    statements that need it (the reference answers `SELECT 1` under any database name)."""
+    if context is None:
+        return None
+    if not isinstance(context, dict):
+        return f"The query context must be an object like {{\"db\": \"mindsdb\"}}, got {context!r}"
+    db = context.get("db")
+    if db is not None and not isinstance(db, str):
+        return f"context.db must be a project or database name (a string), got {db!r}"
+    return None
+
+
 class SqlExecutor:
     """Parses with mindsdb_sql_parser and executes statements against the engine."""
 
@@ -61,6 +75,9 @@ class SqlExecutor:
         self.duck.close()
 
     def execute(self, query: str, context: dict[str, Any] | None = None) -> SqlResult:
+        problem = context_problem(context)
+        if problem is not None:  # answered with the default context, never the bad value
+            return ErrorResult(problem, context=default_context())
         ctx = context_of(context)
         try:
             plan = self.plans.get(self, query, ctx["db"])  # a repeated SELECT over stable
@@ -112,7 +129,28 @@ class SqlExecutor:
                 return databases.show_tables(self, statement, ctx)
             if category == "AGENTS":
                 return agents_sql.show_agents(self, statement, ctx)
+        if isinstance(statement, (ast.Insert, ast.Update, ast.Delete)):
+            missing = self._missing_project(statement.table, ctx)
+            if missing is not None:
+                raise SqlError(missing)
+            raise SqlError(f"Statement not supported: {statement.to_string()} (INSERT, UPDATE "
+                           "and DELETE write to knowledge bases only)")
         raise SqlError(f"Statement not supported: {statement.to_string()}")
+
+    def _missing_project(self, table: Any, ctx: dict[str, Any]) -> str | None:
+        """Why a write found no knowledge base, when the reason is a project that does not
+        exist (the current one from `context.db`, or `project.kb`); None otherwise."""
+        parts = [str(p) for p in getattr(table, "parts", [])]
+        if len(parts) not in (1, 2):
+            return None
+        project = parts[0] if len(parts) == 2 else ctx["db"]
+        if project.lower() == FRAMES_SOURCE or self.engine.catalog.find_datasource(project):
+            return None
+        try:
+            self.engine.catalog.project(project)
+        except ServiceError as exc:
+            return exc.detail
+        return None
 
     def select_frame(self, statement: ast.ASTNode, ctx: dict[str, Any]) -> pd.DataFrame:
         """Run a SELECT over tables and return ONE pandas DataFrame of all its rows (used by

@@ -14,6 +14,7 @@ import pyarrow as pa
 
 from kbsql.engine.datasources.base import mask_secrets
 from kbsql.engine.datasources.frames import FRAMES_SOURCE
+from kbsql.engine.sql.kb_statements import knowledge_bases_frame
 from kbsql.engine.sql.names import INFORMATION_SCHEMA, not_found
 
 if TYPE_CHECKING:
@@ -64,14 +65,9 @@ def agents(executor: SqlExecutor) -> pa.Table:
 
 
 def knowledge_bases(executor: SqlExecutor, ctx: dict[str, Any]) -> Any:
-    """Owned by the knowledge-base statements; used here when it is joined or nested."""
-    from kbsql.engine.sql import kb_statements
-
-    build = getattr(kb_statements, "_info_frame", None)
-    if not callable(build):
-        raise not_found("knowledge_bases", INFORMATION_SCHEMA,
-                        " (use it alone: SELECT * FROM information_schema.knowledge_bases)")
-    return build(executor.engine.catalog.knowledge_bases())
+    """The same rows as SHOW KNOWLEDGE_BASES (built by the knowledge-base statements), for
+    joins and subqueries over `information_schema.knowledge_bases`."""
+    return knowledge_bases_frame(executor.engine.catalog.knowledge_bases())
 
 
 def frame(executor: SqlExecutor, name: str, ctx: dict[str, Any]) -> Any:

@@ -53,6 +53,23 @@ def _truthy(value: Any) -> bool:
     return bool(value)
 
 
+def _number(value: Any, what: str) -> float:
+    try:
+        if isinstance(value, bool):
+            raise ValueError
+        return float(value)
+    except (TypeError, ValueError):
+        raise SqlError(f"{what} must be a number, not {value!r}") from None
+
+
+def count(node: ast.ASTNode, what: str) -> int:
+    """A LIMIT or OFFSET value: a whole number >= 0."""
+    value = constant(node)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise SqlError(f"{what} must be a whole number >= 0, not {value!r}")
+    return value
+
+
 def search_request(where: ast.ASTNode | None, limit: ast.ASTNode | None = None) -> SearchRequest:
     request = SearchRequest()
     for column, op, value in comparisons(where):
@@ -64,15 +81,17 @@ def search_request(where: ast.ASTNode | None, limit: ast.ASTNode | None = None) 
         elif name == "relevance":
             if op not in (">=", ">"):
                 raise SqlError("relevance only admits >= or > (e.g. relevance >= 0.5)")
-            request.min_relevance = float(value)
+            request.min_relevance = _number(value, "relevance")
             request.strict = op == ">"
         elif name in ("relevance_threshold",):
-            request.min_relevance = float(value)
+            request.min_relevance = _number(value, "relevance_threshold")
         elif name == "hybrid_search":
             request.hybrid = _truthy(value)
         elif name == "hybrid_search_alpha":
             request.hybrid = True
-            request.alpha = float(value)
+            request.alpha = _number(value, "hybrid_search_alpha")
+            if not 0.0 <= request.alpha <= 1.0:
+                raise SqlError(f"hybrid_search_alpha must be between 0 and 1, not {value!r}")
         elif name == "reranking":
             request.rerank = _truthy(value)
         elif name == "distance":
@@ -80,5 +99,5 @@ def search_request(where: ast.ASTNode | None, limit: ast.ASTNode | None = None) 
         else:
             request.filters.append(Filter(column, op, value))
     if limit is not None:
-        request.limit = int(constant(limit))
+        request.limit = count(limit, "LIMIT")
     return request

@@ -19,7 +19,7 @@ from mindsdb_sql_parser.ast.mindsdb import AlterKnowledgeBase, CreateKnowledgeBa
 from kbsql.engine import validate
 from kbsql.engine.catalog import KbRecord
 from kbsql.engine.knowledge.search import COLUMNS, DEFAULT_LIMIT
-from kbsql.engine.sql.kb_conditions import constant, search_request
+from kbsql.engine.sql.kb_conditions import constant, count, search_request
 from kbsql.engine.views import knowledge_base_json
 from kbsql.interface.errors import NotFound, SqlError
 from kbsql.interface.results import OkResult, SqlResult, TableResult
@@ -160,7 +160,7 @@ def _info_row(record: KbRecord) -> list[Any]:
             text(view["params"]), None, None, None, None, spec.get("query_id")]
 
 
-def _info_frame(records: list[KbRecord]) -> pd.DataFrame:
+def knowledge_bases_frame(records: list[KbRecord]) -> pd.DataFrame:
     import pandas as pd
 
     return pd.DataFrame([_info_row(r) for r in records], columns=INFO_COLUMNS)
@@ -179,7 +179,7 @@ def _run_over(frame: pd.DataFrame, statement: ast.Select, ctx: dict[str, Any]) -
 
 def _show(engine: Engine, statement: ast.Show, ctx: dict[str, Any]) -> SqlResult:
     project = str(statement.from_table.parts[-1]) if statement.from_table is not None else ctx["db"]
-    frame = _info_frame(engine.catalog.knowledge_bases(project))
+    frame = knowledge_bases_frame(engine.catalog.knowledge_bases(project))
     if statement.where is None and statement.like is None:
         return TableResult(INFO_COLUMNS, frame.values.tolist(), context=ctx, frame=frame)
     where = statement.where
@@ -199,7 +199,7 @@ def _describe(engine: Engine, statement: ast.Describe, ctx: dict[str, Any]) -> S
             return None
     else:
         record = _record(engine, statement.value, ctx)
-    frame = _info_frame([record])
+    frame = knowledge_bases_frame([record])
     return TableResult(INFO_COLUMNS, frame.values.tolist(), context=ctx, frame=frame)
 
 
@@ -211,7 +211,7 @@ def _is_info_schema(table: Any) -> bool:
 
 def _select(engine: Engine, statement: ast.Select, ctx: dict[str, Any]) -> SqlResult | None:
     if _is_info_schema(statement.from_table):
-        return _run_over(_info_frame(engine.catalog.knowledge_bases()), statement, ctx)
+        return _run_over(knowledge_bases_frame(engine.catalog.knowledge_bases()), statement, ctx)
     record = _find(engine, statement.from_table, ctx)
     if record is None:
         return None
@@ -219,7 +219,7 @@ def _select(engine: Engine, statement: ast.Select, ctx: dict[str, Any]) -> SqlRe
         raise SqlError("GROUP BY / HAVING / ORDER BY / DISTINCT on a knowledge base are not supported: "
                        "results come best first")
     request = search_request(statement.where, statement.limit)
-    offset = int(constant(statement.offset)) if statement.offset is not None else 0
+    offset = count(statement.offset, "OFFSET") if statement.offset is not None else 0
     if offset and (request.limit is not None or request.query is not None):
         request.limit = (DEFAULT_LIMIT if request.limit is None else request.limit) + offset
     rows = engine.knowledge.search(record, request)[offset:]
@@ -249,17 +249,31 @@ def _project(targets: list[ast.ASTNode], rows: list[list[Any]]) -> tuple[list[st
 def _insert(engine: Engine, record: KbRecord, statement: ast.Insert, ctx: dict[str, Any]) -> SqlResult:
     if statement.from_select is not None:
         frame = engine.sql.select_frame(statement.from_select, ctx)
+        if statement.columns:  # `INSERT INTO kb (a, b) SELECT x, y ...`: names by position
+            names = _column_names(statement.columns)
+            if len(names) != len(frame.columns):
+                raise SqlError(f"INSERT names {len(names)} columns but its SELECT returns "
+                               f"{len(frame.columns)}")
+            frame.columns = names
         return OkResult(engine.insert_rows(record, frame), context=ctx)
     if not statement.columns:
         raise SqlError("INSERT INTO a knowledge base needs its column names: "
                        "INSERT INTO kb (id, content) ...")
-    names = [str(c.name) if hasattr(c, "name") else str(c.parts[-1]) for c in statement.columns]
+    names = _column_names(statement.columns)
     rows = []
     for values in statement.values or []:
         if len(values) != len(names):
             raise SqlError(f"INSERT has {len(names)} columns but a row of {len(values)} values")
         rows.append({n: constant(v) for n, v in zip(names, values, strict=True)})
     return OkResult(engine.insert_rows(record, rows), context=ctx)
+
+
+def _column_names(columns: list[Any]) -> list[str]:
+    names = [str(c.name) if hasattr(c, "name") else str(c.parts[-1]) for c in columns]
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise SqlError(f"INSERT names the column(s) {repeated} more than once")
+    return names
 
 
 def search_frame(engine: Engine, project: str, kb_name: str, where_ast: ast.ASTNode | None,
@@ -278,4 +292,6 @@ def search_frame(engine: Engine, project: str, kb_name: str, where_ast: ast.ASTN
     request = search_request(where_ast)
     if limit is not None:
         request.limit = int(limit)
+        if request.limit < 0:
+            raise SqlError(f"LIMIT must be a whole number >= 0, not {limit}")
     return pd.DataFrame(engine.knowledge.search(record, request), columns=COLUMNS)

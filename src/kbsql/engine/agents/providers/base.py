@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -20,6 +21,7 @@ from typing import Any, Protocol
 import httpx
 
 from kbsql.interface.errors import ProviderError
+from kbsql.interface.models import MASK
 
 
 class RunCancelled(Exception):
@@ -142,15 +144,21 @@ class HttpProvider:
 
     def __init__(self, model: dict[str, Any], connect_timeout: float = 10.0):
         self.model_name = str(model.get("model_name") or "")
-        self.api_key = (str(model.get("api_key") or "") or
-                        (os.environ.get(self.api_key_env) if self.api_key_env else None) or None)
         self.base_url = str(model.get("base_url") or model.get("api_base") or
                             self.default_base_url).rstrip("/")
+        self.api_key = str(model.get("api_key") or "") or self.env_key() or None
         self.connect_timeout = connect_timeout
 
+    def env_key(self) -> str | None:
+        """The environment's key (OPENAI_API_KEY...), only for the provider's own URL: an agent
+        whose descriptor names another base_url must not receive the server's key."""
+        if not self.api_key_env or self.base_url != self.default_base_url.rstrip("/"):
+            return None
+        return os.environ.get(self.api_key_env) or None
+
     def fail(self, what: str) -> ProviderError:
-        return ProviderError(f"{self.provider} model '{self.model_name}' at {self.base_url}: {what}",
-                             title="Model provider error")
+        return ProviderError(f"{self.provider} model '{self.model_name}' at {self.base_url}: "
+                             f"{scrub_secret(what, self.api_key)}", title="Model provider error")
 
     def timeout(self, control: RunControl | None) -> httpx.Timeout:
         budget = max(0.5, control.remaining()) if control is not None else 30.0
@@ -185,6 +193,18 @@ class HttpProvider:
             if control.cancelled:
                 raise RunCancelled("the client stopped listening") from exc
             raise self.fail(f"request failed ({type(exc).__name__}: {exc})") from exc
+
+
+_SECRET_LIKE = re.compile(r"\b(sk-(?:ant-)?[A-Za-z0-9_\-]{6,})")
+
+
+def scrub_secret(text: str, api_key: str | None) -> str:
+    """Provider error text with the key masked: a provider (or a proxy in front of it) may
+    echo the key it refused, and this text reaches the /completions answer and the stream's
+    error chunk. Anything shaped like an OpenAI/Anthropic key (`sk-...`) is masked too."""
+    if api_key:
+        text = text.replace(api_key, MASK)
+    return _SECRET_LIKE.sub(MASK, text)
 
 
 def error_text(response: httpx.Response) -> str:
