@@ -204,6 +204,13 @@ async def _close_on_disconnect(chunks: Iterator[dict[str, Any]], request: Reques
         return
     while (await request.receive())["type"] != "http.disconnect":
         pass
+    _close_quietly(chunks)
+
+
+def _close_quietly(chunks: Iterator[dict[str, Any]]) -> None:
+    """Stop the run behind `chunks`. Synchronous on purpose: on a disconnect the caller's
+    scope is cancelled, so an await would never run; the agent stream's close() is
+    thread-safe and quick (it cancels the run and closes an open provider stream)."""
     close = getattr(chunks, "close", None)
     if close is not None:
         try:
@@ -236,12 +243,4 @@ async def _stream_events(chunks: Iterator[dict[str, Any]],
             yield line
     finally:
         watcher.cancel()
-        close = getattr(chunks, "close", None)
-        if close is not None:
-            # synchronous on purpose: on a disconnect this scope is cancelled, so an await here
-            # would never run close(); the agent stream's close() is thread-safe and quick
-            # (it cancels the run and closes an open provider stream)
-            try:
-                close()
-            except ValueError:  # a plain generator still executing in the worker thread
-                pass
+        _close_quietly(chunks)

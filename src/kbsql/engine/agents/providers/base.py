@@ -13,7 +13,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -226,3 +226,16 @@ def stream_error(body: Any) -> str | None:
     if isinstance(err, str):
         return err
     return None
+
+
+def function_tools_body(model_name: str | None, system: str, wire_messages: Iterable[dict[str, Any]],
+                        tools: list[ToolSpec]) -> dict[str, Any]:
+    """A streamed chat request in the OpenAI shape (system message first, tools as
+    `{"type": "function", ...}`), which Ollama's `/api/chat` speaks too."""
+    body: dict[str, Any] = {"model": model_name, "stream": True,
+                            "messages": [{"role": "system", "content": system}, *wire_messages]}
+    if tools:
+        body["tools"] = [{"type": "function", "function": {
+            "name": t.name, "description": t.description, "parameters": t.parameters}}
+            for t in tools]
+    return body

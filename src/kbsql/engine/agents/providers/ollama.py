@@ -18,6 +18,7 @@ from kbsql.engine.agents.providers.base import (
     ToolSpec,
     Turn,
     error_text,
+    function_tools_body,
     parse_arguments,
     stream_error,
 )
@@ -42,13 +43,7 @@ class OllamaProvider(HttpProvider):
 
     def chat(self, system: str, messages: list[Message], tools: list[ToolSpec],
              control: RunControl) -> Turn:
-        body: dict[str, Any] = {"model": self.model_name, "stream": True,
-                                "messages": [{"role": "system", "content": system},
-                                             *map(wire_message, messages)]}
-        if tools:
-            body["tools"] = [{"type": "function", "function": {
-                "name": t.name, "description": t.description, "parameters": t.parameters}}
-                for t in tools]
+        body = function_tools_body(self.model_name, system, map(wire_message, messages), tools)
         text: list[str] = []
         calls: list[ToolCall] = []
         with self.open_stream("/api/chat", body, control) as response:
