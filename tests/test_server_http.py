@@ -148,3 +148,30 @@ def test_default_model_from_server_environment(tmp_path):
                 assert "openai" in body["detail"] and "gpt-test" in body["detail"]
     finally:
         stop_server(proc)
+
+
+def test_default_model_key_from_the_environment_is_never_handed_out(tmp_path):
+    """An agent created without a model runs on the configured default; the server's key
+    for it is neither answered, nor listed, nor copied into the catalog."""
+    secret = "sk-envsecret123456"
+    env = {"KBSQL_DEFAULT_MODEL_PROVIDER": "kbsql", "KBSQL_DEFAULT_MODEL_NAME": "retrieval",
+           "KBSQL_DEFAULT_MODEL_API_KEY": secret}
+    proc, url = start_server(tmp_path / "d", env=env)
+    try:
+        with httpx.Client(base_url=url) as http:
+            created = http.post("/api/projects/mindsdb/agents", json={"agent": {"name": "a1"}})
+            assert created.status_code == 201
+            model = created.json()["model"]
+            assert model["provider"] == "kbsql" and model["model_name"] == "retrieval"
+            assert set(model["api_key"]) == {"*"}
+            listed = http.get("/api/projects/mindsdb/agents").text
+            shown = http.post("/api/sql/query", json={"query": "SHOW AGENTS"}).text
+            answer = http.post("/api/projects/mindsdb/agents/a1/completions",
+                               json={"messages": [{"question": "hi", "answer": ""}]})
+            assert answer.status_code == 200  # the agent still runs on the default model
+            for text in (created.text, listed, shown):
+                assert secret not in text
+        catalog = (tmp_path / "d" / "catalog.sqlite").read_bytes()
+        assert secret.encode() not in catalog
+    finally:
+        stop_server(proc)

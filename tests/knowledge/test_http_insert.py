@@ -67,7 +67,9 @@ def test_client_insert_counts_stored_rows_on_both_transports(client) -> None:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         assert client.knowledge_bases.insert("kb", frame, batch_size=2) == 2
-    if client.is_embedded:  # in-process the user is told; a server logs it instead
-        assert any("skipped" in str(w.message) for w in caught)
+    # the user is told, embedded and remote alike, and the warning points at their line
+    skipped = [w for w in caught if "skipped" in str(w.message)]
+    assert len(skipped) == 1 and "1 of 3 rows" in str(skipped[0].message)
+    assert skipped[0].filename == __file__
     rows = client.sql("SELECT id, chunk_content FROM kb").to_pandas()
     assert sorted(rows.itertuples(index=False, name=None)) == [("1", "kept"), ("2", "two"), ("3", "three")]

@@ -27,10 +27,8 @@ def _contents(engine: Engine, name: str = "kb") -> dict[str, str]:
 def test_sql_insert_of_null_or_blank_content_keeps_the_stored_document(engine: Engine) -> None:
     _kb(engine)
     sql(engine, "INSERT INTO kb (id, content) VALUES (1, 'first'), (2, 'second')")
-    with pytest.warns(UserWarning, match="1 of 1 rows had no content"):
-        assert sql(engine, "INSERT INTO kb (id, content) VALUES (2, NULL)").affected_rows == 0
-    with pytest.warns(UserWarning, match="2 of 3 rows"):
-        result = sql(engine, "INSERT INTO kb (id, content) VALUES (1, '   '), (2, ''), (3, 'third')")
+    assert sql(engine, "INSERT INTO kb (id, content) VALUES (2, NULL)").affected_rows == 0
+    result = sql(engine, "INSERT INTO kb (id, content) VALUES (1, '   '), (2, ''), (3, 'third')")
     assert result.affected_rows == 1
     assert _contents(engine) == {"1": "first", "2": "second", "3": "third"}
 
@@ -40,8 +38,7 @@ def test_dataframe_with_nan_content_skips_those_rows(engine: Engine) -> None:
     engine.insert_rows(record, [{"id": 1, "title": "old title", "body": "old body"}])
     frame = pd.DataFrame({"id": [1, 2, 3], "title": [np.nan, "new two", None],
                           "body": [np.nan, np.nan, "  "]})
-    with pytest.warns(UserWarning, match="2 of 3 rows"):
-        assert engine.insert_rows(record, frame) == 1
+    assert engine.insert_rows(record, frame) == 1  # the count says it; the client warns
     rows = table(engine, "SELECT id, chunk_content FROM kb")
     assert sorted((r["id"], r["chunk_content"]) for r in rows) == [
         ("1", "old body"), ("1", "old title"), ("2", "new two")]
@@ -49,8 +46,7 @@ def test_dataframe_with_nan_content_skips_those_rows(engine: Engine) -> None:
 
 def test_a_skipped_row_does_not_undo_an_earlier_row_of_the_same_id(engine: Engine) -> None:
     record = _kb(engine)
-    with pytest.warns(UserWarning):
-        count = engine.insert_rows(record, [{"id": 5, "content": "kept"}, {"id": 5, "content": None}])
+    count = engine.insert_rows(record, [{"id": 5, "content": "kept"}, {"id": 5, "content": None}])
     assert count == 1 and _contents(engine) == {"5": "kept"}
 
 
@@ -153,3 +149,76 @@ def test_negative_limit_and_out_of_range_alpha_are_sql_errors(engine: Engine) ->
         assert "hybrid_search_alpha" in message
     assert len(table(engine, "SELECT id FROM kb WHERE content = 'row' AND hybrid_search_alpha = 1")) == 3
     assert table(engine, "SELECT id FROM kb LIMIT 0") == []
+
+
+# quoted column names in INSERT (second review A) --------------------------------------------
+def test_insert_with_backtick_quoted_columns_stores_their_values(engine: Engine) -> None:
+    _kb(engine, name="ks", content_columns=["body"], metadata_columns=["my col", "Year"])
+    assert sql(engine, "INSERT INTO ks (id, body, `my col`, `Year`) "
+                       "VALUES (2, 'hi', 'q', 2020)").affected_rows == 1
+    assert sql(engine, "INSERT INTO ks (`id`, `body`) VALUES (77, 'quoted id')").affected_rows == 1
+    assert sql(engine, "INSERT INTO ks (`id`, `body`, `my col`) SELECT 78, 'sel', 'zz'").affected_rows == 1
+    rows = {r["id"]: r for r in table(engine, "SELECT id, chunk_content, metadata FROM ks")}
+    assert set(rows) == {"2", "77", "78"}  # `id` named the id, not an md5 of the content
+    assert {k: rows["2"]["metadata"][k] for k in ("my col", "Year")} == {"my col": "q", "Year": 2020}
+    assert rows["77"]["chunk_content"] == "quoted id" and rows["78"]["metadata"]["my col"] == "zz"
+
+
+def test_unquote_identifier_takes_off_one_layer_and_undoubles() -> None:
+    from kbsql.engine.sql.kb_statements import unquote_identifier
+
+    assert unquote_identifier("`my col`") == "my col"
+    assert unquote_identifier('"a""b"') == 'a"b'
+    assert unquote_identifier("`x``y`") == "x`y"
+    assert unquote_identifier("plain") == "plain" and unquote_identifier("`") == "`"
+
+
+# preprocessing keys (second review C) ---------------------------------------------------------
+def _chunk_count(engine: Engine, text: str) -> int:
+    record = engine.catalog.knowledge_base("mindsdb", "kb")
+    engine.insert_rows(record, [{"id": 1, "content": text}])
+    return len(table(engine, "SELECT chunk_id FROM kb"))
+
+
+def test_flat_chunking_settings_take_effect(engine: Engine) -> None:
+    _kb(engine)
+    text = " ".join(f"word{i}" for i in range(40))  # ~270 characters: one chunk by default
+    assert _chunk_count(engine, text) == 1
+    sql(engine, "ALTER KNOWLEDGE_BASE kb USING preprocessing = {'chunk_size': 20, 'chunk_overlap': 2}")
+    assert _chunk_count(engine, text) > 10
+
+
+@pytest.mark.parametrize("preprocessing, unknown", [
+    ("{'text_chunking_config': {'chunksize': 10}}", "chunksize"),
+    ("{'chunk_sise': 10}", "chunk_sise"),
+    ("{'type': 'text_chunking', 'config': {'chunk_size': 10}}", "config")])
+def test_unknown_chunking_keys_are_refused_naming_the_accepted_ones(engine: Engine, preprocessing: str,
+                                                                    unknown: str) -> None:
+    _kb(engine, preprocessing={"text_chunking_config": {"chunk_size": 50, "chunk_overlap": 0}})
+    message = sql_error(engine, f"ALTER KNOWLEDGE_BASE kb USING preprocessing = {preprocessing}")
+    assert unknown in message and "chunk_size" in message and "chunk_overlap" in message
+    assert engine.catalog.knowledge_base("mindsdb", "kb").preprocessing == {
+        "text_chunking_config": {"chunk_size": 50, "chunk_overlap": 0}}  # unchanged
+    with pytest.raises(BadRequest, match="chunksize"):
+        _kb(engine, name="kb2", preprocessing={"text_chunking_config": {"chunksize": 10}})
+    with pytest.raises(BadRequest, match="both"):
+        _kb(engine, name="kb3", preprocessing={"chunk_size": 10, "text_chunking_config": {"chunk_size": 5}})
+
+
+# filters on undeclared metadata columns (second review D) -----------------------------------
+def test_filter_on_an_undeclared_metadata_column_is_an_error(engine: Engine) -> None:
+    record = _kb(engine, metadata_columns=["my col", "lang"])
+    engine.insert_rows(record, [{"id": 1, "content": "hi there", "my col": "q", "lang": "en"}])
+    message = sql_error(engine, "SELECT id FROM kb WHERE my_typo = 'q' AND content = 'hi'")
+    assert "my_typo" in message and "my col" in message and "lang" in message
+    assert "my_typo" in sql_error(engine, "DELETE FROM kb WHERE my_typo = 'q'")
+    found = table(engine, "SELECT id FROM kb WHERE `my col` = 'q' AND content = 'hi'")
+    assert [r["id"] for r in found] == ["1"]
+    assert [r["id"] for r in table(engine, "SELECT id FROM kb WHERE content_column = 'content'")] == ["1"]
+
+
+def test_filter_on_any_column_passes_when_metadata_is_inferred(engine: Engine) -> None:
+    record = _kb(engine)
+    engine.insert_rows(record, [{"id": 1, "content": "hi there", "lang": "en"}])
+    assert table(engine, "SELECT id FROM kb WHERE my_typo = 'q'") == []
+    assert [r["id"] for r in table(engine, "SELECT id FROM kb WHERE lang = 'en'")] == ["1"]

@@ -140,3 +140,15 @@ def test_an_unknown_reranker_is_refused_and_nothing_is_sent(engine: Engine, fake
         engine.create_knowledge_base("mindsdb", {"name": "kb2", "reranking_model": reranker,
                                                  "embedding_model": {"provider": "kbsql",
                                                                      "model_name": "hash-64"}})
+
+
+@pytest.mark.parametrize("provider", ["azure_openai", "vllm", "lmstudio", "llamacpp", "openai_compatible"])
+@pytest.mark.parametrize("role", ["embedding_model", "reranking_model"])
+def test_openai_style_providers_other_than_openai_need_a_base_url(engine, provider, role):
+    """Without a base_url only `openai` means api.openai.com; another provider's key is never
+    sent there by guess: the create fails naming the provider, and nothing is stored."""
+    descriptor = {"provider": provider, "model_name": "m", "api_key": "az-secret"}
+    with pytest.raises(ProviderError, match=f"'{provider}'.*needs a base_url") as exc:
+        engine.create_knowledge_base("mindsdb", {"name": "kb", role: descriptor})
+    assert "az-secret" not in str(exc.value)
+    assert engine.list_knowledge_bases("mindsdb") == []

@@ -112,3 +112,34 @@ def test_information_schema_knowledge_bases_joins_with_other_tables(engine: Engi
     got = rows(engine, "SELECT k.NAME, d.TYPE FROM information_schema.knowledge_bases k "
                        "JOIN information_schema.databases d ON d.NAME = k.PROJECT")
     assert got == [["kb_joined", "project"]]
+
+
+def test_row_values_are_lists_in_rows_and_frames(engine: Engine) -> None:
+    result = engine.query("SELECT (1, 2) AS x, row(1, 'a') AS y", {})
+    assert result.type == "table", getattr(result, "error_message", result)
+    assert result.data == [[[1, 2], [1, "a"]]]
+    assert result.frame.to_dict("records") == [{"x": [1, 2], "y": [1, "a"]}]
+    nested = engine.query("SELECT list_value(row(1, 2), NULL, row(3, 4)) AS l, "
+                          "row(CAST('2020-01-02' AS DATE), row(5, 6)) AS r", {})
+    assert nested.data == [[[[1, 2], None, [3, 4]], ["2020-01-02", [5, 6]]]]
+    assert nested.frame.iloc[0].tolist() == nested.data[0]
+
+
+def test_row_values_over_http_are_200_tables(server_url: str) -> None:
+    for query in ("SELECT (1, 2) AS x", "SELECT row(1, 2)"):
+        response = httpx.post(f"{server_url}/api/sql/query", json={"query": query, "context": {}})
+        assert response.status_code == 200, response.text
+        body = response.json()
+        assert body["type"] == "table" and body["data"] == [[[1, 2]]]
+
+
+def test_a_column_that_cannot_be_converted_is_an_sql_error(engine: Engine, monkeypatch) -> None:
+    from kbsql.engine.sql import results
+
+    def broken(array):
+        raise ValueError("cannot convert this")
+
+    monkeypatch.setattr(results, "_python_values", broken)
+    result = engine.query("SELECT (1, 2) AS x", {})
+    assert result.type == "error"
+    assert "'x'" in result.error_message and "cannot convert" in result.error_message

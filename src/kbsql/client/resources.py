@@ -6,6 +6,7 @@ contract names the fields; `project=` overrides the client's current project.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -83,13 +84,20 @@ class KnowledgeBases:
         project = self._client.project_of(project)
         insert_local = getattr(self._client.api, "insert_rows_local", None)
         if insert_local is not None:
-            return insert_local(project, name, rows, progress=progress)
-        total = 0
-        for batch in iter_row_batches(rows, batch_size):
-            answer = self._client.api.insert_knowledge_base_rows(project, name, batch)
-            # kbsql says how many rows it stored; a server that does not is taken at its word
-            total += int(answer.get("inserted_rows", len(batch)))
-        return total
+            sent = len(rows) if hasattr(rows, "__len__") else None
+            stored = insert_local(project, name, rows, progress=progress)
+        else:
+            sent = stored = 0
+            for batch in iter_row_batches(rows, batch_size):
+                answer = self._client.api.insert_knowledge_base_rows(project, name, batch)
+                sent += len(batch)
+                # kbsql says how many rows it stored; a server that does not is taken at its word
+                stored += int(answer.get("inserted_rows", len(batch)))
+        if sent is not None and stored < sent:
+            warnings.warn(f"{sent - stored} of {sent} rows had no content (null, NaN or blank) "
+                          f"and were skipped; stored documents with their ids were kept",
+                          stacklevel=2)
+        return stored
 
 
 class Agents:

@@ -17,7 +17,7 @@ from typing import Any
 from kbsql import __version__
 from kbsql.engine import validate
 from kbsql.engine.agents.runtime import AgentRuntime
-from kbsql.engine.catalog import Catalog, KbRecord
+from kbsql.engine.catalog import AgentRecord, Catalog, KbRecord
 from kbsql.engine.config import EngineConfig
 from kbsql.engine.knowledge.service import KnowledgeService
 from kbsql.engine.sql.executor import SqlExecutor
@@ -142,33 +142,36 @@ class Engine:
         body = validate.require_object(body, "agent")
         name = validate.name(body.get("name"), "agent")
         self.catalog.project(project)
-        model = validate.model(body.get("model"), "model") or dict(self.config.default_model)
+        # no model: store None, meaning "the configured default", resolved at run time, so
+        # the server's own key is never copied into the agent (nor shown, nor kept stale)
+        model = validate.model(body.get("model"), "model")
         data = validate.agent_data(body.get("data"))
         prompt = validate.prompt_template(body.get("prompt_template"))
         self.catalog.check_name_free(project, name, "agent")  # before the model call
-        self.agents.check_model(model)
-        return agent(self.catalog.create_agent(project, name, model, data, prompt))
+        self.agents.check_model(model or self.config.default_model)
+        return self._agent(self.catalog.create_agent(project, name, model, data, prompt))
+
+    def _agent(self, record: AgentRecord) -> Agent:
+        return agent(record, self.config.default_model)
 
     def get_agent(self, project: str, name: str) -> Agent:
-        return agent(self.catalog.agent(project, name))
+        return self._agent(self.catalog.agent(project, name))
 
     def list_agents(self, project: str) -> list[Agent]:
-        return [agent(r) for r in self.catalog.agents(project)]
+        return [self._agent(r) for r in self.catalog.agents(project)]
 
     def update_agent(self, project: str, name: str, body: dict[str, Any]) -> Agent:
         body = validate.require_object(body, "agent")
         record = self.catalog.agent(project, name)
         new_name = validate.name(body["name"], "agent") if body.get("name") else record.name
         model = validate.model(body.get("model"), "model") if "model" in body else record.model
-        if model is None:
-            model = dict(self.config.default_model)
         data = validate.agent_data(body["data"]) if "data" in body else record.data
         prompt = (validate.prompt_template(body["prompt_template"]) if "prompt_template" in body
                   else record.prompt_template)
         self.catalog.check_name_free(project, new_name, "agent", record.id)
         if model != record.model:
-            self.agents.check_model(model)
-        return agent(self.catalog.update_agent(record, new_name, model, data, prompt))
+            self.agents.check_model(model or self.config.default_model)
+        return self._agent(self.catalog.update_agent(record, new_name, model, data, prompt))
 
     def delete_agent(self, project: str, name: str) -> None:
         self.catalog.delete_agent(self.catalog.agent(project, name))

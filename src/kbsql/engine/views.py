@@ -49,10 +49,15 @@ def knowledge_base(record: KbRecord, view: KbView = "get") -> KnowledgeBase:
     return KnowledgeBase.from_json(knowledge_base_json(record, view))
 
 
-def agent_json(record: AgentRecord) -> dict[str, Any]:
-    """The agent object; the contract returns its api_key as sent."""
-    return {key: getattr(record, key) for key in Agent.FIELDS}
+def agent_json(record: AgentRecord, default_model: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The agent object. The contract returns an api_key *as sent*; an agent created without
+    a model runs on the configured default, which is shown with its key masked: that key
+    came from the server's configuration, not from the caller."""
+    out = {key: getattr(record, key) for key in Agent.FIELDS}
+    if record.model is None and default_model is not None:
+        out["model"] = ModelDescriptor(dict(default_model)).masked()
+    return out
 
 
-def agent(record: AgentRecord) -> Agent:
-    return Agent.from_json(agent_json(record))
+def agent(record: AgentRecord, default_model: dict[str, Any] | None = None) -> Agent:
+    return Agent.from_json(agent_json(record, default_model))

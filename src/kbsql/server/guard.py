@@ -33,7 +33,7 @@ App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 LOOPBACK_NAMES = {"localhost", "127.0.0.1", "::1"}
 JSON_TYPES = {"application/json"}
-FILE_TYPES = {"application/json", "text/csv", "application/octet-stream",
+FILE_TYPES = {"text/csv", "application/octet-stream",
               "application/vnd.apache.parquet", "application/x-parquet", "application/parquet", ""}
 FILES_PREFIX = "/api/files/"
 
@@ -92,7 +92,8 @@ class RequestGuard:
             name = _host_of(host).lower()
             if not (is_loopback_host(name) or name == self.bind_host):
                 return (403, "Forbidden host",
-                        f"Host {host!r} is not this server's loopback address")
+                        f"Host {host!r} is not this server's loopback address: connect through "
+                        "127.0.0.1 or localhost (or bind the server to another address)")
         origin = headers.get("origin")
         if origin is not None and not self.origin_allowed(origin):
             return (403, "Forbidden origin",
@@ -104,8 +105,10 @@ class RequestGuard:
             allowed = FILE_TYPES if files else JSON_TYPES
             if media not in allowed:
                 shown = media or "none"
+                wanted = ("a Parquet file (application/octet-stream or a parquet type) or "
+                          "text/csv") if files else "application/json"
                 return (415, "Unsupported media type",
-                        f"Content-Type {shown!r} is not accepted here: send application/json")
+                        f"Content-Type {shown!r} is not accepted here: send {wanted}")
         return None
 
     def origin_allowed(self, origin: str) -> bool:

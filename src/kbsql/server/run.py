@@ -24,7 +24,8 @@ def serve(host: str = "127.0.0.1", port: int = 47334, data_dir: str | None = Non
     app = build_app(engine, bind_host=host, allowed_origins=allowed_origins)
     config = uvicorn.Config(app, log_level=log_level, access_log=False, timeout_graceful_shutdown=5)
     server = uvicorn.Server(config)
-    print(f"kbsql serving on http://{host}:{bound_port} (data: {engine.data_dir})", flush=True)
+    shown = f"[{host}]" if ":" in host else host  # an IPv6 address needs brackets in a URL
+    print(f"kbsql serving on http://{shown}:{bound_port} (data: {engine.data_dir})", flush=True)
     try:
         server.run(sockets=[sock])
     finally:

@@ -19,6 +19,17 @@ DEFAULT_SEPARATORS = ("\n\n", "\n", " ", "")
 SOURCE = "TextChunkingPreprocessor"
 
 
+_CONF_KEYS = frozenset({"chunk_size", "chunk_overlap", "separators"})
+_TOP_KEYS = frozenset({"type", "text_chunking_config"})
+
+
+def _known_keys(given: dict[str, Any], accepted: frozenset[str], where: str) -> None:
+    unknown = sorted(str(k) for k in given if k not in accepted)
+    if unknown:
+        raise BadRequest(f"{where} has unknown key(s) {unknown}; accepted: {sorted(accepted)}",
+                         title="Invalid parameter")
+
+
 @dataclass(frozen=True)
 class ChunkingConfig:
     chunk_size: int = 1000
@@ -27,9 +38,20 @@ class ChunkingConfig:
 
     @classmethod
     def from_preprocessing(cls, preprocessing: dict[str, Any] | None) -> ChunkingConfig:
-        """Read `{"type": "text_chunking", "text_chunking_config": {...}}` (the reference's form)."""
+        """Read `{"type": "text_chunking", "text_chunking_config": {...}}` (the reference's form).
+
+        As a convenience the settings may also sit at the top level
+        (`{"chunk_size": 500, "chunk_overlap": 50}`), but not both ways at once. Any other key,
+        at either level, is refused naming the accepted ones: a misspelt setting silently
+        ignored would leave the user with chunks they did not ask for.
+        """
         if not preprocessing:
             return cls()
+        if not isinstance(preprocessing, dict):
+            raise BadRequest("preprocessing must be an object such as {\"type\": \"text_chunking\", "
+                             "\"text_chunking_config\": {\"chunk_size\": 1000}}",
+                             title="Invalid parameter")
+        _known_keys(preprocessing, _TOP_KEYS | _CONF_KEYS, "preprocessing")
         kind = preprocessing.get("type", "text_chunking")
         if kind != "text_chunking":
             raise BadRequest(f"preprocessing type {kind!r} is not supported: use 'text_chunking'",
@@ -38,6 +60,12 @@ class ChunkingConfig:
         if not isinstance(conf, dict):
             raise BadRequest("preprocessing.text_chunking_config must be an object",
                              title="Invalid parameter")
+        _known_keys(conf, _CONF_KEYS, "preprocessing.text_chunking_config")
+        flat = {k: v for k, v in preprocessing.items() if k in _CONF_KEYS}
+        if flat and conf:
+            raise BadRequest(f"preprocessing sets {sorted(flat)} both at the top level and in "
+                             "text_chunking_config: use one place", title="Invalid parameter")
+        conf = conf or flat
         size = _whole(conf.get("chunk_size", 1000), "chunk_size")
         overlap = _whole(conf.get("chunk_overlap", 200), "chunk_overlap")
         separators = conf.get("separators") or DEFAULT_SEPARATORS

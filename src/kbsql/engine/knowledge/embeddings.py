@@ -110,7 +110,7 @@ class OpenAIEmbedder:
     def __init__(self, descriptor: dict[str, Any]):
         self.provider = str(descriptor.get("provider"))
         self.model_name = str(descriptor.get("model_name") or "text-embedding-3-small")
-        self.base_url = remote.openai_base(descriptor.get("base_url") or descriptor.get("api_base"))
+        self.base_url = remote.openai_base(descriptor)
         self.api_key = descriptor.get("api_key")
         self.dimensions = descriptor.get("dimensions")
 

@@ -26,10 +26,18 @@ def client() -> httpx.Client:
     return _client
 
 
-def openai_base(base_url: Any) -> str:
-    """An OpenAI-style base URL ends with the API version path; a bare host gets `/v1`."""
+def openai_base(descriptor: dict[str, Any]) -> str:
+    """The OpenAI-style base URL of a model descriptor (`base_url` or `api_base`), ending
+    with the API version path (a bare host gets `/v1`). Only provider `openai` may omit it
+    and mean api.openai.com: any other provider (azure_openai, vllm, lmstudio, ...) without
+    a URL is an error, never a guess that would send its key to OpenAI."""
+    base_url = descriptor.get("base_url") or descriptor.get("api_base")
     if not base_url:
-        return OPENAI_BASE
+        provider = str(descriptor.get("provider") or "")
+        if provider.lower() == "openai":
+            return OPENAI_BASE
+        raise ProviderError(f"Provider '{provider}' (model '{descriptor.get('model_name')}') "
+                            "needs a base_url: only provider 'openai' defaults to api.openai.com")
     url = str(base_url).rstrip("/")
     return url if urlsplit(url).path not in ("", "/") else url + "/v1"
 

@@ -42,7 +42,7 @@ class Reranker:
                 raise ProviderError(f"Reranking provider '{self.provider}' model '{self.model_name}' "
                                     "needs a base_url")
         else:
-            self.base_url = remote.openai_base(descriptor.get("base_url") or descriptor.get("api_base"))
+            self.base_url = remote.openai_base(descriptor)
         self.what = f"Reranking provider '{self.provider}' model '{self.model_name}'"
 
     def score(self, query: str, documents: list[str]) -> list[float]:

@@ -13,7 +13,6 @@ import json
 import logging
 import shutil
 import threading
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -112,7 +111,7 @@ class KnowledgeService:
     def insert(self, record: KbRecord, rows: Any, progress: bool | None = None) -> int:
         """Insert rows (list of dicts or a DataFrame) atomically; returns the rows stored.
         Re-inserted ids replace their document's chunks (upsert). Rows whose content
-        columns are all null/NaN/blank are skipped, with a warning: they leave any stored
+        columns are all null/NaN/blank are skipped (logged; the client warns): they leave any stored
         document of their id untouched and are not counted."""
         if not hasattr(rows, "__len__"):  # a generator of dicts
             rows = list(rows)
@@ -166,8 +165,7 @@ class KnowledgeService:
             message = (f"{skipped} of {total} rows had no content in {chunker.content_columns} "
                        f"(null, NaN or blank) and were skipped; stored documents with their ids "
                        f"were kept")
-            log.info("insert into %s: %s", record.name, message)
-            warnings.warn(message, stacklevel=2)
+            log.info("insert into %s: %s", record.name, message)  # the client tells its user
         return total - skipped
 
     @staticmethod

@@ -12,6 +12,7 @@ from typing import Any
 
 from mindsdb_sql_parser import ast
 
+from kbsql.engine.knowledge.ingest import INTERNAL_KEYS
 from kbsql.engine.knowledge.search import Filter, SearchRequest
 from kbsql.interface.errors import SqlError
 
@@ -70,7 +71,30 @@ def count(node: ast.ASTNode, what: str) -> int:
     return value
 
 
-def search_request(where: ast.ASTNode | None, limit: ast.ASTNode | None = None) -> SearchRequest:
+_ROW_COLUMNS = ("id", "chunk_id", "chunk_content", "content")
+
+
+def check_filter_columns(filters: list[Filter], metadata_columns: list[str] | None) -> None:
+    """Refuse a filter on a column the knowledge base cannot hold.
+
+    Only when `metadata_columns` were declared: then a chunk's metadata has exactly those keys
+    (plus the internal ones), and a filter on any other name would quietly match nothing,
+    which is how a typo looks. With inferred metadata any key may exist, so all pass.
+    """
+    if metadata_columns is None:
+        return
+    known = set(metadata_columns) | INTERNAL_KEYS
+    for f in filters:
+        if f.column.lower() not in _ROW_COLUMNS and f.column not in known:
+            raise SqlError(f"Unknown column {f.column!r} in a knowledge-base condition: the columns "
+                           f"are {list(_ROW_COLUMNS[:3])}, the metadata columns {list(metadata_columns)} "
+                           f"and the chunk keys {sorted(INTERNAL_KEYS)}")
+
+
+def search_request(where: ast.ASTNode | None, limit: ast.ASTNode | None = None,
+                   metadata_columns: list[str] | None = None) -> SearchRequest:
+    """The search a WHERE clause asks for; `metadata_columns` (declared, or None when inferred)
+    lets a filter on an unknown column be refused rather than match nothing."""
     request = SearchRequest()
     for column, op, value in comparisons(where):
         name = column.lower()
@@ -98,6 +122,7 @@ def search_request(where: ast.ASTNode | None, limit: ast.ASTNode | None = None) 
             raise SqlError("filter on relevance (>=, >), not on distance")
         else:
             request.filters.append(Filter(column, op, value))
+    check_filter_columns(request.filters, metadata_columns)
     if limit is not None:
         request.limit = count(limit, "LIMIT")
     return request

@@ -58,7 +58,7 @@ def handle(engine: Engine, statement: ast.ASTNode, ctx: dict[str, Any]) -> SqlRe
         record = _find(engine, statement.table, ctx)
         if record is None:
             return None
-        request = search_request(statement.where)
+        request = search_request(statement.where, metadata_columns=record.metadata_columns)
         if request.query is not None or request.min_relevance is not None or request.hybrid:
             raise SqlError("DELETE FROM a knowledge base filters on id and metadata columns; "
                            "`content = '...'` and relevance are search terms, not filters")
@@ -218,7 +218,7 @@ def _select(engine: Engine, statement: ast.Select, ctx: dict[str, Any]) -> SqlRe
     if statement.group_by or statement.having or statement.order_by or statement.distinct:
         raise SqlError("GROUP BY / HAVING / ORDER BY / DISTINCT on a knowledge base are not supported: "
                        "results come best first")
-    request = search_request(statement.where, statement.limit)
+    request = search_request(statement.where, statement.limit, record.metadata_columns)
     offset = count(statement.offset, "OFFSET") if statement.offset is not None else 0
     if offset and (request.limit is not None or request.query is not None):
         request.limit = (DEFAULT_LIMIT if request.limit is None else request.limit) + offset
@@ -269,11 +269,26 @@ def _insert(engine: Engine, record: KbRecord, statement: ast.Insert, ctx: dict[s
 
 
 def _column_names(columns: list[Any]) -> list[str]:
-    names = [str(c.name) if hasattr(c, "name") else str(c.parts[-1]) for c in columns]
+    """The INSERT column list as plain names.
+
+    mindsdb_sql_parser hands the list over as `TableColumn`s whose `name` is the raw token,
+    backticks included (`Identifier` parts are clean, `TableColumn` names are not), so the
+    quotes come off here: one layer of ` or ", doubled inner quotes undoubled.
+    """
+    names = [unquote_identifier(str(c.name)) if hasattr(c, "name") else str(c.parts[-1])
+             for c in columns]
     repeated = sorted({n for n in names if names.count(n) > 1})
     if repeated:
         raise SqlError(f"INSERT names the column(s) {repeated} more than once")
     return names
+
+
+def unquote_identifier(name: str) -> str:
+    """`my col` -> my col, "a""b" -> a"b; an unquoted name is returned as it is."""
+    if len(name) >= 2 and name[0] == name[-1] and name[0] in "`\"":
+        quote = name[0]
+        return name[1:-1].replace(quote * 2, quote)
+    return name
 
 
 def search_frame(engine: Engine, project: str, kb_name: str, where_ast: ast.ASTNode | None,
@@ -289,7 +304,7 @@ def search_frame(engine: Engine, project: str, kb_name: str, where_ast: ast.ASTN
     import pandas as pd
 
     record = engine.catalog.knowledge_base(project, kb_name)
-    request = search_request(where_ast)
+    request = search_request(where_ast, metadata_columns=record.metadata_columns)
     if limit is not None:
         request.limit = int(limit)
         if request.limit < 0:

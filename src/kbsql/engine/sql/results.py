@@ -4,6 +4,11 @@ The rows (`data`) and the DataFrame (`frame`) are both derived from the Arrow ta
 first access: an embedded `to_pandas()` never builds Python rows, and an HTTP answer never
 builds a DataFrame. Types follow JSON: dates and timestamps become ISO strings, decimals
 numbers, NaN null (Arrow compute does the conversion per column, not per row).
+
+A struct whose fields have no names or repeat a name (a SQL row value: `SELECT (1, 2)`,
+`row(1, 2)`) has no faithful dict form, so it becomes a list of its values; other structs
+become dicts. Such columns are converted once, when the result is made, so a failure there is
+an SQL error answer and never a crash while the answer is being sent.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from kbsql.interface.errors import SqlError
 from kbsql.interface.results import TableResult
 
 
@@ -33,6 +39,62 @@ def json_column(column: pa.ChunkedArray) -> list[Any]:
     return column.to_pylist()
 
 
+def _row_like(kind: pa.DataType) -> bool:
+    """A struct whose field names cannot be dict keys: empty or repeated."""
+    names = [kind.field(i).name for i in range(kind.num_fields)]
+    return "" in names or len(set(names)) < len(names)
+
+
+def _needs_python(kind: pa.DataType) -> bool:
+    """Whether a type holds, at any depth, a struct that must become a list."""
+    if pa.types.is_struct(kind):
+        return _row_like(kind) or any(_needs_python(kind.field(i).type) for i in range(kind.num_fields))
+    if pa.types.is_map(kind):
+        return _needs_python(kind.key_type) or _needs_python(kind.item_type)
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_fixed_size_list(kind):
+        return _needs_python(kind.value_type)
+    return False
+
+
+def _python_values(array: pa.Array) -> list[Any]:
+    """Array -> Python values, row-like structs as lists (children converted column-wise)."""
+    kind = array.type
+    if not _needs_python(kind):
+        return json_column(pa.chunked_array([array], type=kind))
+    valid = array.is_valid().to_pylist()
+    if pa.types.is_struct(kind):
+        children = [_python_values(child) for child in array.flatten()]
+        names = [kind.field(i).name for i in range(kind.num_fields)]
+        as_list = _row_like(kind)
+        return [(list(values) if as_list else dict(zip(names, values, strict=True))) if ok else None
+                for ok, *values in zip(valid, *children, strict=True)] if children else \
+            [([] if as_list else {}) if ok else None for ok in valid]
+    # lists and maps: the flattened values of the valid rows, cut back by each row's length
+    flat = _python_values(array.flatten())
+    if pa.types.is_map(kind):  # a map reads as [(key, value), ...], as Arrow's own as_py does
+        flat = [tuple(item.values()) if isinstance(item, dict) else tuple(item) for item in flat]
+    if pa.types.is_fixed_size_list(kind):
+        lengths = [kind.list_size if ok else None for ok in valid]
+    else:
+        lengths = array.value_lengths().to_pylist()
+    out: list[Any] = []
+    at = 0
+    for length in lengths:
+        if length is None:
+            out.append(None)
+        else:
+            out.append(flat[at:at + length])
+            at += length
+    return out
+
+
+def _python_column(name: str, column: pa.ChunkedArray) -> list[Any]:
+    try:
+        return [value for chunk in column.chunks for value in _python_values(chunk)]
+    except Exception as exc:  # any failure is the user's to see as an SQL error, never a 500
+        raise SqlError(f"Column {name!r} of type {column.type} cannot be returned: {exc}") from exc
+
+
 def _decimal_float(column: pa.ChunkedArray) -> pa.ChunkedArray:
     """Through the decimal text, so 19.99 stays 19.99 (a binary cast gives 19.990000000000002)."""
     return pc.cast(pc.cast(column, pa.string()), pa.float64())
@@ -46,11 +108,14 @@ class ArrowTableResult(TableResult):
         self._data: list[list[Any]] | None = None
         self._frame: Any = None
         super().__init__(list(column_names or table.column_names), None, context)  # type: ignore[arg-type]
+        self._python = {i: _python_column(self.column_names[i], column)  # rare: row values
+                        for i, column in enumerate(table.columns) if _needs_python(column.type)}
 
     @property  # type: ignore[override]
     def data(self) -> list[list[Any]]:
         if self._data is None:
-            columns = [json_column(c) for c in self._table.columns]
+            columns = [self._python[i] if i in self._python else json_column(c)
+                       for i, c in enumerate(self._table.columns)]
             self._data = list(map(list, zip(*columns, strict=True))) if columns else []
         return self._data
 
@@ -61,8 +126,13 @@ class ArrowTableResult(TableResult):
     @property  # type: ignore[override]
     def frame(self) -> Any:
         if self._frame is None:
-            frame = self._table.to_pandas()
+            table = self._table
+            for i in self._python:  # Arrow would make dicts of them, losing repeated fields
+                table = table.set_column(i, table.field(i).name, pa.nulls(table.num_rows))
+            frame = table.to_pandas()
             frame.columns = list(self.column_names)
+            for i, values in self._python.items():
+                frame.isetitem(i, pd_object_series(values, frame.index))
             self._frame = frame
         return self._frame
 
@@ -76,6 +146,16 @@ class ArrowTableResult(TableResult):
 
     def __len__(self) -> int:
         return self._table.num_rows
+
+
+def pd_object_series(values: list[Any], index: Any) -> Any:
+    """A pandas object column holding `values` as they are (lists stay lists)."""
+    import pandas as pd
+
+    series = pd.Series([None] * len(values), index=index, dtype=object)
+    for at, value in enumerate(values):
+        series.iat[at] = value
+    return series
 
 
 def table_result(columns: dict[str, list[Any]], context: dict[str, Any]) -> ArrowTableResult:
