@@ -44,3 +44,25 @@ def test_loaded_once_per_process_even_from_threads(minilm) -> None:
     for t in threads:
         t.join()
     assert all(m is minilm for m in seen)
+
+
+def test_single_queries_from_many_threads_match_batched_vectors(minilm) -> None:
+    # short inputs split their products with a helper thread: callers on several threads at
+    # once share that helper and must still each get their own, exact vectors
+    texts = [t for t in REFERENCE["texts"] if len(t.split()) < 20][:4]
+    assert len(texts) >= 2
+    expected = minilm.encode(texts)
+    results: dict[int, list[np.ndarray]] = {i: [] for i in range(len(texts))}
+
+    def query(i: int) -> None:
+        for _ in range(10):
+            results[i].append(minilm.encode([texts[i]])[0])
+
+    threads = [threading.Thread(target=query, args=(i,)) for i in range(len(texts))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for i, vectors in results.items():
+        assert len(vectors) == 10
+        assert max(np.abs(v - expected[i]).max() for v in vectors) < 1e-5
