@@ -57,9 +57,10 @@ class Client:
             raise result.to_exception()
         return result
 
-    def query(self, query: str):
-        """Run a SELECT and return a DataFrame (DuckDB's `.df()` ergonomics)."""
-        result = self.sql(query)
+    def query(self, query: str, *, params: Mapping[str, Any] | None = None):
+        """Run a SELECT and return a DataFrame (DuckDB's `.df()` ergonomics); `params` binds
+        `:name` placeholders as `sql()` does."""
+        result = self.sql(query, params=params)
         if isinstance(result, TableResult):
             return result.to_pandas()
         import pandas as pd

@@ -19,7 +19,7 @@ from typing import Any
 def to_jsonable(value: Any) -> Any:
     """A `json.dumps` default: the JSON form of one non-native value."""
     if isinstance(value, (dt.datetime, dt.date, dt.time)):
-        return value.isoformat()
+        return None if value != value else value.isoformat()  # pandas' NaT is a "missing" datetime
     if isinstance(value, dt.timedelta):
         return value.total_seconds()
     if isinstance(value, decimal.Decimal):
