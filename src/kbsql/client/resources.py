@@ -11,7 +11,6 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from kbsql.interface.models import Agent, KnowledgeBase
-from kbsql.interface.stream import chunk_kind
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -144,12 +143,3 @@ class Agents:
         """Yield the completion stream's chunks (start, actions, steps, output, end)."""
         return self._client.api.stream(self._client.project_of(project), name,
                                        self.messages(question, history))
-
-    @staticmethod
-    def final_output(chunks: Iterable[dict[str, Any]]) -> str | None:
-        """The `output` of a consumed stream (None when it ended without one)."""
-        out = None
-        for chunk in chunks:
-            if chunk_kind(chunk) == "output":
-                out = chunk["output"]
-        return out

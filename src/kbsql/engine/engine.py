@@ -22,7 +22,6 @@ from kbsql.engine.config import EngineConfig
 from kbsql.engine.knowledge.service import KnowledgeService
 from kbsql.engine.sql.executor import SqlExecutor
 from kbsql.engine.views import agent, knowledge_base, knowledge_base_json
-from kbsql.interface.api import DEFAULT_PROJECT
 from kbsql.interface.errors import BadRequest
 from kbsql.interface.models import Agent, KnowledgeBase
 from kbsql.interface.results import SqlResult
@@ -190,9 +189,6 @@ class Engine:
                messages: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
         validate.messages(messages)
         return self.agents.stream(self.catalog.agent(project, agent), messages)
-
-    def current_project(self, context: dict[str, Any] | None) -> str:
-        return (context or {}).get("db") or DEFAULT_PROJECT
 
     # registered DataFrames (the built-in data source `df`) ---------------------------------
     def register_dataframe(self, name: str, frame: Any) -> int:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kbsql.engine.config import OFFLINE_MODEL, OFFLINE_PROVIDER
+from kbsql.engine.config import OFFLINE_PROVIDER
 
 MAX_ITERATIONS = 12
 WALL_TIME_S = 300.0
@@ -33,8 +33,3 @@ class RunLimits:
     def from_extra(cls, extra: dict[str, Any]) -> RunLimits:
         return cls(int(extra.get("agent_max_iterations") or MAX_ITERATIONS),
                    float(extra.get("agent_wall_time_s") or WALL_TIME_S))
-
-
-def is_offline(model: dict[str, Any]) -> bool:
-    return (str(model.get("provider", "")).lower() == OFFLINE_PROVIDER
-            and str(model.get("model_name") or OFFLINE_MODEL) == OFFLINE_MODEL)

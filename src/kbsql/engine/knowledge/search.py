@@ -19,13 +19,11 @@ import numpy as np
 
 from kbsql.engine.knowledge.store import metadata_expr
 from kbsql.interface.errors import BadRequest
-from kbsql.interface.results import KB_COLUMNS
 
 if TYPE_CHECKING:
     from kbsql.engine.knowledge.index import VectorIndex
     from kbsql.engine.knowledge.store import ChunkStore
 
-COLUMNS = list(KB_COLUMNS)  # the contract's order, declared in the interface
 DEFAULT_LIMIT = 10
 RERANK_THRESHOLD = 0.5
 SEARCH_ATTEMPTS = 4  # index-then-rows reads redone when a concurrent write removed rows between
@@ -209,7 +207,7 @@ def _ranked(store: ChunkStore, index: VectorIndex, query: np.ndarray, fetch: int
 
 def search(store: ChunkStore, index: VectorIndex, embedder: Any, reranker: Any,
            request: SearchRequest) -> list[list[Any]]:
-    """Semantic (optionally hybrid, optionally reranked) search; rows in COLUMNS order."""
+    """Semantic (optionally hybrid, optionally reranked) search; rows in KB_COLUMNS order."""
     check_request(request)
     if request.query is None:
         return plain_rows(store, request.filters, request.limit)

@@ -197,10 +197,6 @@ class KnowledgeService:
     def count(self, record: KbRecord) -> int:
         return self.handle(record).store.count()
 
-    def sample_rows(self, record: KbRecord, n: int = 5) -> list[list[Any]]:
-        """The first n chunks (for an agent's kb_info_tool)."""
-        return search_mod.plain_rows(self.handle(record).store, [], n)
-
     def updated_at(self, record: KbRecord, chunk_ids: list[str]) -> dict[str, str]:
         """chunk_id -> time of its insert (agent tools show it as `_updated_at`)."""
         if not chunk_ids:

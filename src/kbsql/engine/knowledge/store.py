@@ -62,9 +62,6 @@ def metadata_expr(column: str, alias: str = "") -> str:
     return f"json_extract({alias}metadata, '$.\"{literal}\"')"
 
 
-ChunkRow = tuple[str, str, str, str, bytes, str]  # id, chunk_id, content, metadata json, emb, updated_at
-
-
 class ChunkStore:
     """One SQLite file with two connections: a writer and a reader, each behind its own lock.
 

@@ -18,11 +18,11 @@ from mindsdb_sql_parser.ast.mindsdb import AlterKnowledgeBase, CreateKnowledgeBa
 
 from kbsql.engine import validate
 from kbsql.engine.catalog import KbRecord
-from kbsql.engine.knowledge.search import COLUMNS, DEFAULT_LIMIT
+from kbsql.engine.knowledge.search import DEFAULT_LIMIT
 from kbsql.engine.sql.kb_conditions import constant, count, search_request
 from kbsql.engine.views import knowledge_base_json
 from kbsql.interface.errors import NotFound, SqlError
-from kbsql.interface.results import OkResult, SqlResult, TableResult
+from kbsql.interface.results import KB_COLUMNS, OkResult, SqlResult, TableResult
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -230,16 +230,16 @@ def _select(engine: Engine, statement: ast.Select, ctx: dict[str, Any]) -> SqlRe
 def _project(targets: list[ast.ASTNode], rows: list[list[Any]]) -> tuple[list[str], list[list[Any]]]:
     """Keep the selected columns; a name that is not a result column reads a metadata key."""
     if len(targets) == 1 and isinstance(targets[0], ast.Star):
-        return list(COLUMNS), rows
+        return list(KB_COLUMNS), rows
     picks: list[tuple[str, int | str]] = []
     for target in targets:
         if isinstance(target, ast.Star):
-            picks.extend((c, i) for i, c in enumerate(COLUMNS))
+            picks.extend((c, i) for i, c in enumerate(KB_COLUMNS))
         elif isinstance(target, ast.Identifier):
             column = str(target.parts[-1])
             name = str(target.alias.parts[-1]) if target.alias is not None else column
             lowered = "chunk_content" if column.lower() == "content" else column.lower()
-            picks.append((name, COLUMNS.index(lowered) if lowered in COLUMNS else column))
+            picks.append((name, KB_COLUMNS.index(lowered) if lowered in KB_COLUMNS else column))
         else:
             raise SqlError(f"Only columns can be selected from a knowledge base, not {target.to_string()}")
     out = [[row[p] if isinstance(p, int) else (row[3] or {}).get(p) for _, p in picks] for row in rows]
@@ -309,4 +309,4 @@ def search_frame(engine: Engine, project: str, kb_name: str, where_ast: ast.ASTN
         request.limit = int(limit)
         if request.limit < 0:
             raise SqlError(f"LIMIT must be a whole number >= 0, not {limit}")
-    return pd.DataFrame(engine.knowledge.search(record, request), columns=COLUMNS)
+    return pd.DataFrame(engine.knowledge.search(record, request), columns=list(KB_COLUMNS))

@@ -156,8 +156,3 @@ def pd_object_series(values: list[Any], index: Any) -> Any:
     for at, value in enumerate(values):
         series.iat[at] = value
     return series
-
-
-def table_result(columns: dict[str, list[Any]], context: dict[str, Any]) -> ArrowTableResult:
-    """A small result made by the engine (SHOW ..., DESCRIBE ...)."""
-    return ArrowTableResult(pa.table(columns) if columns else pa.table({}), context)

@@ -17,7 +17,6 @@ from kbsql.engine.agents.providers.base import (
     ToolCall,
     ToolSpec,
     Turn,
-    error_text,
     parse_arguments,
     stream_error,
 )
@@ -38,12 +37,7 @@ class AnthropicProvider(HttpProvider):
         return headers
 
     def check(self) -> None:
-        response = self.request("GET", f"/v1/models/{self.model_name}")
-        if response.status_code == 404:
-            raise self.fail("no such model")
-        if response.status_code >= 400:
-            raise self.fail(f"model check refused with HTTP {response.status_code}: "
-                            f"{error_text(response)}")
+        self.checked("GET", f"/v1/models/{self.model_name}", missing="no such model")
 
     def chat(self, system: str, messages: list[Message], tools: list[ToolSpec],
              control: RunControl) -> Turn:

@@ -176,6 +176,18 @@ class HttpProvider:
             raise self.fail(f"cannot be reached ({type(exc).__name__}: {exc})") from exc
         return response
 
+    def checked(self, method: str, path: str, *, what: str = "model check",
+                missing: str | None = None, **kwargs: Any) -> httpx.Response:
+        """`request` for a model check: a 404 means `missing` (when given), any other
+        error status fails with the provider's own error text."""
+        response = self.request(method, path, **kwargs)
+        if missing is not None and response.status_code == 404:
+            raise self.fail(missing)
+        if response.status_code >= 400:
+            raise self.fail(f"{what} refused with HTTP {response.status_code}: "
+                            f"{error_text(response)}")
+        return response
+
     @contextmanager
     def open_stream(self, path: str, body: dict[str, Any],
                     control: RunControl) -> Iterator[httpx.Response]:

@@ -17,7 +17,6 @@ from kbsql.engine.agents.providers.base import (
     ToolCall,
     ToolSpec,
     Turn,
-    error_text,
     function_tools_body,
     parse_arguments,
     stream_error,
@@ -34,12 +33,8 @@ class OllamaProvider(HttpProvider):
             self.base_url = self.base_url[:-4]
 
     def check(self) -> None:
-        response = self.request("POST", "/api/show", json={"model": self.model_name})
-        if response.status_code == 404:
-            raise self.fail("no such model (pull it with `ollama pull`)")
-        if response.status_code >= 400:
-            raise self.fail(f"model check refused with HTTP {response.status_code}: "
-                            f"{error_text(response)}")
+        self.checked("POST", "/api/show", json={"model": self.model_name},
+                     missing="no such model (pull it with `ollama pull`)")
 
     def chat(self, system: str, messages: list[Message], tools: list[ToolSpec],
              control: RunControl) -> Turn:

@@ -17,7 +17,6 @@ from kbsql.engine.agents.providers.base import (
     ToolCall,
     ToolSpec,
     Turn,
-    error_text,
     function_tools_body,
     parse_arguments,
     stream_error,
@@ -33,10 +32,7 @@ class OpenAIProvider(HttpProvider):
         return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
 
     def check(self) -> None:
-        response = self.request("GET", "/models")
-        if response.status_code >= 400:
-            raise self.fail(f"model list refused with HTTP {response.status_code}: "
-                            f"{error_text(response)}")
+        response = self.checked("GET", "/models", what="model list")
         try:
             ids = [m.get("id") for m in response.json().get("data") or []]
         except (ValueError, AttributeError) as exc:
