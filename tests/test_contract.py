@@ -45,10 +45,10 @@ def test_bare_knowledge_base_create_get_list(client):
 def test_knowledge_base_full_create_masks_keys_and_echoes_storage(client):
     kb = client.knowledge_bases.create(
         "kb_full", embedding_model=HASH_MODEL,
-        storage={"database": "my_vectors", "table": "docs"},
+        storage={"database": "kbsql_faiss", "table": "docs"},
         content_columns=["body"], metadata_columns=["product"], id_column="doc_id")
     body = kb.to_json()
-    assert body["vector_database"] == "my_vectors"
+    assert body["vector_database"] == "kbsql_faiss"
     assert body["vector_database_table"] == "docs"
     assert body["embedding_model"]["provider"] == "kbsql"
     assert body["embedding_model"]["model_name"] == "hash-64"

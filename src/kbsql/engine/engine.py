@@ -38,7 +38,7 @@ class Engine:
         self.data_dir: Path = self.config.data_dir
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.catalog = Catalog(self.data_dir / "catalog.sqlite")
-        self.knowledge = KnowledgeService(self.data_dir, self.config)
+        self.knowledge = KnowledgeService(self.data_dir, self.config, self.catalog.find_datasource)
         self.sql = SqlExecutor(self)
         self.agents = AgentRuntime(self)
         self._closed = threading.Event()
@@ -98,9 +98,14 @@ class Engine:
                        "default_vector_storage": DEFAULT_VECTOR_DATABASE},
         }
         if existing is None:  # a duplicate is a 409 from the catalog; skip the provider call
+            self.knowledge.vector_source(spec["vector_database"])  # a storage that exists
             self.knowledge.check_models(spec)
         record = self.catalog.create_knowledge_base(project, name, spec)
-        self.knowledge.create_storage(record)
+        try:
+            self.knowledge.create_storage(record)
+        except BaseException:  # e.g. the pgvector server refused: nothing half-made stays
+            self.catalog.delete_knowledge_base(record)
+            raise
         return record
 
     def get_knowledge_base(self, project: str, name: str) -> KnowledgeBase:

@@ -9,57 +9,74 @@ before the call. The index catches up after the commit, and on every search.
 
 from __future__ import annotations
 
-import json
 import logging
 import shutil
 import threading
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from kbsql.engine.catalog import KbRecord, now
+from kbsql.engine.catalog import DatasourceRecord, KbRecord, now
 from kbsql.engine.config import EngineConfig
 from kbsql.engine.knowledge import search as search_mod
 from kbsql.engine.knowledge.embeddings import embedder_for
-from kbsql.engine.knowledge.index import VectorIndex
 from kbsql.engine.knowledge.ingest import RowChunker, check_metadata_columns, iter_batches
+from kbsql.engine.knowledge.local import LocalStorage
 from kbsql.engine.knowledge.rerank import Reranker
 from kbsql.engine.knowledge.search import Filter, SearchRequest
-from kbsql.engine.knowledge.store import ChunkStore
-from kbsql.interface.errors import BadRequest, ProviderError
+from kbsql.engine.knowledge.storage import KbStorage
+from kbsql.interface.errors import BadRequest, ProviderError, ServiceError
 
 ROW_BATCH = 256
+DEFAULT_VECTOR_DATABASE = "kbsql_faiss"  # the local store's name in `storage` / vector_database
 PROGRESS_MIN_ROWS = 1000
 log = logging.getLogger(__name__)
 
 
-@dataclass
-class KbHandle:
-    store: ChunkStore
-    index: VectorIndex
-
-
 class KnowledgeService:
-    def __init__(self, data_dir: Path, config: EngineConfig):
+    def __init__(self, data_dir: Path, config: EngineConfig,
+                 datasources: Callable[[str], DatasourceRecord | None] | None = None):
         self.root = data_dir / "knowledge_bases"
         self.config = config
-        self._handles: dict[int, KbHandle] = {}
+        self.datasources = datasources  # name -> data source record (pgvector storage lookup)
+        self._handles: dict[int, KbStorage] = {}
         self._lock = threading.Lock()
 
-    # files ------------------------------------------------------------------------------
+    # storage ----------------------------------------------------------------------------
     def storage_dir(self, record: KbRecord) -> Path:
         return self.root / str(record.id)
 
-    def handle(self, record: KbRecord) -> KbHandle:
+    def vector_source(self, database: str | None) -> DatasourceRecord | None:
+        """The pgvector data source a KB's `storage` names, None for the local store; a clear
+        error for any other name (a storage is never silently ignored)."""
+        if not database or database == DEFAULT_VECTOR_DATABASE:
+            return None
+        found = self.datasources(database) if self.datasources else None
+        if found is None or found.engine.lower() != "pgvector":
+            raise BadRequest(f"Storage database {database} is not a pgvector database: create it with "
+                             f"CREATE DATABASE {database} WITH ENGINE = 'pgvector', PARAMETERS = "
+                             "{host, port, database, user, password}, or leave storage out for the "
+                             "local store", title="Invalid storage")
+        return found
+
+    def _open(self, record: KbRecord) -> KbStorage:
+        source = self.vector_source(record.spec.get("vector_database"))
+        if source is None:
+            return LocalStorage(self.storage_dir(record))
+        from kbsql.engine.datasources.postgres import settings
+        from kbsql.engine.knowledge.pgvector import PgVectorStorage
+
+        return PgVectorStorage(settings(source.parameters), str(record.spec["vector_database_table"]),
+                               str(source.parameters.get("schema") or "public"))
+
+    def handle(self, record: KbRecord) -> KbStorage:
         with self._lock:
             h = self._handles.get(record.id)
             if h is None:
-                directory = self.storage_dir(record)
-                store = ChunkStore(directory / "chunks.sqlite")
-                h = KbHandle(store, VectorIndex(directory / "index.faiss", store))
-                store.index_metadata(record.spec.get("metadata_columns") or [])
+                h = self._open(record)
+                h.index_metadata(record.spec.get("metadata_columns") or [])
                 self._handles[record.id] = h
             return h
 
@@ -68,23 +85,27 @@ class KnowledgeService:
 
     def spec_changed(self, record: KbRecord) -> None:
         """After ALTER KNOWLEDGE_BASE: index newly declared metadata columns."""
-        self.handle(record).store.index_metadata(record.spec.get("metadata_columns") or [])
+        self.handle(record).index_metadata(record.spec.get("metadata_columns") or [])
 
     def drop_storage(self, record: KbRecord) -> None:
         with self._lock:
             h = self._handles.pop(record.id, None)
-        if h is not None:
-            h.store.close()
-        shutil.rmtree(self.storage_dir(record), ignore_errors=True)
+        if h is None:
+            try:
+                h = self._open(record)
+            except ServiceError:
+                shutil.rmtree(self.storage_dir(record), ignore_errors=True)
+                return
+        try:
+            h.drop()
+        finally:
+            h.close()
 
     def close(self) -> None:
         with self._lock:
             handles, self._handles = list(self._handles.values()), {}
         for h in handles:
-            try:
-                h.index.save()
-            finally:
-                h.store.close()
+            h.close()
 
     # models -----------------------------------------------------------------------------
     def embedder(self, spec: dict[str, Any]) -> Any:
@@ -129,8 +150,8 @@ class KnowledgeService:
         stamp = now()
         position = skipped = 0
         try:
-            with h.store.write() as db:
-                dim = h.store.dim()
+            with h.write() as writer:
+                dim = writer.dim
                 for batch in iter_batches(rows, ROW_BATCH):
                     docs: dict[str, list[Any]] = {}
                     for row in batch:
@@ -144,23 +165,17 @@ class KnowledgeService:
                     vectors = self._embed(embedder, [c.content for c in chunks])
                     if dim is None and len(chunks):
                         dim = int(vectors.shape[1])
-                        db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('dim', ?)", (dim,))
+                        writer.set_dim(dim)
                     if len(chunks) and vectors.shape[1] != dim:
                         raise ProviderError(f"Embedding model '{embedder.model_name}' returned "
                                             f"{vectors.shape[1]}-d vectors; this knowledge base "
                                             f"holds {dim}-d")
-                    db.executemany("DELETE FROM chunks WHERE id = ?", [(d,) for d in docs])
-                    db.executemany(
-                        "INSERT INTO chunks (id, chunk_id, content, metadata, embedding, updated_at)"
-                        " VALUES (?, ?, ?, ?, ?, ?)",
-                        [(c.doc_id, c.chunk_id, c.content, json.dumps(c.metadata, default=str),
-                          vectors[i].tobytes(), stamp) for i, c in enumerate(chunks)])
+                    writer.replace(list(docs), chunks, vectors, stamp)
                     if bar is not None:
                         bar.update(len(batch))
         finally:
             if bar is not None:
                 bar.close()
-        h.index.sync()
         if skipped:
             message = (f"{skipped} of {total} rows had no content in {chunker.content_columns} "
                        f"(null, NaN or blank) and were skipped; stored documents with their ids "
@@ -180,28 +195,18 @@ class KnowledgeService:
         """Delete the chunks matching the filters (all of them when none); returns the count."""
         if any(f.column.lower() in ("relevance", "distance") for f in filters):
             raise BadRequest("DELETE from a knowledge base filters on id or metadata columns only")
-        h = self.handle(record)
-        where, args = search_mod.filter_sql(filters)
-        with h.store.write() as db:
-            count = db.execute("DELETE FROM chunks" + (f" WHERE {where}" if where else ""), args).rowcount
-        h.index.sync()
-        return count
+        return self.handle(record).delete(filters)
 
     # reads ------------------------------------------------------------------------------
     def search(self, record: KbRecord, request: SearchRequest) -> list[list[Any]]:
         """Rows (id, chunk_id, chunk_content, metadata, relevance, distance) for a request."""
-        h = self.handle(record)
+        storage = self.handle(record)
         embedder = self.embedder(record.spec) if request.query is not None else None
-        return search_mod.search(h.store, h.index, embedder, self.reranker(record.spec), request)
+        return search_mod.search(storage, embedder, self.reranker(record.spec), request)
 
     def count(self, record: KbRecord) -> int:
-        return self.handle(record).store.count()
+        return self.handle(record).count()
 
     def updated_at(self, record: KbRecord, chunk_ids: list[str]) -> dict[str, str]:
         """chunk_id -> time of its insert (agent tools show it as `_updated_at`)."""
-        if not chunk_ids:
-            return {}
-        store = self.handle(record).store
-        rows = store.query(f"SELECT chunk_id, updated_at FROM chunks WHERE chunk_id IN "
-                           f"({','.join('?' * len(chunk_ids))})", chunk_ids)
-        return {r[0]: r[1] for r in rows}
+        return self.handle(record).updated_at(chunk_ids)
