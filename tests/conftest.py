@@ -42,19 +42,26 @@ def server_url(tmp_path: Path) -> Iterator[str]:
     stop_server(proc)
 
 
-@pytest.fixture(params=["embedded", "http"])
-def client(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[kbsql.Client]:
-    """The same client API over the embedded engine and over a real server."""
-    if request.param == "embedded":
-        c = kbsql.connect(data_dir=tmp_path / "embedded")
-        yield c
-        c.close()
-        return
+@pytest.fixture
+def client_embedded(tmp_path: Path) -> Iterator[kbsql.Client]:
+    c = kbsql.connect(data_dir=tmp_path / "embedded")
+    yield c
+    c.close()
+
+
+@pytest.fixture
+def client_http(tmp_path: Path) -> Iterator[kbsql.Client]:
     proc, url = start_server(tmp_path / "server")
     c = kbsql.connect(url)
     yield c
     c.close()
     stop_server(proc)
+
+
+@pytest.fixture(params=["embedded", "http"])
+def client(request: pytest.FixtureRequest) -> kbsql.Client:
+    """The same client API over the embedded engine and over a real server."""
+    return request.getfixturevalue("client_" + request.param)
 
 
 @pytest.fixture(scope="session")

@@ -93,7 +93,8 @@ def test_filtered_search_is_the_true_top_k(pg_engine, pgvector_dsn, monkeypatch,
 
 
 def test_hybrid_search_finds_the_keyword(pg_engine):
-    rows = rows_of(200) + [{"id": "needle", "content": "the zyzzyva beetle hides here", "color": "red", "n": 1}]
+    rows = [*rows_of(200), {"id": "needle", "content": "the zyzzyva beetle hides here", "color": "red",
+                            "n": 1}]
     pg_engine.insert_rows(pg_engine.catalog.knowledge_base("mindsdb", "kb"), rows)
     got = table(pg_engine, "SELECT id FROM kb WHERE content = 'zyzzyva' AND hybrid_search = true "
                            "AND hybrid_search_alpha = 0.2 LIMIT 3")
@@ -155,7 +156,8 @@ def test_rest_create_with_storage_object(client, pgvector_dsn):
     assert kb.to_json()["vector_database"] == "vdb"
     client.knowledge_bases.insert("rest_kb", [{"id": 1, "content": "refunds take five days"}])
     with psycopg.connect(pgvector_dsn) as db:
-        assert db.execute("SELECT id, content FROM rest_chunks").fetchall() == [("1", "refunds take five days")]
+        stored = db.execute("SELECT id, content FROM rest_chunks").fetchall()
+    assert stored == [("1", "refunds take five days")]
     frame = client.sql("SELECT id FROM rest_kb WHERE content = 'refund' LIMIT 5").to_pandas()
     assert list(frame["id"]) == ["1"]
     client.knowledge_bases.delete("rest_kb")

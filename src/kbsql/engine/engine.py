@@ -33,11 +33,12 @@ class Engine:
     """Projects, knowledge bases, agents and SQL over a data directory."""
 
     def __init__(self, data_dir: str | os.PathLike[str] | None = None,
-                 config: EngineConfig | None = None):
-        self.config = config or EngineConfig.load(data_dir)
+                 config: EngineConfig | None = None, catalog_url: str | None = None):
+        self.config = config or EngineConfig.load(data_dir, catalog_url)
         self.data_dir: Path = self.config.data_dir
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        self.catalog = Catalog(self.data_dir / "catalog.sqlite")
+        # a postgresql:// URL: the state shared by several servers (catalog_pg.py)
+        self.catalog = Catalog(self.config.catalog_url or self.data_dir / "catalog.sqlite")
         self.knowledge = KnowledgeService(self.data_dir, self.config, self.catalog.find_datasource)
         self.sql = SqlExecutor(self)
         self.agents = AgentRuntime(self)
@@ -84,9 +85,11 @@ class Engine:
             return existing
         self.catalog.check_name_free(project, name, "knowledge base")  # before provider calls
         store = validate.storage(body.get("storage"))
+        database, table = ((store["database"], store["table"]) if store
+                           else self.knowledge.default_storage(project, name))
         spec = {
-            "vector_database": store["database"] if store else DEFAULT_VECTOR_DATABASE,
-            "vector_database_table": store["table"] if store else name,
+            "vector_database": database,
+            "vector_database_table": table,
             "embedding_model": validate.model(body.get("embedding_model"), "embedding_model"),
             "reranking_model": validate.model(body.get("reranking_model"), "reranking_model"),
             "metadata_columns": validate.string_list(body.get("metadata_columns"), "metadata_columns"),
@@ -95,7 +98,7 @@ class Engine:
             "preprocessing": validate.preprocessing(body.get("preprocessing")),
             "query_id": None,
             "params": {"created_embedding_model": f"kb_embedding_{name}",
-                       "default_vector_storage": DEFAULT_VECTOR_DATABASE},
+                       "default_vector_storage": self.knowledge.default_storage(project, name)[0]},
         }
         if existing is None:  # a duplicate is a 409 from the catalog; skip the provider call
             self.knowledge.vector_source(spec["vector_database"])  # a storage that exists

@@ -41,6 +41,7 @@ EXACT_SUBSET = 20_000  # filtered searches over at most this many rows are exact
 MAX_EF_SEARCH = 1000  # pgvector's limit for hnsw.ef_search
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 64
+BUILD_MEMORY_MAX_MB = 1024  # cap of maintenance_work_mem for a first bulk HNSW build
 TEXT_CONFIG = "english"  # full-text stemming, like the local store's porter tokenizer
 REQUIRED_COLUMNS = {"seq", "id", "chunk_id", "content", "metadata", "embedding", "updated_at", "tsv"}
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -205,6 +206,11 @@ class _Writer:
 
     def finish(self) -> None:
         if self.build_index:
+            # the graph must fit in maintenance_work_mem or the build crawls (pgvector's
+            # notice); for this transaction only, sized to the rows (~4 bytes a dimension + links)
+            rows = self.conn.execute(self.storage.q("SELECT count(*) FROM {t}")).fetchone()[0]
+            need_mb = min(BUILD_MEMORY_MAX_MB, max(64, int(rows * (self.dim or 0) * 6 / 2**20) + 64))
+            self.conn.execute(f"SET LOCAL maintenance_work_mem = '{need_mb}MB'")
             options = f"m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION}"
             self.conn.execute(self.storage.q("CREATE INDEX IF NOT EXISTS {hnsw} ON {t} USING hnsw "
                                              f"(embedding vector_cosine_ops) WITH ({options})"))

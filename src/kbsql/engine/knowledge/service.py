@@ -10,6 +10,7 @@ before the call. The index catches up after the commit, and on every search.
 from __future__ import annotations
 
 import logging
+import re
 import shutil
 import threading
 from collections.abc import Callable
@@ -31,6 +32,7 @@ from kbsql.interface.errors import BadRequest, ProviderError, ServiceError
 
 ROW_BATCH = 256
 DEFAULT_VECTOR_DATABASE = "kbsql_faiss"  # the local store's name in `storage` / vector_database
+SHARED_VECTOR_DATABASE = "kbsql_pgvector"  # the shared catalog's own database, as KB storage
 PROGRESS_MIN_ROWS = 1000
 log = logging.getLogger(__name__)
 
@@ -48,10 +50,26 @@ class KnowledgeService:
     def storage_dir(self, record: KbRecord) -> Path:
         return self.root / str(record.id)
 
+    def default_storage(self, project: str, name: str) -> tuple[str, str]:
+        """(vector database, table) of a new KB created without `storage`: the local store,
+        or on a shared catalog a table in the catalog's own database (nothing a server
+        keeps may live only on its disk)."""
+        if self.config.catalog_url:
+            table = re.sub(r"\W", "_", f"kb_{project}_{name}".lower())[:63]
+            return SHARED_VECTOR_DATABASE, table
+        return DEFAULT_VECTOR_DATABASE, name
+
     def vector_source(self, database: str | None) -> DatasourceRecord | None:
         """The pgvector data source a KB's `storage` names, None for the local store; a clear
         error for any other name (a storage is never silently ignored)."""
+        if database == SHARED_VECTOR_DATABASE and self.config.catalog_url:
+            return DatasourceRecord(0, database, "pgvector", {"dsn": self.config.catalog_url}, "")
         if not database or database == DEFAULT_VECTOR_DATABASE:
+            if self.config.catalog_url:
+                raise BadRequest(f"This server shares its catalog: knowledge bases cannot use the "
+                                 f"local store {DEFAULT_VECTOR_DATABASE} (leave storage out for "
+                                 f"{SHARED_VECTOR_DATABASE}, or name a pgvector database)",
+                                 title="Invalid storage")
             return None
         found = self.datasources(database) if self.datasources else None
         if found is None or found.engine.lower() != "pgvector":

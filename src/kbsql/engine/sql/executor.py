@@ -67,12 +67,19 @@ class SqlExecutor:
 
     def __init__(self, engine: Engine):
         self.engine = engine
-        self.frames = FrameStore(engine.data_dir)
+        if engine.catalog.shared_url:  # frames are shared state too: in the catalog database
+            from kbsql.engine.datasources.frames_pg import PgFrameStore
+
+            self.frames: FrameStore | PgFrameStore = PgFrameStore(engine.catalog.shared_url)
+        else:
+            self.frames = FrameStore(engine.data_dir)
         self.duck = DuckSession(engine.catalog, self.frames)
         self.plans = PlanCache()
 
     def close(self) -> None:
         self.duck.close()
+        if hasattr(self.frames, "close"):
+            self.frames.close()
 
     def execute(self, query: str, context: dict[str, Any] | None = None) -> SqlResult:
         problem = context_problem(context)
