@@ -22,7 +22,7 @@ import re
 import threading
 from typing import Any
 
-from kbsql.engine.knowledge.pgvector import StorageUnavailable, lock_key, psycopg_modules
+from kbsql.engine.pg import StorageUnavailable, lock_key, psycopg_modules
 
 SCHEMA = "kbsql"
 WRITE_LOCK = lock_key("kbsql:catalog:write")

@@ -18,8 +18,8 @@ Writes: one `write()` is one transaction holding a per-table advisory lock, so t
 processes upserting the same document serialise instead of both keeping a copy, and a
 killed writer leaves nothing (PostgreSQL rolls the transaction back).
 
-psycopg 3 is an optional dependency (`pip install 'kbsql[postgres]'`): imported here only,
-when a knowledge base or the catalog lives in PostgreSQL.
+psycopg 3 is an optional dependency (`pip install 'kbsql[postgres]'`), imported through
+engine/pg.py only when a knowledge base or the catalog lives in PostgreSQL.
 """
 
 from __future__ import annotations
@@ -27,15 +27,23 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 
 from kbsql.engine.knowledge.search import Filter, op_sql
-from kbsql.interface.errors import BadRequest, ServiceError
+from kbsql.engine.pg import (
+    StorageUnavailable,
+    acquire_pool,
+    first_line,
+    lock_key,
+    psycopg_modules,
+    release_pool,
+    where_of,
+)
+from kbsql.interface.errors import BadRequest
 
 EXACT_SUBSET = 20_000  # filtered searches over at most this many rows are exact
 MAX_EF_SEARCH = 1000  # pgvector's limit for hnsw.ef_search
@@ -48,85 +56,9 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 _EMPTY = (np.empty(0, np.float32), np.empty(0, np.int64))
 
 
-def psycopg_modules() -> tuple[Any, Any, Any]:
-    """(psycopg, psycopg.sql, psycopg_pool), or a one-line error saying what to install."""
-    try:
-        import psycopg
-        import psycopg_pool
-        from psycopg import sql
-    except ImportError as exc:
-        raise BadRequest("PostgreSQL storage needs psycopg 3: pip install 'kbsql[postgres]'",
-                         title="Missing dependency") from exc
-    return psycopg, sql, psycopg_pool
-
-
-class StorageUnavailable(ServiceError):
-    status = 503
-
-    def __init__(self, detail: str):
-        super().__init__(detail, title="Storage unavailable")
-
-
-# connection pools, shared by every knowledge base (and the catalog) on one server --------
-_POOLS: dict[str, tuple[Any, int]] = {}
-_POOLS_LOCK = threading.Lock()
-
-
-def conninfo_of(settings: dict[str, str]) -> str:
-    psycopg, _, _ = psycopg_modules()
-    return psycopg.conninfo.make_conninfo(**settings)
-
-
-def where_of(settings: dict[str, str]) -> str:
-    """host:port/database, for error messages (never the password)."""
-    return f"{settings.get('host', '')}:{settings.get('port', 5432)}/{settings.get('dbname', '')}"
-
-
-def acquire_pool(settings: dict[str, str]) -> Any:
-    """The process's pool for these settings (made, and checked to connect, on first use)."""
-    psycopg, _, pool_mod = psycopg_modules()
-    key = conninfo_of(settings)
-    with _POOLS_LOCK:
-        if key in _POOLS:
-            pool, refs = _POOLS[key]
-            _POOLS[key] = (pool, refs + 1)
-            return pool
-        try:  # fail now with one clear line, not after the pool's 30 s of retries
-            psycopg.connect(key, connect_timeout=int(settings.get("connect_timeout", 5))).close()
-        except psycopg.Error as exc:
-            raise StorageUnavailable(f"Cannot connect to PostgreSQL at {where_of(settings)}: "
-                                     f"{_first_line(exc)}") from None
-        pool = pool_mod.ConnectionPool(key, min_size=1, max_size=10, timeout=30, open=True,
-                                       kwargs={"autocommit": True},  # a broken one fails once, then goes
-                                       name=f"kbsql-{where_of(settings)}")
-        _POOLS[key] = (pool, 1)
-        return pool
-
-
-def release_pool(pool: Any) -> None:
-    with _POOLS_LOCK:
-        for key, (p, refs) in list(_POOLS.items()):
-            if p is pool:
-                if refs <= 1:
-                    del _POOLS[key]
-                    pool.close()
-                else:
-                    _POOLS[key] = (p, refs - 1)
-                return
-
-
-def _first_line(exc: Exception) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-
-
 def vector_text(vector: np.ndarray) -> str:
     """pgvector's text form `[x,y,...]` (COPY and parameters both take it)."""
     return str(vector.tolist()).replace(" ", "")
-
-
-def lock_key(text: str) -> int:
-    """A signed 64-bit advisory-lock key for a name."""
-    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big", signed=True)
 
 
 # filters as PostgreSQL ------------------------------------------------------------------
@@ -139,6 +71,7 @@ def filter_sql(filters: list[Filter]) -> tuple[str, list[Any]]:
     for f in filters:
         op = op_sql(f)
         column = f.column.lower()
+        to_arg: Callable[[Any], Any]
         if column in ("id", "chunk_id"):
             expr, value_sql, to_arg = column, "%s", _text_arg
             if op in ("<", "<=", ">", ">=") and isinstance(f.value, int | float):
@@ -261,7 +194,7 @@ class PgVectorStorage:
                 yield conn
         except (psycopg.OperationalError, pool_mod.PoolTimeout) as exc:
             raise StorageUnavailable(f"PostgreSQL at {where_of(self.settings)} (table {self.table}): "
-                                     f"{_first_line(exc)}") from None
+                                     f"{first_line(exc)}") from None
 
     def _ensure_table(self) -> None:
         with self._conn() as conn, conn.transaction():

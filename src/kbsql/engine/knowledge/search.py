@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -22,7 +22,6 @@ from kbsql.interface.errors import BadRequest
 
 if TYPE_CHECKING:
     from kbsql.engine.knowledge.index import VectorIndex
-    from kbsql.engine.knowledge.storage import KbStorage
     from kbsql.engine.knowledge.store import ChunkStore
 
 DEFAULT_LIMIT = 10
@@ -51,6 +50,29 @@ class SearchRequest:
     hybrid: bool = False
     alpha: float = 0.5  # weight of the vector ranking in a hybrid search
     rerank: bool = True
+
+
+class SearchableStorage(Protocol):
+    """What a search needs from where a KB's chunks live (storage.KbStorage extends it with
+    writes). Rows are addressed by integer keys the storage hands out."""
+
+    def sync(self) -> None: ...
+
+    def plain_rows(self, filters: list[Filter], limit: int | None, offset: int = 0) -> list[list[Any]]: ...
+
+    def vector_top(self, query: np.ndarray, k: int, filters: list[Filter]) -> tuple[np.ndarray, np.ndarray]:
+        """(cosine similarities, keys) of the true top-k rows matching `filters`, best first."""
+        ...
+
+    def keyword_top(self, text: str, k: int, filters: list[Filter]) -> dict[int, float]:
+        """key -> full-text score scaled to [0, 1] by the best, for rows matching `filters`."""
+        ...
+
+    def similarities(self, query: np.ndarray, keys: list[int]) -> dict[int, float]: ...
+
+    def load_rows(self, keys: list[int]) -> dict[int, tuple[Any, ...]]:
+        """key -> (id, chunk_id, content, metadata as JSON text)."""
+        ...
 
 
 def op_sql(f: Filter) -> str:
@@ -196,7 +218,7 @@ def check_request(request: SearchRequest) -> None:
         raise BadRequest(f"hybrid_search_alpha must be between 0 and 1, not {request.alpha}")
 
 
-def _ranked(storage: KbStorage, query: np.ndarray, fetch: int,
+def _ranked(storage: SearchableStorage, query: np.ndarray, fetch: int,
             request: SearchRequest) -> tuple[list[int], dict[int, float], dict[int, float]]:
     """(seqs best first, seq -> cosine similarity, seq -> ranking score) of one search."""
     scores, ids = storage.vector_top(query, fetch, request.filters)
@@ -212,7 +234,7 @@ def _ranked(storage: KbStorage, query: np.ndarray, fetch: int,
     return sorted(ranking, key=lambda s: -ranking[s]), sims, ranking
 
 
-def search(storage: KbStorage, embedder: Any, reranker: Any,
+def search(storage: SearchableStorage, embedder: Any, reranker: Any,
            request: SearchRequest) -> list[list[Any]]:
     """Semantic (optionally hybrid, optionally reranked) search over any storage (see
     storage.py); rows in KB_COLUMNS order."""

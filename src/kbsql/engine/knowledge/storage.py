@@ -11,13 +11,12 @@ Rows are addressed by an integer key (`seq`) that a storage hands out and never 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
 import numpy as np
 
-from kbsql.engine.knowledge.search import Filter
+from kbsql.engine.knowledge.search import Filter, SearchableStorage
 
 
 class ChunkWriter(Protocol):
@@ -33,32 +32,14 @@ class ChunkWriter(Protocol):
         ...
 
 
-class KbStorage(Protocol):
+class KbStorage(SearchableStorage, Protocol):
+    """A KB's storage: the reads a search needs (search.SearchableStorage) and the rest."""
+
     def write(self) -> AbstractContextManager[ChunkWriter]: ...
 
     def delete(self, filters: list[Filter]) -> int: ...
 
-    def sync(self) -> None:
-        """Catch up any derived index before a search (a no-op where there is none)."""
-        ...
-
     def count(self) -> int: ...
-
-    def plain_rows(self, filters: list[Filter], limit: int | None, offset: int = 0) -> list[list[Any]]: ...
-
-    def vector_top(self, query: np.ndarray, k: int, filters: list[Filter]) -> tuple[np.ndarray, np.ndarray]:
-        """(cosine similarities, keys) of the true top-k rows matching `filters`, best first."""
-        ...
-
-    def keyword_top(self, text: str, k: int, filters: list[Filter]) -> dict[int, float]:
-        """key -> full-text score scaled to [0, 1] by the best, for rows matching `filters`."""
-        ...
-
-    def similarities(self, query: np.ndarray, keys: list[int]) -> dict[int, float]: ...
-
-    def load_rows(self, keys: list[int]) -> dict[int, tuple[Any, ...]]:
-        """key -> (id, chunk_id, content, metadata dict or JSON text)."""
-        ...
 
     def updated_at(self, chunk_ids: list[str]) -> dict[str, str]: ...
 
@@ -70,7 +51,3 @@ class KbStorage(Protocol):
         """Remove the stored chunks for good (DROP KNOWLEDGE_BASE)."""
         ...
 
-
-def batches(items: list[Any], size: int) -> Iterator[list[Any]]:
-    for start in range(0, len(items), size):
-        yield items[start:start + size]
