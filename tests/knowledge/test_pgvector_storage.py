@@ -76,9 +76,9 @@ def test_chunks_live_in_the_named_table_not_on_local_disk(pg_engine, pgvector_ds
     assert table(pg_engine, "SELECT count(*) AS c FROM vdb.kb_chunks")[0]["c"] == 30
 
 
-@pytest.mark.parametrize("exact_subset", [20_000, 5])  # 5: forces HNSW under the filter
-def test_filtered_search_is_the_true_top_k(pg_engine, pgvector_dsn, monkeypatch, exact_subset):
-    monkeypatch.setattr(pgvector, "EXACT_SUBSET", exact_subset)
+@pytest.mark.parametrize("exact_max", [20_000, 5])  # 5: forces HNSW under the filter
+def test_filtered_search_is_the_true_top_k(pg_engine, pgvector_dsn, monkeypatch, exact_max):
+    monkeypatch.setattr(pgvector, "EXACT_MAX", exact_max)
     pg_engine.insert_rows(pg_engine.catalog.knowledge_base("mindsdb", "kb"), rows_of(600))
     got = table(pg_engine, "SELECT id FROM kb WHERE content = 'weighs 3 kilograms' AND color = 'red' "
                            "AND n < 400 LIMIT 25")

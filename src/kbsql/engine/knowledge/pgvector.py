@@ -9,9 +9,10 @@ read and write the same table, and backups, replicas and managed offerings come 
 Search runs in the database. Nearest neighbours use an HNSW index (cosine). pgvector 0.6.2
 has no iterative index scans, so an HNSW scan with a WHERE clause filters the `ef_search`
 candidates it found and can come back with fewer than k rows; a filtered search therefore
-counts its matching rows first (up to EXACT_SUBSET, cheap with the metadata indexes): a
-selective filter searches its rows exactly, a broad one uses HNSW with a wide ef_search, and
-any HNSW answer shorter than k is redone exactly. So a search never returns fewer rows than
+counts its matching rows first (up to COUNT_CAP, cheap with the metadata indexes): a
+selective filter (up to EXACT_MAX rows) searches its rows exactly, a broader one uses HNSW
+with ef_search widened by the filter's selectivity, and any HNSW answer shorter than k is
+redone exactly. So a search never returns fewer rows than
 exist. Hybrid search uses PostgreSQL full-text search (`tsv @@ to_tsquery`, `ts_rank_cd`).
 
 Writes: one `write()` is one transaction holding a per-table advisory lock, so two
@@ -45,7 +46,8 @@ from kbsql.engine.pg import (
 )
 from kbsql.interface.errors import BadRequest
 
-EXACT_SUBSET = 20_000  # filtered searches over at most this many rows are exact
+EXACT_MAX = 2_000  # filtered searches over at most this many rows are exact
+COUNT_CAP = 20_000  # a filter's rows are counted up to this (a lower bound of its selectivity)
 MAX_EF_SEARCH = 1000  # pgvector's limit for hnsw.ef_search
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 64
@@ -147,6 +149,7 @@ class _Writer:
             options = f"m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION}"
             self.conn.execute(self.storage.q("CREATE INDEX IF NOT EXISTS {hnsw} ON {t} USING hnsw "
                                              f"(embedding vector_cosine_ops) WITH ({options})"))
+            self.conn.execute(self.storage.q("ANALYZE {t}"))  # row estimates for filtered searches
 
     def replace(self, doc_ids: list[str], chunks: list[Any], vectors: np.ndarray, stamp: str) -> None:
         s = self.storage
@@ -288,15 +291,21 @@ class PgVectorStorage:
         cond = f" WHERE {where}" if where else ""
         with self._conn() as conn:
             exact = k > MAX_EF_SEARCH
+            ef_search = max(64, 2 * k)
             if where and not exact:
                 matching = conn.execute(self.q("SELECT count(*) FROM (SELECT 1 FROM {t}" + cond +
-                                               " LIMIT %s) s"), [*args, EXACT_SUBSET + 1]).fetchone()[0]
+                                               " LIMIT %s) s"), [*args, COUNT_CAP + 1]).fetchone()[0]
                 if matching == 0:
                     return _EMPTY
-                exact = matching <= EXACT_SUBSET
+                exact = matching <= EXACT_MAX
+                # HNSW filters the candidates it visits: widen the search by the filter's
+                # selectivity (the capped count makes it a lower bound) so that about 2k
+                # candidates match; a short answer still falls back to exact below
+                total = max(matching, self._estimated_rows(conn))
+                ef_search = max(ef_search, -(-2 * k * total // matching))
             rows: list[tuple[Any, ...]] = []
             if not exact:
-                _set_ef_search(conn, min(MAX_EF_SEARCH, max(64, 2 * k)))
+                _set_ef_search(conn, min(MAX_EF_SEARCH, ef_search))
                 rows = conn.execute(self.q(
                     "SELECT seq, 1 - (embedding <=> %s::vector) FROM {t}" + cond +
                     " ORDER BY embedding <=> %s::vector LIMIT %s"), [vec, *args, vec, k]).fetchall()
@@ -310,6 +319,12 @@ class PgVectorStorage:
         if not rows:
             return _EMPTY
         return (np.array([r[1] for r in rows], np.float32), np.array([r[0] for r in rows], np.int64))
+
+    def _estimated_rows(self, conn: Any) -> int:
+        """The planner's row estimate (kept by ANALYZE / autovacuum); 0 when unknown."""
+        row = conn.execute("SELECT c.reltuples FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                           "WHERE n.nspname = %s AND c.relname = %s", (self.schema, self.table)).fetchone()
+        return max(0, int(row[0])) if row else 0
 
     def keyword_top(self, text: str, k: int, filters: list[Filter]) -> dict[int, float]:
         words = _WORD.findall(text)
