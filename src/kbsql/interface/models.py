@@ -104,15 +104,15 @@ class _Resource:
         return self.raw["name"]
 
     @property
-    def project_id(self) -> int:
+    def project_id(self) -> int | None:
         return self.raw.get("project_id")
 
     @property
-    def created_at(self) -> str:
+    def created_at(self) -> str | None:
         return self.raw.get("created_at")
 
     @property
-    def updated_at(self) -> str:
+    def updated_at(self) -> str | None:
         return self.raw.get("updated_at")
 
 

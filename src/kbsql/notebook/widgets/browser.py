@@ -155,9 +155,9 @@ def default_client() -> Any:
 
         return current_client()
     except (ImportError, RuntimeError, AttributeError):
-        import kbsql
+        from kbsql.client import connect
 
-        return kbsql.connect()
+        return connect()
 
 
 def browse(client: Any = None, *, project: str | None = None) -> KnowledgeBaseBrowser:
