@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from kbsql.engine.providers import base_url_of
 from kbsql.interface.errors import ProviderError
 
 TIMEOUT = httpx.Timeout(60.0, connect=5.0)
@@ -31,13 +32,9 @@ def openai_base(descriptor: dict[str, Any]) -> str:
     with the API version path (a bare host gets `/v1`). Only provider `openai` may omit it
     and mean api.openai.com: any other provider (azure_openai, vllm, lmstudio, ...) without
     a URL is an error, never a guess that would send its key to OpenAI."""
-    base_url = descriptor.get("base_url") or descriptor.get("api_base")
-    if not base_url:
-        provider = str(descriptor.get("provider") or "")
-        if provider.lower() == "openai":
-            return OPENAI_BASE
-        raise ProviderError(f"Provider '{provider}' (model '{descriptor.get('model_name')}') "
-                            "needs a base_url: only provider 'openai' defaults to api.openai.com")
+    base_url = base_url_of(descriptor)  # the one base-URL rule (engine/providers.py)
+    if base_url is None:
+        return OPENAI_BASE
     url = str(base_url).rstrip("/")
     return url if urlsplit(url).path not in ("", "/") else url + "/v1"
 

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 import httpx
 
+from kbsql.engine.providers import base_url_of
 from kbsql.interface.errors import ProviderError
 from kbsql.interface.models import MASK
 
@@ -144,8 +145,8 @@ class HttpProvider:
 
     def __init__(self, model: dict[str, Any], connect_timeout: float = 10.0):
         self.model_name = str(model.get("model_name") or "")
-        self.base_url = str(model.get("base_url") or model.get("api_base") or
-                            self.default_base_url).rstrip("/")
+        # the one base-URL rule (engine/providers.py): an alias such as vllm must name its URL
+        self.base_url = str(base_url_of(model) or self.default_base_url).rstrip("/")
         self.api_key = str(model.get("api_key") or "") or self.env_key() or None
         self.connect_timeout = connect_timeout
 
