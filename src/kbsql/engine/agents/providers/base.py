@@ -146,7 +146,9 @@ class HttpProvider:
     def __init__(self, model: dict[str, Any], connect_timeout: float = 10.0):
         self.model_name = str(model.get("model_name") or "")
         # the one base-URL rule (engine/providers.py): an alias such as vllm must name its URL
-        self.base_url = str(base_url_of(model) or self.default_base_url).rstrip("/")
+        # (a descriptor without a provider name means this class's own service)
+        own = {**model, "provider": model.get("provider") or self.provider}
+        self.base_url = str(base_url_of(own) or self.default_base_url).rstrip("/")
         self.api_key = str(model.get("api_key") or "") or self.env_key() or None
         self.connect_timeout = connect_timeout
 
