@@ -19,7 +19,7 @@ from typing import Any
 
 from kbsql.client import Client, connect
 from kbsql.interface.errors import KbsqlError
-from kbsql.interface.models import mask_url  # shared with the client; the magics import it here
+from kbsql.interface.secrets import mask_url
 
 DEFAULT_ALIAS = "default"
 DEFAULT_API_KEY_ENV = "KBSQL_API_KEY"

@@ -13,6 +13,7 @@ import httpx
 
 from kbsql.engine.providers import base_url_of
 from kbsql.interface.errors import ProviderError
+from kbsql.interface.secrets import scrub_secret
 
 TIMEOUT = httpx.Timeout(60.0, connect=5.0)
 OPENAI_BASE = "https://api.openai.com/v1"
@@ -48,7 +49,7 @@ def post_json(url: str, body: dict[str, Any], api_key: Any, what: str) -> Any:
     except httpx.HTTPError as exc:
         raise ProviderError(f"{what} could not be reached at {url}: {type(exc).__name__}: {exc}") from exc
     if response.status_code >= 400:
-        text = response.text[:300].replace(str(api_key), "******") if api_key else response.text[:300]
+        text = scrub_secret(response.text[:300], str(api_key) if api_key else None)
         raise ProviderError(f"{what} answered HTTP {response.status_code} at {url}: {text}")
     try:
         return response.json()

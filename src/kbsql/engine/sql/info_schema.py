@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from kbsql.engine.datasources.base import mask_secrets
 from kbsql.engine.datasources.frames import FRAMES_SOURCE
 from kbsql.engine.sql.names import INFORMATION_SCHEMA, not_found
 from kbsql.engine.views import knowledge_base_json
+from kbsql.interface.secrets import mask_secrets
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import threading
 import time
 from collections.abc import Iterable, Iterator
@@ -22,7 +21,7 @@ import httpx
 
 from kbsql.engine.providers import base_url_of
 from kbsql.interface.errors import ProviderError
-from kbsql.interface.models import MASK
+from kbsql.interface.secrets import scrub_secret
 
 
 class RunCancelled(Exception):
@@ -208,18 +207,6 @@ class HttpProvider:
             if control.cancelled:
                 raise RunCancelled("the client stopped listening") from exc
             raise self.fail(f"request failed ({type(exc).__name__}: {exc})") from exc
-
-
-_SECRET_LIKE = re.compile(r"\b(sk-(?:ant-)?[A-Za-z0-9_\-]{6,})")
-
-
-def scrub_secret(text: str, api_key: str | None) -> str:
-    """Provider error text with the key masked: a provider (or a proxy in front of it) may
-    echo the key it refused, and this text reaches the /completions answer and the stream's
-    error chunk. Anything shaped like an OpenAI/Anthropic key (`sk-...`) is masked too."""
-    if api_key:
-        text = text.replace(api_key, MASK)
-    return _SECRET_LIKE.sub(MASK, text)
 
 
 def error_text(response: httpx.Response) -> str:
