@@ -129,6 +129,13 @@ def test_upsert_delete_and_failed_insert_leave_a_whole_state(pg_engine, pgvector
         assert db.execute("SELECT count(*) FROM kb_chunks").fetchone()[0] == 7
 
 
+def test_one_table_holds_one_knowledge_base(pg_engine):
+    message = sql_error(pg_engine, "CREATE KNOWLEDGE_BASE kb2 USING storage = vdb.KB_CHUNKS, "
+                                   f"embedding_model = {json.dumps(HASH_MODEL)}")
+    assert "already stores knowledge base mindsdb.kb" in message
+    assert [r["NAME"] for r in table(pg_engine, "SHOW KNOWLEDGE_BASES")] == ["kb"]
+
+
 def test_storage_that_is_not_pgvector_is_refused(tmp_path, pgvector_dsn):
     with Engine(tmp_path / "e") as eng:
         message = sql_error(eng, f"CREATE KNOWLEDGE_BASE kb2 USING storage = nowhere.t, "

@@ -18,18 +18,18 @@ import pyarrow.parquet as pq
 from kbsql.engine.catalog import now
 from kbsql.engine.catalog_pg import SCHEMA, connect
 from kbsql.engine.datasources.base import FrameScan, Scan
-from kbsql.engine.datasources.frames import FRAMES_SOURCE, frame_name, to_arrow
+from kbsql.engine.datasources.frames import FrameStore, frame_name
+from kbsql.interface.frames import to_arrow
 
 
-class PgFrameStore:
-    name = FRAMES_SOURCE
-    engine = "dataframe"
+class PgFrameStore(FrameStore):
+    """A FrameStore whose frames live in PostgreSQL instead of the data directory."""
 
-    def __init__(self, url: str):
+    def __init__(self, url: str):  # no folder: nothing of it is on local disk
         self.url = url
         self._lock = threading.Lock()
         self._conn = connect(url)
-        self._loaded: dict[str, tuple[int, pa.Table]] = {}
+        self._versions: dict[str, tuple[int, pa.Table]] = {}
 
     def _execute(self, sql: str, args: tuple[Any, ...] = ()) -> Any:
         if self._conn.closed:
@@ -50,14 +50,8 @@ class PgFrameStore:
     def unregister(self, name: str) -> bool:
         with self._lock:
             cur = self._execute(f"DELETE FROM {SCHEMA}.frames WHERE lower(name) = lower(%s)", (name,))
-            self._loaded.pop(name.lower(), None)
+            self._versions.pop(name.lower(), None)
             return cur.rowcount > 0
-
-    def attach(self, con: Any) -> None:
-        pass
-
-    def detach(self, con: Any) -> None:
-        pass
 
     def tables(self, con: Any = None) -> list[str]:
         with self._lock:
@@ -73,9 +67,9 @@ class PgFrameStore:
             row = self._execute(f"SELECT version FROM {SCHEMA}.frames WHERE lower(name) = %s",
                                 (key,)).fetchone()
             if row is None:
-                self._loaded.pop(key, None)
+                self._versions.pop(key, None)
                 return None
-            cached = self._loaded.get(key)
+            cached = self._versions.get(key)
             if cached is not None and cached[0] == row["version"]:
                 return cached
             data = self._execute(f"SELECT version, data FROM {SCHEMA}.frames WHERE lower(name) = %s",
@@ -83,7 +77,7 @@ class PgFrameStore:
             if data is None:
                 return None
             loaded = (int(data["version"]), pq.read_table(io.BytesIO(bytes(data["data"]))))
-            self._loaded[key] = loaded
+            self._versions[key] = loaded
             return loaded
 
     def scan(self, con: Any, parts: list[str]) -> Scan | None:

@@ -85,7 +85,8 @@ def op_sql(f: Filter) -> str:
 
 def filter_sql(filters: list[Filter], alias: str = "") -> tuple[str, list[Any]]:
     """`WHERE`-ready SQL (without the keyword) and its parameters; '' when no filter."""
-    parts, args = [], []
+    parts: list[str] = []
+    args: list[Any] = []
     for f in filters:
         op = op_sql(f)
         column = f.column.lower()
