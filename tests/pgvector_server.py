@@ -66,6 +66,10 @@ def _pginstall() -> Path:
 def start(base: str | os.PathLike[str] | None = None, timeout: float = 60) -> PgVectorServer:
     """initdb + pg_ctl start on a free loopback port (password auth); returns its DSN."""
     source = _pginstall()
+    try:
+        import psycopg
+    except ImportError as exc:
+        raise Unavailable("psycopg 3 is not installed (pip install 'kbsql[postgres]')") from exc
     as_root = os.geteuid() == 0
     user = None
     if as_root:
@@ -107,8 +111,6 @@ def start(base: str | os.PathLike[str] | None = None, timeout: float = 60) -> Pg
     server = PgVectorServer(f"postgresql://postgres:{PASSWORD}@127.0.0.1:{port}/postgres",
                             data, bin_dir / "pg_ctl", user)
     try:
-        import psycopg
-
         with psycopg.connect(server.dsn, autocommit=True, connect_timeout=10) as db:
             db.execute("CREATE EXTENSION IF NOT EXISTS vector")
     except Exception as exc:

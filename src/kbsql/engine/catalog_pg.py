@@ -82,9 +82,6 @@ class Row(dict):
             return self._values[key]
         return super().__getitem__(key)
 
-    def keys(self) -> Any:
-        return super().keys()
-
 
 def _row_factory(cursor: Any) -> Any:
     names = [c.name for c in cursor.description] if cursor.description else []
