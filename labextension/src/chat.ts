@@ -231,7 +231,10 @@ export class KbsqlChat extends Widget {
       if (SQL_START.test(step.input)) {
         head.append(this.insertButton('Insert SQL as cell', { sql: step.input.trim() }));
       }
-      li.append(head, el('pre', 'kbsql-Chat-input', step.input));
+      li.append(head);
+      if (step.input) {
+        li.append(el('pre', 'kbsql-Chat-input', step.input));
+      }
       if (step.observation !== undefined) {
         const details = el('details', 'kbsql-Chat-observation');
         details.append(el('summary', '', 'observation'), el('pre', '', step.observation));

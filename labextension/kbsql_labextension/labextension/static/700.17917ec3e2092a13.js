@@ -47,10 +47,20 @@
   flex-wrap: wrap;
 }
 
-.kbsql-Sidebar-kbSelect,
-.kbsql-Chat-agent {
+.kbsql-Sidebar-kbSelect {
   flex: 1 1 100%;
   min-width: 0;
+}
+
+.kbsql-Chat-agent {
+  flex: 1 1 auto;
+  min-width: 0;
+}
+
+.kbsql-Chat-header button,
+.kbsql-Sidebar-header button {
+  flex: none;
+  white-space: nowrap;
 }
 
 .kbsql-Sidebar-searchText {
@@ -91,6 +101,9 @@
 .kbsql-Chat-insert {
   flex: none;
   white-space: nowrap;
+  height: auto;
+  padding: 1px 6px;
+  font-size: var(--jp-ui-font-size0);
 }
 
 .kbsql-Sidebar-hitList {
@@ -149,20 +162,23 @@
   background: var(--jp-layout-color2);
 }
 
+/* Outlined badges: readable on light and dark themes alike. */
 .kbsql-Sidebar-badge {
   font-size: var(--jp-ui-font-size0);
   padding: 0 4px;
   border-radius: 2px;
-  background: var(--jp-brand-color3);
-  color: var(--jp-ui-font-color0);
+  border: 1px solid var(--jp-brand-color1);
+  color: var(--jp-brand-color1);
 }
 
 .kbsql-Sidebar-agent .kbsql-Sidebar-badge {
-  background: var(--jp-accent-color3);
+  border-color: var(--jp-accent-color1);
+  color: var(--jp-accent-color1);
 }
 
 .kbsql-Sidebar-table .kbsql-Sidebar-badge {
-  background: var(--jp-layout-color3);
+  border-color: var(--jp-ui-font-color2);
+  color: var(--jp-ui-font-color2);
 }
 
 .kbsql-Sidebar-name {
@@ -206,13 +222,16 @@
 
 .kbsql-Chat-log {
   flex: 1;
-  overflow: auto;
+  min-width: 0;
+  overflow-x: hidden;
+  overflow-y: auto;
   display: flex;
   flex-direction: column;
   gap: 8px;
 }
 
 .kbsql-Chat-turn {
+  min-width: 0;
   border-left: 3px solid var(--jp-brand-color2);
   padding-left: 6px;
 }
@@ -229,9 +248,10 @@
 
 .kbsql-Chat-stepHead {
   display: flex;
+  flex-wrap: wrap;
   justify-content: space-between;
   align-items: center;
-  gap: 4px;
+  gap: 2px 4px;
 }
 
 .kbsql-Chat-tool {
