@@ -6,6 +6,10 @@ dark theme. The token never reaches the page."""
 
 from __future__ import annotations
 
+import time
+
+import kbsql
+from tests.agents.fakes import FakeLLM, text, tools
 from tests.labextension.helpers import (
     is_dark,
     open_notebook,
@@ -50,9 +54,9 @@ def test_chat_and_sidebar_on_a_served_engine(jupyterlab, browser_page, server_ur
     chat.locator('.kbsql-Chat-status[data-state="done"]').wait_for(timeout=60_000)
     turn = chat.locator(".kbsql-Chat-turn").first
     assert turn.locator(".kbsql-Chat-you").inner_text() == QUESTION
-    tools = turn.locator(".kbsql-Chat-tool").all_inner_texts()
-    assert "kb_query_tool" in tools, tools
-    query = turn.locator(".kbsql-Chat-step").nth(tools.index("kb_query_tool"))
+    used = turn.locator(".kbsql-Chat-tool").all_inner_texts()
+    assert "kb_query_tool" in used, used
+    query = turn.locator(".kbsql-Chat-step").nth(used.index("kb_query_tool"))
     sql = query.locator(".kbsql-Chat-input").inner_text()
     assert sql.startswith("SELECT") and QUESTION in sql
     query.locator("summary").click()  # the observation, folded by default
@@ -80,6 +84,30 @@ def test_chat_and_sidebar_on_a_served_engine(jupyterlab, browser_page, server_ur
     chat.locator(".kbsql-Chat-answerText").wait_for(timeout=30_000)
     assert chat.locator(".kbsql-Chat-answerText").inner_text() == answer
     assert chat.locator(".kbsql-Chat-you").all_inner_texts() == [QUESTION]
+
+    # Stop: a slow agent (a scripted model streaming a long answer) is stopped mid-run; the
+    # page says so at once and the agent makes no further model call.
+    long_answer = text("word " * 100)  # ~72 stream events, 0.05 s apart
+    script = [tools(("kb_list_tool", {})), long_answer, *[tools(("kb_list_tool", {}))] * 5]
+    with FakeLLM("openai", script, delay=0.05) as fake:
+        with kbsql.connect(server_url) as client:
+            client.agents.create("slow", data={"knowledge_bases": ["mindsdb.*"]},
+                                 model={"provider": "openai", "model_name": "m1", "base_url": fake.base_url})
+        page.evaluate("() => window.jupyterapp.commands.execute('kbsql:open-sidebar')")
+        chat.get_by_label("Agent").locator("option", has_text="mindsdb.slow").wait_for(state="attached")
+        chat.get_by_label("Agent").select_option("mindsdb.slow")
+        assert chat.locator(".kbsql-Chat-turn").count() == 0  # its own (empty) conversation
+        chat.get_by_label("Question").fill("talk a lot")
+        chat.get_by_role("button", name="Ask").click()
+        chat.locator(".kbsql-Chat-observation").wait_for(timeout=30_000)  # the first tool ran
+        wait_for(lambda: fake.events_sent >= 10, "the long answer streaming")
+        chat.get_by_role("button", name="Stop").click()
+        chat.locator('.kbsql-Chat-status[data-state="stopped"]').wait_for(timeout=5_000)
+        assert chat.get_by_role("button", name="Ask").is_enabled()
+        time.sleep(5)  # longer than the whole long answer would take
+        assert fake.chat_calls == 2, "the agent went on after Stop"
+    chat.get_by_label("Agent").select_option("mindsdb.helper")
+    chat.locator(".kbsql-Chat-answerText").wait_for()  # helper's conversation is back
 
     # Dark theme: the panels take JupyterLab's colours.
     page.evaluate("() => window.jupyterapp.commands.execute('apputils:change-theme', "

@@ -39,7 +39,7 @@ def post(lab: tuple[str, str, Path], route: str, body: dict) -> httpx.Response:
                       timeout=60)
 
 
-def test_embedded_catalog_of_the_notebooks_folder_and_search(jupyterlab):
+def test_embedded_catalog_search_and_agent_stream_of_the_notebooks_folder(jupyterlab):
     _url, _token, root = jupyterlab
     (root / "work").mkdir()
     seed(root / "work" / ".kbsql")
@@ -84,11 +84,8 @@ def test_embedded_catalog_of_the_notebooks_folder_and_search(jupyterlab):
                                           "knowledge_base": "nope", "text": "x"})
     assert missing.status_code == 400 and "nope" in missing.json()["detail"]
 
-
-def test_agent_stream_route_sends_the_contract_chunks_and_keeps_history(jupyterlab):
-    _url, _token, root = jupyterlab
-    seed(root / ".kbsql")
-    answer = post(jupyterlab, "agents/stream", {"notebook": "a.ipynb", "project": "mindsdb",
+    # The agent stream: the contract's chunks, one JSON object a line, history accepted.
+    answer = post(jupyterlab, "agents/stream", {"notebook": "work/a.ipynb", "project": "mindsdb",
                                                 "agent": "helper", "question": "How long do refunds take?",
                                                 "history": [{"question": "hi", "answer": "hello"}]})
     assert answer.status_code == 200, answer.text
@@ -102,7 +99,8 @@ def test_agent_stream_route_sends_the_contract_chunks_and_keeps_history(jupyterl
     assert query["tool_input"].upper().startswith("SELECT") and "FROM docs" in query["tool_input"]
     assert "five days" in chunks[kinds.index("output")]["output"]
 
-    unknown = post(jupyterlab, "agents/stream", {"project": "mindsdb", "agent": "nobody", "question": "q"})
+    unknown = post(jupyterlab, "agents/stream", {"notebook": "work/a.ipynb", "project": "mindsdb",
+                                                 "agent": "nobody", "question": "q"})
     assert unknown.status_code == 400 and "nobody" in unknown.json()["detail"]
 
 
@@ -151,7 +149,8 @@ def recorder() -> Iterator[str]:
     server.server_close()
 
 
-def test_remote_catalog_sends_the_token_as_bearer_and_never_echoes_it(jupyterlab, recorder, tmp_path):
+def test_remote_catalog_sends_the_token_as_bearer_and_never_echoes_it(jupyterlab, recorder, server_url,
+                                                                     tmp_path):
     answer = post(jupyterlab, "catalog", {"url": recorder, "token": TOKEN})
     assert answer.status_code == 200, answer.text
     assert Recorder.seen and set(Recorder.seen) == {f"Bearer {TOKEN}"}
@@ -172,13 +171,13 @@ def test_remote_catalog_sends_the_token_as_bearer_and_never_echoes_it(jupyterlab
     url, _token, _root = jupyterlab
     assert httpx.post(f"{url}/kbsql/catalog", json={}, timeout=30).status_code == 403
     # Jupyter's own log never holds the token (it travelled in a POST body only).
-    assert TOKEN not in (tmp_path / "jupyterlab.log").read_text()
 
-
-def test_served_catalog(jupyterlab, server_url):
+    # A real `kbsql serve`: its catalog with counts.
     seed(server_url)
     body = post(jupyterlab, "catalog", {"url": server_url}).json()
     assert body["connection"]["kind"] == "remote" and body["connection"]["where"] == server_url
     (project,) = [p for p in body["projects"] if p["name"] == "mindsdb"]
     assert project["knowledge_bases"][0]["rows"] == 3 and project["knowledge_bases"][0]["chunks"] > 3
     assert [a["name"] for a in project["agents"]] == ["helper"]
+    # Jupyter's own log never holds the token (it travelled in POST bodies only).
+    assert TOKEN not in (tmp_path / "jupyterlab.log").read_text()
