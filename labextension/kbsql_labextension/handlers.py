@@ -164,7 +164,10 @@ class StreamHandler(KbsqlHandler):
         finally:
             _close(self._chunks)
         if not self._closed:
-            self.finish()
+            try:
+                self.finish()
+            except StreamClosedError:  # the page went away after the last chunk
+                pass
 
 
 _DONE = object()

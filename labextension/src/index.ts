@@ -16,11 +16,13 @@ import {
 } from '@jupyterlab/codemirror';
 import { INotebookTracker } from '@jupyterlab/notebook';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
+import { IFormRendererRegistry } from '@jupyterlab/ui-components';
 
 import { KbsqlChat } from './chat';
 import { addInsertCommand } from './commands';
 import { kbsqlEditorExtension, kbsqlLanguage } from './language';
 import { CONNECTION_PLUGIN, IKbsqlModel, KbsqlModel } from './model';
+import { passwordRenderer } from './password';
 import { KbsqlSidebar } from './sidebar';
 
 /**
@@ -75,10 +77,16 @@ const connection: JupyterFrontEndPlugin<KbsqlModel> = {
   description: 'The kbsql connection (settings: server URL and token) shared by the sidebar and the chat.',
   autoStart: true,
   requires: [INotebookTracker],
-  optional: [ISettingRegistry],
+  optional: [ISettingRegistry, IFormRendererRegistry],
   provides: IKbsqlModel,
-  activate: (app: JupyterFrontEnd, tracker: INotebookTracker, registry: ISettingRegistry | null) => {
+  activate: (
+    app: JupyterFrontEnd,
+    tracker: INotebookTracker,
+    registry: ISettingRegistry | null,
+    forms: IFormRendererRegistry | null
+  ) => {
     const model = new KbsqlModel(tracker);
+    forms?.addRenderer(`${CONNECTION_PLUGIN}.token`, passwordRenderer);
     if (registry) {
       registry
         .load(CONNECTION_PLUGIN)

@@ -50,9 +50,16 @@ def wait_for(check, what: str, timeout: float = 15.0):
 
 
 def watch_console(page) -> list[str]:
-    """Collect the page's console errors and uncaught exceptions (the list fills as they come)."""
+    """Collect the page's console errors, uncaught exceptions, and warnings about kbsql or a
+    settings schema (JupyterLab's own warnings are not ours to fix); the list fills as they come."""
     errors: list[str] = []
-    page.on("console", lambda msg: msg.type == "error" and errors.append(msg.text))
+
+    def seen(msg) -> None:
+        ours = msg.type == "warning" and any(w in msg.text.lower() for w in ("kbsql", "schema"))
+        if msg.type == "error" or ours:
+            errors.append(f"{msg.type}: {msg.text}")
+
+    page.on("console", seen)
     page.on("pageerror", lambda exc: errors.append(f"uncaught: {exc}"))
     return errors
 

@@ -130,8 +130,9 @@ def test_chat_and_sidebar_on_a_served_engine(jupyterlab, browser_page, server_ur
 
     # The settings editor shows the token as a password field (dots), never as text.
     page.evaluate("() => window.jupyterapp.commands.execute('settingeditor:open', {query: 'kbsql'})")
-    field = page.locator(".jp-SettingsPanel input[type=password]")
+    field = page.locator(".jp-SettingsPanel").get_by_label("Token")
     field.wait_for(timeout=30_000)
+    assert field.get_attribute("type") == "password"
     assert field.input_value() == TOKEN  # the stored value, masked on screen
     page.screenshot(path=str(tmp_path / "kbsql-settings.png"))
 
