@@ -5,7 +5,8 @@ embedded engine lives in files, not behind a URL). It resolves the connection th
 notebook's kernel resolves its default one, so the sidebar shows what `%%kbsql` cells see:
 
 - a server URL set in the JupyterLab settings -> that server (`Authorization: Bearer
-  TOKEN` when a token is set, else `$KBSQL_API_KEY` as the magics use it);
+  TOKEN` with the settings' token, else `$KBSQL_TOKEN` as `kbsql.connect` reads it, else
+  `$KBSQL_API_KEY` as the magics read it, from the Jupyter server's environment);
 - otherwise the embedded engine on `$KBSQL_HOME`, else on `.kbsql` next to the notebook
   (a kernel's working directory is its notebook's folder).
 
@@ -26,7 +27,7 @@ from typing import Any
 
 DATA_DIR_ENV = "KBSQL_HOME"
 DATA_DIR_NAME = ".kbsql"
-API_KEY_ENV = "KBSQL_API_KEY"
+TOKEN_ENVS = ("KBSQL_TOKEN", "KBSQL_API_KEY")
 
 
 class BadTarget(ValueError):
@@ -73,7 +74,8 @@ def resolve(body: dict[str, Any], root: Path) -> Target:
     if url:
         if not url.startswith(("http://", "https://")):
             raise BadTarget("The kbsql server URL must start with http:// or https://")
-        return Target("remote", url, "settings", token or os.environ.get(API_KEY_ENV) or None)
+        token = token or next((os.environ[v] for v in TOKEN_ENVS if os.environ.get(v)), None)
+        return Target("remote", url, "settings", token)
     home = os.environ.get(DATA_DIR_ENV)
     if home:
         return Target("embedded", str(Path(home).expanduser().resolve()), f"${DATA_DIR_ENV}")

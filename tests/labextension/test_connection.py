@@ -13,6 +13,7 @@ from kbsql_labextension.connection import BadTarget, Clients, resolve
 def clean_env(monkeypatch):
     monkeypatch.delenv("KBSQL_HOME", raising=False)
     monkeypatch.delenv("KBSQL_API_KEY", raising=False)
+    monkeypatch.delenv("KBSQL_TOKEN", raising=False)
 
 
 def test_embedded_next_to_the_notebook_or_on_kbsql_home(tmp_path, monkeypatch):
@@ -43,6 +44,9 @@ def test_remote_token_from_settings_or_environment_and_never_described(tmp_path,
     assert resolve({"url": "http://127.0.0.1:1"}, root).token is None
     monkeypatch.setenv("KBSQL_API_KEY", "from-env")
     assert resolve({"url": "http://127.0.0.1:1"}, root).token == "from-env"
+    monkeypatch.setenv("KBSQL_TOKEN", "server-token")  # kbsql.connect's own variable comes first
+    assert resolve({"url": "http://127.0.0.1:1"}, root).token == "server-token"
+    assert resolve({"url": "http://127.0.0.1:1", "token": "typed"}, root).token == "typed"
     with pytest.raises(BadTarget, match="http:// or https://"):
         resolve({"url": "ftp://127.0.0.1"}, root)
 
