@@ -93,10 +93,10 @@ const connection: JupyterFrontEndPlugin<KbsqlModel> = {
         .then(settings => model.useSettings(settings))
         .catch(reason => {
           console.warn('kbsql: settings unavailable, using the embedded engine', reason);
-          void model.refresh();
+          model.useDefaults();
         });
     } else {
-      void model.refresh();
+      model.useDefaults();
     }
     return model;
   }

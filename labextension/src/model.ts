@@ -69,6 +69,7 @@ export class KbsqlModel {
   private _loading = false;
   private _pending: Promise<void> | null = null;
   private _again = false;
+  private _ready = false;
   private _changed = new Signal<this, void>(this);
 
   constructor(private tracker: INotebookTracker) {
@@ -105,10 +106,17 @@ export class KbsqlModel {
     const apply = () => {
       this._url = String(settings.get('serverUrl').composite ?? '').trim();
       this._token = String(settings.get('token').composite ?? '');
+      this._ready = true;
       void this.refresh();
     };
     settings.changed.connect(apply);
     apply();
+  }
+
+  /** No settings to wait for (no registry, or it failed): use the embedded default. */
+  useDefaults(): void {
+    this._ready = true;
+    void this.refresh();
   }
 
   /** The body every request starts from: where the service is. */
@@ -116,8 +124,15 @@ export class KbsqlModel {
     return { url: this._url, token: this._token, notebook: this.tracker.currentWidget?.context.path ?? '' };
   }
 
-  /** Reload the catalog; calls while one load runs coalesce into one more load. */
+  /**
+   * Reload the catalog; calls while one load runs coalesce into one more load. Nothing is
+   * loaded before the settings are known (a server URL there means the embedded engine must
+   * not be opened at all).
+   */
   refresh(): Promise<void> {
+    if (!this._ready) {
+      return Promise.resolve();
+    }
     if (this._pending) {
       this._again = true;
       return this._pending;
