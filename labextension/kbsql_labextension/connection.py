@@ -46,7 +46,7 @@ class Target:
 
     def describe(self, root: Path | None = None) -> dict[str, Any]:
         """What the page may show: never the token, never a URL's `user:password@`."""
-        from kbsql.interface.models import mask_url
+        from kbsql.interface.secrets import mask_url
 
         where = mask_url(self.location) if self.kind == "remote" else self.location
         if self.kind == "embedded" and root is not None:
