@@ -8,6 +8,7 @@ runs in one transaction; a failed write leaves nothing behind.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -126,11 +127,21 @@ class DatasourceRecord:
     created_at: str
 
 
+def private_file(path: Path) -> None:
+    """Create `path` empty with mode 0600 if it does not exist: SQLite then gives its -wal
+    and -shm files the same mode, so stored keys stay the owner's whatever the umask."""
+    try:
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    except FileExistsError:
+        pass
+
+
 class Catalog:
     """Typed reads and transactional writes over the catalog database."""
 
     def __init__(self, path: Path):
         path.parent.mkdir(parents=True, exist_ok=True)
+        private_file(path)
         self._lock = threading.RLock()
         self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None,
                                    timeout=30)

@@ -36,7 +36,8 @@ class Engine:
                  config: EngineConfig | None = None):
         self.config = config or EngineConfig.load(data_dir)
         self.data_dir: Path = self.config.data_dir
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        # 0700: the catalog holds API keys; nobody but the owner may even list the files
+        self.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.catalog = Catalog(self.data_dir / "catalog.sqlite")
         self.knowledge = KnowledgeService(self.data_dir, self.config)
         self.sql = SqlExecutor(self)

@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from kbsql.engine.catalog import private_file
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS chunks (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -71,6 +73,7 @@ class ChunkStore:
 
     def __init__(self, path: Path):
         path.parent.mkdir(parents=True, exist_ok=True)
+        private_file(path)
         self.path = path
         self.write_lock = threading.RLock()
         self.lock = threading.RLock()  # the reader's

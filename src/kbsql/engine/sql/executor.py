@@ -22,6 +22,7 @@ from mindsdb_sql_parser import ast, parse_sql
 from mindsdb_sql_parser.ast.mindsdb.agents import CreateAgent, DropAgent
 from mindsdb_sql_parser.ast.mindsdb.create_database import CreateDatabase
 
+from kbsql.engine.datasources.confine import PathPolicy
 from kbsql.engine.datasources.frames import FRAMES_SOURCE, FrameStore
 from kbsql.engine.sql import agents_sql, databases
 from kbsql.engine.sql.duck import DuckSession
@@ -68,7 +69,7 @@ class SqlExecutor:
     def __init__(self, engine: Engine):
         self.engine = engine
         self.frames = FrameStore(engine.data_dir)
-        self.duck = DuckSession(engine.catalog, self.frames)
+        self.duck = DuckSession(engine.catalog, self.frames, PathPolicy(engine.config))
         self.plans = PlanCache()
 
     def close(self) -> None:
