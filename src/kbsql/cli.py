@@ -37,6 +37,9 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--timeout", type=float, default=30,
                        help="seconds for a request head to arrive and longest pause inside a "
                             "body (default 30; 408 beyond)")
+    serve.add_argument("--shutdown-timeout", type=float, default=30,
+                       help="seconds requests in flight get to finish after SIGTERM/SIGINT "
+                            "(default 30)")
     quick = sub.add_parser("quickstart", help="build a small knowledge base and agent, query them")
     quick.add_argument("--data-dir", default=None)
     args = parser.parse_args(argv)
@@ -65,7 +68,8 @@ def _serve(args: argparse.Namespace) -> int:
                     max_sql=int(args.max_sql_kb * 1024), timeout=args.timeout)
     try:
         run_server(args.host, args.port, args.data_dir, args.log_level, tuple(args.allow_origin),
-                   auth=auth, limits=limits, allow_paths=args.allow_path)
+                   auth=auth, limits=limits, allow_paths=args.allow_path,
+                   shutdown_timeout=args.shutdown_timeout)
     except StartupError as exc:
         print(f"kbsql serve: {exc}", file=sys.stderr)
         return 1

@@ -87,12 +87,13 @@ def bind(host: str, port: int) -> socket.socket:
 def serve(host: str = "127.0.0.1", port: int = 47334, data_dir: str | None = None,
           log_level: str = "warning", allowed_origins: tuple[str, ...] = (), *,
           auth: AuthSettings | None = None, limits: Limits | None = None,
-          allow_paths: Iterable[str] = ()) -> None:
+          allow_paths: Iterable[str] = (), shutdown_timeout: float = 30) -> None:
     """Serve until interrupted. With port 0 the OS picks a free port; the first line on
     stdout is `kbsql serving on http://HOST:PORT` either way (tests read it).
     `allowed_origins`: browser origins allowed besides loopback ones (see server/guard.py).
     `allow_paths`: the only roots file-based data sources may open when the server has a
-    token or listens beyond loopback (anywhere but the data directory otherwise)."""
+    token or listens beyond loopback (anywhere but the data directory otherwise).
+    `shutdown_timeout`: seconds requests in flight get to finish after SIGTERM/SIGINT."""
     auth = auth or AuthSettings()
     limits = limits or Limits()
     check_exposure(host, auth)
@@ -108,7 +109,8 @@ def serve(host: str = "127.0.0.1", port: int = 47334, data_dir: str | None = Non
     bound_port = sock.getsockname()[1]
     app = build_app(engine, bind_host=host, allowed_origins=allowed_origins, auth=auth,
                     limits=limits)
-    config = uvicorn.Config(app, log_level=log_level, access_log=False, timeout_graceful_shutdown=10,
+    config = uvicorn.Config(app, log_level=log_level, access_log=False,
+                            timeout_graceful_shutdown=shutdown_timeout,
                             http=head_timeout_protocol(limits.timeout),
                             h11_max_incomplete_event_size=64 * 1024)
     server = _Server(config)
