@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from kbsql.server.process import ServerProcess, spawn
 
@@ -187,3 +188,35 @@ def test_an_index_that_cannot_be_saved_never_fails_the_insert(tmp_path: Path) ->
         assert "could not save the vector index" in log and "Traceback" not in log
         server.stop()
         assert server.process.returncode == 0
+
+
+def read_only_mount(data: Path) -> tuple[str, ...]:
+    """Run the server in its own mount namespace where `data` is a read-only bind mount (the
+    only way to make a directory unwritable for root, which the tests run as)."""
+    probe = subprocess.run(["unshare", "-m", "sh", "-c", f'mount --bind -o ro "{data}" "{data}"'],
+                           capture_output=True, text=True, timeout=30)
+    if probe.returncode != 0:
+        pytest.skip(f"cannot make a read-only mount here: {probe.stderr.strip()}")
+    return ("unshare", "-m", "sh", "-c", 'mount --bind -o ro "$0" "$0" && exec "$@"', str(data))
+
+
+def test_a_read_only_data_dir_serves_reads(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    with spawn(data) as server:
+        create_kb(server.url, "kb")
+        assert insert(server.url, "kb", docs("a", "apple")).is_success
+    with spawn(data, prefix=read_only_mount(data)) as server:
+        assert search_ids(server.url, "kb", "apple 2", limit=1) == ["a2"]
+        assert [k["name"] for k in httpx.get(f"{server.url}{KBS}").json()] == ["kb"]
+        refused = insert(server.url, "kb", docs("b", "banana"))
+        assert refused.status_code == 403 and "read" in refused.json()["detail"]
+        sql_write = httpx.post(f"{server.url}/api/sql/query", json={
+            "query": "INSERT INTO kb (id, content) VALUES ('z', 'zebra')"}).json()
+        assert sql_write["type"] == "error" and "reads only" in sql_write["error_message"], sql_write
+        made = httpx.post(f"{server.url}{KBS}", json={"knowledge_base": {"name": "kb2",
+                                                                          "embedding_model": HASH}})
+        assert made.status_code == 403 and "reads only" in made.json()["detail"]
+        assert search_ids(server.url, "kb", "apple") == [f"a{i}" for i in range(5)]
+        log = server.log_text()
+        assert "serving reads only" in log and "Traceback" not in log, log
+        assert stop_with(server, signal.SIGTERM) == 0

@@ -38,7 +38,9 @@ class Engine:
         self.data_dir: Path = self.config.data_dir
         # 0700: the catalog holds API keys; nobody but the owner may even list the files
         self.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        self.catalog = Catalog(self.data_dir / "catalog.sqlite")
+        # a read-only directory (a read-only mount, a snapshot) still serves reads
+        self.config.read_only = not os.access(self.data_dir, os.W_OK)
+        self.catalog = Catalog(self.data_dir / "catalog.sqlite", read_only=self.config.read_only)
         self.knowledge = KnowledgeService(self.data_dir, self.config)
         self.sql = SqlExecutor(self)
         self.agents = AgentRuntime(self)

@@ -101,6 +101,9 @@ def serve(host: str = "127.0.0.1", port: int = 47334, data_dir: str | None = Non
     roots = tuple(Path(p).expanduser().resolve() for p in allow_paths)
     os.umask(0o077)  # every file the server writes is the owner's alone (0600, dirs 0700)
     engine = open_engine(data_dir, roots if confined or roots else None)
+    if engine.config.read_only:
+        print(f"kbsql serve: {engine.data_dir} cannot be written: serving reads only",
+              file=sys.stderr, flush=True)
     try:
         sock = bind(host, port)
     except StartupError:

@@ -57,7 +57,7 @@ class KnowledgeService:
             h = self._handles.get(record.id)
             if h is None:
                 directory = self.storage_dir(record)
-                store = ChunkStore(directory / "chunks.sqlite")
+                store = ChunkStore(directory / "chunks.sqlite", read_only=self.config.read_only)
                 h = KbHandle(store, VectorIndex(directory / "index.faiss", store))
                 store.index_metadata(record.spec.get("metadata_columns") or [])
                 self._handles[record.id] = h
@@ -82,7 +82,8 @@ class KnowledgeService:
             handles, self._handles = list(self._handles.values()), {}
         for h in handles:
             try:
-                h.index.try_save()
+                if not self.config.read_only:
+                    h.index.try_save()
             finally:
                 h.store.close()
 
