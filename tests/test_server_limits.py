@@ -78,6 +78,18 @@ def test_a_chunked_oversized_body_is_413_once_past_the_limit(server: ServerProce
     assert (peak_rss_kb(server) - before) / 1024 < 40
 
 
+def test_a_body_of_tiny_values_is_refused_before_parsing(server: ServerProcess) -> None:
+    """7 MB of `"ab",` is 1.4M strings: ~80 MB once parsed. Counted before, refused."""
+    body = b'{"knowledge_base": {"rows": [' + b'"ab",' * 1_400_000 + b'"ab"]}}'
+    before = peak_rss_kb(server)
+    answer = httpx.put(f"{server.url}{KBS}/kb", content=body,
+                       headers={"Content-Type": "application/json"}, timeout=60)
+    assert "JSON values" in problem(answer, 413)["detail"]
+    grown_mb = (peak_rss_kb(server) - before) / 1024
+    assert grown_mb < 40, f"the server's peak memory grew {grown_mb:.0f} MB"
+    assert stored_ids(server.url) == ["0", "1", "2"]
+
+
 def test_sql_over_the_limit_is_refused_before_parsing(server: ServerProcess) -> None:
     values = ", ".join(f"({i}, 'note {i}')" for i in range(4000))  # ~80 KB > 64 KB
     query = f"INSERT INTO kb (id, content) VALUES {values}"

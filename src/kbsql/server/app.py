@@ -47,7 +47,7 @@ async def read_body(request: Request, wrapper: str | None = None) -> dict[str, A
     NaN, see limits.parse_json) is a 400, never a 500."""
     raw = await request.body()
     try:
-        body = parse_json(raw)
+        body = parse_json(raw, getattr(request.app.state, "limits", None))
     except (ValueError, UnicodeDecodeError) as exc:
         raise BadRequest(f"The request body is not valid JSON: {exc}", title="Invalid JSON") from exc
     except RecursionError as exc:  # `[[[[...` nested past the parser's stack: still bad JSON
@@ -211,6 +211,7 @@ def build_app(engine: Engine, *, bind_host: str | None = None,
             405, PROBLEM),
     })
     app.state.engine = engine
+    app.state.limits = limits
     return app
 
 
