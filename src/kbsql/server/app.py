@@ -168,8 +168,8 @@ def build_app(engine: Engine, *, bind_host: str | None = None,
             raise BadRequest("'query' must be a non-empty SQL string", title="Missing parameter")
         too_big = check_sql_size(query, limits)
         if too_big is not None:  # before the parser, whose memory grows ~190x the text
-            sent = body.get("context") if isinstance(body.get("context"), dict) else {}
-            context = {**default_context(), **sent}
+            sent = body.get("context")
+            context = {**default_context(), **(sent if isinstance(sent, dict) else {})}
             return json_response(ErrorResult(too_big, context=context).to_json())
         result = await call(engine.query, query, body.get("context"))  # the engine checks it
         return json_response(result.to_json())

@@ -113,7 +113,7 @@ def serve(host: str = "127.0.0.1", port: int = 47334, data_dir: str | None = Non
     app = build_app(engine, bind_host=host, allowed_origins=allowed_origins, auth=auth,
                     limits=limits)
     config = uvicorn.Config(app, log_level=log_level, access_log=False,
-                            timeout_graceful_shutdown=shutdown_timeout,
+                            timeout_graceful_shutdown=max(1, round(shutdown_timeout)),
                             http=head_timeout_protocol(limits.timeout),
                             h11_max_incomplete_event_size=64 * 1024)
     server = _Server(config)
