@@ -41,7 +41,8 @@ def kb_names(url: str) -> list[str]:
 
 
 @pytest.mark.parametrize("headers", [{}, bearer("wrong-token"), {"Authorization": TOKEN},
-                                     {"Authorization": f"Basic {TOKEN}"}, {"Authorization": "Bearer"}])
+                                     {"Authorization": f"Basic {TOKEN}"}, {"Authorization": "Bearer"},
+                                     {"X-Api-Key": "wrong-token"}])
 def test_without_the_token_every_api_route_is_401_and_changes_nothing(
         server: ServerProcess, headers: dict[str, str]) -> None:
     url = server.url
@@ -95,6 +96,8 @@ def test_mindsdb_sdk_logs_in_and_queries(server: ServerProcess) -> None:
     with pytest.raises(requests.HTTPError) as refused:
         mindsdb_sdk.connect(server.url, login="ann", password="not-it")
     assert refused.value.response.status_code == 401
+    by_key = mindsdb_sdk.connect(server.url, api_key=TOKEN)  # sent as X-Api-Key
+    assert by_key.query("SELECT 8 AS eight").fetch()["eight"].tolist() == [8]
     anonymous = mindsdb_sdk.connect(server.url)
     with pytest.raises(requests.HTTPError) as refused:
         anonymous.query("SELECT 1").fetch()

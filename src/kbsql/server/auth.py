@@ -12,6 +12,9 @@ bases. Two ways in, both ending in `Authorization: Bearer <token>` on every requ
   sends as a bearer token. Session tokens live in memory (a restart logs everyone out; the
   SDK logs in again on a 401).
 
+The server token is also accepted in `X-Api-Key`, which mindsdb_sdk's
+`connect(url, api_key=...)` sends.
+
 Only paths under `/api/` are guarded; `/api/status` stays open (clients probe it, and it
 says `auth.http_auth_enabled`). Anything else is not a route and answers 404, which is also
 what mindsdb_sdk needs to fall back from `/cloud/login` to `/api/login`. Tokens are compared
@@ -113,6 +116,8 @@ class TokenAuth:
 
     def authorized(self, scope: Scope) -> bool:
         for name, value in scope.get("headers") or []:
+            if name.lower() == b"x-api-key" and self.settings.token:  # mindsdb_sdk's api_key=
+                return _same(value.decode("latin-1").strip(), self.settings.token)
             if name.lower() == b"authorization":
                 scheme, _, credential = value.decode("latin-1").strip().partition(" ")
                 credential = credential.strip()
