@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import threading
 from collections.abc import Iterator
@@ -36,6 +37,7 @@ HNSW_EF_CONSTRUCTION = 64
 REBUILD_DELETED_FRACTION = 0.2
 PERSIST_EVERY = 5_000  # changed vectors before the cache file is rewritten (also on close)
 _MAGIC = b"KBSQLIDX1\n"
+log = logging.getLogger(__name__)
 
 faiss.omp_set_num_threads(1)  # single queries: 1 thread is 2x faster than 2 (platform facts)
 EXACT_SUBSET = 20_000  # filtered HNSW searches over at most this many rows are exact
@@ -79,9 +81,19 @@ class VectorIndex:
             index = faiss.deserialize_index(np.frombuffer(raw, dtype=np.uint8, offset=header_end + 1))
         except (OSError, ValueError, RuntimeError):
             return  # no cache or a bad one: rebuilt from the rows by sync()
+        version, max_seq = int(header["version"]), int(header["max_seq"])
+        deleted = set(header.get("deleted", []))
+        stored_version, stored_seq = self.store.version(), self.store.max_seq()
+        if version > stored_version or max_seq > stored_seq or (
+                version == stored_version and index.ntotal - len(deleted) != self.store.count()):
+            # the cache describes rows this store does not have (a restored backup of the
+            # rows, a lost write): its ids could name other rows. Rebuild from the rows.
+            log.warning("the vector index %s is ahead of its rows (index version %d, seq %d; "
+                        "rows version %d, seq %d): rebuilding it from the rows", self.path,
+                        version, max_seq, stored_version, stored_seq)
+            return
         self.index, self.kind = index, header["kind"]
-        self.version, self.max_seq = int(header["version"]), int(header["max_seq"])
-        self.deleted = set(header.get("deleted", []))
+        self.version, self.max_seq, self.deleted = version, max_seq, deleted
 
     def save(self) -> None:
         """Write the cache: temp file + fsync + os.replace, so a reader sees old or new."""
@@ -91,13 +103,30 @@ class VectorIndex:
             header = {"kind": self.kind, "version": self.version, "max_seq": self.max_seq,
                       "deleted": sorted(self.deleted)}
             tmp = self.path.with_suffix(".tmp")
-            with open(tmp, "wb") as f:
+            with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as f:
                 f.write(_MAGIC + json.dumps(header).encode() + b"\n")
                 f.write(faiss.serialize_index(self.index).tobytes())
                 f.flush()
                 os.fsync(f.fileno())
             os.replace(tmp, self.path)
             self.unsaved = 0
+
+    def try_save(self) -> bool:
+        """Save, but a failure (disk full, read-only directory) is only logged: the index is
+        a cache of committed rows, so losing a save loses nothing (the next open rebuilds or
+        catches up), and the write that triggered it has already succeeded."""
+        try:
+            self.save()
+            return True
+        except OSError as exc:
+            log.warning("could not save the vector index %s (%s); it will be caught up from "
+                        "the rows when next opened", self.path, exc)
+            return False
+
+    def reset(self) -> None:
+        """Forget the in-memory index; the next sync() rebuilds it from the rows."""
+        with self.lock:
+            self.index, self.version, self.max_seq, self.deleted = None, -1, 0, set()
 
     # catching up ------------------------------------------------------------------------
     def sync(self) -> None:
@@ -126,7 +155,7 @@ class VectorIndex:
                 self.unsaved += len(removed)
             self._maybe_switch(dim)
             if self.unsaved >= PERSIST_EVERY:
-                self.save()
+                self.try_save()
 
     def _new_index(self, dim: int, kind: str) -> Any:
         if kind == "hnsw":

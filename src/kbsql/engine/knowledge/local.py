@@ -4,6 +4,7 @@ in `data_dir/knowledge_bases/<kb id>/`, behind the `KbStorage` interface (storag
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,6 +17,8 @@ from kbsql.engine.knowledge import search as search_mod
 from kbsql.engine.knowledge.index import VectorIndex
 from kbsql.engine.knowledge.search import Filter
 from kbsql.engine.knowledge.store import ChunkStore
+
+log = logging.getLogger(__name__)
 
 
 class _Writer:
@@ -36,16 +39,28 @@ class _Writer:
 
 
 class LocalStorage:
-    def __init__(self, directory: Path):
+    def __init__(self, directory: Path, read_only: bool = False):
         self.directory = directory
-        self.store = ChunkStore(directory / "chunks.sqlite")
+        self.read_only = read_only
+        self.store = ChunkStore(directory / "chunks.sqlite", read_only=read_only)
         self.index = VectorIndex(directory / "index.faiss", self.store)
 
     @contextmanager
     def write(self) -> Iterator[_Writer]:
         with self.store.write() as db:
             yield _Writer(db, self.store.dim())
-        self.index.sync()  # after the commit: the index catches up
+        self._catch_up()
+
+    def _catch_up(self) -> None:
+        """Bring the index up to the rows just committed. The write has succeeded whatever
+        happens here: a failure is logged and the index dropped, so the next search
+        rebuilds it from the rows instead of answering from a half-updated cache."""
+        try:
+            self.index.sync()
+        except Exception as exc:
+            log.warning("updating the vector index %s after a committed write failed (%s); "
+                        "it is rebuilt on the next search", self.index.path, exc)
+            self.index.reset()
 
     def delete(self, filters: list[Filter]) -> int:
         where, args = search_mod.filter_sql(filters)
@@ -85,7 +100,8 @@ class LocalStorage:
 
     def close(self) -> None:
         try:
-            self.index.save()
+            if not self.read_only:
+                self.index.try_save()
         finally:
             self.store.close()
 

@@ -82,7 +82,7 @@ class KnowledgeService:
     def _open(self, record: KbRecord) -> KbStorage:
         source = self.vector_source(record.spec.get("vector_database"))
         if source is None:
-            return LocalStorage(self.storage_dir(record))
+            return LocalStorage(self.storage_dir(record), read_only=self.config.read_only)
         from kbsql.engine.datasources.postgres import settings
         from kbsql.engine.knowledge.pgvector import PgVectorStorage
 
