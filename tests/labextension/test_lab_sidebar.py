@@ -103,12 +103,16 @@ def test_sidebar_follows_the_notebooks_connection(jupyterlab, browser_page, serv
     assert connection.inner_text() == "embedded other"
     assert sidebar.locator('.kbsql-Sidebar-kb[data-name="served_only"]').count() == 0
 
-    # Another notebook (its own kernel, no %kbsql_connect) shows the default next to it; back on
-    # the first one, the sidebar asks its kernel again and shows `other`.
-    write_notebook(root / "plain.ipynb")
-    page.evaluate("() => window.jupyterapp.commands.execute('docmanager:open', {path: 'plain.ipynb'})")
-    wait_for(lambda: connection.inner_text() == "embedded .kbsql", "the default of plain.ipynb", 60)
-    sidebar.locator('.kbsql-Sidebar-kb[data-name="notes"]').wait_for(timeout=30_000)
+    # Another notebook (its own kernel, no %kbsql_connect, not even %load_ext) in a project whose
+    # pyproject.toml sets [tool.kbsql] default_connection: the sidebar shows that data directory
+    # once the kernel has started; back on the first notebook, its kernel is asked again.
+    (root / "proj").mkdir()
+    (root / "proj" / "pyproject.toml").write_text('[tool.kbsql]\ndefault_connection = "../team-kb"\n')
+    knowledge_base(root / "team-kb", "team_only")
+    write_notebook(root / "proj" / "plain.ipynb")
+    page.evaluate("() => window.jupyterapp.commands.execute('docmanager:open', {path: 'proj/plain.ipynb'})")
+    sidebar.locator('.kbsql-Sidebar-kb[data-name="team_only"]').wait_for(timeout=60_000)
+    assert connection.inner_text() == "embedded team-kb"
     page.evaluate("() => window.jupyterapp.commands.execute('docmanager:open', {path: 'side.ipynb'})")
     wait_for(lambda: connection.inner_text() == "embedded other", "side.ipynb's connection again", 30)
     sidebar.locator('.kbsql-Sidebar-kb[data-name="other_only"]').wait_for(timeout=30_000)
