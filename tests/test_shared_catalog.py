@@ -160,3 +160,14 @@ def test_embedded_engine_on_a_shared_catalog_and_its_errors(tmp_path, pgvector_d
         Engine(tmp_path / "c", catalog_url=bad)
     assert "Cannot connect to the catalog at postgresql://postgres:***@127.0.0.1:1/nothing" in str(exc.value)
     assert "wrong-pw" not in str(exc.value)
+
+
+def test_serve_with_an_unreachable_catalog_stops_with_one_line(tmp_path):
+    run = subprocess.run([sys.executable, "-m", "kbsql.cli", "serve", "--port", "0", "--data-dir",
+                          str(tmp_path / "d"), "--catalog", "postgresql://kb:s3cret-pw@127.0.0.1:1/kb"],
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 1
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1
+    assert "Cannot connect to the catalog at postgresql://kb:***@127.0.0.1:1/kb" in lines[0]
+    assert "s3cret-pw" not in run.stderr + run.stdout
