@@ -170,3 +170,24 @@ def test_rest_create_with_storage_object(client, pgvector_dsn):
     client.knowledge_bases.delete("rest_kb")
     with psycopg.connect(pgvector_dsn) as db:
         assert db.execute("SELECT to_regclass('rest_chunks')").fetchone()[0] is None
+
+
+def test_reranker_rescored_on_top_of_pgvector(tmp_path, pgvector_dsn):
+    from tests.knowledge.fakes import FakeProvider
+
+    fake = FakeProvider()
+    try:
+        with Engine(tmp_path / "e") as eng:
+            create_vdb(eng, pgvector_dsn)
+            reranker = {"provider": "cohere", "model_name": "rr-1", "base_url": fake.url}
+            sql(eng, "CREATE KNOWLEDGE_BASE kb USING storage = vdb.rr_chunks, "
+                     f"embedding_model = {json.dumps(HASH_MODEL)}, reranking_model = {json.dumps(reranker)}")
+            sql(eng, "INSERT INTO kb (id, content) VALUES (1, 'apples and pears are fruit'), "
+                     "(2, 'cars and trucks drive on roads'), (3, 'fruit salad with apples'), "
+                     "(4, 'trucks carry fruit to markets')")
+            got = table(eng, "SELECT id, relevance FROM kb WHERE content = 'apples fruit salad'")
+            # the fake scores by shared words: doc 3 all three, doc 1 two, the rest < 0.5 (dropped)
+            assert [g["id"] for g in got] == ["3", "1"]
+            assert [g["relevance"] for g in got] == pytest.approx([1.0, 2 / 3], abs=1e-3)
+    finally:
+        fake.close()
