@@ -191,3 +191,37 @@ def test_reranker_rescored_on_top_of_pgvector(tmp_path, pgvector_dsn):
             assert [g["relevance"] for g in got] == pytest.approx([1.0, 2 / 3], abs=1e-3)
     finally:
         fake.close()
+
+
+def test_concurrent_upserts_of_one_id_from_two_engines_keep_one_copy(tmp_path, pgvector_dsn):
+    """Two processes' worth of writers (two engines, each with its own pool) upsert the same
+    ids at once: the per-table lock serialises them, so no id ends up stored twice."""
+    import threading
+
+    engines = [Engine(tmp_path / f"e{i}") for i in range(2)]
+    try:
+        create_vdb(engines[0], pgvector_dsn)
+        sql(engines[0], "CREATE KNOWLEDGE_BASE kb USING storage = vdb.up_chunks, "
+                        f"embedding_model = {json.dumps(HASH_MODEL)}")
+        # the second engine points at the same table through its own catalog entry
+        create_vdb(engines[1], pgvector_dsn)
+        records = [engines[0].catalog.knowledge_base("mindsdb", "kb")]
+        engines[1].catalog.create_knowledge_base("mindsdb", "kb", records[0].spec)
+        records.append(engines[1].catalog.knowledge_base("mindsdb", "kb"))
+
+        def writer(i: int) -> None:
+            for round_ in range(8):
+                engines[i].insert_rows(records[i], [{"id": d, "content": f"writer {i} round {round_}"}
+                                                    for d in range(300)], progress=False)
+
+        threads = [threading.Thread(target=writer, args=(i,)) for i in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=120)
+        with psycopg.connect(pgvector_dsn) as db:
+            counts = db.execute("SELECT id, count(*) FROM up_chunks GROUP BY id ORDER BY id").fetchall()
+        assert sorted(counts) == sorted((str(d), 1) for d in range(300))
+    finally:
+        for e in engines:
+            e.close()
