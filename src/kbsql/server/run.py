@@ -17,7 +17,11 @@ def serve(host: str = "127.0.0.1", port: int = 47334, data_dir: str | None = Non
     stdout is `kbsql serving on http://HOST:PORT` either way (tests read it).
     `allowed_origins`: browser origins allowed besides loopback ones (see server/guard.py)."""
     engine = Engine(data_dir)
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    # proto must be IPPROTO_TCP (not the default 0): asyncio only sets TCP_NODELAY on accepted
+    # sockets whose proto says TCP. Without it the response head and body (two writes) meet
+    # Nagle + the client's delayed ACK and every keep-alive request waits ~40 ms.
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM,
+                         socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
     bound_port = sock.getsockname()[1]
