@@ -20,6 +20,7 @@ CASES = {
     "sql": (["--rows", "20000", "--repeat", "3"], None),
     "agents": (["--chunks", "300", "--repeat", "2"], None),
     "magics": (["--rows", "2000", "--repeat", "1"], None),
+    "memory": ([], ["kbsql_serve", "baseline_bare_starlette_uvicorn_mb"]),
 }
 
 

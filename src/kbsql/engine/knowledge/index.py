@@ -22,7 +22,6 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-import faiss
 import numpy as np
 
 from kbsql.engine.knowledge.store import ChunkStore
@@ -34,7 +33,21 @@ REBUILD_DELETED_FRACTION = 0.2
 PERSIST_EVERY = 5_000  # changed vectors before the cache file is rewritten (also on close)
 _MAGIC = b"KBSQLIDX1\n"
 
-faiss.omp_set_num_threads(1)  # single queries: 1 thread is 2x faster than 2 (platform facts)
+
+
+class _LazyFaiss:
+    """faiss is loaded at the first index use, not at import: it costs ~13 MB of RSS and
+    0.1 s, which an idle `kbsql serve` (or a notebook that never searches) does not need."""
+
+    def __getattr__(self, name: str):
+        import faiss as module
+
+        module.omp_set_num_threads(1)  # single queries: 1 thread is 2x faster than 2 (platform facts)
+        globals()["faiss"] = module
+        return getattr(module, name)
+
+
+faiss = _LazyFaiss()
 EXACT_SUBSET = 20_000  # filtered HNSW searches over at most this many rows are exact
 BULK = 2_000  # adds at least this big use every core (HNSW builds are CPU-bound)
 
