@@ -21,6 +21,7 @@ CASES = {
     "agents": (["--chunks", "300", "--repeat", "2"], None),
     "magics": (["--rows", "2000", "--repeat", "1"], None),
     "memory": ([], ["kbsql_serve", "baseline_bare_starlette_uvicorn_mb"]),
+    "insert": (["--docs", "300", "--batch", "100"], ["baseline_rest_insert_docs_per_s"]),
 }
 
 
