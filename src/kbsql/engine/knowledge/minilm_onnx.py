@@ -24,6 +24,7 @@ import numpy as np
 
 OPSET = 17
 MS = "com.microsoft"  # ONNX Runtime's contrib ops: MatMulIntegerToFloat, BiasGelu, SkipLayerNormalization
+GELU_FLOOR = 0.17  # min over x of x * Phi(x) is -0.16997
 MAX_TOKENS_PER_BATCH = 8192
 MAX_BATCH = 64
 
@@ -82,6 +83,22 @@ class _Graph:
                       self.const(w_scale), self.const(np.uint8(128)), domain=MS)
         return self.op("Mul", acc, x_scale)
 
+    def product_int8_nonnegative(self, x: str, weight: np.ndarray, offset: float) -> tuple[str, np.ndarray]:
+        """For x >= -offset (a GELU output): quantise x + offset per row on the full uint8
+        range [0, 255] (twice the resolution of the symmetric form) and return the product
+        with the correction `- offset * column sums of W` to add to the bias."""
+        q, w_scale = quantize_columns(weight)
+        shifted = self.op("Add", x, self.const(np.float32(offset)))
+        row_max = self.op("Max", self.op("ReduceMax", shifted, axes=[-1], keepdims=1),
+                          self.const(np.float32(1e-12)))
+        inverse = self.op("Div", self.const(np.float32(255.0)), row_max)
+        xq = self.op("Cast", self.op("Round", self.op("Mul", shifted, inverse)), to=2)  # uint8
+        scale = self.op("Div", row_max, self.const(np.float32(255.0)))
+        acc = self.op("MatMulIntegerToFloat", xq, self.const(q), self.const(np.float32(1.0)),
+                      self.const(w_scale), self.const(np.uint8(0)), domain=MS)
+        correction = -offset * (q.astype(np.float64) * w_scale).sum(axis=0)
+        return self.op("Mul", acc, scale), correction.astype(np.float32)
+
     def layer_norm(self, x: str, weight: np.ndarray, bias: np.ndarray, eps: float) -> str:
         return self.op("LayerNormalization", x, self.const(weight.astype(np.float32)),
                        self.const(bias.astype(np.float32)), axis=-1, epsilon=eps)
@@ -136,9 +153,15 @@ def build_model(directory: Path, int8: bool = True) -> bytes:
                  g.const(w[p + "attention.output.dense.bias"]), domain=MS, epsilon=eps)
         gelu = g.op("BiasGelu", product(x, weight("intermediate.dense")),
                     g.const(w[p + "intermediate.dense.bias"]), domain=MS)  # exact (erf) GELU
-        x = g.op("SkipLayerNormalization", product(gelu, weight("output.dense")), x,
+        down_bias = w[p + "output.dense.bias"]
+        if int8:  # GELU >= -0.17: an unsigned, full-range quantisation (see the method)
+            down, correction = g.product_int8_nonnegative(gelu, weight("output.dense"), GELU_FLOOR)
+            down_bias = down_bias + correction
+        else:
+            down = product(gelu, weight("output.dense"))
+        x = g.op("SkipLayerNormalization", down, x,
                  g.const(w[p + "output.LayerNorm.weight"]), g.const(w[p + "output.LayerNorm.bias"]),
-                 g.const(w[p + "output.dense.bias"]), domain=MS, epsilon=eps)
+                 g.const(down_bias.astype(np.float32)), domain=MS, epsilon=eps)
     weights = g.op("Unsqueeze", mask_f, g.const(np.array([2], np.int64)))
     summed = g.op("ReduceSum", g.op("Mul", x, weights), g.const(np.array([1], np.int64)), keepdims=0)
     count = g.op("Max", g.op("ReduceSum", weights, g.const(np.array([1], np.int64)), keepdims=0),
