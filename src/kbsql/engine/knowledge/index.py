@@ -21,6 +21,7 @@ import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -34,12 +35,11 @@ PERSIST_EVERY = 5_000  # changed vectors before the cache file is rewritten (als
 _MAGIC = b"KBSQLIDX1\n"
 
 
-
 class _LazyFaiss:
     """faiss is loaded at the first index use, not at import: it costs ~13 MB of RSS and
     0.1 s, which an idle `kbsql serve` (or a notebook that never searches) does not need."""
 
-    def __getattr__(self, name: str):
+    def __getattr__(self, name: str) -> Any:
         import faiss as module
 
         module.omp_set_num_threads(1)  # single queries: 1 thread is 2x faster than 2 (platform facts)
@@ -47,7 +47,8 @@ class _LazyFaiss:
         return getattr(module, name)
 
 
-faiss = _LazyFaiss()
+# typed Any: faiss's SWIG-generated stubs are partial (no SearchParametersHNSW)
+faiss: Any = _LazyFaiss()
 EXACT_SUBSET = 20_000  # filtered HNSW searches over at most this many rows are exact
 BULK = 2_000  # adds at least this big use every core (HNSW builds are CPU-bound)
 
@@ -70,7 +71,7 @@ class VectorIndex:
         self.store = store
         self.hnsw_threshold = hnsw_threshold or HNSW_THRESHOLD
         self.lock = threading.RLock()
-        self.index: faiss.Index | None = None
+        self.index: Any = None  # a faiss.Index once built
         self.kind = "flat"
         self.version = -1
         self.max_seq = 0
@@ -138,7 +139,7 @@ class VectorIndex:
             if self.unsaved >= PERSIST_EVERY:
                 self.save()
 
-    def _new_index(self, dim: int, kind: str) -> faiss.Index:
+    def _new_index(self, dim: int, kind: str) -> Any:
         if kind == "hnsw":
             inner = faiss.IndexHNSWFlat(dim, HNSW_M, faiss.METRIC_INNER_PRODUCT)
             inner.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
