@@ -7,7 +7,8 @@ Target: >= 4,000 docs/s (5x MindsDB's 810-840 measured on this machine).
 
 Baselines in the same run: the same rows through the REST insert (`PUT` with `rows`, JSON,
 no SQL parsing) on the same server, and in-process the parse alone of one statement by
-mindsdb_sql_parser against the VALUES fast path (kbsql/engine/sql/values_fastpath.py).
+mindsdb_sql_parser against the VALUES fast path (kbsql/engine/sql/values_fastpath.py). The
+SQL and REST batches alternate one by one, so both see the same machine load.
 
 Usage: python benchmarks/bench_insert.py [--docs 5000] [--batch 100]
 Prints JSON and writes benchmarks/results/insert.json.
@@ -51,26 +52,26 @@ def insert_sql(name: str, batch: list[dict[str, Any]]) -> str:
     return f"INSERT INTO {name} (id, content, topic) VALUES {values}"
 
 
-def run_sql(client: kbsql.Client, name: str, docs: int, batch: int) -> float:
-    client.sql(CREATE.format(name=name))
-    statements = [insert_sql(name, rows(i, min(batch, docs - i))) for i in range(0, docs, batch)]
-    start = time.perf_counter()
-    for text in statements:
-        result = client.sql(text)
-        assert result.type == "ok", result
-    seconds = time.perf_counter() - start
-    count = client.sql(f"SELECT count(*) AS n FROM (SELECT id FROM {name} LIMIT 1000000) AS t")
-    assert count.type == "table"
-    return docs / seconds
-
-
-def run_rest(client: kbsql.Client, name: str, docs: int, batch: int) -> float:
-    client.sql(CREATE.format(name=name))
+def run_both(client: kbsql.Client, suffix: str, docs: int, batch: int) -> tuple[float, float]:
+    """docs/s of the SQL insert and of the REST insert, batch by batch in alternation (both
+    see the same machine load), into two new knowledge bases."""
+    sql_kb, rest_kb = f"sql_{suffix}", f"rest_{suffix}"
+    client.sql(CREATE.format(name=sql_kb))
+    client.sql(CREATE.format(name=rest_kb))
     batches = [rows(i, min(batch, docs - i)) for i in range(0, docs, batch)]
-    start = time.perf_counter()
-    for chunk in batches:
-        client.knowledge_bases.insert(name, chunk)
-    return docs / (time.perf_counter() - start)
+    statements = [insert_sql(sql_kb, b) for b in batches]
+    sql_s = rest_s = 0.0
+    for text, chunk in zip(statements, batches, strict=True):
+        start = time.perf_counter()
+        result = client.sql(text)
+        sql_s += time.perf_counter() - start
+        assert result.type == "ok", result
+        start = time.perf_counter()
+        client.knowledge_bases.insert(rest_kb, chunk)
+        rest_s += time.perf_counter() - start
+    stored = client.sql(f"SELECT count(*) AS n FROM (SELECT id FROM {sql_kb} LIMIT 1000000) AS t")
+    assert stored.type == "table"
+    return docs / sql_s, docs / rest_s
 
 
 def parse_cost(batch: int, repeat: int) -> dict[str, Any]:
@@ -95,11 +96,12 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=100)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp, spawn(tmp) as server, kbsql.connect(server.url) as client:
-        run_sql(client, "warmup", args.batch * 2, args.batch)  # imports, first KB, caches
+        run_both(client, "warmup", args.batch * 2, args.batch)  # imports, first KBs, caches
         sql_rates, rest_rates = [], []
-        for round_ in range(2):  # alternated, so both see the same machine load
-            sql_rates.append(run_sql(client, f"sql_{round_}", args.docs, args.batch))
-            rest_rates.append(run_rest(client, f"rest_{round_}", args.docs, args.batch))
+        for round_ in range(2):
+            sql_rate, rest_rate = run_both(client, str(round_), args.docs, args.batch)
+            sql_rates.append(sql_rate)
+            rest_rates.append(rest_rate)
     best_sql, best_rest = max(sql_rates), max(rest_rates)
     write_report("insert", {
         "benchmark": "insert", "docs": args.docs, "rows_per_statement": args.batch,
