@@ -77,7 +77,10 @@ def open_engine(data_dir: str | None, allowed_paths: tuple[Path, ...] | None,
 def bind(host: str, port: int) -> socket.socket:
     try:
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        sock = socket.socket(family, socket.SOCK_STREAM)
+        # proto must be IPPROTO_TCP (not the default 0): asyncio only sets TCP_NODELAY on
+        # accepted sockets whose proto says TCP. Without it the response head and body (two
+        # writes) meet Nagle + the client's delayed ACK and every keep-alive request waits ~40 ms.
+        sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, port))
     except OSError as exc:

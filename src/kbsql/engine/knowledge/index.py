@@ -24,12 +24,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import faiss as _faiss
 import numpy as np
 
 from kbsql.engine.knowledge.store import ChunkStore
-
-faiss: Any = _faiss  # faiss's SWIG-generated stubs are partial (no SearchParametersHNSW)
 
 HNSW_THRESHOLD = 20_000
 HNSW_M = 32
@@ -39,7 +36,21 @@ PERSIST_EVERY = 5_000  # changed vectors before the cache file is rewritten (als
 _MAGIC = b"KBSQLIDX1\n"
 log = logging.getLogger(__name__)
 
-faiss.omp_set_num_threads(1)  # single queries: 1 thread is 2x faster than 2 (platform facts)
+
+class _LazyFaiss:
+    """faiss is loaded at the first index use, not at import: it costs ~13 MB of RSS and
+    0.1 s, which an idle `kbsql serve` (or a notebook that never searches) does not need."""
+
+    def __getattr__(self, name: str) -> Any:
+        import faiss as module
+
+        module.omp_set_num_threads(1)  # single queries: 1 thread is 2x faster than 2 (platform facts)
+        globals()["faiss"] = module
+        return getattr(module, name)
+
+
+# typed Any: faiss's SWIG-generated stubs are partial (no SearchParametersHNSW)
+faiss: Any = _LazyFaiss()
 EXACT_SUBSET = 20_000  # filtered HNSW searches over at most this many rows are exact
 BULK = 2_000  # adds at least this big use every core (HNSW builds are CPU-bound)
 
