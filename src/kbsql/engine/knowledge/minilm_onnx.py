@@ -58,7 +58,7 @@ class _Graph:
         self.inits: list[Any] = []
         self.count = 0
 
-    def const(self, array: np.ndarray, name: str | None = None) -> str:
+    def const(self, array: np.ndarray | np.generic, name: str | None = None) -> str:
         self.count += 1
         name = name or f"c{self.count}"
         self.inits.append(self.numpy_helper.from_array(np.asarray(array), name))

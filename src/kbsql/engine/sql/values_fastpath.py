@@ -83,10 +83,10 @@ def _rows(text: str, pos: int) -> list[list[ast.ASTNode]]:
             token = tokens[i]
             if token == "-":  # `MINUS constant`: only before a number
                 i += 1
-                if i >= n or not isinstance(tokens[i], ast.Constant) or \
-                        isinstance(tokens[i].value, (str, bool)):
+                number = tokens[i] if i < n else None
+                if not isinstance(number, ast.Constant) or isinstance(number.value, (str, bool)):
                     raise _Fallback
-                row.append(ast.Constant(-tokens[i].value))
+                row.append(ast.Constant(-number.value))
             elif isinstance(token, ast.Constant):
                 row.append(token)
             else:
