@@ -8,6 +8,9 @@
 __version__ = "0.1.0"
 
 from kbsql.client import Client, connect
+from kbsql.notebook.progress import install as _install_progress
+
+_install_progress()  # inserts draw an HTML bar in a Jupyter kernel (saved in its final state), tqdm elsewhere
 
 
 def load_ipython_extension(ipython):
