@@ -28,7 +28,7 @@ from kbsql.notebook import agent as agent_flow
 from kbsql.notebook.config import pyproject_settings
 from kbsql.notebook.connections import DEFAULT_API_KEY_ENV, Connection, ConnectionManager, mask_url
 from kbsql.notebook.display import ResultFrame, ok_message, short_error, to_frame
-from kbsql.notebook.params import collect_params, expand_template
+from kbsql.notebook.params import collect_params, expand_template, strip_comment
 
 _CAPTURE = re.compile(r"^\s*([A-Za-z_]\w*)\s*<<\s*(.*)$", re.DOTALL)
 _TOKEN = re.compile(r"\s*(\S+)")
@@ -163,7 +163,7 @@ class KbSql(Magics, Configurable):
         message and fails the cell. Settings: %config KbSql (displaylimit, connections, ...).
         Connections: %kbsql_connect; agents: %agent.
         """
-        args, rest = split_options(line, self.kbsql)
+        args, rest = split_options(strip_comment(line), self.kbsql)
         text = rest if cell is None else f"{rest}\n{cell}"
         capture = _CAPTURE.match(text)
         target, sql = (capture.group(1), capture.group(2)) if capture else (None, text)
@@ -222,7 +222,7 @@ class KbSql(Magics, Configurable):
     @line_magic
     def kbsql_connect(self, line: str) -> None:
         """Open, switch, list or close connections. Keys are never printed or stored."""
-        args = parse_argstring(self.kbsql_connect, line)
+        args = parse_argstring(self.kbsql_connect, strip_comment(line))
         manager = self._sync_manager()
         try:
             if args.close:
@@ -256,7 +256,7 @@ class KbSql(Magics, Configurable):
 
         Follow-up questions carry the conversation so far; --new starts over.
         """
-        args, rest = split_options(line, self.agent)
+        args, rest = split_options(strip_comment(line), self.agent)
         name, _, question = rest.partition(" ")
         question = question.strip() if cell is None else f"{question}\n{cell}".strip()
         if not name:
