@@ -11,6 +11,7 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from kbsql.interface.models import Agent, KnowledgeBase
+from kbsql.interface.progress import SENDING, ProgressFactory, open_progress
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -74,11 +75,13 @@ class KnowledgeBases:
 
     def insert(self, name: str, rows: pd.DataFrame | Iterable[dict[str, Any]], *,
                project: str | None = None, batch_size: int = INSERT_BATCH_ROWS,
-               progress: bool | None = None) -> int:
+               progress: bool | ProgressFactory | None = None) -> int:
         """Insert rows (a DataFrame or dicts); returns how many rows went in.
 
-        Embedded, the engine takes the rows in one call (it batches and shows its own
-        progress bar); remote, rows go in batches of `batch_size` per request.
+        Embedded, the engine takes the rows in one call (it batches and reports its
+        progress by phase); remote, rows go in batches of `batch_size` per request and the
+        bar moves per batch. `progress`: None shows a bar from 1,000 rows, True/False
+        always/never, or a factory (see `kbsql.interface.progress`).
         """
         project = self._client.project_of(project)
         insert_local = getattr(self._client.api, "insert_rows_local", None)
@@ -87,11 +90,25 @@ class KnowledgeBases:
             stored = insert_local(project, name, rows, progress=progress)
         else:
             sent = stored = 0
-            for batch in iter_row_batches(rows, batch_size):
-                answer = self._client.api.insert_knowledge_base_rows(project, name, batch)
-                sent += len(batch)
-                # kbsql says how many rows it stored; a server that does not is taken at its word
-                stored += int(answer.get("inserted_rows", len(batch)))
+            total = len(rows) if hasattr(rows, "__len__") else 0
+            bar = open_progress(f"insert into {name}", total, progress=progress)
+            error: BaseException | None = None
+            try:
+                for batch in iter_row_batches(rows, batch_size):
+                    if bar is not None:
+                        bar.update(SENDING, sent, total)
+                    answer = self._client.api.insert_knowledge_base_rows(project, name, batch)
+                    sent += len(batch)
+                    # kbsql says how many rows it stored; a server that does not is taken at its word
+                    stored += int(answer.get("inserted_rows", len(batch)))
+                    if bar is not None:
+                        bar.update(SENDING, sent, total)
+            except BaseException as exc:
+                error = exc
+                raise
+            finally:
+                if bar is not None:
+                    bar.close(error)
         if sent is not None and stored < sent:
             warnings.warn(f"{sent - stored} of {sent} rows had no content (null, NaN or blank) "
                           f"and were skipped; stored documents with their ids were kept",

@@ -29,7 +29,7 @@ def _duration(seconds: float) -> str:
 
 
 class NotebookProgress:
-    """`Progress` for the engine (see kbsql.engine.knowledge.progress), drawn as HTML."""
+    """`Progress` for the engine (see kbsql.interface.progress), drawn as HTML."""
 
     def __init__(self, description: str, total: int, unit: str = "row", *,
                  min_interval: float = MIN_INTERVAL, clock: Any = time.monotonic):
@@ -126,13 +126,13 @@ def notebook_or_tqdm(description: str, total: int, unit: str = "row") -> Any:
     """The factory `kbsql.notebook` installs: the HTML bar in a kernel, tqdm elsewhere."""
     if in_kernel():
         return NotebookProgress(description, total, unit)
-    from kbsql.engine.knowledge.progress import TqdmProgress
+    from kbsql.interface.progress import TqdmProgress
 
     return TqdmProgress(description, total, unit)
 
 
 def install() -> None:
     """Make the engine draw its progress with `notebook_or_tqdm` in this process."""
-    from kbsql.engine.knowledge.progress import set_progress_factory
+    from kbsql.interface.progress import set_progress_factory
 
     set_progress_factory(notebook_or_tqdm)

@@ -22,7 +22,6 @@ import numpy as np
 
 from kbsql.engine.catalog import KbRecord, now
 from kbsql.engine.config import EngineConfig
-from kbsql.engine.knowledge import progress as progress_mod
 from kbsql.engine.knowledge import search as search_mod
 from kbsql.engine.knowledge.embeddings import embedder_for
 from kbsql.engine.knowledge.index import VectorIndex
@@ -30,6 +29,7 @@ from kbsql.engine.knowledge.ingest import RowChunker, check_metadata_columns, it
 from kbsql.engine.knowledge.rerank import Reranker
 from kbsql.engine.knowledge.search import Filter, SearchRequest
 from kbsql.engine.knowledge.store import ChunkStore
+from kbsql.interface import progress as progress_mod
 from kbsql.interface.errors import BadRequest, ProviderError
 
 ROW_BATCH = 256

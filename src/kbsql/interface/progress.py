@@ -1,10 +1,13 @@
-"""Progress of long engine work (inserts, evaluations): phases and counts, drawn elsewhere.
+"""Progress of long work (inserts, evaluations): phases and counts, drawn elsewhere.
 
-The engine reports *what* it is doing (`update(phase, done, total)`, `done` may be a
-fraction of a row while a batch is half embedded) and knows nothing of how it is drawn: a
+Here in the interface because both sides report it: the engine for an insert it runs, the
+HTTP client for the batches it sends. The reporter says *what* it is doing
+(`update(phase, done, total)`, `done` may be a fraction of a row while a batch is half
+embedded) and knows nothing of how it is drawn: a
 terminal gets a tqdm bar; a Jupyter kernel gets the notebook's HTML bar, registered by
 `kbsql.notebook` through `set_progress_factory` (it saves its final state in the notebook,
-which a widget bar does not). Phases, in order: reading, chunking, embedding, storing.
+which a widget bar does not). Phases, in order: reading, chunking, embedding, storing;
+a remote insert reports `sending` (the server does the rest per batch).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 READING, CHUNKING, EMBEDDING, STORING = "reading", "chunking", "embedding", "storing"
+SENDING = "sending"
 PROGRESS_MIN_ROWS = 1000
 """With `progress=None` (the default), inserts of at least this many rows show a bar."""
 
