@@ -27,7 +27,7 @@ from kbsql.interface.results import OkResult, TableResult
 from kbsql.notebook import agent as agent_flow
 from kbsql.notebook.config import pyproject_settings
 from kbsql.notebook.connections import DEFAULT_API_KEY_ENV, Connection, ConnectionManager, mask_url
-from kbsql.notebook.display import ResultFrame, ok_message, short_error, to_frame
+from kbsql.notebook.display import ResultFrame, default_limit_note, ok_message, short_error, to_frame
 from kbsql.notebook.params import collect_params, expand_template, strip_comment
 
 _CAPTURE = re.compile(r"^\s*([A-Za-z_]\w*)\s*<<\s*(.*)$", re.DOTALL)
@@ -132,10 +132,17 @@ class KbSql(Magics, Configurable):
     def _connection(self, alias: str | None) -> Connection:
         return self._sync_manager().get(alias or None)
 
-    def _fail(self, exc: BaseException) -> None:
+    def _fail(self, exc: BaseException, conn: Connection | None = None) -> None:
         if self.short_errors:
-            raise short_error(exc) from None
+            raise short_error(exc, self._where(conn)) from None
         raise exc
+
+    def _where(self, conn: Connection | None) -> str | None:
+        """`alias: place` of the connection that answered (None before one opened)."""
+        if conn is None:
+            return None
+        where = getattr(conn.client.api, "data_dir", None)
+        return f"{conn.alias}: {'embedded' if where is not None else mask_url(conn.target or '')}"
 
     # %kbsql / %%kbsql ---------------------------------------------------------------------
     @magic_arguments()
@@ -148,6 +155,10 @@ class KbSql(Magics, Configurable):
               "(overrides KbSql.displaylimit).")
     @argument("--no-vars", action="store_true", help="Send the text as is: no {{name}} templates, "
               "no :name parameters.")
+    @argument("--full", action="store_true", help="Show long text whole (by default it is cut, "
+              "with a click to expand).")
+    @argument("--internal-metadata", action="store_true", help="Also show the metadata keys kbsql "
+              "writes itself (chunk_index, start_char, ...), hidden by default.")
     @no_var_expand  # `{{name}}` and `$` are ours, not IPython's `{var}` expansion
     @line_cell_magic
     def kbsql(self, line: str, cell: str | None = None) -> Any:
@@ -168,6 +179,7 @@ class KbSql(Magics, Configurable):
         capture = _CAPTURE.match(text)
         target, sql = (capture.group(1), capture.group(2)) if capture else (None, text)
         sql = sql.strip()
+        conn = None
         try:
             conn = self._connection(args.connection)
             if args.project:
@@ -186,7 +198,7 @@ class KbSql(Magics, Configurable):
             before = conn.client.project
             result = conn.client.sql(sql, params=params)
         except KbsqlError as exc:
-            return self._fail(exc)
+            return self._fail(exc, conn)
         return self._present(result, before, args, target)
 
     def _present(self, result: Any, before: str, args: Any, target: str | None) -> Any:
@@ -205,7 +217,9 @@ class KbSql(Magics, Configurable):
         if target:
             return None
         limit = args.limit if args.limit is not None else self.displaylimit
-        return ResultFrame.wrap(frame, limit)
+        notes = [default_limit_note(result.default_limit)] if result.default_limit else []
+        return ResultFrame.wrap(frame, limit, notes=notes, full=args.full,
+                                internal_metadata=args.internal_metadata)
 
     # %kbsql_connect ------------------------------------------------------------------------
     @magic_arguments()
@@ -261,11 +275,12 @@ class KbSql(Magics, Configurable):
         question = question.strip() if cell is None else f"{question}\n{cell}".strip()
         if not name:
             raise UsageError("Name the agent: %agent AGENT question (see %agent?)")
+        conn = None
         try:
             conn = self._connection(args.connection)
             return agent_flow.ask(conn, name, question, project=args.project, new=args.new)
         except KbsqlError as exc:
-            return self._fail(exc)
+            return self._fail(exc, conn)
 
 
 def load_ipython_extension(ipython: Any) -> None:

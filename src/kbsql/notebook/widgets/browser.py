@@ -69,8 +69,13 @@ def agent_info_html(agent: Any) -> str:
 
 
 def result_html(result: Any) -> str:
+    """Rows as a table; metadata without the keys kbsql writes itself (as `%kbsql` shows it)."""
+    from kbsql.notebook.table_view import public_metadata
+
     columns = list(getattr(result, "column_names", []) or [])
-    rows = [[_cell(v) for v in row] for row in (getattr(result, "data", None) or [])]
+    meta = columns.index("metadata") if "metadata" in columns else -1
+    rows = [[_cell(public_metadata(v) if i == meta else v) for i, v in enumerate(row)]
+            for row in (getattr(result, "data", None) or [])]
     if not columns:
         return "<i>no rows</i>"
     return render.table_html(columns, rows)
