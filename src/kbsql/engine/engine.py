@@ -124,6 +124,28 @@ class Engine:
         return {**knowledge_base_json(self.catalog.knowledge_base(project, name), "get"),
                 "inserted_rows": stored}
 
+    def knowledge_base_vectors(self, project: str, name: str, limit: int = 5000,
+                               query: str | None = None) -> dict[str, Any]:
+        """In-process only (the HTTP API never sends vectors): the first `limit` chunks'
+        ids, metadata and embeddings, and the embedding of `query`, for a notebook's 2-D map
+        of a knowledge base (`%kbsql_plot map`)."""
+        import json
+
+        import numpy as np
+
+        record = self.catalog.knowledge_base(project, name)
+        store = self.knowledge.handle(record).store
+        dim = store.dim()
+        rows = store.query("SELECT chunk_id, metadata, embedding FROM chunks ORDER BY seq LIMIT ?",
+                           (int(limit),)) if dim else []
+        vectors = (np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32).reshape(-1, dim)
+                   if rows else np.zeros((0, dim or 0), np.float32))
+        query_vector = None
+        if query is not None and dim:
+            query_vector = np.asarray(self.knowledge.embedder(record.spec).embed([query])[0], np.float32)
+        return {"chunk_ids": [r[0] for r in rows], "metadata": [json.loads(r[1]) for r in rows],
+                "vectors": vectors, "query_vector": query_vector}
+
     def insert_rows_local(self, project: str, name: str, rows: Any,
                           progress: bool | None = None) -> int:
         """In-process insert used by the embedded client: rows (DataFrame or dicts) go to

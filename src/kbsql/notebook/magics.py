@@ -287,7 +287,14 @@ def load_ipython_extension(ipython: Any) -> None:
     """Register the magics once per shell (loading twice keeps the first instance)."""
     if any(isinstance(c, KbSql) for c in ipython.configurables):
         return
-    ipython.register_magics(KbSql(shell=ipython))
+    from kbsql.notebook.completer import make_matcher
+    from kbsql.notebook.plot_magic import KbSqlPlot
+
+    magics = KbSql(shell=ipython)
+    ipython.register_magics(magics)
+    ipython.register_magics(KbSqlPlot(shell=ipython))
+    magics.matcher = make_matcher(lambda: magics._connection(None).client)
+    ipython.Completer.custom_matchers.append(magics.matcher)
     ipython.input_transformers_cleanup.append(keep_question_marks)
 
 
@@ -296,10 +303,15 @@ def unload_ipython_extension(ipython: Any) -> None:
     for magics in [c for c in ipython.configurables if isinstance(c, KbSql)]:
         magics.manager.close_all()
         ipython.configurables.remove(magics)
+        matcher = getattr(magics, "matcher", None)
+        if matcher in ipython.Completer.custom_matchers:
+            ipython.Completer.custom_matchers.remove(matcher)
     if keep_question_marks in ipython.input_transformers_cleanup:
         ipython.input_transformers_cleanup.remove(keep_question_marks)
     registry = ipython.magics_manager.registry
     registry.pop("KbSql", None)
-    for kind, names in (("line", ("kbsql", "kbsql_connect", "agent")), ("cell", ("kbsql", "agent"))):
+    registry.pop("KbSqlPlot", None)
+    for kind, names in (("line", ("kbsql", "kbsql_connect", "agent", "kbsql_plot")),
+                        ("cell", ("kbsql", "agent"))):
         for name in names:
             ipython.magics_manager.magics[kind].pop(name, None)
