@@ -2,7 +2,7 @@
 
     %kbsql_plot relevance SELECT * FROM kb WHERE content = 'refund' LIMIT 20
     %kbsql_plot map KB [--color COLUMN] [--query TEXT] [--limit N]
-    %kbsql_plot recall KB --questions VAR [--question-column C] [--id-column C] [-k K]
+    %kbsql_plot recall KB --questions VAR [--question-column C] [--id-column C] [-k K] [--hybrid]
 
 Each runs through the current connection (`-c ALIAS` for another) and returns a `Plot`,
 which shows as a PNG (so it stays in a saved notebook) and holds the matplotlib Figure
@@ -49,8 +49,11 @@ def _sql_name(name: str) -> str:
     return ".".join(quote_name(part) for part in name.split("."))
 
 
-def _ranked_ids(client: Any, kb: str, question: str, k: int) -> list[str]:
-    result = client.sql(f"SELECT id FROM {_sql_name(kb)} WHERE content = :q LIMIT {int(k) * 4}",
+def _ranked_ids(client: Any, kb: str, question: str, k: int, hybrid: bool = False) -> list[str]:
+    """The first k distinct document ids a search returns (4k chunks read: a document with
+    several matching chunks counts once, at its best)."""
+    extra = " AND hybrid_search = true" if hybrid else ""
+    result = client.sql(f"SELECT id FROM {_sql_name(kb)} WHERE content = :q{extra} LIMIT {int(k) * 4}",
                         params={"q": question})
     ids = [str(row[0]) for row in result.data]
     return list(dict.fromkeys(ids))[:k]  # a document counts once, at its best chunk
@@ -70,6 +73,7 @@ class KbSqlPlot(Magics):
     @argument("--id-column", default="id", metavar="C", help="recall: column of the expected ids "
               "(default: id).")
     @argument("-k", type=int, default=10, metavar="K", help="recall: deepest k (default 10).")
+    @argument("--hybrid", action="store_true", help="recall: search with hybrid_search = true.")
     @no_var_expand
     @line_magic
     def kbsql_plot(self, line: str) -> Plot | None:
@@ -149,8 +153,9 @@ class KbSqlPlot(Magics):
                              f"{args.question_column!r} and an {args.id_column!r} column")
         questions = [str(q) for q in frame[args.question_column]]
         expected = list(frame[args.id_column])
-        ranked = [_ranked_ids(client, kb, q, args.k) for q in questions]
+        ranked = [_ranked_ids(client, kb, q, args.k, args.hybrid) for q in questions]
         recall = plots.recall_at_k(ranked, expected, args.k)
         figure = plots.recall_figure(range(1, args.k + 1), recall,
-                                     title=f"{kb}: recall@k of {len(questions)} questions")
+                                     title=f"{kb}{' (hybrid)' if args.hybrid else ''}: recall@k "
+                                           f"of {len(questions)} questions")
         return Plot(figure, f"recall@k of {kb}")

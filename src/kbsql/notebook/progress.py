@@ -83,7 +83,7 @@ class NotebookProgress:
         units = f"{self.unit}s"
         count = f"{int(self.done):,}/{self.total:,} {units}"
         rate = self.rate
-        speed = f"{rate:,.0f} {units}/s" if rate else ""
+        speed = (f"{rate:,.0f} {units}/s" if rate >= 10 else f"{rate:.1f} {units}/s") if rate else ""
         if self.state == "done":
             return (f"{self.description}: done, {self.total:,} {units} in {_duration(self.elapsed)}"
                     + (f" ({speed})" if speed else ""))
