@@ -14,6 +14,11 @@ if TYPE_CHECKING:  # pandas is imported lazily: a plain client call must not pay
 KB_COLUMNS = ("id", "chunk_id", "chunk_content", "metadata", "relevance", "distance")
 """Columns of a SELECT on a knowledge base, in the contract's order."""
 
+KB_INTERNAL_METADATA = ("chunk_index", "content_column", "start_char", "end_char", "original_doc_id",
+                        "original_row_index", "source")
+"""The contract's metadata keys the engine writes itself (a declared metadata column can
+never be named like one)."""
+
 
 def default_context(db: str = "mindsdb") -> dict[str, Any]:
     return {"show_secrets": False, "db": db}

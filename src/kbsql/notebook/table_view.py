@@ -16,10 +16,10 @@ from typing import Any
 
 import pandas as pd
 
-INTERNAL_METADATA = frozenset({"chunk_index", "content_column", "start_char", "end_char",
-                               "original_doc_id", "original_row_index", "source"})
-"""The contract's metadata keys that kbsql writes itself (a declared metadata column can never
-be named like one: the engine refuses it), plus any `_`-prefixed key."""
+from kbsql.interface.results import KB_INTERNAL_METADATA
+
+INTERNAL_METADATA = frozenset(KB_INTERNAL_METADATA)
+"""Hidden from display, with any `_`-prefixed key."""
 SCORE_COLUMNS = ("relevance", "distance")
 SCORE_DECIMALS = 4
 PREVIEW_CHARS = 80
