@@ -28,6 +28,7 @@ from kbsql.notebook import agent as agent_flow
 from kbsql.notebook.config import pyproject_settings
 from kbsql.notebook.connections import DEFAULT_API_KEY_ENV, Connection, ConnectionManager, mask_url
 from kbsql.notebook.display import ResultFrame, default_limit_note, ok_message, short_error, to_frame
+from kbsql.notebook.options import split_options
 from kbsql.notebook.params import collect_params, expand_template, strip_comment
 
 _CAPTURE = re.compile(r"^\s*([A-Za-z_]\w*)\s*<<\s*(.*)$", re.DOTALL)
@@ -52,34 +53,6 @@ def keep_question_marks(lines: list[str]) -> list[str]:
             line = f"{indent}{target + ' = ' if target else ''}{call}\n"
         out.append(line)
     return out
-
-
-def split_options(line: str, func: Any) -> tuple[Any, str]:
-    """Parse the leading options of `line` with the magic's argparse parser and return
-    (args, the rest of the line untouched)."""
-    parser = func.parser
-    takes_value = {s: a.nargs != 0 for a in parser._actions for s in a.option_strings}
-    tokens: list[str] = []
-    pos = 0
-    while (match := _TOKEN.match(line, pos)) is not None:
-        token = match.group(1)
-        if token == "--":  # explicit end of options
-            pos = match.end()
-            break
-        option = token.split("=", 1)[0]
-        if not re.match(r"^--?[A-Za-z]", token):
-            break
-        if option not in takes_value:
-            raise UsageError(f"Unknown option {option} (see %{func.__name__}?)")
-        tokens.append(token)
-        pos = match.end()
-        if takes_value[option] and "=" not in token:
-            value = _TOKEN.match(line, pos)
-            if value is None:
-                raise UsageError(f"Option {option} needs a value")
-            tokens.append(value.group(1))
-            pos = value.end()
-    return parse_argstring(func, " ".join(tokens)), line[pos:].strip()
 
 
 @magics_class
@@ -292,7 +265,7 @@ def load_ipython_extension(ipython: Any) -> None:
 
     magics = KbSql(shell=ipython)
     ipython.register_magics(magics)
-    ipython.register_magics(KbSqlPlot(shell=ipython))
+    ipython.register_magics(KbSqlPlot(magics, shell=ipython))
     magics.matcher = make_matcher(lambda: magics._connection(None).client)
     ipython.Completer.custom_matchers.append(magics.matcher)
     ipython.input_transformers_cleanup.append(keep_question_marks)

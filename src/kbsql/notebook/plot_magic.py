@@ -19,9 +19,11 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
+from kbsql.client.params import quote_name
 from kbsql.interface.errors import KbsqlError
 from kbsql.interface.results import TableResult
 from kbsql.notebook import plots
+from kbsql.notebook.options import split_options
 from kbsql.notebook.params import collect_params, expand_template, strip_comment
 
 KINDS = ("relevance", "map", "recall")
@@ -44,8 +46,7 @@ class Plot:
 
 
 def _sql_name(name: str) -> str:
-    from kbsql.notebook.widgets.browser import quote_name
-
+    """`project.kb` as SQL identifiers."""
     return ".".join(quote_name(part) for part in name.split("."))
 
 
@@ -61,6 +62,12 @@ def _ranked_ids(client: Any, kb: str, question: str, k: int, hybrid: bool = Fals
 
 @magics_class
 class KbSqlPlot(Magics):
+    """Plots through the connections of the `KbSql` magics it is registered with."""
+
+    def __init__(self, kbsql: Any, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.kbsql = kbsql
+
     @magic_arguments()
     @argument("-c", "--connection", metavar="ALIAS", help="Run on this connection.")
     @argument("--color", metavar="COLUMN", help="map: metadata column that colours the chunks.")
@@ -83,8 +90,6 @@ class KbSqlPlot(Magics):
         %kbsql_plot map KB [--color COLUMN] [--query TEXT] [--limit N]
         %kbsql_plot recall KB --questions VAR [--question-column C] [--id-column C] [-k K]
         """
-        from kbsql.notebook.magics import KbSql, split_options
-
         kind, _, rest = strip_comment(line).strip().partition(" ")
         if kind not in KINDS:
             raise UsageError(f"%kbsql_plot KIND ...: KIND is one of {', '.join(KINDS)}")
@@ -97,7 +102,7 @@ class KbSqlPlot(Magics):
                 value = getattr(args, name)
                 if value and len(value) > 1 and value[0] == value[-1] and value[0] in "'\"":
                     setattr(args, name, value[1:-1])
-        magics = next(c for c in self.shell.configurables if isinstance(c, KbSql))
+        magics = self.kbsql
         conn = None
         try:
             conn = magics._connection(args.connection)

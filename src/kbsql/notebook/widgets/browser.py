@@ -7,26 +7,17 @@ the embedded engine and on a server. Model api keys are shown masked, agents' in
 from __future__ import annotations
 
 import json
-import re
 from html import escape
 from typing import Any
 
 import ipywidgets as w
 
-from kbsql.client.params import quote_literal
+from kbsql.client.params import quote_literal, quote_name
 from kbsql.notebook.widgets import html as render
 from kbsql.notebook.widgets.snapshot import SnapshotDisplay
 
 SAMPLE_ROWS = 5
 SEARCH_ROWS = 10
-_PLAIN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-def quote_name(name: str) -> str:
-    """A name as an SQL identifier: bare when plain, else in backticks."""
-    return name if _PLAIN_NAME.match(name) else "`" + name.replace("`", "``") + "`"
-
-
 def quote_text(text: str) -> str:
     """The search text as an SQL literal, by the client's one quoter (`client.params`)."""
     return quote_literal(text)
