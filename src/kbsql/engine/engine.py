@@ -37,6 +37,7 @@ from kbsql.engine.views import knowledge_base, knowledge_base_json
 from kbsql.interface.api import INSERT_BATCH_ROWS, InsertCounts
 from kbsql.interface.frames import read_uploaded
 from kbsql.interface.models import Agent, KnowledgeBase
+from kbsql.interface.progress import ProgressFactory
 from kbsql.interface.results import SqlResult
 
 __all__ = ["DEFAULT_VECTOR_DATABASE", "Engine"]
@@ -139,16 +140,31 @@ class Engine:
         return {**knowledge_base_json(self.catalog.knowledge_base(project, name), "get"),
                 "inserted_rows": stored}
 
+    def knowledge_base_vectors(self, project: str, name: str, limit: int = 5000,
+                               query: str | None = None) -> dict[str, Any]:
+        """In-process only (the HTTP API never sends vectors): the first `limit` chunks'
+        ids, metadata and embeddings, and the embedding of `query`, for a notebook's 2-D map
+        of a knowledge base (`%kbsql_plot map`)."""
+        import numpy as np
+
+        record = self.catalog.knowledge_base(project, name)
+        chunk_ids, metadata, vectors = self.knowledge.handle(record).sample(limit)
+        query_vector = None
+        if query is not None and vectors.shape[1]:
+            query_vector = np.asarray(self.knowledge.embedder(record.spec).embed([query])[0], np.float32)
+        return {"chunk_ids": chunk_ids, "metadata": metadata, "vectors": vectors,
+                "query_vector": query_vector}
+
     def insert_into_knowledge_base(self, project: str, name: str, rows: Any, *,
                                    batch_size: int = INSERT_BATCH_ROWS,
-                                   progress: bool | None = None) -> InsertCounts:
+                                   progress: bool | ProgressFactory | None = None) -> InsertCounts:
         """`ServiceApi.insert_into_knowledge_base`: the rows (DataFrame or dicts) go to the
         knowledge service in one call, which batches them itself (`batch_size` is for HTTP)."""
         sent = len(rows) if hasattr(rows, "__len__") else None
         record = self.catalog.knowledge_base(project, name)
         return InsertCounts(sent, self.kbs.insert_rows(record, rows, progress))
 
-    def insert_rows(self, record: KbRecord, rows: Any, progress: bool | None = None) -> int:
+    def insert_rows(self, record: KbRecord, rows: Any, progress: bool | ProgressFactory | None = None) -> int:
         """Insert rows (list of dicts or a DataFrame) into the knowledge base of `record`."""
         return self.kbs.insert_rows(record, rows, progress)
 

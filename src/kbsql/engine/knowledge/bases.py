@@ -15,6 +15,7 @@ from kbsql.engine import validate
 from kbsql.engine.catalog import Catalog, KbRecord
 from kbsql.engine.knowledge.service import DEFAULT_VECTOR_DATABASE, KnowledgeService
 from kbsql.interface.errors import Conflict
+from kbsql.interface.progress import ProgressFactory
 
 __all__ = ["DEFAULT_VECTOR_DATABASE", "KnowledgeBases"]
 
@@ -78,7 +79,7 @@ class KnowledgeBases:
         self.catalog.delete_knowledge_base(record)  # atomic; files go after, ids never reused
         self.service.drop_storage(record)
 
-    def insert_rows(self, record: KbRecord, rows: Any, progress: bool | None = None) -> int:
+    def insert_rows(self, record: KbRecord, rows: Any, progress: bool | ProgressFactory | None = None) -> int:
         """Insert rows (list of dicts or a DataFrame) into a knowledge base; returns the count
         of rows stored (rows without content are skipped)."""
         count = self.service.insert(record, rows, progress=progress)

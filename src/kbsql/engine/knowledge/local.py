@@ -76,6 +76,14 @@ class LocalStorage:
     def count(self) -> int:
         return self.store.count()
 
+    def sample(self, limit: int) -> tuple[list[str], list[dict[str, Any]], np.ndarray]:
+        dim = self.store.dim()
+        rows = self.store.query("SELECT chunk_id, metadata, embedding FROM chunks ORDER BY seq LIMIT ?",
+                                (int(limit),)) if dim else []
+        vectors = (np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32).reshape(-1, dim or 0)
+                   if rows else np.zeros((0, dim or 0), np.float32))
+        return [r[0] for r in rows], [json.loads(r[1]) for r in rows], vectors
+
     def plain_rows(self, filters: list[Filter], limit: int | None, offset: int = 0) -> list[list[Any]]:
         return search_mod.plain_rows(self.store, filters, limit, offset)
 

@@ -272,6 +272,15 @@ class PgVectorStorage:
         with self._conn() as conn:
             return self._dim(conn)
 
+    def sample(self, limit: int) -> tuple[list[str], list[dict[str, Any]], np.ndarray]:
+        with self._conn() as conn:
+            dim = self._dim(conn)
+            rows = conn.execute(self.q("SELECT chunk_id, metadata::text, embedding::text FROM {t} "
+                                       "ORDER BY seq LIMIT %s"), [int(limit)]).fetchall() if dim else []
+        vectors = (np.array([json.loads(r[2]) for r in rows], dtype=np.float32).reshape(-1, dim or 0)
+                   if rows else np.zeros((0, dim or 0), np.float32))
+        return [r[0] for r in rows], [json.loads(r[1]) for r in rows], vectors
+
     def plain_rows(self, filters: list[Filter], limit: int | None, offset: int = 0) -> list[list[Any]]:
         where, args = filter_sql(filters)
         text = "SELECT id, chunk_id, content, metadata::text FROM {t}" + (f" WHERE {where}" if where else "")

@@ -28,12 +28,14 @@ from kbsql.engine.knowledge.local import LocalStorage
 from kbsql.engine.knowledge.rerank import Reranker
 from kbsql.engine.knowledge.search import Filter, SearchRequest
 from kbsql.engine.knowledge.storage import KbStorage
+from kbsql.interface import progress as progress_mod
 from kbsql.interface.errors import BadRequest, ProviderError, ServiceError
 
 ROW_BATCH = 256
 DEFAULT_VECTOR_DATABASE = "kbsql_faiss"  # the local store's name in `storage` / vector_database
 SHARED_VECTOR_DATABASE = "kbsql_pgvector"  # the shared catalog's own database, as KB storage
-PROGRESS_MIN_ROWS = 1000
+PROGRESS_EMBED_BATCH = 64
+"""Texts per embedding call while a progress bar shows (the bar moves after each call)."""
 log = logging.getLogger(__name__)
 
 
@@ -147,7 +149,8 @@ class KnowledgeService:
             reranker.check()
 
     # writes -----------------------------------------------------------------------------
-    def insert(self, record: KbRecord, rows: Any, progress: bool | None = None) -> int:
+    def insert(self, record: KbRecord, rows: Any,
+               progress: bool | progress_mod.ProgressFactory | None = None) -> int:
         """Insert rows (list of dicts or a DataFrame) atomically; returns the rows stored.
         Re-inserted ids replace their document's chunks (upsert). Rows whose content
         columns are all null/NaN/blank are skipped (logged; the client warns): they leave any stored
@@ -160,17 +163,19 @@ class KnowledgeService:
         h = self.handle(record)
         embedder = self.embedder(record.spec)
         chunker = RowChunker(record.spec)
-        bar = None
-        if progress or (progress is None and total >= PROGRESS_MIN_ROWS):
-            from tqdm.auto import tqdm
-
-            bar = tqdm(total=total, desc=f"insert into {record.name}", unit="row")
+        bar = progress_mod.open_progress(f"insert into {record.name}", total, progress=progress)
         stamp = now()
         position = skipped = 0
+        error: BaseException | None = None
         try:
+            if bar is not None:
+                bar.update(progress_mod.READING, 0, total)
             with h.write() as writer:
                 dim = writer.dim
                 for batch in iter_batches(rows, ROW_BATCH):
+                    first = position
+                    if bar is not None:
+                        bar.update(progress_mod.CHUNKING, first, total)
                     docs: dict[str, list[Any]] = {}
                     for row in batch:
                         made = chunker.chunks(row, position)
@@ -180,7 +185,12 @@ class KnowledgeService:
                             continue
                         docs[made[0]] = made[1]  # a repeated id in one call: the last row wins
                     chunks = [c for cs in docs.values() for c in cs]
-                    vectors = self._embed(embedder, [c.content for c in chunks])
+                    on_embedded = None
+                    if bar is not None:
+                        def on_embedded(done: int, count: int, first: int = first, rows: int = len(batch)):
+                            # the bar moves by chunk: a half-embedded batch is half its rows
+                            bar.update(progress_mod.EMBEDDING, first + rows * done / max(count, 1), total)
+                    vectors = self._embed(embedder, [c.content for c in chunks], on_embedded)
                     if dim is None and len(chunks):
                         dim = int(vectors.shape[1])
                         writer.set_dim(dim)
@@ -188,12 +198,17 @@ class KnowledgeService:
                         raise ProviderError(f"Embedding model '{embedder.model_name}' returned "
                                             f"{vectors.shape[1]}-d vectors; this knowledge base "
                                             f"holds {dim}-d")
-                    writer.replace(list(docs), chunks, vectors, stamp)
                     if bar is not None:
-                        bar.update(len(batch))
+                        bar.update(progress_mod.STORING, position, total)
+                    writer.replace(list(docs), chunks, vectors, stamp)
+                if bar is not None:
+                    bar.update(progress_mod.STORING, total, total)  # committing
+        except BaseException as exc:
+            error = exc
+            raise
         finally:
             if bar is not None:
-                bar.close()
+                bar.close(error)
         if skipped:
             message = (f"{skipped} of {total} rows had no content in {chunker.content_columns} "
                        f"(null, NaN or blank) and were skipped; stored documents with their ids "
@@ -202,11 +217,20 @@ class KnowledgeService:
         return total - skipped
 
     @staticmethod
-    def _embed(embedder: Any, texts: list[str]) -> np.ndarray:
+    def _embed(embedder: Any, texts: list[str],
+               on_embedded: Callable[[int, int], None] | None = None) -> np.ndarray:
+        """Embed in the model's batches; with a progress callback, in batches of at most
+        PROGRESS_EMBED_BATCH texts so a bar moves steadily, called after each batch."""
         if not texts:
             return np.zeros((0, 0), np.float32)
         size = getattr(embedder, "batch_size", 256)
-        parts = [embedder.embed(texts[i:i + size]) for i in range(0, len(texts), size)]
+        if on_embedded is not None:
+            size = min(size, PROGRESS_EMBED_BATCH)
+        parts = []
+        for i in range(0, len(texts), size):
+            parts.append(embedder.embed(texts[i:i + size]))
+            if on_embedded is not None:
+                on_embedded(min(i + size, len(texts)), len(texts))
         return np.concatenate(parts) if len(parts) > 1 else parts[0]
 
     def delete(self, record: KbRecord, filters: list[Filter]) -> int:
