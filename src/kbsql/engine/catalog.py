@@ -238,6 +238,10 @@ class Catalog:
     def find_knowledge_base(self, project: str, name: str) -> KbRecord | None:
         pid = self.project(project).id
         rows = self._read(self._KB_SELECT + " WHERE k.project_id = ? AND k.name = ?", (pid, name))
+        if not rows:  # names are case-insensitive in the reference: `MY_KB` finds `my_kb`
+            rows = self._read(self._KB_SELECT + " WHERE k.project_id = ? AND lower(k.name) = lower(?)",
+                              (pid, name))
+            rows = rows if len(rows) == 1 else []
         return self._kb(rows[0]) if rows else None
 
     def knowledge_base(self, project: str, name: str) -> KbRecord:

@@ -19,7 +19,9 @@ from mindsdb_sql_parser.ast.mindsdb import AlterKnowledgeBase, CreateKnowledgeBa
 from kbsql.engine import validate
 from kbsql.engine.catalog import KbRecord
 from kbsql.engine.knowledge.search import DEFAULT_LIMIT
-from kbsql.engine.sql.kb_conditions import constant, count, search_request
+from kbsql.engine.sql import kb_select
+from kbsql.engine.sql.kb_conditions import constant, search_request
+from kbsql.engine.sql.kb_where import run_where
 from kbsql.engine.views import knowledge_base_json
 from kbsql.interface.errors import NotFound, SqlError
 from kbsql.interface.results import KB_COLUMNS, OkResult, SqlResult, TableResult
@@ -215,35 +217,19 @@ def _select(engine: Engine, statement: ast.Select, ctx: dict[str, Any]) -> SqlRe
     record = _find(engine, statement.from_table, ctx)
     if record is None:
         return None
-    if statement.group_by or statement.having or statement.order_by or statement.distinct:
-        raise SqlError("GROUP BY / HAVING / ORDER BY / DISTINCT on a knowledge base are not supported: "
-                       "results come best first")
-    request = search_request(statement.where, statement.limit, record.metadata_columns)
-    offset = count(statement.offset, "OFFSET") if statement.offset is not None else 0
-    if offset and (request.limit is not None or request.query is not None):
-        request.limit = (DEFAULT_LIMIT if request.limit is None else request.limit) + offset
-    rows = engine.knowledge.search(record, request)[offset:]
-    names, rows = _project(statement.targets, rows)
+    names, rows = kb_select.select_rows(
+        statement, record.name, record.metadata_columns,
+        search=lambda request: engine.knowledge.search(record, request),
+        total=lambda: engine.knowledge.count(record),
+        subquery=lambda select: subquery_values(engine, select, ctx))
     return TableResult(names, rows, context=ctx)
 
 
-def _project(targets: list[ast.ASTNode], rows: list[list[Any]]) -> tuple[list[str], list[list[Any]]]:
-    """Keep the selected columns; a name that is not a result column reads a metadata key."""
-    if len(targets) == 1 and isinstance(targets[0], ast.Star):
-        return list(KB_COLUMNS), rows
-    picks: list[tuple[str, int | str]] = []
-    for target in targets:
-        if isinstance(target, ast.Star):
-            picks.extend((c, i) for i, c in enumerate(KB_COLUMNS))
-        elif isinstance(target, ast.Identifier):
-            column = str(target.parts[-1])
-            name = str(target.alias.parts[-1]) if target.alias is not None else column
-            lowered = "chunk_content" if column.lower() == "content" else column.lower()
-            picks.append((name, KB_COLUMNS.index(lowered) if lowered in KB_COLUMNS else column))
-        else:
-            raise SqlError(f"Only columns can be selected from a knowledge base, not {target.to_string()}")
-    out = [[row[p] if isinstance(p, int) else (row[3] or {}).get(p) for _, p in picks] for row in rows]
-    return [n for n, _ in picks], out
+def subquery_values(engine: Engine, select: ast.ASTNode, ctx: dict[str, Any]) -> list[Any]:
+    """The first column of a subquery's rows (`id NOT IN (SELECT id FROM kb WHERE ...)`)."""
+    result = engine.sql.run(select, ctx)
+    rows = result.rows() if isinstance(result, TableResult) else []
+    return [r[0] for r in rows]
 
 
 def _insert(engine: Engine, record: KbRecord, statement: ast.Insert, ctx: dict[str, Any]) -> SqlResult:
@@ -292,21 +278,22 @@ def unquote_identifier(name: str) -> str:
 
 
 def search_frame(engine: Engine, project: str, kb_name: str, where_ast: ast.ASTNode | None,
-                 limit: int | None) -> pd.DataFrame:
+                 limit: int | None, capped: bool = True) -> pd.DataFrame:
     """Run a knowledge-base search and return it as a DataFrame, for joins done elsewhere.
 
     `where_ast` is the part of a WHERE clause about this knowledge base (the same dialect as
-    `SELECT * FROM kb WHERE ...`: `content = 'text'`, metadata filters, `relevance >= x`,
-    hybrid options), with column names unqualified or qualified by the KB name; `limit` None
-    means the default (10 for a search, all rows for a plain read). The frame has the
-    columns id, chunk_id, chunk_content, metadata (dict), relevance, distance, best first.
+    `SELECT * FROM kb WHERE ...`, see `kb_where`), with column names unqualified; `limit`
+    None means none was given: then a search returns the documented 10 rows when `capped`,
+    and every row when it feeds a join or an aggregate (a cap there would corrupt it). The
+    frame has the columns id, chunk_id, chunk_content, metadata (dict), relevance, distance,
+    best first.
     """
     import pandas as pd
 
     record = engine.catalog.knowledge_base(project, kb_name)
-    request = search_request(where_ast, metadata_columns=record.metadata_columns)
-    if limit is not None:
-        request.limit = int(limit)
-        if request.limit < 0:
-            raise SqlError(f"LIMIT must be a whole number >= 0, not {limit}")
-    return pd.DataFrame(engine.knowledge.search(record, request), columns=list(KB_COLUMNS))
+    if limit is not None and int(limit) < 0:
+        raise SqlError(f"LIMIT must be a whole number >= 0, not {limit}")
+    rows = run_where(where_ast, lambda request: engine.knowledge.search(record, request),
+                     record.metadata_columns, limit=limit,
+                     cap=DEFAULT_LIMIT if capped else max(engine.knowledge.count(record), 1))
+    return pd.DataFrame(rows, columns=list(KB_COLUMNS))

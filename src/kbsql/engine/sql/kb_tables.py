@@ -54,7 +54,11 @@ def _kb_frame(executor: SqlExecutor, table: exp.Table, target: Resolved) -> Any:
         value = select.args["limit"].expression
         if isinstance(value, exp.Literal) and not value.is_string:
             limit = int(value.this)
-    frame = search_frame(executor.engine, target.database, target.name, where, limit)
+    # a search alone in a plain SELECT keeps the documented default of 10 rows; feeding a
+    # join, an aggregate, a GROUP BY or an ORDER BY it returns every row (never a silent cap)
+    capped = single and select is not None and not select.args.get("group") and \
+        not select.args.get("order") and select.find(exp.AggFunc) is None
+    frame = search_frame(executor.engine, target.database, target.name, where, limit, capped)
     if "metadata" in frame.columns:  # dicts of varying keys: JSON text (DuckDB's ->> reads it)
         frame = frame.assign(metadata=[None if m is None else json.dumps(m, default=str)
                                        for m in frame["metadata"]])
@@ -154,6 +158,9 @@ def to_parser_ast(node: exp.Expression) -> ast.ASTNode:
     if isinstance(node, exp.In) and node.expressions:
         values = ast.Tuple([to_parser_ast(e) for e in node.expressions])
         return ast.BinaryOperation("in", args=[to_parser_ast(node.this), values])
+    if isinstance(node, exp.Between):
+        return ast.BetweenOperation(args=[to_parser_ast(node.this), to_parser_ast(node.args["low"]),
+                                          to_parser_ast(node.args["high"])])
     if isinstance(node, exp.Not):
         return ast.UnaryOperation("not", args=[to_parser_ast(node.this)])
     if isinstance(node, exp.Column):
