@@ -78,8 +78,8 @@ class Doc:
 
     def openai(self, model: str = "text-embedding-3-large") -> str:
         """An `openai` descriptor as the docs write it, pointed at the loopback fake."""
-        return ('{"provider": "openai", "model_name": "%s", "api_key": "sk-doc-key", '
-                '"base_url": "%s/v1"}' % (model, self.provider.url))
+        return (f'{{"provider": "openai", "model_name": "{model}", "api_key": "sk-doc-key", '
+                f'"base_url": "{self.provider.url}/v1"}}')
 
 
 def _sample_data(path: Path) -> Path:
@@ -123,4 +123,4 @@ def doc(module_client: tuple[kbsql.Client, str, Path], provider: FakeProvider) -
     return Doc(client, transport, base, provider)
 
 
-__all__ = ["Doc", "HASH", "ORDERS", "SqlError"]
+__all__ = ["HASH", "ORDERS", "Doc", "SqlError"]

@@ -10,7 +10,8 @@ from tests.dialect.conftest import HASH, Doc
 
 PAGE = "docs/mindsdb_sql/knowledge_bases/query.mdx"
 MOVIES = [
-    ("m1", "A bank security expert plots a heist robbery of the vault", "Crime", 7.5, "Crime, Drama, Thriller"),
+    ("m1", "A bank security expert plots a heist robbery of the vault", "Crime", 7.5,
+     "Crime, Drama, Thriller"),
     ("m2", "Aliens invade a distant planet in space", "Sci-Fi", 8.1, "Action, Sci-Fi"),
     ("m3", "A detective investigation of a mystery murder", "Mystery", 7.8, "Crime, Mystery, Thriller"),
     ("m4", "A romance love relationship in Paris", "Romance", 7.2, "Drama, Romance"),
@@ -225,7 +226,8 @@ def test_example_action_comedies(doc: Doc) -> None:
     """query.mdx example 2."""
     movies(doc)
     rows = doc.rows("SELECT * FROM movies_kb WHERE content LIKE 'car chase driving speed race' "
-                    "AND expanded_genres LIKE '%Action%' AND expanded_genres LIKE '%Comedy%' AND rating > 6.5;")
+                    "AND expanded_genres LIKE '%Action%' AND expanded_genres LIKE '%Comedy%' "
+                    "AND rating > 6.5;")
     assert ids(rows) == ["m5"]
 
 
@@ -233,7 +235,8 @@ def test_example_historical_without_war(doc: Doc) -> None:
     """query.mdx example 3: two `content NOT LIKE` exclusions."""
     movies(doc)
     rows = doc.rows("SELECT * FROM movies_kb WHERE content LIKE 'historical period past century era' "
-                    "AND content NOT LIKE 'war battle soldier military' AND content NOT LIKE 'fight combat weapon' "
+                    "AND content NOT LIKE 'war battle soldier military' "
+                    "AND content NOT LIKE 'fight combat weapon' "
                     "AND expanded_genres LIKE '%Drama%' AND rating > 3.5;")
     assert ids(rows)[0] == "m7" and "m8" not in ids(rows)
 
@@ -268,9 +271,12 @@ def test_example_between(doc: Doc) -> None:
 def test_example_union(doc: Doc) -> None:
     """query.mdx example 7: UNION of three searches."""
     movies(doc)
-    rows = doc.rows("SELECT * FROM movies_kb WHERE content LIKE 'detective investigation mystery' AND rating > 7.0 "
-                    "UNION SELECT * FROM movies_kb WHERE content LIKE 'heist robbery theft steal' AND rating > 7.0 "
-                    "UNION SELECT * FROM movies_kb WHERE content LIKE 'spy secret agent undercover' AND rating > 7.0;")
+    rows = doc.rows("SELECT * FROM movies_kb WHERE content LIKE 'detective investigation mystery' "
+                    "AND rating > 7.0 UNION "
+                    "SELECT * FROM movies_kb WHERE content LIKE 'heist robbery theft steal' "
+                    "AND rating > 7.0 UNION "
+                    "SELECT * FROM movies_kb WHERE content LIKE 'spy secret agent undercover' "
+                    "AND rating > 7.0;")
     assert {"m1", "m3"} <= set(ids(rows))
     assert "m5" not in ids(rows)  # rated 6.9: every branch keeps rating > 7.0 only
 

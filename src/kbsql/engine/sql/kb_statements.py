@@ -15,13 +15,14 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 from mindsdb_sql_parser import ast
 from mindsdb_sql_parser.ast.mindsdb import AlterKnowledgeBase, CreateKnowledgeBase, DropKnowledgeBase
+from mindsdb_sql_parser.ast.mindsdb.knowledge_base import CreateKnowledgeBaseIndex, EvaluateKnowledgeBase
 
 from kbsql.engine import validate
 from kbsql.engine.catalog import KbRecord
 from kbsql.engine.knowledge.search import DEFAULT_LIMIT
-from kbsql.engine.sql import kb_select
+from kbsql.engine.sql import kb_evaluate, kb_insert, kb_select
 from kbsql.engine.sql.kb_conditions import constant, search_request
-from kbsql.engine.sql.kb_where import run_where
+from kbsql.engine.sql.kb_where import run_where, unsupported
 from kbsql.engine.views import knowledge_base_json
 from kbsql.interface.errors import NotFound, SqlError
 from kbsql.interface.results import KB_COLUMNS, OkResult, SqlResult, TableResult
@@ -46,6 +47,10 @@ def handle(engine: Engine, statement: ast.ASTNode, ctx: dict[str, Any]) -> SqlRe
         return _drop(engine, statement, ctx)
     if isinstance(statement, AlterKnowledgeBase):
         return _alter(engine, statement, ctx)
+    if isinstance(statement, EvaluateKnowledgeBase):
+        return _evaluate(engine, statement, ctx)
+    if isinstance(statement, CreateKnowledgeBaseIndex):
+        return _create_index(engine, statement, ctx)
     if isinstance(statement, ast.Show) and str(statement.category).upper().replace(" ", "_") == \
             "KNOWLEDGE_BASES":
         return _show(engine, statement, ctx)
@@ -123,15 +128,33 @@ def _drop(engine: Engine, statement: DropKnowledgeBase, ctx: dict[str, Any]) -> 
     return OkResult(None, context=ctx)
 
 
+def _embedding_update(current: dict[str, Any] | None, value: Any) -> dict[str, Any] | None:
+    """alter.mdx: only the API key of the embedding model may change (`embedding_model =
+    {'api_key': '...'}`); the provider and model stay, the stored vectors depend on them."""
+    if not isinstance(value, dict):
+        raise SqlError("embedding_model can only be altered as {'api_key': '...'}")
+    changed = {k for k, v in value.items() if k != "api_key" and (current or {}).get(k) != v}
+    if changed:
+        raise SqlError(f"the embedding model's {sorted(changed)} cannot change (only its api_key): "
+                       "the stored vectors were made by it; create a new knowledge base")
+    if current is None:
+        raise SqlError("this knowledge base embeds with the local default model, which takes no api_key")
+    return validate.model({**current, **value}, "embedding_model")
+
+
 def _alter(engine: Engine, statement: AlterKnowledgeBase, ctx: dict[str, Any]) -> SqlResult:
     record = _record(engine, statement.name, ctx)
     params = {k.lower(): v for k, v in (statement.params or {}).items()}
+    if "storage" in params:
+        raise SqlError("the storage of a knowledge base cannot be altered (alter.mdx)")
     unknown = set(params) - _ALTERABLE
     if unknown:
         raise SqlError(f"ALTER KNOWLEDGE_BASE cannot change {sorted(unknown)}")
     spec = dict(record.spec)
     for key, value in params.items():
-        if key in ("reranking_model", "embedding_model"):
+        if key == "embedding_model":
+            spec[key] = _embedding_update(record.spec.get(key), value)
+        elif key == "reranking_model":
             spec[key] = validate.model(value, key)
         elif key in ("metadata_columns", "content_columns"):
             spec[key] = validate.string_list(value, key)
@@ -139,12 +162,42 @@ def _alter(engine: Engine, statement: AlterKnowledgeBase, ctx: dict[str, Any]) -
             spec[key] = validate.optional_string(value, key)
         else:
             spec[key] = validate.preprocessing(value)
-    if spec.get("embedding_model") != record.spec.get("embedding_model") and \
-            engine.knowledge.count(record) > 0:
-        raise SqlError("the embedding model of a knowledge base that holds rows cannot change: "
-                       "create a new knowledge base")
     engine.knowledge.check_models(spec)
     engine.knowledge.spec_changed(engine.catalog.update_knowledge_base(record, spec))
+    return OkResult(None, context=ctx)
+
+
+def _evaluate(engine: Engine, statement: EvaluateKnowledgeBase, ctx: dict[str, Any]) -> SqlResult:
+    import pandas as pd
+    from mindsdb_sql_parser import parse_sql
+
+    record = _record(engine, statement.name, ctx)
+
+    def rows_of(sql: str) -> list[dict[str, Any]]:
+        result = engine.sql.run(parse_sql(sql), ctx)
+        if not isinstance(result, TableResult):
+            raise SqlError(f"{sql} returned no rows")
+        return [dict(zip(result.column_names, r, strict=True)) for r in result.rows()]
+
+    ports = kb_evaluate.EvaluatePorts(
+        kb_name=f"{record.project_name}.{record.name}",
+        search=lambda request: engine.knowledge.search(record, request),
+        reranking_model=record.spec.get("reranking_model") or None,
+        rows_of=rows_of,
+        save=lambda name, rows: engine.sql.register_frame(name, pd.DataFrame(rows)))
+    names, rows = kb_evaluate.run(statement.params, ports)
+    return TableResult(names, rows, context=ctx)
+
+
+def _create_index(engine: Engine, statement: CreateKnowledgeBaseIndex, ctx: dict[str, Any]) -> SqlResult:
+    """CREATE INDEX ON KNOWLEDGE_BASE kb: the vector index belongs to the knowledge service
+    (`create_index(record, params)` when it offers one)."""
+    record = _record(engine, statement.name, ctx)
+    hook = getattr(engine.knowledge, "create_index", None)
+    if hook is None:
+        raise unsupported("CREATE INDEX ON KNOWLEDGE_BASE (the vector index is kept up to date "
+                          "on every insert)")
+    hook(record, dict(statement.params or {}))
     return OkResult(None, context=ctx)
 
 
@@ -234,6 +287,8 @@ def subquery_values(engine: Engine, select: ast.ASTNode, ctx: dict[str, Any]) ->
 
 def _insert(engine: Engine, record: KbRecord, statement: ast.Insert, ctx: dict[str, Any]) -> SqlResult:
     if statement.from_select is not None:
+        using = getattr(statement.from_select, "using", None)  # INSERT ... SELECT ... USING opts
+        statement.from_select.using = None
         frame = engine.sql.select_frame(statement.from_select, ctx)
         if statement.columns:  # `INSERT INTO kb (a, b) SELECT x, y ...`: names by position
             names = _column_names(statement.columns)
@@ -241,6 +296,8 @@ def _insert(engine: Engine, record: KbRecord, statement: ast.Insert, ctx: dict[s
                 raise SqlError(f"INSERT names {len(names)} columns but its SELECT returns "
                                f"{len(frame.columns)}")
             frame.columns = names
+        if using:
+            return OkResult(_insert_with(engine, record, frame, using), context=ctx)
         return OkResult(engine.insert_rows(record, frame), context=ctx)
     if not statement.columns:
         raise SqlError("INSERT INTO a knowledge base needs its column names: "
@@ -252,6 +309,28 @@ def _insert(engine: Engine, record: KbRecord, statement: ast.Insert, ctx: dict[s
             raise SqlError(f"INSERT has {len(names)} columns but a row of {len(values)} values")
         rows.append({n: constant(v) for n, v in zip(names, values, strict=True)})
     return OkResult(engine.insert_rows(record, rows), context=ctx)
+
+
+def _insert_with(engine: Engine, record: KbRecord, frame: Any, using: dict[str, Any]) -> int:
+    from kbsql.engine.knowledge.ingest import RowChunker
+    from kbsql.engine.knowledge.search import Filter, SearchRequest
+
+    def doc_ids(rows: Any) -> list[str | None]:
+        chunker = RowChunker(record.spec)
+        out = []
+        for i, row in enumerate(rows.to_dict("records")):
+            made = chunker.chunks(row, i)
+            out.append(None if made is None else made[0])
+        return out
+
+    def stored(ids: list[str]) -> set[str]:
+        if not ids:
+            return set()
+        request = SearchRequest(filters=[Filter("id", "in", ids)])
+        return {str(r[0]) for r in engine.knowledge.search(record, request)}
+
+    return kb_insert.insert_frame(frame, kb_insert.options_of(using),
+                                  lambda batch: engine.insert_rows(record, batch), doc_ids, stored)
 
 
 def _column_names(columns: list[Any]) -> list[str]:
