@@ -22,7 +22,8 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from kbsql.engine import Engine
-from kbsql.interface.errors import BadRequest, ServiceError
+from kbsql.engine.kb_rest import put_knowledge_base
+from kbsql.interface.errors import BadRequest, NotFound, ServiceError
 from kbsql.interface.jsonable import dumps
 from kbsql.interface.stream import end_chunk, error_chunk, sse_lines
 from kbsql.server.guard import RequestGuard
@@ -110,10 +111,10 @@ def build_app(engine: Engine, *, bind_host: str | None = None,
             return Response(status_code=200)
         if request.method == "PUT":
             body = await read_body(request, "knowledge_base")
-            if "rows" not in body:
-                raise BadRequest("The 'knowledge_base' object must have 'rows'",
-                                 title="Missing parameter")
-            result = await call(engine.insert_knowledge_base_rows, project, name, body["rows"])
+            if set(body) == {"rows"}:
+                result = await call(engine.insert_knowledge_base_rows, project, name, body["rows"])
+            else:  # query, rows and query, alter fields (rest/knowledge_bases/insert, alter)
+                result = await call(put_knowledge_base, engine, project, name, body)
             return json_response(result)
         return json_response((await call(engine.get_knowledge_base, project, name)).to_json())
 
@@ -160,11 +161,30 @@ def build_app(engine: Engine, *, bind_host: str | None = None,
         return json_response(result.to_json())
 
     async def upload_file(request: Request) -> Response:
-        """`PUT /api/files/{name}`: a Parquet (or CSV) body becomes the table `df.<name>`."""
+        """`PUT /api/files/{name}`: a Parquet (or CSV) body becomes the table `df.<name>`; a
+        multipart form with a `file` part (as mindsdb_sdk uploads, rest/files/upload.mdx)
+        too: Parquet by its bytes, else CSV."""
         name = p(request, "name")
-        raw = await request.body()
-        rows = await call(engine.register_file, name, raw, request.headers.get("content-type", ""))
+        content_type = request.headers.get("content-type", "")
+        if content_type.split(";", 1)[0].strip().lower() == "multipart/form-data":
+            raw, content_type = await _form_file(request)
+        else:
+            raw = await request.body()
+        rows = await call(engine.register_file, name, raw, content_type)
         return json_response({"name": name, "table": f"df.{name}", "rows": rows})
+
+    async def files(request: Request) -> Response:
+        """`GET /api/files` (rest/files/list.mdx): the uploaded tables."""
+        result = await call(engine.query, "SHOW TABLES FROM df", None)
+        names = [row[0] for row in result.to_json().get("data", [])]
+        return json_response([{"name": n, "table": f"df.{n}"} for n in names])
+
+    async def delete_file(request: Request) -> Response:
+        """`DELETE /api/files/{name}` (rest/files/delete.mdx)."""
+        name = p(request, "name")
+        if not await call(engine.unregister_dataframe, name):
+            raise NotFound(f"File with name {name} does not exist", title="File not found")
+        return Response(status_code=200)
 
     routes = [
         Route("/api/status", endpoint(status), methods=["GET"]),
@@ -182,7 +202,10 @@ def build_app(engine: Engine, *, bind_host: str | None = None,
         Route("/api/projects/{project}/agents/{name}/completions/stream",
               endpoint(completions_stream), methods=["POST"]),
         Route("/api/sql/query", endpoint(sql_query), methods=["POST"]),
+        Route("/api/files", endpoint(files), methods=["GET"]),
+        Route("/api/files/", endpoint(files), methods=["GET"]),
         Route("/api/files/{name}", endpoint(upload_file), methods=["PUT"]),
+        Route("/api/files/{name}", endpoint(delete_file), methods=["DELETE"]),
     ]
     app = Starlette(routes=routes, middleware=[
         Middleware(RequestGuard, bind_host=bind_host, allowed_origins=tuple(allowed_origins)),
@@ -195,6 +218,25 @@ def build_app(engine: Engine, *, bind_host: str | None = None,
     })
     app.state.engine = engine
     return app
+
+
+async def _form_file(request: Request) -> tuple[bytes, str]:
+    """The `file` part of a multipart upload and the content type it is read as."""
+    try:
+        form = await request.form()
+    except Exception as exc:  # a malformed multipart body is the client's error
+        raise BadRequest(f"The multipart body cannot be read: {exc}", title="Invalid file") from exc
+    try:
+        upload = form.get("file")
+        if upload is None or not hasattr(upload, "read"):
+            raise BadRequest("The multipart body must have a 'file' part", title="Missing parameter")
+        raw = await upload.read()
+        filename = str(getattr(upload, "filename", "") or "").lower()
+    finally:
+        await form.close()
+    if raw[:4] == b"PAR1" or filename.endswith(".parquet"):
+        return raw, "application/octet-stream"
+    return raw, "text/csv"
 
 
 async def _close_on_disconnect(chunks: Iterator[dict[str, Any]], request: Request | None) -> None:
