@@ -18,7 +18,7 @@ from mindsdb_sql_parser import ast
 from kbsql.engine.knowledge import evaluate as metrics
 from kbsql.engine.knowledge.rerank import Reranker
 from kbsql.engine.knowledge.search import SearchRequest
-from kbsql.engine.sql.kb_where import unsupported
+from kbsql.engine.sql.refusals import unsupported
 from kbsql.interface.errors import SqlError
 
 _KNOWN = {"test_table", "version", "generate_data", "evaluate", "llm", "save_to"}

@@ -22,7 +22,8 @@ from kbsql.engine.catalog import KbRecord
 from kbsql.engine.knowledge.search import DEFAULT_LIMIT
 from kbsql.engine.sql import kb_evaluate, kb_insert, kb_select
 from kbsql.engine.sql.kb_conditions import constant, search_request
-from kbsql.engine.sql.kb_where import run_where, unsupported
+from kbsql.engine.sql.kb_where import run_where
+from kbsql.engine.sql.refusals import unsupported
 from kbsql.engine.views import knowledge_base_json
 from kbsql.interface.errors import NotFound, SqlError
 from kbsql.interface.results import KB_COLUMNS, OkResult, SqlResult, TableResult

@@ -28,6 +28,7 @@ from mindsdb_sql_parser import ast
 from kbsql.engine.knowledge.ingest import INTERNAL_KEYS
 from kbsql.engine.knowledge.search import Filter, FilterGroup, SearchRequest
 from kbsql.engine.sql.kb_conditions import _number, _truthy, constant
+from kbsql.engine.sql.refusals import unsupported
 from kbsql.interface.errors import SqlError
 
 Row = list[Any]
@@ -48,10 +49,6 @@ _NEGATIVE = {"!=": "=", "<>": "=", "not like": "like", "not in": "in"}
 _INVERT = {"=": "!=", "!=": "=", "<>": "=", "like": "not like", "not like": "like", "in": "not in",
            "not in": "in"}
 _FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "=", "!=": "!=", "<>": "<>"}
-
-
-def unsupported(what: str) -> SqlError:
-    return SqlError(f"not supported by the local engine: {what}")
 
 
 @dataclass
