@@ -135,3 +135,23 @@ def test_sdk_style_dataframe_upload_has_no_extension(api: httpx.Client, tmp_path
     answer = api.put("/api/files/plain", files={"file": ("plain", io.BytesIO(b"a,b\n1,2\n"))})
     assert answer.status_code == 200 and answer.json()["rows"] == 1
     assert json.loads(api.get("/api/files").text)
+
+
+def test_sql_response_formats(api: httpx.Client) -> None:
+    """rest/sql.mdx: response_format null (one JSON), 'sse' and 'jsonlines' (header, then rows)."""
+    query = "SELECT order_id FROM sample_data.orders ORDER BY order_id"
+    whole = api.post("/api/sql/query", json={"query": query}).json()
+    assert whole["data"] == [["3XZ"], ["A1B"], ["Q7P"]]
+    lines = api.post("/api/sql/query", json={"query": query, "response_format": "jsonlines"})
+    assert lines.headers["content-type"].startswith("application/jsonlines")
+    parsed = [json.loads(x) for x in lines.text.splitlines()]
+    assert parsed[0]["type"] == "table" and parsed[0]["column_names"] == ["order_id"]
+    assert [r for batch in parsed[1:] for r in batch] == whole["data"]
+    events = api.post("/api/sql/query", json={"query": query, "response_format": "sse"})
+    assert events.headers["content-type"].startswith("text/event-stream")
+    data = [json.loads(x[len("data: "):]) for x in events.text.split("\n\n") if x.startswith("data: ")]
+    assert data[0]["column_names"] == ["order_id"] and data[1] == whole["data"]
+    error = api.post("/api/sql/query", json={"query": "SELECT * FROM nope.t", "response_format": "jsonlines"})
+    assert json.loads(error.text.splitlines()[0])["type"] == "error"
+    bad = api.post("/api/sql/query", json={"query": query, "response_format": "xml"})
+    assert bad.status_code == 400

@@ -31,6 +31,33 @@ from kbsql.server.guard import RequestGuard
 log = logging.getLogger("kbsql.server")
 
 PROBLEM = "application/problem+json"
+RESPONSE_FORMATS = (None, "sse", "jsonlines")  # rest/sql.mdx
+RESULT_BATCH = 1000  # rows per line of a streamed SQL result
+
+
+def query_with_params(engine: Engine, query: str, context: Any, params: Any) -> Any:
+    """`POST /api/sql/query` with `params` (rest/sql.mdx): bound by the engine when it can."""
+    try:
+        return engine.query(query, context, params=params)
+    except TypeError:  # an engine without parameter support: say so in the SQL error shape
+        from kbsql.interface.results import ErrorResult
+
+        return ErrorResult("not supported by the local engine: 'params' in /api/sql/query")
+
+
+def _result_lines(body: dict[str, Any], sse: bool) -> Iterator[str]:
+    """A result as the documented stream: a header line, then the rows in batches."""
+    def line(value: Any) -> str:
+        text = dumps(value)
+        return f"data: {text}\n\n" if sse else text + "\n"
+
+    if body.get("type") != "table":
+        yield line(body)
+        return
+    rows = body.pop("data", [])
+    yield line(body)
+    for start in range(0, len(rows), RESULT_BATCH):
+        yield line(rows[start:start + RESULT_BATCH])
 
 
 def json_response(body: Any, status: int = 200, media_type: str = "application/json") -> Response:
@@ -157,8 +184,22 @@ def build_app(engine: Engine, *, bind_host: str | None = None,
         query = body.get("query")
         if not isinstance(query, str) or not query.strip():
             raise BadRequest("'query' must be a non-empty SQL string", title="Missing parameter")
-        result = await call(engine.query, query, body.get("context"))  # the engine checks it
-        return json_response(result.to_json())
+        response_format = body.get("response_format")
+        if response_format not in RESPONSE_FORMATS:
+            raise BadRequest(f"'response_format' must be null, 'sse' or 'jsonlines', not "
+                             f"{response_format!r}", title="Invalid parameter")
+        params = body.get("params")
+        if params is not None and not isinstance(params, dict | list):
+            raise BadRequest("'params' must be an object of parameter values", title="Invalid parameter")
+        if params:
+            result = await call(query_with_params, engine, query, body.get("context"), params)
+        else:
+            result = await call(engine.query, query, body.get("context"))  # the engine checks it
+        if response_format is None:
+            return json_response(result.to_json())
+        media = "text/event-stream" if response_format == "sse" else "application/jsonlines"
+        return StreamingResponse(_result_lines(result.to_json(), response_format == "sse"),
+                                 media_type=media)
 
     async def upload_file(request: Request) -> Response:
         """`PUT /api/files/{name}`: a Parquet (or CSV) body becomes the table `df.<name>`; a
