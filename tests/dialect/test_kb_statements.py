@@ -280,3 +280,23 @@ def test_examples_headlines_batch_insert(doc: Doc) -> None:
     assert len(doc.rows("SELECT * FROM my_kb WHERE content = 'investors' LIMIT 20;")) == 20
     rows = doc.rows("SELECT * FROM my_kb WHERE content = 'investors' AND relevance >= 0.8 LIMIT 20;")
     assert rows and all(r["relevance"] >= 0.8 for r in rows)
+
+
+def test_json_chunking(doc: Doc) -> None:
+    """insert_data.mdx "Chunking Data / JSON": type json_chunking with its config keys."""
+    doc.sql(f"CREATE KNOWLEDGE_BASE jkb USING embedding_model = {HASH}, preprocessing = "
+            '{"type": "json_chunking", "json_chunking_config": {"flatten_nested": true, '
+            '"exclude_fields": ["secret"], "metadata_fields": ["author.name", "year"]}}')
+    doc.sql("INSERT INTO jkb (id, content) VALUES (1, '[{\"title\": \"Dune\", \"year\": 1965, "
+            "\"author\": {\"name\": \"Herbert\"}, \"secret\": \"x\"}, {\"title\": \"Emma\", \"year\": 1815, "
+            "\"author\": {\"name\": \"Austen\"}}]')")
+    rows = doc.rows("SELECT chunk_id, chunk_content, metadata FROM jkb")
+    assert [r["chunk_id"] for r in rows] == ["1:content:1of2:0to43", "1:content:2of2:0to42"]
+    assert rows[0]["chunk_content"] == "title: Dune\nyear: 1965\nauthor.name: Herbert"
+    assert rows[0]["metadata"]["author.name"] == "Herbert" and rows[0]["metadata"]["year"] == 1965
+    assert "secret" not in rows[0]["chunk_content"]
+    assert [r["id"] for r in doc.rows("SELECT id FROM jkb WHERE year < 1900")] == ["1"]
+    message = doc.error("INSERT INTO jkb (id, content) VALUES (2, 'not json at all')")
+    assert "JSON" in message
+    assert "bogus" in doc.error(f"CREATE KNOWLEDGE_BASE j2 USING embedding_model = {HASH}, preprocessing = "
+                                '{"type": "json_chunking", "json_chunking_config": {"bogus": 1}}')
