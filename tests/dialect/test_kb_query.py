@@ -330,3 +330,11 @@ def test_join_with_search_without_limit_is_not_capped(doc: Doc) -> None:
     rows = doc.rows("SELECT k.id FROM big AS k JOIN big AS j ON k.id = j.id "
                     "WHERE k.content = 'note' AND k.relevance >= 0")
     assert len(rows) == 15
+
+
+def test_names_are_case_insensitive(doc: Doc) -> None:
+    """Knowledge base, project and column names resolve case-insensitively as in the reference."""
+    doc.orders_kb()
+    rows = doc.rows(f"SELECT ID, Chunk_Content FROM {doc.project.upper()}.MY_KB "
+                    "WHERE PRODUCT = 'Wireless Mouse'")
+    assert rows == [{"ID": "A1B", "Chunk_Content": "Request color: black"}]
