@@ -23,7 +23,7 @@ from starlette.routing import Route
 
 from kbsql.engine import Engine
 from kbsql.engine.kb_rest import put_knowledge_base
-from kbsql.interface.errors import BadRequest, NotFound, ServiceError
+from kbsql.interface.errors import PROBLEM_TYPE_HEADER, BadRequest, NotFound, ServiceError
 from kbsql.interface.jsonable import dumps
 from kbsql.interface.stream import end_chunk, error_chunk, sse_lines
 from kbsql.server.guard import RequestGuard
@@ -35,14 +35,6 @@ RESPONSE_FORMATS = (None, "sse", "jsonlines")  # rest/sql.mdx
 RESULT_BATCH = 1000  # rows per line of a streamed SQL result
 
 
-def query_with_params(engine: Engine, query: str, context: Any, params: Any) -> Any:
-    """`POST /api/sql/query` with `params` (rest/sql.mdx): bound by the engine when it can."""
-    try:
-        return engine.query(query, context, params=params)
-    except TypeError:  # an engine without parameter support: say so in the SQL error shape
-        from kbsql.interface.results import ErrorResult
-
-        return ErrorResult("not supported by the local engine: 'params' in /api/sql/query")
 
 
 def _result_lines(body: dict[str, Any], sse: bool) -> Iterator[str]:
@@ -65,7 +57,11 @@ def json_response(body: Any, status: int = 200, media_type: str = "application/j
 
 
 def problem(error: ServiceError) -> Response:
-    return json_response(error.to_problem(), error.status, PROBLEM)
+    """The problem+json answer; the class's problem type rides in a header so the body stays
+    the reference's `{"title", "detail"}` (see `interface.errors`)."""
+    response = json_response(error.to_problem(), error.status, PROBLEM)
+    response.headers[PROBLEM_TYPE_HEADER] = error.problem_type
+    return response
 
 
 async def read_body(request: Request, wrapper: str | None = None) -> dict[str, Any]:
@@ -191,10 +187,7 @@ def build_app(engine: Engine, *, bind_host: str | None = None,
         params = body.get("params")
         if params is not None and not isinstance(params, dict | list):
             raise BadRequest("'params' must be an object of parameter values", title="Invalid parameter")
-        if params:
-            result = await call(query_with_params, engine, query, body.get("context"), params)
-        else:
-            result = await call(engine.query, query, body.get("context"))  # the engine checks it
+        result = await call(engine.query, query, body.get("context"), params or None)  # it checks
         if response_format is None:
             return json_response(result.to_json())
         media = "text/event-stream" if response_format == "sse" else "application/jsonlines"
@@ -307,7 +300,7 @@ async def _stream_events(chunks: Iterator[dict[str, Any]],
     """Send each chunk as soon as the engine yields it. A failure mid-way becomes an error
     chunk then `end`; a client that goes away closes the generator, which stops the run."""
     lines = sse_lines(chunks)
-    sentinel = object()
+    sentinel: Any = object()
     trace_id = ""
     watcher = asyncio.ensure_future(_close_on_disconnect(chunks, request))
     try:

@@ -20,7 +20,7 @@ import json
 import math
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from kbsql.engine.knowledge import remote
@@ -88,7 +88,7 @@ def relevancy_metrics(logs: list[dict[str, Any]]) -> dict[str, Any]:
     hits = [[int(any(g["binary"][:k])) for k in range(1, len(g["binary"]) + 1)] for g in scored]
     precisions = [[sum(g["binary"][:k]) / k for k in range(1, len(g["binary"]) + 1)] for g in scored]
 
-    def columns(matrix: list[list[float]]) -> list[float]:
+    def columns(matrix: Sequence[Sequence[float]]) -> list[float]:
         return [round(sum(c) / len(c), 2) for c in zip(*matrix, strict=False)] if matrix else []
 
     def ndcg(scores: list[float]) -> float:

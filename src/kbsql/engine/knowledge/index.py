@@ -21,11 +21,14 @@ import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
-import faiss
+import faiss as _faiss
 import numpy as np
 
 from kbsql.engine.knowledge.store import ChunkStore
+
+faiss: Any = _faiss  # faiss's SWIG-generated stubs are partial (no SearchParametersHNSW)
 
 HNSW_THRESHOLD = 20_000
 HNSW_M = 32
@@ -57,7 +60,7 @@ class VectorIndex:
         self.store = store
         self.hnsw_threshold = hnsw_threshold or HNSW_THRESHOLD
         self.lock = threading.RLock()
-        self.index: faiss.Index | None = None
+        self.index: Any = None  # a faiss.Index once built
         self.kind = "flat"
         self.version = -1
         self.max_seq = 0
@@ -125,7 +128,7 @@ class VectorIndex:
             if self.unsaved >= PERSIST_EVERY:
                 self.save()
 
-    def _new_index(self, dim: int, kind: str) -> faiss.Index:
+    def _new_index(self, dim: int, kind: str) -> Any:
         if kind == "hnsw":
             inner = faiss.IndexHNSWFlat(dim, HNSW_M, faiss.METRIC_INNER_PRODUCT)
             inner.hnsw.efConstruction = HNSW_EF_CONSTRUCTION

@@ -61,7 +61,7 @@ def with_overrides(record: Any, using: dict[str, Any] | None) -> Any:
 
 
 def is_offline(model: dict[str, Any] | None) -> bool:
-    return bool(model) and str(model.get("provider", "")).lower() == "kbsql"
+    return model is not None and str(model.get("provider", "")).lower() == "kbsql"
 
 
 def structured_question(question: str, columns: list[str]) -> str:

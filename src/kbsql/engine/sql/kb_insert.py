@@ -67,7 +67,7 @@ def options_of(using: dict[str, Any] | None) -> dict[str, Any]:
 
 
 def insert_frame(frame: Any, options: dict[str, Any], insert: Callable[[Any], int],
-                 doc_ids: Callable[[Any], list[str]], stored: Callable[[list[str]], set[str]]) -> int:
+                 doc_ids: Callable[[Any], list[str | None]], stored: Callable[[list[str]], set[str]]) -> int:
     """Insert a DataFrame with the options; returns the rows stored."""
     track = options["track_column"]
     if track is not None:

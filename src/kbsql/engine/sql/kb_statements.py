@@ -9,7 +9,6 @@ can route the statement on. Names resolve in the current project (`ctx["db"]`) o
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
 import duckdb
@@ -19,60 +18,53 @@ from mindsdb_sql_parser.ast.mindsdb.knowledge_base import CreateKnowledgeBaseInd
 
 from kbsql.engine import validate
 from kbsql.engine.catalog import KbRecord
-from kbsql.engine.knowledge.search import DEFAULT_LIMIT
+from kbsql.engine.knowledge.search import SearchRequest
 from kbsql.engine.sql import kb_evaluate, kb_insert, kb_select
-from kbsql.engine.sql.kb_conditions import constant, search_request
-from kbsql.engine.sql.kb_where import run_where
+from kbsql.engine.sql.info_schema import INFO_COLUMNS, knowledge_bases_frame
+from kbsql.engine.sql.kb_conditions import constant
+from kbsql.engine.sql.kb_where import Columns, KbWhere, split_options
 from kbsql.engine.sql.refusals import unsupported
-from kbsql.engine.views import knowledge_base_json
+from kbsql.engine.sql.select import select_frame
 from kbsql.interface.errors import NotFound, SqlError
-from kbsql.interface.results import KB_COLUMNS, OkResult, SqlResult, TableResult
+from kbsql.interface.results import OkResult, SqlResult, TableResult
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from kbsql.engine.engine import Engine
+    from kbsql.engine.sql.session import SqlSession
 
-INFO_COLUMNS = ["NAME", "PROJECT", "EMBEDDING_MODEL", "RERANKING_MODEL", "STORAGE", "METADATA_COLUMNS",
-                "CONTENT_COLUMNS", "ID_COLUMN", "PARAMS", "INSERT_STARTED_AT", "INSERT_FINISHED_AT",
-                "PROCESSED_ROWS", "ERROR", "QUERY_ID"]
 _ALTERABLE = {"reranking_model", "metadata_columns", "content_columns", "id_column", "preprocessing",
               "embedding_model"}
 
 
-def handle(engine: Engine, statement: ast.ASTNode, ctx: dict[str, Any]) -> SqlResult | None:
+def handle(session: SqlSession, statement: ast.ASTNode, ctx: dict[str, Any]) -> SqlResult | None:
     """Execute `statement` if it is about a knowledge base; None when it is not."""
     if isinstance(statement, CreateKnowledgeBase):
-        return _create(engine, statement, ctx)
+        return _create(session, statement, ctx)
     if isinstance(statement, DropKnowledgeBase):
-        return _drop(engine, statement, ctx)
+        return _drop(session, statement, ctx)
     if isinstance(statement, AlterKnowledgeBase):
-        return _alter(engine, statement, ctx)
+        return _alter(session, statement, ctx)
     if isinstance(statement, EvaluateKnowledgeBase):
-        return _evaluate(engine, statement, ctx)
+        return _evaluate(session, statement, ctx)
     if isinstance(statement, CreateKnowledgeBaseIndex):
-        return _create_index(engine, statement, ctx)
+        return _create_index(session, statement, ctx)
     if isinstance(statement, ast.Show) and str(statement.category).upper().replace(" ", "_") == \
             "KNOWLEDGE_BASES":
-        return _show(engine, statement, ctx)
+        return _show(session, statement, ctx)
     if isinstance(statement, ast.Describe):
-        return _describe(engine, statement, ctx)
+        return _describe(session, statement, ctx)
     if isinstance(statement, ast.Select):
-        return _select(engine, statement, ctx)
+        return _select(session, statement, ctx)
     if isinstance(statement, ast.Insert):
-        record = _find(engine, statement.table, ctx)
-        return None if record is None else _insert(engine, record, statement, ctx)
+        record = _find(session, statement.table, ctx)
+        return None if record is None else _insert(session, record, statement, ctx)
     if isinstance(statement, ast.Delete):
-        record = _find(engine, statement.table, ctx)
+        record = _find(session, statement.table, ctx)
         if record is None:
             return None
-        request = search_request(statement.where, metadata_columns=record.metadata_columns)
-        if request.query is not None or request.min_relevance is not None or request.hybrid:
-            raise SqlError("DELETE FROM a knowledge base filters on id and metadata columns; "
-                           "`content = '...'` and relevance are search terms, not filters")
-        count = engine.knowledge.delete(record, request.filters)
-        engine.catalog.update_knowledge_base(record)
-        return OkResult(count, context=ctx)
+        return OkResult(session.kbs.delete_rows(record, _delete_filters(session, record, statement, ctx)),
+                        context=ctx)
     return None
 
 
@@ -86,24 +78,24 @@ def _split(identifier: ast.Identifier, ctx: dict[str, Any]) -> tuple[str, str]:
     raise SqlError(f"Invalid knowledge base name {identifier.to_string()}")
 
 
-def _find(engine: Engine, table: Any, ctx: dict[str, Any]) -> KbRecord | None:
+def _find(session: SqlSession, table: Any, ctx: dict[str, Any]) -> KbRecord | None:
     """The knowledge base a table name denotes, or None (a table of a data source)."""
     if not isinstance(table, ast.Identifier) or len(table.parts) > 2:
         return None
     project, name = _split(table, ctx)
     try:
-        return engine.catalog.find_knowledge_base(project, name)
+        return session.catalog.find_knowledge_base(project, name)
     except NotFound:  # the first part is a data source, not a project
         return None
 
 
-def _record(engine: Engine, identifier: ast.Identifier, ctx: dict[str, Any]) -> KbRecord:
+def _record(session: SqlSession, identifier: ast.Identifier, ctx: dict[str, Any]) -> KbRecord:
     project, name = _split(identifier, ctx)
-    return engine.catalog.knowledge_base(project, name)
+    return session.catalog.knowledge_base(project, name)
 
 
 # DDL -------------------------------------------------------------------------------------
-def _create(engine: Engine, statement: CreateKnowledgeBase, ctx: dict[str, Any]) -> SqlResult:
+def _create(session: SqlSession, statement: CreateKnowledgeBase, ctx: dict[str, Any]) -> SqlResult:
     project, name = _split(statement.name, ctx)
     if statement.from_query is not None:
         raise SqlError("CREATE KNOWLEDGE_BASE ... FROM (query) is not supported: create it, then "
@@ -115,14 +107,14 @@ def _create(engine: Engine, statement: CreateKnowledgeBase, ctx: dict[str, Any])
         if len(parts) != 2:
             raise SqlError("storage must be written database.table")
         body["storage"] = {"database": parts[0], "table": parts[1]}
-    engine._create_knowledge_base(project, body, bool(statement.if_not_exists))
+    session.kbs.create(project, body, bool(statement.if_not_exists))
     return OkResult(None, context=ctx)
 
 
-def _drop(engine: Engine, statement: DropKnowledgeBase, ctx: dict[str, Any]) -> SqlResult:
+def _drop(session: SqlSession, statement: DropKnowledgeBase, ctx: dict[str, Any]) -> SqlResult:
     project, name = _split(statement.name, ctx)
     try:
-        engine.delete_knowledge_base(project, name)
+        session.kbs.delete(project, name)
     except NotFound:
         if not statement.if_exists:
             raise
@@ -143,8 +135,8 @@ def _embedding_update(current: dict[str, Any] | None, value: Any) -> dict[str, A
     return validate.model({**current, **value}, "embedding_model")
 
 
-def _alter(engine: Engine, statement: AlterKnowledgeBase, ctx: dict[str, Any]) -> SqlResult:
-    record = _record(engine, statement.name, ctx)
+def _alter(session: SqlSession, statement: AlterKnowledgeBase, ctx: dict[str, Any]) -> SqlResult:
+    record = _record(session, statement.name, ctx)
     params = {k.lower(): v for k, v in (statement.params or {}).items()}
     if "storage" in params:
         raise SqlError("the storage of a knowledge base cannot be altered (alter.mdx)")
@@ -163,38 +155,39 @@ def _alter(engine: Engine, statement: AlterKnowledgeBase, ctx: dict[str, Any]) -
             spec[key] = validate.optional_string(value, key)
         else:
             spec[key] = validate.preprocessing(value)
-    engine.knowledge.check_models(spec)
-    engine.knowledge.spec_changed(engine.catalog.update_knowledge_base(record, spec))
+    session.kbs.service.check_models(spec)
+    session.kbs.service.spec_changed(session.catalog.update_knowledge_base(record, spec))
     return OkResult(None, context=ctx)
 
 
-def _evaluate(engine: Engine, statement: EvaluateKnowledgeBase, ctx: dict[str, Any]) -> SqlResult:
+def _evaluate(session: SqlSession, statement: EvaluateKnowledgeBase, ctx: dict[str, Any]) -> SqlResult:
     import pandas as pd
     from mindsdb_sql_parser import parse_sql
 
-    record = _record(engine, statement.name, ctx)
+    record = _record(session, statement.name, ctx)
+    service = session.kbs.service
 
-    def rows_of(sql: str) -> list[dict[str, Any]]:
-        result = engine.sql.run(parse_sql(sql), ctx)
-        if not isinstance(result, TableResult):
-            raise SqlError(f"{sql} returned no rows")
-        return [dict(zip(result.column_names, r, strict=True)) for r in result.rows()]
+    def rows_of(sql: str | None) -> list[dict[str, Any]]:
+        if sql is None:  # the knowledge base's own chunks, every one
+            return [{"content": r[2], "id": r[0]} for r in service.search(record, SearchRequest())]
+        frame = select_frame(session, parse_sql(sql), ctx)
+        return frame.to_dict("records")
 
     ports = kb_evaluate.EvaluatePorts(
         kb_name=f"{record.project_name}.{record.name}",
-        search=lambda request: engine.knowledge.search(record, request),
+        search=lambda request: service.search(record, request),
         reranking_model=record.spec.get("reranking_model") or None,
         rows_of=rows_of,
-        save=lambda name, rows: engine.sql.register_frame(name, pd.DataFrame(rows)))
+        save=lambda name, rows: session.frames.register(name, pd.DataFrame(rows)))
     names, rows = kb_evaluate.run(statement.params, ports)
     return TableResult(names, rows, context=ctx)
 
 
-def _create_index(engine: Engine, statement: CreateKnowledgeBaseIndex, ctx: dict[str, Any]) -> SqlResult:
+def _create_index(session: SqlSession, statement: CreateKnowledgeBaseIndex, ctx: dict[str, Any]) -> SqlResult:
     """CREATE INDEX ON KNOWLEDGE_BASE kb: the vector index belongs to the knowledge service
     (`create_index(record, params)` when it offers one)."""
-    record = _record(engine, statement.name, ctx)
-    hook = getattr(engine.knowledge, "create_index", None)
+    record = _record(session, statement.name, ctx)
+    hook = getattr(session.kbs.service, "create_index", None)
     if hook is None:
         raise unsupported("CREATE INDEX ON KNOWLEDGE_BASE (the vector index is kept up to date "
                           "on every insert)")
@@ -202,26 +195,25 @@ def _create_index(engine: Engine, statement: CreateKnowledgeBaseIndex, ctx: dict
     return OkResult(None, context=ctx)
 
 
+def _delete_filters(session: SqlSession, record: KbRecord, statement: ast.Delete,
+                    ctx: dict[str, Any]) -> list[Any]:
+    """DELETE's WHERE as filters: the metadata conditions of a search (OR, NOT, BETWEEN,
+    IN a subquery); a search term there has no meaning."""
+    options, node = split_options(statement.where)
+    if options.min_relevance is not None or options.hybrid:
+        raise SqlError("DELETE FROM a knowledge base filters on id and metadata columns; "
+                       "relevance and hybrid search are search options, not filters")
+    if node is None:
+        return []
+    where = KbWhere(lambda request: [], Columns(record.metadata_columns), options, search_limit=0,
+                    read_limit=None, subquery=lambda select: subquery_values(session, select, ctx))
+    if where.has_search(node):
+        raise SqlError("DELETE FROM a knowledge base filters on id and metadata columns; "
+                       "`content = '...'` is a search term, not a filter")
+    return [where.to_filter(node)]
+
+
 # listing ---------------------------------------------------------------------------------
-def _info_row(record: KbRecord) -> list[Any]:
-    view = knowledge_base_json(record, "get")
-    spec = record.spec
-
-    def text(value: Any) -> str | None:
-        return None if value is None else json.dumps(value)
-
-    return [record.name, record.project_name, text(view["embedding_model"]), text(view["reranking_model"]),
-            f"{spec.get('vector_database')}.{spec.get('vector_database_table')}",
-            text(spec.get("metadata_columns")), text(spec.get("content_columns")), spec.get("id_column"),
-            text(view["params"]), None, None, None, None, spec.get("query_id")]
-
-
-def knowledge_bases_frame(records: list[KbRecord]) -> pd.DataFrame:
-    import pandas as pd
-
-    return pd.DataFrame([_info_row(r) for r in records], columns=INFO_COLUMNS)
-
-
 def _run_over(frame: pd.DataFrame, statement: ast.Select, ctx: dict[str, Any]) -> TableResult:
     """Run a SELECT (its WHERE, targets, ORDER, LIMIT) over one frame, in a private DuckDB."""
     statement.from_table = ast.Identifier("kb_frame")
@@ -233,9 +225,9 @@ def _run_over(frame: pd.DataFrame, statement: ast.Select, ctx: dict[str, Any]) -
     return TableResult(names, rows, context=ctx)
 
 
-def _show(engine: Engine, statement: ast.Show, ctx: dict[str, Any]) -> SqlResult:
+def _show(session: SqlSession, statement: ast.Show, ctx: dict[str, Any]) -> SqlResult:
     project = str(statement.from_table.parts[-1]) if statement.from_table is not None else ctx["db"]
-    frame = knowledge_bases_frame(engine.catalog.knowledge_bases(project))
+    frame = knowledge_bases_frame(session.catalog.knowledge_bases(project))
     if statement.where is None and statement.like is None:
         return TableResult(INFO_COLUMNS, frame.values.tolist(), context=ctx, frame=frame)
     where = statement.where
@@ -245,16 +237,16 @@ def _show(engine: Engine, statement: ast.Show, ctx: dict[str, Any]) -> SqlResult
     return _run_over(frame, ast.Select(targets=[ast.Star()], where=where), ctx)
 
 
-def _describe(engine: Engine, statement: ast.Describe, ctx: dict[str, Any]) -> SqlResult | None:
+def _describe(session: SqlSession, statement: ast.Describe, ctx: dict[str, Any]) -> SqlResult | None:
     kind = str(getattr(statement, "type", None) or "").upper().replace(" ", "_")
     if kind not in ("KNOWLEDGE_BASE", ""):
         return None
     if kind == "":
-        record = _find(engine, statement.value, ctx)
+        record = _find(session, statement.value, ctx)
         if record is None:
             return None
     else:
-        record = _record(engine, statement.value, ctx)
+        record = _record(session, statement.value, ctx)
     frame = knowledge_bases_frame([record])
     return TableResult(INFO_COLUMNS, frame.values.tolist(), context=ctx, frame=frame)
 
@@ -265,32 +257,32 @@ def _is_info_schema(table: Any) -> bool:
         ["information_schema", "knowledge_bases"]
 
 
-def _select(engine: Engine, statement: ast.Select, ctx: dict[str, Any]) -> SqlResult | None:
+def _select(session: SqlSession, statement: ast.Select, ctx: dict[str, Any]) -> SqlResult | None:
     if _is_info_schema(statement.from_table):
-        return _run_over(knowledge_bases_frame(engine.catalog.knowledge_bases()), statement, ctx)
-    record = _find(engine, statement.from_table, ctx)
+        return _run_over(knowledge_bases_frame(session.catalog.knowledge_bases()), statement, ctx)
+    record = _find(session, statement.from_table, ctx)
     if record is None:
         return None
+    service = session.kbs.service
     names, rows = kb_select.select_rows(
         statement, record.name, record.metadata_columns,
-        search=lambda request: engine.knowledge.search(record, request),
-        total=lambda: engine.knowledge.count(record),
-        subquery=lambda select: subquery_values(engine, select, ctx))
+        search=lambda request: service.search(record, request),
+        total=lambda: service.count(record),
+        subquery=lambda select: subquery_values(session, select, ctx))
     return TableResult(names, rows, context=ctx)
 
 
-def subquery_values(engine: Engine, select: ast.ASTNode, ctx: dict[str, Any]) -> list[Any]:
+def subquery_values(session: SqlSession, select: ast.ASTNode, ctx: dict[str, Any]) -> list[Any]:
     """The first column of a subquery's rows (`id NOT IN (SELECT id FROM kb WHERE ...)`)."""
-    result = engine.sql.run(select, ctx)
-    rows = result.rows() if isinstance(result, TableResult) else []
-    return [r[0] for r in rows]
+    frame = select_frame(session, select, ctx)
+    return [] if frame.empty else list(frame.iloc[:, 0])
 
 
-def _insert(engine: Engine, record: KbRecord, statement: ast.Insert, ctx: dict[str, Any]) -> SqlResult:
+def _insert(session: SqlSession, record: KbRecord, statement: ast.Insert, ctx: dict[str, Any]) -> SqlResult:
     if statement.from_select is not None:
         using = getattr(statement.from_select, "using", None)  # INSERT ... SELECT ... USING opts
         statement.from_select.using = None
-        frame = engine.sql.select_frame(statement.from_select, ctx)
+        frame = select_frame(session, statement.from_select, ctx)
         if statement.columns:  # `INSERT INTO kb (a, b) SELECT x, y ...`: names by position
             names = _column_names(statement.columns)
             if len(names) != len(frame.columns):
@@ -298,8 +290,8 @@ def _insert(engine: Engine, record: KbRecord, statement: ast.Insert, ctx: dict[s
                                f"{len(frame.columns)}")
             frame.columns = names
         if using:
-            return OkResult(_insert_with(engine, record, frame, using), context=ctx)
-        return OkResult(engine.insert_rows(record, frame), context=ctx)
+            return OkResult(_insert_with(session, record, frame, using), context=ctx)
+        return OkResult(session.kbs.insert_rows(record, frame), context=ctx)
     if not statement.columns:
         raise SqlError("INSERT INTO a knowledge base needs its column names: "
                        "INSERT INTO kb (id, content) ...")
@@ -309,12 +301,12 @@ def _insert(engine: Engine, record: KbRecord, statement: ast.Insert, ctx: dict[s
         if len(values) != len(names):
             raise SqlError(f"INSERT has {len(names)} columns but a row of {len(values)} values")
         rows.append({n: constant(v) for n, v in zip(names, values, strict=True)})
-    return OkResult(engine.insert_rows(record, rows), context=ctx)
+    return OkResult(session.kbs.insert_rows(record, rows), context=ctx)
 
 
-def _insert_with(engine: Engine, record: KbRecord, frame: Any, using: dict[str, Any]) -> int:
+def _insert_with(session: SqlSession, record: KbRecord, frame: Any, using: dict[str, Any]) -> int:
     from kbsql.engine.knowledge.ingest import RowChunker
-    from kbsql.engine.knowledge.search import Filter, SearchRequest
+    from kbsql.engine.knowledge.search import Filter
 
     def doc_ids(rows: Any) -> list[str | None]:
         chunker = RowChunker(record.spec)
@@ -328,10 +320,10 @@ def _insert_with(engine: Engine, record: KbRecord, frame: Any, using: dict[str, 
         if not ids:
             return set()
         request = SearchRequest(filters=[Filter("id", "in", ids)])
-        return {str(r[0]) for r in engine.knowledge.search(record, request)}
+        return {str(r[0]) for r in session.kbs.service.search(record, request)}
 
     return kb_insert.insert_frame(frame, kb_insert.options_of(using),
-                                  lambda batch: engine.insert_rows(record, batch), doc_ids, stored)
+                                  lambda batch: session.kbs.insert_rows(record, batch), doc_ids, stored)
 
 
 def _column_names(columns: list[Any]) -> list[str]:
@@ -355,25 +347,3 @@ def unquote_identifier(name: str) -> str:
         quote = name[0]
         return name[1:-1].replace(quote * 2, quote)
     return name
-
-
-def search_frame(engine: Engine, project: str, kb_name: str, where_ast: ast.ASTNode | None,
-                 limit: int | None, capped: bool = True) -> pd.DataFrame:
-    """Run a knowledge-base search and return it as a DataFrame, for joins done elsewhere.
-
-    `where_ast` is the part of a WHERE clause about this knowledge base (the same dialect as
-    `SELECT * FROM kb WHERE ...`, see `kb_where`), with column names unqualified; `limit`
-    None means none was given: then a search returns the documented 10 rows when `capped`,
-    and every row when it feeds a join or an aggregate (a cap there would corrupt it). The
-    frame has the columns id, chunk_id, chunk_content, metadata (dict), relevance, distance,
-    best first.
-    """
-    import pandas as pd
-
-    record = engine.catalog.knowledge_base(project, kb_name)
-    if limit is not None and int(limit) < 0:
-        raise SqlError(f"LIMIT must be a whole number >= 0, not {limit}")
-    rows = run_where(where_ast, lambda request: engine.knowledge.search(record, request),
-                     record.metadata_columns, limit=limit,
-                     cap=DEFAULT_LIMIT if capped else max(engine.knowledge.count(record), 1))
-    return pd.DataFrame(rows, columns=list(KB_COLUMNS))

@@ -3,7 +3,7 @@
 A knowledge-base reference is materialized as its search result: the WHERE conditions of
 its own SELECT that name only the knowledge base (`k.content = 'x'`, `k.product = 'y'`, or
 unqualified when it is the only table) are taken out of the query and given to the
-knowledge-base search (`kb_statements.search_frame`); the rest of the query (joins,
+knowledge-base search (`search_frame` below); the rest of the query (joins,
 filters, aggregates) then runs in DuckDB over the result. An agent reference is answered
 the same way: its `question = '...'` condition is asked, the answer is one row
 (`question`, `answer`).
@@ -19,32 +19,31 @@ import pyarrow as pa
 from mindsdb_sql_parser import ast
 from sqlglot import exp
 
+from kbsql.engine.knowledge.search import DEFAULT_LIMIT
+from kbsql.engine.sql.kb_where import run_where
 from kbsql.interface.errors import SqlError
+from kbsql.interface.results import KB_COLUMNS
 
 if TYPE_CHECKING:
-    from kbsql.engine.sql.executor import SqlExecutor
+    import pandas as pd
+
     from kbsql.engine.sql.names import Resolved
+    from kbsql.engine.sql.session import SqlSession
 
 _COMPARISONS: dict[type, str] = {exp.EQ: "=", exp.NEQ: "!=", exp.GT: ">", exp.GTE: ">=",
                                  exp.LT: "<", exp.LTE: "<=", exp.Like: "like",
                                  exp.ILike: "ilike", exp.And: "and", exp.Or: "or"}
 
 
-def materialize(executor: SqlExecutor, table: exp.Table, target: Resolved) -> Any:
+def materialize(session: SqlSession, table: exp.Table, target: Resolved) -> Any:
     if target.kind == "kb":
-        return _kb_frame(executor, table, target)
+        return _kb_frame(session, table, target)
     if target.kind == "agent":
-        return _agent_frame(executor, table, target)
+        return _agent_frame(session, table, target)
     raise SqlError(f"Cannot read {target.kind} {target.name} as a table")
 
 
-def _kb_frame(executor: SqlExecutor, table: exp.Table, target: Resolved) -> Any:
-    from kbsql.engine.sql import kb_statements
-
-    search_frame = getattr(kb_statements, "search_frame", None)
-    if not callable(search_frame):
-        raise SqlError(f"Knowledge base {target.name} cannot be joined with tables yet: "
-                       "knowledge-base search is not available in this build")
+def _kb_frame(session: SqlSession, table: exp.Table, target: Resolved) -> Any:
     select = table.find_ancestor(exp.Select)
     single = _is_only_table(select, table)
     conditions = take_conditions(select, table, single, lambda _: True)
@@ -58,14 +57,14 @@ def _kb_frame(executor: SqlExecutor, table: exp.Table, target: Resolved) -> Any:
     # join, an aggregate, a GROUP BY or an ORDER BY it returns every row (never a silent cap)
     capped = single and select is not None and not select.args.get("group") and \
         not select.args.get("order") and select.find(exp.AggFunc) is None
-    frame = search_frame(executor.engine, target.database, target.name, where, limit, capped)
+    frame = search_frame(session, target.database, target.name, where, limit, capped)
     if "metadata" in frame.columns:  # dicts of varying keys: JSON text (DuckDB's ->> reads it)
         frame = frame.assign(metadata=[None if m is None else json.dumps(m, default=str)
                                        for m in frame["metadata"]])
     return frame
 
 
-def _agent_frame(executor: SqlExecutor, table: exp.Table, target: Resolved) -> pa.Table:
+def _agent_frame(session: SqlSession, table: exp.Table, target: Resolved) -> pa.Table:
     select = table.find_ancestor(exp.Select)
     single = _is_only_table(select, table)
 
@@ -79,7 +78,7 @@ def _agent_frame(executor: SqlExecutor, table: exp.Table, target: Resolved) -> p
         raise SqlError(f"Ask agent {target.name} one question: "
                        f"SELECT answer FROM {target.name} WHERE question = '...'")
     question = taken[0].right.this
-    reply = executor.engine.complete(target.database, target.name,
+    reply = session.agents.complete(target.database, target.name,
                                      [{"question": question, "answer": ""}])
     answer = ((reply or {}).get("message") or {}).get("content")
     return pa.table({"question": [question], "answer": [answer]})
@@ -179,3 +178,25 @@ def to_parser_ast(node: exp.Expression) -> ast.ASTNode:
         return ast.Constant(-inner.value)  # type: ignore[attr-defined]
     raise SqlError(f"The condition {node.sql()} on a knowledge base cannot be used inside a "
                    "join; use =, !=, <, <=, >, >=, IN or LIKE against values")
+
+
+def search_frame(session: SqlSession, project: str, kb_name: str, where_ast: ast.ASTNode | None,
+                 limit: int | None, capped: bool = True) -> pd.DataFrame:
+    """Run a knowledge-base search and return it as a DataFrame, for joins done elsewhere.
+
+    `where_ast` is the part of a WHERE clause about this knowledge base (the same dialect as
+    `SELECT * FROM kb WHERE ...`, see `kb_where`), with column names unqualified; `limit`
+    None means none was given: then a search returns the documented 10 rows when `capped`,
+    and every row when it feeds a join or an aggregate (a cap there would corrupt it). The
+    frame has the columns id, chunk_id, chunk_content, metadata (dict), relevance, distance,
+    best first.
+    """
+    import pandas as pd
+
+    record = session.catalog.knowledge_base(project, kb_name)
+    if limit is not None and int(limit) < 0:
+        raise SqlError(f"LIMIT must be a whole number >= 0, not {limit}")
+    service = session.kbs.service
+    rows = run_where(where_ast, lambda request: service.search(record, request), record.metadata_columns,
+                     limit=limit, cap=DEFAULT_LIMIT if capped else max(service.count(record), 1))
+    return pd.DataFrame(rows, columns=list(KB_COLUMNS))
