@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 from mindsdb_sql_parser import ast, parse_sql
-from mindsdb_sql_parser.ast.mindsdb.agents import CreateAgent, DropAgent
+from mindsdb_sql_parser.ast.mindsdb.agents import CreateAgent, DropAgent, UpdateAgent
 from mindsdb_sql_parser.ast.mindsdb.create_database import CreateDatabase
 
 from kbsql.engine.catalog import Catalog
@@ -128,6 +128,9 @@ class SqlExecutor(SqlSession):
         handled = kb_statements.handle(self, statement, ctx)
         if handled is not None:
             return handled
+        asked = agents_sql.select_agent(self, statement, ctx)
+        if asked is not None:
+            return asked
         if isinstance(statement, (ast.Select, ast.Union, ast.Intersect, ast.Except)):
             return ArrowTableResult(run_select(self, statement, ctx, query), ctx)
         if isinstance(statement, ast.Use):
@@ -142,6 +145,8 @@ class SqlExecutor(SqlSession):
             return agents_sql.create_agent(self, statement, ctx)
         if isinstance(statement, DropAgent):
             return agents_sql.drop_agent(self, statement, ctx)
+        if isinstance(statement, UpdateAgent):
+            return agents_sql.update_agent(self, statement, ctx)
         if isinstance(statement, ast.Show):
             category = (statement.category or "").upper()
             if category in ("DATABASES", "SCHEMAS"):
