@@ -58,7 +58,13 @@ def handle(session: SqlSession, statement: ast.ASTNode, ctx: dict[str, Any]) -> 
         return _select(session, statement, ctx)
     if isinstance(statement, ast.Insert):
         record = _find(session, statement.table, ctx)
-        return None if record is None else _insert(session, record, statement, ctx)
+        if record is None:
+            return None
+        using = getattr(statement.from_select, "using", None) if statement.from_select is not None else None
+        with session.queries.track(_logged_sql(statement), ctx["db"], using) as logged:
+            result = _insert(session, record, statement, ctx)
+            logged["PROCESSED_ROWS"] = result.affected_rows or 0
+        return result
     if isinstance(statement, ast.Delete):
         record = _find(session, statement.table, ctx)
         if record is None:
@@ -278,7 +284,7 @@ def subquery_values(session: SqlSession, select: ast.ASTNode, ctx: dict[str, Any
     return [] if frame.empty else list(frame.iloc[:, 0])
 
 
-def _insert(session: SqlSession, record: KbRecord, statement: ast.Insert, ctx: dict[str, Any]) -> SqlResult:
+def _insert(session: SqlSession, record: KbRecord, statement: ast.Insert, ctx: dict[str, Any]) -> OkResult:
     if statement.from_select is not None:
         using = getattr(statement.from_select, "using", None)  # INSERT ... SELECT ... USING opts
         statement.from_select.using = None
@@ -302,6 +308,14 @@ def _insert(session: SqlSession, record: KbRecord, statement: ast.Insert, ctx: d
             raise SqlError(f"INSERT has {len(names)} columns but a row of {len(values)} values")
         rows.append({n: constant(v) for n, v in zip(names, values, strict=True)})
     return OkResult(session.kbs.insert_rows(record, rows), context=ctx)
+
+
+def _logged_sql(statement: ast.Insert) -> str:
+    """The INSERT as information_schema.queries shows it: VALUES are left out (they may be
+    long, or hold text the user would not want copied into a log)."""
+    if statement.from_select is None:
+        return f"INSERT INTO {statement.table.to_string()} VALUES ({len(statement.values or [])} rows)"
+    return statement.to_string()
 
 
 def _insert_with(session: SqlSession, record: KbRecord, frame: Any, using: dict[str, Any]) -> int:
