@@ -300,3 +300,16 @@ def test_json_chunking(doc: Doc) -> None:
     assert "JSON" in message
     assert "bogus" in doc.error(f"CREATE KNOWLEDGE_BASE j2 USING embedding_model = {HASH}, preprocessing = "
                                 '{"type": "json_chunking", "json_chunking_config": {"bogus": 1}}')
+
+
+def test_show_columns_and_describe(doc: Doc) -> None:
+    """SHOW COLUMNS FROM a knowledge base names what a SELECT can read (metadata columns too);
+    on a table it is DESCRIBE's answer; DESCRIBE KNOWLEDGE_BASE is create.mdx's listing."""
+    doc.orders_kb()
+    columns = doc.rows("SHOW COLUMNS FROM my_kb")
+    assert [c["COLUMN_NAME"] for c in columns] == ["id", "chunk_id", "chunk_content", "metadata", "relevance",
+                                                   "distance", "product"]
+    table = doc.rows("SHOW COLUMNS FROM sample_data.orders")
+    assert [c["COLUMN_NAME"] for c in table] == ["order_id", "product", "notes"]
+    assert doc.rows("DESCRIBE sample_data.orders") == table
+    assert doc.rows("DESCRIBE KNOWLEDGE_BASE my_kb")[0]["NAME"] == "my_kb"

@@ -155,6 +155,8 @@ class SqlExecutor(SqlSession):
                 return databases.show_tables(self, statement, ctx)
             if category == "AGENTS":
                 return agents_sql.show_agents(self, statement, ctx)
+            if category in ("COLUMNS", "FIELDS") and statement.from_table is not None:
+                return databases.describe(self, ast.Describe(statement.from_table), ctx)
         if isinstance(statement, (ast.Insert, ast.Update, ast.Delete)):
             missing = self._missing_project(statement.table, ctx)
             if missing is not None:

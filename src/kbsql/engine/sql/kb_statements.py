@@ -9,6 +9,7 @@ can route the statement on. Names resolve in the current project (`ctx["db"]`) o
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 import duckdb
@@ -18,6 +19,7 @@ from mindsdb_sql_parser.ast.mindsdb.knowledge_base import CreateKnowledgeBaseInd
 
 from kbsql.engine import validate
 from kbsql.engine.catalog import KbRecord
+from kbsql.engine.knowledge.ingest import INTERNAL_KEYS
 from kbsql.engine.knowledge.search import SearchRequest
 from kbsql.engine.sql import kb_evaluate, kb_insert, kb_select
 from kbsql.engine.sql.info_schema import INFO_COLUMNS, knowledge_bases_frame
@@ -54,6 +56,9 @@ def handle(session: SqlSession, statement: ast.ASTNode, ctx: dict[str, Any]) -> 
         return _show(session, statement, ctx)
     if isinstance(statement, ast.Describe):
         return _describe(session, statement, ctx)
+    if isinstance(statement, ast.Show) and str(statement.category).upper() in ("COLUMNS", "FIELDS"):
+        record = _find(session, statement.from_table, ctx)
+        return None if record is None else _columns(session, record, statement, ctx)
     if isinstance(statement, ast.Select):
         return _select(session, statement, ctx)
     if isinstance(statement, ast.Insert):
@@ -255,6 +260,23 @@ def _describe(session: SqlSession, statement: ast.Describe, ctx: dict[str, Any])
         record = _record(session, statement.value, ctx)
     frame = knowledge_bases_frame([record])
     return TableResult(INFO_COLUMNS, frame.values.tolist(), context=ctx, frame=frame)
+
+
+def _columns(session: SqlSession, record: KbRecord, statement: ast.Show, ctx: dict[str, Any]) -> SqlResult:
+    """SHOW COLUMNS FROM kb: the columns a SELECT on it can name (the same two columns as
+    DESCRIBE of a table), metadata columns included, declared or seen in its rows."""
+    names = [("id", "VARCHAR"), ("chunk_id", "VARCHAR"), ("chunk_content", "VARCHAR"), ("metadata", "JSON"),
+             ("relevance", "DOUBLE"), ("distance", "DOUBLE")]
+    keys = record.metadata_columns
+    if keys is None:  # inferred metadata: the keys its rows hold
+        rows = session.kbs.service.search(record, SearchRequest(limit=1000))
+        keys = sorted({k for r in rows for k in (r[3] or {})} - set(INTERNAL_KEYS))
+    names += [(k, "VARCHAR") for k in keys]
+    frame_rows = [[n, t] for n, t in names]
+    if statement.like is not None:
+        pattern = str(statement.like).replace("%", ".*").replace("_", ".")
+        frame_rows = [r for r in frame_rows if re.fullmatch(pattern, r[0], re.IGNORECASE)]
+    return TableResult(["COLUMN_NAME", "DATA_TYPE"], frame_rows, context=ctx)
 
 
 # rows ------------------------------------------------------------------------------------
