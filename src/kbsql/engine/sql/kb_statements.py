@@ -220,7 +220,7 @@ def _delete_filters(session: SqlSession, record: KbRecord, statement: ast.Delete
                     read_limit=None, subquery=lambda select: subquery_values(session, select, ctx))
     if where.has_search(node):
         raise SqlError("DELETE FROM a knowledge base filters on id and metadata columns; "
-                       "`content = '...'` is a search term, not a filter")
+                       "`content = '...'` and relevance are search terms, not filters")
     return [where.to_filter(node)]
 
 
