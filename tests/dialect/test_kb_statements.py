@@ -313,3 +313,15 @@ def test_show_columns_and_describe(doc: Doc) -> None:
     assert [c["COLUMN_NAME"] for c in table] == ["order_id", "product", "notes"]
     assert doc.rows("DESCRIBE sample_data.orders") == table
     assert doc.rows("DESCRIBE KNOWLEDGE_BASE my_kb")[0]["NAME"] == "my_kb"
+
+
+def test_reference_only_storage_engines_are_refused(doc: Doc) -> None:
+    """create.mdx: `CREATE DATABASE my_pgvector WITH ENGINE = 'pgvector'` (a hosted vector store);
+    the knowledge base's `storage = my_pgvector.storage_table` is kept as its label."""
+    doc.refused("CREATE DATABASE my_pgvector WITH ENGINE = 'pgvector', PARAMETERS = {"
+                "\"host\": \"127.0.0.1\", \"port\": 5432, \"database\": \"postgres\", \"user\": \"user\", "
+                "\"password\": \"password\", \"distance\": \"cosine\"};", "pgvector")
+    doc.sql(f"CREATE KNOWLEDGE_BASE my_kb USING embedding_model = {HASH}, "
+            "storage = my_pgvector.storage_table")
+    described = doc.rows("DESCRIBE KNOWLEDGE_BASE my_kb")[0]
+    assert described["STORAGE"] == "my_pgvector.storage_table"
