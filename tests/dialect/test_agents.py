@@ -118,3 +118,12 @@ def test_rest_update_model_of_an_unreachable_provider(doc: Doc) -> None:
     with pytest.raises(Exception) as exc:
         doc.client.agents.completion("rest_agent", "hi", project=doc.project)
     assert "gpt-4.1" in str(exc.value) or "127.0.0.1:9" in str(exc.value)
+
+
+def test_a_provider_the_engine_lacks_is_refused_in_one_line(doc: Doc) -> None:
+    """agent_syntax.mdx: `USING model = {"provider": "google", ...}` names a hosted provider."""
+    doc.sql(f"CREATE AGENT my_agent USING model = {OFFLINE}")
+    message = doc.refused("SELECT answer FROM my_agent WHERE question = 'hi' USING model = "
+                          "{\"provider\": \"google\", \"model_name\": \"gemini-2.5-flash\", "
+                          "\"api_key\": \"ABc123\"};", "google")
+    assert "ABc123" not in message
