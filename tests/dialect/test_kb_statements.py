@@ -325,3 +325,11 @@ def test_reference_only_storage_engines_are_refused(doc: Doc) -> None:
             "storage = my_pgvector.storage_table")
     described = doc.rows("DESCRIBE KNOWLEDGE_BASE my_kb")[0]
     assert described["STORAGE"] == "my_pgvector.storage_table"
+
+
+def test_reading_the_vector_store_is_refused(doc: Doc) -> None:
+    """insert_data.mdx "Underlying Vector Store": the store is the engine's own here."""
+    doc.orders_kb()
+    doc.refused("SELECT id, content, metadata, embeddings FROM my_kb_chromadb.storage_table;", "my_kb")
+    storage = doc.rows("DESCRIBE KNOWLEDGE_BASE my_kb")[0]["STORAGE"]
+    doc.refused(f"SELECT id, content, metadata, embeddings FROM {storage};", "vector store")

@@ -290,6 +290,7 @@ def _select(session: SqlSession, statement: ast.Select, ctx: dict[str, Any]) -> 
         return _run_over(knowledge_bases_frame(session.catalog.knowledge_bases()), statement, ctx)
     record = _find(session, statement.from_table, ctx)
     if record is None:
+        _refuse_vector_store(session, statement.from_table)
         return None
     service = session.kbs.service
     names, rows = kb_select.select_rows(
@@ -298,6 +299,21 @@ def _select(session: SqlSession, statement: ast.Select, ctx: dict[str, Any]) -> 
         total=lambda: service.count(record),
         subquery=lambda select: subquery_values(session, select, ctx))
     return TableResult(names, rows, context=ctx)
+
+
+def _refuse_vector_store(session: SqlSession, table: Any) -> None:
+    """insert_data.mdx reads a knowledge base's vector store as a table
+    (`SELECT id, content, metadata, embeddings FROM my_kb_chromadb.storage_table`); here the
+    store is the engine's own, read through the knowledge base."""
+    if not isinstance(table, ast.Identifier) or len(table.parts) != 2:
+        return
+    database = str(table.parts[0]).lower()
+    if database in ("df", "information_schema") or session.catalog.find_datasource(database) is not None:
+        return
+    for kb in session.catalog.knowledge_bases():
+        if database in (f"{kb.name.lower()}_chromadb", str(kb.spec.get("vector_database") or "").lower()):
+            raise unsupported(f"reading the vector store of knowledge base {kb.name} as a table "
+                              f"(SELECT ... FROM {kb.name} reads its chunks)")
 
 
 def subquery_values(session: SqlSession, select: ast.ASTNode, ctx: dict[str, Any]) -> list[Any]:
