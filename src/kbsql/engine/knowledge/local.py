@@ -15,7 +15,7 @@ import numpy as np
 
 from kbsql.engine.knowledge import search as search_mod
 from kbsql.engine.knowledge.index import VectorIndex
-from kbsql.engine.knowledge.search import Filter
+from kbsql.engine.knowledge.search import Conditions
 from kbsql.engine.knowledge.store import ChunkStore
 
 log = logging.getLogger(__name__)
@@ -62,7 +62,7 @@ class LocalStorage:
                         "it is rebuilt on the next search", self.index.path, exc)
             self.index.reset()
 
-    def delete(self, filters: list[Filter]) -> int:
+    def delete(self, filters: Conditions) -> int:
         where, args = search_mod.filter_sql(filters)
         with self.write() as w:
             return w.db.execute("DELETE FROM chunks" + (f" WHERE {where}" if where else ""), args).rowcount
@@ -84,13 +84,13 @@ class LocalStorage:
                    if rows else np.zeros((0, dim or 0), np.float32))
         return [r[0] for r in rows], [json.loads(r[1]) for r in rows], vectors
 
-    def plain_rows(self, filters: list[Filter], limit: int | None, offset: int = 0) -> list[list[Any]]:
+    def plain_rows(self, filters: Conditions, limit: int | None, offset: int = 0) -> list[list[Any]]:
         return search_mod.plain_rows(self.store, filters, limit, offset)
 
-    def vector_top(self, query: np.ndarray, k: int, filters: list[Filter]) -> tuple[np.ndarray, np.ndarray]:
+    def vector_top(self, query: np.ndarray, k: int, filters: Conditions) -> tuple[np.ndarray, np.ndarray]:
         return search_mod.vector_top(self.store, self.index, query, k, filters)
 
-    def keyword_top(self, text: str, k: int, filters: list[Filter]) -> dict[int, float]:
+    def keyword_top(self, text: str, k: int, filters: Conditions) -> dict[int, float]:
         return search_mod.keyword_top(self.store, text, k, filters)
 
     def similarities(self, query: np.ndarray, keys: list[int]) -> dict[int, float]:

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from kbsql.engine.knowledge.search import Filter, op_sql
+from kbsql.engine.knowledge.search import Condition, Conditions, FilterGroup, op_sql
 from kbsql.engine.pg import (
     StorageUnavailable,
     acquire_pool,
@@ -64,46 +64,52 @@ def vector_text(vector: np.ndarray) -> str:
 
 
 # filters as PostgreSQL ------------------------------------------------------------------
-def filter_sql(filters: list[Filter]) -> tuple[str, list[Any]]:
+def filter_sql(filters: Conditions) -> tuple[str, list[Any]]:
     """`WHERE`-ready SQL and parameters. Metadata is compared as jsonb (numbers as numbers,
     strings as strings, as the local store's json_extract does); LIKE is case-insensitive
-    like SQLite's."""
-    parts: list[str] = []
+    like SQLite's. OR / NOT groups render as one condition, as the local store's do."""
     args: list[Any] = []
-    for f in filters:
-        op = op_sql(f)
-        column = f.column.lower()
-        to_arg: Callable[[Any], Any]
-        if column in ("id", "chunk_id"):
-            expr, value_sql, to_arg = column, "%s", _text_arg
-            if op in ("<", "<=", ">", ">=") and isinstance(f.value, int | float):
-                expr = f"(CASE WHEN {column} ~ '^\\s*-?[0-9]+(\\.[0-9]+)?\\s*$' THEN {column}::float8 END)"
-                to_arg = float
-        elif column in ("chunk_content", "content"):
-            expr, value_sql, to_arg = "content", "%s", _text_arg
-        else:
-            expr, value_sql, to_arg = "(metadata -> %s)", "%s::jsonb", _json_arg
-            if op in ("LIKE", "NOT LIKE", "IS", "IS NOT"):
-                expr = "(metadata ->> %s)"
-            args.append(f.column)
-        if op in ("LIKE", "NOT LIKE"):
-            parts.append(f"{expr} {op.replace('LIKE', 'ILIKE')} %s")
-            args.append(str(f.value))
-        elif op in ("IS", "IS NOT"):
-            parts.append(f"{expr} {op} NULL")
-        elif op in ("IN", "NOT IN"):
-            values = list(f.value) if isinstance(f.value, list | tuple | set) else [f.value]
-            if not values:
-                if expr.startswith("(metadata"):
-                    args.pop()
-                parts.append("FALSE" if op == "IN" else "TRUE")
-                continue
-            parts.append(f"{expr} {op} ({', '.join([value_sql] * len(values))})")
-            args.extend(to_arg(v) for v in values)
-        else:
-            parts.append(f"{expr} {op} {value_sql}")
-            args.append(to_arg(f.value))
+    parts = [_condition_sql(f, args) for f in filters]
     return " AND ".join(parts), args
+
+
+def _condition_sql(f: Condition, args: list[Any]) -> str:
+    if isinstance(f, FilterGroup):
+        inner = [_condition_sql(i, args) for i in f.items]
+        if f.op == "not":
+            return f"NOT ({inner[0]})"
+        joiner = " OR " if f.op == "or" else " AND "
+        return "(" + joiner.join(inner or ["TRUE" if f.op == "and" else "FALSE"]) + ")"
+    op = op_sql(f)
+    column = f.column.lower()
+    to_arg: Callable[[Any], Any]
+    if column in ("id", "chunk_id"):
+        expr, value_sql, to_arg = column, "%s", _text_arg
+        if op in ("<", "<=", ">", ">=") and isinstance(f.value, int | float):
+            expr = f"(CASE WHEN {column} ~ '^\\s*-?[0-9]+(\\.[0-9]+)?\\s*$' THEN {column}::float8 END)"
+            to_arg = float
+    elif column in ("chunk_content", "content"):
+        expr, value_sql, to_arg = "content", "%s", _text_arg
+    else:
+        expr, value_sql, to_arg = "(metadata -> %s)", "%s::jsonb", _json_arg
+        if op in ("LIKE", "NOT LIKE", "IS", "IS NOT"):
+            expr = "(metadata ->> %s)"
+    if op in ("IN", "NOT IN"):
+        values = list(f.value) if isinstance(f.value, list | tuple | set) else [f.value]
+        if not values:
+            return "FALSE" if op == "IN" else "TRUE"
+    if expr.startswith("(metadata"):
+        args.append(f.column)  # the key is the first parameter of the expression
+    if op in ("LIKE", "NOT LIKE"):
+        args.append(str(f.value))
+        return f"{expr} {op.replace('LIKE', 'ILIKE')} %s"
+    if op in ("IS", "IS NOT"):
+        return f"{expr} {op} NULL"
+    if op in ("IN", "NOT IN"):
+        args.extend(to_arg(v) for v in values)
+        return f"{expr} {op} ({', '.join([value_sql] * len(values))})"
+    args.append(to_arg(f.value))
+    return f"{expr} {op} {value_sql}"
 
 
 def _text_arg(value: Any) -> Any:
@@ -236,7 +242,7 @@ class PgVectorStorage:
             yield writer
             writer.finish()
 
-    def delete(self, filters: list[Filter]) -> int:
+    def delete(self, filters: Conditions) -> int:
         where, args = filter_sql(filters)
         with self.write() as w:
             cur = w.conn.execute(self.q("DELETE FROM {t}" + (f" WHERE {where}" if where else "")), args)
@@ -281,7 +287,7 @@ class PgVectorStorage:
                    if rows else np.zeros((0, dim or 0), np.float32))
         return [r[0] for r in rows], [json.loads(r[1]) for r in rows], vectors
 
-    def plain_rows(self, filters: list[Filter], limit: int | None, offset: int = 0) -> list[list[Any]]:
+    def plain_rows(self, filters: Conditions, limit: int | None, offset: int = 0) -> list[list[Any]]:
         where, args = filter_sql(filters)
         text = "SELECT id, chunk_id, content, metadata::text FROM {t}" + (f" WHERE {where}" if where else "")
         text += " ORDER BY seq"
@@ -292,7 +298,7 @@ class PgVectorStorage:
             rows = conn.execute(self.q(text), args).fetchall()
         return [[r[0], r[1], r[2], json.loads(r[3]), None, None] for r in rows]
 
-    def vector_top(self, query: np.ndarray, k: int, filters: list[Filter]) -> tuple[np.ndarray, np.ndarray]:
+    def vector_top(self, query: np.ndarray, k: int, filters: Conditions) -> tuple[np.ndarray, np.ndarray]:
         if k <= 0:
             return _EMPTY
         where, args = filter_sql(filters)
@@ -335,7 +341,7 @@ class PgVectorStorage:
                            "WHERE n.nspname = %s AND c.relname = %s", (self.schema, self.table)).fetchone()
         return max(0, int(row[0])) if row else 0
 
-    def keyword_top(self, text: str, k: int, filters: list[Filter]) -> dict[int, float]:
+    def keyword_top(self, text: str, k: int, filters: Conditions) -> dict[int, float]:
         words = _WORD.findall(text)
         if not words:
             return {}

@@ -26,7 +26,7 @@ from kbsql.engine.knowledge.embeddings import embedder_for
 from kbsql.engine.knowledge.ingest import RowChunker, check_metadata_columns, iter_batches
 from kbsql.engine.knowledge.local import LocalStorage
 from kbsql.engine.knowledge.rerank import Reranker
-from kbsql.engine.knowledge.search import Filter, SearchRequest
+from kbsql.engine.knowledge.search import Conditions, SearchRequest
 from kbsql.engine.knowledge.storage import KbStorage
 from kbsql.interface import progress as progress_mod
 from kbsql.interface.errors import BadRequest, ProviderError, ServiceError
@@ -233,7 +233,7 @@ class KnowledgeService:
                 on_embedded(min(i + size, len(texts)), len(texts))
         return np.concatenate(parts) if len(parts) > 1 else parts[0]
 
-    def delete(self, record: KbRecord, filters: list[Filter]) -> int:
+    def delete(self, record: KbRecord, filters: Conditions) -> int:
         """Delete the chunks matching the filters (all of them when none); returns the count."""
         if any(f.column.lower() in ("relevance", "distance") for f in filters):
             raise BadRequest("DELETE from a knowledge base filters on id or metadata columns only")

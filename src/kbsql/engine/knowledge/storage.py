@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from kbsql.engine.knowledge.search import Filter, SearchableStorage
+from kbsql.engine.knowledge.search import Conditions, SearchableStorage
 
 
 class ChunkWriter(Protocol):
@@ -37,7 +37,7 @@ class KbStorage(SearchableStorage, Protocol):
 
     def write(self) -> AbstractContextManager[ChunkWriter]: ...
 
-    def delete(self, filters: list[Filter]) -> int: ...
+    def delete(self, filters: Conditions) -> int: ...
 
     def count(self) -> int: ...
 

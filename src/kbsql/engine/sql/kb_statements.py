@@ -9,20 +9,26 @@ can route the statement on. Names resolve in the current project (`ctx["db"]`) o
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 import duckdb
 from mindsdb_sql_parser import ast
 from mindsdb_sql_parser.ast.mindsdb import AlterKnowledgeBase, CreateKnowledgeBase, DropKnowledgeBase
+from mindsdb_sql_parser.ast.mindsdb.knowledge_base import CreateKnowledgeBaseIndex, EvaluateKnowledgeBase
 
 from kbsql.engine import validate
 from kbsql.engine.catalog import KbRecord
-from kbsql.engine.knowledge.search import DEFAULT_LIMIT
+from kbsql.engine.knowledge.ingest import INTERNAL_KEYS
+from kbsql.engine.knowledge.search import DEFAULT_LIMIT, SearchRequest
+from kbsql.engine.sql import kb_evaluate, kb_insert, kb_select
 from kbsql.engine.sql.info_schema import INFO_COLUMNS, knowledge_bases_frame
-from kbsql.engine.sql.kb_conditions import constant, count, search_request
+from kbsql.engine.sql.kb_conditions import constant
+from kbsql.engine.sql.kb_where import Columns, KbWhere, split_options
+from kbsql.engine.sql.refusals import unsupported
 from kbsql.engine.sql.select import select_frame
 from kbsql.interface.errors import NotFound, SqlError
-from kbsql.interface.results import KB_COLUMNS, OkResult, SqlResult, TableResult
+from kbsql.interface.results import OkResult, SqlResult, TableResult
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -41,25 +47,35 @@ def handle(session: SqlSession, statement: ast.ASTNode, ctx: dict[str, Any]) -> 
         return _drop(session, statement, ctx)
     if isinstance(statement, AlterKnowledgeBase):
         return _alter(session, statement, ctx)
+    if isinstance(statement, EvaluateKnowledgeBase):
+        return _evaluate(session, statement, ctx)
+    if isinstance(statement, CreateKnowledgeBaseIndex):
+        return _create_index(session, statement, ctx)
     if isinstance(statement, ast.Show) and str(statement.category).upper().replace(" ", "_") == \
             "KNOWLEDGE_BASES":
         return _show(session, statement, ctx)
     if isinstance(statement, ast.Describe):
         return _describe(session, statement, ctx)
+    if isinstance(statement, ast.Show) and str(statement.category).upper() in ("COLUMNS", "FIELDS"):
+        record = _find(session, statement.from_table, ctx)
+        return None if record is None else _columns(session, record, statement, ctx)
     if isinstance(statement, ast.Select):
         return _select(session, statement, ctx)
     if isinstance(statement, ast.Insert):
         record = _find(session, statement.table, ctx)
-        return None if record is None else _insert(session, record, statement, ctx)
+        if record is None:
+            return None
+        using = getattr(statement.from_select, "using", None) if statement.from_select is not None else None
+        with session.queries.track(_logged_sql(statement), ctx["db"], using) as logged:
+            result = _insert(session, record, statement, ctx)
+            logged["PROCESSED_ROWS"] = result.affected_rows or 0
+        return result
     if isinstance(statement, ast.Delete):
         record = _find(session, statement.table, ctx)
         if record is None:
             return None
-        request = search_request(statement.where, metadata_columns=record.metadata_columns)
-        if request.query is not None or request.min_relevance is not None or request.hybrid:
-            raise SqlError("DELETE FROM a knowledge base filters on id and metadata columns; "
-                           "`content = '...'` and relevance are search terms, not filters")
-        return OkResult(session.kbs.delete_rows(record, request.filters), context=ctx)
+        return OkResult(session.kbs.delete_rows(record, _delete_filters(session, record, statement, ctx)),
+                        context=ctx)
     return None
 
 
@@ -116,15 +132,33 @@ def _drop(session: SqlSession, statement: DropKnowledgeBase, ctx: dict[str, Any]
     return OkResult(None, context=ctx)
 
 
+def _embedding_update(current: dict[str, Any] | None, value: Any) -> dict[str, Any] | None:
+    """alter.mdx: only the API key of the embedding model may change (`embedding_model =
+    {'api_key': '...'}`); the provider and model stay, the stored vectors depend on them."""
+    if not isinstance(value, dict):
+        raise SqlError("embedding_model can only be altered as {'api_key': '...'}")
+    changed = {k for k, v in value.items() if k != "api_key" and (current or {}).get(k) != v}
+    if changed:
+        raise SqlError(f"the embedding model's {sorted(changed)} cannot change (only its api_key): "
+                       "the stored vectors were made by it; create a new knowledge base")
+    if current is None:
+        raise SqlError("this knowledge base embeds with the local default model, which takes no api_key")
+    return validate.model({**current, **value}, "embedding_model")
+
+
 def _alter(session: SqlSession, statement: AlterKnowledgeBase, ctx: dict[str, Any]) -> SqlResult:
     record = _record(session, statement.name, ctx)
     params = {k.lower(): v for k, v in (statement.params or {}).items()}
+    if "storage" in params:
+        raise SqlError("the storage of a knowledge base cannot be altered (alter.mdx)")
     unknown = set(params) - _ALTERABLE
     if unknown:
         raise SqlError(f"ALTER KNOWLEDGE_BASE cannot change {sorted(unknown)}")
     spec = dict(record.spec)
     for key, value in params.items():
-        if key in ("reranking_model", "embedding_model"):
+        if key == "embedding_model":
+            spec[key] = _embedding_update(record.spec.get(key), value)
+        elif key == "reranking_model":
             spec[key] = validate.model(value, key)
         elif key in ("metadata_columns", "content_columns"):
             spec[key] = validate.string_list(value, key)
@@ -132,13 +166,62 @@ def _alter(session: SqlSession, statement: AlterKnowledgeBase, ctx: dict[str, An
             spec[key] = validate.optional_string(value, key)
         else:
             spec[key] = validate.preprocessing(value)
-    if spec.get("embedding_model") != record.spec.get("embedding_model") and \
-            session.kbs.service.count(record) > 0:
-        raise SqlError("the embedding model of a knowledge base that holds rows cannot change: "
-                       "create a new knowledge base")
     session.kbs.service.check_models(spec)
     session.kbs.service.spec_changed(session.catalog.update_knowledge_base(record, spec))
     return OkResult(None, context=ctx)
+
+
+def _evaluate(session: SqlSession, statement: EvaluateKnowledgeBase, ctx: dict[str, Any]) -> SqlResult:
+    import pandas as pd
+    from mindsdb_sql_parser import parse_sql
+
+    record = _record(session, statement.name, ctx)
+    service = session.kbs.service
+
+    def rows_of(sql: str | None) -> list[dict[str, Any]]:
+        if sql is None:  # the knowledge base's own chunks, every one
+            return [{"content": r[2], "id": r[0]} for r in service.search(record, SearchRequest())]
+        frame = select_frame(session, parse_sql(sql), ctx)
+        return frame.to_dict("records")
+
+    ports = kb_evaluate.EvaluatePorts(
+        kb_name=f"{record.project_name}.{record.name}",
+        search=lambda request: service.search(record, request),
+        reranking_model=record.spec.get("reranking_model") or None,
+        rows_of=rows_of,
+        save=lambda name, rows: session.frames.register(name, pd.DataFrame(rows)))
+    names, rows = kb_evaluate.run(statement.params, ports)
+    return TableResult(names, rows, context=ctx)
+
+
+def _create_index(session: SqlSession, statement: CreateKnowledgeBaseIndex, ctx: dict[str, Any]) -> SqlResult:
+    """CREATE INDEX ON KNOWLEDGE_BASE kb: the vector index belongs to the knowledge service
+    (`create_index(record, params)` when it offers one)."""
+    record = _record(session, statement.name, ctx)
+    hook = getattr(session.kbs.service, "create_index", None)
+    if hook is None:
+        raise unsupported("CREATE INDEX ON KNOWLEDGE_BASE (the vector index is kept up to date "
+                          "on every insert)")
+    hook(record, dict(statement.params or {}))
+    return OkResult(None, context=ctx)
+
+
+def _delete_filters(session: SqlSession, record: KbRecord, statement: ast.Delete,
+                    ctx: dict[str, Any]) -> list[Any]:
+    """DELETE's WHERE as filters: the metadata conditions of a search (OR, NOT, BETWEEN,
+    IN a subquery); a search term there has no meaning."""
+    options, node = split_options(statement.where)
+    if options.min_relevance is not None or options.hybrid:
+        raise SqlError("DELETE FROM a knowledge base filters on id and metadata columns; "
+                       "relevance and hybrid search are search options, not filters")
+    if node is None:
+        return []
+    where = KbWhere(lambda request: [], Columns(record.metadata_columns), options, search_limit=0,
+                    read_limit=None, subquery=lambda select: subquery_values(session, select, ctx))
+    if where.has_search(node):
+        raise SqlError("DELETE FROM a knowledge base filters on id and metadata columns; "
+                       "`content = '...'` and relevance are search terms, not filters")
+    return [where.to_filter(node)]
 
 
 # listing ---------------------------------------------------------------------------------
@@ -179,6 +262,23 @@ def _describe(session: SqlSession, statement: ast.Describe, ctx: dict[str, Any])
     return TableResult(INFO_COLUMNS, frame.values.tolist(), context=ctx, frame=frame)
 
 
+def _columns(session: SqlSession, record: KbRecord, statement: ast.Show, ctx: dict[str, Any]) -> SqlResult:
+    """SHOW COLUMNS FROM kb: the columns a SELECT on it can name (the same two columns as
+    DESCRIBE of a table), metadata columns included, declared or seen in its rows."""
+    names = [("id", "VARCHAR"), ("chunk_id", "VARCHAR"), ("chunk_content", "VARCHAR"), ("metadata", "JSON"),
+             ("relevance", "DOUBLE"), ("distance", "DOUBLE")]
+    keys = record.metadata_columns
+    if keys is None:  # inferred metadata: the keys its rows hold
+        rows = session.kbs.service.search(record, SearchRequest(limit=1000))
+        keys = sorted({k for r in rows for k in (r[3] or {})} - set(INTERNAL_KEYS))
+    names += [(k, "VARCHAR") for k in keys]
+    frame_rows = [[n, t] for n, t in names]
+    if statement.like is not None:
+        pattern = str(statement.like).replace("%", ".*").replace("_", ".")
+        frame_rows = [r for r in frame_rows if re.fullmatch(pattern, r[0], re.IGNORECASE)]
+    return TableResult(["COLUMN_NAME", "DATA_TYPE"], frame_rows, context=ctx)
+
+
 # rows ------------------------------------------------------------------------------------
 def _is_info_schema(table: Any) -> bool:
     return isinstance(table, ast.Identifier) and [str(p).lower() for p in table.parts] == \
@@ -190,41 +290,53 @@ def _select(session: SqlSession, statement: ast.Select, ctx: dict[str, Any]) -> 
         return _run_over(knowledge_bases_frame(session.catalog.knowledge_bases()), statement, ctx)
     record = _find(session, statement.from_table, ctx)
     if record is None:
+        _refuse_vector_store(session, statement.from_table)
         return None
-    if statement.group_by or statement.having or statement.order_by or statement.distinct:
-        raise SqlError("GROUP BY / HAVING / ORDER BY / DISTINCT on a knowledge base are not supported: "
-                       "results come best first")
-    request = search_request(statement.where, statement.limit, record.metadata_columns)
-    offset = count(statement.offset, "OFFSET") if statement.offset is not None else 0
-    if offset and (request.limit is not None or request.query is not None):
-        request.limit = (DEFAULT_LIMIT if request.limit is None else request.limit) + offset
-    rows = session.kbs.service.search(record, request)[offset:]
-    names, rows = _project(statement.targets, rows)
-    defaulted = statement.limit is None and request.query is not None and len(rows) == DEFAULT_LIMIT
+    service = session.kbs.service
+    names, rows = kb_select.select_rows(
+        statement, record.name, record.metadata_columns,
+        search=lambda request: service.search(record, request),
+        total=lambda: service.count(record),
+        subquery=lambda select: subquery_values(session, select, ctx))
+    # a plain search without LIMIT stops at the documented default: say so when it may have
+    # (a notebook shows a note under the table; joins and aggregates are never capped)
+    defaulted = (statement.limit is None and not statement.distinct and kb_select.is_plain(statement)
+                 and len(rows) == DEFAULT_LIMIT and _searches(statement.where))
     return TableResult(names, rows, context=ctx, default_limit=DEFAULT_LIMIT if defaulted else None)
 
 
-def _project(targets: list[ast.ASTNode], rows: list[list[Any]]) -> tuple[list[str], list[list[Any]]]:
-    """Keep the selected columns; a name that is not a result column reads a metadata key."""
-    if len(targets) == 1 and isinstance(targets[0], ast.Star):
-        return list(KB_COLUMNS), rows
-    picks: list[tuple[str, int | str]] = []
-    for target in targets:
-        if isinstance(target, ast.Star):
-            picks.extend((c, i) for i, c in enumerate(KB_COLUMNS))
-        elif isinstance(target, ast.Identifier):
-            column = str(target.parts[-1])
-            name = str(target.alias.parts[-1]) if target.alias is not None else column
-            lowered = "chunk_content" if column.lower() == "content" else column.lower()
-            picks.append((name, KB_COLUMNS.index(lowered) if lowered in KB_COLUMNS else column))
-        else:
-            raise SqlError(f"Only columns can be selected from a knowledge base, not {target.to_string()}")
-    out = [[row[p] if isinstance(p, int) else (row[3] or {}).get(p) for _, p in picks] for row in rows]
-    return [n for n, _ in picks], out
+def _searches(node: Any) -> bool:
+    """Whether a WHERE clause compares `content` (a semantic search), at any depth."""
+    if isinstance(node, ast.Identifier):
+        return str(node.parts[-1]).lower() == "content"
+    return any(_searches(arg) for arg in getattr(node, "args", None) or ())
 
 
-def _insert(session: SqlSession, record: KbRecord, statement: ast.Insert, ctx: dict[str, Any]) -> SqlResult:
+def _refuse_vector_store(session: SqlSession, table: Any) -> None:
+    """insert_data.mdx reads a knowledge base's vector store as a table
+    (`SELECT id, content, metadata, embeddings FROM my_kb_chromadb.storage_table`); here the
+    store is the engine's own, read through the knowledge base."""
+    if not isinstance(table, ast.Identifier) or len(table.parts) != 2:
+        return
+    database = str(table.parts[0]).lower()
+    if database in ("df", "information_schema") or session.catalog.find_datasource(database) is not None:
+        return
+    for kb in session.catalog.knowledge_bases():
+        if database in (f"{kb.name.lower()}_chromadb", str(kb.spec.get("vector_database") or "").lower()):
+            raise unsupported(f"reading the vector store of knowledge base {kb.name} as a table "
+                              f"(SELECT ... FROM {kb.name} reads its chunks)")
+
+
+def subquery_values(session: SqlSession, select: ast.ASTNode, ctx: dict[str, Any]) -> list[Any]:
+    """The first column of a subquery's rows (`id NOT IN (SELECT id FROM kb WHERE ...)`)."""
+    frame = select_frame(session, select, ctx)
+    return [] if frame.empty else list(frame.iloc[:, 0])
+
+
+def _insert(session: SqlSession, record: KbRecord, statement: ast.Insert, ctx: dict[str, Any]) -> OkResult:
     if statement.from_select is not None:
+        using = getattr(statement.from_select, "using", None)  # INSERT ... SELECT ... USING opts
+        statement.from_select.using = None
         frame = select_frame(session, statement.from_select, ctx)
         if statement.columns:  # `INSERT INTO kb (a, b) SELECT x, y ...`: names by position
             names = _column_names(statement.columns)
@@ -232,6 +344,8 @@ def _insert(session: SqlSession, record: KbRecord, statement: ast.Insert, ctx: d
                 raise SqlError(f"INSERT names {len(names)} columns but its SELECT returns "
                                f"{len(frame.columns)}")
             frame.columns = names
+        if using:
+            return OkResult(_insert_with(session, record, frame, using), context=ctx)
         return OkResult(session.kbs.insert_rows(record, frame), context=ctx)
     if not statement.columns:
         raise SqlError("INSERT INTO a knowledge base needs its column names: "
@@ -243,6 +357,36 @@ def _insert(session: SqlSession, record: KbRecord, statement: ast.Insert, ctx: d
             raise SqlError(f"INSERT has {len(names)} columns but a row of {len(values)} values")
         rows.append({n: constant(v) for n, v in zip(names, values, strict=True)})
     return OkResult(session.kbs.insert_rows(record, rows), context=ctx)
+
+
+def _logged_sql(statement: ast.Insert) -> str:
+    """The INSERT as information_schema.queries shows it: VALUES are left out (they may be
+    long, or hold text the user would not want copied into a log)."""
+    if statement.from_select is None:
+        return f"INSERT INTO {statement.table.to_string()} VALUES ({len(statement.values or [])} rows)"
+    return statement.to_string()
+
+
+def _insert_with(session: SqlSession, record: KbRecord, frame: Any, using: dict[str, Any]) -> int:
+    from kbsql.engine.knowledge.ingest import RowChunker
+    from kbsql.engine.knowledge.search import Filter
+
+    def doc_ids(rows: Any) -> list[str | None]:
+        chunker = RowChunker(record.spec)
+        out = []
+        for i, row in enumerate(rows.to_dict("records")):
+            made = chunker.chunks(row, i)
+            out.append(None if made is None else made[0])
+        return out
+
+    def stored(ids: list[str]) -> set[str]:
+        if not ids:
+            return set()
+        request = SearchRequest(filters=[Filter("id", "in", ids)])
+        return {str(r[0]) for r in session.kbs.service.search(record, request)}
+
+    return kb_insert.insert_frame(frame, kb_insert.options_of(using),
+                                  lambda batch: session.kbs.insert_rows(record, batch), doc_ids, stored)
 
 
 def _column_names(columns: list[Any]) -> list[str]:

@@ -10,7 +10,7 @@ back; `SqlExecutor` is a session that also parses and routes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kbsql.engine.catalog import Catalog
 from kbsql.engine.datasources.frames import FrameStore
@@ -18,6 +18,8 @@ from kbsql.engine.knowledge.bases import KnowledgeBases
 from kbsql.engine.ports import AgentOps
 from kbsql.engine.sql.duck import DuckSession
 from kbsql.engine.sql.plans import PlanCache
+from kbsql.engine.sql.query_log import QueryLog
+from kbsql.engine.sql.variables import Variables
 
 
 @dataclass
@@ -28,3 +30,5 @@ class SqlSession:
     plans: PlanCache
     kbs: KnowledgeBases
     agents: AgentOps
+    variables: Variables = field(default_factory=Variables)  # SET @name = ... (this engine's)
+    queries: QueryLog = field(default_factory=QueryLog)  # information_schema.queries

@@ -14,7 +14,8 @@ def make_provider(model: dict[str, Any]) -> Provider:
     name = str(model.get("provider") or "").lower()
     kind = PROVIDER_ALIASES.get(name)
     if kind is None:
-        raise BadRequest(f"Unknown model provider '{model.get('provider')}' for an agent; use one of "
+        raise BadRequest(f"not supported by the local engine: the model provider '{model.get('provider')}' "
+                         "for an agent (the reference has more); use one of "
                          f"{', '.join(sorted(PROVIDER_ALIASES))}", title="Invalid parameter")
     if kind != "offline" and not model.get("model_name"):
         raise BadRequest(f"'model.model_name' is required for provider '{name}'",
