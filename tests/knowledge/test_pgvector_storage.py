@@ -115,11 +115,11 @@ def test_upsert_delete_and_failed_insert_leave_a_whole_state(pg_engine, pgvector
     calls = {"n": 0}
     real = service.KnowledgeService._embed
 
-    def failing(embedder, texts):
+    def failing(embedder, texts, *progress):
         calls["n"] += 1
         if calls["n"] == 2:
             raise RuntimeError("embedding server went away")
-        return real(embedder, texts)
+        return real(embedder, texts, *progress)
 
     monkeypatch.setattr(service, "ROW_BATCH", 5)
     monkeypatch.setattr(service.KnowledgeService, "_embed", staticmethod(failing))
