@@ -167,10 +167,14 @@ def test_knowledge_base_rest_lifecycle(api: httpx.Client, fake: FakeProvider) ->
         "reranking_model": {"provider": "openai", "model_name": "gpt-4o", "api_key": "sk-xxx",
                             "base_url": f"{fake.url}/v1"},
         "content_columns": ["notes"], "metadata_columns": ["product"], "id_column": "order_id"}}
+    # the example's storage is the reference's own chromadb database: refused in one line
+    refused = api.post(KB, json=body)
+    assert refused.status_code == 400 and "my_kb_chromadb" in refused.json()["detail"]
+    assert "\n" not in refused.json()["detail"] and "sk-xxx" not in refused.text
+    del body["knowledge_base"]["storage"]  # the local store, as when `storage` is left out
     created = api.post(KB, json=body)
     assert created.status_code == 201, created.text
-    kb = created.json()
-    assert kb["vector_database"] == "my_kb_chromadb" and kb["vector_database_table"] == "default_collection"
+    assert created.json()["name"] == "doc_kb"
     assert "sk-xxx" not in created.text
     assert api.get(f"{KB}/doc_kb").json()["name"] == "doc_kb"
     assert "doc_kb" in [k["name"] for k in api.get(KB).json()]

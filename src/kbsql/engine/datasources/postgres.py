@@ -88,7 +88,7 @@ class PostgresSource:
     def _error(self, doing: str, exc: Exception) -> SqlError:
         """An error naming where, with the password (if any) masked out of DuckDB's text."""
         s = self.settings
-        message = str(exc).strip()
+        message = " ".join(str(exc).split())  # libpq's text spans lines: an error is one line
         if s.get("password"):
             message = message.replace(s["password"], MASK)
         where = f"{s.get('host', '')}:{s.get('port', 5432)}/{s.get('dbname', '')}"
