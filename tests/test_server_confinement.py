@@ -78,6 +78,23 @@ def test_a_path_under_allow_path_works_and_a_symlink_out_of_it_is_refused(
     assert answer["type"] == "error" and "--allow-path" in answer["error_message"], answer
 
 
+def test_a_cte_named_like_a_file_never_reads_that_file(
+        server: ServerProcess, folders: dict[str, Path]) -> None:
+    """A CTE defined in a subquery and named outside it once reached DuckDB as a bare table
+    name, which DuckDB reads as a file (a replacement scan): any CSV, past --allow-path."""
+    secret = folders["outside"] / "secret.csv"
+    for query in (f"SELECT * FROM (WITH `{secret}` AS (SELECT 1 AS z) SELECT * FROM `{secret}`) t, "
+                  f"`{secret}` u",
+                  f"WITH a AS (WITH `{secret}` AS (SELECT 1) SELECT 1) SELECT * FROM `{secret}`",
+                  f"WITH `{secret}` AS (SELECT * FROM `{secret}`) SELECT * FROM `{secret}`"):
+        answer = sql(server, query)
+        assert answer["type"] == "error", answer
+        assert "sk-live" not in str(answer)
+    rows = sql(server, "WITH a AS (SELECT 1 AS x), b AS (SELECT x + 1 AS y FROM a) "
+                       "SELECT a.x, b.y FROM a JOIN b ON true")["data"]
+    assert rows == [[1, 2]]  # CTEs themselves keep working, qualified names too
+
+
 def test_the_embedded_engine_refuses_its_own_files(tmp_path: Path) -> None:
     with kbsql.connect(data_dir=tmp_path / "home") as client:
         client.register("frame", pd.DataFrame({"a": [1]}))
