@@ -188,3 +188,12 @@ def test_a_chunk_size_of_10_19_is_refused(server: ServerProcess) -> None:
     assert sql["type"] == "error" and "chunk_size" in sql["error_message"]
     names = [k["name"] for k in httpx.get(f"{server.url}{KBS}").json()]
     assert "huge_chunks" not in names
+
+
+def test_a_deeply_chained_expression_is_one_clear_sql_error(server: ServerProcess) -> None:
+    """3000 chained `+` overflow the renderer's recursion: a clear error, not a
+    RecursionError with a thousand-frame traceback in the server's log per request."""
+    query = "SELECT " + " + ".join(["1"] * 3000)
+    answer = httpx.post(f"{server.url}/api/sql/query", json={"query": query}).json()
+    assert answer["type"] == "error" and "nests too deeply" in answer["error_message"], answer
+    assert "Traceback" not in server.log_text()
