@@ -197,3 +197,30 @@ def test_a_deeply_chained_expression_is_one_clear_sql_error(server: ServerProces
     answer = httpx.post(f"{server.url}/api/sql/query", json={"query": query}).json()
     assert answer["type"] == "error" and "nests too deeply" in answer["error_message"], answer
     assert "Traceback" not in server.log_text()
+
+
+def test_a_parquet_bomb_upload_is_refused_without_taking_its_size(server: ServerProcess) -> None:
+    """10M zeros are ~50 KB of Parquet and 80 MB decoded: past 8x this server's 8 MB body
+    limit, refused while decoding (a 64 MB file of them would be GBs), never stored."""
+    import io
+
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    buffer = io.BytesIO()
+    pq.write_table(pa.table({"x": np.zeros(10_000_000, dtype=np.int64)}), buffer,
+                   compression="zstd", row_group_size=1_000_000)
+    assert buffer.tell() < MB
+    before = peak_rss_kb(server)
+    answer = httpx.put(f"{server.url}/api/files/bomb", content=buffer.getvalue(),
+                       headers={"Content-Type": "application/octet-stream"}, timeout=60)
+    assert "decodes to more than 64 MB" in problem(answer, 400)["detail"]
+    assert peak_rss_kb(server) - before < 150 * 1024  # the cap (64 MB) plus slack, not 80 MB x2
+    tables = httpx.post(f"{server.url}/api/sql/query", json={"query": "SHOW TABLES FROM df"}).json()
+    assert ["bomb"] not in tables.get("data", [])
+    small = io.BytesIO()
+    pq.write_table(pa.table({"x": [1, 2, 3]}), small)
+    ok = httpx.put(f"{server.url}/api/files/small", content=small.getvalue(),
+                   headers={"Content-Type": "application/octet-stream"})
+    assert ok.status_code == 200 and ok.json()["rows"] == 3, ok.text

@@ -56,6 +56,13 @@ class Limits:
         return max(100_000, self.max_body // 32)
 
     @property
+    def max_upload_table(self) -> int:
+        """Most bytes an uploaded Parquet file may decode to (`PUT /api/files`): 8x the body
+        limit, 512 MB by default. Parquet packs repeated values ~1000x, so without it a
+        file under the body limit could take tens of GB once read."""
+        return 8 * self.max_body
+
+    @property
     def body_time(self) -> float:
         """The longest a whole body may take (a slow drip that never pauses long)."""
         return 10 * self.timeout
