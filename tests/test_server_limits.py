@@ -108,7 +108,24 @@ def raw_exchange(url: str, payload: bytes, wait: float = 10) -> tuple[bytes, flo
         sock.sendall(payload)
         sock.settimeout(wait)
         start = time.monotonic()
-        return sock.recv(4096), time.monotonic() - start
+        answer = sock.recv(4096)
+        waited = time.monotonic() - start
+        while answer and not _complete(answer):
+            more = sock.recv(4096)  # the head and the body may come in two segments
+            if not more:
+                break
+            answer += more
+        return answer, waited
+
+
+def _complete(answer: bytes) -> bool:
+    head, end, body = answer.partition(b"\r\n\r\n")
+    if not end:
+        return False
+    for line in head.split(b"\r\n"):
+        if line.lower().startswith(b"content-length:"):
+            return len(body) >= int(line.split(b":", 1)[1])
+    return True
 
 
 def test_a_declared_length_over_the_limit_is_413_without_sending_the_body(
