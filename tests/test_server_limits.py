@@ -90,6 +90,19 @@ def test_a_body_of_tiny_values_is_refused_before_parsing(server: ServerProcess) 
     assert stored_ids(server.url) == ["0", "1", "2"]
 
 
+def test_a_body_of_nested_empty_lists_is_refused_before_parsing(server: ServerProcess) -> None:
+    """`[[[...]]]` 500 deep has no separator to count: 7 MB of them are 3.5M lists,
+    ~300 MB once parsed. Brackets count as values too: refused before parsing."""
+    group = b"[" * 500 + b"]" * 500
+    body = b'{"query": "SELECT 1", "context": {"x": [' + b",".join([group] * 7000) + b"]}}"
+    before = peak_rss_kb(server)
+    answer = httpx.post(f"{server.url}/api/sql/query", content=body,
+                        headers={"Content-Type": "application/json"}, timeout=120)
+    assert "JSON values" in problem(answer, 413)["detail"]
+    grown_mb = (peak_rss_kb(server) - before) / 1024
+    assert grown_mb < 40, f"the server's peak memory grew {grown_mb:.0f} MB"
+
+
 def test_sql_over_the_limit_is_refused_before_parsing(server: ServerProcess) -> None:
     values = ", ".join(f"({i}, 'note {i}')" for i in range(4000))  # ~80 KB > 64 KB
     query = f"INSERT INTO kb (id, content) VALUES {values}"
