@@ -165,7 +165,8 @@ class _BodyWatch:
 
 def parse_json(raw: bytes, limits: Limits | None = None) -> Any:
     """A JSON body: UTF-8 only, no NaN/Infinity, at most `limits.max_json_values` values
-    (counted from the separators and opening brackets, an upper bound, before parsing). Errors name the problem."""
+    (counted from the separators and opening brackets, an upper bound, before parsing).
+    Errors name the problem."""
     if limits is not None and len(raw) > limits.max_json_values:
         # nested empty containers (`[[[]]]`) need no separator: 64 MB of them are 30M+
         # lists (~3 GB parsed), so each opening bracket counts as a value too
