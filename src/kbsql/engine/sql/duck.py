@@ -97,11 +97,14 @@ class DuckSession:
         it: `CREATE VIEW v AS SELECT * FROM read_csv('/anywhere.csv')` in a file under an
         --allow-path root would read past the roots (and the data directory). Confined,
         such views are refused. (SQLite and PostgreSQL views run in their own database.)"""
-        with self.lock:
+        with self.lock:  # the type first: listing views would also list a PostgreSQL's
+            kind = self.con.execute("SELECT type FROM duckdb_databases() WHERE database_name = ?",
+                                    [scan.catalog]).fetchone()
+            if kind is None or kind[0] != "duckdb":
+                return
             view = self.con.execute(
-                "SELECT 1 FROM duckdb_views() v JOIN duckdb_databases() d USING (database_name) "
-                "WHERE d.type = 'duckdb' AND v.database_name = ? AND v.schema_name = ? "
-                "AND v.view_name = ?", [scan.catalog, scan.schema, scan.table]).fetchone()
+                "SELECT 1 FROM duckdb_views() WHERE database_name = ? AND schema_name = ? "
+                "AND view_name = ?", [scan.catalog, scan.schema, scan.table]).fetchone()
         if view is not None:
             raise SqlError(f"{scan.table} is a view of a DuckDB file; this server reads only "
                            "their tables (a view may read files outside --allow-path)")
