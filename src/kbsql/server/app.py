@@ -182,7 +182,8 @@ def build_app(engine: Engine, *, bind_host: str | None = None,
         """`PUT /api/files/{name}`: a Parquet (or CSV) body becomes the table `df.<name>`."""
         name = p(request, "name")
         raw = await request.body()
-        rows = await call(engine.register_file, name, raw, request.headers.get("content-type", ""))
+        rows = await call(engine.register_file, name, raw, request.headers.get("content-type", ""),
+                          limits.max_upload_table)
         return json_response({"name": name, "table": f"df.{name}", "rows": rows})
 
     routes = [
