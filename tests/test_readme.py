@@ -41,3 +41,26 @@ def test_quickstart_runs_and_finds_the_answer(tmp_path):
     hits = out.split("LIMIT 3", 1)[1].split("%agent", 1)[0]
     assert "break" in hits
     assert "answer:" in out
+
+
+def test_readme_names_the_options_as_the_cli_and_the_magic_spell_them():
+    """Every `kbsql serve` option the README names exists, and the `%kbsql_connect` row of
+    the magics table lists every option the magic takes."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    serving = text.split("## Serve it over HTTP", 1)[1].split("## Configuration", 1)[0]
+    shown = subprocess.run([sys.executable, "-m", "kbsql.cli", "serve", "--help"],
+                           capture_output=True, text=True, timeout=120, check=True).stdout
+    spans = [span for span in re.findall(r"`([^`]+)`", serving.replace("```", "`"))
+             if not span.lstrip().startswith("%")]  # a magic's options are checked below
+    for flag in {f for span in spans for f in re.findall(r"(?<![\w-])--[a-z][a-z-]+", span)}:
+        assert flag in shown, f"README names {flag}, which kbsql serve does not take"
+    from kbsql.notebook.magics import KbSql
+
+    row = next(line for line in text.splitlines() if line.startswith("| `%kbsql_connect"))
+    parser = KbSql.kbsql_connect.parser
+    for action in parser._actions:
+        flags = [o for o in action.option_strings if o.startswith("--") and o != "--help"]
+        if flags:
+            assert any(f in row for f in flags) or any(
+                o in row.split("|")[1] for o in action.option_strings if not o.startswith("--")), \
+                f"the %kbsql_connect row lacks {flags}"

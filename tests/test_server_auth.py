@@ -136,3 +136,15 @@ def test_a_token_only_server_has_no_login(tmp_path: Path) -> None:
         login = httpx.post(f"{proc.url}/api/login", json={"username": "a", "password": "b"})
         assert login.status_code == 404 and "--user" in login.json()["detail"]
         assert httpx.get(f"{proc.url}/api/projects").status_code == 401
+
+
+def test_the_settings_repr_shows_no_secret() -> None:
+    """Starlette's `Middleware` repr (in tracebacks and debug output) shows its arguments."""
+    from starlette.middleware import Middleware
+
+    from kbsql.server.auth import AuthSettings, TokenAuth
+
+    settings = AuthSettings(token="tok-in-repr", user="ana", password="pw-in-repr")
+    for shown in (repr(settings), repr(Middleware(TokenAuth, settings=settings))):
+        assert "tok-in-repr" not in shown and "pw-in-repr" not in shown, shown
+    assert "ana" in repr(settings)

@@ -78,6 +78,42 @@ def test_a_path_under_allow_path_works_and_a_symlink_out_of_it_is_refused(
     assert answer["type"] == "error" and "--allow-path" in answer["error_message"], answer
 
 
+def test_a_cte_named_like_a_file_never_reads_that_file(
+        server: ServerProcess, folders: dict[str, Path]) -> None:
+    """A CTE defined in a subquery and named outside it once reached DuckDB as a bare table
+    name, which DuckDB reads as a file (a replacement scan): any CSV, past --allow-path."""
+    secret = folders["outside"] / "secret.csv"
+    for query in (f"SELECT * FROM (WITH `{secret}` AS (SELECT 1 AS z) SELECT * FROM `{secret}`) t, "
+                  f"`{secret}` u",
+                  f"WITH a AS (WITH `{secret}` AS (SELECT 1) SELECT 1) SELECT * FROM `{secret}`",
+                  f"WITH `{secret}` AS (SELECT * FROM `{secret}`) SELECT * FROM `{secret}`"):
+        answer = sql(server, query)
+        assert answer["type"] == "error", answer
+        assert "sk-live" not in str(answer)
+    rows = sql(server, "WITH a AS (SELECT 1 AS x), b AS (SELECT x + 1 AS y FROM a) "
+                       "SELECT a.x, b.y FROM a JOIN b ON true")["data"]
+    assert rows == [[1, 2]]  # CTEs themselves keep working, qualified names too
+
+
+def test_a_view_in_a_duckdb_file_cannot_read_past_allow_path(
+        server: ServerProcess, folders: dict[str, Path]) -> None:
+    """A DuckDB file's view runs its own SQL inside the server's DuckDB: under --allow-path
+    its tables are read, its views refused (one once read any CSV on the machine)."""
+    import duckdb
+
+    made_by_someone = folders["allowed"] / "shared.duckdb"
+    with duckdb.connect(str(made_by_someone)) as con:
+        con.execute("CREATE TABLE facts AS SELECT 42 AS answer")
+        con.execute(f"CREATE VIEW leak AS SELECT * FROM read_csv('{folders['outside'] / 'secret.csv'}')")
+    made = sql(server, f"CREATE DATABASE shared WITH ENGINE = 'duckdb', "
+                       f"PARAMETERS = {{\"database\": \"{made_by_someone}\"}}")
+    assert made["type"] == "ok", made
+    assert sql(server, "SELECT answer FROM shared.facts")["data"] == [[42]]
+    answer = sql(server, "SELECT * FROM shared.leak")
+    assert answer["type"] == "error" and "--allow-path" in answer["error_message"], answer
+    assert "sk-live" not in str(answer)
+
+
 def test_the_embedded_engine_refuses_its_own_files(tmp_path: Path) -> None:
     with kbsql.connect(data_dir=tmp_path / "home") as client:
         client.register("frame", pd.DataFrame({"a": [1]}))

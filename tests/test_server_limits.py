@@ -90,6 +90,19 @@ def test_a_body_of_tiny_values_is_refused_before_parsing(server: ServerProcess) 
     assert stored_ids(server.url) == ["0", "1", "2"]
 
 
+def test_a_body_of_nested_empty_lists_is_refused_before_parsing(server: ServerProcess) -> None:
+    """`[[[...]]]` 500 deep has no separator to count: 7 MB of them are 3.5M lists,
+    ~300 MB once parsed. Brackets count as values too: refused before parsing."""
+    group = b"[" * 500 + b"]" * 500
+    body = b'{"query": "SELECT 1", "context": {"x": [' + b",".join([group] * 7000) + b"]}}"
+    before = peak_rss_kb(server)
+    answer = httpx.post(f"{server.url}/api/sql/query", content=body,
+                        headers={"Content-Type": "application/json"}, timeout=120)
+    assert "JSON values" in problem(answer, 413)["detail"]
+    grown_mb = (peak_rss_kb(server) - before) / 1024
+    assert grown_mb < 40, f"the server's peak memory grew {grown_mb:.0f} MB"
+
+
 def test_sql_over_the_limit_is_refused_before_parsing(server: ServerProcess) -> None:
     values = ", ".join(f"({i}, 'note {i}')" for i in range(4000))  # ~80 KB > 64 KB
     query = f"INSERT INTO kb (id, content) VALUES {values}"
@@ -108,7 +121,24 @@ def raw_exchange(url: str, payload: bytes, wait: float = 10) -> tuple[bytes, flo
         sock.sendall(payload)
         sock.settimeout(wait)
         start = time.monotonic()
-        return sock.recv(4096), time.monotonic() - start
+        answer = sock.recv(4096)
+        waited = time.monotonic() - start
+        while answer and not _complete(answer):
+            more = sock.recv(4096)  # the head and the body may come in two segments
+            if not more:
+                break
+            answer += more
+        return answer, waited
+
+
+def _complete(answer: bytes) -> bool:
+    head, end, body = answer.partition(b"\r\n\r\n")
+    if not end:
+        return False
+    for line in head.split(b"\r\n"):
+        if line.lower().startswith(b"content-length:"):
+            return len(body) >= int(line.split(b":", 1)[1])
+    return True
 
 
 def test_a_declared_length_over_the_limit_is_413_without_sending_the_body(
@@ -188,3 +218,39 @@ def test_a_chunk_size_of_10_19_is_refused(server: ServerProcess) -> None:
     assert sql["type"] == "error" and "chunk_size" in sql["error_message"]
     names = [k["name"] for k in httpx.get(f"{server.url}{KBS}").json()]
     assert "huge_chunks" not in names
+
+
+def test_a_deeply_chained_expression_is_one_clear_sql_error(server: ServerProcess) -> None:
+    """3000 chained `+` overflow the renderer's recursion: a clear error, not a
+    RecursionError with a thousand-frame traceback in the server's log per request."""
+    query = "SELECT " + " + ".join(["1"] * 3000)
+    answer = httpx.post(f"{server.url}/api/sql/query", json={"query": query}).json()
+    assert answer["type"] == "error" and "nests too deeply" in answer["error_message"], answer
+    assert "Traceback" not in server.log_text()
+
+
+def test_a_parquet_bomb_upload_is_refused_without_taking_its_size(server: ServerProcess) -> None:
+    """10M zeros are ~50 KB of Parquet and 80 MB decoded: past 8x this server's 8 MB body
+    limit, refused while decoding (a 64 MB file of them would be GBs), never stored."""
+    import io
+
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    buffer = io.BytesIO()
+    pq.write_table(pa.table({"x": np.zeros(10_000_000, dtype=np.int64)}), buffer,
+                   compression="zstd", row_group_size=1_000_000)
+    assert buffer.tell() < MB
+    before = peak_rss_kb(server)
+    answer = httpx.put(f"{server.url}/api/files/bomb", content=buffer.getvalue(),
+                       headers={"Content-Type": "application/octet-stream"}, timeout=60)
+    assert "decodes to more than 64 MB" in problem(answer, 400)["detail"]
+    assert peak_rss_kb(server) - before < 150 * 1024  # the cap (64 MB) plus slack, not 80 MB x2
+    tables = httpx.post(f"{server.url}/api/sql/query", json={"query": "SHOW TABLES FROM df"}).json()
+    assert ["bomb"] not in tables.get("data", [])
+    small = io.BytesIO()
+    pq.write_table(pa.table({"x": [1, 2, 3]}), small)
+    ok = httpx.put(f"{server.url}/api/files/small", content=small.getvalue(),
+                   headers={"Content-Type": "application/octet-stream"})
+    assert ok.status_code == 200 and ok.json()["rows"] == 3, ok.text

@@ -35,7 +35,7 @@ from kbsql.engine.ports import AgentOps, RunsSql
 from kbsql.engine.sql.executor import SqlExecutor
 from kbsql.engine.views import knowledge_base, knowledge_base_json
 from kbsql.interface.api import INSERT_BATCH_ROWS, InsertCounts
-from kbsql.interface.frames import read_uploaded
+from kbsql.interface.frames import MAX_UPLOADED_TABLE_BYTES, read_uploaded
 from kbsql.interface.models import Agent, KnowledgeBase
 from kbsql.interface.progress import ProgressFactory
 from kbsql.interface.results import SqlResult
@@ -203,9 +203,12 @@ class Engine:
         directory so it survives a restart; returns its row count."""
         return self.sql.frames.register(name, frame)
 
-    def register_file(self, name: str, raw: bytes, content_type: str = "") -> int:
-        """Register an uploaded Parquet (or CSV) file as the table `df.<name>`."""
-        return self.register_dataframe(name, read_uploaded(raw, content_type))
+    def register_file(self, name: str, raw: bytes, content_type: str = "",
+                      max_table_bytes: int | None = None) -> int:
+        """Register an uploaded Parquet (or CSV) file as the table `df.<name>`; a Parquet
+        file decoding to more than `max_table_bytes` (default 512 MB) is refused."""
+        table = read_uploaded(raw, content_type, max_table_bytes or MAX_UPLOADED_TABLE_BYTES)
+        return self.register_dataframe(name, table)
 
     def unregister_dataframe(self, name: str) -> bool:
         return self.sql.frames.unregister(name)

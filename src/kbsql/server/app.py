@@ -219,7 +219,7 @@ def build_app(engine: Engine, *, bind_host: str | None = None,
             raw, content_type = await _form_file(request)
         else:
             raw = await request.body()
-        rows = await call(engine.register_file, name, raw, content_type)
+        rows = await call(engine.register_file, name, raw, content_type, limits.max_upload_table)
         return json_response({"name": name, "table": f"df.{name}", "rows": rows})
 
     async def files(request: Request) -> Response:

@@ -30,7 +30,7 @@ import logging
 import secrets
 import time
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kbsql.server.guard import App, Receive, Scope, Send, send_problem
 
@@ -46,11 +46,12 @@ MAX_LOGIN_BODY = 64 * 1024
 
 @dataclass(frozen=True)
 class AuthSettings:
-    """What the server accepts. No token and no user: authentication is off (loopback only)."""
+    """What the server accepts. No token and no user: authentication is off (loopback only).
+    The secrets stay out of the repr (Starlette's `Middleware` repr shows its arguments)."""
 
-    token: str | None = None
+    token: str | None = field(default=None, repr=False)
     user: str | None = None
-    password: str | None = None
+    password: str | None = field(default=None, repr=False)
 
     @property
     def enabled(self) -> bool:

@@ -56,6 +56,13 @@ class Limits:
         return max(100_000, self.max_body // 32)
 
     @property
+    def max_upload_table(self) -> int:
+        """Most bytes an uploaded Parquet file may decode to (`PUT /api/files`): 8x the body
+        limit, 512 MB by default. Parquet packs repeated values ~1000x, so without it a
+        file under the body limit could take tens of GB once read."""
+        return 8 * self.max_body
+
+    @property
     def body_time(self) -> float:
         """The longest a whole body may take (a slow drip that never pauses long)."""
         return 10 * self.timeout
@@ -158,9 +165,12 @@ class _BodyWatch:
 
 def parse_json(raw: bytes, limits: Limits | None = None) -> Any:
     """A JSON body: UTF-8 only, no NaN/Infinity, at most `limits.max_json_values` values
-    (counted from the separators, an upper bound, before parsing). Errors name the problem."""
+    (counted from the separators and opening brackets, an upper bound, before parsing).
+    Errors name the problem."""
     if limits is not None and len(raw) > limits.max_json_values:
-        values = raw.count(b",") + raw.count(b":") + 1
+        # nested empty containers (`[[[]]]`) need no separator: 64 MB of them are 30M+
+        # lists (~3 GB parsed), so each opening bracket counts as a value too
+        values = raw.count(b",") + raw.count(b":") + raw.count(b"[") + raw.count(b"{") + 1
         if values > limits.max_json_values:
             raise PayloadTooLarge(f"The request body holds up to {values} JSON values, over this "
                                   f"server's limit of {limits.max_json_values} (one per 32 bytes "

@@ -38,6 +38,11 @@ class PathPolicy:
     def __init__(self, config: EngineConfig):
         self.config = config
 
+    @property
+    def confined(self) -> bool:
+        """Only the --allow-path roots may be read (a server with a token or a public bind)."""
+        return getattr(self.config, "allowed_paths", None) is not None
+
     def check(self, value: str | Path, what: str = "data source") -> None:
         path = Path(value).expanduser().resolve()
         data_dir = self.config.data_dir.resolve()

@@ -20,6 +20,7 @@ from kbsql.engine.datasources.base import DataSource, FileScan, FrameScan, Nativ
 from kbsql.engine.datasources.confine import PathPolicy
 from kbsql.engine.datasources.frames import FRAMES_SOURCE, FrameStore
 from kbsql.engine.datasources.registry import open_source
+from kbsql.interface.errors import SqlError
 
 if TYPE_CHECKING:
     from kbsql.engine.catalog import Catalog
@@ -81,6 +82,8 @@ class DuckSession:
         """The FROM item reading `scan`. Uncached frames are registered under a temp name
         added to `temps` (release them after the query)."""
         if isinstance(scan, NativeTable):
+            if self.policy is not None and self.policy.confined:
+                self._refuse_duckdb_view(scan)
             return exp.table_(scan.table, db=scan.schema, catalog=scan.catalog, quoted=True)
         if isinstance(scan, FileScan):
             if self.policy is not None:  # a folder's file may be a symlink to anywhere
@@ -88,6 +91,23 @@ class DuckSession:
             call = exp.Anonymous(this=scan.reader, expressions=[exp.Literal.string(scan.path)])
             return exp.Table(this=call)
         return exp.table_(self.register(scan, temps), quoted=True)
+
+    def _refuse_duckdb_view(self, scan: NativeTable) -> None:
+        """A view of an attached DuckDB file runs its own SQL here, where nothing checks
+        it: `CREATE VIEW v AS SELECT * FROM read_csv('/anywhere.csv')` in a file under an
+        --allow-path root would read past the roots (and the data directory). Confined,
+        such views are refused. (SQLite and PostgreSQL views run in their own database.)"""
+        with self.lock:  # the type first: listing views would also list a PostgreSQL's
+            kind = self.con.execute("SELECT type FROM duckdb_databases() WHERE database_name = ?",
+                                    [scan.catalog]).fetchone()
+            if kind is None or kind[0] != "duckdb":
+                return
+            view = self.con.execute(
+                "SELECT 1 FROM duckdb_views() WHERE database_name = ? AND schema_name = ? "
+                "AND view_name = ?", [scan.catalog, scan.schema, scan.table]).fetchone()
+        if view is not None:
+            raise SqlError(f"{scan.table} is a view of a DuckDB file; this server reads only "
+                           "their tables (a view may read files outside --allow-path)")
 
     def register(self, scan: FrameScan, temps: list[str]) -> str:
         with self.lock:

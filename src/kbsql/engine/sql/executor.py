@@ -122,6 +122,9 @@ class SqlExecutor(SqlSession):
             return ErrorResult(str(exc), context=ctx)
         except duckdb.Error as exc:
             return ErrorResult(str(exc), context=ctx)
+        except RecursionError:  # `1+1+...` thousands deep: bad input, not a fault to log
+            return ErrorResult("The statement nests too deeply (thousands of chained "
+                               "operators or parentheses): split it", context=ctx)
         except Exception as exc:  # a bug must still answer in the documented shape
             log.exception("SQL statement failed unexpectedly")  # no query text: it may hold keys
             return ErrorResult(f"{type(exc).__name__}: {exc}", context=ctx)

@@ -32,7 +32,7 @@ def compile_select(session: SqlSession, statement: ast.ASTNode, ctx: dict[str, A
     """DuckDB SQL for a SELECT (or UNION ...); release `temps` after running."""
     tree = render.to_tree(statement)
     _name_columns(tree, statement)
-    ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
+    ctes = _rename_ctes(tree)
     compiled = Compiled("")
     try:
         for table in list(tree.find_all(exp.Table)):
@@ -48,6 +48,24 @@ def compile_select(session: SqlSession, statement: ast.ASTNode, ctx: dict[str, A
     return compiled
 
 
+def _rename_ctes(tree: exp.Expression) -> dict[str, str]:
+    """Give every CTE a generated name; the map is (lower-cased) user name -> that name.
+
+    Why: a reference named like a CTE is left for DuckDB to resolve, and DuckDB reads an
+    unknown table name that looks like a file path (`/etc/x.csv`) as that file (a
+    replacement scan). A CTE named like a path, defined in one subquery and referenced
+    outside it, would read any file past the path policy. Under generated names, such a
+    reference names no CTE and no file: DuckDB answers that the table does not exist."""
+    renamed: dict[str, str] = {}
+    for cte in tree.find_all(exp.CTE):
+        alias = cte.args.get("alias")
+        if alias is None:
+            continue
+        safe = renamed.setdefault(cte.alias_or_name.lower(), f"__kbsql_cte_{len(renamed)}")
+        alias.set("this", exp.to_identifier(safe))
+    return renamed
+
+
 def _name_columns(tree: exp.Expression, statement: ast.ASTNode) -> None:
     """An unaliased expression is named as the user wrote it (`count(*)`, not DuckDB's
     `count_star()`), as the reference names its columns."""
@@ -61,13 +79,15 @@ def _name_columns(tree: exp.Expression, statement: ast.ASTNode) -> None:
         expression.replace(exp.alias_(expression.copy(), target.to_string(), quoted=True))
 
 
-def _rewrite(session: SqlSession, table: exp.Table, ctes: set[str], ctx: dict[str, Any],
+def _rewrite(session: SqlSession, table: exp.Table, ctes: dict[str, str], ctx: dict[str, Any],
              frames: dict[str, Any], compiled: Compiled) -> None:
     if not isinstance(table.this, exp.Identifier):
         raise SqlError(f"Table functions are not allowed in queries: {table.sql()}; "
                        "query tables of a data source as <data_source>.<table>")
     parts = [p.name for p in table.parts]
-    if len(parts) == 1 and parts[0].lower() in ctes:
+    if len(parts) == 1 and parts[0].lower() in ctes:  # its generated name, under the user's
+        table.set("alias", table.args.get("alias") or exp.TableAlias(this=exp.to_identifier(parts[0])))
+        table.set("this", exp.to_identifier(ctes[parts[0].lower()]))
         return
     duck = session.duck
     if len(parts) == 1 and parts[0] in frames:
