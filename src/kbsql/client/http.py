@@ -7,6 +7,7 @@ slash), reads the documented bodies, and turns problem+json errors back into the
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -18,11 +19,12 @@ from kbsql.interface.errors import PROBLEM_TYPE_HEADER, ServiceError, TransportE
 from kbsql.interface.jsonable import dumps
 from kbsql.interface.models import Agent, KnowledgeBase, mask_url
 from kbsql.interface.results import SqlResult, result_from_json
-from kbsql.interface.stream import parse_sse_line
+from kbsql.interface.stream import chunk_kind, completion_answer, parse_sse_line
 
 if TYPE_CHECKING:
     import pandas as pd
 
+log = logging.getLogger("kbsql.client")
 DEFAULT_TIMEOUT = httpx.Timeout(30.0, read=600.0)
 
 
@@ -184,8 +186,33 @@ class HttpApi:
         return result_from_json(self._json(self._send("POST", "/api/sql/query", body)))
 
     def complete(self, project: str, agent: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        """The answer of `/completions`. A server whose non-stream endpoint fails with a 500
+        (MindsDB 26.1 does, a known bug of that version) is asked on the stream endpoint
+        instead and the answer is assembled from its `output` chunk."""
         path = f"{self._agents(project)}/{_seg(agent)}/completions"
-        return self._json(self._send("POST", path, {"messages": messages}))
+        try:
+            return self._json(self._send("POST", path, {"messages": messages}))
+        except ServiceError as exc:
+            if exc.status != 500:
+                raise
+            log.info("%s answered 500; asking the stream endpoint instead", path)
+            return self._complete_from_stream(project, agent, messages, exc)
+
+    def _complete_from_stream(self, project: str, agent: str, messages: list[dict[str, Any]],
+                              first: ServiceError) -> dict[str, Any]:
+        output: str | None = None
+        trace_id = ""
+        for chunk in self.stream(project, agent, messages):
+            trace_id = str(chunk.get("trace_id") or trace_id)
+            kind = chunk_kind(chunk)
+            if kind == "error":
+                raise ServiceError(str(chunk.get("content") or first.detail), title=first.title,
+                                   status=500)
+            if kind == "output":
+                output = str(chunk.get("output") or "")
+        if output is None:
+            raise first
+        return completion_answer(output, trace_id)
 
     def stream(self, project: str, agent: str,
                messages: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:

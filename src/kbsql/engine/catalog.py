@@ -199,6 +199,9 @@ class Catalog:
 
     def project(self, name: str) -> ProjectRecord:
         rows = self._read("SELECT * FROM projects WHERE name = ?", (name,))
+        if not rows:  # case-insensitive as in the reference, when that names one project
+            rows = self._read("SELECT * FROM projects WHERE lower(name) = lower(?)", (name,))
+            rows = rows if len(rows) == 1 else []
         if not rows:
             raise NotFound(f"Project with name {name} does not exist", title="Project not found")
         r = rows[0]
@@ -238,6 +241,10 @@ class Catalog:
     def find_knowledge_base(self, project: str, name: str) -> KbRecord | None:
         pid = self.project(project).id
         rows = self._read(self._KB_SELECT + " WHERE k.project_id = ? AND k.name = ?", (pid, name))
+        if not rows:  # names are case-insensitive in the reference: `MY_KB` finds `my_kb`
+            rows = self._read(self._KB_SELECT + " WHERE k.project_id = ? AND lower(k.name) = lower(?)",
+                              (pid, name))
+            rows = rows if len(rows) == 1 else []
         return self._kb(rows[0]) if rows else None
 
     def knowledge_base(self, project: str, name: str) -> KbRecord:
@@ -286,6 +293,10 @@ class Catalog:
     def agent(self, project: str, name: str) -> AgentRecord:
         pid = self.project(project).id
         rows = self._read(self._AGENT_SELECT + " WHERE a.project_id = ? AND a.name = ?", (pid, name))
+        if not rows:
+            rows = self._read(self._AGENT_SELECT + " WHERE a.project_id = ? AND lower(a.name) = lower(?)",
+                              (pid, name))
+            rows = rows if len(rows) == 1 else []
         if not rows:
             raise NotFound(f"Agent with name {name} does not exist", title="Agent not found")
         return self._agent(rows[0])

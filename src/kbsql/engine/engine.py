@@ -28,6 +28,7 @@ from kbsql.engine.agents.service import AgentService
 from kbsql.engine.catalog import Catalog, KbRecord
 from kbsql.engine.config import EngineConfig
 from kbsql.engine.datasources.frames import FrameStore
+from kbsql.engine.kb_rest import put_knowledge_base
 from kbsql.engine.knowledge.bases import DEFAULT_VECTOR_DATABASE, KnowledgeBases
 from kbsql.engine.knowledge.service import KnowledgeService
 from kbsql.engine.ports import AgentOps, RunsSql
@@ -122,6 +123,10 @@ class Engine:
         stored = self.kbs.insert_rows(record, validate.rows(rows))
         return {**knowledge_base_json(self.catalog.knowledge_base(project, name), "get"),
                 "inserted_rows": stored}
+
+    def put_knowledge_base(self, project: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
+        """`PUT .../knowledge_bases/{kb}` with alter fields and/or a query (see `kb_rest`)."""
+        return put_knowledge_base(self, self.sql.run, project, name, body)
 
     def insert_into_knowledge_base(self, project: str, name: str, rows: Any, *,
                                    batch_size: int = INSERT_BATCH_ROWS,

@@ -41,7 +41,7 @@ def name(value: Any, what: str) -> str:
 
 
 def model(value: Any, field: str) -> dict[str, Any] | None:
-    if value is None:
+    if value is None or value is False:  # `reranking_model = false` turns reranking off (create.mdx)
         return None
     if not isinstance(value, dict):
         raise BadRequest(f"'{field}' must be an object {{provider, model_name, api_key}}",

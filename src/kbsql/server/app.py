@@ -22,7 +22,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from kbsql.engine import Engine
-from kbsql.interface.errors import PROBLEM_TYPE_HEADER, BadRequest, ServiceError
+from kbsql.interface.errors import PROBLEM_TYPE_HEADER, BadRequest, NotFound, ServiceError
 from kbsql.interface.jsonable import dumps
 from kbsql.interface.stream import end_chunk, error_chunk, sse_lines
 from kbsql.server.guard import RequestGuard
@@ -30,6 +30,33 @@ from kbsql.server.guard import RequestGuard
 log = logging.getLogger("kbsql.server")
 
 PROBLEM = "application/problem+json"
+RESPONSE_FORMATS = (None, "sse", "jsonlines")  # rest/sql.mdx
+RESULT_BATCH = 1000  # rows per line of a streamed SQL result
+
+
+def query_with_params(engine: Engine, query: str, context: Any, params: Any) -> Any:
+    """`POST /api/sql/query` with `params` (rest/sql.mdx): bound by the engine when it can."""
+    try:
+        return engine.query(query, context, params=params)  # type: ignore[call-arg]
+    except TypeError:  # an engine without parameter support: say so in the SQL error shape
+        from kbsql.interface.results import ErrorResult
+
+        return ErrorResult("not supported by the local engine: 'params' in /api/sql/query")
+
+
+def _result_lines(body: dict[str, Any], sse: bool) -> Iterator[str]:
+    """A result as the documented stream: a header line, then the rows in batches."""
+    def line(value: Any) -> str:
+        text = dumps(value)
+        return f"data: {text}\n\n" if sse else text + "\n"
+
+    if body.get("type") != "table":
+        yield line(body)
+        return
+    rows = body.pop("data", [])
+    yield line(body)
+    for start in range(0, len(rows), RESULT_BATCH):
+        yield line(rows[start:start + RESULT_BATCH])
 
 
 def json_response(body: Any, status: int = 200, media_type: str = "application/json") -> Response:
@@ -114,10 +141,10 @@ def build_app(engine: Engine, *, bind_host: str | None = None,
             return Response(status_code=200)
         if request.method == "PUT":
             body = await read_body(request, "knowledge_base")
-            if "rows" not in body:
-                raise BadRequest("The 'knowledge_base' object must have 'rows'",
-                                 title="Missing parameter")
-            result = await call(engine.insert_knowledge_base_rows, project, name, body["rows"])
+            if set(body) == {"rows"}:
+                result = await call(engine.insert_knowledge_base_rows, project, name, body["rows"])
+            else:  # query, rows and query, alter fields (rest/knowledge_bases/insert, alter)
+                result = await call(engine.put_knowledge_base, project, name, body)
             return json_response(result)
         return json_response((await call(engine.get_knowledge_base, project, name)).to_json())
 
@@ -160,15 +187,48 @@ def build_app(engine: Engine, *, bind_host: str | None = None,
         query = body.get("query")
         if not isinstance(query, str) or not query.strip():
             raise BadRequest("'query' must be a non-empty SQL string", title="Missing parameter")
-        result = await call(engine.query, query, body.get("context"))  # the engine checks it
-        return json_response(result.to_json())
+        response_format = body.get("response_format")
+        if response_format not in RESPONSE_FORMATS:
+            raise BadRequest(f"'response_format' must be null, 'sse' or 'jsonlines', not "
+                             f"{response_format!r}", title="Invalid parameter")
+        params = body.get("params")
+        if params is not None and not isinstance(params, dict | list):
+            raise BadRequest("'params' must be an object of parameter values", title="Invalid parameter")
+        if params:
+            result = await call(query_with_params, engine, query, body.get("context"), params)
+        else:
+            result = await call(engine.query, query, body.get("context"))  # the engine checks it
+        if response_format is None:
+            return json_response(result.to_json())
+        media = "text/event-stream" if response_format == "sse" else "application/jsonlines"
+        return StreamingResponse(_result_lines(result.to_json(), response_format == "sse"),
+                                 media_type=media)
 
     async def upload_file(request: Request) -> Response:
-        """`PUT /api/files/{name}`: a Parquet (or CSV) body becomes the table `df.<name>`."""
+        """`PUT /api/files/{name}`: a Parquet (or CSV) body becomes the table `df.<name>`; a
+        multipart form with a `file` part (as mindsdb_sdk uploads, rest/files/upload.mdx)
+        too: Parquet by its bytes, else CSV."""
         name = p(request, "name")
-        raw = await request.body()
-        rows = await call(engine.register_file, name, raw, request.headers.get("content-type", ""))
+        content_type = request.headers.get("content-type", "")
+        if content_type.split(";", 1)[0].strip().lower() == "multipart/form-data":
+            raw, content_type = await _form_file(request)
+        else:
+            raw = await request.body()
+        rows = await call(engine.register_file, name, raw, content_type)
         return json_response({"name": name, "table": f"df.{name}", "rows": rows})
+
+    async def files(request: Request) -> Response:
+        """`GET /api/files` (rest/files/list.mdx): the uploaded tables."""
+        result = await call(engine.query, "SHOW TABLES FROM df", None)
+        names = [row[0] for row in result.to_json().get("data", [])]
+        return json_response([{"name": n, "table": f"df.{n}"} for n in names])
+
+    async def delete_file(request: Request) -> Response:
+        """`DELETE /api/files/{name}` (rest/files/delete.mdx)."""
+        name = p(request, "name")
+        if not await call(engine.unregister_dataframe, name):
+            raise NotFound(f"File with name {name} does not exist", title="File not found")
+        return Response(status_code=200)
 
     routes = [
         Route("/api/status", endpoint(status), methods=["GET"]),
@@ -186,7 +246,10 @@ def build_app(engine: Engine, *, bind_host: str | None = None,
         Route("/api/projects/{project}/agents/{name}/completions/stream",
               endpoint(completions_stream), methods=["POST"]),
         Route("/api/sql/query", endpoint(sql_query), methods=["POST"]),
+        Route("/api/files", endpoint(files), methods=["GET"]),
+        Route("/api/files/", endpoint(files), methods=["GET"]),
         Route("/api/files/{name}", endpoint(upload_file), methods=["PUT"]),
+        Route("/api/files/{name}", endpoint(delete_file), methods=["DELETE"]),
     ]
     app = Starlette(routes=routes, middleware=[
         Middleware(RequestGuard, bind_host=bind_host, allowed_origins=tuple(allowed_origins)),
@@ -199,6 +262,25 @@ def build_app(engine: Engine, *, bind_host: str | None = None,
     })
     app.state.engine = engine
     return app
+
+
+async def _form_file(request: Request) -> tuple[bytes, str]:
+    """The `file` part of a multipart upload and the content type it is read as."""
+    try:
+        form = await request.form()
+    except Exception as exc:  # a malformed multipart body is the client's error
+        raise BadRequest(f"The multipart body cannot be read: {exc}", title="Invalid file") from exc
+    try:
+        upload = form.get("file")
+        if upload is None or not hasattr(upload, "read"):
+            raise BadRequest("The multipart body must have a 'file' part", title="Missing parameter")
+        raw = await upload.read()
+        filename = str(getattr(upload, "filename", "") or "").lower()
+    finally:
+        await form.close()
+    if raw[:4] == b"PAR1" or filename.endswith(".parquet"):
+        return raw, "application/octet-stream"
+    return raw, "text/csv"
 
 
 async def _close_on_disconnect(chunks: Iterator[dict[str, Any]], request: Request | None) -> None:

@@ -6,8 +6,8 @@ any route runs, each answering problem+json:
 
 - a body must be `application/json` (415): a browser cannot send that cross-site without a
   CORS preflight, which this server never answers. `PUT /api/files/{name}` also takes table
-  files (Parquet, CSV, octet-stream, or no type); PUT is never a "simple" request, so a
-  browser preflights it whatever its content type;
+  files (Parquet, CSV, octet-stream, no type, or multipart/form-data as mindsdb_sdk sends);
+  PUT is never a "simple" request, so a browser preflights it whatever its content type;
 - an `Origin` header, when present, must be a loopback origin or one allowed with
   `kbsql serve --allow-origin URL` (403); clients outside a browser send none;
 - when bound to a loopback address, the `Host` header must name loopback or the bound host
@@ -34,7 +34,8 @@ App = Callable[[Scope, Receive, Send], Awaitable[None]]
 LOOPBACK_NAMES = {"localhost", "127.0.0.1", "::1"}
 JSON_TYPES = {"application/json"}
 FILE_TYPES = {"text/csv", "application/octet-stream",
-              "application/vnd.apache.parquet", "application/x-parquet", "application/parquet", ""}
+              "application/vnd.apache.parquet", "application/x-parquet", "application/parquet", "",
+              "multipart/form-data"}
 FILES_PREFIX = "/api/files/"
 
 

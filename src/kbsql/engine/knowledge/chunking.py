@@ -20,7 +20,7 @@ SOURCE = "TextChunkingPreprocessor"
 
 
 _CONF_KEYS = frozenset({"chunk_size", "chunk_overlap", "separators"})
-_TOP_KEYS = frozenset({"type", "text_chunking_config"})
+_TOP_KEYS = frozenset({"type", "text_chunking_config", "json_chunking_config"})
 
 
 def _known_keys(given: dict[str, Any], accepted: frozenset[str], where: str) -> None:
@@ -53,8 +53,16 @@ class ChunkingConfig:
                              title="Invalid parameter")
         _known_keys(preprocessing, _TOP_KEYS | _CONF_KEYS, "preprocessing")
         kind = preprocessing.get("type", "text_chunking")
+        if kind == "json_chunking":  # its own chunker (json_chunking.py); checked here
+            from kbsql.engine.knowledge.json_chunking import JsonChunkingConfig
+
+            JsonChunkingConfig.from_dict(preprocessing.get("json_chunking_config"))
+            return cls()
         if kind != "text_chunking":
-            raise BadRequest(f"preprocessing type {kind!r} is not supported: use 'text_chunking'",
+            raise BadRequest(f"preprocessing type {kind!r} is not supported: use 'text_chunking' or "
+                             "'json_chunking'", title="Invalid parameter")
+        if "json_chunking_config" in preprocessing:
+            raise BadRequest("json_chunking_config needs \"type\": \"json_chunking\"",
                              title="Invalid parameter")
         conf = preprocessing.get("text_chunking_config") or {}
         if not isinstance(conf, dict):

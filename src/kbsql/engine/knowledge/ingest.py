@@ -21,7 +21,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from kbsql.engine.knowledge import json_chunking
 from kbsql.engine.knowledge.chunking import SOURCE, ChunkingConfig, split_text
+from kbsql.engine.knowledge.json_chunking import JsonChunkingConfig
 from kbsql.interface.errors import BadRequest
 
 
@@ -119,6 +121,9 @@ class RowChunker:
         self.metadata_columns = spec.get("metadata_columns")
         self.id_column = spec.get("id_column")
         self.config = ChunkingConfig.from_preprocessing(spec.get("preprocessing"))
+        pre = spec.get("preprocessing") or {}
+        self.json = (JsonChunkingConfig.from_dict(pre.get("json_chunking_config"))
+                     if isinstance(pre, dict) and pre.get("type") == "json_chunking" else None)
 
     def document_id(self, row: dict[str, Any], texts: dict[str, str], index: int) -> str:
         if self.id_column:
@@ -144,6 +149,24 @@ class RowChunker:
                              f"columns in metadata_columns", title="Invalid parameter")
         return out
 
+    def _json_chunks(self, doc_id: str, texts: dict[str, str], user_meta: dict[str, Any],
+                     index: int) -> list[Chunk]:
+        """json_chunking: chunks from the JSON structure (offsets span each chunk's own text,
+        as the reference's JSONChunkingPreprocessor writes them)."""
+        assert self.json is not None
+        out = []
+        for column, text in texts.items():
+            pieces = [(c, m) for c, m in json_chunking.chunks(text, self.json, f"row {index} column {column}")
+                      if c.strip()]
+            for n, (content, extracted) in enumerate(pieces):
+                meta = {**extracted, **(user_meta if self.json.include_metadata else {})}
+                meta.update({"chunk_index": n, "content_column": column, "start_char": 0,
+                             "end_char": len(content), "original_doc_id": doc_id,
+                             "original_row_index": str(index), "source": json_chunking.SOURCE})
+                out.append(Chunk(doc_id, f"{doc_id}:{column}:{n + 1}of{len(pieces)}:0to{len(content)}",
+                                 content, meta))
+        return out
+
     def chunks(self, row: dict[str, Any], index: int) -> tuple[str, list[Chunk]] | None:
         """(document id, chunks) of one row; `index` is its position in the insert.
 
@@ -162,6 +185,8 @@ class RowChunker:
         doc_id = self.document_id(row, texts, index)
         user_meta = self.metadata(row, self.id_column if self.id_column else
                                   ("id" if "id" in row else None), index)
+        if self.json is not None:
+            return doc_id, self._json_chunks(doc_id, texts, user_meta, index)
         out = []
         for column, text in texts.items():
             spans = split_text(text, self.config)

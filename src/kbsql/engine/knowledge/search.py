@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +26,9 @@ if TYPE_CHECKING:
     from kbsql.engine.knowledge.store import ChunkStore
 
 DEFAULT_LIMIT = 10
-RERANK_THRESHOLD = 0.5
+# query.mdx: "When the ranking model is provided, the default `relevance` is equal or greater
+# than 0, unless defined otherwise in the WHERE clause" (MindsDB's reranker default is 0.0 too)
+RERANK_THRESHOLD = 0.0
 SEARCH_ATTEMPTS = 4  # index-then-rows reads redone when a concurrent write removed rows between
 _OPS = {"=": "=", "==": "=", "!=": "!=", "<>": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">=",
         "in": "IN", "not in": "NOT IN", "like": "LIKE", "not like": "NOT LIKE",
@@ -41,9 +44,20 @@ class Filter:
 
 
 @dataclass
+class FilterGroup:
+    """Filters combined with `and` / `or`, or one negated (`not`): the OR, NOT, BETWEEN and
+    nested parentheses of a WHERE clause, still rendered as one SQL condition so a filtered
+    search stays the true top-k among the matching rows."""
+
+    op: str
+    items: list[Filter | FilterGroup]
+    column: str = ""  # a group names no single column (callers that check columns skip it)
+
+
+@dataclass
 class SearchRequest:
     query: str | None = None
-    filters: list[Filter] = field(default_factory=list)
+    filters: list[Filter | FilterGroup] = field(default_factory=list)
     min_relevance: float | None = None
     strict: bool = False  # `relevance > x` rather than `>=`
     limit: int | None = None
@@ -52,38 +66,44 @@ class SearchRequest:
     rerank: bool = True
 
 
-def filter_sql(filters: list[Filter], alias: str = "") -> tuple[str, list[Any]]:
+def filter_sql(filters: Sequence[Filter | FilterGroup], alias: str = "") -> tuple[str, list[Any]]:
     """`WHERE`-ready SQL (without the keyword) and its parameters; '' when no filter."""
-    parts: list[str] = []
     args: list[Any] = []
-    for f in filters:
-        op = _OPS.get(f.op.lower())
-        if op is None:
-            raise BadRequest(f"operator {f.op!r} is not supported on knowledge-base column {f.column!r}")
-        column = f.column.lower()
-        is_id = column in ("id", "chunk_id")
-        if is_id:
-            expr = f"{alias}{column}"
-        elif column in ("chunk_content", "content"):
-            expr = f"{alias}content"
-        else:
-            expr = metadata_expr(f.column, alias)
-        value = f.value
-        if is_id and op in ("<", "<=", ">", ">=") and isinstance(value, int | float):
-            expr, is_id = f"CAST({expr} AS REAL)", False  # ids are text; `id < 40` means numbers
-        if op in ("IN", "NOT IN"):
-            values = list(value) if isinstance(value, list | tuple | set) else [value]
-            if not values:
-                parts.append("0" if op == "IN" else "1")
-                continue
-            parts.append(f"{expr} {op} ({', '.join('?' * len(values))})")
-            args.extend(_sql_value(v, is_id) for v in values)
-        elif op in ("IS", "IS NOT"):
-            parts.append(f"{expr} {op} NULL")
-        else:
-            parts.append(f"{expr} {op} ?")
-            args.append(_sql_value(value, is_id))
+    parts = [_condition_sql(f, alias, args) for f in filters]
     return " AND ".join(parts), args
+
+
+def _condition_sql(f: Filter | FilterGroup, alias: str, args: list[Any]) -> str:
+    if isinstance(f, FilterGroup):
+        inner = [_condition_sql(i, alias, args) for i in f.items]
+        if f.op == "not":
+            return f"NOT ({inner[0]})"
+        joiner = " OR " if f.op == "or" else " AND "
+        return "(" + joiner.join(inner or ["1" if f.op == "and" else "0"]) + ")"
+    op = _OPS.get(f.op.lower())
+    if op is None:
+        raise BadRequest(f"operator {f.op!r} is not supported on knowledge-base column {f.column!r}")
+    column = f.column.lower()
+    is_id = column in ("id", "chunk_id")
+    if is_id:
+        expr = f"{alias}{column}"
+    elif column in ("chunk_content", "content"):
+        expr = f"{alias}content"
+    else:
+        expr = metadata_expr(f.column, alias)
+    value = f.value
+    if is_id and op in ("<", "<=", ">", ">=") and isinstance(value, int | float):
+        expr, is_id = f"CAST({expr} AS REAL)", False  # ids are text; `id < 40` means numbers
+    if op in ("IN", "NOT IN"):
+        values = list(value) if isinstance(value, list | tuple | set) else [value]
+        if not values:
+            return "0" if op == "IN" else "1"
+        args.extend(_sql_value(v, is_id) for v in values)
+        return f"{expr} {op} ({', '.join('?' * len(values))})"
+    if op in ("IS", "IS NOT"):
+        return f"{expr} {op} NULL"
+    args.append(_sql_value(value, is_id))
+    return f"{expr} {op} ?"
 
 
 def _sql_value(value: Any, as_text: bool) -> Any:
@@ -96,7 +116,7 @@ def _sql_value(value: Any, as_text: bool) -> Any:
     return value
 
 
-def plain_rows(store: ChunkStore, filters: list[Filter], limit: int | None,
+def plain_rows(store: ChunkStore, filters: Sequence[Filter | FilterGroup], limit: int | None,
                offset: int = 0) -> list[list[Any]]:
     where, args = filter_sql(filters)
     sql = "SELECT id, chunk_id, content, metadata FROM chunks"
@@ -109,7 +129,7 @@ def plain_rows(store: ChunkStore, filters: list[Filter], limit: int | None,
     return [[r[0], r[1], r[2], json.loads(r[3]), None, None] for r in store.query(sql, args)]
 
 
-def matching_seqs(store: ChunkStore, filters: list[Filter]) -> np.ndarray:
+def matching_seqs(store: ChunkStore, filters: Sequence[Filter | FilterGroup]) -> np.ndarray:
     where, args = filter_sql(filters)
     rows = store.query(f"SELECT seq FROM chunks WHERE {where}", args)
     return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
@@ -136,7 +156,7 @@ def _exact(store: ChunkStore, query: np.ndarray, seqs: np.ndarray, k: int) -> tu
 
 
 def vector_top(store: ChunkStore, index: VectorIndex, query: np.ndarray, k: int,
-               filters: list[Filter]) -> tuple[np.ndarray, np.ndarray]:
+               filters: Sequence[Filter | FilterGroup]) -> tuple[np.ndarray, np.ndarray]:
     """(cosine similarities, seqs) of the true top-k among rows matching `filters`."""
     allowed = matching_seqs(store, filters) if filters else None
     if allowed is not None and len(allowed) == 0:
@@ -149,7 +169,8 @@ def vector_top(store: ChunkStore, index: VectorIndex, query: np.ndarray, k: int,
     return scores, ids
 
 
-def keyword_top(store: ChunkStore, text: str, k: int, filters: list[Filter]) -> dict[int, float]:
+def keyword_top(store: ChunkStore, text: str, k: int,
+                filters: Sequence[Filter | FilterGroup]) -> dict[int, float]:
     """BM25 (SQLite FTS5) scores scaled to [0, 1] by the best one, for rows matching `filters`."""
     words = _WORD.findall(text)
     if not words:
@@ -243,7 +264,7 @@ def search(store: ChunkStore, index: VectorIndex, embedder: Any, reranker: Any,
         for row, score in zip(candidates, scores_r, strict=True):
             row[4] = float(score)
         out = sorted(candidates, key=lambda r: -r[4])
-        floor = max(RERANK_THRESHOLD, floor) if floor is not None else RERANK_THRESHOLD
+        floor = RERANK_THRESHOLD if floor is None else floor  # the query's bound replaces it
         out = [r for r in out if r[4] > floor or (r[4] >= floor and not request.strict)]
     elif floor is not None:
         out = [r for r in out if r[4] > floor or (r[4] >= floor and not request.strict)]

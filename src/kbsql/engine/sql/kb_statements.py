@@ -14,15 +14,19 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 from mindsdb_sql_parser import ast
 from mindsdb_sql_parser.ast.mindsdb import AlterKnowledgeBase, CreateKnowledgeBase, DropKnowledgeBase
+from mindsdb_sql_parser.ast.mindsdb.knowledge_base import CreateKnowledgeBaseIndex, EvaluateKnowledgeBase
 
 from kbsql.engine import validate
 from kbsql.engine.catalog import KbRecord
-from kbsql.engine.knowledge.search import DEFAULT_LIMIT
+from kbsql.engine.knowledge.ingest import RowChunker
+from kbsql.engine.knowledge.search import Filter, SearchRequest
+from kbsql.engine.sql import kb_evaluate, kb_insert, kb_select
 from kbsql.engine.sql.info_schema import INFO_COLUMNS, knowledge_bases_frame
-from kbsql.engine.sql.kb_conditions import constant, count, search_request
+from kbsql.engine.sql.kb_conditions import constant, search_request
+from kbsql.engine.sql.refusals import unsupported
 from kbsql.engine.sql.select import select_frame
 from kbsql.interface.errors import NotFound, SqlError
-from kbsql.interface.results import KB_COLUMNS, OkResult, SqlResult, TableResult
+from kbsql.interface.results import OkResult, SqlResult, TableResult
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -41,6 +45,10 @@ def handle(session: SqlSession, statement: ast.ASTNode, ctx: dict[str, Any]) -> 
         return _drop(session, statement, ctx)
     if isinstance(statement, AlterKnowledgeBase):
         return _alter(session, statement, ctx)
+    if isinstance(statement, EvaluateKnowledgeBase):
+        return _evaluate(session, statement, ctx)
+    if isinstance(statement, CreateKnowledgeBaseIndex):
+        return _create_index(session, statement, ctx)
     if isinstance(statement, ast.Show) and str(statement.category).upper().replace(" ", "_") == \
             "KNOWLEDGE_BASES":
         return _show(session, statement, ctx)
@@ -116,15 +124,33 @@ def _drop(session: SqlSession, statement: DropKnowledgeBase, ctx: dict[str, Any]
     return OkResult(None, context=ctx)
 
 
+def _embedding_update(current: dict[str, Any] | None, value: Any) -> dict[str, Any] | None:
+    """alter.mdx: only the API key of the embedding model may change (`embedding_model =
+    {'api_key': '...'}`); the provider and model stay, the stored vectors depend on them."""
+    if not isinstance(value, dict):
+        raise SqlError("embedding_model can only be altered as {'api_key': '...'}")
+    changed = {k for k, v in value.items() if k != "api_key" and (current or {}).get(k) != v}
+    if changed:
+        raise SqlError(f"the embedding model's {sorted(changed)} cannot change (only its api_key): "
+                       "the stored vectors were made by it; create a new knowledge base")
+    if current is None:
+        raise SqlError("this knowledge base embeds with the local default model, which takes no api_key")
+    return validate.model({**current, **value}, "embedding_model")
+
+
 def _alter(session: SqlSession, statement: AlterKnowledgeBase, ctx: dict[str, Any]) -> SqlResult:
     record = _record(session, statement.name, ctx)
     params = {k.lower(): v for k, v in (statement.params or {}).items()}
+    if "storage" in params:
+        raise SqlError("the storage of a knowledge base cannot be altered (alter.mdx)")
     unknown = set(params) - _ALTERABLE
     if unknown:
         raise SqlError(f"ALTER KNOWLEDGE_BASE cannot change {sorted(unknown)}")
     spec = dict(record.spec)
     for key, value in params.items():
-        if key in ("reranking_model", "embedding_model"):
+        if key == "embedding_model":
+            spec[key] = _embedding_update(record.spec.get(key), value)
+        elif key == "reranking_model":
             spec[key] = validate.model(value, key)
         elif key in ("metadata_columns", "content_columns"):
             spec[key] = validate.string_list(value, key)
@@ -132,12 +158,45 @@ def _alter(session: SqlSession, statement: AlterKnowledgeBase, ctx: dict[str, An
             spec[key] = validate.optional_string(value, key)
         else:
             spec[key] = validate.preprocessing(value)
-    if spec.get("embedding_model") != record.spec.get("embedding_model") and \
-            session.kbs.service.count(record) > 0:
-        raise SqlError("the embedding model of a knowledge base that holds rows cannot change: "
-                       "create a new knowledge base")
     session.kbs.service.check_models(spec)
     session.kbs.service.spec_changed(session.catalog.update_knowledge_base(record, spec))
+    return OkResult(None, context=ctx)
+
+
+def _evaluate(session: SqlSession, statement: EvaluateKnowledgeBase, ctx: dict[str, Any]) -> SqlResult:
+    import pandas as pd
+    from mindsdb_sql_parser import parse_sql
+
+    record = _record(session, statement.name, ctx)
+
+    def rows_of(sql: str) -> list[dict[str, Any]]:
+        result = session.run(parse_sql(sql), ctx)
+        if not isinstance(result, TableResult):
+            raise SqlError(f"{sql} returned no rows")
+        return [dict(zip(result.column_names, r, strict=True)) for r in result.rows()]
+
+    def save(name: str, rows: list[dict[str, Any]]) -> None:
+        session.frames.register(name, pd.DataFrame(rows))
+
+    ports = kb_evaluate.EvaluatePorts(
+        kb_name=f"{record.project_name}.{record.name}",
+        search=lambda request: session.kbs.service.search(record, request),
+        reranking_model=record.spec.get("reranking_model") or None,
+        rows_of=rows_of,
+        save=save)
+    names, rows = kb_evaluate.run(statement.params, ports)
+    return TableResult(names, rows, context=ctx)
+
+
+def _create_index(session: SqlSession, statement: CreateKnowledgeBaseIndex, ctx: dict[str, Any]) -> SqlResult:
+    """CREATE INDEX ON KNOWLEDGE_BASE kb: the vector index belongs to the knowledge service
+    (`create_index(record, params)` when it offers one)."""
+    record = _record(session, statement.name, ctx)
+    hook = getattr(session.kbs.service, "create_index", None)
+    if hook is None:
+        raise unsupported("CREATE INDEX ON KNOWLEDGE_BASE (the vector index is kept up to date "
+                          "on every insert)")
+    hook(record, dict(statement.params or {}))
     return OkResult(None, context=ctx)
 
 
@@ -191,39 +250,25 @@ def _select(session: SqlSession, statement: ast.Select, ctx: dict[str, Any]) -> 
     record = _find(session, statement.from_table, ctx)
     if record is None:
         return None
-    if statement.group_by or statement.having or statement.order_by or statement.distinct:
-        raise SqlError("GROUP BY / HAVING / ORDER BY / DISTINCT on a knowledge base are not supported: "
-                       "results come best first")
-    request = search_request(statement.where, statement.limit, record.metadata_columns)
-    offset = count(statement.offset, "OFFSET") if statement.offset is not None else 0
-    if offset and (request.limit is not None or request.query is not None):
-        request.limit = (DEFAULT_LIMIT if request.limit is None else request.limit) + offset
-    rows = session.kbs.service.search(record, request)[offset:]
-    names, rows = _project(statement.targets, rows)
+    names, rows = kb_select.select_rows(
+        statement, record.name, record.metadata_columns,
+        search=lambda request: session.kbs.service.search(record, request),
+        total=lambda: session.kbs.service.count(record),
+        subquery=lambda select: subquery_values(session, select, ctx))
     return TableResult(names, rows, context=ctx)
 
 
-def _project(targets: list[ast.ASTNode], rows: list[list[Any]]) -> tuple[list[str], list[list[Any]]]:
-    """Keep the selected columns; a name that is not a result column reads a metadata key."""
-    if len(targets) == 1 and isinstance(targets[0], ast.Star):
-        return list(KB_COLUMNS), rows
-    picks: list[tuple[str, int | str]] = []
-    for target in targets:
-        if isinstance(target, ast.Star):
-            picks.extend((c, i) for i, c in enumerate(KB_COLUMNS))
-        elif isinstance(target, ast.Identifier):
-            column = str(target.parts[-1])
-            name = str(target.alias.parts[-1]) if target.alias is not None else column
-            lowered = "chunk_content" if column.lower() == "content" else column.lower()
-            picks.append((name, KB_COLUMNS.index(lowered) if lowered in KB_COLUMNS else column))
-        else:
-            raise SqlError(f"Only columns can be selected from a knowledge base, not {target.to_string()}")
-    out = [[row[p] if isinstance(p, int) else (row[3] or {}).get(p) for _, p in picks] for row in rows]
-    return [n for n, _ in picks], out
+def subquery_values(session: SqlSession, select: ast.ASTNode, ctx: dict[str, Any]) -> list[Any]:
+    """The first column of a subquery's rows (`id NOT IN (SELECT id FROM kb WHERE ...)`)."""
+    result = session.run(select, ctx)
+    rows = result.rows() if isinstance(result, TableResult) else []
+    return [r[0] for r in rows]
 
 
 def _insert(session: SqlSession, record: KbRecord, statement: ast.Insert, ctx: dict[str, Any]) -> SqlResult:
     if statement.from_select is not None:
+        using = getattr(statement.from_select, "using", None)  # INSERT ... SELECT ... USING opts
+        statement.from_select.using = None
         frame = select_frame(session, statement.from_select, ctx)
         if statement.columns:  # `INSERT INTO kb (a, b) SELECT x, y ...`: names by position
             names = _column_names(statement.columns)
@@ -231,6 +276,8 @@ def _insert(session: SqlSession, record: KbRecord, statement: ast.Insert, ctx: d
                 raise SqlError(f"INSERT names {len(names)} columns but its SELECT returns "
                                f"{len(frame.columns)}")
             frame.columns = names
+        if using:
+            return OkResult(_insert_with(session, record, frame, using), context=ctx)
         return OkResult(session.kbs.insert_rows(record, frame), context=ctx)
     if not statement.columns:
         raise SqlError("INSERT INTO a knowledge base needs its column names: "
@@ -242,6 +289,25 @@ def _insert(session: SqlSession, record: KbRecord, statement: ast.Insert, ctx: d
             raise SqlError(f"INSERT has {len(names)} columns but a row of {len(values)} values")
         rows.append({n: constant(v) for n, v in zip(names, values, strict=True)})
     return OkResult(session.kbs.insert_rows(record, rows), context=ctx)
+
+
+def _insert_with(session: SqlSession, record: KbRecord, frame: Any, using: dict[str, Any]) -> int:
+    def doc_ids(rows: Any) -> list[str | None]:
+        chunker = RowChunker(record.spec)
+        out = []
+        for i, row in enumerate(rows.to_dict("records")):
+            made = chunker.chunks(row, i)
+            out.append(None if made is None else made[0])
+        return out
+
+    def stored(ids: list[str]) -> set[str]:
+        if not ids:
+            return set()
+        request = SearchRequest(filters=[Filter("id", "in", ids)])
+        return {str(r[0]) for r in session.kbs.service.search(record, request)}
+
+    return kb_insert.insert_frame(frame, kb_insert.options_of(using),
+                                  lambda batch: session.kbs.insert_rows(record, batch), doc_ids, stored)
 
 
 def _column_names(columns: list[Any]) -> list[str]:

@@ -19,7 +19,8 @@ import pyarrow as pa
 from mindsdb_sql_parser import ast
 from sqlglot import exp
 
-from kbsql.engine.sql.kb_conditions import search_request
+from kbsql.engine.knowledge.search import DEFAULT_LIMIT
+from kbsql.engine.sql.kb_where import run_where
 from kbsql.interface.errors import SqlError
 from kbsql.interface.results import KB_COLUMNS
 
@@ -52,7 +53,11 @@ def _kb_frame(session: SqlSession, table: exp.Table, target: Resolved) -> Any:
         value = select.args["limit"].expression
         if isinstance(value, exp.Literal) and not value.is_string:
             limit = int(value.this)
-    frame = search_frame(session, target.database, target.name, where, limit)
+    # a search alone in a plain SELECT keeps the documented default of 10 rows; feeding a
+    # join, an aggregate, a GROUP BY or an ORDER BY it returns every row (never a silent cap)
+    capped = single and select is not None and not select.args.get("group") and \
+        not select.args.get("order") and select.find(exp.AggFunc) is None
+    frame = search_frame(session, target.database, target.name, where, limit, capped)
     if "metadata" in frame.columns:  # dicts of varying keys: JSON text (DuckDB's ->> reads it)
         frame = frame.assign(metadata=[None if m is None else json.dumps(m, default=str)
                                        for m in frame["metadata"]])
@@ -152,6 +157,9 @@ def to_parser_ast(node: exp.Expression) -> ast.ASTNode:
     if isinstance(node, exp.In) and node.expressions:
         values = ast.Tuple([to_parser_ast(e) for e in node.expressions])
         return ast.BinaryOperation("in", args=[to_parser_ast(node.this), values])
+    if isinstance(node, exp.Between):
+        return ast.BetweenOperation(args=[to_parser_ast(node.this), to_parser_ast(node.args["low"]),
+                                          to_parser_ast(node.args["high"])])
     if isinstance(node, exp.Not):
         return ast.UnaryOperation("not", args=[to_parser_ast(node.this)])
     if isinstance(node, exp.Column):
@@ -173,21 +181,23 @@ def to_parser_ast(node: exp.Expression) -> ast.ASTNode:
 
 
 def search_frame(session: SqlSession, project: str, kb_name: str, where_ast: ast.ASTNode | None,
-                 limit: int | None) -> pd.DataFrame:
+                 limit: int | None, capped: bool = True) -> pd.DataFrame:
     """Run a knowledge-base search and return it as a DataFrame, for joins done elsewhere.
 
     `where_ast` is the part of a WHERE clause about this knowledge base (the same dialect as
-    `SELECT * FROM kb WHERE ...`: `content = 'text'`, metadata filters, `relevance >= x`,
-    hybrid options), with column names unqualified or qualified by the KB name; `limit` None
-    means the default (10 for a search, all rows for a plain read). The frame has the
-    columns id, chunk_id, chunk_content, metadata (dict), relevance, distance, best first.
+    `SELECT * FROM kb WHERE ...`, see `kb_where`), with column names unqualified; `limit`
+    None means none was given: then a search returns the documented 10 rows when `capped`,
+    and every row when it feeds a join or an aggregate (a cap there would corrupt it). The
+    frame has the columns id, chunk_id, chunk_content, metadata (dict), relevance, distance,
+    best first.
     """
     import pandas as pd
 
     record = session.catalog.knowledge_base(project, kb_name)
-    request = search_request(where_ast, metadata_columns=record.metadata_columns)
-    if limit is not None:
-        request.limit = int(limit)
-        if request.limit < 0:
-            raise SqlError(f"LIMIT must be a whole number >= 0, not {limit}")
-    return pd.DataFrame(session.kbs.service.search(record, request), columns=list(KB_COLUMNS))
+    if limit is not None and int(limit) < 0:
+        raise SqlError(f"LIMIT must be a whole number >= 0, not {limit}")
+    service = session.kbs.service
+    rows = run_where(where_ast, lambda request: service.search(record, request),
+                     record.metadata_columns, limit=limit,
+                     cap=DEFAULT_LIMIT if capped else max(service.count(record), 1))
+    return pd.DataFrame(rows, columns=list(KB_COLUMNS))

@@ -11,6 +11,9 @@ back; `SqlExecutor` is a session that also parses and routes.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
+
+from mindsdb_sql_parser import ast
 
 from kbsql.engine.catalog import Catalog
 from kbsql.engine.datasources.frames import FrameStore
@@ -18,6 +21,7 @@ from kbsql.engine.knowledge.bases import KnowledgeBases
 from kbsql.engine.ports import AgentOps
 from kbsql.engine.sql.duck import DuckSession
 from kbsql.engine.sql.plans import PlanCache
+from kbsql.interface.results import SqlResult
 
 
 @dataclass
@@ -28,3 +32,9 @@ class SqlSession:
     plans: PlanCache
     kbs: KnowledgeBases
     agents: AgentOps
+
+    def run(self, statement: ast.ASTNode, ctx: dict[str, Any], query: str | None = None) -> SqlResult:
+        """Route one parsed statement. The executor is the router and overrides this; a
+        handler uses it for a statement inside its own (EVALUATE's test query, a subquery
+        in a knowledge-base WHERE), so the inner statement is routed like any other."""
+        raise NotImplementedError("only the SqlExecutor routes statements")

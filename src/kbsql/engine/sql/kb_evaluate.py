@@ -1,0 +1,102 @@
+"""`EVALUATE KNOWLEDGE_BASE kb USING test_table = ..., version = ..., generate_data = ...,
+evaluate = ..., llm = {...}, save_to = ...` (docs/mindsdb_sql/knowledge_bases/evaluate.mdx).
+
+Tables are read with SQL; generated test data and results are written as registered frames
+(`df.<name>`), the engine's writable tables. The metrics live in `knowledge.evaluate`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from mindsdb_sql_parser import ast
+
+from kbsql.engine.knowledge import evaluate as metrics
+from kbsql.engine.knowledge.rerank import Reranker
+from kbsql.engine.knowledge.search import SearchRequest
+from kbsql.engine.sql.refusals import unsupported
+from kbsql.interface.errors import SqlError
+
+_KNOWN = {"test_table", "version", "generate_data", "evaluate", "llm", "save_to"}
+WRITABLE = "df"
+
+
+@dataclass
+class EvaluatePorts:
+    """What EVALUATE needs from the engine, handed in by the statement router."""
+
+    kb_name: str
+    search: Callable[[SearchRequest], list[list[Any]]]
+    reranking_model: dict[str, Any] | None
+    rows_of: Callable[[str], list[dict[str, Any]]]  # SQL text -> rows as dicts
+    save: Callable[[str, list[dict[str, Any]]], None]  # frame name -> stored as df.<name>
+
+
+def _table_name(value: Any, what: str) -> tuple[str, str]:
+    parts = [str(p) for p in value.parts] if isinstance(value, ast.Identifier) else str(value).split(".")
+    if len(parts) != 2:
+        raise SqlError(f"{what} must be written datasource.table, not {value}")
+    return parts[0], parts[1]
+
+
+def _writable(value: Any, what: str) -> str:
+    database, table = _table_name(value, what)
+    if database.lower() != WRITABLE:
+        raise unsupported(f"writing {what} to {database}.{table} (write it to df.{table})")
+    return table
+
+
+def run(params: dict[str, Any], ports: EvaluatePorts) -> tuple[list[str], list[list[Any]]]:
+    params = {k.lower(): v for k, v in (params or {}).items()}
+    unknown = set(params) - _KNOWN
+    if unknown:
+        raise SqlError(f"EVALUATE KNOWLEDGE_BASE does not know {sorted(unknown)}: use {sorted(_KNOWN)}")
+    if "test_table" not in params:
+        raise SqlError("EVALUATE KNOWLEDGE_BASE needs test_table = datasource.table")
+    version = str(params.get("version") or "doc_id").lower()
+    if version not in ("doc_id", "llm_relevancy"):
+        raise SqlError(f"version must be 'doc_id' or 'llm_relevancy', not {params.get('version')!r}")
+    database, table = _table_name(params["test_table"], "test_table")
+    llm = params.get("llm") if isinstance(params.get("llm"), dict) else None
+
+    generate = params.get("generate_data", False)
+    if generate is not False and generate is not None:
+        options = generate if isinstance(generate, dict) else {}
+        count = int(options.get("count") or metrics.DEFAULT_QUESTION_COUNT)
+        sql = options.get("from_sql") or f"SELECT chunk_content AS content, id FROM {ports.kb_name}"
+        samples = ports.rows_of(sql)
+        random.Random(0).shuffle(samples)  # a sample, the same one on every run
+        tests = metrics.generate(samples, llm or ports.reranking_model, count)
+        ports.save(_writable(params["test_table"], "test_table"), tests)
+    if params.get("evaluate", True) is False:
+        return ["name", "generated_rows"], [[ports.kb_name, len(tests) if generate else 0]]
+
+    tests = ports.rows_of(f"SELECT * FROM {database}.{table}")
+    if version == "doc_id":
+        def ids(question: str, k: int) -> list[Any]:
+            return [r[0] for r in ports.search(SearchRequest(query=question, limit=k))]
+
+        result = metrics.evaluate_doc_id(tests, ids)
+        columns = list(metrics.DOC_ID_COLUMNS)
+    else:
+        judge = llm or ports.reranking_model
+        if not judge:
+            raise SqlError("version = 'llm_relevancy' needs llm = {...} or a knowledge base with a "
+                           "reranking_model")
+        scorer = Reranker(judge)
+
+        def texts(question: str, k: int) -> list[str]:
+            return [r[2] for r in ports.search(SearchRequest(query=question, limit=k, rerank=False))]
+
+        result = metrics.evaluate_relevancy(tests, texts, scorer.score)
+        columns = list(metrics.RELEVANCY_COLUMNS)
+    now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+    row = {**result, "name": ports.kb_name, "created_at": now}
+    names = [*columns, "name", "created_at"]
+    if params.get("save_to") is not None:
+        ports.save(_writable(params["save_to"], "save_to"), [row])
+    return names, [[row[n] for n in names]]

@@ -1,0 +1,103 @@
+"""`INSERT INTO kb SELECT ... USING ...` options (docs/mindsdb_sql/knowledge_bases/insert_data.mdx).
+
+- `batch_size` (default 1000): rows per insert; each batch is its own transaction, so a
+  failure keeps the batches before it (as the reference's partitions do);
+- `track_column`: the rows are sorted by it before they are split into batches;
+- `threads`: a number or a boolean; accepted, the batches run one after the other here (the
+  result is the same rows; only the reference's ML task queue runs them in parallel);
+- `error = 'raise' | 'skip'`: with 'skip' a failing batch is retried row by row and the
+  rows that still fail are left out (counted, never silently: the count is what is stored);
+- `kb_skip_existing = true`: rows whose id is already stored are not embedded again;
+- `kb_no_upsert = true`: no duplicate check; it is meant for loading an empty knowledge base,
+  so an id that is already stored is an error here rather than a second copy.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from kbsql.interface.errors import KbsqlError, SqlError
+
+log = logging.getLogger("kbsql.sql")
+OPTIONS = {"batch_size", "threads", "track_column", "error", "kb_no_upsert", "kb_skip_existing"}
+DEFAULT_BATCH = 1000
+
+
+def _flag(value: Any, name: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    raise SqlError(f"{name} must be true or false, not {value!r}")
+
+
+def options_of(using: dict[str, Any] | None) -> dict[str, Any]:
+    """The checked options of a `USING` clause (names case-insensitive)."""
+    raw = {str(k).lower(): v for k, v in (using or {}).items()}
+    unknown = set(raw) - OPTIONS
+    if unknown:
+        raise SqlError(f"INSERT INTO a knowledge base does not know {sorted(unknown)}: use {sorted(OPTIONS)}")
+    out: dict[str, Any] = {"batch_size": DEFAULT_BATCH, "error": "raise", "kb_no_upsert": False,
+                           "kb_skip_existing": False, "track_column": None}
+    if "batch_size" in raw:
+        size = raw["batch_size"]
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise SqlError(f"batch_size must be a whole number >= 1, not {size!r}")
+        out["batch_size"] = size
+    if "threads" in raw:
+        threads = raw["threads"]
+        if not isinstance(threads, bool) and not (isinstance(threads, int) and threads >= 1):
+            raise SqlError(f"threads must be a number >= 1 or true/false, not {threads!r}")
+    if "error" in raw:
+        error = str(raw["error"]).lower()
+        if error not in ("raise", "skip"):
+            raise SqlError(f"error must be 'raise' or 'skip', not {raw['error']!r}")
+        out["error"] = error
+    if "track_column" in raw:
+        value = raw["track_column"]
+        out["track_column"] = str(value.parts[-1]) if hasattr(value, "parts") else str(value)
+    for name in ("kb_no_upsert", "kb_skip_existing"):
+        if name in raw:
+            out[name] = _flag(raw[name], name)
+    return out
+
+
+def insert_frame(frame: Any, options: dict[str, Any], insert: Callable[[Any], int],
+                 doc_ids: Callable[[Any], list[str | None]], stored: Callable[[list[str]], set[str]]) -> int:
+    """Insert a DataFrame with the options; returns the rows stored."""
+    track = options["track_column"]
+    if track is not None:
+        columns = {str(c).lower(): c for c in frame.columns}
+        if track.lower() not in columns:
+            raise SqlError(f"track_column {track!r} is not a column of the inserted rows "
+                           f"{list(frame.columns)}")
+        frame = frame.sort_values(columns[track.lower()], kind="stable").reset_index(drop=True)
+    if options["kb_skip_existing"] or options["kb_no_upsert"]:
+        ids = doc_ids(frame)
+        present = stored(sorted({i for i in ids if i is not None}))
+        if present and options["kb_no_upsert"]:
+            raise SqlError(f"kb_no_upsert = true is for loading new ids, and {len(present)} are already "
+                           f"stored (e.g. {sorted(present)[:3]}): leave it out to replace them, or use "
+                           "kb_skip_existing = true to keep them")
+        if present:
+            frame = frame[[i not in present for i in ids]].reset_index(drop=True)
+    total = 0
+    size = options["batch_size"]
+    for start in range(0, len(frame), size):
+        batch = frame.iloc[start:start + size]
+        try:
+            total += insert(batch)
+        except (KbsqlError, ValueError) as exc:
+            if options["error"] != "skip":
+                raise
+            log.info("insert batch failed (%s); retrying its rows one by one", type(exc).__name__)
+            for i in range(len(batch)):
+                try:
+                    total += insert(batch.iloc[i:i + 1])
+                except (KbsqlError, ValueError):
+                    continue
+    return total

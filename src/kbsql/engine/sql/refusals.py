@@ -1,0 +1,72 @@
+"""Statements of the reference dialect the local engine does not run, each refused with one
+line: "not supported by the local engine: <what>" (never a DuckDB or parser message), so a
+user reading MindsDB's docs knows at once the feature exists there and not here.
+"""
+
+from __future__ import annotations
+
+from mindsdb_sql_parser import ast
+from mindsdb_sql_parser.ast import mindsdb as md
+
+from kbsql.interface.errors import SqlError
+
+PREFIX = "not supported by the local engine: "
+
+_BY_TYPE: dict[type, str] = {
+    md.CreateChatBot: "chatbots (CREATE CHATBOT runs a hosted chat integration such as Slack)",
+    md.UpdateChatBot: "chatbots (UPDATE CHATBOT)",
+    md.DropChatBot: "chatbots (DROP CHATBOT)",
+    md.CreateJob: "jobs (CREATE JOB schedules statements on the reference server)",
+    md.DropJob: "jobs (DROP JOB)",
+    md.CreateTrigger: "triggers (CREATE TRIGGER)",
+    md.DropTrigger: "triggers (DROP TRIGGER)",
+    md.CreatePredictor: "ML models (CREATE MODEL)",
+    md.CreateAnomalyDetectionModel: "ML models (CREATE ANOMALY DETECTION MODEL)",
+    md.RetrainPredictor: "ML models (RETRAIN)",
+    md.FinetunePredictor: "ML models (FINETUNE)",
+    md.DropPredictor: "ML models (DROP MODEL)",
+    md.CreateMLEngine: "ML engines (CREATE ML_ENGINE)",
+    md.DropMLEngine: "ML engines (DROP ML_ENGINE)",
+    md.CreateSkill: "skills (CREATE SKILL: connect knowledge bases and tables in the agent's data)",
+    md.UpdateSkill: "skills (UPDATE SKILL)",
+    md.DropSkill: "skills (DROP SKILL)",
+    md.CreateView: "views (CREATE VIEW)",
+    md.AlterView: "views (ALTER VIEW)",
+    md.DropKnowledgeBaseIndex: "DROP INDEX ON KNOWLEDGE_BASE (the vector index is kept with the data)",
+    md.Evaluate: "EVALUATE of ML models (EVALUATE KNOWLEDGE_BASE is supported)",
+}
+_SHOW = {"CHATBOTS": "chatbots (SHOW CHATBOTS)", "JOBS": "jobs (SHOW JOBS)",
+         "MODELS": "ML models (SHOW MODELS)",
+         "ML_ENGINES": "ML engines (SHOW ML_ENGINES)", "SKILLS": "skills (SHOW SKILLS)",
+         "TRIGGERS": "triggers (SHOW TRIGGERS)", "VIEWS": "views (SHOW VIEWS)",
+         "HANDLERS": "handlers (SHOW HANDLERS)"}
+_FUNCTIONS = {"query_cancel": "query_cancel() (an INSERT here runs to completion within its statement)",
+              "query_resume": "query_resume() (an INSERT here runs to completion within its statement)",
+              "llm": "the llm() function", "to_markdown": "the to_markdown() function"}
+
+
+def unsupported(what: str) -> SqlError:
+    return SqlError(PREFIX + what)
+
+
+def refusal(statement: ast.ASTNode) -> SqlError | None:
+    """The one-line refusal for a statement the engine never runs, or None."""
+    for kind, what in _BY_TYPE.items():
+        if isinstance(statement, kind):
+            return unsupported(what)
+    if isinstance(statement, ast.Show):
+        category = str(statement.category or "").upper().replace(" ", "_")
+        if category in _SHOW:
+            return unsupported(_SHOW[category])
+    if isinstance(statement, ast.Select):
+        for target in statement.targets or []:
+            if isinstance(target, ast.Function) and str(target.op).lower() in _FUNCTIONS:
+                return unsupported(_FUNCTIONS[str(target.op).lower()])
+    return None
+
+
+def fallback(statement: ast.ASTNode) -> SqlError:
+    """For a statement no handler took: name it, in the same one-line form."""
+    text = statement.to_string()
+    shown = text if len(text) <= 80 else text[:77] + "..."
+    return unsupported(f"{type(statement).__name__} statements ({shown})")

@@ -1,0 +1,81 @@
+"""mindsdb_sdk 3.5 (the reference's Python SDK) against a real `kbsql serve` on loopback:
+its knowledge-base, agent, database and file calls (issue 12)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+import pytest
+
+from tests.conftest import start_server, stop_server
+
+mindsdb_sdk = pytest.importorskip("mindsdb_sdk")
+
+HASH = {"provider": "kbsql", "model_name": "hash-64"}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[object, Path]]:
+    base = tmp_path_factory.mktemp("sdk")
+    proc, url = start_server(base / "server")
+    yield mindsdb_sdk.connect(url), base
+    stop_server(proc)
+
+
+def test_sdk_databases_and_files(server: tuple[object, Path]) -> None:
+    sdk, base = server
+    db_file = base / "shop.duckdb"
+    with duckdb.connect(str(db_file)) as con:
+        con.execute("CREATE TABLE orders AS SELECT * FROM (VALUES ('A1B', 'Wireless Mouse', "
+                    "'Request color: black'), ('3XZ', 'Bluetooth Speaker', 'Gift wrap requested')) "
+                    "t(order_id, product, notes)")
+    shop = sdk.databases.create("shop", engine="duckdb", connection_args={"database": str(db_file)})
+    assert "shop" in [d.name for d in sdk.databases.list()]
+    frame = shop.query("SELECT order_id FROM shop.orders ORDER BY order_id").fetch()
+    assert list(frame["order_id"]) == ["3XZ", "A1B"]
+    # a file upload as the SDK sends it: multipart PUT /api/files/{name}
+    sdk.api.upload_file("notes_csv", pd.DataFrame({"id": [1, 2], "body": ["alpha", "beta"]}))
+    uploaded = sdk.query("SELECT body FROM df.notes_csv ORDER BY id").fetch()
+    assert list(uploaded["body"]) == ["alpha", "beta"]
+    assert sdk.api.get_file_metadata("notes_csv")["name"] == "notes_csv"
+
+
+def test_sdk_knowledge_bases(server: tuple[object, Path]) -> None:
+    sdk, _ = server
+    project = sdk.get_project("mindsdb")
+    kb = project.knowledge_bases.create("sdk_kb", embedding_model=HASH, metadata_columns=["product"],
+                                        content_columns=["notes"], id_column="order_id")
+    assert kb.name == "sdk_kb" and kb.content_columns == ["notes"]
+    kb.insert(pd.DataFrame({"order_id": ["Q7P"], "product": ["Laptop Stand"],
+                            "notes": ["Prefer aluminum finish"]}))
+    kb.insert({"order_id": "Z1", "product": "Lamp", "notes": "Warm white light"})
+    kb.insert(sdk.databases.get("shop").tables.get("orders"))  # a query: PUT with `query`
+    found = kb.find("aluminum finish", limit=2).fetch()
+    assert found["id"].iloc[0] == "Q7P" and len(found) == 2
+    assert len(project.query("SELECT * FROM sdk_kb").fetch()) == 4
+    assert [k.name for k in project.knowledge_bases.list()] == ["sdk_kb"]
+    project.knowledge_bases.drop("sdk_kb")
+    assert project.knowledge_bases.list() == []
+
+
+def test_sdk_agents(server: tuple[object, Path]) -> None:
+    sdk, _ = server
+    project = sdk.get_project("mindsdb")
+    project.knowledge_bases.create("agent_kb", embedding_model=HASH)
+    project.knowledge_bases.get("agent_kb").insert([{"id": 1, "content": "Refunds take 5 days."}])
+    agent = project.agents.create("sdk_agent", model={"provider": "kbsql", "model_name": "retrieval"},
+                                  data={"knowledge_bases": ["mindsdb.agent_kb"]})
+    assert agent.name == "sdk_agent"
+    answer = agent.completion([{"question": "How long do refunds take?", "answer": None}])
+    assert "5 days" in answer.content
+    chunks = list(project.agents.completion_stream("sdk_agent", [{"question": "refunds?", "answer": None}]))
+    assert chunks[-1] == {"type": "end"} and any("output" in c for c in chunks)
+    agent.prompt_template = "Answer briefly."
+    updated = project.agents.update("sdk_agent", agent)
+    assert updated.prompt_template == "Answer briefly."
+    assert [a.name for a in project.agents.list()] == ["sdk_agent"]
+    project.agents.drop("sdk_agent")
+    assert project.agents.list() == []
