@@ -26,7 +26,7 @@ from kbsql.engine.catalog import Catalog
 from kbsql.engine.datasources.frames import FRAMES_SOURCE, FrameStore
 from kbsql.engine.knowledge.bases import KnowledgeBases
 from kbsql.engine.ports import AgentOps
-from kbsql.engine.sql import agents_sql, databases, kb_statements
+from kbsql.engine.sql import agents_sql, databases, kb_statements, names
 from kbsql.engine.sql.duck import DuckSession
 from kbsql.engine.sql.plans import PlanCache
 from kbsql.engine.sql.results import ArrowTableResult
@@ -109,12 +109,16 @@ class SqlExecutor(SqlSession):
             return ErrorResult(f"{type(exc).__name__}: {exc}", context=ctx)
 
     def run(self, statement: ast.ASTNode, ctx: dict[str, Any], query: str | None = None) -> SqlResult:
-        """Route one parsed statement. Knowledge-base statements go to `kb_statements` first."""
-        handled = kb_statements.handle(self, statement, ctx)
+        """Route one parsed statement. Its own table is resolved once, here (`_target`): a
+        knowledge base goes to `kb_statements` with its record (so do the KB statements that
+        name no table), a table to its handler with the resolution."""
+        table, target = self._target(statement, ctx)
+        handled = kb_statements.handle(self, statement, ctx, target)
         if handled is not None:
             return handled
+        resolved: names.Resolutions = {} if target is None else {tuple(names.table_parts(table)): target}
         if isinstance(statement, (ast.Select, ast.Union, ast.Intersect, ast.Except)):
-            return ArrowTableResult(run_select(self, statement, ctx, query), ctx)
+            return ArrowTableResult(run_select(self, statement, ctx, query, resolved=resolved), ctx)
         if isinstance(statement, ast.Use):
             return databases.use(self, statement, ctx)
         if isinstance(statement, CreateDatabase):
@@ -122,7 +126,7 @@ class SqlExecutor(SqlSession):
         if isinstance(statement, ast.DropDatabase):
             return databases.drop_database(self, statement, ctx)
         if isinstance(statement, ast.Describe):
-            return databases.describe(self, statement, ctx)
+            return databases.describe(self, statement, ctx, resolved)
         if isinstance(statement, CreateAgent):
             return agents_sql.create_agent(self, statement, ctx)
         if isinstance(statement, DropAgent):
@@ -142,6 +146,22 @@ class SqlExecutor(SqlSession):
             raise SqlError(f"Statement not supported: {statement.to_string()} (INSERT, UPDATE "
                            "and DELETE write to knowledge bases only)")
         raise SqlError(f"Statement not supported: {statement.to_string()}")
+
+    def _target(self, statement: ast.ASTNode, ctx: dict[str, Any]) -> tuple[Any, names.Resolved | None]:
+        """(the statement's own table, what it names) or (None, None). A SELECT or DESCRIBE
+        of a name that resolves to nothing fails here with the resolver's message; an INSERT
+        or DELETE into something other than a knowledge base is refused by the router."""
+        if isinstance(statement, ast.Select):
+            ctes = frozenset(str(c.name.parts[-1]).lower() for c in statement.cte or [])
+            return statement.from_table, names.target_of(self, statement.from_table, ctx, ctes)
+        if isinstance(statement, ast.Describe) and not getattr(statement, "type", None):
+            return statement.value, names.target_of(self, statement.value, ctx)
+        if isinstance(statement, (ast.Insert, ast.Delete)):
+            try:
+                return statement.table, names.target_of(self, statement.table, ctx)
+            except (SqlError, ServiceError):
+                return None, None
+        return None, None
 
     def _missing_project(self, table: Any, ctx: dict[str, Any]) -> str | None:
         """Why a write found no knowledge base, when the reason is a project that does not

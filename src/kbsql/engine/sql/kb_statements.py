@@ -24,6 +24,7 @@ from kbsql.engine.sql import kb_evaluate, kb_insert, kb_select
 from kbsql.engine.sql.info_schema import INFO_COLUMNS, knowledge_bases_frame
 from kbsql.engine.sql.kb_conditions import constant, search_request
 from kbsql.engine.sql.refusals import unsupported
+from kbsql.engine.sql.results import ArrowTableResult
 from kbsql.engine.sql.select import select_frame
 from kbsql.interface.errors import NotFound, SqlError
 from kbsql.interface.results import OkResult, SqlResult, TableResult
@@ -31,14 +32,18 @@ from kbsql.interface.results import OkResult, SqlResult, TableResult
 if TYPE_CHECKING:
     import pandas as pd
 
+    from kbsql.engine.sql.names import Resolved
     from kbsql.engine.sql.session import SqlSession
 
 _ALTERABLE = {"reranking_model", "metadata_columns", "content_columns", "id_column", "preprocessing",
               "embedding_model"}
 
 
-def handle(session: SqlSession, statement: ast.ASTNode, ctx: dict[str, Any]) -> SqlResult | None:
-    """Execute `statement` if it is about a knowledge base; None when it is not."""
+def handle(session: SqlSession, statement: ast.ASTNode, ctx: dict[str, Any],
+           target: Resolved | None = None) -> SqlResult | None:
+    """Execute `statement` if it is about a knowledge base; None when it is not. `target` is
+    what the statement's own table names, resolved once by the router (`names.target_of`)."""
+    record = target.record if target is not None and target.kind == "kb" else None
     if isinstance(statement, CreateKnowledgeBase):
         return _create(session, statement, ctx)
     if isinstance(statement, DropKnowledgeBase):
@@ -53,14 +58,12 @@ def handle(session: SqlSession, statement: ast.ASTNode, ctx: dict[str, Any]) -> 
             "KNOWLEDGE_BASES":
         return _show(session, statement, ctx)
     if isinstance(statement, ast.Describe):
-        return _describe(session, statement, ctx)
+        return _describe(session, statement, ctx, record)
     if isinstance(statement, ast.Select):
-        return _select(session, statement, ctx)
+        return _select(session, statement, ctx, record)
     if isinstance(statement, ast.Insert):
-        record = _find(session, statement.table, ctx)
         return None if record is None else _insert(session, record, statement, ctx)
     if isinstance(statement, ast.Delete):
-        record = _find(session, statement.table, ctx)
         if record is None:
             return None
         request = search_request(statement.where, metadata_columns=record.metadata_columns)
@@ -79,17 +82,6 @@ def _split(identifier: ast.Identifier, ctx: dict[str, Any]) -> tuple[str, str]:
     if len(parts) == 2:
         return parts[0], parts[1]
     raise SqlError(f"Invalid knowledge base name {identifier.to_string()}")
-
-
-def _find(session: SqlSession, table: Any, ctx: dict[str, Any]) -> KbRecord | None:
-    """The knowledge base a table name denotes, or None (a table of a data source)."""
-    if not isinstance(table, ast.Identifier) or len(table.parts) > 2:
-        return None
-    project, name = _split(table, ctx)
-    try:
-        return session.catalog.find_knowledge_base(project, name)
-    except NotFound:  # the first part is a data source, not a project
-        return None
 
 
 def _record(session: SqlSession, identifier: ast.Identifier, ctx: dict[str, Any]) -> KbRecord:
@@ -185,7 +177,7 @@ def _evaluate(session: SqlSession, statement: EvaluateKnowledgeBase, ctx: dict[s
         rows_of=rows_of,
         save=save)
     names, rows = kb_evaluate.run(statement.params, ports)
-    return TableResult(names, rows, context=ctx)
+    return ArrowTableResult.from_rows(names, rows, ctx)
 
 
 def _create_index(session: SqlSession, statement: CreateKnowledgeBaseIndex, ctx: dict[str, Any]) -> SqlResult:
@@ -201,15 +193,13 @@ def _create_index(session: SqlSession, statement: CreateKnowledgeBaseIndex, ctx:
 
 
 # listing ---------------------------------------------------------------------------------
-def _run_over(frame: pd.DataFrame, statement: ast.Select, ctx: dict[str, Any]) -> TableResult:
+def _run_over(frame: pd.DataFrame, statement: ast.Select, ctx: dict[str, Any]) -> SqlResult:
     """Run a SELECT (its WHERE, targets, ORDER, LIMIT) over one frame, in a private DuckDB."""
     statement.from_table = ast.Identifier("kb_frame")
     with duckdb.connect(":memory:") as con:
         con.register("kb_frame", frame)
-        cursor = con.execute(statement.to_string())
-        names = [d[0] for d in cursor.description]
-        rows = [list(r) for r in cursor.fetchall()]
-    return TableResult(names, rows, context=ctx)
+        table = con.execute(statement.to_string()).fetch_arrow_table()
+    return ArrowTableResult(table, ctx)
 
 
 def _show(session: SqlSession, statement: ast.Show, ctx: dict[str, Any]) -> SqlResult:
@@ -224,16 +214,16 @@ def _show(session: SqlSession, statement: ast.Show, ctx: dict[str, Any]) -> SqlR
     return _run_over(frame, ast.Select(targets=[ast.Star()], where=where), ctx)
 
 
-def _describe(session: SqlSession, statement: ast.Describe, ctx: dict[str, Any]) -> SqlResult | None:
+def _describe(session: SqlSession, statement: ast.Describe, ctx: dict[str, Any],
+              record: KbRecord | None) -> SqlResult | None:
+    """DESCRIBE KNOWLEDGE_BASE kb, or DESCRIBE kb (`record`: the table, resolved by the router)."""
     kind = str(getattr(statement, "type", None) or "").upper().replace(" ", "_")
     if kind not in ("KNOWLEDGE_BASE", ""):
         return None
-    if kind == "":
-        record = _find(session, statement.value, ctx)
-        if record is None:
-            return None
-    else:
+    if kind == "KNOWLEDGE_BASE":
         record = _record(session, statement.value, ctx)
+    if record is None:
+        return None
     frame = knowledge_bases_frame([record])
     return TableResult(INFO_COLUMNS, frame.values.tolist(), context=ctx, frame=frame)
 
@@ -244,10 +234,10 @@ def _is_info_schema(table: Any) -> bool:
         ["information_schema", "knowledge_bases"]
 
 
-def _select(session: SqlSession, statement: ast.Select, ctx: dict[str, Any]) -> SqlResult | None:
+def _select(session: SqlSession, statement: ast.Select, ctx: dict[str, Any],
+            record: KbRecord | None) -> SqlResult | None:
     if _is_info_schema(statement.from_table):
         return _run_over(knowledge_bases_frame(session.catalog.knowledge_bases()), statement, ctx)
-    record = _find(session, statement.from_table, ctx)
     if record is None:
         return None
     names, rows = kb_select.select_rows(
@@ -255,7 +245,7 @@ def _select(session: SqlSession, statement: ast.Select, ctx: dict[str, Any]) -> 
         search=lambda request: session.kbs.service.search(record, request),
         total=lambda: session.kbs.service.count(record),
         subquery=lambda select: subquery_values(session, select, ctx))
-    return TableResult(names, rows, context=ctx)
+    return ArrowTableResult.from_rows(names, rows, ctx)  # Arrow like every other SELECT
 
 
 def subquery_values(session: SqlSession, select: ast.ASTNode, ctx: dict[str, Any]) -> list[Any]:
