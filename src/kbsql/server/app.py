@@ -22,7 +22,14 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from kbsql.engine import Engine
-from kbsql.interface.errors import PROBLEM_TYPE_HEADER, BadRequest, NotFound, ServiceError
+from kbsql.interface.errors import (
+    PROBLEM_TYPE_HEADER,
+    BadRequest,
+    InvalidParameter,
+    MissingParameter,
+    NotFound,
+    ServiceError,
+)
 from kbsql.interface.jsonable import dumps
 from kbsql.interface.stream import end_chunk, error_chunk, sse_lines
 from kbsql.server.guard import RequestGuard
@@ -82,13 +89,12 @@ async def read_body(request: Request, wrapper: str | None = None) -> dict[str, A
         raise BadRequest("The request body is not valid JSON: nested too deeply",
                          title="Invalid JSON") from exc
     if not isinstance(body, dict):
-        raise BadRequest("The request body must be a JSON object", title="Missing parameter")
+        raise MissingParameter("The request body must be a JSON object")
     if wrapper is None:
         return body
     inner = body.get(wrapper)
     if not isinstance(inner, dict):
-        raise BadRequest(f"The request body must have a '{wrapper}' object",
-                         title="Missing parameter")
+        raise MissingParameter(f"The request body must have a '{wrapper}' object")
     return inner
 
 
@@ -186,14 +192,14 @@ def build_app(engine: Engine, *, bind_host: str | None = None,
         body = await read_body(request)
         query = body.get("query")
         if not isinstance(query, str) or not query.strip():
-            raise BadRequest("'query' must be a non-empty SQL string", title="Missing parameter")
+            raise MissingParameter("'query' must be a non-empty SQL string")
         response_format = body.get("response_format")
         if response_format not in RESPONSE_FORMATS:
-            raise BadRequest(f"'response_format' must be null, 'sse' or 'jsonlines', not "
-                             f"{response_format!r}", title="Invalid parameter")
+            raise InvalidParameter(f"'response_format' must be null, 'sse' or 'jsonlines', not "
+                                   f"{response_format!r}")
         params = body.get("params")
         if params is not None and not isinstance(params, dict | list):
-            raise BadRequest("'params' must be an object of parameter values", title="Invalid parameter")
+            raise InvalidParameter("'params' must be an object of parameter values")
         if params:
             result = await call(query_with_params, engine, query, body.get("context"), params)
         else:
@@ -273,7 +279,7 @@ async def _form_file(request: Request) -> tuple[bytes, str]:
     try:
         upload = form.get("file")
         if upload is None or not hasattr(upload, "read"):
-            raise BadRequest("The multipart body must have a 'file' part", title="Missing parameter")
+            raise MissingParameter("The multipart body must have a 'file' part")
         raw = await upload.read()
         filename = str(getattr(upload, "filename", "") or "").lower()
     finally:

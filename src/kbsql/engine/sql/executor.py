@@ -33,7 +33,7 @@ from kbsql.engine.sql.results import ArrowTableResult
 from kbsql.engine.sql.select import cached_plan, run_select, select_frame
 from kbsql.engine.sql.session import SqlSession
 from kbsql.interface.api import DEFAULT_PROJECT
-from kbsql.interface.errors import BadRequest, KbsqlError, ServiceError, SqlError
+from kbsql.interface.errors import KbsqlError, MissingParameter, ServiceError, SqlError
 from kbsql.interface.results import ErrorResult, SqlResult, default_context
 
 if TYPE_CHECKING:
@@ -76,7 +76,7 @@ class SqlExecutor(SqlSession):
         """`RunsSql.query`: one statement, failures as an `ErrorResult` (an empty text is a
         request error, raised: there is no statement to answer)."""
         if not isinstance(query, str) or not query.strip():
-            raise BadRequest("'query' must be a non-empty SQL string", title="Missing parameter")
+            raise MissingParameter("'query' must be a non-empty SQL string")
         return self.execute(query, context)
 
     def close(self) -> None:
