@@ -39,7 +39,7 @@ def test_default_model_from_config_file(tmp_path: Path) -> None:
 
 
 def test_model_checks_at_create_and_update(engine: Engine) -> None:
-    with pytest.raises(BadRequest, match="Unknown model provider 'nosuch'"):
+    with pytest.raises(BadRequest, match="model provider 'nosuch'"):
         engine.create_agent("mindsdb", {"name": "a", "model": {"provider": "nosuch",
                                                               "model_name": "x"}})
     with pytest.raises(ProviderError, match="kbsql has no model 'gpt-9'"):
@@ -48,12 +48,17 @@ def test_model_checks_at_create_and_update(engine: Engine) -> None:
     engine.create_agent("mindsdb", {"name": "a", "prompt_template": "be brief"})
     dead = {"provider": "anthropic", "model_name": "claude-x", "api_key": "sk-ant-secret",
             "base_url": "http://127.0.0.1:9"}
+    # a partial update of the model answers with the new model (the contract), the rest kept;
+    # the unreachable provider is reported when the agent runs (issue 12)
+    updated = engine.update_agent("mindsdb", "a", {"model": dead})
+    assert updated.model.provider == "anthropic" and updated.prompt_template == "be brief"
     with pytest.raises(ProviderError) as caught:
-        engine.update_agent("mindsdb", "a", {"model": dead})
+        engine.complete("mindsdb", "a", [{"question": "hi", "answer": ""}])
     assert "anthropic" in str(caught.value) and "claude-x" in str(caught.value)
     assert "sk-ant-secret" not in str(caught.value)
-    kept = engine.get_agent("mindsdb", "a")
-    assert kept.model.provider == "kbsql" and kept.prompt_template == "be brief"
+    with pytest.raises(BadRequest, match="model provider 'nosuch'"):
+        engine.update_agent("mindsdb", "a", {"model": {"provider": "nosuch", "model_name": "x"}})
+    assert engine.get_agent("mindsdb", "a").model.provider == "anthropic"
 
 
 def test_messages_are_validated_before_streaming(engine: Engine) -> None:

@@ -65,7 +65,7 @@ def test_bad_parameters_store_nothing(engine: Engine, tmp_path: Path) -> None:
                           f"{{\"database\": \"{missing}\"}}")
     assert result.type == "error" and "does not exist" in result.error_message
     result = engine.query("CREATE DATABASE bad ENGINE = 'oracle', PARAMETERS = {\"x\": 1}")
-    assert result.type == "error" and "Unknown data source engine 'oracle'" in result.error_message
+    assert result.type == "error" and "the data source engine 'oracle'" in result.error_message
     result = engine.query("CREATE DATABASE bad ENGINE = 'files'")
     assert result.type == "error" and "path" in result.error_message
     assert ["bad"] not in rows(engine, "SHOW DATABASES")

@@ -300,3 +300,36 @@ def test_json_chunking(doc: Doc) -> None:
     assert "JSON" in message
     assert "bogus" in doc.error(f"CREATE KNOWLEDGE_BASE j2 USING embedding_model = {HASH}, preprocessing = "
                                 '{"type": "json_chunking", "json_chunking_config": {"bogus": 1}}')
+
+
+def test_show_columns_and_describe(doc: Doc) -> None:
+    """SHOW COLUMNS FROM a knowledge base names what a SELECT can read (metadata columns too);
+    on a table it is DESCRIBE's answer; DESCRIBE KNOWLEDGE_BASE is create.mdx's listing."""
+    doc.orders_kb()
+    columns = doc.rows("SHOW COLUMNS FROM my_kb")
+    assert [c["COLUMN_NAME"] for c in columns] == ["id", "chunk_id", "chunk_content", "metadata", "relevance",
+                                                   "distance", "product"]
+    table = doc.rows("SHOW COLUMNS FROM sample_data.orders")
+    assert [c["COLUMN_NAME"] for c in table] == ["order_id", "product", "notes"]
+    assert doc.rows("DESCRIBE sample_data.orders") == table
+    assert doc.rows("DESCRIBE KNOWLEDGE_BASE my_kb")[0]["NAME"] == "my_kb"
+
+
+def test_reference_only_storage_engines_are_refused(doc: Doc) -> None:
+    """create.mdx: `CREATE DATABASE my_pgvector WITH ENGINE = 'pgvector'` (a hosted vector store);
+    the knowledge base's `storage = my_pgvector.storage_table` is kept as its label."""
+    doc.refused("CREATE DATABASE my_pgvector WITH ENGINE = 'pgvector', PARAMETERS = {"
+                "\"host\": \"127.0.0.1\", \"port\": 5432, \"database\": \"postgres\", \"user\": \"user\", "
+                "\"password\": \"password\", \"distance\": \"cosine\"};", "pgvector")
+    doc.sql(f"CREATE KNOWLEDGE_BASE my_kb USING embedding_model = {HASH}, "
+            "storage = my_pgvector.storage_table")
+    described = doc.rows("DESCRIBE KNOWLEDGE_BASE my_kb")[0]
+    assert described["STORAGE"] == "my_pgvector.storage_table"
+
+
+def test_reading_the_vector_store_is_refused(doc: Doc) -> None:
+    """insert_data.mdx "Underlying Vector Store": the store is the engine's own here."""
+    doc.orders_kb()
+    doc.refused("SELECT id, content, metadata, embeddings FROM my_kb_chromadb.storage_table;", "my_kb")
+    storage = doc.rows("DESCRIBE KNOWLEDGE_BASE my_kb")[0]["STORAGE"]
+    doc.refused(f"SELECT id, content, metadata, embeddings FROM {storage};", "vector store")

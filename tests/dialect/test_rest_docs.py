@@ -155,3 +155,59 @@ def test_sql_response_formats(api: httpx.Client) -> None:
     assert json.loads(error.text.splitlines()[0])["type"] == "error"
     bad = api.post("/api/sql/query", json={"query": query, "response_format": "xml"})
     assert bad.status_code == 400
+
+
+def test_knowledge_base_rest_lifecycle(api: httpx.Client, fake: FakeProvider) -> None:
+    """rest/knowledge_bases/create.mdx (the example body), get.mdx, list.mdx, query.mdx
+    (`SELECT * FROM my_kb` over /api/sql/query) and delete.mdx."""
+    body = {"knowledge_base": {
+        "name": "doc_kb", "storage": {"database": "my_kb_chromadb", "table": "default_collection"},
+        "embedding_model": {"provider": "openai", "model_name": "text-embedding-3-small", "api_key": "sk-xxx",
+                            "base_url": f"{fake.url}/v1"},
+        "reranking_model": {"provider": "openai", "model_name": "gpt-4o", "api_key": "sk-xxx",
+                            "base_url": f"{fake.url}/v1"},
+        "content_columns": ["notes"], "metadata_columns": ["product"], "id_column": "order_id"}}
+    created = api.post(KB, json=body)
+    assert created.status_code == 201, created.text
+    kb = created.json()
+    assert kb["vector_database"] == "my_kb_chromadb" and kb["vector_database_table"] == "default_collection"
+    assert "sk-xxx" not in created.text
+    assert api.get(f"{KB}/doc_kb").json()["name"] == "doc_kb"
+    assert "doc_kb" in [k["name"] for k in api.get(KB).json()]
+    api.put(f"{KB}/doc_kb", json={"knowledge_base": {"query": "SELECT * FROM sample_data.orders"}})
+    result = api.post("/api/sql/query", json={"query": "SELECT * FROM doc_kb;"}).json()
+    assert result["column_names"] == ["id", "chunk_id", "chunk_content", "metadata", "relevance", "distance"]
+    a1b = next(r for r in result["data"] if r[0] == "A1B")
+    assert a1b[1] == "A1B:notes:1of1:0to20" and a1b[3]["product"] == "Wireless Mouse"
+    assert api.delete(f"{KB}/doc_kb").status_code == 200
+    assert api.get(f"{KB}/doc_kb").status_code == 404
+
+
+def test_agent_rest_lifecycle(api: httpx.Client) -> None:
+    """rest/agents/create.mdx, get.mdx, list.mdx, query.mdx (the stream), update.mdx, delete.mdx,
+    with the offline model standing in for gpt-4o."""
+    agents = "/api/projects/mindsdb/agents"
+    api.post(KB, json={"knowledge_base": {"name": "agent_docs", "embedding_model": {
+        "provider": "kbsql", "model_name": "hash-64"}}})
+    rows = [{"id": 1, "content": "MindsDB is a platform"}]
+    api.put(f"{KB}/agent_docs", json={"knowledge_base": {"rows": rows}})
+    body = {"agent": {"name": "my_agent", "model": {"provider": "kbsql", "model_name": "retrieval"},
+                      "data": {"knowledge_bases": ["mindsdb.agent_docs"], "tables": []},
+                      "prompt_template": "mindsdb.agent_docs stores documentation of MindsDB"}}
+    created = api.post(agents, json=body)
+    assert created.status_code == 201, created.text
+    assert api.get(f"{agents}/my_agent").json()["prompt_template"].startswith("mindsdb.agent_docs")
+    assert "my_agent" in [a["name"] for a in api.get(agents).json()]
+    stream = api.post(f"{agents}/my_agent/completions/stream",
+                      json={"messages": [{"question": "What is MindsDB?", "answer": ""}]})
+    events = [json.loads(x[len("data: "):]) for x in stream.text.split("\n\n") if x.startswith("data: ")]
+    assert events[0]["type"] == "start" and events[-1] == {"type": "end"}
+    assert any("platform" in e.get("output", "") for e in events)
+    model = {"provider": "openai", "model_name": "gpt-4.1", "api_key": "sk-xxx",
+             "base_url": "http://127.0.0.1:9/v1"}
+    updated = api.put(f"{agents}/my_agent", json={"agent": {"model": model}})
+    assert updated.status_code == 200, updated.text
+    assert updated.json()["model"]["model_name"] == "gpt-4.1"
+    assert updated.json()["data"]["knowledge_bases"] == ["mindsdb.agent_docs"]
+    assert api.delete(f"{agents}/my_agent").status_code == 200
+    assert api.get(f"{agents}/my_agent").status_code == 404

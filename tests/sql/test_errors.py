@@ -61,7 +61,7 @@ def test_values_cannot_inject(engine: Engine, tmp_path) -> None:
 
 def test_duckdb_errors_are_sql_errors(connected: Engine) -> None:
     assert "no_such_column" in error(connected, "SELECT no_such_column FROM shop.orders")
-    assert "Statement not supported" in error(connected, "UPDATE shop.orders SET status = 'x'")
+    assert "not supported by the local engine" in error(connected, "UPDATE shop.orders SET status = 'x'")
 
 
 def test_errors_over_http_are_200_with_the_documented_shape(server_url: str) -> None:
@@ -95,7 +95,7 @@ def test_unknown_project_in_context_is_named_when_a_statement_needs_it(engine: E
         assert "does not exist" in result.error_message or "not found" in result.error_message
     assert [r[0] for r in rows(engine, "SHOW KNOWLEDGE_BASES")] == ["kb_ctx"]  # nothing dropped
     message = error(engine, "INSERT INTO df.t (a) VALUES (1)")
-    assert "Statement not supported" in message and "knowledge bases only" in message
+    assert "not supported by the local engine" in message and "knowledge bases only" in message
 
 
 def test_bad_context_over_http_is_a_200_sql_error(server_url: str) -> None:

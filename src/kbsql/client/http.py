@@ -21,10 +21,10 @@ from kbsql.interface.models import Agent, KnowledgeBase, mask_url
 from kbsql.interface.results import SqlResult, result_from_json
 from kbsql.interface.stream import chunk_kind, completion_answer, parse_sse_line
 
+log = logging.getLogger("kbsql.client")
 if TYPE_CHECKING:
     import pandas as pd
 
-log = logging.getLogger("kbsql.client")
 DEFAULT_TIMEOUT = httpx.Timeout(30.0, read=600.0)
 
 

@@ -158,8 +158,10 @@ class Engine:
         self.agents.delete_agent(project, name)
 
     # SQL and completions ------------------------------------------------------------------
-    def query(self, query: str, context: dict[str, Any] | None = None) -> SqlResult:
-        return self.sql.query(query, context)
+    def query(self, query: str, context: dict[str, Any] | None = None,
+              params: dict[str, Any] | list[Any] | None = None) -> SqlResult:
+        """One SQL statement; `params` bind its `:name` / `?` placeholders (rest/sql.mdx)."""
+        return self.sql.query(query, context, params)
 
     def complete(self, project: str, agent: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
         return self.agents.complete(project, agent, messages)

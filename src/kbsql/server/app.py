@@ -41,16 +41,6 @@ RESPONSE_FORMATS = (None, "sse", "jsonlines")  # rest/sql.mdx
 RESULT_BATCH = 1000  # rows per line of a streamed SQL result
 
 
-def query_with_params(engine: Engine, query: str, context: Any, params: Any) -> Any:
-    """`POST /api/sql/query` with `params` (rest/sql.mdx): bound by the engine when it can."""
-    try:
-        return engine.query(query, context, params=params)  # type: ignore[call-arg]
-    except TypeError:  # an engine without parameter support: say so in the SQL error shape
-        from kbsql.interface.results import ErrorResult
-
-        return ErrorResult("not supported by the local engine: 'params' in /api/sql/query")
-
-
 def _result_lines(body: dict[str, Any], sse: bool) -> Iterator[str]:
     """A result as the documented stream: a header line, then the rows in batches."""
     def line(value: Any) -> str:
@@ -200,10 +190,7 @@ def build_app(engine: Engine, *, bind_host: str | None = None,
         params = body.get("params")
         if params is not None and not isinstance(params, dict | list):
             raise InvalidParameter("'params' must be an object of parameter values")
-        if params:
-            result = await call(query_with_params, engine, query, body.get("context"), params)
-        else:
-            result = await call(engine.query, query, body.get("context"))  # the engine checks it
+        result = await call(engine.query, query, body.get("context"), params or None)  # it checks
         if response_format is None:
             return json_response(result.to_json())
         media = "text/event-stream" if response_format == "sse" else "application/jsonlines"

@@ -9,10 +9,12 @@ the runtime; the runtime runs the agent's tools through a `RunsSql` port that
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from typing import Any
 
 from kbsql.engine import validate
+from kbsql.engine.agents.providers import make_provider
 from kbsql.engine.agents.runtime import AgentRuntime
 from kbsql.engine.catalog import AgentRecord, Catalog
 from kbsql.engine.config import EngineConfig
@@ -52,24 +54,35 @@ class AgentService:
         return [self._agent(r) for r in self.catalog.agents(project)]
 
     def update_agent(self, project: str, name: str, body: dict[str, Any]) -> Agent:
+        """Partial update (contract): the fields sent change, the others stay; a field sent as
+        null stays too (mindsdb_sdk sends every field). A new model's descriptor is checked
+        for shape here, not reached: the reference answers 200 with the new model, and a
+        provider that cannot be reached is reported when the agent runs."""
         body = validate.require_object(body, "agent")
         record = self.catalog.agent(project, name)
-        new_name = validate.name(body["name"], "agent") if body.get("name") else record.name
-        model = validate.model(body.get("model"), "model") if "model" in body else record.model
-        data = validate.agent_data(body["data"]) if "data" in body else record.data
-        prompt = (validate.prompt_template(body["prompt_template"]) if "prompt_template" in body
+        sent = {k: v for k, v in body.items() if v is not None}
+        new_name = validate.name(sent["name"], "agent") if sent.get("name") else record.name
+        model = validate.model(sent["model"], "model") if "model" in sent else record.model
+        data = validate.agent_data(sent["data"]) if "data" in sent else record.data
+        prompt = (validate.prompt_template(sent["prompt_template"]) if "prompt_template" in sent
                   else record.prompt_template)
         self.catalog.check_name_free(project, new_name, "agent", record.id)
-        if model != record.model:
-            self.runtime.check_model(model or self.config.default_model)
+        if model is not None and model != record.model:
+            make_provider(model)  # a known provider and a model name: a 400 otherwise
         return self._agent(self.catalog.update_agent(record, new_name, model, data, prompt))
 
     def delete_agent(self, project: str, name: str) -> None:
         self.catalog.delete_agent(self.catalog.agent(project, name))
 
-    def complete(self, project: str, agent: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
+    def complete(self, project: str, agent: str, messages: list[dict[str, Any]],
+                 overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The answer; `overrides` (model, data, prompt_template, already validated) replace
+        the stored ones for this question only (`SELECT ... FROM agent ... USING ...`)."""
         validate.messages(messages)  # the same check for HTTP routes, SQL and embedded callers
-        return self.runtime.complete(self.catalog.agent(project, agent), messages)
+        record = self.catalog.agent(project, agent)
+        if overrides:
+            record = dataclasses.replace(record, **overrides)
+        return self.runtime.complete(record, messages)
 
     def stream(self, project: str, agent: str,
                messages: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:

@@ -24,8 +24,10 @@ ENGINES: dict[str, Any] = {
 def engine_class(engine: str) -> Any:
     cls = ENGINES.get(engine.lower())
     if cls is None:
-        raise SqlError(f"Unknown data source engine '{engine}'. Known engines: "
-                       f"{', '.join(sorted(ENGINES))} (and 'mindsdb' for a project)")
+        # the reference has many more integrations (vector stores such as pgvector or
+        # chromadb, mysql, ...): say in one line that this engine is not among them here
+        raise SqlError(f"not supported by the local engine: the data source engine '{engine}' "
+                       f"(known here: {', '.join(sorted(ENGINES))}, and 'mindsdb' for a project)")
     return cls
 
 

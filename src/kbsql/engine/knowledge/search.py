@@ -54,10 +54,13 @@ class FilterGroup:
     column: str = ""  # a group names no single column (callers that check columns skip it)
 
 
+Condition = Filter | FilterGroup
+
+
 @dataclass
 class SearchRequest:
     query: str | None = None
-    filters: list[Filter | FilterGroup] = field(default_factory=list)
+    filters: list[Condition] = field(default_factory=list)
     min_relevance: float | None = None
     strict: bool = False  # `relevance > x` rather than `>=`
     limit: int | None = None
@@ -66,7 +69,7 @@ class SearchRequest:
     rerank: bool = True
 
 
-def filter_sql(filters: Sequence[Filter | FilterGroup], alias: str = "") -> tuple[str, list[Any]]:
+def filter_sql(filters: Sequence[Condition], alias: str = "") -> tuple[str, list[Any]]:
     """`WHERE`-ready SQL (without the keyword) and its parameters; '' when no filter."""
     args: list[Any] = []
     parts = [_condition_sql(f, alias, args) for f in filters]
@@ -116,7 +119,7 @@ def _sql_value(value: Any, as_text: bool) -> Any:
     return value
 
 
-def plain_rows(store: ChunkStore, filters: Sequence[Filter | FilterGroup], limit: int | None,
+def plain_rows(store: ChunkStore, filters: Sequence[Condition], limit: int | None,
                offset: int = 0) -> list[list[Any]]:
     where, args = filter_sql(filters)
     sql = "SELECT id, chunk_id, content, metadata FROM chunks"
@@ -129,7 +132,7 @@ def plain_rows(store: ChunkStore, filters: Sequence[Filter | FilterGroup], limit
     return [[r[0], r[1], r[2], json.loads(r[3]), None, None] for r in store.query(sql, args)]
 
 
-def matching_seqs(store: ChunkStore, filters: Sequence[Filter | FilterGroup]) -> np.ndarray:
+def matching_seqs(store: ChunkStore, filters: Sequence[Condition]) -> np.ndarray:
     where, args = filter_sql(filters)
     rows = store.query(f"SELECT seq FROM chunks WHERE {where}", args)
     return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
@@ -156,7 +159,7 @@ def _exact(store: ChunkStore, query: np.ndarray, seqs: np.ndarray, k: int) -> tu
 
 
 def vector_top(store: ChunkStore, index: VectorIndex, query: np.ndarray, k: int,
-               filters: Sequence[Filter | FilterGroup]) -> tuple[np.ndarray, np.ndarray]:
+               filters: Sequence[Condition]) -> tuple[np.ndarray, np.ndarray]:
     """(cosine similarities, seqs) of the true top-k among rows matching `filters`."""
     allowed = matching_seqs(store, filters) if filters else None
     if allowed is not None and len(allowed) == 0:
@@ -169,8 +172,7 @@ def vector_top(store: ChunkStore, index: VectorIndex, query: np.ndarray, k: int,
     return scores, ids
 
 
-def keyword_top(store: ChunkStore, text: str, k: int,
-                filters: Sequence[Filter | FilterGroup]) -> dict[int, float]:
+def keyword_top(store: ChunkStore, text: str, k: int, filters: Sequence[Condition]) -> dict[int, float]:
     """BM25 (SQLite FTS5) scores scaled to [0, 1] by the best one, for rows matching `filters`."""
     words = _WORD.findall(text)
     if not words:

@@ -13,6 +13,7 @@ import json
 import logging
 import shutil
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,7 @@ from kbsql.engine.knowledge.embeddings import embedder_for
 from kbsql.engine.knowledge.index import VectorIndex
 from kbsql.engine.knowledge.ingest import RowChunker, check_metadata_columns, iter_batches
 from kbsql.engine.knowledge.rerank import Reranker
-from kbsql.engine.knowledge.search import Filter, SearchRequest
+from kbsql.engine.knowledge.search import Condition, SearchRequest
 from kbsql.engine.knowledge.store import ChunkStore
 from kbsql.interface.errors import BadRequest, ProviderError
 
@@ -176,7 +177,7 @@ class KnowledgeService:
         parts = [embedder.embed(texts[i:i + size]) for i in range(0, len(texts), size)]
         return np.concatenate(parts) if len(parts) > 1 else parts[0]
 
-    def delete(self, record: KbRecord, filters: list[Filter]) -> int:
+    def delete(self, record: KbRecord, filters: Sequence[Condition]) -> int:
         """Delete the chunks matching the filters (all of them when none); returns the count."""
         if any(f.column.lower() in ("relevance", "distance") for f in filters):
             raise BadRequest("DELETE from a knowledge base filters on id or metadata columns only")

@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 from typing import Any
@@ -42,10 +41,10 @@ def custom_columns(targets: list[Any]) -> list[str]:
     return out
 
 
-def with_overrides(record: Any, using: dict[str, Any] | None) -> Any:
-    """The agent record as this one question sees it."""
+def overrides_of(using: dict[str, Any] | None) -> dict[str, Any]:
+    """The stored fields a `USING` clause replaces for this one question (validated)."""
     if not using:
-        return record
+        return {}
     params = {str(k).lower(): v for k, v in using.items()}
     unknown = set(params) - USING_KEYS
     if unknown:
@@ -57,7 +56,47 @@ def with_overrides(record: Any, using: dict[str, Any] | None) -> Any:
         changes["data"] = validate.agent_data(params["data"])
     if "prompt_template" in params:
         changes["prompt_template"] = validate.prompt_template(params["prompt_template"])
-    return dataclasses.replace(record, **changes)
+    return changes
+
+
+def question_of(where: Any, agent: str) -> str:
+    """The text of `question = '...'`, the one condition an agent read takes."""
+    if isinstance(where, ast.BinaryOperation) and where.op == "=" and len(where.args) == 2:
+        left, right = where.args
+        if isinstance(right, ast.Identifier) and isinstance(left, ast.Constant):
+            left, right = right, left
+        if isinstance(left, ast.Identifier) and str(left.parts[-1]).lower() == "question" and \
+                isinstance(right, ast.Constant) and isinstance(right.value, str):
+            return right.value
+    raise SqlError(f"Ask agent {agent} one question: SELECT answer FROM {agent} WHERE question = '...'")
+
+
+def ask(agents: Any, project: str, name: str, statement: ast.Select) -> tuple[list[str], list[list[Any]]]:
+    """(column names, rows) of `SELECT ... FROM agent WHERE question = '...' [USING ...]`."""
+    question = question_of(statement.where, name)
+    overrides = overrides_of(getattr(statement, "using", None))
+    columns = custom_columns(statement.targets)
+    messages = [{"question": question, "answer": ""}]
+    if not columns:
+        reply = agents.complete(project, name, messages, overrides)
+        answer = ((reply or {}).get("message") or {}).get("content")
+        names, values = [], []
+        for target in statement.targets:
+            if isinstance(target, ast.Star):
+                names += ["question", "answer"]
+                values += [question, answer]
+            else:
+                column = str(target.parts[-1])
+                names.append(str(target.alias.parts[-1]) if target.alias is not None else column)
+                values.append(answer if column.lower() == "answer" else question)
+        return names, [values]
+    model = overrides.get("model") or agents.get_agent(project, name).to_json().get("model")
+    if is_offline(model):
+        raise unsupported(f"custom output columns {columns} with the offline retrieval agent (it "
+                          "answers with extracts; give the agent a language model)")
+    reply = agents.complete(project, name, [{"question": structured_question(question, columns),
+                                             "answer": ""}], overrides)
+    return columns, parse_rows(((reply or {}).get("message") or {}).get("content") or "", columns)
 
 
 def is_offline(model: dict[str, Any] | None) -> bool:

@@ -13,11 +13,12 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow.compute as pc
 from mindsdb_sql_parser import ast
-from mindsdb_sql_parser.ast.mindsdb.agents import CreateAgent, DropAgent
+from mindsdb_sql_parser.ast.mindsdb.agents import CreateAgent, DropAgent, UpdateAgent
 
-from kbsql.engine.sql import info_schema
+from kbsql.engine.sql import agent_select, info_schema
 from kbsql.engine.sql.databases import filtered
-from kbsql.engine.sql.names import table_parts
+from kbsql.engine.sql.names import Resolved, table_parts
+from kbsql.engine.sql.results import ArrowTableResult
 from kbsql.interface.errors import NotFound, SqlError
 from kbsql.interface.results import OkResult, SqlResult
 
@@ -72,3 +73,38 @@ def show_agents(session: SqlSession, statement: ast.Show, ctx: dict[str, Any]) -
     table = info_schema.agents(session)
     mask = pc.equal(pc.utf8_lower(table.column("PROJECT")), project.lower())
     return filtered(session, table.filter(mask), statement, ctx)
+
+
+ALTERABLE = ("model", "data", "prompt_template", "timeout", "mode")
+
+
+def update_agent(session: SqlSession, statement: UpdateAgent, ctx: dict[str, Any]) -> SqlResult:
+    """`ALTER AGENT a USING model = {...}, data = {...}, prompt_template = '...'`
+    (agent_syntax.mdx): a partial update, through the same validation as the REST route."""
+    project, name = _target(statement.name, ctx)
+    params = {str(k).lower(): v for k, v in (statement.params or {}).items()}
+    model: Any = params.pop("model", None)
+    if isinstance(model, str):  # flat form, as in CREATE AGENT
+        model = {"model_name": model}
+        model.update({k: params.pop(k) for k in MODEL_KEYS if k in params and k != "model_name"})
+    unknown = set(params) - set(ALTERABLE)
+    if unknown:
+        raise SqlError(f"ALTER AGENT can change {list(ALTERABLE)}, not {sorted(unknown)}")
+    body: dict[str, Any] = {k: params[k] for k in ("data", "prompt_template") if k in params}
+    if model is not None:
+        body["model"] = model
+    session.agents.update_agent(project, name, body)
+    return OkResult(None, context=ctx)
+
+
+def select_agent(session: SqlSession, statement: ast.ASTNode, ctx: dict[str, Any],
+                 target: Resolved | None = None) -> SqlResult | None:
+    """`SELECT ... FROM agent WHERE question = '...' [USING ...]` when the agent is the only
+    table (in a join, `kb_tables` asks it); None when the statement reads no agent. `target`
+    is the FROM table as the router resolved it (`names.target_of`)."""
+    if not isinstance(statement, ast.Select) or target is None or target.kind != "agent":
+        return None
+    if statement.group_by or statement.order_by or statement.having or statement.distinct:
+        raise agent_select.unsupported("GROUP BY / ORDER BY / DISTINCT on an agent's answer")
+    names, rows = agent_select.ask(session.agents, target.database, target.name, statement)
+    return ArrowTableResult.from_rows(names, rows, ctx)  # Arrow like every other SELECT

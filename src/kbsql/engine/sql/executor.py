@@ -19,22 +19,23 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 from mindsdb_sql_parser import ast, parse_sql
-from mindsdb_sql_parser.ast.mindsdb.agents import CreateAgent, DropAgent
+from mindsdb_sql_parser.ast.mindsdb.agents import CreateAgent, DropAgent, UpdateAgent
 from mindsdb_sql_parser.ast.mindsdb.create_database import CreateDatabase
 
 from kbsql.engine.catalog import Catalog
 from kbsql.engine.datasources.frames import FRAMES_SOURCE, FrameStore
 from kbsql.engine.knowledge.bases import KnowledgeBases
 from kbsql.engine.ports import AgentOps
-from kbsql.engine.sql import agents_sql, databases, kb_statements, names
+from kbsql.engine.sql import agents_sql, databases, kb_statements, names, refusals
 from kbsql.engine.sql.duck import DuckSession
 from kbsql.engine.sql.plans import PlanCache
 from kbsql.engine.sql.results import ArrowTableResult
 from kbsql.engine.sql.select import cached_plan, run_select, select_frame
 from kbsql.engine.sql.session import SqlSession
+from kbsql.engine.sql.variables import bind_parameters
 from kbsql.interface.api import DEFAULT_PROJECT
 from kbsql.interface.errors import KbsqlError, MissingParameter, ServiceError, SqlError
-from kbsql.interface.results import ErrorResult, SqlResult, default_context
+from kbsql.interface.results import ErrorResult, OkResult, SqlResult, default_context
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -72,29 +73,40 @@ class SqlExecutor(SqlSession):
     def __init__(self, catalog: Catalog, frames: FrameStore, kbs: KnowledgeBases, agents: AgentOps):
         super().__init__(catalog, frames, DuckSession(catalog, frames), PlanCache(), kbs, agents)
 
-    def query(self, query: str, context: dict[str, Any] | None = None) -> SqlResult:
+    def query(self, query: str, context: dict[str, Any] | None = None,
+              params: dict[str, Any] | list[Any] | None = None) -> SqlResult:
         """`RunsSql.query`: one statement, failures as an `ErrorResult` (an empty text is a
         request error, raised: there is no statement to answer)."""
         if not isinstance(query, str) or not query.strip():
             raise MissingParameter("'query' must be a non-empty SQL string")
-        return self.execute(query, context)
+        return self.execute(query, context, params)
 
     def close(self) -> None:
         self.duck.close()
 
-    def execute(self, query: str, context: dict[str, Any] | None = None) -> SqlResult:
+    def execute(self, query: str, context: dict[str, Any] | None = None,
+                params: dict[str, Any] | list[Any] | None = None) -> SqlResult:
+        """Run one statement; `params` (rest/sql.mdx) fill `:name` / `?` placeholders and are
+        variables too; `SET @name = ...`, `@name` and `from_env('MDB_...')` are applied first
+        (`variables`)."""
         problem = context_problem(context)
         if problem is not None:  # answered with the default context, never the bad value
             return ErrorResult(problem, context=default_context())
         ctx = context_of(context)
         try:
-            plan = cached_plan(self, query, ctx["db"])  # a repeated SELECT over stable
+            if self.variables.set_statement(query) is not None:
+                return OkResult(None, context=ctx)
+            query = self.variables.expand(query, params if isinstance(params, dict) else None)
+            plan = None if params else cached_plan(self, query, ctx["db"])  # a repeated SELECT over stable
             if plan is not None:                             # tables skips both parsers
                 return ArrowTableResult(self.duck.run(plan.sql), ctx)
             try:
                 statement = parse_sql(query)
             except Exception as exc:  # the parser's message shows the statement and the position
                 return ErrorResult(f"{exc}", context=ctx)
+            if params:
+                bind_parameters(statement, params)
+                return self.run(statement, ctx)
             return self.run(statement, ctx, query)
         except SqlError as exc:
             return ErrorResult(exc.message, exc.error_code, context=ctx)
@@ -111,11 +123,18 @@ class SqlExecutor(SqlSession):
     def run(self, statement: ast.ASTNode, ctx: dict[str, Any], query: str | None = None) -> SqlResult:
         """Route one parsed statement. Its own table is resolved once, here (`_target`): a
         knowledge base goes to `kb_statements` with its record (so do the KB statements that
-        name no table), a table to its handler with the resolution."""
+        name no table), an agent to `select_agent`, a table to its handler with the
+        resolution."""
+        refused = refusals.refusal(statement)
+        if refused is not None:
+            raise refused
         table, target = self._target(statement, ctx)
         handled = kb_statements.handle(self, statement, ctx, target)
         if handled is not None:
             return handled
+        asked = agents_sql.select_agent(self, statement, ctx, target)
+        if asked is not None:
+            return asked
         resolved: names.Resolutions = {} if target is None else {tuple(names.table_parts(table)): target}
         if isinstance(statement, (ast.Select, ast.Union, ast.Intersect, ast.Except)):
             return ArrowTableResult(run_select(self, statement, ctx, query, resolved=resolved), ctx)
@@ -131,6 +150,8 @@ class SqlExecutor(SqlSession):
             return agents_sql.create_agent(self, statement, ctx)
         if isinstance(statement, DropAgent):
             return agents_sql.drop_agent(self, statement, ctx)
+        if isinstance(statement, UpdateAgent):
+            return agents_sql.update_agent(self, statement, ctx)
         if isinstance(statement, ast.Show):
             category = (statement.category or "").upper()
             if category in ("DATABASES", "SCHEMAS"):
@@ -139,13 +160,16 @@ class SqlExecutor(SqlSession):
                 return databases.show_tables(self, statement, ctx)
             if category == "AGENTS":
                 return agents_sql.show_agents(self, statement, ctx)
+            if category in ("COLUMNS", "FIELDS") and statement.from_table is not None:
+                return databases.describe(self, ast.Describe(statement.from_table), ctx, resolved)
         if isinstance(statement, (ast.Insert, ast.Update, ast.Delete)):
             missing = self._missing_project(statement.table, ctx)
             if missing is not None:
                 raise SqlError(missing)
-            raise SqlError(f"Statement not supported: {statement.to_string()} (INSERT, UPDATE "
-                           "and DELETE write to knowledge bases only)")
-        raise SqlError(f"Statement not supported: {statement.to_string()}")
+            raise refusals.unsupported(f"{type(statement).__name__.upper()} of data-source tables: "
+                                       f"{statement.to_string()} (INSERT, UPDATE and DELETE write to "
+                                       "knowledge bases only)")
+        raise refusals.fallback(statement)
 
     def _target(self, statement: ast.ASTNode, ctx: dict[str, Any]) -> tuple[Any, names.Resolved | None]:
         """(the statement's own table, what it names) or (None, None). A SELECT or DESCRIBE
@@ -156,6 +180,8 @@ class SqlExecutor(SqlSession):
             return statement.from_table, names.target_of(self, statement.from_table, ctx, ctes)
         if isinstance(statement, ast.Describe) and not getattr(statement, "type", None):
             return statement.value, names.target_of(self, statement.value, ctx)
+        if isinstance(statement, ast.Show) and (statement.category or "").upper() in ("COLUMNS", "FIELDS"):
+            return statement.from_table, names.target_of(self, statement.from_table, ctx)
         if isinstance(statement, (ast.Insert, ast.Delete)):
             try:
                 return statement.table, names.target_of(self, statement.table, ctx)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from kbsql.engine.datasources.frames import FRAMES_SOURCE
+from kbsql.engine.sql import query_log
 from kbsql.engine.sql.names import INFORMATION_SCHEMA, not_found
 from kbsql.engine.views import knowledge_base_json
 from kbsql.interface.secrets import mask_secrets
@@ -23,7 +24,8 @@ if TYPE_CHECKING:
     from kbsql.engine.catalog import KbRecord
     from kbsql.engine.sql.session import SqlSession
 
-TABLES = ("databases", "tables", "knowledge_bases", "agents")
+TABLES = ("databases", "tables", "knowledge_bases", "agents", "queries")
+QUERY_COLUMNS = query_log.COLUMNS
 INFO_COLUMNS = ["NAME", "PROJECT", "EMBEDDING_MODEL", "RERANKING_MODEL", "STORAGE", "METADATA_COLUMNS",
                 "CONTENT_COLUMNS", "ID_COLUMN", "PARAMS", "INSERT_STARTED_AT", "INSERT_FINISHED_AT",
                 "PROCESSED_ROWS", "ERROR", "QUERY_ID"]
@@ -85,6 +87,10 @@ def frame(session: SqlSession, name: str, ctx: dict[str, Any]) -> Any:
         return agents(session)
     if name == "knowledge_bases":
         return knowledge_bases(session, ctx)
+    if name == "queries":  # insert_data.mdx: the INSERTs into knowledge bases
+        rows = session.queries.rows()
+        return pa.table({c: pa.array([r[i] for r in rows], pa.int64() if c in ("ID", "PROCESSED_ROWS")
+                                     else pa.string()) for i, c in enumerate(QUERY_COLUMNS)})
     raise not_found(name, INFORMATION_SCHEMA, f" (known: {', '.join(TABLES)})")
 
 

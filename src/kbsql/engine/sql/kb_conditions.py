@@ -8,12 +8,13 @@ filter on `id` or a metadata column, ANDed together.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from mindsdb_sql_parser import ast
 
 from kbsql.engine.knowledge.ingest import INTERNAL_KEYS
-from kbsql.engine.knowledge.search import Filter, SearchRequest
+from kbsql.engine.knowledge.search import Condition, Filter, SearchRequest
 from kbsql.interface.errors import SqlError
 
 _FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "=", "!=": "!=", "<>": "<>"}
@@ -74,7 +75,7 @@ def count(node: ast.ASTNode, what: str) -> int:
 _ROW_COLUMNS = ("id", "chunk_id", "chunk_content", "content")
 
 
-def check_filter_columns(filters: list[Filter], metadata_columns: list[str] | None) -> None:
+def check_filter_columns(filters: Sequence[Condition], metadata_columns: list[str] | None) -> None:
     """Refuse a filter on a column the knowledge base cannot hold.
 
     Only when `metadata_columns` were declared: then a chunk's metadata has exactly those keys
@@ -85,6 +86,8 @@ def check_filter_columns(filters: list[Filter], metadata_columns: list[str] | No
         return
     known = set(metadata_columns) | INTERNAL_KEYS
     for f in filters:
+        if not f.column:  # a group of filters (OR / NOT) is checked where it is built
+            continue
         if f.column.lower() not in _ROW_COLUMNS and f.column not in known:
             raise SqlError(f"Unknown column {f.column!r} in a knowledge-base condition: the columns "
                            f"are {list(_ROW_COLUMNS[:3])}, the metadata columns {list(metadata_columns)} "

@@ -33,7 +33,7 @@ class EvaluatePorts:
     search: Callable[[SearchRequest], list[list[Any]]]
     reranking_model: dict[str, Any] | None
     rows_of: Callable[[str], list[dict[str, Any]]]  # SQL text -> rows as dicts
-    save: Callable[[str, list[dict[str, Any]]], None]  # frame name -> stored as df.<name>
+    save: Callable[[str, list[dict[str, Any]]], Any]  # frame name -> stored as df.<name>
 
 
 def _table_name(value: Any, what: str) -> tuple[str, str]:

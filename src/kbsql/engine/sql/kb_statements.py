@@ -9,6 +9,7 @@ can route the statement on. Names resolve in the current project (`ctx["db"]`) o
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 import duckdb
@@ -18,11 +19,12 @@ from mindsdb_sql_parser.ast.mindsdb.knowledge_base import CreateKnowledgeBaseInd
 
 from kbsql.engine import validate
 from kbsql.engine.catalog import KbRecord
-from kbsql.engine.knowledge.ingest import RowChunker
+from kbsql.engine.knowledge.ingest import INTERNAL_KEYS, RowChunker
 from kbsql.engine.knowledge.search import Filter, SearchRequest
 from kbsql.engine.sql import kb_evaluate, kb_insert, kb_select
 from kbsql.engine.sql.info_schema import INFO_COLUMNS, knowledge_bases_frame
-from kbsql.engine.sql.kb_conditions import constant, search_request
+from kbsql.engine.sql.kb_conditions import constant
+from kbsql.engine.sql.kb_where import Columns, KbWhere, split_options
 from kbsql.engine.sql.refusals import unsupported
 from kbsql.engine.sql.results import ArrowTableResult
 from kbsql.engine.sql.select import select_frame
@@ -59,18 +61,23 @@ def handle(session: SqlSession, statement: ast.ASTNode, ctx: dict[str, Any],
         return _show(session, statement, ctx)
     if isinstance(statement, ast.Describe):
         return _describe(session, statement, ctx, record)
+    if isinstance(statement, ast.Show) and str(statement.category).upper() in ("COLUMNS", "FIELDS"):
+        return None if record is None else _columns(session, record, statement, ctx)
     if isinstance(statement, ast.Select):
         return _select(session, statement, ctx, record)
     if isinstance(statement, ast.Insert):
-        return None if record is None else _insert(session, record, statement, ctx)
+        if record is None:
+            return None
+        using = getattr(statement.from_select, "using", None) if statement.from_select is not None else None
+        with session.queries.track(_logged_sql(statement), ctx["db"], using) as logged:
+            result = _insert(session, record, statement, ctx)
+            logged["PROCESSED_ROWS"] = result.affected_rows or 0
+        return result
     if isinstance(statement, ast.Delete):
         if record is None:
             return None
-        request = search_request(statement.where, metadata_columns=record.metadata_columns)
-        if request.query is not None or request.min_relevance is not None or request.hybrid:
-            raise SqlError("DELETE FROM a knowledge base filters on id and metadata columns; "
-                           "`content = '...'` and relevance are search terms, not filters")
-        return OkResult(session.kbs.delete_rows(record, request.filters), context=ctx)
+        return OkResult(session.kbs.delete_rows(record, _delete_filters(session, record, statement, ctx)),
+                        context=ctx)
     return None
 
 
@@ -160,19 +167,20 @@ def _evaluate(session: SqlSession, statement: EvaluateKnowledgeBase, ctx: dict[s
     from mindsdb_sql_parser import parse_sql
 
     record = _record(session, statement.name, ctx)
+    service = session.kbs.service
 
-    def rows_of(sql: str) -> list[dict[str, Any]]:
-        result = session.run(parse_sql(sql), ctx)
-        if not isinstance(result, TableResult):
-            raise SqlError(f"{sql} returned no rows")
-        return [dict(zip(result.column_names, r, strict=True)) for r in result.rows()]
+    def rows_of(sql: str | None) -> list[dict[str, Any]]:
+        if sql is None:  # the knowledge base's own chunks, every one
+            return [{"content": r[2], "id": r[0]} for r in service.search(record, SearchRequest())]
+        frame = select_frame(session, parse_sql(sql), ctx)
+        return frame.to_dict("records")
 
     def save(name: str, rows: list[dict[str, Any]]) -> None:
         session.frames.register(name, pd.DataFrame(rows))
 
     ports = kb_evaluate.EvaluatePorts(
         kb_name=f"{record.project_name}.{record.name}",
-        search=lambda request: session.kbs.service.search(record, request),
+        search=lambda request: service.search(record, request),
         reranking_model=record.spec.get("reranking_model") or None,
         rows_of=rows_of,
         save=save)
@@ -190,6 +198,24 @@ def _create_index(session: SqlSession, statement: CreateKnowledgeBaseIndex, ctx:
                           "on every insert)")
     hook(record, dict(statement.params or {}))
     return OkResult(None, context=ctx)
+
+
+def _delete_filters(session: SqlSession, record: KbRecord, statement: ast.Delete,
+                    ctx: dict[str, Any]) -> list[Any]:
+    """DELETE's WHERE as filters: the metadata conditions of a search (OR, NOT, BETWEEN,
+    IN a subquery); a search term there has no meaning."""
+    options, node = split_options(statement.where)
+    if options.min_relevance is not None or options.hybrid:
+        raise SqlError("DELETE FROM a knowledge base filters on id and metadata columns; "
+                       "relevance and hybrid search are search options, not filters")
+    if node is None:
+        return []
+    where = KbWhere(lambda request: [], Columns(record.metadata_columns), options, search_limit=0,
+                    read_limit=None, subquery=lambda select: subquery_values(session, select, ctx))
+    if where.has_search(node):
+        raise SqlError("DELETE FROM a knowledge base filters on id and metadata columns; "
+                       "`content = '...'` and relevance are search terms, not filters")
+    return [where.to_filter(node)]
 
 
 # listing ---------------------------------------------------------------------------------
@@ -228,6 +254,23 @@ def _describe(session: SqlSession, statement: ast.Describe, ctx: dict[str, Any],
     return TableResult(INFO_COLUMNS, frame.values.tolist(), context=ctx, frame=frame)
 
 
+def _columns(session: SqlSession, record: KbRecord, statement: ast.Show, ctx: dict[str, Any]) -> SqlResult:
+    """SHOW COLUMNS FROM kb: the columns a SELECT on it can name (the same two columns as
+    DESCRIBE of a table), metadata columns included, declared or seen in its rows."""
+    names = [("id", "VARCHAR"), ("chunk_id", "VARCHAR"), ("chunk_content", "VARCHAR"), ("metadata", "JSON"),
+             ("relevance", "DOUBLE"), ("distance", "DOUBLE")]
+    keys = record.metadata_columns
+    if keys is None:  # inferred metadata: the keys its rows hold
+        rows = session.kbs.service.search(record, SearchRequest(limit=1000))
+        keys = sorted({k for r in rows for k in (r[3] or {})} - set(INTERNAL_KEYS))
+    names += [(k, "VARCHAR") for k in keys]
+    frame_rows = [[n, t] for n, t in names]
+    if statement.like is not None:
+        pattern = str(statement.like).replace("%", ".*").replace("_", ".")
+        frame_rows = [r for r in frame_rows if re.fullmatch(pattern, r[0], re.IGNORECASE)]
+    return TableResult(["COLUMN_NAME", "DATA_TYPE"], frame_rows, context=ctx)
+
+
 # rows ------------------------------------------------------------------------------------
 def _is_info_schema(table: Any) -> bool:
     return isinstance(table, ast.Identifier) and [str(p).lower() for p in table.parts] == \
@@ -239,23 +282,39 @@ def _select(session: SqlSession, statement: ast.Select, ctx: dict[str, Any],
     if _is_info_schema(statement.from_table):
         return _run_over(knowledge_bases_frame(session.catalog.knowledge_bases()), statement, ctx)
     if record is None:
+        _refuse_vector_store(session, statement.from_table)
         return None
+    service = session.kbs.service
     names, rows = kb_select.select_rows(
         statement, record.name, record.metadata_columns,
-        search=lambda request: session.kbs.service.search(record, request),
-        total=lambda: session.kbs.service.count(record),
+        search=lambda request: service.search(record, request),
+        total=lambda: service.count(record),
         subquery=lambda select: subquery_values(session, select, ctx))
     return ArrowTableResult.from_rows(names, rows, ctx)  # Arrow like every other SELECT
 
 
+def _refuse_vector_store(session: SqlSession, table: Any) -> None:
+    """insert_data.mdx reads a knowledge base's vector store as a table
+    (`SELECT id, content, metadata, embeddings FROM my_kb_chromadb.storage_table`); here the
+    store is the engine's own, read through the knowledge base."""
+    if not isinstance(table, ast.Identifier) or len(table.parts) != 2:
+        return
+    database = str(table.parts[0]).lower()
+    if database in ("df", "information_schema") or session.catalog.find_datasource(database) is not None:
+        return
+    for kb in session.catalog.knowledge_bases():
+        if database in (f"{kb.name.lower()}_chromadb", str(kb.spec.get("vector_database") or "").lower()):
+            raise unsupported(f"reading the vector store of knowledge base {kb.name} as a table "
+                              f"(SELECT ... FROM {kb.name} reads its chunks)")
+
+
 def subquery_values(session: SqlSession, select: ast.ASTNode, ctx: dict[str, Any]) -> list[Any]:
     """The first column of a subquery's rows (`id NOT IN (SELECT id FROM kb WHERE ...)`)."""
-    result = session.run(select, ctx)
-    rows = result.rows() if isinstance(result, TableResult) else []
-    return [r[0] for r in rows]
+    frame = select_frame(session, select, ctx)
+    return [] if frame.empty else list(frame.iloc[:, 0])
 
 
-def _insert(session: SqlSession, record: KbRecord, statement: ast.Insert, ctx: dict[str, Any]) -> SqlResult:
+def _insert(session: SqlSession, record: KbRecord, statement: ast.Insert, ctx: dict[str, Any]) -> OkResult:
     if statement.from_select is not None:
         using = getattr(statement.from_select, "using", None)  # INSERT ... SELECT ... USING opts
         statement.from_select.using = None
@@ -279,6 +338,14 @@ def _insert(session: SqlSession, record: KbRecord, statement: ast.Insert, ctx: d
             raise SqlError(f"INSERT has {len(names)} columns but a row of {len(values)} values")
         rows.append({n: constant(v) for n, v in zip(names, values, strict=True)})
     return OkResult(session.kbs.insert_rows(record, rows), context=ctx)
+
+
+def _logged_sql(statement: ast.Insert) -> str:
+    """The INSERT as information_schema.queries shows it: VALUES are left out (they may be
+    long, or hold text the user would not want copied into a log)."""
+    if statement.from_select is None:
+        return f"INSERT INTO {statement.table.to_string()} VALUES ({len(statement.values or [])} rows)"
+    return statement.to_string()
 
 
 def _insert_with(session: SqlSession, record: KbRecord, frame: Any, using: dict[str, Any]) -> int:

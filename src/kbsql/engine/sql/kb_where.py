@@ -216,6 +216,11 @@ class KbWhere:
             raise unsupported(f"a condition on {node.to_string()} (compare a column with values)")
         return self.columns.resolve(str(node.parts[-1]))
 
+    @staticmethod
+    def has_search(node: ast.ASTNode) -> bool:
+        """Whether a condition holds a content search (not just filters)."""
+        return _has_content(node)
+
     # execution ---------------------------------------------------------------------------
     def run(self, node: ast.ASTNode | None) -> list[Row]:
         if node is None:

@@ -10,10 +10,7 @@ back; `SqlExecutor` is a session that also parses and routes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
-from mindsdb_sql_parser import ast
+from dataclasses import dataclass, field
 
 from kbsql.engine.catalog import Catalog
 from kbsql.engine.datasources.frames import FrameStore
@@ -21,7 +18,8 @@ from kbsql.engine.knowledge.bases import KnowledgeBases
 from kbsql.engine.ports import AgentOps
 from kbsql.engine.sql.duck import DuckSession
 from kbsql.engine.sql.plans import PlanCache
-from kbsql.interface.results import SqlResult
+from kbsql.engine.sql.query_log import QueryLog
+from kbsql.engine.sql.variables import Variables
 
 
 @dataclass
@@ -32,9 +30,5 @@ class SqlSession:
     plans: PlanCache
     kbs: KnowledgeBases
     agents: AgentOps
-
-    def run(self, statement: ast.ASTNode, ctx: dict[str, Any], query: str | None = None) -> SqlResult:
-        """Route one parsed statement. The executor is the router and overrides this; a
-        handler uses it for a statement inside its own (EVALUATE's test query, a subquery
-        in a knowledge-base WHERE), so the inner statement is routed like any other."""
-        raise NotImplementedError("only the SqlExecutor routes statements")
+    variables: Variables = field(default_factory=Variables)  # SET @name = ... (this engine's)
+    queries: QueryLog = field(default_factory=QueryLog)  # information_schema.queries

@@ -14,7 +14,8 @@ def make_provider(model: dict[str, Any]) -> Provider:
     name = str(model.get("provider") or "").lower()
     kind = PROVIDER_ALIASES.get(name)
     if kind is None:
-        raise InvalidParameter(f"Unknown model provider '{model.get('provider')}' for an agent; use one of "
+        raise InvalidParameter(f"not supported by the local engine: the model provider "
+                               f"'{model.get('provider')}' for an agent (the reference has more); use one of "
                                f"{', '.join(sorted(PROVIDER_ALIASES))}")
     if kind != "offline" and not model.get("model_name"):
         raise MissingParameter(f"'model.model_name' is required for provider '{name}'")

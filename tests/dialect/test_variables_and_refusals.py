@@ -1,0 +1,76 @@
+"""create.mdx ("variables and the from_env() function"), insert_data.mdx
+(information_schema.queries, query_cancel / query_resume), rest/sql.mdx (`params`), and the
+one-line refusal of what the local engine does not run, embedded and over HTTP."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.dialect.conftest import HASH, Doc
+
+
+def test_set_variable_and_from_env(doc: Doc, monkeypatch: pytest.MonkeyPatch) -> None:
+    """create.mdx: variables and from_env() pass parameters when creating knowledge bases."""
+    doc.orders_kb()
+    doc.sql("SET @search = 'color'")
+    rows = doc.rows("SELECT id FROM my_kb WHERE content = @search LIMIT 1")
+    assert rows == [{"id": "A1B"}]
+    assert "@nope" in doc.error("SELECT id FROM my_kb WHERE content = @nope")
+    # from_env reads MDB_* variables of the engine's process: set here for the embedded one
+    if doc.transport == "embedded":
+        monkeypatch.setenv("MDB_EMBED_KEY", "sk-from-env")
+        doc.sql(f"CREATE KNOWLEDGE_BASE env_kb USING embedding_model = {{\"provider\": \"openai\", "
+                f"\"model_name\": \"e1\", \"api_key\": from_env('MDB_EMBED_KEY'), "
+                f"\"base_url\": \"{doc.provider.url}/v1\"}}")
+        doc.sql("INSERT INTO env_kb (id, content) VALUES (1, 'hello')")
+        assert doc.provider.requests[-1][2]["Authorization"] == "Bearer sk-from-env"
+    assert "MDB_" in doc.error("SET @k = from_env('HOME')")
+    assert "MDB_NOT_SET_ANYWHERE" in doc.error("SET @k = from_env('MDB_NOT_SET_ANYWHERE')")
+
+
+def test_params_bind_placeholders(doc: Doc) -> None:
+    """rest/sql.mdx: `params` fill the statement's placeholders (and are variables too)."""
+    doc.orders_kb()
+    result = doc.client.api.query("SELECT id FROM my_kb WHERE product = :p", {"db": doc.project},
+                                  params={"p": "Wireless Mouse"}) if doc.transport == "embedded" else None
+    if result is None:
+        import httpx
+
+        answer = httpx.post(f"{doc.client.api.base_url}/api/sql/query", json={
+            "query": "SELECT id FROM my_kb WHERE product = :p AND id != @skip",
+            "params": {"p": "Wireless Mouse", "skip": "X"}, "context": {"db": doc.project}}).json()
+        assert answer["data"] == [["A1B"]], answer
+    else:
+        assert result.rows() == [["A1B"]]
+
+
+def test_information_schema_queries(doc: Doc) -> None:
+    """insert_data.mdx: `SELECT * FROM information_schema.queries` shows the inserts."""
+    doc.orders_kb()
+    rows = doc.rows("SELECT * FROM information_schema.queries")
+    assert list(rows[-1]) == ["ID", "STARTED_AT", "FINISHED_AT", "PROCESSED_ROWS", "ERROR", "SQL", "DATABASE",
+                              "PARAMETERS", "CONTEXT", "UPDATED_AT"]
+    mine = [r for r in rows if r["DATABASE"] == doc.project]
+    assert mine[-1]["PROCESSED_ROWS"] == 3 and mine[-1]["ERROR"] is None
+    assert "sample_data.orders" in mine[-1]["SQL"] and mine[-1]["FINISHED_AT"] is not None
+    doc.refused("SELECT query_cancel(1);", "query_cancel")
+    doc.refused("SELECT query_resume(1);", "query_resume")
+
+
+def test_delete_with_or_and_between(doc: Doc) -> None:
+    """insert_data.mdx DELETE, with the metadata operators of query.mdx."""
+    doc.sql(f"CREATE KNOWLEDGE_BASE d_kb USING embedding_model = {HASH}, metadata_columns = ['n']")
+    doc.sql("INSERT INTO d_kb (id, content, n) VALUES (1, 'a', 1), (2, 'b', 2), (3, 'c', 3), (4, 'd', 4)")
+    doc.sql("DELETE FROM d_kb WHERE n BETWEEN 2 AND 3 OR id = '4'")
+    assert [r["id"] for r in doc.rows("SELECT id FROM d_kb")] == ["1"]
+    assert "content" in doc.error("DELETE FROM d_kb WHERE content = 'a'")
+
+
+@pytest.mark.parametrize("statement,what", [
+    ("CREATE MODEL m PREDICT y USING engine = 'lightwood'", "ML models"),
+    ("CREATE JOB j (SELECT 1) EVERY hour", "jobs"),
+    ("SHOW MODELS", "ML models"),
+    ("CREATE VIEW v AS (SELECT 1)", "views"),
+])
+def test_hosted_only_statements_are_refused_in_one_line(doc: Doc, statement: str, what: str) -> None:
+    doc.refused(statement, what)
