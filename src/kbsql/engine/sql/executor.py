@@ -177,7 +177,11 @@ class SqlExecutor(SqlSession):
         or DELETE into something other than a knowledge base is refused by the router."""
         if isinstance(statement, ast.Select):
             ctes = frozenset(str(c.name.parts[-1]).lower() for c in statement.cte or [])
-            return statement.from_table, names.target_of(self, statement.from_table, ctx, ctes)
+            try:
+                return statement.from_table, names.target_of(self, statement.from_table, ctx, ctes)
+            except SqlError:  # a knowledge base's vector store read as a table: say so instead
+                kb_statements.refuse_vector_store(self, statement.from_table)
+                raise
         if isinstance(statement, ast.Describe) and not getattr(statement, "type", None):
             return statement.value, names.target_of(self, statement.value, ctx)
         if isinstance(statement, ast.Show) and (statement.category or "").upper() in ("COLUMNS", "FIELDS"):

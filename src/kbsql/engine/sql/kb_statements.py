@@ -282,7 +282,6 @@ def _select(session: SqlSession, statement: ast.Select, ctx: dict[str, Any],
     if _is_info_schema(statement.from_table):
         return _run_over(knowledge_bases_frame(session.catalog.knowledge_bases()), statement, ctx)
     if record is None:
-        _refuse_vector_store(session, statement.from_table)
         return None
     service = session.kbs.service
     names, rows = kb_select.select_rows(
@@ -293,10 +292,11 @@ def _select(session: SqlSession, statement: ast.Select, ctx: dict[str, Any],
     return ArrowTableResult.from_rows(names, rows, ctx)  # Arrow like every other SELECT
 
 
-def _refuse_vector_store(session: SqlSession, table: Any) -> None:
+def refuse_vector_store(session: SqlSession, table: Any) -> None:
     """insert_data.mdx reads a knowledge base's vector store as a table
     (`SELECT id, content, metadata, embeddings FROM my_kb_chromadb.storage_table`); here the
-    store is the engine's own, read through the knowledge base."""
+    store is the engine's own, read through the knowledge base. The router asks this when a
+    SELECT's table does not resolve, so the user gets this line instead of "not found"."""
     if not isinstance(table, ast.Identifier) or len(table.parts) != 2:
         return
     database = str(table.parts[0]).lower()
