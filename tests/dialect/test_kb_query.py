@@ -279,6 +279,7 @@ def test_example_union(doc: Doc) -> None:
                     "AND rating > 7.0;")
     assert {"m1", "m3"} <= set(ids(rows))
     assert "m5" not in ids(rows)  # rated 6.9: every branch keeps rating > 7.0 only
+    assert all(isinstance(r["metadata"], dict) for r in rows)  # an object, as the contract says
 
 
 # ---- Reading a KB like a table (issue 12: never a silent wrong result) ----------------------

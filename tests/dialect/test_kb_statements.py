@@ -333,3 +333,16 @@ def test_reading_the_vector_store_is_refused(doc: Doc) -> None:
     doc.refused("SELECT id, content, metadata, embeddings FROM my_kb_chromadb.storage_table;", "my_kb")
     storage = doc.rows("DESCRIBE KNOWLEDGE_BASE my_kb")[0]["STORAGE"]
     doc.refused(f"SELECT id, content, metadata, embeddings FROM {storage};", "vector store")
+
+
+def test_insert_with_generated_ids(doc: Doc) -> None:
+    """create.mdx: `INSERT INTO my_kb (SELECT ROW_NUMBER() OVER (ORDER BY order_id) AS id, *
+    FROM sample_data.orders)` when the data has no id column of its own."""
+    doc.sql(f"CREATE KNOWLEDGE_BASE my_kb USING embedding_model = {HASH}, metadata_columns = ['product'], "
+            "content_columns = ['notes']")
+    doc.sql("INSERT INTO my_kb (SELECT ROW_NUMBER() OVER (ORDER BY order_id) AS id, * "
+            "FROM sample_data.orders);")
+    rows = doc.rows("SELECT id, chunk_content FROM my_kb ORDER BY id")
+    assert rows == [{"id": "1", "chunk_content": "Gift wrap requested"},
+                    {"id": "2", "chunk_content": "Request color: black"},
+                    {"id": "3", "chunk_content": "Prefer aluminum finish"}]

@@ -25,6 +25,7 @@ class Compiled:
     temps: list[str] = field(default_factory=list)
     checks: list[tuple[list[str], Scan]] = field(default_factory=list)
     cacheable: bool = True
+    kb_metadata: bool = False  # a knowledge base's `metadata` (JSON text in DuckDB) is read
 
 
 class PlanCache:

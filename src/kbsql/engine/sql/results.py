@@ -108,6 +108,13 @@ def _decimal_float(column: pa.ChunkedArray) -> pa.ChunkedArray:
     return pc.cast(pc.cast(column, pa.string()), pa.float64())
 
 
+JSON_COLUMNS = b"kbsql.json_columns"  # schema metadata: comma-separated names of JSON-text columns
+
+
+def _json_values(column: pa.ChunkedArray) -> list[Any]:
+    return [json.loads(v) if isinstance(v, str) else v for v in column.to_pylist()]
+
+
 def _is_nested(kind: pa.DataType) -> bool:
     return pa.types.is_nested(kind) or pa.types.is_union(kind)
 
@@ -139,6 +146,13 @@ class ArrowTableResult(TableResult):
         super().__init__(list(column_names or table.column_names), None, context)  # type: ignore[arg-type]
         self._python = {i: _python_column(self.column_names[i], column)  # rare: row values
                         for i, column in enumerate(table.columns) if _needs_python(column.type)}
+        marked = (table.schema.metadata or {}).get(JSON_COLUMNS, b"").decode().split(",")
+        for i, name in enumerate(table.column_names):  # a knowledge base's metadata: objects
+            if name in marked and pa.types.is_string(table.field(i).type):
+                try:
+                    self._python[i] = _json_values(table.column(i))
+                except ValueError:  # not JSON after all (a user's own column): leave it
+                    pass
         self._python.update(python or {})
 
     @classmethod

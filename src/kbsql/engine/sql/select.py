@@ -19,6 +19,7 @@ from sqlglot import exp
 from kbsql.engine.datasources.base import FrameScan
 from kbsql.engine.sql import info_schema, kb_tables, names, render
 from kbsql.engine.sql.plans import Compiled
+from kbsql.engine.sql.results import JSON_COLUMNS
 from kbsql.interface.errors import SqlError
 
 if TYPE_CHECKING:
@@ -88,6 +89,7 @@ def _rewrite(session: SqlSession, table: exp.Table, ctes: set[str], ctx: dict[st
                 frame = info_schema.frame(session, target.name, ctx)
             else:
                 frame = kb_tables.materialize(session, table, target)
+                compiled.kb_metadata = compiled.kb_metadata or target.kind == "kb"
             item = duck.from_item(FrameScan(frame), compiled.temps)
     alias = table.args.get("alias") or exp.TableAlias(this=exp.to_identifier(parts[-1]))
     item.set("alias", alias)
@@ -108,9 +110,13 @@ def run_select(session: SqlSession, statement: ast.ASTNode, ctx: dict[str, Any],
         if query:
             session.plans.put(query, ctx["db"], plan)
     try:
-        return duck.run(plan.sql)
+        table = duck.run(plan.sql)
     finally:
         duck.release(plan.temps)
+    if plan.kb_metadata and "metadata" in table.column_names:
+        # the contract's `metadata` is an object: mark the column so the result parses it back
+        table = table.replace_schema_metadata({**(table.schema.metadata or {}), JSON_COLUMNS: b"metadata"})
+    return table
 
 
 def describe_sql(session: SqlSession, parts: list[str], ctx: dict[str, Any],
