@@ -18,7 +18,9 @@ from kbsql.interface.errors import (
     PROBLEM_TYPE_HEADER,
     BadRequest,
     Conflict,
+    InvalidParameter,
     KbsqlError,
+    MissingParameter,
     NotFound,
     ProviderError,
     ServiceError,
@@ -48,7 +50,9 @@ def clients(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, kbsq
 CASES: dict[str, tuple[type[KbsqlError], Callable[[kbsql.Client], object]]] = {
     "not found": (NotFound, lambda c: c.knowledge_bases.get("no_such_kb")),
     "conflict": (Conflict, lambda c: c.agents.create("taken", model=OFFLINE)),
-    "bad request": (BadRequest, lambda c: c.agents.create("bad name!", model=OFFLINE)),
+    "bad request": (BadRequest, lambda c: c.agents.create("information_schema", model=OFFLINE)),
+    "invalid parameter": (InvalidParameter, lambda c: c.agents.create("bad name!", model=OFFLINE)),
+    "missing parameter": (MissingParameter, lambda c: c.sql("   ")),
     "provider": (ProviderError, lambda c: c.agents.create("dead", model=DEAD)),
     "sql": (SqlError, lambda c: c.sql("SELECT * FROM no_such_table")),
 }
@@ -91,3 +95,12 @@ def test_without_a_type_the_status_decides() -> None:
     assert type(ServiceError.from_problem(400, {"detail": "d"}, ProviderError.problem_type)) \
         is ProviderError
     assert type(ServiceError.from_problem(400, {"detail": "d", "type": "urn:other"})) is BadRequest
+
+
+@pytest.mark.parametrize("case, title", [("invalid parameter", "Invalid parameter"),
+                                         ("missing parameter", "Missing parameter")])
+def test_parameter_errors_keep_the_reference_titles(clients: dict, case: str, title: str) -> None:
+    """The two subclasses of BadRequest answer with the titles the reference sends."""
+    for where in ("embedded", "http"):
+        error = caught(clients[where], CASES[case][1])
+        assert isinstance(error, BadRequest) and error.title == title and error.status == 400

@@ -12,7 +12,8 @@ PUBLIC = {
     "kbsql.client": ["Client", "connect"],
     "kbsql.interface": [
         "DEFAULT_PROJECT", "KB_COLUMNS", "MASK", "Agent", "BadRequest", "Conflict", "ErrorResult",
-        "InsertCounts", "KbsqlError", "KnowledgeBase", "ModelDescriptor", "NotFound", "OkResult",
+        "InsertCounts", "InvalidParameter", "KbsqlError", "KnowledgeBase", "MissingParameter",
+        "ModelDescriptor", "NotFound", "OkResult",
         "ProviderError", "ServiceApi", "ServiceError", "SqlError", "SqlResult", "Storage",
         "TableResult", "TransportError", "result_from_json",
     ],
@@ -45,4 +46,4 @@ def test_every_service_error_has_its_own_problem_type() -> None:
                if isinstance(getattr(interface, n), type)
                and issubclass(getattr(interface, n), interface.ServiceError)]
     types = [c.problem_type for c in classes]
-    assert len(classes) == 5 and len(set(types)) == len(types)
+    assert len(classes) == 7 and len(set(types)) == len(types)

@@ -80,3 +80,16 @@ def test_offline_agent_reads_connected_tables(server_url: str, tmp_path: Path) -
     assert "pump,120" in chunks[4]["steps"][0]["observation"]
     assert "120" in chunks[5]["output"]
     assert "999999" not in str(chunks)
+
+
+def test_the_search_text_reads_back_exactly() -> None:
+    """The offline agent quotes its search with the one quoter: the parser reads back the
+    question itself (backslashes and inner quotes kept), not an approximation of it."""
+    from mindsdb_sql_parser import parse_sql
+
+    from kbsql.engine.agents.providers.offline import search_sql
+
+    for question in ["What's the valve's \"closing\" time?", "C:\\pumps\\p100 'x'", "ends with \\",
+                     "'quoted'", "\"both' kinds\"", "a \\' b"]:
+        where = parse_sql(search_sql("manuals", question)).where
+        assert where.args[1].value == question.strip().strip("'\"").strip(), question

@@ -29,6 +29,7 @@ from kbsql.engine.catalog import Catalog, KbRecord
 from kbsql.engine.config import EngineConfig
 from kbsql.engine.datasources.confine import PathPolicy
 from kbsql.engine.datasources.frames import FrameStore
+from kbsql.engine.kb_rest import put_knowledge_base
 from kbsql.engine.knowledge.bases import DEFAULT_VECTOR_DATABASE, KnowledgeBases
 from kbsql.engine.knowledge.service import KnowledgeService
 from kbsql.engine.ports import AgentOps, RunsSql
@@ -154,6 +155,9 @@ class Engine:
             query_vector = np.asarray(self.knowledge.embedder(record.spec).embed([query])[0], np.float32)
         return {"chunk_ids": chunk_ids, "metadata": metadata, "vectors": vectors,
                 "query_vector": query_vector}
+    def put_knowledge_base(self, project: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
+        """`PUT .../knowledge_bases/{kb}` with alter fields and/or a query (see `kb_rest`)."""
+        return put_knowledge_base(self, self.sql.run, project, name, body)
 
     def insert_into_knowledge_base(self, project: str, name: str, rows: Any, *,
                                    batch_size: int = INSERT_BATCH_ROWS,

@@ -8,27 +8,31 @@ for, so REST and SQL cannot disagree.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 from mindsdb_sql_parser import ast, parse_sql
 from mindsdb_sql_parser.ast.mindsdb import AlterKnowledgeBase
 
-from kbsql.interface.errors import BadRequest, SqlError
-from kbsql.interface.results import OkResult
+from kbsql.interface.api import ServiceApi
+from kbsql.interface.errors import BadRequest, InvalidParameter, MissingParameter, SqlError
+from kbsql.interface.results import OkResult, SqlResult
 
-if TYPE_CHECKING:
-    from kbsql.engine.engine import Engine
+RunStatement = Callable[[ast.ASTNode, dict[str, Any]], SqlResult]
 
 ALTER_FIELDS = ("embedding_model", "reranking_model", "content_columns", "metadata_columns", "id_column",
                 "preprocessing")
 HOSTED_ONLY = ("files", "urls", "limit", "crawl_depth", "filters")
 
 
-def put_knowledge_base(engine: Engine, project: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
+def put_knowledge_base(api: ServiceApi, run: RunStatement, project: str, name: str,
+                       body: dict[str, Any]) -> dict[str, Any]:
+    """`api` answers the REST views and inserts rows; `run` routes a parsed statement (the
+    SQL executor's router), so each part runs as the statement it stands for."""
     unknown = set(body) - {"rows", "query", "params", *ALTER_FIELDS, *HOSTED_ONLY}
     if unknown:
-        raise BadRequest(f"Unknown field(s) {sorted(unknown)} in 'knowledge_base': use rows, query, "
-                         f"params or {', '.join(ALTER_FIELDS)}", title="Invalid parameter")
+        raise InvalidParameter(f"Unknown field(s) {sorted(unknown)} in 'knowledge_base': use rows, query, "
+                               f"params or {', '.join(ALTER_FIELDS)}")
     hosted = [k for k in HOSTED_ONLY if body.get(k) not in (None, [], {})]
     if hosted:
         raise BadRequest(f"not supported by the local engine: inserting {', '.join(hosted)} (the "
@@ -37,37 +41,37 @@ def put_knowledge_base(engine: Engine, project: str, name: str, body: dict[str, 
     alter = {k: body[k] for k in ALTER_FIELDS if k in body}
     rows, query = body.get("rows"), body.get("query")
     if not alter and rows is None and query is None:
-        raise BadRequest("The 'knowledge_base' object must have 'rows', 'query' or a field to alter "
-                         f"({', '.join(ALTER_FIELDS)})", title="Missing parameter")
+        raise MissingParameter("The 'knowledge_base' object must have 'rows', 'query' or a field to alter "
+                               f"({', '.join(ALTER_FIELDS)})")
     if query is not None and (not isinstance(query, str) or not query.strip()):
-        raise BadRequest("'query' must be a SELECT statement", title="Invalid parameter")
+        raise InvalidParameter("'query' must be a SELECT statement")
     params = body.get("params")
     if params is not None and not isinstance(params, dict):
-        raise BadRequest("'params' must be an object of insert options", title="Invalid parameter")
-    engine.get_knowledge_base(project, name)  # 404 before anything changes
+        raise InvalidParameter("'params' must be an object of insert options")
+    api.get_knowledge_base(project, name)  # 404 before anything changes
     target = ast.Identifier(parts=[project, name])
     ctx = {"db": project}
     inserted = 0
     try:
         if alter:
-            engine.sql.run(AlterKnowledgeBase(name=target, params=dict(alter)), ctx)
+            run(AlterKnowledgeBase(name=target, params=dict(alter)), ctx)
         if rows is not None:
-            inserted += int(engine.insert_knowledge_base_rows(project, name, rows)["inserted_rows"])
+            inserted += int(api.insert_knowledge_base_rows(project, name, rows)["inserted_rows"])
         if query is not None:
             select = parse_sql(query)
             if not isinstance(select, ast.Select | ast.Union):
-                raise BadRequest("'query' must be a SELECT statement", title="Invalid parameter")
+                raise InvalidParameter("'query' must be a SELECT statement")
             if params:
                 select.using = {**(getattr(select, "using", None) or {}), **params}
-            result = engine.sql.run(ast.Insert(table=target, from_select=select), ctx)
+            result = run(ast.Insert(table=target, from_select=select), ctx)
             if isinstance(result, OkResult):
                 inserted += int(result.affected_rows or 0)
     except SqlError as exc:
-        raise BadRequest(exc.message, title="Invalid parameter") from exc
+        raise InvalidParameter(exc.message) from exc
     except BadRequest:
         raise
     except Exception as exc:
         if type(exc).__module__.startswith("mindsdb_sql_parser"):
-            raise BadRequest(f"'query' cannot be parsed: {exc}", title="Invalid parameter") from exc
+            raise InvalidParameter(f"'query' cannot be parsed: {exc}") from exc
         raise
-    return {**engine.get_knowledge_base(project, name).to_json(), "inserted_rows": inserted}
+    return {**api.get_knowledge_base(project, name).to_json(), "inserted_rows": inserted}

@@ -10,27 +10,25 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from kbsql.interface.errors import BadRequest
+from kbsql.interface.errors import BadRequest, InvalidParameter, MissingParameter
 
 NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*$")
 
 
 def require_object(body: Any, what: str) -> dict[str, Any]:
     if not isinstance(body, dict):
-        raise BadRequest(f"The request body must be a JSON object with a '{what}' object",
-                         title="Missing parameter")
+        raise MissingParameter(f"The request body must be a JSON object with a '{what}' object")
     return body
 
 
 def name(value: Any, what: str) -> str:
     if value is None or value == "":
-        raise BadRequest(f"The {what} name is required", title="Missing parameter")
+        raise MissingParameter(f"The {what} name is required")
     if not isinstance(value, str) or not NAME_PATTERN.match(value):
-        raise BadRequest(f"Invalid {what} name {value!r}: use letters, digits, '_' or '-', "
-                         "starting with a letter or '_'", title="Invalid parameter")
+        raise InvalidParameter(f"Invalid {what} name {value!r}: use letters, digits, '_' or '-', "
+                               "starting with a letter or '_'")
     if len(value) > 128:  # names end up in file paths, SQL text and notebook tables
-        raise BadRequest(f"The {what} name is {len(value)} characters long; the limit is 128",
-                         title="Invalid parameter")
+        raise InvalidParameter(f"The {what} name is {len(value)} characters long; the limit is 128")
     from kbsql.engine.catalog import RESERVED_NAMES  # the catalog owns the namespace
 
     if value.lower() in RESERVED_NAMES:
@@ -44,11 +42,10 @@ def model(value: Any, field: str) -> dict[str, Any] | None:
     if value is None or value is False:  # `reranking_model = false` turns reranking off (create.mdx)
         return None
     if not isinstance(value, dict):
-        raise BadRequest(f"'{field}' must be an object {{provider, model_name, api_key}}",
-                         title="Invalid parameter")
+        raise InvalidParameter(f"'{field}' must be an object {{provider, model_name, api_key}}")
     provider = value.get("provider")
     if not isinstance(provider, str) or not provider:
-        raise BadRequest(f"'{field}.provider' is required", title="Missing parameter")
+        raise MissingParameter(f"'{field}.provider' is required")
     return dict(value)
 
 
@@ -58,7 +55,7 @@ def string_list(value: Any, field: str) -> list[str] | None:
     if isinstance(value, str):
         value = [value]
     if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-        raise BadRequest(f"'{field}' must be a list of column names", title="Invalid parameter")
+        raise InvalidParameter(f"'{field}' must be a list of column names")
     return list(value)
 
 
@@ -66,7 +63,7 @@ def optional_string(value: Any, field: str) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str) or not value:
-        raise BadRequest(f"'{field}' must be a non-empty string", title="Invalid parameter")
+        raise InvalidParameter(f"'{field}' must be a non-empty string")
     return value
 
 
@@ -75,7 +72,7 @@ def storage(value: Any) -> dict[str, str] | None:
         return None
     if not isinstance(value, dict) or not all(isinstance(value.get(k), str) and value.get(k)
                                               for k in ("database", "table")):
-        raise BadRequest("'storage' must be an object {database, table}", title="Invalid parameter")
+        raise InvalidParameter("'storage' must be an object {database, table}")
     return {"database": value["database"], "table": value["table"]}
 
 
@@ -83,7 +80,7 @@ def preprocessing(value: Any) -> dict[str, Any] | None:
     if value is None:
         return None
     if not isinstance(value, dict):
-        raise BadRequest("'preprocessing' must be an object", title="Invalid parameter")
+        raise InvalidParameter("'preprocessing' must be an object")
     # checked with the very parser inserts use, so a setting that would break every later
     # insert is refused at CREATE / ALTER instead
     from kbsql.engine.knowledge.chunking import ChunkingConfig
@@ -96,13 +93,12 @@ def agent_data(value: Any) -> dict[str, list[str]]:
     if value is None:
         return {"knowledge_bases": [], "tables": []}
     if not isinstance(value, dict):
-        raise BadRequest("'data' must be an object {knowledge_bases, tables}",
-                         title="Invalid parameter")
+        raise InvalidParameter("'data' must be an object {knowledge_bases, tables}")
     out = {}
     for key in ("knowledge_bases", "tables"):
         items = value.get(key) or []
         if not isinstance(items, list) or not all(isinstance(i, str) and i for i in items):
-            raise BadRequest(f"'data.{key}' must be a list of strings", title="Invalid parameter")
+            raise InvalidParameter(f"'data.{key}' must be a list of strings")
         out[key] = list(items)
     return out
 
@@ -111,14 +107,13 @@ def prompt_template(value: Any) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str):
-        raise BadRequest("'prompt_template' must be a string", title="Invalid parameter")
+        raise InvalidParameter("'prompt_template' must be a string")
     return value
 
 
 def rows(value: Any) -> list[dict[str, Any]]:
     if not isinstance(value, list) or not all(isinstance(r, dict) for r in value):
-        raise BadRequest("'rows' must be a list of objects (column -> value)",
-                         title="Invalid parameter")
+        raise InvalidParameter("'rows' must be a list of objects (column -> value)")
     return value
 
 
@@ -130,28 +125,23 @@ def messages(value: Any) -> list[dict[str, Any]]:
     with string fields (an answer may be null). One check for `/completions`, its stream and
     embedded callers, so they all refuse the same bodies; the detail names the bad item."""
     if value is None:
-        raise BadRequest("'messages' is required: a list of {question, answer} objects",
-                         title="Missing parameter")
+        raise MissingParameter("'messages' is required: a list of {question, answer} objects")
     if not isinstance(value, list) or not value:
-        raise BadRequest("'messages' must be a non-empty list of {question, answer} objects",
-                         title="Invalid parameter")
+        raise InvalidParameter("'messages' must be a non-empty list of {question, answer} objects")
     for i, item in enumerate(value):
         where = f"messages[{i}]"
         if not isinstance(item, dict):
-            raise BadRequest(f"'{where}' must be an object {{question, answer}} or {{role, content}}",
-                             title="Invalid parameter")
+            raise InvalidParameter(f"'{where}' must be an object {{question, answer}} or {{role, content}}")
         if "question" in item or "answer" in item:
             if not isinstance(item.get("question"), str):
-                raise BadRequest(f"'{where}.question' must be a string", title="Invalid parameter")
+                raise InvalidParameter(f"'{where}.question' must be a string")
             if item.get("answer") is not None and not isinstance(item["answer"], str):
-                raise BadRequest(f"'{where}.answer' must be a string", title="Invalid parameter")
+                raise InvalidParameter(f"'{where}.answer' must be a string")
         elif "role" in item or "content" in item:
             if item.get("role") not in MESSAGE_ROLES:
-                raise BadRequest(f"'{where}.role' must be one of {', '.join(MESSAGE_ROLES)}",
-                                 title="Invalid parameter")
+                raise InvalidParameter(f"'{where}.role' must be one of {', '.join(MESSAGE_ROLES)}")
             if not isinstance(item.get("content"), str):
-                raise BadRequest(f"'{where}.content' must be a string", title="Invalid parameter")
+                raise InvalidParameter(f"'{where}.content' must be a string")
         else:
-            raise BadRequest(f"'{where}' must have 'question' (and 'answer') or 'role' and 'content'",
-                             title="Invalid parameter")
+            raise InvalidParameter(f"'{where}' must have 'question' (and 'answer') or 'role' and 'content'")
     return value

@@ -7,7 +7,9 @@ from kbsql.interface.api import DEFAULT_PROJECT, InsertCounts, ServiceApi
 from kbsql.interface.errors import (
     BadRequest,
     Conflict,
+    InvalidParameter,
     KbsqlError,
+    MissingParameter,
     NotFound,
     ProviderError,
     ServiceError,
@@ -26,7 +28,8 @@ from kbsql.interface.results import (
 
 __all__ = [
     "DEFAULT_PROJECT", "KB_COLUMNS", "MASK", "Agent", "BadRequest", "Conflict", "ErrorResult", "InsertCounts",
-    "KbsqlError", "KnowledgeBase", "ModelDescriptor", "NotFound", "OkResult", "ProviderError", "ServiceApi",
+    "InvalidParameter", "KbsqlError", "KnowledgeBase", "MissingParameter", "ModelDescriptor", "NotFound",
+    "OkResult", "ProviderError", "ServiceApi",
     "ServiceError", "SqlError", "SqlResult", "Storage", "TableResult", "TransportError",
     "result_from_json",
 ]

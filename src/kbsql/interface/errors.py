@@ -65,6 +65,20 @@ class BadRequest(ServiceError):
     problem_type = "urn:kbsql:problem:bad-request"
 
 
+class InvalidParameter(BadRequest):
+    """400 "Invalid parameter": a field or option has a value the service cannot use."""
+
+    default_title = "Invalid parameter"
+    problem_type = "urn:kbsql:problem:invalid-parameter"
+
+
+class MissingParameter(BadRequest):
+    """400 "Missing parameter": a required field or option was not given."""
+
+    default_title = "Missing parameter"
+    problem_type = "urn:kbsql:problem:missing-parameter"
+
+
 class NotFound(ServiceError):
     """404: the project or resource does not exist."""
 
@@ -97,7 +111,8 @@ PROBLEM_TYPE_HEADER = "Kbsql-Problem-Type"
 
 _BY_STATUS: dict[int, type[ServiceError]] = {400: BadRequest, 404: NotFound, 409: Conflict}
 _BY_TYPE: dict[str, type[ServiceError]] = {
-    cls.problem_type: cls for cls in (ServiceError, BadRequest, NotFound, Conflict, ProviderError)}
+    cls.problem_type: cls for cls in (ServiceError, BadRequest, InvalidParameter, MissingParameter,
+                                      NotFound, Conflict, ProviderError)}
 
 
 class SqlError(KbsqlError):

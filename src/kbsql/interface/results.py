@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +19,10 @@ KB_INTERNAL_METADATA = ("chunk_index", "content_column", "start_char", "end_char
                         "original_row_index", "source")
 """The contract's metadata keys the engine writes itself (a declared metadata column can
 never be named like one)."""
+SCORE_COLUMNS = ("relevance", "distance")
+"""Search scores: numbers, or null for a plain read. In a DataFrame they are float64 with NaN
+for null on every path: an all-null column sent as JSON would otherwise stay an object
+column of None over HTTP while the embedded Arrow result already gives float64."""
 
 
 def default_context(db: str = "mindsdb") -> dict[str, Any]:
@@ -55,13 +60,29 @@ class TableResult:
         import pandas as pd
 
         if self.frame is not None:
-            return self.frame.copy(deep=False)
-        return pd.DataFrame.from_records(self.data, columns=list(self.column_names))
+            frame = self.frame.copy(deep=False)
+        else:
+            frame = pd.DataFrame.from_records(self.data, columns=list(self.column_names))
+        return scores_as_float(frame)
 
     df = to_pandas  # DuckDB's spelling
 
     def __len__(self) -> int:
         return len(self.data)
+
+
+def scores_as_float(frame: pd.DataFrame) -> pd.DataFrame:
+    """Make an object column named relevance or distance float64 when it holds only numbers
+    and nulls (see `SCORE_COLUMNS`); a column holding anything else is left as it is, never
+    coerced to NaN."""
+    names = list(frame.columns)
+    for name in SCORE_COLUMNS:
+        if names.count(name) != 1 or frame[name].dtype != object:
+            continue
+        values = frame[name]
+        if all(v is None or (isinstance(v, numbers.Real) and not isinstance(v, bool)) for v in values):
+            frame[name] = values.astype("float64")
+    return frame
 
 
 @dataclass

@@ -15,19 +15,12 @@ import pandas as pd
 from kbsql.interface.results import OkResult, TableResult
 from kbsql.notebook import table_view
 
-FLOAT_COLUMNS = ("relevance", "distance")
-"""Search scores: numbers, or null for a plain select; shown as float with NaN for null."""
-
 
 def to_frame(result: TableResult) -> pd.DataFrame:
-    """The result as a DataFrame: columns are `column_names` in order; metadata stays a column
-    of dicts; relevance and distance are float64 with NaN for null (a plain select over
-    HTTP sends nulls, which pandas would otherwise keep as an object column of None)."""
-    frame = result.to_pandas()
-    for name in FLOAT_COLUMNS:
-        if name in frame.columns and frame[name].dtype != "float64":
-            frame[name] = pd.to_numeric(frame[name], errors="coerce").astype("float64")
-    return frame
+    """The result as a DataFrame, exactly as `client.query()` gives it: the dtype rules (the
+    relevance/distance scores as float64, metadata as dicts) live in `TableResult.to_pandas`,
+    so a cell and a script see the same frame."""
+    return result.to_pandas()
 
 
 class ResultFrame(pd.DataFrame):

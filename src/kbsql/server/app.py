@@ -21,8 +21,14 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from kbsql.engine import Engine
-from kbsql.engine.kb_rest import put_knowledge_base
-from kbsql.interface.errors import PROBLEM_TYPE_HEADER, BadRequest, NotFound, ServiceError
+from kbsql.interface.errors import (
+    PROBLEM_TYPE_HEADER,
+    BadRequest,
+    InvalidParameter,
+    MissingParameter,
+    NotFound,
+    ServiceError,
+)
 from kbsql.interface.jsonable import dumps
 from kbsql.interface.results import ErrorResult, default_context
 from kbsql.interface.stream import end_chunk, error_chunk, sse_lines
@@ -35,8 +41,6 @@ log = logging.getLogger("kbsql.server")
 PROBLEM = "application/problem+json"
 RESPONSE_FORMATS = (None, "sse", "jsonlines")  # rest/sql.mdx
 RESULT_BATCH = 1000  # rows per line of a streamed SQL result
-
-
 
 
 def _result_lines(body: dict[str, Any], sse: bool) -> Iterator[str]:
@@ -78,13 +82,12 @@ async def read_body(request: Request, wrapper: str | None = None) -> dict[str, A
         raise BadRequest("The request body is not valid JSON: nested too deeply",
                          title="Invalid JSON") from exc
     if not isinstance(body, dict):
-        raise BadRequest("The request body must be a JSON object", title="Missing parameter")
+        raise MissingParameter("The request body must be a JSON object")
     if wrapper is None:
         return body
     inner = body.get(wrapper)
     if not isinstance(inner, dict):
-        raise BadRequest(f"The request body must have a '{wrapper}' object",
-                         title="Missing parameter")
+        raise MissingParameter(f"The request body must have a '{wrapper}' object")
     return inner
 
 
@@ -147,7 +150,7 @@ def build_app(engine: Engine, *, bind_host: str | None = None,
             if set(body) == {"rows"}:
                 result = await call(engine.insert_knowledge_base_rows, project, name, body["rows"])
             else:  # query, rows and query, alter fields (rest/knowledge_bases/insert, alter)
-                result = await call(put_knowledge_base, engine, project, name, body)
+                result = await call(engine.put_knowledge_base, project, name, body)
             return json_response(result)
         return json_response((await call(engine.get_knowledge_base, project, name)).to_json())
 
@@ -189,7 +192,7 @@ def build_app(engine: Engine, *, bind_host: str | None = None,
         body = await read_body(request)
         query = body.get("query")
         if not isinstance(query, str) or not query.strip():
-            raise BadRequest("'query' must be a non-empty SQL string", title="Missing parameter")
+            raise MissingParameter("'query' must be a non-empty SQL string")
         too_big = check_sql_size(query, limits)
         if too_big is not None:  # before the parser, whose memory grows ~190x the text
             sent = body.get("context")
@@ -197,11 +200,11 @@ def build_app(engine: Engine, *, bind_host: str | None = None,
             return json_response(ErrorResult(too_big, context=context).to_json())
         response_format = body.get("response_format")
         if response_format not in RESPONSE_FORMATS:
-            raise BadRequest(f"'response_format' must be null, 'sse' or 'jsonlines', not "
-                             f"{response_format!r}", title="Invalid parameter")
+            raise InvalidParameter(f"'response_format' must be null, 'sse' or 'jsonlines', not "
+                                   f"{response_format!r}")
         params = body.get("params")
         if params is not None and not isinstance(params, dict | list):
-            raise BadRequest("'params' must be an object of parameter values", title="Invalid parameter")
+            raise InvalidParameter("'params' must be an object of parameter values")
         result = await call(engine.query, query, body.get("context"), params or None)  # it checks
         if response_format is None:
             return json_response(result.to_json())
@@ -281,7 +284,7 @@ async def _form_file(request: Request) -> tuple[bytes, str]:
     try:
         upload = form.get("file")
         if upload is None or not hasattr(upload, "read"):
-            raise BadRequest("The multipart body must have a 'file' part", title="Missing parameter")
+            raise MissingParameter("The multipart body must have a 'file' part")
         raw = await upload.read()
         filename = str(getattr(upload, "filename", "") or "").lower()
     finally:

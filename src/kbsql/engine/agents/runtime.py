@@ -20,7 +20,7 @@ from kbsql.engine.agents.tools import Toolbox
 from kbsql.engine.catalog import AgentRecord, Catalog
 from kbsql.engine.config import EngineConfig
 from kbsql.engine.ports import RunsSql
-from kbsql.interface.errors import BadRequest, ProviderError, ServiceError
+from kbsql.interface.errors import InvalidParameter, MissingParameter, ProviderError, ServiceError
 from kbsql.interface.stream import (
     actions_chunk,
     completion_answer,
@@ -72,12 +72,10 @@ class AgentRuntime:
     def _prepare(self, record: AgentRecord,
                  messages: list[dict[str, Any]]) -> tuple[list[dict[str, str]], Provider]:
         if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
-            raise BadRequest("'messages' must be a list of {question, answer} objects",
-                             title="Invalid parameter")
+            raise InvalidParameter("'messages' must be a list of {question, answer} objects")
         pairs = normalize_messages(messages)
         if not pairs or not pairs[-1]["question"].strip():
-            raise BadRequest("The last item of 'messages' must carry a non-empty question",
-                             title="Missing parameter")
+            raise MissingParameter("The last item of 'messages' must carry a non-empty question")
         return pairs, make_provider(record.model or dict(self.config.default_model))
 
     def _events(self, record: AgentRecord, pairs: list[dict[str, str]], provider: Provider,

@@ -69,6 +69,9 @@ def match_name(name: str, names: list[str]) -> str | None:
     return None
 
 
-def quote_literal(text: str) -> str:
-    """A SQL string literal; only used for paths the engine validated (ATTACH needs a literal)."""
+def duckdb_string_literal(text: str) -> str:
+    """A string literal for the engine's own DuckDB statements (ATTACH paths and options,
+    CREATE SECRET values, LOAD): standard SQL, where only `'` is doubled and a backslash is an
+    ordinary character. Not for the reference dialect, whose lexer reads backslash escapes:
+    SQL a user or an agent sends is quoted by `kbsql.interface.literals.quote_literal`."""
     return "'" + text.replace("'", "''") + "'"

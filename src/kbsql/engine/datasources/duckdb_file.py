@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kbsql.engine.datasources.base import NativeTable, Scan, match_name, quote_literal
+from kbsql.engine.datasources.base import NativeTable, Scan, duckdb_string_literal, match_name
 from kbsql.interface.errors import SqlError
 
 
@@ -56,7 +56,7 @@ class DuckdbFileSource:
         return {**parameters, "database": existing_file(parameters, "database", "duckdb")}
 
     def attach(self, con: Any) -> None:
-        con.execute(f"ATTACH {quote_literal(self.path)} AS \"{self.alias}\" (READ_ONLY)")
+        con.execute(f"ATTACH {duckdb_string_literal(self.path)} AS \"{self.alias}\" (READ_ONLY)")
 
     def detach(self, con: Any) -> None:
         con.execute(f"DETACH DATABASE IF EXISTS \"{self.alias}\"")

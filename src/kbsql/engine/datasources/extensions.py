@@ -15,7 +15,7 @@ from typing import Any
 
 import duckdb
 
-from kbsql.engine.datasources.base import quote_literal
+from kbsql.engine.datasources.base import duckdb_string_literal
 from kbsql.interface.errors import SqlError
 
 PACKAGES = {
@@ -49,6 +49,6 @@ def load_extension(con: Any, name: str) -> None:
     con.execute("SET autoinstall_known_extensions = false")
     con.execute("SET autoload_known_extensions = false")
     try:
-        con.execute(f"LOAD {quote_literal(str(extension_file(name)))}")
+        con.execute(f"LOAD {duckdb_string_literal(str(extension_file(name)))}")
     except duckdb.Error as exc:
         raise SqlError(f"DuckDB could not load its {name} extension: {exc}") from exc

@@ -18,7 +18,7 @@ from urllib.parse import unquote, urlparse
 
 import duckdb
 
-from kbsql.engine.datasources.base import MASK, NativeTable, Scan, match_name, quote_literal
+from kbsql.engine.datasources.base import MASK, NativeTable, Scan, duckdb_string_literal, match_name
 from kbsql.engine.datasources.extensions import load_extension
 from kbsql.interface.errors import SqlError
 
@@ -100,14 +100,14 @@ class PostgresSource:
 
     def attach(self, con: Any) -> None:
         load_extension(con, "postgres_scanner")
-        fields = ", ".join(f"{SECRET_FIELDS[k]} {quote_literal(v)}"
+        fields = ", ".join(f"{SECRET_FIELDS[k]} {duckdb_string_literal(v)}"
                            for k, v in self.settings.items() if k in SECRET_FIELDS)
         options = " ".join(f"{k}={libpq_value(v)}" for k, v in self.settings.items()
                            if k in OPTION_KEYS)
         try:
             con.execute(f"CREATE OR REPLACE TEMPORARY SECRET \"{self._secret}\" "
                         f"(TYPE postgres{', ' if fields else ''}{fields})")
-            con.execute(f"ATTACH {quote_literal(options)} AS \"{self.alias}\" "
+            con.execute(f"ATTACH {duckdb_string_literal(options)} AS \"{self.alias}\" "
                         f"(TYPE postgres, SECRET \"{self._secret}\", READ_ONLY)")
         except duckdb.Error as exc:
             self.detach(con)

@@ -15,7 +15,7 @@ from typing import Any
 
 import duckdb
 
-from kbsql.engine.datasources.base import Scan, quote_literal
+from kbsql.engine.datasources.base import Scan, duckdb_string_literal
 from kbsql.engine.datasources.duckdb_file import existing_file, native_scan, native_tables
 from kbsql.engine.datasources.extensions import load_extension
 from kbsql.interface.errors import SqlError
@@ -42,7 +42,7 @@ class SqliteFileSource:
     def attach(self, con: Any) -> None:
         load_extension(con, "sqlite_scanner")
         try:
-            con.execute(f"ATTACH {quote_literal(self.path)} AS \"{self.alias}\" "
+            con.execute(f"ATTACH {duckdb_string_literal(self.path)} AS \"{self.alias}\" "
                         "(TYPE sqlite, READ_ONLY)")
         except duckdb.Error as exc:
             raise SqlError(f"Cannot open SQLite file {self.path}: {exc}") from exc

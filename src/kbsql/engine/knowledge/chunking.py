@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kbsql.interface.errors import BadRequest
+from kbsql.interface.errors import InvalidParameter
 
 DEFAULT_SEPARATORS = ("\n\n", "\n", " ", "")
 SOURCE = "TextChunkingPreprocessor"
@@ -27,8 +27,7 @@ _TOP_KEYS = frozenset({"type", "text_chunking_config", "json_chunking_config"})
 def _known_keys(given: dict[str, Any], accepted: frozenset[str], where: str) -> None:
     unknown = sorted(str(k) for k in given if k not in accepted)
     if unknown:
-        raise BadRequest(f"{where} has unknown key(s) {unknown}; accepted: {sorted(accepted)}",
-                         title="Invalid parameter")
+        raise InvalidParameter(f"{where} has unknown key(s) {unknown}; accepted: {sorted(accepted)}")
 
 
 @dataclass(frozen=True)
@@ -49,9 +48,8 @@ class ChunkingConfig:
         if not preprocessing:
             return cls()
         if not isinstance(preprocessing, dict):
-            raise BadRequest("preprocessing must be an object such as {\"type\": \"text_chunking\", "
-                             "\"text_chunking_config\": {\"chunk_size\": 1000}}",
-                             title="Invalid parameter")
+            raise InvalidParameter("preprocessing must be an object such as {\"type\": \"text_chunking\", "
+                                   "\"text_chunking_config\": {\"chunk_size\": 1000}}")
         _known_keys(preprocessing, _TOP_KEYS | _CONF_KEYS, "preprocessing")
         kind = preprocessing.get("type", "text_chunking")
         if kind == "json_chunking":  # its own chunker (json_chunking.py); checked here
@@ -60,36 +58,32 @@ class ChunkingConfig:
             JsonChunkingConfig.from_dict(preprocessing.get("json_chunking_config"))
             return cls()
         if kind != "text_chunking":
-            raise BadRequest(f"preprocessing type {kind!r} is not supported: use 'text_chunking' or "
-                             "'json_chunking'", title="Invalid parameter")
+            raise InvalidParameter(f"preprocessing type {kind!r} is not supported: use 'text_chunking' or "
+                                   "'json_chunking'")
         if "json_chunking_config" in preprocessing:
-            raise BadRequest("json_chunking_config needs \"type\": \"json_chunking\"",
-                             title="Invalid parameter")
+            raise InvalidParameter("json_chunking_config needs \"type\": \"json_chunking\"")
         conf = preprocessing.get("text_chunking_config") or {}
         if not isinstance(conf, dict):
-            raise BadRequest("preprocessing.text_chunking_config must be an object",
-                             title="Invalid parameter")
+            raise InvalidParameter("preprocessing.text_chunking_config must be an object")
         _known_keys(conf, _CONF_KEYS, "preprocessing.text_chunking_config")
         flat = {k: v for k, v in preprocessing.items() if k in _CONF_KEYS}
         if flat and conf:
-            raise BadRequest(f"preprocessing sets {sorted(flat)} both at the top level and in "
-                             "text_chunking_config: use one place", title="Invalid parameter")
+            raise InvalidParameter(f"preprocessing sets {sorted(flat)} both at the top level and in "
+                                   "text_chunking_config: use one place")
         conf = conf or flat
         size = _whole(conf.get("chunk_size", 1000), "chunk_size")
         overlap = _whole(conf.get("chunk_overlap", 200), "chunk_overlap")
         separators = conf.get("separators") or DEFAULT_SEPARATORS
         if isinstance(separators, str) or not isinstance(separators, list | tuple) or \
                 not all(isinstance(s, str) for s in separators):
-            raise BadRequest("text_chunking_config.separators must be a list of strings",
-                             title="Invalid parameter")
+            raise InvalidParameter("text_chunking_config.separators must be a list of strings")
         separators = tuple(separators)
         if size > MAX_CHUNK_SIZE:
-            raise BadRequest(f"text_chunking_config.chunk_size {size} is too large: at most "
-                             f"{MAX_CHUNK_SIZE} characters", title="Invalid parameter")
+            raise InvalidParameter(f"text_chunking_config.chunk_size {size} is too large: at most "
+                                   f"{MAX_CHUNK_SIZE} characters")
         if size < 1 or overlap < 0 or overlap >= size:
-            raise BadRequest("text_chunking_config needs chunk_size >= 1 and 0 <= chunk_overlap < "
-                             f"chunk_size (got chunk_size {size}, chunk_overlap {overlap})",
-                             title="Invalid parameter")
+            raise InvalidParameter("text_chunking_config needs chunk_size >= 1 and 0 <= chunk_overlap < "
+                                   f"chunk_size (got chunk_size {size}, chunk_overlap {overlap})")
         return cls(size, overlap, separators)
 
 
@@ -102,8 +96,8 @@ def _whole(value: Any, field: str) -> int:
         if number != int(number):
             raise ValueError
     except (TypeError, ValueError, OverflowError):
-        raise BadRequest(f"text_chunking_config.{field} must be a whole number, not {value!r}",
-                         title="Invalid parameter") from None
+        raise InvalidParameter(f"text_chunking_config.{field} must be a whole number, "
+                               f"not {value!r}") from None
     return int(number)
 
 

@@ -24,7 +24,7 @@ from typing import Any
 from kbsql.engine.knowledge import json_chunking
 from kbsql.engine.knowledge.chunking import SOURCE, ChunkingConfig, split_text
 from kbsql.engine.knowledge.json_chunking import JsonChunkingConfig
-from kbsql.interface.errors import BadRequest
+from kbsql.interface.errors import InvalidParameter
 
 
 @dataclass
@@ -46,12 +46,12 @@ def iter_batches(rows: Any, size: int) -> Iterator[list[dict[str, Any]]]:
             yield rows.iloc[start:start + size].to_dict("records")
         return
     if not isinstance(rows, list | tuple):
-        raise BadRequest("rows must be a list of objects or a DataFrame", title="Invalid parameter")
+        raise InvalidParameter("rows must be a list of objects or a DataFrame")
     for start in range(0, len(rows), size):
         batch = list(rows[start:start + size])
         for row in batch:
             if not isinstance(row, dict):
-                raise BadRequest("each row must be an object (column -> value)", title="Invalid parameter")
+                raise InvalidParameter("each row must be an object (column -> value)")
         yield batch
 
 
@@ -93,15 +93,15 @@ def id_text(value: Any, index: int | None = None) -> str:
     value = plain(value)
     where = f"row {index}: " if index is not None else ""
     if isinstance(value, bool) or not isinstance(value, str | int | float | decimal.Decimal | uuid.UUID):
-        raise BadRequest(f"{where}id {value!r} is not usable as an id: use a string or a number "
-                         f"(got {type(value).__name__})", title="Invalid parameter")
+        raise InvalidParameter(f"{where}id {value!r} is not usable as an id: use a string or a number "
+                               f"(got {type(value).__name__})")
     if isinstance(value, float | decimal.Decimal):
         if not math.isfinite(value):
-            raise BadRequest(f"{where}id {value!r} is not a finite number", title="Invalid parameter")
+            raise InvalidParameter(f"{where}id {value!r} is not a finite number")
         if value == int(value):
             return str(int(value))
     if isinstance(value, str) and not value.strip():
-        raise BadRequest(f"{where}the id is blank", title="Invalid parameter")
+        raise InvalidParameter(f"{where}the id is blank")
     return str(value)
 
 
@@ -109,8 +109,8 @@ def check_metadata_columns(columns: list[str] | None) -> None:
     """Refuse declared metadata columns named like an internal metadata key."""
     clash = sorted(set(columns or ()) & INTERNAL_KEYS)
     if clash:
-        raise BadRequest(f"metadata column(s) {clash} clash with the metadata keys every chunk carries "
-                         f"({sorted(INTERNAL_KEYS)}): rename the column(s)", title="Invalid parameter")
+        raise InvalidParameter(f"metadata column(s) {clash} clash with the metadata keys every chunk carries "
+                               f"({sorted(INTERNAL_KEYS)}): rename the column(s)")
 
 
 class RowChunker:
@@ -128,8 +128,7 @@ class RowChunker:
     def document_id(self, row: dict[str, Any], texts: dict[str, str], index: int) -> str:
         if self.id_column:
             if plain(row.get(self.id_column)) is None:
-                raise BadRequest(f"row {index} has no value for the id column '{self.id_column}'",
-                                 title="Invalid parameter")
+                raise InvalidParameter(f"row {index} has no value for the id column '{self.id_column}'")
             return id_text(row[self.id_column], index)
         if plain(row.get("id")) is not None:
             return id_text(row["id"], index)
@@ -144,9 +143,9 @@ class RowChunker:
             out = {k: plain(v) for k, v in row.items() if k not in skip}
         clash = INTERNAL_KEYS.intersection(out)
         if clash:
-            raise BadRequest(f"row {index}: column(s) {sorted(clash)} would be metadata but clash with "
-                             f"the metadata keys every chunk carries; rename them, or list the wanted "
-                             f"columns in metadata_columns", title="Invalid parameter")
+            raise InvalidParameter(f"row {index}: column(s) {sorted(clash)} would be metadata but clash with "
+                                   f"the metadata keys every chunk carries; rename them, or list the wanted "
+                                   f"columns in metadata_columns")
         return out
 
     def _json_chunks(self, doc_id: str, texts: dict[str, str], user_meta: dict[str, Any],
@@ -173,8 +172,8 @@ class RowChunker:
         None when every content column is null, NaN or blank: such a row is skipped (the
         caller counts it) and never replaces a stored document with nothing."""
         if not any(c in row for c in self.content_columns):
-            raise BadRequest(f"row {index} has none of the content columns {self.content_columns}; "
-                             f"its columns are {sorted(row)}", title="Invalid parameter")
+            raise InvalidParameter(f"row {index} has none of the content columns {self.content_columns}; "
+                                   f"its columns are {sorted(row)}")
         texts = {}
         for column in self.content_columns:
             value = plain(row.get(column))

@@ -17,7 +17,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from kbsql.interface.errors import BadRequest
+from kbsql.interface.errors import InvalidParameter
 
 SOURCE = "JSONChunkingPreprocessor"
 _BOOLS = ("flatten_nested", "include_metadata", "chunk_by_object", "extract_all_primitives")
@@ -43,31 +43,27 @@ class JsonChunkingConfig:
         if conf is None:
             return cls()
         if not isinstance(conf, dict):
-            raise BadRequest("preprocessing.json_chunking_config must be an object",
-                             title="Invalid parameter")
+            raise InvalidParameter("preprocessing.json_chunking_config must be an object")
         unknown = sorted(set(conf) - set(_BOOLS) - set(_LISTS) - set(_STRINGS))
         if unknown:
-            raise BadRequest(f"preprocessing.json_chunking_config has unknown key(s) {unknown}; accepted: "
-                             f"{sorted((*_BOOLS, *_LISTS, *_STRINGS))}", title="Invalid parameter")
+            raise InvalidParameter(f"preprocessing.json_chunking_config has unknown key(s) {unknown}; "
+                                   f"accepted: {sorted((*_BOOLS, *_LISTS, *_STRINGS))}")
         values: dict[str, Any] = {}
         for key in _BOOLS:
             if key in conf:
                 if not isinstance(conf[key], bool):
-                    raise BadRequest(f"json_chunking_config.{key} must be true or false",
-                                     title="Invalid parameter")
+                    raise InvalidParameter(f"json_chunking_config.{key} must be true or false")
                 values[key] = conf[key]
         for key in _LISTS:
             if key in conf:
                 items = conf[key]
                 if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
-                    raise BadRequest(f"json_chunking_config.{key} must be a list of field names",
-                                     title="Invalid parameter")
+                    raise InvalidParameter(f"json_chunking_config.{key} must be a list of field names")
                 values[key] = tuple(items)
         for key in _STRINGS:
             if key in conf:
                 if not isinstance(conf[key], str) or not conf[key]:
-                    raise BadRequest(f"json_chunking_config.{key} must be a non-empty string",
-                                     title="Invalid parameter")
+                    raise InvalidParameter(f"json_chunking_config.{key} must be a non-empty string")
                 values[key] = conf[key]
         return cls(**values)
 
@@ -81,8 +77,7 @@ def parse(value: Any, where: str) -> Any:
         try:
             return ast.literal_eval(value)
         except (SyntaxError, ValueError):
-            raise BadRequest(f"{where} is not JSON (json_chunking needs JSON content)",
-                             title="Invalid parameter") from None
+            raise InvalidParameter(f"{where} is not JSON (json_chunking needs JSON content)") from None
 
 
 def chunks(value: Any, config: JsonChunkingConfig, where: str) -> list[tuple[str, dict[str, Any]]]:

@@ -15,7 +15,7 @@ from typing import Any
 
 from kbsql.engine.knowledge import remote
 from kbsql.engine.providers import CHAT_RERANKERS, RERANK_APIS
-from kbsql.interface.errors import BadRequest, ProviderError
+from kbsql.interface.errors import InvalidParameter, ProviderError
 
 RERANK_PROVIDERS = RERANK_APIS
 # chat models asked for a score: OpenAI or anything speaking its API at `base_url`
@@ -33,9 +33,8 @@ class Reranker:
         provider = self.provider.lower()
         if provider not in RERANK_PROVIDERS | CHAT_PROVIDERS:
             # never guess: an unknown name (a typo, 'anthropic') would send its key to OpenAI
-            raise BadRequest(f"Reranking provider '{self.provider}' is not supported: use one of "
-                             f"{', '.join(sorted(RERANK_PROVIDERS | CHAT_PROVIDERS))}",
-                             title="Invalid parameter")
+            raise InvalidParameter(f"Reranking provider '{self.provider}' is not supported: use one of "
+                                   f"{', '.join(sorted(RERANK_PROVIDERS | CHAT_PROVIDERS))}")
         self.rerank_endpoint = provider in RERANK_PROVIDERS or descriptor.get("endpoint") == "rerank"
         if self.rerank_endpoint:
             self.base_url = str(descriptor.get("base_url") or "").rstrip("/")

@@ -17,9 +17,10 @@ from mindsdb_sql_parser.ast.mindsdb.agents import CreateAgent, DropAgent, Update
 
 from kbsql.engine.sql import agent_select, info_schema
 from kbsql.engine.sql.databases import filtered
-from kbsql.engine.sql.names import table_parts
+from kbsql.engine.sql.names import Resolved, table_parts
+from kbsql.engine.sql.results import ArrowTableResult
 from kbsql.interface.errors import NotFound, SqlError
-from kbsql.interface.results import OkResult, SqlResult, TableResult
+from kbsql.interface.results import OkResult, SqlResult
 
 if TYPE_CHECKING:
     from kbsql.engine.sql.session import SqlSession
@@ -96,20 +97,14 @@ def update_agent(session: SqlSession, statement: UpdateAgent, ctx: dict[str, Any
     return OkResult(None, context=ctx)
 
 
-def select_agent(session: SqlSession, statement: ast.ASTNode, ctx: dict[str, Any]) -> SqlResult | None:
+def select_agent(session: SqlSession, statement: ast.ASTNode, ctx: dict[str, Any],
+                 target: Resolved | None = None) -> SqlResult | None:
     """`SELECT ... FROM agent WHERE question = '...' [USING ...]` when the agent is the only
-    table (in a join, `kb_tables` asks it); None when the statement reads no agent."""
-    if not isinstance(statement, ast.Select) or not isinstance(statement.from_table, ast.Identifier):
-        return None
-    parts = table_parts(statement.from_table)
-    if len(parts) > 2:
-        return None
-    project, name = (parts[0], parts[1]) if len(parts) == 2 else (ctx["db"], parts[0])
-    try:
-        session.catalog.agent(project, name)
-    except NotFound:
+    table (in a join, `kb_tables` asks it); None when the statement reads no agent. `target`
+    is the FROM table as the router resolved it (`names.target_of`)."""
+    if not isinstance(statement, ast.Select) or target is None or target.kind != "agent":
         return None
     if statement.group_by or statement.order_by or statement.having or statement.distinct:
         raise agent_select.unsupported("GROUP BY / ORDER BY / DISTINCT on an agent's answer")
-    names, rows = agent_select.ask(session.agents, project, name, statement)
-    return TableResult(names, rows, context=ctx)
+    names, rows = agent_select.ask(session.agents, target.database, target.name, statement)
+    return ArrowTableResult.from_rows(names, rows, ctx)  # Arrow like every other SELECT

@@ -17,7 +17,7 @@ from mindsdb_sql_parser.ast.mindsdb.create_database import CreateDatabase
 
 from kbsql.engine.datasources import registry
 from kbsql.engine.sql import info_schema
-from kbsql.engine.sql.names import INFORMATION_SCHEMA, RESERVED, find_project, table_parts
+from kbsql.engine.sql.names import INFORMATION_SCHEMA, RESERVED, Resolutions, find_project, table_parts
 from kbsql.engine.sql.results import ArrowTableResult
 from kbsql.engine.sql.select import describe_sql, run_select
 from kbsql.interface.api import DEFAULT_PROJECT
@@ -142,7 +142,8 @@ def show_tables(session: SqlSession, statement: ast.Show, ctx: dict[str, Any]) -
     return filtered(session, pa.table(columns), statement, ctx)
 
 
-def describe(session: SqlSession, statement: ast.Describe, ctx: dict[str, Any]) -> SqlResult:
+def describe(session: SqlSession, statement: ast.Describe, ctx: dict[str, Any],
+             resolved: Resolutions | None = None) -> SqlResult:
     parts = table_parts(statement.value)
-    table = describe_sql(session, parts, ctx)
+    table = describe_sql(session, parts, ctx, resolved)
     return ArrowTableResult(table.rename_columns(["COLUMN_NAME", "DATA_TYPE"]), ctx)

@@ -27,7 +27,7 @@ from kbsql.engine.datasources.confine import PathPolicy
 from kbsql.engine.datasources.frames import FRAMES_SOURCE, FrameStore
 from kbsql.engine.knowledge.bases import KnowledgeBases
 from kbsql.engine.ports import AgentOps
-from kbsql.engine.sql import agents_sql, databases, kb_statements, refusals
+from kbsql.engine.sql import agents_sql, databases, kb_statements, names, refusals
 from kbsql.engine.sql.duck import DuckSession
 from kbsql.engine.sql.plans import PlanCache
 from kbsql.engine.sql.results import ArrowTableResult
@@ -36,7 +36,7 @@ from kbsql.engine.sql.session import SqlSession
 from kbsql.engine.sql.values_fastpath import parse_insert_values
 from kbsql.engine.sql.variables import bind_parameters
 from kbsql.interface.api import DEFAULT_PROJECT
-from kbsql.interface.errors import BadRequest, KbsqlError, ServiceError, SqlError
+from kbsql.interface.errors import KbsqlError, MissingParameter, ServiceError, SqlError
 from kbsql.interface.results import ErrorResult, OkResult, SqlResult, default_context
 
 if TYPE_CHECKING:
@@ -83,7 +83,7 @@ class SqlExecutor(SqlSession):
         """`RunsSql.query`: one statement, failures as an `ErrorResult` (an empty text is a
         request error, raised: there is no statement to answer)."""
         if not isinstance(query, str) or not query.strip():
-            raise BadRequest("'query' must be a non-empty SQL string", title="Missing parameter")
+            raise MissingParameter("'query' must be a non-empty SQL string")
         return self.execute(query, context, params)
 
     def close(self) -> None:
@@ -130,18 +130,23 @@ class SqlExecutor(SqlSession):
             return ErrorResult(f"{type(exc).__name__}: {exc}", context=ctx)
 
     def run(self, statement: ast.ASTNode, ctx: dict[str, Any], query: str | None = None) -> SqlResult:
-        """Route one parsed statement. Knowledge-base statements go to `kb_statements` first."""
+        """Route one parsed statement. Its own table is resolved once, here (`_target`): a
+        knowledge base goes to `kb_statements` with its record (so do the KB statements that
+        name no table), an agent to `select_agent`, a table to its handler with the
+        resolution."""
         refused = refusals.refusal(statement)
         if refused is not None:
             raise refused
-        handled = kb_statements.handle(self, statement, ctx)
+        table, target = self._target(statement, ctx)
+        handled = kb_statements.handle(self, statement, ctx, target)
         if handled is not None:
             return handled
-        asked = agents_sql.select_agent(self, statement, ctx)
+        asked = agents_sql.select_agent(self, statement, ctx, target)
         if asked is not None:
             return asked
+        resolved: names.Resolutions = {} if target is None else {tuple(names.table_parts(table)): target}
         if isinstance(statement, (ast.Select, ast.Union, ast.Intersect, ast.Except)):
-            return ArrowTableResult(run_select(self, statement, ctx, query), ctx)
+            return ArrowTableResult(run_select(self, statement, ctx, query, resolved=resolved), ctx)
         if isinstance(statement, ast.Use):
             return databases.use(self, statement, ctx)
         if isinstance(statement, CreateDatabase):
@@ -149,7 +154,7 @@ class SqlExecutor(SqlSession):
         if isinstance(statement, ast.DropDatabase):
             return databases.drop_database(self, statement, ctx)
         if isinstance(statement, ast.Describe):
-            return databases.describe(self, statement, ctx)
+            return databases.describe(self, statement, ctx, resolved)
         if isinstance(statement, CreateAgent):
             return agents_sql.create_agent(self, statement, ctx)
         if isinstance(statement, DropAgent):
@@ -165,7 +170,7 @@ class SqlExecutor(SqlSession):
             if category == "AGENTS":
                 return agents_sql.show_agents(self, statement, ctx)
             if category in ("COLUMNS", "FIELDS") and statement.from_table is not None:
-                return databases.describe(self, ast.Describe(statement.from_table), ctx)
+                return databases.describe(self, ast.Describe(statement.from_table), ctx, resolved)
         if isinstance(statement, (ast.Insert, ast.Update, ast.Delete)):
             missing = self._missing_project(statement.table, ctx)
             if missing is not None:
@@ -174,6 +179,28 @@ class SqlExecutor(SqlSession):
                                        f"{statement.to_string()} (INSERT, UPDATE and DELETE write to "
                                        "knowledge bases only)")
         raise refusals.fallback(statement)
+
+    def _target(self, statement: ast.ASTNode, ctx: dict[str, Any]) -> tuple[Any, names.Resolved | None]:
+        """(the statement's own table, what it names) or (None, None). A SELECT or DESCRIBE
+        of a name that resolves to nothing fails here with the resolver's message; an INSERT
+        or DELETE into something other than a knowledge base is refused by the router."""
+        if isinstance(statement, ast.Select):
+            ctes = frozenset(str(c.name.parts[-1]).lower() for c in statement.cte or [])
+            try:
+                return statement.from_table, names.target_of(self, statement.from_table, ctx, ctes)
+            except SqlError:  # a knowledge base's vector store read as a table: say so instead
+                kb_statements.refuse_vector_store(self, statement.from_table)
+                raise
+        if isinstance(statement, ast.Describe) and not getattr(statement, "type", None):
+            return statement.value, names.target_of(self, statement.value, ctx)
+        if isinstance(statement, ast.Show) and (statement.category or "").upper() in ("COLUMNS", "FIELDS"):
+            return statement.from_table, names.target_of(self, statement.from_table, ctx)
+        if isinstance(statement, (ast.Insert, ast.Delete)):
+            try:
+                return statement.table, names.target_of(self, statement.table, ctx)
+            except (SqlError, ServiceError):
+                return None, None
+        return None, None
 
     def _missing_project(self, table: Any, ctx: dict[str, Any]) -> str | None:
         """Why a write found no knowledge base, when the reason is a project that does not

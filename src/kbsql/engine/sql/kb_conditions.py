@@ -104,6 +104,7 @@ def search_request(where: ast.ASTNode | None, limit: ast.ASTNode | None = None,
     """The search a WHERE clause asks for; `metadata_columns` (declared, or None when inferred)
     lets a filter on an unknown column be refused rather than match nothing."""
     request = SearchRequest()
+    filters: list[Filter] = []
     for column, op, value in comparisons(where):
         name = column.lower()
         if name == "content" and op == "=":
@@ -129,8 +130,9 @@ def search_request(where: ast.ASTNode | None, limit: ast.ASTNode | None = None,
         elif name == "distance":
             raise SqlError("filter on relevance (>=, >), not on distance")
         else:
-            request.filters.append(Filter(column, op, value))
-    check_filter_columns(request.filters, metadata_columns)
+            filters.append(Filter(column, op, value))
+    check_filter_columns(filters, metadata_columns)
+    request.filters.extend(filters)
     if limit is not None:
         request.limit = count(limit, "LIMIT")
     return request

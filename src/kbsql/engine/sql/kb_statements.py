@@ -19,13 +19,14 @@ from mindsdb_sql_parser.ast.mindsdb.knowledge_base import CreateKnowledgeBaseInd
 
 from kbsql.engine import validate
 from kbsql.engine.catalog import KbRecord
-from kbsql.engine.knowledge.ingest import INTERNAL_KEYS
-from kbsql.engine.knowledge.search import DEFAULT_LIMIT, SearchRequest
+from kbsql.engine.knowledge.ingest import INTERNAL_KEYS, RowChunker
+from kbsql.engine.knowledge.search import DEFAULT_LIMIT, Filter, SearchRequest
 from kbsql.engine.sql import kb_evaluate, kb_insert, kb_select
 from kbsql.engine.sql.info_schema import INFO_COLUMNS, knowledge_bases_frame
 from kbsql.engine.sql.kb_conditions import constant
 from kbsql.engine.sql.kb_where import Columns, KbWhere, split_options
 from kbsql.engine.sql.refusals import unsupported
+from kbsql.engine.sql.results import ArrowTableResult
 from kbsql.engine.sql.select import select_frame
 from kbsql.interface.errors import NotFound, SqlError
 from kbsql.interface.results import OkResult, SqlResult, TableResult
@@ -33,14 +34,18 @@ from kbsql.interface.results import OkResult, SqlResult, TableResult
 if TYPE_CHECKING:
     import pandas as pd
 
+    from kbsql.engine.sql.names import Resolved
     from kbsql.engine.sql.session import SqlSession
 
 _ALTERABLE = {"reranking_model", "metadata_columns", "content_columns", "id_column", "preprocessing",
               "embedding_model"}
 
 
-def handle(session: SqlSession, statement: ast.ASTNode, ctx: dict[str, Any]) -> SqlResult | None:
-    """Execute `statement` if it is about a knowledge base; None when it is not."""
+def handle(session: SqlSession, statement: ast.ASTNode, ctx: dict[str, Any],
+           target: Resolved | None = None) -> SqlResult | None:
+    """Execute `statement` if it is about a knowledge base; None when it is not. `target` is
+    what the statement's own table names, resolved once by the router (`names.target_of`)."""
+    record = target.record if target is not None and target.kind == "kb" else None
     if isinstance(statement, CreateKnowledgeBase):
         return _create(session, statement, ctx)
     if isinstance(statement, DropKnowledgeBase):
@@ -55,14 +60,12 @@ def handle(session: SqlSession, statement: ast.ASTNode, ctx: dict[str, Any]) -> 
             "KNOWLEDGE_BASES":
         return _show(session, statement, ctx)
     if isinstance(statement, ast.Describe):
-        return _describe(session, statement, ctx)
+        return _describe(session, statement, ctx, record)
     if isinstance(statement, ast.Show) and str(statement.category).upper() in ("COLUMNS", "FIELDS"):
-        record = _find(session, statement.from_table, ctx)
         return None if record is None else _columns(session, record, statement, ctx)
     if isinstance(statement, ast.Select):
-        return _select(session, statement, ctx)
+        return _select(session, statement, ctx, record)
     if isinstance(statement, ast.Insert):
-        record = _find(session, statement.table, ctx)
         if record is None:
             return None
         using = getattr(statement.from_select, "using", None) if statement.from_select is not None else None
@@ -71,7 +74,6 @@ def handle(session: SqlSession, statement: ast.ASTNode, ctx: dict[str, Any]) -> 
             logged["PROCESSED_ROWS"] = result.affected_rows or 0
         return result
     if isinstance(statement, ast.Delete):
-        record = _find(session, statement.table, ctx)
         if record is None:
             return None
         return OkResult(session.kbs.delete_rows(record, _delete_filters(session, record, statement, ctx)),
@@ -87,17 +89,6 @@ def _split(identifier: ast.Identifier, ctx: dict[str, Any]) -> tuple[str, str]:
     if len(parts) == 2:
         return parts[0], parts[1]
     raise SqlError(f"Invalid knowledge base name {identifier.to_string()}")
-
-
-def _find(session: SqlSession, table: Any, ctx: dict[str, Any]) -> KbRecord | None:
-    """The knowledge base a table name denotes, or None (a table of a data source)."""
-    if not isinstance(table, ast.Identifier) or len(table.parts) > 2:
-        return None
-    project, name = _split(table, ctx)
-    try:
-        return session.catalog.find_knowledge_base(project, name)
-    except NotFound:  # the first part is a data source, not a project
-        return None
 
 
 def _record(session: SqlSession, identifier: ast.Identifier, ctx: dict[str, Any]) -> KbRecord:
@@ -184,14 +175,17 @@ def _evaluate(session: SqlSession, statement: EvaluateKnowledgeBase, ctx: dict[s
         frame = select_frame(session, parse_sql(sql), ctx)
         return frame.to_dict("records")
 
+    def save(name: str, rows: list[dict[str, Any]]) -> None:
+        session.frames.register(name, pd.DataFrame(rows))
+
     ports = kb_evaluate.EvaluatePorts(
         kb_name=f"{record.project_name}.{record.name}",
         search=lambda request: service.search(record, request),
         reranking_model=record.spec.get("reranking_model") or None,
         rows_of=rows_of,
-        save=lambda name, rows: session.frames.register(name, pd.DataFrame(rows)))
+        save=save)
     names, rows = kb_evaluate.run(statement.params, ports)
-    return TableResult(names, rows, context=ctx)
+    return ArrowTableResult.from_rows(names, rows, ctx)
 
 
 def _create_index(session: SqlSession, statement: CreateKnowledgeBaseIndex, ctx: dict[str, Any]) -> SqlResult:
@@ -225,15 +219,13 @@ def _delete_filters(session: SqlSession, record: KbRecord, statement: ast.Delete
 
 
 # listing ---------------------------------------------------------------------------------
-def _run_over(frame: pd.DataFrame, statement: ast.Select, ctx: dict[str, Any]) -> TableResult:
+def _run_over(frame: pd.DataFrame, statement: ast.Select, ctx: dict[str, Any]) -> SqlResult:
     """Run a SELECT (its WHERE, targets, ORDER, LIMIT) over one frame, in a private DuckDB."""
     statement.from_table = ast.Identifier("kb_frame")
     with duckdb.connect(":memory:") as con:
         con.register("kb_frame", frame)
-        cursor = con.execute(statement.to_string())
-        names = [d[0] for d in cursor.description]
-        rows = [list(r) for r in cursor.fetchall()]
-    return TableResult(names, rows, context=ctx)
+        table = con.execute(statement.to_string()).fetch_arrow_table()
+    return ArrowTableResult(table, ctx)
 
 
 def _show(session: SqlSession, statement: ast.Show, ctx: dict[str, Any]) -> SqlResult:
@@ -248,16 +240,16 @@ def _show(session: SqlSession, statement: ast.Show, ctx: dict[str, Any]) -> SqlR
     return _run_over(frame, ast.Select(targets=[ast.Star()], where=where), ctx)
 
 
-def _describe(session: SqlSession, statement: ast.Describe, ctx: dict[str, Any]) -> SqlResult | None:
+def _describe(session: SqlSession, statement: ast.Describe, ctx: dict[str, Any],
+              record: KbRecord | None) -> SqlResult | None:
+    """DESCRIBE KNOWLEDGE_BASE kb, or DESCRIBE kb (`record`: the table, resolved by the router)."""
     kind = str(getattr(statement, "type", None) or "").upper().replace(" ", "_")
     if kind not in ("KNOWLEDGE_BASE", ""):
         return None
-    if kind == "":
-        record = _find(session, statement.value, ctx)
-        if record is None:
-            return None
-    else:
+    if kind == "KNOWLEDGE_BASE":
         record = _record(session, statement.value, ctx)
+    if record is None:
+        return None
     frame = knowledge_bases_frame([record])
     return TableResult(INFO_COLUMNS, frame.values.tolist(), context=ctx, frame=frame)
 
@@ -285,12 +277,11 @@ def _is_info_schema(table: Any) -> bool:
         ["information_schema", "knowledge_bases"]
 
 
-def _select(session: SqlSession, statement: ast.Select, ctx: dict[str, Any]) -> SqlResult | None:
+def _select(session: SqlSession, statement: ast.Select, ctx: dict[str, Any],
+            record: KbRecord | None) -> SqlResult | None:
     if _is_info_schema(statement.from_table):
         return _run_over(knowledge_bases_frame(session.catalog.knowledge_bases()), statement, ctx)
-    record = _find(session, statement.from_table, ctx)
     if record is None:
-        _refuse_vector_store(session, statement.from_table)
         return None
     service = session.kbs.service
     names, rows = kb_select.select_rows(
@@ -298,11 +289,13 @@ def _select(session: SqlSession, statement: ast.Select, ctx: dict[str, Any]) -> 
         search=lambda request: service.search(record, request),
         total=lambda: service.count(record),
         subquery=lambda select: subquery_values(session, select, ctx))
+    result = ArrowTableResult.from_rows(names, rows, ctx)  # Arrow like every other SELECT
     # a plain search without LIMIT stops at the documented default: say so when it may have
     # (a notebook shows a note under the table; joins and aggregates are never capped)
-    defaulted = (statement.limit is None and not statement.distinct and kb_select.is_plain(statement)
-                 and len(rows) == DEFAULT_LIMIT and _searches(statement.where))
-    return TableResult(names, rows, context=ctx, default_limit=DEFAULT_LIMIT if defaulted else None)
+    if (statement.limit is None and not statement.distinct and kb_select.is_plain(statement)
+            and len(rows) == DEFAULT_LIMIT and _searches(statement.where)):
+        result.default_limit = DEFAULT_LIMIT
+    return result
 
 
 def _searches(node: Any) -> bool:
@@ -312,10 +305,11 @@ def _searches(node: Any) -> bool:
     return any(_searches(arg) for arg in getattr(node, "args", None) or ())
 
 
-def _refuse_vector_store(session: SqlSession, table: Any) -> None:
+def refuse_vector_store(session: SqlSession, table: Any) -> None:
     """insert_data.mdx reads a knowledge base's vector store as a table
     (`SELECT id, content, metadata, embeddings FROM my_kb_chromadb.storage_table`); here the
-    store is the engine's own, read through the knowledge base."""
+    store is the engine's own, read through the knowledge base. The router asks this when a
+    SELECT's table does not resolve, so the user gets this line instead of "not found"."""
     if not isinstance(table, ast.Identifier) or len(table.parts) != 2:
         return
     database = str(table.parts[0]).lower()
@@ -368,9 +362,6 @@ def _logged_sql(statement: ast.Insert) -> str:
 
 
 def _insert_with(session: SqlSession, record: KbRecord, frame: Any, using: dict[str, Any]) -> int:
-    from kbsql.engine.knowledge.ingest import RowChunker
-    from kbsql.engine.knowledge.search import Filter
-
     def doc_ids(rows: Any) -> list[str | None]:
         chunker = RowChunker(record.spec)
         out = []

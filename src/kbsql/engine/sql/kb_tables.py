@@ -28,6 +28,7 @@ from kbsql.interface.results import KB_COLUMNS
 if TYPE_CHECKING:
     import pandas as pd
 
+    from kbsql.engine.catalog import KbRecord
     from kbsql.engine.sql.names import Resolved
     from kbsql.engine.sql.session import SqlSession
 
@@ -60,7 +61,7 @@ def _kb_frame(session: SqlSession, table: exp.Table, target: Resolved) -> Any:
     # join, an aggregate, a GROUP BY or an ORDER BY it returns every row (never a silent cap)
     capped = single and select is not None and not select.args.get("group") and \
         not select.args.get("order") and select.find(exp.AggFunc) is None
-    frame = search_frame(session, target.database, target.name, where, limit, capped)
+    frame = search_frame(session, target.database, target.name, where, limit, capped, target.record)
     if "metadata" in frame.columns:  # dicts of varying keys: JSON text (DuckDB's ->> reads it)
         frame = frame.assign(metadata=[None if m is None else json.dumps(m, default=str)
                                        for m in frame["metadata"]])
@@ -184,7 +185,7 @@ def to_parser_ast(node: exp.Expression) -> ast.ASTNode:
 
 
 def search_frame(session: SqlSession, project: str, kb_name: str, where_ast: ast.ASTNode | None,
-                 limit: int | None, capped: bool = True) -> pd.DataFrame:
+                 limit: int | None, capped: bool = True, record: KbRecord | None = None) -> pd.DataFrame:
     """Run a knowledge-base search and return it as a DataFrame, for joins done elsewhere.
 
     `where_ast` is the part of a WHERE clause about this knowledge base (the same dialect as
@@ -192,14 +193,16 @@ def search_frame(session: SqlSession, project: str, kb_name: str, where_ast: ast
     None means none was given: then a search returns the documented 10 rows when `capped`,
     and every row when it feeds a join or an aggregate (a cap there would corrupt it). The
     frame has the columns id, chunk_id, chunk_content, metadata (dict), relevance, distance,
-    best first.
+    best first. `record`: the knowledge base when the caller already resolved it.
     """
     import pandas as pd
 
-    record = session.catalog.knowledge_base(project, kb_name)
+    if record is None:
+        record = session.catalog.knowledge_base(project, kb_name)
     if limit is not None and int(limit) < 0:
         raise SqlError(f"LIMIT must be a whole number >= 0, not {limit}")
     service = session.kbs.service
-    rows = run_where(where_ast, lambda request: service.search(record, request), record.metadata_columns,
-                     limit=limit, cap=DEFAULT_LIMIT if capped else max(service.count(record), 1))
+    rows = run_where(where_ast, lambda request: service.search(record, request),
+                     record.metadata_columns, limit=limit,
+                     cap=DEFAULT_LIMIT if capped else max(service.count(record), 1))
     return pd.DataFrame(rows, columns=list(KB_COLUMNS))

@@ -4,6 +4,10 @@
 `x.s.a` in schema `s` of data source `x`. Projects and data sources share one namespace
 (the catalog enforces it), `information_schema` and the built-in `df` source are reserved.
 A name that resolves to nothing is an error naming the table AND the database.
+
+The executor resolves a statement's own table once, before routing (`target_of`): a
+knowledge base goes to `kb_statements` with its record, anything else to its handler with
+the resolution (`Resolutions`), so no statement reads the catalog twice for one name.
 """
 
 from __future__ import annotations
@@ -11,6 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from mindsdb_sql_parser import ast
+
+from kbsql.engine.catalog import KbRecord
 from kbsql.engine.datasources.base import Scan
 from kbsql.engine.datasources.frames import FRAMES_SOURCE
 from kbsql.interface.errors import NotFound, SqlError
@@ -24,12 +31,17 @@ RESERVED = frozenset({INFORMATION_SCHEMA, FRAMES_SOURCE})
 
 @dataclass
 class Resolved:
-    """kind: 'data' (a data source table, `scan` set), 'kb', 'agent' or 'info'."""
+    """kind: 'data' (a data source table, `scan` set), 'kb' (`record` set), 'agent' or 'info'."""
 
     kind: str
     database: str
     name: str
     scan: Scan | None = None
+    record: KbRecord | None = None
+
+
+Resolutions = dict[tuple[str, ...], Resolved]
+"""Table names (their parts) already resolved for this statement, handed down by the router."""
 
 
 def find_project(session: SqlSession, name: str) -> str | None:
@@ -49,14 +61,20 @@ def resolve(session: SqlSession, parts: list[str], current: str) -> Resolved:
     name = ".".join(rest)
     if database.lower() == INFORMATION_SCHEMA:
         return Resolved("info", INFORMATION_SCHEMA, rest[-1].lower())
-    project = find_project(session, database)
+    catalog = session.catalog
+    is_project = True
+    if len(rest) == 1:  # the common case first: one read of the project, one of the KB
+        try:
+            kb = catalog.find_knowledge_base(database, rest[0])
+        except NotFound:
+            is_project = False
+        else:
+            if kb is not None:
+                return Resolved("kb", kb.project_name, kb.name, record=kb)
+    project = find_project(session, database) if is_project else None
     if project is not None:
         if len(rest) != 1:
             raise not_found(name, project)
-        catalog = session.catalog
-        kb = catalog.find_knowledge_base(project, rest[0])
-        if kb is not None:
-            return Resolved("kb", project, kb.name)
         try:
             return Resolved("agent", project, catalog.agent(project, rest[0]).name)
         except NotFound:
@@ -73,6 +91,18 @@ def resolve(session: SqlSession, parts: list[str], current: str) -> Resolved:
     if scan is None:
         raise not_found(name, source.name)
     return Resolved("data", source.name, name, scan)
+
+
+def target_of(session: SqlSession, table: Any, ctx: dict[str, Any],
+              ctes: frozenset[str] = frozenset()) -> Resolved | None:
+    """What a statement's own table (`FROM t`, `INSERT INTO t`, `DESCRIBE t`) names, resolved
+    once by the router; None when it is not a plain table name (a join, a subquery, a CTE)."""
+    if not isinstance(table, ast.Identifier) or not 1 <= len(table.parts) <= 3:
+        return None
+    parts = table_parts(table)
+    if len(parts) == 1 and parts[0].lower() in ctes:
+        return None
+    return resolve(session, parts, ctx["db"])
 
 
 def table_parts(identifier: Any) -> list[str]:

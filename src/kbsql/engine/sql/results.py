@@ -9,17 +9,25 @@ A struct whose fields have no names or repeat a name (a SQL row value: `SELECT (
 `row(1, 2)`) has no faithful dict form, so it becomes a list of its values; other structs
 become dicts. Such columns are converted once, when the result is made, so a failure there is
 an SQL error answer and never a crash while the answer is being sent.
+
+Rows computed in Python (a knowledge-base search, EVALUATE) become the same result through
+`ArrowTableResult.from_rows`, so `client.query()` gives the same dtypes for them as for any
+other SELECT. A column whose values Arrow cannot hold as one flat type (metadata dicts of
+varying keys, lists, mixed types) is JSON text in the Arrow table (DuckDB's `->>` reads it)
+and keeps its Python values as they are in the rows and the DataFrame.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from kbsql.interface.errors import SqlError
-from kbsql.interface.results import TableResult
+from kbsql.interface.results import SCORE_COLUMNS, TableResult
 
 
 def json_column(column: pa.ChunkedArray) -> list[Any]:
@@ -104,15 +112,34 @@ JSON_COLUMNS = b"kbsql.json_columns"  # schema metadata: comma-separated names o
 
 
 def _json_values(column: pa.ChunkedArray) -> list[Any]:
-    import json
-
     return [json.loads(v) if isinstance(v, str) else v for v in column.to_pylist()]
+
+
+def _is_nested(kind: pa.DataType) -> bool:
+    return pa.types.is_nested(kind) or pa.types.is_union(kind)
+
+
+def _arrow_column(name: str, values: list[Any]) -> tuple[pa.Array, bool]:
+    """(Arrow array, kept as Python values?) of one column of Python rows."""
+    try:
+        array = pa.array(values)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError):
+        array = None
+    if array is None or _is_nested(array.type):
+        text = [None if v is None else json.dumps(v, default=str) for v in values]
+        return pa.array(text, pa.string()), True
+    if pa.types.is_null(array.type) and name.lower() in SCORE_COLUMNS:
+        array = pa.array(values, pa.float64())
+    return array, False
 
 
 class ArrowTableResult(TableResult):
     """A `TableResult` backed by an Arrow table; `data` and `frame` are built on demand."""
 
-    def __init__(self, table: pa.Table, context: dict[str, Any], column_names: list[str] | None = None):
+    def __init__(self, table: pa.Table, context: dict[str, Any], column_names: list[str] | None = None,
+                 python: dict[int, list[Any]] | None = None):
+        """`python`: columns (by position) whose values are given as Python values (the Arrow
+        column then holds their JSON text); see `from_rows`."""
         self._table = table
         self._data: list[list[Any]] | None = None
         self._frame: Any = None
@@ -126,6 +153,22 @@ class ArrowTableResult(TableResult):
                     self._python[i] = _json_values(table.column(i))
                 except ValueError:  # not JSON after all (a user's own column): leave it
                     pass
+        self._python.update(python or {})
+
+    @classmethod
+    def from_rows(cls, names: Sequence[str], rows: list[list[Any]],
+                  context: dict[str, Any]) -> ArrowTableResult:
+        """Rows computed in Python as an Arrow-backed result (see the module docstring)."""
+        names = list(names)
+        arrays, python = [], {}
+        for i, name in enumerate(names):
+            values = [row[i] for row in rows]
+            array, keep = _arrow_column(name, values)
+            arrays.append(array)
+            if keep:
+                python[i] = values
+        table = pa.Table.from_arrays(arrays, names=names)
+        return cls(table, context, names, python)
 
     @property  # type: ignore[override]
     def data(self) -> list[list[Any]]:

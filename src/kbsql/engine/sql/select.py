@@ -28,15 +28,17 @@ if TYPE_CHECKING:
     from kbsql.engine.sql.session import SqlSession
 
 def compile_select(session: SqlSession, statement: ast.ASTNode, ctx: dict[str, Any],
-                   frames: dict[str, Any] | None = None) -> Compiled:
-    """DuckDB SQL for a SELECT (or UNION ...); release `temps` after running."""
+                   frames: dict[str, Any] | None = None,
+                   resolved: names.Resolutions | None = None) -> Compiled:
+    """DuckDB SQL for a SELECT (or UNION ...); release `temps` after running. `resolved`:
+    table names the router already resolved for this statement (not resolved again)."""
     tree = render.to_tree(statement)
     _name_columns(tree, statement)
     ctes = _rename_ctes(tree)
     compiled = Compiled("")
     try:
         for table in list(tree.find_all(exp.Table)):
-            _rewrite(session, table, ctes, ctx, frames or {}, compiled)
+            _rewrite(session, table, ctes, ctx, frames or {}, compiled, resolved or {})
         for column in tree.find_all(exp.Column):  # ds.t.col -> t.col (t is the alias)
             if column.args.get("db") is not None:
                 column.set("db", None)
@@ -80,7 +82,7 @@ def _name_columns(tree: exp.Expression, statement: ast.ASTNode) -> None:
 
 
 def _rewrite(session: SqlSession, table: exp.Table, ctes: dict[str, str], ctx: dict[str, Any],
-             frames: dict[str, Any], compiled: Compiled) -> None:
+             frames: dict[str, Any], compiled: Compiled, resolved: names.Resolutions) -> None:
     if not isinstance(table.this, exp.Identifier):
         raise SqlError(f"Table functions are not allowed in queries: {table.sql()}; "
                        "query tables of a data source as <data_source>.<table>")
@@ -94,7 +96,7 @@ def _rewrite(session: SqlSession, table: exp.Table, ctes: dict[str, str], ctx: d
         item = duck.from_item(FrameScan(frames[parts[0]]), compiled.temps)
         compiled.cacheable = False
     else:
-        target = names.resolve(session, parts, ctx["db"])
+        target = resolved.get(tuple(parts)) or names.resolve(session, parts, ctx["db"])
         if target.kind == "data":
             assert target.scan is not None
             item = duck.from_item(target.scan, compiled.temps)
@@ -115,7 +117,8 @@ def _rewrite(session: SqlSession, table: exp.Table, ctes: dict[str, str], ctx: d
 
 
 def run_select(session: SqlSession, statement: ast.ASTNode, ctx: dict[str, Any],
-               query: str | None = None, frames: dict[str, Any] | None = None) -> pa.Table:
+               query: str | None = None, frames: dict[str, Any] | None = None,
+               resolved: names.Resolutions | None = None) -> pa.Table:
     """Run a SELECT; the answer as Arrow. `query` (the original text) enables the cache.
 
     No lock is held while compiling: a knowledge-base search or an agent's answer may take
@@ -123,7 +126,7 @@ def run_select(session: SqlSession, statement: ast.ASTNode, ctx: dict[str, Any],
     duck = session.duck
     plan = cached_plan(session, query, ctx["db"]) if query else None
     if plan is None:
-        plan = compile_select(session, statement, ctx, frames)
+        plan = compile_select(session, statement, ctx, frames, resolved)
         if query:
             session.plans.put(query, ctx["db"], plan)
     try:
@@ -136,11 +139,12 @@ def run_select(session: SqlSession, statement: ast.ASTNode, ctx: dict[str, Any],
     return table
 
 
-def describe_sql(session: SqlSession, parts: list[str], ctx: dict[str, Any]) -> pa.Table:
+def describe_sql(session: SqlSession, parts: list[str], ctx: dict[str, Any],
+                 resolved: names.Resolutions | None = None) -> pa.Table:
     """Column names and DuckDB types of a table (DESCRIBE ds.table)."""
     statement = ast.Select(targets=[ast.Star()], from_table=ast.Identifier(parts=parts))
     duck = session.duck
-    plan = compile_select(session, statement, ctx)
+    plan = compile_select(session, statement, ctx, resolved=resolved)
     try:
         with duck.lock:
             relation = duck.con.sql(f"DESCRIBE {plan.sql}")

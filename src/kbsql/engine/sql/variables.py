@@ -23,6 +23,7 @@ from typing import Any
 from mindsdb_sql_parser import ast, parse_sql
 
 from kbsql.interface.errors import SqlError
+from kbsql.interface.literals import ParameterError, quote_literal
 
 ENV_PREFIX = "MDB_"
 _SET = re.compile(r"^\s*SET\s+@([A-Za-z_]\w*)\s*=\s*(.+?)\s*;?\s*$", re.IGNORECASE | re.DOTALL)
@@ -84,19 +85,12 @@ def from_env(name: str) -> str:
 
 
 def literal(value: Any) -> str:
-    """A value as an SQL literal the parser reads back as exactly that value."""
-    if value is None:
-        return "NULL"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return repr(value)
-    text = str(value)
-    if "\\" in text or ("'" in text and '"' in text):
-        raise SqlError("a variable holding a backslash, or both kinds of quote, cannot be used in SQL")
-    if "'" in text:
-        return f'"{text}"'
-    return f"'{text}'"
+    """A value as an SQL literal the parser reads back as exactly that value (the one
+    quoter, `interface.literals`; a value it cannot write is an SQL error)."""
+    try:
+        return quote_literal(value)
+    except ParameterError as exc:
+        raise SqlError(f"the variable's value cannot be used in SQL: {exc}") from None
 
 
 def _value_of(expression: str) -> Any:

@@ -6,7 +6,7 @@ from typing import Any
 
 from kbsql.engine.agents.providers.base import Provider
 from kbsql.engine.agents.settings import PROVIDER_ALIASES
-from kbsql.interface.errors import BadRequest
+from kbsql.interface.errors import InvalidParameter, MissingParameter
 
 
 def make_provider(model: dict[str, Any]) -> Provider:
@@ -14,12 +14,11 @@ def make_provider(model: dict[str, Any]) -> Provider:
     name = str(model.get("provider") or "").lower()
     kind = PROVIDER_ALIASES.get(name)
     if kind is None:
-        raise BadRequest(f"not supported by the local engine: the model provider '{model.get('provider')}' "
-                         "for an agent (the reference has more); use one of "
-                         f"{', '.join(sorted(PROVIDER_ALIASES))}", title="Invalid parameter")
+        raise InvalidParameter(f"not supported by the local engine: the model provider "
+                               f"'{model.get('provider')}' for an agent (the reference has more); use one of "
+                               f"{', '.join(sorted(PROVIDER_ALIASES))}")
     if kind != "offline" and not model.get("model_name"):
-        raise BadRequest(f"'model.model_name' is required for provider '{name}'",
-                         title="Missing parameter")
+        raise MissingParameter(f"'model.model_name' is required for provider '{name}'")
     if kind == "openai":
         from kbsql.engine.agents.providers.openai import OpenAIProvider
         return OpenAIProvider(model)

@@ -20,6 +20,7 @@ from kbsql.engine.agents.providers.base import Message, RunControl, ToolCall, To
 from kbsql.engine.agents.render import parse_table_text
 from kbsql.engine.config import OFFLINE_MODEL, OFFLINE_PROVIDER
 from kbsql.interface.errors import ProviderError
+from kbsql.interface.literals import quote_literal
 
 SEARCH_LIMIT = 5
 MAX_KBS = 5
@@ -30,14 +31,12 @@ SWITCH_HINT = ("_Offline retrieval agent: sentences quoted from your data, no la
                "or set `KBSQL_DEFAULT_MODEL_PROVIDER`._")
 """The one line every offline answer ends with: what it is, and how to get a real model."""
 
-def sql_string(text: str) -> str:
-    """A safe SQL literal of the question: quotes doubled, backslashes (which the parser reads
-    as escapes) replaced by spaces: they carry no meaning for a semantic search."""
-    return "'" + text.replace("\\", " ").replace("'", "''") + "'"
-
-
 def search_sql(kb: str, question: str, limit: int = SEARCH_LIMIT) -> str:
-    return f"SELECT * FROM {kb} WHERE content = {sql_string(question)} LIMIT {limit}"
+    """The semantic search for `question`, its text quoted by the one quoter (so it reads back
+    exactly). Quotes around the whole question are dropped first: they mean nothing to a
+    search, and a text that starts and ends with both kinds would need a `||` expression."""
+    text = question.strip().strip("'\"").strip()
+    return f"SELECT * FROM {kb} WHERE content = {quote_literal(text)} LIMIT {limit}"
 
 
 class OfflineProvider:
