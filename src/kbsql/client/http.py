@@ -8,6 +8,7 @@ slash), reads the documented bodies, and turns problem+json errors back into the
 from __future__ import annotations
 
 import logging
+import re
 import socket
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
@@ -19,9 +20,12 @@ from kbsql.interface.api import INSERT_BATCH_ROWS, InsertCounts
 from kbsql.interface.errors import PROBLEM_TYPE_HEADER, ServiceError, TransportError
 from kbsql.interface.jsonable import dumps
 from kbsql.interface.models import Agent, KnowledgeBase, mask_url
-from kbsql.interface.progress import SENDING, ProgressFactory, open_progress
-from kbsql.interface.results import SqlResult, result_from_json
+from kbsql.interface.progress import EVALUATING, SENDING, ProgressFactory, open_indeterminate, open_progress
+from kbsql.interface.results import ErrorResult, SqlResult, result_from_json
 from kbsql.interface.stream import chunk_kind, completion_answer, parse_sse_line
+
+_EVALUATE = re.compile(r"\s*(?:--[^\n]*\n\s*)*EVALUATE\s+KNOWLEDGE_BASE\s+([^\s;]+)", re.IGNORECASE)
+"""An EVALUATE KNOWLEDGE_BASE statement (its knowledge base), shown with a phase-only bar."""
 
 log = logging.getLogger("kbsql.client")
 if TYPE_CHECKING:
@@ -209,7 +213,26 @@ class HttpApi:
         body: dict[str, Any] = {"query": query}
         if context:
             body["context"] = context
-        return result_from_json(self._json(self._send("POST", "/api/sql/query", body)))
+        evaluated = _EVALUATE.match(query)
+        if evaluated is None:
+            return result_from_json(self._json(self._send("POST", "/api/sql/query", body)))
+        # One statement answers once: the server cannot report per question, so the bar
+        # names the phase with no fraction and ends in the final state (done or failed).
+        bar = open_indeterminate(f"evaluate {evaluated.group(1)} on the server", unit="question")
+        error: BaseException | None = None
+        try:
+            if bar is not None:
+                bar.update(EVALUATING, 0, 0)
+            result = result_from_json(self._json(self._send("POST", "/api/sql/query", body)))
+            if isinstance(result, ErrorResult):
+                error = result.to_exception()
+            return result
+        except BaseException as exc:
+            error = exc
+            raise
+        finally:
+            if bar is not None:
+                bar.close(error)
 
     def complete(self, project: str, agent: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
         """The answer of `/completions`. A server whose non-stream endpoint fails with a 500

@@ -81,6 +81,12 @@ class NotebookProgress:
     def text(self) -> str:
         """One line: what, phase, count, percent, rate, ETA (or the final state)."""
         units = f"{self.unit}s"
+        if not self.total:  # unknown total (one remote statement): phase and time, no fraction
+            if self.state == "done":
+                return f"{self.description}: done in {_duration(self.elapsed)}"
+            if self.state != "running":
+                return f"{self.description}: {self.state} during {self.phase} after {_duration(self.elapsed)}"
+            return f"{self.description}: {self.phase} …"  # drawn once: an elapsed time would freeze
         count = f"{int(self.done):,}/{self.total:,} {units}"
         rate = self.rate
         speed = (f"{rate:,.0f} {units}/s" if rate >= 10 else f"{rate:.1f} {units}/s") if rate else ""
@@ -89,7 +95,7 @@ class NotebookProgress:
                     + (f" ({speed})" if speed else ""))
         if self.state != "running":
             return f"{self.description}: {self.state} during {self.phase} at {count}"
-        percent = 100.0 * self.done / self.total if self.total else 100.0
+        percent = 100.0 * self.done / self.total
         eta = self.eta
         parts = [f"{self.description}: {self.phase}", f"{count} ({percent:.0f}%)"]
         if speed:
@@ -98,7 +104,10 @@ class NotebookProgress:
         return " · ".join(parts)
 
     def html(self) -> str:
-        percent = 100.0 * self.done / self.total if self.total else 100.0
+        if self.total:
+            percent = 100.0 * self.done / self.total
+        else:  # unknown total: empty while running, full when done (no invented fraction)
+            percent = 100.0 if self.state == "done" else 0.0
         colour = {"running": "#1a73e8", "done": "#188038", "failed": "#d93025"}.get(self.state, "#e37400")
         return (f'<div class="kbsql-progress" data-state="{self.state}" data-phase="{escape(self.phase)}" '
                 f'data-done="{int(self.done)}" data-total="{self.total}" '

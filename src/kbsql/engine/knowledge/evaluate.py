@@ -40,9 +40,10 @@ _WORDS = re.compile(r"\S+")
 
 Search = Callable[[str, int], list[Any]]  # (question, k) -> ids best first
 Score = Callable[[str, list[str]], list[float]]  # (question, texts) -> scores in [0, 1]
+Step = Callable[[int, int], None]  # (done, total): called after each question, for a progress bar
 
 
-def evaluate_doc_id(tests: list[dict[str, Any]], search: Search) -> dict[str, Any]:
+def evaluate_doc_id(tests: list[dict[str, Any]], search: Search, step: Step | None = None) -> dict[str, Any]:
     if not tests:
         raise BadRequest("The test table holds no questions")
     if {"question", "doc_id"} - set(tests[0]):
@@ -55,6 +56,8 @@ def evaluate_doc_id(tests: list[dict[str, Any]], search: Search) -> dict[str, An
         times.append(time.perf_counter() - start)
         expected = str(item["doc_id"])
         positions.append(ids.index(expected) if expected in ids else -1)
+        if step is not None:
+            step(len(positions), len(tests))
     total = len(tests)
     found = [p for p in positions if p >= 0]
     cumulative = {i: sum(1 for p in found if p <= i) / total for i in range(DOC_ID_TOP_K)}
@@ -64,7 +67,7 @@ def evaluate_doc_id(tests: list[dict[str, Any]], search: Search) -> dict[str, An
 
 
 def evaluate_relevancy(tests: list[dict[str, Any]], search: Callable[[str, int], list[str]],
-                       score: Score) -> dict[str, Any]:
+                       score: Score, step: Step | None = None) -> dict[str, Any]:
     if not tests:
         raise BadRequest("The test table holds no questions")
     if "question" not in tests[0]:
@@ -78,6 +81,8 @@ def evaluate_relevancy(tests: list[dict[str, Any]], search: Callable[[str, int],
         binary = [s >= RELEVANT for s in scores]
         logs.append({"scores": scores, "binary": binary, "time": elapsed,
                      "first": binary.index(True) if True in binary else None})
+        if step is not None:
+            step(len(logs), len(tests))
     return relevancy_metrics(logs)
 
 
@@ -142,16 +147,19 @@ def question_writer(llm: dict[str, Any] | None) -> Callable[[str], tuple[str, st
     return ask
 
 
-def generate(samples: list[dict[str, Any]], llm: dict[str, Any] | None, count: int) -> list[dict[str, Any]]:
+def generate(samples: list[dict[str, Any]], llm: dict[str, Any] | None, count: int,
+             step: Step | None = None) -> list[dict[str, Any]]:
     """Test rows {question, answer, doc_id, text} for up to `count` sampled {id, content}."""
     write = question_writer(llm)
     out = []
-    for item in samples[:count]:
+    chosen = samples[:count]
+    for done, item in enumerate(chosen, 1):
         text = str(item.get("content") or item.get("chunk_content") or "")
-        if not text.strip():
-            continue
-        question, answer = write(text)
-        out.append({"question": question, "answer": answer, "doc_id": item.get("id"), "text": text})
+        if text.strip():
+            question, answer = write(text)
+            out.append({"question": question, "answer": answer, "doc_id": item.get("id"), "text": text})
+        if step is not None:
+            step(done, len(chosen))
     if not out:
         raise BadRequest("No test data could be generated: the sample holds no text")
     return out

@@ -19,6 +19,7 @@ from kbsql.engine.knowledge import evaluate as metrics
 from kbsql.engine.knowledge.rerank import Reranker
 from kbsql.engine.knowledge.search import SearchRequest
 from kbsql.engine.sql.refusals import unsupported
+from kbsql.interface import progress as progress_mod
 from kbsql.interface.errors import SqlError
 
 _KNOWN = {"test_table", "version", "generate_data", "evaluate", "llm", "save_to"}
@@ -50,6 +51,29 @@ def _writable(value: Any, what: str) -> str:
     return table
 
 
+EVALUATE_MIN_QUESTIONS = 1
+"""A bar from the first question: each one is a search (and, for llm_relevancy, a model
+call), so even the default 20 take long enough to want one."""
+
+
+def _stepped(description: str, total: int, phase: str, work: Callable[[Any], Any]) -> Any:
+    """Run `work(step)` under a progress bar of `total` questions that moves per question
+    (`step(done, total)`) in `phase`, and saves its final state (done or failed)."""
+    bar = progress_mod.open_progress(description, total, unit="question",
+                                     min_total=EVALUATE_MIN_QUESTIONS)
+    if bar is None:
+        return work(None)
+    error: BaseException | None = None
+    try:
+        bar.update(phase, 0, total)
+        return work(lambda done, count: bar.update(phase, done, count))
+    except BaseException as exc:
+        error = exc
+        raise
+    finally:
+        bar.close(error)
+
+
 def run(params: dict[str, Any], ports: EvaluatePorts) -> tuple[list[str], list[list[Any]]]:
     params = {k.lower(): v for k, v in (params or {}).items()}
     unknown = set(params) - _KNOWN
@@ -70,7 +94,9 @@ def run(params: dict[str, Any], ports: EvaluatePorts) -> tuple[list[str], list[l
         sql = options.get("from_sql") or f"SELECT chunk_content AS content, id FROM {ports.kb_name}"
         samples = ports.rows_of(sql)
         random.Random(0).shuffle(samples)  # a sample, the same one on every run
-        tests = metrics.generate(samples, llm or ports.reranking_model, count)
+        tests = _stepped(f"generate questions for {ports.kb_name}", min(count, len(samples)),
+                         progress_mod.GENERATING,
+                         lambda step: metrics.generate(samples, llm or ports.reranking_model, count, step))
         ports.save(_writable(params["test_table"], "test_table"), tests)
     if params.get("evaluate", True) is False:
         return ["name", "generated_rows"], [[ports.kb_name, len(tests) if generate else 0]]
@@ -80,7 +106,8 @@ def run(params: dict[str, Any], ports: EvaluatePorts) -> tuple[list[str], list[l
         def ids(question: str, k: int) -> list[Any]:
             return [r[0] for r in ports.search(SearchRequest(query=question, limit=k))]
 
-        result = metrics.evaluate_doc_id(tests, ids)
+        result = _stepped(f"evaluate {ports.kb_name}", len(tests), progress_mod.EVALUATING,
+                          lambda step: metrics.evaluate_doc_id(tests, ids, step))
         columns = list(metrics.DOC_ID_COLUMNS)
     else:
         judge = llm or ports.reranking_model
@@ -92,7 +119,8 @@ def run(params: dict[str, Any], ports: EvaluatePorts) -> tuple[list[str], list[l
         def texts(question: str, k: int) -> list[str]:
             return [r[2] for r in ports.search(SearchRequest(query=question, limit=k, rerank=False))]
 
-        result = metrics.evaluate_relevancy(tests, texts, scorer.score)
+        result = _stepped(f"evaluate {ports.kb_name}", len(tests), progress_mod.EVALUATING,
+                          lambda step: metrics.evaluate_relevancy(tests, texts, scorer.score, step))
         columns = list(metrics.RELEVANCY_COLUMNS)
     now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
     row = {**result, "name": ports.kb_name, "created_at": now}
