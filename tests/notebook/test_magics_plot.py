@@ -7,6 +7,7 @@ Regenerate the baselines after a deliberate change: KBSQL_UPDATE_BASELINES=1 pyt
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -65,6 +66,51 @@ def test_recall_at_k_of_questions(cells, where, tmp_path):
     recall = list(line.get_ydata())
     assert len(recall) == 6 and recall == sorted(recall) and 0 < recall[-1] <= 1
     same_as_baseline(plot, "recall", tmp_path)
+
+
+def _evaluate(cells) -> None:
+    """EVALUATE over the same four questions as above, its result saved as df.notes_eval."""
+    from kbsql.notebook import current_client
+
+    current_client().register("notes_qs", pd.DataFrame({
+        "question": ["pump oil pressure", "valve seal", "coffee desk", "office hours"],
+        "doc_id": ["p0", "v3", "o2", "p5"]}))
+    cells.ok("%kbsql ev << EVALUATE KNOWLEDGE_BASE notes USING test_table = df.notes_qs, "
+             "save_to = df.notes_eval")
+
+
+def test_recall_at_k_of_an_evaluate_result(cells, where, tmp_path, monkeypatch):
+    """The curve EVALUATE measured, drawn from its frame or its saved df.<name>, searching
+    nothing: the same picture as the questions' own searches above (same questions, ids)."""
+    _evaluate(cells)
+    ev = cells.ns["ev"]
+    expected = json.loads(ev["cumulative_recall"][0])
+    cells.ns["qs"] = pd.DataFrame({"question": ["pump oil pressure", "valve seal", "coffee desk",
+                                                "office hours"], "id": ["p0", "v3", "o2", "p5"]})
+    searched = cells.ok("%kbsql_plot recall notes --questions qs -k 6").figure.axes[0].lines[0].get_ydata()
+    import kbsql.notebook.plot_magic as plot_magic
+
+    def no_search(*args, **kwargs):
+        raise AssertionError("an EVALUATE result is drawn, not searched again")
+
+    monkeypatch.setattr(plot_magic, "_ranked_ids", no_search)
+    for source in ("ev", "df.notes_eval"):
+        plot = cells.ok(f"%kbsql_plot recall {source} -k 6  # EVALUATE measured it")
+        ax = plot.figure.axes[0]
+        assert list(ax.lines[0].get_ydata()) == [expected[str(k)] for k in range(6)] == list(searched)
+        assert ax.get_ylabel() == "recall@k" and "of 4 questions (EVALUATE)" in ax.get_title()
+        same_as_baseline(plot, "recall_evaluate", tmp_path)
+
+
+def test_recall_of_an_evaluate_result_refuses_what_it_cannot_draw(cells, where):
+    _evaluate(cells)
+    cells.ns["not_eval"] = pd.DataFrame({"x": [1]})
+    for line, says in [("%kbsql_plot recall ev -k 30", "up to k = 20, not 30: use -k 20"),
+                       ("%kbsql_plot recall not_eval", "no cumulative_recall"),
+                       ("%kbsql_plot recall nowhere", "not a DataFrame or df.<name>"),
+                       ("%kbsql_plot recall ev --hybrid", "--hybrid is for searches")]:
+        result, out = cells.run(line)
+        assert not result.success and says in out, (line, out)
 
 
 def test_map_of_a_knowledge_base(cells, where, tmp_path):

@@ -3,11 +3,15 @@
     %kbsql_plot relevance SELECT * FROM kb WHERE content = 'refund' LIMIT 20
     %kbsql_plot map KB [--color COLUMN] [--query TEXT] [--limit N]
     %kbsql_plot recall KB --questions VAR [--question-column C] [--id-column C] [-k K] [--hybrid]
+    %kbsql_plot recall RESULT [-k K]     # RESULT: EVALUATE's DataFrame, or its saved df.<name>
 
 Each runs through the current connection (`-c ALIAS` for another) and returns a `Plot`,
 which shows as a PNG (so it stays in a saved notebook) and holds the matplotlib Figure
 (`.figure`) for more styling. `map` needs the vectors, which only the embedded engine hands
 out (the HTTP API never sends embeddings): over HTTP it fails with a line saying so.
+`recall` either runs its own searches (`--questions`) or draws what an `EVALUATE
+KNOWLEDGE_BASE` already measured (its `cumulative_recall`, or `hit_at_k` for llm_relevancy),
+searching nothing.
 """
 
 from __future__ import annotations
@@ -89,6 +93,7 @@ class KbSqlPlot(Magics):
         %kbsql_plot relevance SQL
         %kbsql_plot map KB [--color COLUMN] [--query TEXT] [--limit N]
         %kbsql_plot recall KB --questions VAR [--question-column C] [--id-column C] [-k K]
+        %kbsql_plot recall RESULT [-k K]   (an EVALUATE result: a DataFrame variable or df.<name>)
         """
         kind, _, rest = strip_comment(line).strip().partition(" ")
         if kind not in KINDS:
@@ -154,8 +159,11 @@ class KbSqlPlot(Magics):
         return self.shell.user_ns
 
     def _recall(self, client: Any, kb: str, args: Any) -> Plot:
-        if not kb or not args.questions:
-            raise UsageError("%kbsql_plot recall KB --questions VAR")
+        if not kb:
+            raise UsageError("%kbsql_plot recall KB --questions VAR, or %kbsql_plot recall RESULT "
+                             "(an EVALUATE result: a DataFrame variable or df.<name>)")
+        if not args.questions:
+            return self._recall_of_evaluation(client, kb, args)
         frame: Any = self._namespace().get(args.questions)
         columns = list(getattr(frame, "columns", []))
         if args.question_column not in columns or args.id_column not in columns:
@@ -169,3 +177,39 @@ class KbSqlPlot(Magics):
                                      title=f"{kb}{' (hybrid)' if args.hybrid else ''}: recall@k "
                                            f"of {len(questions)} questions")
         return Plot(figure, f"recall@k of {kb}")
+
+    def _recall_of_evaluation(self, client: Any, source: str, args: Any) -> Plot:
+        """The curve an EVALUATE KNOWLEDGE_BASE measured: from the DataFrame it returned (a
+        variable) or the table its `save_to` wrote (`df.<name>`, read over the connection).
+        One curve per result row, so several saved evaluations compare on one plot."""
+        if args.hybrid:
+            raise UsageError("--hybrid is for searches (with --questions); an EVALUATE result "
+                             "was measured as its knowledge base searches")
+        if source.lower().startswith("df."):
+            result = client.sql(f"SELECT * FROM {_sql_name(source)}")
+            frame: Any = result.to_pandas() if isinstance(result, TableResult) else None
+        else:
+            frame = self._namespace().get(source)
+        if not hasattr(frame, "to_dict"):
+            raise UsageError(f"%kbsql_plot recall {source}: not a DataFrame or df.<name> table; "
+                             "give an EVALUATE result, or a knowledge base with --questions VAR")
+        rows = frame.to_dict("records")
+        if not rows:
+            raise UsageError(f"{source} holds no EVALUATE result")
+        try:
+            curves = [plots.evaluation_curve(row, args.k) for row in rows]
+        except ValueError as exc:
+            raise UsageError(f"{source}: {exc}") from exc
+        ylabel = curves[0][0]
+        if any(label != ylabel for label, _ in curves):
+            raise UsageError(f"{source} mixes doc_id and llm_relevancy results: plot them apart")
+        names = [str(row.get("name") or source) for row in rows]
+        labels = [f"{n} {row.get('created_at') or ''}".strip() if names.count(n) > 1 else n
+                  for n, row in zip(names, rows, strict=True)]
+        total = rows[0].get("total") if len(rows) == 1 else None
+        title = f"{', '.join(dict.fromkeys(names))}: {ylabel.split(' ')[0]}" + \
+            (f" of {int(total)} questions" if total is not None else "") + " (EVALUATE)"
+        others = [(label, values) for label, (_, values) in zip(labels[1:], curves[1:], strict=True)]
+        figure = plots.recall_figure(range(1, args.k + 1), curves[0][1], title=title, ylabel=ylabel,
+                                     label=labels[0] if others else "", others=others)
+        return Plot(figure, f"{ylabel} of {source}")

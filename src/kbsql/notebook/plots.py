@@ -106,18 +106,51 @@ def _categorical(n: int) -> list[Any]:
     return [cmap(i % cmap.N) for i in range(n)]
 
 
-def recall_figure(ks: Sequence[int], recall: Sequence[float], *, title: str = "") -> Any:
-    """recall@k for k = 1..K, a step up wherever a deeper search finds more answers."""
+def recall_figure(ks: Sequence[int], recall: Sequence[float], *, title: str = "",
+                  ylabel: str = "recall@k", others: Sequence[tuple[str, Sequence[float]]] = (),
+                  label: str = "") -> Any:
+    """recall@k for k = 1..K, a step up wherever a deeper search finds more answers.
+    `others` adds labelled curves (several saved evaluations); then a legend names each."""
     fig = _figure()
     ax = fig.add_subplot()
-    ax.plot(list(ks), list(recall), marker="o", color="#188038")
+    ax.plot(list(ks), list(recall), marker="o", color="#188038", label=label or None)
+    for i, (name, values) in enumerate(others):
+        ax.plot(list(ks), list(values), marker="o", color=_categorical(len(others) + 1)[i + 1], label=name)
+    if others:
+        ax.legend(fontsize=8, loc="lower right")
     ax.set_xticks(list(ks))
     ax.set_ylim(0, 1.05)
     ax.set_xlabel("k (rows searched)")
-    ax.set_ylabel("recall@k")
+    ax.set_ylabel(ylabel)
     ax.grid(alpha=0.3)
     ax.set_title(title or "recall@k", fontsize=10)
     return fig
+
+
+def evaluation_curve(row: dict[str, Any], k_max: int) -> tuple[str, list[float]]:
+    """(y label, values for k = 1..k_max) from one EVALUATE KNOWLEDGE_BASE result row:
+    `cumulative_recall` (version doc_id: JSON {position from 0: recall}) gives recall@k;
+    `hit_at_k` (version llm_relevancy: JSON list, k from 1) gives hit@k. Asking deeper than
+    the evaluation searched is an error, not a shorter curve."""
+    import json
+
+    def parsed(value: Any) -> Any:
+        return json.loads(value) if isinstance(value, str | bytes) else value
+
+    if row.get("cumulative_recall") is not None:
+        by_position = {int(k): float(v) for k, v in parsed(row["cumulative_recall"]).items()}
+        values, label = [by_position.get(k - 1) for k in range(1, k_max + 1)], "recall@k"
+    elif row.get("hit_at_k") is not None:
+        hits = [float(v) for v in parsed(row["hit_at_k"])]
+        values, label = [hits[k - 1] if k <= len(hits) else None for k in range(1, k_max + 1)], \
+            "hit@k (llm relevancy)"
+    else:
+        raise ValueError("not an EVALUATE KNOWLEDGE_BASE result: it has no cumulative_recall "
+                         "(version doc_id) or hit_at_k (version llm_relevancy) column")
+    depth = next((k for k, v in enumerate(values) if v is None), None)
+    if depth is not None:
+        raise ValueError(f"the evaluation holds {label} up to k = {depth}, not {k_max}: use -k {depth}")
+    return label, [float(v) for v in values if v is not None]
 
 
 def recall_at_k(ranked_ids: Sequence[Sequence[Any]], expected: Sequence[Any], k_max: int) -> list[float]:
