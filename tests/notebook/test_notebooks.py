@@ -74,5 +74,7 @@ def test_evaluate_and_tune(tmp_path: Path):
     text = text_of(nb)
     assert "recall@1" in text and "chunk 300, hybrid" in text
     assert "insert into docs_300: done, 8 rows in" in text  # the saved, finished progress bar
-    assert text.count("<kbsql plot:") == 3
+    assert "evaluate mindsdb.docs_300: done, 8 questions in" in text  # EVALUATE's, saved too
+    assert "total_found" in text and "cumulative_recall" in text  # EVALUATE's result table
+    assert text.count("<kbsql plot:") == 3 and "<kbsql plot: recall@k of evaluations>" in text
     assert leftovers("kbsql-eval-") == before
