@@ -117,6 +117,8 @@ def test_chat_and_sidebar_on_a_served_engine(jupyterlab, browser_page, served, t
     assert "five days" in query.locator(".kbsql-Chat-observation pre").inner_text()
     answer = turn.locator(".kbsql-Chat-answerText").inner_text()
     assert "five days" in answer
+    # Long words wrap: nothing of the answer runs past the panel's edge.
+    assert turn.locator(".kbsql-Chat-answerText").evaluate("n => n.scrollWidth <= n.clientWidth")
     assert turn.locator(".kbsql-Chat-status").inner_text().startswith("done · ")
 
     # Insert as cell: the tool's SQL as a %%kbsql cell, the answer as Markdown.
@@ -176,6 +178,7 @@ def test_chat_and_sidebar_on_a_served_engine(jupyterlab, browser_page, served, t
     wait_for(lambda: is_dark(chat.evaluate("n => getComputedStyle(n).backgroundColor")), "a dark chat")
     assert is_dark(sidebar.evaluate("n => getComputedStyle(n).backgroundColor"))
     assert not is_dark(chat.locator(".kbsql-Chat-answerText").evaluate("n => getComputedStyle(n).color"))
+    page.locator("#jupyterlab-splash").wait_for(state="detached", timeout=30_000)  # the theme switch's
     page.screenshot(path=str(tmp_path / "kbsql-dark.png"))
 
     chat.get_by_role("button", name="Start over").click()
