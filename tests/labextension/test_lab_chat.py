@@ -1,14 +1,22 @@
 """The docked agent chat and the sidebar on a served engine, in a real JupyterLab driven by
-headless Chromium: the settings point at a real `kbsql serve` (with a token), the sidebar
-lists that server, the chat streams an agent's steps and answer, inserts the answer and a
-tool's SQL as cells, keeps the conversation across a reload, starts over, and follows the
-dark theme. The token never reaches the page."""
+headless Chromium: the settings point at a real `kbsql serve --token` (the token from
+$KBSQL_TOKEN); with a wrong token the sidebar shows the server's one-line 401 sentence, the
+right one typed into the settings editor brings the catalog; the chat streams an agent's
+steps and answer, inserts the answer and a tool's SQL as cells, keeps the conversation
+across a reload, starts over, and follows the dark theme. Neither token ever reaches the
+page text, the browser console, the Jupyter server's log or the saved notebook."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import nbformat
+import pytest
 
 import kbsql
+from kbsql.server.process import ServerProcess, spawn
 from tests.agents.fakes import FakeLLM, text, tools
 from tests.labextension.helpers import (
     is_dark,
@@ -22,6 +30,14 @@ from tests.labextension.helpers import (
 from tests.labextension.test_lab_routes import TOKEN, seed
 
 QUESTION = "How long do refunds take?"
+WRONG = "wrong-7c2a9d-also-secret"
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[ServerProcess]:
+    """A real `kbsql serve` that wants TOKEN (from $KBSQL_TOKEN: not on its command line)."""
+    with spawn(tmp_path / "server", env={"KBSQL_TOKEN": TOKEN}) as server:
+        yield server
 
 
 def show(page, panel: str) -> None:
@@ -29,19 +45,57 @@ def show(page, panel: str) -> None:
     page.evaluate("id => window.jupyterapp.shell.activateById(id)", panel)
 
 
-def test_chat_and_sidebar_on_a_served_engine(jupyterlab, browser_page, server_url, tmp_path):
+def assert_no_secret(where: str, content: str) -> None:
+    for secret in (TOKEN, WRONG):
+        assert secret not in content, f"a token in {where}"
+
+
+def test_chat_and_sidebar_on_a_served_engine(jupyterlab, browser_page, served, tmp_path):
     url, token, root = jupyterlab
-    seed(server_url)
-    save_settings(url, token, "kbsql-labextension:connection", {"serverUrl": server_url, "token": TOKEN})
+    server_url = served.url
+    seed(server_url, token=TOKEN)
+    save_settings(url, token, "kbsql-labextension:connection", {"serverUrl": server_url, "token": WRONG})
     write_notebook(root / "chat.ipynb")
     page = browser_page
     errors = watch_console(page)
+    console: list[str] = []  # every console message, of any level
+    page.on("console", lambda msg: console.append(msg.text))
+    failed: list[str] = []  # the page's requests that got an error status
+    page.on("response", lambda r: r.status >= 400 and failed.append(f"{r.status} {r.url}"))
     open_notebook(page, url, token, "chat.ipynb")
 
-    # The sidebar lists the server's catalog (the settings' URL), on open.
+    # A wrong token: the sidebar says what the server said (its 401 sentence), in one line.
     show(page, "kbsql-sidebar")
     sidebar = page.locator("#kbsql-sidebar")
+    status = sidebar.locator('.kbsql-Sidebar-status[data-state="error"]')
+    status.wait_for(timeout=30_000)
+    refused = status.inner_text()
+    assert refused.startswith(f"{server_url}: Unauthorized: This server needs a token"), refused
+    assert "\n" not in refused.strip() and "Traceback" not in refused and "Error(" not in refused
+    assert sidebar.locator(".kbsql-Sidebar-kb").count() == 0
+    assert_no_secret("the page text", page.inner_text("body"))
+    page.screenshot(path=str(tmp_path / "kbsql-401.png"))
+
+    # The right token, typed into the settings editor (a password field: dots, never text):
+    # the sidebar reloads and lists the server's catalog.
+    page.evaluate("() => window.jupyterapp.commands.execute('settingeditor:open', {query: 'kbsql'})")
+    field = page.locator(".jp-SettingsPanel").get_by_label("Token")
+    field.wait_for(timeout=30_000)
+    assert field.get_attribute("type") == "password"
+    assert field.input_value() == WRONG  # the stored value, masked on screen
+    field.fill(TOKEN)
     sidebar.locator('.kbsql-Sidebar-kb[data-name="docs"]').wait_for(timeout=30_000)
+    page.screenshot(path=str(tmp_path / "kbsql-settings.png"))
+    # The refused loads were 400s of the catalog route, which Chromium itself logs as
+    # "Failed to load resource" (any error status is); nothing else may have been logged.
+    assert failed and all(f.split("?")[0] == f"400 {url}/kbsql/catalog" for f in failed), failed
+    assert all(e.startswith("error: Failed to load resource: the server responded with a status of 400")
+               for e in errors), errors
+    errors.clear()
+    failed.clear()
+    assert_no_secret("the page text", page.inner_text("body"))
+    page.evaluate("() => window.jupyterapp.shell.currentWidget.close()")  # back to the notebook
+    page.wait_for_function("() => window.jupyterapp.shell.currentWidget.content?.widgets", timeout=10_000)
     assert sidebar.locator(".kbsql-Sidebar-connection").inner_text() == f"server {server_url}"
     assert "3 rows" in sidebar.locator('.kbsql-Sidebar-kb[data-name="docs"]').inner_text()
 
@@ -63,6 +117,8 @@ def test_chat_and_sidebar_on_a_served_engine(jupyterlab, browser_page, server_ur
     assert "five days" in query.locator(".kbsql-Chat-observation pre").inner_text()
     answer = turn.locator(".kbsql-Chat-answerText").inner_text()
     assert "five days" in answer
+    # Long words wrap: nothing of the answer runs past the panel's edge.
+    assert turn.locator(".kbsql-Chat-answerText").evaluate("n => n.scrollWidth <= n.clientWidth")
     assert turn.locator(".kbsql-Chat-status").inner_text().startswith("done · ")
 
     # Insert as cell: the tool's SQL as a %%kbsql cell, the answer as Markdown.
@@ -76,6 +132,10 @@ def test_chat_and_sidebar_on_a_served_engine(jupyterlab, browser_page, server_ur
     assert page.evaluate("() => window.jupyterapp.shell.currentWidget.content.widgets[2].model.type") \
         == "markdown"
     page.screenshot(path=str(tmp_path / "kbsql-chat.png"))
+    page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+    saved = root / "chat.ipynb"
+    wait_for(lambda: len(nbformat.read(saved, as_version=4).cells) == 3, "the saved notebook")
+    assert_no_secret("the saved notebook", saved.read_text())
 
     # The conversation survives a reload (per agent), then Start over forgets it.
     page.reload(wait_until="domcontentloaded")
@@ -90,7 +150,7 @@ def test_chat_and_sidebar_on_a_served_engine(jupyterlab, browser_page, server_ur
     long_answer = text("word " * 100)  # ~72 stream events, 0.05 s apart
     script = [tools(("kb_list_tool", {})), long_answer, *[tools(("kb_list_tool", {}))] * 5]
     with FakeLLM("openai", script, delay=0.05) as fake:
-        with kbsql.connect(server_url) as client:
+        with kbsql.connect(server_url, token=TOKEN) as client:
             client.agents.create("slow", data={"knowledge_bases": ["mindsdb.*"]},
                                  model={"provider": "openai", "model_name": "m1", "base_url": fake.base_url})
         page.evaluate("() => window.jupyterapp.commands.execute('kbsql:open-sidebar')")
@@ -118,6 +178,7 @@ def test_chat_and_sidebar_on_a_served_engine(jupyterlab, browser_page, server_ur
     wait_for(lambda: is_dark(chat.evaluate("n => getComputedStyle(n).backgroundColor")), "a dark chat")
     assert is_dark(sidebar.evaluate("n => getComputedStyle(n).backgroundColor"))
     assert not is_dark(chat.locator(".kbsql-Chat-answerText").evaluate("n => getComputedStyle(n).color"))
+    page.locator("#jupyterlab-splash").wait_for(state="detached", timeout=30_000)  # the theme switch's
     page.screenshot(path=str(tmp_path / "kbsql-dark.png"))
 
     chat.get_by_role("button", name="Start over").click()
@@ -128,13 +189,11 @@ def test_chat_and_sidebar_on_a_served_engine(jupyterlab, browser_page, server_ur
     chat.get_by_label("Agent").wait_for()
     assert chat.locator(".kbsql-Chat-turn").count() == 0
 
-    # The settings editor shows the token as a password field (dots), never as text.
-    page.evaluate("() => window.jupyterapp.commands.execute('settingeditor:open', {query: 'kbsql'})")
-    field = page.locator(".jp-SettingsPanel").get_by_label("Token")
-    field.wait_for(timeout=30_000)
-    assert field.get_attribute("type") == "password"
-    assert field.input_value() == TOKEN  # the stored value, masked on screen
-    page.screenshot(path=str(tmp_path / "kbsql-settings.png"))
-
-    assert TOKEN not in page.inner_text("body")
-    assert not errors, errors
+    # Neither token anywhere the user or a log could see it.
+    assert_no_secret("the page text", page.inner_text("body"))
+    assert_no_secret("the page's HTML", page.content())  # no settings editor open now
+    assert_no_secret("the browser console", "\n".join(console))
+    assert_no_secret("the Jupyter server log", (tmp_path / "jupyterlab.log").read_text())
+    assert_no_secret("the saved notebook", (root / "chat.ipynb").read_text())
+    assert_no_secret("the kbsql server log", served.log_text())
+    assert not errors and not failed, (errors, failed)

@@ -24,9 +24,9 @@ ROWS = [{"id": 1, "body": "Refunds take five days to reach your card. " * 40, "p
         {"id": 3, "body": "Support answers within one hour.", "product": "help"}]
 
 
-def seed(target: str | Path) -> None:
+def seed(target: str | Path, token: str | None = None) -> None:
     """One knowledge base with three documents (one long: several chunks) and one agent."""
-    with kbsql.connect(target) as client:
+    with kbsql.connect(target, token=token) as client:
         client.knowledge_bases.create("docs", embedding_model=HASH, content_columns=["body"],
                                       metadata_columns=["product"])
         client.knowledge_bases.insert("docs", ROWS)

@@ -285,6 +285,7 @@
 
 .kbsql-Chat-answerText {
   white-space: pre-wrap;
+  overflow-wrap: anywhere; /* a long name or URL wraps instead of running past the panel */
   margin-bottom: 4px;
 }
 
