@@ -6,17 +6,26 @@ and catches up: rows with a higher seq are added, tombstones newer than the tag 
 the index and the rows always agree, whoever wrote (this process or another one), and a
 crash can at worst leave a stale cache file that the next open catches up.
 
-Index type by size (measured in benchmarks/bench_knowledge.py, see `hnsw_threshold` in its
-output): exact `IndexIDMap2(IndexFlatIP)` below `HNSW_THRESHOLD` live vectors, HNSW
-(M=32, inner product) above. Flat deletes are batched `remove_ids`; HNSW cannot remove, so
-deleted ids are masked with an IDSelector and the index is rebuilt once they pass 20%.
+Index type by size: exact `IndexIDMap2(IndexFlatIP)` below `APPROX_THRESHOLD` live vectors;
+above, IVF over 8-bit scalar-quantised codes (`IndexIVFScalarQuantizer`, inner product),
+whose candidates (`rerank` x k of them) are re-scored exactly from the float32 vectors in
+SQLite (search.py). Why IVF and not HNSW (measured in benchmarks/bench_vs_chroma.py, curve in
+benchmarks/results/vs_chroma.json): on a corpus of near-duplicates HNSW (M=32) topped out at
+recall@10 0.96 even with efSearch 512, and builds 10x slower; IVF cells hold a paragraph's
+copies together, so probing a few cells finds them (0.99). The codes are a quarter of the
+float32 vectors, so the full-precision vectors are stored once (in SQLite) and the index
+adds 384 bytes per vector, not 1536. IVF removes ids in place (no tombstones), and the
+index is retrained when the rows outgrow the training it was built on (`RETRAIN_GROWTH`).
 Vectors are L2-normalised: cosine distance = 1 - inner product.
+
+Tuning: `settings.py` (CREATE INDEX ON KNOWLEDGE_BASE ... WITH (nprobe = .., rerank = ..)).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import threading
 from collections.abc import Iterator
@@ -25,18 +34,19 @@ from pathlib import Path
 import faiss
 import numpy as np
 
+from kbsql.engine.knowledge.settings import IndexSettings
 from kbsql.engine.knowledge.store import ChunkStore
 
-HNSW_THRESHOLD = 20_000
-HNSW_M = 32
-HNSW_EF_CONSTRUCTION = 64
-REBUILD_DELETED_FRACTION = 0.2
-PERSIST_EVERY = 5_000  # changed vectors before the cache file is rewritten (also on close)
-_MAGIC = b"KBSQLIDX1\n"
+APPROX_THRESHOLD = 20_000
+RETRAIN_GROWTH = 4  # rebuild (new cells) when the live rows pass this multiple of the training
+TRAIN_PER_LIST = 40  # training vectors per IVF cell (faiss wants >= 39)
+PERSIST_EVERY = 5_000  # changed vectors before the cache file is rewritten (also on close) ...
+PERSIST_FRACTION = 0.25  # ... and at least this share of the index (total writes stay O(N))
+_MAGIC = b"KBSQLIDX2\n"
 
 faiss.omp_set_num_threads(1)  # single queries: 1 thread is 2x faster than 2 (platform facts)
-EXACT_SUBSET = 20_000  # filtered HNSW searches over at most this many rows are exact
-BULK = 2_000  # adds at least this big use every core (HNSW builds are CPU-bound)
+EXACT_SUBSET = 20_000  # filtered approximate searches over at most this many rows are exact
+BULK = 2_000  # adds at least this big use every core (training and assignment are CPU-bound)
 
 
 @contextlib.contextmanager
@@ -51,34 +61,44 @@ def _all_cores(count: int) -> Iterator[None]:
         faiss.omp_set_num_threads(1)
 
 
+def auto_nlist(rows: int) -> int:
+    """IVF cells for `rows` vectors: 2 sqrt(N) (measured: ~0.99 recall at nprobe 8 with rerank)."""
+    return max(1, int(2 * math.sqrt(max(rows, 1))))
+
+
 class VectorIndex:
-    def __init__(self, path: Path, store: ChunkStore, hnsw_threshold: int | None = None):
+    def __init__(self, path: Path, store: ChunkStore, threshold: int | None = None):
         self.path = path
         self.store = store
-        self.hnsw_threshold = hnsw_threshold or HNSW_THRESHOLD
+        self.threshold = threshold
+        self.settings = IndexSettings.load(path.with_name("index_settings.json"))
         self.lock = threading.RLock()
         self.index: faiss.Index | None = None
         self.kind = "flat"
         self.version = -1
         self.max_seq = 0
-        self.deleted: set[int] = set()  # HNSW only: ids still in the graph but gone from the rows
+        self.trained_on = 0  # live rows when the IVF cells were trained
         self.unsaved = 0
         self._load()
 
+    @property
+    def approx_threshold(self) -> int:
+        return self.threshold or self.settings.threshold or APPROX_THRESHOLD
+
     # persistence ------------------------------------------------------------------------
     def _load(self) -> None:
+        """Read the cache streaming from the file (never the whole file in memory twice)."""
         try:
-            raw = self.path.read_bytes()
-            if not raw.startswith(_MAGIC):
-                return
-            header_end = raw.index(b"\n", len(_MAGIC))
-            header = json.loads(raw[len(_MAGIC):header_end])
-            index = faiss.deserialize_index(np.frombuffer(raw, dtype=np.uint8, offset=header_end + 1))
+            with open(self.path, "rb") as f:
+                if f.read(len(_MAGIC)) != _MAGIC:
+                    return  # no cache, an old format or a bad one: rebuilt from the rows by sync()
+                header = json.loads(f.readline())
+                index = faiss.read_index(faiss.PyCallbackIOReader(f.read))
         except (OSError, ValueError, RuntimeError):
-            return  # no cache or a bad one: rebuilt from the rows by sync()
+            return
         self.index, self.kind = index, header["kind"]
         self.version, self.max_seq = int(header["version"]), int(header["max_seq"])
-        self.deleted = set(header.get("deleted", []))
+        self.trained_on = int(header.get("trained_on", 0))
 
     def save(self) -> None:
         """Write the cache: temp file + fsync + os.replace, so a reader sees old or new."""
@@ -86,15 +106,20 @@ class VectorIndex:
             if self.index is None or self.unsaved == 0:
                 return
             header = {"kind": self.kind, "version": self.version, "max_seq": self.max_seq,
-                      "deleted": sorted(self.deleted)}
+                      "trained_on": self.trained_on}
             tmp = self.path.with_suffix(".tmp")
             with open(tmp, "wb") as f:
                 f.write(_MAGIC + json.dumps(header).encode() + b"\n")
-                f.write(faiss.serialize_index(self.index).tobytes())
+                faiss.write_index(self.index, faiss.PyCallbackIOWriter(f.write))
                 f.flush()
                 os.fsync(f.fileno())
             os.replace(tmp, self.path)
             self.unsaved = 0
+
+    def _maybe_save(self) -> None:
+        total = 0 if self.index is None else self.index.ntotal
+        if self.unsaved >= max(PERSIST_EVERY, PERSIST_FRACTION * total):
+            self.save()
 
     # catching up ------------------------------------------------------------------------
     def sync(self) -> None:
@@ -113,7 +138,8 @@ class VectorIndex:
                 with self.store.snapshot():  # one consistent state of rows and tombstones
                     version = self.store.version()
                     removed = self.store.removed_since(self.version, self.max_seq)
-                    self._remove(removed)
+                    if len(removed):
+                        self.index.remove_ids(faiss.IDSelectorBatch(removed))
                     for ids, vectors in self.store.vectors_after(self.max_seq, dim):
                         with _all_cores(len(ids)):
                             self.index.add_with_ids(vectors, ids)
@@ -122,22 +148,33 @@ class VectorIndex:
                 self.version = version
                 self.unsaved += len(removed)
             self._maybe_switch(dim)
-            if self.unsaved >= PERSIST_EVERY:
+            self._maybe_save()
+
+    def _want(self, live: int) -> str:
+        return "ivf" if live >= self.approx_threshold else "flat"
+
+    def _maybe_switch(self, dim: int) -> None:
+        live = self.index.ntotal
+        threshold = self.approx_threshold
+        if self.kind == "flat" and live >= threshold:
+            self._rebuild(dim, "ivf")
+        elif self.kind == "ivf" and (live < threshold // 2 or live > RETRAIN_GROWTH * self.trained_on):
+            self._rebuild(dim)
+
+    def rebuild(self) -> None:
+        """Build the index again from the rows (CREATE INDEX ON KNOWLEDGE_BASE; new settings)."""
+        with self.lock:
+            dim = self.store.dim()
+            if dim is not None:
+                self._rebuild(dim)
                 self.save()
 
-    def _new_index(self, dim: int, kind: str) -> faiss.Index:
-        if kind == "hnsw":
-            inner = faiss.IndexHNSWFlat(dim, HNSW_M, faiss.METRIC_INNER_PRODUCT)
-            inner.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
-        else:
-            inner = faiss.IndexFlatIP(dim)
-        return faiss.IndexIDMap2(inner)
-
     def _rebuild(self, dim: int, kind: str | None = None) -> None:
-        live = self.store.count()
-        kind = kind or ("hnsw" if live >= self.hnsw_threshold else "flat")
-        index = self._new_index(dim, kind)
+        """A fresh index from the rows, in bounded batches (memory: one batch + the index)."""
         with self.store.snapshot():
+            live = self.store.count()
+            kind = kind or self._want(live)
+            index = self._new_index(dim, kind, live)
             version = self.store.version()
             max_seq = 0
             for ids, vectors in self.store.vectors_after(0, dim):
@@ -145,64 +182,63 @@ class VectorIndex:
                     index.add_with_ids(vectors, ids)
                 max_seq = int(ids[-1])
         self.index, self.kind, self.version, self.max_seq = index, kind, version, max_seq
-        self.deleted = set()
+        self.trained_on = live if kind == "ivf" else 0
         self.unsaved = max(1, index.ntotal)
 
-    def _remove(self, ids: np.ndarray) -> None:
-        if len(ids) == 0:
-            return
-        if self.kind == "flat":
-            self.index.remove_ids(faiss.IDSelectorBatch(ids))
-        else:
-            self.deleted.update(int(i) for i in ids)
+    def _new_index(self, dim: int, kind: str, live: int) -> faiss.Index:
+        if kind == "flat":
+            return faiss.IndexIDMap2(faiss.IndexFlatIP(dim))
+        nlist = min(self.settings.nlist or auto_nlist(live), max(1, live // TRAIN_PER_LIST))
+        index = faiss.IndexIVFScalarQuantizer(faiss.IndexFlatIP(dim), dim, nlist,
+                                              faiss.ScalarQuantizer.QT_8bit, faiss.METRIC_INNER_PRODUCT)
+        # per-dimension ranges from the sample, widened so later rows are rarely clipped
+        index.sq.rangestat = faiss.ScalarQuantizer.RS_minmax
+        index.sq.rangestat_arg = 0.5
+        index.cp.niter = 10
+        sample = self._training_sample(dim, live, nlist * TRAIN_PER_LIST)
+        with _all_cores(len(sample)):
+            index.train(sample)
+        return index
 
-    def _maybe_switch(self, dim: int) -> None:
-        live = self.index.ntotal - len(self.deleted)
-        if self.kind == "flat" and live >= self.hnsw_threshold:
-            self._rebuild(dim, "hnsw")
-        elif self.kind == "hnsw" and (live < self.hnsw_threshold // 2
-                                      or len(self.deleted) > REBUILD_DELETED_FRACTION * self.index.ntotal):
-            self._rebuild(dim)
+    def _training_sample(self, dim: int, live: int, size: int) -> np.ndarray:
+        """An evenly strided sample of the rows (read batch by batch, never all at once)."""
+        stride = max(1, live // max(size, 1))
+        parts = [vectors[::stride].copy() for _, vectors in self.store.vectors_after(0, dim)]
+        return np.ascontiguousarray(np.concatenate(parts)[:size])
 
     # search -----------------------------------------------------------------------------
     def search(self, query: np.ndarray, k: int,
-               allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """Top-k (inner products, ids) for one normalised query; `allowed` restricts to those ids.
+               allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, bool]:
+        """(scores, ids, exact) for one normalised query; `allowed` restricts to those ids.
 
-        Exact for flat indexes, and for HNSW under a filter matching up to EXACT_SUBSET rows
-        (their vectors are read back from the graph's storage). Past that, HNSW searches with
-        the filter as a selector; the caller falls back to an exact search if it comes back short.
-        """
+        A flat index answers the exact top-k. An IVF index answers `settings.rerank * k`
+        candidates with approximate scores (exact = False): the caller re-scores them from
+        the stored vectors. Under a filter matching up to EXACT_SUBSET rows an IVF index
+        answers the allowed ids themselves (also exact = False), so the caller's exact
+        scoring makes the filtered top-k the true one."""
+        empty = np.empty(0, np.float32), np.empty(0, np.int64), True
         with self.lock:
             if self.index is None or self.index.ntotal == 0 or k <= 0:
-                return np.empty(0, np.float32), np.empty(0, np.int64)
+                return empty
             if allowed is not None:  # rows committed by another process after our last sync
                 allowed = allowed[allowed <= self.max_seq]
                 if len(allowed) == 0:
-                    return np.empty(0, np.float32), np.empty(0, np.int64)
-            if self.kind == "hnsw" and allowed is not None and len(allowed) <= EXACT_SUBSET:
-                vectors = self.index.reconstruct_batch(allowed)
-                scores = vectors @ query
-                top = np.argsort(-scores, kind="stable")[:k]
-                return scores[top].astype(np.float32), allowed[top]
-            selector = None
-            if allowed is not None:
-                selector = faiss.IDSelectorBatch(allowed)
-            elif self.deleted:
-                selector = faiss.IDSelectorNot(faiss.IDSelectorBatch(np.fromiter(self.deleted, np.int64)))
-            k = min(k, self.index.ntotal)
-            if self.kind == "hnsw":
-                params = faiss.SearchParametersHNSW(efSearch=max(64, 2 * k))
+                    return empty
+            if self.kind == "ivf" and allowed is not None and len(allowed) <= EXACT_SUBSET:
+                return np.zeros(len(allowed), np.float32), allowed, False
+            selector = faiss.IDSelectorBatch(allowed) if allowed is not None else None
+            if self.kind == "ivf":
+                fetch = min(max(k, self.settings.rerank * k), self.index.ntotal)
+                params = faiss.SearchParametersIVF(nprobe=min(self.settings.nprobe, self.index.nlist))
                 if selector is not None:
                     params.sel = selector
-            elif selector is not None:
-                params = faiss.SearchParameters(sel=selector)
             else:
-                params = None
-            scores, ids = self.index.search(query.reshape(1, -1), k, params=params)
+                fetch = min(k, self.index.ntotal)
+                params = faiss.SearchParameters(sel=selector) if selector is not None else None
+            scores, ids = self.index.search(query.reshape(1, -1), fetch, params=params)
         keep = ids[0] >= 0
-        return scores[0][keep], ids[0][keep]
+        return scores[0][keep], ids[0][keep], self.kind == "flat"
 
     @property
     def live(self) -> int:
-        return 0 if self.index is None else self.index.ntotal - len(self.deleted)
+        return 0 if self.index is None else self.index.ntotal

@@ -27,6 +27,7 @@ from kbsql.engine.knowledge.index import VectorIndex
 from kbsql.engine.knowledge.ingest import RowChunker, check_metadata_columns, iter_batches
 from kbsql.engine.knowledge.rerank import Reranker
 from kbsql.engine.knowledge.search import Filter, SearchRequest
+from kbsql.engine.knowledge.settings import IndexSettings
 from kbsql.engine.knowledge.store import ChunkStore
 from kbsql.interface.errors import BadRequest, ProviderError
 
@@ -193,6 +194,17 @@ class KnowledgeService:
         h = self.handle(record)
         embedder = self.embedder(record.spec) if request.query is not None else None
         return search_mod.search(h.store, h.index, embedder, self.reranker(record.spec), request)
+
+    def create_index(self, record: KbRecord, params: dict[str, Any]) -> dict[str, int]:
+        """CREATE INDEX ON KNOWLEDGE_BASE: store the index settings (over the current ones;
+        none given = the defaults) and rebuild the index with them now."""
+        h = self.handle(record)
+        settings = IndexSettings.from_params(params)
+        with h.index.lock:
+            settings.save(h.index.path.with_name("index_settings.json"))
+            h.index.settings = settings
+            h.index.rebuild()
+        return settings.as_dict()
 
     def count(self, record: KbRecord) -> int:
         return self.handle(record).store.count()

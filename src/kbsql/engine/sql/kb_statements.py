@@ -38,6 +38,11 @@ _ALTERABLE = {"reranking_model", "metadata_columns", "content_columns", "id_colu
 
 def handle(engine: Engine, statement: ast.ASTNode, ctx: dict[str, Any]) -> SqlResult | None:
     """Execute `statement` if it is about a knowledge base; None when it is not."""
+    from kbsql.engine.sql import kb_index  # CREATE / DROP INDEX ON KNOWLEDGE_BASE
+
+    indexed = kb_index.handle(engine, statement, ctx, lambda name: _record(engine, name, ctx))
+    if indexed is not None:
+        return indexed
     if isinstance(statement, CreateKnowledgeBase):
         return _create(engine, statement, ctx)
     if isinstance(statement, DropKnowledgeBase):
