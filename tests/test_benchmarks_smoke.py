@@ -20,6 +20,8 @@ CASES = {
     "sql": (["--rows", "20000", "--repeat", "3"], None),
     "agents": (["--chunks", "300", "--repeat", "2"], None),
     "magics": (["--rows", "2000", "--repeat", "1"], None),
+    # the Chroma side is skipped here (CI has no chromadb; a run with it takes minutes)
+    "vs_chroma": (["--docs", "3000", "--queries", "30", "--no-chroma"], ["kbsql", "targets"]),
 }
 
 
