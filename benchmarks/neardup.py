@@ -13,6 +13,7 @@ and strict (ids must match).
 
 from __future__ import annotations
 
+import functools
 import random
 import re
 
@@ -23,6 +24,7 @@ import numpy as np
 ONE_CHUNK = {"text_chunking_config": {"chunk_size": 8000, "chunk_overlap": 0}}
 
 
+@functools.cache
 def paragraphs() -> list[str]:
     import pydoc_data.topics
 
