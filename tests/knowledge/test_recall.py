@@ -18,7 +18,7 @@ import pytest
 from kbsql.engine import Engine
 from kbsql.engine.knowledge import index as index_mod
 from kbsql.engine.knowledge.embeddings import HashEmbedder
-from kbsql.engine.knowledge.search import SearchRequest
+from kbsql.engine.knowledge.search import Filter, SearchRequest
 from kbsql.engine.knowledge.settings import NPROBE, RERANK
 from tests.knowledge.conftest import sql, sql_error
 
@@ -36,25 +36,29 @@ def near_duplicate_kb(tmp_path_factory):
         mp.setattr(index_mod, "APPROX_THRESHOLD", 2_000)
         eng = Engine(tmp_path_factory.mktemp("recall") / "e")
         eng.create_knowledge_base("mindsdb", {"name": "dups", "embedding_model": {
-            "provider": "kbsql", "model_name": "hash-384"}, "preprocessing": neardup.ONE_CHUNK})
+            "provider": "kbsql", "model_name": "hash-384"}, "preprocessing": neardup.ONE_CHUNK,
+            "metadata_columns": ["g"]})
         record = eng.catalog.knowledge_base("mindsdb", "dups")
         docs = neardup.documents(DOCS)
-        eng.insert_rows(record, [{"id": i, "content": d} for i, d in enumerate(docs)], progress=False)
+        eng.insert_rows(record, [{"id": i, "content": d, "g": i % 10} for i, d in enumerate(docs)],
+                        progress=False)
         yield eng, record, docs
         eng.close()
 
 
-def _recall(eng: Engine, record, docs: list[str], queries: list[str]) -> float:
+def _recall(eng: Engine, record, docs: list[str], queries: list[str], group: int | None = None) -> float:
     emb = HashEmbedder(384)
     vectors = emb.embed(docs)
     got_ids, got_scores, exact_ids, exact_scores = [], [], [], []
+    allowed = np.arange(len(docs)) if group is None else np.arange(group, len(docs), 10)
+    filters = [] if group is None else [Filter("g", "=", group)]
     for text in queries:
         q = emb.embed([text])[0]
         scores = vectors @ q
-        order = np.lexsort((np.arange(len(docs)), -scores))[:10]
+        order = allowed[np.lexsort((allowed, -scores[allowed]))[:10]]
         exact_ids.append(order)
         exact_scores.append(scores[order])
-        rows = eng.knowledge.search(record, SearchRequest(query=text, limit=10))
+        rows = eng.knowledge.search(record, SearchRequest(query=text, limit=10, filters=filters))
         ids = np.array([int(r[0]) for r in rows])
         got_ids.append(ids)
         got_scores.append(scores[ids])  # the true score of each returned row
@@ -66,6 +70,11 @@ def test_recall_at_10_on_near_duplicates_is_at_least_097(near_duplicate_kb) -> N
     eng, record, docs = near_duplicate_kb
     assert eng.knowledge.handle(record).index.kind == "ivf"  # the approximate path is measured
     assert _recall(eng, record, docs, neardup.queries(200)) >= 0.97
+
+
+def test_filtered_search_on_near_duplicates_is_exact(near_duplicate_kb) -> None:
+    eng, record, docs = near_duplicate_kb
+    assert _recall(eng, record, docs, neardup.queries(60), group=3) == 1.0
 
 
 def test_create_index_sets_the_knobs_and_refuses_unknown_ones(near_duplicate_kb) -> None:
