@@ -53,6 +53,11 @@ CURVE_NPROBE = [4, 8, 16, 32, 64, 128]
 
 
 def peak_rss_mb() -> float:
+    """This process's peak RSS (VmHWM). Not getrusage's ru_maxrss: Linux carries that across
+    fork + exec, so a child would report at least its parent's peak."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return round(int(line.split()[1]) / 1024, 1)
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
