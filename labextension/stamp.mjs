@@ -8,7 +8,8 @@ const files = [
   'package.json',
   'tsconfig.json',
   ...readdirSync('src').map(f => `src/${f}`),
-  ...readdirSync('style').map(f => `style/${f}`)
+  ...readdirSync('style').map(f => `style/${f}`),
+  ...readdirSync('schema').map(f => `schema/${f}`)
 ].sort();
 const hash = createHash('sha256');
 for (const file of files) {

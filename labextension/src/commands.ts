@@ -1,8 +1,10 @@
 /**
  * The "Insert %%kbsql cell" command: a new code cell below the active one, already
  * holding the magic, in edit mode with the cursor on the SQL line, so the next keystroke
- * is SQL (or, for a template such as `WHERE content = ''`, lands between the quotes). Reachable from the command palette, a notebook toolbar button, and
- * `app.commands.execute('kbsql:insert-cell', {sql: '...'})` for other extensions.
+ * is SQL (or, for a template such as `WHERE content = ''`, lands between the quotes).
+ * Reachable from the command palette, a notebook toolbar button, and
+ * `app.commands.execute('kbsql:insert-cell', {sql: '...'})` for other extensions;
+ * `{markdown: '...'}` inserts a rendered Markdown cell instead (the chat's answers).
  */
 import { JupyterFrontEnd } from '@jupyterlab/application';
 import { CommandToolbarButton, ICommandPalette } from '@jupyterlab/apputils';
@@ -25,6 +27,13 @@ export function addInsertCommand(
         return;
       }
       const notebook = panel.content;
+      if (typeof args.markdown === 'string') {
+        NotebookActions.insertBelow(notebook);
+        NotebookActions.changeCellType(notebook, 'markdown');
+        notebook.activeCell?.model.sharedModel.setSource(args.markdown);
+        await NotebookActions.renderAllMarkdown(notebook);
+        return;
+      }
       const sql = typeof args.sql === 'string' ? args.sql : '';
       NotebookActions.insertBelow(notebook);
       if (notebook.activeCell?.model.type !== 'code') {

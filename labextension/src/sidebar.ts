@@ -1,19 +1,18 @@
 /**
- * The kbsql sidebar: the knowledge bases and agents of a kbsql server, one click from a
- * query. Clicking a knowledge base inserts a semantic-search `%%kbsql` cell for it; an
- * agent, a question cell. The list comes from the Jupyter server's `/kbsql/catalog` route
- * (a kbsql server sends no CORS headers, so the page cannot ask it directly).
+ * The kbsql sidebar: the knowledge bases, agents, data sources and tables of the current
+ * notebook's kbsql connection (the embedded engine next to the notebook, or the server set
+ * in the settings), a knowledge-base search, and one click from a ready `%%kbsql` cell.
+ *
+ * It renders the shared model's catalog, which loads when JupyterLab opens, when another
+ * notebook becomes current and after a `%%kbsql` cell that writes has run.
  */
 import { JupyterFrontEnd } from '@jupyterlab/application';
-import { URLExt } from '@jupyterlab/coreutils';
-import { ServerConnection } from '@jupyterlab/services';
 import { LabIcon } from '@jupyterlab/ui-components';
+import { Message } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
 
 import { INSERT_CELL } from './commands';
-
-const URL_KEY = 'kbsql-labextension:url';
-const DEFAULT_URL = 'http://127.0.0.1:47334';
+import { ICatalog, IKnowledgeBase, ident, KbsqlModel } from './model';
 
 const ICON_SVG = `<svg xmlns="http://www.w3.org/2000/svg" width="16" height="16" viewBox="0 0 24 24">
 <g class="jp-icon3" fill="#616161"><ellipse cx="12" cy="5" rx="8" ry="3"/>
@@ -22,132 +21,278 @@ const ICON_SVG = `<svg xmlns="http://www.w3.org/2000/svg" width="16" height="16"
 
 export const kbsqlIcon = new LabIcon({ name: 'kbsql-labextension:icon', svgstr: ICON_SVG });
 
-interface ICatalog {
-  url: string;
-  projects: {
-    name: string;
-    knowledge_bases: { name: string; content_columns: string[]; metadata_columns: string[] }[];
-    agents: { name: string; knowledge_bases: string[]; tables: string[] }[];
-  }[];
+/** `document.createElement` with a class and text, to keep the DOM code short. */
+export function el<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  className = '',
+  text = ''
+): HTMLElementTagNameMap[K] {
+  const node = document.createElement(tag);
+  if (className) {
+    node.className = className;
+  }
+  if (text) {
+    node.textContent = text;
+  }
+  return node;
 }
 
-/** SQL identifiers as MindsDB quotes them: plain names bare, anything else in backticks. */
-const ident = (name: string) => (/^[A-Za-z_][\w]*$/.test(name) ? name : `\`${name}\``);
+/** Insert `sql` as a `%%kbsql` cell in the current notebook; false when none is open. */
+export function insertCell(app: JupyterFrontEnd, args: { sql?: string; markdown?: string }): boolean {
+  if (!app.commands.isEnabled(INSERT_CELL)) {
+    return false;
+  }
+  void app.commands.execute(INSERT_CELL, args);
+  return true;
+}
+
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
 
 export class KbsqlSidebar extends Widget {
-  private input: HTMLInputElement;
-  private status: HTMLElement;
-  private list: HTMLElement;
+  private connection = el('div', 'kbsql-Sidebar-connection');
+  private status = el('div', 'kbsql-Sidebar-status');
+  private kbSelect = el('select', 'jp-mod-styled kbsql-Sidebar-kbSelect');
+  private searchInput = el('input', 'jp-mod-styled kbsql-Sidebar-searchText');
+  private hits = el('div', 'kbsql-Sidebar-hits');
+  private list = el('div', 'kbsql-Sidebar-list');
 
-  constructor(private app: JupyterFrontEnd) {
+  constructor(
+    private app: JupyterFrontEnd,
+    private model: KbsqlModel
+  ) {
     super();
     this.id = 'kbsql-sidebar';
     this.addClass('kbsql-Sidebar');
     this.title.icon = kbsqlIcon;
-    this.title.caption = 'kbsql: knowledge bases and agents';
+    this.title.caption = 'kbsql: knowledge bases, agents and tables';
 
-    const form = document.createElement('form');
-    form.className = 'kbsql-Sidebar-form';
-    this.input = document.createElement('input');
-    this.input.className = 'jp-mod-styled kbsql-Sidebar-url';
-    this.input.placeholder = 'kbsql server URL';
-    this.input.value = window.localStorage.getItem(URL_KEY) ?? DEFAULT_URL;
-    this.input.setAttribute('aria-label', 'kbsql server URL');
-    const refresh = document.createElement('button');
-    refresh.type = 'submit';
-    refresh.className = 'jp-mod-styled jp-mod-accept kbsql-Sidebar-refresh';
-    refresh.textContent = 'Refresh';
-    form.append(this.input, refresh);
+    const header = el('div', 'kbsql-Sidebar-header');
+    const refresh = el('button', 'jp-mod-styled kbsql-Sidebar-refresh', 'Refresh');
+    refresh.type = 'button';
+    refresh.addEventListener('click', () => void this.model.refresh());
+    header.append(this.connection, refresh);
+    this.status.setAttribute('role', 'status');
+
+    const form = el('form', 'kbsql-Sidebar-search');
+    form.setAttribute('role', 'search');
+    this.kbSelect.setAttribute('aria-label', 'Knowledge base to search');
+    this.searchInput.type = 'search';
+    this.searchInput.placeholder = 'Search a knowledge base…';
+    this.searchInput.setAttribute('aria-label', 'Search text');
+    const go = el('button', 'jp-mod-styled jp-mod-accept kbsql-Sidebar-searchButton', 'Search');
+    go.type = 'submit';
+    form.append(this.kbSelect, this.searchInput, go);
     form.addEventListener('submit', event => {
       event.preventDefault();
-      void this.refresh();
+      void this.search();
     });
 
-    this.status = document.createElement('div');
-    this.status.className = 'kbsql-Sidebar-status';
-    this.list = document.createElement('div');
-    this.list.className = 'kbsql-Sidebar-list';
-    this.node.append(form, this.status, this.list);
+    this.node.append(header, this.status, form, this.hits, this.list);
+    model.changed.connect(this.render, this);
+    this.render();
   }
 
-  /** Ask the Jupyter server for the catalog of the URL in the box and show it. */
-  async refresh(): Promise<void> {
-    const url = this.input.value.trim();
-    window.localStorage.setItem(URL_KEY, url);
-    this.status.textContent = 'Loading…';
-    this.status.dataset.state = 'loading';
-    const settings = ServerConnection.makeSettings();
-    const endpoint = URLExt.join(settings.baseUrl, 'kbsql', 'catalog') + URLExt.objectToQueryString({ url });
-    try {
-      const response = await ServerConnection.makeRequest(endpoint, {}, settings);
-      const body = await response.json();
-      if (!response.ok) {
-        throw new Error(body.detail ?? body.message ?? response.statusText);
-      }
-      this.render(body as ICatalog);
-      this.status.textContent = `${url}`;
-      this.status.dataset.state = 'ok';
-    } catch (error) {
-      this.list.replaceChildren();
-      this.status.textContent = `${(error as Error).message}`;
-      this.status.dataset.state = 'error';
+  /** Loads on first show if nothing is loaded yet (the model loads at start-up). */
+  protected onAfterShow(msg: Message): void {
+    super.onAfterShow(msg);
+    if (!this.model.catalog && !this.model.loading) {
+      void this.model.refresh();
     }
   }
 
-  private render(catalog: ICatalog): void {
-    const sections: HTMLElement[] = [];
-    for (const project of catalog.projects) {
-      const section = document.createElement('section');
-      section.className = 'kbsql-Sidebar-project';
+  private setStatus(text: string, state: 'ok' | 'loading' | 'error'): void {
+    this.status.textContent = text;
+    this.status.dataset.state = state;
+  }
+
+  private render(): void {
+    const { catalog, error, loading } = this.model;
+    if (loading) {
+      this.setStatus('Loading…', 'loading');
+      return; // keep the last list on screen while it reloads
+    }
+    if (error || !catalog) {
+      this.setStatus(error || 'Not loaded', 'error');
+      this.connection.textContent = '';
+      this.list.replaceChildren();
+      this.kbSelect.replaceChildren();
+      return;
+    }
+    const c = catalog.connection;
+    this.connection.textContent = `${c.kind === 'remote' ? 'server' : 'embedded'} ${c.where}`;
+    this.connection.title = `kbsql connection from the ${c.source}${c.token ? ' (token set)' : ''}`;
+    const kbCount = catalog.projects.reduce((n, p) => n + p.knowledge_bases.length, 0);
+    const agentCount = catalog.projects.reduce((n, p) => n + p.agents.length, 0);
+    this.setStatus(
+      catalog.exists
+        ? `${plural(kbCount, 'knowledge base')}, ${plural(agentCount, 'agent')}`
+        : 'No data directory yet: run a %%kbsql cell to create it',
+      'ok'
+    );
+    this.renderSearchChoices(catalog);
+    this.list.replaceChildren(...this.renderProjects(catalog), ...this.renderSources(catalog));
+  }
+
+  private renderSearchChoices(catalog: ICatalog): void {
+    const previous = this.kbSelect.value;
+    const options = catalog.projects.flatMap(p =>
+      p.knowledge_bases.map(kb => {
+        const option = el('option', '', `${p.name}.${kb.name}`);
+        option.value = JSON.stringify([p.name, kb.name]);
+        return option;
+      })
+    );
+    this.kbSelect.replaceChildren(...options);
+    if (options.some(o => o.value === previous)) {
+      this.kbSelect.value = previous;
+    }
+  }
+
+  private renderProjects(catalog: ICatalog): HTMLElement[] {
+    return catalog.projects.map(project => {
+      const section = el('section', 'kbsql-Sidebar-project');
       section.dataset.project = project.name;
-      const heading = document.createElement('h3');
-      heading.textContent = project.name;
-      section.append(heading);
+      section.append(el('h3', '', project.name));
+      const p = ident(project.name);
       for (const kb of project.knowledge_bases) {
-        const detail = [...kb.content_columns, ...kb.metadata_columns].join(', ');
-        const sql = `SELECT * FROM ${ident(project.name)}.${ident(kb.name)} WHERE content = '' LIMIT 10`;
-        section.append(this.item('kb', kb.name, detail, sql));
+        const sql = `SELECT * FROM ${p}.${ident(kb.name)} WHERE content = '' LIMIT 10`;
+        section.append(this.item('kb', kb.name, counts(kb), sql, kbDetails(kb)));
       }
       for (const agent of project.agents) {
-        const detail = [...agent.knowledge_bases, ...agent.tables].join(', ');
-        const sql = `SELECT answer FROM ${ident(project.name)}.${ident(agent.name)} WHERE question = ''`;
-        section.append(this.item('agent', agent.name, detail, sql));
+        const sql = `SELECT answer FROM ${p}.${ident(agent.name)} WHERE question = ''`;
+        const details: [string, string][] = [
+          ['model', agent.model ?? 'default'],
+          ['knowledge bases', agent.knowledge_bases.join(', ') || '–'],
+          ['tables', agent.tables.join(', ') || '–']
+        ];
+        section.append(this.item('agent', agent.name, '', sql, details));
       }
       if (!project.knowledge_bases.length && !project.agents.length) {
-        const empty = document.createElement('div');
-        empty.className = 'kbsql-Sidebar-empty';
-        empty.textContent = 'No knowledge bases or agents';
-        section.append(empty);
+        section.append(el('div', 'kbsql-Sidebar-empty', 'No knowledge bases or agents'));
       }
-      sections.push(section);
-    }
-    this.list.replaceChildren(...sections);
+      return section;
+    });
   }
 
-  /** One clickable row; clicking inserts a `%%kbsql` cell with `sql` in the current notebook. */
-  private item(kind: 'kb' | 'agent', name: string, detail: string, sql: string): HTMLElement {
-    const row = document.createElement('button');
-    row.className = `kbsql-Sidebar-item kbsql-Sidebar-${kind}`;
-    row.dataset.name = name;
+  private renderSources(catalog: ICatalog): HTMLElement[] {
+    if (!catalog.datasources.length) {
+      return [];
+    }
+    const section = el('section', 'kbsql-Sidebar-sources');
+    section.append(el('h3', '', 'Data sources'));
+    for (const source of catalog.datasources) {
+      const group = el('div', 'kbsql-Sidebar-source');
+      group.dataset.name = source.name;
+      group.append(el('div', 'kbsql-Sidebar-sourceName', source.name));
+      if (source.error) {
+        group.append(el('div', 'kbsql-Sidebar-empty', source.error));
+      } else if (!source.tables.length) {
+        group.append(el('div', 'kbsql-Sidebar-empty', 'No tables'));
+      }
+      for (const table of source.tables) {
+        const sql = `SELECT * FROM ${ident(source.name)}.${ident(table)} LIMIT 10`;
+        group.append(this.item('table', table, '', sql, []));
+      }
+      section.append(group);
+    }
+    return [section];
+  }
+
+  /** One clickable row (a real button: Tab reaches it, Enter inserts) and its details. */
+  private item(
+    kind: 'kb' | 'agent' | 'table',
+    name: string,
+    summary: string,
+    sql: string,
+    details: [string, string][]
+  ): HTMLElement {
+    const wrap = el('div', `kbsql-Sidebar-entry kbsql-Sidebar-${kind}`);
+    wrap.dataset.name = name;
+    const row = el('button', 'kbsql-Sidebar-item');
+    row.type = 'button';
     row.title = `Insert a %%kbsql cell:\n${sql}`;
-    const badge = document.createElement('span');
-    badge.className = 'kbsql-Sidebar-badge';
-    badge.textContent = kind === 'kb' ? 'KB' : 'agent';
-    const label = document.createElement('span');
-    label.className = 'kbsql-Sidebar-name';
-    label.textContent = name;
-    const more = document.createElement('span');
-    more.className = 'kbsql-Sidebar-detail';
-    more.textContent = detail;
-    row.append(badge, label, more);
+    const badge = { kb: 'KB', agent: 'agent', table: 'table' }[kind];
+    row.append(el('span', 'kbsql-Sidebar-badge', badge), el('span', 'kbsql-Sidebar-name', name));
+    if (summary) {
+      row.append(el('span', 'kbsql-Sidebar-counts', summary));
+    }
     row.addEventListener('click', () => {
-      if (this.app.commands.isEnabled(INSERT_CELL)) {
-        void this.app.commands.execute(INSERT_CELL, { sql });
-      } else {
-        this.status.textContent = 'Open a notebook to insert a query';
-        this.status.dataset.state = 'error';
+      if (!insertCell(this.app, { sql })) {
+        this.setStatus('Open a notebook to insert a query', 'error');
       }
     });
-    return row;
+    wrap.append(row);
+    if (details.length) {
+      const dl = el('dl', 'kbsql-Sidebar-details');
+      for (const [term, value] of details) {
+        dl.append(el('dt', '', term), el('dd', '', value));
+      }
+      wrap.append(dl);
+    }
+    return wrap;
   }
+
+  /** Search the chosen knowledge base and list the hits; the search's SQL can become a cell. */
+  private async search(): Promise<void> {
+    const text = this.searchInput.value.trim();
+    if (!this.kbSelect.value) {
+      this.hits.replaceChildren(el('div', 'kbsql-Sidebar-error', 'No knowledge base to search'));
+      return;
+    }
+    if (!text) {
+      this.hits.replaceChildren(el('div', 'kbsql-Sidebar-error', 'Type something to search for'));
+      return;
+    }
+    const [project, kb] = JSON.parse(this.kbSelect.value) as [string, string];
+    this.hits.replaceChildren(el('div', 'kbsql-Sidebar-empty', 'Searching…'));
+    this.hits.dataset.state = 'loading';
+    try {
+      const answer = await this.model.search(project, kb, text);
+      const head = el('div', 'kbsql-Sidebar-hitsHead');
+      head.append(el('span', '', `${plural(answer.hits.length, 'hit')} in ${project}.${kb}`));
+      const insert = el('button', 'jp-mod-styled kbsql-Sidebar-insertSearch', 'Insert as cell');
+      insert.type = 'button';
+      insert.addEventListener('click', () => {
+        if (!insertCell(this.app, { sql: answer.sql })) {
+          this.setStatus('Open a notebook to insert a query', 'error');
+        }
+      });
+      head.append(insert);
+      const list = el('ol', 'kbsql-Sidebar-hitList');
+      for (const hit of answer.hits) {
+        const li = el('li', 'kbsql-Sidebar-hit');
+        const meta = el('div', 'kbsql-Sidebar-hitMeta');
+        const relevance = hit.relevance === null ? '' : hit.relevance.toFixed(3);
+        meta.append(el('span', 'kbsql-Sidebar-hitId', `id ${hit.id ?? ''}`), el('span', '', relevance));
+        li.append(meta, el('div', 'kbsql-Sidebar-hitText', hit.content ?? ''));
+        list.append(li);
+      }
+      this.hits.replaceChildren(head, list);
+      this.hits.dataset.state = 'ok';
+    } catch (error) {
+      this.hits.replaceChildren(el('div', 'kbsql-Sidebar-error', (error as Error).message));
+      this.hits.dataset.state = 'error';
+    }
+  }
+}
+
+function counts(kb: IKnowledgeBase): string {
+  if (kb.rows === null || kb.chunks === null) {
+    return 'counts unavailable';
+  }
+  return `${plural(kb.rows, 'row')} · ${plural(kb.chunks, 'chunk')}`;
+}
+
+function kbDetails(kb: IKnowledgeBase): [string, string][] {
+  const rows: [string, string][] = [
+    ['content', kb.content_columns.join(', ') || 'content'],
+    ['metadata', kb.metadata_columns.join(', ') || '(all other columns)'],
+    ['id', kb.id_column],
+    ['embedding', kb.embedding_model ?? 'default'],
+    ['reranking', kb.reranking_model ?? 'none']
+  ];
+  if (kb.count_error) {
+    rows.push(['counts', kb.count_error]);
+  }
+  return rows;
 }

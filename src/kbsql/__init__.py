@@ -3,10 +3,14 @@
 `kbsql.connect()` gives a client on the embedded engine (nothing to start);
 `kbsql.connect("http://host:port")` gives the same client over HTTP.
 `%load_ext kbsql` registers the notebook magics.
+
+The public surface is what `tests/test_public_names.py` pins: this package's `__all__`,
+`kbsql.interface` (data shapes, errors, the `ServiceApi` protocol), `kbsql.client`,
+`kbsql.widgets` and the magics. Everything else (`kbsql.engine.*`, `kbsql.server.*`, the
+modules under `kbsql.client` and `kbsql.notebook`) is internal and may change.
 """
 
-__version__ = "0.1.0"
-
+from kbsql._version import __version__
 from kbsql.client import Client, connect
 
 

@@ -35,14 +35,14 @@ def run(data_dir: str | None = None) -> int:
                    "metadata_columns = ['topic'], id_column = 'id'")
         started = time.perf_counter()
         count = client.knowledge_bases.insert("python_docs", documents(), progress=False)
-        chunks = client.sql("SELECT * FROM python_docs LIMIT 100000").to_pandas()
+        chunks = client.query("SELECT * FROM python_docs LIMIT 100000")
         print(f"inserted {count} documents as {len(chunks)} chunks "
               f"in {time.perf_counter() - started:.1f}s (all-MiniLM-L6-v2, FAISS)")
 
         question = "how do I leave a loop early"
-        hits = client.sql(f"SELECT * FROM python_docs WHERE content = '{question}' LIMIT 3")
+        hits = client.query(f"SELECT * FROM python_docs WHERE content = '{question}' LIMIT 3")
         print(f"\nSELECT * FROM python_docs WHERE content = '{question}' LIMIT 3")
-        print(hits.to_pandas()[["id", "chunk_id", "relevance"]].to_string(index=False))
+        print(hits[["id", "chunk_id", "relevance"]].to_string(index=False))
 
         if "docs_agent" in [a.name for a in client.agents.list()]:
             client.agents.delete("docs_agent")

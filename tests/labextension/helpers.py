@@ -27,7 +27,8 @@ def open_notebook(page, url: str, token: str, name: str) -> None:
     page.goto(f"{url}/lab/tree/{name}?token={token}", wait_until="domcontentloaded")
     page.wait_for_function("() => window.jupyterapp && window.jupyterapp.shell.currentWidget"
                            " && document.querySelector('.jp-Notebook .jp-Cell .cm-content')", timeout=30_000)
-    plugins = ["kbsql-labextension:highlight", "kbsql-labextension:insert-cell", "kbsql-labextension:sidebar"]
+    plugins = [f"kbsql-labextension:{name}" for name in ("highlight", "insert-cell", "connection", "sidebar",
+                                                         "chat")]
     active = page.evaluate("ids => ids.map(id => window.jupyterapp.isPluginActivated(id))", plugins)
     assert all(active), f"kbsql-labextension is not installed ({active}): pip install ./labextension"
 
@@ -46,3 +47,35 @@ def wait_for(check, what: str, timeout: float = 15.0):
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.1)
+
+
+def watch_console(page) -> list[str]:
+    """Collect the page's console errors, uncaught exceptions, and warnings about kbsql or a
+    settings schema (JupyterLab's own warnings are not ours to fix); the list fills as they come."""
+    errors: list[str] = []
+
+    def seen(msg) -> None:
+        ours = msg.type == "warning" and any(w in msg.text.lower() for w in ("kbsql", "schema"))
+        if msg.type == "error" or ours:
+            errors.append(f"{msg.type}: {msg.text}")
+
+    page.on("console", seen)
+    page.on("pageerror", lambda exc: errors.append(f"uncaught: {exc}"))
+    return errors
+
+
+def save_settings(url: str, token: str, plugin: str, values: dict) -> None:
+    """Store JupyterLab user settings of `plugin` (what the settings editor saves)."""
+    import json
+
+    import httpx
+
+    answer = httpx.put(f"{url}/lab/api/settings/{plugin}", json={"raw": json.dumps(values)},
+                       headers={"Authorization": f"token {token}"}, timeout=30)
+    assert answer.status_code == 204, answer.text
+
+
+def is_dark(rgb: str) -> bool:
+    """A CSS `rgb(r, g, b)` colour with low luminance."""
+    r, g, b = (int(v) for v in rgb[rgb.index("(") + 1:rgb.index(")")].split(",")[:3])
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b < 90

@@ -26,6 +26,7 @@ def source_hash() -> str:
     files = ["package.json", "tsconfig.json"]
     files += [f"src/{p.name}" for p in (EXT / "src").iterdir()]
     files += [f"style/{p.name}" for p in (EXT / "style").iterdir()]
+    files += [f"schema/{p.name}" for p in (EXT / "schema").iterdir()]
     digest = hashlib.sha256()
     for name in sorted(files):
         digest.update(f"{name}\0".encode())

@@ -1,83 +1,75 @@
-"""The kbsql sidebar: a real `kbsql serve` with a knowledge base and an agent, listed through
-the Jupyter server's /kbsql/catalog route and clicked into `%%kbsql` cells in JupyterLab."""
+"""The kbsql sidebar in a real JupyterLab, driven by headless Chromium, on the default
+embedded engine: the notebook's folder holds a data directory; the sidebar lists it on
+open (no Refresh), shows counts, models and columns, searches, inserts `%%kbsql` cells,
+and lists a knowledge base created by a `%%kbsql` cell run in the notebook's kernel."""
 
 from __future__ import annotations
 
-import httpx
-import pytest
+import nbformat
 
-import kbsql
-from tests.labextension.helpers import free_port, open_notebook, sources, wait_for, write_notebook
+from tests.labextension.helpers import open_notebook, sources, wait_for, watch_console
+from tests.labextension.test_lab_routes import seed
 
-
-@pytest.fixture
-def catalog_server(server_url: str) -> str:
-    """A kbsql server holding one knowledge base and one agent."""
-    with kbsql.connect(server_url) as client:
-        client.knowledge_bases.create("docs", content_columns=["body"], metadata_columns=["product"])
-        client.agents.create("helper", data={"knowledge_bases": ["mindsdb.docs"]})
-    return server_url
+CREATE = ("%%kbsql\nCREATE KNOWLEDGE_BASE notes USING embedding_model = "
+          '{"provider": "kbsql", "model_name": "hash-64"}, content_columns = [\'text\']')
 
 
-def test_catalog_route_lists_names_only_and_reports_errors(jupyterlab, catalog_server):
-    url, token, _root = jupyterlab
-    route = f"{url}/kbsql/catalog"
-    auth = {"Authorization": f"token {token}"}
-
-    answer = httpx.get(route, params={"url": catalog_server}, headers=auth, timeout=30)
-    assert answer.status_code != 404, "the kbsql_labextension server extension is not installed: " \
-        "pip install ./labextension"
-    assert answer.status_code == 200, answer.text
-    (project,) = [p for p in answer.json()["projects"] if p["name"] == "mindsdb"]
-    assert project["knowledge_bases"] == [
-        {"name": "docs", "content_columns": ["body"], "metadata_columns": ["product"]}]
-    assert project["agents"] == [{"name": "helper", "knowledge_bases": ["mindsdb.docs"], "tables": []}]
-    assert "model" not in answer.text  # descriptors (which may carry api keys) stay on the server
-
-    # Not logged in: Jupyter's own authentication refuses.
-    assert httpx.get(route, params={"url": catalog_server}, timeout=30).status_code == 403
-    # Not an HTTP URL: a 400 with the problem fields.
-    bad = httpx.get(route, params={"url": "file:///etc/passwd"}, headers=auth, timeout=30)
-    assert bad.status_code == 400 and bad.json()["title"] == "Bad request"
-    assert "http://" in bad.json()["detail"]
-    # Nobody listening: a 502 naming the URL.
-    dead = f"http://127.0.0.1:{free_port()}"
-    down = httpx.get(route, params={"url": dead}, headers=auth, timeout=30)
-    assert down.status_code == 502 and dead in down.json()["detail"]
+def kernel_notebook(path) -> None:
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.metadata["language_info"] = {"name": "python", "codemirror_mode": {"name": "ipython", "version": 3}}
+    nb.cells = [nbformat.v4.new_code_cell("%load_ext kbsql"), nbformat.v4.new_code_cell(CREATE)]
+    nbformat.write(nb, path)
 
 
-def test_sidebar_lists_the_server_and_inserts_queries(jupyterlab, browser_page, catalog_server, tmp_path):
+def test_sidebar_on_the_embedded_engine(jupyterlab, browser_page, tmp_path):
     url, token, root = jupyterlab
-    write_notebook(root / "side.ipynb")
+    seed(root / ".kbsql")
+    kernel_notebook(root / "side.ipynb")
     page = browser_page
+    errors = watch_console(page)
     open_notebook(page, url, token, "side.ipynb")
 
     page.locator('.jp-SideBar [data-id="kbsql-sidebar"]').click()
     sidebar = page.locator("#kbsql-sidebar")
-    sidebar.get_by_label("kbsql server URL").fill(catalog_server)
-    sidebar.get_by_role("button", name="Refresh").click()
+    # Loaded on open: nothing was pressed.
     kb = sidebar.locator('.kbsql-Sidebar-kb[data-name="docs"]')
-    kb.wait_for(timeout=15_000)
-    assert "body, product" in kb.inner_text()
+    kb.wait_for(timeout=30_000)
+    assert sidebar.locator(".kbsql-Sidebar-connection").inner_text() == "embedded .kbsql"
+    text = kb.inner_text()
+    assert "3 rows" in text and "chunks" in text, text
+    for shown in ["body", "product", "kbsql/hash-64"]:
+        assert shown in text, (shown, text)
     agent = sidebar.locator('.kbsql-Sidebar-agent[data-name="helper"]')
-    assert "mindsdb.docs" in agent.inner_text()
+    assert "mindsdb.docs" in agent.inner_text() and "kbsql/retrieval" in agent.inner_text()
+    assert sidebar.locator('.kbsql-Sidebar-source[data-name="df"]').count() == 1
 
-    # A knowledge base: a semantic-search cell, the cursor between the quotes.
+    # A search from the sidebar: the hits, then the same search as a cell.
+    sidebar.get_by_label("Search text").fill("refund policy")
+    sidebar.get_by_label("Search text").press("Enter")
+    sidebar.locator('.kbsql-Sidebar-hits[data-state="ok"]').wait_for(timeout=30_000)
+    assert sidebar.locator(".kbsql-Sidebar-hit").count() >= 3  # every chunk of three documents
+    assert "in mindsdb.docs" in sidebar.locator(".kbsql-Sidebar-hitsHead").inner_text()
+    page.locator(".jp-Notebook .jp-Cell").nth(1).click()
+    sidebar.get_by_role("button", name="Insert as cell").click()
+    wait_for(lambda: len(sources(page)) == 3, "the search cell")
+    assert sources(page)[2] == "%%kbsql\nSELECT * FROM mindsdb.docs WHERE content = 'refund policy' LIMIT 10"
+
+    # Keyboard: the knowledge base is a button; Enter inserts a search cell, cursor in the quotes.
+    kb.locator("button").focus()
+    page.keyboard.press("Enter")
+    wait_for(lambda: len(sources(page)) == 4, "the knowledge-base cell")
+    page.keyboard.type("shipping")
+    assert sources(page)[3] == "%%kbsql\nSELECT * FROM mindsdb.docs WHERE content = 'shipping' LIMIT 10"
+    page.screenshot(path=str(tmp_path / "kbsql-sidebar-embedded.png"))
+
+    # Run the notebook's first two cells in its kernel: a %%kbsql CREATE; the sidebar follows.
+    assert sidebar.locator('.kbsql-Sidebar-kb[data-name="notes"]').count() == 0
     page.locator(".jp-Notebook .jp-Cell").first.click()
-    kb.click()
-    wait_for(lambda: len(sources(page)) == 2, "the knowledge-base cell")
-    page.keyboard.type("refund policy")
-    assert sources(page)[1] == "%%kbsql\nSELECT * FROM mindsdb.docs WHERE content = 'refund policy' LIMIT 10"
-    # An agent: a question cell.
-    agent.click()
-    wait_for(lambda: len(sources(page)) == 3, "the agent cell")
-    page.keyboard.type("How long do refunds take?")
-    assert sources(page)[2] == ("%%kbsql\nSELECT answer FROM mindsdb.helper "
-                                "WHERE question = 'How long do refunds take?'")
-    page.screenshot(path=str(tmp_path / "kbsql-sidebar.png"))
-
-    # A server that is down: the sidebar says so instead of showing stale names.
-    sidebar.get_by_label("kbsql server URL").fill(f"http://127.0.0.1:{free_port()}")
-    sidebar.get_by_role("button", name="Refresh").click()
-    page.locator('.kbsql-Sidebar-status[data-state="error"]').wait_for(timeout=15_000)
-    assert sidebar.locator(".kbsql-Sidebar-item").count() == 0
+    page.keyboard.press("Escape")
+    page.keyboard.press("Shift+Enter")
+    page.keyboard.press("Shift+Enter")
+    sidebar.locator('.kbsql-Sidebar-kb[data-name="notes"]').wait_for(timeout=90_000)
+    assert "0 rows · 0 chunks" in sidebar.locator('.kbsql-Sidebar-kb[data-name="notes"]').inner_text()
+    page.screenshot(path=str(tmp_path / "kbsql-sidebar-after-cell.png"))
+    assert not errors, errors

@@ -40,7 +40,7 @@ class Client:
 
     @property
     def is_embedded(self) -> bool:
-        return not hasattr(self.api, "base_url")
+        return self.api.embedded
 
     def sql(self, query: str, *, params: Mapping[str, Any] | None = None,
             raise_on_error: bool = True) -> TableResult | OkResult | SqlResult:
@@ -74,10 +74,7 @@ class Client:
         The table is a snapshot stored as Parquet in the service's data directory (it
         survives a restart); registering the name again replaces it. Works embedded and
         remote (uploaded as Parquet). Returns the row count."""
-        register = getattr(self.api, "register_dataframe", None)
-        if register is None:
-            raise NotImplementedError(f"{type(self.api).__name__} cannot register DataFrames")
-        return register(name, frame)
+        return self.api.register_dataframe(name, frame)
 
     def projects(self) -> list[str]:
         return [p["name"] for p in self.api.list_projects()]
@@ -95,7 +92,7 @@ class Client:
         self.close()
 
     def __repr__(self) -> str:
-        where = getattr(self.api, "base_url", None) or f"embedded:{getattr(self.api, 'data_dir', '')}"
+        where = f"embedded:{self.api.location}" if self.api.embedded else self.api.location
         return f"Client({mask_url(where)!s}, project={self.project!r})"  # reprs reach notebooks
 
 

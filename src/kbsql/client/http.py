@@ -8,16 +8,20 @@ slash), reads the documented bodies, and turns problem+json errors back into the
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import httpx
 
-from kbsql.interface.errors import ServiceError, TransportError
+from kbsql.interface.api import INSERT_BATCH_ROWS, InsertCounts
+from kbsql.interface.errors import PROBLEM_TYPE_HEADER, ServiceError, TransportError
 from kbsql.interface.jsonable import dumps
 from kbsql.interface.models import Agent, KnowledgeBase, mask_url
 from kbsql.interface.results import SqlResult, result_from_json
 from kbsql.interface.stream import parse_sse_line
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 DEFAULT_TIMEOUT = httpx.Timeout(30.0, read=600.0)
 
@@ -29,6 +33,8 @@ def _seg(name: str) -> str:
 class HttpApi:
     """`ServiceApi` over HTTP. One connection pool per instance; close it when done."""
 
+    embedded = False
+
     def __init__(self, base_url: str, *, headers: dict[str, str] | None = None,
                  timeout: httpx.Timeout | float | None = None,
                  transport: httpx.BaseTransport | None = None):
@@ -36,6 +42,10 @@ class HttpApi:
         self._http = httpx.Client(base_url=self.base_url, headers=headers or {},
                                   timeout=timeout or DEFAULT_TIMEOUT, follow_redirects=True,
                                   transport=transport)
+
+    @property
+    def location(self) -> str:
+        return self.base_url
 
     def close(self) -> None:
         self._http.close()
@@ -62,7 +72,8 @@ class HttpApi:
             body = response.json()
         except ValueError:
             body = {"detail": response.text[:500] or response.reason_phrase}
-        raise ServiceError.from_problem(response.status_code, body)
+        raise ServiceError.from_problem(response.status_code, body,
+                                        response.headers.get(PROBLEM_TYPE_HEADER))
 
     @staticmethod
     def _json(response: httpx.Response) -> Any:
@@ -132,6 +143,19 @@ class HttpApi:
     def delete_agent(self, project: str, name: str) -> None:
         self._send("DELETE", f"{self._agents(project)}/{_seg(name)}")
 
+    def insert_into_knowledge_base(self, project: str, name: str, rows: Any, *,
+                                   batch_size: int = INSERT_BATCH_ROWS,
+                                   progress: bool | None = None) -> InsertCounts:
+        """Rows go in PUTs of `batch_size` (the reference's insert route), so a 100k-row
+        insert never holds more than one batch of JSON; `progress` is the server's business."""
+        sent = stored = 0
+        for batch in iter_row_batches(rows, batch_size):
+            answer = self.insert_knowledge_base_rows(project, name, batch)
+            sent += len(batch)
+            # kbsql says how many rows it stored; a server that does not is taken at its word
+            stored += int(answer.get("inserted_rows", len(batch)))
+        return InsertCounts(sent, stored)
+
     # registered DataFrames (`df.<name>`) -------------------------------------------------
     def register_dataframe(self, name: str, frame: Any) -> int:
         """Upload a DataFrame as Parquet (`PUT /api/files/{name}`); the server makes it the
@@ -140,7 +164,7 @@ class HttpApi:
 
         import pyarrow.parquet as pq
 
-        from kbsql.engine.datasources.frames import to_arrow
+        from kbsql.interface.frames import to_arrow  # pyarrow only when a frame is sent
 
         buffer = io.BytesIO()
         pq.write_table(to_arrow(frame), buffer)
@@ -189,3 +213,20 @@ class HttpApi:
             raise TransportError(mask_url(f"The stream from {self.base_url}{path} broke: {exc}")) from exc
         finally:
             response.close()
+
+
+def iter_row_batches(rows: Any, batch_size: int) -> Iterator[list[dict[str, Any]]]:
+    """Rows (a DataFrame or an iterable of dicts) in lists of at most `batch_size`."""
+    if hasattr(rows, "to_dict") and hasattr(rows, "iloc"):  # a DataFrame, sliced lazily
+        frame: pd.DataFrame = rows
+        for start in range(0, len(frame), batch_size):
+            yield frame.iloc[start:start + batch_size].to_dict(orient="records")
+        return
+    batch: list[dict[str, Any]] = []
+    for row in rows:
+        batch.append(dict(row))
+        if len(batch) >= batch_size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch

@@ -154,8 +154,8 @@ def quote_literal(value: Any) -> str:
                           for k, v in value.items())
         return "{" + items + "}"
     if isinstance(value, list | tuple | set | frozenset):
-        items = [quote_literal(v) for v in value]
-        return "(" + (", ".join(items) if items else "NULL") + ")"
+        literals = [quote_literal(v) for v in value]
+        return "(" + (", ".join(literals) if literals else "NULL") + ")"
     if isinstance(value, bytes | bytearray):
         raise ParameterError("bytes have no SQL literal form; decode them to str first")
     if repr(value) in ("<NA>", "NaT"):  # pandas.NA / NaT without importing pandas

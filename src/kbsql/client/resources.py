@@ -6,47 +6,36 @@ contract names the fields; `project=` overrides the client's current project.
 
 from __future__ import annotations
 
+import builtins
 import warnings
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
+from kbsql.interface.api import INSERT_BATCH_ROWS, ServiceApi
 from kbsql.interface.models import Agent, KnowledgeBase
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from kbsql.client.client import Client
 
 _UNSET: Any = object()
 
-INSERT_BATCH_ROWS = 1000
-"""Rows per PUT when inserting over HTTP: big enough to amortise a request, small enough
-that a 100k-row insert never holds more than one batch of JSON in memory."""
+class Scoped(Protocol):
+    """What a resource needs from its client: the API, and the project a call defaults to
+    (the client's current one, which `USE` may change between calls)."""
+
+    @property
+    def api(self) -> ServiceApi: ...
+
+    def project_of(self, project: str | None) -> str: ...
 
 
 def _drop_unset(**fields: Any) -> dict[str, Any]:
     return {k: v for k, v in fields.items() if v is not _UNSET and v is not None}
 
 
-def iter_row_batches(rows: Any, batch_size: int) -> Iterator[list[dict[str, Any]]]:
-    """Rows (a DataFrame or an iterable of dicts) in lists of at most `batch_size`."""
-    if hasattr(rows, "to_dict") and hasattr(rows, "iloc"):  # a DataFrame, sliced lazily
-        frame: pd.DataFrame = rows
-        for start in range(0, len(frame), batch_size):
-            yield frame.iloc[start:start + batch_size].to_dict(orient="records")
-        return
-    batch: list[dict[str, Any]] = []
-    for row in rows:
-        batch.append(dict(row))
-        if len(batch) >= batch_size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
-
-
 class KnowledgeBases:
-    def __init__(self, client: Client):
+    def __init__(self, client: Scoped):
         self._client = client
 
     def create(self, name: str, *, embedding_model: dict[str, Any] | None = None,
@@ -80,18 +69,8 @@ class KnowledgeBases:
         Embedded, the engine takes the rows in one call (it batches and shows its own
         progress bar); remote, rows go in batches of `batch_size` per request.
         """
-        project = self._client.project_of(project)
-        insert_local = getattr(self._client.api, "insert_rows_local", None)
-        if insert_local is not None:
-            sent = len(rows) if hasattr(rows, "__len__") else None
-            stored = insert_local(project, name, rows, progress=progress)
-        else:
-            sent = stored = 0
-            for batch in iter_row_batches(rows, batch_size):
-                answer = self._client.api.insert_knowledge_base_rows(project, name, batch)
-                sent += len(batch)
-                # kbsql says how many rows it stored; a server that does not is taken at its word
-                stored += int(answer.get("inserted_rows", len(batch)))
+        sent, stored = self._client.api.insert_into_knowledge_base(
+            self._client.project_of(project), name, rows, batch_size=batch_size, progress=progress)
         if sent is not None and stored < sent:
             warnings.warn(f"{sent - stored} of {sent} rows had no content (null, NaN or blank) "
                           f"and were skipped; stored documents with their ids were kept",
@@ -100,11 +79,11 @@ class KnowledgeBases:
 
 
 class Agents:
-    def __init__(self, client: Client):
+    def __init__(self, client: Scoped):
         self._client = client
 
     def create(self, name: str, *, model: dict[str, Any] | None = None,
-               data: dict[str, list[str]] | None = None, prompt_template: str | None = None,
+               data: dict[str, builtins.list[str]] | None = None, prompt_template: str | None = None,
                project: str | None = None) -> Agent:
         body = _drop_unset(name=name, model=model, data=data, prompt_template=prompt_template)
         return self._client.api.create_agent(self._client.project_of(project), body)
@@ -116,7 +95,7 @@ class Agents:
         return self._client.api.list_agents(self._client.project_of(project))
 
     def update(self, name: str, *, new_name: str | None = None,
-               model: dict[str, Any] | None = None, data: dict[str, list[str]] | None = None,
+               model: dict[str, Any] | None = None, data: dict[str, builtins.list[str]] | None = None,
                prompt_template: str | None = None, project: str | None = None) -> Agent:
         """Partial update: only the fields given change."""
         body = _drop_unset(name=new_name, model=model, data=data, prompt_template=prompt_template)
@@ -126,7 +105,8 @@ class Agents:
         self._client.api.delete_agent(self._client.project_of(project), name)
 
     @staticmethod
-    def messages(question: str, history: Iterable[dict[str, str]] = ()) -> list[dict[str, str]]:
+    def messages(question: str,
+                 history: Iterable[dict[str, str]] = ()) -> builtins.list[dict[str, str]]:
         """The contract's `messages`: earlier question/answer pairs, then the new question."""
         return [*({"question": h["question"], "answer": h.get("answer", "")} for h in history),
                 {"question": question, "answer": ""}]

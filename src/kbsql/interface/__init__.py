@@ -3,7 +3,7 @@
 Client, engine and server all import from here; nothing else re-declares a field list.
 """
 
-from kbsql.interface.api import DEFAULT_PROJECT, ServiceApi
+from kbsql.interface.api import DEFAULT_PROJECT, InsertCounts, ServiceApi
 from kbsql.interface.errors import (
     BadRequest,
     Conflict,
@@ -25,8 +25,8 @@ from kbsql.interface.results import (
 )
 
 __all__ = [
-    "DEFAULT_PROJECT", "KB_COLUMNS", "MASK", "Agent", "BadRequest", "Conflict", "ErrorResult", "KbsqlError",
-    "KnowledgeBase", "ModelDescriptor", "NotFound", "OkResult", "ProviderError", "ServiceApi",
+    "DEFAULT_PROJECT", "KB_COLUMNS", "MASK", "Agent", "BadRequest", "Conflict", "ErrorResult", "InsertCounts",
+    "KbsqlError", "KnowledgeBase", "ModelDescriptor", "NotFound", "OkResult", "ProviderError", "ServiceApi",
     "ServiceError", "SqlError", "SqlResult", "Storage", "TableResult", "TransportError",
     "result_from_json",
 ]

@@ -8,16 +8,39 @@ same errors (the chromadb pattern). Bodies are the *inner* objects of the contra
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any, Protocol
+from collections.abc import Iterable, Iterator
+from typing import Any, NamedTuple, Protocol
 
 from kbsql.interface.models import Agent, KnowledgeBase
 from kbsql.interface.results import SqlResult
 
 DEFAULT_PROJECT = "mindsdb"
 
+INSERT_BATCH_ROWS = 1000
+"""Rows per PUT when inserting over HTTP: big enough to amortise a request, small enough
+that a 100k-row insert never holds more than one batch of JSON in memory."""
+
+
+class InsertCounts(NamedTuple):
+    """What an insert did: rows sent (None when the rows were an iterator the engine took
+    whole, so nobody counted them) and rows stored (rows without content are skipped)."""
+
+    sent: int | None
+    stored: int
+
 
 class ServiceApi(Protocol):
+    """Every operation the client and the notebook use. `embedded` and `location` say where
+    the service lives (for reprs and connection listings), so nobody probes the backend."""
+
+    embedded: bool
+    """True for the in-process engine, False over HTTP."""
+
+    @property
+    def location(self) -> str:
+        """The data directory (embedded) or the base URL (HTTP, unmasked: mask before showing)."""
+        ...
+
     def status(self) -> dict[str, Any]: ...
 
     def list_projects(self) -> list[dict[str, Any]]: ...
@@ -36,6 +59,18 @@ class ServiceApi(Protocol):
     def insert_knowledge_base_rows(
         self, project: str, name: str, rows: list[dict[str, Any]]
     ) -> dict[str, Any]: ...
+
+    def insert_into_knowledge_base(
+        self, project: str, name: str, rows: Iterable[dict[str, Any]] | Any, *,
+        batch_size: int = INSERT_BATCH_ROWS, progress: bool | None = None,
+    ) -> InsertCounts:
+        """Insert rows (a DataFrame or dicts). Embedded, the engine takes them in one call
+        (it batches and shows its own progress bar); over HTTP they go in PUTs of
+        `batch_size` rows."""
+        ...
+
+    # registered DataFrames (the built-in data source `df`)
+    def register_dataframe(self, name: str, frame: Any) -> int: ...
 
     # agents (contract endpoints 5-6, plus get/list/delete)
     def create_agent(self, project: str, body: dict[str, Any]) -> Agent: ...

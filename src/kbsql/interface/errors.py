@@ -5,6 +5,13 @@ Three shapes exist on the wire (reference-behaviour.md, "Errors"): REST problems
 `type: error`) and server faults (500, still `title`/`detail`). The engine raises these
 classes, the server turns them into their wire shape, and the HTTP client turns the wire
 shape back into the same classes, so callers catch one thing whichever transport they use.
+
+Each `ServiceError` class has a stable problem type (`problem_type`, an RFC 9457 `type`
+URI). The body stays `{"title", "detail"}` exactly as the reference sends it; the type
+travels in the `Kbsql-Problem-Type` response header (and is read from a body `type` too,
+should a server put it there), and the client rebuilds the class by it, falling back to
+the status for servers that send no type. So a `ProviderError` stays a `ProviderError`
+over HTTP instead of becoming the `BadRequest` its status alone would say.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ class ServiceError(KbsqlError):
 
     status: int = 500
     default_title: str = "Internal error"
+    problem_type: str = "urn:kbsql:problem:internal"
 
     def __init__(self, detail: str, title: str | None = None, status: int | None = None):
         self.title = title or self.default_title
@@ -34,14 +42,18 @@ class ServiceError(KbsqlError):
         return {"title": self.title, "detail": self.detail}
 
     @staticmethod
-    def from_problem(status: int, body: Any) -> ServiceError:
-        """Rebuild the matching error class from a status and a problem+json body."""
+    def from_problem(status: int, body: Any, problem_type: str | None = None) -> ServiceError:
+        """Rebuild the matching error class from a status, a problem+json body and the
+        problem type (the header's, else the body's `type`); the status decides only when
+        the type is unknown."""
         title = detail = None
         if isinstance(body, dict):
             title = body.get("title")
             detail = body.get("detail") or body.get("message") or body.get("error")
+            problem_type = problem_type or (body.get("type") if isinstance(body.get("type"), str)
+                                            else None)
         detail = str(detail) if detail is not None else f"HTTP {status}"
-        cls = _BY_STATUS.get(status, ServiceError)
+        cls = _BY_TYPE.get(problem_type or "") or _BY_STATUS.get(status, ServiceError)
         return cls(detail, title=title, status=status)
 
 
@@ -50,6 +62,7 @@ class BadRequest(ServiceError):
 
     status = 400
     default_title = "Bad request"
+    problem_type = "urn:kbsql:problem:bad-request"
 
 
 class NotFound(ServiceError):
@@ -57,6 +70,7 @@ class NotFound(ServiceError):
 
     status = 404
     default_title = "Not found"
+    problem_type = "urn:kbsql:problem:not-found"
 
 
 class Conflict(ServiceError):
@@ -64,6 +78,7 @@ class Conflict(ServiceError):
 
     status = 409
     default_title = "Already exists"
+    problem_type = "urn:kbsql:problem:conflict"
 
 
 class ProviderError(ServiceError):
@@ -75,9 +90,14 @@ class ProviderError(ServiceError):
 
     status = 400
     default_title = "Model provider error"
+    problem_type = "urn:kbsql:problem:provider-error"
 
+
+PROBLEM_TYPE_HEADER = "Kbsql-Problem-Type"
 
 _BY_STATUS: dict[int, type[ServiceError]] = {400: BadRequest, 404: NotFound, 409: Conflict}
+_BY_TYPE: dict[str, type[ServiceError]] = {
+    cls.problem_type: cls for cls in (ServiceError, BadRequest, NotFound, Conflict, ProviderError)}
 
 
 class SqlError(KbsqlError):

@@ -8,26 +8,10 @@ exactly what came in. Typed attributes are read from `raw`, not stored beside it
 from __future__ import annotations
 
 import copy
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
-MASK = "******"
-
-
-def mask_secret(value: Any) -> Any:
-    """The masked form of a secret, as knowledge-base responses show api keys."""
-    return MASK if value else value
-
-
-_URL_USERINFO = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.\-]*://)[^/@\s]*@")
-
-
-def mask_url(text: str) -> str:
-    """`text` with the `user:password@` part of every URL in it masked (`http://***@host`):
-    a server URL may carry credentials, and URLs end up in error messages and reprs that a
-    notebook prints."""
-    return _URL_USERINFO.sub(r"\1***@", str(text))
+from kbsql.interface.secrets import MASK, mask_secret, mask_url  # noqa: F401 (re-exported)
 
 
 @dataclass(frozen=True)
@@ -104,15 +88,15 @@ class _Resource:
         return self.raw["name"]
 
     @property
-    def project_id(self) -> int:
+    def project_id(self) -> int | None:
         return self.raw.get("project_id")
 
     @property
-    def created_at(self) -> str:
+    def created_at(self) -> str | None:
         return self.raw.get("created_at")
 
     @property
-    def updated_at(self) -> str:
+    def updated_at(self) -> str | None:
         return self.raw.get("updated_at")
 
 

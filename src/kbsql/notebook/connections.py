@@ -17,10 +17,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import kbsql
-from kbsql.client import Client
+from kbsql.client import Client, connect
 from kbsql.interface.errors import KbsqlError
-from kbsql.interface.models import mask_url  # shared with the client; the magics import it here
+from kbsql.interface.secrets import mask_url
 
 DEFAULT_ALIAS = "default"
 DEFAULT_API_KEY_ENV = "KBSQL_API_KEY"
@@ -60,8 +59,8 @@ class Connection:
 
     def describe(self) -> str:
         key = ", api key set" if self.has_key else ""
-        where = getattr(self.client.api, "data_dir", None)
-        place = f"embedded ({where})" if where is not None else describe_target(self.target)
+        api = self.client.api
+        place = f"embedded ({api.location})" if api.embedded else describe_target(self.target)
         return f"{self.alias}: {place}, project {self.client.project}{key}"
 
     def __repr__(self) -> str:
@@ -84,7 +83,12 @@ class ConnectionManager:
     def __post_init__(self) -> None:
         # a weak reference: the manager (and its shell) can still be garbage-collected
         ref = weakref.ref(self)
-        self._atexit: Callable[[], None] = lambda: (m := ref()) is not None and m.close_all()
+        def close_all() -> None:
+            manager = ref()
+            if manager is not None:
+                manager.close_all()
+
+        self._atexit: Callable[[], None] = close_all
         atexit.register(self._atexit)
 
     def connect(self, target: str | None = None, *, alias: str | None = None,
@@ -126,8 +130,8 @@ class ConnectionManager:
             options["project"] = project
         if target and is_url(target):
             headers = {self.auth_header: f"{self.auth_scheme} {key}".strip()} if key else None
-            return kbsql.connect(target, headers=headers, **options)
-        return kbsql.connect(data_dir=target or None, **options)
+            return connect(target, headers=headers, **options)
+        return connect(data_dir=target or None, **options)
 
     @staticmethod
     def _alias_for(target: str | None) -> str:

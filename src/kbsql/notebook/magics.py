@@ -193,14 +193,14 @@ class KbSql(Magics, Configurable):
         if isinstance(result, OkResult):
             if self.feedback:
                 print(ok_message(result, before))
-            if args.out:
+            if args.out and self.shell is not None:
                 self.shell.user_ns[args.out] = result
             return None
         if not isinstance(result, TableResult):  # pragma: no cover - the client raises on errors
             return result
         frame = to_frame(result)
         for name in (args.out, target):
-            if name:
+            if name and self.shell is not None:
                 self.shell.user_ns[name] = frame
         if target:
             return None

@@ -22,7 +22,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from kbsql.engine import Engine
-from kbsql.interface.errors import BadRequest, ServiceError
+from kbsql.interface.errors import PROBLEM_TYPE_HEADER, BadRequest, ServiceError
 from kbsql.interface.jsonable import dumps
 from kbsql.interface.stream import end_chunk, error_chunk, sse_lines
 from kbsql.server.guard import RequestGuard
@@ -37,7 +37,11 @@ def json_response(body: Any, status: int = 200, media_type: str = "application/j
 
 
 def problem(error: ServiceError) -> Response:
-    return json_response(error.to_problem(), error.status, PROBLEM)
+    """The problem+json answer; the class's problem type rides in a header so the body stays
+    the reference's `{"title", "detail"}` (see `interface.errors`)."""
+    response = json_response(error.to_problem(), error.status, PROBLEM)
+    response.headers[PROBLEM_TYPE_HEADER] = error.problem_type
+    return response
 
 
 async def read_body(request: Request, wrapper: str | None = None) -> dict[str, Any]:
@@ -224,7 +228,7 @@ async def _stream_events(chunks: Iterator[dict[str, Any]],
     """Send each chunk as soon as the engine yields it. A failure mid-way becomes an error
     chunk then `end`; a client that goes away closes the generator, which stops the run."""
     lines = sse_lines(chunks)
-    sentinel = object()
+    sentinel: Any = object()
     trace_id = ""
     watcher = asyncio.ensure_future(_close_on_disconnect(chunks, request))
     try:

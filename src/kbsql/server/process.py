@@ -10,6 +10,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 import httpx
 
@@ -20,7 +21,7 @@ class ServerProcess:
 
     process: subprocess.Popen
     url: str
-    log: tempfile.SpooledTemporaryFile | None = None  # type: ignore[type-arg]
+    log: IO[str] | None = None
     """The server's stderr (a file, never a pipe: a full pipe would block the server)."""
 
     def log_text(self) -> str:

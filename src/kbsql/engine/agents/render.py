@@ -7,11 +7,10 @@ tell them from the user's own metadata columns. Past 30 rows: a summary plus the
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 from typing import Any
 
+from kbsql.interface.observation import parse_table, write_table
 from kbsql.interface.results import ErrorResult, OkResult, SqlResult, TableResult
 
 MAX_ROWS = 30
@@ -29,18 +28,14 @@ def observation(result: SqlResult, updated_at: str | None = None) -> str:
 
 
 def table_text(columns: list[str], rows: list[list[Any]], updated_at: str | None = None) -> str:
-    head = "Output columns: " + ", ".join(f"'{c}'" for c in columns)
-    summary = ""
+    note = ""
     if len(rows) > MAX_ROWS:
-        summary = f"The query returned {len(rows)} rows; the first {MAX_ROWS} are shown.\n"
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(columns)
-    for row in rows[:MAX_ROWS]:
-        writer.writerow([cell(c, v, updated_at) for c, v in zip(columns, row, strict=False)])
-    if not rows:
-        return f"{head}\nThe query returned no rows.\n{buffer.getvalue()}"
-    return f"{head}\n{summary}{buffer.getvalue()}"
+        note = f"The query returned {len(rows)} rows; the first {MAX_ROWS} are shown."
+    elif not rows:
+        note = "The query returned no rows."
+    cells = [[cell(c, v, updated_at) for c, v in zip(columns, row, strict=False)]
+             for row in rows[:MAX_ROWS]]
+    return write_table(columns, cells, note)
 
 
 def cell(column: str, value: Any, updated_at: str | None) -> str:
@@ -66,10 +61,5 @@ def agent_metadata(metadata: dict[str, Any], updated_at: str | None) -> dict[str
 
 def parse_table_text(text: str) -> list[dict[str, str]]:
     """Rows back out of an observation (the offline agent reads what a model would read)."""
-    lines = text.split("\n")
-    if not lines or not lines[0].startswith("Output columns:"):
-        return []
-    body = lines[1:]
-    if body and body[0].startswith("The query returned"):
-        body = body[1:]
-    return list(csv.DictReader(io.StringIO("\n".join(body))))
+    table = parse_table(text)
+    return [] if table is None else table.records()

@@ -9,15 +9,17 @@ cancels the run: no further model or tool call, and an open provider stream is c
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Generator, Iterator
+from typing import Any
 
 from kbsql.engine.agents import loop, prompt, scope
 from kbsql.engine.agents.providers import make_provider
 from kbsql.engine.agents.providers.base import Provider, RunCancelled, RunControl
 from kbsql.engine.agents.settings import RunLimits
 from kbsql.engine.agents.tools import Toolbox
-from kbsql.engine.catalog import AgentRecord
+from kbsql.engine.catalog import AgentRecord, Catalog
+from kbsql.engine.config import EngineConfig
+from kbsql.engine.ports import RunsSql
 from kbsql.interface.errors import BadRequest, ProviderError, ServiceError
 from kbsql.interface.stream import (
     actions_chunk,
@@ -30,17 +32,19 @@ from kbsql.interface.stream import (
     steps_chunk,
 )
 
-if TYPE_CHECKING:
-    from kbsql.engine.engine import Engine
-
 
 class AgentRuntime:
-    def __init__(self, engine: Engine):
-        self.engine = engine
+    """Runs agents: reads records from `catalog`, settings from `config`, and runs the
+    agent's tools (SQL) through the `sql` port."""
+
+    def __init__(self, catalog: Catalog, config: EngineConfig, sql: RunsSql):
+        self.catalog = catalog
+        self.config = config
+        self.sql = sql
 
     @property
     def limits(self) -> RunLimits:
-        return RunLimits.from_extra(self.engine.config.extra)
+        return RunLimits.from_extra(self.config.extra)
 
     def check_model(self, model: dict[str, Any]) -> None:
         """Raise ProviderError when the agent's model cannot be reached (BadRequest when the
@@ -74,14 +78,14 @@ class AgentRuntime:
         if not pairs or not pairs[-1]["question"].strip():
             raise BadRequest("The last item of 'messages' must carry a non-empty question",
                              title="Missing parameter")
-        return pairs, make_provider(record.model or dict(self.engine.config.default_model))
+        return pairs, make_provider(record.model or dict(self.config.default_model))
 
     def _events(self, record: AgentRecord, pairs: list[dict[str, str]], provider: Provider,
                 control: RunControl) -> Iterator[loop.Event]:
-        reach = scope.resolve(self.engine, record)  # at question time: wildcards see new KBs
+        reach = scope.resolve(self.catalog, self.sql, record)  # at question time: wildcards see new KBs
         system = prompt.system_prompt(record.prompt_template, reach)
         yield from loop.run(provider, system, prompt.conversation(pairs),
-                            Toolbox(self.engine, reach), control, self.limits.max_iterations)
+                            Toolbox(self.sql, reach), control, self.limits.max_iterations)
 
 
 def new_trace_id() -> str:
@@ -125,7 +129,7 @@ class AgentStream:
             pass
 
     def _chunks(self, runtime: AgentRuntime, record: AgentRecord, pairs: list[dict[str, str]],
-                provider: Provider) -> Iterator[dict[str, Any]]:
+                provider: Provider) -> Generator[dict[str, Any], None, None]:
         trace_id, control = self.trace_id, self.control
         yield start_chunk(pairs[-1]["question"], trace_id)
         try:

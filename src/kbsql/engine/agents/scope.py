@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING, Any
 
 from mindsdb_sql_parser import ast, parse_sql
 
-from kbsql.engine.catalog import AgentRecord, KbRecord
+from kbsql.engine.catalog import AgentRecord, Catalog, KbRecord
 from kbsql.interface.errors import KbsqlError
 from kbsql.interface.results import TableResult
 
 if TYPE_CHECKING:
-    from kbsql.engine.engine import Engine
+    from kbsql.engine.ports import RunsSql
 
 READ_STATEMENTS = (ast.Select, ast.Union, ast.Intersect, ast.Except)
 # DuckDB functions that read files or run other SQL would bypass the table check
@@ -60,7 +60,7 @@ class Scope:
         return keys
 
 
-def resolve(engine: Engine, record: AgentRecord) -> Scope:
+def resolve(catalog: Catalog, sql: RunsSql, record: AgentRecord) -> Scope:
     data = record.data or {}
     kb_entries = [str(e) for e in data.get("knowledge_bases") or []]
     table_entries = [str(e) for e in data.get("tables") or []]
@@ -68,37 +68,37 @@ def resolve(engine: Engine, record: AgentRecord) -> Scope:
                   has_table_entries=bool(table_entries))
     seen: set[int] = set()
     for entry in kb_entries:
-        for kb in _knowledge_bases(engine, record.project_name, entry):
+        for kb in _knowledge_bases(catalog, record.project_name, entry):
             if kb.id not in seen:
                 seen.add(kb.id)
                 scope.knowledge_bases.append(kb)
     for entry in table_entries:
-        for table in _tables(engine, entry):
+        for table in _tables(sql, entry):
             if table.lower() not in {t.lower() for t in scope.tables}:
                 scope.tables.append(table)
     return scope
 
 
-def _knowledge_bases(engine: Engine, project: str, entry: str) -> list[KbRecord]:
+def _knowledge_bases(catalog: Catalog, project: str, entry: str) -> list[KbRecord]:
     owner, _, name = entry.rpartition(".")
     owner = owner or project
     try:
         if name == "*":
-            return engine.catalog.knowledge_bases(owner)
-        found = engine.catalog.find_knowledge_base(owner, name)
+            return catalog.knowledge_bases(owner)
+        found = catalog.find_knowledge_base(owner, name)
     except KbsqlError:  # the project is gone: the entry connects nothing
         return []
     return [found] if found is not None else []
 
 
-def _tables(engine: Engine, entry: str) -> list[str]:
+def _tables(sql: RunsSql, entry: str) -> list[str]:
     source, _, table = entry.partition(".")
     if not table:
         return []
     if table != "*":
         return [entry]
     try:
-        result = engine.query(f"SHOW TABLES FROM `{source}`")
+        result = sql.query(f"SHOW TABLES FROM `{source}`")
     except KbsqlError:
         return []
     if not isinstance(result, TableResult):

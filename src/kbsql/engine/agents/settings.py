@@ -9,19 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kbsql.engine.config import OFFLINE_PROVIDER
+from kbsql.engine.providers import AGENT_PROVIDERS
 
 MAX_ITERATIONS = 12
 WALL_TIME_S = 300.0
 
 # provider names accepted in `model.provider` -> the provider module that serves them
-PROVIDER_ALIASES = {
-    "openai": "openai", "openai_compatible": "openai", "vllm": "openai", "lmstudio": "openai",
-    "llama_cpp": "openai",
-    "anthropic": "anthropic",
-    "ollama": "ollama",
-    OFFLINE_PROVIDER: "offline",
-}
+PROVIDER_ALIASES = AGENT_PROVIDERS
 
 
 @dataclass

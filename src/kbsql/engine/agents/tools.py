@@ -19,7 +19,7 @@ from kbsql.interface.errors import KbsqlError
 from kbsql.interface.results import TableResult
 
 if TYPE_CHECKING:
-    from kbsql.engine.engine import Engine
+    from kbsql.engine.ports import RunsSql
 
 SAMPLE_ROWS = 3
 _NO_ARGS: dict[str, Any] = {"type": "object", "properties": {}}
@@ -63,7 +63,7 @@ def tool_input(arguments: dict[str, Any]) -> str:
 
 @dataclass
 class Toolbox:
-    engine: Engine
+    sql: RunsSql
     scope: Scope
 
     def specs(self) -> list[ToolSpec]:
@@ -83,7 +83,7 @@ class Toolbox:
             return f"Error: {exc}"
 
     def _query(self, sql: str) -> Any:
-        return self.engine.query(sql, {"db": self.scope.project})
+        return self.sql.query(sql, {"db": self.scope.project})
 
     # knowledge bases -------------------------------------------------------------------
     def _kb_list_tool(self, _: str) -> str:

@@ -13,16 +13,10 @@ list of tables, and the SQL side quotes whatever it renders.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from kbsql.interface.models import MASK  # one mask for every secret the service shows
-
-SECRET_KEYS = ("password", "passwd", "api_key", "apikey", "secret", "token", "private_key", "key")
-CONNECTION_STRING_KEYS = ("dsn", "url", "uri", "connection_string", "conninfo")
-_URL_PASSWORD = re.compile(r"(://[^:/@\s]*:)[^@\s]*@")
-_KV_PASSWORD = re.compile(r"(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)
+from kbsql.interface.secrets import MASK, mask_connection_string, mask_secrets  # noqa: F401 (re-exported)
 
 
 @dataclass(frozen=True)
@@ -62,27 +56,6 @@ class DataSource(Protocol):
     def scan(self, con: Any, parts: list[str]) -> Scan | None:
         """The scan of table `parts` (`[table]` or `[schema, table]`), None if it does not exist."""
         ...
-
-
-def mask_secrets(parameters: dict[str, Any] | None) -> dict[str, Any]:
-    """Connection parameters with secret values replaced by asterisks (recursively)."""
-    out: dict[str, Any] = {}
-    for key, value in (parameters or {}).items():
-        if isinstance(value, dict):
-            out[key] = mask_secrets(value)
-        elif any(s == key.lower() or key.lower().endswith("_" + s) for s in SECRET_KEYS):
-            out[key] = MASK
-        elif isinstance(value, str) and key.lower() in CONNECTION_STRING_KEYS:
-            out[key] = mask_connection_string(value)
-        else:
-            out[key] = value
-    return out
-
-
-def mask_connection_string(text: str) -> str:
-    """A DSN with its password masked: `scheme://user:pw@host` and `password=pw` forms."""
-    text = _URL_PASSWORD.sub(lambda m: m.group(1) + MASK + "@", text)
-    return _KV_PASSWORD.sub(lambda m: m.group(1) + MASK, text)
 
 
 def match_name(name: str, names: list[str]) -> str | None:

@@ -134,7 +134,7 @@ class PostgresSource:
         known = self._table_list(con)
         found_schema = match_name(schema, sorted({s for s, _ in known}))
         found = match_name(table, [t for s, t in known if s == found_schema]) if found_schema else None
-        if found is None:
+        if found is None or found_schema is None:
             return None
         # DuckDB caches the server's table definitions per ATTACH: drop them so a table
         # created or altered since the last query is read as it is now.

@@ -26,6 +26,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from kbsql.engine.knowledge import remote
+from kbsql.engine.providers import OPENAI_COMPATIBLE
 from kbsql.interface.errors import ProviderError
 
 LOCAL_PROVIDERS = {"kbsql", "local", "sentence_transformers", "sentence-transformers", "huggingface"}
@@ -192,7 +193,7 @@ def _build(descriptor: dict[str, Any] | None) -> Any:
             return MiniLMEmbedder()
         raise ProviderError(f"Embedding provider '{provider}' has no local model '{name}': use "
                             "'all-MiniLM-L6-v2' or 'hash-<dim>'")
-    if provider in ("openai", "azure_openai", "openai_compatible", "vllm", "lmstudio", "llamacpp"):
+    if provider in OPENAI_COMPATIBLE:
         return OpenAIEmbedder(descriptor)
     if provider == "ollama":
         return OllamaEmbedder(descriptor)

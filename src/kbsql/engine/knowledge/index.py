@@ -30,12 +30,15 @@ import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
-import faiss
+import faiss as _faiss
 import numpy as np
 
 from kbsql.engine.knowledge.settings import IndexSettings
 from kbsql.engine.knowledge.store import ChunkStore
+
+faiss: Any = _faiss  # faiss's SWIG-generated stubs are partial (no SearchParametersIVF)
 
 APPROX_THRESHOLD = 20_000
 RETRAIN_GROWTH = 2  # rebuild (new cells) when the live rows pass this multiple of the training
@@ -67,7 +70,7 @@ def auto_nlist(rows: int) -> int:
     return max(1, int(2 * math.sqrt(max(rows, 1))))
 
 
-def make_index(dim: int, kind: str, sample: np.ndarray | None = None, nlist: int = 0) -> faiss.Index:
+def make_index(dim: int, kind: str, sample: np.ndarray | None = None, nlist: int = 0) -> Any:
     """An empty index of `kind`: exact flat, or IVF-SQ8 trained on `sample` (the benchmarks
     build their bare baselines with this too)."""
     if kind == "flat":
@@ -92,7 +95,7 @@ class VectorIndex:
         self.threshold = threshold
         self.settings = IndexSettings.load(path.with_name("index_settings.json"))
         self.lock = threading.RLock()
-        self.index: faiss.Index | None = None
+        self.index: Any = None  # a faiss.Index once built
         self.kind = "flat"
         self.version = -1
         self.max_seq = 0
@@ -204,7 +207,7 @@ class VectorIndex:
         self.trained_on = live if kind == "ivf" else 0
         self.unsaved = max(1, index.ntotal)
 
-    def _new_index(self, dim: int, kind: str, live: int) -> faiss.Index:
+    def _new_index(self, dim: int, kind: str, live: int) -> Any:
         if kind == "flat":
             return make_index(dim, "flat")
         nlist = min(self.settings.nlist or auto_nlist(live), max(1, live // TRAIN_PER_LIST))

@@ -289,7 +289,7 @@ class MiniLM:
         self.position = w["embeddings.position_embeddings.weight"]
         self.token_type = w["embeddings.token_type_embeddings.weight"][0]
         self.emb_ln = (w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"])
-        self.layers = []
+        self.layers: list[dict[str, Any]] = []
         for i in range(int(config["num_hidden_layers"])):
             p = f"encoder.layer.{i}."
             # q, k and v fused into one (dim, 3*dim) product: one GEMM instead of three
@@ -360,11 +360,11 @@ class MiniLM:
             self._attention(qkv, bias, scale, context)
             h = _linear(context.reshape(batch, length, self.dim), layer["o"], layer["o_b"], shared)
             h += x
-            x = _layer_norm_inplace(h, *layer["ln1"], self.eps)
+            x = _layer_norm_inplace(h, layer["ln1"][0], layer["ln1"][1], self.eps)
             h = _gelu_inplace(_linear(x, layer["i"], layer["i_b"], shared))
             h = _linear(h, layer["out"], layer["out_b"], shared)
             h += x
-            x = _layer_norm_inplace(h, *layer["ln2"], self.eps)
+            x = _layer_norm_inplace(h, layer["ln2"][0], layer["ln2"][1], self.eps)
         pooled = (x * mask[:, :, None]).sum(1) / np.maximum(mask.sum(1, keepdims=True), 1e-9)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)

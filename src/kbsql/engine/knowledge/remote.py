@@ -11,7 +11,9 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from kbsql.engine.providers import base_url_of
 from kbsql.interface.errors import ProviderError
+from kbsql.interface.secrets import scrub_secret
 
 TIMEOUT = httpx.Timeout(60.0, connect=5.0)
 OPENAI_BASE = "https://api.openai.com/v1"
@@ -31,13 +33,9 @@ def openai_base(descriptor: dict[str, Any]) -> str:
     with the API version path (a bare host gets `/v1`). Only provider `openai` may omit it
     and mean api.openai.com: any other provider (azure_openai, vllm, lmstudio, ...) without
     a URL is an error, never a guess that would send its key to OpenAI."""
-    base_url = descriptor.get("base_url") or descriptor.get("api_base")
-    if not base_url:
-        provider = str(descriptor.get("provider") or "")
-        if provider.lower() == "openai":
-            return OPENAI_BASE
-        raise ProviderError(f"Provider '{provider}' (model '{descriptor.get('model_name')}') "
-                            "needs a base_url: only provider 'openai' defaults to api.openai.com")
+    base_url = base_url_of(descriptor)  # the one base-URL rule (engine/providers.py)
+    if base_url is None:
+        return OPENAI_BASE
     url = str(base_url).rstrip("/")
     return url if urlsplit(url).path not in ("", "/") else url + "/v1"
 
@@ -51,7 +49,7 @@ def post_json(url: str, body: dict[str, Any], api_key: Any, what: str) -> Any:
     except httpx.HTTPError as exc:
         raise ProviderError(f"{what} could not be reached at {url}: {type(exc).__name__}: {exc}") from exc
     if response.status_code >= 400:
-        text = response.text[:300].replace(str(api_key), "******") if api_key else response.text[:300]
+        text = scrub_secret(response.text[:300], str(api_key) if api_key else None)
         raise ProviderError(f"{what} answered HTTP {response.status_code} at {url}: {text}")
     try:
         return response.json()

@@ -14,11 +14,12 @@ import re
 from typing import Any
 
 from kbsql.engine.knowledge import remote
+from kbsql.engine.providers import CHAT_RERANKERS, RERANK_APIS
 from kbsql.interface.errors import BadRequest, ProviderError
 
-RERANK_PROVIDERS = {"cohere", "jina", "vllm", "rerank", "infinity"}
+RERANK_PROVIDERS = RERANK_APIS
 # chat models asked for a score: OpenAI or anything speaking its API at `base_url`
-CHAT_PROVIDERS = {"openai", "azure_openai", "openai_compatible", "lmstudio", "llamacpp"}
+CHAT_PROVIDERS = CHAT_RERANKERS
 _NUMBER = re.compile(r"[-+]?\d*\.?\d+(?:[eE][-+]?\d+)?")
 PROMPT = ("Rate how relevant the document is to the query, as a number between 0 (unrelated) and 1 "
           "(answers it). Answer with the number only.\n\nQuery: {query}\n\nDocument: {document}")

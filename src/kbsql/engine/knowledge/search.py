@@ -54,7 +54,8 @@ class SearchRequest:
 
 def filter_sql(filters: list[Filter], alias: str = "") -> tuple[str, list[Any]]:
     """`WHERE`-ready SQL (without the keyword) and its parameters; '' when no filter."""
-    parts, args = [], []
+    parts: list[str] = []
+    args: list[Any] = []
     for f in filters:
         op = _OPS.get(f.op.lower())
         if op is None:

@@ -22,7 +22,7 @@ from kbsql.interface.errors import NotFound, SqlError
 from kbsql.interface.results import OkResult, SqlResult
 
 if TYPE_CHECKING:
-    from kbsql.engine.sql.executor import SqlExecutor
+    from kbsql.engine.sql.session import SqlSession
 
 MODEL_KEYS = ("provider", "api_key", "base_url", "model_name", "api_base")
 
@@ -34,7 +34,7 @@ def _target(identifier: ast.Identifier, ctx: dict[str, Any]) -> tuple[str, str]:
     return (parts[0], parts[1]) if len(parts) == 2 else (ctx["db"], parts[0])
 
 
-def create_agent(executor: SqlExecutor, statement: CreateAgent, ctx: dict[str, Any]) -> SqlResult:
+def create_agent(session: SqlSession, statement: CreateAgent, ctx: dict[str, Any]) -> SqlResult:
     project, name = _target(statement.name, ctx)
     params = dict(statement.params or {})
     model: Any = statement.model
@@ -46,29 +46,29 @@ def create_agent(executor: SqlExecutor, statement: CreateAgent, ctx: dict[str, A
         body["model"] = model
     if statement.if_not_exists:
         try:
-            executor.engine.catalog.agent(project, name)
+            session.catalog.agent(project, name)
             return OkResult(None, context=ctx)
         except NotFound:
             pass
-    executor.engine.create_agent(project, body)
+    session.agents.create_agent(project, body)
     return OkResult(None, context=ctx)
 
 
-def drop_agent(executor: SqlExecutor, statement: DropAgent, ctx: dict[str, Any]) -> SqlResult:
+def drop_agent(session: SqlSession, statement: DropAgent, ctx: dict[str, Any]) -> SqlResult:
     project, name = _target(statement.name, ctx)
     try:
-        executor.engine.delete_agent(project, name)
+        session.agents.delete_agent(project, name)
     except NotFound:
         if not statement.if_exists:
             raise
     return OkResult(None, context=ctx)
 
 
-def show_agents(executor: SqlExecutor, statement: ast.Show, ctx: dict[str, Any]) -> SqlResult:
+def show_agents(session: SqlSession, statement: ast.Show, ctx: dict[str, Any]) -> SqlResult:
     """Agents of the current project (or `SHOW AGENTS FROM p`)."""
     source = statement.from_table or statement.in_table
     project = table_parts(source)[0] if source is not None else ctx["db"]
-    executor.engine.catalog.project(project)  # a clear "project not found"
-    table = info_schema.agents(executor)
+    session.catalog.project(project)  # a clear "project not found"
+    table = info_schema.agents(session)
     mask = pc.equal(pc.utf8_lower(table.column("PROJECT")), project.lower())
-    return filtered(executor, table.filter(mask), statement, ctx)
+    return filtered(session, table.filter(mask), statement, ctx)

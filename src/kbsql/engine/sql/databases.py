@@ -25,7 +25,7 @@ from kbsql.interface.errors import Conflict, SqlError
 from kbsql.interface.results import OkResult, SqlResult
 
 if TYPE_CHECKING:
-    from kbsql.engine.sql.executor import SqlExecutor
+    from kbsql.engine.sql.session import SqlSession
 
 PROJECT_ENGINES = (None, "", "mindsdb")
 
@@ -37,14 +37,14 @@ def _name(identifier: ast.Identifier) -> str:
     return parts[0]
 
 
-def create_database(executor: SqlExecutor, statement: CreateDatabase,
+def create_database(session: SqlSession, statement: CreateDatabase,
                     ctx: dict[str, Any]) -> SqlResult:
     name = _name(statement.name)
     engine = (statement.engine or "").lower() or None
-    catalog = executor.engine.catalog
+    catalog = session.catalog
     if name.lower() in RESERVED:
         raise SqlError(f"The name {name} is reserved; choose another database name")
-    exists = find_project(executor, name) is not None or catalog.find_datasource(name) is not None
+    exists = find_project(session, name) is not None or catalog.find_datasource(name) is not None
     if exists and statement.if_not_exists:
         return OkResult(None, context=ctx)
     if exists:
@@ -55,51 +55,51 @@ def create_database(executor: SqlExecutor, statement: CreateDatabase,
     parameters = registry.normalize(engine, dict(statement.parameters or {}))
     catalog.create_datasource(name, engine, parameters)
     try:
-        source = executor.duck.source(name)
+        source = session.duck.source(name)
         assert source is not None
-        source.tables(executor.duck.con)
+        source.tables(session.duck.con)
     except BaseException:
-        executor.duck.forget(name)
+        session.duck.forget(name)
         catalog.delete_datasource(name)
         raise
     return OkResult(None, context=ctx)
 
 
-def drop_database(executor: SqlExecutor, statement: ast.DropDatabase, ctx: dict[str, Any]) -> SqlResult:
+def drop_database(session: SqlSession, statement: ast.DropDatabase, ctx: dict[str, Any]) -> SqlResult:
     name = _name(statement.name)
-    catalog = executor.engine.catalog
+    catalog = session.catalog
     if name.lower() in RESERVED:
         raise SqlError(f"{name} is built in and cannot be dropped")
-    project = find_project(executor, name)
+    project = find_project(session, name)
     if project is not None:
         if project.lower() == DEFAULT_PROJECT:
             raise SqlError(f"The default project {DEFAULT_PROJECT} cannot be dropped")
         for kb in catalog.knowledge_bases(project):  # their vector files go too
-            executor.engine.delete_knowledge_base(project, kb.name)
+            session.kbs.delete(project, kb.name)
         catalog.drop_project(project)
         if str(ctx.get("db", "")).lower() == project.lower():
             ctx["db"] = DEFAULT_PROJECT
     elif catalog.find_datasource(name) is not None:
-        executor.duck.forget(name)
+        session.duck.forget(name)
         catalog.delete_datasource(name)
     elif not statement.if_exists:
         raise SqlError(f"Database {name} does not exist")
-    executor.plans.clear()
+    session.plans.clear()
     return OkResult(None, context=ctx)
 
 
-def use(executor: SqlExecutor, statement: ast.Use, ctx: dict[str, Any]) -> SqlResult:
+def use(session: SqlSession, statement: ast.Use, ctx: dict[str, Any]) -> SqlResult:
     name = _name(statement.value)
-    project = find_project(executor, name)
+    project = find_project(session, name)
     if project is None:
         hint = " (it is a data source; USE takes a project)" \
-            if executor.engine.catalog.find_datasource(name) is not None else ""
+            if session.catalog.find_datasource(name) is not None else ""
         raise SqlError(f"Project {name} does not exist{hint}")
     ctx["db"] = project
     return OkResult(None, context=ctx)
 
 
-def filtered(executor: SqlExecutor, table: pa.Table, statement: ast.Show,
+def filtered(session: SqlSession, table: pa.Table, statement: ast.Show,
              ctx: dict[str, Any]) -> SqlResult:
     """A SHOW answer with its `LIKE '...'` / `WHERE ...` applied (by DuckDB, like a SELECT)."""
     where = statement.where
@@ -110,19 +110,19 @@ def filtered(executor: SqlExecutor, table: pa.Table, statement: ast.Show,
     if where is None:
         return ArrowTableResult(table, ctx)
     query = ast.Select(targets=[ast.Star()], from_table=ast.Identifier("__show__"), where=where)
-    return ArrowTableResult(run_select(executor, query, ctx, frames={"__show__": table}), ctx)
+    return ArrowTableResult(run_select(session, query, ctx, frames={"__show__": table}), ctx)
 
 
-def show_databases(executor: SqlExecutor, statement: ast.Show, ctx: dict[str, Any]) -> SqlResult:
-    names = info_schema.databases(executor).column("NAME")
-    return filtered(executor, pa.table({"Database": names}), statement, ctx)
+def show_databases(session: SqlSession, statement: ast.Show, ctx: dict[str, Any]) -> SqlResult:
+    names = info_schema.databases(session).column("NAME")
+    return filtered(session, pa.table({"Database": names}), statement, ctx)
 
 
-def show_tables(executor: SqlExecutor, statement: ast.Show, ctx: dict[str, Any]) -> SqlResult:
+def show_tables(session: SqlSession, statement: ast.Show, ctx: dict[str, Any]) -> SqlResult:
     database = _name(statement.from_table or statement.in_table) \
         if (statement.from_table or statement.in_table) else ctx["db"]
-    catalog = executor.engine.catalog
-    project = find_project(executor, database)
+    catalog = session.catalog
+    project = find_project(session, database)
     if database.lower() == INFORMATION_SCHEMA:
         rows = [(t, "SYSTEM VIEW") for t in info_schema.TABLES]
     elif project is not None:
@@ -130,19 +130,19 @@ def show_tables(executor: SqlExecutor, statement: ast.Show, ctx: dict[str, Any])
         rows = [(kb.name, "KNOWLEDGE BASE") for kb in catalog.knowledge_bases(project)]
         rows += [(a.name, "AGENT") for a in catalog.agents(project)]
     else:
-        source = executor.duck.source(database)
+        source = session.duck.source(database)
         if source is None:
             raise SqlError(f"Database {database} does not exist; SHOW DATABASES lists them")
         database = source.name
-        with executor.duck.lock:
-            rows = [(t, "BASE TABLE") for t in source.tables(executor.duck.con)]
+        with session.duck.lock:
+            rows = [(t, "BASE TABLE") for t in source.tables(session.duck.con)]
     columns: dict[str, Any] = {f"Tables_in_{database}": pa.array([r[0] for r in rows], pa.string())}
     if "full" in [m.lower() for m in statement.modes or []]:
         columns["Table_type"] = pa.array([r[1] for r in rows], pa.string())
-    return filtered(executor, pa.table(columns), statement, ctx)
+    return filtered(session, pa.table(columns), statement, ctx)
 
 
-def describe(executor: SqlExecutor, statement: ast.Describe, ctx: dict[str, Any]) -> SqlResult:
+def describe(session: SqlSession, statement: ast.Describe, ctx: dict[str, Any]) -> SqlResult:
     parts = table_parts(statement.value)
-    table = describe_sql(executor, parts, ctx)
+    table = describe_sql(session, parts, ctx)
     return ArrowTableResult(table.rename_columns(["COLUMN_NAME", "DATA_TYPE"]), ctx)

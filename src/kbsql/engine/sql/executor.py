@@ -22,19 +22,22 @@ from mindsdb_sql_parser import ast, parse_sql
 from mindsdb_sql_parser.ast.mindsdb.agents import CreateAgent, DropAgent
 from mindsdb_sql_parser.ast.mindsdb.create_database import CreateDatabase
 
+from kbsql.engine.catalog import Catalog
 from kbsql.engine.datasources.frames import FRAMES_SOURCE, FrameStore
-from kbsql.engine.sql import agents_sql, databases
+from kbsql.engine.knowledge.bases import KnowledgeBases
+from kbsql.engine.ports import AgentOps
+from kbsql.engine.sql import agents_sql, databases, kb_statements
 from kbsql.engine.sql.duck import DuckSession
+from kbsql.engine.sql.plans import PlanCache
 from kbsql.engine.sql.results import ArrowTableResult
-from kbsql.engine.sql.select import PlanCache, run_select
+from kbsql.engine.sql.select import cached_plan, run_select, select_frame
+from kbsql.engine.sql.session import SqlSession
 from kbsql.interface.api import DEFAULT_PROJECT
-from kbsql.interface.errors import KbsqlError, ServiceError, SqlError
+from kbsql.interface.errors import BadRequest, KbsqlError, ServiceError, SqlError
 from kbsql.interface.results import ErrorResult, SqlResult, default_context
 
 if TYPE_CHECKING:
     import pandas as pd
-
-    from kbsql.engine.engine import Engine
 
 log = logging.getLogger("kbsql.sql")
 
@@ -62,14 +65,19 @@ def context_problem(context: Any) -> str | None:
     return None
 
 
-class SqlExecutor:
-    """Parses with mindsdb_sql_parser and executes statements against the engine."""
+class SqlExecutor(SqlSession):
+    """Parses with mindsdb_sql_parser and routes statements to the handlers; it is the
+    session the handlers share (see `session`), and the `RunsSql` port agents use."""
 
-    def __init__(self, engine: Engine):
-        self.engine = engine
-        self.frames = FrameStore(engine.data_dir)
-        self.duck = DuckSession(engine.catalog, self.frames)
-        self.plans = PlanCache()
+    def __init__(self, catalog: Catalog, frames: FrameStore, kbs: KnowledgeBases, agents: AgentOps):
+        super().__init__(catalog, frames, DuckSession(catalog, frames), PlanCache(), kbs, agents)
+
+    def query(self, query: str, context: dict[str, Any] | None = None) -> SqlResult:
+        """`RunsSql.query`: one statement, failures as an `ErrorResult` (an empty text is a
+        request error, raised: there is no statement to answer)."""
+        if not isinstance(query, str) or not query.strip():
+            raise BadRequest("'query' must be a non-empty SQL string", title="Missing parameter")
+        return self.execute(query, context)
 
     def close(self) -> None:
         self.duck.close()
@@ -80,7 +88,7 @@ class SqlExecutor:
             return ErrorResult(problem, context=default_context())
         ctx = context_of(context)
         try:
-            plan = self.plans.get(self, query, ctx["db"])  # a repeated SELECT over stable
+            plan = cached_plan(self, query, ctx["db"])  # a repeated SELECT over stable
             if plan is not None:                             # tables skips both parsers
                 return ArrowTableResult(self.duck.run(plan.sql), ctx)
             try:
@@ -102,9 +110,7 @@ class SqlExecutor:
 
     def run(self, statement: ast.ASTNode, ctx: dict[str, Any], query: str | None = None) -> SqlResult:
         """Route one parsed statement. Knowledge-base statements go to `kb_statements` first."""
-        from kbsql.engine.sql import kb_statements
-
-        handled = kb_statements.handle(self.engine, statement, ctx)
+        handled = kb_statements.handle(self, statement, ctx)
         if handled is not None:
             return handled
         if isinstance(statement, (ast.Select, ast.Union, ast.Intersect, ast.Except)):
@@ -144,10 +150,10 @@ class SqlExecutor:
         if len(parts) not in (1, 2):
             return None
         project = parts[0] if len(parts) == 2 else ctx["db"]
-        if project.lower() == FRAMES_SOURCE or self.engine.catalog.find_datasource(project):
+        if project.lower() == FRAMES_SOURCE or self.catalog.find_datasource(project):
             return None
         try:
-            self.engine.catalog.project(project)
+            self.catalog.project(project)
         except ServiceError as exc:
             return exc.detail
         return None
@@ -155,7 +161,7 @@ class SqlExecutor:
     def select_frame(self, statement: ast.ASTNode, ctx: dict[str, Any]) -> pd.DataFrame:
         """Run a SELECT over tables and return ONE pandas DataFrame of all its rows (used by
         `INSERT INTO kb SELECT ...`, which batches the rows itself)."""
-        return run_select(self, statement, context_of(ctx)).to_pandas()
+        return select_frame(self, statement, context_of(ctx))
 
     def register_frame(self, name: str, frame: Any) -> int:
         """Store a DataFrame as table `df.<name>` (see `datasources.frames`)."""

@@ -12,19 +12,25 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from kbsql.engine.datasources.base import mask_secrets
 from kbsql.engine.datasources.frames import FRAMES_SOURCE
-from kbsql.engine.sql.kb_statements import knowledge_bases_frame
 from kbsql.engine.sql.names import INFORMATION_SCHEMA, not_found
+from kbsql.engine.views import knowledge_base_json
+from kbsql.interface.secrets import mask_secrets
 
 if TYPE_CHECKING:
-    from kbsql.engine.sql.executor import SqlExecutor
+    import pandas as pd
+
+    from kbsql.engine.catalog import KbRecord
+    from kbsql.engine.sql.session import SqlSession
 
 TABLES = ("databases", "tables", "knowledge_bases", "agents")
+INFO_COLUMNS = ["NAME", "PROJECT", "EMBEDDING_MODEL", "RERANKING_MODEL", "STORAGE", "METADATA_COLUMNS",
+                "CONTENT_COLUMNS", "ID_COLUMN", "PARAMS", "INSERT_STARTED_AT", "INSERT_FINISHED_AT",
+                "PROCESSED_ROWS", "ERROR", "QUERY_ID"]
 
 
-def databases(executor: SqlExecutor) -> pa.Table:
-    catalog = executor.engine.catalog
+def databases(session: SqlSession) -> pa.Table:
+    catalog = session.catalog
     rows: list[tuple[str, str, Any, Any]] = [(INFORMATION_SCHEMA, "system", None, None)]
     rows += [(p.name, "project", None, None) for p in catalog.projects()]
     rows.append((FRAMES_SOURCE, "data", "dataframe", "{}"))
@@ -34,17 +40,17 @@ def databases(executor: SqlExecutor) -> pa.Table:
     return pa.table({n: pa.array([r[i] for r in rows], pa.string()) for i, n in enumerate(names)})
 
 
-def tables(executor: SqlExecutor) -> pa.Table:
+def tables(session: SqlSession) -> pa.Table:
     """Tables of every database. A data source that cannot be listed is skipped."""
-    catalog = executor.engine.catalog
+    catalog = session.catalog
     rows: list[tuple[str, str, str]] = [(INFORMATION_SCHEMA, t.upper(), "SYSTEM VIEW") for t in TABLES]
     rows += [(kb.project_name, kb.name, "KNOWLEDGE BASE") for kb in catalog.knowledge_bases()]
     for project in catalog.projects():
         rows += [(project.name, a.name, "AGENT") for a in catalog.agents(project.name)]
     for name in [FRAMES_SOURCE] + [d.name for d in catalog.datasources()]:
         try:
-            source = executor.duck.source(name)
-            listed = source.tables(executor.duck.con) if source is not None else []
+            source = session.duck.source(name)
+            listed = source.tables(session.duck.con) if source is not None else []
         except Exception:  # an unreachable server must not hide the other tables
             continue
         rows += [(name, t, "BASE TABLE") for t in listed]
@@ -52,8 +58,8 @@ def tables(executor: SqlExecutor) -> pa.Table:
                      "TABLE_TYPE": [r[2] for r in rows]})
 
 
-def agents(executor: SqlExecutor) -> pa.Table:
-    catalog = executor.engine.catalog
+def agents(session: SqlSession) -> pa.Table:
+    catalog = session.catalog
     records = [a for p in catalog.projects() for a in catalog.agents(p.name)]
     return pa.table({
         "NAME": pa.array([a.name for a in records], pa.string()),
@@ -64,19 +70,38 @@ def agents(executor: SqlExecutor) -> pa.Table:
     })
 
 
-def knowledge_bases(executor: SqlExecutor, ctx: dict[str, Any]) -> Any:
+def knowledge_bases(session: SqlSession, ctx: dict[str, Any]) -> Any:
     """The same rows as SHOW KNOWLEDGE_BASES (built by the knowledge-base statements), for
     joins and subqueries over `information_schema.knowledge_bases`."""
-    return knowledge_bases_frame(executor.engine.catalog.knowledge_bases())
+    return knowledge_bases_frame(session.catalog.knowledge_bases())
 
 
-def frame(executor: SqlExecutor, name: str, ctx: dict[str, Any]) -> Any:
+def frame(session: SqlSession, name: str, ctx: dict[str, Any]) -> Any:
     if name == "databases":
-        return databases(executor)
+        return databases(session)
     if name == "tables":
-        return tables(executor)
+        return tables(session)
     if name == "agents":
-        return agents(executor)
+        return agents(session)
     if name == "knowledge_bases":
-        return knowledge_bases(executor, ctx)
+        return knowledge_bases(session, ctx)
     raise not_found(name, INFORMATION_SCHEMA, f" (known: {', '.join(TABLES)})")
+
+
+def _info_row(record: KbRecord) -> list[Any]:
+    view = knowledge_base_json(record, "get")
+    spec = record.spec
+
+    def text(value: Any) -> str | None:
+        return None if value is None else json.dumps(value)
+
+    return [record.name, record.project_name, text(view["embedding_model"]), text(view["reranking_model"]),
+            f"{spec.get('vector_database')}.{spec.get('vector_database_table')}",
+            text(spec.get("metadata_columns")), text(spec.get("content_columns")), spec.get("id_column"),
+            text(view["params"]), None, None, None, None, spec.get("query_id")]
+
+
+def knowledge_bases_frame(records: list[KbRecord]) -> pd.DataFrame:
+    import pandas as pd
+
+    return pd.DataFrame([_info_row(r) for r in records], columns=INFO_COLUMNS)

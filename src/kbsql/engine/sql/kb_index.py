@@ -10,6 +10,7 @@ works here, so it is rebuilt, never removed).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from mindsdb_sql_parser.ast.mindsdb import CreateKnowledgeBaseIndex, DropKnowledgeBaseIndex
@@ -20,18 +21,17 @@ if TYPE_CHECKING:
     from mindsdb_sql_parser import ast
 
     from kbsql.engine.catalog import KbRecord
-    from kbsql.engine.engine import Engine
+    from kbsql.engine.sql.session import SqlSession
 
 
-def handle(engine: Engine, statement: ast.ASTNode, ctx: dict[str, Any],
-           record_of: Any) -> SqlResult | None:
+def handle(session: SqlSession, statement: ast.ASTNode, ctx: dict[str, Any],
+           record_of: Callable[[Any], KbRecord]) -> SqlResult | None:
     """Execute CREATE/DROP INDEX ON KNOWLEDGE_BASE; None for any other statement.
     `record_of(identifier)` resolves the knowledge base as the other KB statements do."""
     if isinstance(statement, CreateKnowledgeBaseIndex):
-        record: KbRecord = record_of(statement.name)
-        engine.knowledge.create_index(record, dict(statement.params or {}))
+        session.kbs.service.create_index(record_of(statement.name), dict(statement.params or {}))
         return OkResult(None, context=ctx)
     if isinstance(statement, DropKnowledgeBaseIndex):
-        engine.knowledge.create_index(record_of(statement.name), {})
+        session.kbs.service.create_index(record_of(statement.name), {})
         return OkResult(None, context=ctx)
     return None

@@ -9,7 +9,6 @@ can route the statement on. Names resolve in the current project (`ctx["db"]`) o
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
 import duckdb
@@ -19,57 +18,52 @@ from mindsdb_sql_parser.ast.mindsdb import AlterKnowledgeBase, CreateKnowledgeBa
 from kbsql.engine import validate
 from kbsql.engine.catalog import KbRecord
 from kbsql.engine.knowledge.search import DEFAULT_LIMIT
+from kbsql.engine.sql import kb_index  # CREATE / DROP INDEX ON KNOWLEDGE_BASE
+from kbsql.engine.sql.info_schema import INFO_COLUMNS, knowledge_bases_frame
 from kbsql.engine.sql.kb_conditions import constant, count, search_request
-from kbsql.engine.views import knowledge_base_json
+from kbsql.engine.sql.select import select_frame
 from kbsql.interface.errors import NotFound, SqlError
 from kbsql.interface.results import KB_COLUMNS, OkResult, SqlResult, TableResult
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from kbsql.engine.engine import Engine
+    from kbsql.engine.sql.session import SqlSession
 
-INFO_COLUMNS = ["NAME", "PROJECT", "EMBEDDING_MODEL", "RERANKING_MODEL", "STORAGE", "METADATA_COLUMNS",
-                "CONTENT_COLUMNS", "ID_COLUMN", "PARAMS", "INSERT_STARTED_AT", "INSERT_FINISHED_AT",
-                "PROCESSED_ROWS", "ERROR", "QUERY_ID"]
 _ALTERABLE = {"reranking_model", "metadata_columns", "content_columns", "id_column", "preprocessing",
               "embedding_model"}
 
 
-def handle(engine: Engine, statement: ast.ASTNode, ctx: dict[str, Any]) -> SqlResult | None:
+def handle(session: SqlSession, statement: ast.ASTNode, ctx: dict[str, Any]) -> SqlResult | None:
     """Execute `statement` if it is about a knowledge base; None when it is not."""
-    from kbsql.engine.sql import kb_index  # CREATE / DROP INDEX ON KNOWLEDGE_BASE
-
-    indexed = kb_index.handle(engine, statement, ctx, lambda name: _record(engine, name, ctx))
+    indexed = kb_index.handle(session, statement, ctx, lambda name: _record(session, name, ctx))
     if indexed is not None:
         return indexed
     if isinstance(statement, CreateKnowledgeBase):
-        return _create(engine, statement, ctx)
+        return _create(session, statement, ctx)
     if isinstance(statement, DropKnowledgeBase):
-        return _drop(engine, statement, ctx)
+        return _drop(session, statement, ctx)
     if isinstance(statement, AlterKnowledgeBase):
-        return _alter(engine, statement, ctx)
+        return _alter(session, statement, ctx)
     if isinstance(statement, ast.Show) and str(statement.category).upper().replace(" ", "_") == \
             "KNOWLEDGE_BASES":
-        return _show(engine, statement, ctx)
+        return _show(session, statement, ctx)
     if isinstance(statement, ast.Describe):
-        return _describe(engine, statement, ctx)
+        return _describe(session, statement, ctx)
     if isinstance(statement, ast.Select):
-        return _select(engine, statement, ctx)
+        return _select(session, statement, ctx)
     if isinstance(statement, ast.Insert):
-        record = _find(engine, statement.table, ctx)
-        return None if record is None else _insert(engine, record, statement, ctx)
+        record = _find(session, statement.table, ctx)
+        return None if record is None else _insert(session, record, statement, ctx)
     if isinstance(statement, ast.Delete):
-        record = _find(engine, statement.table, ctx)
+        record = _find(session, statement.table, ctx)
         if record is None:
             return None
         request = search_request(statement.where, metadata_columns=record.metadata_columns)
         if request.query is not None or request.min_relevance is not None or request.hybrid:
             raise SqlError("DELETE FROM a knowledge base filters on id and metadata columns; "
                            "`content = '...'` and relevance are search terms, not filters")
-        count = engine.knowledge.delete(record, request.filters)
-        engine.catalog.update_knowledge_base(record)
-        return OkResult(count, context=ctx)
+        return OkResult(session.kbs.delete_rows(record, request.filters), context=ctx)
     return None
 
 
@@ -83,24 +77,24 @@ def _split(identifier: ast.Identifier, ctx: dict[str, Any]) -> tuple[str, str]:
     raise SqlError(f"Invalid knowledge base name {identifier.to_string()}")
 
 
-def _find(engine: Engine, table: Any, ctx: dict[str, Any]) -> KbRecord | None:
+def _find(session: SqlSession, table: Any, ctx: dict[str, Any]) -> KbRecord | None:
     """The knowledge base a table name denotes, or None (a table of a data source)."""
     if not isinstance(table, ast.Identifier) or len(table.parts) > 2:
         return None
     project, name = _split(table, ctx)
     try:
-        return engine.catalog.find_knowledge_base(project, name)
+        return session.catalog.find_knowledge_base(project, name)
     except NotFound:  # the first part is a data source, not a project
         return None
 
 
-def _record(engine: Engine, identifier: ast.Identifier, ctx: dict[str, Any]) -> KbRecord:
+def _record(session: SqlSession, identifier: ast.Identifier, ctx: dict[str, Any]) -> KbRecord:
     project, name = _split(identifier, ctx)
-    return engine.catalog.knowledge_base(project, name)
+    return session.catalog.knowledge_base(project, name)
 
 
 # DDL -------------------------------------------------------------------------------------
-def _create(engine: Engine, statement: CreateKnowledgeBase, ctx: dict[str, Any]) -> SqlResult:
+def _create(session: SqlSession, statement: CreateKnowledgeBase, ctx: dict[str, Any]) -> SqlResult:
     project, name = _split(statement.name, ctx)
     if statement.from_query is not None:
         raise SqlError("CREATE KNOWLEDGE_BASE ... FROM (query) is not supported: create it, then "
@@ -112,22 +106,22 @@ def _create(engine: Engine, statement: CreateKnowledgeBase, ctx: dict[str, Any])
         if len(parts) != 2:
             raise SqlError("storage must be written database.table")
         body["storage"] = {"database": parts[0], "table": parts[1]}
-    engine._create_knowledge_base(project, body, bool(statement.if_not_exists))
+    session.kbs.create(project, body, bool(statement.if_not_exists))
     return OkResult(None, context=ctx)
 
 
-def _drop(engine: Engine, statement: DropKnowledgeBase, ctx: dict[str, Any]) -> SqlResult:
+def _drop(session: SqlSession, statement: DropKnowledgeBase, ctx: dict[str, Any]) -> SqlResult:
     project, name = _split(statement.name, ctx)
     try:
-        engine.delete_knowledge_base(project, name)
+        session.kbs.delete(project, name)
     except NotFound:
         if not statement.if_exists:
             raise
     return OkResult(None, context=ctx)
 
 
-def _alter(engine: Engine, statement: AlterKnowledgeBase, ctx: dict[str, Any]) -> SqlResult:
-    record = _record(engine, statement.name, ctx)
+def _alter(session: SqlSession, statement: AlterKnowledgeBase, ctx: dict[str, Any]) -> SqlResult:
+    record = _record(session, statement.name, ctx)
     params = {k.lower(): v for k, v in (statement.params or {}).items()}
     unknown = set(params) - _ALTERABLE
     if unknown:
@@ -143,34 +137,15 @@ def _alter(engine: Engine, statement: AlterKnowledgeBase, ctx: dict[str, Any]) -
         else:
             spec[key] = validate.preprocessing(value)
     if spec.get("embedding_model") != record.spec.get("embedding_model") and \
-            engine.knowledge.count(record) > 0:
+            session.kbs.service.count(record) > 0:
         raise SqlError("the embedding model of a knowledge base that holds rows cannot change: "
                        "create a new knowledge base")
-    engine.knowledge.check_models(spec)
-    engine.knowledge.spec_changed(engine.catalog.update_knowledge_base(record, spec))
+    session.kbs.service.check_models(spec)
+    session.kbs.service.spec_changed(session.catalog.update_knowledge_base(record, spec))
     return OkResult(None, context=ctx)
 
 
 # listing ---------------------------------------------------------------------------------
-def _info_row(record: KbRecord) -> list[Any]:
-    view = knowledge_base_json(record, "get")
-    spec = record.spec
-
-    def text(value: Any) -> str | None:
-        return None if value is None else json.dumps(value)
-
-    return [record.name, record.project_name, text(view["embedding_model"]), text(view["reranking_model"]),
-            f"{spec.get('vector_database')}.{spec.get('vector_database_table')}",
-            text(spec.get("metadata_columns")), text(spec.get("content_columns")), spec.get("id_column"),
-            text(view["params"]), None, None, None, None, spec.get("query_id")]
-
-
-def knowledge_bases_frame(records: list[KbRecord]) -> pd.DataFrame:
-    import pandas as pd
-
-    return pd.DataFrame([_info_row(r) for r in records], columns=INFO_COLUMNS)
-
-
 def _run_over(frame: pd.DataFrame, statement: ast.Select, ctx: dict[str, Any]) -> TableResult:
     """Run a SELECT (its WHERE, targets, ORDER, LIMIT) over one frame, in a private DuckDB."""
     statement.from_table = ast.Identifier("kb_frame")
@@ -182,9 +157,9 @@ def _run_over(frame: pd.DataFrame, statement: ast.Select, ctx: dict[str, Any]) -
     return TableResult(names, rows, context=ctx)
 
 
-def _show(engine: Engine, statement: ast.Show, ctx: dict[str, Any]) -> SqlResult:
+def _show(session: SqlSession, statement: ast.Show, ctx: dict[str, Any]) -> SqlResult:
     project = str(statement.from_table.parts[-1]) if statement.from_table is not None else ctx["db"]
-    frame = knowledge_bases_frame(engine.catalog.knowledge_bases(project))
+    frame = knowledge_bases_frame(session.catalog.knowledge_bases(project))
     if statement.where is None and statement.like is None:
         return TableResult(INFO_COLUMNS, frame.values.tolist(), context=ctx, frame=frame)
     where = statement.where
@@ -194,16 +169,16 @@ def _show(engine: Engine, statement: ast.Show, ctx: dict[str, Any]) -> SqlResult
     return _run_over(frame, ast.Select(targets=[ast.Star()], where=where), ctx)
 
 
-def _describe(engine: Engine, statement: ast.Describe, ctx: dict[str, Any]) -> SqlResult | None:
+def _describe(session: SqlSession, statement: ast.Describe, ctx: dict[str, Any]) -> SqlResult | None:
     kind = str(getattr(statement, "type", None) or "").upper().replace(" ", "_")
     if kind not in ("KNOWLEDGE_BASE", ""):
         return None
     if kind == "":
-        record = _find(engine, statement.value, ctx)
+        record = _find(session, statement.value, ctx)
         if record is None:
             return None
     else:
-        record = _record(engine, statement.value, ctx)
+        record = _record(session, statement.value, ctx)
     frame = knowledge_bases_frame([record])
     return TableResult(INFO_COLUMNS, frame.values.tolist(), context=ctx, frame=frame)
 
@@ -214,10 +189,10 @@ def _is_info_schema(table: Any) -> bool:
         ["information_schema", "knowledge_bases"]
 
 
-def _select(engine: Engine, statement: ast.Select, ctx: dict[str, Any]) -> SqlResult | None:
+def _select(session: SqlSession, statement: ast.Select, ctx: dict[str, Any]) -> SqlResult | None:
     if _is_info_schema(statement.from_table):
-        return _run_over(knowledge_bases_frame(engine.catalog.knowledge_bases()), statement, ctx)
-    record = _find(engine, statement.from_table, ctx)
+        return _run_over(knowledge_bases_frame(session.catalog.knowledge_bases()), statement, ctx)
+    record = _find(session, statement.from_table, ctx)
     if record is None:
         return None
     if statement.group_by or statement.having or statement.order_by or statement.distinct:
@@ -227,7 +202,7 @@ def _select(engine: Engine, statement: ast.Select, ctx: dict[str, Any]) -> SqlRe
     offset = count(statement.offset, "OFFSET") if statement.offset is not None else 0
     if offset and (request.limit is not None or request.query is not None):
         request.limit = (DEFAULT_LIMIT if request.limit is None else request.limit) + offset
-    rows = engine.knowledge.search(record, request)[offset:]
+    rows = session.kbs.service.search(record, request)[offset:]
     names, rows = _project(statement.targets, rows)
     return TableResult(names, rows, context=ctx)
 
@@ -251,16 +226,16 @@ def _project(targets: list[ast.ASTNode], rows: list[list[Any]]) -> tuple[list[st
     return [n for n, _ in picks], out
 
 
-def _insert(engine: Engine, record: KbRecord, statement: ast.Insert, ctx: dict[str, Any]) -> SqlResult:
+def _insert(session: SqlSession, record: KbRecord, statement: ast.Insert, ctx: dict[str, Any]) -> SqlResult:
     if statement.from_select is not None:
-        frame = engine.sql.select_frame(statement.from_select, ctx)
+        frame = select_frame(session, statement.from_select, ctx)
         if statement.columns:  # `INSERT INTO kb (a, b) SELECT x, y ...`: names by position
             names = _column_names(statement.columns)
             if len(names) != len(frame.columns):
                 raise SqlError(f"INSERT names {len(names)} columns but its SELECT returns "
                                f"{len(frame.columns)}")
             frame.columns = names
-        return OkResult(engine.insert_rows(record, frame), context=ctx)
+        return OkResult(session.kbs.insert_rows(record, frame), context=ctx)
     if not statement.columns:
         raise SqlError("INSERT INTO a knowledge base needs its column names: "
                        "INSERT INTO kb (id, content) ...")
@@ -270,7 +245,7 @@ def _insert(engine: Engine, record: KbRecord, statement: ast.Insert, ctx: dict[s
         if len(values) != len(names):
             raise SqlError(f"INSERT has {len(names)} columns but a row of {len(values)} values")
         rows.append({n: constant(v) for n, v in zip(names, values, strict=True)})
-    return OkResult(engine.insert_rows(record, rows), context=ctx)
+    return OkResult(session.kbs.insert_rows(record, rows), context=ctx)
 
 
 def _column_names(columns: list[Any]) -> list[str]:
@@ -294,24 +269,3 @@ def unquote_identifier(name: str) -> str:
         quote = name[0]
         return name[1:-1].replace(quote * 2, quote)
     return name
-
-
-def search_frame(engine: Engine, project: str, kb_name: str, where_ast: ast.ASTNode | None,
-                 limit: int | None) -> pd.DataFrame:
-    """Run a knowledge-base search and return it as a DataFrame, for joins done elsewhere.
-
-    `where_ast` is the part of a WHERE clause about this knowledge base (the same dialect as
-    `SELECT * FROM kb WHERE ...`: `content = 'text'`, metadata filters, `relevance >= x`,
-    hybrid options), with column names unqualified or qualified by the KB name; `limit` None
-    means the default (10 for a search, all rows for a plain read). The frame has the
-    columns id, chunk_id, chunk_content, metadata (dict), relevance, distance, best first.
-    """
-    import pandas as pd
-
-    record = engine.catalog.knowledge_base(project, kb_name)
-    request = search_request(where_ast, metadata_columns=record.metadata_columns)
-    if limit is not None:
-        request.limit = int(limit)
-        if request.limit < 0:
-            raise SqlError(f"LIMIT must be a whole number >= 0, not {limit}")
-    return pd.DataFrame(engine.knowledge.search(record, request), columns=list(KB_COLUMNS))

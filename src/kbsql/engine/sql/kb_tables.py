@@ -3,7 +3,7 @@
 A knowledge-base reference is materialized as its search result: the WHERE conditions of
 its own SELECT that name only the knowledge base (`k.content = 'x'`, `k.product = 'y'`, or
 unqualified when it is the only table) are taken out of the query and given to the
-knowledge-base search (`kb_statements.search_frame`); the rest of the query (joins,
+knowledge-base search (`search_frame` below); the rest of the query (joins,
 filters, aggregates) then runs in DuckDB over the result. An agent reference is answered
 the same way: its `question = '...'` condition is asked, the answer is one row
 (`question`, `answer`).
@@ -19,32 +19,30 @@ import pyarrow as pa
 from mindsdb_sql_parser import ast
 from sqlglot import exp
 
+from kbsql.engine.sql.kb_conditions import search_request
 from kbsql.interface.errors import SqlError
+from kbsql.interface.results import KB_COLUMNS
 
 if TYPE_CHECKING:
-    from kbsql.engine.sql.executor import SqlExecutor
+    import pandas as pd
+
     from kbsql.engine.sql.names import Resolved
+    from kbsql.engine.sql.session import SqlSession
 
 _COMPARISONS: dict[type, str] = {exp.EQ: "=", exp.NEQ: "!=", exp.GT: ">", exp.GTE: ">=",
                                  exp.LT: "<", exp.LTE: "<=", exp.Like: "like",
                                  exp.ILike: "ilike", exp.And: "and", exp.Or: "or"}
 
 
-def materialize(executor: SqlExecutor, table: exp.Table, target: Resolved) -> Any:
+def materialize(session: SqlSession, table: exp.Table, target: Resolved) -> Any:
     if target.kind == "kb":
-        return _kb_frame(executor, table, target)
+        return _kb_frame(session, table, target)
     if target.kind == "agent":
-        return _agent_frame(executor, table, target)
+        return _agent_frame(session, table, target)
     raise SqlError(f"Cannot read {target.kind} {target.name} as a table")
 
 
-def _kb_frame(executor: SqlExecutor, table: exp.Table, target: Resolved) -> Any:
-    from kbsql.engine.sql import kb_statements
-
-    search_frame = getattr(kb_statements, "search_frame", None)
-    if not callable(search_frame):
-        raise SqlError(f"Knowledge base {target.name} cannot be joined with tables yet: "
-                       "knowledge-base search is not available in this build")
+def _kb_frame(session: SqlSession, table: exp.Table, target: Resolved) -> Any:
     select = table.find_ancestor(exp.Select)
     single = _is_only_table(select, table)
     conditions = take_conditions(select, table, single, lambda _: True)
@@ -54,14 +52,14 @@ def _kb_frame(executor: SqlExecutor, table: exp.Table, target: Resolved) -> Any:
         value = select.args["limit"].expression
         if isinstance(value, exp.Literal) and not value.is_string:
             limit = int(value.this)
-    frame = search_frame(executor.engine, target.database, target.name, where, limit)
+    frame = search_frame(session, target.database, target.name, where, limit)
     if "metadata" in frame.columns:  # dicts of varying keys: JSON text (DuckDB's ->> reads it)
         frame = frame.assign(metadata=[None if m is None else json.dumps(m, default=str)
                                        for m in frame["metadata"]])
     return frame
 
 
-def _agent_frame(executor: SqlExecutor, table: exp.Table, target: Resolved) -> pa.Table:
+def _agent_frame(session: SqlSession, table: exp.Table, target: Resolved) -> pa.Table:
     select = table.find_ancestor(exp.Select)
     single = _is_only_table(select, table)
 
@@ -75,7 +73,7 @@ def _agent_frame(executor: SqlExecutor, table: exp.Table, target: Resolved) -> p
         raise SqlError(f"Ask agent {target.name} one question: "
                        f"SELECT answer FROM {target.name} WHERE question = '...'")
     question = taken[0].right.this
-    reply = executor.engine.complete(target.database, target.name,
+    reply = session.agents.complete(target.database, target.name,
                                      [{"question": question, "answer": ""}])
     answer = ((reply or {}).get("message") or {}).get("content")
     return pa.table({"question": [question], "answer": [answer]})
@@ -172,3 +170,24 @@ def to_parser_ast(node: exp.Expression) -> ast.ASTNode:
         return ast.Constant(-inner.value)  # type: ignore[attr-defined]
     raise SqlError(f"The condition {node.sql()} on a knowledge base cannot be used inside a "
                    "join; use =, !=, <, <=, >, >=, IN or LIKE against values")
+
+
+def search_frame(session: SqlSession, project: str, kb_name: str, where_ast: ast.ASTNode | None,
+                 limit: int | None) -> pd.DataFrame:
+    """Run a knowledge-base search and return it as a DataFrame, for joins done elsewhere.
+
+    `where_ast` is the part of a WHERE clause about this knowledge base (the same dialect as
+    `SELECT * FROM kb WHERE ...`: `content = 'text'`, metadata filters, `relevance >= x`,
+    hybrid options), with column names unqualified or qualified by the KB name; `limit` None
+    means the default (10 for a search, all rows for a plain read). The frame has the
+    columns id, chunk_id, chunk_content, metadata (dict), relevance, distance, best first.
+    """
+    import pandas as pd
+
+    record = session.catalog.knowledge_base(project, kb_name)
+    request = search_request(where_ast, metadata_columns=record.metadata_columns)
+    if limit is not None:
+        request.limit = int(limit)
+        if request.limit < 0:
+            raise SqlError(f"LIMIT must be a whole number >= 0, not {limit}")
+    return pd.DataFrame(session.kbs.service.search(record, request), columns=list(KB_COLUMNS))

@@ -16,7 +16,7 @@ from kbsql.engine.datasources.frames import FRAMES_SOURCE
 from kbsql.interface.errors import NotFound, SqlError
 
 if TYPE_CHECKING:
-    from kbsql.engine.sql.executor import SqlExecutor
+    from kbsql.engine.sql.session import SqlSession
 
 INFORMATION_SCHEMA = "information_schema"
 RESERVED = frozenset({INFORMATION_SCHEMA, FRAMES_SOURCE})
@@ -32,10 +32,10 @@ class Resolved:
     scan: Scan | None = None
 
 
-def find_project(executor: SqlExecutor, name: str) -> str | None:
+def find_project(session: SqlSession, name: str) -> str | None:
     """The stored spelling of project `name`, None if there is no such project."""
     try:
-        return executor.engine.catalog.project(name).name
+        return session.catalog.project(name).name
     except NotFound:
         return None
 
@@ -44,16 +44,16 @@ def not_found(table: str, database: str, hint: str = "") -> SqlError:
     return SqlError(f"Table '{table}' not found in database '{database}'{hint}")
 
 
-def resolve(executor: SqlExecutor, parts: list[str], current: str) -> Resolved:
+def resolve(session: SqlSession, parts: list[str], current: str) -> Resolved:
     database, rest = (current, parts) if len(parts) == 1 else (parts[0], parts[1:])
     name = ".".join(rest)
     if database.lower() == INFORMATION_SCHEMA:
         return Resolved("info", INFORMATION_SCHEMA, rest[-1].lower())
-    project = find_project(executor, database)
+    project = find_project(session, database)
     if project is not None:
         if len(rest) != 1:
             raise not_found(name, project)
-        catalog = executor.engine.catalog
+        catalog = session.catalog
         kb = catalog.find_knowledge_base(project, rest[0])
         if kb is not None:
             return Resolved("kb", project, kb.name)
@@ -64,12 +64,12 @@ def resolve(executor: SqlExecutor, parts: list[str], current: str) -> Resolved:
         hint = (" (a table of a data source is named <data_source>.<table>)"
                 if len(parts) == 1 else "")
         raise not_found(name, project, hint)
-    source = executor.duck.source(database)
+    source = session.duck.source(database)
     if source is None:
         raise SqlError(f"Database '{database}' not found (in table reference "
                        f"'{'.'.join(parts)}'); SHOW DATABASES lists them")
-    with executor.duck.lock:  # native sources ask the shared DuckDB connection
-        scan = source.scan(executor.duck.con, rest)
+    with session.duck.lock:  # native sources ask the shared DuckDB connection
+        scan = source.scan(session.duck.con, rest)
     if scan is None:
         raise not_found(name, source.name)
     return Resolved("data", source.name, name, scan)

@@ -10,69 +10,23 @@ reuse, so a repeated query skips both parsers.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 from mindsdb_sql_parser import ast
 from sqlglot import exp
 
-from kbsql.engine.datasources.base import FrameScan, Scan
+from kbsql.engine.datasources.base import FrameScan
 from kbsql.engine.sql import info_schema, kb_tables, names, render
+from kbsql.engine.sql.plans import Compiled
 from kbsql.interface.errors import SqlError
 
 if TYPE_CHECKING:
-    from kbsql.engine.sql.executor import SqlExecutor
+    import pandas as pd
 
-PLAN_CACHE_SIZE = 256
+    from kbsql.engine.sql.session import SqlSession
 
-
-@dataclass
-class Compiled:
-    sql: str
-    temps: list[str] = field(default_factory=list)
-    checks: list[tuple[list[str], Scan]] = field(default_factory=list)
-    cacheable: bool = True
-
-
-class PlanCache:
-    """(query text, project) -> compiled SQL, valid while its tables resolve the same way."""
-
-    def __init__(self, size: int = PLAN_CACHE_SIZE):
-        self.size = size
-        self._plans: OrderedDict[tuple[str, str], Compiled] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, executor: SqlExecutor, query: str, db: str) -> Compiled | None:
-        with self._lock:
-            plan = self._plans.get((query, db))
-        if plan is None:
-            return None
-        try:
-            for parts, scan in plan.checks:
-                if names.resolve(executor, parts, db).scan != scan:
-                    raise LookupError
-        except (LookupError, SqlError):
-            with self._lock:
-                self._plans.pop((query, db), None)
-            return None
-        return plan
-
-    def put(self, query: str, db: str, plan: Compiled) -> None:
-        if plan.cacheable and not plan.temps:
-            with self._lock:
-                self._plans[(query, db)] = plan
-                while len(self._plans) > self.size:
-                    self._plans.popitem(last=False)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._plans.clear()
-
-
-def compile_select(executor: SqlExecutor, statement: ast.ASTNode, ctx: dict[str, Any],
+def compile_select(session: SqlSession, statement: ast.ASTNode, ctx: dict[str, Any],
                    frames: dict[str, Any] | None = None) -> Compiled:
     """DuckDB SQL for a SELECT (or UNION ...); release `temps` after running."""
     tree = render.to_tree(statement)
@@ -81,14 +35,14 @@ def compile_select(executor: SqlExecutor, statement: ast.ASTNode, ctx: dict[str,
     compiled = Compiled("")
     try:
         for table in list(tree.find_all(exp.Table)):
-            _rewrite(executor, table, ctes, ctx, frames or {}, compiled)
+            _rewrite(session, table, ctes, ctx, frames or {}, compiled)
         for column in tree.find_all(exp.Column):  # ds.t.col -> t.col (t is the alias)
             if column.args.get("db") is not None:
                 column.set("db", None)
                 column.set("catalog", None)
         compiled.sql = render.to_duckdb(tree)
     except BaseException:
-        executor.duck.release(compiled.temps)
+        session.duck.release(compiled.temps)
         raise
     return compiled
 
@@ -106,7 +60,7 @@ def _name_columns(tree: exp.Expression, statement: ast.ASTNode) -> None:
         expression.replace(exp.alias_(expression.copy(), target.to_string(), quoted=True))
 
 
-def _rewrite(executor: SqlExecutor, table: exp.Table, ctes: set[str], ctx: dict[str, Any],
+def _rewrite(session: SqlSession, table: exp.Table, ctes: set[str], ctx: dict[str, Any],
              frames: dict[str, Any], compiled: Compiled) -> None:
     if not isinstance(table.this, exp.Identifier):
         raise SqlError(f"Table functions are not allowed in queries: {table.sql()}; "
@@ -114,12 +68,12 @@ def _rewrite(executor: SqlExecutor, table: exp.Table, ctes: set[str], ctx: dict[
     parts = [p.name for p in table.parts]
     if len(parts) == 1 and parts[0].lower() in ctes:
         return
-    duck = executor.duck
+    duck = session.duck
     if len(parts) == 1 and parts[0] in frames:
         item = duck.from_item(FrameScan(frames[parts[0]]), compiled.temps)
         compiled.cacheable = False
     else:
-        target = names.resolve(executor, parts, ctx["db"])
+        target = names.resolve(session, parts, ctx["db"])
         if target.kind == "data":
             assert target.scan is not None
             item = duck.from_item(target.scan, compiled.temps)
@@ -129,41 +83,52 @@ def _rewrite(executor: SqlExecutor, table: exp.Table, ctes: set[str], ctx: dict[
         else:
             compiled.cacheable = False
             if target.kind == "info":
-                frame = info_schema.frame(executor, target.name, ctx)
+                frame = info_schema.frame(session, target.name, ctx)
             else:
-                frame = kb_tables.materialize(executor, table, target)
+                frame = kb_tables.materialize(session, table, target)
             item = duck.from_item(FrameScan(frame), compiled.temps)
     alias = table.args.get("alias") or exp.TableAlias(this=exp.to_identifier(parts[-1]))
     item.set("alias", alias)
     table.replace(item)
 
 
-def run_select(executor: SqlExecutor, statement: ast.ASTNode, ctx: dict[str, Any],
+def run_select(session: SqlSession, statement: ast.ASTNode, ctx: dict[str, Any],
                query: str | None = None, frames: dict[str, Any] | None = None) -> pa.Table:
     """Run a SELECT; the answer as Arrow. `query` (the original text) enables the cache.
 
     No lock is held while compiling: a knowledge-base search or an agent's answer may take
     seconds and may itself run SQL. The session locks each DuckDB call on its own."""
-    duck = executor.duck
-    plan = executor.plans.get(executor, query, ctx["db"]) if query else None
+    duck = session.duck
+    plan = cached_plan(session, query, ctx["db"]) if query else None
     if plan is None:
-        plan = compile_select(executor, statement, ctx, frames)
+        plan = compile_select(session, statement, ctx, frames)
         if query:
-            executor.plans.put(query, ctx["db"], plan)
+            session.plans.put(query, ctx["db"], plan)
     try:
         return duck.run(plan.sql)
     finally:
         duck.release(plan.temps)
 
 
-def describe_sql(executor: SqlExecutor, parts: list[str], ctx: dict[str, Any]) -> pa.Table:
+def describe_sql(session: SqlSession, parts: list[str], ctx: dict[str, Any]) -> pa.Table:
     """Column names and DuckDB types of a table (DESCRIBE ds.table)."""
     statement = ast.Select(targets=[ast.Star()], from_table=ast.Identifier(parts=parts))
-    duck = executor.duck
-    plan = compile_select(executor, statement, ctx)
+    duck = session.duck
+    plan = compile_select(session, statement, ctx)
     try:
         with duck.lock:
             relation = duck.con.sql(f"DESCRIBE {plan.sql}")
             return relation.select("column_name", "column_type").to_arrow_table()
     finally:
         duck.release(plan.temps)
+
+
+def cached_plan(session: SqlSession, query: str, db: str) -> Compiled | None:
+    """The cached plan for `query` in project `db`, if its tables still resolve the same."""
+    return session.plans.get(query, db, lambda parts, current: names.resolve(session, parts, current).scan)
+
+
+def select_frame(session: SqlSession, statement: ast.ASTNode, ctx: dict[str, Any]) -> pd.DataFrame:
+    """Run a SELECT over tables and return ONE pandas DataFrame of all its rows (used by
+    `INSERT INTO kb SELECT ...`, which batches the rows itself)."""
+    return run_select(session, statement, ctx).to_pandas()

@@ -13,6 +13,7 @@ from typing import Any
 
 import ipywidgets as w
 
+from kbsql.client.params import quote_literal
 from kbsql.notebook.widgets import html as render
 
 SAMPLE_ROWS = 5
@@ -26,7 +27,8 @@ def quote_name(name: str) -> str:
 
 
 def quote_text(text: str) -> str:
-    return "'" + text.replace("\\", "\\\\").replace("'", "''") + "'"
+    """The search text as an SQL literal, by the client's one quoter (`client.params`)."""
+    return quote_literal(text)
 
 
 def sample_query(kb: str, project: str, limit: int = SAMPLE_ROWS) -> str:
@@ -155,9 +157,9 @@ def default_client() -> Any:
 
         return current_client()
     except (ImportError, RuntimeError, AttributeError):
-        import kbsql
+        from kbsql.client import connect
 
-        return kbsql.connect()
+        return connect()
 
 
 def browse(client: Any = None, *, project: str | None = None) -> KnowledgeBaseBrowser:

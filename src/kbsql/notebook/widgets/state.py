@@ -7,16 +7,16 @@ apart, and the model can be tested chunk by chunk without a frontend.
 
 from __future__ import annotations
 
-import io
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from kbsql.interface.observation import PREFIX, parse_table
 from kbsql.interface.stream import chunk_kind
 
 RUNNING, DONE, FAILED, STOPPED, WAITING = "running", "done", "failed", "stopped", "waiting"
 
-OBSERVATION_PREFIX = "Output columns:"
+OBSERVATION_PREFIX = PREFIX
 """kb_query_tool / sql_db_query observations start with this line, then CSV with a header."""
 
 
@@ -153,33 +153,9 @@ class ObservationTable:
 
 def parse_observation(text: str | None) -> ObservationTable | None:
     """Parse `Output columns: ...` + CSV observations into a table; None for anything else
-    (free text, JSON lists) so the caller shows it verbatim."""
-    if not text or not text.lstrip().startswith(OBSERVATION_PREFIX):
+    (free text, JSON lists) so the caller shows it verbatim. The format and its one parser
+    live in `kbsql.interface.observation`, next to the writer's rules."""
+    table = parse_table(text)
+    if table is None:
         return None
-    import pandas as pd
-
-    first, _, rest = text.lstrip().partition("\n")
-    declared = [c.strip().strip("'\"") for c in first[len(OBSERVATION_PREFIX):].split(",") if c.strip()]
-    lines = rest.split("\n")
-    # A summary line (e.g. "showing the first 30 of 120 rows") may sit before the CSV header:
-    # the header is the first line naming the declared columns.
-    preamble: list[str] = []
-    while lines and declared and _csv_fields(lines[0]) != declared and len(preamble) < 5:
-        preamble.append(lines.pop(0))
-    if not lines or (declared and _csv_fields(lines[0]) != declared):
-        lines, preamble = rest.split("\n"), []
-    body = "\n".join(lines).strip("\n")
-    if not body:
-        return ObservationTable(columns=[], rows=[], preamble="\n".join(preamble))
-    try:
-        frame = pd.read_csv(io.StringIO(body), dtype=str, keep_default_na=False)
-    except (ValueError, pd.errors.ParserError):
-        return None
-    return ObservationTable(columns=[str(c) for c in frame.columns],
-                            rows=frame.values.tolist(), preamble="\n".join(preamble))
-
-
-def _csv_fields(line: str) -> list[str]:
-    import csv
-
-    return [f.strip() for f in next(csv.reader([line]), [])]
+    return ObservationTable(columns=table.columns, rows=list(table.rows), preamble=table.note)

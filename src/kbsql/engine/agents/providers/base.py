@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import threading
 import time
 from collections.abc import Iterable, Iterator
@@ -20,8 +19,9 @@ from typing import Any, Protocol
 
 import httpx
 
+from kbsql.engine.providers import base_url_of
 from kbsql.interface.errors import ProviderError
-from kbsql.interface.models import MASK
+from kbsql.interface.secrets import scrub_secret
 
 
 class RunCancelled(Exception):
@@ -144,8 +144,10 @@ class HttpProvider:
 
     def __init__(self, model: dict[str, Any], connect_timeout: float = 10.0):
         self.model_name = str(model.get("model_name") or "")
-        self.base_url = str(model.get("base_url") or model.get("api_base") or
-                            self.default_base_url).rstrip("/")
+        # the one base-URL rule (engine/providers.py): an alias such as vllm must name its URL
+        # (a descriptor without a provider name means this class's own service)
+        own = {**model, "provider": model.get("provider") or self.provider}
+        self.base_url = str(base_url_of(own) or self.default_base_url).rstrip("/")
         self.api_key = str(model.get("api_key") or "") or self.env_key() or None
         self.connect_timeout = connect_timeout
 
@@ -205,18 +207,6 @@ class HttpProvider:
             if control.cancelled:
                 raise RunCancelled("the client stopped listening") from exc
             raise self.fail(f"request failed ({type(exc).__name__}: {exc})") from exc
-
-
-_SECRET_LIKE = re.compile(r"\b(sk-(?:ant-)?[A-Za-z0-9_\-]{6,})")
-
-
-def scrub_secret(text: str, api_key: str | None) -> str:
-    """Provider error text with the key masked: a provider (or a proxy in front of it) may
-    echo the key it refused, and this text reaches the /completions answer and the stream's
-    error chunk. Anything shaped like an OpenAI/Anthropic key (`sk-...`) is masked too."""
-    if api_key:
-        text = text.replace(api_key, MASK)
-    return _SECRET_LIKE.sub(MASK, text)
 
 
 def error_text(response: httpx.Response) -> str:

@@ -1,0 +1,77 @@
+"""Agent operations: create / read / update / delete, and asking an agent.
+
+The REST routes (through `Engine`) and SQL (`CREATE AGENT`, `DROP AGENT`,
+`SELECT answer FROM agent`, reached through the `AgentOps` port) share this one
+implementation, so both doors validate alike. It holds the catalog, the configuration and
+the runtime; the runtime runs the agent's tools through a `RunsSql` port that
+`Engine.__init__` connects once the SQL executor exists (SQL and agents need each other).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from kbsql.engine import validate
+from kbsql.engine.agents.runtime import AgentRuntime
+from kbsql.engine.catalog import AgentRecord, Catalog
+from kbsql.engine.config import EngineConfig
+from kbsql.engine.ports import RunsSql
+from kbsql.engine.views import agent
+from kbsql.interface.models import Agent
+
+
+class AgentService:
+    """Implements `kbsql.engine.ports.AgentOps` (and the rest of the agent API)."""
+
+    def __init__(self, catalog: Catalog, config: EngineConfig, sql: RunsSql):
+        self.catalog = catalog
+        self.config = config
+        self.runtime = AgentRuntime(catalog, config, sql)
+
+    def create_agent(self, project: str, body: dict[str, Any]) -> Agent:
+        body = validate.require_object(body, "agent")
+        name = validate.name(body.get("name"), "agent")
+        self.catalog.project(project)
+        # no model: store None, meaning "the configured default", resolved at run time, so
+        # the server's own key is never copied into the agent (nor shown, nor kept stale)
+        model = validate.model(body.get("model"), "model")
+        data = validate.agent_data(body.get("data"))
+        prompt = validate.prompt_template(body.get("prompt_template"))
+        self.catalog.check_name_free(project, name, "agent")  # before the model call
+        self.runtime.check_model(model or self.config.default_model)
+        return self._agent(self.catalog.create_agent(project, name, model, data, prompt))
+
+    def _agent(self, record: AgentRecord) -> Agent:
+        return agent(record, self.config.default_model)
+
+    def get_agent(self, project: str, name: str) -> Agent:
+        return self._agent(self.catalog.agent(project, name))
+
+    def list_agents(self, project: str) -> list[Agent]:
+        return [self._agent(r) for r in self.catalog.agents(project)]
+
+    def update_agent(self, project: str, name: str, body: dict[str, Any]) -> Agent:
+        body = validate.require_object(body, "agent")
+        record = self.catalog.agent(project, name)
+        new_name = validate.name(body["name"], "agent") if body.get("name") else record.name
+        model = validate.model(body.get("model"), "model") if "model" in body else record.model
+        data = validate.agent_data(body["data"]) if "data" in body else record.data
+        prompt = (validate.prompt_template(body["prompt_template"]) if "prompt_template" in body
+                  else record.prompt_template)
+        self.catalog.check_name_free(project, new_name, "agent", record.id)
+        if model != record.model:
+            self.runtime.check_model(model or self.config.default_model)
+        return self._agent(self.catalog.update_agent(record, new_name, model, data, prompt))
+
+    def delete_agent(self, project: str, name: str) -> None:
+        self.catalog.delete_agent(self.catalog.agent(project, name))
+
+    def complete(self, project: str, agent: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        validate.messages(messages)  # the same check for HTTP routes, SQL and embedded callers
+        return self.runtime.complete(self.catalog.agent(project, agent), messages)
+
+    def stream(self, project: str, agent: str,
+               messages: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        validate.messages(messages)
+        return self.runtime.stream(self.catalog.agent(project, agent), messages)

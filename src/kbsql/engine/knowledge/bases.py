@@ -1,0 +1,73 @@
+"""Knowledge-base operations that span the catalog and the knowledge service.
+
+Creating, filling and dropping a knowledge base each touch two stores: the catalog (the
+record and its spec) and the knowledge service (chunks and vectors). This facade is the one
+place that keeps them in step, used alike by the REST routes (through `Engine`) and by SQL
+(`CREATE KNOWLEDGE_BASE`, `INSERT INTO kb`, `DROP DATABASE` of a project), so both doors
+validate and store the same way.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kbsql.engine import validate
+from kbsql.engine.catalog import Catalog, KbRecord
+from kbsql.engine.knowledge.service import KnowledgeService
+
+DEFAULT_VECTOR_DATABASE = "kbsql_faiss"
+
+
+class KnowledgeBases:
+    """Create / insert / delete for knowledge bases, over `catalog` and `service`."""
+
+    def __init__(self, catalog: Catalog, service: KnowledgeService):
+        self.catalog = catalog
+        self.service = service
+
+    def create(self, project: str, body: dict[str, Any], if_not_exists: bool = False) -> KbRecord:
+        """Validate everything, check the models answer, then store: nothing half-made."""
+        body = validate.require_object(body, "knowledge_base")
+        name = validate.name(body.get("name"), "knowledge base")
+        self.catalog.project(project)  # 404 before any provider call
+        existing = self.catalog.find_knowledge_base(project, name)
+        if existing is not None and if_not_exists:
+            return existing
+        self.catalog.check_name_free(project, name, "knowledge base")  # before provider calls
+        store = validate.storage(body.get("storage"))
+        spec = {
+            "vector_database": store["database"] if store else DEFAULT_VECTOR_DATABASE,
+            "vector_database_table": store["table"] if store else name,
+            "embedding_model": validate.model(body.get("embedding_model"), "embedding_model"),
+            "reranking_model": validate.model(body.get("reranking_model"), "reranking_model"),
+            "metadata_columns": validate.string_list(body.get("metadata_columns"), "metadata_columns"),
+            "content_columns": validate.string_list(body.get("content_columns"), "content_columns"),
+            "id_column": validate.optional_string(body.get("id_column"), "id_column"),
+            "preprocessing": validate.preprocessing(body.get("preprocessing")),
+            "query_id": None,
+            "params": {"created_embedding_model": f"kb_embedding_{name}",
+                       "default_vector_storage": DEFAULT_VECTOR_DATABASE},
+        }
+        if existing is None:  # a duplicate is a 409 from the catalog; skip the provider call
+            self.service.check_models(spec)
+        record = self.catalog.create_knowledge_base(project, name, spec)
+        self.service.create_storage(record)
+        return record
+
+    def delete(self, project: str, name: str) -> None:
+        record = self.catalog.knowledge_base(project, name)
+        self.catalog.delete_knowledge_base(record)  # atomic; files go after, ids never reused
+        self.service.drop_storage(record)
+
+    def insert_rows(self, record: KbRecord, rows: Any, progress: bool | None = None) -> int:
+        """Insert rows (list of dicts or a DataFrame) into a knowledge base; returns the count
+        of rows stored (rows without content are skipped)."""
+        count = self.service.insert(record, rows, progress=progress)
+        self.catalog.update_knowledge_base(record)
+        return count
+
+    def delete_rows(self, record: KbRecord, filters: Any) -> int:
+        """`DELETE FROM kb WHERE ...`: remove matching rows, then bump the record."""
+        count = self.service.delete(record, filters)
+        self.catalog.update_knowledge_base(record)
+        return count

@@ -1,0 +1,30 @@
+"""What every SQL handler shares: one small session object.
+
+The handlers (`databases`, `agents_sql`, `kb_statements`, `select`, `names`, `info_schema`,
+`kb_tables`) all take `(session, statement, ctx)`. The session holds the parts they may
+touch, and nothing else: the catalog, the registered DataFrames, the shared DuckDB
+connection, the plan cache, the knowledge-base operations and the agent port. It is a leaf
+(it imports no handler and not the executor), so the handlers never import the executor
+back; `SqlExecutor` is a session that also parses and routes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kbsql.engine.catalog import Catalog
+from kbsql.engine.datasources.frames import FrameStore
+from kbsql.engine.knowledge.bases import KnowledgeBases
+from kbsql.engine.ports import AgentOps
+from kbsql.engine.sql.duck import DuckSession
+from kbsql.engine.sql.plans import PlanCache
+
+
+@dataclass
+class SqlSession:
+    catalog: Catalog
+    frames: FrameStore
+    duck: DuckSession
+    plans: PlanCache
+    kbs: KnowledgeBases
+    agents: AgentOps

@@ -1,0 +1,61 @@
+"""Secret masking: the one place that decides what a shown secret looks like.
+
+Keys in model descriptors, passwords in data-source parameters and DSNs, credentials in
+URLs, and keys a provider echoes back in an error all go through these functions before
+they reach a response, a log line, an error or a notebook output.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+MASK = "******"
+SECRET_KEYS = ("password", "passwd", "api_key", "apikey", "secret", "token", "private_key", "key")
+CONNECTION_STRING_KEYS = ("dsn", "url", "uri", "connection_string", "conninfo")
+_URL_USERINFO = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.\-]*://)[^/@\s]*@")
+_URL_PASSWORD = re.compile(r"(://[^:/@\s]*:)[^@\s]*@")
+_KV_PASSWORD = re.compile(r"(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)
+_SECRET_LIKE = re.compile(r"\b(sk-(?:ant-)?[A-Za-z0-9_\-]{6,})")
+
+
+def mask_secret(value: Any) -> Any:
+    """The masked form of a secret, as knowledge-base responses show api keys."""
+    return MASK if value else value
+
+
+def mask_url(text: str) -> str:
+    """`text` with the `user:password@` part of every URL in it masked (`http://***@host`):
+    a server URL may carry credentials, and URLs end up in error messages and reprs that a
+    notebook prints."""
+    return _URL_USERINFO.sub(r"\1***@", str(text))
+
+
+def mask_secrets(parameters: dict[str, Any] | None) -> dict[str, Any]:
+    """Connection parameters with secret values replaced by asterisks (recursively)."""
+    out: dict[str, Any] = {}
+    for key, value in (parameters or {}).items():
+        if isinstance(value, dict):
+            out[key] = mask_secrets(value)
+        elif any(s == key.lower() or key.lower().endswith("_" + s) for s in SECRET_KEYS):
+            out[key] = MASK
+        elif isinstance(value, str) and key.lower() in CONNECTION_STRING_KEYS:
+            out[key] = mask_connection_string(value)
+        else:
+            out[key] = value
+    return out
+
+
+def mask_connection_string(text: str) -> str:
+    """A DSN with its password masked: `scheme://user:pw@host` and `password=pw` forms."""
+    text = _URL_PASSWORD.sub(lambda m: m.group(1) + MASK + "@", text)
+    return _KV_PASSWORD.sub(lambda m: m.group(1) + MASK, text)
+
+
+def scrub_secret(text: str, api_key: str | None) -> str:
+    """Provider error text with the key masked: a provider (or a proxy in front of it) may
+    echo the key it refused, and this text reaches answers, stream error chunks and SQL
+    errors. Anything shaped like an OpenAI/Anthropic key (`sk-...`) is masked too."""
+    if api_key:
+        text = text.replace(api_key, MASK)
+    return _SECRET_LIKE.sub(MASK, text)

@@ -1,0 +1,28 @@
+"""One base-URL rule for every model call (engine/providers.py): an OpenAI-compatible alias
+without `base_url` is refused, for agents exactly as for embeddings, and nothing is sent."""
+
+from __future__ import annotations
+
+import pytest
+
+from kbsql.engine import Engine
+from kbsql.interface.errors import ProviderError
+
+
+@pytest.mark.parametrize("alias", ["vllm", "lmstudio", "llama_cpp", "llamacpp", "openai_compatible"])
+def test_an_alias_agent_without_base_url_is_refused_not_sent_to_openai(engine: Engine, alias: str,
+                                                                        monkeypatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-server-key")
+    with pytest.raises(ProviderError, match="needs a base_url") as info:
+        engine.create_agent("mindsdb", {"name": "a", "model": {"provider": alias, "model_name": "m"}})
+    assert "sk-server-key" not in str(info.value)
+    assert engine.list_agents("mindsdb") == []
+
+
+def test_embeddings_and_agents_accept_the_same_openai_compatible_names() -> None:
+    from kbsql.engine.agents.settings import PROVIDER_ALIASES
+    from kbsql.engine.knowledge.rerank import CHAT_PROVIDERS, RERANK_PROVIDERS
+    from kbsql.engine.providers import OPENAI_COMPATIBLE
+
+    assert {n for n, kind in PROVIDER_ALIASES.items() if kind == "openai"} == OPENAI_COMPATIBLE
+    assert CHAT_PROVIDERS | (RERANK_PROVIDERS & OPENAI_COMPATIBLE) == OPENAI_COMPATIBLE

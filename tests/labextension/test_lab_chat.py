@@ -1,0 +1,140 @@
+"""The docked agent chat and the sidebar on a served engine, in a real JupyterLab driven by
+headless Chromium: the settings point at a real `kbsql serve` (with a token), the sidebar
+lists that server, the chat streams an agent's steps and answer, inserts the answer and a
+tool's SQL as cells, keeps the conversation across a reload, starts over, and follows the
+dark theme. The token never reaches the page."""
+
+from __future__ import annotations
+
+import time
+
+import kbsql
+from tests.agents.fakes import FakeLLM, text, tools
+from tests.labextension.helpers import (
+    is_dark,
+    open_notebook,
+    save_settings,
+    sources,
+    wait_for,
+    watch_console,
+    write_notebook,
+)
+from tests.labextension.test_lab_routes import TOKEN, seed
+
+QUESTION = "How long do refunds take?"
+
+
+def show(page, panel: str) -> None:
+    """Open a sidebar panel (a click on its tab would close it when the layout restored it open)."""
+    page.evaluate("id => window.jupyterapp.shell.activateById(id)", panel)
+
+
+def test_chat_and_sidebar_on_a_served_engine(jupyterlab, browser_page, server_url, tmp_path):
+    url, token, root = jupyterlab
+    seed(server_url)
+    save_settings(url, token, "kbsql-labextension:connection", {"serverUrl": server_url, "token": TOKEN})
+    write_notebook(root / "chat.ipynb")
+    page = browser_page
+    errors = watch_console(page)
+    open_notebook(page, url, token, "chat.ipynb")
+
+    # The sidebar lists the server's catalog (the settings' URL), on open.
+    show(page, "kbsql-sidebar")
+    sidebar = page.locator("#kbsql-sidebar")
+    sidebar.locator('.kbsql-Sidebar-kb[data-name="docs"]').wait_for(timeout=30_000)
+    assert sidebar.locator(".kbsql-Sidebar-connection").inner_text() == f"server {server_url}"
+    assert "3 rows" in sidebar.locator('.kbsql-Sidebar-kb[data-name="docs"]').inner_text()
+
+    # The chat, docked on the right: pick the agent, ask with the keyboard.
+    show(page, "kbsql-chat")
+    chat = page.locator("#kbsql-chat")
+    assert chat.get_by_label("Agent").input_value() == "mindsdb.helper"
+    chat.get_by_label("Question").fill(QUESTION)
+    chat.get_by_label("Question").press("Enter")
+    chat.locator('.kbsql-Chat-status[data-state="done"]').wait_for(timeout=60_000)
+    turn = chat.locator(".kbsql-Chat-turn").first
+    assert turn.locator(".kbsql-Chat-you").inner_text() == QUESTION
+    used = turn.locator(".kbsql-Chat-tool").all_inner_texts()
+    assert "kb_query_tool" in used, used
+    query = turn.locator(".kbsql-Chat-step").nth(used.index("kb_query_tool"))
+    sql = query.locator(".kbsql-Chat-input").inner_text()
+    assert sql.startswith("SELECT") and QUESTION in sql
+    query.locator("summary").click()  # the observation, folded by default
+    assert "five days" in query.locator(".kbsql-Chat-observation pre").inner_text()
+    answer = turn.locator(".kbsql-Chat-answerText").inner_text()
+    assert "five days" in answer
+    assert turn.locator(".kbsql-Chat-status").inner_text().startswith("done · ")
+
+    # Insert as cell: the tool's SQL as a %%kbsql cell, the answer as Markdown.
+    page.locator(".jp-Notebook .jp-Cell").first.click()
+    query.get_by_role("button", name="Insert SQL as cell").click()
+    wait_for(lambda: len(sources(page)) == 2, "the SQL cell")
+    assert sources(page)[1] == f"%%kbsql\n{sql}"
+    turn.get_by_role("button", name="Insert answer as cell").click()
+    wait_for(lambda: len(sources(page)) == 3, "the answer cell")
+    assert sources(page)[2] == answer
+    assert page.evaluate("() => window.jupyterapp.shell.currentWidget.content.widgets[2].model.type") \
+        == "markdown"
+    page.screenshot(path=str(tmp_path / "kbsql-chat.png"))
+
+    # The conversation survives a reload (per agent), then Start over forgets it.
+    page.reload(wait_until="domcontentloaded")
+    open_notebook(page, url, token, "chat.ipynb")
+    show(page, "kbsql-chat")
+    chat.locator(".kbsql-Chat-answerText").wait_for(timeout=30_000)
+    assert chat.locator(".kbsql-Chat-answerText").inner_text() == answer
+    assert chat.locator(".kbsql-Chat-you").all_inner_texts() == [QUESTION]
+
+    # Stop: a slow agent (a scripted model streaming a long answer) is stopped mid-run; the
+    # page says so at once and the agent makes no further model call.
+    long_answer = text("word " * 100)  # ~72 stream events, 0.05 s apart
+    script = [tools(("kb_list_tool", {})), long_answer, *[tools(("kb_list_tool", {}))] * 5]
+    with FakeLLM("openai", script, delay=0.05) as fake:
+        with kbsql.connect(server_url) as client:
+            client.agents.create("slow", data={"knowledge_bases": ["mindsdb.*"]},
+                                 model={"provider": "openai", "model_name": "m1", "base_url": fake.base_url})
+        page.evaluate("() => window.jupyterapp.commands.execute('kbsql:open-sidebar')")
+        chat.get_by_label("Agent").locator("option", has_text="mindsdb.slow").wait_for(state="attached")
+        chat.get_by_label("Agent").select_option("mindsdb.slow")
+        assert chat.locator(".kbsql-Chat-turn").count() == 0  # its own (empty) conversation
+        chat.get_by_label("Question").fill("talk a lot")
+        chat.get_by_role("button", name="Ask").click()
+        chat.locator(".kbsql-Chat-observation").wait_for(timeout=30_000)  # the first tool ran
+        wait_for(lambda: fake.events_sent >= 10, "the long answer streaming")
+        chat.get_by_role("button", name="Stop").click()
+        chat.locator('.kbsql-Chat-status[data-state="stopped"]').wait_for(timeout=5_000)
+        assert chat.get_by_role("button", name="Ask").is_enabled()
+        time.sleep(5)  # longer than the whole long answer would take
+        assert fake.chat_calls == 2, "the agent went on after Stop"
+    chat.get_by_label("Agent").select_option("mindsdb.helper")
+    chat.locator(".kbsql-Chat-answerText").wait_for()  # helper's conversation is back
+
+    # Dark theme: the panels take JupyterLab's colours.
+    page.evaluate("() => window.jupyterapp.commands.execute('apputils:change-theme', "
+                  "{theme: 'JupyterLab Dark'})")
+    page.wait_for_function("() => document.body.dataset.jpThemeLight === 'false'", timeout=30_000)
+    show(page, "kbsql-sidebar")
+    sidebar.locator('.kbsql-Sidebar-kb[data-name="docs"]').wait_for(timeout=30_000)
+    wait_for(lambda: is_dark(chat.evaluate("n => getComputedStyle(n).backgroundColor")), "a dark chat")
+    assert is_dark(sidebar.evaluate("n => getComputedStyle(n).backgroundColor"))
+    assert not is_dark(chat.locator(".kbsql-Chat-answerText").evaluate("n => getComputedStyle(n).color"))
+    page.screenshot(path=str(tmp_path / "kbsql-dark.png"))
+
+    chat.get_by_role("button", name="Start over").click()
+    assert chat.locator(".kbsql-Chat-turn").count() == 0
+    page.reload(wait_until="domcontentloaded")
+    open_notebook(page, url, token, "chat.ipynb")
+    show(page, "kbsql-chat")
+    chat.get_by_label("Agent").wait_for()
+    assert chat.locator(".kbsql-Chat-turn").count() == 0
+
+    # The settings editor shows the token as a password field (dots), never as text.
+    page.evaluate("() => window.jupyterapp.commands.execute('settingeditor:open', {query: 'kbsql'})")
+    field = page.locator(".jp-SettingsPanel").get_by_label("Token")
+    field.wait_for(timeout=30_000)
+    assert field.get_attribute("type") == "password"
+    assert field.input_value() == TOKEN  # the stored value, masked on screen
+    page.screenshot(path=str(tmp_path / "kbsql-settings.png"))
+
+    assert TOKEN not in page.inner_text("body")
+    assert not errors, errors

@@ -1,0 +1,93 @@
+"""Each error class keeps its class and its message across HTTP.
+
+The same failure is triggered on the embedded engine and through a real `kbsql serve`; the
+caller must catch the same class with the same message (and title and status) on both.
+Before the problem type travelled with the answer, a provider failure was a
+`ProviderError` embedded and a plain `BadRequest` over HTTP.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import httpx
+import pytest
+
+import kbsql
+from kbsql.interface.errors import (
+    PROBLEM_TYPE_HEADER,
+    BadRequest,
+    Conflict,
+    KbsqlError,
+    NotFound,
+    ProviderError,
+    ServiceError,
+    SqlError,
+)
+from tests.conftest import start_server, stop_server
+
+OFFLINE = {"provider": "kbsql", "model_name": "retrieval"}
+DEAD = {"provider": "openai", "model_name": "gpt-test", "api_key": "sk-never-shown",
+        "base_url": "http://127.0.0.1:9/v1"}  # nothing listens on port 9
+
+
+@pytest.fixture(scope="module")
+def clients(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, kbsql.Client]]:
+    root = tmp_path_factory.mktemp("errors")
+    embedded = kbsql.connect(data_dir=root / "embedded")
+    server, url = start_server(root / "server")
+    remote = kbsql.connect(url)
+    for c in (embedded, remote):
+        c.agents.create("taken", model=OFFLINE)
+    yield {"embedded": embedded, "http": remote, "url": url}  # type: ignore[dict-item]
+    remote.close()
+    embedded.close()
+    stop_server(server)
+
+
+CASES: dict[str, tuple[type[KbsqlError], Callable[[kbsql.Client], object]]] = {
+    "not found": (NotFound, lambda c: c.knowledge_bases.get("no_such_kb")),
+    "conflict": (Conflict, lambda c: c.agents.create("taken", model=OFFLINE)),
+    "bad request": (BadRequest, lambda c: c.agents.create("bad name!", model=OFFLINE)),
+    "provider": (ProviderError, lambda c: c.agents.create("dead", model=DEAD)),
+    "sql": (SqlError, lambda c: c.sql("SELECT * FROM no_such_table")),
+}
+
+
+def caught(client: kbsql.Client, trigger: Callable[[kbsql.Client], object]) -> KbsqlError:
+    with pytest.raises(KbsqlError) as info:
+        trigger(client)
+    return info.value
+
+
+def shape(exc: KbsqlError) -> tuple[object, ...]:
+    if isinstance(exc, ServiceError):
+        return type(exc), str(exc), exc.title, exc.detail, exc.status
+    return type(exc), str(exc)
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_same_class_and_message_embedded_and_over_http(clients: dict, case: str) -> None:
+    expected, trigger = CASES[case]
+    embedded = caught(clients["embedded"], trigger)
+    remote = caught(clients["http"], trigger)
+    assert type(embedded) is expected
+    assert shape(remote) == shape(embedded)
+    assert "sk-never-shown" not in str(remote)
+
+
+def test_problem_body_stays_title_and_detail(clients: dict) -> None:
+    """The reference's body is kept exactly; the class rides in a header."""
+    answer = httpx.post(f"{clients['url']}/api/projects/mindsdb/agents",
+                        json={"agent": {"name": "dead", "model": DEAD}}, timeout=30)
+    assert answer.status_code == 400
+    assert set(answer.json()) == {"title", "detail"}
+    assert answer.headers[PROBLEM_TYPE_HEADER] == ProviderError.problem_type
+
+
+def test_without_a_type_the_status_decides() -> None:
+    """A server that sends no problem type (the reference) still maps by status."""
+    assert type(ServiceError.from_problem(404, {"title": "t", "detail": "d"})) is NotFound
+    assert type(ServiceError.from_problem(400, {"detail": "d"}, ProviderError.problem_type)) \
+        is ProviderError
+    assert type(ServiceError.from_problem(400, {"detail": "d", "type": "urn:other"})) is BadRequest
