@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 
@@ -17,17 +18,62 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--allow-origin", action="append", default=[], metavar="URL",
                        help="a browser origin (scheme://host:port) allowed to call the server "
                             "besides loopback ones; repeatable")
+    serve.add_argument("--token", default=os.environ.get("KBSQL_TOKEN") or None,
+                       help="require 'Authorization: Bearer TOKEN' on every /api route but "
+                            "/api/status (default $KBSQL_TOKEN); needed to bind beyond loopback")
+    serve.add_argument("--user", default=os.environ.get("KBSQL_USER") or None,
+                       help="user name for POST /api/login (MindsDB's login, as mindsdb_sdk "
+                            "sends it); with --password (default $KBSQL_USER)")
+    serve.add_argument("--password", default=os.environ.get("KBSQL_PASSWORD") or None,
+                       help="password for POST /api/login (default $KBSQL_PASSWORD, which "
+                            "keeps it out of the process list)")
+    serve.add_argument("--allow-path", action="append", default=[], metavar="DIR",
+                       help="a folder file-based data sources (files, sqlite, duckdb) may read; "
+                            "repeatable; with a token or a public bind only these are allowed")
+    serve.add_argument("--max-body-mb", type=float, default=64,
+                       help="largest request body in MB (default 64; 413 beyond)")
+    serve.add_argument("--max-sql-kb", type=float, default=1024,
+                       help="largest SQL text in KB (default 1024), refused before parsing")
+    serve.add_argument("--timeout", type=float, default=30,
+                       help="seconds for a request head to arrive and longest pause inside a "
+                            "body (default 30; 408 beyond)")
+    serve.add_argument("--shutdown-timeout", type=float, default=30,
+                       help="seconds requests in flight get to finish after SIGTERM/SIGINT "
+                            "(default 30)")
     quick = sub.add_parser("quickstart", help="build a small knowledge base and agent, query them")
     quick.add_argument("--data-dir", default=None)
     args = parser.parse_args(argv)
     if args.command == "serve":
-        from kbsql.server.run import serve as run_server
-
-        run_server(args.host, args.port, args.data_dir, args.log_level, tuple(args.allow_origin))
-        return 0
+        return _serve(args)
     from kbsql.quickstart import run
 
     return run(args.data_dir)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from kbsql.server.auth import AuthSettings
+    from kbsql.server.limits import Limits
+    from kbsql.server.run import StartupError
+    from kbsql.server.run import serve as run_server
+
+    if bool(args.user) != bool(args.password):
+        print("kbsql serve: --user and --password go together", file=sys.stderr)
+        return 2
+    if min(args.max_body_mb, args.max_sql_kb, args.timeout) <= 0:
+        print("kbsql serve: --max-body-mb, --max-sql-kb and --timeout must be positive",
+              file=sys.stderr)
+        return 2
+    auth = AuthSettings(token=args.token, user=args.user, password=args.password)
+    limits = Limits(max_body=int(args.max_body_mb * 1024 * 1024),
+                    max_sql=int(args.max_sql_kb * 1024), timeout=args.timeout)
+    try:
+        run_server(args.host, args.port, args.data_dir, args.log_level, tuple(args.allow_origin),
+                   auth=auth, limits=limits, allow_paths=args.allow_path,
+                   shutdown_timeout=args.shutdown_timeout)
+    except StartupError as exc:
+        print(f"kbsql serve: {exc}", file=sys.stderr)
+        return 1
+    return 0
 
 
 if __name__ == "__main__":

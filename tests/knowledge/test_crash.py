@@ -28,6 +28,7 @@ CHILD = textwrap.dedent("""
     eng = Engine(sys.argv[1])
     record = eng.catalog.knowledge_base("mindsdb", "kb")
     batch = int(sys.argv[2])
+    print("ready", flush=True)  # imports done: the parent's random clock starts now
     while True:
         words = " ".join(f"word{batch}x{j}" for j in range(40))
         rows = [{"id": batch * 1000 + i + 1, "content": words, "batch": batch} for i in range(ROWS)]
@@ -84,6 +85,8 @@ def test_kill_9_during_inserts_never_leaves_half_an_insert(tmp_path: Path) -> No
     for _trial in range(6):
         child = subprocess.Popen([sys.executable, "-c", CHILD, str(data_dir), str(next_batch)],
                                  stdout=subprocess.PIPE, text=True, env=env)
+        # imports take seconds on a loaded machine: kill only once the child can insert
+        assert child.stdout is not None and child.stdout.readline().strip() == "ready"
         time.sleep(rng.uniform(0.8, 2.5))
         os.kill(child.pid, signal.SIGKILL)
         out, _ = child.communicate()

@@ -96,14 +96,24 @@ class Client:
         return f"Client({mask_url(where)!s}, project={self.project!r})"  # reprs reach notebooks
 
 
+TOKEN_ENV = "KBSQL_TOKEN"
+
+
 def connect(target: str | os.PathLike[str] | None = None, *, project: str = DEFAULT_PROJECT,
             data_dir: str | os.PathLike[str] | None = None, headers: dict[str, str] | None = None,
-            **http_options: Any) -> Client:
+            token: str | None = None, **http_options: Any) -> Client:
     """`connect()` -> the embedded engine on `./.kbsql` (or `$KBSQL_HOME`);
     `connect("http://host:port")` -> a server speaking the interface;
-    `connect(data_dir="path")` or `connect("path/to/dir")` -> the embedded engine there."""
+    `connect(data_dir="path")` or `connect("path/to/dir")` -> the embedded engine there.
+
+    `token` (else `$KBSQL_TOKEN`) is sent as `Authorization: Bearer <token>` to a server
+    started with `kbsql serve --token`; an `Authorization` in `headers` wins."""
     if target is not None and str(target).startswith(("http://", "https://")):
         from kbsql.client.http import HttpApi
+
+        token = token or os.environ.get(TOKEN_ENV) or None
+        if token and not any(k.lower() == "authorization" for k in headers or {}):
+            headers = {**(headers or {}), "Authorization": f"Bearer {token}"}
 
         return Client(HttpApi(str(target), headers=headers, **http_options), project=project)
     from kbsql.engine import Engine

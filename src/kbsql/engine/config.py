@@ -46,6 +46,11 @@ class EngineConfig:
     default_embedding_model: dict[str, Any] | None = None
     """None means the bundled all-MiniLM-L6-v2; a descriptor here replaces it engine-wide."""
     extra: dict[str, Any] = field(default_factory=dict)
+    allowed_paths: tuple[Path, ...] | None = None
+    read_only: bool = False
+    """Set by the engine when the data directory cannot be written: it serves reads only."""
+    """Roots file-based data sources may open; None: anywhere but the data directory
+    (datasources/confine.py). `kbsql serve` sets it with a token or a public bind."""
 
     @classmethod
     def load(cls, data_dir: str | os.PathLike[str] | None = None) -> EngineConfig:

@@ -27,6 +27,7 @@ from kbsql.engine import validate
 from kbsql.engine.agents.service import AgentService
 from kbsql.engine.catalog import Catalog, KbRecord
 from kbsql.engine.config import EngineConfig
+from kbsql.engine.datasources.confine import PathPolicy
 from kbsql.engine.datasources.frames import FrameStore
 from kbsql.engine.knowledge.bases import DEFAULT_VECTOR_DATABASE, KnowledgeBases
 from kbsql.engine.knowledge.service import KnowledgeService
@@ -60,14 +61,18 @@ class Engine:
                  config: EngineConfig | None = None):
         self.config = config or EngineConfig.load(data_dir)
         self.data_dir: Path = self.config.data_dir
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        self.catalog = Catalog(self.data_dir / "catalog.sqlite")
+        # 0700: the catalog holds API keys; nobody but the owner may even list the files
+        self.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        # a read-only directory (a read-only mount, a snapshot) still serves reads
+        self.config.read_only = not os.access(self.data_dir, os.W_OK)
+        self.catalog = Catalog(self.data_dir / "catalog.sqlite", read_only=self.config.read_only)
         self.knowledge = KnowledgeService(self.data_dir, self.config)
         self.kbs = KnowledgeBases(self.catalog, self.knowledge)
         sql_port = _LateSql()
         self.agents = AgentService(self.catalog, self.config, sql_port)
         agent_port: AgentOps = self.agents
-        self.sql = SqlExecutor(self.catalog, FrameStore(self.data_dir), self.kbs, agent_port)
+        self.sql = SqlExecutor(self.catalog, FrameStore(self.data_dir), self.kbs, agent_port,
+                               PathPolicy(self.config))
         sql_port.target = self.sql  # the mutual recursion, closed here and only here
         self._closed = threading.Event()
 

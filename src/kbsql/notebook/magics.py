@@ -215,6 +215,8 @@ class KbSql(Magics, Configurable):
     @argument("-p", "--project", help="Project to start in.")
     @argument("--api-key-env", metavar="VAR", help="Read the API key from this environment "
               "variable (default: KbSql.api_key_env, used when set).")
+    @argument("--token-env", metavar="VAR", help="Read the server's token (kbsql serve --token) "
+              "from this environment variable; the same as --api-key-env.")
     @argument("--ask-key", action="store_true", help="Prompt for the API key (getpass; not echoed, "
               "not stored).")
     @argument("--list", action="store_true", help="List the connections; * marks the current one.")
@@ -236,7 +238,8 @@ class KbSql(Magics, Configurable):
                     shown = mask_url(args.target) if args.target else "the server"
                     key = getpass.getpass(f"API key for {shown}: ") or None
                 conn = manager.connect(args.target or None, alias=args.alias, api_key=key,
-                                       api_key_env=args.api_key_env, project=args.project)
+                                       api_key_env=args.api_key_env or args.token_env,
+                                       project=args.project)
                 print(f"Connected: {conn.describe()}")
         except KbsqlError as exc:
             self._fail(exc)

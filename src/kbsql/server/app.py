@@ -9,7 +9,6 @@ errors, 500 only for real faults (still with title and detail).
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from typing import Any
@@ -24,8 +23,11 @@ from starlette.routing import Route
 from kbsql.engine import Engine
 from kbsql.interface.errors import PROBLEM_TYPE_HEADER, BadRequest, ServiceError
 from kbsql.interface.jsonable import dumps
+from kbsql.interface.results import ErrorResult, default_context
 from kbsql.interface.stream import end_chunk, error_chunk, sse_lines
+from kbsql.server.auth import AuthSettings, TokenAuth
 from kbsql.server.guard import RequestGuard
+from kbsql.server.limits import BodyLimit, Limits, check_sql_size, parse_json
 
 log = logging.getLogger("kbsql.server")
 
@@ -45,10 +47,11 @@ def problem(error: ServiceError) -> Response:
 
 
 async def read_body(request: Request, wrapper: str | None = None) -> dict[str, Any]:
-    """The JSON body (or its `wrapper` object). Malformed JSON is a 400, never a 500."""
+    """The JSON body (or its `wrapper` object). Malformed JSON (also not UTF-8, or with
+    NaN, see limits.parse_json) is a 400, never a 500."""
     raw = await request.body()
     try:
-        body = json.loads(raw) if raw else None
+        body = parse_json(raw, getattr(request.app.state, "limits", None))
     except (ValueError, UnicodeDecodeError) as exc:
         raise BadRequest(f"The request body is not valid JSON: {exc}", title="Invalid JSON") from exc
     except RecursionError as exc:  # `[[[[...` nested past the parser's stack: still bad JSON
@@ -66,10 +69,15 @@ async def read_body(request: Request, wrapper: str | None = None) -> dict[str, A
 
 
 def build_app(engine: Engine, *, bind_host: str | None = None,
-              allowed_origins: Iterable[str] = ()) -> Starlette:
+              allowed_origins: Iterable[str] = (), auth: AuthSettings | None = None,
+              limits: Limits | None = None) -> Starlette:
     """The ASGI app over one engine, behind the request guard (`guard.py`): `bind_host` is
     the address the server listens on (a loopback bind turns on the Host check) and
-    `allowed_origins` the browser origins allowed besides loopback ones."""
+    `allowed_origins` the browser origins allowed besides loopback ones. Then the token
+    check (`auth.py`, off when `auth` has no token nor user) and the body limits
+    (`limits.py`)."""
+    auth = auth or AuthSettings()
+    limits = limits or Limits()
 
     async def call(fn: Callable[..., Any], *args: Any) -> Any:
         return await run_in_threadpool(fn, *args)
@@ -90,7 +98,9 @@ def build_app(engine: Engine, *, bind_host: str | None = None,
         return request.path_params[key]
 
     async def status(request: Request) -> Response:
-        return json_response(await call(engine.status))
+        answer = await call(engine.status)
+        answer["auth"] = {**answer.get("auth", {}), "http_auth_enabled": auth.enabled}
+        return json_response(answer)
 
     async def projects(request: Request) -> Response:
         return json_response(await call(engine.list_projects))
@@ -160,6 +170,11 @@ def build_app(engine: Engine, *, bind_host: str | None = None,
         query = body.get("query")
         if not isinstance(query, str) or not query.strip():
             raise BadRequest("'query' must be a non-empty SQL string", title="Missing parameter")
+        too_big = check_sql_size(query, limits)
+        if too_big is not None:  # before the parser, whose memory grows ~190x the text
+            sent = body.get("context")
+            context = {**default_context(), **(sent if isinstance(sent, dict) else {})}
+            return json_response(ErrorResult(too_big, context=context).to_json())
         result = await call(engine.query, query, body.get("context"))  # the engine checks it
         return json_response(result.to_json())
 
@@ -190,6 +205,8 @@ def build_app(engine: Engine, *, bind_host: str | None = None,
     ]
     app = Starlette(routes=routes, middleware=[
         Middleware(RequestGuard, bind_host=bind_host, allowed_origins=tuple(allowed_origins)),
+        Middleware(TokenAuth, settings=auth),
+        Middleware(BodyLimit, limits=limits),
     ], exception_handlers={
         404: lambda request, exc: json_response(
             {"title": "Not found", "detail": f"No route {request.url.path}"}, 404, PROBLEM),
@@ -198,6 +215,7 @@ def build_app(engine: Engine, *, bind_host: str | None = None,
             405, PROBLEM),
     })
     app.state.engine = engine
+    app.state.limits = limits
     return app
 
 

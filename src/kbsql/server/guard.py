@@ -79,7 +79,7 @@ class RequestGuard:
         if scope["type"] == "http":
             refusal = self.refusal(scope)
             if refusal is not None:
-                await _send_problem(send, *refusal)
+                await send_problem(send, *refusal)
                 return
         await self.app(scope, receive, send)
 
@@ -126,9 +126,13 @@ def _has_body(headers: dict[str, str]) -> bool:
     return "transfer-encoding" in headers
 
 
-async def _send_problem(send: Send, status: int, title: str, detail: str) -> None:
+async def send_problem(send: Send, status: int, title: str, detail: str,
+                       extra_headers: list[tuple[bytes, bytes]] | None = None) -> None:
+    """A problem+json answer straight from a middleware (no route ran); auth.py and
+    limits.py answer the same way."""
     body = json.dumps({"title": title, "detail": detail}).encode("utf-8")
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/problem+json"),
-                            (b"content-length", str(len(body)).encode("ascii"))]})
+                            (b"content-length", str(len(body)).encode("ascii")),
+                            *(extra_headers or [])]})
     await send({"type": "http.response.body", "body": body})

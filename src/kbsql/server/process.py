@@ -52,13 +52,16 @@ class ServerProcess:
 
 def spawn(data_dir: str | os.PathLike[str], *, host: str = "127.0.0.1", port: int = 0,
           env: dict[str, str] | None = None, timeout: float = 30,
-          allow_origins: tuple[str, ...] = ()) -> ServerProcess:
-    """Start `kbsql serve` (port 0: the OS picks one) and return once `/api/status` answers."""
+          allow_origins: tuple[str, ...] = (), args: tuple[str, ...] = (),
+          prefix: tuple[str, ...] = ()) -> ServerProcess:
+    """Start `kbsql serve` (port 0: the OS picks one) and return once `/api/status` answers.
+    `args`: more `kbsql serve` options (`("--token", "t", "--allow-path", "/data")`);
+    `prefix`: a command the server runs under (tests: `unshare` for a read-only mount)."""
     log = tempfile.TemporaryFile(mode="w+")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "kbsql.cli", "serve", "--host", host, "--port", str(port),
+        [*prefix, sys.executable, "-m", "kbsql.cli", "serve", "--host", host, "--port", str(port),
          "--data-dir", str(Path(data_dir)),
-         *(arg for origin in allow_origins for arg in ("--allow-origin", origin))],
+         *(arg for origin in allow_origins for arg in ("--allow-origin", origin)), *args],
         stdout=subprocess.PIPE, stderr=log, text=True,
         env={**os.environ, **(env or {})},
     )

@@ -19,6 +19,7 @@ DEFAULT_SEPARATORS = ("\n\n", "\n", " ", "")
 SOURCE = "TextChunkingPreprocessor"
 
 
+MAX_CHUNK_SIZE = 10**9  # characters; far above any body the server accepts
 _CONF_KEYS = frozenset({"chunk_size", "chunk_overlap", "separators"})
 _TOP_KEYS = frozenset({"type", "text_chunking_config"})
 
@@ -74,6 +75,9 @@ class ChunkingConfig:
             raise BadRequest("text_chunking_config.separators must be a list of strings",
                              title="Invalid parameter")
         separators = tuple(separators)
+        if size > MAX_CHUNK_SIZE:
+            raise BadRequest(f"text_chunking_config.chunk_size {size} is too large: at most "
+                             f"{MAX_CHUNK_SIZE} characters", title="Invalid parameter")
         if size < 1 or overlap < 0 or overlap >= size:
             raise BadRequest("text_chunking_config needs chunk_size >= 1 and 0 <= chunk_overlap < "
                              f"chunk_size (got chunk_size {size}, chunk_overlap {overlap})",

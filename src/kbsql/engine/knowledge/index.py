@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import math
 import os
 import threading
@@ -46,6 +47,7 @@ TRAIN_PER_LIST = 40  # training vectors per IVF cell (faiss wants >= 39)
 PERSIST_EVERY = 5_000  # changed vectors before the cache file is rewritten (also on close) ...
 PERSIST_FRACTION = 0.25  # ... and at least this share of the index (total writes stay O(N))
 _MAGIC = b"KBSQLIDX2\n"
+log = logging.getLogger(__name__)
 
 faiss.omp_set_num_threads(1)  # single queries: 1 thread is 2x faster than 2 (platform facts)
 EXACT_SUBSET = 20_000  # filtered IVF searches over at most this many rows score every one of them
@@ -118,8 +120,18 @@ class VectorIndex:
                 index = faiss.read_index(faiss.PyCallbackIOReader(f.read))
         except (OSError, ValueError, RuntimeError):
             return
+        version, max_seq = int(header["version"]), int(header["max_seq"])
+        stored_version, stored_seq = self.store.version(), self.store.max_seq()
+        if version > stored_version or max_seq > stored_seq or (
+                version == stored_version and index.ntotal != self.store.count()):
+            # the cache describes rows this store does not have (a restored backup of the
+            # rows, a lost write): its ids could name other rows. Rebuild from the rows.
+            log.warning("the vector index %s is ahead of its rows (index version %d, seq %d; "
+                        "rows version %d, seq %d): rebuilding it from the rows", self.path,
+                        version, max_seq, stored_version, stored_seq)
+            return
         self.index, self.kind = index, header["kind"]
-        self.version, self.max_seq = int(header["version"]), int(header["max_seq"])
+        self.version, self.max_seq = version, max_seq
         self.trained_on = int(header.get("trained_on", 0))
 
     def save(self) -> None:
@@ -130,7 +142,7 @@ class VectorIndex:
             header = {"kind": self.kind, "version": self.version, "max_seq": self.max_seq,
                       "trained_on": self.trained_on}
             tmp = self.path.with_suffix(".tmp")
-            with open(tmp, "wb") as f:
+            with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as f:
                 f.write(_MAGIC + json.dumps(header).encode() + b"\n")
                 faiss.write_index(self.index, faiss.PyCallbackIOWriter(f.write))
                 f.flush()
@@ -138,10 +150,27 @@ class VectorIndex:
             os.replace(tmp, self.path)
             self.unsaved = 0
 
+    def try_save(self) -> bool:
+        """Save, but a failure (disk full, read-only directory) is only logged: the index is
+        a cache of committed rows, so losing a save loses nothing (the next open rebuilds or
+        catches up), and the write that triggered it has already succeeded."""
+        try:
+            self.save()
+            return True
+        except OSError as exc:
+            log.warning("could not save the vector index %s (%s); it will be caught up from "
+                        "the rows when next opened", self.path, exc)
+            return False
+
+    def reset(self) -> None:
+        """Forget the in-memory index; the next sync() rebuilds it from the rows."""
+        with self.lock:
+            self.index, self.version, self.max_seq, self.trained_on = None, -1, 0, 0
+
     def _maybe_save(self) -> None:
         total = 0 if self.index is None else self.index.ntotal
         if self.unsaved >= max(PERSIST_EVERY, PERSIST_FRACTION * total):
-            self.save()
+            self.try_save()
 
     # catching up ------------------------------------------------------------------------
     def sync(self) -> None:
@@ -189,7 +218,7 @@ class VectorIndex:
             dim = self.store.dim()
             if dim is not None:
                 self._rebuild(dim)
-                self.save()
+                self.try_save()
 
     def _rebuild(self, dim: int, kind: str | None = None) -> None:
         """A fresh index from the rows, in bounded batches (memory: one batch + the index)."""

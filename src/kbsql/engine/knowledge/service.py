@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from kbsql.engine.catalog import KbRecord, now
+from kbsql.engine.catalog import KbRecord, ReadOnlyData, now
 from kbsql.engine.config import EngineConfig
 from kbsql.engine.knowledge import search as search_mod
 from kbsql.engine.knowledge.embeddings import embedder_for
@@ -58,7 +58,7 @@ class KnowledgeService:
             h = self._handles.get(record.id)
             if h is None:
                 directory = self.storage_dir(record)
-                store = ChunkStore(directory / "chunks.sqlite")
+                store = ChunkStore(directory / "chunks.sqlite", read_only=self.config.read_only)
                 h = KbHandle(store, VectorIndex(directory / "index.faiss", store))
                 store.index_metadata(record.spec.get("metadata_columns") or [])
                 self._handles[record.id] = h
@@ -83,7 +83,8 @@ class KnowledgeService:
             handles, self._handles = list(self._handles.values()), {}
         for h in handles:
             try:
-                h.index.save()
+                if not self.config.read_only:
+                    h.index.try_save()
             finally:
                 h.store.close()
 
@@ -161,13 +162,25 @@ class KnowledgeService:
         finally:
             if bar is not None:
                 bar.close()
-        h.index.sync()
+        self._catch_up(h)
         if skipped:
             message = (f"{skipped} of {total} rows had no content in {chunker.content_columns} "
                        f"(null, NaN or blank) and were skipped; stored documents with their ids "
                        f"were kept")
             log.info("insert into %s: %s", record.name, message)  # the client tells its user
         return total - skipped
+
+    @staticmethod
+    def _catch_up(h: KbHandle) -> None:
+        """Bring the index up to the rows just committed. The write has succeeded whatever
+        happens here: a failure is logged and the index dropped, so the next search
+        rebuilds it from the rows instead of answering from a half-updated cache."""
+        try:
+            h.index.sync()
+        except Exception as exc:
+            log.warning("updating the vector index %s after a committed write failed (%s); "
+                        "it is rebuilt on the next search", h.index.path, exc)
+            h.index.reset()
 
     @staticmethod
     def _embed(embedder: Any, texts: list[str]) -> np.ndarray:
@@ -185,7 +198,7 @@ class KnowledgeService:
         where, args = search_mod.filter_sql(filters)
         with h.store.write() as db:
             count = db.execute("DELETE FROM chunks" + (f" WHERE {where}" if where else ""), args).rowcount
-        h.index.sync()
+        self._catch_up(h)
         return count
 
     # reads ------------------------------------------------------------------------------
@@ -199,6 +212,8 @@ class KnowledgeService:
         """CREATE INDEX ON KNOWLEDGE_BASE: store the index settings (over the current ones;
         none given = the defaults) and rebuild the index with them now."""
         h = self.handle(record)
+        if h.store.read_only:
+            raise ReadOnlyData()
         settings = IndexSettings.from_params(params)
         with h.index.lock:
             settings.save(h.index.path.with_name("index_settings.json"))

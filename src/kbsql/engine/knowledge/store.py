@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from kbsql.engine.catalog import ReadOnlyData, open_read_only, private_file
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS chunks (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -69,11 +71,16 @@ class ChunkStore:
     other threads must keep reading the last committed state meanwhile (WAL allows it).
     """
 
-    def __init__(self, path: Path):
-        path.parent.mkdir(parents=True, exist_ok=True)
+    def __init__(self, path: Path, read_only: bool = False):
         self.path = path
         self.write_lock = threading.RLock()
         self.lock = threading.RLock()  # the reader's
+        self.read_only = read_only
+        if read_only:  # one immutable connection serves as both (writes fail on it)
+            self.db = self.reader = open_read_only(path)
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        private_file(path)
         self.db = self._connect()
         with self.write_lock:
             self.db.executescript(_SCHEMA)
@@ -88,12 +95,15 @@ class ChunkStore:
     def close(self) -> None:
         with self.write_lock, self.lock:
             self.db.close()
-            self.reader.close()
+            if self.reader is not self.db:
+                self.reader.close()
 
     @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
         """One write transaction; bumps the version first so the delete trigger tags
         tombstones with the version this transaction commits."""
+        if self.read_only:
+            raise ReadOnlyData()
         with self.write_lock:
             self.db.execute("BEGIN IMMEDIATE")
             try:
@@ -118,6 +128,8 @@ class ChunkStore:
         """An expression index per declared metadata column, so `WHERE col = x` (and IN,
         ranges) reads a few rows instead of parsing every row's JSON (130 ms at 100k chunks).
         The expression must be exactly the one `search.filter_sql` writes."""
+        if self.read_only:
+            return
         with self.write_lock:
             for column in columns:
                 if '"' in column:  # read through json_each: no expression index possible

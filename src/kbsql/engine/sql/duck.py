@@ -17,6 +17,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from kbsql.engine.datasources.base import DataSource, FileScan, FrameScan, NativeTable, Scan
+from kbsql.engine.datasources.confine import PathPolicy
 from kbsql.engine.datasources.frames import FRAMES_SOURCE, FrameStore
 from kbsql.engine.datasources.registry import open_source
 
@@ -27,9 +28,10 @@ if TYPE_CHECKING:
 class DuckSession:
     """Owns the connection; turns a source's `Scan` into a FROM item DuckDB can read."""
 
-    def __init__(self, catalog: Catalog, frames: FrameStore):
+    def __init__(self, catalog: Catalog, frames: FrameStore, policy: PathPolicy | None = None):
         self.catalog = catalog
         self.frames = frames
+        self.policy = policy  # which files sources may open (datasources/confine.py)
         self.con = duckdb.connect(":memory:")
         self.lock = threading.RLock()
         self._sources: dict[str, tuple[int, DataSource]] = {}
@@ -57,6 +59,8 @@ class DuckSession:
                 return cached[1]
             if cached is not None:
                 self.forget(name)
+            if self.policy is not None:
+                self.policy.check_source(record.engine, record.parameters)
             source = open_source(record)
             source.attach(self.con)
             self._sources[key] = (record.id, source)
@@ -79,6 +83,8 @@ class DuckSession:
         if isinstance(scan, NativeTable):
             return exp.table_(scan.table, db=scan.schema, catalog=scan.catalog, quoted=True)
         if isinstance(scan, FileScan):
+            if self.policy is not None:  # a folder's file may be a symlink to anywhere
+                self.policy.check(scan.path, "file")
             call = exp.Anonymous(this=scan.reader, expressions=[exp.Literal.string(scan.path)])
             return exp.Table(this=call)
         return exp.table_(self.register(scan, temps), quoted=True)

@@ -23,6 +23,7 @@ from mindsdb_sql_parser.ast.mindsdb.agents import CreateAgent, DropAgent
 from mindsdb_sql_parser.ast.mindsdb.create_database import CreateDatabase
 
 from kbsql.engine.catalog import Catalog
+from kbsql.engine.datasources.confine import PathPolicy
 from kbsql.engine.datasources.frames import FRAMES_SOURCE, FrameStore
 from kbsql.engine.knowledge.bases import KnowledgeBases
 from kbsql.engine.ports import AgentOps
@@ -69,8 +70,11 @@ class SqlExecutor(SqlSession):
     """Parses with mindsdb_sql_parser and routes statements to the handlers; it is the
     session the handlers share (see `session`), and the `RunsSql` port agents use."""
 
-    def __init__(self, catalog: Catalog, frames: FrameStore, kbs: KnowledgeBases, agents: AgentOps):
-        super().__init__(catalog, frames, DuckSession(catalog, frames), PlanCache(), kbs, agents)
+    def __init__(self, catalog: Catalog, frames: FrameStore, kbs: KnowledgeBases, agents: AgentOps,
+                 policy: PathPolicy | None = None):
+        # `policy`: which files data sources may open (datasources/confine.py)
+        super().__init__(catalog, frames, DuckSession(catalog, frames, policy), PlanCache(), kbs,
+                         agents)
 
     def query(self, query: str, context: dict[str, Any] | None = None) -> SqlResult:
         """`RunsSql.query`: one statement, failures as an `ErrorResult` (an empty text is a

@@ -63,11 +63,16 @@ def _number(value: Any, what: str) -> float:
         raise SqlError(f"{what} must be a number, not {value!r}") from None
 
 
+MAX_COUNT = 2**63 - 1
+
+
 def count(node: ast.ASTNode, what: str) -> int:
     """A LIMIT or OFFSET value: a whole number >= 0."""
     value = constant(node)
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise SqlError(f"{what} must be a whole number >= 0, not {value!r}")
+    if value > MAX_COUNT:  # never quietly capped: the caller asked for something else
+        raise SqlError(f"{what} {value} is too large: at most {MAX_COUNT} (2^63 - 1)")
     return value
 
 

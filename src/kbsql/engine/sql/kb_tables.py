@@ -19,7 +19,7 @@ import pyarrow as pa
 from mindsdb_sql_parser import ast
 from sqlglot import exp
 
-from kbsql.engine.sql.kb_conditions import search_request
+from kbsql.engine.sql.kb_conditions import MAX_COUNT, search_request
 from kbsql.interface.errors import SqlError
 from kbsql.interface.results import KB_COLUMNS
 
@@ -52,6 +52,8 @@ def _kb_frame(session: SqlSession, table: exp.Table, target: Resolved) -> Any:
         value = select.args["limit"].expression
         if isinstance(value, exp.Literal) and not value.is_string:
             limit = int(value.this)
+            if limit > MAX_COUNT:
+                raise SqlError(f"LIMIT {limit} is too large: at most {MAX_COUNT} (2^63 - 1)")
     frame = search_frame(session, target.database, target.name, where, limit)
     if "metadata" in frame.columns:  # dicts of varying keys: JSON text (DuckDB's ->> reads it)
         frame = frame.assign(metadata=[None if m is None else json.dumps(m, default=str)

@@ -1,0 +1,180 @@
+"""Authentication of `kbsql serve`: a bearer token, and MindsDB's login flow.
+
+Why: a server reachable by others must not let anyone read stored keys or change knowledge
+bases. Two ways in, both ending in `Authorization: Bearer <token>` on every request:
+
+- the server's own token (`kbsql serve --token T` or `$KBSQL_TOKEN`), given to clients
+  (`kbsql.connect(url, token=...)`, `$KBSQL_TOKEN`, `%kbsql_connect URL --token-env VAR`,
+  the JupyterLab extension);
+- `POST /api/login` with `{"username", "password"}` (what mindsdb_sdk's
+  `connect(url, login=..., password=...)` sends) when the server was started with
+  `--user` and `--password`: it answers `{"token": <session token>}`, which the SDK then
+  sends as a bearer token. Session tokens live in memory (a restart logs everyone out; the
+  SDK logs in again on a 401).
+
+The server token is also accepted in `X-Api-Key`, which mindsdb_sdk's
+`connect(url, api_key=...)` sends.
+
+Only paths under `/api/` are guarded; `/api/status` stays open (clients probe it, and it
+says `auth.http_auth_enabled`). Anything else is not a route and answers 404, which is also
+what mindsdb_sdk needs to fall back from `/cloud/login` to `/api/login`. Tokens are compared
+in constant time and never logged. A plain ASGI middleware, like `guard.py`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import logging
+import secrets
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from kbsql.server.guard import App, Receive, Scope, Send, send_problem
+
+log = logging.getLogger("kbsql.server")
+
+OPEN_PATHS = frozenset({"/api/status"})
+LOGIN_PATH = "/api/login"
+SESSION_TTL_S = 24 * 3600
+MAX_SESSIONS = 10_000
+FAILED_LOGIN_DELAY_S = 0.5  # slows password guessing without blocking other requests
+MAX_LOGIN_BODY = 64 * 1024
+
+
+@dataclass(frozen=True)
+class AuthSettings:
+    """What the server accepts. No token and no user: authentication is off (loopback only)."""
+
+    token: str | None = None
+    user: str | None = None
+    password: str | None = None
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.token) or self.login_enabled
+
+    @property
+    def login_enabled(self) -> bool:
+        return bool(self.user) and bool(self.password)
+
+
+def _same(a: str, b: str) -> bool:
+    return hmac.compare_digest(a.encode("utf-8"), b.encode("utf-8"))
+
+
+class Sessions:
+    """Tokens handed out by `/api/login`, each valid for SESSION_TTL_S; the oldest go first
+    past MAX_SESSIONS so repeated logins cannot grow memory without bound."""
+
+    def __init__(self) -> None:
+        self._tokens: OrderedDict[str, float] = OrderedDict()
+
+    def issue(self) -> str:
+        token = secrets.token_urlsafe(32)
+        self._tokens[token] = time.monotonic() + SESSION_TTL_S
+        while len(self._tokens) > MAX_SESSIONS:
+            self._tokens.popitem(last=False)
+        return token
+
+    def valid(self, token: str) -> bool:
+        expiry = self._tokens.get(token)
+        if expiry is None:
+            return False
+        if expiry < time.monotonic():
+            self._tokens.pop(token, None)
+            return False
+        return True
+
+
+class TokenAuth:
+    """ASGI middleware: 401 problem+json for an /api request without a valid bearer token,
+    and the `/api/login` route."""
+
+    def __init__(self, app: App, *, settings: AuthSettings):
+        self.app = app
+        self.settings = settings
+        self.sessions = Sessions()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not self.settings.enabled:
+            await self.app(scope, receive, send)
+            return
+        path = scope.get("path", "")
+        if path == LOGIN_PATH:
+            await self.login(scope, receive, send)
+            return
+        if path.startswith("/api/") and path not in OPEN_PATHS and not self.authorized(scope):
+            await send_problem(send, 401, "Unauthorized",
+                               "This server needs a token: send 'Authorization: Bearer <token>' "
+                               "(kbsql.connect(url, token=...) or $KBSQL_TOKEN)",
+                               [(b"www-authenticate", b'Bearer realm="kbsql"')])
+            return
+        await self.app(scope, receive, send)
+
+    def authorized(self, scope: Scope) -> bool:
+        for name, value in scope.get("headers") or []:
+            if name.lower() == b"x-api-key" and self.settings.token:  # mindsdb_sdk's api_key=
+                return _same(value.decode("latin-1").strip(), self.settings.token)
+            if name.lower() == b"authorization":
+                scheme, _, credential = value.decode("latin-1").strip().partition(" ")
+                credential = credential.strip()
+                if scheme.lower() != "bearer" or not credential:
+                    return False
+                if self.settings.token and _same(credential, self.settings.token):
+                    return True
+                return self.sessions.valid(credential)
+        return False
+
+    async def login(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """`POST /api/login` `{"username", "password"}` -> `{"token": ...}`."""
+        if scope.get("method") != "POST":
+            await send_problem(send, 405, "Method not allowed", f"{scope.get('method')} {LOGIN_PATH}")
+            return
+        if not self.settings.login_enabled:
+            await send_problem(send, 404, "Not found",
+                               "Login is not enabled on this server: use its token, or start it "
+                               "with --user and --password")
+            return
+        body = await _read_small(receive, MAX_LOGIN_BODY)
+        try:
+            credentials = json.loads(body) if body is not None else None
+        except (ValueError, UnicodeDecodeError):
+            credentials = None
+        if not isinstance(credentials, dict):
+            await send_problem(send, 400, "Invalid JSON",
+                               "The login body must be a JSON object {username, password}")
+            return
+        user = credentials.get("username", credentials.get("email"))
+        password = credentials.get("password")
+        if isinstance(user, str) and isinstance(password, str) and \
+                _same(user, self.settings.user or "") & _same(password, self.settings.password or ""):
+            payload = json.dumps({"token": self.sessions.issue()}).encode("utf-8")
+            await send({"type": "http.response.start", "status": 200,
+                        "headers": [(b"content-type", b"application/json"),
+                                    (b"content-length", str(len(payload)).encode("ascii"))]})
+            await send({"type": "http.response.body", "body": payload})
+            return
+        log.warning("failed login for user %r", user if isinstance(user, str) else None)
+        await asyncio.sleep(FAILED_LOGIN_DELAY_S)
+        await send_problem(send, 401, "Unauthorized", "Wrong username or password")
+
+
+async def _read_small(receive: Receive, limit: int) -> bytes | None:
+    """The whole body, or None once it passes `limit` bytes (a login body is tiny)."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+

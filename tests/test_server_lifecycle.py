@@ -1,0 +1,222 @@
+"""`kbsql serve` fails cleanly: SIGTERM/SIGINT stop it with exit 0 after in-flight requests
+and with indexes saved; a busy port, a damaged catalog or a bad data directory give one
+line and no traceback; a vector index ahead of its rows (a restored backup) is rebuilt;
+an index that cannot be saved never fails the insert that committed. Real servers."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from kbsql.server.process import ServerProcess, spawn
+
+HASH = {"provider": "kbsql", "model_name": "hash-16"}
+KBS = "/api/projects/mindsdb/knowledge_bases"
+
+
+def create_kb(url: str, name: str) -> int:
+    made = httpx.post(f"{url}{KBS}", json={"knowledge_base": {"name": name, "embedding_model": HASH}})
+    assert made.status_code == 201, made.text
+    return made.json()["id"]
+
+
+def insert(url: str, name: str, rows: list[dict], timeout: float = 120) -> httpx.Response:
+    return httpx.put(f"{url}{KBS}/{name}", json={"knowledge_base": {"rows": rows}}, timeout=timeout)
+
+
+def search_ids(url: str, kb: str, text: str, limit: int = 50) -> list[str]:
+    answer = httpx.post(f"{url}/api/sql/query", json={
+        "query": f"SELECT id FROM {kb} WHERE content = '{text}' LIMIT {limit}"}).json()
+    assert answer["type"] == "table", answer
+    return sorted(r[0] for r in answer["data"])
+
+
+def docs(prefix: str, word: str) -> list[dict]:
+    return [{"id": f"{prefix}{i}", "content": f"{word} {i}"} for i in range(5)]
+
+
+def stop_with(server: ServerProcess, sig: int) -> int:
+    server.process.send_signal(sig)
+    code = server.process.wait(timeout=60)
+    return code
+
+
+def index_header(path: Path) -> dict:
+    raw = path.read_bytes()
+    start = raw.index(b"\n") + 1
+    return json.loads(raw[start:raw.index(b"\n", start)])
+
+
+def store_version(path: Path) -> int:
+    with sqlite3.connect(path) as db:
+        return int(db.execute("SELECT value FROM meta WHERE key = 'version'").fetchone()[0])
+
+
+def test_sigterm_finishes_the_request_in_flight_saves_indexes_and_exits_0(tmp_path: Path) -> None:
+    server = spawn(tmp_path / "data")
+    try:
+        small_id = create_kb(server.url, "small")
+        create_kb(server.url, "big")
+        assert insert(server.url, "small", [{"id": i, "content": f"note {i}"} for i in range(10)]).is_success
+        small_index = tmp_path / "data" / "knowledge_bases" / str(small_id) / "index.faiss"
+        assert not small_index.exists()  # a few rows: the index is only written on the way out
+        # the default body limit: 64 MB, refused from the declared length alone
+        host, port = server.url.split("//")[1].rsplit(":", 1)
+        with socket.create_connection((host, int(port))) as sock:
+            sock.sendall(b"PUT /api/files/x HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: "
+                         + str(64 * 1024 * 1024 + 1).encode() + b"\r\n\r\n")
+            assert sock.recv(4096).startswith(b"HTTP/1.1 413")
+        rows = [{"id": i, "content": f"in flight {i}"} for i in range(4_000)]
+        answers: list[httpx.Response] = []
+        worker = threading.Thread(target=lambda: answers.append(insert(server.url, "big", rows)))
+        worker.start()
+        time.sleep(0.5)
+        assert stop_with(server, signal.SIGTERM) == 0
+        worker.join(timeout=60)
+        assert answers and answers[0].status_code == 200, answers
+        assert answers[0].json()["inserted_rows"] == 4_000
+        log = server.log_text()
+        assert "Traceback" not in log, log
+    finally:
+        server.stop()
+    assert index_header(small_index)["version"] == store_version(small_index.parent / "chunks.sqlite")
+    with spawn(tmp_path / "data") as again:
+        stored = httpx.post(f"{again.url}/api/sql/query",
+                            json={"query": "SELECT id FROM big LIMIT 10000"}).json()
+        assert len(stored["data"]) == 4_000, stored
+
+
+def test_sigint_exits_0_without_a_traceback(tmp_path: Path) -> None:
+    server = spawn(tmp_path / "data")
+    try:
+        assert stop_with(server, signal.SIGINT) == 0
+        log = server.log_text()
+        assert "Traceback" not in log and "KeyboardInterrupt" not in log, log
+    finally:
+        server.stop()
+
+
+def serve_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "kbsql.cli", "serve", "--port", "0", *args],
+                          capture_output=True, text=True, timeout=60)
+
+
+def one_line(done: subprocess.CompletedProcess[str]) -> str:
+    assert done.returncode == 1, (done.returncode, done.stderr)
+    assert "Traceback" not in done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    return lines[0]
+
+
+def test_a_busy_port_is_one_line(tmp_path: Path) -> None:
+    with spawn(tmp_path / "first") as first:
+        port = first.url.rsplit(":", 1)[1]
+        done = subprocess.run([sys.executable, "-m", "kbsql.cli", "serve", "--port", port,
+                               "--data-dir", str(tmp_path / "second")],
+                              capture_output=True, text=True, timeout=60)
+        assert "already in use" in one_line(done) and port in done.stderr
+
+
+def test_a_truncated_catalog_is_one_line(tmp_path: Path) -> None:
+    with spawn(tmp_path / "data") as server:
+        create_kb(server.url, "kb")
+    catalog = tmp_path / "data" / "catalog.sqlite"
+    catalog.write_bytes(catalog.read_bytes()[:1500])
+    line = one_line(serve_cli("--data-dir", str(tmp_path / "data")))
+    assert "catalog" in line and "backup" in line
+
+
+def test_a_data_dir_that_cannot_be_opened_is_one_line(tmp_path: Path) -> None:
+    not_a_dir = tmp_path / "file"
+    not_a_dir.write_text("I am a file")
+    line = one_line(serve_cli("--data-dir", str(not_a_dir)))
+    assert "data directory" in line and str(not_a_dir) in line
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "config.json").write_text("{not json")
+    assert "config.json" in one_line(serve_cli("--data-dir", str(tmp_path / "data")))
+
+
+def test_an_index_ahead_of_its_rows_is_rebuilt(tmp_path: Path) -> None:
+    """A backup of the rows restored under a newer index: the index names rows the store
+    does not have, and new rows reuse its ids. It must be rebuilt, never trusted."""
+    data = tmp_path / "data"
+    with spawn(data) as server:
+        kb_id = create_kb(server.url, "kb")
+        assert insert(server.url, "kb", docs("a", "apple")).is_success
+    folder = data / "knowledge_bases" / str(kb_id)
+    shutil.copy(folder / "chunks.sqlite", tmp_path / "backup.sqlite")  # closed cleanly: no WAL left
+    with spawn(data) as server:
+        assert insert(server.url, "kb", docs("b", "banana")).is_success
+    assert index_header(folder / "index.faiss")["version"] > store_version(tmp_path / "backup.sqlite")
+    shutil.copy(tmp_path / "backup.sqlite", folder / "chunks.sqlite")  # the restore
+    with spawn(data) as server:
+        apples = [f"a{i}" for i in range(5)]
+        assert search_ids(server.url, "kb", "banana") == apples  # only rows the store has
+        assert insert(server.url, "kb", docs("c", "cherry")).is_success
+        found = search_ids(server.url, "kb", "cherry")
+        assert found == sorted(apples + [f"c{i}" for i in range(5)])
+        answer = httpx.post(f"{server.url}/api/sql/query", json={
+            "query": "SELECT id, chunk_content FROM kb WHERE content = 'cherry 3' LIMIT 1"}).json()
+        assert answer["data"] == [["c3", "cherry 3"]]
+        assert "ahead of its rows" in server.log_text()
+
+
+def test_an_index_that_cannot_be_saved_never_fails_the_insert(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    with spawn(data) as server:
+        kb_id = create_kb(server.url, "kb")
+        blocker = data / "knowledge_bases" / str(kb_id) / "index.faiss"
+        blocker.mkdir(parents=True)  # os.replace onto a non-empty directory fails, even as root
+        (blocker / "keep").write_text("x")
+        rows = [{"id": i, "content": f"note {i}"} for i in range(6000)]  # past the save threshold
+        answer = insert(server.url, "kb", rows)
+        assert answer.status_code == 200 and answer.json()["inserted_rows"] == 6000, answer.text
+        assert search_ids(server.url, "kb", "note 42", limit=1) == ["42"]
+        log = server.log_text()
+        assert "could not save the vector index" in log and "Traceback" not in log
+        server.stop()
+        assert server.process.returncode == 0
+
+
+def read_only_mount(data: Path) -> tuple[str, ...]:
+    """Run the server in its own mount namespace where `data` is a read-only bind mount (the
+    only way to make a directory unwritable for root, which the tests run as)."""
+    probe = subprocess.run(["unshare", "-m", "sh", "-c", f'mount --bind -o ro "{data}" "{data}"'],
+                           capture_output=True, text=True, timeout=30)
+    if probe.returncode != 0:
+        pytest.skip(f"cannot make a read-only mount here: {probe.stderr.strip()}")
+    return ("unshare", "-m", "sh", "-c", 'mount --bind -o ro "$0" "$0" && exec "$@"', str(data))
+
+
+def test_a_read_only_data_dir_serves_reads(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    with spawn(data) as server:
+        create_kb(server.url, "kb")
+        assert insert(server.url, "kb", docs("a", "apple")).is_success
+    with spawn(data, prefix=read_only_mount(data)) as server:
+        assert search_ids(server.url, "kb", "apple 2", limit=1) == ["a2"]
+        assert [k["name"] for k in httpx.get(f"{server.url}{KBS}").json()] == ["kb"]
+        refused = insert(server.url, "kb", docs("b", "banana"))
+        assert refused.status_code == 403 and "read" in refused.json()["detail"]
+        sql_write = httpx.post(f"{server.url}/api/sql/query", json={
+            "query": "INSERT INTO kb (id, content) VALUES ('z', 'zebra')"}).json()
+        assert sql_write["type"] == "error" and "reads only" in sql_write["error_message"], sql_write
+        made = httpx.post(f"{server.url}{KBS}", json={"knowledge_base": {"name": "kb2",
+                                                                          "embedding_model": HASH}})
+        assert made.status_code == 403 and "reads only" in made.json()["detail"]
+        assert search_ids(server.url, "kb", "apple") == [f"a{i}" for i in range(5)]
+        log = server.log_text()
+        assert "serving reads only" in log and "Traceback" not in log, log
+        assert stop_with(server, signal.SIGTERM) == 0

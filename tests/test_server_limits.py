@@ -1,0 +1,190 @@
+"""Bounded inputs of `kbsql serve`: oversized bodies (413 before reading, memory measured),
+oversized SQL (refused before parsing), half-sent requests (408), a client leaving
+mid-body (one log line), and bad values (huge LIMIT, NaN id, UTF-16, huge chunk_size) with
+clear 4xx / `type: error` answers that store nothing. Real server on loopback."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from kbsql.server.process import ServerProcess, spawn
+
+HASH = {"provider": "kbsql", "model_name": "hash-16"}
+KBS = "/api/projects/mindsdb/knowledge_bases"
+PROBLEM = "application/problem+json"
+MB = 1024 * 1024
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    with spawn(tmp_path_factory.mktemp("limits"),
+               args=("--max-body-mb", "8", "--max-sql-kb", "64", "--timeout", "1")) as proc:
+        made = httpx.post(f"{proc.url}{KBS}", json={"knowledge_base": {
+            "name": "kb", "embedding_model": HASH}})
+        assert made.status_code == 201, made.text
+        rows = [{"id": i, "content": f"stored note {i}"} for i in range(3)]
+        assert httpx.put(f"{proc.url}{KBS}/kb", json={"knowledge_base": {"rows": rows}}).is_success
+        yield proc
+
+
+def peak_rss_kb(proc: ServerProcess) -> int:
+    for line in Path(f"/proc/{proc.process.pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    raise AssertionError("no VmHWM")
+
+
+def stored_ids(url: str) -> list[str]:
+    answer = httpx.post(f"{url}/api/sql/query", json={"query": "SELECT id FROM kb"}).json()
+    return sorted(r[0] for r in answer["data"])
+
+
+def problem(response: httpx.Response, status: int) -> dict:
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"].startswith(PROBLEM)
+    return response.json()
+
+
+def test_an_oversized_body_is_413_before_it_is_read(server: ServerProcess) -> None:
+    before = peak_rss_kb(server)
+    rows = [{"id": 1000 + i, "content": "x" * 1000} for i in range(40_000)]  # ~41 MB of JSON
+    body = json.dumps({"knowledge_base": {"rows": rows}}).encode()
+    assert len(body) > 32 * MB
+    answer = httpx.put(f"{server.url}{KBS}/kb", content=body,
+                       headers={"Content-Type": "application/json"}, timeout=60)
+    assert "limit" in problem(answer, 413)["detail"]
+    grown_mb = (peak_rss_kb(server) - before) / 1024
+    assert grown_mb < 20, f"the server's peak memory grew {grown_mb:.0f} MB"
+    assert stored_ids(server.url) == ["0", "1", "2"]
+
+
+def test_a_chunked_oversized_body_is_413_once_past_the_limit(server: ServerProcess) -> None:
+    def chunks() -> Iterator[bytes]:
+        yield b'{"query": "'
+        for _ in range(20):
+            yield b"x" * MB
+
+    before = peak_rss_kb(server)
+    answer = httpx.post(f"{server.url}/api/sql/query", content=chunks(),
+                        headers={"Content-Type": "application/json"}, timeout=60)
+    assert "limit" in problem(answer, 413)["detail"]
+    assert (peak_rss_kb(server) - before) / 1024 < 40
+
+
+def test_a_body_of_tiny_values_is_refused_before_parsing(server: ServerProcess) -> None:
+    """7 MB of `"ab",` is 1.4M strings: ~80 MB once parsed. Counted before, refused."""
+    body = b'{"knowledge_base": {"rows": [' + b'"ab",' * 1_400_000 + b'"ab"]}}'
+    before = peak_rss_kb(server)
+    answer = httpx.put(f"{server.url}{KBS}/kb", content=body,
+                       headers={"Content-Type": "application/json"}, timeout=60)
+    assert "JSON values" in problem(answer, 413)["detail"]
+    grown_mb = (peak_rss_kb(server) - before) / 1024
+    assert grown_mb < 40, f"the server's peak memory grew {grown_mb:.0f} MB"
+    assert stored_ids(server.url) == ["0", "1", "2"]
+
+
+def test_sql_over_the_limit_is_refused_before_parsing(server: ServerProcess) -> None:
+    values = ", ".join(f"({i}, 'note {i}')" for i in range(4000))  # ~80 KB > 64 KB
+    query = f"INSERT INTO kb (id, content) VALUES {values}"
+    answer = httpx.post(f"{server.url}/api/sql/query", json={"query": query})
+    assert answer.status_code == 200
+    body = answer.json()
+    assert body["type"] == "error" and "limit of 65536 bytes" in body["error_message"]
+    assert stored_ids(server.url) == ["0", "1", "2"]
+    small = httpx.post(f"{server.url}/api/sql/query", json={"query": "SELECT 1 AS a"}).json()
+    assert small["data"] == [[1]]
+
+
+def raw_exchange(url: str, payload: bytes, wait: float = 10) -> tuple[bytes, float]:
+    host, port = url.split("//")[1].rsplit(":", 1)
+    with socket.create_connection((host, int(port))) as sock:
+        sock.sendall(payload)
+        sock.settimeout(wait)
+        start = time.monotonic()
+        return sock.recv(4096), time.monotonic() - start
+
+
+def test_a_declared_length_over_the_limit_is_413_without_sending_the_body(
+        server: ServerProcess) -> None:
+    answer, waited = raw_exchange(server.url, (
+        b"PUT /api/projects/mindsdb/knowledge_bases/kb HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        b"Content-Type: application/json\r\nContent-Length: 9000000\r\n\r\n"))
+    assert answer.startswith(b"HTTP/1.1 413") and b"9000000 bytes" in answer and waited < 1
+
+
+def test_a_half_sent_head_times_out(server: ServerProcess) -> None:
+    answer, waited = raw_exchange(server.url, b"GET /api/projects HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+    assert answer.startswith(b"HTTP/1.1 408") and waited < 5
+
+
+def test_a_half_sent_body_times_out(server: ServerProcess) -> None:
+    head = (b"POST /api/sql/query HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            b"Content-Length: 200\r\n\r\n{\"query\": ")
+    answer, waited = raw_exchange(server.url, head)
+    assert answer.startswith(b"HTTP/1.1 408") and waited < 5
+    assert b"did not arrive in time" in answer
+    assert "stalled after 10 bytes" in server.log_text()
+
+
+def test_a_client_leaving_mid_body_is_one_log_line(server: ServerProcess) -> None:
+    host, port = server.url.split("//")[1].rsplit(":", 1)
+    with socket.create_connection((host, int(port))) as sock:
+        sock.sendall(b"PUT /api/projects/mindsdb/knowledge_bases/kb HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                     b"Content-Type: application/json\r\nContent-Length: 5000\r\n\r\n{\"know")
+        time.sleep(0.2)
+    deadline = time.monotonic() + 5
+    while "disconnected after 6 of 5000 bytes" not in server.log_text() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    log = server.log_text()
+    assert "PUT /api/projects/mindsdb/knowledge_bases/kb from 127.0.0.1: the client disconnected " \
+           "after 6 of 5000 bytes" in log
+    assert "Traceback" not in log
+    assert stored_ids(server.url) == ["0", "1", "2"]
+
+
+@pytest.mark.parametrize("query", [
+    "SELECT * FROM kb WHERE content = 'note' LIMIT 99999999999999999999",
+    "SELECT * FROM kb LIMIT 18446744073709551616",
+    "SELECT chunk_content FROM kb AS k JOIN (SELECT 1 AS one) AS t ON 1 = 1 "
+    "LIMIT 99999999999999999999",
+])
+def test_a_limit_beyond_2_63_is_an_sql_error(server: ServerProcess, query: str) -> None:
+    answer = httpx.post(f"{server.url}/api/sql/query", json={"query": query}).json()
+    assert answer["type"] == "error", answer
+    assert "LIMIT" in answer["error_message"] or "INT64" in answer["error_message"]
+
+
+@pytest.mark.parametrize("raw", [b'{"knowledge_base": {"rows": [{"id": NaN, "content": "nan id"}]}}',
+                                 b'{"knowledge_base": {"rows": [{"id": -Infinity, "content": "x"}]}}'])
+def test_a_nan_id_is_400_and_stores_nothing(server: ServerProcess, raw: bytes) -> None:
+    answer = httpx.put(f"{server.url}{KBS}/kb", content=raw, headers={"Content-Type": "application/json"})
+    detail = problem(answer, 400)["detail"]
+    assert "NaN" in detail or "Infinity" in detail
+    assert stored_ids(server.url) == ["0", "1", "2"]
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-32", "utf-8-sig"])
+def test_a_body_not_in_utf8_is_400(server: ServerProcess, encoding: str) -> None:
+    raw = json.dumps({"query": "CREATE KNOWLEDGE_BASE wide"}).encode(encoding)
+    answer = httpx.post(f"{server.url}/api/sql/query", content=raw,
+                        headers={"Content-Type": "application/json"})
+    assert "UTF-8" in problem(answer, 400)["detail"]
+
+
+def test_a_chunk_size_of_10_19_is_refused(server: ServerProcess) -> None:
+    rest = httpx.post(f"{server.url}{KBS}", json={"knowledge_base": {
+        "name": "huge_chunks", "embedding_model": HASH, "preprocessing": {"chunk_size": 10**19}}})
+    assert "chunk_size" in problem(rest, 400)["detail"]
+    sql = httpx.post(f"{server.url}/api/sql/query", json={"query": (
+        "CREATE KNOWLEDGE_BASE huge_chunks USING embedding_model = {'provider': 'kbsql', "
+        "'model_name': 'hash-16'}, preprocessing = {'chunk_size': 10000000000000000000}")}).json()
+    assert sql["type"] == "error" and "chunk_size" in sql["error_message"]
+    names = [k["name"] for k in httpx.get(f"{server.url}{KBS}").json()]
+    assert "huge_chunks" not in names
