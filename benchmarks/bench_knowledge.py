@@ -189,7 +189,7 @@ def bench_search(n: int, queries: int) -> dict:
         result["ingest_peak_rss_growth_mb"] = round(rss_mb() - rss0, 1)
         handle = eng.knowledge.handle(record)
         result["index_kind"] = handle.index.kind
-        # the index holds 8-bit codes (the float32 vectors are only in SQLite)
+        # the index holds float16 codes (the float32 vectors are only in SQLite)
         handle.index.save()
         result["index_mb"] = round(handle.index.path.stat().st_size / 2**20, 1) \
             if handle.index.path.exists() else None

@@ -7,15 +7,18 @@ the index and the rows always agree, whoever wrote (this process or another one)
 crash can at worst leave a stale cache file that the next open catches up.
 
 Index type by size: exact `IndexIDMap2(IndexFlatIP)` below `APPROX_THRESHOLD` live vectors;
-above, IVF over 8-bit scalar-quantised codes (`IndexIVFScalarQuantizer`, inner product),
-whose candidates (`rerank` x k of them) are re-scored exactly from the float32 vectors in
-SQLite (search.py). Why IVF and not HNSW (measured in benchmarks/bench_vs_chroma.py, curve in
+above, IVF over float16 codes (`IndexIVFScalarQuantizer` QT_fp16, inner product), whose
+candidates (`rerank` x k of them) are re-scored exactly from the float32 vectors in SQLite
+(search.py). Why IVF and not HNSW (measured in benchmarks/bench_vs_chroma.py, curve in
 benchmarks/results/vs_chroma.json): on a corpus of near-duplicates HNSW (M=32) topped out at
-recall@10 0.96 even with efSearch 512, and builds 10x slower; IVF cells hold a paragraph's
-copies together, so probing a few cells finds them (0.99). The codes are a quarter of the
-float32 vectors, so the full-precision vectors are stored once (in SQLite) and the index
-adds 384 bytes per vector, not 1536. IVF removes ids in place (no tombstones), and the
-index is retrained when the rows outgrow the training it was built on (`RETRAIN_GROWTH`).
+recall@10 0.96-0.98 even with efSearch 512, and builds 10x slower; IVF cells hold a
+paragraph's copies together, so probing a few cells finds them (0.99). Why float16 and not
+8-bit codes: at 1M near-duplicates hundreds of copies score within 1e-3 of each other and
+8-bit codes (error ~1e-3) ranked the true top 10 out of any short candidate list (recall
+0.91 even re-scoring 100 candidates); float16 gave 0.996. The codes are half the float32
+vectors, so the full-precision vectors are stored once (in SQLite) and the index adds 768
+bytes per vector of 384 dimensions. IVF removes ids in place (no tombstones), and the index
+is retrained when the rows outgrow the training it was built on (`RETRAIN_GROWTH`).
 Vectors are L2-normalised: cosine distance = 1 - inner product.
 
 Tuning: `settings.py` (CREATE INDEX ON KNOWLEDGE_BASE ... WITH (nprobe = .., rerank = ..)).
@@ -73,17 +76,14 @@ def auto_nlist(rows: int) -> int:
 
 
 def make_index(dim: int, kind: str, sample: np.ndarray | None = None, nlist: int = 0) -> Any:
-    """An empty index of `kind`: exact flat, or IVF-SQ8 trained on `sample` (the benchmarks
-    build their bare baselines with this too)."""
+    """An empty index of `kind`: exact flat, or IVF over float16 codes whose cells are trained
+    on `sample` (the benchmarks build their bare baselines with this too)."""
     if kind == "flat":
         return faiss.IndexIDMap2(faiss.IndexFlatIP(dim))
     assert sample is not None
     nlist = nlist or min(auto_nlist(len(sample)), max(1, len(sample) // TRAIN_PER_LIST))
     index = faiss.IndexIVFScalarQuantizer(faiss.IndexFlatIP(dim), dim, nlist,
-                                          faiss.ScalarQuantizer.QT_8bit, faiss.METRIC_INNER_PRODUCT)
-    # per-dimension ranges from the sample, widened so later rows are rarely clipped
-    index.sq.rangestat = faiss.ScalarQuantizer.RS_minmax
-    index.sq.rangestat_arg = 0.5
+                                          faiss.ScalarQuantizer.QT_fp16, faiss.METRIC_INNER_PRODUCT)
     index.cp.niter = 10
     with _all_cores(len(sample)):
         index.train(np.ascontiguousarray(sample, dtype=np.float32))
@@ -257,9 +257,9 @@ class VectorIndex:
         candidates with approximate scores (exact = False): the caller re-scores them from
         the stored vectors. Under a filter matching up to EXACT_SUBSET rows an IVF index
         scores every allowed row's code (all cells probed: the selector skips the others)
-        and answers at least k + FILTER_MARGIN candidates: the 8-bit error (~1e-3 in cosine)
-        is far below the margin those extra candidates give, so the re-scored top-k is the
-        true one. (Reading 10k float32 vectors back from SQLite instead took 100+ ms.)"""
+        and answers at least k + FILTER_MARGIN candidates: the float16 error (~1e-4 in
+        cosine) is far below the margin those extra candidates give, so the re-scored top-k
+        is the true one. (Reading 10k float32 vectors back from SQLite instead took 100+ ms.)"""
         empty = np.empty(0, np.float32), np.empty(0, np.int64), True
         with self.lock:
             if self.index is None or self.index.ntotal == 0 or k <= 0:

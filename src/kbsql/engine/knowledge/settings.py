@@ -25,7 +25,7 @@ from typing import Any
 from kbsql.interface.errors import BadRequest
 
 NPROBE = 32
-RERANK = 4
+RERANK = 2
 _LIMITS = {"nprobe": (1, 65536), "rerank": (1, 1000), "nlist": (0, 1 << 20), "threshold": (0, 1 << 40)}
 
 
