@@ -61,8 +61,10 @@ class IndexSettings:
         return cls(**values)
 
     def save(self, path: Path) -> None:
+        """Temp file + os.replace (a reader sees old or new); private like the other data files."""
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(asdict(self)))
+        with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
+            f.write(json.dumps(asdict(self)))
         os.replace(tmp, path)
 
     def as_dict(self) -> dict[str, int]:
