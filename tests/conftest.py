@@ -3,6 +3,7 @@ parametrized over both transports so one test checks embedded and HTTP alike."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 import kbsql
 from kbsql.engine import Engine
 from kbsql.server.process import ServerProcess, spawn
+from tests import pgvector_server
 
 pytest_plugins = ["tests.jupyterlab_fixtures"]
 
@@ -40,16 +42,51 @@ def server_url(tmp_path: Path) -> Iterator[str]:
     stop_server(proc)
 
 
-@pytest.fixture(params=["embedded", "http"])
-def client(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[kbsql.Client]:
-    """The same client API over the embedded engine and over a real server."""
-    if request.param == "embedded":
-        c = kbsql.connect(data_dir=tmp_path / "embedded")
-        yield c
-        c.close()
-        return
+@pytest.fixture
+def client_embedded(tmp_path: Path) -> Iterator[kbsql.Client]:
+    c = kbsql.connect(data_dir=tmp_path / "embedded")
+    yield c
+    c.close()
+
+
+@pytest.fixture
+def client_http(tmp_path: Path) -> Iterator[kbsql.Client]:
     proc, url = start_server(tmp_path / "server")
     c = kbsql.connect(url)
     yield c
     c.close()
     stop_server(proc)
+
+
+@pytest.fixture(params=["embedded", "http"])
+def client(request: pytest.FixtureRequest) -> kbsql.Client:
+    """The same client API over the embedded engine and over a real server."""
+    return request.getfixturevalue("client_" + request.param)
+
+
+@pytest.fixture(scope="session")
+def pgvector_server_dsn() -> Iterator[str]:
+    """One PostgreSQL 16 + pgvector for the session: `KBSQL_TEST_PGVECTOR_DSN` if set, else
+    started from the `pgserver` wheel on a free loopback port. Skipped with the reason where
+    none can be started, except in CI (CI=true), which must run these tests."""
+    dsn = os.environ.get(pgvector_server.DSN_ENV)
+    if dsn:
+        yield dsn
+        return
+    try:
+        # its own temp dir (not pytest's, which the `postgres` user cannot enter)
+        server = pgvector_server.start()
+    except pgvector_server.Unavailable as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI must run the pgvector tests: {exc}")
+        pytest.skip(f"no PostgreSQL with pgvector: {exc}")
+    yield server.dsn
+    server.stop()
+
+
+@pytest.fixture
+def pgvector_dsn(pgvector_server_dsn: str) -> Iterator[str]:
+    """A fresh database on that server for one test (dropped afterwards)."""
+    dsn = pgvector_server.fresh_database(pgvector_server_dsn)
+    yield dsn
+    pgvector_server.drop_database(dsn)

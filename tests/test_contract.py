@@ -20,6 +20,22 @@ KB_FIELDS_CREATE = ["id", "name", "project_id", "vector_database", "vector_datab
 HASH_MODEL = {"provider": "kbsql", "model_name": "hash-64", "api_key": "sk-secret-embedding"}
 
 
+@pytest.fixture(params=["embedded", "http", "pgvector"])
+def client(request, tmp_path, monkeypatch):
+    """The conftest's two transports, plus an embedded engine on a shared PostgreSQL
+    catalog, where every knowledge base is stored in pgvector: the contract must not
+    depend on where the chunks live."""
+    if request.param != "pgvector":
+        yield request.getfixturevalue("client_" + request.param)
+        return
+    monkeypatch.setenv("KBSQL_CATALOG_URL", request.getfixturevalue("pgvector_dsn"))
+    import kbsql
+
+    c = kbsql.connect(data_dir=tmp_path / "shared")
+    yield c
+    c.close()
+
+
 def test_bare_knowledge_base_create_get_list(client):
     created = client.knowledge_bases.create("kb_bare")
     body = created.to_json()
@@ -42,13 +58,21 @@ def test_bare_knowledge_base_create_get_list(client):
     assert listed[0].params["created_embedding_model"] == "kb_embedding_kb_bare"
 
 
+def default_storage(client) -> str:
+    """The vector database a KB gets without `storage` (the local store, or pgvector on a
+    shared catalog): a storage that exists, to see it echoed."""
+    probe = client.knowledge_bases.create("kb_probe", embedding_model=HASH_MODEL).to_json()
+    client.knowledge_bases.delete("kb_probe")
+    return probe["vector_database"]
+
+
 def test_knowledge_base_full_create_masks_keys_and_echoes_storage(client):
     kb = client.knowledge_bases.create(
         "kb_full", embedding_model=HASH_MODEL,
-        storage={"database": "my_vectors", "table": "docs"},
+        storage={"database": default_storage(client), "table": "docs"},
         content_columns=["body"], metadata_columns=["product"], id_column="doc_id")
     body = kb.to_json()
-    assert body["vector_database"] == "my_vectors"
+    assert body["vector_database"] == default_storage(client)
     assert body["vector_database_table"] == "docs"
     assert body["embedding_model"]["provider"] == "kbsql"
     assert body["embedding_model"]["model_name"] == "hash-64"

@@ -7,8 +7,12 @@ notebook's kernel resolves its default one, so the sidebar shows what `%%kbsql` 
 - a server URL set in the JupyterLab settings -> that server (`Authorization: Bearer
   TOKEN` with the settings' token, else `$KBSQL_TOKEN` as `kbsql.connect` reads it, else
   `$KBSQL_API_KEY` as the magics read it, from the Jupyter server's environment);
-- otherwise the embedded engine on `$KBSQL_HOME`, else on `.kbsql` next to the notebook
-  (a kernel's working directory is its notebook's folder).
+- otherwise the notebook's current connection as its kernel reports it (`kernel`: the page
+  asks `kbsql.notebook.location` silently; it follows `%kbsql_connect URL|DIR` and
+  `[tool.kbsql] default_connection`): a data directory, or a server URL with the same token
+  rule as above (the kernel never sends its key);
+- otherwise (no kernel yet, or one without kbsql) the embedded engine on `$KBSQL_HOME`, else
+  on `.kbsql` next to the notebook (a kernel's working directory is its notebook's folder).
 
 The embedded engine is opened in this process on the same data directory as the kernel:
 the catalog and the knowledge-base stores are SQLite (WAL) with versioned FAISS caches,
@@ -41,7 +45,7 @@ class Target:
     kind: str
     location: str
     source: str
-    """Where the choice came from: `settings`, `$KBSQL_HOME` or `notebook folder`."""
+    """Where the choice came from: `settings`, `kernel`, `$KBSQL_HOME` or `notebook folder`."""
     token: str | None = field(default=None, repr=False, compare=False)
 
     def describe(self, root: Path | None = None) -> dict[str, Any]:
@@ -68,14 +72,20 @@ class Target:
 
 
 def resolve(body: dict[str, Any], root: Path) -> Target:
-    """The service for one request body `{url, token, notebook}` (all optional)."""
+    """The service for one request body `{url, token, notebook, kernel}` (all optional);
+    `kernel` is `{kind, location}` as `kbsql.notebook.location.current_location` returns it."""
     url = str(body.get("url") or "").strip().rstrip("/")
     token = str(body.get("token") or "") or None
     if url:
-        if not url.startswith(("http://", "https://")):
-            raise BadTarget("The kbsql server URL must start with http:// or https://")
-        token = token or next((os.environ[v] for v in TOKEN_ENVS if os.environ.get(v)), None)
-        return Target("remote", url, "settings", token)
+        return _remote(url, token, "settings")
+    kernel = body.get("kernel")
+    if isinstance(kernel, dict) and kernel.get("location"):
+        where = str(kernel["location"])
+        if kernel.get("kind") == "remote":
+            return _remote(where.strip().rstrip("/"), token, "kernel")
+        if not Path(where).is_absolute():
+            raise BadTarget("The kernel's data directory must be an absolute path")
+        return Target("embedded", str(Path(where).resolve()), "kernel")
     home = os.environ.get(DATA_DIR_ENV)
     if home:
         return Target("embedded", str(Path(home).expanduser().resolve()), f"${DATA_DIR_ENV}")
@@ -85,6 +95,13 @@ def resolve(body: dict[str, Any], root: Path) -> Target:
     if folder != root and root not in folder.parents:
         raise BadTarget("The notebook is outside the Jupyter server's root directory")
     return Target("embedded", str(folder / DATA_DIR_NAME), "notebook folder")
+
+
+def _remote(url: str, token: str | None, source: str) -> Target:
+    if not url.startswith(("http://", "https://")):
+        raise BadTarget("The kbsql server URL must start with http:// or https://")
+    token = token or next((os.environ[v] for v in TOKEN_ENVS if os.environ.get(v)), None)
+    return Target("remote", url, source, token)
 
 
 class Clients:

@@ -5,12 +5,20 @@
  * The page never talks to a kbsql server itself (a kbsql server sends no CORS headers, and
  * the default embedded engine is files, not a URL): the Jupyter server extension opens the
  * service for it (see kbsql_labextension/connection.py). Every request is a POST with a JSON
- * body carrying the settings' URL and token and the current notebook's path, so the token
- * never appears in a URL (access logs) and is never put in the DOM or the console.
+ * body carrying the settings' URL and token, the current notebook's path and its kernel's
+ * connection, so the token never appears in a URL (access logs) and is never put in the DOM
+ * or the console.
+ *
+ * The notebook's connection: with no server URL in the settings, the kernel is asked
+ * silently (an `execute_request` with `silent`, no history, and one `user_expressions`
+ * entry calling `kbsql.notebook.location.for_frontend()`) when the notebook becomes current,
+ * when its kernel starts or restarts, and after a cell that may switch it (`%kbsql_connect`,
+ * a writing `%%kbsql`). The answer is a data directory or a URL, never a key. A kernel busy
+ * with a long cell is not waited for: the last answer for that notebook is used meanwhile.
  */
 import { URLExt } from '@jupyterlab/coreutils';
-import { INotebookTracker, NotebookActions } from '@jupyterlab/notebook';
-import { ServerConnection } from '@jupyterlab/services';
+import { INotebookTracker, NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
+import { Kernel, ServerConnection } from '@jupyterlab/services';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { Token } from '@lumino/coreutils';
 import { ISignal, Signal } from '@lumino/signaling';
@@ -46,6 +54,48 @@ export interface ISearchAnswer {
   hits: { id: string | null; chunk_id: string | null; content: string | null; relevance: number | null }[];
 }
 
+/** The notebook kernel's current kbsql connection (kbsql.notebook.location). */
+export interface IKernelPlace {
+  kind: 'embedded' | 'remote';
+  location: string;
+  alias: string;
+  project: string | null;
+  key: boolean;
+}
+
+/** The silent question put to a Python kernel; its text/plain answer is JSON. */
+const LOCATION_EXPRESSION = "__import__('kbsql.notebook.location', fromlist=['_']).for_frontend()";
+/** How long a refresh waits for the kernel (a busy kernel answers after its cell). */
+const KERNEL_WAIT_MS = 2500;
+
+/** Ask a kernel for its kbsql connection; null when it has none to tell (not Python, no kbsql). */
+export async function askKernel(kernel: Kernel.IKernelConnection): Promise<IKernelPlace | null> {
+  const info = await kernel.info;
+  if (info.language_info?.name !== 'python') {
+    return null;
+  }
+  const future = kernel.requestExecute(
+    {
+      code: '',
+      silent: true,
+      store_history: false,
+      user_expressions: { kbsql: LOCATION_EXPRESSION },
+      allow_stdin: false,
+      stop_on_error: false
+    },
+    true
+  );
+  const reply = await future.done;
+  const answer = (reply.content as any).user_expressions?.kbsql;
+  if (answer?.status !== 'ok') {
+    return null; // kbsql is not installed in this kernel: the default applies
+  }
+  const place = JSON.parse(String(answer.data['text/plain'])).location;
+  return place && place.location ? (place as IKernelPlace) : null;
+}
+
+const timeout = (ms: number) => new Promise<'timeout'>(resolve => setTimeout(() => resolve('timeout'), ms));
+
 /** One chunk of the contract's agent stream (start, actions, steps, output, error, end). */
 export type Chunk = { [key: string]: any };
 
@@ -71,9 +121,19 @@ export class KbsqlModel {
   private _again = false;
   private _ready = false;
   private _changed = new Signal<this, void>(this);
+  /** The kernel connection used by the requests (of the current notebook, when last asked). */
+  private _kernel: IKernelPlace | null = null;
+  /** The last answer of each notebook's kernel (used while its kernel is busy). */
+  private _known = new WeakMap<NotebookPanel, IKernelPlace | null>();
+  private _watched = new WeakSet<NotebookPanel>();
 
   constructor(private tracker: INotebookTracker) {
-    tracker.currentChanged.connect(() => void this.refresh());
+    tracker.currentChanged.connect((_, panel) => {
+      if (panel) {
+        this.watch(panel);
+      }
+      void this.refresh();
+    });
     NotebookActions.executed.connect((_, { cell }) => {
       if (cell.model.type === 'code' && changesCatalog(cell.model.sharedModel.getSource())) {
         void this.refresh();
@@ -120,8 +180,59 @@ export class KbsqlModel {
   }
 
   /** The body every request starts from: where the service is. */
-  private target(): { url: string; token: string; notebook: string } {
-    return { url: this._url, token: this._token, notebook: this.tracker.currentWidget?.context.path ?? '' };
+  private target(): { url: string; token: string; notebook: string; kernel: IKernelPlace | null } {
+    return {
+      url: this._url,
+      token: this._token,
+      notebook: this.tracker.currentWidget?.context.path ?? '',
+      kernel: this._url ? null : this._kernel
+    };
+  }
+
+  /** Reload when a notebook's kernel starts, changes or restarts (its connection is new). */
+  private watch(panel: NotebookPanel): void {
+    if (this._watched.has(panel)) {
+      return;
+    }
+    this._watched.add(panel);
+    // idle after starting (a new or changed kernel) or restarting: a kernel with a fresh namespace
+    let fresh = true;
+    panel.sessionContext.statusChanged.connect((_, status) => {
+      if (status === 'starting' || status === 'restarting' || status === 'autorestarting') {
+        fresh = true;
+      } else if (status === 'idle' && fresh) {
+        fresh = false;
+        this._known.delete(panel);
+        if (this.tracker.currentWidget === panel) {
+          void this.refresh();
+        }
+      }
+    });
+  }
+
+  /**
+   * The current notebook's kernel connection: asked now, or the last answer if the kernel
+   * does not answer quickly (busy, or still starting: it reloads once ready).
+   */
+  private async kernelPlace(): Promise<IKernelPlace | null> {
+    const panel = this.tracker.currentWidget;
+    if (this._url || !panel) {
+      return null; // a server URL in the settings wins: the kernel is not disturbed
+    }
+    const kernel = panel.sessionContext.session?.kernel;
+    if (!kernel || !panel.sessionContext.isReady) {
+      return this._known.get(panel) ?? null;
+    }
+    try {
+      const answer = await Promise.race([askKernel(kernel), timeout(KERNEL_WAIT_MS)]);
+      if (answer === 'timeout') {
+        return this._known.get(panel) ?? null;
+      }
+      this._known.set(panel, answer);
+      return answer;
+    } catch {
+      return this._known.get(panel) ?? null; // a dead or restarting kernel: the default or last answer
+    }
   }
 
   /**
@@ -143,6 +254,7 @@ export class KbsqlModel {
         this._loading = true;
         this._changed.emit();
         try {
+          this._kernel = await this.kernelPlace();
           this._catalog = await this.post<ICatalog>('catalog', {});
           this._error = '';
         } catch (error) {

@@ -1,10 +1,12 @@
 /**
  * The kbsql sidebar: the knowledge bases, agents, data sources and tables of the current
- * notebook's kbsql connection (the embedded engine next to the notebook, or the server set
- * in the settings), a knowledge-base search, and one click from a ready `%%kbsql` cell.
+ * notebook's kbsql connection (the server set in the settings, else the one its kernel
+ * uses: `%kbsql_connect URL|DIR`, else the embedded engine next to the notebook), a
+ * knowledge-base search, and one click from a ready `%%kbsql` cell.
  *
  * It renders the shared model's catalog, which loads when JupyterLab opens, when another
- * notebook becomes current and after a `%%kbsql` cell that writes has run.
+ * notebook becomes current or its kernel (re)starts, and after a `%%kbsql` cell that writes
+ * or a `%kbsql_connect` has run.
  */
 import { JupyterFrontEnd } from '@jupyterlab/application';
 import { LabIcon } from '@jupyterlab/ui-components';
@@ -55,6 +57,8 @@ export class KbsqlSidebar extends Widget {
   private searchInput = el('input', 'jp-mod-styled kbsql-Sidebar-searchText');
   private hits = el('div', 'kbsql-Sidebar-hits');
   private list = el('div', 'kbsql-Sidebar-list');
+  /** The connection the hits were found on: they go when it changes (another notebook, %kbsql_connect). */
+  private shownKey = '';
 
   constructor(
     private app: JupyterFrontEnd,
@@ -119,8 +123,15 @@ export class KbsqlSidebar extends Widget {
       return;
     }
     const c = catalog.connection;
+    if (this.model.connectionKey !== this.shownKey) {
+      this.shownKey = this.model.connectionKey;
+      this.hits.replaceChildren();
+      delete this.hits.dataset.state;
+    }
     this.connection.textContent = `${c.kind === 'remote' ? 'server' : 'embedded'} ${c.where}`;
-    this.connection.title = `kbsql connection from the ${c.source}${c.token ? ' (token set)' : ''}`;
+    const from = c.source === 'kernel' ? "the notebook's kernel (%kbsql_connect)" : `the ${c.source}`;
+    this.connection.title = `kbsql connection of ${from}${c.token ? ' (token set)' : ''}`;
+    this.connection.dataset.source = c.source;
     const kbCount = catalog.projects.reduce((n, p) => n + p.knowledge_bases.length, 0);
     const agentCount = catalog.projects.reduce((n, p) => n + p.agents.length, 0);
     this.setStatus(

@@ -14,6 +14,10 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=47334, help="port (default 47334; 0 picks one)")
     serve.add_argument("--data-dir", default=None, help="data directory (default $KBSQL_HOME or ./.kbsql)")
+    serve.add_argument("--catalog", default=None, metavar="URL",
+                       help="postgresql:// URL of a catalog shared by several servers (default "
+                            "$KBSQL_CATALOG_URL, else catalog.sqlite in the data directory); "
+                            "prefer the variable: a password in argv is visible to other users")
     serve.add_argument("--log-level", default="warning")
     serve.add_argument("--allow-origin", action="append", default=[], metavar="URL",
                        help="a browser origin (scheme://host:port) allowed to call the server "
@@ -69,7 +73,7 @@ def _serve(args: argparse.Namespace) -> int:
     try:
         run_server(args.host, args.port, args.data_dir, args.log_level, tuple(args.allow_origin),
                    auth=auth, limits=limits, allow_paths=args.allow_path,
-                   shutdown_timeout=args.shutdown_timeout)
+                   shutdown_timeout=args.shutdown_timeout, catalog_url=args.catalog)
     except StartupError as exc:
         print(f"kbsql serve: {exc}", file=sys.stderr)
         return 1

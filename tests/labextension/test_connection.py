@@ -63,3 +63,29 @@ def test_one_client_per_service_and_token(tmp_path):
         assert clients.get(embedded).is_embedded
     finally:
         clients.close_all()
+
+
+def test_the_notebooks_kernel_connection_unless_the_settings_name_a_server(tmp_path, monkeypatch):
+    root = tmp_path.resolve()
+    monkeypatch.setenv("KBSQL_HOME", str(root / "home"))  # the kernel's report wins over the default
+    elsewhere = str(root.parent / "shared-kb")  # a %kbsql_connect DIR may be outside the root
+    target = resolve({"notebook": "nb.ipynb", "kernel": {"kind": "embedded", "location": elsewhere}}, root)
+    assert (target.kind, target.location, target.source) == ("embedded", elsewhere, "kernel")
+    inside = resolve({"kernel": {"kind": "embedded", "location": str(root / "a" / ".kbsql")}}, root)
+    assert inside.describe(root)["where"] == "a/.kbsql"
+
+    monkeypatch.setenv("KBSQL_TOKEN", "server-token")
+    served = resolve({"kernel": {"kind": "remote", "location": "http://127.0.0.1:9/", "key": True}}, root)
+    assert (served.kind, served.location, served.source, served.token) == (
+        "remote", "http://127.0.0.1:9", "kernel", "server-token")
+    assert resolve({"token": "typed", "kernel": {"kind": "remote", "location": "http://127.0.0.1:9"}},
+                   root).token == "typed"
+
+    kernel = {"kind": "embedded", "location": elsewhere}
+    pinned = resolve({"url": "http://127.0.0.1:7", "kernel": kernel}, root)
+    assert (pinned.location, pinned.source) == ("http://127.0.0.1:7", "settings")  # the settings win
+    assert resolve({"kernel": None}, root).source == "$KBSQL_HOME"  # no kernel answer: the default
+    with pytest.raises(BadTarget, match="absolute"):
+        resolve({"kernel": {"kind": "embedded", "location": "rel/.kbsql"}}, root)
+    with pytest.raises(BadTarget, match="http:// or https://"):
+        resolve({"kernel": {"kind": "remote", "location": "ftp://127.0.0.1"}}, root)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import math
+from urllib.parse import urlparse
 
 import pandas as pd
 import pytest
@@ -12,7 +14,7 @@ KB_COLUMNS = ["id", "chunk_id", "chunk_content", "metadata", "relevance", "dista
 CREATE = """%%kbsql
 CREATE KNOWLEDGE_BASE docs
 USING embedding_model = {"provider": "kbsql", "model_name": "hash-64"},
-      metadata_columns = ['product'], id_column = 'id'
+      metadata_columns = ['product'], id_column = 'id'{storage}
 """
 
 INSERT = """%%kbsql
@@ -23,9 +25,19 @@ INSERT INTO docs (id, content, product) VALUES
 """
 
 
-@pytest.fixture
-def kb(cells):
-    result, out = cells.run(CREATE)
+@pytest.fixture(params=["local", "pgvector"])
+def kb(cells, request):
+    """A KB in the local store, and one a notebook keeps in a team's PostgreSQL (pgvector)."""
+    storage = ""
+    if request.param == "pgvector":
+        url = urlparse(request.getfixturevalue("pgvector_dsn"))
+        params = {"host": url.hostname, "port": url.port, "database": url.path.lstrip("/"),
+                  "user": url.username, "password": url.password}
+        result, out = cells.run(f"%kbsql CREATE DATABASE vdb WITH ENGINE = 'pgvector', "
+                                f"PARAMETERS = {json.dumps(params)}")
+        assert result.success, out
+        storage = ", storage = vdb.docs_chunks"
+    result, out = cells.run(CREATE.replace("{storage}", storage))
     assert result.success and out.strip() == "OK.", out
     result, out = cells.run(INSERT)
     assert result.success and "3 rows affected" in out, out

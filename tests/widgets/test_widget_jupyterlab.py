@@ -41,7 +41,7 @@ def test_jupyterlab_renders_the_finished_panel(jupyterlab, tmp_path: Path):
                 " && window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.status === 'idle'",
                 timeout=90_000)
             page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
-            panel = page.locator(".jupyter-widgets.kbsql-live")
+            panel = page.locator(".jupyter-widgets.kbsql-live.kbsql-panel").first  # the chat's are later
             panel.locator('.kbsql-status[data-status="done"]').wait_for(timeout=120_000)
             printed = page.locator(".jp-OutputArea-output pre", has_text="ANSWER:")
             printed.wait_for(timeout=30_000)
@@ -52,9 +52,11 @@ def test_jupyterlab_renders_the_finished_panel(jupyterlab, tmp_path: Path):
             assert "done in" in text
             answer = printed.inner_text().split("ANSWER:", 1)[1].strip()
             assert answer and answer.splitlines()[0][:40] in text  # the answer, in the panel
-            # The snapshot is in the output too, hidden while the live panel shows.
-            assert page.locator(".kbsql-snapshot").count() == 1
-            assert not page.locator(".kbsql-snapshot").is_visible()
+            # The snapshots are in the outputs too (the panel's, the chat's), hidden while the
+            # live widgets show.
+            assert page.locator(".kbsql-snapshot").count() == 2
+            assert not page.locator(".kbsql-snapshot").first.is_visible()
+            assert not page.locator(".kbsql-chat-snapshot").is_visible()
             # Steps are collapsible: open the query step and its SQL input appears.
             panel.get_by_text("2. kb_query_tool ✓").click()
             step = panel.locator('.kbsql-step[data-tool="kb_query_tool"]')
@@ -77,10 +79,6 @@ def test_jupyterlab_renders_the_finished_panel(jupyterlab, tmp_path: Path):
                 ".length === 2", timeout=60_000)
             chat.scroll_into_view_if_needed()
             page.screenshot(path=str(chat_shot), full_page=True)
-            chat.get_by_role("button", name="New chat").click()
-            page.wait_for_function(
-                "() => document.querySelectorAll('.kbsql-chat .kbsql-status').length === 0",
-                timeout=30_000)
 
             # Saved, kernel gone, reopened: the widgets are dead, the snapshot shows the steps.
             page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
@@ -88,7 +86,7 @@ def test_jupyterlab_renders_the_finished_panel(jupyterlab, tmp_path: Path):
                 "() => !window.jupyterapp.shell.currentWidget.context.model.dirty", timeout=30_000)
             shutdown_kernels(url, token)
             page.reload(wait_until="domcontentloaded")
-            snapshot = page.locator(".kbsql-snapshot")
+            snapshot = page.locator(".kbsql-panel.kbsql-snapshot")
             snapshot.wait_for(state="visible", timeout=60_000)
             text = snapshot.inner_text()
             assert "1. kb_list_tool ✓" in text and "2. kb_query_tool ✓" in text and "done in" in text
@@ -97,6 +95,13 @@ def test_jupyterlab_renders_the_finished_panel(jupyterlab, tmp_path: Path):
             for dead_text in ("Loading widget...", "Error displaying widget"):  # the dead live panel
                 dead = outputs.get_by_text(dead_text)
                 assert all(not dead.nth(i).is_visible() for i in range(dead.count()))
+            # The chat was answered from button clicks after its cell ran; its snapshot (updated
+            # by display id) kept both turns.
+            chat_snapshot = page.locator(".kbsql-chat-snapshot")
+            chat_snapshot.scroll_into_view_if_needed(timeout=30_000)
+            chat_text = chat_snapshot.inner_text()
+            assert "How long does shipping take?" in chat_text and "And refunds?" in chat_text
+            assert "Shipping takes five business days" in chat_text
             page.screenshot(path=str(reopened_shot), full_page=True)
         finally:
             browser.close()

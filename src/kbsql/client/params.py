@@ -229,3 +229,11 @@ def bind(sql: str, params: Mapping[str, Any]) -> str:
         last = end
     out.append(sql[last:])
     return "".join(out)
+
+
+_PLAIN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def quote_name(name: str) -> str:
+    """A name as an SQL identifier: bare when plain, else in backticks (doubled inside)."""
+    return name if _PLAIN_NAME.match(name) else "`" + name.replace("`", "``") + "`"

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from kbsql.interface.api import INSERT_BATCH_ROWS, ServiceApi
 from kbsql.interface.models import Agent, KnowledgeBase
+from kbsql.interface.progress import ProgressFactory
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -63,11 +64,13 @@ class KnowledgeBases:
 
     def insert(self, name: str, rows: pd.DataFrame | Iterable[dict[str, Any]], *,
                project: str | None = None, batch_size: int = INSERT_BATCH_ROWS,
-               progress: bool | None = None) -> int:
+               progress: bool | ProgressFactory | None = None) -> int:
         """Insert rows (a DataFrame or dicts); returns how many rows went in.
 
-        Embedded, the engine takes the rows in one call (it batches and shows its own
-        progress bar); remote, rows go in batches of `batch_size` per request.
+        Embedded, the engine takes the rows in one call (it batches and reports its
+        progress by phase); remote, rows go in batches of `batch_size` per request and the
+        bar moves per batch. `progress`: None shows a bar from 1,000 rows, True/False
+        always/never, or a factory (see `kbsql.interface.progress`).
         """
         sent, stored = self._client.api.insert_into_knowledge_base(
             self._client.project_of(project), name, rows, batch_size=batch_size, progress=progress)

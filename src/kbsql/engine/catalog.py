@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from kbsql.engine.catalog_pg import PgConnection, is_postgres_url
 from kbsql.interface.api import DEFAULT_PROJECT
 from kbsql.interface.errors import Conflict, NotFound, ServiceError
 
@@ -165,25 +166,34 @@ def open_read_only(path: Path) -> sqlite3.Connection:
 class Catalog:
     """Typed reads and transactional writes over the catalog database."""
 
-    def __init__(self, path: Path, read_only: bool = False):
+    def __init__(self, path: Path | str, read_only: bool = False):
+        """`path`: a SQLite file, or a `postgresql://` URL for a catalog shared by several
+        servers (catalog_pg.py speaks the same SQL there)."""
         self._lock = threading.RLock()
-        self.read_only = read_only
-        if read_only:
-            self._db = open_read_only(path)
+        self.read_only = read_only and not is_postgres_url(path)  # a local directory's state
+        self.shared_url: str | None = None
+        if is_postgres_url(path):
+            self.shared_url = str(path)
+            self._db: Any = PgConnection(str(path))
+        else:
+            path = Path(path)
+            if read_only:
+                self._db = open_read_only(path)
+                self._db.row_factory = sqlite3.Row
+                return
+            path.parent.mkdir(parents=True, exist_ok=True)
+            private_file(path)
+            self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None,
+                                       timeout=30)
             self._db.row_factory = sqlite3.Row
-            return
-        path.parent.mkdir(parents=True, exist_ok=True)
-        private_file(path)
-        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None,
-                                   timeout=30)
-        self._db.row_factory = sqlite3.Row
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA foreign_keys=ON")
         self._db.execute("PRAGMA synchronous=NORMAL")
         with self._lock:
             self._db.executescript(_SCHEMA)
         with self.transaction() as db:
-            if db.execute("SELECT 1 FROM projects WHERE name = ?", (DEFAULT_PROJECT,)).fetchone() is None:
+            if db.execute("SELECT 1 FROM projects WHERE lower(name) = lower(?)",
+                          (DEFAULT_PROJECT,)).fetchone() is None:
                 db.execute("INSERT INTO projects (name, created_at) VALUES (?, ?)",
                            (DEFAULT_PROJECT, now()))
 
@@ -217,7 +227,7 @@ class Catalog:
         must denote one thing. Raise Conflict when `name` is taken (other than by `own_id`
         of the same kind, for a rename)."""
         for other, (table, label) in _KINDS.items():
-            row = db.execute(f"SELECT id FROM {table} WHERE project_id = ? AND name = ?",
+            row = db.execute(f"SELECT id FROM {table} WHERE project_id = ? AND lower(name) = lower(?)",
                              (project_id, name)).fetchone()
             if row is None or (other == kind and row[0] == own_id):
                 continue
@@ -242,7 +252,7 @@ class Catalog:
                 for r in self._read("SELECT * FROM projects ORDER BY id")]
 
     def project(self, name: str) -> ProjectRecord:
-        rows = self._read("SELECT * FROM projects WHERE name = ?", (name,))
+        rows = self._read("SELECT * FROM projects WHERE lower(name) = lower(?)", (name,))
         if not rows:
             raise NotFound(f"Project with name {name} does not exist", title="Project not found")
         r = rows[0]
@@ -250,7 +260,7 @@ class Catalog:
 
     def create_project(self, name: str, if_not_exists: bool = False) -> ProjectRecord:
         with self.transaction() as db:
-            exists = db.execute("SELECT 1 FROM projects WHERE name = ?", (name,)).fetchone()
+            exists = db.execute("SELECT 1 FROM projects WHERE lower(name) = lower(?)", (name,)).fetchone()
             if exists is None:
                 db.execute("INSERT INTO projects (name, created_at) VALUES (?, ?)", (name, now()))
             elif not if_not_exists:
@@ -281,7 +291,8 @@ class Catalog:
 
     def find_knowledge_base(self, project: str, name: str) -> KbRecord | None:
         pid = self.project(project).id
-        rows = self._read(self._KB_SELECT + " WHERE k.project_id = ? AND k.name = ?", (pid, name))
+        rows = self._read(self._KB_SELECT + " WHERE k.project_id = ? AND lower(k.name) = lower(?)",
+                          (pid, name))
         return self._kb(rows[0]) if rows else None
 
     def knowledge_base(self, project: str, name: str) -> KbRecord:
@@ -329,7 +340,8 @@ class Catalog:
 
     def agent(self, project: str, name: str) -> AgentRecord:
         pid = self.project(project).id
-        rows = self._read(self._AGENT_SELECT + " WHERE a.project_id = ? AND a.name = ?", (pid, name))
+        rows = self._read(self._AGENT_SELECT + " WHERE a.project_id = ? AND lower(a.name) = lower(?)",
+                          (pid, name))
         if not rows:
             raise NotFound(f"Agent with name {name} does not exist", title="Agent not found")
         return self._agent(rows[0])
@@ -370,13 +382,14 @@ class Catalog:
         return [self._datasource(r) for r in self._read("SELECT * FROM datasources ORDER BY id")]
 
     def find_datasource(self, name: str) -> DatasourceRecord | None:
-        rows = self._read("SELECT * FROM datasources WHERE name = ?", (name,))
+        rows = self._read("SELECT * FROM datasources WHERE lower(name) = lower(?)", (name,))
         return self._datasource(rows[0]) if rows else None
 
     def create_datasource(self, name: str, engine: str, parameters: dict[str, Any]) -> DatasourceRecord:
         with self.transaction() as db:
-            taken = db.execute("SELECT 1 FROM datasources WHERE name = ?", (name,)).fetchone() or \
-                db.execute("SELECT 1 FROM projects WHERE name = ?", (name,)).fetchone()
+            taken = db.execute("SELECT 1 FROM datasources WHERE lower(name) = lower(?)",
+                               (name,)).fetchone() or \
+                db.execute("SELECT 1 FROM projects WHERE lower(name) = lower(?)", (name,)).fetchone()
             if taken:
                 raise Conflict(f"Database with name {name} already exists",
                                title="Database already exists")
@@ -388,6 +401,6 @@ class Catalog:
 
     def delete_datasource(self, name: str) -> None:
         with self.transaction() as db:
-            if db.execute("DELETE FROM datasources WHERE name = ?", (name,)).rowcount == 0:
+            if db.execute("DELETE FROM datasources WHERE lower(name) = lower(?)", (name,)).rowcount == 0:
                 raise NotFound(f"Database with name {name} does not exist",
                                title="Database not found")

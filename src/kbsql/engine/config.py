@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 DATA_DIR_ENV = "KBSQL_HOME"
+CATALOG_URL_ENV = "KBSQL_CATALOG_URL"
 DEFAULT_DATA_DIR = ".kbsql"
 CONFIG_FILE = "config.json"
 
@@ -51,9 +52,13 @@ class EngineConfig:
     """Set by the engine when the data directory cannot be written: it serves reads only."""
     """Roots file-based data sources may open; None: anywhere but the data directory
     (datasources/confine.py). `kbsql serve` sets it with a token or a public bind."""
+    catalog_url: str | None = None
+    """A `postgresql://` URL: the catalog (and, by default, new knowledge bases) live in that
+    database, shared by every server started with it. None: `catalog.sqlite` in data_dir."""
 
     @classmethod
-    def load(cls, data_dir: str | os.PathLike[str] | None = None) -> EngineConfig:
+    def load(cls, data_dir: str | os.PathLike[str] | None = None,
+             catalog_url: str | None = None) -> EngineConfig:
         path = resolve_data_dir(data_dir)
         file_values: dict[str, Any] = {}
         config_file = path / CONFIG_FILE
@@ -65,7 +70,9 @@ class EngineConfig:
         if isinstance(file_values.get("default_embedding_model"), dict):
             config.default_embedding_model = dict(file_values["default_embedding_model"])
         config.extra = {k: v for k, v in file_values.items()
-                        if k not in ("default_model", "default_embedding_model")}
+                        if k not in ("default_model", "default_embedding_model", "catalog_url")}
+        config.catalog_url = (catalog_url or os.environ.get(CATALOG_URL_ENV)
+                              or file_values.get("catalog_url") or None)
         env_model = {key: os.environ[var] for var, key in _MODEL_ENV.items() if os.environ.get(var)}
         if env_model:
             if "provider" in env_model and env_model["provider"] != config.default_model.get("provider"):

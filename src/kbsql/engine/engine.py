@@ -37,6 +37,7 @@ from kbsql.engine.views import knowledge_base, knowledge_base_json
 from kbsql.interface.api import INSERT_BATCH_ROWS, InsertCounts
 from kbsql.interface.frames import read_uploaded
 from kbsql.interface.models import Agent, KnowledgeBase
+from kbsql.interface.progress import ProgressFactory
 from kbsql.interface.results import SqlResult
 
 __all__ = ["DEFAULT_VECTOR_DATABASE", "Engine"]
@@ -58,23 +59,34 @@ class Engine:
     embedded = True
 
     def __init__(self, data_dir: str | os.PathLike[str] | None = None,
-                 config: EngineConfig | None = None):
-        self.config = config or EngineConfig.load(data_dir)
+                 config: EngineConfig | None = None, catalog_url: str | None = None):
+        self.config = config or EngineConfig.load(data_dir, catalog_url)
         self.data_dir: Path = self.config.data_dir
         # 0700: the catalog holds API keys; nobody but the owner may even list the files
         self.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         # a read-only directory (a read-only mount, a snapshot) still serves reads
         self.config.read_only = not os.access(self.data_dir, os.W_OK)
-        self.catalog = Catalog(self.data_dir / "catalog.sqlite", read_only=self.config.read_only)
-        self.knowledge = KnowledgeService(self.data_dir, self.config)
+        # a postgresql:// URL: the state shared by several servers (catalog_pg.py)
+        self.catalog = Catalog(self.config.catalog_url or self.data_dir / "catalog.sqlite",
+                               read_only=self.config.read_only)
+        self.knowledge = KnowledgeService(self.data_dir, self.config, self.catalog.find_datasource)
         self.kbs = KnowledgeBases(self.catalog, self.knowledge)
         sql_port = _LateSql()
         self.agents = AgentService(self.catalog, self.config, sql_port)
         agent_port: AgentOps = self.agents
-        self.sql = SqlExecutor(self.catalog, FrameStore(self.data_dir), self.kbs, agent_port,
+        self.sql = SqlExecutor(self.catalog, self._frames(), self.kbs, agent_port,
                                PathPolicy(self.config))
         sql_port.target = self.sql  # the mutual recursion, closed here and only here
         self._closed = threading.Event()
+
+    def _frames(self) -> FrameStore:
+        """Registered DataFrames: Parquet files in the data directory, or rows of the shared
+        catalog's database (a frame registered through one server is a table for all)."""
+        if self.catalog.shared_url:
+            from kbsql.engine.datasources.frames_pg import PgFrameStore
+
+            return PgFrameStore(self.catalog.shared_url)
+        return FrameStore(self.data_dir)
 
     def close(self) -> None:
         if not self._closed.is_set():
@@ -128,16 +140,31 @@ class Engine:
         return {**knowledge_base_json(self.catalog.knowledge_base(project, name), "get"),
                 "inserted_rows": stored}
 
+    def knowledge_base_vectors(self, project: str, name: str, limit: int = 5000,
+                               query: str | None = None) -> dict[str, Any]:
+        """In-process only (the HTTP API never sends vectors): the first `limit` chunks'
+        ids, metadata and embeddings, and the embedding of `query`, for a notebook's 2-D map
+        of a knowledge base (`%kbsql_plot map`)."""
+        import numpy as np
+
+        record = self.catalog.knowledge_base(project, name)
+        chunk_ids, metadata, vectors = self.knowledge.handle(record).sample(limit)
+        query_vector = None
+        if query is not None and vectors.shape[1]:
+            query_vector = np.asarray(self.knowledge.embedder(record.spec).embed([query])[0], np.float32)
+        return {"chunk_ids": chunk_ids, "metadata": metadata, "vectors": vectors,
+                "query_vector": query_vector}
+
     def insert_into_knowledge_base(self, project: str, name: str, rows: Any, *,
                                    batch_size: int = INSERT_BATCH_ROWS,
-                                   progress: bool | None = None) -> InsertCounts:
+                                   progress: bool | ProgressFactory | None = None) -> InsertCounts:
         """`ServiceApi.insert_into_knowledge_base`: the rows (DataFrame or dicts) go to the
         knowledge service in one call, which batches them itself (`batch_size` is for HTTP)."""
         sent = len(rows) if hasattr(rows, "__len__") else None
         record = self.catalog.knowledge_base(project, name)
         return InsertCounts(sent, self.kbs.insert_rows(record, rows, progress))
 
-    def insert_rows(self, record: KbRecord, rows: Any, progress: bool | None = None) -> int:
+    def insert_rows(self, record: KbRecord, rows: Any, progress: bool | ProgressFactory | None = None) -> int:
         """Insert rows (list of dicts or a DataFrame) into the knowledge base of `record`."""
         return self.kbs.insert_rows(record, rows, progress)
 

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple, Protocol
 
 from kbsql.interface.models import Agent, KnowledgeBase
+from kbsql.interface.progress import ProgressFactory
 from kbsql.interface.results import SqlResult
 
 DEFAULT_PROJECT = "mindsdb"
@@ -62,7 +63,7 @@ class ServiceApi(Protocol):
 
     def insert_into_knowledge_base(
         self, project: str, name: str, rows: Iterable[dict[str, Any]] | Any, *,
-        batch_size: int = INSERT_BATCH_ROWS, progress: bool | None = None,
+        batch_size: int = INSERT_BATCH_ROWS, progress: bool | ProgressFactory | None = None,
     ) -> InsertCounts:
         """Insert rows (a DataFrame or dicts). Embedded, the engine takes them in one call
         (it batches and shows its own progress bar); over HTTP they go in PUTs of

@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from kbsql.interface.errors import BadRequest
 
@@ -41,6 +40,8 @@ def read_uploaded(raw: bytes, content_type: str = "") -> pa.Table:
 
     try:
         if raw[:4] == b"PAR1":
+            import pyarrow.parquet as pq  # here, not at import: ~5 MB an idle server never needs
+
             return pq.read_table(io.BytesIO(raw))
         if "csv" in content_type:
             import pyarrow.csv as pcsv

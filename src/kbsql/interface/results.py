@@ -14,6 +14,11 @@ if TYPE_CHECKING:  # pandas is imported lazily: a plain client call must not pay
 KB_COLUMNS = ("id", "chunk_id", "chunk_content", "metadata", "relevance", "distance")
 """Columns of a SELECT on a knowledge base, in the contract's order."""
 
+KB_INTERNAL_METADATA = ("chunk_index", "content_column", "start_char", "end_char", "original_doc_id",
+                        "original_row_index", "source")
+"""The contract's metadata keys the engine writes itself (a declared metadata column can
+never be named like one)."""
+
 
 def default_context(db: str = "mindsdb") -> dict[str, Any]:
     return {"show_secrets": False, "db": db}
@@ -29,10 +34,18 @@ class TableResult:
     type: str = "table"
     frame: Any = field(default=None, repr=False, compare=False)
     """A DataFrame of the same rows when the engine already has one (embedded mode)."""
+    default_limit: int | None = None
+    """Set when the service applied its default row limit (a search without LIMIT) and the
+    result is as long as that limit, so more rows may exist: a notebook says so under the
+    table. kbsql's own field: sent only when set, so the contract's fields stay as they are
+    and other clients ignore it."""
 
     def to_json(self) -> dict[str, Any]:
-        return {"type": "table", "column_names": list(self.column_names), "data": self.rows(),
+        body: dict[str, Any] = {"type": "table", "column_names": list(self.column_names), "data": self.rows(),
                 "context": dict(self.context)}
+        if self.default_limit is not None:
+            body["default_limit"] = self.default_limit
+        return body
 
     def rows(self) -> list[list[Any]]:
         return self.data
@@ -88,7 +101,9 @@ def result_from_json(body: dict[str, Any]) -> SqlResult:
     kind = body.get("type")
     context = body.get("context") or {}
     if kind == "table":
-        return TableResult(list(body.get("column_names") or []), body.get("data") or [], context)
+        limit = body.get("default_limit")
+        return TableResult(list(body.get("column_names") or []), body.get("data") or [], context,
+                           default_limit=int(limit) if isinstance(limit, int) else None)
     if kind == "error":
         return ErrorResult(str(body.get("error_message")), body.get("error_code") or 0, context)
     if kind == "ok":

@@ -43,11 +43,18 @@ def renderer() -> Renderer:
     return show_agent_stream
 
 
-def _watch(chunks: Iterable[dict[str, Any]], errors: list[str]) -> Iterator[dict[str, Any]]:
-    for chunk in chunks:
-        if chunk_kind(chunk) == "error":
-            errors.append(str(chunk.get("content") or "the agent failed"))
-        yield chunk
+def _watch(chunks: Iterable[dict[str, Any]], errors: list[Any]) -> Iterator[dict[str, Any]]:
+    """Pass the chunks on, noting failures: an error chunk (the engine's way) or the stream
+    raising (a server answers an unknown agent with 404 before any chunk). The renderer shows
+    either as a failed panel; `ask` then fails the cell the same way in both cases."""
+    try:
+        for chunk in chunks:
+            if chunk_kind(chunk) == "error":
+                errors.append(str(chunk.get("content") or "the agent failed"))
+            yield chunk
+    except KbsqlError as exc:
+        errors.append(exc)
+        raise
 
 
 def ask(conn: Connection, agent: str, question: str, *, project: str | None = None,
@@ -71,6 +78,6 @@ def ask(conn: Connection, agent: str, question: str, *, project: str | None = No
         if close is not None:
             close()  # an interrupted cell stops the run on the server
     if errors and not answer:
-        raise AgentError(errors[0])
+        raise errors[0] if isinstance(errors[0], KbsqlError) else AgentError(errors[0])
     conn.history[key] = [*history, {"question": question, "answer": answer}]
     return AgentAnswer(answer)

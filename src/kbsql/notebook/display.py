@@ -13,6 +13,7 @@ import html
 import pandas as pd
 
 from kbsql.interface.results import OkResult, TableResult
+from kbsql.notebook import table_view
 
 FLOAT_COLUMNS = ("relevance", "distance")
 """Search scores: numbers, or null for a plain select; shown as float with NaN for null."""
@@ -30,37 +31,52 @@ def to_frame(result: TableResult) -> pd.DataFrame:
 
 
 class ResultFrame(pd.DataFrame):
-    """A DataFrame that shows at most `display_limit` rows (None or 0: all of them)."""
+    """A DataFrame that shows at most `display_limit` rows (None or 0: all of them), through
+    `table_view` (internal metadata keys hidden, scores rounded, long text behind a click),
+    with notes under the table (rows not shown, a default LIMIT that applied)."""
 
-    _metadata = ["_display_limit"]
+    _metadata = ["_display_limit", "_notes", "_full", "_internal_metadata"]
 
     @property
     def _constructor(self):  # derived frames are plain DataFrames
         return pd.DataFrame
 
     @classmethod
-    def wrap(cls, frame: pd.DataFrame, display_limit: int | None) -> ResultFrame:
+    def wrap(cls, frame: pd.DataFrame, display_limit: int | None, *, notes: list[str] | None = None,
+             full: bool = False, internal_metadata: bool = False) -> ResultFrame:
         out = cls(frame)
         out._display_limit = display_limit
+        out._notes = list(notes or [])
+        out._full = full
+        out._internal_metadata = internal_metadata
         return out
 
-    def _shown(self) -> tuple[pd.DataFrame, str | None]:
+    def _shown(self) -> tuple[pd.DataFrame, list[str]]:
         limit = getattr(self, "_display_limit", None)
         plain = pd.DataFrame(self)
-        if not limit or len(plain) <= limit:
-            return plain, None
-        note = (f"{limit} of {len(plain):,} rows shown; the returned DataFrame has all of them "
-                "(set %config KbSql.displaylimit to change)")
-        return plain.head(limit), note
+        notes = list(getattr(self, "_notes", []))
+        if limit and len(plain) > limit:
+            notes.insert(0, f"{limit} of {len(plain):,} rows shown; the returned DataFrame has all of "
+                            "them (set %config KbSql.displaylimit to change)")
+            plain = plain.head(limit)
+        shown = table_view.display_frame(plain, internal_metadata=getattr(self, "_internal_metadata", False))
+        return shown, notes
 
     def _repr_html_(self) -> str | None:
-        shown, note = self._shown()
-        body = shown._repr_html_() or html.escape(repr(shown))
-        return body + (f"<p><small>{html.escape(note)}</small></p>" if note else "")
+        shown, notes = self._shown()
+        body = table_view.frame_html(shown, full=getattr(self, "_full", False))
+        return body + "".join(f'<p class="kbsql-note"><small>{html.escape(n)}</small></p>' for n in notes)
 
     def __repr__(self) -> str:
-        shown, note = self._shown()
-        return repr(shown) + (f"\n{note}" if note else "")
+        shown, notes = self._shown()
+        return table_view.frame_text(shown, full=getattr(self, "_full", False)) + "".join(
+            f"\n{n}" for n in notes)
+
+
+def default_limit_note(limit: int) -> str:
+    """Under a search cut by the service's default LIMIT: say so, and how to get more."""
+    return (f"A search without LIMIT returns at most {limit} rows: there may be more matches "
+            f"(add LIMIT n to get them)")
 
 
 def ok_message(result: OkResult, previous_project: str | None = None) -> str:
@@ -91,15 +107,18 @@ class ShortError(Exception):
         return [f"\x1b[0;31m{line}\x1b[0m" for line in lines]
 
 
-def short_error(exc: BaseException) -> ShortError:
-    """The short form of a kbsql error: the service's own message, titled by its kind."""
+def short_error(exc: BaseException, where: str | None = None) -> ShortError:
+    """The short form of a kbsql error: the service's own message, titled by its kind and,
+    when known, the connection that answered (`SQL error [remote: http://...]`), since with
+    two connections open the same message can come from either."""
     from kbsql.interface.errors import ServiceError, SqlError, TransportError
 
+    suffix = f" [{where}]" if where else ""
     if isinstance(exc, SqlError):
-        return ShortError(exc.message, "SQL error")
+        return ShortError(exc.message, "SQL error" + suffix)
     if isinstance(exc, ServiceError):
-        return ShortError(exc.detail, exc.title)
+        return ShortError(exc.detail, exc.title + suffix)
     if isinstance(exc, TransportError):
-        return ShortError(str(exc), "Connection error")
-    return ShortError(str(exc), "Error")
+        return ShortError(str(exc), "Connection error" + suffix)
+    return ShortError(str(exc), "Error" + suffix)
 

@@ -27,8 +27,9 @@ from kbsql.interface.results import OkResult, TableResult
 from kbsql.notebook import agent as agent_flow
 from kbsql.notebook.config import pyproject_settings
 from kbsql.notebook.connections import DEFAULT_API_KEY_ENV, Connection, ConnectionManager, mask_url
-from kbsql.notebook.display import ResultFrame, ok_message, short_error, to_frame
-from kbsql.notebook.params import collect_params, expand_template
+from kbsql.notebook.display import ResultFrame, default_limit_note, ok_message, short_error, to_frame
+from kbsql.notebook.options import split_options
+from kbsql.notebook.params import collect_params, expand_template, strip_comment
 
 _CAPTURE = re.compile(r"^\s*([A-Za-z_]\w*)\s*<<\s*(.*)$", re.DOTALL)
 _TOKEN = re.compile(r"\s*(\S+)")
@@ -54,37 +55,11 @@ def keep_question_marks(lines: list[str]) -> list[str]:
     return out
 
 
-def split_options(line: str, func: Any) -> tuple[Any, str]:
-    """Parse the leading options of `line` with the magic's argparse parser and return
-    (args, the rest of the line untouched)."""
-    parser = func.parser
-    takes_value = {s: a.nargs != 0 for a in parser._actions for s in a.option_strings}
-    tokens: list[str] = []
-    pos = 0
-    while (match := _TOKEN.match(line, pos)) is not None:
-        token = match.group(1)
-        if token == "--":  # explicit end of options
-            pos = match.end()
-            break
-        option = token.split("=", 1)[0]
-        if not re.match(r"^--?[A-Za-z]", token):
-            break
-        if option not in takes_value:
-            raise UsageError(f"Unknown option {option} (see %{func.__name__}?)")
-        tokens.append(token)
-        pos = match.end()
-        if takes_value[option] and "=" not in token:
-            value = _TOKEN.match(line, pos)
-            if value is None:
-                raise UsageError(f"Option {option} needs a value")
-            tokens.append(value.group(1))
-            pos = value.end()
-    return parse_argstring(func, " ".join(tokens)), line[pos:].strip()
-
-
 @magics_class
 class KbSql(Magics, Configurable):
     """SQL and agents of a kbsql service (the embedded engine or a server) in IPython."""
+
+    matcher: Any = None  # the %%kbsql Tab completer, set by load_ipython_extension
 
     displaylimit = Int(10, allow_none=True, help="Rows shown of a result; 0 or None shows all. "
                        "The returned DataFrame always has every row.").tag(config=True)
@@ -132,10 +107,17 @@ class KbSql(Magics, Configurable):
     def _connection(self, alias: str | None) -> Connection:
         return self._sync_manager().get(alias or None)
 
-    def _fail(self, exc: BaseException) -> None:
+    def _fail(self, exc: BaseException, conn: Connection | None = None) -> None:
         if self.short_errors:
-            raise short_error(exc) from None
+            raise short_error(exc, self._where(conn)) from None
         raise exc
+
+    def _where(self, conn: Connection | None) -> str | None:
+        """`alias: place` of the connection that answered (None before one opened)."""
+        if conn is None:
+            return None
+        where = getattr(conn.client.api, "data_dir", None)
+        return f"{conn.alias}: {'embedded' if where is not None else mask_url(conn.target or '')}"
 
     # %kbsql / %%kbsql ---------------------------------------------------------------------
     @magic_arguments()
@@ -148,6 +130,10 @@ class KbSql(Magics, Configurable):
               "(overrides KbSql.displaylimit).")
     @argument("--no-vars", action="store_true", help="Send the text as is: no {{name}} templates, "
               "no :name parameters.")
+    @argument("--full", action="store_true", help="Show long text whole (by default it is cut, "
+              "with a click to expand).")
+    @argument("--internal-metadata", action="store_true", help="Also show the metadata keys kbsql "
+              "writes itself (chunk_index, start_char, ...), hidden by default.")
     @no_var_expand  # `{{name}}` and `$` are ours, not IPython's `{var}` expansion
     @line_cell_magic
     def kbsql(self, line: str, cell: str | None = None) -> Any:
@@ -163,11 +149,12 @@ class KbSql(Magics, Configurable):
         message and fails the cell. Settings: %config KbSql (displaylimit, connections, ...).
         Connections: %kbsql_connect; agents: %agent.
         """
-        args, rest = split_options(line, self.kbsql)
+        args, rest = split_options(strip_comment(line), self.kbsql)
         text = rest if cell is None else f"{rest}\n{cell}"
         capture = _CAPTURE.match(text)
         target, sql = (capture.group(1), capture.group(2)) if capture else (None, text)
         sql = sql.strip()
+        conn = None
         try:
             conn = self._connection(args.connection)
             if args.project:
@@ -186,7 +173,7 @@ class KbSql(Magics, Configurable):
             before = conn.client.project
             result = conn.client.sql(sql, params=params)
         except KbsqlError as exc:
-            return self._fail(exc)
+            return self._fail(exc, conn)
         return self._present(result, before, args, target)
 
     def _present(self, result: Any, before: str, args: Any, target: str | None) -> Any:
@@ -205,7 +192,9 @@ class KbSql(Magics, Configurable):
         if target:
             return None
         limit = args.limit if args.limit is not None else self.displaylimit
-        return ResultFrame.wrap(frame, limit)
+        notes = [default_limit_note(result.default_limit)] if result.default_limit else []
+        return ResultFrame.wrap(frame, limit, notes=notes, full=args.full,
+                                internal_metadata=args.internal_metadata)
 
     # %kbsql_connect ------------------------------------------------------------------------
     @magic_arguments()
@@ -224,7 +213,7 @@ class KbSql(Magics, Configurable):
     @line_magic
     def kbsql_connect(self, line: str) -> None:
         """Open, switch, list or close connections. Keys are never printed or stored."""
-        args = parse_argstring(self.kbsql_connect, line)
+        args = parse_argstring(self.kbsql_connect, strip_comment(line))
         manager = self._sync_manager()
         try:
             if args.close:
@@ -259,23 +248,31 @@ class KbSql(Magics, Configurable):
 
         Follow-up questions carry the conversation so far; --new starts over.
         """
-        args, rest = split_options(line, self.agent)
+        args, rest = split_options(strip_comment(line), self.agent)
         name, _, question = rest.partition(" ")
         question = question.strip() if cell is None else f"{question}\n{cell}".strip()
         if not name:
             raise UsageError("Name the agent: %agent AGENT question (see %agent?)")
+        conn = None
         try:
             conn = self._connection(args.connection)
             return agent_flow.ask(conn, name, question, project=args.project, new=args.new)
         except KbsqlError as exc:
-            return self._fail(exc)
+            return self._fail(exc, conn)
 
 
 def load_ipython_extension(ipython: Any) -> None:
     """Register the magics once per shell (loading twice keeps the first instance)."""
     if any(isinstance(c, KbSql) for c in ipython.configurables):
         return
-    ipython.register_magics(KbSql(shell=ipython))
+    from kbsql.notebook.completer import make_matcher
+    from kbsql.notebook.plot_magic import KbSqlPlot
+
+    magics = KbSql(shell=ipython)
+    ipython.register_magics(magics)
+    ipython.register_magics(KbSqlPlot(magics, shell=ipython))
+    magics.matcher = make_matcher(lambda: magics._connection(None).client)
+    ipython.Completer.custom_matchers.append(magics.matcher)
     ipython.input_transformers_cleanup.append(keep_question_marks)
 
 
@@ -284,10 +281,15 @@ def unload_ipython_extension(ipython: Any) -> None:
     for magics in [c for c in ipython.configurables if isinstance(c, KbSql)]:
         magics.manager.close_all()
         ipython.configurables.remove(magics)
+        matcher = getattr(magics, "matcher", None)
+        if matcher in ipython.Completer.custom_matchers:
+            ipython.Completer.custom_matchers.remove(matcher)
     if keep_question_marks in ipython.input_transformers_cleanup:
         ipython.input_transformers_cleanup.remove(keep_question_marks)
     registry = ipython.magics_manager.registry
     registry.pop("KbSql", None)
-    for kind, names in (("line", ("kbsql", "kbsql_connect", "agent")), ("cell", ("kbsql", "agent"))):
+    registry.pop("KbSqlPlot", None)
+    for kind, names in (("line", ("kbsql", "kbsql_connect", "agent", "kbsql_plot")),
+                        ("cell", ("kbsql", "agent"))):
         for name in names:
             ipython.magics_manager.magics[kind].pop(name, None)

@@ -50,3 +50,22 @@ def collect_params(sql: str, namespace: Mapping[str, Any]) -> dict[str, Any] | N
         raise ParameterError(f"No variable for the parameter :{missing[0]} "
                              "(define it in the notebook, or use --no-vars to send the text as is)")
     return {n: namespace[n] for n in names}
+
+
+def strip_comment(line: str) -> str:
+    """A magic line without its trailing `# comment`, as the editor shows it.
+
+    A `#` starts a comment when it stands alone as a word (whitespace or the line's start
+    before it, whitespace or the end after it) outside quotes, so `'#1'`, `C#` or `#tag` stay
+    part of the text."""
+    quote = None
+    for i, ch in enumerate(line):
+        if quote:
+            if ch == quote:
+                quote = None
+        elif ch in "'\"`":
+            quote = ch
+        elif (ch == "#" and (i == 0 or line[i - 1].isspace())
+              and (i + 1 == len(line) or line[i + 1].isspace())):
+            return line[:i].rstrip()
+    return line

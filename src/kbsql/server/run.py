@@ -22,6 +22,7 @@ from types import FrameType
 import uvicorn
 
 from kbsql.engine import Engine
+from kbsql.interface.errors import ServiceError
 from kbsql.server.app import build_app
 from kbsql.server.auth import AuthSettings
 from kbsql.server.guard import is_loopback_host
@@ -53,12 +54,15 @@ def check_exposure(host: str, auth: AuthSettings) -> None:
                            "--password, or bind to 127.0.0.1")
 
 
-def open_engine(data_dir: str | None, allowed_paths: tuple[Path, ...] | None) -> Engine:
+def open_engine(data_dir: str | None, allowed_paths: tuple[Path, ...] | None,
+                catalog_url: str | None = None) -> Engine:
     try:
-        engine = Engine(data_dir)
+        engine = Engine(data_dir, catalog_url=catalog_url)
     except sqlite3.DatabaseError as exc:
         raise StartupError(f"the catalog in {data_dir or 'the data directory'} cannot be read "
                            f"({exc}): restore it from a backup or move it away") from None
+    except ServiceError as exc:  # a shared catalog that cannot be reached (password masked)
+        raise StartupError(exc.detail) from None
     except json.JSONDecodeError as exc:
         raise StartupError(f"config.json in {data_dir or 'the data directory'} is not valid "
                            f"JSON: {exc}") from None
@@ -73,7 +77,10 @@ def open_engine(data_dir: str | None, allowed_paths: tuple[Path, ...] | None) ->
 def bind(host: str, port: int) -> socket.socket:
     try:
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        sock = socket.socket(family, socket.SOCK_STREAM)
+        # proto must be IPPROTO_TCP (not the default 0): asyncio only sets TCP_NODELAY on
+        # accepted sockets whose proto says TCP. Without it the response head and body (two
+        # writes) meet Nagle + the client's delayed ACK and every keep-alive request waits ~40 ms.
+        sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, port))
     except OSError as exc:
@@ -87,20 +94,22 @@ def bind(host: str, port: int) -> socket.socket:
 def serve(host: str = "127.0.0.1", port: int = 47334, data_dir: str | None = None,
           log_level: str = "warning", allowed_origins: tuple[str, ...] = (), *,
           auth: AuthSettings | None = None, limits: Limits | None = None,
-          allow_paths: Iterable[str] = (), shutdown_timeout: float = 30) -> None:
+          allow_paths: Iterable[str] = (), shutdown_timeout: float = 30,
+          catalog_url: str | None = None) -> None:
     """Serve until interrupted. With port 0 the OS picks a free port; the first line on
     stdout is `kbsql serving on http://HOST:PORT` either way (tests read it).
     `allowed_origins`: browser origins allowed besides loopback ones (see server/guard.py).
     `allow_paths`: the only roots file-based data sources may open when the server has a
     token or listens beyond loopback (anywhere but the data directory otherwise).
-    `shutdown_timeout`: seconds requests in flight get to finish after SIGTERM/SIGINT."""
+    `shutdown_timeout`: seconds requests in flight get to finish after SIGTERM/SIGINT.
+    `catalog_url`: a postgresql:// catalog shared with other servers (else $KBSQL_CATALOG_URL)."""
     auth = auth or AuthSettings()
     limits = limits or Limits()
     check_exposure(host, auth)
     confined = auth.enabled or not is_loopback_host(host)
     roots = tuple(Path(p).expanduser().resolve() for p in allow_paths)
     os.umask(0o077)  # every file the server writes is the owner's alone (0600, dirs 0700)
-    engine = open_engine(data_dir, roots if confined or roots else None)
+    engine = open_engine(data_dir, roots if confined or roots else None, catalog_url)
     if engine.config.read_only:
         print(f"kbsql serve: {engine.data_dir} cannot be written: serving reads only",
               file=sys.stderr, flush=True)
@@ -118,7 +127,12 @@ def serve(host: str = "127.0.0.1", port: int = 47334, data_dir: str | None = Non
                             h11_max_incomplete_event_size=64 * 1024)
     server = _Server(config)
     shown = f"[{host}]" if ":" in host else host  # an IPv6 address needs brackets in a URL
-    print(f"kbsql serving on http://{shown}:{bound_port} (data: {engine.data_dir})", flush=True)
+    where = f"data: {engine.data_dir}"
+    if engine.catalog.shared_url:
+        from kbsql.engine.catalog_pg import where_of_url
+
+        where += f", catalog: {where_of_url(engine.catalog.shared_url)}"
+    print(f"kbsql serving on http://{shown}:{bound_port} ({where})", flush=True)
     try:
         server.run(sockets=[sock])
     finally:

@@ -11,11 +11,10 @@ import json
 from typing import Any
 
 from kbsql.interface.observation import parse_table, write_table
-from kbsql.interface.results import ErrorResult, OkResult, SqlResult, TableResult
+from kbsql.interface.results import KB_INTERNAL_METADATA, ErrorResult, OkResult, SqlResult, TableResult
 
 MAX_ROWS = 30
-INTERNAL_METADATA = ("chunk_index", "content_column", "start_char", "end_char", "original_doc_id",
-                     "original_row_index", "source", "updated_at")
+INTERNAL_METADATA = (*KB_INTERNAL_METADATA, "updated_at")
 
 
 def observation(result: SqlResult, updated_at: str | None = None) -> str:

@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from kbsql.engine.datasources.base import FrameScan, Scan, match_name
 from kbsql.interface.errors import BadRequest
@@ -30,6 +29,14 @@ from kbsql.interface.frames import to_arrow
 
 FRAMES_SOURCE = "df"
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+
+
+def _parquet() -> Any:
+    """pyarrow.parquet, imported when a frame is first stored or read (~5 MB a server that
+    never sees a DataFrame does not need)."""
+    import pyarrow.parquet
+
+    return pyarrow.parquet
 
 
 def frame_name(name: Any) -> str:
@@ -62,7 +69,7 @@ class FrameStore:
         if existing is not None and existing != name:  # names are case-insensitive
             self._path(existing).unlink(missing_ok=True)
         tmp = self.folder / f".{name}.{os.getpid()}.tmp"
-        pq.write_table(table, tmp)
+        _parquet().write_table(table, tmp)
         os.replace(tmp, self._path(name))  # atomic: a reader sees the old or the new file
         with self._lock:
             self._loaded[name] = (self._path(name).stat().st_mtime, table)
@@ -76,6 +83,9 @@ class FrameStore:
         with self._lock:
             self._loaded.pop(found, None)
         return True
+
+    def close(self) -> None:
+        """Nothing is held open (frames_pg's subclass holds a connection)."""
 
     def attach(self, con: Any) -> None:
         pass
@@ -102,7 +112,7 @@ class FrameStore:
             return self.table(found)
         if cached is not None and cached[0] == mtime:
             return cached[1]
-        table = pq.read_table(path)
+        table = _parquet().read_table(path)
         with self._lock:
             self._loaded[name] = (mtime, table)
         return table

@@ -8,6 +8,7 @@ from kbsql.engine.catalog import DatasourceRecord
 from kbsql.engine.datasources.base import DataSource
 from kbsql.engine.datasources.duckdb_file import DuckdbFileSource
 from kbsql.engine.datasources.files import FilesSource
+from kbsql.engine.datasources.pgvector import PgVectorSource
 from kbsql.engine.datasources.postgres import PostgresSource
 from kbsql.engine.datasources.sqlite_file import SqliteFileSource
 from kbsql.interface.errors import SqlError
@@ -18,6 +19,7 @@ ENGINES: dict[str, Any] = {
     "files": FilesSource,
     "postgres": PostgresSource,
     "postgresql": PostgresSource,
+    "pgvector": PgVectorSource,
 }
 
 

@@ -13,9 +13,11 @@ from typing import Any
 
 from kbsql.engine import validate
 from kbsql.engine.catalog import Catalog, KbRecord
-from kbsql.engine.knowledge.service import KnowledgeService
+from kbsql.engine.knowledge.service import DEFAULT_VECTOR_DATABASE, KnowledgeService
+from kbsql.interface.errors import Conflict
+from kbsql.interface.progress import ProgressFactory
 
-DEFAULT_VECTOR_DATABASE = "kbsql_faiss"
+__all__ = ["DEFAULT_VECTOR_DATABASE", "KnowledgeBases"]
 
 
 class KnowledgeBases:
@@ -35,9 +37,12 @@ class KnowledgeBases:
             return existing
         self.catalog.check_name_free(project, name, "knowledge base")  # before provider calls
         store = validate.storage(body.get("storage"))
+        # no storage: the local store, or pgvector in the database of a shared catalog
+        database, table = ((store["database"], store["table"]) if store
+                           else self.service.default_storage(project, name))
         spec = {
-            "vector_database": store["database"] if store else DEFAULT_VECTOR_DATABASE,
-            "vector_database_table": store["table"] if store else name,
+            "vector_database": database,
+            "vector_database_table": table,
             "embedding_model": validate.model(body.get("embedding_model"), "embedding_model"),
             "reranking_model": validate.model(body.get("reranking_model"), "reranking_model"),
             "metadata_columns": validate.string_list(body.get("metadata_columns"), "metadata_columns"),
@@ -46,20 +51,35 @@ class KnowledgeBases:
             "preprocessing": validate.preprocessing(body.get("preprocessing")),
             "query_id": None,
             "params": {"created_embedding_model": f"kb_embedding_{name}",
-                       "default_vector_storage": DEFAULT_VECTOR_DATABASE},
+                       "default_vector_storage": self.service.default_storage(project, name)[0]},
         }
         if existing is None:  # a duplicate is a 409 from the catalog; skip the provider call
+            if self.service.vector_source(database) is not None:  # a storage that exists
+                self._check_table_free(database, table)
             self.service.check_models(spec)
         record = self.catalog.create_knowledge_base(project, name, spec)
-        self.service.create_storage(record)
+        try:
+            self.service.create_storage(record)
+        except BaseException:  # e.g. the pgvector server refused: nothing half-made stays
+            self.catalog.delete_knowledge_base(record)
+            raise
         return record
+
+    def _check_table_free(self, database: str, table: str) -> None:
+        """One PostgreSQL table holds one knowledge base: a second KB on it would mix chunks
+        (and dropping either would drop both)."""
+        for other in self.catalog.knowledge_bases():
+            if (str(other.spec.get("vector_database", "")).lower() == database.lower()
+                    and str(other.spec.get("vector_database_table", "")).lower() == table.lower()):
+                raise Conflict(f"Table {table} of {database} already stores knowledge base "
+                               f"{other.project_name}.{other.name}", title="Storage in use")
 
     def delete(self, project: str, name: str) -> None:
         record = self.catalog.knowledge_base(project, name)
         self.catalog.delete_knowledge_base(record)  # atomic; files go after, ids never reused
         self.service.drop_storage(record)
 
-    def insert_rows(self, record: KbRecord, rows: Any, progress: bool | None = None) -> int:
+    def insert_rows(self, record: KbRecord, rows: Any, progress: bool | ProgressFactory | None = None) -> int:
         """Insert rows (list of dicts or a DataFrame) into a knowledge base; returns the count
         of rows stored (rows without content are skipped)."""
         count = self.service.insert(record, rows, progress=progress)

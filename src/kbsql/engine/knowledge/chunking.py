@@ -104,7 +104,10 @@ Span = tuple[int, int]
 
 def split_text(text: str, config: ChunkingConfig = ChunkingConfig()) -> list[Span]:
     """Chunk spans of `text`, each stripped of surrounding whitespace and non-empty."""
-    spans = _split(text, 0, len(text), list(config.separators), config)
+    if len(text) <= config.chunk_size:  # a short text is one chunk whatever the separators
+        spans = [(0, len(text))]
+    else:
+        spans = _split(text, 0, len(text), list(config.separators), config)
     out: list[Span] = []
     for start, end in spans:
         while start < end and text[start].isspace():

@@ -91,12 +91,18 @@ class HashEmbedder:
 
     def embed(self, texts: list[str]) -> np.ndarray:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for row, text in enumerate(texts):
+        rows: list[int] = []
+        cols: list[int] = []
+        signs: list[float] = []
+        cache, slot = self._cache, self._slot
+        for row, text in enumerate(texts):  # one np.add.at for the batch, not one per token
             for token in _TOKEN.findall(text.lower()):
-                col, sign = self._slot(token)
-                out[row, col] += sign
-            if not out[row].any():
-                out[row, 0] = 1.0  # empty text: a fixed unit vector rather than zeros
+                col, sign = cache.get(token) or slot(token)
+                rows.append(row)
+                cols.append(col)
+                signs.append(sign)
+        np.add.at(out, (np.array(rows, np.intp), np.array(cols, np.intp)), np.array(signs, np.float32))
+        out[~out.any(axis=1), 0] = 1.0  # empty text: a fixed unit vector rather than zeros
         return normalize(out)
 
     def check(self) -> None:

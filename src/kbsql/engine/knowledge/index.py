@@ -36,13 +36,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import faiss as _faiss
 import numpy as np
 
 from kbsql.engine.knowledge.settings import IndexSettings
 from kbsql.engine.knowledge.store import ChunkStore
-
-faiss: Any = _faiss  # faiss's SWIG-generated stubs are partial (no SearchParametersIVF)
 
 APPROX_THRESHOLD = 20_000
 RETRAIN_GROWTH = 2  # rebuild (new cells) when the live rows pass this multiple of the training
@@ -52,7 +49,21 @@ PERSIST_FRACTION = 0.25  # ... and at least this share of the index (total write
 _MAGIC = b"KBSQLIDX2\n"
 log = logging.getLogger(__name__)
 
-faiss.omp_set_num_threads(1)  # single queries: 1 thread is 2x faster than 2 (platform facts)
+
+class _LazyFaiss:
+    """faiss is loaded at the first index use, not at import: it costs ~13 MB of RSS and
+    0.1 s, which an idle `kbsql serve` (or a notebook that never searches) does not need."""
+
+    def __getattr__(self, name: str) -> Any:
+        import faiss as module
+
+        module.omp_set_num_threads(1)  # single queries: 1 thread is 2x faster than 2 (platform facts)
+        globals()["faiss"] = module
+        return getattr(module, name)
+
+
+# typed Any: faiss's SWIG-generated stubs are partial (no SearchParametersIVF)
+faiss: Any = _LazyFaiss()
 EXACT_SUBSET = 20_000  # filtered IVF searches over at most this many rows score every one of them
 FILTER_MARGIN = 64  # extra candidates re-scored exactly under such a filter
 BULK = 2_000  # adds at least this big use every core (training and assignment are CPU-bound)

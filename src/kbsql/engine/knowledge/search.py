@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -52,14 +52,43 @@ class SearchRequest:
     rerank: bool = True
 
 
+class SearchableStorage(Protocol):
+    """What a search needs from where a KB's chunks live (storage.KbStorage extends it with
+    writes). Rows are addressed by integer keys the storage hands out."""
+
+    def sync(self) -> None: ...
+
+    def plain_rows(self, filters: list[Filter], limit: int | None, offset: int = 0) -> list[list[Any]]: ...
+
+    def vector_top(self, query: np.ndarray, k: int, filters: list[Filter]) -> tuple[np.ndarray, np.ndarray]:
+        """(cosine similarities, keys) of the true top-k rows matching `filters`, best first."""
+        ...
+
+    def keyword_top(self, text: str, k: int, filters: list[Filter]) -> dict[int, float]:
+        """key -> full-text score scaled to [0, 1] by the best, for rows matching `filters`."""
+        ...
+
+    def similarities(self, query: np.ndarray, keys: list[int]) -> dict[int, float]: ...
+
+    def load_rows(self, keys: list[int]) -> dict[int, tuple[Any, ...]]:
+        """key -> (id, chunk_id, content, metadata as JSON text)."""
+        ...
+
+
+def op_sql(f: Filter) -> str:
+    """The SQL operator of a filter (the same set for every storage), or a clear error."""
+    op = _OPS.get(f.op.lower())
+    if op is None:
+        raise BadRequest(f"operator {f.op!r} is not supported on knowledge-base column {f.column!r}")
+    return op
+
+
 def filter_sql(filters: list[Filter], alias: str = "") -> tuple[str, list[Any]]:
     """`WHERE`-ready SQL (without the keyword) and its parameters; '' when no filter."""
     parts: list[str] = []
     args: list[Any] = []
     for f in filters:
-        op = _OPS.get(f.op.lower())
-        if op is None:
-            raise BadRequest(f"operator {f.op!r} is not supported on knowledge-base column {f.column!r}")
+        op = op_sql(f)
         column = f.column.lower()
         is_id = column in ("id", "chunk_id")
         if is_id:
@@ -193,28 +222,29 @@ def check_request(request: SearchRequest) -> None:
         raise BadRequest(f"hybrid_search_alpha must be between 0 and 1, not {request.alpha}")
 
 
-def _ranked(store: ChunkStore, index: VectorIndex, query: np.ndarray, fetch: int,
+def _ranked(storage: SearchableStorage, query: np.ndarray, fetch: int,
             request: SearchRequest) -> tuple[list[int], dict[int, float], dict[int, float]]:
     """(seqs best first, seq -> cosine similarity, seq -> ranking score) of one search."""
-    scores, ids = vector_top(store, index, query, fetch, request.filters)
+    scores, ids = storage.vector_top(query, fetch, request.filters)
     sims = dict(zip(ids.tolist(), scores.tolist(), strict=True))
     ranking = dict(sims)  # seq -> ranking score
     if request.hybrid:
-        keyword = keyword_top(store, request.query or "", fetch, request.filters)
+        keyword = storage.keyword_top(request.query or "", fetch, request.filters)
         missing = [s for s in keyword if s not in sims]
-        sims.update(similarities(store, query, missing))
+        sims.update(storage.similarities(query, missing))
         alpha = float(request.alpha)
         # relevance of the vector side as in a plain search, so alpha = 1 is exactly that
         ranking = {s: alpha / (2.0 - sims[s]) + (1 - alpha) * keyword.get(s, 0.0) for s in sims}
     return sorted(ranking, key=lambda s: -ranking[s]), sims, ranking
 
 
-def search(store: ChunkStore, index: VectorIndex, embedder: Any, reranker: Any,
+def search(storage: SearchableStorage, embedder: Any, reranker: Any,
            request: SearchRequest) -> list[list[Any]]:
-    """Semantic (optionally hybrid, optionally reranked) search; rows in KB_COLUMNS order."""
+    """Semantic (optionally hybrid, optionally reranked) search over any storage (see
+    storage.py); rows in KB_COLUMNS order."""
     check_request(request)
     if request.query is None:
-        return plain_rows(store, request.filters, request.limit)
+        return storage.plain_rows(request.filters, request.limit)
     limit = DEFAULT_LIMIT if request.limit is None else int(request.limit)
     if limit == 0:
         return []
@@ -226,9 +256,9 @@ def search(store: ChunkStore, index: VectorIndex, embedder: Any, reranker: Any,
     # the index is synced again and the search redone, so the rows come from one state;
     # should writers keep winning, the last attempt keeps only the rows still there.
     for attempt in range(SEARCH_ATTEMPTS):
-        index.sync()
-        order, sims, ranking = _ranked(store, index, query, fetch, request)
-        rows = load_rows(store, order)
+        storage.sync()
+        order, sims, ranking = _ranked(storage, query, fetch, request)
+        rows = storage.load_rows(order)
         if len(rows) == len(order) or attempt == SEARCH_ATTEMPTS - 1:
             break
     out = []

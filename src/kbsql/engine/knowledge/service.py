@@ -9,58 +9,94 @@ before the call. The index catches up after the commit, and on every search.
 
 from __future__ import annotations
 
-import json
 import logging
+import re
 import shutil
 import threading
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from kbsql.engine.catalog import KbRecord, ReadOnlyData, now
+from kbsql.engine.catalog import DatasourceRecord, KbRecord, now
 from kbsql.engine.config import EngineConfig
 from kbsql.engine.knowledge import search as search_mod
 from kbsql.engine.knowledge.embeddings import embedder_for
-from kbsql.engine.knowledge.index import VectorIndex
 from kbsql.engine.knowledge.ingest import RowChunker, check_metadata_columns, iter_batches
+from kbsql.engine.knowledge.local import LocalStorage
 from kbsql.engine.knowledge.rerank import Reranker
 from kbsql.engine.knowledge.search import Filter, SearchRequest
-from kbsql.engine.knowledge.settings import IndexSettings
-from kbsql.engine.knowledge.store import ChunkStore
-from kbsql.interface.errors import BadRequest, ProviderError
+from kbsql.engine.knowledge.storage import KbStorage
+from kbsql.interface import progress as progress_mod
+from kbsql.interface.errors import BadRequest, ProviderError, ServiceError
 
 ROW_BATCH = 256
-PROGRESS_MIN_ROWS = 1000
+DEFAULT_VECTOR_DATABASE = "kbsql_faiss"  # the local store's name in `storage` / vector_database
+SHARED_VECTOR_DATABASE = "kbsql_pgvector"  # the shared catalog's own database, as KB storage
+PROGRESS_EMBED_BATCH = 64
+"""Texts per embedding call while a progress bar shows (the bar moves after each call)."""
 log = logging.getLogger(__name__)
 
 
-@dataclass
-class KbHandle:
-    store: ChunkStore
-    index: VectorIndex
-
-
 class KnowledgeService:
-    def __init__(self, data_dir: Path, config: EngineConfig):
+    def __init__(self, data_dir: Path, config: EngineConfig,
+                 datasources: Callable[[str], DatasourceRecord | None] | None = None):
         self.root = data_dir / "knowledge_bases"
         self.config = config
-        self._handles: dict[int, KbHandle] = {}
+        self.datasources = datasources  # name -> data source record (pgvector storage lookup)
+        self._handles: dict[int, KbStorage] = {}
         self._lock = threading.Lock()
 
-    # files ------------------------------------------------------------------------------
+    # storage ----------------------------------------------------------------------------
     def storage_dir(self, record: KbRecord) -> Path:
         return self.root / str(record.id)
 
-    def handle(self, record: KbRecord) -> KbHandle:
+    def default_storage(self, project: str, name: str) -> tuple[str, str]:
+        """(vector database, table) of a new KB created without `storage`: the local store,
+        or on a shared catalog a table in the catalog's own database (nothing a server
+        keeps may live only on its disk)."""
+        if self.config.catalog_url:
+            table = re.sub(r"\W", "_", f"kb_{project}_{name}".lower())[:63]
+            return SHARED_VECTOR_DATABASE, table
+        return DEFAULT_VECTOR_DATABASE, name
+
+    def vector_source(self, database: str | None) -> DatasourceRecord | None:
+        """The pgvector data source a KB's `storage` names, None for the local store; a clear
+        error for any other name (a storage is never silently ignored)."""
+        if database == SHARED_VECTOR_DATABASE and self.config.catalog_url:
+            return DatasourceRecord(0, database, "pgvector", {"dsn": self.config.catalog_url}, "")
+        if not database or database == DEFAULT_VECTOR_DATABASE:
+            if self.config.catalog_url:
+                raise BadRequest(f"This server shares its catalog: knowledge bases cannot use the "
+                                 f"local store {DEFAULT_VECTOR_DATABASE} (leave storage out for "
+                                 f"{SHARED_VECTOR_DATABASE}, or name a pgvector database)",
+                                 title="Invalid storage")
+            return None
+        found = self.datasources(database) if self.datasources else None
+        if found is None or found.engine.lower() != "pgvector":
+            raise BadRequest(f"Storage database {database} is not a pgvector database: create it with "
+                             f"CREATE DATABASE {database} WITH ENGINE = 'pgvector', PARAMETERS = "
+                             "{host, port, database, user, password}, or leave storage out for the "
+                             "local store", title="Invalid storage")
+        return found
+
+    def _open(self, record: KbRecord) -> KbStorage:
+        source = self.vector_source(record.spec.get("vector_database"))
+        if source is None:
+            return LocalStorage(self.storage_dir(record), read_only=self.config.read_only)
+        from kbsql.engine.datasources.postgres import settings
+        from kbsql.engine.knowledge.pgvector import PgVectorStorage
+
+        return PgVectorStorage(settings(source.parameters), str(record.spec["vector_database_table"]),
+                               str(source.parameters.get("schema") or "public"))
+
+    def handle(self, record: KbRecord) -> KbStorage:
         with self._lock:
             h = self._handles.get(record.id)
             if h is None:
-                directory = self.storage_dir(record)
-                store = ChunkStore(directory / "chunks.sqlite", read_only=self.config.read_only)
-                h = KbHandle(store, VectorIndex(directory / "index.faiss", store))
-                store.index_metadata(record.spec.get("metadata_columns") or [])
+                h = self._open(record)
+                h.index_metadata(record.spec.get("metadata_columns") or [])
                 self._handles[record.id] = h
             return h
 
@@ -69,24 +105,27 @@ class KnowledgeService:
 
     def spec_changed(self, record: KbRecord) -> None:
         """After ALTER KNOWLEDGE_BASE: index newly declared metadata columns."""
-        self.handle(record).store.index_metadata(record.spec.get("metadata_columns") or [])
+        self.handle(record).index_metadata(record.spec.get("metadata_columns") or [])
 
     def drop_storage(self, record: KbRecord) -> None:
         with self._lock:
             h = self._handles.pop(record.id, None)
-        if h is not None:
-            h.store.close()
-        shutil.rmtree(self.storage_dir(record), ignore_errors=True)
+        if h is None:
+            try:
+                h = self._open(record)
+            except ServiceError:
+                shutil.rmtree(self.storage_dir(record), ignore_errors=True)
+                return
+        try:
+            h.drop()
+        finally:
+            h.close()
 
     def close(self) -> None:
         with self._lock:
             handles, self._handles = list(self._handles.values()), {}
         for h in handles:
-            try:
-                if not self.config.read_only:
-                    h.index.try_save()
-            finally:
-                h.store.close()
+            h.close()
 
     # models -----------------------------------------------------------------------------
     def embedder(self, spec: dict[str, Any]) -> Any:
@@ -110,7 +149,8 @@ class KnowledgeService:
             reranker.check()
 
     # writes -----------------------------------------------------------------------------
-    def insert(self, record: KbRecord, rows: Any, progress: bool | None = None) -> int:
+    def insert(self, record: KbRecord, rows: Any,
+               progress: bool | progress_mod.ProgressFactory | None = None) -> int:
         """Insert rows (list of dicts or a DataFrame) atomically; returns the rows stored.
         Re-inserted ids replace their document's chunks (upsert). Rows whose content
         columns are all null/NaN/blank are skipped (logged; the client warns): they leave any stored
@@ -123,17 +163,19 @@ class KnowledgeService:
         h = self.handle(record)
         embedder = self.embedder(record.spec)
         chunker = RowChunker(record.spec)
-        bar = None
-        if progress or (progress is None and total >= PROGRESS_MIN_ROWS):
-            from tqdm.auto import tqdm
-
-            bar = tqdm(total=total, desc=f"insert into {record.name}", unit="row")
+        bar = progress_mod.open_progress(f"insert into {record.name}", total, progress=progress)
         stamp = now()
         position = skipped = 0
+        error: BaseException | None = None
         try:
-            with h.store.write() as db:
-                dim = h.store.dim()
+            if bar is not None:
+                bar.update(progress_mod.READING, 0, total)
+            with h.write() as writer:
+                dim = writer.dim
                 for batch in iter_batches(rows, ROW_BATCH):
+                    first = position
+                    if bar is not None:
+                        bar.update(progress_mod.CHUNKING, first, total)
                     docs: dict[str, list[Any]] = {}
                     for row in batch:
                         made = chunker.chunks(row, position)
@@ -143,26 +185,30 @@ class KnowledgeService:
                             continue
                         docs[made[0]] = made[1]  # a repeated id in one call: the last row wins
                     chunks = [c for cs in docs.values() for c in cs]
-                    vectors = self._embed(embedder, [c.content for c in chunks])
+                    on_embedded = None
+                    if bar is not None:
+                        def on_embedded(done: int, count: int, first: int = first, rows: int = len(batch)):
+                            # the bar moves by chunk: a half-embedded batch is half its rows
+                            bar.update(progress_mod.EMBEDDING, first + rows * done / max(count, 1), total)
+                    vectors = self._embed(embedder, [c.content for c in chunks], on_embedded)
                     if dim is None and len(chunks):
                         dim = int(vectors.shape[1])
-                        db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('dim', ?)", (dim,))
+                        writer.set_dim(dim)
                     if len(chunks) and vectors.shape[1] != dim:
                         raise ProviderError(f"Embedding model '{embedder.model_name}' returned "
                                             f"{vectors.shape[1]}-d vectors; this knowledge base "
                                             f"holds {dim}-d")
-                    db.executemany("DELETE FROM chunks WHERE id = ?", [(d,) for d in docs])
-                    db.executemany(
-                        "INSERT INTO chunks (id, chunk_id, content, metadata, embedding, updated_at)"
-                        " VALUES (?, ?, ?, ?, ?, ?)",
-                        [(c.doc_id, c.chunk_id, c.content, json.dumps(c.metadata, default=str),
-                          vectors[i].tobytes(), stamp) for i, c in enumerate(chunks)])
                     if bar is not None:
-                        bar.update(len(batch))
+                        bar.update(progress_mod.STORING, position, total)
+                    writer.replace(list(docs), chunks, vectors, stamp)
+                if bar is not None:
+                    bar.update(progress_mod.STORING, total, total)  # committing
+        except BaseException as exc:
+            error = exc
+            raise
         finally:
             if bar is not None:
-                bar.close()
-        self._catch_up(h)
+                bar.close(error)
         if skipped:
             message = (f"{skipped} of {total} rows had no content in {chunker.content_columns} "
                        f"(null, NaN or blank) and were skipped; stored documents with their ids "
@@ -171,64 +217,49 @@ class KnowledgeService:
         return total - skipped
 
     @staticmethod
-    def _catch_up(h: KbHandle) -> None:
-        """Bring the index up to the rows just committed. The write has succeeded whatever
-        happens here: a failure is logged and the index dropped, so the next search
-        rebuilds it from the rows instead of answering from a half-updated cache."""
-        try:
-            h.index.sync()
-        except Exception as exc:
-            log.warning("updating the vector index %s after a committed write failed (%s); "
-                        "it is rebuilt on the next search", h.index.path, exc)
-            h.index.reset()
-
-    @staticmethod
-    def _embed(embedder: Any, texts: list[str]) -> np.ndarray:
+    def _embed(embedder: Any, texts: list[str],
+               on_embedded: Callable[[int, int], None] | None = None) -> np.ndarray:
+        """Embed in the model's batches; with a progress callback, in batches of at most
+        PROGRESS_EMBED_BATCH texts so a bar moves steadily, called after each batch."""
         if not texts:
             return np.zeros((0, 0), np.float32)
         size = getattr(embedder, "batch_size", 256)
-        parts = [embedder.embed(texts[i:i + size]) for i in range(0, len(texts), size)]
+        if on_embedded is not None:
+            size = min(size, PROGRESS_EMBED_BATCH)
+        parts = []
+        for i in range(0, len(texts), size):
+            parts.append(embedder.embed(texts[i:i + size]))
+            if on_embedded is not None:
+                on_embedded(min(i + size, len(texts)), len(texts))
         return np.concatenate(parts) if len(parts) > 1 else parts[0]
 
     def delete(self, record: KbRecord, filters: list[Filter]) -> int:
         """Delete the chunks matching the filters (all of them when none); returns the count."""
         if any(f.column.lower() in ("relevance", "distance") for f in filters):
             raise BadRequest("DELETE from a knowledge base filters on id or metadata columns only")
-        h = self.handle(record)
-        where, args = search_mod.filter_sql(filters)
-        with h.store.write() as db:
-            count = db.execute("DELETE FROM chunks" + (f" WHERE {where}" if where else ""), args).rowcount
-        self._catch_up(h)
-        return count
+        return self.handle(record).delete(filters)
 
     # reads ------------------------------------------------------------------------------
     def search(self, record: KbRecord, request: SearchRequest) -> list[list[Any]]:
         """Rows (id, chunk_id, chunk_content, metadata, relevance, distance) for a request."""
-        h = self.handle(record)
+        storage = self.handle(record)
         embedder = self.embedder(record.spec) if request.query is not None else None
-        return search_mod.search(h.store, h.index, embedder, self.reranker(record.spec), request)
+        return search_mod.search(storage, embedder, self.reranker(record.spec), request)
 
     def create_index(self, record: KbRecord, params: dict[str, Any]) -> dict[str, int]:
-        """CREATE INDEX ON KNOWLEDGE_BASE: store the index settings (over the current ones;
-        none given = the defaults) and rebuild the index with them now."""
-        h = self.handle(record)
-        if h.store.read_only:
-            raise ReadOnlyData()
-        settings = IndexSettings.from_params(params)
-        with h.index.lock:
-            settings.save(h.index.path.with_name("index_settings.json"))
-            h.index.settings = settings
-            h.index.rebuild()
-        return settings.as_dict()
+        """CREATE INDEX ON KNOWLEDGE_BASE: tune and rebuild the local FAISS index (local.py).
+        A pgvector knowledge base is indexed by PostgreSQL itself: refused, not ignored."""
+        storage = self.handle(record)
+        if not isinstance(storage, LocalStorage):
+            raise BadRequest(f"CREATE INDEX ON KNOWLEDGE_BASE tunes the local vector index; "
+                             f"knowledge base {record.name} is stored in pgvector "
+                             f"({record.spec.get('vector_database')}), which keeps its own index",
+                             title="Invalid parameter")
+        return storage.create_index(params)
 
     def count(self, record: KbRecord) -> int:
-        return self.handle(record).store.count()
+        return self.handle(record).count()
 
     def updated_at(self, record: KbRecord, chunk_ids: list[str]) -> dict[str, str]:
         """chunk_id -> time of its insert (agent tools show it as `_updated_at`)."""
-        if not chunk_ids:
-            return {}
-        store = self.handle(record).store
-        rows = store.query(f"SELECT chunk_id, updated_at FROM chunks WHERE chunk_id IN "
-                           f"({','.join('?' * len(chunk_ids))})", chunk_ids)
-        return {r[0]: r[1] for r in rows}
+        return self.handle(record).updated_at(chunk_ids)

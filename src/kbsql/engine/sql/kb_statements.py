@@ -204,7 +204,8 @@ def _select(session: SqlSession, statement: ast.Select, ctx: dict[str, Any]) -> 
         request.limit = (DEFAULT_LIMIT if request.limit is None else request.limit) + offset
     rows = session.kbs.service.search(record, request)[offset:]
     names, rows = _project(statement.targets, rows)
-    return TableResult(names, rows, context=ctx)
+    defaulted = statement.limit is None and request.query is not None and len(rows) == DEFAULT_LIMIT
+    return TableResult(names, rows, context=ctx, default_limit=DEFAULT_LIMIT if defaulted else None)
 
 
 def _project(targets: list[ast.ASTNode], rows: list[list[Any]]) -> tuple[list[str], list[list[Any]]]:

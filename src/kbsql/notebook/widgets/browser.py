@@ -7,25 +7,17 @@ the embedded engine and on a server. Model api keys are shown masked, agents' in
 from __future__ import annotations
 
 import json
-import re
 from html import escape
 from typing import Any
 
 import ipywidgets as w
 
-from kbsql.client.params import quote_literal
+from kbsql.client.params import quote_literal, quote_name
 from kbsql.notebook.widgets import html as render
+from kbsql.notebook.widgets.snapshot import SnapshotDisplay
 
 SAMPLE_ROWS = 5
 SEARCH_ROWS = 10
-_PLAIN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-def quote_name(name: str) -> str:
-    """A name as an SQL identifier: bare when plain, else in backticks."""
-    return name if _PLAIN_NAME.match(name) else "`" + name.replace("`", "``") + "`"
-
-
 def quote_text(text: str) -> str:
     """The search text as an SQL literal, by the client's one quoter (`client.params`)."""
     return quote_literal(text)
@@ -70,8 +62,13 @@ def agent_info_html(agent: Any) -> str:
 
 
 def result_html(result: Any) -> str:
+    """Rows as a table; metadata without the keys kbsql writes itself (as `%kbsql` shows it)."""
+    from kbsql.notebook.table_view import public_metadata
+
     columns = list(getattr(result, "column_names", []) or [])
-    rows = [[_cell(v) for v in row] for row in (getattr(result, "data", None) or [])]
+    meta = columns.index("metadata") if "metadata" in columns else -1
+    rows = [[_cell(public_metadata(v) if i == meta else v) for i, v in enumerate(row)]
+            for row in (getattr(result, "data", None) or [])]
     if not columns:
         return "<i>no rows</i>"
     return render.table_html(columns, rows)
@@ -81,7 +78,7 @@ def _cell(value: Any) -> Any:
     return json.dumps(value, default=str) if isinstance(value, dict | list) else value
 
 
-class KnowledgeBaseBrowser(w.VBox):
+class KnowledgeBaseBrowser(SnapshotDisplay, w.VBox):
     """Knowledge bases and agents on the left; details, sample chunks and search on the right."""
 
     def __init__(self, client: Any, *, project: str | None = None, **kwargs: Any):
@@ -107,13 +104,35 @@ class KnowledgeBaseBrowser(w.VBox):
         super().__init__(children=[w.HTML(f"<b>kbsql</b> project <code>{escape(self.project)}</code>"),
                                    w.HBox([left, right])], **kwargs)
         self.add_class("kbsql-browser")
+        self.add_class(render.LIVE_CLASS)
         self.refresh()
+
+    def snapshot_html(self) -> str:
+        """The lists (the selected name in bold) and whatever the right side shows now."""
+        def listing(title: str, names: Any, selected: str | None) -> str:
+            items = "".join(f"<li>{'<b>' + escape(n) + '</b>' if n == selected else escape(n)}</li>"
+                            for n in names) or "<li><i>none</i></li>"
+            return f"<div><b>{title}</b><ul style='margin:2px 0 6px 0;padding-left:18px'>{items}</ul></div>"
+
+        left = (listing("Knowledge bases", self.kb_list.options, self.kb_list.value)
+                + listing("Agents", self.agent_list.options, self.agent_list.value))
+        right = "".join(v for v in (self.details.value, self.sample.value, self.results.value) if v)
+        return (f'<div class="kbsql-browser-snapshot {render.SNAPSHOT_CLASS}" style="{render.BOX}">'
+                f"<b>kbsql</b> project <code>{escape(self.project)}</code>"
+                f'<div style="display:flex;gap:12px"><div style="min-width:180px">{left}</div>'
+                f'<div style="flex:1 1 auto;min-width:0">{right}</div></div></div>')
+
+    def snapshot_text(self) -> str:
+        return (f"kbsql project {self.project}\n"
+                f"Knowledge bases: {', '.join(self.kb_list.options) or '(none)'}\n"
+                f"Agents: {', '.join(self.agent_list.options) or '(none)'}")
 
     def refresh(self) -> None:
         self.kb_list.options = [kb.name for kb in self.client.knowledge_bases.list(project=self.project)]
         self.agent_list.options = [a.name for a in self.client.agents.list(project=self.project)]
         if self.kb_list.options and self.kb_list.value is None:
             self.kb_list.value = self.kb_list.options[0]
+        self.refresh_snapshot()
 
     def show_kb(self, name: str | None) -> None:
         if not name:
@@ -126,6 +145,7 @@ class KnowledgeBaseBrowser(w.VBox):
         except Exception as exc:  # a broken KB must not break the browser
             self.sample.value = f"<span style='color:#d93025'>{escape(str(exc))}</span>"
         self.results.value = ""
+        self.refresh_snapshot()
 
     def show_agent(self, name: str | None) -> None:
         if not name:
@@ -135,6 +155,7 @@ class KnowledgeBaseBrowser(w.VBox):
             self.sample.value = ""
         except Exception as exc:
             self.details.value = f"<span style='color:#d93025'>{escape(str(exc))}</span>"
+        self.refresh_snapshot()
 
     def search(self, text: str) -> None:
         kb = self.kb_list.value
@@ -146,6 +167,7 @@ class KnowledgeBaseBrowser(w.VBox):
             self.results.value = f"<b>results for</b> {escape(text)}{result_html(result)}"
         except Exception as exc:
             self.results.value = f"<span style='color:#d93025'>{escape(str(exc))}</span>"
+        self.refresh_snapshot()
 
 
 def default_client() -> Any:

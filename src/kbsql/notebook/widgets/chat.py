@@ -16,22 +16,27 @@ from typing import Any
 
 import ipywidgets as w
 
+from kbsql.notebook.widgets import html as render
 from kbsql.notebook.widgets.panel import AgentStreamPanel
+from kbsql.notebook.widgets.snapshot import SnapshotDisplay
 
 StreamFn = Callable[[str, list[dict[str, str]]], Iterator[dict[str, Any]]]
 
 
-@dataclass
+@dataclass(repr=False)
 class Turn:
     question: str
     panel: AgentStreamPanel
+
+    def __repr__(self) -> str:  # `chat.send(...)` ends cells: say what happened, not the widget tree
+        return f"Turn({self.question!r}, {self.panel.state.status_text()})"
 
     @property
     def answer(self) -> str | None:
         return self.panel.state.answer
 
 
-class ChatWidget(w.VBox):
+class ChatWidget(SnapshotDisplay, w.VBox):
     """`ChatWidget(client, "my_agent")`, or `ChatWidget(stream=fn)` with
     `fn(question, history) -> chunks` for any other source of streams."""
 
@@ -72,6 +77,20 @@ class ChatWidget(w.VBox):
         controls = w.HBox([self.input, self.send_button, self.stop_button, self.reset_button])
         super().__init__(children=[title, self.conversation, controls], **kwargs)
         self.add_class("kbsql-chat")
+        self.add_class(render.LIVE_CLASS)
+
+    # -- what a saved notebook keeps -------------------------------------------------------
+    def snapshot_html(self) -> str:
+        """The whole conversation, each turn as its panel's snapshot (steps, answer, status)."""
+        title = f"Chat with {escape(self.agent)}" if self.agent else "Agent chat"
+        turns = "".join(render.render_html(t.panel.state, snapshot=False) for t in self.turns)
+        empty = "" if self.turns else '<div style="color:#57606a;font-style:italic">no questions yet</div>'
+        return (f'<div class="kbsql-chat-snapshot {render.SNAPSHOT_CLASS}" style="{render.BOX}">'
+                f"<b>{title}</b>{turns}{empty}</div>")
+
+    def snapshot_text(self) -> str:
+        title = f"Chat with {self.agent}" if self.agent else "Agent chat"
+        return "\n\n".join([title, *(render.render_text(t.panel.state) for t in self.turns)])
 
     # -- conversation ----------------------------------------------------------------------
     @property
@@ -100,6 +119,7 @@ class ChatWidget(w.VBox):
         self._thread = threading.Thread(target=self._run, args=(turn, history), daemon=True,
                                         name="kbsql-chat")
         self._thread.start()
+        self.refresh_snapshot()
         if block:
             self.wait()
         return turn
@@ -122,6 +142,7 @@ class ChatWidget(w.VBox):
             turn.panel.state.close_if_open()
             turn.panel.sync(force=True)
             self._set_running(False)
+            self.refresh_snapshot()
 
     def stop(self) -> None:
         """Stop the running answer: the panel shows `stopped` now. The stream is closed from
@@ -144,6 +165,7 @@ class ChatWidget(w.VBox):
         self.wait(5)
         self.turns = []
         self.conversation.children = ()
+        self.refresh_snapshot()
 
     def _set_running(self, running: bool) -> None:
         self.send_button.disabled = running

@@ -17,6 +17,7 @@ from typing import Any
 import ipywidgets as w
 
 from kbsql.notebook.widgets import html as render
+from kbsql.notebook.widgets.snapshot import SnapshotDisplay
 from kbsql.notebook.widgets.state import StreamState
 
 MIN_INTERVAL = 0.1
@@ -26,7 +27,7 @@ HEARTBEAT = 1.0
 MAX_HEARTBEATS = 3600
 
 
-class AgentStreamPanel(w.VBox):
+class AgentStreamPanel(SnapshotDisplay, w.VBox):
     """Feed it chunks (`feed`, `consume`); it shows header, steps, answer and status."""
 
     def __init__(self, *, question: str = "", agent: str = "", min_interval: float = MIN_INTERVAL,
@@ -96,6 +97,8 @@ class AgentStreamPanel(w.VBox):
             self._last_sync = now
             self._dirty = False
             self._render()
+            if self.state.finished:
+                self.refresh_snapshot()  # the saved notebook keeps the final state
             return True
 
     def _schedule_flush(self) -> None:
@@ -155,12 +158,11 @@ class AgentStreamPanel(w.VBox):
     def snapshot_html(self) -> str:
         return render.render_html(self.state)
 
-    def _repr_mimebundle_(self, **kwargs: Any):
-        bundle = super()._repr_mimebundle_(**kwargs)
-        if isinstance(bundle, dict):
-            # Shown where widgets cannot render; the snapshot that follows has the content.
-            bundle["text/plain"] = f"AgentStreamPanel({self.state.question!r})"
-        return bundle
+    def snapshot_text(self) -> str:
+        return render.render_text(self.state)
+
+    def snapshot(self) -> dict[str, str]:
+        return {"text/html": self.snapshot_html(), "text/plain": self.snapshot_text()}
 
 
 def _set(widget: w.HTML, value: str) -> None:

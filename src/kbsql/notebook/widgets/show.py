@@ -70,11 +70,11 @@ def _show_widget(chunks: Iterable[dict[str, Any]], question: str, agent: str,
     from kbsql.notebook.widgets.panel import AgentStreamPanel
 
     panel = AgentStreamPanel(question=question, agent=agent, min_interval=min_interval)
-    display(panel)
+    display(panel)  # the live panel and its snapshot (a display updated when it finishes)
     try:
         panel.consume(chunks)
     finally:
-        display(snapshot_bundle(panel.state), raw=True)
+        panel.refresh_snapshot()
     return panel.state
 
 

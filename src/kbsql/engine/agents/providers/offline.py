@@ -3,17 +3,19 @@ that plays the same game as a language model, so an agent answers on a fresh mac
 key and no network, and its stream has exactly the shape an LLM's has.
 
 Policy, one tool call per turn: kb_list_tool; kb_query_tool with the question as a semantic
-search on each listed knowledge base; when no knowledge base gave rows, sql_db_list_tables and
-a few rows of each table. Then it answers extractively: the sentences of the retrieved chunks
-that share most words with the question, each cited by its chunk_id.
+search on each listed knowledge base (a follow-up question carries the subject of the earlier
+ones, see offline_text.search_text); when no knowledge base gave rows, sql_db_list_tables and
+a few rows of each table. Then it answers extractively: whole sentences of the retrieved
+chunks that share most words with the question, each cited by its chunk_id, and one line on
+how to get written answers from a language model instead.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
+from kbsql.engine.agents.providers import offline_text
 from kbsql.engine.agents.providers.base import Message, RunControl, ToolCall, ToolSpec, Turn
 from kbsql.engine.agents.render import parse_table_text
 from kbsql.engine.config import OFFLINE_MODEL, OFFLINE_PROVIDER
@@ -22,12 +24,11 @@ from kbsql.interface.errors import ProviderError
 SEARCH_LIMIT = 5
 MAX_KBS = 5
 MAX_TABLES = 3
-MAX_SENTENCES = 3
-_WORD = re.compile(r"[\w']+")
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
-_STOP = frozenset("""a an and are as at be by can do does for from has have how i in is it its
-of on or that the this to was what when where which who why will with you your me my about tell""".split())
-
+SWITCH_HINT = ("_Offline retrieval agent: sentences quoted from your data, no language model. For "
+               "written answers give the agent one, e.g. `client.agents.update(name, model="
+               "{\"provider\": \"openai\", \"model_name\": \"gpt-4o-mini\"})` (or `\"ollama\"`), "
+               "or set `KBSQL_DEFAULT_MODEL_PROVIDER`._")
+"""The one line every offline answer ends with: what it is, and how to get a real model."""
 
 def sql_string(text: str) -> str:
     """A safe SQL literal of the question: quotes doubled, backslashes (which the parser reads
@@ -37,10 +38,6 @@ def sql_string(text: str) -> str:
 
 def search_sql(kb: str, question: str, limit: int = SEARCH_LIMIT) -> str:
     return f"SELECT * FROM {kb} WHERE content = {sql_string(question)} LIMIT {limit}"
-
-
-def words(text: str) -> set[str]:
-    return {w for w in _WORD.findall(text.lower()) if w not in _STOP and len(w) > 1}
 
 
 class OfflineProvider:
@@ -60,6 +57,8 @@ class OfflineProvider:
         control.check()
         start = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
         question = messages[start].content if start >= 0 else ""
+        earlier = [m.content for m in messages[:max(start, 0)] if m.role == "user"]
+        search = offline_text.search_text(question, earlier)
         calls: dict[str, ToolCall] = {}
         done: list[tuple[ToolCall, str]] = []
         for m in messages[start + 1:]:
@@ -68,11 +67,11 @@ class OfflineProvider:
             if m.role == "tool" and m.tool_call_id in calls:
                 done.append((calls[m.tool_call_id], m.content))
         names = {t.name for t in tools}
-        nxt = self._next_call(question, done, names)
+        nxt = self._next_call(search, done, names)
         if nxt is not None:
             name, args = nxt
             return Turn("", [ToolCall(f"call_{len(done) + 1}", name, args)])
-        return Turn(answer(question, done))
+        return Turn(answer(question, done, search))
 
     def _next_call(self, question: str, done: list[tuple[ToolCall, str]],
                    names: set[str]) -> tuple[str, dict[str, Any]] | None:
@@ -118,31 +117,37 @@ def _kb_rows(done: list[tuple[ToolCall, str]]) -> list[dict[str, str]]:
     return rows
 
 
-def answer(question: str, done: list[tuple[ToolCall, str]]) -> str:
+def answer(question: str, done: list[tuple[ToolCall, str]], search: str | None = None) -> str:
     rows = _kb_rows(done)
     if rows:
-        return _extract(question, rows)
+        return _extract(question, search or question, rows) + "\n\n" + SWITCH_HINT
     tables = [(c.arguments.get("query", ""), o) for c, o in done
               if c.name == "sql_db_query" and not o.startswith("Error")]
     if tables:
         parts = [f"{sql}:\n{obs.split(chr(10), 1)[-1].strip()}" for sql, obs in tables]
-        return "No knowledge base matched; the connected tables hold:\n\n" + "\n\n".join(parts)
+        return ("No knowledge base matched; the connected tables hold:\n\n" + "\n\n".join(parts)
+                + "\n\n" + SWITCH_HINT)
     return "I could not find anything about this in the data this agent is connected to."
 
 
-def _extract(question: str, rows: list[dict[str, str]]) -> str:
-    """Best sentences first; ties keep retrieval order (rows arrive best match first)."""
-    wanted = words(question)
-    scored: list[tuple[float, int, str, str]] = []
-    for rank, row in enumerate(rows):
-        for sentence in _SENTENCE.split(row["chunk_content"]):
-            sentence = sentence.strip()
-            if len(sentence) < 3:
-                continue
-            overlap = len(wanted & words(sentence))
-            scored.append((-overlap, rank, sentence, row.get("chunk_id", "")))
-    scored.sort(key=lambda s: (s[0], s[1]))
-    best = [s for s in scored if s[0] < 0][:MAX_SENTENCES] or scored[:1]
-    lines = [f"- {sentence} [{chunk_id}]" for _, _, sentence, chunk_id in best]
-    cited = ", ".join(dict.fromkeys(s[3] for s in best))
-    return "From the knowledge base:\n" + "\n".join(lines) + f"\n\nSources: {cited}"
+def _extract(question: str, search: str, rows: list[dict[str, str]]) -> str:
+    """Whole sentences across the chunks, best first, each cited; rows arrive best first."""
+    found = offline_text.sentences([(r["chunk_content"], r.get("chunk_id", "")) for r in rows])
+    best = offline_text.choose(question, search, found)
+    if best:
+        parts = []  # sentences in a row from one chunk share one citation
+        for i, s in enumerate(best):
+            last = i + 1 == len(best) or best[i + 1].chunk_id != s.chunk_id
+            parts.append(f"{s.text} [{s.chunk_id}]" if last else s.text)
+        body = " ".join(parts)
+    elif found:  # retrieved, but no sentence shares a word with the question: say so
+        body = (f"Nothing retrieved answers this directly; the closest passage says: "
+                f"{found[0].text} [{found[0].chunk_id}]")
+        best = found[:1]
+    else:  # chunks without whole sentences (data rows, code): quote the best one, trimmed
+        top = rows[0]
+        text = " ".join(top["chunk_content"].split())
+        text = text if len(text) <= 300 else text[:300].rsplit(" ", 1)[0] + " …"
+        return f"The closest passage is: \"{text}\" [{top.get('chunk_id', '')}]"
+    cited = ", ".join(dict.fromkeys(s.chunk_id for s in best))
+    return f"{body}\n\nSources: {cited}"

@@ -1,0 +1,164 @@
+"""The offline agent's reading: follow-up questions rewritten with the conversation, and
+whole sentences chosen across the retrieved chunks.
+
+Why this care for a model that is "only" retrieval: its answer is what a new user reads
+first. Splitting chunks on every newline gave fragments ("When a timeout occurs,"), the
+overlap between chunks gave the same sentence twice, markdown tables and grammar lines gave
+debris, and "and how do I set a timeout on it?" searched for "it". Everything here is plain
+deterministic text processing: the same question over the same data gives the same answer.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+MAX_SENTENCES = 3
+MAX_SENTENCE_CHARS = 400
+MIN_SENTENCE_WORDS = 4
+
+_WORD = re.compile(r"[A-Za-z0-9][\w']*")
+STOP = frozenset("""a an and are as at be by can could do does did for from has have how i if in
+into is it its of on or so that the this to was were what when where which who why will with
+would you your me my we our us about tell please also then them they their there these those
+should may might any some all just like get make use set""".split())
+"""Words that never make a search or a sentence relevant (`set`, `use`, `get` are too common
+in technical text to carry the subject)."""
+PRONOUNS = frozenset("it its this that these those they them their there he she him her".split())
+FOLLOW_UP_OPENERS = ("and ", "and,", "what about", "how about", "also ", "but ", "then ", "so ")
+_ABBREVIATIONS = ("e.g.", "i.e.", "etc.", "vs.", "cf.", "Mr.", "Dr.", "No.", "approx.")
+_SPLIT = re.compile(r"(?<=[.!?])[\"')\]]?\s+(?=[\"'(\[`]?[A-Z0-9])")
+_DEBRIS = re.compile(r"::=|\|.*\||^[\s\-=+*_#|:]+$|-{3,}|={3,}|\+-{2,}")
+
+
+def stem(word: str) -> str:
+    """A crude plural/tense fold so `timeouts`/`timeout` and `closing`/`closes` meet."""
+    for suffix in ("ing", "es", "ed", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
+
+
+def content_words(text: str) -> list[str]:
+    """Lower-cased words that carry meaning, in order, without repeats."""
+    seen: dict[str, None] = {}
+    for word in _WORD.findall(text.lower()):
+        if word not in STOP and len(word) > 1:
+            seen.setdefault(word, None)
+    return list(seen)
+
+
+def is_follow_up(question: str) -> bool:
+    """A question that leans on the one before: opens with "and"/"what about", refers back
+    with a pronoun, or is too short to stand alone."""
+    lowered = question.strip().lower()
+    tokens = _WORD.findall(lowered)
+    return (lowered.startswith(FOLLOW_UP_OPENERS) or any(t in PRONOUNS for t in tokens)
+            or len(content_words(question)) <= 1)
+
+
+def search_text(question: str, earlier: list[str]) -> str:
+    """What to search for: the question itself, or for a follow-up the question plus the
+    subject words of the conversation so far (`and how do I set a timeout on it?` after
+    `How do I open a socket?` searches `... timeout on it? (socket)`)."""
+    current = question.strip()
+    subject: list[str] = []
+    for previous in earlier:  # each earlier question rewritten in turn: chains keep their subject
+        prior = previous.strip()
+        if subject and is_follow_up(prior):
+            words = content_words(prior)
+            subject = [*words, *(w for w in subject if w not in words)]
+        else:
+            subject = content_words(prior)
+    if not earlier or not is_follow_up(current):
+        return current
+    own = set(content_words(current))
+    carried = [w for w in subject if w not in own][:4]
+    return f"{current} ({' '.join(carried)})" if carried else current
+
+
+@dataclass(frozen=True)
+class Sentence:
+    text: str
+    chunk_id: str
+    rank: int
+    """Retrieval rank of its chunk (0 = best match)."""
+    position: int
+
+
+def _paragraphs(chunk: str) -> list[str]:
+    """Paragraphs with their lines joined (a chunk wraps lines inside sentences), table and
+    grammar lines dropped."""
+    out = []
+    for block in re.split(r"\n\s*\n", chunk):
+        lines = [ln.strip() for ln in block.splitlines()]
+        kept = [ln for ln in lines if ln and not _DEBRIS.search(ln)]
+        if kept:
+            out.append(" ".join(kept))
+    return out
+
+
+def _split(paragraph: str) -> list[str]:
+    protected = paragraph
+    for i, abbr in enumerate(_ABBREVIATIONS):
+        protected = protected.replace(abbr, f"\x00{i}\x00")
+    parts = _SPLIT.split(protected)
+    restore = []
+    for part in parts:
+        for i, abbr in enumerate(_ABBREVIATIONS):
+            part = part.replace(f"\x00{i}\x00", abbr)
+        restore.append(" ".join(part.split()))
+    return restore
+
+
+def is_whole(sentence: str) -> bool:
+    """Starts like a sentence, ends like one, is long enough to say something, and is words
+    (not code, numbers or a table row)."""
+    if len(sentence) > MAX_SENTENCE_CHARS or len(sentence.split()) < MIN_SENTENCE_WORDS:
+        return False
+    first = sentence.lstrip("\"'(`[")[:1]
+    if not first or not (first.isupper() or first.isdigit()):
+        return False
+    if sentence.rstrip("\"')]`")[-1:] not in (".", "!", "?"):
+        return False
+    letters = sum(c.isalpha() or c.isspace() for c in sentence)
+    return letters / len(sentence) >= 0.6
+
+
+def sentences(chunks: list[tuple[str, str]]) -> list[Sentence]:
+    """Whole sentences of the chunks (content, chunk_id), best chunk first, each sentence
+    once: chunks overlap, so the same sentence often ends one and starts the next."""
+    seen: set[str] = set()
+    out: list[Sentence] = []
+    for rank, (content, chunk_id) in enumerate(chunks):
+        position = 0
+        for paragraph in _paragraphs(content):
+            for text in _split(paragraph):
+                key = " ".join(_WORD.findall(text.lower()))
+                if not is_whole(text) or key in seen:
+                    continue
+                seen.add(key)
+                out.append(Sentence(text, chunk_id, rank, position))
+                position += 1
+    return out
+
+
+def choose(question: str, search: str, found: list[Sentence], limit: int = MAX_SENTENCES) -> list[Sentence]:
+    """The sentences that share most meaning with the question; ties keep retrieval order.
+
+    A sentence must share a word with the question itself when the question has words of its
+    own; the words carried from the conversation only rank those (so after a question about
+    shipping, "And refunds?" picks sentences about refunds, shipping ones first if any).
+    Sentences with nothing in common are not chosen: an honest short answer beats filler."""
+    own = {stem(w) for w in content_words(question)}
+    carried = {stem(w) for w in content_words(search)} - own
+
+    def score(s: Sentence) -> float:
+        words = {stem(w) for w in content_words(s.text)}
+        mine = len(own & words)
+        if own and not mine:
+            return 0.0
+        return 2.0 * mine + len(carried & words)
+
+    scored = sorted(((score(s), s) for s in found), key=lambda p: (-p[0], p[1].rank, p[1].position))
+    return [s for value, s in scored if value > 0][:limit]

@@ -1,0 +1,237 @@
+"""all-MiniLM-L6-v2 on ONNX Runtime, int8 weights: the default model's fast path (no torch).
+
+Why: the numpy model (minilm.py) reached 0.82x of sentence-transformers on ingest; ONNX
+Runtime with int8 weight products does the same work in about half the CPU time of
+sentence-transformers (benchmarks/bench_embed.py).
+
+The graph is built here from the shipped safetensors with the `onnx` helper API (no torch,
+no download), once per process (1-5 s with the session's optimisation). Only the six
+layers' weight products are int8: each weight is quantised per output column (symmetric,
+scale = max|w| / 127) and each activation row (one token) gets its own scale at run time,
+so a text's vector never depends on the other texts of its batch (per-tensor dynamic
+quantisation would, and gave cosine 0.987 here). GELU outputs (>= -0.17) use the full
+unsigned range. Attention, softmax, LayerNorm and GELU stay float32, as ONNX Runtime's
+fused contrib ops. Fidelity: cosine >= 0.993 to sentence-transformers' fp32 vectors on
+tests/knowledge/data/minilm_reference.json (tests/knowledge/test_minilm_onnx.py asserts
+>= 0.99), and the same recall@5 / MRR as fp32 (benchmarks/bench_retrieval.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+OPSET = 17
+MS = "com.microsoft"  # ONNX Runtime's contrib ops: MatMulIntegerToFloat, BiasGelu, SkipLayerNormalization
+GELU_FLOOR = 0.17  # min over x of x * Phi(x) is -0.16997
+MAX_TOKENS_PER_BATCH = 8192
+MAX_BATCH = 64
+
+
+def available() -> bool:
+    """onnxruntime and onnx are importable (the model files are checked by minilm.available)."""
+    from importlib.util import find_spec
+
+    return find_spec("onnxruntime") is not None and find_spec("onnx") is not None
+
+
+def quantize_columns(weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(in, out) float weight -> int8 weight and one float32 scale per output column."""
+    scale = np.abs(weight).max(axis=0) / 127.0
+    scale = np.where(scale == 0, 1.0, scale).astype(np.float32)
+    q = np.clip(np.rint(weight / scale), -127, 127).astype(np.int8)
+    return q, scale
+
+
+class _Graph:
+    """Collects nodes and initializers; names are made unique by a counter."""
+
+    def __init__(self) -> None:
+        from onnx import helper, numpy_helper
+
+        self.helper, self.numpy_helper = helper, numpy_helper
+        self.nodes: list[Any] = []
+        self.inits: list[Any] = []
+        self.count = 0
+
+    def const(self, array: np.ndarray | np.generic, name: str | None = None) -> str:
+        self.count += 1
+        name = name or f"c{self.count}"
+        self.inits.append(self.numpy_helper.from_array(np.asarray(array), name))
+        return name
+
+    def op(self, kind: str, *inputs: str, domain: str | None = None, **attrs: Any) -> str:
+        self.count += 1
+        out = f"{kind.lower()}{self.count}"
+        self.nodes.append(self.helper.make_node(kind, list(inputs), [out], domain=domain, **attrs))
+        return out
+
+    def quantize_rows(self, x: str) -> tuple[str, str]:
+        """x as uint8 around zero point 128 with one scale per row (token): (xq, scale)."""
+        row_max = self.op("Max", self.op("ReduceMax", self.op("Abs", x), axes=[-1], keepdims=1),
+                          self.const(np.float32(1e-12)))
+        inverse = self.op("Div", self.const(np.float32(127.0)), row_max)  # |x * inverse| <= 127
+        shifted = self.op("Round", self.op("Add", self.op("Mul", x, inverse), self.const(np.float32(128.0))))
+        scale = self.op("Div", row_max, self.const(np.float32(127.0)))
+        return self.op("Cast", shifted, to=2), scale  # uint8
+
+    def product_int8(self, xq: str, x_scale: str, weight: np.ndarray) -> str:
+        """(xq - 128) @ W_int8, scaled back to float (bias left to the caller's fused op)."""
+        q, w_scale = quantize_columns(weight)
+        acc = self.op("MatMulIntegerToFloat", xq, self.const(q), self.const(np.float32(1.0)),
+                      self.const(w_scale), self.const(np.uint8(128)), domain=MS)
+        return self.op("Mul", acc, x_scale)
+
+    def product_int8_nonnegative(self, x: str, weight: np.ndarray, offset: float) -> tuple[str, np.ndarray]:
+        """For x >= -offset (a GELU output): quantise x + offset per row on the full uint8
+        range [0, 255] (twice the resolution of the symmetric form) and return the product
+        with the correction `- offset * column sums of W` to add to the bias."""
+        q, w_scale = quantize_columns(weight)
+        shifted = self.op("Add", x, self.const(np.float32(offset)))
+        row_max = self.op("Max", self.op("ReduceMax", shifted, axes=[-1], keepdims=1),
+                          self.const(np.float32(1e-12)))
+        inverse = self.op("Div", self.const(np.float32(255.0)), row_max)
+        xq = self.op("Cast", self.op("Round", self.op("Mul", shifted, inverse)), to=2)  # uint8
+        scale = self.op("Div", row_max, self.const(np.float32(255.0)))
+        acc = self.op("MatMulIntegerToFloat", xq, self.const(q), self.const(np.float32(1.0)),
+                      self.const(w_scale), self.const(np.uint8(0)), domain=MS)
+        correction = -offset * (q.astype(np.float64) * w_scale).sum(axis=0)
+        return self.op("Mul", acc, scale), correction.astype(np.float32)
+
+    def layer_norm(self, x: str, weight: np.ndarray, bias: np.ndarray, eps: float) -> str:
+        return self.op("LayerNormalization", x, self.const(weight.astype(np.float32)),
+                       self.const(bias.astype(np.float32)), axis=-1, epsilon=eps)
+
+
+def build_model(directory: Path, int8: bool = True) -> bytes:
+    """The serialized ONNX model (input_ids, attention_mask -> mean-pooled embeddings);
+    `int8=False` keeps the weight products float32 (the fidelity reference)."""
+    from onnx import TensorProto, helper
+    from safetensors.numpy import load_file
+
+    config = json.loads((directory / "config.json").read_text())
+    heads = int(config["num_attention_heads"])
+    dim = int(config["hidden_size"])
+    eps = float(config.get("layer_norm_eps", 1e-12))
+    w = load_file(str(directory / "model.safetensors"))
+    g = _Graph()
+
+    ids, mask = "input_ids", "attention_mask"
+    length = g.op("Gather", g.op("Shape", ids), g.const(np.int64(1)), axis=0)
+    positions = g.op("Range", g.const(np.int64(0)), length, g.const(np.int64(1)))
+    x = g.op("Add", g.op("Gather", g.const(w["embeddings.word_embeddings.weight"]), ids),
+             g.op("Gather", g.const(w["embeddings.position_embeddings.weight"]), positions))
+    x = g.op("Add", x, g.const(w["embeddings.token_type_embeddings.weight"][0]))
+    x = g.layer_norm(x, w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"], eps)
+    mask_f = g.op("Cast", mask, to=1)
+    mask_i32 = g.op("Cast", mask, to=6)  # key padding mask: 1 = token, 0 = padding
+    for i in range(int(config["num_hidden_layers"])):
+        p = f"encoder.layer.{i}."
+
+        def weight(name: str, p: str = p) -> np.ndarray:
+            return np.ascontiguousarray(w[p + name + ".weight"].T)
+
+        def product(x: str, matrix: np.ndarray) -> str:
+            if not int8:
+                return g.op("MatMul", x, g.const(matrix))
+            return g.product_int8(*g.quantize_rows(x), matrix)
+
+        names = ("query", "key", "value")
+        qkv_w = np.concatenate([weight(f"attention.self.{n}") for n in names], axis=1)
+        qkv_b = np.concatenate([w[p + f"attention.self.{n}.bias"] for n in names])
+        q, k, v = (f"qkv{i}_{n}" for n in names)
+        g.nodes.append(helper.make_node("Split", [product(x, qkv_w), g.const(np.array([dim] * 3, np.int64))],
+                                        [q, k, v], axis=-1))
+        # ONNX Runtime's fused attention (scores, padding mask, softmax, context in one op)
+        context = g.op("MultiHeadAttention", q, k, v, g.const(qkv_b), mask_i32, domain=MS,
+                       num_heads=heads)
+        # LayerNorm(product + bias + residual) as one op
+        x = g.op("SkipLayerNormalization", product(context, weight("attention.output.dense")), x,
+                 g.const(w[p + "attention.output.LayerNorm.weight"]),
+                 g.const(w[p + "attention.output.LayerNorm.bias"]),
+                 g.const(w[p + "attention.output.dense.bias"]), domain=MS, epsilon=eps)
+        gelu = g.op("BiasGelu", product(x, weight("intermediate.dense")),
+                    g.const(w[p + "intermediate.dense.bias"]), domain=MS)  # exact (erf) GELU
+        down_bias = w[p + "output.dense.bias"]
+        if int8:  # GELU >= -0.17: an unsigned, full-range quantisation (see the method)
+            down, correction = g.product_int8_nonnegative(gelu, weight("output.dense"), GELU_FLOOR)
+            down_bias = down_bias + correction
+        else:
+            down = product(gelu, weight("output.dense"))
+        x = g.op("SkipLayerNormalization", down, x,
+                 g.const(w[p + "output.LayerNorm.weight"]), g.const(w[p + "output.LayerNorm.bias"]),
+                 g.const(down_bias.astype(np.float32)), domain=MS, epsilon=eps)
+    weights = g.op("Unsqueeze", mask_f, g.const(np.array([2], np.int64)))
+    summed = g.op("ReduceSum", g.op("Mul", x, weights), g.const(np.array([1], np.int64)), keepdims=0)
+    count = g.op("Max", g.op("ReduceSum", weights, g.const(np.array([1], np.int64)), keepdims=0),
+                 g.const(np.float32(1e-9)))
+    g.nodes.append(helper.make_node("Div", [summed, count], ["pooled"]))
+    graph = helper.make_graph(
+        g.nodes, "all-MiniLM-L6-v2-int8",
+        [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "length"]),
+         helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch", "length"])],
+        [helper.make_tensor_value_info("pooled", TensorProto.FLOAT, ["batch", dim])],
+        g.inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET),
+                                                    helper.make_opsetid(MS, 1)],
+                              producer_name="kbsql")
+    model.ir_version = 8
+    return model.SerializeToString()
+
+
+class OnnxMiniLM:
+    """Same interface as minilm.MiniLM: `encode(texts)` -> L2-normalised float32 rows."""
+
+    def __init__(self, directory: Path, int8: bool = True, threads: int | None = None):
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        st_config = json.loads((directory / "sentence_bert_config.json").read_text())
+        self.max_length = int(st_config.get("max_seq_length", 256))
+        self.dim = int(json.loads((directory / "config.json").read_text())["hidden_size"])
+        self.tokenizer = Tokenizer.from_file(str(directory / "tokenizer.json"))
+        self.tokenizer.enable_truncation(self.max_length)
+        self.tokenizer.no_padding()
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.intra_op_num_threads = threads or max(1, min(4, os.cpu_count() or 1))
+        # no spin-waiting between ops: on a shared machine spinning threads steal the cores
+        # the other thread needs (the numpy model saw 2-thread BLAS collapse the same way)
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        options.log_severity_level = 3
+        self.session = ort.InferenceSession(build_model(directory, int8), options,
+                                            providers=["CPUExecutionProvider"])
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        """Embed texts; sorted by length so each batch pads little, results in input order."""
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        if not texts:
+            return out
+        ids = [e.ids for e in self.tokenizer.encode_batch([t if t else " " for t in texts])]
+        order = sorted(range(len(texts)), key=lambda i: len(ids[i]))
+        start = 0
+        while start < len(order):
+            end, longest = start, 0
+            while end < len(order) and end - start < MAX_BATCH:
+                longest_next = max(longest, len(ids[order[end]]))
+                if end > start and longest_next * (end - start + 1) > MAX_TOKENS_PER_BATCH:
+                    break
+                longest, end = longest_next, end + 1
+            rows = order[start:end]
+            out[rows] = self._forward([ids[i] for i in rows], longest)
+            start = end
+        return out
+
+    def _forward(self, ids: list[list[int]], length: int) -> np.ndarray:
+        tokens = np.zeros((len(ids), length), dtype=np.int64)
+        mask = np.zeros((len(ids), length), dtype=np.int64)
+        for row, seq in enumerate(ids):
+            tokens[row, :len(seq)] = seq
+            mask[row, :len(seq)] = 1
+        pooled = self.session.run(["pooled"], {"input_ids": tokens, "attention_mask": mask})[0]
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)

@@ -1,0 +1,376 @@
+"""A knowledge base stored in PostgreSQL with pgvector: one table holds every chunk.
+
+`CREATE DATABASE vdb WITH ENGINE = 'pgvector', PARAMETERS = {host, port, database, user,
+password}` then `CREATE KNOWLEDGE_BASE kb USING storage = vdb.kb_chunks` puts the chunks of
+`kb` in table `kb_chunks`: (seq, id, chunk_id, content, metadata jsonb, embedding vector(d),
+updated_at, tsv tsvector). PostgreSQL is then the only state: any number of kbsql processes
+read and write the same table, and backups, replicas and managed offerings come with it.
+
+Search runs in the database. Nearest neighbours use an HNSW index (cosine). pgvector 0.6.2
+has no iterative index scans, so an HNSW scan with a WHERE clause filters the `ef_search`
+candidates it found and can come back with fewer than k rows; a filtered search therefore
+counts its matching rows first (up to COUNT_CAP, cheap with the metadata indexes): a
+selective filter (up to EXACT_MAX rows) searches its rows exactly, a broader one uses HNSW
+with ef_search widened by the filter's selectivity, and any HNSW answer shorter than k is
+redone exactly. So a search never returns fewer rows than
+exist. Hybrid search uses PostgreSQL full-text search (`tsv @@ to_tsquery`, `ts_rank_cd`).
+
+Writes: one `write()` is one transaction holding a per-table advisory lock, so two
+processes upserting the same document serialise instead of both keeping a copy, and a
+killed writer leaves nothing (PostgreSQL rolls the transaction back).
+
+psycopg 3 is an optional dependency (`pip install 'kbsql[postgres]'`), imported through
+engine/pg.py only when a knowledge base or the catalog lives in PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+
+from kbsql.engine.knowledge.search import Filter, op_sql
+from kbsql.engine.pg import (
+    StorageUnavailable,
+    acquire_pool,
+    first_line,
+    lock_key,
+    psycopg_modules,
+    release_pool,
+    where_of,
+)
+from kbsql.interface.errors import BadRequest
+
+EXACT_MAX = 2_000  # filtered searches over at most this many rows are exact
+COUNT_CAP = 20_000  # a filter's rows are counted up to this (a lower bound of its selectivity)
+MAX_EF_SEARCH = 1000  # pgvector's limit for hnsw.ef_search
+HNSW_M = 16
+HNSW_EF_CONSTRUCTION = 64
+BUILD_MEMORY_MAX_MB = 1024  # cap of maintenance_work_mem for a first bulk HNSW build
+TEXT_CONFIG = "english"  # full-text stemming, like the local store's porter tokenizer
+REQUIRED_COLUMNS = {"seq", "id", "chunk_id", "content", "metadata", "embedding", "updated_at", "tsv"}
+_WORD = re.compile(r"\w+", re.UNICODE)
+_EMPTY = (np.empty(0, np.float32), np.empty(0, np.int64))
+
+
+def vector_text(vector: np.ndarray) -> str:
+    """pgvector's text form `[x,y,...]` (COPY and parameters both take it)."""
+    return str(vector.tolist()).replace(" ", "")
+
+
+# filters as PostgreSQL ------------------------------------------------------------------
+def filter_sql(filters: list[Filter]) -> tuple[str, list[Any]]:
+    """`WHERE`-ready SQL and parameters. Metadata is compared as jsonb (numbers as numbers,
+    strings as strings, as the local store's json_extract does); LIKE is case-insensitive
+    like SQLite's."""
+    parts: list[str] = []
+    args: list[Any] = []
+    for f in filters:
+        op = op_sql(f)
+        column = f.column.lower()
+        to_arg: Callable[[Any], Any]
+        if column in ("id", "chunk_id"):
+            expr, value_sql, to_arg = column, "%s", _text_arg
+            if op in ("<", "<=", ">", ">=") and isinstance(f.value, int | float):
+                expr = f"(CASE WHEN {column} ~ '^\\s*-?[0-9]+(\\.[0-9]+)?\\s*$' THEN {column}::float8 END)"
+                to_arg = float
+        elif column in ("chunk_content", "content"):
+            expr, value_sql, to_arg = "content", "%s", _text_arg
+        else:
+            expr, value_sql, to_arg = "(metadata -> %s)", "%s::jsonb", _json_arg
+            if op in ("LIKE", "NOT LIKE", "IS", "IS NOT"):
+                expr = "(metadata ->> %s)"
+            args.append(f.column)
+        if op in ("LIKE", "NOT LIKE"):
+            parts.append(f"{expr} {op.replace('LIKE', 'ILIKE')} %s")
+            args.append(str(f.value))
+        elif op in ("IS", "IS NOT"):
+            parts.append(f"{expr} {op} NULL")
+        elif op in ("IN", "NOT IN"):
+            values = list(f.value) if isinstance(f.value, list | tuple | set) else [f.value]
+            if not values:
+                if expr.startswith("(metadata"):
+                    args.pop()
+                parts.append("FALSE" if op == "IN" else "TRUE")
+                continue
+            parts.append(f"{expr} {op} ({', '.join([value_sql] * len(values))})")
+            args.extend(to_arg(v) for v in values)
+        else:
+            parts.append(f"{expr} {op} {value_sql}")
+            args.append(to_arg(f.value))
+    return " AND ".join(parts), args
+
+
+def _text_arg(value: Any) -> Any:
+    if value is None:
+        return None
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _json_arg(value: Any) -> str:
+    return json.dumps(value, default=str)
+
+
+def _set_ef_search(conn: Any, value: int) -> None:
+    """hnsw.ef_search for this pooled connection, set only when it changes (one round trip
+    saved per search; every search sets the value it needs, so none inherits a wrong one)."""
+    if getattr(conn, "_kbsql_ef_search", None) != value:
+        conn.execute(f"SET hnsw.ef_search = {int(value)}")
+        conn._kbsql_ef_search = value
+
+
+class _Writer:
+    def __init__(self, storage: PgVectorStorage, conn: Any, dim: int | None):
+        self.storage, self.conn, self.dim = storage, conn, dim
+        self.build_index = False
+
+    def set_dim(self, dim: int) -> None:
+        """First vectors: fix the column's dimension. The HNSW index is built when this
+        transaction ends (`finish`): one bulk build is several times faster than growing
+        the graph row by row through a large first insert."""
+        self.conn.execute(self.storage.q(f"ALTER TABLE {{t}} ALTER COLUMN embedding TYPE vector({int(dim)})"))
+        self.dim = dim
+        self.build_index = True
+
+    def finish(self) -> None:
+        if self.build_index:
+            # the graph must fit in maintenance_work_mem or the build crawls (pgvector's
+            # notice); for this transaction only, sized to the rows (~4 bytes a dimension + links)
+            rows = self.conn.execute(self.storage.q("SELECT count(*) FROM {t}")).fetchone()[0]
+            need_mb = min(BUILD_MEMORY_MAX_MB, max(64, int(rows * (self.dim or 0) * 6 / 2**20) + 64))
+            self.conn.execute(f"SET LOCAL maintenance_work_mem = '{need_mb}MB'")
+            options = f"m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION}"
+            self.conn.execute(self.storage.q("CREATE INDEX IF NOT EXISTS {hnsw} ON {t} USING hnsw "
+                                             f"(embedding vector_cosine_ops) WITH ({options})"))
+            self.conn.execute(self.storage.q("ANALYZE {t}"))  # row estimates for filtered searches
+
+    def replace(self, doc_ids: list[str], chunks: list[Any], vectors: np.ndarray, stamp: str) -> None:
+        s = self.storage
+        if doc_ids:
+            self.conn.execute(s.q("DELETE FROM {t} WHERE id = ANY(%s)"), (list(doc_ids),))
+        if not chunks:
+            return
+        with self.conn.cursor() as cur, cur.copy(s.q(
+                "COPY {t} (id, chunk_id, content, metadata, embedding, updated_at) FROM STDIN")) as copy:
+            for i, c in enumerate(chunks):
+                copy.write_row((c.doc_id, c.chunk_id, c.content.replace("\x00", ""),
+                                json.dumps(c.metadata, default=str), vector_text(vectors[i]), stamp))
+
+
+class PgVectorStorage:
+    """The chunks of one knowledge base in table `schema.table` of a PostgreSQL database."""
+
+    def __init__(self, settings: dict[str, str], table: str, schema: str = "public"):
+        self.settings = settings
+        self.table, self.schema = table, schema
+        self.pool = acquire_pool(settings)
+        self._lock_key = lock_key(f"kbsql:{schema}.{table}")
+        _, sql, _ = psycopg_modules()
+        ident = hashlib.md5(f"{schema}.{table}".encode()).hexdigest()[:10]
+        self._names = {"t": sql.Identifier(schema, table), "hnsw": sql.Identifier(f"kbsql_{ident}_hnsw"),
+                       "by_id": sql.Identifier(f"kbsql_{ident}_id"),
+                       "by_chunk": sql.Identifier(f"kbsql_{ident}_chunk"),
+                       "by_tsv": sql.Identifier(f"kbsql_{ident}_tsv")}
+        try:
+            self._ensure_table()
+        except BaseException:
+            release_pool(self.pool)
+            raise
+
+    def q(self, text: str) -> Any:
+        """SQL text with {t} (the table) and index names filled in as quoted identifiers."""
+        _, sql, _ = psycopg_modules()
+        return sql.SQL(text).format(**{k: v for k, v in self._names.items() if "{" + k + "}" in text})
+
+    @contextmanager
+    def _conn(self) -> Iterator[Any]:
+        psycopg, _, pool_mod = psycopg_modules()
+        try:
+            with self.pool.connection() as conn:
+                yield conn
+        except (psycopg.OperationalError, pool_mod.PoolTimeout) as exc:
+            raise StorageUnavailable(f"PostgreSQL at {where_of(self.settings)} (table {self.table}): "
+                                     f"{first_line(exc)}") from None
+
+    def _ensure_table(self) -> None:
+        with self._conn() as conn, conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock_key,))
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            columns = {r[0] for r in conn.execute(
+                "SELECT column_name FROM information_schema.columns WHERE table_schema = %s "
+                "AND table_name = %s", (self.schema, self.table))}
+            if columns and not REQUIRED_COLUMNS <= columns:
+                raise BadRequest(f"Table {self.schema}.{self.table} exists and is not a knowledge-base "
+                                 f"table (it lacks {', '.join(sorted(REQUIRED_COLUMNS - columns))})",
+                                 title="Invalid storage")
+            if not columns:
+                conn.execute(self.q(
+                    "CREATE TABLE {t} (seq bigserial PRIMARY KEY, id text NOT NULL, "
+                    "chunk_id text NOT NULL, content text NOT NULL, metadata jsonb NOT NULL, "
+                    "embedding vector NOT NULL, updated_at text NOT NULL, tsv tsvector GENERATED "
+                    f"ALWAYS AS (to_tsvector('{TEXT_CONFIG}', content)) STORED)"))
+                conn.execute(self.q("CREATE INDEX {by_id} ON {t} (id)"))
+                conn.execute(self.q("CREATE INDEX {by_chunk} ON {t} (chunk_id)"))
+                conn.execute(self.q("CREATE INDEX {by_tsv} ON {t} USING gin (tsv)"))
+
+    def _dim(self, conn: Any) -> int | None:
+        row = conn.execute("SELECT a.atttypmod FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
+                           "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s "
+                           "AND c.relname = %s AND a.attname = 'embedding'",
+                           (self.schema, self.table)).fetchone()
+        return int(row[0]) if row and row[0] > 0 else None
+
+    # writes -----------------------------------------------------------------------------
+    @contextmanager
+    def write(self) -> Iterator[_Writer]:
+        with self._conn() as conn, conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock_key,))
+            writer = _Writer(self, conn, self._dim(conn))
+            yield writer
+            writer.finish()
+
+    def delete(self, filters: list[Filter]) -> int:
+        where, args = filter_sql(filters)
+        with self.write() as w:
+            cur = w.conn.execute(self.q("DELETE FROM {t}" + (f" WHERE {where}" if where else "")), args)
+            return cur.rowcount
+
+    def index_metadata(self, columns: list[str]) -> None:
+        """A btree index on `metadata -> 'col'` per declared metadata column: equality, IN
+        and ranges on it read a few rows (and the filtered-search row count stays cheap)."""
+        _, sql, _ = psycopg_modules()
+        with self.write() as w:
+            for column in columns:
+                key = f"{self.schema}.{self.table}:{column}"
+                name = "kbsql_" + hashlib.md5(key.encode()).hexdigest()[:16]
+                w.conn.execute(sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} ((metadata -> {}))").format(
+                    sql.Identifier(name), self._names["t"], sql.Literal(column)))
+
+    def drop(self) -> None:
+        with self._conn() as conn:
+            conn.execute(self.q("DROP TABLE IF EXISTS {t}"))
+
+    def close(self) -> None:
+        release_pool(self.pool)
+
+    # reads ------------------------------------------------------------------------------
+    def sync(self) -> None:
+        """Nothing to catch up: the index lives in the database with the rows."""
+
+    def count(self) -> int:
+        with self._conn() as conn:
+            return int(conn.execute(self.q("SELECT count(*) FROM {t}")).fetchone()[0])
+
+    def dim(self) -> int | None:
+        with self._conn() as conn:
+            return self._dim(conn)
+
+    def sample(self, limit: int) -> tuple[list[str], list[dict[str, Any]], np.ndarray]:
+        with self._conn() as conn:
+            dim = self._dim(conn)
+            rows = conn.execute(self.q("SELECT chunk_id, metadata::text, embedding::text FROM {t} "
+                                       "ORDER BY seq LIMIT %s"), [int(limit)]).fetchall() if dim else []
+        vectors = (np.array([json.loads(r[2]) for r in rows], dtype=np.float32).reshape(-1, dim or 0)
+                   if rows else np.zeros((0, dim or 0), np.float32))
+        return [r[0] for r in rows], [json.loads(r[1]) for r in rows], vectors
+
+    def plain_rows(self, filters: list[Filter], limit: int | None, offset: int = 0) -> list[list[Any]]:
+        where, args = filter_sql(filters)
+        text = "SELECT id, chunk_id, content, metadata::text FROM {t}" + (f" WHERE {where}" if where else "")
+        text += " ORDER BY seq"
+        if limit is not None:
+            text += " LIMIT %s OFFSET %s"
+            args = [*args, int(limit), int(offset)]
+        with self._conn() as conn:
+            rows = conn.execute(self.q(text), args).fetchall()
+        return [[r[0], r[1], r[2], json.loads(r[3]), None, None] for r in rows]
+
+    def vector_top(self, query: np.ndarray, k: int, filters: list[Filter]) -> tuple[np.ndarray, np.ndarray]:
+        if k <= 0:
+            return _EMPTY
+        where, args = filter_sql(filters)
+        vec = vector_text(query)
+        cond = f" WHERE {where}" if where else ""
+        with self._conn() as conn:
+            exact = k > MAX_EF_SEARCH
+            ef_search = max(64, 2 * k)
+            if where and not exact:
+                matching = conn.execute(self.q("SELECT count(*) FROM (SELECT 1 FROM {t}" + cond +
+                                               " LIMIT %s) s"), [*args, COUNT_CAP + 1]).fetchone()[0]
+                if matching == 0:
+                    return _EMPTY
+                exact = matching <= EXACT_MAX
+                # HNSW filters the candidates it visits: widen the search by the filter's
+                # selectivity (the capped count makes it a lower bound) so that about 2k
+                # candidates match; a short answer still falls back to exact below
+                total = max(matching, self._estimated_rows(conn))
+                ef_search = max(ef_search, -(-2 * k * total // matching))
+            rows: list[tuple[Any, ...]] = []
+            if not exact:
+                _set_ef_search(conn, min(MAX_EF_SEARCH, ef_search))
+                rows = conn.execute(self.q(
+                    "SELECT seq, 1 - (embedding <=> %s::vector) FROM {t}" + cond +
+                    " ORDER BY embedding <=> %s::vector LIMIT %s"), [vec, *args, vec, k]).fetchall()
+            if len(rows) < k:
+                # exact: `+ 0` keeps the planner off the HNSW index (it only serves a bare
+                # `embedding <=> const` ordering); metadata indexes still serve the filter
+                rows = conn.execute(self.q(
+                    "SELECT seq, 1 - (embedding <=> %s::vector) AS sim FROM {t}" + cond +
+                    " ORDER BY (embedding <=> %s::vector) + 0, seq LIMIT %s"),
+                    [vec, *args, vec, k]).fetchall()
+        if not rows:
+            return _EMPTY
+        return (np.array([r[1] for r in rows], np.float32), np.array([r[0] for r in rows], np.int64))
+
+    def _estimated_rows(self, conn: Any) -> int:
+        """The planner's row estimate (kept by ANALYZE / autovacuum); 0 when unknown."""
+        row = conn.execute("SELECT c.reltuples FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                           "WHERE n.nspname = %s AND c.relname = %s", (self.schema, self.table)).fetchone()
+        return max(0, int(row[0])) if row else 0
+
+    def keyword_top(self, text: str, k: int, filters: list[Filter]) -> dict[int, float]:
+        words = _WORD.findall(text)
+        if not words:
+            return {}
+        where, args = filter_sql(filters)
+        tsquery = " | ".join(words)
+        with self._conn() as conn:
+            rows = conn.execute(self.q(
+                f"SELECT seq, ts_rank_cd(tsv, q) AS s FROM {{t}}, to_tsquery('{TEXT_CONFIG}', %s) q "
+                "WHERE tsv @@ q" + (f" AND {where}" if where else "") + " ORDER BY s DESC, seq LIMIT %s"),
+                [tsquery, *args, k]).fetchall()
+        if not rows:
+            return {}
+        best = max(float(r[1]) for r in rows) or 1.0
+        return {int(r[0]): max(0.0, float(r[1])) / best for r in rows}
+
+    def similarities(self, query: np.ndarray, keys: list[int]) -> dict[int, float]:
+        if not keys:
+            return {}
+        with self._conn() as conn:
+            rows = conn.execute(self.q("SELECT seq, 1 - (embedding <=> %s::vector) FROM {t} "
+                                       "WHERE seq = ANY(%s)"), [vector_text(query), list(keys)]).fetchall()
+        return {int(r[0]): float(r[1]) for r in rows}
+
+    def load_rows(self, keys: list[int]) -> dict[int, tuple[Any, ...]]:
+        if not keys:
+            return {}
+        with self._conn() as conn:
+            rows = conn.execute(self.q("SELECT seq, id, chunk_id, content, metadata::text FROM {t} "
+                                       "WHERE seq = ANY(%s)"), [list(keys)]).fetchall()
+        return {int(r[0]): tuple(r[1:]) for r in rows}
+
+    def updated_at(self, chunk_ids: list[str]) -> dict[str, str]:
+        if not chunk_ids:
+            return {}
+        with self._conn() as conn:
+            rows = conn.execute(self.q("SELECT chunk_id, updated_at FROM {t} WHERE chunk_id = ANY(%s)"),
+                                [list(chunk_ids)]).fetchall()
+        return {r[0]: r[1] for r in rows}

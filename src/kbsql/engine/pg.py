@@ -1,0 +1,92 @@
+"""PostgreSQL plumbing shared by pgvector storage (knowledge/pgvector.py) and the shared
+catalog (catalog_pg.py): the lazy psycopg import, connection pools, advisory-lock keys and
+the one error for an unreachable server.
+
+psycopg 3 is the optional `postgres` extra: a notebook on the local store never loads it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from typing import Any
+
+from kbsql.interface.errors import BadRequest, ServiceError
+
+
+def psycopg_modules() -> tuple[Any, Any, Any]:
+    """(psycopg, psycopg.sql, psycopg_pool), or a one-line error saying what to install."""
+    try:
+        import psycopg
+        import psycopg_pool
+        from psycopg import sql
+    except ImportError as exc:
+        raise BadRequest("PostgreSQL storage needs psycopg 3: pip install 'kbsql[postgres]'",
+                         title="Missing dependency") from exc
+    return psycopg, sql, psycopg_pool
+
+
+class StorageUnavailable(ServiceError):
+    """PostgreSQL (a KB's storage or the catalog) cannot be reached: 503, one line."""
+
+    status = 503
+
+    def __init__(self, detail: str):
+        super().__init__(detail, title="Storage unavailable")
+
+
+# connection pools, shared by every knowledge base (and the catalog) on one server --------
+_POOLS: dict[str, tuple[Any, int]] = {}
+_POOLS_LOCK = threading.Lock()
+
+
+def conninfo_of(settings: dict[str, str]) -> str:
+    psycopg, _, _ = psycopg_modules()
+    return psycopg.conninfo.make_conninfo(**settings)
+
+
+def where_of(settings: dict[str, str]) -> str:
+    """host:port/database, for error messages (never the password)."""
+    return f"{settings.get('host', '')}:{settings.get('port', 5432)}/{settings.get('dbname', '')}"
+
+
+def acquire_pool(settings: dict[str, str]) -> Any:
+    """The process's pool for these settings (made, and checked to connect, on first use)."""
+    psycopg, _, pool_mod = psycopg_modules()
+    key = conninfo_of(settings)
+    with _POOLS_LOCK:
+        if key in _POOLS:
+            pool, refs = _POOLS[key]
+            _POOLS[key] = (pool, refs + 1)
+            return pool
+        try:  # fail now with one clear line, not after the pool's 30 s of retries
+            psycopg.connect(key, connect_timeout=int(settings.get("connect_timeout", 5))).close()
+        except psycopg.Error as exc:
+            raise StorageUnavailable(f"Cannot connect to PostgreSQL at {where_of(settings)}: "
+                                     f"{first_line(exc)}") from None
+        pool = pool_mod.ConnectionPool(key, min_size=1, max_size=10, timeout=30, open=True,
+                                       kwargs={"autocommit": True},  # a broken one fails once, then goes
+                                       name=f"kbsql-{where_of(settings)}")
+        _POOLS[key] = (pool, 1)
+        return pool
+
+
+def release_pool(pool: Any) -> None:
+    with _POOLS_LOCK:
+        for key, (p, refs) in list(_POOLS.items()):
+            if p is pool:
+                if refs <= 1:
+                    del _POOLS[key]
+                    pool.close()
+                else:
+                    _POOLS[key] = (p, refs - 1)
+                return
+
+
+def first_line(exc: Exception) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def lock_key(text: str) -> int:
+    """A signed 64-bit advisory-lock key for a name."""
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big", signed=True)

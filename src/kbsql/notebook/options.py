@@ -1,0 +1,41 @@
+"""Leading options of a magic line, parsed by the magic's own argparse parser, with the rest
+of the line (SQL, a question) left exactly as typed. Shared by `%kbsql`, `%agent` and
+`%kbsql_plot`."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic_arguments import parse_argstring
+
+_TOKEN = re.compile(r"\s*(\S+)")
+
+
+def split_options(line: str, func: Any) -> tuple[Any, str]:
+    """Parse the leading options of `line` with the magic's argparse parser and return
+    (args, the rest of the line untouched)."""
+    parser = func.parser
+    takes_value = {s: a.nargs != 0 for a in parser._actions for s in a.option_strings}
+    tokens: list[str] = []
+    pos = 0
+    while (match := _TOKEN.match(line, pos)) is not None:
+        token = match.group(1)
+        if token == "--":  # explicit end of options
+            pos = match.end()
+            break
+        option = token.split("=", 1)[0]
+        if not re.match(r"^--?[A-Za-z]", token):
+            break
+        if option not in takes_value:
+            raise UsageError(f"Unknown option {option} (see %{func.__name__}?)")
+        tokens.append(token)
+        pos = match.end()
+        if takes_value[option] and "=" not in token:
+            value = _TOKEN.match(line, pos)
+            if value is None:
+                raise UsageError(f"Option {option} needs a value")
+            tokens.append(value.group(1))
+            pos = value.end()
+    return parse_argstring(func, " ".join(tokens)), line[pos:].strip()

@@ -1,0 +1,70 @@
+"""How a result table is shown (never what it holds): the DataFrame a magic returns keeps
+every value; only the display copy is trimmed.
+
+- Internal metadata keys (chunk_index, start_char, ... the contract's bookkeeping) are hidden
+  from the `metadata` column unless asked (`%kbsql --internal-metadata`): they drown the
+  user's own columns.
+- `relevance` / `distance` are rounded to 4 decimals for the eye.
+- Long text is cut with a click-to-expand `<details>` in HTML (`%kbsql --full` shows it
+  whole, in HTML and in text), instead of pandas' silent 50-character cut.
+"""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Any
+
+import pandas as pd
+
+from kbsql.interface.results import KB_INTERNAL_METADATA
+
+INTERNAL_METADATA = frozenset(KB_INTERNAL_METADATA)
+"""Hidden from display, with any `_`-prefixed key."""
+SCORE_COLUMNS = ("relevance", "distance")
+SCORE_DECIMALS = 4
+PREVIEW_CHARS = 80
+TEXT_WIDTH = 50
+
+
+def public_metadata(value: Any) -> Any:
+    if not isinstance(value, dict):
+        return value
+    return {k: v for k, v in value.items() if k not in INTERNAL_METADATA and not str(k).startswith("_")}
+
+
+def display_frame(frame: pd.DataFrame, *, internal_metadata: bool = False) -> pd.DataFrame:
+    """A copy for display: internal metadata keys dropped (unless asked), scores rounded."""
+    shown = frame.copy(deep=False)
+    if "metadata" in shown.columns and not internal_metadata:
+        shown["metadata"] = shown["metadata"].map(public_metadata)
+    for name in SCORE_COLUMNS:
+        if name in shown.columns and pd.api.types.is_float_dtype(shown[name]):
+            shown[name] = shown[name].round(SCORE_DECIMALS)
+    return shown
+
+
+def _cell_html(value: Any, full: bool) -> str:
+    text = str(value)
+    if full or len(text) <= PREVIEW_CHARS:
+        return escape(text)
+    return (f'<details class="kbsql-cell"><summary style="cursor:pointer">{escape(text[:PREVIEW_CHARS])}…'
+            f'</summary><div style="white-space:pre-wrap;max-width:60em">{escape(text)}</div></details>')
+
+
+def frame_html(shown: pd.DataFrame, *, full: bool = False) -> str:
+    """pandas' HTML table with text cells escaped here (`escape=False` to pandas) so a long
+    one can carry its click-to-expand markup; names and index are escaped the same way."""
+    safe = shown.set_axis([escape(str(c)) for c in shown.columns], axis=1)
+    safe = safe.set_axis([escape(str(v)) for v in safe.index], axis=0)
+    formatters = {name: (lambda v, f=full: _cell_html(v, f))
+                  for name, column in zip(safe.columns, shown.columns, strict=True)
+                  if not pd.api.types.is_numeric_dtype(shown[column])}  # every value that is text
+    with pd.option_context("display.max_colwidth", None):  # pandas would cut our markup
+        return safe.to_html(escape=False, formatters=formatters, max_rows=None, max_cols=None,
+                            notebook=True, na_rep="NaN")
+
+
+def frame_text(shown: pd.DataFrame, *, full: bool = False) -> str:
+    with pd.option_context("display.max_colwidth", None if full else TEXT_WIDTH,
+                           "display.max_rows", None):
+        return repr(shown)

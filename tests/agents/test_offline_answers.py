@@ -1,0 +1,88 @@
+"""The offline agent answers in whole sentences chosen across the retrieved chunks, cites them,
+rewrites a follow-up with the conversation, stays deterministic, and says how to switch to a
+language model; embedded and over a real server."""
+
+from __future__ import annotations
+
+import re
+
+from kbsql.engine.agents.providers.offline import SWITCH_HINT
+from kbsql.engine.agents.providers.offline_text import is_whole, search_text, sentences
+from kbsql.interface.stream import chunk_kind
+
+DOCS = [
+    ("open", "Opening a socket: call socket.create_connection((host, port)) to open a TCP\n"
+             "socket. The call returns a connected socket object. Close the socket with close()\n"
+             "when you are done."),
+    ("timeout", "Socket timeouts. Call settimeout(seconds) on a socket to set a timeout for\n"
+                "its blocking calls. When a timeout occurs, the call raises TimeoutError.\n\n"
+                "| option | default |\n|---|---|\n| timeout | None |"),
+    ("timeout_dup", "the call raises TimeoutError. Call settimeout(seconds) on a socket to set a\n"
+                    "timeout for its blocking calls. Sockets are cheap"),
+    ("http", "HTTP requests accept a timeout argument in seconds. A request that times out raises\n"
+             "an exception."),
+    ("files", "Files are opened with open(path). A file object should be closed when done."),
+]
+
+
+def _setup(client) -> None:
+    client.knowledge_bases.create("manual", embedding_model={"provider": "kbsql", "model_name": "hash-256"})
+    client.knowledge_bases.insert("manual", [{"id": i, "content": c} for i, c in DOCS])
+    client.agents.create("helper", data={"knowledge_bases": ["mindsdb.manual"]})
+
+
+def _ask(client, question: str, history=()) -> tuple[str, str]:
+    """(the answer, the SQL the agent searched with)."""
+    searched, answer = "", ""
+    for chunk in client.agents.stream("helper", question, history=list(history)):
+        kind = chunk_kind(chunk)
+        if kind == "actions":
+            for action in chunk["actions"]:
+                if action["tool"] == "kb_query_tool":
+                    searched = action["tool_input"]
+        elif kind == "output":
+            answer = chunk["output"]
+    return answer, searched
+
+
+def _body(answer: str) -> list[str]:
+    """The cited sentences of an answer (before its Sources line)."""
+    text = answer.split("\n\nSources:", 1)[0]
+    return [s.strip() for s in re.split(r"\s*\[[^\]]+\]\s*", text) if s.strip()]
+
+
+def test_a_follow_up_searches_for_the_earlier_subject_and_answers_in_sentences(client):
+    _setup(client)
+    first, searched = _ask(client, "How do I open a socket?")
+    assert "socket.create_connection" in first and "[open:content:" in first
+    follow, searched = _ask(client, "and how do I set a timeout on it?",
+                            [{"question": "How do I open a socket?", "answer": first}])
+    assert "socket" in searched.lower()  # "it" became the socket of the first question
+    body = _body(follow)
+    assert body[0].startswith("Call settimeout(seconds) on a socket")
+    assert all(is_whole(s) for s in body), body  # no "When a timeout occurs," fragments
+    assert len(body) == len(set(body))  # the overlapping chunk's copy is not repeated
+    assert "|" not in follow.split("\n\nSources:", 1)[0]  # no table debris
+    assert "[timeout:content:" in follow and "Sources: timeout:content:" in follow
+    assert follow.rstrip().endswith(SWITCH_HINT) and follow.count("\n_Offline") == 1
+    again, _ = _ask(client, "and how do I set a timeout on it?",
+                    [{"question": "How do I open a socket?", "answer": first}])
+    assert again == follow  # deterministic
+
+
+def test_without_history_the_question_is_searched_as_asked():
+    assert search_text("How do I open a socket?", []) == "How do I open a socket?"
+    assert search_text("How do refunds work today?", ["How long does shipping take?"]) == \
+        "How do refunds work today?"  # stands alone: nothing carried
+    assert search_text("and how do I set a timeout on it?", ["How do I open a socket?"]) == \
+        "and how do I set a timeout on it? (open socket)"
+    chain = ["How do I open a socket?", "and how do I close it?"]
+    assert "socket" in search_text("what about errors on it?", chain)
+
+
+def test_sentences_skip_fragments_duplicates_and_debris():
+    found = sentences([(DOCS[1][1], "a"), (DOCS[2][1], "b")])
+    texts = [s.text for s in found]
+    assert "When a timeout occurs, the call raises TimeoutError." in texts
+    assert not any("|" in t for t in texts)
+    assert [s.chunk_id for s in found].count("b") == 0  # b only repeats a, or is cut at its ends

@@ -1,0 +1,67 @@
+"""The default model on ONNX Runtime (int8 weights) stays within cosine 0.99 of
+sentence-transformers' fp32 vectors, and its graph, built from the shipped safetensors,
+is the model itself (float32 build: the reference vectors to 1e-4)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kbsql.engine.knowledge import minilm as minilm_mod
+from kbsql.engine.knowledge import minilm_onnx
+
+pytestmark = pytest.mark.skipif(not minilm_onnx.available(), reason="onnxruntime is not installed")
+
+REFERENCE = json.loads((Path(__file__).parent / "data" / "minilm_reference.json").read_text())
+
+
+def reference() -> np.ndarray:
+    ref = np.array(REFERENCE["vectors"], dtype=np.float64)
+    return ref / np.linalg.norm(ref, axis=1, keepdims=True)
+
+
+def test_the_default_model_is_onnx_int8_within_cosine_099(minilm) -> None:
+    assert isinstance(minilm, minilm_onnx.OnnxMiniLM)
+    ours = minilm.encode(REFERENCE["texts"])
+    cosines = (ours * reference()).sum(axis=1)
+    assert cosines.min() >= 0.99, cosines
+    assert np.allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-5)
+
+
+def test_the_float32_graph_is_the_model_itself() -> None:
+    model = minilm_onnx.OnnxMiniLM(minilm_mod.model_dir(), int8=False)
+    cosines = (model.encode(REFERENCE["texts"]) * reference()).sum(axis=1)
+    assert cosines.min() >= 0.9999, cosines
+
+
+def test_int8_keeps_the_nearest_neighbours(minilm, topics) -> None:
+    # the same question finds the same best topics with int8 as with the exact fp32 model
+    names = sorted(topics)[:60]
+    texts = [topics[n][:1500] for n in names]
+    questions = ["How do I define a function with default arguments?", "What does the with statement do?",
+                 "How are exceptions raised and caught?", "How do I format strings?"]
+    exact = minilm_mod.MiniLM(minilm_mod.model_dir())
+    for model_docs, model_q, label in ((minilm.encode(texts), minilm.encode(questions), "int8"),
+                                       (exact.encode(texts), exact.encode(questions), "fp32")):
+        ranking = np.argsort(-(model_q @ model_docs.T), axis=1)[:, :3]
+        if label == "int8":
+            int8_top = ranking
+        else:
+            assert [r[0] for r in int8_top] == [r[0] for r in ranking]
+
+
+def test_weights_are_quantised_per_output_column() -> None:
+    rng = np.random.default_rng(0)
+    weight = rng.normal(size=(64, 8)).astype(np.float32)
+    weight[:, 3] *= 1000  # one loud column must not crush the others' resolution
+    q, scale = minilm_onnx.quantize_columns(weight)
+    assert q.dtype == np.int8 and scale.shape == (8,)
+    assert np.abs(q).max() <= 127
+    for col in range(8):
+        err = np.abs(q[:, col] * scale[col] - weight[:, col]).max()
+        assert err <= scale[col] / 2 + 1e-6
+    q, scale = minilm_onnx.quantize_columns(np.zeros((4, 2), np.float32))  # an all-zero column
+    assert not q.any() and np.isfinite(scale).all() and (scale > 0).all()

@@ -1,0 +1,87 @@
+"""`%kbsql_plot`: relevance of a search, a 2-D map of a knowledge base, recall@k, each checked
+by image comparison against a checked-in PNG (matplotlib.testing.compare) and by what the
+figure holds; relevance and recall embedded and over HTTP give the same picture.
+
+Regenerate the baselines after a deliberate change: KBSQL_UPDATE_BASELINES=1 pytest this file.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+BASELINE = Path(__file__).parent / "baseline"
+TOLERANCE = 8.0
+"""RMS difference (0-255) allowed: absorbs font hinting across matplotlib/freetype builds,
+far below what a missing bar, point or curve step costs."""
+
+DOCS = [(f"p{i}", f"pump {w} oil pressure motor", "pump") for i, w in enumerate("abcdef")] + \
+       [(f"v{i}", f"valve {w} seal closing spring", "valve") for i, w in enumerate("abcdef")] + \
+       [(f"o{i}", f"office {w} hours desk coffee", "office") for i, w in enumerate("abcdef")]
+
+
+@pytest.fixture(params=["embedded", "http"])
+def where(request: pytest.FixtureRequest, cells) -> str:
+    if request.param == "http":
+        url = request.getfixturevalue("server_url")
+        assert cells.run(f"%kbsql_connect {url} -a remote")[0].success
+    cells.ok("%kbsql CREATE KNOWLEDGE_BASE notes USING embedding_model = "
+             "{'provider': 'kbsql', 'model_name': 'hash-64'}, metadata_columns = ['topic']")
+    values = ", ".join(f"('{i}', '{t}', '{m}')" for i, t, m in DOCS)
+    cells.ok(f"%kbsql INSERT INTO notes (id, content, topic) VALUES {values}")
+    return request.param
+
+
+def same_as_baseline(plot, name: str, tmp_path: Path) -> None:
+    from matplotlib.testing.compare import compare_images
+
+    actual = tmp_path / f"{name}.png"
+    actual.write_bytes(plot._repr_png_())
+    expected = BASELINE / f"{name}.png"
+    if os.environ.get("KBSQL_UPDATE_BASELINES"):
+        expected.write_bytes(actual.read_bytes())
+    difference = compare_images(str(expected), str(actual), tol=TOLERANCE)
+    assert difference is None, difference
+
+
+def test_relevance_of_a_search(cells, where, tmp_path):
+    plot = cells.ok("%kbsql_plot relevance SELECT * FROM notes WHERE content = 'pump oil' LIMIT 8")
+    ax = plot.figure.axes[0]
+    assert len(ax.patches) == 8 and ax.get_xlabel() == "relevance"
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert labels[0].startswith("p")  # best first, and it is a pump document
+    same_as_baseline(plot, "relevance", tmp_path)
+
+
+def test_recall_at_k_of_questions(cells, where, tmp_path):
+    cells.ns["qs"] = pd.DataFrame({"question": ["pump oil pressure", "valve seal", "coffee desk",
+                                                "office hours"],
+                                   "id": ["p0", "v3", "o2", "p5"]})
+    plot = cells.ok("%kbsql_plot recall notes --questions qs -k 6  # four questions")
+    line = plot.figure.axes[0].lines[0]
+    recall = list(line.get_ydata())
+    assert len(recall) == 6 and recall == sorted(recall) and 0 < recall[-1] <= 1
+    same_as_baseline(plot, "recall", tmp_path)
+
+
+def test_map_of_a_knowledge_base(cells, where, tmp_path):
+    if where == "http":
+        result, out = cells.run("%kbsql_plot map notes --color topic")
+        assert not result.success and "needs the embedded engine" in out
+        return
+    plot = cells.ok("%kbsql_plot map notes --color topic --query 'pump oil'")
+    ax = plot.figure.axes[0]
+    assert sorted(t.get_text() for t in ax.get_legend().get_texts()) == ["office", "pump", "valve"]
+    assert sum(len(c.get_offsets()) for c in ax.collections) == len(DOCS) + 1  # chunks + the query
+    same_as_baseline(plot, "map", tmp_path)
+
+
+def test_plot_usage_errors(cells, where):
+    for line, says in [("%kbsql_plot pie x", "KIND is one of"),
+                       ("%kbsql_plot relevance SELECT * FROM notes", "no relevance to plot"),
+                       ("%kbsql_plot recall notes --questions nowhere", "--questions nowhere")]:
+        result, out = cells.run(line)
+        assert not result.success and says in out, (line, out)

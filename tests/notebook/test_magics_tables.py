@@ -1,0 +1,87 @@
+"""Honest tables, embedded and over HTTP: a search cut by the default LIMIT says so, internal
+metadata keys and long scores are trimmed for the eye only (the DataFrame keeps everything),
+long text opens on a click or with --full, and an error names the connection that answered."""
+
+from __future__ import annotations
+
+import re
+
+import httpx
+import pytest
+
+LONG = "The pump moves water from the lower tank to the roof every night at two. " * 4
+
+
+@pytest.fixture(params=["embedded", "http"])
+def where(request: pytest.FixtureRequest, cells) -> str:
+    if request.param == "http":
+        url = request.getfixturevalue("server_url")
+        result, out = cells.run(f"%kbsql_connect {url} -a remote")
+        assert result.success, out
+        request.node.server_url = url
+    cells.ok("%kbsql CREATE KNOWLEDGE_BASE notes USING embedding_model = "
+             "{'provider': 'kbsql', 'model_name': 'hash-64'}, metadata_columns = ['room']")
+    values = ", ".join(f"({i}, 'note {i} about the pump', 'r{i % 3}')" for i in range(14))
+    cells.ok(f"%kbsql INSERT INTO notes (id, content, room) VALUES {values}")
+    cells.ok(f"%kbsql INSERT INTO notes (id, content, room) VALUES (99, '{LONG.strip()}', 'attic')")
+    return request.param
+
+
+def test_a_search_cut_by_the_default_limit_says_so(cells, where, request):
+    frame = cells.ok("%kbsql SELECT * FROM notes WHERE content = 'pump'")
+    assert len(frame) == 10
+    note = "A search without LIMIT returns at most 10 rows"
+    assert note in frame._repr_html_() and note in repr(frame)
+    # an explicit LIMIT, or fewer matches than the default: no note
+    assert note not in cells.ok("%kbsql SELECT * FROM notes WHERE content = 'pump' LIMIT 10")._repr_html_()
+    few = cells.ok("%kbsql SELECT * FROM notes WHERE content = 'pump' AND room = 'r1'")
+    assert len(few) < 10 and note not in few._repr_html_()
+    assert note not in cells.ok("%kbsql SELECT * FROM notes")._repr_html_()  # a plain select is whole
+    if where == "http":  # the field crosses HTTP next to the contract's own, untouched
+        body = httpx.post(f"{request.node.server_url}/api/sql/query",
+                          json={"query": "SELECT * FROM notes WHERE content = 'pump'"}).json()
+        assert body["default_limit"] == 10
+        assert {"type", "column_names", "data", "context"} <= set(body) and body["type"] == "table"
+        limited = httpx.post(f"{request.node.server_url}/api/sql/query",
+                             json={"query": "SELECT * FROM notes WHERE content = 'pump' LIMIT 3"}).json()
+        assert "default_limit" not in limited
+
+
+def test_internal_metadata_and_long_scores_are_trimmed_for_display_only(cells, where):
+    frame = cells.ok("%kbsql SELECT * FROM notes WHERE content = 'pump' LIMIT 3")
+    meta = frame.iloc[0]["metadata"]
+    assert "chunk_index" in meta and "room" in meta  # the DataFrame keeps everything
+    html = frame._repr_html_()
+    assert "room" in html and "chunk_index" not in html and "original_row_index" not in html
+    exact = frame.iloc[0]["relevance"]
+    assert exact != round(exact, 4)  # full precision in the frame...
+    assert f"{round(exact, 4)}" in html and repr(float(exact)) not in html  # ...rounded on screen
+    shown = cells.ok("%kbsql --internal-metadata SELECT * FROM notes WHERE content = 'pump' LIMIT 3")
+    assert "chunk_index" in shown._repr_html_()
+
+
+def test_long_text_opens_on_a_click_or_with_full(cells, where):
+    frame = cells.ok("%kbsql SELECT chunk_content FROM notes WHERE id = '99'")
+    text = frame.iloc[0]["chunk_content"]
+    assert len(text) > 200
+    html = frame._repr_html_()
+    assert '<details class="kbsql-cell">' in html and text in html.replace("&#x27;", "'")
+    assert text not in repr(frame)  # text form is cut...
+    full = cells.ok("%kbsql --full SELECT chunk_content FROM notes WHERE id = '99'")
+    assert text in repr(full) and "<details" not in full._repr_html_()  # ...unless --full
+
+
+def test_an_error_names_the_connection_that_answered(cells, where, request):
+    result, out = cells.run("%kbsql SELECT * FROM no_such_kb")
+    assert not result.success
+    if where == "http":
+        assert re.search(rf"SQL error \[remote: {re.escape(request.node.server_url)}\]", out), out
+    else:
+        assert "SQL error [default: embedded]" in out, out
+
+
+def test_cells_are_escaped(cells):
+    cells.ns["evil"] = "<script>alert(1)</script>" + "x" * 100
+    frame = cells.ok("%kbsql SELECT :evil AS \"<b>\", :evil AS short")
+    html = frame._repr_html_()
+    assert "<script>" not in html and "<b>" not in html and "&lt;script&gt;" in html

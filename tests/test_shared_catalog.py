@@ -1,0 +1,173 @@
+"""Several kbsql servers sharing one PostgreSQL catalog (`--catalog` / KBSQL_CATALOG_URL).
+
+Real components: a PostgreSQL 16 + pgvector (the `pgvector_dsn` fixture, a fresh database
+per test) and real `kbsql serve` processes on loopback, each with its own data directory.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import pandas as pd
+import psycopg
+import pytest
+
+import kbsql
+from kbsql.engine import Engine
+from kbsql.engine.catalog import Catalog
+from kbsql.engine.catalog_pg import MIGRATIONS
+from kbsql.interface import NotFound, ServiceError
+from kbsql.server.process import spawn
+
+HASH_MODEL = {"provider": "kbsql", "model_name": "hash-64"}
+
+
+@pytest.fixture
+def two_servers(tmp_path, pgvector_dsn):
+    servers = [spawn(tmp_path / f"server{i}", env={"KBSQL_CATALOG_URL": pgvector_dsn}) for i in (1, 2)]
+    yield servers
+    for server in servers:
+        server.stop()
+
+
+def test_create_through_one_server_serve_through_the_other(two_servers, pgvector_dsn, tmp_path):
+    one, two = (kbsql.connect(s.url) for s in two_servers)
+    try:
+        one.knowledge_bases.create("docs", embedding_model=HASH_MODEL, metadata_columns=["product"])
+        one.knowledge_bases.insert("docs", [
+            {"id": 1, "content": "Refunds take five days to reach your card.", "product": "shop"},
+            {"id": 2, "content": "Refunds of gift cards are not possible.", "product": "gifts"},
+            {"id": 3, "content": "Shipping takes two days.", "product": "shop"}])
+        one.agents.create("helper", data={"knowledge_bases": ["mindsdb.docs"]})
+        one.register("sales", pd.DataFrame({"region": ["n", "s", "n"], "amount": [1, 2, 3]}))
+
+        kb = two.knowledge_bases.get("docs")
+        assert kb.to_json()["vector_database"] == "kbsql_pgvector"  # the default on a shared catalog
+        found = two.sql("SELECT id, metadata FROM docs WHERE content = 'refund' AND product = 'shop' "
+                        "LIMIT 5").to_pandas()
+        assert list(found["id"]) == ["1", "3"]
+        answer = two.agents.completion("helper", "How long do refunds take?")
+        assert "five days" in str(answer)
+        totals = two.query("SELECT region, sum(amount) AS total FROM df.sales GROUP BY region "
+                           "ORDER BY region")
+        assert totals["total"].tolist() == [4, 2]
+        # a row inserted through the second is found through the first
+        two.knowledge_bases.insert("docs", [{"id": 4, "content": "Refunds by bank transfer",
+                                             "product": "bank"}])
+        assert list(one.sql("SELECT id FROM docs WHERE product = 'bank'").to_pandas()["id"]) == ["4"]
+        # nothing of it lives on either server's disk
+        for i in (1, 2):
+            assert not (tmp_path / f"server{i}" / "catalog.sqlite").exists()
+            assert not list((tmp_path / f"server{i}").glob("knowledge_bases/*/chunks.sqlite"))
+        # and a drop through one is seen by the other
+        one.knowledge_bases.delete("docs")
+        with pytest.raises(NotFound):
+            two.knowledge_bases.get("docs")
+    finally:
+        one.close()
+        two.close()
+
+
+INSERTER = textwrap.dedent("""
+    import sys, kbsql
+    client = kbsql.connect(sys.argv[1])
+    batch = 0
+    while True:
+        rows = [{"id": f"{batch}-{i}", "content": f"batch {batch} row {i} " + "words " * 40,
+                 "batch": batch} for i in range(int(sys.argv[2]))]
+        client.knowledge_bases.insert("kb", rows)
+        print(f"acked {batch}", flush=True)
+        batch += 1
+""")
+
+
+def test_kill_9_mid_inserts_keeps_every_acknowledged_insert_whole(two_servers):
+    victim, survivor = two_servers
+    rows_per_insert = 40
+    with kbsql.connect(survivor.url) as client:
+        client.knowledge_bases.create("kb", embedding_model=HASH_MODEL, metadata_columns=["batch"])
+        child = subprocess.Popen([sys.executable, "-c", INSERTER, victim.url, str(rows_per_insert)],
+                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        acked: list[int] = []
+        reader = threading.Thread(target=lambda: acked.extend(
+            int(line.split()[1]) for line in child.stdout if line.startswith("acked")), daemon=True)
+        reader.start()
+        deadline = time.monotonic() + 60
+        while len(acked) < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(random.uniform(0.0, 0.3))  # land the kill somewhere inside an insert
+        victim.process.kill()  # SIGKILL: no cleanup of any kind
+        victim.process.wait()
+        child.wait(timeout=30)
+        reader.join(timeout=10)
+        assert len(acked) >= 3
+        frame = client.sql("SELECT id, metadata FROM kb").to_pandas()
+        per_batch = pd.Series([m["batch"] for m in frame["metadata"]]).value_counts().to_dict()
+        for batch in acked:  # every acknowledged insert is there, whole
+            assert per_batch.get(batch) == rows_per_insert, (batch, per_batch)
+        for batch, count in per_batch.items():  # and no statement is there in part
+            assert count == rows_per_insert, (batch, count)
+        # the survivor still serves searches and writes
+        client.knowledge_bases.insert("kb", [{"id": "after", "content": "after the crash", "batch": -1}])
+        hits = client.sql("SELECT id FROM kb WHERE content = 'after the crash' LIMIT 1").to_pandas()
+        assert list(hits["id"]) == ["after"]
+
+
+def test_concurrent_first_starts_migrate_once(pgvector_dsn):
+    errors: list[BaseException] = []
+    catalogs: list[Catalog] = []
+
+    def start() -> None:
+        try:
+            catalogs.append(Catalog(pgvector_dsn))
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=start) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert errors == []
+    with psycopg.connect(pgvector_dsn) as db:
+        versions = [r[0] for r in db.execute("SELECT version FROM kbsql.schema_version ORDER BY version")]
+        projects = db.execute("SELECT name FROM kbsql.projects").fetchall()
+    assert versions == list(range(1, len(MIGRATIONS) + 1))
+    assert projects == [("mindsdb",)]  # the default project made once
+    for c in catalogs:
+        c.close()
+
+
+def test_embedded_engine_on_a_shared_catalog_and_its_errors(tmp_path, pgvector_dsn):
+    with Engine(tmp_path / "a", catalog_url=pgvector_dsn) as a, \
+            Engine(tmp_path / "b", catalog_url=pgvector_dsn) as b:
+        a.query("CREATE PROJECT team")
+        assert {p["name"] for p in b.list_projects()} == {"mindsdb", "team"}
+        # names stay case-insensitive, as with SQLite
+        assert b.query("CREATE PROJECT TEAM").type == "error"
+        # a local-disk store would be visible to one server only: refused with the reason
+        error = a.query("CREATE KNOWLEDGE_BASE kb USING storage = kbsql_faiss.kb, "
+                        f"embedding_model = {json.dumps(HASH_MODEL)}")
+        assert error.type == "error" and "shares its catalog" in error.error_message
+    bad = "postgresql://postgres:wrong-pw@127.0.0.1:1/nothing"
+    with pytest.raises(ServiceError) as exc:
+        Engine(tmp_path / "c", catalog_url=bad)
+    assert "Cannot connect to the catalog at postgresql://postgres:***@127.0.0.1:1/nothing" in str(exc.value)
+    assert "wrong-pw" not in str(exc.value)
+
+
+def test_serve_with_an_unreachable_catalog_stops_with_one_line(tmp_path):
+    run = subprocess.run([sys.executable, "-m", "kbsql.cli", "serve", "--port", "0", "--data-dir",
+                          str(tmp_path / "d"), "--catalog", "postgresql://kb:s3cret-pw@127.0.0.1:1/kb"],
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 1
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1
+    assert "Cannot connect to the catalog at postgresql://kb:***@127.0.0.1:1/kb" in lines[0]
+    assert "s3cret-pw" not in run.stderr + run.stdout
