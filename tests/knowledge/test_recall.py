@@ -77,6 +77,12 @@ def test_filtered_search_on_near_duplicates_is_exact(near_duplicate_kb) -> None:
     assert _recall(eng, record, docs, neardup.queries(60), group=3) == 1.0
 
 
+def test_a_wide_filter_probes_more_cells_and_keeps_recall(near_duplicate_kb, monkeypatch) -> None:
+    eng, record, docs = near_duplicate_kb
+    monkeypatch.setattr(index_mod, "EXACT_SUBSET", 100)  # g = 3 (1,000 rows) takes the IVF path
+    assert _recall(eng, record, docs, neardup.queries(60), group=3) >= 0.97
+
+
 def test_create_index_sets_the_knobs_and_refuses_unknown_ones(near_duplicate_kb) -> None:
     eng, record, docs = near_duplicate_kb
     index = eng.knowledge.handle(record).index
