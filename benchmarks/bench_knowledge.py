@@ -1,5 +1,5 @@
 """Knowledge-base benchmarks: ingest throughput against the model's own, search latency
-against bare FAISS, and the measurements behind the flat -> HNSW threshold.
+against bare FAISS, and the measurements behind the flat -> IVF threshold.
 
 Run: `python benchmarks/bench_knowledge.py [--quick]`. Prints JSON and writes
 benchmarks/results/knowledge.json. Every target is a ratio against a baseline measured in
@@ -136,6 +136,8 @@ def text_vectors(n: int, seed: int, vocabulary: int = 5000) -> tuple[list[str], 
 
 
 def bench_threshold(sizes: list[int], dim: int = 384, queries: int = 200) -> dict:
+    from kbsql.engine.knowledge.settings import NPROBE, RERANK
+
     faiss.omp_set_num_threads(1)
     out = []
     _, q = text_vectors(queries, seed=99)
@@ -144,26 +146,27 @@ def bench_threshold(sizes: list[int], dim: int = 384, queries: int = 200) -> dic
         flat = faiss.IndexFlatIP(dim)
         flat.add(x)
         t0 = time.perf_counter()
-        hnsw = faiss.IndexHNSWFlat(dim, index_mod.HNSW_M, faiss.METRIC_INNER_PRODUCT)
-        hnsw.hnsw.efConstruction = index_mod.HNSW_EF_CONSTRUCTION
-        hnsw.add(x)
+        ivf = index_mod.make_index(dim, "ivf", x, index_mod.auto_nlist(n))
+        ivf.add_with_ids(x, np.arange(n, dtype=np.int64))
         build = time.perf_counter() - t0
-        params = faiss.SearchParametersHNSW(efSearch=64)
-        flat_t, hnsw_t, recall = [], [], []
+        params = faiss.SearchParametersIVF(nprobe=NPROBE)
+        flat_t, ivf_t, recall = [], [], []
         for i in range(queries):
             t0 = time.perf_counter()
             scores, _ids = flat.search(q[i:i + 1], 10)
             flat_t.append(time.perf_counter() - t0)
             t0 = time.perf_counter()
-            approx_scores, _ = hnsw.search(q[i:i + 1], 10, params=params)
-            hnsw_t.append(time.perf_counter() - t0)
+            _, cand = ivf.search(q[i:i + 1], 10 * RERANK, params=params)
+            cand = cand[0][cand[0] >= 0]
+            approx_scores = np.sort(x[cand] @ q[i])[::-1][:10]  # the exact re-scoring
+            ivf_t.append(time.perf_counter() - t0)
             # recall by score (ties between equal vectors are not misses)
-            recall.append(float(np.sum(approx_scores[0] >= scores[0][-1] - 1e-6)) / 10)
+            recall.append(float(np.sum(approx_scores >= scores[0][-1] - 1e-6)) / 10)
         out.append({"vectors": n, "flat_p50_ms": round(percentile(flat_t, 50) * 1000, 3),
-                    "hnsw_p50_ms": round(percentile(hnsw_t, 50) * 1000, 3),
-                    "hnsw_build_s": round(build, 2), "hnsw_recall_at_10": round(float(np.mean(recall)), 3)})
-    return {"chosen_threshold": index_mod.HNSW_THRESHOLD, "measurements": out,
-            "why": "flat is exact and builds instantly; HNSW pays a build (and its recall < 1) and "
+                    "ivf_p50_ms": round(percentile(ivf_t, 50) * 1000, 3),
+                    "ivf_build_s": round(build, 2), "ivf_recall_at_10": round(float(np.mean(recall)), 3)})
+    return {"chosen_threshold": index_mod.APPROX_THRESHOLD, "measurements": out,
+            "why": "flat is exact and builds instantly; IVF pays a training (and its recall < 1) and "
                    "only wins once a flat scan costs more than ~1 ms per query"}
 
 
@@ -186,20 +189,28 @@ def bench_search(n: int, queries: int) -> dict:
         result["ingest_peak_rss_growth_mb"] = round(rss_mb() - rss0, 1)
         handle = eng.knowledge.handle(record)
         result["index_kind"] = handle.index.kind
-        # most of the RSS growth is the index itself (vectors + graph), not the insert's batches
-        result["index_mb"] = round(faiss.serialize_index(handle.index.index).nbytes / 2**20, 1)
+        # the index holds float16 codes (the float32 vectors are only in SQLite)
+        handle.index.save()
+        result["index_mb"] = round(handle.index.path.stat().st_size / 2**20, 1) \
+            if handle.index.path.exists() else None
         embedder = HashEmbedder(384)
         # the baseline: the same vectors, read back from the store, in a bare index of the same type
         dim = 384
         ids = np.concatenate([i for i, _ in handle.store.vectors_after(0, dim)])
         vectors = np.concatenate([v for _, v in handle.store.vectors_after(0, dim)])
-        bare = handle.index._new_index(dim, handle.index.kind)
+        settings = handle.index.settings
+        bare = index_mod.make_index(dim, handle.index.kind, vectors, getattr(handle.index.index, "nlist", 0))
         bare.add_with_ids(vectors, ids)
 
         def bare_search(text: str) -> None:
             q = embedder.embed([text])
-            params = faiss.SearchParametersHNSW(efSearch=64) if handle.index.kind == "hnsw" else None
-            bare.search(q, 10, params=params)
+            if handle.index.kind == "ivf":  # the same candidates, re-scored from memory
+                _, cand = bare.search(q, 10 * settings.rerank,
+                                      params=faiss.SearchParametersIVF(nprobe=settings.nprobe))
+                cand = cand[0][cand[0] >= 0]
+                np.argsort(-(vectors[np.searchsorted(ids, cand)] @ q[0]))[:10]
+            else:
+                bare.search(q, 10)
 
         def engine_search(text: str) -> None:
             rows = eng.knowledge.search(record, SearchRequest(query=text, limit=10))

@@ -20,6 +20,8 @@ CASES = {
     "sql": (["--rows", "20000", "--repeat", "3"], None),
     "agents": (["--chunks", "300", "--repeat", "2"], None),
     "magics": (["--rows", "2000", "--repeat", "1"], None),
+    # the Chroma side is skipped here (CI has no chromadb; a run with it takes minutes)
+    "vs_chroma": (["--docs", "3000", "--queries", "30", "--no-chroma"], ["kbsql", "targets"]),
     # starts its own PostgreSQL + pgvector from the pgserver wheel (or $KBSQL_TEST_PGVECTOR_DSN)
     "pgvector": (["--chunks", "1500", "--queries", "20"], ["search_ingest"]),
     "memory": ([], ["kbsql_serve", "baseline_bare_starlette_uvicorn_mb"]),

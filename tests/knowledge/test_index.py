@@ -1,4 +1,4 @@
-"""The FAISS cache and the SQLite rows always agree: true filtered top-k on flat and HNSW
+"""The FAISS cache and the SQLite rows always agree: true filtered top-k on flat and IVF
 indexes, deletes, a stale cache file, and a second engine on the same data directory."""
 
 from __future__ import annotations
@@ -38,9 +38,9 @@ def _brute(rows: list[dict], query: str, keep, k: int) -> list[str]:
     return [round(float(sims[i]), 5) for i in order[:k]]
 
 
-@pytest.mark.parametrize("kind", ["flat", "hnsw"])
+@pytest.mark.parametrize("kind", ["flat", "ivf"])
 def test_filtered_search_is_the_true_top_k(tmp_path: Path, monkeypatch, kind: str) -> None:
-    monkeypatch.setattr(index_mod, "HNSW_THRESHOLD", 500 if kind == "hnsw" else 10**9)
+    monkeypatch.setattr(index_mod, "APPROX_THRESHOLD", 500 if kind == "ivf" else 10**9)
     rows = _rows(1500)
     with Engine(tmp_path / "e") as eng:
         _kb(eng, rows)
@@ -58,22 +58,21 @@ def test_filtered_search_is_the_true_top_k(tmp_path: Path, monkeypatch, kind: st
             assert [round(1 - g["distance"], 5) for g in got] == pytest.approx(expected, abs=1e-4)
 
 
-def test_hnsw_deletes_are_masked_then_rebuilt(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setattr(index_mod, "HNSW_THRESHOLD", 400)
+def test_ivf_deletes_leave_the_index_then_it_turns_exact(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(index_mod, "APPROX_THRESHOLD", 400)
     rows = _rows(1000)
     with Engine(tmp_path / "e") as eng:
         _kb(eng, rows)
         index = eng.knowledge.handle(eng.catalog.knowledge_base("mindsdb", "kb")).index
-        assert index.kind == "hnsw"
+        assert index.kind == "ivf"
         sql(eng, "DELETE FROM kb WHERE group = 0")
-        assert index.deleted and index.live == sum(r["group"] != 0 for r in rows)
+        assert index.live == index.index.ntotal == sum(r["group"] != 0 for r in rows)
         got = table(eng, "SELECT metadata FROM kb WHERE content = 'ocean lake' LIMIT 50")
         assert len(got) == 50 and all(g["metadata"]["group"] != 0 for g in got)
-        sql(eng, "DELETE FROM kb WHERE group IN (1, 2)")  # past 20% deleted: rebuilt without them
-        assert not index.deleted and index.index.ntotal == sum(r["group"] > 2 for r in rows)
+        sql(eng, "DELETE FROM kb WHERE group IN (1, 2, 3, 4, 5)")  # under half the threshold: exact
+        assert index.kind == "flat" and index.live == sum(r["group"] > 5 for r in rows)
         sql(eng, "DELETE FROM kb WHERE id >= 0")
         assert table(eng, "SELECT id FROM kb WHERE content = 'ocean'") == []
-        assert index.kind == "flat"
 
 
 def test_a_second_engine_sees_writes_of_the_first(tmp_path: Path) -> None:

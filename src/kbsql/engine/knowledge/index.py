@@ -6,11 +6,22 @@ and catches up: rows with a higher seq are added, tombstones newer than the tag 
 the index and the rows always agree, whoever wrote (this process or another one), and a
 crash can at worst leave a stale cache file that the next open catches up.
 
-Index type by size (measured in benchmarks/bench_knowledge.py, see `hnsw_threshold` in its
-output): exact `IndexIDMap2(IndexFlatIP)` below `HNSW_THRESHOLD` live vectors, HNSW
-(M=32, inner product) above. Flat deletes are batched `remove_ids`; HNSW cannot remove, so
-deleted ids are masked with an IDSelector and the index is rebuilt once they pass 20%.
+Index type by size: exact `IndexIDMap2(IndexFlatIP)` below `APPROX_THRESHOLD` live vectors;
+above, IVF over float16 codes (`IndexIVFScalarQuantizer` QT_fp16, inner product), whose
+candidates (`rerank` x k of them) are re-scored exactly from the float32 vectors in SQLite
+(search.py). Why IVF and not HNSW (measured in benchmarks/bench_vs_chroma.py, curve in
+benchmarks/results/vs_chroma.json): on a corpus of near-duplicates HNSW (M=32) topped out at
+recall@10 0.96-0.98 even with efSearch 512, and builds 10x slower; IVF cells hold a
+paragraph's copies together, so probing a few cells finds them (0.99). Why float16 and not
+8-bit codes: at 1M near-duplicates hundreds of copies score within 1e-3 of each other and
+8-bit codes (error ~1e-3) ranked the true top 10 out of any short candidate list (recall
+0.91 even re-scoring 100 candidates); float16 gave 0.996. The codes are half the float32
+vectors, so the full-precision vectors are stored once (in SQLite) and the index adds 768
+bytes per vector of 384 dimensions. IVF removes ids in place (no tombstones), and the index
+is retrained when the rows outgrow the training it was built on (`RETRAIN_GROWTH`).
 Vectors are L2-normalised: cosine distance = 1 - inner product.
+
+Tuning: `settings.py` (CREATE INDEX ON KNOWLEDGE_BASE ... WITH (nprobe = .., rerank = ..)).
 """
 
 from __future__ import annotations
@@ -18,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import math
 import os
 import threading
 from collections.abc import Iterator
@@ -26,14 +38,15 @@ from typing import Any
 
 import numpy as np
 
+from kbsql.engine.knowledge.settings import IndexSettings
 from kbsql.engine.knowledge.store import ChunkStore
 
-HNSW_THRESHOLD = 20_000
-HNSW_M = 32
-HNSW_EF_CONSTRUCTION = 64
-REBUILD_DELETED_FRACTION = 0.2
-PERSIST_EVERY = 5_000  # changed vectors before the cache file is rewritten (also on close)
-_MAGIC = b"KBSQLIDX1\n"
+APPROX_THRESHOLD = 20_000
+RETRAIN_GROWTH = 2  # rebuild (new cells) when the live rows pass this multiple of the training
+TRAIN_PER_LIST = 40  # training vectors per IVF cell (faiss wants >= 39)
+PERSIST_EVERY = 5_000  # changed vectors before the cache file is rewritten (also on close) ...
+PERSIST_FRACTION = 0.25  # ... and at least this share of the index (total writes stay O(N))
+_MAGIC = b"KBSQLIDX2\n"
 log = logging.getLogger(__name__)
 
 
@@ -49,10 +62,14 @@ class _LazyFaiss:
         return getattr(module, name)
 
 
-# typed Any: faiss's SWIG-generated stubs are partial (no SearchParametersHNSW)
+# typed Any: faiss's SWIG-generated stubs are partial (no SearchParametersIVF)
 faiss: Any = _LazyFaiss()
-EXACT_SUBSET = 20_000  # filtered HNSW searches over at most this many rows are exact
-BULK = 2_000  # adds at least this big use every core (HNSW builds are CPU-bound)
+EXACT_SUBSET = 20_000  # filtered IVF searches over at most this many rows score every one of them
+FILTER_MARGIN = 64  # extra candidates re-scored exactly under such a filter
+# a wider filter probes nprobe * FILTER_WIDEN / (share of rows allowed) cells: a 10% filter
+# at 200k near-duplicates found 0.75 of the true top 10 with nprobe 32, 0.98 with 320, 1.0 with 500+
+FILTER_WIDEN = 2
+BULK = 2_000  # adds at least this big use every core (training and assignment are CPU-bound)
 
 
 @contextlib.contextmanager
@@ -67,36 +84,60 @@ def _all_cores(count: int) -> Iterator[None]:
         faiss.omp_set_num_threads(1)
 
 
+def auto_nlist(rows: int) -> int:
+    """IVF cells for `rows` vectors: 2 sqrt(N) (with nprobe 32: recall@10 0.99 at 10k and 100k)."""
+    return max(1, int(2 * math.sqrt(max(rows, 1))))
+
+
+def make_index(dim: int, kind: str, sample: np.ndarray | None = None, nlist: int = 0) -> Any:
+    """An empty index of `kind`: exact flat, or IVF over float16 codes whose cells are trained
+    on `sample` (the benchmarks build their bare baselines with this too)."""
+    if kind == "flat":
+        return faiss.IndexIDMap2(faiss.IndexFlatIP(dim))
+    assert sample is not None
+    nlist = nlist or min(auto_nlist(len(sample)), max(1, len(sample) // TRAIN_PER_LIST))
+    index = faiss.IndexIVFScalarQuantizer(faiss.IndexFlatIP(dim), dim, nlist,
+                                          faiss.ScalarQuantizer.QT_fp16, faiss.METRIC_INNER_PRODUCT)
+    index.cp.niter = 10
+    with _all_cores(len(sample)):
+        index.train(np.ascontiguousarray(sample, dtype=np.float32))
+    return index
+
+
 class VectorIndex:
-    def __init__(self, path: Path, store: ChunkStore, hnsw_threshold: int | None = None):
+    def __init__(self, path: Path, store: ChunkStore, threshold: int | None = None):
         self.path = path
         self.store = store
-        self.hnsw_threshold = hnsw_threshold or HNSW_THRESHOLD
+        self.threshold = threshold
+        self.settings = IndexSettings.load(path.with_name("index_settings.json"))
         self.lock = threading.RLock()
         self.index: Any = None  # a faiss.Index once built
         self.kind = "flat"
         self.version = -1
         self.max_seq = 0
-        self.deleted: set[int] = set()  # HNSW only: ids still in the graph but gone from the rows
+        self.trained_on = 0  # live rows when the IVF cells were trained
         self.unsaved = 0
         self._load()
 
+    @property
+    def approx_threshold(self) -> int:
+        return self.threshold or self.settings.threshold or APPROX_THRESHOLD
+
     # persistence ------------------------------------------------------------------------
     def _load(self) -> None:
+        """Read the cache streaming from the file (never the whole file in memory twice)."""
         try:
-            raw = self.path.read_bytes()
-            if not raw.startswith(_MAGIC):
-                return
-            header_end = raw.index(b"\n", len(_MAGIC))
-            header = json.loads(raw[len(_MAGIC):header_end])
-            index = faiss.deserialize_index(np.frombuffer(raw, dtype=np.uint8, offset=header_end + 1))
+            with open(self.path, "rb") as f:
+                if f.read(len(_MAGIC)) != _MAGIC:
+                    return  # no cache, an old format or a bad one: rebuilt from the rows by sync()
+                header = json.loads(f.readline())
+                index = faiss.read_index(faiss.PyCallbackIOReader(f.read))
         except (OSError, ValueError, RuntimeError):
-            return  # no cache or a bad one: rebuilt from the rows by sync()
+            return
         version, max_seq = int(header["version"]), int(header["max_seq"])
-        deleted = set(header.get("deleted", []))
         stored_version, stored_seq = self.store.version(), self.store.max_seq()
         if version > stored_version or max_seq > stored_seq or (
-                version == stored_version and index.ntotal - len(deleted) != self.store.count()):
+                version == stored_version and index.ntotal != self.store.count()):
             # the cache describes rows this store does not have (a restored backup of the
             # rows, a lost write): its ids could name other rows. Rebuild from the rows.
             log.warning("the vector index %s is ahead of its rows (index version %d, seq %d; "
@@ -104,7 +145,8 @@ class VectorIndex:
                         version, max_seq, stored_version, stored_seq)
             return
         self.index, self.kind = index, header["kind"]
-        self.version, self.max_seq, self.deleted = version, max_seq, deleted
+        self.version, self.max_seq = version, max_seq
+        self.trained_on = int(header.get("trained_on", 0))
 
     def save(self) -> None:
         """Write the cache: temp file + fsync + os.replace, so a reader sees old or new."""
@@ -112,11 +154,11 @@ class VectorIndex:
             if self.index is None or self.unsaved == 0:
                 return
             header = {"kind": self.kind, "version": self.version, "max_seq": self.max_seq,
-                      "deleted": sorted(self.deleted)}
+                      "trained_on": self.trained_on}
             tmp = self.path.with_suffix(".tmp")
             with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as f:
                 f.write(_MAGIC + json.dumps(header).encode() + b"\n")
-                f.write(faiss.serialize_index(self.index).tobytes())
+                faiss.write_index(self.index, faiss.PyCallbackIOWriter(f.write))
                 f.flush()
                 os.fsync(f.fileno())
             os.replace(tmp, self.path)
@@ -137,7 +179,12 @@ class VectorIndex:
     def reset(self) -> None:
         """Forget the in-memory index; the next sync() rebuilds it from the rows."""
         with self.lock:
-            self.index, self.version, self.max_seq, self.deleted = None, -1, 0, set()
+            self.index, self.version, self.max_seq, self.trained_on = None, -1, 0, 0
+
+    def _maybe_save(self) -> None:
+        total = 0 if self.index is None else self.index.ntotal
+        if self.unsaved >= max(PERSIST_EVERY, PERSIST_FRACTION * total):
+            self.try_save()
 
     # catching up ------------------------------------------------------------------------
     def sync(self) -> None:
@@ -156,7 +203,8 @@ class VectorIndex:
                 with self.store.snapshot():  # one consistent state of rows and tombstones
                     version = self.store.version()
                     removed = self.store.removed_since(self.version, self.max_seq)
-                    self._remove(removed)
+                    if len(removed):
+                        self.index.remove_ids(faiss.IDSelectorBatch(removed))
                     for ids, vectors in self.store.vectors_after(self.max_seq, dim):
                         with _all_cores(len(ids)):
                             self.index.add_with_ids(vectors, ids)
@@ -165,22 +213,36 @@ class VectorIndex:
                 self.version = version
                 self.unsaved += len(removed)
             self._maybe_switch(dim)
-            if self.unsaved >= PERSIST_EVERY:
+            self._maybe_save()
+
+    def _want(self, live: int) -> str:
+        return "ivf" if live >= self.approx_threshold else "flat"
+
+    def _maybe_switch(self, dim: int) -> None:
+        live = self.index.ntotal
+        threshold = self.approx_threshold
+        if self.kind == "flat" and live >= threshold:
+            self._rebuild(dim, "ivf")
+        elif self.kind == "ivf" and (live < threshold // 2 or live > RETRAIN_GROWTH * self.trained_on):
+            self._rebuild(dim)
+
+    def rebuild(self) -> None:
+        """Build the index again from the rows (CREATE INDEX ON KNOWLEDGE_BASE; new settings)."""
+        with self.lock:
+            dim = self.store.dim()
+            if dim is not None:
+                self._rebuild(dim)
                 self.try_save()
 
-    def _new_index(self, dim: int, kind: str) -> Any:
-        if kind == "hnsw":
-            inner = faiss.IndexHNSWFlat(dim, HNSW_M, faiss.METRIC_INNER_PRODUCT)
-            inner.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
-        else:
-            inner = faiss.IndexFlatIP(dim)
-        return faiss.IndexIDMap2(inner)
-
     def _rebuild(self, dim: int, kind: str | None = None) -> None:
-        live = self.store.count()
-        kind = kind or ("hnsw" if live >= self.hnsw_threshold else "flat")
-        index = self._new_index(dim, kind)
+        """A fresh index from the rows, in bounded batches (memory: one batch + the index).
+        The old index is let go first (callers hold the lock): two in memory at once made
+        the peak of a 1M-row ingest 2.6 GB. Should the build fail, the next sync() retries."""
+        self.index, self.version = None, -1
         with self.store.snapshot():
+            live = self.store.count()
+            kind = kind or self._want(live)
+            index = self._new_index(dim, kind, live)
             version = self.store.version()
             max_seq = 0
             for ids, vectors in self.store.vectors_after(0, dim):
@@ -188,64 +250,64 @@ class VectorIndex:
                     index.add_with_ids(vectors, ids)
                 max_seq = int(ids[-1])
         self.index, self.kind, self.version, self.max_seq = index, kind, version, max_seq
-        self.deleted = set()
+        self.trained_on = live if kind == "ivf" else 0
         self.unsaved = max(1, index.ntotal)
 
-    def _remove(self, ids: np.ndarray) -> None:
-        if len(ids) == 0:
-            return
-        if self.kind == "flat":
-            self.index.remove_ids(faiss.IDSelectorBatch(ids))
-        else:
-            self.deleted.update(int(i) for i in ids)
+    def _new_index(self, dim: int, kind: str, live: int) -> Any:
+        if kind == "flat":
+            return make_index(dim, "flat")
+        nlist = min(self.settings.nlist or auto_nlist(live), max(1, live // TRAIN_PER_LIST))
+        return make_index(dim, "ivf", self._training_sample(dim, live, nlist * TRAIN_PER_LIST), nlist)
 
-    def _maybe_switch(self, dim: int) -> None:
-        live = self.index.ntotal - len(self.deleted)
-        if self.kind == "flat" and live >= self.hnsw_threshold:
-            self._rebuild(dim, "hnsw")
-        elif self.kind == "hnsw" and (live < self.hnsw_threshold // 2
-                                      or len(self.deleted) > REBUILD_DELETED_FRACTION * self.index.ntotal):
-            self._rebuild(dim)
+    def _training_sample(self, dim: int, live: int, size: int) -> np.ndarray:
+        """An evenly strided sample of the rows (read batch by batch, never all at once)."""
+        stride = max(1, live // max(size, 1))
+        parts = [vectors[::stride].copy() for _, vectors in self.store.vectors_after(0, dim)]
+        return np.ascontiguousarray(np.concatenate(parts)[:size])
 
     # search -----------------------------------------------------------------------------
     def search(self, query: np.ndarray, k: int,
-               allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """Top-k (inner products, ids) for one normalised query; `allowed` restricts to those ids.
+               allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, bool]:
+        """(scores, ids, exact) for one normalised query; `allowed` restricts to those ids.
 
-        Exact for flat indexes, and for HNSW under a filter matching up to EXACT_SUBSET rows
-        (their vectors are read back from the graph's storage). Past that, HNSW searches with
-        the filter as a selector; the caller falls back to an exact search if it comes back short.
-        """
+        A flat index answers the exact top-k. An IVF index answers `settings.rerank * k`
+        candidates with approximate scores (exact = False): the caller re-scores them from
+        the stored vectors. Under a filter matching up to EXACT_SUBSET rows an IVF index
+        scores every allowed row's code (all cells probed: the selector skips the others)
+        and answers at least k + FILTER_MARGIN candidates: the float16 error (~1e-4 in
+        cosine) is far below the margin those extra candidates give, so the re-scored top-k
+        is the true one. (Reading 10k float32 vectors back from SQLite instead took 100+ ms.)
+        Under a wider filter the probed cells grow as the allowed share shrinks
+        (`FILTER_WIDEN`), and the caller falls back to exact search if k rows do not come
+        back."""
+        empty = np.empty(0, np.float32), np.empty(0, np.int64), True
         with self.lock:
             if self.index is None or self.index.ntotal == 0 or k <= 0:
-                return np.empty(0, np.float32), np.empty(0, np.int64)
+                return empty
             if allowed is not None:  # rows committed by another process after our last sync
                 allowed = allowed[allowed <= self.max_seq]
                 if len(allowed) == 0:
-                    return np.empty(0, np.float32), np.empty(0, np.int64)
-            if self.kind == "hnsw" and allowed is not None and len(allowed) <= EXACT_SUBSET:
-                vectors = self.index.reconstruct_batch(allowed)
-                scores = vectors @ query
-                top = np.argsort(-scores, kind="stable")[:k]
-                return scores[top].astype(np.float32), allowed[top]
-            selector = None
-            if allowed is not None:
-                selector = faiss.IDSelectorBatch(allowed)
-            elif self.deleted:
-                selector = faiss.IDSelectorNot(faiss.IDSelectorBatch(np.fromiter(self.deleted, np.int64)))
-            k = min(k, self.index.ntotal)
-            if self.kind == "hnsw":
-                params = faiss.SearchParametersHNSW(efSearch=max(64, 2 * k))
+                    return empty
+            selector = faiss.IDSelectorBatch(allowed) if allowed is not None else None
+            if self.kind == "ivf":
+                fetch = min(max(k + FILTER_MARGIN if allowed is not None else k, self.settings.rerank * k),
+                            self.index.ntotal)
+                nprobe = min(self.settings.nprobe, self.index.nlist)
+                if allowed is not None and len(allowed) <= EXACT_SUBSET:
+                    nprobe = self.index.nlist
+                elif allowed is not None:  # probe as many cells as it takes to meet k allowed rows
+                    share = len(allowed) / max(self.index.ntotal, 1)
+                    nprobe = min(self.index.nlist, math.ceil(FILTER_WIDEN * nprobe / share))
+                params = faiss.SearchParametersIVF(nprobe=nprobe)
                 if selector is not None:
                     params.sel = selector
-            elif selector is not None:
-                params = faiss.SearchParameters(sel=selector)
             else:
-                params = None
-            scores, ids = self.index.search(query.reshape(1, -1), k, params=params)
+                fetch = min(k, self.index.ntotal)
+                params = faiss.SearchParameters(sel=selector) if selector is not None else None
+            scores, ids = self.index.search(query.reshape(1, -1), fetch, params=params)
         keep = ids[0] >= 0
-        return scores[0][keep], ids[0][keep]
+        return scores[0][keep], ids[0][keep], self.kind == "flat"
 
     @property
     def live(self) -> int:
-        return 0 if self.index is None else self.index.ntotal - len(self.deleted)
+        return 0 if self.index is None else self.index.ntotal

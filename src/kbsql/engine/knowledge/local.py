@@ -13,9 +13,11 @@ from typing import Any
 
 import numpy as np
 
+from kbsql.engine.catalog import ReadOnlyData
 from kbsql.engine.knowledge import search as search_mod
 from kbsql.engine.knowledge.index import VectorIndex
 from kbsql.engine.knowledge.search import Conditions
+from kbsql.engine.knowledge.settings import IndexSettings
 from kbsql.engine.knowledge.store import ChunkStore
 
 log = logging.getLogger(__name__)
@@ -98,6 +100,18 @@ class LocalStorage:
 
     def load_rows(self, keys: list[int]) -> dict[int, tuple[Any, ...]]:
         return search_mod.load_rows(self.store, keys)
+
+    def create_index(self, params: dict[str, Any]) -> dict[str, int]:
+        """CREATE INDEX ON KNOWLEDGE_BASE: store the index settings (settings.py; over the
+        defaults: none given = the defaults) and rebuild the index with them now."""
+        if self.read_only:
+            raise ReadOnlyData()
+        settings = IndexSettings.from_params(params)
+        with self.index.lock:
+            settings.save(self.index.path.with_name("index_settings.json"))
+            self.index.settings = settings
+            self.index.rebuild()
+        return settings.as_dict()
 
     def updated_at(self, chunk_ids: list[str]) -> dict[str, str]:
         if not chunk_ids:

@@ -2,10 +2,10 @@
 
 Filters are SQL on the chunk rows (metadata via json_extract), so a filtered search is the
 true top-k among the matching rows: the filter yields candidate ids first and FAISS searches
-only those (an IDSelector; exact on a flat index, with an exact fallback for HNSW), never a
-post-filtered short list. Result rows are always (id, chunk_id, chunk_content, metadata,
-relevance, distance), best first; distance is the cosine distance and, without a reranker,
-relevance = 1 / (1 + distance).
+only those (an IDSelector; exact on a flat index; an IVF index's candidates, or a small
+filtered subset, are scored exactly from the stored vectors), never a post-filtered short
+list. Result rows are always (id, chunk_id, chunk_content, metadata, relevance, distance),
+best first; distance is the cosine distance and, without a reranker, relevance = 1 / (1 + distance).
 """
 
 from __future__ import annotations
@@ -169,7 +169,8 @@ def matching_seqs(store: ChunkStore, filters: Conditions) -> np.ndarray:
 
 
 def _exact(store: ChunkStore, query: np.ndarray, seqs: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Exact top-k over a candidate subset, from the stored vectors (HNSW fallback)."""
+    """Exact top-k over a candidate subset, from the stored vectors (ties: lower seq first,
+    as an exact index orders them)."""
     scores_all, ids_all = [], []
     dim = query.shape[0]
     for start in range(0, len(seqs), 20000):
@@ -184,7 +185,7 @@ def _exact(store: ChunkStore, query: np.ndarray, seqs: np.ndarray, k: int) -> tu
     if not scores_all:
         return np.empty(0, np.float32), np.empty(0, np.int64)
     scores, ids = np.concatenate(scores_all), np.concatenate(ids_all)
-    top = np.argsort(-scores, kind="stable")[:k]
+    top = np.lexsort((ids, -scores))[:k]
     return scores[top], ids[top]
 
 
@@ -194,9 +195,11 @@ def vector_top(store: ChunkStore, index: VectorIndex, query: np.ndarray, k: int,
     allowed = matching_seqs(store, filters) if filters else None
     if allowed is not None and len(allowed) == 0:
         return np.empty(0, np.float32), np.empty(0, np.int64)
-    scores, ids = index.search(query, k, allowed)
+    scores, ids, exact = index.search(query, k, allowed)
+    if not exact:  # approximate candidates: the true scores from the stored vectors decide
+        scores, ids = _exact(store, query, ids, k)
     expected = min(k, index.live if allowed is None else len(allowed))
-    if len(ids) < expected:  # HNSW came back short under a selective filter
+    if len(ids) < expected:  # IVF came back short under a selective filter
         scores, ids = _exact(store, query, allowed if allowed is not None else
                              np.array([r[0] for r in store.query("SELECT seq FROM chunks")], np.int64), k)
     return scores, ids

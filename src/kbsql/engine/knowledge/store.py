@@ -156,7 +156,7 @@ class ChunkStore:
             return self.reader.execute(sql, args).fetchall()
 
     def vectors_after(self, seq: int, dim: int,
-                      batch: int = 20000) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+                      batch: int = 4096) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """(ids, vectors) of rows with seq > `seq`, in batches (memory stays bounded)."""
         last = seq
         while True:

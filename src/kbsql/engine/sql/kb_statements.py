@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 from mindsdb_sql_parser import ast
 from mindsdb_sql_parser.ast.mindsdb import AlterKnowledgeBase, CreateKnowledgeBase, DropKnowledgeBase
-from mindsdb_sql_parser.ast.mindsdb.knowledge_base import CreateKnowledgeBaseIndex, EvaluateKnowledgeBase
+from mindsdb_sql_parser.ast.mindsdb.knowledge_base import EvaluateKnowledgeBase
 
 from kbsql.engine import validate
 from kbsql.engine.catalog import KbRecord
 from kbsql.engine.knowledge.ingest import INTERNAL_KEYS, RowChunker
 from kbsql.engine.knowledge.search import DEFAULT_LIMIT, Filter, SearchRequest
-from kbsql.engine.sql import kb_evaluate, kb_insert, kb_select
+from kbsql.engine.sql import kb_evaluate, kb_index, kb_insert, kb_select
 from kbsql.engine.sql.info_schema import INFO_COLUMNS, knowledge_bases_frame
 from kbsql.engine.sql.kb_conditions import constant
 from kbsql.engine.sql.kb_where import Columns, KbWhere, split_options
@@ -45,6 +45,9 @@ def handle(session: SqlSession, statement: ast.ASTNode, ctx: dict[str, Any],
            target: Resolved | None = None) -> SqlResult | None:
     """Execute `statement` if it is about a knowledge base; None when it is not. `target` is
     what the statement's own table names, resolved once by the router (`names.target_of`)."""
+    indexed = kb_index.handle(session, statement, ctx, lambda name: _record(session, name, ctx))
+    if indexed is not None:  # CREATE / DROP INDEX ON KNOWLEDGE_BASE
+        return indexed
     record = target.record if target is not None and target.kind == "kb" else None
     if isinstance(statement, CreateKnowledgeBase):
         return _create(session, statement, ctx)
@@ -54,8 +57,6 @@ def handle(session: SqlSession, statement: ast.ASTNode, ctx: dict[str, Any],
         return _alter(session, statement, ctx)
     if isinstance(statement, EvaluateKnowledgeBase):
         return _evaluate(session, statement, ctx)
-    if isinstance(statement, CreateKnowledgeBaseIndex):
-        return _create_index(session, statement, ctx)
     if isinstance(statement, ast.Show) and str(statement.category).upper().replace(" ", "_") == \
             "KNOWLEDGE_BASES":
         return _show(session, statement, ctx)
@@ -186,18 +187,6 @@ def _evaluate(session: SqlSession, statement: EvaluateKnowledgeBase, ctx: dict[s
         save=save)
     names, rows = kb_evaluate.run(statement.params, ports)
     return ArrowTableResult.from_rows(names, rows, ctx)
-
-
-def _create_index(session: SqlSession, statement: CreateKnowledgeBaseIndex, ctx: dict[str, Any]) -> SqlResult:
-    """CREATE INDEX ON KNOWLEDGE_BASE kb: the vector index belongs to the knowledge service
-    (`create_index(record, params)` when it offers one)."""
-    record = _record(session, statement.name, ctx)
-    hook = getattr(session.kbs.service, "create_index", None)
-    if hook is None:
-        raise unsupported("CREATE INDEX ON KNOWLEDGE_BASE (the vector index is kept up to date "
-                          "on every insert)")
-    hook(record, dict(statement.params or {}))
-    return OkResult(None, context=ctx)
 
 
 def _delete_filters(session: SqlSession, record: KbRecord, statement: ast.Delete,

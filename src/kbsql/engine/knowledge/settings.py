@@ -1,0 +1,71 @@
+"""Tuning knobs of one knowledge base's vector index, set by `CREATE INDEX ON KNOWLEDGE_BASE`.
+
+MindsDB builds a knowledge base's index with `CREATE INDEX ON KNOWLEDGE_BASE kb` (its docs:
+knowledge_bases/insert_data.mdx) and its parser takes parameters as `WITH (key = value)`;
+here they tune the IVF index (index.py). The defaults are measured on the near-duplicate
+corpus (benchmarks/bench_vs_chroma.py, curve in benchmarks/results/vs_chroma.json):
+
+- `nprobe`: IVF cells visited per query. More is slower and closer to exact.
+- `rerank`: candidates per requested row re-scored exactly from the stored vectors.
+- `nlist`: IVF cells (0 = automatic, 2 sqrt(rows), re-chosen as the rows grow).
+- `threshold`: rows from which the index is IVF rather than exact (0 = the default, 20,000).
+
+They live in `index_settings.json` beside the index: the knowledge base's own files, so a
+dropped knowledge base takes them along, and an absent file means the defaults.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from kbsql.interface.errors import BadRequest
+
+NPROBE = 32
+RERANK = 2
+_LIMITS = {"nprobe": (1, 65536), "rerank": (1, 1000), "nlist": (0, 1 << 20), "threshold": (0, 1 << 40)}
+
+
+@dataclass
+class IndexSettings:
+    nprobe: int = NPROBE
+    rerank: int = RERANK
+    nlist: int = 0
+    threshold: int = 0
+
+    @classmethod
+    def load(cls, path: Path) -> IndexSettings:
+        try:
+            return cls.from_params(json.loads(path.read_text()))
+        except (OSError, ValueError, BadRequest):
+            return cls()
+
+    @classmethod
+    def from_params(cls, params: dict[str, Any], base: IndexSettings | None = None) -> IndexSettings:
+        """Settings from statement parameters over `base`; unknown keys and values out of
+        range are refused (a typo must not silently leave the default in place)."""
+        values = asdict(base or cls())
+        for key, value in params.items():
+            name = str(key).lower()
+            if name not in _LIMITS:
+                raise BadRequest(f"unknown index parameter {key!r}; the parameters are "
+                                 f"{sorted(_LIMITS)}", title="Invalid parameter")
+            low, high = _LIMITS[name]
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+                raise BadRequest(f"index parameter {name} must be an integer from {low} to {high}, "
+                                 f"not {value!r}", title="Invalid parameter")
+            values[name] = value
+        return cls(**values)
+
+    def save(self, path: Path) -> None:
+        """Temp file + os.replace (a reader sees old or new); private like the other data files."""
+        tmp = path.with_suffix(".tmp")
+        with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
+            f.write(json.dumps(asdict(self)))
+        os.replace(tmp, path)
+
+    def as_dict(self) -> dict[str, int]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
