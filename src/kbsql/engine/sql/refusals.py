@@ -32,7 +32,6 @@ _BY_TYPE: dict[type, str] = {
     md.DropSkill: "skills (DROP SKILL)",
     md.CreateView: "views (CREATE VIEW)",
     md.AlterView: "views (ALTER VIEW)",
-    md.DropKnowledgeBaseIndex: "DROP INDEX ON KNOWLEDGE_BASE (the vector index is kept with the data)",
     md.Evaluate: "EVALUATE of ML models (EVALUATE KNOWLEDGE_BASE is supported)",
 }
 _SHOW = {"CHATBOTS": "chatbots (SHOW CHATBOTS)", "JOBS": "jobs (SHOW JOBS)",
