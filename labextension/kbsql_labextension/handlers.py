@@ -23,6 +23,7 @@ from jupyter_server.base.handlers import APIHandler
 from jupyter_server.utils import url_path_join
 from tornado.iostream import StreamClosedError
 
+from kbsql.interface.stream import close_stream
 from kbsql_labextension import catalog
 from kbsql_labextension.connection import BadTarget, Clients, Target, resolve
 
@@ -123,7 +124,7 @@ class StreamHandler(KbsqlHandler):
 
     def on_connection_close(self) -> None:
         self._closed = True
-        _close(self._chunks)
+        close_stream(self._chunks)
 
     @tornado.web.authenticated
     async def post(self) -> None:
@@ -162,7 +163,7 @@ class StreamHandler(KbsqlHandler):
             if not self._closed:
                 self.write(json.dumps({"type": "error", "content": _mask(str(exc), target)}) + "\n")
         finally:
-            _close(self._chunks)
+            close_stream(self._chunks)
         if not self._closed:
             try:
                 self.finish()
@@ -183,16 +184,6 @@ def _mask(value: Any, target: Target) -> Any:
         return value
     text = json.dumps(value, default=str)
     return json.loads(text.replace(target.token, "***")) if target.token in text else value
-
-
-def _close(chunks: Any) -> None:
-    close = getattr(chunks, "close", None)
-    if close is None:
-        return
-    try:
-        close()
-    except ValueError:  # "generator already executing" in the worker: it stops after this chunk
-        pass
 
 
 def setup_handlers(web_app: Any) -> None:

@@ -20,7 +20,14 @@ from kbsql.interface.api import INSERT_BATCH_ROWS, InsertCounts
 from kbsql.interface.errors import PROBLEM_TYPE_HEADER, ServiceError, TransportError
 from kbsql.interface.jsonable import dumps
 from kbsql.interface.models import Agent, KnowledgeBase, mask_url
-from kbsql.interface.progress import EVALUATING, SENDING, ProgressFactory, open_indeterminate, open_progress
+from kbsql.interface.progress import (
+    EVALUATING,
+    SENDING,
+    Finishing,
+    ProgressFactory,
+    open_indeterminate,
+    open_progress,
+)
 from kbsql.interface.results import ErrorResult, SqlResult, result_from_json
 from kbsql.interface.stream import chunk_kind, completion_answer, parse_sse_line
 
@@ -169,8 +176,7 @@ class HttpApi:
         sent = stored = 0
         total = len(rows) if hasattr(rows, "__len__") else 0
         bar = open_progress(f"insert into {name}", total, progress=progress)
-        error: BaseException | None = None
-        try:
+        with Finishing(bar):
             for batch in iter_row_batches(rows, batch_size):
                 if bar is not None:
                     bar.update(SENDING, sent, total)
@@ -180,12 +186,6 @@ class HttpApi:
                 stored += int(answer.get("inserted_rows", len(batch)))
                 if bar is not None:
                     bar.update(SENDING, sent, total)
-        except BaseException as exc:
-            error = exc
-            raise
-        finally:
-            if bar is not None:
-                bar.close(error)
         return InsertCounts(sent, stored)
 
     # registered DataFrames (`df.<name>`) -------------------------------------------------
@@ -219,20 +219,13 @@ class HttpApi:
         # One statement answers once: the server cannot report per question, so the bar
         # names the phase with no fraction and ends in the final state (done or failed).
         bar = open_indeterminate(f"evaluate {evaluated.group(1)} on the server", unit="question")
-        error: BaseException | None = None
-        try:
+        with Finishing(bar) as run:
             if bar is not None:
                 bar.update(EVALUATING, 0, 0)
             result = result_from_json(self._json(self._send("POST", "/api/sql/query", body)))
             if isinstance(result, ErrorResult):
-                error = result.to_exception()
+                run.error = result.to_exception()
             return result
-        except BaseException as exc:
-            error = exc
-            raise
-        finally:
-            if bar is not None:
-                bar.close(error)
 
     def complete(self, project: str, agent: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
         """The answer of `/completions`. A server whose non-stream endpoint fails with a 500

@@ -39,6 +39,23 @@ ProgressFactory = Callable[[str, int, str], Progress]
 _factory: ProgressFactory | None = None
 
 
+class Finishing:
+    """`with Finishing(bar) as run:` closes `bar` (if any) when the block ends, in its final
+    state: failed with the exception that ended the block, or with `run.error` for a failure
+    answered without raising (an SQL error result), else done."""
+
+    def __init__(self, bar: Progress | None):
+        self.bar = bar
+        self.error: BaseException | None = None
+
+    def __enter__(self) -> Finishing:
+        return self
+
+    def __exit__(self, kind: Any, exc: BaseException | None, tb: Any) -> None:
+        if self.bar is not None:
+            self.bar.close(exc if exc is not None else self.error)
+
+
 def set_progress_factory(factory: ProgressFactory | None) -> ProgressFactory | None:
     """Install how progress is drawn in this process; returns the previous factory."""
     global _factory

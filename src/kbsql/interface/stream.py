@@ -88,3 +88,17 @@ def parse_sse_line(line: str) -> dict[str, Any] | None:
     if not payload or payload == "[DONE]":
         return None
     return json.loads(payload)
+
+
+def close_stream(chunks: Any) -> None:
+    """Stop the run behind a stream of chunks (a client left, Stop was pressed). Synchronous on
+    purpose: a cancelled scope never runs an await, and the agent stream's close() is
+    thread-safe and quick. A plain generator still executing in another thread refuses
+    ("generator already executing"): it stops after its current chunk."""
+    close = getattr(chunks, "close", None)
+    if close is None:
+        return
+    try:
+        close()
+    except ValueError:
+        pass

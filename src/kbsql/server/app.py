@@ -31,7 +31,7 @@ from kbsql.interface.errors import (
 )
 from kbsql.interface.jsonable import dumps
 from kbsql.interface.results import ErrorResult, default_context
-from kbsql.interface.stream import end_chunk, error_chunk, sse_lines
+from kbsql.interface.stream import close_stream, end_chunk, error_chunk, sse_lines
 from kbsql.server.auth import AuthSettings, TokenAuth
 from kbsql.server.guard import RequestGuard
 from kbsql.server.limits import BodyLimit, Limits, check_sql_size, parse_json
@@ -301,19 +301,7 @@ async def _close_on_disconnect(chunks: Iterator[dict[str, Any]], request: Reques
         return
     while (await request.receive())["type"] != "http.disconnect":
         pass
-    _close_quietly(chunks)
-
-
-def _close_quietly(chunks: Iterator[dict[str, Any]]) -> None:
-    """Stop the run behind `chunks`. Synchronous on purpose: on a disconnect the caller's
-    scope is cancelled, so an await would never run; the agent stream's close() is
-    thread-safe and quick (it cancels the run and closes an open provider stream)."""
-    close = getattr(chunks, "close", None)
-    if close is not None:
-        try:
-            close()
-        except ValueError:  # a plain generator still executing in the worker thread
-            pass
+    close_stream(chunks)
 
 
 async def _stream_events(chunks: Iterator[dict[str, Any]],
@@ -340,4 +328,4 @@ async def _stream_events(chunks: Iterator[dict[str, Any]],
             yield line
     finally:
         watcher.cancel()
-        _close_quietly(chunks)
+        close_stream(chunks)

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from kbsql.engine.knowledge.search import Condition, Conditions, FilterGroup, op_sql
+from kbsql.engine.knowledge.search import Condition, Conditions, FilterGroup, group_sql, op_sql
 from kbsql.engine.pg import (
     StorageUnavailable,
     acquire_pool,
@@ -75,11 +75,7 @@ def filter_sql(filters: Conditions) -> tuple[str, list[Any]]:
 
 def _condition_sql(f: Condition, args: list[Any]) -> str:
     if isinstance(f, FilterGroup):
-        inner = [_condition_sql(i, args) for i in f.items]
-        if f.op == "not":
-            return f"NOT ({inner[0]})"
-        joiner = " OR " if f.op == "or" else " AND "
-        return "(" + joiner.join(inner or ["TRUE" if f.op == "and" else "FALSE"]) + ")"
+        return group_sql(f, lambda i: _condition_sql(i, args), "TRUE", "FALSE")
     op = op_sql(f)
     column = f.column.lower()
     to_arg: Callable[[Any], Any]

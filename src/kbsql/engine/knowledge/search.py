@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -108,13 +108,19 @@ def filter_sql(filters: Conditions, alias: str = "") -> tuple[str, list[Any]]:
     return " AND ".join(parts), args
 
 
+def group_sql(group: FilterGroup, render: Callable[[Condition], str], true: str, false: str) -> str:
+    """A group as one SQL condition, its items rendered by `render` (each storage's dialect;
+    `true`/`false`: its literals, for an empty AND / OR)."""
+    inner = [render(i) for i in group.items]
+    if group.op == "not":
+        return f"NOT ({inner[0]})"
+    joiner = " OR " if group.op == "or" else " AND "
+    return "(" + joiner.join(inner or [true if group.op == "and" else false]) + ")"
+
+
 def _condition_sql(f: Filter | FilterGroup, alias: str, args: list[Any]) -> str:
     if isinstance(f, FilterGroup):
-        inner = [_condition_sql(i, alias, args) for i in f.items]
-        if f.op == "not":
-            return f"NOT ({inner[0]})"
-        joiner = " OR " if f.op == "or" else " AND "
-        return "(" + joiner.join(inner or ["1" if f.op == "and" else "0"]) + ")"
+        return group_sql(f, lambda i: _condition_sql(i, alias, args), "1", "0")
     op = op_sql(f)
     column = f.column.lower()
     is_id = column in ("id", "chunk_id")

@@ -166,8 +166,7 @@ class KnowledgeService:
         bar = progress_mod.open_progress(f"insert into {record.name}", total, progress=progress)
         stamp = now()
         position = skipped = 0
-        error: BaseException | None = None
-        try:
+        with progress_mod.Finishing(bar):
             if bar is not None:
                 bar.update(progress_mod.READING, 0, total)
             with h.write() as writer:
@@ -203,12 +202,6 @@ class KnowledgeService:
                     writer.replace(list(docs), chunks, vectors, stamp)
                 if bar is not None:
                     bar.update(progress_mod.STORING, total, total)  # committing
-        except BaseException as exc:
-            error = exc
-            raise
-        finally:
-            if bar is not None:
-                bar.close(error)
         if skipped:
             message = (f"{skipped} of {total} rows had no content in {chunker.content_columns} "
                        f"(null, NaN or blank) and were skipped; stored documents with their ids "

@@ -63,15 +63,9 @@ def _stepped(description: str, total: int, phase: str, work: Callable[[Any], Any
                                      min_total=EVALUATE_MIN_QUESTIONS)
     if bar is None:
         return work(None)
-    error: BaseException | None = None
-    try:
+    with progress_mod.Finishing(bar):
         bar.update(phase, 0, total)
         return work(lambda done, count: bar.update(phase, done, count))
-    except BaseException as exc:
-        error = exc
-        raise
-    finally:
-        bar.close(error)
 
 
 def run(params: dict[str, Any], ports: EvaluatePorts) -> tuple[list[str], list[list[Any]]]:

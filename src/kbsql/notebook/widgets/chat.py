@@ -16,6 +16,7 @@ from typing import Any
 
 import ipywidgets as w
 
+from kbsql.interface.stream import close_stream
 from kbsql.notebook.widgets import html as render
 from kbsql.notebook.widgets.panel import AgentStreamPanel
 from kbsql.notebook.widgets.snapshot import SnapshotDisplay
@@ -138,7 +139,7 @@ class ChatWidget(SnapshotDisplay, w.VBox):
             turn.panel.state.fail(f"{type(exc).__name__}: {exc}")
         finally:
             self._chunks = None
-            _close(chunks)  # cancels the run / drops the HTTP stream
+            close_stream(chunks)  # cancels the run / drops the HTTP stream
             turn.panel.state.close_if_open()
             turn.panel.sync(force=True)
             self._set_running(False)
@@ -151,7 +152,7 @@ class ChatWidget(SnapshotDisplay, w.VBox):
         if self.turns and self.running:
             self._stop.set()
             self.turns[-1].panel.stop()
-            _close(self._chunks)
+            close_stream(self._chunks)
 
     def wait(self, timeout: float | None = None) -> bool:
         """Wait for the running answer; True when none is running any more."""
@@ -170,13 +171,3 @@ class ChatWidget(SnapshotDisplay, w.VBox):
     def _set_running(self, running: bool) -> None:
         self.send_button.disabled = running
         self.stop_button.disabled = not running
-
-
-def _close(chunks: Any) -> None:
-    close = getattr(chunks, "close", None)
-    if close is None:
-        return
-    try:
-        close()
-    except ValueError:  # "generator already executing" in another thread: it stops on its own
-        pass
