@@ -25,6 +25,7 @@ from kbsql.engine.knowledge import json_chunking
 from kbsql.engine.knowledge.chunking import SOURCE, ChunkingConfig, split_text
 from kbsql.engine.knowledge.json_chunking import JsonChunkingConfig
 from kbsql.interface.errors import InvalidParameter
+from kbsql.interface.results import KB_INTERNAL_METADATA
 
 
 @dataclass
@@ -77,8 +78,7 @@ def plain(value: Any) -> Any:
 
 # Keys every chunk's metadata carries (contract); a user column of the same name would be
 # ambiguous in filters and results, so it is refused at CREATE/ALTER and at insert.
-INTERNAL_KEYS = frozenset({"chunk_index", "content_column", "start_char", "end_char",
-                           "original_doc_id", "original_row_index", "source"})
+INTERNAL_KEYS = frozenset(KB_INTERNAL_METADATA)  # declared once, in the interface
 
 
 def id_text(value: Any, index: int | None = None) -> str:
