@@ -8,18 +8,12 @@ descriptors may hold api keys and base URLs with credentials, so they stay on th
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from kbsql.client.params import quote_name
+
 SEARCH_LIMIT = 10
-_PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _SYSTEM_DATABASES = {"information_schema"}
-
-
-def quote_name(name: str) -> str:
-    """A name as an SQL identifier, bare when plain (the twin of the widgets browser's
-    `quote_name`, which lives behind an ipywidgets import)."""
-    return name if _PLAIN.match(name) else "`" + name.replace("`", "``") + "`"
 
 
 def model_name(model: Any) -> str | None:
