@@ -16,6 +16,7 @@ from urllib.parse import quote
 
 import httpx
 
+from kbsql.client.wire import StdlibTransport
 from kbsql.interface.api import INSERT_BATCH_ROWS, InsertCounts
 from kbsql.interface.errors import PROBLEM_TYPE_HEADER, ServiceError, TransportError
 from kbsql.interface.jsonable import dumps
@@ -45,8 +46,11 @@ DEFAULT_TIMEOUT = httpx.Timeout(30.0, read=600.0)
 NODELAY = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
 
 
-def default_transport() -> httpx.HTTPTransport:
-    """The transport `HttpApi` uses unless given one: keep-alive pool, TCP_NODELAY."""
+def default_transport(base_url: str) -> httpx.BaseTransport:
+    """The transport `HttpApi` uses unless given one: keep-alive pool, TCP_NODELAY; plain
+    HTTP on `http.client` (`wire.py`: ~0.5 ms less a request), HTTPS on httpx's own."""
+    if base_url.lower().startswith("http://"):
+        return StdlibTransport(socket_options=NODELAY)
     return httpx.HTTPTransport(socket_options=NODELAY)
 
 
@@ -65,7 +69,7 @@ class HttpApi:
         self.base_url = base_url.rstrip("/")
         self._http = httpx.Client(base_url=self.base_url, headers=headers or {},
                                   timeout=timeout or DEFAULT_TIMEOUT, follow_redirects=True,
-                                  transport=transport or default_transport())
+                                  transport=transport or default_transport(self.base_url))
 
     @property
     def location(self) -> str:

@@ -1,7 +1,7 @@
 """The HTTP server: a thin Starlette adapter from the interface's routes to the engine.
 
 Each route unwraps the body, calls one engine method in a worker thread (engine calls may
-embed text or call a model), and wraps the answer. Error shapes follow
+embed text or call a model: `in_thread`), and wraps the answer. Error shapes follow
 reference-behaviour.md: problem+json for REST errors, HTTP 200 `type: error` for SQL
 errors, 500 only for real faults (still with title and detail).
 """
@@ -9,12 +9,13 @@ errors, 500 only for real faults (still with title and detail).
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from starlette.applications import Starlette
-from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
@@ -41,6 +42,18 @@ log = logging.getLogger("kbsql.server")
 PROBLEM = "application/problem+json"
 RESPONSE_FORMATS = (None, "sse", "jsonlines")  # rest/sql.mdx
 RESULT_BATCH = 1000  # rows per line of a streamed SQL result
+ENGINE_THREADS = 40  # as many as Starlette's own pool: a slow model call holds one each
+
+_engine_pool = ThreadPoolExecutor(ENGINE_THREADS, thread_name_prefix="kbsql-engine")
+
+
+async def in_thread(fn: Callable[..., Any], *args: Any) -> Any:
+    """Run an engine call in a worker thread (it may embed text, call a model or scan a
+    table: never on the event loop). A plain executor rather than Starlette's
+    `run_in_threadpool`: the hop is ~45 us cheaper (95 against 140 us measured here), a
+    tenth of a keep-alive `SELECT 1`. The caller's context variables go along, as there."""
+    context = contextvars.copy_context()
+    return await asyncio.get_running_loop().run_in_executor(_engine_pool, context.run, fn, *args)
 
 
 def _result_lines(body: dict[str, Any], sse: bool) -> Iterator[str]:
@@ -102,8 +115,7 @@ def build_app(engine: Engine, *, bind_host: str | None = None,
     auth = auth or AuthSettings()
     limits = limits or Limits()
 
-    async def call(fn: Callable[..., Any], *args: Any) -> Any:
-        return await run_in_threadpool(fn, *args)
+    call = in_thread
 
     def endpoint(handler: Callable[[Request], Any]) -> Callable[[Request], Any]:
         async def wrapped(request: Request) -> Response:
@@ -205,12 +217,18 @@ def build_app(engine: Engine, *, bind_host: str | None = None,
         params = body.get("params")
         if params is not None and not isinstance(params, dict | list):
             raise InvalidParameter("'params' must be an object of parameter values")
-        result = await call(engine.query, query, body.get("context"), params or None)  # it checks
+
+        def run() -> Any:
+            """The statement and its answer's JSON, both in the worker thread: a large
+            result's rows are built and encoded off the event loop."""
+            result = engine.query(query, body.get("context"), params or None)  # it checks
+            return result.to_json() if response_format else dumps(result.to_json()).encode()
+
+        answer = await call(run)
         if response_format is None:
-            return json_response(result.to_json())
+            return Response(answer, media_type="application/json")
         media = "text/event-stream" if response_format == "sse" else "application/jsonlines"
-        return StreamingResponse(_result_lines(result.to_json(), response_format == "sse"),
-                                 media_type=media)
+        return StreamingResponse(_result_lines(answer, response_format == "sse"), media_type=media)
 
     async def upload_file(request: Request) -> Response:
         """`PUT /api/files/{name}`: a Parquet (or CSV) body becomes the table `df.<name>`; a
@@ -315,7 +333,7 @@ async def _stream_events(chunks: Iterator[dict[str, Any]],
     try:
         while True:
             try:
-                line = await run_in_threadpool(next, lines, sentinel)
+                line = await in_thread(next, lines, sentinel)
             except Exception as exc:  # the engine failed after the first chunk left
                 log.warning("agent stream failed: %s", exc)
                 for tail in sse_lines([error_chunk(str(exc), trace_id), end_chunk()]):

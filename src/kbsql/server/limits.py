@@ -138,7 +138,8 @@ class _BodyWatch:
             self.deadline = loop.time() + self.limits.body_time
         wait = min(self.limits.timeout, max(0.0, self.deadline - loop.time()))
         try:
-            message = await asyncio.wait_for(self.receive(), wait)
+            async with asyncio.timeout(wait):  # no task per message, unlike wait_for
+                message = await self.receive()
         except TimeoutError:
             self.done = True
             log.warning("%s: the request body stalled after %d bytes; answered 408",
