@@ -5,7 +5,8 @@ on the client: each value becomes a literal by the one quoter, `kbsql.interface.
 (its docstring says why each quoting rule exists), which the reference dialect's lexer reads
 as exactly one constant.
 
-Placeholders are found outside string literals, quoted identifiers and comments; `::` casts
+Placeholders are found outside string literals, quoted identifiers and comments
+(`interface.sqltext`, the scanner the engine's `@variables` use too); `::` casts
 and a colon right after an identifier or a closing quote (`{"k":true}` in a USING clause)
 are not placeholders.
 """
@@ -17,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kbsql.interface.literals import ParameterError, quote_literal
+from kbsql.interface.sqltext import segments
 
 __all__ = ["ParameterError", "bind", "placeholders", "quote_literal"]
 
@@ -24,50 +26,23 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _NOT_BEFORE_PLACEHOLDER = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_:'\"`)]")
 
 
-def _skip_quoted(sql: str, i: int, quote: str) -> int:
-    """Index just past the quoted token starting at `i` (lexer rules: `\\x` pairs, doubled quote)."""
-    n = len(sql)
-    j = i + 1
-    while j < n:
-        ch = sql[j]
-        if ch == "\\" and quote != "`":
-            j += 2
-            continue
-        if ch == quote:
-            if j + 1 < n and sql[j + 1] == quote:
-                j += 2
-                continue
-            return j + 1
-        j += 1
-    return n
-
-
 def _scan(sql: str) -> Iterable[tuple[int, int, str]]:
     """Yield (start, end, name) of every `:name` placeholder outside literals and comments."""
-    i, n = 0, len(sql)
-    while i < n:
-        ch = sql[i]
-        if ch in "'\"`":
-            i = _skip_quoted(sql, i, ch)
-        elif sql.startswith("--", i):
-            end = sql.find("\n", i)
-            i = n if end < 0 else end + 1
-        elif sql.startswith("/*", i):
-            end = sql.find("*/", i + 2)
-            i = n if end < 0 else end + 2
-        elif ch == ":":
-            if sql.startswith("::", i):
-                i += 2
+    for first, last, is_code in segments(sql):
+        if not is_code:
+            continue
+        i = sql.find(":", first, last)
+        while i >= 0:
+            if sql.startswith("::", i):  # a cast
+                i = sql.find(":", i + 2, last)
                 continue
-            match = _NAME.match(sql, i + 1)
+            match = _NAME.match(sql, i + 1, last)
             prev = sql[i - 1] if i else " "
             if match and prev not in _NOT_BEFORE_PLACEHOLDER:
                 yield i, match.end(), match.group()
-                i = match.end()
+                i = sql.find(":", match.end(), last)
             else:
-                i += 1
-        else:
-            i += 1
+                i = sql.find(":", i + 1, last)
 
 
 def placeholders(sql: str) -> list[str]:

@@ -10,7 +10,8 @@
 
 `@name` and `from_env(...)` are replaced by SQL literals in the text because the parser in use
 has no lexer rule for `@` nor functions inside a JSON object; the scan skips quoted strings,
-quoted identifiers and comments, so text inside a literal is never touched.
+quoted identifiers and comments (`interface.sqltext`, the scanner the client's `:name`
+binding uses too), so text inside a literal is never touched.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from mindsdb_sql_parser import ast, parse_sql
 
 from kbsql.interface.errors import SqlError
 from kbsql.interface.literals import ParameterError, quote_literal
+from kbsql.interface.sqltext import segments
 
 ENV_PREFIX = "MDB_"
 _SET = re.compile(r"^\s*SET\s+@([A-Za-z_]\w*)\s*=\s*(.+?)\s*;?\s*$", re.IGNORECASE | re.DOTALL)
@@ -58,7 +60,8 @@ class Variables:
                 raise SqlError(f"Variable @{m.group(1)} is not defined: SET @{m.group(1)} = ... first")
             return literal(known[name])
 
-        text = "".join(_VAR.sub(variable, t) if is_code else t for is_code, t in _segments(query))
+        text = "".join(_VAR.sub(variable, query[a:b]) if is_code else query[a:b]
+                       for a, b, is_code in segments(query))
         # from_env('X') spans a quoted string, so it is matched on the whole text, where it
         # starts in code
         starts = _code_starts(text)
@@ -67,11 +70,7 @@ class Variables:
 
 
 def _code_starts(text: str) -> Any:
-    ranges, position = [], 0
-    for is_code, part in _segments(text):
-        if is_code:
-            ranges.append((position, position + len(part)))
-        position += len(part)
+    ranges = [(a, b) for a, b, is_code in segments(text) if is_code]
     return lambda i: any(a <= i < b for a, b in ranges)
 
 
@@ -104,44 +103,6 @@ def _value_of(expression: str) -> Any:
     if isinstance(target, ast.Constant):
         return target.value
     raise SqlError(f"SET @variable takes a value or from_env('{ENV_PREFIX}NAME'), not {expression}")
-
-
-def _segments(query: str) -> list[tuple[bool, str]]:
-    """(is code, text) pieces: quoted strings, quoted identifiers and comments are not code."""
-    out: list[tuple[bool, str]] = []
-    i, start, n = 0, 0, len(query)
-    while i < n:
-        ch = query[i]
-        end = None
-        if ch in "'\"`":
-            j = i + 1
-            while j < n:
-                if query[j] == "\\" and ch != "`":
-                    j += 2
-                    continue
-                if query[j] == ch:
-                    if j + 1 < n and query[j + 1] == ch:
-                        j += 2
-                        continue
-                    break
-                j += 1
-            end = min(j + 1, n)
-        elif query.startswith("--", i) or ch == "#":
-            j = query.find("\n", i)
-            end = n if j < 0 else j
-        elif query.startswith("/*", i):
-            j = query.find("*/", i + 2)
-            end = n if j < 0 else j + 2
-        if end is None:
-            i += 1
-            continue
-        if start < i:
-            out.append((True, query[start:i]))
-        out.append((False, query[i:end]))
-        i = start = end
-    if start < n:
-        out.append((True, query[start:]))
-    return out
 
 
 def bind_parameters(node: Any, params: Mapping[str, Any] | list[Any]) -> Any:
