@@ -258,3 +258,18 @@ def test_an_unreachable_server_is_one_clear_error():
     with kbsql.connect(f"http://127.0.0.1:{port}") as client, \
             pytest.raises(TransportError, match=f"Cannot reach http://127.0.0.1:{port}"):
         client.sql("SELECT 1")
+
+
+def test_an_answer_sent_before_the_body_was_read_reaches_the_caller(tmp_path):
+    """kbsql serve answers 413 as soon as it sees the length, then hangs up: the caller gets
+    that 413 problem, every time, not a broken connection."""
+    from kbsql.interface.errors import ServiceError
+    from kbsql.server.process import spawn
+
+    with spawn(tmp_path, args=("--max-body-mb", "1")) as server, kbsql.connect(server.url) as client:
+        client.sql("SELECT 1")  # a kept-alive connection to break
+        for _ in range(3):
+            with pytest.raises(ServiceError, match="over this server's limit") as caught:
+                client.sql("SELECT '" + "x" * 3_000_000 + "'")
+            assert caught.value.status == 413
+        assert client.sql("SELECT 2").data == [[2]]

@@ -149,6 +149,9 @@ def _exchange(sock: socket.socket, request: httpx.Request, message: list[bytes],
         for part in message:
             sock.sendall(part)
     except (BrokenPipeError, ConnectionResetError):
+        early = _early_answer(sock, request, timeouts)
+        if early is not None:  # e.g. a 413 sent before the body was read, then a hang-up
+            return early
         raise _Stale(unsent=True) from None
     except TimeoutError as exc:
         sock.close()
@@ -169,6 +172,18 @@ def _exchange(sock: socket.socket, request: httpx.Request, message: list[bytes],
     except (OSError, http.client.HTTPException) as exc:
         sock.close()
         raise httpx.RemoteProtocolError(f"{type(exc).__name__}: {exc}", request=request) from exc
+
+
+def _early_answer(sock: socket.socket, request: httpx.Request,
+                  timeouts: dict[str, Any]) -> http.client.HTTPResponse | None:
+    """The answer a server sent before it stopped reading our request, if it did."""
+    try:
+        sock.settimeout(timeouts.get("read"))
+        response = http.client.HTTPResponse(sock, method=request.method)
+        response.begin()
+        return response
+    except (OSError, http.client.HTTPException):
+        return None
 
 
 def _still_open(sock: socket.socket) -> bool:
