@@ -30,7 +30,7 @@ from kbsql.interface.progress import (
     open_progress,
 )
 from kbsql.interface.results import ErrorResult, SqlResult, result_from_json
-from kbsql.interface.stream import chunk_kind, completion_answer, parse_sse_line
+from kbsql.interface.stream import chunk_kind, completion_answer, normalize_chunk, parse_sse_line
 
 _EVALUATE = re.compile(r"\s*(?:--[^\n]*\n\s*)*EVALUATE\s+KNOWLEDGE_BASE\s+([^\s;]+)", re.IGNORECASE)
 """An EVALUATE KNOWLEDGE_BASE statement (its knowledge base), shown with a phase-only bar."""
@@ -233,8 +233,9 @@ class HttpApi:
 
     def complete(self, project: str, agent: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
         """The answer of `/completions`. A server whose non-stream endpoint fails with a 500
-        (MindsDB 26.1 does, a known bug of that version) is asked on the stream endpoint
-        instead and the answer is assembled from its `output` chunk."""
+        (MindsDB 26.1 does: `KeyError: 'trace_id'`, a bug of that version) is asked on the
+        stream endpoint instead and the answer is its last `output` chunk (MindsDB's `data`
+        chunk, read through `normalize_chunk`)."""
         path = f"{self._agents(project)}/{_seg(agent)}/completions"
         try:
             return self._json(self._send("POST", path, {"messages": messages}))
@@ -252,8 +253,10 @@ class HttpApi:
             trace_id = str(chunk.get("trace_id") or trace_id)
             kind = chunk_kind(chunk)
             if kind == "error":
-                raise ServiceError(str(chunk.get("content") or first.detail), title=first.title,
-                                   status=500)
+                detail = f"the agent {agent} failed: {chunk.get('content') or 'no reason given'}"
+                if first.detail and first.detail not in detail:
+                    detail += f" (its /completions answered {first.status}: {first.title}: {first.detail})"
+                raise ServiceError(detail, title=first.title, status=500)
             if kind == "output":
                 output = str(chunk.get("output") or "")
         if output is None:
@@ -262,8 +265,8 @@ class HttpApi:
 
     def stream(self, project: str, agent: str,
                messages: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-        """Yield chunks as they arrive. Closing the iterator closes the connection, which
-        stops the run on the server."""
+        """Yield chunks as they arrive, in the contract's shapes (`normalize_chunk`). Closing
+        the iterator closes the connection, which stops the run on the server."""
         path = f"{self._agents(project)}/{_seg(agent)}/completions/stream"
         request = self._http.build_request(
             "POST", path, content=dumps({"messages": messages}).encode("utf-8"),
@@ -279,8 +282,9 @@ class HttpApi:
             for line in response.iter_lines():
                 chunk = parse_sse_line(line)
                 if chunk is not None:
+                    chunk = normalize_chunk(chunk)  # a MindsDB 26.1 stream, in the contract's shapes
                     yield chunk
-                    if chunk.get("type") == "end":
+                    if chunk_kind(chunk) == "end":
                         return
         except httpx.HTTPError as exc:
             raise TransportError(mask_url(f"The stream from {self.base_url}{path} broke: {exc}")) from exc

@@ -123,6 +123,8 @@ class Agents:
 
     def stream(self, name: str, question: str, *, history: Iterable[dict[str, str]] = (),
                project: str | None = None) -> Iterator[dict[str, Any]]:
-        """Yield the completion stream's chunks (start, actions, steps, output, end)."""
+        """Yield the completion stream's chunks (start, actions, steps, output, end); a
+        MindsDB 26.1 server's come in these shapes too, with its progress notes as kind
+        `context` (`kbsql.interface.stream.normalize_chunk`)."""
         return self._client.api.stream(self._client.project_of(project), name,
                                        self.messages(question, history))

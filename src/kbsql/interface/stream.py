@@ -11,6 +11,11 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 CHUNK_KINDS = ("start", "actions", "steps", "output", "error", "end")
+"""The contract's chunk kinds (service-interface.md, endpoint 8)."""
+
+NOTE_KINDS = ("context", "status", "sql")
+"""Progress notes a MindsDB 26.1 stream carries besides the contract's kinds (`context`, its
+route's rename of `status`, and `sql`): `{"type": ..., "content": text}`. Kind `context`."""
 
 
 def start_chunk(prompt: str, trace_id: str) -> dict[str, Any]:
@@ -44,14 +49,48 @@ def end_chunk() -> dict[str, Any]:
 
 
 def chunk_kind(chunk: dict[str, Any]) -> str:
-    """Which of start/actions/steps/output/error/end a chunk is (by `type` or by its keys)."""
+    """Which of start/actions/steps/output/error/end a chunk is (by `type` or by its keys);
+    `context` for a server's progress note (NOTE_KINDS), `unknown` for anything else.
+    A chunk from a server is read through `normalize_chunk` first."""
     kind = chunk.get("type")
     if kind in CHUNK_KINDS:
         return kind
+    if kind in NOTE_KINDS:
+        return "context"
     for key in ("actions", "steps", "output"):
         if key in chunk:
             return key
     return "unknown"
+
+
+def normalize_chunk(chunk: Any) -> dict[str, Any]:
+    """A chunk received from a server, in the contract's shapes; kbsql's own pass unchanged.
+
+    MindsDB 26.1 (`api/http/namespaces/agents.py` `_completion_event_generator` over
+    `PydanticAIAgent._get_completion_stream`) sends, with no `start`/`actions`/`steps`:
+
+    - `{"type": "context", "content": note}`: status lines ("Generating Data Catalog...",
+      "Executing final SQL query: ...") and the model's short description; kept, kind `context`;
+    - `{"type": "data", "text": answer, "trace_id": t}`: the answer in words, or
+      `{"type": "data", "content": table, "trace_id": t}`: the final SQL query's result as a
+      Markdown table. MindsDB's own non-stream answer is the last `data` chunk; here it becomes
+      an `output` chunk (a later one replaces the earlier, as in the contract);
+    - `{"type": "error", "content": message, "trace_id": t}` (the contract's shape), or
+      `{"error": message}` when its route itself fails; the latter becomes the former;
+    - `{"type": "end", "trace_id": t}` and then `{"type": "end"}` (the first ends the stream).
+    """
+    if not isinstance(chunk, dict):
+        return output_chunk(str(chunk), "")
+    trace_id = str(chunk.get("trace_id") or "")
+    kind = chunk.get("type")
+    if kind == "data":
+        answer = chunk["text"] if "text" in chunk else chunk.get("content")
+        if not isinstance(answer, str):
+            answer = "" if answer is None else json.dumps(answer, default=str)
+        return output_chunk(answer, trace_id)
+    if kind is None and "error" in chunk and chunk_kind(chunk) == "unknown":
+        return error_chunk(str(chunk["error"] or "the agent failed"), trace_id)
+    return chunk
 
 
 def completion_answer(content: str, trace_id: str) -> dict[str, Any]:
