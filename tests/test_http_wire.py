@@ -41,6 +41,7 @@ class Scripted:
         self.sock = socket.create_server(("127.0.0.1", 0))
         self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
         self.lock = threading.Lock()
+        self.hung_up = threading.Event()
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self) -> None:
@@ -55,32 +56,38 @@ class Scripted:
             threading.Thread(target=self._serve, args=(conn, number), daemon=True).start()
 
     def _serve(self, conn: socket.socket, number: int) -> None:
+        try:
+            self._exchange(conn, number)
+        finally:
+            conn.close()
+            self.hung_up.set()
+
+    def _exchange(self, conn: socket.socket, number: int) -> None:
         buffer, count = b"", 0
-        with conn:
-            while True:
-                while b"\r\n\r\n" not in buffer:
-                    data = conn.recv(65536)
-                    if not data:
-                        return
-                    buffer += data
-                head, buffer = buffer.split(b"\r\n\r\n", 1)
-                length = 0
-                for line in head.split(b"\r\n")[1:]:
-                    name, _, value = line.partition(b":")
-                    if name.strip().lower() == b"content-length":
-                        length = int(value)
-                while len(buffer) < length:
-                    buffer += conn.recv(65536)
-                body, buffer = buffer[:length], buffer[length:]
-                count += 1
-                with self.lock:
-                    self.requests.append((number, head, body))
-                data, close = self.reply(number, count, head, body)
-                if data is None:
+        while True:
+            while b"\r\n\r\n" not in buffer:
+                data = conn.recv(65536)
+                if not data:
                     return
-                conn.sendall(data)
-                if close:
-                    return
+                buffer += data
+            head, buffer = buffer.split(b"\r\n\r\n", 1)
+            length = 0
+            for line in head.split(b"\r\n")[1:]:
+                name, _, value = line.partition(b":")
+                if name.strip().lower() == b"content-length":
+                    length = int(value)
+            while len(buffer) < length:
+                buffer += conn.recv(65536)
+            body, buffer = buffer[:length], buffer[length:]
+            count += 1
+            with self.lock:
+                self.requests.append((number, head, body))
+            data, close = self.reply(number, count, head, body)
+            if data is None:
+                return
+            conn.sendall(data)
+            if close:
+                return
 
     def close(self) -> None:
         self.sock.close()
@@ -122,11 +129,14 @@ def test_calls_share_one_kept_alive_connection(scripted):
 
 
 def test_a_connection_the_server_closed_while_idle_is_replaced(scripted):
-    # keep-alive implied (no "connection: close"), then the server hangs up after each answer
+    # keep-alive implied (no "connection: close"); the server hangs up after each answer, as
+    # one does when a connection stays idle past its keep-alive time
     server = scripted(lambda n, c, h, b: (answer(json.dumps(TABLE).encode()), True))
     with kbsql.connect(server.url) as client:
         for _ in range(5):
             assert client.sql("SELECT 1").data == [[1]]
+            assert server.hung_up.wait(5)  # idle until the server has closed it
+            server.hung_up.clear()
     assert server.connections == 5
     assert len(server.requests) == 5  # each statement ran once
 
@@ -273,3 +283,71 @@ def test_an_answer_sent_before_the_body_was_read_reaches_the_caller(tmp_path):
                 client.sql("SELECT '" + "x" * 3_000_000 + "'")
             assert caught.value.status == 413
         assert client.sql("SELECT 2").data == [[2]]
+
+
+def test_a_slow_reader_gets_a_large_upload_within_a_per_write_timeout():
+    """The write timeout bounds each pause, not the whole upload (as httpcore does)."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    size = 4 * 1024 * 1024
+    got: list[int] = []
+
+    def serve():
+        import time
+
+        conn, _ = listener.accept()
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
+        with conn:
+            data = b""
+            while b"\r\n\r\n" not in data:
+                data += conn.recv(65536)
+            body = len(data.split(b"\r\n\r\n", 1)[1])
+            while body < size:  # ~4 MB/s: the upload takes ~1 s, each pause far under 0.5 s
+                time.sleep(0.05)
+                body += len(conn.recv(256 * 1024))
+            got.append(body)
+            conn.sendall(answer(b"{}"))
+
+    threading.Thread(target=serve, daemon=True).start()
+    http = httpx.Client(transport=StdlibTransport(), timeout=httpx.Timeout(5, write=0.5))
+    try:
+        assert http.put(f"{url}/api/files/x", content=b"x" * size).status_code == 200
+    finally:
+        http.close()
+        listener.close()
+    assert got == [size]
+
+
+def test_interim_answers_are_skipped_and_streamed_bodies_are_framed(scripted):
+    def reply(number, count, head, body):
+        hints = b"HTTP/1.1 103 Early Hints\r\nlink: </style.css>; rel=preload\r\n\r\n"
+        return hints + answer(json.dumps({"body": body.decode(), "head": head.decode()}).encode()), False
+
+    server = scripted(reply)
+    http = httpx.Client(transport=StdlibTransport())
+    try:
+        response = http.post(f"{server.url}/x", content=iter([b"hello", b"world"]))
+    finally:
+        http.close()
+    assert response.status_code == 200
+    echoed = response.json()
+    assert echoed["body"] == "helloworld"
+    assert "content-length: 10" in echoed["head"].lower()
+    assert "transfer-encoding" not in echoed["head"].lower()
+
+
+def test_a_redirect_to_https_is_followed_by_httpx_own_transport(scripted):
+    probe = socket.create_server(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()  # nothing listens there: following the redirect fails to connect
+    server = scripted(lambda n, c, h, b: (
+        b"HTTP/1.1 301 Moved\r\nlocation: https://127.0.0.1:%d/api/status\r\ncontent-length: 0\r\n\r\n"
+        % port, False))
+    api = HttpApi(server.url)
+    try:
+        with pytest.raises(TransportError) as caught:
+            api.status()
+    finally:
+        api.close()
+    assert f"https://127.0.0.1:{port}" in str(caught.value) or "Connect" in repr(caught.value.__cause__)
+    assert "http:// only" not in str(caught.value)

@@ -97,6 +97,32 @@ def test_sigterm_finishes_the_request_in_flight_saves_indexes_and_exits_0(tmp_pa
         assert len(stored["data"]) == 4_000, stored
 
 
+def test_a_request_past_the_shutdown_timeout_still_finishes_before_the_engine_closes(
+        tmp_path: Path) -> None:
+    """uvicorn cancels what is still running after --shutdown-timeout; an engine call in a
+    worker thread cannot stop halfway, so it finishes, answers its true result (a committed
+    insert answering 500 would be sent again) and only then is the engine closed."""
+    server = spawn(tmp_path / "data", args=("--shutdown-timeout", "1"))
+    try:
+        create_kb(server.url, "big")
+        rows = [{"id": i, "content": f"in flight {i} " + "word " * 40} for i in range(20_000)]
+        answers: list[httpx.Response] = []
+        worker = threading.Thread(target=lambda: answers.append(insert(server.url, "big", rows)))
+        worker.start()
+        time.sleep(0.5)
+        assert stop_with(server, signal.SIGTERM) == 0
+        worker.join(timeout=60)
+        log = server.log_text()
+        assert answers and answers[0].status_code == 200, (answers, log)
+        assert "closed" not in log.lower() and "Traceback" not in log, log
+    finally:
+        server.stop()
+    with spawn(tmp_path / "data") as again:
+        stored = httpx.post(f"{again.url}/api/sql/query",
+                            json={"query": "SELECT count(*) AS n FROM big"}).json()
+        assert stored["data"] == [[20_000]], stored
+
+
 def test_sigint_exits_0_without_a_traceback(tmp_path: Path) -> None:
     server = spawn(tmp_path / "data")
     try:

@@ -48,7 +48,7 @@ NODELAY = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
 
 def default_transport(base_url: str) -> httpx.BaseTransport:
     """The transport `HttpApi` uses unless given one: keep-alive pool, TCP_NODELAY; plain
-    HTTP on `http.client` (`wire.py`: ~0.5 ms less a request), HTTPS on httpx's own."""
+    HTTP on `http.client` (`wire.py`: ~0.1 ms less a request), HTTPS on httpx's own."""
     if base_url.lower().startswith("http://"):
         return StdlibTransport(socket_options=NODELAY)
     return httpx.HTTPTransport(socket_options=NODELAY)
