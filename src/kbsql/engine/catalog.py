@@ -8,7 +8,6 @@ runs in one transaction; a failed write leaves nothing behind.
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -19,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from kbsql.engine.catalog_pg import PgConnection, is_postgres_url
+from kbsql.engine.sqlite_files import ReadOnlyData, open_read_only, private_file
 from kbsql.interface.api import DEFAULT_PROJECT
-from kbsql.interface.errors import Conflict, NotFound, ServiceError
+from kbsql.interface.errors import Conflict, NotFound
 
 TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S.%f"
 
@@ -126,41 +126,6 @@ class DatasourceRecord:
     engine: str
     parameters: dict[str, Any]
     created_at: str
-
-
-def private_file(path: Path) -> None:
-    """Create `path` empty with mode 0600 if it does not exist: SQLite then gives its -wal
-    and -shm files the same mode, so stored keys stay the owner's whatever the umask."""
-    try:
-        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
-    except FileExistsError:
-        pass
-
-
-class ReadOnlyData(ServiceError):
-    """403: the data directory cannot be written (a read-only mount): reads only."""
-
-    status = 403
-    default_title = "Read-only data directory"
-
-    def __init__(self) -> None:
-        super().__init__("The data directory cannot be written: this engine serves reads only "
-                         "(queries, searches, agent answers)")
-
-
-def open_read_only(path: Path) -> sqlite3.Connection:
-    """A SQLite file in a directory that cannot be written, opened `immutable` (SQLite then
-    needs no -shm file, which it could not create). Refused when a write-ahead log holds
-    changes not merged into the file: reading without them would answer an older state."""
-    wal = path.with_name(path.name + "-wal")
-    if wal.exists() and wal.stat().st_size > 0:
-        raise sqlite3.OperationalError(
-            f"{path.name} has changes in {wal.name} that a read-only directory cannot merge; "
-            "open the data directory once with write access")
-    if not path.exists():
-        raise sqlite3.OperationalError(f"{path} does not exist and the directory is read-only")
-    return sqlite3.connect(f"{path.resolve().as_uri()}?immutable=1", uri=True,
-                           check_same_thread=False, isolation_level=None)
 
 
 class Catalog:
