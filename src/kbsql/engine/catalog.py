@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from kbsql.engine.catalog_pg import PgConnection, is_postgres_url
+from kbsql.engine.catalog_uses import refuse_datasource_drop, refuse_project_drop
 from kbsql.engine.sqlite_files import ReadOnlyData, open_read_only, private_file
 from kbsql.interface.api import DEFAULT_PROJECT
 from kbsql.interface.errors import Conflict, NotFound
@@ -234,9 +235,20 @@ class Catalog:
         return self.project(name)
 
     def drop_project(self, name: str) -> None:
+        """Refused (Conflict) while the project holds knowledge bases or agents: checked in the
+        deleting transaction, so nothing created meanwhile is deleted with it."""
         project = self.project(name)
         with self.transaction() as db:
+            refuse_project_drop(project.name, self._all(db, self._KB_SELECT, self._kb, project.id),
+                                self._all(db, self._AGENT_SELECT, self._agent, project.id))
             db.execute("DELETE FROM projects WHERE id = ?", (project.id,))
+
+    @staticmethod
+    def _all(db: sqlite3.Connection, select: str, record: Any, project_id: int | None = None) -> list[Any]:
+        """Records of `select` (a `_KB_SELECT` / `_AGENT_SELECT`) inside a transaction."""
+        if project_id is None:
+            return [record(r) for r in db.execute(select).fetchall()]
+        return [record(r) for r in db.execute(select + " WHERE p.id = ?", (project_id,)).fetchall()]
 
     # knowledge bases --------------------------------------------------------------------
     _KB_SELECT = ("SELECT k.*, p.name AS project_name FROM knowledge_bases k "
@@ -365,7 +377,14 @@ class Catalog:
         return record
 
     def delete_datasource(self, name: str) -> None:
+        """Refused (Conflict) while a knowledge base stores its chunks there or an agent reads
+        its tables, checked in the deleting transaction."""
         with self.transaction() as db:
-            if db.execute("DELETE FROM datasources WHERE lower(name) = lower(?)", (name,)).rowcount == 0:
+            row = db.execute("SELECT id, name FROM datasources WHERE lower(name) = lower(?)",
+                             (name,)).fetchone()
+            if row is None:
                 raise NotFound(f"Database with name {name} does not exist",
                                title="Database not found")
+            refuse_datasource_drop(row[1], self._all(db, self._KB_SELECT, self._kb),
+                                   self._all(db, self._AGENT_SELECT, self._agent))
+            db.execute("DELETE FROM datasources WHERE id = ?", (row[0],))
