@@ -26,6 +26,10 @@ def test_create_use_and_drop_a_project(engine: Engine) -> None:
     assert "Table 'notes' not found in database 'mindsdb'" in \
         engine.query("SELECT k.id FROM notes k JOIN df.x y ON true", {}).error_message
     assert "Project nowhere does not exist" in engine.query("USE nowhere").error_message
+    # a project holding a knowledge base is not dropped with it (MindsDB refuses too)
+    assert "Cannot drop project 'sales_team': it contains knowledge base 'notes'" in \
+        engine.query("DROP DATABASE sales_team", used.context).error_message
+    ok(engine, "DROP KNOWLEDGE_BASE notes", used.context)
     ok(engine, "DROP DATABASE sales_team", used.context)
     assert [p["name"] for p in engine.list_projects()] == ["mindsdb", "ops"]
     assert "cannot be dropped" in engine.query("DROP DATABASE mindsdb").error_message

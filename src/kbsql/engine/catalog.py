@@ -8,7 +8,6 @@ runs in one transaction; a failed write leaves nothing behind.
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -19,8 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from kbsql.engine.catalog_pg import PgConnection, is_postgres_url
+from kbsql.engine.catalog_uses import refuse_datasource_drop, refuse_project_drop
+from kbsql.engine.sqlite_files import ReadOnlyData, open_read_only, private_file
 from kbsql.interface.api import DEFAULT_PROJECT
-from kbsql.interface.errors import Conflict, NotFound, ServiceError
+from kbsql.interface.errors import Conflict, NotFound
 
 TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S.%f"
 
@@ -126,41 +127,6 @@ class DatasourceRecord:
     engine: str
     parameters: dict[str, Any]
     created_at: str
-
-
-def private_file(path: Path) -> None:
-    """Create `path` empty with mode 0600 if it does not exist: SQLite then gives its -wal
-    and -shm files the same mode, so stored keys stay the owner's whatever the umask."""
-    try:
-        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
-    except FileExistsError:
-        pass
-
-
-class ReadOnlyData(ServiceError):
-    """403: the data directory cannot be written (a read-only mount): reads only."""
-
-    status = 403
-    default_title = "Read-only data directory"
-
-    def __init__(self) -> None:
-        super().__init__("The data directory cannot be written: this engine serves reads only "
-                         "(queries, searches, agent answers)")
-
-
-def open_read_only(path: Path) -> sqlite3.Connection:
-    """A SQLite file in a directory that cannot be written, opened `immutable` (SQLite then
-    needs no -shm file, which it could not create). Refused when a write-ahead log holds
-    changes not merged into the file: reading without them would answer an older state."""
-    wal = path.with_name(path.name + "-wal")
-    if wal.exists() and wal.stat().st_size > 0:
-        raise sqlite3.OperationalError(
-            f"{path.name} has changes in {wal.name} that a read-only directory cannot merge; "
-            "open the data directory once with write access")
-    if not path.exists():
-        raise sqlite3.OperationalError(f"{path} does not exist and the directory is read-only")
-    return sqlite3.connect(f"{path.resolve().as_uri()}?immutable=1", uri=True,
-                           check_same_thread=False, isolation_level=None)
 
 
 class Catalog:
@@ -269,9 +235,20 @@ class Catalog:
         return self.project(name)
 
     def drop_project(self, name: str) -> None:
+        """Refused (Conflict) while the project holds knowledge bases or agents: checked in the
+        deleting transaction, so nothing created meanwhile is deleted with it."""
         project = self.project(name)
         with self.transaction() as db:
+            refuse_project_drop(project.name, self._all(db, self._KB_SELECT, self._kb, project.id),
+                                self._all(db, self._AGENT_SELECT, self._agent, project.id))
             db.execute("DELETE FROM projects WHERE id = ?", (project.id,))
+
+    @staticmethod
+    def _all(db: sqlite3.Connection, select: str, record: Any, project_id: int | None = None) -> list[Any]:
+        """Records of `select` (a `_KB_SELECT` / `_AGENT_SELECT`) inside a transaction."""
+        if project_id is None:
+            return [record(r) for r in db.execute(select).fetchall()]
+        return [record(r) for r in db.execute(select + " WHERE p.id = ?", (project_id,)).fetchall()]
 
     # knowledge bases --------------------------------------------------------------------
     _KB_SELECT = ("SELECT k.*, p.name AS project_name FROM knowledge_bases k "
@@ -400,7 +377,14 @@ class Catalog:
         return record
 
     def delete_datasource(self, name: str) -> None:
+        """Refused (Conflict) while a knowledge base stores its chunks there or an agent reads
+        its tables, checked in the deleting transaction."""
         with self.transaction() as db:
-            if db.execute("DELETE FROM datasources WHERE lower(name) = lower(?)", (name,)).rowcount == 0:
+            row = db.execute("SELECT id, name FROM datasources WHERE lower(name) = lower(?)",
+                             (name,)).fetchone()
+            if row is None:
                 raise NotFound(f"Database with name {name} does not exist",
                                title="Database not found")
+            refuse_datasource_drop(row[1], self._all(db, self._KB_SELECT, self._kb),
+                                   self._all(db, self._AGENT_SELECT, self._agent))
+            db.execute("DELETE FROM datasources WHERE id = ?", (row[0],))

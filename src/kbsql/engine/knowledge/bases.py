@@ -3,7 +3,7 @@
 Creating, filling and dropping a knowledge base each touch two stores: the catalog (the
 record and its spec) and the knowledge service (chunks and vectors). This facade is the one
 place that keeps them in step, used alike by the REST routes (through `Engine`) and by SQL
-(`CREATE KNOWLEDGE_BASE`, `INSERT INTO kb`, `DROP DATABASE` of a project), so both doors
+(`CREATE KNOWLEDGE_BASE`, `INSERT INTO kb`, `DROP KNOWLEDGE_BASE`), so both doors
 validate and store the same way.
 """
 

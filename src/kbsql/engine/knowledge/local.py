@@ -13,12 +13,12 @@ from typing import Any
 
 import numpy as np
 
-from kbsql.engine.catalog import ReadOnlyData
 from kbsql.engine.knowledge import search as search_mod
 from kbsql.engine.knowledge.index import VectorIndex
 from kbsql.engine.knowledge.search import Conditions
 from kbsql.engine.knowledge.settings import IndexSettings
 from kbsql.engine.knowledge.store import ChunkStore
+from kbsql.engine.sqlite_files import ReadOnlyData
 
 log = logging.getLogger(__name__)
 

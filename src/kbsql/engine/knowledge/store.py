@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from kbsql.engine.catalog import ReadOnlyData, open_read_only, private_file
+from kbsql.engine.sqlite_files import ReadOnlyData, open_read_only, private_file
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS chunks (

@@ -5,6 +5,9 @@ DATABASES, SHOW [FULL] TABLES [FROM db], DESCRIBE db.table.
 parser reads `CREATE PROJECT p` the same way); any other engine makes a data source. A data
 source is checked (its file exists, its server answers, its tables list) before the
 statement succeeds, and removed again if that check fails: nothing half-made is stored.
+DROP DATABASE never takes anything else with it: a project that holds knowledge bases or
+agents, or a data source a knowledge base stores its chunks in (or an agent reads), is
+refused with one line naming them (catalog_uses.py), `IF EXISTS` or not.
 """
 
 from __future__ import annotations
@@ -74,14 +77,12 @@ def drop_database(session: SqlSession, statement: ast.DropDatabase, ctx: dict[st
     if project is not None:
         if project.lower() == DEFAULT_PROJECT:
             raise SqlError(f"The default project {DEFAULT_PROJECT} cannot be dropped")
-        for kb in catalog.knowledge_bases(project):  # their vector files go too
-            session.kbs.delete(project, kb.name)
-        catalog.drop_project(project)
+        catalog.drop_project(project)  # refused while it holds knowledge bases or agents
         if str(ctx.get("db", "")).lower() == project.lower():
             ctx["db"] = DEFAULT_PROJECT
     elif catalog.find_datasource(name) is not None:
+        catalog.delete_datasource(name)  # refused while a knowledge base or agent uses it
         session.duck.forget(name)
-        catalog.delete_datasource(name)
     elif not statement.if_exists:
         raise SqlError(f"Database {name} does not exist")
     session.plans.clear()
