@@ -201,10 +201,7 @@ def _exchange(sock: socket.socket, request: httpx.Request, message: list[bytes],
     except OSError as exc:
         raise httpx.WriteError(f"{type(exc).__name__}: {exc}", request=request) from exc
     try:
-        sock.settimeout(timeouts.get("read"))
-        response = _Response(sock, method=request.method)
-        response.begin()
-        return response
+        return _answer(sock, request, timeouts)
     except (ConnectionResetError, http.client.RemoteDisconnected):
         raise _Stale(unsent=False) from None
     except TimeoutError as exc:
@@ -213,14 +210,20 @@ def _exchange(sock: socket.socket, request: httpx.Request, message: list[bytes],
         raise httpx.RemoteProtocolError(f"{type(exc).__name__}: {exc}", request=request) from exc
 
 
+def _answer(sock: socket.socket, request: httpx.Request,
+            timeouts: dict[str, Any]) -> http.client.HTTPResponse:
+    """The answer's status line and headers, read from `sock`."""
+    sock.settimeout(timeouts.get("read"))
+    response = _Response(sock, method=request.method)
+    response.begin()
+    return response
+
+
 def _read_answer(sock: socket.socket, request: httpx.Request,
                  timeouts: dict[str, Any]) -> http.client.HTTPResponse | None:
     """The answer a server sent before it stopped reading our request, if it did."""
     try:
-        sock.settimeout(timeouts.get("read"))
-        response = _Response(sock, method=request.method)
-        response.begin()
-        return response
+        return _answer(sock, request, timeouts)
     except (OSError, http.client.HTTPException):
         return None
 
