@@ -127,8 +127,8 @@ def _in_order(batches: list[list[dict[str, Any]]], embed: Callable[[int, list[di
               threads: int, redraw: Callable[[str], None]) -> Generator[tuple[int, _Done], None, None]:
     """(index, embedded batch) in batch order; at most `threads` batches embed at once and at
     most 2 x `threads` wait to be stored (memory stays bounded). An error of a batch is
-    raised when its turn comes, after every batch before it was handed out; pending batches
-    are then cancelled."""
+    raised when its turn comes, after every batch before it was handed out; once a batch
+    has failed no new batch is started, and pending ones are cancelled when it is raised."""
     if threads <= 1 or len(batches) <= 1:
         for index, rows in enumerate(batches):
             redraw(progress_mod.EMBEDDING)
@@ -148,7 +148,8 @@ def _in_order(batches: list[list[dict[str, Any]]], embed: Callable[[int, list[di
             while not wait([future], timeout=POLL_SECONDS).done:
                 redraw(progress_mod.EMBEDDING)
             done = future.result()  # raises the batch's error (error = 'raise')
-            for index2, rows in upcoming:  # keep the pool busy while this batch is stored
+            doomed = any(f.done() and not f.cancelled() and f.exception() is not None for _, f in pending)
+            for index2, rows in upcoming if not doomed else ():  # keep the pool busy meanwhile
                 pending.append((index2, pool.submit(embed, index2, rows)))
                 break
             yield index, done
