@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -28,6 +29,10 @@ class FakeProvider:
         self.requests: list[tuple[str, dict[str, Any], dict[str, str]]] = []
         self.fail_after: int | None = None  # answer 500 once this many embedding calls were served
         self.embed_calls = 0
+        self.delay = 0.0  # seconds each embedding call takes (a remote model's latency)
+        self.fail_marker: str | None = None  # answer 500 to a call whose input contains this
+        self.active = self.max_active = 0  # embedding calls in progress now / at most at once
+        self._lock = threading.Lock()
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -56,10 +61,22 @@ class FakeProvider:
 
     def answer(self, path: str, body: dict[str, Any]) -> tuple[int, Any]:
         if path in ("/v1/embeddings", "/api/embed"):
-            self.embed_calls += 1
-            if self.fail_after is not None and self.embed_calls > self.fail_after:
+            with self._lock:
+                self.embed_calls += 1
+                calls = self.embed_calls
+                self.active += 1
+                self.max_active = max(self.max_active, self.active)
+            try:
+                if self.delay:
+                    time.sleep(self.delay)
+            finally:
+                with self._lock:
+                    self.active -= 1
+            if self.fail_after is not None and calls > self.fail_after:
                 return 500, {"error": {"message": "the model crashed"}}
             texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+            if self.fail_marker is not None and any(self.fail_marker in t for t in texts):
+                return 500, {"error": {"message": "the model cannot embed this text"}}
             vectors = _EMBED.embed(texts).tolist()
             if path == "/api/embed":
                 return 200, {"model": body["model"], "embeddings": vectors}

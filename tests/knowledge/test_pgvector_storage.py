@@ -227,3 +227,19 @@ def test_concurrent_upserts_of_one_id_from_two_engines_keep_one_copy(tmp_path, p
     finally:
         for e in engines:
             e.close()
+
+
+def test_threaded_insert_writes_each_batch_once_in_row_order(pg_engine, pgvector_dsn):
+    """`USING threads = 4` (batches embedded in parallel, stored in order): every id once in
+    the table, holding the content of its last row, as `threads = 1` would leave it."""
+    import pandas as pd
+
+    rows = [{"id": i % 9, "content": f"version {i} of item {i % 9}", "color": "red", "n": i}
+            for i in range(30)]
+    pg_engine.register_dataframe("src", pd.DataFrame(rows))
+    result = sql(pg_engine, "INSERT INTO kb SELECT * FROM df.src USING batch_size = 4, threads = 4")
+    assert result.affected_rows == 30
+    with psycopg.connect(pgvector_dsn) as db:
+        got = dict(db.execute("SELECT id, content FROM kb_chunks").fetchall())
+        assert db.execute("SELECT count(*) FROM kb_chunks").fetchone()[0] == 9
+    assert got == {str(r["id"]): r["content"] for r in rows}  # later rows replace earlier ones

@@ -13,6 +13,7 @@ from typing import Any
 
 from kbsql.engine import validate
 from kbsql.engine.catalog import Catalog, KbRecord
+from kbsql.engine.knowledge import batch_insert
 from kbsql.engine.knowledge.service import DEFAULT_VECTOR_DATABASE, KnowledgeService
 from kbsql.interface.errors import Conflict
 from kbsql.interface.progress import ProgressFactory
@@ -85,6 +86,16 @@ class KnowledgeBases:
         count = self.service.insert(record, rows, progress=progress)
         self.catalog.update_knowledge_base(record)
         return count
+
+    def insert_batches(self, record: KbRecord, batches: list[list[dict[str, Any]]], *, threads: int = 1,
+                       skip: bool = False, progress: bool | ProgressFactory | None = None) -> int:
+        """`INSERT ... USING batch_size, threads, error`: batches embedded `threads` at a time,
+        stored in order, one transaction each (knowledge/batch_insert.py)."""
+        try:
+            return batch_insert.insert_batches(self.service, record, batches, threads=threads, skip=skip,
+                                               progress=progress)
+        finally:  # batches stored before a failure are there: the record says so
+            self.catalog.update_knowledge_base(record)
 
     def delete_rows(self, record: KbRecord, filters: Any) -> int:
         """`DELETE FROM kb WHERE ...`: remove matching rows, then bump the record."""

@@ -14,6 +14,7 @@ import re
 import shutil
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ from kbsql.engine.catalog import DatasourceRecord, KbRecord, now
 from kbsql.engine.config import EngineConfig
 from kbsql.engine.knowledge import search as search_mod
 from kbsql.engine.knowledge.embeddings import embedder_for
-from kbsql.engine.knowledge.ingest import RowChunker, check_metadata_columns, iter_batches
+from kbsql.engine.knowledge.ingest import Chunk, RowChunker, check_metadata_columns, iter_batches
 from kbsql.engine.knowledge.local import LocalStorage
 from kbsql.engine.knowledge.rerank import Reranker
 from kbsql.engine.knowledge.search import Conditions, SearchRequest
@@ -37,6 +38,43 @@ SHARED_VECTOR_DATABASE = "kbsql_pgvector"  # the shared catalog's own database, 
 PROGRESS_EMBED_BATCH = 64
 """Texts per embedding call while a progress bar shows (the bar moves after each call)."""
 log = logging.getLogger(__name__)
+
+
+@dataclass
+class Embedded:
+    """A batch of rows chunked and embedded, not yet stored (`KnowledgeService.embed_rows`)."""
+
+    rows: int
+    skipped: int  # rows without content: not stored, not counted
+    docs: dict[str, list[Chunk]]  # document id -> its chunks (a repeated id: the last row wins)
+    chunks: list[Chunk]
+    vectors: np.ndarray  # one per chunk, in `chunks` order
+    model_name: str
+
+
+def _chunk_rows(chunker: RowChunker, rows: list[dict[str, Any]],
+                first: int) -> tuple[dict[str, list[Chunk]], int]:
+    """Documents (id -> chunks) of rows whose positions start at `first`, and how many rows
+    had no content; a repeated id in the rows: the last row wins."""
+    docs: dict[str, list[Chunk]] = {}
+    skipped = 0
+    for position, row in enumerate(rows, first):
+        made = chunker.chunks(row, position)
+        if made is None:
+            skipped += 1
+            continue
+        docs[made[0]] = made[1]
+    return docs, skipped
+
+
+def _check_dim(writer: Any, vectors: np.ndarray, model_name: str) -> int:
+    """The KB's vector dimension, set by its first vectors; other sizes are refused."""
+    if writer.dim is None:
+        writer.set_dim(int(vectors.shape[1]))
+    if vectors.shape[1] != writer.dim:
+        raise ProviderError(f"Embedding model '{model_name}' returned {vectors.shape[1]}-d vectors; "
+                            f"this knowledge base holds {writer.dim}-d")
+    return int(writer.dim)
 
 
 class KnowledgeService:
@@ -170,19 +208,13 @@ class KnowledgeService:
             if bar is not None:
                 bar.update(progress_mod.READING, 0, total)
             with h.write() as writer:
-                dim = writer.dim
                 for batch in iter_batches(rows, ROW_BATCH):
                     first = position
                     if bar is not None:
                         bar.update(progress_mod.CHUNKING, first, total)
-                    docs: dict[str, list[Any]] = {}
-                    for row in batch:
-                        made = chunker.chunks(row, position)
-                        position += 1
-                        if made is None:
-                            skipped += 1
-                            continue
-                        docs[made[0]] = made[1]  # a repeated id in one call: the last row wins
+                    docs, empty = _chunk_rows(chunker, batch, position)
+                    position += len(batch)
+                    skipped += empty
                     chunks = [c for cs in docs.values() for c in cs]
                     on_embedded = None
                     if bar is not None:
@@ -190,13 +222,8 @@ class KnowledgeService:
                             # the bar moves by chunk: a half-embedded batch is half its rows
                             bar.update(progress_mod.EMBEDDING, first + rows * done / max(count, 1), total)
                     vectors = self._embed(embedder, [c.content for c in chunks], on_embedded)
-                    if dim is None and len(chunks):
-                        dim = int(vectors.shape[1])
-                        writer.set_dim(dim)
-                    if len(chunks) and vectors.shape[1] != dim:
-                        raise ProviderError(f"Embedding model '{embedder.model_name}' returned "
-                                            f"{vectors.shape[1]}-d vectors; this knowledge base "
-                                            f"holds {dim}-d")
+                    if len(chunks):
+                        _check_dim(writer, vectors, embedder.model_name)
                     if bar is not None:
                         bar.update(progress_mod.STORING, position, total)
                     writer.replace(list(docs), chunks, vectors, stamp)
@@ -208,6 +235,28 @@ class KnowledgeService:
                        f"were kept")
             log.info("insert into %s: %s", record.name, message)  # the client tells its user
         return total - skipped
+
+    def embed_rows(self, record: KbRecord, rows: list[dict[str, Any]],
+                   on_embedded: Callable[[int, int], None] | None = None) -> Embedded:
+        """Chunk and embed one batch of rows without touching the store (the first half of
+        `insert`, for `batch_insert`): safe to run in several threads at once, since the
+        embedders are (HTTP through one thread-safe httpx client, ONNX Runtime sessions,
+        pure numpy). Row positions (`original_row_index`) count from 0 in the batch, as
+        when the batch is given to `insert` alone."""
+        embedder = self.embedder(record.spec)
+        docs, skipped = _chunk_rows(RowChunker(record.spec), rows, 0)
+        chunks = [c for cs in docs.values() for c in cs]
+        vectors = self._embed(embedder, [c.content for c in chunks], on_embedded)
+        return Embedded(len(rows), skipped, docs, chunks, vectors, embedder.model_name)
+
+    def store_embedded(self, record: KbRecord, batch: Embedded) -> int:
+        """Store one `embed_rows` batch in its own transaction (its documents replace any
+        stored ones of the same ids); returns its rows stored, as `insert` counts them."""
+        if batch.chunks:
+            with self.handle(record).write() as writer:
+                _check_dim(writer, batch.vectors, batch.model_name)
+                writer.replace(list(batch.docs), batch.chunks, batch.vectors, now())
+        return batch.rows - batch.skipped
 
     @staticmethod
     def _embed(embedder: Any, texts: list[str],

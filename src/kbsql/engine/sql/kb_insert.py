@@ -1,12 +1,16 @@
 """`INSERT INTO kb SELECT ... USING ...` options (docs/mindsdb_sql/knowledge_bases/insert_data.mdx).
 
-- `batch_size` (default 1000): rows per insert; each batch is its own transaction, so a
-  failure keeps the batches before it (as the reference's partitions do);
+- `batch_size` (default 1000): rows per batch; each batch is stored in its own transaction,
+  so a failure keeps the batches before it (as the reference's partitions do);
 - `track_column`: the rows are sorted by it before they are split into batches;
-- `threads`: a number or a boolean; accepted, the batches run one after the other here (the
-  result is the same rows; only the reference's ML task queue runs them in parallel);
-- `error = 'raise' | 'skip'`: with 'skip' a failing batch is retried row by row and the
-  rows that still fail are left out (counted, never silently: the count is what is stored);
+- `threads`: a whole number 1..MAX_THREADS, or true (DEFAULT_THREADS) / false (1): how many
+  batches are embedded at once (engine/knowledge/batch_insert.py). Batches are still stored
+  one at a time in row order, so the result is the one of `threads = 1`; a larger number is
+  an error, not a silent cap;
+- `error = 'raise' | 'skip'`: with 'raise' the first failing batch (in row order) stops the
+  insert, the batches before it stay stored and none after it is; with 'skip' a failing
+  batch is retried row by row and the rows that still fail are left out (counted and logged,
+  never silently: the affected rows are the rows stored);
 - `kb_skip_existing = true`: rows whose id is already stored are not embedded again;
 - `kb_no_upsert = true`: no duplicate check; it is meant for loading an empty knowledge base,
   so an id that is already stored is an error here rather than a second copy.
@@ -14,15 +18,17 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from typing import Any
 
-from kbsql.interface.errors import KbsqlError, SqlError
+from kbsql.interface.errors import SqlError
 
-log = logging.getLogger("kbsql.sql")
 OPTIONS = {"batch_size", "threads", "track_column", "error", "kb_no_upsert", "kb_skip_existing"}
 DEFAULT_BATCH = 1000
+DEFAULT_THREADS = 4
+"""`threads = true`: enough to hide a remote provider's latency without flooding it."""
+MAX_THREADS = 64
+"""More threads than this would only queue at the provider (and each holds a batch)."""
 
 
 def _flag(value: Any, name: str) -> bool:
@@ -35,6 +41,17 @@ def _flag(value: Any, name: str) -> bool:
     raise SqlError(f"{name} must be true or false, not {value!r}")
 
 
+def _threads(value: Any) -> int:
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        value = value.lower() == "true"
+    if isinstance(value, bool):
+        return DEFAULT_THREADS if value else 1
+    if not isinstance(value, int) or not 1 <= value <= MAX_THREADS:
+        raise SqlError(f"threads must be a whole number from 1 to {MAX_THREADS}, or true/false, "
+                       f"not {value!r}")
+    return value
+
+
 def options_of(using: dict[str, Any] | None) -> dict[str, Any]:
     """The checked options of a `USING` clause (names case-insensitive)."""
     raw = {str(k).lower(): v for k, v in (using or {}).items()}
@@ -42,16 +59,14 @@ def options_of(using: dict[str, Any] | None) -> dict[str, Any]:
     if unknown:
         raise SqlError(f"INSERT INTO a knowledge base does not know {sorted(unknown)}: use {sorted(OPTIONS)}")
     out: dict[str, Any] = {"batch_size": DEFAULT_BATCH, "error": "raise", "kb_no_upsert": False,
-                           "kb_skip_existing": False, "track_column": None}
+                           "kb_skip_existing": False, "track_column": None, "threads": 1}
     if "batch_size" in raw:
         size = raw["batch_size"]
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
             raise SqlError(f"batch_size must be a whole number >= 1, not {size!r}")
         out["batch_size"] = size
     if "threads" in raw:
-        threads = raw["threads"]
-        if not isinstance(threads, bool) and not (isinstance(threads, int) and threads >= 1):
-            raise SqlError(f"threads must be a number >= 1 or true/false, not {threads!r}")
+        out["threads"] = _threads(raw["threads"])
     if "error" in raw:
         error = str(raw["error"]).lower()
         if error not in ("raise", "skip"):
@@ -66,7 +81,11 @@ def options_of(using: dict[str, Any] | None) -> dict[str, Any]:
     return out
 
 
-def insert_frame(frame: Any, options: dict[str, Any], insert: Callable[[Any], int],
+InsertBatches = Callable[[list[list[dict[str, Any]]], int, bool], int]
+"""(batches of row dicts, threads, skip failing rows) -> rows stored."""
+
+
+def insert_frame(frame: Any, options: dict[str, Any], insert_batches: InsertBatches,
                  doc_ids: Callable[[Any], list[str | None]], stored: Callable[[list[str]], set[str]]) -> int:
     """Insert a DataFrame with the options; returns the rows stored."""
     track = options["track_column"]
@@ -85,19 +104,6 @@ def insert_frame(frame: Any, options: dict[str, Any], insert: Callable[[Any], in
                            "kb_skip_existing = true to keep them")
         if present:
             frame = frame[[i not in present for i in ids]].reset_index(drop=True)
-    total = 0
     size = options["batch_size"]
-    for start in range(0, len(frame), size):
-        batch = frame.iloc[start:start + size]
-        try:
-            total += insert(batch)
-        except (KbsqlError, ValueError) as exc:
-            if options["error"] != "skip":
-                raise
-            log.info("insert batch failed (%s); retrying its rows one by one", type(exc).__name__)
-            for i in range(len(batch)):
-                try:
-                    total += insert(batch.iloc[i:i + 1])
-                except (KbsqlError, ValueError):
-                    continue
-    return total
+    batches = [frame.iloc[start:start + size].to_dict("records") for start in range(0, len(frame), size)]
+    return insert_batches(batches, options["threads"], options["error"] == "skip")

@@ -365,8 +365,10 @@ def _insert_with(session: SqlSession, record: KbRecord, frame: Any, using: dict[
         request = SearchRequest(filters=[Filter("id", "in", ids)])
         return {str(r[0]) for r in session.kbs.service.search(record, request)}
 
-    return kb_insert.insert_frame(frame, kb_insert.options_of(using),
-                                  lambda batch: session.kbs.insert_rows(record, batch), doc_ids, stored)
+    def insert_batches(batches: list[list[dict[str, Any]]], threads: int, skip: bool) -> int:
+        return session.kbs.insert_batches(record, batches, threads=threads, skip=skip)
+
+    return kb_insert.insert_frame(frame, kb_insert.options_of(using), insert_batches, doc_ids, stored)
 
 
 def _column_names(columns: list[Any]) -> list[str]:
