@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 from mindsdb_sql_parser import ast, parse_sql
 
+from kbsql.engine.sql import render
 from kbsql.engine.sql.in_fastpath import MIN_ITEMS, parse_in_lists
 from kbsql.engine.sql.parsing import MAX_TOKENS, check_size, token_count
 from kbsql.engine.sql.render import walk
@@ -131,3 +132,13 @@ def test_the_refusal_is_http_200_type_error(server_url: str) -> None:
     assert answer.status_code == 200
     body = answer.json()
     assert body["type"] == "error" and "the limit is" in body["error_message"]
+
+
+def test_long_lists_reach_duckdb_as_the_text_round_trip_writes_them() -> None:
+    hostile = ", ".join([*HOSTILE, "'__kbsql_literal_0__'", "'__kbsql_literal_2__'", "-0.0"])
+    text = (f"SELECT x IN ({hostile}, {FILLER}) AS f, ({FILLER}) AS g FROM t "
+            f"WHERE y = '__kbsql_literal_1__' AND x NOT IN ({FILLER}, {hostile}) "
+            f"AND (a, b) IN ((1, 2), (3, 4))")
+    direct = render.to_duckdb(render.to_tree(parse_sql(text)))
+    assert direct == render.to_duckdb(render.to_tree(parse_sql(text), long_lists=False))
+    assert direct.count("'__kbsql_literal_") == 5  # the user's strings, kept as written
