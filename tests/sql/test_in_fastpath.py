@@ -15,7 +15,7 @@ from kbsql.engine.sql import render
 from kbsql.engine.sql.in_fastpath import MIN_ITEMS, parse_in_lists
 from kbsql.engine.sql.parsing import MAX_TOKENS, check_size, token_count
 from kbsql.engine.sql.render import walk
-from kbsql.interface.errors import SqlError
+from kbsql.interface.errors import InvalidParameter, SqlError
 
 FILLER = ", ".join(str(i) for i in range(1000, 1000 + 500))  # > MIN_ITEMS, > MIN_LENGTH chars
 
@@ -142,3 +142,13 @@ def test_long_lists_reach_duckdb_as_the_text_round_trip_writes_them() -> None:
     direct = render.to_duckdb(render.to_tree(parse_sql(text)))
     assert direct == render.to_duckdb(render.to_tree(parse_sql(text), long_lists=False))
     assert direct.count("'__kbsql_literal_") == 5  # the user's strings, kept as written
+
+
+def test_a_knowledge_base_query_over_the_limit_is_refused_before_parsing(engine) -> None:
+    engine.query("CREATE KNOWLEDGE_BASE docs USING embedding_model = "
+                 "{'provider': 'kbsql', 'model_name': 'hash-64'}")
+    items = ", ".join(f"id + {i}" for i in range(MAX_TOKENS // 4 + 10))
+    with pytest.raises(InvalidParameter) as raised:
+        engine.put_knowledge_base("mindsdb", "docs", {"query": f"SELECT 1 AS id WHERE 1 IN ({items})"})
+    assert f"the limit is {MAX_TOKENS}" in str(raised.value)
+    assert engine.query("SELECT count(*) AS n FROM docs").data == [[0]]

@@ -59,6 +59,6 @@ def check_size(query: str) -> None:
     if count > MAX_TOKENS:
         raise unsupported(
             f"a statement of {count} SQL tokens (the limit is {MAX_TOKENS}, so that one "
-            "statement cannot hold the parser for minutes; long IN lists of plain literals "
-            "and INSERT ... VALUES rows do not count); register long lists of values as a "
+            "statement cannot hold the parser for minutes; long IN lists and INSERT ... VALUES "
+            "rows of plain literals do not count); register long lists of values as a "
             "table (client.register / df.<name>) and JOIN it or use IN (SELECT ...)")
