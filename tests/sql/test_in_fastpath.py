@@ -15,6 +15,7 @@ from kbsql.engine.sql import render
 from kbsql.engine.sql.in_fastpath import MIN_ITEMS, parse_in_lists
 from kbsql.engine.sql.parsing import MAX_TOKENS, check_size, token_count
 from kbsql.engine.sql.render import walk
+from kbsql.engine.sql.variables import Variables
 from kbsql.interface.errors import InvalidParameter, SqlError
 
 FILLER = ", ".join(str(i) for i in range(1000, 1000 + 500))  # > MIN_ITEMS, > MIN_LENGTH chars
@@ -152,3 +153,12 @@ def test_a_knowledge_base_query_over_the_limit_is_refused_before_parsing(engine)
         engine.put_knowledge_base("mindsdb", "docs", {"query": f"SELECT 1 AS id WHERE 1 IN ({items})"})
     assert f"the limit is {MAX_TOKENS}" in str(raised.value)
     assert engine.query("SELECT count(*) AS n FROM docs").data == [[0]]
+
+
+def test_many_from_env_calls_between_strings_are_all_read(monkeypatch) -> None:
+    monkeypatch.setenv("MDB_X", "v")
+    text = "SELECT " + ", ".join(["from_env('MDB_X'), 'from_env(''MDB_X'')' /* from_env('MDB_X') */"] * 3000)
+    expanded = Variables().expand(text)
+    assert expanded.count("'v'") == 3000
+    assert expanded.count("'from_env(''MDB_X'')'") == 3000  # in a string: kept
+    assert expanded.count("/* from_env('MDB_X') */") == 3000  # in a comment: kept

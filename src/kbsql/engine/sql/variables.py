@@ -15,6 +15,7 @@ quoted identifiers and comments, so text inside a literal is never touched.
 
 from __future__ import annotations
 
+import bisect
 import os
 import re
 from collections.abc import Mapping
@@ -67,12 +68,21 @@ class Variables:
 
 
 def _code_starts(text: str) -> Any:
-    ranges, position = [], 0
+    """Whether position i is in code. A binary search: a scan of every range per match was
+    quadratic (4000 from_env calls between strings took 0.46 s; 60k would take minutes)."""
+    starts: list[int] = []
+    ends: list[int] = []
+    position = 0
     for is_code, part in _segments(text):
         if is_code:
-            ranges.append((position, position + len(part)))
+            starts.append(position)
+            ends.append(position + len(part))
         position += len(part)
-    return lambda i: any(a <= i < b for a, b in ranges)
+
+    def starts_in_code(i: int) -> bool:
+        k = bisect.bisect_right(starts, i) - 1
+        return k >= 0 and i < ends[k]
+    return starts_in_code
 
 
 def from_env(name: str) -> str:
