@@ -86,12 +86,17 @@ def _text_and_lists(statement: ast.ASTNode, long_lists: bool = True
 
 
 _seen: set[str] = set()
+CACHED_TEXT_MAX = 64 * 1024
 
 
 def _tree(text: str) -> exp.Expression:
     """A tree the caller may change. A text seen once is parsed fresh (no copy to pay); a
     text seen again (the same query shape with other string values) comes from the cache
-    as a copy, which is cheaper than parsing."""
+    as a copy, which is cheaper than parsing. A long text (over `CACHED_TEXT_MAX`) is
+    never kept: the tree of a 30k-column SELECT (229 KB, 60k tokens) takes 30 MB, and the
+    cache holds 512 trees."""
+    if len(text) > CACHED_TEXT_MAX:
+        return _parse.__wrapped__(text)
     if text in _seen:
         return _parse(text).copy()
     if len(_seen) > 4096:
