@@ -29,6 +29,7 @@ CASES = {
     "embed": (["--chunks", "16", "--rounds", "1"], ["ingest_chunks_per_s", "cosine_to_fp32"]),
     "retrieval": (["--questions", "4"], ["kbsql_default", "baseline_fp32_model"]),
     "peer": (["--docs", "200", "--repeat", "3"], ["servers"]),
+    "inlist": (["--ids", "2000", "--repeat", "1"], ["in_list"]),
 }
 
 
