@@ -30,6 +30,7 @@ CASES = {
     "retrieval": (["--questions", "4"], ["kbsql_default", "baseline_fp32_model"]),
     "peer": (["--docs", "200", "--repeat", "3"], ["servers"]),
     "threads": (["--docs", "200", "--batch", "20", "--rounds", "1"], ["baseline_threads_1_docs_per_s"]),
+    "inlist": (["--ids", "2000", "--repeat", "1"], ["in_list"]),
 }
 
 

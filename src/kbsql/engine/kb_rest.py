@@ -11,9 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from mindsdb_sql_parser import ast, parse_sql
+from mindsdb_sql_parser import ast
 from mindsdb_sql_parser.ast.mindsdb import AlterKnowledgeBase
 
+from kbsql.engine.sql.parsing import parse
 from kbsql.interface.api import ServiceApi
 from kbsql.interface.errors import BadRequest, InvalidParameter, MissingParameter, SqlError
 from kbsql.interface.results import OkResult, SqlResult
@@ -58,7 +59,7 @@ def put_knowledge_base(api: ServiceApi, run: RunStatement, project: str, name: s
         if rows is not None:
             inserted += int(api.insert_knowledge_base_rows(project, name, rows)["inserted_rows"])
         if query is not None:
-            select = parse_sql(query)
+            select = parse(query)  # bounded: a long text is refused, not parsed for minutes
             if not isinstance(select, ast.Select | ast.Union):
                 raise InvalidParameter("'query' must be a SELECT statement")
             if params:

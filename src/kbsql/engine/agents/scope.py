@@ -10,9 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from mindsdb_sql_parser import ast, parse_sql
+from mindsdb_sql_parser import ast
 
 from kbsql.engine.catalog import AgentRecord, Catalog, KbRecord
+from kbsql.engine.sql.parsing import parse
 from kbsql.interface.errors import KbsqlError
 from kbsql.interface.results import TableResult
 
@@ -109,7 +110,7 @@ def _tables(sql: RunsSql, entry: str) -> list[str]:
 def check_read(sql: str, allowed: set[str], default_prefix: str = "") -> ast.ASTNode:
     """Parse `sql` and refuse it unless it only reads tables in `allowed` (lower-case keys)."""
     try:
-        statement = parse_sql(sql)
+        statement = parse(sql)  # bounded, as every statement the engine runs
     except Exception as exc:
         raise Refused(f"The query could not be parsed: {exc}") from exc
     if not isinstance(statement, READ_STATEMENTS):

@@ -18,7 +18,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 import duckdb
-from mindsdb_sql_parser import ast, parse_sql
+from mindsdb_sql_parser import ast
 from mindsdb_sql_parser.ast.mindsdb.agents import CreateAgent, DropAgent, UpdateAgent
 from mindsdb_sql_parser.ast.mindsdb.create_database import CreateDatabase
 
@@ -27,13 +27,12 @@ from kbsql.engine.datasources.confine import PathPolicy
 from kbsql.engine.datasources.frames import FRAMES_SOURCE, FrameStore
 from kbsql.engine.knowledge.bases import KnowledgeBases
 from kbsql.engine.ports import AgentOps
-from kbsql.engine.sql import agents_sql, databases, kb_statements, names, refusals
+from kbsql.engine.sql import agents_sql, databases, kb_statements, names, parsing, refusals
 from kbsql.engine.sql.duck import DuckSession
 from kbsql.engine.sql.plans import PlanCache
 from kbsql.engine.sql.results import ArrowTableResult
 from kbsql.engine.sql.select import cached_plan, run_select, select_frame
 from kbsql.engine.sql.session import SqlSession
-from kbsql.engine.sql.values_fastpath import parse_insert_values
 from kbsql.engine.sql.variables import bind_parameters
 from kbsql.interface.api import DEFAULT_PROJECT
 from kbsql.interface.errors import KbsqlError, MissingParameter, ServiceError, SqlError
@@ -106,8 +105,10 @@ class SqlExecutor(SqlSession):
             plan = None if params else cached_plan(self, query, ctx["db"])  # a repeated SELECT over stable
             if plan is not None:                             # tables skips both parsers
                 return ArrowTableResult(self.duck.run(plan.sql), ctx)
-            try:  # a long INSERT ... VALUES skips sly for its rows (same AST, see the module)
-                statement = parse_insert_values(query) or parse_sql(query)
+            try:  # long VALUES rows and IN lists skip sly; too many tokens are refused
+                statement = parsing.parse(query)
+            except SqlError:
+                raise
             except Exception as exc:  # the parser's message shows the statement and the position
                 return ErrorResult(f"{exc}", context=ctx)
             if params:

@@ -21,7 +21,7 @@ from kbsql.engine import validate
 from kbsql.engine.catalog import KbRecord
 from kbsql.engine.knowledge.ingest import INTERNAL_KEYS, RowChunker
 from kbsql.engine.knowledge.search import DEFAULT_LIMIT, Filter, SearchRequest
-from kbsql.engine.sql import kb_evaluate, kb_index, kb_insert, kb_select
+from kbsql.engine.sql import kb_evaluate, kb_index, kb_insert, kb_select, parsing
 from kbsql.engine.sql.info_schema import INFO_COLUMNS, knowledge_bases_frame
 from kbsql.engine.sql.kb_conditions import constant
 from kbsql.engine.sql.kb_where import Columns, KbWhere, split_options
@@ -165,15 +165,13 @@ def _alter(session: SqlSession, statement: AlterKnowledgeBase, ctx: dict[str, An
 
 def _evaluate(session: SqlSession, statement: EvaluateKnowledgeBase, ctx: dict[str, Any]) -> SqlResult:
     import pandas as pd
-    from mindsdb_sql_parser import parse_sql
-
     record = _record(session, statement.name, ctx)
     service = session.kbs.service
 
     def rows_of(sql: str | None) -> list[dict[str, Any]]:
         if sql is None:  # the knowledge base's own chunks, every one
             return [{"content": r[2], "id": r[0]} for r in service.search(record, SearchRequest())]
-        frame = select_frame(session, parse_sql(sql), ctx)
+        frame = select_frame(session, parsing.parse(sql), ctx)
         return frame.to_dict("records")
 
     def save(name: str, rows: list[dict[str, Any]]) -> None:

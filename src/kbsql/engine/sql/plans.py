@@ -17,6 +17,9 @@ from kbsql.engine.datasources.base import Scan
 from kbsql.interface.errors import SqlError
 
 PLAN_CACHE_SIZE = 256
+PLAN_CACHE_MAX_TEXT = 64 * 1024
+"""A longer query text is not cached: 256 plans of 1 MB texts (a pasted id list) would keep
+~0.5 GB (the text and its compiled SQL); such a query pays its own compile each time."""
 
 
 @dataclass
@@ -54,7 +57,7 @@ class PlanCache:
         return plan
 
     def put(self, query: str, db: str, plan: Compiled) -> None:
-        if plan.cacheable and not plan.temps:
+        if plan.cacheable and not plan.temps and len(query) <= PLAN_CACHE_MAX_TEXT:
             with self._lock:
                 self._plans[(query, db)] = plan
                 while len(self._plans) > self.size:

@@ -16,6 +16,7 @@ binding uses too), so text inside a literal is never touched.
 
 from __future__ import annotations
 
+import bisect
 import os
 import re
 from collections.abc import Mapping
@@ -70,8 +71,19 @@ class Variables:
 
 
 def _code_starts(text: str) -> Any:
-    ranges = [(a, b) for a, b, is_code in segments(text) if is_code]
-    return lambda i: any(a <= i < b for a, b in ranges)
+    """Whether position i is in code. A binary search: a scan of every range per match was
+    quadratic (4000 from_env calls between strings took 0.46 s; 60k would take minutes)."""
+    starts: list[int] = []
+    ends: list[int] = []
+    for a, b, is_code in segments(text):
+        if is_code:
+            starts.append(a)
+            ends.append(b)
+
+    def starts_in_code(i: int) -> bool:
+        k = bisect.bisect_right(starts, i) - 1
+        return k >= 0 and i < ends[k]
+    return starts_in_code
 
 
 def from_env(name: str) -> str:
