@@ -4,6 +4,7 @@ token refuses to start. All against a real server process on loopback."""
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -40,12 +41,23 @@ def kb_names(url: str) -> list[str]:
     return [k["name"] for k in answer.json()]
 
 
-@pytest.mark.parametrize("headers", [{}, bearer("wrong-token"), {"Authorization": TOKEN},
-                                     {"Authorization": f"Basic {TOKEN}"}, {"Authorization": "Bearer"},
-                                     {"X-Api-Key": "wrong-token"}])
+def from_address(address: str) -> dict[str, str]:
+    """uvicorn takes the client address from X-Forwarded-For on a loopback connection (its
+    default FORWARDED_ALLOW_IPS), so one test process can stand for several clients."""
+    return {"X-Forwarded-For": address}
+
+
+WITHOUT_TOKEN = [{}, bearer("wrong-token"), {"Authorization": TOKEN},
+                 {"Authorization": f"Basic {TOKEN}"}, {"Authorization": "Bearer"},
+                 {"X-Api-Key": "wrong-token"}]
+
+
+@pytest.mark.parametrize("headers", WITHOUT_TOKEN)
 def test_without_the_token_every_api_route_is_401_and_changes_nothing(
         server: ServerProcess, headers: dict[str, str]) -> None:
     url = server.url
+    # each case from its own address: all of them together would pass the failure limit
+    headers = {**headers, **from_address(f"198.51.100.{WITHOUT_TOKEN.index(headers) + 1}")}
     for response in (httpx.get(f"{url}/api/projects", headers=headers),
                      httpx.get(f"{url}/api/projects/mindsdb/knowledge_bases", headers=headers),
                      httpx.post(f"{url}/api/sql/query", json=CREATE_KB, headers=headers),
@@ -148,3 +160,71 @@ def test_the_settings_repr_shows_no_secret() -> None:
     for shown in (repr(settings), repr(Middleware(TokenAuth, settings=settings))):
         assert "tok-in-repr" not in shown and "pw-in-repr" not in shown, shown
     assert "ana" in repr(settings)
+
+
+def login_statuses(url: str, password: str, address: str, times: int) -> list[httpx.Response]:
+    """`times` logins at once, from `address`, over as many connections."""
+    async def all_at_once() -> list[httpx.Response]:
+        async with httpx.AsyncClient(timeout=30) as client:
+            return list(await asyncio.gather(*(
+                client.post(f"{url}/api/login", json={"username": "ann", "password": password},
+                            headers=from_address(address)) for _ in range(times))))
+    return asyncio.run(all_at_once())
+
+
+def assert_locked(response: httpx.Response) -> None:
+    assert response.status_code == 429, response.text
+    assert response.headers["content-type"].startswith(PROBLEM)
+    assert set(response.json()) == {"title", "detail"}
+    assert 1 <= int(response.headers["retry-after"]) <= 60
+
+
+def test_parallel_wrong_logins_lock_the_address_even_for_the_right_password(
+        server: ServerProcess) -> None:
+    """Ten failures a minute per address: the eleventh guess, however parallel, is refused
+    before its password is looked at, and so is the right password (a 200 would tell the
+    guesser which guess was right). Other addresses log in as before."""
+    guesser = "203.0.113.10"
+    answers = login_statuses(server.url, "guess-123", guesser, 15)
+    assert sorted(a.status_code for a in answers) == [401] * 10 + [429] * 5
+    for answer in answers:
+        if answer.status_code == 429:
+            assert_locked(answer)
+    right = httpx.post(f"{server.url}/api/login", json={"username": "ann", "password": "pw-ann"},
+                       headers=from_address(guesser))
+    assert_locked(right)
+    assert "token" not in right.json()
+    assert httpx.get(f"{server.url}/api/projects",
+                     headers={**bearer(TOKEN), **from_address(guesser)}).status_code == 429
+    elsewhere = httpx.post(f"{server.url}/api/login",
+                           json={"username": "ann", "password": "pw-ann"},
+                           headers=from_address("203.0.113.11"))
+    assert elsewhere.status_code == 200 and elsewhere.json()["token"]
+    assert httpx.get(f"{server.url}/api/projects", headers=bearer(TOKEN)).status_code == 200
+    log = server.log_text()
+    locks = [line for line in log.splitlines() if "too many failed" in line and guesser in line]
+    assert len(locks) == 1 and ": 10 failed" in locks[0], log
+    assert "guess-123" not in log and "pw-ann" not in log
+
+
+def test_wrong_tokens_lock_the_address_but_no_credentials_are_not_counted(
+        server: ServerProcess) -> None:
+    url, guesser = server.url, "203.0.113.20"
+    for _ in range(15):  # not logged in yet: 401 each time, never counted
+        answer = httpx.get(f"{url}/api/projects", headers=from_address(guesser))
+        assert answer.status_code == 401
+    assert httpx.get(f"{url}/api/projects",
+                     headers={**bearer(TOKEN), **from_address(guesser)}).status_code == 200
+    for n in range(10):
+        headers = bearer(f"guess-{n}") if n % 2 else {"X-Api-Key": f"guess-{n}"}
+        answer = httpx.get(f"{url}/api/projects", headers={**headers, **from_address(guesser)})
+        assert answer.status_code == 401
+    for headers in (bearer("guess-10"), bearer(TOKEN), {"X-Api-Key": TOKEN}):
+        assert_locked(httpx.post(f"{url}/api/sql/query", json={"query": "SELECT 1"},
+                                 headers={**headers, **from_address(guesser)}))
+    # without credentials it is still just "log in first"; status stays open
+    assert httpx.get(f"{url}/api/projects", headers=from_address(guesser)).status_code == 401
+    assert httpx.get(f"{url}/api/status", headers=from_address(guesser)).status_code == 200
+    assert httpx.get(f"{url}/api/projects",
+                     headers={**bearer(TOKEN), **from_address("203.0.113.21")}).status_code == 200
+    assert "guess-" not in server.log_text() and TOKEN not in server.log_text()

@@ -18,7 +18,9 @@ The server token is also accepted in `X-Api-Key`, which mindsdb_sdk's
 Only paths under `/api/` are guarded; `/api/status` stays open (clients probe it, and it
 says `auth.http_auth_enabled`). Anything else is not a route and answers 404, which is also
 what mindsdb_sdk needs to fall back from `/cloud/login` to `/api/login`. Tokens are compared
-in constant time and never logged. A plain ASGI middleware, like `guard.py`.
+in constant time and never logged. Failed logins and wrong tokens are counted per client
+address (`throttle.py`): too many in a minute and that address gets 429 for a minute.
+A plain ASGI middleware, like `guard.py`.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from kbsql.server.guard import App, Receive, Scope, Send, send_problem
+from kbsql.server.throttle import FailureThrottle, client_key
 
 log = logging.getLogger("kbsql.server")
 
@@ -92,12 +95,14 @@ class Sessions:
 
 class TokenAuth:
     """ASGI middleware: 401 problem+json for an /api request without a valid bearer token,
-    and the `/api/login` route."""
+    and the `/api/login` route; 429 for an address with too many failed credentials."""
 
-    def __init__(self, app: App, *, settings: AuthSettings):
+    def __init__(self, app: App, *, settings: AuthSettings,
+                 throttle: FailureThrottle | None = None):
         self.app = app
         self.settings = settings
         self.sessions = Sessions()
+        self.throttle = throttle or FailureThrottle()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not self.settings.enabled:
@@ -107,13 +112,42 @@ class TokenAuth:
         if path == LOGIN_PATH:
             await self.login(scope, receive, send)
             return
-        if path.startswith("/api/") and path not in OPEN_PATHS and not self.authorized(scope):
-            await send_problem(send, 401, "Unauthorized",
-                               "This server needs a token: send 'Authorization: Bearer <token>' "
-                               "(kbsql.connect(url, token=...) or $KBSQL_TOKEN)",
-                               [(b"www-authenticate", b'Bearer realm="kbsql"')])
-            return
+        if path.startswith("/api/") and path not in OPEN_PATHS:
+            # no credentials at all is a client that has not logged in: never counted
+            credentialed = self.presents_credentials(scope)
+            client = client_key(scope.get("client"))
+            if credentialed and await self.refused_as_locked(client, send):
+                return
+            if not self.authorized(scope):
+                if credentialed:
+                    self.throttle.failed(client)
+                await send_problem(send, 401, "Unauthorized",
+                                   "This server needs a token: send 'Authorization: Bearer <token>' "
+                                   "(kbsql.connect(url, token=...) or $KBSQL_TOKEN)",
+                                   [(b"www-authenticate", b'Bearer realm="kbsql"')])
+                return
         await self.app(scope, receive, send)
+
+    def presents_credentials(self, scope: Scope) -> bool:
+        """An `Authorization` header, or an `X-Api-Key` on a server that has a token (on a
+        login-only server that header is not looked at, so it cannot be guessed)."""
+        for name, _ in scope.get("headers") or []:
+            name = name.lower()
+            if name == b"authorization" or (name == b"x-api-key" and self.settings.token):
+                return True
+        return False
+
+    async def refused_as_locked(self, client: str, send: Send) -> bool:
+        """Answer 429 with Retry-After when `client` is locked (see throttle.py), before any
+        password or token is looked at: even a right one, which must not be learnable."""
+        wait = self.throttle.retry_after(client)
+        if wait is None:
+            return False
+        await send_problem(send, 429, "Too Many Requests",
+                           f"Too many failed logins or wrong tokens from this address: try again "
+                           f"in {wait} s",
+                           [(b"retry-after", str(wait).encode("ascii"))])
+        return True
 
     def authorized(self, scope: Scope) -> bool:
         for name, value in scope.get("headers") or []:
@@ -140,6 +174,11 @@ class TokenAuth:
                                "with --user and --password")
             return
         body = await _read_small(receive, MAX_LOGIN_BODY)
+        # checked after the body's await and counted below before the delay's, with no await
+        # between: parallel guesses cannot all pass the check before any of them is counted
+        client = client_key(scope.get("client"))
+        if await self.refused_as_locked(client, send):
+            return
         try:
             credentials = json.loads(body) if body is not None else None
         except (ValueError, UnicodeDecodeError):
@@ -159,6 +198,7 @@ class TokenAuth:
             await send({"type": "http.response.body", "body": payload})
             return
         log.warning("failed login for user %r", user if isinstance(user, str) else None)
+        self.throttle.failed(client)
         await asyncio.sleep(FAILED_LOGIN_DELAY_S)
         await send_problem(send, 401, "Unauthorized", "Wrong username or password")
 
