@@ -17,7 +17,7 @@ BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 
 CASES = {
     "knowledge": (["--quick"], ["ingest_default_model", "search_100k_hash"]),
-    "sql": (["--rows", "20000", "--repeat", "3", "--calls", "30"], None),
+    "sql": (["--rows", "20000", "--repeat", "3", "--calls", "30", "--rounds", "1"], None),
     "agents": (["--chunks", "300", "--repeat", "2"], None),
     "magics": (["--rows", "2000", "--repeat", "1"], None),
     # the Chroma side is skipped here (CI has no chromadb; a run with it takes minutes)
