@@ -21,10 +21,9 @@ from __future__ import annotations
 import re
 
 from mindsdb_sql_parser import ast, parse_sql
-from mindsdb_sql_parser.utils import unquote
 
 from kbsql.engine.sql.render import walk
-from kbsql.engine.sql.values_fastpath import _GLUED, _TOKEN
+from kbsql.engine.sql.values_fastpath import _TOKEN, Fallback, literal_constant
 
 MIN_LENGTH = 2_000  # below this the full parser costs well under a millisecond
 MIN_ITEMS = 50  # shorter lists cost the full parser little; they stay with it
@@ -45,10 +44,6 @@ _SCAN = re.compile(r"""
 """, re.IGNORECASE | re.VERBOSE)
 
 
-class _Fallback(Exception):
-    """Not a plain literal list: leave this IN list to the full parser."""
-
-
 def parse_in_lists(query: str) -> ast.ASTNode | None:
     """The statement mindsdb_sql_parser would build for `query`, or None when no long IN
     list of literals was found or anything looks unusual (then parse with `parse_sql`)."""
@@ -66,7 +61,7 @@ def parse_in_lists(query: str) -> ast.ASTNode | None:
             continue
         try:
             items, end = literal_list(query, m.end())
-        except _Fallback:
+        except Fallback:
             pos = m.end()
             continue
         if len(items) < MIN_ITEMS:
@@ -90,7 +85,7 @@ def parse_in_lists(query: str) -> ast.ASTNode | None:
 
 def literal_list(text: str, pos: int) -> tuple[list[ast.ASTNode], int]:
     """The constants of a list whose `(` ends before `pos`, and the position after its `)`,
-    as the parser would build them; `_Fallback` if it holds anything but plain literals."""
+    as the parser would build them; `Fallback` if it holds anything but plain literals."""
     items: list[ast.ASTNode] = []
     match = _TOKEN.match
     expect_item = True
@@ -98,7 +93,7 @@ def literal_list(text: str, pos: int) -> tuple[list[ast.ASTNode], int]:
     while True:
         m = match(text, pos)
         if m is None:
-            raise _Fallback
+            raise Fallback
         kind = m.lastgroup
         value = m.group(kind)  # type: ignore[arg-type]
         pos = m.end()
@@ -110,16 +105,19 @@ def literal_list(text: str, pos: int) -> tuple[list[ast.ASTNode], int]:
                 negative = True
                 m = _next_token(text, pos)
                 if m is None or m.lastgroup not in ("integer", "float"):
-                    raise _Fallback
+                    raise Fallback
                 kind, value, pos = m.lastgroup, m.group(m.lastgroup), m.end()  # type: ignore[arg-type]
-            items.append(_constant(kind, value, negative, text, pos, n))
+            node = literal_constant(kind, value, text, pos, n, negative)
+            if node is None:
+                raise Fallback
+            items.append(node)
             expect_item = False
         elif value == ",":
             expect_item = True
         elif value == ")":
             return items, pos
         else:
-            raise _Fallback
+            raise Fallback
 
 
 def _next_token(text: str, pos: int) -> re.Match[str] | None:
@@ -128,22 +126,6 @@ def _next_token(text: str, pos: int) -> re.Match[str] | None:
         if m is None or m.lastgroup != "skip":
             return m
         pos = m.end()
-
-
-def _constant(kind: str | None, value: str, negative: bool, text: str, pos: int, n: int) -> ast.ASTNode:
-    """The parser's `constant` rules (and `quote_string` for strings)."""
-    if kind == "string":
-        return ast.Constant(value=str(unquote(value).strip("'")))
-    if kind in ("integer", "float"):
-        if pos < n and _GLUED.match(text, pos):  # `1abc` is one name to the lexer
-            raise _Fallback
-        number: int | float = int(value) if kind == "integer" else float(value)
-        return ast.Constant(value=-number if negative else number)
-    if kind == "null":
-        return ast.NullConstant()
-    if kind in ("true", "false"):
-        return ast.Constant(value=kind == "true")
-    raise _Fallback
 
 
 def _put_back(statement: ast.ASTNode, lists: list[list[ast.ASTNode]]) -> bool:

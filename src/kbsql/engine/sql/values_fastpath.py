@@ -42,7 +42,7 @@ _TOKEN = re.compile(r"""[\ \t\r\n]*(?:
 _GLUED = re.compile(r"[\w$.`]")
 
 
-class _Fallback(Exception):
+class Fallback(Exception):
     """The text is outside the fast path's subset: use the full parser."""
 
 
@@ -56,7 +56,7 @@ def parse_insert_values(query: str) -> ast.Insert | None:
         return None
     try:
         rows = _rows(query, head.end())
-    except _Fallback:
+    except Fallback:
         return None
     try:
         statement = parse_sql(query[:head.end()] + " (NULL)")
@@ -74,23 +74,23 @@ def _rows(text: str, pos: int) -> list[list[ast.ASTNode]]:
     i, n = 0, len(tokens)
     while True:
         if i >= n or tokens[i] != "(":
-            raise _Fallback
+            raise Fallback
         i += 1
         row: list[ast.ASTNode] = []
         while True:
             if i >= n:
-                raise _Fallback
+                raise Fallback
             token = tokens[i]
             if token == "-":  # `MINUS constant`: only before a number
                 i += 1
                 number = tokens[i] if i < n else None
                 if not isinstance(number, ast.Constant) or isinstance(number.value, (str, bool)):
-                    raise _Fallback
+                    raise Fallback
                 row.append(ast.Constant(-number.value))
             elif isinstance(token, ast.Constant):
                 row.append(token)
             else:
-                raise _Fallback
+                raise Fallback
             i += 1
             if i < n and tokens[i] == ",":
                 i += 1
@@ -98,7 +98,7 @@ def _rows(text: str, pos: int) -> list[list[ast.ASTNode]]:
             if i < n and tokens[i] == ")":
                 i += 1
                 break
-            raise _Fallback
+            raise Fallback
         rows.append(row)
         if i < n and tokens[i] == ",":
             i += 1
@@ -106,7 +106,7 @@ def _rows(text: str, pos: int) -> list[list[ast.ASTNode]]:
         while i < n and tokens[i] == ";":  # trailing semicolons are dropped by parse_sql
             i += 1
         if i != n:
-            raise _Fallback
+            raise Fallback
         return rows
 
 
@@ -118,24 +118,31 @@ def _tokens(text: str, pos: int) -> list[object]:
     while pos < end:
         m = match(text, pos)
         if m is None:
-            raise _Fallback
+            raise Fallback
         kind = m.lastgroup
         value = m.group(kind)  # type: ignore[arg-type]
         pos = m.end()
         if kind == "skip":
             continue
-        if kind == "string":  # the parser's quote_string + constant rules
-            out.append(ast.Constant(value=str(unquote(value).strip("'"))))
-        elif kind in ("integer", "float"):
-            if pos < end and _GLUED.match(text, pos):
-                raise _Fallback
-            out.append(ast.Constant(value=int(value) if kind == "integer" else float(value)))
-        elif kind == "null":
-            out.append(ast.NullConstant())
-        elif kind == "true":
-            out.append(ast.Constant(value=True))
-        elif kind == "false":
-            out.append(ast.Constant(value=False))
-        else:
-            out.append(value)
+        node = literal_constant(kind, value, text, pos, end)
+        out.append(value if node is None else node)
     return out
+
+
+def literal_constant(kind: str | None, value: str, text: str, pos: int, end: int,
+                     negative: bool = False) -> ast.ASTNode | None:
+    """The parser's `constant` rules (and `quote_string` for strings) for one token of
+    `_TOKEN` ending at `pos`; None when the token is punctuation. The IN-list fast path
+    builds its constants here too, so both give the parser's own nodes."""
+    if kind == "string":
+        return ast.Constant(value=str(unquote(value).strip("'")))
+    if kind in ("integer", "float"):
+        if pos < end and _GLUED.match(text, pos):  # `1abc` is one name to the lexer
+            raise Fallback
+        number: int | float = int(value) if kind == "integer" else float(value)
+        return ast.Constant(value=-number if negative else number)
+    if kind == "null":
+        return ast.NullConstant()
+    if kind in ("true", "false"):
+        return ast.Constant(value=kind == "true")
+    return None
