@@ -52,6 +52,18 @@ def stop_with(server: ServerProcess, sig: int) -> int:
     return code
 
 
+def sigterm_during_insert(server: ServerProcess, kb: str, rows: list[dict]) -> list[httpx.Response]:
+    """Send SIGTERM half a second into a REST insert; the server must exit 0. The insert's
+    answer, if it got one."""
+    answers: list[httpx.Response] = []
+    worker = threading.Thread(target=lambda: answers.append(insert(server.url, kb, rows)))
+    worker.start()
+    time.sleep(0.5)
+    assert stop_with(server, signal.SIGTERM) == 0
+    worker.join(timeout=60)
+    return answers
+
+
 def index_header(path: Path) -> dict:
     raw = path.read_bytes()
     start = raw.index(b"\n") + 1
@@ -78,12 +90,7 @@ def test_sigterm_finishes_the_request_in_flight_saves_indexes_and_exits_0(tmp_pa
                          + str(64 * 1024 * 1024 + 1).encode() + b"\r\n\r\n")
             assert sock.recv(4096).startswith(b"HTTP/1.1 413")
         rows = [{"id": i, "content": f"in flight {i}"} for i in range(4_000)]
-        answers: list[httpx.Response] = []
-        worker = threading.Thread(target=lambda: answers.append(insert(server.url, "big", rows)))
-        worker.start()
-        time.sleep(0.5)
-        assert stop_with(server, signal.SIGTERM) == 0
-        worker.join(timeout=60)
+        answers = sigterm_during_insert(server, "big", rows)
         assert answers and answers[0].status_code == 200, answers
         assert answers[0].json()["inserted_rows"] == 4_000
         log = server.log_text()
@@ -106,12 +113,7 @@ def test_a_request_past_the_shutdown_timeout_still_finishes_before_the_engine_cl
     try:
         create_kb(server.url, "big")
         rows = [{"id": i, "content": f"in flight {i} " + "word " * 40} for i in range(20_000)]
-        answers: list[httpx.Response] = []
-        worker = threading.Thread(target=lambda: answers.append(insert(server.url, "big", rows)))
-        worker.start()
-        time.sleep(0.5)
-        assert stop_with(server, signal.SIGTERM) == 0
-        worker.join(timeout=60)
+        answers = sigterm_during_insert(server, "big", rows)
         log = server.log_text()
         assert answers and answers[0].status_code == 200, (answers, log)
         assert "closed" not in log.lower() and "Traceback" not in log, log
