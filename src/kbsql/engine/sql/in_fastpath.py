@@ -23,7 +23,7 @@ import re
 from mindsdb_sql_parser import ast, parse_sql
 
 from kbsql.engine.sql.render import walk
-from kbsql.engine.sql.values_fastpath import _TOKEN, Fallback, literal_constant
+from kbsql.engine.sql.values_fastpath import Fallback, lexed, literal_constant
 
 MIN_LENGTH = 2_000  # below this the full parser costs well under a millisecond
 MIN_ITEMS = 50  # shorter lists cost the full parser little; they stay with it
@@ -87,26 +87,16 @@ def literal_list(text: str, pos: int) -> tuple[list[ast.ASTNode], int]:
     """The constants of a list whose `(` ends before `pos`, and the position after its `)`,
     as the parser would build them; `Fallback` if it holds anything but plain literals."""
     items: list[ast.ASTNode] = []
-    match = _TOKEN.match
-    expect_item = True
     n = len(text)
-    while True:
-        m = match(text, pos)
-        if m is None:
-            raise Fallback
-        kind = m.lastgroup
-        value = m.group(kind)  # type: ignore[arg-type]
-        pos = m.end()
-        if kind == "skip":
-            continue
+    tokens = lexed(text, pos, n)
+    expect_item = True
+    for kind, value, pos in tokens:
         if expect_item:
-            negative = False
-            if value == "-":  # `MINUS constant`: only before a number
-                negative = True
-                m = _next_token(text, pos)
-                if m is None or m.lastgroup not in ("integer", "float"):
+            negative = value == "-"  # `MINUS constant`: only before a number
+            if negative:
+                kind, value, pos = next(tokens, ("", "", pos))
+                if kind not in ("integer", "float"):
                     raise Fallback
-                kind, value, pos = m.lastgroup, m.group(m.lastgroup), m.end()  # type: ignore[arg-type]
             node = literal_constant(kind, value, text, pos, n, negative)
             if node is None:
                 raise Fallback
@@ -118,14 +108,7 @@ def literal_list(text: str, pos: int) -> tuple[list[ast.ASTNode], int]:
             return items, pos
         else:
             raise Fallback
-
-
-def _next_token(text: str, pos: int) -> re.Match[str] | None:
-    while True:
-        m = _TOKEN.match(text, pos)
-        if m is None or m.lastgroup != "skip":
-            return m
-        pos = m.end()
+    raise Fallback  # the text ended inside the list
 
 
 def _put_back(statement: ast.ASTNode, lists: list[list[ast.ASTNode]]) -> bool:

@@ -16,6 +16,7 @@ tests/sql/test_values_fastpath.py compares both on hostile strings.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 from mindsdb_sql_parser import ast, parse_sql
 from mindsdb_sql_parser.utils import unquote
@@ -114,19 +115,25 @@ def _tokens(text: str, pos: int) -> list[object]:
     """Constants as the parser builds them; punctuation as one-character strings."""
     out: list[object] = []
     end = len(text.rstrip(" \t\r\n"))
+    for kind, value, after in lexed(text, pos, end):
+        node = literal_constant(kind, value, text, after, end)
+        out.append(value if node is None else node)
+    return out
+
+
+def lexed(text: str, pos: int, end: int) -> Iterator[tuple[str, str, int]]:
+    """(kind, text, end) of each token of `_TOKEN` from `pos` to `end`, blanks and comments
+    skipped; `Fallback` at anything outside the fast paths' subset. The IN-list fast path
+    reads its lists with it too."""
     match = _TOKEN.match
     while pos < end:
         m = match(text, pos)
-        if m is None:
+        if m is None or m.lastgroup is None:
             raise Fallback
         kind = m.lastgroup
-        value = m.group(kind)  # type: ignore[arg-type]
         pos = m.end()
-        if kind == "skip":
-            continue
-        node = literal_constant(kind, value, text, pos, end)
-        out.append(value if node is None else node)
-    return out
+        if kind != "skip":
+            yield kind, m.group(kind), pos
 
 
 def literal_constant(kind: str | None, value: str, text: str, pos: int, end: int,
