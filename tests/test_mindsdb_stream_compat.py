@@ -154,6 +154,26 @@ def test_stream_yields_contract_chunks_the_widgets_render(mindsdb_url):
     assert state.status == "done" and state.answer == ANSWER and state.steps == []
     assert "Refunds take five days." in render_html(state)
     assert f"A: {ANSWER}" in render_text(state)
+    # MindsDB's planning notes show while it plans, in order, before the answer
+    assert state.notes[:2] == ["Generating Data Catalog...", "Creating execution plan..."]
+    html, text = render_html(state), render_text(state)
+    assert html.index("Generating Data Catalog...") < html.index("Creating execution plan...") \
+        < html.index("kbsql-answer")
+    assert text.split("\n")[1] == "  · Generating Data Catalog..."
+    assert text.index("Returning text response") < text.index("A: ")
+    client.close()
+
+
+def test_the_live_panel_shows_the_notes_as_they_arrive(mindsdb_url):
+    from kbsql.notebook.widgets.panel import AgentStreamPanel
+
+    client = kbsql.connect(mindsdb_url)
+    panel = AgentStreamPanel(question="How long do refunds take?", agent="text_agent", min_interval=0)
+    chunks = client.agents.stream("text_agent", "How long do refunds take?")
+    panel.feed(next(chunks))
+    assert "Generating Data Catalog..." in panel.notes.value and panel.answer.value == ""
+    panel.consume(chunks)
+    assert "Returning text response" in panel.notes.value and ANSWER in panel.answer.value
     client.close()
 
 

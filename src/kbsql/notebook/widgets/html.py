@@ -152,6 +152,22 @@ def header_html(state: StreamState) -> str:
             f"{escape(state.question)}</div></div>")
 
 
+NOTE_CHARS = 300
+
+
+def _note(text: str) -> str:
+    one_line = " ".join(text.split())
+    return one_line if len(one_line) <= NOTE_CHARS else one_line[:NOTE_CHARS - 1] + "…"
+
+
+def notes_html(state: StreamState) -> str:
+    """A server's progress notes, one grey line each (MindsDB plans before it answers)."""
+    if not state.notes:
+        return ""
+    lines = "".join(f"<div>· {escape(_note(n))}</div>" for n in state.notes)
+    return f'<div class="kbsql-notes" style="color:#57606a;font-size:12px;margin:4px 0">{lines}</div>'
+
+
 def answer_html(state: StreamState) -> str:
     if state.answer is None:
         return ""
@@ -170,13 +186,14 @@ def render_html(state: StreamState, *, snapshot: bool = True) -> str:
     steps = "".join(step_html(i, s) for i, s in enumerate(state.steps))
     css = f"<style>{HIDE_REDUNDANT_CSS}</style>" if snapshot else ""
     cls = f"kbsql-panel {SNAPSHOT_CLASS}" if snapshot else "kbsql-panel"
-    return (f'{css}<div class="{cls}" style="{BOX}">{header_html(state)}'
+    return (f'{css}<div class="{cls}" style="{BOX}">{header_html(state)}{notes_html(state)}'
             f'<div class="kbsql-steps">{steps}</div>{answer_html(state)}{status_html(state)}</div>')
 
 
 def render_text(state: StreamState) -> str:
     """Plain-text rendering for terminals and `text/plain` fallbacks."""
     lines = [f"Q: {state.question}" + (f"  [agent {state.agent}]" if state.agent else "")]
+    lines += [f"  · {_note(n)}" for n in state.notes]
     for i, step in enumerate(state.steps):
         lines.append(f"  {i + 1}. {step.tool}: {step.tool_input.strip()[:200]}")
         if step.observation is not None:

@@ -41,11 +41,13 @@ class AgentStreamPanel(SnapshotDisplay, w.VBox):
         self._beats = 0
         self._lock = threading.RLock()
         self.header = w.HTML()
+        self.notes = w.HTML()
         self.steps_box = w.VBox()
         self.answer = w.HTML()
         self.status = w.HTML()
         self._step_views: list[tuple[w.Accordion, w.HTML]] = []
-        super().__init__(children=[self.header, self.steps_box, self.answer, self.status], **kwargs)
+        super().__init__(children=[self.header, self.notes, self.steps_box, self.answer, self.status],
+                         **kwargs)
         self.add_class(render.LIVE_CLASS)
         self.add_class("kbsql-panel")
         self.layout = w.Layout(border="1px solid #d0d7de", padding="6px 10px", margin="4px 0")
@@ -117,6 +119,7 @@ class AgentStreamPanel(SnapshotDisplay, w.VBox):
     def _render(self) -> None:
         state = self.state
         _set(self.header, render.header_html(state))
+        _set(self.notes, render.notes_html(state))
         for i, step in enumerate(state.steps):
             if i >= len(self._step_views):
                 body = w.HTML()

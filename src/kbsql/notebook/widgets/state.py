@@ -42,6 +42,8 @@ class StreamState:
     agent: str = ""
     trace_id: str = ""
     steps: list[Step] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    """A server's progress notes (MindsDB's "Creating execution plan...", kind `context`)."""
     answer: str | None = None
     status: str = WAITING
     error: str | None = None
@@ -101,6 +103,10 @@ class StreamState:
         elif kind == "steps":
             for item in chunk.get("steps") or []:
                 self._observe(item.get("action") or {}, str(item.get("observation", "")))
+        elif kind == "context":
+            note = str(chunk.get("content") or "").strip()
+            if note:
+                self.notes.append(note)
         elif kind == "output":
             self.answer = str(chunk.get("output") or "")
         elif kind == "error":
