@@ -185,3 +185,34 @@ def test_progress_moves_from_the_calling_thread_only(engine: Engine, fake: FakeP
     phases = {p for p, _ in bar.updates}
     assert {EMBEDDING, STORING} <= phases
     assert len([p for p, _ in bar.updates if p == EMBEDDING]) >= 6  # at least once per batch
+
+
+def test_batches_are_read_once_each_and_only_a_few_ahead_of_storing(engine: Engine,
+                                                                   fake: FakeProvider) -> None:
+    """An INSERT ... SELECT's batches are built from the frame as they are read
+    (`FrameBatches`): the insert reads each once, and at most 2 x threads + 1 are read and
+    not yet stored at any moment, so a large insert never holds the whole frame as dicts."""
+    from kbsql.engine.sql.kb_insert import FrameBatches
+
+    _kb(engine, fake, "kb")
+    record = engine.catalog.knowledge_base("mindsdb", "kb")
+    reads: list[int] = []
+    stored_before: list[int] = []
+
+    class Counting(FrameBatches):
+        def __getitem__(self, index):  # type: ignore[override]
+            batch = super().__getitem__(index)  # past the end: IndexError, the end of iteration
+            reads.append(index)
+            stored_before.append(len(table(engine, "SELECT id FROM kb LIMIT 10000")))
+            return batch
+
+    frame = pd.DataFrame(_rows(400))
+    batches = Counting(frame, 20)
+    assert len(batches) == 20 and batches[19][-1]["id"] == frame.iloc[-1]["id"]
+    reads.clear()
+    stored_before.clear()
+    assert engine.kbs.insert_batches(record, batches, threads=3, total_rows=batches.rows) == 400
+    assert sorted(reads) == list(range(20))  # each batch built exactly once
+    for index, stored in zip(reads, stored_before, strict=True):  # rows stored before batch i was read
+        assert stored >= (index - 2 * 3 - 1) * 20
+    assert len(table(engine, "SELECT id FROM kb LIMIT 10000")) == 400

@@ -9,6 +9,7 @@ validate and store the same way.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from kbsql.engine import validate
@@ -87,13 +88,15 @@ class KnowledgeBases:
         self.catalog.update_knowledge_base(record)
         return count
 
-    def insert_batches(self, record: KbRecord, batches: list[list[dict[str, Any]]], *, threads: int = 1,
-                       skip: bool = False, progress: bool | ProgressFactory | None = None) -> int:
+    def insert_batches(self, record: KbRecord, batches: Sequence[list[dict[str, Any]]], *,
+                       threads: int = 1, skip: bool = False,
+                       progress: bool | ProgressFactory | None = None,
+                       total_rows: int | None = None) -> int:
         """`INSERT ... USING batch_size, threads, error`: batches embedded `threads` at a time,
         stored in order, one transaction each (knowledge/batch_insert.py)."""
         try:
             return batch_insert.insert_batches(self.service, record, batches, threads=threads, skip=skip,
-                                               progress=progress)
+                                               progress=progress, total_rows=total_rows)
         finally:  # batches stored before a failure are there: the record says so
             self.catalog.update_knowledge_base(record)
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import deque
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import closing
 from dataclasses import dataclass, field
@@ -73,12 +73,15 @@ class _Tally:
     embedded: dict[int, float] = field(default_factory=dict)  # batch -> rows embedded so far
 
 
-def insert_batches(service: KnowledgeService, record: KbRecord, batches: list[list[dict[str, Any]]],
+def insert_batches(service: KnowledgeService, record: KbRecord, batches: Sequence[list[dict[str, Any]]],
                    *, threads: int = 1, skip: bool = False,
-                   progress: bool | progress_mod.ProgressFactory | None = None) -> int:
+                   progress: bool | progress_mod.ProgressFactory | None = None,
+                   total_rows: int | None = None) -> int:
     """Insert `batches` (lists of row dicts) as described in the module docstring; returns the
-    rows stored. `threads` workers embed (1: no pool, everything in the calling thread)."""
-    total = sum(len(b) for b in batches)
+    rows stored. `threads` workers embed (1: no pool, everything in the calling thread).
+    Each batch is read once, when its turn to embed comes (a sequence that builds batches on
+    access then holds only those in flight); `total_rows`, when known, saves counting them."""
+    total = total_rows if total_rows is not None else sum(len(b) for b in batches)
     if total == 0:
         return 0
     tally = _Tally()
@@ -89,7 +92,10 @@ def insert_batches(service: KnowledgeService, record: KbRecord, batches: list[li
             bar.update(progress_mod.READING, 0, total)
         caller = threading.get_ident()
 
+        sizes: dict[int, int] = {}
+
         def embed(index: int, rows: list[dict[str, Any]]) -> _Done:
+            sizes[index] = len(rows)
             on_embedded = None
             if bar is not None:
                 def on_embedded(done: int, count: int) -> None:
@@ -108,7 +114,7 @@ def insert_batches(service: KnowledgeService, record: KbRecord, batches: list[li
         with closing(_in_order(batches, embed, threads, redraw)) as ordered:
             for index, done in ordered:
                 with lock:
-                    tally.embedded[index] = len(batches[index])
+                    tally.embedded[index] = sizes[index]
                 redraw(progress_mod.STORING)
                 _store(service, record, done, skip, tally)
         if bar is not None:
@@ -123,7 +129,7 @@ def insert_batches(service: KnowledgeService, record: KbRecord, batches: list[li
     return tally.stored
 
 
-def _in_order(batches: list[list[dict[str, Any]]], embed: Callable[[int, list[dict[str, Any]]], _Done],
+def _in_order(batches: Sequence[list[dict[str, Any]]], embed: Callable[[int, list[dict[str, Any]]], _Done],
               threads: int, redraw: Callable[[str], None]) -> Generator[tuple[int, _Done], None, None]:
     """(index, embedded batch) in batch order; at most `threads` batches embed at once and at
     most 2 x `threads` wait to be stored (memory stays bounded). An error of a batch is

@@ -18,8 +18,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, overload
 
 from kbsql.interface.errors import SqlError
 
@@ -81,7 +81,37 @@ def options_of(using: dict[str, Any] | None) -> dict[str, Any]:
     return out
 
 
-InsertBatches = Callable[[list[list[dict[str, Any]]], int, bool], int]
+class FrameBatches(Sequence[list[dict[str, Any]]]):
+    """A frame's rows as batches of `size` row dicts, each built when it is read: a large
+    `INSERT ... SELECT` holds as dicts (~5x the frame's own size) only the batches in
+    flight, not the whole frame."""
+
+    def __init__(self, frame: Any, size: int):
+        self.frame = frame
+        self.size = size
+        self.rows = len(frame)
+
+    def __len__(self) -> int:
+        return (self.rows + self.size - 1) // self.size
+
+    @overload
+    def __getitem__(self, index: int) -> list[dict[str, Any]]: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[list[dict[str, Any]]]: ...
+
+    def __getitem__(self, index: int | slice) -> list[dict[str, Any]] | list[list[dict[str, Any]]]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(len(self))[index]]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        start = index * self.size
+        return self.frame.iloc[start:start + self.size].to_dict("records")
+
+
+InsertBatches = Callable[[FrameBatches, int, bool], int]
 """(batches of row dicts, threads, skip failing rows) -> rows stored."""
 
 
@@ -104,6 +134,5 @@ def insert_frame(frame: Any, options: dict[str, Any], insert_batches: InsertBatc
                            "kb_skip_existing = true to keep them")
         if present:
             frame = frame[[i not in present for i in ids]].reset_index(drop=True)
-    size = options["batch_size"]
-    batches = [frame.iloc[start:start + size].to_dict("records") for start in range(0, len(frame), size)]
+    batches = FrameBatches(frame, options["batch_size"])
     return insert_batches(batches, options["threads"], options["error"] == "skip")

@@ -363,8 +363,9 @@ def _insert_with(session: SqlSession, record: KbRecord, frame: Any, using: dict[
         request = SearchRequest(filters=[Filter("id", "in", ids)])
         return {str(r[0]) for r in session.kbs.service.search(record, request)}
 
-    def insert_batches(batches: list[list[dict[str, Any]]], threads: int, skip: bool) -> int:
-        return session.kbs.insert_batches(record, batches, threads=threads, skip=skip)
+    def insert_batches(batches: kb_insert.FrameBatches, threads: int, skip: bool) -> int:
+        return session.kbs.insert_batches(record, batches, threads=threads, skip=skip,
+                                          total_rows=batches.rows)
 
     return kb_insert.insert_frame(frame, kb_insert.options_of(using), insert_batches, doc_ids, stored)
 

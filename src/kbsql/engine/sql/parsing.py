@@ -19,6 +19,8 @@ from mindsdb_sql_parser import ast, parse_sql
 from kbsql.engine.sql.in_fastpath import parse_in_lists
 from kbsql.engine.sql.refusals import unsupported
 from kbsql.engine.sql.values_fastpath import parse_insert_values
+from kbsql.interface.errors import SqlError
+from kbsql.interface.sqltext import segments
 
 MAX_TOKENS = 60_000
 """The most tokens a statement may hand to the full parser.
@@ -34,17 +36,31 @@ limit no statement is ever cut short or truncated: above it, it is refused whole
 # What counts as one token for the limit (close to the parser's lexer: a string, quoted
 # identifier or comment is one token; a word or number is one; other characters one each).
 _TOKENS = re.compile(r"""'(?:\\.|[^'])*(?:''(?:\\.|[^'])*)*'|"(?:\\.|[^"])*(?:""(?:\\.|[^"])*)*"|`[^`]+`"""
-                     r"""|/\*[\s\S]*?\*/|--[^\n]*|[\w$.]+|\S""")
+                     r"""|/\*[\s\S]*?(?:\*/|\Z)|--[^\n]*|[\w$.]+|\S""")
 
 
 def parse(query: str) -> ast.ASTNode:
     """The statement's AST; an `SqlError` when it is too long for the parser, the parser's
     own exception when it is not SQL."""
+    check_comments(query)
     statement = parse_insert_values(query) or parse_in_lists(query)
     if statement is not None:
         return statement
     check_size(query)
     return parse_sql(query)
+
+
+def check_comments(query: str) -> None:
+    r"""Refuse a `/*` that is never closed before any scanner sees it. Each lexer here (and
+    sly's) tries `/\*[\s\S]*?\*/` at every `/*`, and with no `*/` each try reads to the end
+    of the text: 20,000 unclosed `/*` (60 KB) took 34 s to end in the same syntax error."""
+    if "/*" not in query:
+        return
+    for start, end, is_code in segments(query):
+        if not is_code and query.startswith("/*", start) and not (
+                end - start >= 4 and query.endswith("*/", start, end)):
+            raise SqlError(f"Syntax error: the comment opened by /* at character {start + 1} is "
+                           "never closed with */")
 
 
 def token_count(query: str) -> int:
