@@ -17,28 +17,17 @@ from __future__ import annotations
 import argparse
 import statistics
 import tempfile
-import time
-from collections.abc import Callable
 from typing import Any
 
 import duckdb
 import pandas as pd
 from mindsdb_sql_parser import parse_sql
-from report import write_report  # benchmarks/report.py (the script's folder is on sys.path)
+from report import timed, write_report  # benchmarks/report.py (the script's folder is on sys.path)
 
 import kbsql
 from kbsql.server.process import spawn
 
 TARGET_RATIO = 0.5
-
-
-def timed(fn: Callable[[], Any], repeat: int) -> tuple[list[float], Any]:
-    out, result = [], None
-    for _ in range(repeat):
-        start = time.perf_counter()
-        result = fn()
-        out.append((time.perf_counter() - start) * 1000)
-    return out, result
 
 
 def run(ids: int, repeat: int) -> dict[str, Any]:
@@ -56,17 +45,17 @@ def run(ids: int, repeat: int) -> dict[str, Any]:
             with kbsql.connect(server.url) as client:
                 client.register("people", frame)
                 client.query("SELECT 1 AS one")  # warm up: connection, imports
-                ours, got = [], None
+                ours, answers = [], []
                 parser, direct = [], []
                 for i in range(repeat):  # interleaved, so all see the same machine load
                     # a new text each time (a comment), so no plan cache is hit
                     text = f"{ours_sql} /* run {i} */"
-                    samples, got = timed(lambda t=text: client.query(t), 1)
-                    ours += samples
-                    parser += timed(lambda t=text: parse_sql(t), 1)[0]
-                    direct += timed(lambda: con.execute(direct_sql).fetchall(), 1)[0]
+                    ours += timed(lambda t=text: answers.append(client.query(t)), 1)
+                    parser += timed(lambda t=text: parse_sql(t), 1)
+                    direct += timed(lambda: con.execute(direct_sql).fetchall(), 1)
         finally:
             server.stop()
+    got = answers[-1] if answers else None
     assert got is not None and got["id"].tolist() == expected, "wrong rows for the IN list"
     ratio = statistics.median(ours) / statistics.median(parser)
     return {

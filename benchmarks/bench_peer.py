@@ -37,7 +37,7 @@ import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from report import write_report  # benchmarks/report.py (the script's folder is on sys.path)
+from report import timed, write_report  # benchmarks/report.py (the script's folder is on sys.path)
 
 import kbsql
 from kbsql.client.params import bind
@@ -148,12 +148,7 @@ class ModelServer:
 
 
 def median_ms(fn: Any, repeat: int) -> float:
-    samples = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        samples.append((time.perf_counter() - start) * 1000)
-    return round(statistics.median(samples), 3)
+    return round(statistics.median(timed(fn, repeat)), 3)
 
 
 def sql(client: kbsql.Client, text: str) -> Any:

@@ -26,7 +26,6 @@ import socket
 import statistics
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +34,7 @@ import httpx
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-from report import write_report  # benchmarks/report.py (the script's folder is on sys.path)
+from report import timed, write_report  # benchmarks/report.py (the script's folder is on sys.path)
 
 import kbsql
 from kbsql.engine import Engine
@@ -45,15 +44,6 @@ TARGET_OVERHEAD_MS = 2.0
 TARGET_SELECT1_MS = 1.5
 AGGREGATE = ("SELECT region, sum(amount) AS total, avg(qty) AS mean_qty, count(*) AS n "
              "FROM {table} WHERE qty > 10 GROUP BY region ORDER BY region")
-
-
-def timed(fn: Callable[[], Any], repeat: int) -> list[float]:
-    out = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        out.append((time.perf_counter() - start) * 1000)
-    return out
 
 
 def summary(samples: list[float]) -> dict[str, float]:

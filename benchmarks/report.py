@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,3 +17,13 @@ def write_report(name: str, report: dict[str, Any]) -> None:
     folder = Path(os.environ.get("KBSQL_BENCH_RESULTS") or Path(__file__).resolve().parent / "results")
     folder.mkdir(parents=True, exist_ok=True)
     (folder / f"{name}.json").write_text(text + "\n", encoding="utf-8")
+
+
+def timed(fn: Callable[[], Any], repeat: int) -> list[float]:
+    """Milliseconds of each of `repeat` calls of `fn`."""
+    out = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        out.append((time.perf_counter() - start) * 1000)
+    return out
