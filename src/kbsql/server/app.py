@@ -125,8 +125,6 @@ def build_app(engine: Engine, *, bind_host: str | None = None,
     auth = auth or AuthSettings()
     limits = limits or Limits()
 
-    call = in_thread
-
     def endpoint(handler: Callable[[Request], Any]) -> Callable[[Request], Any]:
         async def wrapped(request: Request) -> Response:
             try:
@@ -143,55 +141,55 @@ def build_app(engine: Engine, *, bind_host: str | None = None,
         return request.path_params[key]
 
     async def status(request: Request) -> Response:
-        answer = await call(engine.status)
+        answer = await in_thread(engine.status)
         answer["auth"] = {**answer.get("auth", {}), "http_auth_enabled": auth.enabled}
         return json_response(answer)
 
     async def projects(request: Request) -> Response:
-        return json_response(await call(engine.list_projects))
+        return json_response(await in_thread(engine.list_projects))
 
     async def project(request: Request) -> Response:
-        return json_response(await call(engine.get_project, p(request, "project")))
+        return json_response(await in_thread(engine.get_project, p(request, "project")))
 
     async def kb_collection(request: Request) -> Response:
         project = p(request, "project")
         if request.method == "POST":
             body = await read_body(request, "knowledge_base")
-            kb = await call(engine.create_knowledge_base, project, body)
+            kb = await in_thread(engine.create_knowledge_base, project, body)
             return json_response(kb.to_json(), 201)
-        kbs = await call(engine.list_knowledge_bases, project)
+        kbs = await in_thread(engine.list_knowledge_bases, project)
         return json_response([k.to_json() for k in kbs])
 
     async def kb_item(request: Request) -> Response:
         project, name = p(request, "project"), p(request, "name")
         if request.method == "DELETE":
-            await call(engine.delete_knowledge_base, project, name)
+            await in_thread(engine.delete_knowledge_base, project, name)
             return Response(status_code=200)
         if request.method == "PUT":
             body = await read_body(request, "knowledge_base")
             if set(body) == {"rows"}:
-                result = await call(engine.insert_knowledge_base_rows, project, name, body["rows"])
+                result = await in_thread(engine.insert_knowledge_base_rows, project, name, body["rows"])
             else:  # query, rows and query, alter fields (rest/knowledge_bases/insert, alter)
-                result = await call(engine.put_knowledge_base, project, name, body)
+                result = await in_thread(engine.put_knowledge_base, project, name, body)
             return json_response(result)
-        return json_response((await call(engine.get_knowledge_base, project, name)).to_json())
+        return json_response((await in_thread(engine.get_knowledge_base, project, name)).to_json())
 
     async def agent_collection(request: Request) -> Response:
         project = p(request, "project")
         if request.method == "POST":
             body = await read_body(request, "agent")
-            return json_response((await call(engine.create_agent, project, body)).to_json(), 201)
-        return json_response([a.to_json() for a in await call(engine.list_agents, project)])
+            return json_response((await in_thread(engine.create_agent, project, body)).to_json(), 201)
+        return json_response([a.to_json() for a in await in_thread(engine.list_agents, project)])
 
     async def agent_item(request: Request) -> Response:
         project, name = p(request, "project"), p(request, "name")
         if request.method == "DELETE":
-            await call(engine.delete_agent, project, name)
+            await in_thread(engine.delete_agent, project, name)
             return Response(status_code=200)
         if request.method == "PUT":
             body = await read_body(request, "agent")
-            return json_response((await call(engine.update_agent, project, name, body)).to_json())
-        return json_response((await call(engine.get_agent, project, name)).to_json())
+            return json_response((await in_thread(engine.update_agent, project, name, body)).to_json())
+        return json_response((await in_thread(engine.get_agent, project, name)).to_json())
 
     async def messages_of(request: Request) -> Any:
         """The `messages` as sent: the engine validates them (`validate.messages`), the same
@@ -201,12 +199,12 @@ def build_app(engine: Engine, *, bind_host: str | None = None,
     async def completions(request: Request) -> Response:
         project, name = p(request, "project"), p(request, "name")
         messages = await messages_of(request)
-        return json_response(await call(engine.complete, project, name, messages))
+        return json_response(await in_thread(engine.complete, project, name, messages))
 
     async def completions_stream(request: Request) -> Response:
         project, name = p(request, "project"), p(request, "name")
         messages = await messages_of(request)
-        chunks = await call(engine.stream, project, name, messages)  # 404 before streaming
+        chunks = await in_thread(engine.stream, project, name, messages)  # 404 before streaming
         return StreamingResponse(_stream_events(chunks, request), media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
@@ -234,7 +232,7 @@ def build_app(engine: Engine, *, bind_host: str | None = None,
             result = engine.query(query, body.get("context"), params or None)  # it checks
             return result.to_json() if response_format else dumps(result.to_json()).encode()
 
-        answer = await call(run)
+        answer = await in_thread(run)
         if response_format is None:
             return Response(answer, media_type="application/json")
         media = "text/event-stream" if response_format == "sse" else "application/jsonlines"
@@ -250,19 +248,19 @@ def build_app(engine: Engine, *, bind_host: str | None = None,
             raw, content_type = await _form_file(request)
         else:
             raw = await request.body()
-        rows = await call(engine.register_file, name, raw, content_type, limits.max_upload_table)
+        rows = await in_thread(engine.register_file, name, raw, content_type, limits.max_upload_table)
         return json_response({"name": name, "table": f"df.{name}", "rows": rows})
 
     async def files(request: Request) -> Response:
         """`GET /api/files` (rest/files/list.mdx): the uploaded tables."""
-        result = await call(engine.query, "SHOW TABLES FROM df", None)
+        result = await in_thread(engine.query, "SHOW TABLES FROM df", None)
         names = [row[0] for row in result.to_json().get("data", [])]
         return json_response([{"name": n, "table": f"df.{n}"} for n in names])
 
     async def delete_file(request: Request) -> Response:
         """`DELETE /api/files/{name}` (rest/files/delete.mdx)."""
         name = p(request, "name")
-        if not await call(engine.unregister_dataframe, name):
+        if not await in_thread(engine.unregister_dataframe, name):
             raise NotFound(f"File with name {name} does not exist", title="File not found")
         return Response(status_code=200)
 
