@@ -21,6 +21,8 @@ CONFIG_FILE = "config.json"
 OFFLINE_PROVIDER = "kbsql"
 OFFLINE_MODEL = "retrieval"
 
+_LIMIT_KEYS = ("statement_timeout", "sql_memory_mb", "sql_spill_mb", "model_timeout")
+
 # environment variable -> key of the default agent model descriptor
 _MODEL_ENV = {
     "KBSQL_DEFAULT_MODEL_PROVIDER": "provider",
@@ -55,6 +57,26 @@ class EngineConfig:
     catalog_url: str | None = None
     """A `postgresql://` URL: the catalog (and, by default, new knowledge bases) live in that
     database, shared by every server started with it. None: `catalog.sqlite` in data_dir."""
+    statement_timeout: float | None = None
+    """Seconds one SQL statement may run before it is interrupted; None or 0: no limit
+    (embedded default; `kbsql serve --statement-timeout` sets one)."""
+    sql_memory_mb: int | None = None
+    """DuckDB's memory limit; None: DuckDB's default (80% of RAM). Spills go to data_dir/tmp."""
+    sql_spill_mb: int | None = None
+    """The most DuckDB may spill to disk; None: 4x the memory limit, at most a quarter of
+    the free disk space."""
+    model_timeout: float | None = None
+    """Seconds one model call (embedding, chat, rerank) may take; None: the providers' own."""
+    allowed_model_hosts: tuple[str, ...] | None = None
+    """Where model calls may go (engine/outbound.py); None: anywhere."""
+    served: bool = False
+    """Set by `kbsql serve`: messages name its flags rather than config.json keys."""
+
+    def note(self, key: str) -> str:
+        """Where a user changes setting `key`: the server's flag or config.json's key."""
+        if self.served:
+            return "kbsql serve --" + key.replace("_", "-")
+        return f"{key} in config.json"
 
     @classmethod
     def load(cls, data_dir: str | os.PathLike[str] | None = None,
@@ -69,8 +91,13 @@ class EngineConfig:
             config.default_model = dict(file_values["default_model"])
         if isinstance(file_values.get("default_embedding_model"), dict):
             config.default_embedding_model = dict(file_values["default_embedding_model"])
+        for key in _LIMIT_KEYS:  # bounds an embedded user may set in config.json
+            value = file_values.get(key)
+            if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
+                setattr(config, key, int(value) if key.endswith("_mb") else float(value))
         config.extra = {k: v for k, v in file_values.items()
-                        if k not in ("default_model", "default_embedding_model", "catalog_url")}
+                        if k not in ("default_model", "default_embedding_model", "catalog_url",
+                                     *_LIMIT_KEYS)}
         config.catalog_url = (catalog_url or os.environ.get(CATALOG_URL_ENV)
                               or file_values.get("catalog_url") or None)
         env_model = {key: os.environ[var] for var, key in _MODEL_ENV.items() if os.environ.get(var)}

@@ -33,6 +33,7 @@ from kbsql.engine.kb_rest import put_knowledge_base
 from kbsql.engine.knowledge.bases import DEFAULT_VECTOR_DATABASE, KnowledgeBases
 from kbsql.engine.knowledge.service import KnowledgeService
 from kbsql.engine.ports import AgentOps, RunsSql
+from kbsql.engine.sql.duck import DuckSettings
 from kbsql.engine.sql.executor import SqlExecutor
 from kbsql.engine.views import knowledge_base, knowledge_base_json
 from kbsql.interface.api import INSERT_BATCH_ROWS, InsertCounts
@@ -76,9 +77,17 @@ class Engine:
         self.agents = AgentService(self.catalog, self.config, sql_port)
         agent_port: AgentOps = self.agents
         self.sql = SqlExecutor(self.catalog, self._frames(), self.kbs, agent_port,
-                               PathPolicy(self.config))
+                               PathPolicy(self.config), self._sql_settings())
         sql_port.target = self.sql  # the mutual recursion, closed here and only here
         self._closed = threading.Event()
+
+    def _sql_settings(self) -> DuckSettings:
+        """The SQL engine's bounds from the config; spills go to data_dir/tmp."""
+        c = self.config
+        return DuckSettings(memory_limit_mb=c.sql_memory_mb or None, spill_mb=c.sql_spill_mb,
+                            temp_dir=self.data_dir / "tmp",
+                            statement_timeout=c.statement_timeout or None,
+                            limit_note=c.note("sql_memory_mb"), timeout_note=c.note("statement_timeout"))
 
     def _frames(self) -> FrameStore:
         """Registered DataFrames: Parquet files in the data directory, or rows of the shared

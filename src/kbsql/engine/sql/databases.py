@@ -60,7 +60,8 @@ def create_database(session: SqlSession, statement: CreateDatabase,
     try:
         source = session.duck.source(name)
         assert source is not None
-        source.tables(session.duck.con)
+        with session.duck.cursor() as con:
+            source.tables(con)
     except BaseException:
         session.duck.forget(name)
         catalog.delete_datasource(name)
@@ -135,8 +136,8 @@ def show_tables(session: SqlSession, statement: ast.Show, ctx: dict[str, Any]) -
         if source is None:
             raise SqlError(f"Database {database} does not exist; SHOW DATABASES lists them")
         database = source.name
-        with session.duck.lock:
-            rows = [(t, "BASE TABLE") for t in source.tables(session.duck.con)]
+        with session.duck.cursor() as con:
+            rows = [(t, "BASE TABLE") for t in source.tables(con)]
     columns: dict[str, Any] = {f"Tables_in_{database}": pa.array([r[0] for r in rows], pa.string())}
     if "full" in [m.lower() for m in statement.modes or []]:
         columns["Table_type"] = pa.array([r[1] for r in rows], pa.string())

@@ -1,15 +1,31 @@
-"""The DuckDB side: one in-process connection, the data sources attached to it, and the
-frames registered on it.
+"""The DuckDB side: one in-process database, a cursor per running statement, the data
+sources attached to it, and the frames each cursor reads.
 
-One connection (not one per query) because ATTACHed databases and registered frames
-live on a connection; one re-entrant lock because a DuckDB connection is not safe to use
-from two threads at once and the server runs engine calls in a thread pool.
+Why cursors: one DuckDB connection runs one statement at a time, so a slow statement froze
+every other user's SQL. `con.cursor()` is another connection to the same database: attached
+sources and settings are shared, and statements on different cursors run side by side.
+Idle cursors wait in a pool (making one costs ~50 us, a tenth of a keep-alive `SELECT 1`).
+A registered frame is seen only by the cursor it was registered on, so a plan lists the
+frames it reads (`Compiled.frames`) and each cursor registers them on first use.
+
+Each statement runs under a `Control` (interface/control.py): its cursor's `interrupt` is
+the stopper, so a deadline (the watchdog), a client that goes away (the server) or Ctrl-C
+(DuckDB itself, in the main thread) stops it within a tick. The database has a memory
+limit and a capped spill folder inside the data directory; results are fetched in batches
+and refused past `result_cap` bytes (DuckDB's limit does not count the Arrow result).
 """
 
 from __future__ import annotations
 
 import itertools
+import logging
+import os
+import shutil
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import duckdb
@@ -17,35 +33,151 @@ import pyarrow as pa
 from sqlglot import exp
 
 from kbsql.engine.datasources.base import DataSource, FileScan, FrameScan, NativeTable, Scan
-from kbsql.engine.datasources.confine import PathPolicy
+from kbsql.engine.datasources.confine import PathPolicy, Pinned
 from kbsql.engine.datasources.frames import FRAMES_SOURCE, FrameStore
 from kbsql.engine.datasources.registry import open_source
+from kbsql.engine.sql import value_caps
+from kbsql.engine.sql.plans import Compiled, FrameUse
+from kbsql.engine.sql.watchdog import Watchdog
+from kbsql.interface.control import CURRENT, Control, Stopped
 from kbsql.interface.errors import SqlError
 
 if TYPE_CHECKING:
     from kbsql.engine.catalog import Catalog
 
+log = logging.getLogger("kbsql.sql")
+MB = 1024 * 1024
+BATCH_ROWS = 65536  # rows per fetched Arrow batch (the result cap is checked per batch)
+FILE_TOKEN = "__kbsql_file_{}__"
+PINNED_ENGINES = frozenset({"sqlite", "duckdb"})  # sources that are one file, re-checked at each use
+
+
+@dataclass(frozen=True)
+class DuckSettings:
+    """Bounds of the SQL engine. None: DuckDB's own default (memory: 80% of RAM)."""
+
+    memory_limit_mb: int | None = None
+    spill_mb: int | None = None
+    temp_dir: Path | None = None
+    threads: int | None = None
+    statement_timeout: float | None = None
+    """Seconds a statement may run (None or 0: no limit); a request may ask for less."""
+    limit_note: str = "sql_memory_mb in config.json"
+    """Where the user sets the memory limit (the server names its flag)."""
+    timeout_note: str = "statement_timeout in config.json"
+
+
+class _Cursor:
+    """A pooled DuckDB cursor and the cached frames registered on it (slot -> name, table)."""
+
+    __slots__ = ("con", "slots")
+
+    def __init__(self, con: duckdb.DuckDBPyConnection):
+        self.con = con
+        self.slots: dict[tuple[Any, ...], tuple[str, Any]] = {}
+
 
 class DuckSession:
-    """Owns the connection; turns a source's `Scan` into a FROM item DuckDB can read."""
+    """Owns the database; turns a source's `Scan` into a FROM item and runs plans."""
 
-    def __init__(self, catalog: Catalog, frames: FrameStore, policy: PathPolicy | None = None):
+    def __init__(self, catalog: Catalog, frames: FrameStore, policy: PathPolicy | None = None,
+                 settings: DuckSettings | None = None):
         self.catalog = catalog
         self.frames = frames
         self.policy = policy  # which files sources may open (datasources/confine.py)
+        self.settings = settings or DuckSettings()
         self.con = duckdb.connect(":memory:")
-        self.lock = threading.RLock()
-        self._sources: dict[str, tuple[int, DataSource]] = {}
+        self.lock = threading.RLock()  # attaching and detaching sources
+        self._idle: list[_Cursor] = []
+        self._pool_lock = threading.Lock()
+        self._sources: dict[str, tuple[int, DataSource, Pinned | None]] = {}
         self._views: dict[tuple[Any, ...], tuple[tuple[Any, ...], str]] = {}
         self._counter = itertools.count()
+        self._temp_dir = self._configure()
+        self.memory_limit = self._setting_bytes("memory_limit")
+        threads = int(self.con.execute("SELECT current_setting('threads')").fetchone()[0])
+        self.value_cap = value_caps.value_cap(self.memory_limit, threads)
+        self.result_cap = max(16 * MB, self.memory_limit // 4)
+        self.watchdog = Watchdog(max_growth=2 * self.memory_limit)
+
+    def _configure(self) -> Path | None:
+        """Memory limit, spill folder and its cap, value-cap macros (database-wide)."""
+        s = self.settings
+        con = self.con
+        con.execute("SET enable_external_file_cache = false")  # keyed by path: /proc/self/fd/N is reused
+        if s.memory_limit_mb:
+            con.execute(f"SET memory_limit = '{int(s.memory_limit_mb)}MB'")
+        if s.threads:
+            con.execute(f"SET threads = {int(s.threads)}")
+        temp: Path | None = None
+        if s.temp_dir is not None:
+            temp = s.temp_dir / f"duckdb-{os.getpid()}"  # one per process: servers may share a data dir
+            _remove_stale(s.temp_dir)
+            con.execute(f"SET temp_directory = '{_quote(str(temp))}'")
+        con.execute(f"SET max_temp_directory_size = '{self._spill_bytes(temp) // MB}MB'")
+        for statement in value_caps.MACROS.split(";"):
+            if statement.strip():
+                con.execute(statement)
+        return temp
+
+    def _spill_bytes(self, temp: Path | None) -> int:
+        """The spill cap: as set, else 4x the memory limit but at most a quarter of the
+        free space where spills go (DuckDB's own default is 90% of it)."""
+        if self.settings.spill_mb is not None:
+            return int(self.settings.spill_mb) * MB
+        where = temp.parent if temp is not None else Path.cwd()
+        while not where.exists() and where != where.parent:
+            where = where.parent
+        try:
+            free = shutil.disk_usage(where).free
+        except OSError:
+            free = 1 << 40
+        return max(MB, min(4 * self._setting_bytes("memory_limit"), free // 4))
+
+    def _setting_bytes(self, name: str) -> int:
+        text = str(self.con.execute(f"SELECT current_setting('{name}')").fetchone()[0])
+        return parse_size(text)
 
     def close(self) -> None:
+        self.watchdog.close()
         with self.lock:
+            for _, _, pinned in self._sources.values():
+                if pinned is not None:
+                    pinned.close()
+            with self._pool_lock:
+                idle, self._idle = self._idle, []
+            for cursor in idle:
+                cursor.con.close()
             self.con.close()
+        if self._temp_dir is not None:
+            shutil.rmtree(self._temp_dir, ignore_errors=True)
+
+    # cursors ------------------------------------------------------------------------------
+    @contextmanager
+    def _checkout(self) -> Iterator[_Cursor]:
+        with self._pool_lock:
+            cursor = self._idle.pop() if self._idle else None
+        if cursor is None:
+            cursor = _Cursor(self.con.cursor())
+        try:
+            yield cursor
+        except BaseException:
+            cursor.con.close()  # a cursor that failed mid-way is not reused
+            raise
+        with self._pool_lock:
+            self._idle.append(cursor)
+
+    @contextmanager
+    def cursor(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A cursor for a short metadata question (tables of a source, a view's type)."""
+        with self._checkout() as cursor:
+            yield cursor.con
 
     # data sources -------------------------------------------------------------------------
     def source(self, name: str) -> DataSource | None:
-        """The data source called `name` (attached on first use), None if there is none."""
+        """The data source called `name` (attached on first use), None if there is none.
+        A one-file source is checked at every use: its path must still name the file that
+        was opened and checked (a swap reopens it, checking the new file)."""
         if name.lower() == FRAMES_SOURCE:
             return self.frames
         record = self.catalog.find_datasource(name)
@@ -56,16 +188,37 @@ class DuckSession:
                 if cached is not None:
                     self.forget(name)
                 return None
-            if cached is not None and cached[0] == record.id:
+            if cached is not None and cached[0] == record.id and \
+                    (cached[2] is None or cached[2].same_file()):
                 return cached[1]
             if cached is not None:
                 self.forget(name)
             if self.policy is not None:
                 self.policy.check_source(record.engine, record.parameters)
             source = open_source(record)
-            source.attach(self.con)
-            self._sources[key] = (record.id, source)
+            pinned = self._pin_source(source)
+            try:
+                source.attach(self.con)
+            except BaseException:
+                if pinned is not None:
+                    pinned.close()
+                raise
+            self._sources[key] = (record.id, source, pinned)
             return source
+
+    def _pin_source(self, source: DataSource) -> Pinned | None:
+        """Open a sqlite/duckdb source's file and check what was opened. SQLite reopens its
+        file at every query: it is given the open file (`/proc/self/fd/N`, whose links it
+        resolves to the same file, WAL included). A DuckDB file is opened once by ATTACH:
+        it gets the checked real path."""
+        if source.engine not in PINNED_ENGINES or self.policy is None:
+            return None
+        path = getattr(source, "path", None)
+        if not isinstance(path, str):
+            return None
+        pinned = self.policy.pin(path, f"{source.engine} data source file")
+        source.path = pinned.read_path if source.engine == "sqlite" else pinned.real  # type: ignore[attr-defined]
+        return pinned
 
     def forget(self, name: str) -> None:
         """Detach a dropped (or replaced) source."""
@@ -76,70 +229,186 @@ class DuckSession:
                     cached[1].detach(self.con)
                 except duckdb.Error:
                     pass
+                if cached[2] is not None:
+                    cached[2].close()
 
     # FROM items ---------------------------------------------------------------------------
-    def from_item(self, scan: Scan, temps: list[str]) -> exp.Expression:
-        """The FROM item reading `scan`. Uncached frames are registered under a temp name
-        added to `temps` (release them after the query)."""
+    def from_item(self, scan: Scan, compiled: Compiled) -> exp.Expression:
+        """The FROM item reading `scan`; frames and files it needs go into `compiled`."""
         if isinstance(scan, NativeTable):
             if self.policy is not None and self.policy.confined:
                 self._refuse_duckdb_view(scan)
             return exp.table_(scan.table, db=scan.schema, catalog=scan.catalog, quoted=True)
-        if isinstance(scan, FileScan):
-            if self.policy is not None:  # a folder's file may be a symlink to anywhere
-                self.policy.check(scan.path, "file")
-            call = exp.Anonymous(this=scan.reader, expressions=[exp.Literal.string(scan.path)])
+        if isinstance(scan, FileScan):  # opened and checked at each run (`_bind`)
+            token = FILE_TOKEN.format(len(compiled.files))
+            compiled.files.append(scan.path)
+            call = exp.Anonymous(this=scan.reader, expressions=[exp.Literal.string(token)])
             return exp.Table(this=call)
-        return exp.table_(self.register(scan, temps), quoted=True)
+        return exp.table_(self._frame_name(scan, compiled), quoted=True)
 
     def _refuse_duckdb_view(self, scan: NativeTable) -> None:
         """A view of an attached DuckDB file runs its own SQL here, where nothing checks
         it: `CREATE VIEW v AS SELECT * FROM read_csv('/anywhere.csv')` in a file under an
         --allow-path root would read past the roots (and the data directory). Confined,
         such views are refused. (SQLite and PostgreSQL views run in their own database.)"""
-        with self.lock:  # the type first: listing views would also list a PostgreSQL's
-            kind = self.con.execute("SELECT type FROM duckdb_databases() WHERE database_name = ?",
-                                    [scan.catalog]).fetchone()
+        with self.cursor() as con:  # the type first: listing views would also list a PostgreSQL's
+            kind = con.execute("SELECT type FROM duckdb_databases() WHERE database_name = ?",
+                               [scan.catalog]).fetchone()
             if kind is None or kind[0] != "duckdb":
                 return
-            view = self.con.execute(
+            view = con.execute(
                 "SELECT 1 FROM duckdb_views() WHERE database_name = ? AND schema_name = ? "
                 "AND view_name = ?", [scan.catalog, scan.schema, scan.table]).fetchone()
         if view is not None:
             raise SqlError(f"{scan.table} is a view of a DuckDB file; this server reads only "
                            "their tables (a view may read files outside --allow-path)")
 
-    def register(self, scan: FrameScan, temps: list[str]) -> str:
-        with self.lock:
-            if scan.cache_key is not None:
-                slot = scan.cache_key[:2]
+    def _frame_name(self, scan: FrameScan, compiled: Compiled) -> str:
+        """The name a frame is read under. A cached frame keeps one name while its rows do
+        not change (cursors register it once); any other is a temp of this statement."""
+        if scan.cache_key is not None:
+            slot = scan.cache_key[:2]
+            with self.lock:
                 known = self._views.get(slot)
                 if known is not None and known[0] == scan.cache_key:
-                    return known[1]
-                if known is not None:
-                    self.con.unregister(known[1])
-                name = f"__kbsql_{scan.cache_key[0]}_{next(self._counter)}"
-                self.con.register(name, scan.frame)
-                self._views[slot] = (scan.cache_key, name)
-                return name
-            name = f"__kbsql_tmp_{next(self._counter)}"
-            self.con.register(name, scan.frame)
-            temps.append(name)
+                    name = known[1]
+                else:
+                    name = f"__kbsql_{scan.cache_key[0]}_{next(self._counter)}"
+                    self._views[slot] = (scan.cache_key, name)
+            compiled.frames.append(FrameUse(name, slot, scan.frame))
             return name
+        name = f"__kbsql_tmp_{next(self._counter)}"
+        compiled.frames.append(FrameUse(name, None, scan.frame))
+        compiled.cacheable = False
+        return name
 
-    def release(self, temps: list[str]) -> None:
-        with self.lock:
+    # running ------------------------------------------------------------------------------
+    def run(self, plan: Compiled) -> pa.Table:
+        """Execute one compiled SELECT on a cursor of its own; the answer as Arrow."""
+        control = CURRENT.get() or Control()
+        with self._checkout() as cursor:
+            return self._execute(cursor, plan, control, "")
+
+    def describe(self, plan: Compiled) -> pa.Table:
+        """Column names and DuckDB types of a compiled SELECT."""
+        control = CURRENT.get() or Control()
+        with self._checkout() as cursor:
+            table = self._execute(cursor, plan, control, "DESCRIBE ")
+        return table.select(["column_name", "column_type"])
+
+    def _execute(self, cursor: _Cursor, plan: Compiled, control: Control, prefix: str) -> pa.Table:
+        pinned: list[Pinned] = []
+        temps: list[str] = []
+        try:
+            sql = self._bind(cursor, plan, pinned, temps)
+            control.check()
+            with control.stoppable(cursor.con.interrupt), self.watchdog.watching(control):
+                return self._fetch(cursor.con, prefix + sql, control)
+        except duckdb.Error as exc:
+            raise self._error(exc, control, pinned) from None
+        except RuntimeError as exc:  # Ctrl-C in the main thread: DuckDB stopped the query
+            if "interrupted" in str(exc).lower():
+                raise KeyboardInterrupt from None
+            raise
+        finally:
             for name in temps:
                 try:
-                    self.con.unregister(name)
+                    cursor.con.unregister(name)
                 except duckdb.Error:
                     pass
-            temps.clear()
+            for item in pinned:
+                item.close()
 
-    def run(self, sql: str) -> pa.Table:
-        """Execute one SELECT; the result as Arrow (no per-row Python)."""
-        with self.lock:
-            relation = self.con.sql(sql)
-            if relation is None:
-                return pa.table({})
-            return relation.to_arrow_table()
+    def _bind(self, cursor: _Cursor, plan: Compiled, pinned: list[Pinned], temps: list[str]) -> str:
+        """Register the plan's frames on `cursor`, open and check its files; the SQL to run."""
+        for use in plan.frames:
+            if use.slot is None:
+                cursor.con.register(use.name, use.frame)
+                temps.append(use.name)
+                continue
+            held = cursor.slots.get(use.slot)
+            if held is not None and held[0] == use.name:
+                continue
+            if held is not None:
+                try:
+                    cursor.con.unregister(held[0])
+                except duckdb.Error:
+                    pass
+            cursor.con.register(use.name, use.frame)
+            cursor.slots[use.slot] = (use.name, use.frame)
+        sql = plan.sql
+        for i, path in enumerate(plan.files):
+            if self.policy is not None:
+                item = self.policy.pin(path, "file")
+                pinned.append(item)
+                path = item.read_path
+            sql = sql.replace(f"'{FILE_TOKEN.format(i)}'", f"'{_quote(path)}'")
+        return sql
+
+    def _fetch(self, con: duckdb.DuckDBPyConnection, sql: str, control: Control) -> pa.Table:
+        """The result in Arrow batches, refused past `result_cap` bytes (a silently cut
+        result would be a wrong answer)."""
+        reader = con.execute(sql).to_arrow_reader(BATCH_ROWS)
+        batches = []
+        size = 0
+        for batch in reader:
+            size += batch.nbytes
+            if size > self.result_cap:
+                raise SqlError(f"The result is over {self.result_cap // MB} MB, the most one "
+                               f"statement may return here (a quarter of the SQL memory limit, "
+                               f"{self.settings.limit_note}): add a LIMIT, select fewer columns "
+                               "or aggregate")
+            batches.append(batch)
+        control.check()
+        return pa.Table.from_batches(batches, reader.schema)
+
+    def _error(self, exc: duckdb.Error, control: Control, pinned: list[Pinned]) -> Exception:
+        """DuckDB's error as the user should read it: a stop names its reason, running out
+        of memory names the limit, and a pinned file is named by its path."""
+        if control.stopped and isinstance(exc, duckdb.InterruptException):
+            return Stopped(control.reason or "stopped")
+        if isinstance(exc, duckdb.OutOfMemoryException):
+            first = str(exc).splitlines()[0]
+            return SqlError(f"The statement needs more memory than the SQL memory limit "
+                            f"({self.memory_limit // MB} MB, {self.settings.limit_note}) and its "
+                            f"spill space allow: {first}")
+        message = str(exc)
+        for item in pinned:
+            message = message.replace(item.read_path, item.path)
+        if pinned:
+            return SqlError(message)
+        return exc
+
+
+def parse_size(text: str) -> int:
+    """Bytes of a DuckDB size setting such as '19.0 GiB' or '256.0 MiB'."""
+    units = {"b": 1, "bytes": 1, "kb": 1000, "kib": 1024, "mb": 1000**2, "mib": 1024**2,
+             "gb": 1000**3, "gib": 1024**3, "tb": 1000**4, "tib": 1024**4}
+    number, _, unit = text.strip().partition(" ")
+    try:
+        return int(float(number) * units.get(unit.strip().lower() or "b", 1))
+    except ValueError:
+        return 1 << 40
+
+
+def _quote(text: str) -> str:
+    return text.replace("'", "''")
+
+
+def _remove_stale(folder: Path) -> None:
+    """Spill folders of processes that are gone (killed before they could remove theirs)."""
+    if not folder.is_dir():
+        return
+    for path in folder.glob("duckdb-*"):
+        try:
+            pid = int(path.name.split("-", 1)[1])
+        except ValueError:
+            continue
+        if pid == os.getpid():
+            continue
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            shutil.rmtree(path, ignore_errors=True)
+        except OSError:
+            pass

@@ -28,13 +28,15 @@ from kbsql.engine.datasources.frames import FRAMES_SOURCE, FrameStore
 from kbsql.engine.knowledge.bases import KnowledgeBases
 from kbsql.engine.ports import AgentOps
 from kbsql.engine.sql import agents_sql, databases, kb_statements, names, parsing, refusals
-from kbsql.engine.sql.duck import DuckSession
+from kbsql.engine.sql.duck import DuckSession, DuckSettings
 from kbsql.engine.sql.plans import PlanCache
 from kbsql.engine.sql.results import ArrowTableResult
 from kbsql.engine.sql.select import cached_plan, run_select, select_frame
 from kbsql.engine.sql.session import SqlSession
 from kbsql.engine.sql.variables import bind_parameters
 from kbsql.interface.api import DEFAULT_PROJECT
+from kbsql.interface.control import CURRENT, Control, Stopped
+from kbsql.interface.control import current as current_control
 from kbsql.interface.errors import KbsqlError, MissingParameter, ServiceError, SqlError
 from kbsql.interface.results import ErrorResult, OkResult, SqlResult, default_context
 
@@ -72,10 +74,11 @@ class SqlExecutor(SqlSession):
     session the handlers share (see `session`), and the `RunsSql` port agents use."""
 
     def __init__(self, catalog: Catalog, frames: FrameStore, kbs: KnowledgeBases, agents: AgentOps,
-                 policy: PathPolicy | None = None):
-        # `policy`: which files data sources may open (datasources/confine.py)
-        super().__init__(catalog, frames, DuckSession(catalog, frames, policy), PlanCache(), kbs,
-                         agents)
+                 policy: PathPolicy | None = None, settings: DuckSettings | None = None):
+        # `policy`: which files data sources may open (datasources/confine.py); `settings`:
+        # memory, spill and time bounds of the SQL engine
+        super().__init__(catalog, frames, DuckSession(catalog, frames, policy, settings), PlanCache(),
+                         kbs, agents)
 
     def query(self, query: str, context: dict[str, Any] | None = None,
               params: dict[str, Any] | list[Any] | None = None) -> SqlResult:
@@ -98,13 +101,30 @@ class SqlExecutor(SqlSession):
         if problem is not None:  # answered with the default context, never the bad value
             return ErrorResult(problem, context=default_context())
         ctx = context_of(context)
+        settings = self.duck.settings
+        note = f"{settings.statement_timeout:g} s, {settings.timeout_note}" \
+            if settings.statement_timeout else ""
+        control = current_control()
+        token = None
+        if control is None:  # an embedded call: this statement's own deadline
+            token = CURRENT.set(Control.after(settings.statement_timeout, note))
+        else:  # the server's request: its deadline, or this server's if that is sooner
+            control.tighten(settings.statement_timeout, note)
+        try:
+            return self._execute(query, ctx, params)
+        finally:
+            if token is not None:
+                CURRENT.reset(token)
+
+    def _execute(self, query: str, ctx: dict[str, Any],
+                 params: dict[str, Any] | list[Any] | None) -> SqlResult:
         try:
             if self.variables.set_statement(query) is not None:
                 return OkResult(None, context=ctx)
             query = self.variables.expand(query, params if isinstance(params, dict) else None)
             plan = None if params else cached_plan(self, query, ctx["db"])  # a repeated SELECT over stable
             if plan is not None:                             # tables skips both parsers
-                return ArrowTableResult(self.duck.run(plan.sql), ctx)
+                return ArrowTableResult(self.duck.run(plan), ctx)
             try:  # long VALUES rows and IN lists skip sly; too many tokens are refused
                 statement = parsing.parse(query)
             except SqlError:
@@ -117,6 +137,8 @@ class SqlExecutor(SqlSession):
             return self.run(statement, ctx, query)
         except SqlError as exc:
             return ErrorResult(exc.message, exc.error_code, context=ctx)
+        except Stopped as exc:
+            return ErrorResult(f"The statement was stopped: {exc.reason}", context=ctx)
         except ServiceError as exc:
             return ErrorResult(exc.detail, context=ctx)
         except KbsqlError as exc:

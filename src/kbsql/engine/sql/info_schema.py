@@ -52,7 +52,8 @@ def tables(session: SqlSession) -> pa.Table:
     for name in [FRAMES_SOURCE] + [d.name for d in catalog.datasources()]:
         try:
             source = session.duck.source(name)
-            listed = source.tables(session.duck.con) if source is not None else []
+            with session.duck.cursor() as con:
+                listed = source.tables(con) if source is not None else []
         except Exception:  # an unreachable server must not hide the other tables
             continue
         rows += [(name, t, "BASE TABLE") for t in listed]

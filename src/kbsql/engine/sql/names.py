@@ -86,8 +86,8 @@ def resolve(session: SqlSession, parts: list[str], current: str) -> Resolved:
     if source is None:
         raise SqlError(f"Database '{database}' not found (in table reference "
                        f"'{'.'.join(parts)}'); SHOW DATABASES lists them")
-    with session.duck.lock:  # native sources ask the shared DuckDB connection
-        scan = source.scan(session.duck.con, rest)
+    with session.duck.cursor() as con:  # native sources ask DuckDB's catalog
+        scan = source.scan(con, rest)
     if scan is None:
         raise not_found(name, source.name)
     return Resolved("data", source.name, name, scan)

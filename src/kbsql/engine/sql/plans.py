@@ -12,6 +12,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from kbsql.engine.datasources.base import Scan
 from kbsql.interface.errors import SqlError
@@ -22,10 +23,24 @@ PLAN_CACHE_MAX_TEXT = 64 * 1024
 ~0.5 GB (the text and its compiled SQL); such a query pays its own compile each time."""
 
 
+@dataclass(frozen=True)
+class FrameUse:
+    """A frame the plan reads under `name`: `slot` (source, table) for a cached frame, whose
+    name stays while its rows do not change; None for one registered for this run only."""
+
+    name: str
+    slot: tuple[Any, ...] | None
+    frame: Any
+
+
 @dataclass
 class Compiled:
+    """DuckDB SQL, the frames it reads (registered on the cursor that runs it) and the
+    files it reads (`__kbsql_file_N__` in the text: opened and checked at each run)."""
+
     sql: str
-    temps: list[str] = field(default_factory=list)
+    frames: list[FrameUse] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
     checks: list[tuple[list[str], Scan]] = field(default_factory=list)
     cacheable: bool = True
     kb_metadata: bool = False  # a knowledge base's `metadata` (JSON text in DuckDB) is read
@@ -57,7 +72,7 @@ class PlanCache:
         return plan
 
     def put(self, query: str, db: str, plan: Compiled) -> None:
-        if plan.cacheable and not plan.temps and len(query) <= PLAN_CACHE_MAX_TEXT:
+        if plan.cacheable and all(f.slot is not None for f in plan.frames) and len(query) <= PLAN_CACHE_MAX_TEXT:
             with self._lock:
                 self._plans[(query, db)] = plan
                 while len(self._plans) > self.size:

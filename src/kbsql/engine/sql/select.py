@@ -20,6 +20,7 @@ from kbsql.engine.datasources.base import FrameScan
 from kbsql.engine.sql import info_schema, kb_tables, names, render
 from kbsql.engine.sql.plans import Compiled
 from kbsql.engine.sql.results import JSON_COLUMNS
+from kbsql.engine.sql.value_caps import cap_values
 from kbsql.interface.errors import SqlError
 
 if TYPE_CHECKING:
@@ -30,23 +31,20 @@ if TYPE_CHECKING:
 def compile_select(session: SqlSession, statement: ast.ASTNode, ctx: dict[str, Any],
                    frames: dict[str, Any] | None = None,
                    resolved: names.Resolutions | None = None) -> Compiled:
-    """DuckDB SQL for a SELECT (or UNION ...); release `temps` after running. `resolved`:
+    """DuckDB SQL for a SELECT (or UNION ...), with the frames and files it reads. `resolved`:
     table names the router already resolved for this statement (not resolved again)."""
     tree = render.to_tree(statement)
     _name_columns(tree, statement)
     ctes = _rename_ctes(tree)
     compiled = Compiled("")
-    try:
-        for table in list(tree.find_all(exp.Table)):
-            _rewrite(session, table, ctes, ctx, frames or {}, compiled, resolved or {})
-        for column in tree.find_all(exp.Column):  # ds.t.col -> t.col (t is the alias)
-            if column.args.get("db") is not None:
-                column.set("db", None)
-                column.set("catalog", None)
-        compiled.sql = render.to_duckdb(tree)
-    except BaseException:
-        session.duck.release(compiled.temps)
-        raise
+    for table in list(tree.find_all(exp.Table)):
+        _rewrite(session, table, ctes, ctx, frames or {}, compiled, resolved or {})
+    for column in tree.find_all(exp.Column):  # ds.t.col -> t.col (t is the alias)
+        if column.args.get("db") is not None:
+            column.set("db", None)
+            column.set("catalog", None)
+    cap_values(tree, session.duck.value_cap)  # repeat('x', 10**9) and the like: refused per row
+    compiled.sql = render.to_duckdb(tree)
     return compiled
 
 
@@ -93,16 +91,14 @@ def _rewrite(session: SqlSession, table: exp.Table, ctes: dict[str, str], ctx: d
         return
     duck = session.duck
     if len(parts) == 1 and parts[0] in frames:
-        item = duck.from_item(FrameScan(frames[parts[0]]), compiled.temps)
+        item = duck.from_item(FrameScan(frames[parts[0]]), compiled)
         compiled.cacheable = False
     else:
         target = resolved.get(tuple(parts)) or names.resolve(session, parts, ctx["db"])
         if target.kind == "data":
             assert target.scan is not None
-            item = duck.from_item(target.scan, compiled.temps)
+            item = duck.from_item(target.scan, compiled)
             compiled.checks.append((parts, target.scan))
-            if isinstance(target.scan, FrameScan) and target.scan.cache_key is None:
-                compiled.cacheable = False
         else:
             compiled.cacheable = False
             if target.kind == "info":
@@ -110,7 +106,7 @@ def _rewrite(session: SqlSession, table: exp.Table, ctes: dict[str, str], ctx: d
             else:
                 frame = kb_tables.materialize(session, table, target)
                 compiled.kb_metadata = compiled.kb_metadata or target.kind == "kb"
-            item = duck.from_item(FrameScan(frame), compiled.temps)
+            item = duck.from_item(FrameScan(frame), compiled)
     alias = table.args.get("alias") or exp.TableAlias(this=exp.to_identifier(parts[-1]))
     item.set("alias", alias)
     table.replace(item)
@@ -121,18 +117,14 @@ def run_select(session: SqlSession, statement: ast.ASTNode, ctx: dict[str, Any],
                resolved: names.Resolutions | None = None) -> pa.Table:
     """Run a SELECT; the answer as Arrow. `query` (the original text) enables the cache.
 
-    No lock is held while compiling: a knowledge-base search or an agent's answer may take
-    seconds and may itself run SQL. The session locks each DuckDB call on its own."""
-    duck = session.duck
+    Nothing is held while compiling: a knowledge-base search or an agent's answer may take
+    seconds and may itself run SQL. The plan runs on a cursor of its own (`duck.run`)."""
     plan = cached_plan(session, query, ctx["db"]) if query else None
     if plan is None:
         plan = compile_select(session, statement, ctx, frames, resolved)
         if query:
             session.plans.put(query, ctx["db"], plan)
-    try:
-        table = duck.run(plan.sql)
-    finally:
-        duck.release(plan.temps)
+    table = session.duck.run(plan)
     if plan.kb_metadata and "metadata" in table.column_names:
         # the contract's `metadata` is an object: mark the column so the result parses it back
         table = table.replace_schema_metadata({**(table.schema.metadata or {}), JSON_COLUMNS: b"metadata"})
@@ -143,14 +135,7 @@ def describe_sql(session: SqlSession, parts: list[str], ctx: dict[str, Any],
                  resolved: names.Resolutions | None = None) -> pa.Table:
     """Column names and DuckDB types of a table (DESCRIBE ds.table)."""
     statement = ast.Select(targets=[ast.Star()], from_table=ast.Identifier(parts=parts))
-    duck = session.duck
-    plan = compile_select(session, statement, ctx, resolved=resolved)
-    try:
-        with duck.lock:
-            relation = duck.con.sql(f"DESCRIBE {plan.sql}")
-            return relation.select("column_name", "column_type").to_arrow_table()
-    finally:
-        duck.release(plan.temps)
+    return session.duck.describe(compile_select(session, statement, ctx, resolved=resolved))
 
 
 def cached_plan(session: SqlSession, query: str, db: str) -> Compiled | None:
