@@ -95,7 +95,7 @@ class DuckSession:
         self._counter = itertools.count()
         self._temp_dir = self._configure()
         self.memory_limit = self._setting_bytes("memory_limit")
-        threads = int(self.con.execute("SELECT current_setting('threads')").fetchone()[0])
+        threads = int(self._setting("threads"))
         self.value_cap = value_caps.value_cap(self.memory_limit, threads)
         self.result_cap = max(16 * MB, self.memory_limit // 4)
         self.watchdog = Watchdog(max_growth=2 * self.memory_limit)
@@ -134,9 +134,12 @@ class DuckSession:
             free = 1 << 40
         return max(MB, min(4 * self._setting_bytes("memory_limit"), free // 4))
 
+    def _setting(self, name: str) -> str:
+        row = self.con.execute(f"SELECT current_setting('{name}')").fetchone()
+        return str(row[0]) if row else ""
+
     def _setting_bytes(self, name: str) -> int:
-        text = str(self.con.execute(f"SELECT current_setting('{name}')").fetchone()[0])
-        return parse_size(text)
+        return parse_size(self._setting(name))
 
     def close(self) -> None:
         self.watchdog.close()

@@ -72,7 +72,8 @@ class PlanCache:
         return plan
 
     def put(self, query: str, db: str, plan: Compiled) -> None:
-        if plan.cacheable and all(f.slot is not None for f in plan.frames) and len(query) <= PLAN_CACHE_MAX_TEXT:
+        temps = any(f.slot is None for f in plan.frames)
+        if plan.cacheable and not temps and len(query) <= PLAN_CACHE_MAX_TEXT:
             with self._lock:
                 self._plans[(query, db)] = plan
                 while len(self._plans) > self.size:
