@@ -22,6 +22,7 @@ from contextvars import ContextVar
 from kbsql.interface.errors import KbsqlError
 
 CLIENT_GONE = "the client disconnected"
+INTERRUPTED = "interrupted (Ctrl-C); nothing is left half-written"
 
 
 class Stopped(KbsqlError):

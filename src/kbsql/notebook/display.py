@@ -104,9 +104,12 @@ def short_error(exc: BaseException, where: str | None = None) -> ShortError:
     """The short form of a kbsql error: the service's own message, titled by its kind and,
     when known, the connection that answered (`SQL error [remote: http://...]`), since with
     two connections open the same message can come from either."""
+    from kbsql.interface.control import Stopped
     from kbsql.interface.errors import ServiceError, SqlError, TransportError
 
     suffix = f" [{where}]" if where else ""
+    if isinstance(exc, Stopped):
+        return ShortError(f"The statement was stopped: {exc.reason}", "Stopped" + suffix)
     if isinstance(exc, SqlError):
         return ShortError(exc.message, "SQL error" + suffix)
     if isinstance(exc, ServiceError):

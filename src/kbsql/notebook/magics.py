@@ -22,6 +22,7 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from traitlets import Bool, Dict, Int, Unicode
 from traitlets.config import Configurable
 
+from kbsql.interface.control import INTERRUPTED, Stopped
 from kbsql.interface.errors import KbsqlError
 from kbsql.interface.results import OkResult, TableResult
 from kbsql.notebook import agent as agent_flow
@@ -174,6 +175,8 @@ class KbSql(Magics, Configurable):
             result = conn.client.sql(sql, params=params)
         except KbsqlError as exc:
             return self._fail(exc, conn)
+        except KeyboardInterrupt:  # Ctrl-C / the kernel's interrupt: one line, the cell fails
+            return self._fail(Stopped(INTERRUPTED), conn)
         return self._present(result, before, args, target)
 
     def _present(self, result: Any, before: str, args: Any, target: str | None) -> Any:

@@ -164,8 +164,9 @@ class DuckSession:
             cursor = _Cursor(self.con.cursor())
         try:
             yield cursor
-        except BaseException:
-            cursor.con.close()  # a cursor that failed mid-way is not reused
+        except BaseException:  # a cursor that failed mid-way is not reused; DuckDB's own Ctrl-C
+            cursor.con.interrupt()  # leaves the query running (and close() waiting): stop it
+            cursor.con.close()
             raise
         with self._pool_lock:
             self._idle.append(cursor)
