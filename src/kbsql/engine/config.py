@@ -21,7 +21,8 @@ CONFIG_FILE = "config.json"
 OFFLINE_PROVIDER = "kbsql"
 OFFLINE_MODEL = "retrieval"
 
-_LIMIT_KEYS = ("statement_timeout", "sql_memory_mb", "sql_spill_mb", "model_timeout")
+_LIMIT_KEYS = ("statement_timeout", "sql_memory_mb", "sql_spill_mb", "model_timeout",
+               "max_chunks_per_row")
 
 # environment variable -> key of the default agent model descriptor
 _MODEL_ENV = {
@@ -69,6 +70,8 @@ class EngineConfig:
     """Seconds one model call (embedding, chat, rerank) may take; None: the providers' own."""
     allowed_model_hosts: tuple[str, ...] | None = None
     """Where model calls may go (engine/outbound.py); None: anywhere."""
+    max_chunks_per_row: int = 10_000
+    """Chunks one row's text may make (knowledge/chunking.py MAX_CHUNKS_PER_ROW)."""
     served: bool = False
     """Set by `kbsql serve`: messages name its flags rather than config.json keys."""
 
@@ -94,7 +97,8 @@ class EngineConfig:
         for key in _LIMIT_KEYS:  # bounds an embedded user may set in config.json
             value = file_values.get(key)
             if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
-                setattr(config, key, int(value) if key.endswith("_mb") else float(value))
+                whole = key.endswith(("_mb", "_row"))
+                setattr(config, key, int(value) if whole else float(value))
         config.extra = {k: v for k, v in file_values.items()
                         if k not in ("default_model", "default_embedding_model", "catalog_url",
                                      *_LIMIT_KEYS)}

@@ -10,6 +10,8 @@ from: `text[start:end] == chunk` always holds (chunk_id and metadata rely on it)
 
 from __future__ import annotations
 
+from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +22,10 @@ SOURCE = "TextChunkingPreprocessor"
 
 
 MAX_CHUNK_SIZE = 10**9  # characters; far above any body the server accepts
+MAX_CHUNKS_PER_ROW = 10_000
+"""Chunks one text may make: 10 MB of text at the default 1000/200, far above a real
+document's; past it the insert fails naming the row (chunk_overlap close to chunk_size
+otherwise multiplies storage: 999 of 1000 stores each character 1000 times)."""
 _CONF_KEYS = frozenset({"chunk_size", "chunk_overlap", "separators"})
 _TOP_KEYS = frozenset({"type", "text_chunking_config", "json_chunking_config"})
 
@@ -104,12 +110,38 @@ def _whole(value: Any, field: str) -> int:
 Span = tuple[int, int]
 
 
-def split_text(text: str, config: ChunkingConfig = ChunkingConfig()) -> list[Span]:
-    """Chunk spans of `text`, each stripped of surrounding whitespace and non-empty."""
+class TooManyChunks(InvalidParameter):
+    """One text would make more chunks than a row may (`MAX_CHUNKS_PER_ROW`)."""
+
+
+class _Out(list[Span]):
+    """The chunks made so far; past `limit` the split stops at once (a 30 KB row with
+    chunk_overlap 999 of 1000 made 29,001 chunks and 251 MB on disk before)."""
+
+    def __init__(self, limit: int, config: ChunkingConfig):
+        super().__init__()
+        self.limit = limit
+        self.config = config
+
+    def add(self, span: Span) -> None:
+        if len(self) >= self.limit:
+            raise TooManyChunks(
+                f"the text would make more than {self.limit} chunks (chunk_size "
+                f"{self.config.chunk_size}, chunk_overlap {self.config.chunk_overlap}): the most one "
+                "row may make. Use a smaller chunk_overlap or a larger chunk_size, or split the text "
+                "into several rows")
+        self.append(span)
+
+
+def split_text(text: str, config: ChunkingConfig = ChunkingConfig(),
+               limit: int = MAX_CHUNKS_PER_ROW) -> list[Span]:
+    """Chunk spans of `text`, each stripped of surrounding whitespace and non-empty; more
+    than `limit` chunks is an error (`TooManyChunks`)."""
+    spans = _Out(limit, config)
     if len(text) <= config.chunk_size:  # a short text is one chunk whatever the separators
-        spans = [(0, len(text))]
+        spans.add((0, len(text)))
     else:
-        spans = _split(text, 0, len(text), list(config.separators), config)
+        _split(text, 0, len(text), list(config.separators), config, spans)
     out: list[Span] = []
     for start, end in spans:
         while start < end and text[start].isspace():
@@ -121,60 +153,70 @@ def split_text(text: str, config: ChunkingConfig = ChunkingConfig()) -> list[Spa
     return out
 
 
-def _pieces(text: str, start: int, end: int, separator: str) -> list[Span]:
-    """Split [start, end) at each separator, the separator staying at the head of the next piece."""
-    if separator == "":
-        return [(i, i + 1) for i in range(start, end)]
-    pieces = []
+def _pieces(text: str, start: int, end: int, separator: str) -> Iterator[Span]:
+    """Split [start, end) at each separator, the separator staying at the head of the next
+    piece (lazily: a long text of short words must not become a list of millions first)."""
     cut = start
     at = text.find(separator, start, end)
     while at != -1:
         if at > cut:
-            pieces.append((cut, at))
+            yield (cut, at)
         cut = at
         at = text.find(separator, at + len(separator), end)
     if end > cut:
-        pieces.append((cut, end))
-    return pieces
+        yield (cut, end)
 
 
-def _split(text: str, start: int, end: int, separators: list[str], config: ChunkingConfig) -> list[Span]:
+def _split(text: str, start: int, end: int, separators: list[str], config: ChunkingConfig,
+           out: _Out) -> None:
     separator = separators[-1]
     rest: list[str] = []
     for i, candidate in enumerate(separators):
         if candidate == "" or text.find(candidate, start, end) != -1:
             separator, rest = candidate, separators[i + 1:]
             break
-    chunks: list[Span] = []
+    if separator == "":  # single characters: the merge of them, computed (no span per character)
+        _characters(start, end, config, out)
+        return
     small: list[Span] = []
     for piece in _pieces(text, start, end, separator):
         if piece[1] - piece[0] <= config.chunk_size:
             small.append(piece)
             continue
         if small:
-            chunks.extend(_merge(small, config))
+            _merge(small, config, out)
             small = []
         if rest:
-            chunks.extend(_split(text, piece[0], piece[1], rest, config))
+            _split(text, piece[0], piece[1], rest, config, out)
         else:  # no separator left: hard cut
-            chunks.extend((s, min(s + config.chunk_size, piece[1]))
-                          for s in range(piece[0], piece[1], config.chunk_size))
+            for s in range(piece[0], piece[1], config.chunk_size):
+                out.add((s, min(s + config.chunk_size, piece[1])))
     if small:
-        chunks.extend(_merge(small, config))
-    return chunks
+        _merge(small, config, out)
 
 
-def _merge(pieces: list[Span], config: ChunkingConfig) -> list[Span]:
+def _characters(start: int, end: int, config: ChunkingConfig, out: _Out) -> None:
+    """What `_merge` makes of one-character pieces: windows of chunk_size characters, each
+    starting chunk_overlap characters before the previous one ended."""
+    step = config.chunk_size - config.chunk_overlap
+    s = start
+    while True:
+        stop = min(s + config.chunk_size, end)
+        out.add((s, stop))
+        if stop >= end:
+            return
+        s += step
+
+
+def _merge(pieces: list[Span], config: ChunkingConfig, out: _Out) -> None:
     """Greedy merge of contiguous pieces into chunks <= chunk_size, keeping <= overlap chars."""
-    out: list[Span] = []
-    window: list[Span] = []
+    window: deque[Span] = deque()
     for piece in pieces:
         if window and piece[1] - window[0][0] > config.chunk_size:
-            out.append((window[0][0], window[-1][1]))
+            out.add((window[0][0], window[-1][1]))
             while window and (window[-1][1] - window[0][0] > config.chunk_overlap
                               or piece[1] - window[0][0] > config.chunk_size):
-                window.pop(0)
+                window.popleft()
         window.append(piece)
     if window:
-        out.append((window[0][0], window[-1][1]))
-    return out
+        out.add((window[0][0], window[-1][1]))

@@ -22,7 +22,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from kbsql.engine.knowledge import json_chunking
-from kbsql.engine.knowledge.chunking import SOURCE, ChunkingConfig, split_text
+from kbsql.engine.knowledge.chunking import (
+    MAX_CHUNKS_PER_ROW,
+    SOURCE,
+    ChunkingConfig,
+    TooManyChunks,
+    split_text,
+)
 from kbsql.engine.knowledge.json_chunking import JsonChunkingConfig
 from kbsql.interface.errors import InvalidParameter
 from kbsql.interface.results import KB_INTERNAL_METADATA
@@ -116,7 +122,8 @@ def check_metadata_columns(columns: list[str] | None) -> None:
 class RowChunker:
     """Turns rows into chunks following one knowledge base's spec."""
 
-    def __init__(self, spec: dict[str, Any]):
+    def __init__(self, spec: dict[str, Any], max_chunks: int = MAX_CHUNKS_PER_ROW):
+        self.max_chunks = max_chunks  # per row (chunking.MAX_CHUNKS_PER_ROW)
         self.content_columns = list(spec.get("content_columns") or ["content"])
         self.metadata_columns = spec.get("metadata_columns")
         self.id_column = spec.get("id_column")
@@ -186,9 +193,12 @@ class RowChunker:
                                   ("id" if "id" in row else None), index)
         if self.json is not None:
             return doc_id, self._json_chunks(doc_id, texts, user_meta, index)
-        out = []
+        out: list[Chunk] = []
         for column, text in texts.items():
-            spans = split_text(text, self.config)
+            try:
+                spans = split_text(text, self.config, self.max_chunks - len(out))
+            except TooManyChunks as exc:
+                raise TooManyChunks(f"row {index}: {exc.detail}") from None
             for n, (start, end) in enumerate(spans):
                 meta = dict(user_meta)
                 meta.update({"chunk_index": n, "content_column": column, "start_char": start,

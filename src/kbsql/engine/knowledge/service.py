@@ -200,7 +200,7 @@ class KnowledgeService:
             return 0
         h = self.handle(record)
         embedder = self.embedder(record.spec)
-        chunker = RowChunker(record.spec)
+        chunker = RowChunker(record.spec, self.config.max_chunks_per_row)
         bar = progress_mod.open_progress(f"insert into {record.name}", total, progress=progress)
         stamp = now()
         position = skipped = 0
@@ -244,7 +244,7 @@ class KnowledgeService:
         pure numpy). Row positions (`original_row_index`) count from 0 in the batch, as
         when the batch is given to `insert` alone."""
         embedder = self.embedder(record.spec)
-        docs, skipped = _chunk_rows(RowChunker(record.spec), rows, 0)
+        docs, skipped = _chunk_rows(RowChunker(record.spec, self.config.max_chunks_per_row), rows, 0)
         chunks = [c for cs in docs.values() for c in cs]
         vectors = self._embed(embedder, [c.content for c in chunks], on_embedded)
         return Embedded(len(rows), skipped, docs, chunks, vectors, embedder.model_name)

@@ -350,7 +350,7 @@ def _logged_sql(statement: ast.Insert) -> str:
 
 def _insert_with(session: SqlSession, record: KbRecord, frame: Any, using: dict[str, Any]) -> int:
     def doc_ids(rows: Any) -> list[str | None]:
-        chunker = RowChunker(record.spec)
+        chunker = RowChunker(record.spec, session.kbs.service.config.max_chunks_per_row)
         out = []
         for i, row in enumerate(rows.to_dict("records")):
             made = chunker.chunks(row, i)
