@@ -19,6 +19,7 @@ from typing import Any
 
 from kbsql.engine.catalog_pg import PgConnection, is_postgres_url
 from kbsql.engine.catalog_uses import refuse_datasource_drop, refuse_project_drop
+from kbsql.engine.faults import disk_full, full_error
 from kbsql.engine.sqlite_files import ReadOnlyData, open_read_only, private_file
 from kbsql.interface.api import DEFAULT_PROJECT
 from kbsql.interface.errors import Conflict, NotFound
@@ -176,10 +177,13 @@ class Catalog:
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 yield self._db
-            except BaseException:
-                self._db.execute("ROLLBACK")
+                self._db.execute("COMMIT")
+            except BaseException as exc:
+                if getattr(self._db, "in_transaction", True):
+                    self._db.execute("ROLLBACK")
+                if isinstance(exc, Exception) and disk_full(exc):  # 507, in words
+                    raise full_error("the change to the catalog") from exc
                 raise
-            self._db.execute("COMMIT")
 
     def _read(self, sql: str, args: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
         with self._lock:

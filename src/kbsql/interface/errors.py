@@ -107,12 +107,47 @@ class ProviderError(ServiceError):
     problem_type = "urn:kbsql:problem:provider-error"
 
 
+class StoreDamaged(ServiceError):
+    """A knowledge base's stored chunks cannot be read (a damaged file): the detail names the
+    knowledge base and the way out (restore it, or drop it and insert its rows again).
+    Other knowledge bases keep working."""
+
+    status = 500
+    default_title = "Knowledge base damaged"
+    problem_type = "urn:kbsql:problem:store-damaged"
+
+
+class InsufficientStorage(ServiceError):
+    """507: the disk is full. What was being written was rolled back; what was acknowledged
+    before is kept."""
+
+    status = 507
+    default_title = "Insufficient storage"
+    problem_type = "urn:kbsql:problem:insufficient-storage"
+
+
+class Busy(ServiceError):
+    """503: every slot for this kind of work is taken; try again after `retry_after` seconds
+    (sent as the Retry-After header)."""
+
+    status = 503
+    default_title = "Busy"
+    problem_type = "urn:kbsql:problem:busy"
+
+    def __init__(self, detail: str, title: str | None = None, status: int | None = None,
+                 retry_after: int = 1):
+        super().__init__(detail, title, status)
+        self.retry_after = retry_after
+
+
 PROBLEM_TYPE_HEADER = "Kbsql-Problem-Type"
 
-_BY_STATUS: dict[int, type[ServiceError]] = {400: BadRequest, 404: NotFound, 409: Conflict}
+_BY_STATUS: dict[int, type[ServiceError]] = {400: BadRequest, 404: NotFound, 409: Conflict,
+                                             503: Busy, 507: InsufficientStorage}
 _BY_TYPE: dict[str, type[ServiceError]] = {
     cls.problem_type: cls for cls in (ServiceError, BadRequest, InvalidParameter, MissingParameter,
-                                      NotFound, Conflict, ProviderError)}
+                                      NotFound, Conflict, ProviderError, StoreDamaged,
+                                      InsufficientStorage, Busy)}
 
 
 class SqlError(KbsqlError):

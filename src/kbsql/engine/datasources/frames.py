@@ -24,6 +24,7 @@ from typing import Any
 import pyarrow as pa
 
 from kbsql.engine.datasources.base import FrameScan, Scan, match_name
+from kbsql.engine.faults import storage_fault
 from kbsql.interface.errors import BadRequest
 from kbsql.interface.frames import to_arrow
 
@@ -69,8 +70,15 @@ class FrameStore:
         if existing is not None and existing != name:  # names are case-insensitive
             self._path(existing).unlink(missing_ok=True)
         tmp = self.folder / f".{name}.{os.getpid()}.tmp"
-        _parquet().write_table(table, tmp)
-        os.replace(tmp, self._path(name))  # atomic: a reader sees the old or the new file
+        try:
+            _parquet().write_table(table, tmp)
+            os.replace(tmp, self._path(name))  # atomic: a reader sees the old or the new file
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)
+            fault = storage_fault(exc, f"the table df.{name}")
+            if fault is not None:
+                raise fault from exc
+            raise
         with self._lock:
             self._loaded[name] = (self._path(name).stat().st_mtime, table)
         return table.num_rows

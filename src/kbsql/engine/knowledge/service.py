@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import re
 import shutil
+import sqlite3
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ import numpy as np
 
 from kbsql.engine.catalog import DatasourceRecord, KbRecord, now
 from kbsql.engine.config import EngineConfig
+from kbsql.engine.faults import damaged, kb_faults
 from kbsql.engine.knowledge import search as search_mod
 from kbsql.engine.knowledge.embeddings import embedder_for
 from kbsql.engine.knowledge.ingest import Chunk, RowChunker, check_metadata_columns, iter_batches
@@ -129,6 +131,7 @@ class KnowledgeService:
         return PgVectorStorage(settings(source.parameters), str(record.spec["vector_database_table"]),
                                str(source.parameters.get("schema") or "public"))
 
+    @kb_faults
     def handle(self, record: KbRecord) -> KbStorage:
         with self._lock:
             h = self._handles.get(record.id)
@@ -138,9 +141,11 @@ class KnowledgeService:
                 self._handles[record.id] = h
             return h
 
+    @kb_faults
     def create_storage(self, record: KbRecord) -> None:
         self.handle(record)
 
+    @kb_faults
     def spec_changed(self, record: KbRecord) -> None:
         """After ALTER KNOWLEDGE_BASE: index newly declared metadata columns."""
         self.handle(record).index_metadata(record.spec.get("metadata_columns") or [])
@@ -154,10 +159,22 @@ class KnowledgeService:
             except ServiceError:
                 shutil.rmtree(self.storage_dir(record), ignore_errors=True)
                 return
+            except sqlite3.DatabaseError as exc:  # a damaged store: dropping it is the way out
+                if not damaged(exc):
+                    raise
+                shutil.rmtree(self.storage_dir(record), ignore_errors=True)
+                return
         try:
             h.drop()
+        except sqlite3.DatabaseError as exc:
+            if not damaged(exc):
+                raise
+            shutil.rmtree(self.storage_dir(record), ignore_errors=True)
         finally:
-            h.close()
+            try:
+                h.close()
+            except sqlite3.DatabaseError:
+                pass
 
     def close(self) -> None:
         with self._lock:
@@ -187,6 +204,7 @@ class KnowledgeService:
             reranker.check()
 
     # writes -----------------------------------------------------------------------------
+    @kb_faults
     def insert(self, record: KbRecord, rows: Any,
                progress: bool | progress_mod.ProgressFactory | None = None) -> int:
         """Insert rows (list of dicts or a DataFrame) atomically; returns the rows stored.
@@ -249,6 +267,7 @@ class KnowledgeService:
         vectors = self._embed(embedder, [c.content for c in chunks], on_embedded)
         return Embedded(len(rows), skipped, docs, chunks, vectors, embedder.model_name)
 
+    @kb_faults
     def store_embedded(self, record: KbRecord, batch: Embedded) -> int:
         """Store one `embed_rows` batch in its own transaction (its documents replace any
         stored ones of the same ids); returns its rows stored, as `insert` counts them."""
@@ -275,6 +294,7 @@ class KnowledgeService:
                 on_embedded(min(i + size, len(texts)), len(texts))
         return np.concatenate(parts) if len(parts) > 1 else parts[0]
 
+    @kb_faults
     def delete(self, record: KbRecord, filters: Conditions) -> int:
         """Delete the chunks matching the filters (all of them when none); returns the count."""
         if any(f.column.lower() in ("relevance", "distance") for f in filters):
@@ -282,12 +302,14 @@ class KnowledgeService:
         return self.handle(record).delete(filters)
 
     # reads ------------------------------------------------------------------------------
+    @kb_faults
     def search(self, record: KbRecord, request: SearchRequest) -> list[list[Any]]:
         """Rows (id, chunk_id, chunk_content, metadata, relevance, distance) for a request."""
         storage = self.handle(record)
         embedder = self.embedder(record.spec) if request.query is not None else None
         return search_mod.search(storage, embedder, self.reranker(record.spec), request)
 
+    @kb_faults
     def create_index(self, record: KbRecord, params: dict[str, Any]) -> dict[str, int]:
         """CREATE INDEX ON KNOWLEDGE_BASE: tune and rebuild the local FAISS index (local.py).
         A pgvector knowledge base is indexed by PostgreSQL itself: refused, not ignored."""
@@ -299,9 +321,11 @@ class KnowledgeService:
                              title="Invalid parameter")
         return storage.create_index(params)
 
+    @kb_faults
     def count(self, record: KbRecord) -> int:
         return self.handle(record).count()
 
+    @kb_faults
     def updated_at(self, record: KbRecord, chunk_ids: list[str]) -> dict[str, str]:
         """chunk_id -> time of its insert (agent tools show it as `_updated_at`)."""
         return self.handle(record).updated_at(chunk_ids)
