@@ -70,6 +70,8 @@ class EngineConfig:
     """Seconds one model call (embedding, chat, rerank) may take; None: the providers' own."""
     allowed_model_hosts: tuple[str, ...] | None = None
     """Where model calls may go (engine/outbound.py); None: anywhere."""
+    model_concurrency: int | None = None
+    """Model calls in flight per model host (engine/outbound.py lanes); None: 16."""
     max_chunks_per_row: int = 10_000
     """Chunks one row's text may make (knowledge/chunking.py MAX_CHUNKS_PER_ROW)."""
     served: bool = False

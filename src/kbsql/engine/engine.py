@@ -21,9 +21,10 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from kbsql._version import __version__
-from kbsql.engine import validate
+from kbsql.engine import outbound, validate
 from kbsql.engine.agents.service import AgentService
 from kbsql.engine.catalog import Catalog, KbRecord
 from kbsql.engine.config import EngineConfig
@@ -79,6 +80,8 @@ class Engine:
         self.sql = SqlExecutor(self.catalog, self._frames(), self.kbs, agent_port,
                                PathPolicy(self.config), self._sql_settings())
         sql_port.target = self.sql  # the mutual recursion, closed here and only here
+        if self.config.served or self.config.model_timeout:
+            outbound.configure(self._outbound_policy())
         self._closed = threading.Event()
 
     def _sql_settings(self) -> DuckSettings:
@@ -88,6 +91,20 @@ class Engine:
                             temp_dir=self.data_dir / "tmp",
                             statement_timeout=c.statement_timeout or None,
                             limit_note=c.note("sql_memory_mb"), timeout_note=c.note("statement_timeout"))
+
+    def _outbound_policy(self) -> outbound.Policy:
+        """Where model calls may go (engine/outbound.py): the operator's hosts plus those of
+        its own default models; None (anywhere) unless the server is confined."""
+        c = self.config
+        allowed = c.allowed_model_hosts
+        if allowed is not None:
+            own = [m.get("base_url") or m.get("api_base")
+                   for m in (c.default_model, c.default_embedding_model or {})]
+            hosts = {urlsplit(str(u)).hostname for u in own if u}
+            allowed = (*allowed, *(h.lower() for h in hosts if h))
+        return outbound.Policy(allowed=allowed, confined=allowed is not None,
+                               timeout=c.model_timeout or None,
+                               concurrency=c.model_concurrency or outbound.DEFAULT_CONCURRENCY)
 
     def _frames(self) -> FrameStore:
         """Registered DataFrames: Parquet files in the data directory, or rows of the shared

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from kbsql.engine import outbound
 from kbsql.interface.errors import BadRequest, InvalidParameter, MissingParameter
 
 NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*$")
@@ -46,6 +47,11 @@ def model(value: Any, field: str) -> dict[str, Any] | None:
     provider = value.get("provider")
     if not isinstance(provider, str) or not provider:
         raise MissingParameter(f"'{field}.provider' is required")
+    for key in ("base_url", "api_base"):
+        if value.get(key) is not None:
+            if not isinstance(value[key], str):
+                raise InvalidParameter(f"'{field}.{key}' must be a URL string")
+            outbound.check_url(value[key], f"'{field}.{key}'")
     return dict(value)
 
 

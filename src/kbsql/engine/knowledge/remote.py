@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from kbsql.engine import outbound
 from kbsql.engine.providers import base_url_of
 from kbsql.interface.errors import ProviderError
 from kbsql.interface.secrets import scrub_secret
@@ -41,17 +42,23 @@ def openai_base(descriptor: dict[str, Any]) -> str:
 
 
 def post_json(url: str, body: dict[str, Any], api_key: Any, what: str) -> Any:
+    """POST one JSON call to a model; it passes the outbound policy (engine/outbound.py:
+    allowed hosts, a lane slot, the model timeout) and fails in its words."""
     headers = {"Content-Type": "application/json"}
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
-    try:
-        response = client().post(url, json=body, headers=headers)
-    except httpx.HTTPError as exc:
-        raise ProviderError(f"{what} could not be reached at {url}: {type(exc).__name__}: {exc}") from exc
+    outbound.check(url, what)
+    timeout = httpx.Timeout(outbound.call_timeout(TIMEOUT.read or 60.0), connect=TIMEOUT.connect)
+    with outbound.lane(url, what):
+        try:
+            response = client().post(url, json=body, headers=headers, timeout=timeout)
+        except httpx.HTTPError as exc:
+            raise outbound.unreachable(what, url) from exc
     if response.status_code >= 400:
         text = scrub_secret(response.text[:300], str(api_key) if api_key else None)
-        raise ProviderError(f"{what} answered HTTP {response.status_code} at {url}: {text}")
+        raise outbound.refused(what, url, response.status_code, text)
     try:
         return response.json()
     except ValueError as exc:
-        raise ProviderError(f"{what} answered something that is not JSON at {url}") from exc
+        raise ProviderError(f"{what} answered something that is not JSON at "
+                            f"{outbound.origin(url)}") from exc

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 import httpx
 
+from kbsql.engine import outbound
 from kbsql.engine.providers import base_url_of
 from kbsql.interface.errors import ProviderError
 from kbsql.interface.secrets import scrub_secret
@@ -158,12 +159,17 @@ class HttpProvider:
             return None
         return os.environ.get(self.api_key_env) or None
 
+    @property
+    def who(self) -> str:
+        return f"{self.provider} model '{self.model_name}'"
+
     def fail(self, what: str) -> ProviderError:
-        return ProviderError(f"{self.provider} model '{self.model_name}' at {self.base_url}: "
+        return ProviderError(f"{self.who} at {outbound.origin(self.base_url)}: "
                              f"{scrub_secret(what, self.api_key)}", title="Model provider error")
 
     def timeout(self, control: RunControl | None) -> httpx.Timeout:
         budget = max(0.5, control.remaining()) if control is not None else 30.0
+        budget = min(budget, outbound.call_timeout(budget))
         return httpx.Timeout(budget, connect=min(self.connect_timeout, budget))
 
     def headers(self) -> dict[str, str]:
@@ -171,11 +177,14 @@ class HttpProvider:
 
     def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         """A short non-streaming call (model checks)."""
+        url = self.base_url + path
+        outbound.check(url, self.who)
         try:
-            with httpx.Client(timeout=httpx.Timeout(10.0), headers=self.headers()) as http:
-                response = http.request(method, self.base_url + path, **kwargs)
+            with outbound.lane(url, self.who), \
+                    httpx.Client(timeout=httpx.Timeout(10.0), headers=self.headers()) as http:
+                response = http.request(method, url, **kwargs)
         except httpx.HTTPError as exc:
-            raise self.fail(f"cannot be reached ({type(exc).__name__}: {exc})") from exc
+            raise outbound.unreachable(self.who, url) from exc
         return response
 
     def checked(self, method: str, path: str, *, what: str = "model check",
@@ -186,8 +195,8 @@ class HttpProvider:
         if missing is not None and response.status_code == 404:
             raise self.fail(missing)
         if response.status_code >= 400:
-            raise self.fail(f"{what} refused with HTTP {response.status_code}: "
-                            f"{error_text(response)}")
+            raise outbound.refused(self.who, self.base_url + path, response.status_code,
+                                   f"{what} refused: {scrub_secret(error_text(response), self.api_key)}")
         return response
 
     @contextmanager
@@ -195,18 +204,22 @@ class HttpProvider:
                     control: RunControl) -> Iterator[httpx.Response]:
         """POST a streaming request; HTTP errors become ProviderError with the server's words."""
         control.check()
+        url = self.base_url + path
+        outbound.check(url, self.who)
         try:
-            with httpx.Client(timeout=self.timeout(control), headers=self.headers()) as http, \
-                    http.stream("POST", self.base_url + path, json=body) as response:
+            with outbound.lane(url, self.who), \
+                    httpx.Client(timeout=self.timeout(control), headers=self.headers()) as http, \
+                    http.stream("POST", url, json=body) as response:
                 if response.status_code >= 400:
                     response.read()
-                    raise self.fail(f"HTTP {response.status_code}: {error_text(response)}")
+                    raise outbound.refused(self.who, url, response.status_code,
+                                           scrub_secret(error_text(response), self.api_key))
                 with control.attach(response):
                     yield response
         except (httpx.HTTPError, httpx.StreamError) as exc:
             if control.cancelled:
                 raise RunCancelled("the client stopped listening") from exc
-            raise self.fail(f"request failed ({type(exc).__name__}: {exc})") from exc
+            raise outbound.unreachable(self.who, url) from exc
 
 
 def error_text(response: httpx.Response) -> str:

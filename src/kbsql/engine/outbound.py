@@ -1,0 +1,204 @@
+"""Where model calls may go, how many at once, how long each may take, and how a failure
+reads: the one check every outbound model call passes (embeddings, reranking and
+evaluation through `knowledge/remote.py`, agents through `agents/providers/base.py`).
+
+Why: a knowledge base's or an agent's `base_url` is chosen by whoever creates it. On a
+shared server that made the server a port scanner of its own network: any internal address
+was called, open and closed ports answered differently, and up to 300 characters of the
+target's answer came back. So:
+
+- `check_url` (always): http(s) only, no query or fragment (`?`/`#` would neutralise the path
+  kbsql appends, sending the request to a path the user chose).
+- `Policy.allowed` (a server with a token or a public bind): the hosts the operator allows
+  (`kbsql serve --allow-model-host HOST[:PORT]`); `*` means any host whose addresses are all
+  public. Loopback, private, link-local and reserved addresses are reached only when named.
+  Hosts in the operator's own default models (config.json, environment) count as named.
+- A failure to connect reads the same for a closed port, a timeout or an unreachable host
+  (`unreachable`); on a confined server an error status is named in kbsql's words and the
+  answer's body is never shown (`refused`).
+- `lane(url)`: at most `concurrency` calls in flight per model host; a call that finds its
+  lane full waits up to `queue_wait` seconds, then fails with `Busy` (503 + Retry-After).
+- `timeout`: the longest one model call may take (`kbsql serve --model-timeout`).
+
+The policy is process-wide (`configure`): a server process serves one engine, and the
+providers are built from descriptors deep in the engine. Default: anything goes (embedded).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+from kbsql.interface.errors import Busy, InvalidParameter, ProviderError
+
+ANY_PUBLIC = "*"
+DEFAULT_CONCURRENCY = 16
+DEFAULT_QUEUE_WAIT_S = 5.0
+
+
+@dataclass(frozen=True)
+class Policy:
+    allowed: tuple[str, ...] | None = None
+    """HOST or HOST:PORT entries (lower case), `*` for any public host; None: anywhere."""
+    confined: bool = False
+    """A server others use: error bodies are not shown, failures read alike."""
+    timeout: float | None = None
+    concurrency: int = DEFAULT_CONCURRENCY
+    queue_wait: float = DEFAULT_QUEUE_WAIT_S
+    flag_note: str = "kbsql serve --allow-model-host"
+
+
+@dataclass
+class _State:
+    policy: Policy = field(default_factory=Policy)
+    lanes: dict[str, threading.BoundedSemaphore] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+_state = _State()
+
+
+def configure(policy: Policy) -> None:
+    """Set the process's policy (a server at start; tests)."""
+    with _state.lock:
+        _state.policy = policy
+        _state.lanes = {}
+
+
+def policy() -> Policy:
+    return _state.policy
+
+
+def origin(url: str) -> str:
+    """`scheme://host:port` of a URL: what a message may show (no path, no credentials)."""
+    parts = urlsplit(url)
+    host = parts.hostname or "?"
+    shown = f"[{host}]" if ":" in host else host
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    return f"{parts.scheme}://{shown}:{port}"
+
+
+def check_url(url: str, what: str = "base_url") -> None:
+    """A model URL must be http(s) with a host, and carry no query or fragment."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+    except ValueError:
+        raise InvalidParameter(f"{what} {url!r} is not a valid URL") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise InvalidParameter(f"{what} must be an http:// or https:// URL with a host")
+    if parts.query or parts.fragment or "?" in url or "#" in url:
+        raise InvalidParameter(f"{what} must not have a query (?...) or a fragment (#...): kbsql "
+                               "appends the API path to it")
+
+
+def check(url: str, who: str) -> None:
+    """Refuse a call to `url` the policy does not allow (a `ProviderError` saying so)."""
+    try:
+        check_url(url)
+    except InvalidParameter as exc:
+        raise ProviderError(f"{who}: {exc.detail}") from None
+    current = _state.policy
+    if current.allowed is None:
+        return
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower()
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    if host in current.allowed or f"{_shown(host)}:{port}" in current.allowed:
+        return
+    if ANY_PUBLIC in current.allowed and _all_public(host, port):
+        return
+    raise ProviderError(f"{who}: model calls to {_shown(host)}:{port} are not allowed on this server "
+                        f"(the operator allows hosts with {current.flag_note})")
+
+
+def _shown(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+def _all_public(host: str, port: int) -> bool:
+    """Whether every address `host` resolves to is a public one (an unresolvable name: no)."""
+    try:
+        infos = socket.getaddrinfo(host, port, proto=socket.IPPROTO_TCP)
+    except (OSError, UnicodeError):
+        return False
+    addresses = {str(info[4][0]) for info in infos}
+    return bool(addresses) and all(_public(a) for a in addresses)
+
+
+def _public(address: str) -> bool:
+    try:
+        ip = ipaddress.ip_address(address.split("%", 1)[0])
+    except ValueError:
+        return False
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ip.is_global and not ip.is_multicast
+
+
+def normalize_entry(entry: str) -> str:
+    """An --allow-model-host value as matched: lower case, an IPv6 host in brackets with a port."""
+    text = entry.strip().lower()
+    if not text:
+        raise ValueError("an empty host")
+    if text == ANY_PUBLIC:
+        return text
+    if "://" in text:
+        raise ValueError(f"{entry!r}: give HOST or HOST:PORT, not a URL")
+    if text.startswith("["):
+        host, _, rest = text[1:].partition("]")
+        return f"[{host}]{rest}" if rest else host
+    if text.count(":") > 1:  # a bare IPv6 address
+        return text
+    host, sep, port = text.partition(":")
+    if sep and not port.isdigit():
+        raise ValueError(f"{entry!r}: the port must be a number")
+    return text
+
+
+def unreachable(who: str, url: str) -> ProviderError:
+    """The one line for a call that got no answer: the same for a closed port, a timeout and
+    an unreachable host (telling them apart would map the network for whoever asks)."""
+    return ProviderError(f"{who} at {origin(url)} could not be reached (no answer: the address may "
+                         "be wrong, the service down, or the call timed out): check the URL and "
+                         "that the service is running")
+
+
+def refused(who: str, url: str, status: int, detail: str) -> ProviderError:
+    """An error status: on a confined server in kbsql's words only; otherwise with the
+    provider's own sentence (`detail`, already masked), which tells its user what to fix."""
+    if not _state.policy.confined:
+        return ProviderError(f"{who} at {origin(url)} answered HTTP {status}: {detail}")
+    meaning = ("refused the API key" if status in (401, 403) else
+               "does not know this model or path" if status == 404 else
+               "is rate limiting" if status == 429 else
+               "rejected the request" if status < 500 else "failed")
+    return ProviderError(f"{who} at {origin(url)} answered HTTP {status}: it {meaning}")
+
+
+@contextmanager
+def lane(url: str, who: str) -> Iterator[None]:
+    """A slot among the calls in flight to `url`'s host (see the module docstring)."""
+    current = _state.policy
+    key = origin(url)
+    with _state.lock:
+        slots = _state.lanes.get(key)
+        if slots is None:
+            slots = _state.lanes[key] = threading.BoundedSemaphore(current.concurrency)
+    if not slots.acquire(timeout=current.queue_wait):
+        raise Busy(f"{who}: {current.concurrency} calls to {key} are already running on this "
+                   "server; try again shortly", retry_after=max(1, round(current.queue_wait)))
+    try:
+        yield
+    finally:
+        slots.release()
+
+
+def call_timeout(default: float) -> float:
+    """The timeout of one model call: the policy's, else `default`."""
+    return _state.policy.timeout or default
