@@ -254,3 +254,37 @@ def test_a_parquet_bomb_upload_is_refused_without_taking_its_size(server: Server
     ok = httpx.put(f"{server.url}/api/files/small", content=small.getvalue(),
                    headers={"Content-Type": "application/octet-stream"})
     assert ok.status_code == 200 and ok.json()["rows"] == 3, ok.text
+
+
+def test_chunk_overlap_must_be_smaller_than_chunk_size(server: ServerProcess) -> None:
+    rest = httpx.post(f"{server.url}{KBS}", json={"knowledge_base": {
+        "name": "overlapped", "embedding_model": HASH,
+        "preprocessing": {"chunk_size": 1000, "chunk_overlap": 1000}}})
+    detail = problem(rest, 400)["detail"]
+    assert "chunk_overlap" in detail and len(detail.splitlines()) == 1
+    sql = httpx.post(f"{server.url}/api/sql/query", json={"query": (
+        "CREATE KNOWLEDGE_BASE overlapped USING embedding_model = {'provider': 'kbsql', "
+        "'model_name': 'hash-16'}, preprocessing = {'chunk_size': 100, 'chunk_overlap': 500}")}).json()
+    assert sql["type"] == "error" and "chunk_overlap" in sql["error_message"]
+    assert "overlapped" not in [k["name"] for k in httpx.get(f"{server.url}{KBS}").json()]
+
+
+def test_one_row_makes_a_bounded_number_of_chunks(server: ServerProcess) -> None:
+    """chunk_overlap 999 of 1000 turned one 30 KB row into 29,001 chunks (251 MB on disk):
+    past the bound the insert fails in one line naming the row, and stores nothing."""
+    made = httpx.post(f"{server.url}{KBS}", json={"knowledge_base": {
+        "name": "dense", "embedding_model": HASH,
+        "preprocessing": {"chunk_size": 1000, "chunk_overlap": 999}}})
+    assert made.status_code == 201, made.text
+    row = {"id": "big", "content": "x" * 30_000}
+    put = httpx.put(f"{server.url}{KBS}/dense", json={"knowledge_base": {"rows": [row]}}, timeout=60)
+    detail = problem(put, 400)["detail"]
+    assert "row 0" in detail and "10000 chunks" in detail and "chunk_overlap" in detail, detail
+    assert len(detail.splitlines()) == 1
+    sql = httpx.post(f"{server.url}/api/sql/query", timeout=60, json={
+        "query": f"INSERT INTO dense (id, content) VALUES ('big', '{'y' * 30_000}')"}).json()
+    assert sql["type"] == "error" and "10000 chunks" in sql["error_message"], sql
+    count = httpx.post(f"{server.url}/api/sql/query", json={"query": "SELECT count(*) FROM dense"})
+    assert count.json()["data"] == [[0]]
+    small = {"id": "ok", "content": "a short text " * 10}  # a normal row still goes in
+    assert httpx.put(f"{server.url}{KBS}/dense", json={"knowledge_base": {"rows": [small]}}).is_success

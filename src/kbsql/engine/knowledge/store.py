@@ -109,10 +109,11 @@ class ChunkStore:
             try:
                 self.db.execute("UPDATE meta SET value = value + 1 WHERE key = 'version'")
                 yield self.db
+                self.db.execute("COMMIT")
             except BaseException:
-                self.db.execute("ROLLBACK")
+                if self.db.in_transaction:  # SQLite has already rolled back after some errors
+                    self.db.execute("ROLLBACK")  # (a full disk, a damaged page): the cause is raised
                 raise
-            self.db.execute("COMMIT")
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:
