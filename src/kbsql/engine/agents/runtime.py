@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Generator, Iterator
+from contextlib import nullcontext
 from typing import Any
 
 from kbsql.engine.agents import loop, prompt, scope
@@ -20,6 +21,7 @@ from kbsql.engine.agents.tools import Toolbox
 from kbsql.engine.catalog import AgentRecord, Catalog
 from kbsql.engine.config import EngineConfig
 from kbsql.engine.ports import RunsSql
+from kbsql.interface.control import current as current_control
 from kbsql.interface.errors import InvalidParameter, MissingParameter, ProviderError, ServiceError
 from kbsql.interface.stream import (
     actions_chunk,
@@ -56,10 +58,12 @@ class AgentRuntime:
         trace_id = new_trace_id()
         control = RunControl(self.limits.wall_time_s)
         output = ""
+        request = current_control()  # the server's: a client that goes away stops the run
         try:
-            for event in self._events(record, pairs, provider, control):
-                if isinstance(event, loop.Output):
-                    output = event.text
+            with request.stoppable(control.cancel) if request is not None else nullcontext():
+                for event in self._events(record, pairs, provider, control):
+                    if isinstance(event, loop.Output):
+                        output = event.text
         except RunCancelled as exc:
             raise ProviderError(f"The agent {record.name} stopped: {exc}",
                                 title="Agent run stopped") from exc
