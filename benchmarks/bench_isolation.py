@@ -1,0 +1,226 @@
+"""Benchmark: one user's work must not slow another's on a shared `kbsql serve`.
+
+Four clients (the real client, `kbsql.connect(url)`, one keep-alive connection each) run
+`SELECT 1` and a knowledge-base search (the default embedding model) in turn. Measured on
+the same server, in the same run, in alternating phases:
+
+- idle: only those four clients;
+- load: the same four while 2 heavy statements (a three-way cross join of a registered
+  frame, each stopped by the `timeout` it asks for, then sent again) and 20 slow model
+  calls (agent completions against a scripted OpenAI-compatible server on loopback that
+  holds every chat call `--model-delay` seconds) run from other clients.
+
+Figures: p50 and p99 of each kind per phase; targets: the p99 under load <= 5x the idle
+p99 and <= 50 ms. Server defaults throughout (the flags a user does not set).
+
+Usage: python benchmarks/bench_isolation.py [--rounds 3] [--calls 150] [--model-delay 20]
+Prints JSON and writes benchmarks/results/isolation.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import tempfile
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import httpx
+import pandas as pd
+from report import write_report  # benchmarks/report.py (the script's folder is on sys.path)
+
+import kbsql
+from kbsql.server.process import spawn
+
+CLIENTS = 4
+HEAVY = 2
+MODEL_CALLS = 20
+TARGET_RATIO = 5.0
+TARGET_P99_MS = 50.0
+HEAVY_SQL = "SELECT count(*) FROM df.n a, df.n b, df.n c WHERE a.x + b.x + c.x = -1"
+SEARCH_SQL = "SELECT id, chunk_content FROM docs WHERE content = 'how do I sort a list' LIMIT 5"
+
+
+class SlowModel:
+    """An OpenAI-compatible server on loopback: `/models` at once, each chat call after
+    `delay` seconds (then one streamed answer)."""
+
+    def __init__(self, delay: float):
+        self.delay = delay
+        self.calls = 0
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                body = json.dumps({"data": [{"id": "slow-1"}]}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                outer.calls += 1
+                time.sleep(outer.delay)
+                chunk = {"choices": [{"index": 0, "delta": {"content": "slow answer"}}]}
+                body = f"data: {json.dumps(chunk)}\n\ndata: [DONE]\n\n".encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def close(self) -> None:
+        self.server.shutdown()
+
+
+def percentiles(samples: list[float]) -> dict[str, float]:
+    ordered = sorted(samples)
+    p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+    return {"p50_ms": round(statistics.median(ordered), 3), "p99_ms": round(p99, 3),
+            "max_ms": round(ordered[-1], 3), "n": len(ordered)}
+
+
+def prepare(url: str, model_url: str) -> None:
+    from pydoc_data.topics import topics
+
+    with kbsql.connect(url) as client:
+        client.register("n", pd.DataFrame({"x": range(3000)}))
+        client.sql("CREATE KNOWLEDGE_BASE docs")  # the default embedding model
+        rows = [{"id": name, "content": text[:1500]} for name, text in sorted(topics.items())[:150]]
+        client.knowledge_bases.insert("docs", rows)
+        client.sql(f"CREATE AGENT slow USING model = {{'provider': 'openai', 'model_name': 'slow-1', "
+                   f"'base_url': '{model_url}', 'api_key': 'sk-bench'}}")
+
+
+def measure(url: str, calls: int) -> dict[str, list[float]]:
+    """`calls` rounds of SELECT 1 then the search, from each of the four clients at once."""
+    out: dict[str, list[float]] = {"select_1": [], "kb_search": []}
+    lock = threading.Lock()
+
+    def client_loop() -> None:
+        mine: dict[str, list[float]] = {"select_1": [], "kb_search": []}
+        with kbsql.connect(url) as client:
+            for _ in range(5):  # warm: connection, caches
+                client.sql("SELECT 1")
+                client.sql(SEARCH_SQL)
+            for _ in range(calls):
+                for kind, query in (("select_1", "SELECT 1"), ("kb_search", SEARCH_SQL)):
+                    start = time.perf_counter()
+                    client.sql(query)
+                    mine[kind].append((time.perf_counter() - start) * 1000)
+        with lock:
+            for kind, values in mine.items():
+                out[kind] += values
+
+    threads = [threading.Thread(target=client_loop) for _ in range(CLIENTS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return out
+
+
+class Load:
+    """The heavy statements and slow model calls, looping until `stop`."""
+
+    def __init__(self, url: str):
+        self.url = url
+        self.stop = threading.Event()
+        self.answers: dict[str, int] = {}
+        self.lock = threading.Lock()
+        self.threads = [threading.Thread(target=self._heavy, daemon=True) for _ in range(HEAVY)]
+        self.threads += [threading.Thread(target=self._model, daemon=True) for _ in range(MODEL_CALLS)]
+
+    def _count(self, what: str) -> None:
+        with self.lock:
+            self.answers[what] = self.answers.get(what, 0) + 1
+
+    def _heavy(self) -> None:
+        with httpx.Client(base_url=self.url, timeout=120) as http:
+            while not self.stop.is_set():
+                try:
+                    answer = http.post("/api/sql/query", json={"query": HEAVY_SQL, "timeout": 10}).json()
+                except httpx.HTTPError:  # the server stopping under it at the end
+                    return
+                self._count("heavy stopped" if answer.get("type") == "error" else "heavy done")
+
+    def _model(self) -> None:
+        body = {"messages": [{"question": "hi", "answer": ""}]}
+        with httpx.Client(base_url=self.url, timeout=300) as http:
+            while not self.stop.is_set():
+                try:
+                    answer = http.post("/api/projects/mindsdb/agents/slow/completions", json=body)
+                except httpx.HTTPError:
+                    return
+                self._count(f"model HTTP {answer.status_code}")
+                if answer.status_code == 503:
+                    time.sleep(float(answer.headers.get("Retry-After", "1")))
+
+    def __enter__(self) -> Load:
+        for thread in self.threads:
+            thread.start()
+        time.sleep(3)  # the heavy statements running, the model calls held
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--rounds", type=int, default=3, help="idle and load phases, alternating")
+    parser.add_argument("--calls", type=int, default=150, help="SELECT 1 + search per client and phase")
+    parser.add_argument("--model-delay", type=float, default=20.0, help="seconds each model call is held")
+    args = parser.parse_args()
+    model = SlowModel(args.model_delay)
+    samples: dict[str, dict[str, list[float]]] = {"idle": {}, "load": {}}
+    answers: dict[str, int] = {}
+    with tempfile.TemporaryDirectory() as tmp, spawn(tmp) as server:
+        prepare(server.url, model.url)
+        for _ in range(args.rounds):
+            for phase in ("idle", "load"):
+                if phase == "load":
+                    with Load(server.url) as load:
+                        got = measure(server.url, args.calls)
+                    for key, count in load.answers.items():
+                        answers[key] = answers.get(key, 0) + count
+                else:
+                    got = measure(server.url, args.calls)
+                for kind, values in got.items():
+                    samples[phase].setdefault(kind, []).extend(values)
+    model.close()
+    result: dict[str, Any] = {"benchmark": "isolation", "clients": CLIENTS, "heavy_statements": HEAVY,
+                              "slow_model_calls": MODEL_CALLS, "model_delay_s": args.model_delay,
+                              "rounds": args.rounds}
+    for kind in ("select_1", "kb_search"):
+        idle, load = percentiles(samples["idle"][kind]), percentiles(samples["load"][kind])
+        ratio = load["p99_ms"] / idle["p99_ms"]
+        result[kind] = {"idle": idle, "load": load, "p99_ratio": round(ratio, 2),
+                        "meets_target": ratio <= TARGET_RATIO and load["p99_ms"] <= TARGET_P99_MS}
+    result["load_answers"] = answers  # what the heavy statements and model calls got
+    result["targets"] = {"p99_ratio_max": TARGET_RATIO, "p99_under_load_max_ms": TARGET_P99_MS}
+    result["load_average_1m"] = round(os.getloadavg()[0], 2)  # figures are noisy when busy
+    write_report("isolation", result)
+
+
+if __name__ == "__main__":
+    main()

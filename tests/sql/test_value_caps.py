@@ -1,0 +1,80 @@
+"""Values made out of almost nothing are capped per row (engine/sql/value_caps.py): DuckDB's
+memory limit does not count them, so `repeat('x', 600000000)` grew a server by 1.2 GB.
+Embedded engine with a small SQL memory limit (a 64 KB cap per value); the server-side
+test with RSS measured is in tests/test_server_isolation.py."""
+
+from __future__ import annotations
+
+import json
+import resource
+from collections.abc import Iterator
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from kbsql.engine import Engine
+
+BOMBS = [
+    "SELECT length(repeat('x', 600000000))",
+    "SELECT length(repeat(repeat('x', 60000), 60000))",
+    "SELECT len(repeat(list_value(1, 2), 300000000))",
+    "SELECT length(lpad('x', 600000000, 'y'))",
+    "SELECT length(rpad('x', 600000000))",
+    "SELECT length(printf('%600000000d', 1))",
+    "SELECT length(printf('%*d', 600000000, 1))",
+    "SELECT length(format('{:>600000000}', 1))",
+    "SELECT len(range(80000000))",
+    "SELECT len(generate_series(1, 80000000))",
+    "SELECT len(range(CAST('1970-01-01' AS TIMESTAMP), CAST('2030-01-01' AS TIMESTAMP), to_seconds(1)))",
+    "SELECT len(list_resize(list_value(1), 80000000))",
+    "SELECT length(bar(5, 0, 10, 600000000))",
+    "SELECT length(replace(repeat('x', 60000), 'x', repeat('y', 60000)))",
+    "SELECT length(regexp_replace(repeat('x', 60000), 'x', repeat('y', 60000), 'g'))",
+    "SELECT sum(length(repeat('x', 70000 + x * 0))) FROM df.n",  # each row under 1 MB
+]
+FINE = {
+    "SELECT repeat('ab', 3)": [["ababab"]],
+    "SELECT lpad('7', 3, '0'), rpad('a', 3, '-')": [["007", "a--"]],
+    "SELECT printf('%5d|%s', 42, 'x')": [["   42|x"]],
+    "SELECT format('{} and {}', 1, 2)": [["1 and 2"]],
+    "SELECT range(3), generate_series(1, 3, 1)": [[[0, 1, 2], [1, 2, 3]]],
+    "SELECT list_resize(list_value(1), 3, 0)": [[[1, 0, 0]]],
+    "SELECT len(range(CAST('2020-01-01' AS TIMESTAMP), CAST('2020-01-02' AS TIMESTAMP), to_hours(6)))": [[4]],
+    "SELECT sum(length(repeat('x', 1000 + x * 0))) FROM df.n": [[5000 * 1000]],
+    "SELECT replace('a-b-c', '-', '+'), regexp_replace('abc', '(b)', '<\\1>')": [["a+b+c", "a<b>c"]],
+    "SELECT repeat('x', NULL) IS NULL, length(repeat('x', 60000))": [[True, 60000]],
+}
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
+    data = tmp_path_factory.mktemp("caps")
+    (data / "config.json").write_text(json.dumps({"sql_memory_mb": 256}))
+    with Engine(data) as eng:
+        eng.register_dataframe("n", pd.DataFrame({"x": range(5000)}))
+        yield eng
+
+
+@pytest.mark.parametrize("query", BOMBS)
+def test_a_value_bomb_is_one_line_and_takes_no_memory(engine: Engine, query: str) -> None:
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    answer = engine.query(query).to_json()
+    grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert answer["type"] == "error", answer
+    message = answer["error_message"]
+    assert len(message.splitlines()) == 1 and ("bytes" in message or "not allowed" in message), message
+    assert grown_mb < 64, f"{query} grew the process by {grown_mb:.0f} MB"
+
+
+@pytest.mark.parametrize(("query", "rows"), FINE.items())
+def test_ordinary_uses_are_untouched(engine: Engine, query: str, rows: list) -> None:
+    answer = engine.query(query).to_json()
+    assert answer["type"] == "table" and answer["data"] == rows, answer
+
+
+def test_the_cap_follows_the_memory_limit(engine: Engine, tmp_path: Path) -> None:
+    assert engine.sql.duck.value_cap == 64 * 1024  # 256 MB / (2048 rows x 2 threads)
+    with Engine(tmp_path / "big") as bigger:  # DuckDB's default limit: a bigger cap
+        assert bigger.sql.duck.value_cap > engine.sql.duck.value_cap
+        assert bigger.query("SELECT length(repeat('x', 200000))").to_json()["data"] == [[200000]]
