@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from kbsql.engine.sql import names
+from kbsql.engine.sql.tables import names
 from kbsql.interface.results import ErrorResult, OkResult, TableResult
 
 HASH = "{'provider': 'kbsql', 'model_name': 'hash-64'}"

@@ -24,11 +24,11 @@ from typing import Any
 
 from kbsql._version import __version__
 from kbsql.engine import validate
-from kbsql.engine.agents.service import AgentService
+from kbsql.engine.agents.agent_service import AgentService
 from kbsql.engine.catalog import Catalog, KbRecord
 from kbsql.engine.config import EngineConfig
 from kbsql.engine.datasources.confine import PathPolicy
-from kbsql.engine.datasources.frames import FrameStore
+from kbsql.engine.datasources.frame_store import FrameStore
 from kbsql.engine.kb_rest import put_knowledge_base
 from kbsql.engine.knowledge.bases import DEFAULT_VECTOR_DATABASE, KnowledgeBases
 from kbsql.engine.knowledge.service import KnowledgeService
@@ -84,7 +84,7 @@ class Engine:
         """Registered DataFrames: Parquet files in the data directory, or rows of the shared
         catalog's database (a frame registered through one server is a table for all)."""
         if self.catalog.shared_url:
-            from kbsql.engine.datasources.frames_pg import PgFrameStore
+            from kbsql.engine.datasources.frame_store_pg import PgFrameStore
 
             return PgFrameStore(self.catalog.shared_url)
         return FrameStore(self.data_dir)

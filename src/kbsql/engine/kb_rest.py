@@ -14,7 +14,7 @@ from typing import Any
 from mindsdb_sql_parser import ast
 from mindsdb_sql_parser.ast.mindsdb import AlterKnowledgeBase
 
-from kbsql.engine.sql.parsing import parse
+from kbsql.engine.sql.parse.parsing import parse
 from kbsql.interface.api import ServiceApi
 from kbsql.interface.errors import BadRequest, InvalidParameter, MissingParameter, SqlError
 from kbsql.interface.results import OkResult, SqlResult

@@ -27,8 +27,8 @@ from kbsql.client.params import quote_name
 from kbsql.interface.errors import KbsqlError
 from kbsql.interface.results import TableResult
 from kbsql.notebook import plots
+from kbsql.notebook.cell_params import collect_params, expand_template, strip_comment
 from kbsql.notebook.options import split_options
-from kbsql.notebook.params import collect_params, expand_template, strip_comment
 
 KINDS = ("relevance", "map", "recall")
 

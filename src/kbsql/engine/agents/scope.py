@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from mindsdb_sql_parser import ast
 
 from kbsql.engine.catalog import AgentRecord, Catalog, KbRecord
-from kbsql.engine.sql.parsing import parse
+from kbsql.engine.sql.parse.parsing import parse
 from kbsql.interface.errors import KbsqlError
 from kbsql.interface.results import TableResult
 

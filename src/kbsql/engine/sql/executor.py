@@ -24,16 +24,21 @@ from mindsdb_sql_parser.ast.mindsdb.create_database import CreateDatabase
 
 from kbsql.engine.catalog import Catalog
 from kbsql.engine.datasources.confine import PathPolicy
-from kbsql.engine.datasources.frames import FRAMES_SOURCE, FrameStore
+from kbsql.engine.datasources.frame_store import FRAMES_SOURCE, FrameStore
 from kbsql.engine.knowledge.bases import KnowledgeBases
 from kbsql.engine.ports import AgentOps
-from kbsql.engine.sql import agents_sql, databases, kb_statements, names, parsing, refusals
-from kbsql.engine.sql.duck import DuckSession
-from kbsql.engine.sql.plans import PlanCache
-from kbsql.engine.sql.results import ArrowTableResult
-from kbsql.engine.sql.select import cached_plan, run_select, select_frame
+from kbsql.engine.sql import refusals
+from kbsql.engine.sql.agent import agent_statements as agents_sql
+from kbsql.engine.sql.arrow_results import ArrowTableResult
+from kbsql.engine.sql.databases import database_statements as databases
+from kbsql.engine.sql.kb import kb_statements
+from kbsql.engine.sql.parse import parsing
+from kbsql.engine.sql.parse.variables import bind_parameters
 from kbsql.engine.sql.session import SqlSession
-from kbsql.engine.sql.variables import bind_parameters
+from kbsql.engine.sql.tables import names
+from kbsql.engine.sql.tables.duck import DuckSession
+from kbsql.engine.sql.tables.plans import PlanCache
+from kbsql.engine.sql.tables.select import cached_plan, run_select, select_frame
 from kbsql.interface.api import DEFAULT_PROJECT
 from kbsql.interface.errors import KbsqlError, MissingParameter, ServiceError, SqlError
 from kbsql.interface.results import ErrorResult, OkResult, SqlResult, default_context

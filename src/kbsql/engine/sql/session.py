@@ -13,13 +13,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kbsql.engine.catalog import Catalog
-from kbsql.engine.datasources.frames import FrameStore
+from kbsql.engine.datasources.frame_store import FrameStore
 from kbsql.engine.knowledge.bases import KnowledgeBases
 from kbsql.engine.ports import AgentOps
-from kbsql.engine.sql.duck import DuckSession
-from kbsql.engine.sql.plans import PlanCache
+from kbsql.engine.sql.parse.variables import Variables
 from kbsql.engine.sql.query_log import QueryLog
-from kbsql.engine.sql.variables import Variables
+from kbsql.engine.sql.tables.duck import DuckSession
+from kbsql.engine.sql.tables.plans import PlanCache
 
 
 @dataclass

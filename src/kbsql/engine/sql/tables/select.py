@@ -16,10 +16,11 @@ import pyarrow as pa
 from mindsdb_sql_parser import ast
 from sqlglot import exp
 
-from kbsql.engine.datasources.base import FrameScan
-from kbsql.engine.sql import info_schema, kb_tables, names, render
-from kbsql.engine.sql.plans import Compiled
-from kbsql.engine.sql.results import JSON_COLUMNS
+from kbsql.engine.datasources.scans import FrameScan
+from kbsql.engine.sql.arrow_results import JSON_COLUMNS
+from kbsql.engine.sql.databases import info_schema
+from kbsql.engine.sql.tables import kb_tables, names, sqlglot_render
+from kbsql.engine.sql.tables.plans import Compiled
 from kbsql.interface.errors import SqlError
 
 if TYPE_CHECKING:
@@ -32,7 +33,7 @@ def compile_select(session: SqlSession, statement: ast.ASTNode, ctx: dict[str, A
                    resolved: names.Resolutions | None = None) -> Compiled:
     """DuckDB SQL for a SELECT (or UNION ...); release `temps` after running. `resolved`:
     table names the router already resolved for this statement (not resolved again)."""
-    tree = render.to_tree(statement)
+    tree = sqlglot_render.to_tree(statement)
     _name_columns(tree, statement)
     ctes = _rename_ctes(tree)
     compiled = Compiled("")
@@ -43,7 +44,7 @@ def compile_select(session: SqlSession, statement: ast.ASTNode, ctx: dict[str, A
             if column.args.get("db") is not None:
                 column.set("db", None)
                 column.set("catalog", None)
-        compiled.sql = render.to_duckdb(tree)
+        compiled.sql = sqlglot_render.to_duckdb(tree)
     except BaseException:
         session.duck.release(compiled.temps)
         raise

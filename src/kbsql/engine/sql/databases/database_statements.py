@@ -19,10 +19,10 @@ from mindsdb_sql_parser import ast
 from mindsdb_sql_parser.ast.mindsdb.create_database import CreateDatabase
 
 from kbsql.engine.datasources import registry
-from kbsql.engine.sql import info_schema
-from kbsql.engine.sql.names import INFORMATION_SCHEMA, RESERVED, Resolutions, find_project, table_parts
-from kbsql.engine.sql.results import ArrowTableResult
-from kbsql.engine.sql.select import describe_sql, run_select
+from kbsql.engine.sql.arrow_results import ArrowTableResult
+from kbsql.engine.sql.databases import info_schema
+from kbsql.engine.sql.tables.names import INFORMATION_SCHEMA, RESERVED, Resolutions, find_project, table_parts
+from kbsql.engine.sql.tables.select import describe_sql, run_select
 from kbsql.interface.api import DEFAULT_PROJECT
 from kbsql.interface.errors import Conflict, SqlError
 from kbsql.interface.results import OkResult, SqlResult

@@ -21,21 +21,22 @@ from kbsql.engine import validate
 from kbsql.engine.catalog import KbRecord
 from kbsql.engine.knowledge.ingest import INTERNAL_KEYS, RowChunker
 from kbsql.engine.knowledge.search import DEFAULT_LIMIT, Filter, SearchRequest
-from kbsql.engine.sql import kb_evaluate, kb_index, kb_insert, kb_select, parsing
-from kbsql.engine.sql.info_schema import INFO_COLUMNS, knowledge_bases_frame
-from kbsql.engine.sql.kb_conditions import constant
-from kbsql.engine.sql.kb_where import Columns, KbWhere, split_options
+from kbsql.engine.sql.arrow_results import ArrowTableResult
+from kbsql.engine.sql.databases.info_schema import INFO_COLUMNS, knowledge_bases_frame
+from kbsql.engine.sql.kb import kb_evaluate, kb_index, kb_insert, kb_select
+from kbsql.engine.sql.kb.kb_conditions import constant
+from kbsql.engine.sql.kb.kb_where import Columns, KbWhere, split_options
+from kbsql.engine.sql.parse import parsing
 from kbsql.engine.sql.refusals import unsupported
-from kbsql.engine.sql.results import ArrowTableResult
-from kbsql.engine.sql.select import select_frame
+from kbsql.engine.sql.tables.select import select_frame
 from kbsql.interface.errors import NotFound, SqlError
 from kbsql.interface.results import OkResult, SqlResult, TableResult
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from kbsql.engine.sql.names import Resolved
     from kbsql.engine.sql.session import SqlSession
+    from kbsql.engine.sql.tables.names import Resolved
 
 _ALTERABLE = {"reranking_model", "metadata_columns", "content_columns", "id_column", "preprocessing",
               "embedding_model"}

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 from mindsdb_sql_parser import ast
 
 from kbsql.engine.catalog import KbRecord
-from kbsql.engine.datasources.base import Scan
-from kbsql.engine.datasources.frames import FRAMES_SOURCE
+from kbsql.engine.datasources.frame_store import FRAMES_SOURCE
+from kbsql.engine.datasources.scans import Scan
 from kbsql.interface.errors import NotFound, SqlError
 
 if TYPE_CHECKING:

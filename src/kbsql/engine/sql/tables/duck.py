@@ -16,10 +16,10 @@ import duckdb
 import pyarrow as pa
 from sqlglot import exp
 
-from kbsql.engine.datasources.base import DataSource, FileScan, FrameScan, NativeTable, Scan
 from kbsql.engine.datasources.confine import PathPolicy
-from kbsql.engine.datasources.frames import FRAMES_SOURCE, FrameStore
+from kbsql.engine.datasources.frame_store import FRAMES_SOURCE, FrameStore
 from kbsql.engine.datasources.registry import open_source
+from kbsql.engine.datasources.scans import DataSource, FileScan, FrameScan, NativeTable, Scan
 from kbsql.interface.errors import SqlError
 
 if TYPE_CHECKING:

@@ -13,7 +13,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from kbsql.engine.datasources.base import Scan
+from kbsql.engine.datasources.scans import Scan
 from kbsql.interface.errors import SqlError
 
 PLAN_CACHE_SIZE = 256

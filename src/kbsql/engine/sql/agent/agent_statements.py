@@ -15,10 +15,11 @@ import pyarrow.compute as pc
 from mindsdb_sql_parser import ast
 from mindsdb_sql_parser.ast.mindsdb.agents import CreateAgent, DropAgent, UpdateAgent
 
-from kbsql.engine.sql import agent_select, info_schema
-from kbsql.engine.sql.databases import filtered
-from kbsql.engine.sql.names import Resolved, table_parts
-from kbsql.engine.sql.results import ArrowTableResult
+from kbsql.engine.sql.agent import agent_select
+from kbsql.engine.sql.arrow_results import ArrowTableResult
+from kbsql.engine.sql.databases import info_schema
+from kbsql.engine.sql.databases.database_statements import filtered
+from kbsql.engine.sql.tables.names import Resolved, table_parts
 from kbsql.interface.errors import NotFound, SqlError
 from kbsql.interface.results import OkResult, SqlResult
 
