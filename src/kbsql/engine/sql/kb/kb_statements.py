@@ -1,9 +1,9 @@
-"""Knowledge-base statements in SQL, on `mindsdb_sql_parser` ASTs.
+"""Knowledge-base statements in SQL that name no rows: CREATE / DROP / ALTER / EVALUATE
+KNOWLEDGE_BASE, SHOW KNOWLEDGE_BASES, DESCRIBE [KNOWLEDGE_BASE] kb and SHOW COLUMNS FROM kb.
 
-`handle` executes a statement about a knowledge base (SELECT / INSERT / DELETE on a KB,
-CREATE / DROP / ALTER KNOWLEDGE_BASE, SHOW KNOWLEDGE_BASES, DESCRIBE KNOWLEDGE_BASE,
-information_schema.knowledge_bases) and returns None for anything else, so the executor
-can route the statement on. Names resolve in the current project (`ctx["db"]`) or as
+Each handler takes the router's `(session, statement, ctx, routed)` and is listed in the one
+statement table (`sql/statements.py`); the rows of a knowledge base (SELECT / INSERT /
+DELETE) are in `kb_rows`. Names resolve in the current project (`ctx["db"]`) or as
 `project.kb`.
 """
 
@@ -12,79 +12,34 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-import duckdb
 from mindsdb_sql_parser import ast
 from mindsdb_sql_parser.ast.mindsdb import AlterKnowledgeBase, CreateKnowledgeBase, DropKnowledgeBase
 from mindsdb_sql_parser.ast.mindsdb.knowledge_base import EvaluateKnowledgeBase
 
 from kbsql.engine import validate
 from kbsql.engine.catalog import KbRecord
-from kbsql.engine.knowledge.ingest import INTERNAL_KEYS, RowChunker
-from kbsql.engine.knowledge.search import DEFAULT_LIMIT, Filter, SearchRequest
+from kbsql.engine.knowledge.ingest import INTERNAL_KEYS
+from kbsql.engine.knowledge.search import SearchRequest
 from kbsql.engine.sql.arrow_results import ArrowTableResult
 from kbsql.engine.sql.databases.info_schema import INFO_COLUMNS, knowledge_bases_frame
-from kbsql.engine.sql.kb import kb_evaluate, kb_index, kb_insert, kb_select
-from kbsql.engine.sql.kb.kb_conditions import constant
-from kbsql.engine.sql.kb.kb_where import Columns, KbWhere, split_options
+from kbsql.engine.sql.kb import kb_evaluate
+from kbsql.engine.sql.kb.kb_rows import run_over
 from kbsql.engine.sql.parse import parsing
-from kbsql.engine.sql.refusals import unsupported
 from kbsql.engine.sql.tables.select import select_frame
 from kbsql.interface.errors import NotFound, SqlError
 from kbsql.interface.results import OkResult, SqlResult, TableResult
 
 if TYPE_CHECKING:
-    import pandas as pd
-
     from kbsql.engine.sql.session import SqlSession
-    from kbsql.engine.sql.tables.names import Resolved
+    from kbsql.engine.sql.tables.names import Routed
 
 _ALTERABLE = {"reranking_model", "metadata_columns", "content_columns", "id_column", "preprocessing",
               "embedding_model"}
 
 
-def handle(session: SqlSession, statement: ast.ASTNode, ctx: dict[str, Any],
-           target: Resolved | None = None) -> SqlResult | None:
-    """Execute `statement` if it is about a knowledge base; None when it is not. `target` is
-    what the statement's own table names, resolved once by the router (`names.target_of`)."""
-    indexed = kb_index.handle(session, statement, ctx, lambda name: _record(session, name, ctx))
-    if indexed is not None:  # CREATE / DROP INDEX ON KNOWLEDGE_BASE
-        return indexed
-    record = target.record if target is not None and target.kind == "kb" else None
-    if isinstance(statement, CreateKnowledgeBase):
-        return _create(session, statement, ctx)
-    if isinstance(statement, DropKnowledgeBase):
-        return _drop(session, statement, ctx)
-    if isinstance(statement, AlterKnowledgeBase):
-        return _alter(session, statement, ctx)
-    if isinstance(statement, EvaluateKnowledgeBase):
-        return _evaluate(session, statement, ctx)
-    if isinstance(statement, ast.Show) and str(statement.category).upper().replace(" ", "_") == \
-            "KNOWLEDGE_BASES":
-        return _show(session, statement, ctx)
-    if isinstance(statement, ast.Describe):
-        return _describe(session, statement, ctx, record)
-    if isinstance(statement, ast.Show) and str(statement.category).upper() in ("COLUMNS", "FIELDS"):
-        return None if record is None else _columns(session, record, statement, ctx)
-    if isinstance(statement, ast.Select):
-        return _select(session, statement, ctx, record)
-    if isinstance(statement, ast.Insert):
-        if record is None:
-            return None
-        using = getattr(statement.from_select, "using", None) if statement.from_select is not None else None
-        with session.queries.track(_logged_sql(statement), ctx["db"], using) as logged:
-            result = _insert(session, record, statement, ctx)
-            logged["PROCESSED_ROWS"] = result.affected_rows or 0
-        return result
-    if isinstance(statement, ast.Delete):
-        if record is None:
-            return None
-        return OkResult(session.kbs.delete_rows(record, _delete_filters(session, record, statement, ctx)),
-                        context=ctx)
-    return None
-
-
 # names -----------------------------------------------------------------------------------
-def _split(identifier: ast.Identifier, ctx: dict[str, Any]) -> tuple[str, str]:
+def kb_name(identifier: ast.Identifier, ctx: dict[str, Any]) -> tuple[str, str]:
+    """(project, knowledge base) of a name written `kb` or `project.kb`."""
     parts = [str(p) for p in identifier.parts]
     if len(parts) == 1:
         return ctx["db"], parts[0]
@@ -93,14 +48,16 @@ def _split(identifier: ast.Identifier, ctx: dict[str, Any]) -> tuple[str, str]:
     raise SqlError(f"Invalid knowledge base name {identifier.to_string()}")
 
 
-def _record(session: SqlSession, identifier: ast.Identifier, ctx: dict[str, Any]) -> KbRecord:
-    project, name = _split(identifier, ctx)
+def record_of(session: SqlSession, identifier: ast.Identifier, ctx: dict[str, Any]) -> KbRecord:
+    """The knowledge base a statement names (`kb` in the current project, or `project.kb`)."""
+    project, name = kb_name(identifier, ctx)
     return session.catalog.knowledge_base(project, name)
 
 
 # DDL -------------------------------------------------------------------------------------
-def _create(session: SqlSession, statement: CreateKnowledgeBase, ctx: dict[str, Any]) -> SqlResult:
-    project, name = _split(statement.name, ctx)
+def create(session: SqlSession, statement: CreateKnowledgeBase, ctx: dict[str, Any],
+           routed: Routed) -> SqlResult:
+    project, name = kb_name(statement.name, ctx)
     if statement.from_query is not None:
         raise SqlError("CREATE KNOWLEDGE_BASE ... FROM (query) is not supported: create it, then "
                        "INSERT INTO kb SELECT ...")
@@ -115,8 +72,9 @@ def _create(session: SqlSession, statement: CreateKnowledgeBase, ctx: dict[str, 
     return OkResult(None, context=ctx)
 
 
-def _drop(session: SqlSession, statement: DropKnowledgeBase, ctx: dict[str, Any]) -> SqlResult:
-    project, name = _split(statement.name, ctx)
+def drop(session: SqlSession, statement: DropKnowledgeBase, ctx: dict[str, Any],
+         routed: Routed) -> SqlResult:
+    project, name = kb_name(statement.name, ctx)
     try:
         session.kbs.delete(project, name)
     except NotFound:
@@ -139,8 +97,9 @@ def _embedding_update(current: dict[str, Any] | None, value: Any) -> dict[str, A
     return validate.model({**current, **value}, "embedding_model")
 
 
-def _alter(session: SqlSession, statement: AlterKnowledgeBase, ctx: dict[str, Any]) -> SqlResult:
-    record = _record(session, statement.name, ctx)
+def alter(session: SqlSession, statement: AlterKnowledgeBase, ctx: dict[str, Any],
+          routed: Routed) -> SqlResult:
+    record = record_of(session, statement.name, ctx)
     params = {k.lower(): v for k, v in (statement.params or {}).items()}
     if "storage" in params:
         raise SqlError("the storage of a knowledge base cannot be altered (alter.mdx)")
@@ -164,9 +123,10 @@ def _alter(session: SqlSession, statement: AlterKnowledgeBase, ctx: dict[str, An
     return OkResult(None, context=ctx)
 
 
-def _evaluate(session: SqlSession, statement: EvaluateKnowledgeBase, ctx: dict[str, Any]) -> SqlResult:
+def evaluate(session: SqlSession, statement: EvaluateKnowledgeBase, ctx: dict[str, Any],
+             routed: Routed) -> SqlResult:
     import pandas as pd
-    record = _record(session, statement.name, ctx)
+    record = record_of(session, statement.name, ctx)
     service = session.kbs.service
 
     def rows_of(sql: str | None) -> list[dict[str, Any]]:
@@ -188,35 +148,8 @@ def _evaluate(session: SqlSession, statement: EvaluateKnowledgeBase, ctx: dict[s
     return ArrowTableResult.from_rows(names, rows, ctx)
 
 
-def _delete_filters(session: SqlSession, record: KbRecord, statement: ast.Delete,
-                    ctx: dict[str, Any]) -> list[Any]:
-    """DELETE's WHERE as filters: the metadata conditions of a search (OR, NOT, BETWEEN,
-    IN a subquery); a search term there has no meaning."""
-    options, node = split_options(statement.where)
-    if options.min_relevance is not None or options.hybrid:
-        raise SqlError("DELETE FROM a knowledge base filters on id and metadata columns; "
-                       "relevance and hybrid search are search options, not filters")
-    if node is None:
-        return []
-    where = KbWhere(lambda request: [], Columns(record.metadata_columns), options, search_limit=0,
-                    read_limit=None, subquery=lambda select: subquery_values(session, select, ctx))
-    if where.has_search(node):
-        raise SqlError("DELETE FROM a knowledge base filters on id and metadata columns; "
-                       "`content = '...'` and relevance are search terms, not filters")
-    return [where.to_filter(node)]
-
-
 # listing ---------------------------------------------------------------------------------
-def _run_over(frame: pd.DataFrame, statement: ast.Select, ctx: dict[str, Any]) -> SqlResult:
-    """Run a SELECT (its WHERE, targets, ORDER, LIMIT) over one frame, in a private DuckDB."""
-    statement.from_table = ast.Identifier("kb_frame")
-    with duckdb.connect(":memory:") as con:
-        con.register("kb_frame", frame)
-        table = con.execute(statement.to_string()).fetch_arrow_table()
-    return ArrowTableResult(table, ctx)
-
-
-def _show(session: SqlSession, statement: ast.Show, ctx: dict[str, Any]) -> SqlResult:
+def show(session: SqlSession, statement: ast.Show, ctx: dict[str, Any], routed: Routed) -> SqlResult:
     project = str(statement.from_table.parts[-1]) if statement.from_table is not None else ctx["db"]
     frame = knowledge_bases_frame(session.catalog.knowledge_bases(project))
     if statement.where is None and statement.like is None:
@@ -225,26 +158,23 @@ def _show(session: SqlSession, statement: ast.Show, ctx: dict[str, Any]) -> SqlR
     if statement.like is not None:
         like = ast.BinaryOperation("like", args=[ast.Identifier("NAME"), ast.Constant(statement.like)])
         where = like if where is None else ast.BinaryOperation("and", args=[where, like])
-    return _run_over(frame, ast.Select(targets=[ast.Star()], where=where), ctx)
+    return run_over(frame, ast.Select(targets=[ast.Star()], where=where), ctx)
 
 
-def _describe(session: SqlSession, statement: ast.Describe, ctx: dict[str, Any],
-              record: KbRecord | None) -> SqlResult | None:
-    """DESCRIBE KNOWLEDGE_BASE kb, or DESCRIBE kb (`record`: the table, resolved by the router)."""
-    kind = str(getattr(statement, "type", None) or "").upper().replace(" ", "_")
-    if kind not in ("KNOWLEDGE_BASE", ""):
-        return None
-    if kind == "KNOWLEDGE_BASE":
-        record = _record(session, statement.value, ctx)
-    if record is None:
-        return None
+def describe(session: SqlSession, statement: ast.Describe, ctx: dict[str, Any],
+             routed: Routed) -> SqlResult:
+    """DESCRIBE KNOWLEDGE_BASE kb, or DESCRIBE kb (a table the router resolved to a knowledge
+    base)."""
+    record = routed.record or record_of(session, statement.value, ctx)
     frame = knowledge_bases_frame([record])
     return TableResult(INFO_COLUMNS, frame.values.tolist(), context=ctx, frame=frame)
 
 
-def _columns(session: SqlSession, record: KbRecord, statement: ast.Show, ctx: dict[str, Any]) -> SqlResult:
+def columns(session: SqlSession, statement: ast.Show, ctx: dict[str, Any], routed: Routed) -> SqlResult:
     """SHOW COLUMNS FROM kb: the columns a SELECT on it can name (the same two columns as
     DESCRIBE of a table), metadata columns included, declared or seen in its rows."""
+    record = routed.record
+    assert record is not None  # the router sends only a knowledge base here
     names = [("id", "VARCHAR"), ("chunk_id", "VARCHAR"), ("chunk_content", "VARCHAR"), ("metadata", "JSON"),
              ("relevance", "DOUBLE"), ("distance", "DOUBLE")]
     keys = record.metadata_columns
@@ -257,138 +187,3 @@ def _columns(session: SqlSession, record: KbRecord, statement: ast.Show, ctx: di
         pattern = str(statement.like).replace("%", ".*").replace("_", ".")
         frame_rows = [r for r in frame_rows if re.fullmatch(pattern, r[0], re.IGNORECASE)]
     return TableResult(["COLUMN_NAME", "DATA_TYPE"], frame_rows, context=ctx)
-
-
-# rows ------------------------------------------------------------------------------------
-def _is_info_schema(table: Any) -> bool:
-    return isinstance(table, ast.Identifier) and [str(p).lower() for p in table.parts] == \
-        ["information_schema", "knowledge_bases"]
-
-
-def _select(session: SqlSession, statement: ast.Select, ctx: dict[str, Any],
-            record: KbRecord | None) -> SqlResult | None:
-    if _is_info_schema(statement.from_table):
-        return _run_over(knowledge_bases_frame(session.catalog.knowledge_bases()), statement, ctx)
-    if record is None:
-        return None
-    service = session.kbs.service
-    names, rows = kb_select.select_rows(
-        statement, record.name, record.metadata_columns,
-        search=lambda request: service.search(record, request),
-        total=lambda: service.count(record),
-        subquery=lambda select: subquery_values(session, select, ctx))
-    result = ArrowTableResult.from_rows(names, rows, ctx)  # Arrow like every other SELECT
-    # a plain search without LIMIT stops at the documented default: say so when it may have
-    # (a notebook shows a note under the table; joins and aggregates are never capped)
-    if (statement.limit is None and not statement.distinct and kb_select.is_plain(statement)
-            and len(rows) == DEFAULT_LIMIT and _searches(statement.where)):
-        result.default_limit = DEFAULT_LIMIT
-    return result
-
-
-def _searches(node: Any) -> bool:
-    """Whether a WHERE clause compares `content` (a semantic search), at any depth."""
-    if isinstance(node, ast.Identifier):
-        return str(node.parts[-1]).lower() == "content"
-    return any(_searches(arg) for arg in getattr(node, "args", None) or ())
-
-
-def refuse_vector_store(session: SqlSession, table: Any) -> None:
-    """insert_data.mdx reads a knowledge base's vector store as a table
-    (`SELECT id, content, metadata, embeddings FROM my_kb_chromadb.storage_table`); here the
-    store is the engine's own, read through the knowledge base. The router asks this when a
-    SELECT's table does not resolve, so the user gets this line instead of "not found"."""
-    if not isinstance(table, ast.Identifier) or len(table.parts) != 2:
-        return
-    database = str(table.parts[0]).lower()
-    if database in ("df", "information_schema") or session.catalog.find_datasource(database) is not None:
-        return
-    for kb in session.catalog.knowledge_bases():
-        if database in (f"{kb.name.lower()}_chromadb", str(kb.spec.get("vector_database") or "").lower()):
-            raise unsupported(f"reading the vector store of knowledge base {kb.name} as a table "
-                              f"(SELECT ... FROM {kb.name} reads its chunks)")
-
-
-def subquery_values(session: SqlSession, select: ast.ASTNode, ctx: dict[str, Any]) -> list[Any]:
-    """The first column of a subquery's rows (`id NOT IN (SELECT id FROM kb WHERE ...)`)."""
-    frame = select_frame(session, select, ctx)
-    return [] if frame.empty else list(frame.iloc[:, 0])
-
-
-def _insert(session: SqlSession, record: KbRecord, statement: ast.Insert, ctx: dict[str, Any]) -> OkResult:
-    if statement.from_select is not None:
-        using = getattr(statement.from_select, "using", None)  # INSERT ... SELECT ... USING opts
-        statement.from_select.using = None
-        frame = select_frame(session, statement.from_select, ctx)
-        if statement.columns:  # `INSERT INTO kb (a, b) SELECT x, y ...`: names by position
-            names = _column_names(statement.columns)
-            if len(names) != len(frame.columns):
-                raise SqlError(f"INSERT names {len(names)} columns but its SELECT returns "
-                               f"{len(frame.columns)}")
-            frame.columns = names
-        if using:
-            return OkResult(_insert_with(session, record, frame, using), context=ctx)
-        return OkResult(session.kbs.insert_rows(record, frame), context=ctx)
-    if not statement.columns:
-        raise SqlError("INSERT INTO a knowledge base needs its column names: "
-                       "INSERT INTO kb (id, content) ...")
-    names = _column_names(statement.columns)
-    rows = []
-    for values in statement.values or []:
-        if len(values) != len(names):
-            raise SqlError(f"INSERT has {len(names)} columns but a row of {len(values)} values")
-        rows.append({n: constant(v) for n, v in zip(names, values, strict=True)})
-    return OkResult(session.kbs.insert_rows(record, rows), context=ctx)
-
-
-def _logged_sql(statement: ast.Insert) -> str:
-    """The INSERT as information_schema.queries shows it: VALUES are left out (they may be
-    long, or hold text the user would not want copied into a log)."""
-    if statement.from_select is None:
-        return f"INSERT INTO {statement.table.to_string()} VALUES ({len(statement.values or [])} rows)"
-    return statement.to_string()
-
-
-def _insert_with(session: SqlSession, record: KbRecord, frame: Any, using: dict[str, Any]) -> int:
-    def doc_ids(rows: Any) -> list[str | None]:
-        chunker = RowChunker(record.spec)
-        out = []
-        for i, row in enumerate(rows.to_dict("records")):
-            made = chunker.chunks(row, i)
-            out.append(None if made is None else made[0])
-        return out
-
-    def stored(ids: list[str]) -> set[str]:
-        if not ids:
-            return set()
-        request = SearchRequest(filters=[Filter("id", "in", ids)])
-        return {str(r[0]) for r in session.kbs.service.search(record, request)}
-
-    def insert_batches(batches: kb_insert.FrameBatches, threads: int, skip: bool) -> int:
-        return session.kbs.insert_batches(record, batches, threads=threads, skip=skip,
-                                          total_rows=batches.rows)
-
-    return kb_insert.insert_frame(frame, kb_insert.options_of(using), insert_batches, doc_ids, stored)
-
-
-def _column_names(columns: list[Any]) -> list[str]:
-    """The INSERT column list as plain names.
-
-    mindsdb_sql_parser hands the list over as `TableColumn`s whose `name` is the raw token,
-    backticks included (`Identifier` parts are clean, `TableColumn` names are not), so the
-    quotes come off here: one layer of ` or ", doubled inner quotes undoubled.
-    """
-    names = [unquote_identifier(str(c.name)) if hasattr(c, "name") else str(c.parts[-1])
-             for c in columns]
-    repeated = sorted({n for n in names if names.count(n) > 1})
-    if repeated:
-        raise SqlError(f"INSERT names the column(s) {repeated} more than once")
-    return names
-
-
-def unquote_identifier(name: str) -> str:
-    """`my col` -> my col, "a""b" -> a"b; an unquoted name is returned as it is."""
-    if len(name) >= 2 and name[0] == name[-1] and name[0] in "`\"":
-        quote = name[0]
-        return name[1:-1].replace(quote * 2, quote)
-    return name

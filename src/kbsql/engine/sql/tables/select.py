@@ -17,11 +17,12 @@ from mindsdb_sql_parser import ast
 from sqlglot import exp
 
 from kbsql.engine.datasources.scans import FrameScan
-from kbsql.engine.sql.arrow_results import JSON_COLUMNS
+from kbsql.engine.sql.arrow_results import JSON_COLUMNS, ArrowTableResult
 from kbsql.engine.sql.databases import info_schema
 from kbsql.engine.sql.tables import kb_tables, names, sqlglot_render
 from kbsql.engine.sql.tables.plans import Compiled
 from kbsql.interface.errors import SqlError
+from kbsql.interface.results import SqlResult
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -138,6 +139,13 @@ def run_select(session: SqlSession, statement: ast.ASTNode, ctx: dict[str, Any],
         # the contract's `metadata` is an object: mark the column so the result parses it back
         table = table.replace_schema_metadata({**(table.schema.metadata or {}), JSON_COLUMNS: b"metadata"})
     return table
+
+
+def select_tables(session: SqlSession, statement: ast.ASTNode, ctx: dict[str, Any],
+                  routed: names.Routed) -> SqlResult:
+    """The handler of a SELECT (or UNION ...) over tables: its answer as Arrow."""
+    return ArrowTableResult(run_select(session, statement, ctx, routed.query, resolved=routed.resolutions),
+                            ctx)
 
 
 def describe_sql(session: SqlSession, parts: list[str], ctx: dict[str, Any],
