@@ -150,7 +150,7 @@ def test_a_knowledge_base_query_over_the_limit_is_refused_before_parsing(engine)
                  "{'provider': 'kbsql', 'model_name': 'hash-64'}")
     items = ", ".join(f"id + {i}" for i in range(MAX_TOKENS // 4 + 10))
     with pytest.raises(InvalidParameter) as raised:
-        engine.put_knowledge_base("mindsdb", "docs", {"query": f"SELECT 1 AS id WHERE 1 IN ({items})"})
+        engine.insert_query_into_knowledge_base("mindsdb", "docs", f"SELECT 1 AS id WHERE 1 IN ({items})")
     assert f"the limit is {MAX_TOKENS}" in str(raised.value)
     assert engine.query("SELECT count(*) AS n FROM docs").data == [[0]]
 

@@ -116,8 +116,7 @@ class KbSql(Magics, Configurable):
         """`alias: place` of the connection that answered (None before one opened)."""
         if conn is None:
             return None
-        where = getattr(conn.client.api, "data_dir", None)
-        return f"{conn.alias}: {'embedded' if where is not None else mask_url(conn.target or '')}"
+        return f"{conn.alias}: {'embedded' if conn.client.api.embedded else mask_url(conn.target or '')}"
 
     # %kbsql / %%kbsql ---------------------------------------------------------------------
     @magic_arguments()
