@@ -12,7 +12,7 @@ import sqlite3
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -293,11 +293,15 @@ class Catalog:
         return self.knowledge_base(project, name)
 
     def update_knowledge_base(self, record: KbRecord, spec: dict[str, Any] | None = None) -> KbRecord:
-        """Store a new spec (or just touch updated_at)."""
+        """Store a new spec (or just touch updated_at); answers the record as written, not
+        read back (each insert batch touches it), unless it is gone (the lookup: 404)."""
+        text, updated_at = json.dumps(spec if spec is not None else record.spec), now()
         with self.transaction() as db:
-            db.execute("UPDATE knowledge_bases SET spec = ?, updated_at = ? WHERE id = ?",
-                       (json.dumps(spec if spec is not None else record.spec), now(), record.id))
-        return self.knowledge_base(record.project_name, record.name)
+            changed = db.execute("UPDATE knowledge_bases SET spec = ?, updated_at = ? WHERE id = ?",
+                                 (text, updated_at, record.id)).rowcount
+        if changed != 1:  # dropped meanwhile, by another server
+            return self.knowledge_base(record.project_name, record.name)
+        return replace(record, spec=json.loads(text), updated_at=updated_at)
 
     def delete_knowledge_base(self, record: KbRecord) -> None:
         with self.transaction() as db:

@@ -10,28 +10,27 @@ works here, so it is rebuilt, never removed).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from mindsdb_sql_parser.ast.mindsdb import CreateKnowledgeBaseIndex, DropKnowledgeBaseIndex
 
+from kbsql.engine.sql.kb.kb_statements import record_of
 from kbsql.interface.results import OkResult, SqlResult
 
 if TYPE_CHECKING:
-    from mindsdb_sql_parser import ast
-
-    from kbsql.engine.catalog import KbRecord
     from kbsql.engine.sql.session import SqlSession
+    from kbsql.engine.sql.tables.names import Routed
 
 
-def handle(session: SqlSession, statement: ast.ASTNode, ctx: dict[str, Any],
-           record_of: Callable[[Any], KbRecord]) -> SqlResult | None:
-    """Execute CREATE/DROP INDEX ON KNOWLEDGE_BASE; None for any other statement.
-    `record_of(identifier)` resolves the knowledge base as the other KB statements do."""
-    if isinstance(statement, CreateKnowledgeBaseIndex):
-        session.kbs.service.create_index(record_of(statement.name), dict(statement.params or {}))
-        return OkResult(None, context=ctx)
-    if isinstance(statement, DropKnowledgeBaseIndex):
-        session.kbs.service.create_index(record_of(statement.name), {})
-        return OkResult(None, context=ctx)
-    return None
+def create_index(session: SqlSession, statement: CreateKnowledgeBaseIndex, ctx: dict[str, Any],
+                 routed: Routed) -> SqlResult:
+    """CREATE INDEX ON KNOWLEDGE_BASE kb [WITH (...)]: rebuild with these settings."""
+    session.kbs.service.create_index(record_of(session, statement.name, ctx), dict(statement.params or {}))
+    return OkResult(None, context=ctx)
+
+
+def drop_index(session: SqlSession, statement: DropKnowledgeBaseIndex, ctx: dict[str, Any],
+               routed: Routed) -> SqlResult:
+    """DROP INDEX ON KNOWLEDGE_BASE kb: rebuild with the default settings."""
+    session.kbs.service.create_index(record_of(session, statement.name, ctx), {})
+    return OkResult(None, context=ctx)

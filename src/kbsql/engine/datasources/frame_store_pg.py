@@ -17,8 +17,8 @@ import pyarrow.parquet as pq
 
 from kbsql.engine.catalog import now
 from kbsql.engine.catalog_pg import SCHEMA, connect
-from kbsql.engine.datasources.base import FrameScan, Scan
-from kbsql.engine.datasources.frames import FrameStore, frame_name
+from kbsql.engine.datasources.frame_store import FrameStore, frame_name
+from kbsql.engine.datasources.scans import FrameScan, Scan
 from kbsql.interface.frames import to_arrow
 
 

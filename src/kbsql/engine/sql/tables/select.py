@@ -16,12 +16,14 @@ import pyarrow as pa
 from mindsdb_sql_parser import ast
 from sqlglot import exp
 
-from kbsql.engine.datasources.base import FrameScan
-from kbsql.engine.sql import info_schema, kb_tables, names, render
-from kbsql.engine.sql.plans import Compiled
-from kbsql.engine.sql.results import JSON_COLUMNS
-from kbsql.engine.sql.value_caps import cap_values
+from kbsql.engine.datasources.scans import FrameScan
+from kbsql.engine.sql.arrow_results import JSON_COLUMNS, ArrowTableResult
+from kbsql.engine.sql.databases import info_schema
+from kbsql.engine.sql.tables import kb_tables, names, sqlglot_render
+from kbsql.engine.sql.tables.plans import Compiled
+from kbsql.engine.sql.tables.value_caps import cap_values
 from kbsql.interface.errors import SqlError
+from kbsql.interface.results import SqlResult
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -33,7 +35,7 @@ def compile_select(session: SqlSession, statement: ast.ASTNode, ctx: dict[str, A
                    resolved: names.Resolutions | None = None) -> Compiled:
     """DuckDB SQL for a SELECT (or UNION ...), with the frames and files it reads. `resolved`:
     table names the router already resolved for this statement (not resolved again)."""
-    tree = render.to_tree(statement)
+    tree = sqlglot_render.to_tree(statement)
     _name_columns(tree, statement)
     ctes = _rename_ctes(tree)
     compiled = Compiled("")
@@ -44,7 +46,7 @@ def compile_select(session: SqlSession, statement: ast.ASTNode, ctx: dict[str, A
             column.set("db", None)
             column.set("catalog", None)
     cap_values(tree, session.duck.value_cap)  # repeat('x', 10**9) and the like: refused per row
-    compiled.sql = render.to_duckdb(tree)
+    compiled.sql = sqlglot_render.to_duckdb(tree)
     return compiled
 
 
@@ -129,6 +131,13 @@ def run_select(session: SqlSession, statement: ast.ASTNode, ctx: dict[str, Any],
         # the contract's `metadata` is an object: mark the column so the result parses it back
         table = table.replace_schema_metadata({**(table.schema.metadata or {}), JSON_COLUMNS: b"metadata"})
     return table
+
+
+def select_tables(session: SqlSession, statement: ast.ASTNode, ctx: dict[str, Any],
+                  routed: names.Routed) -> SqlResult:
+    """The handler of a SELECT (or UNION ...) over tables: its answer as Arrow."""
+    return ArrowTableResult(run_select(session, statement, ctx, routed.query, resolved=routed.resolutions),
+                            ctx)
 
 
 def describe_sql(session: SqlSession, parts: list[str], ctx: dict[str, Any],

@@ -27,7 +27,7 @@ from mindsdb_sql_parser import ast
 
 from kbsql.engine.knowledge.ingest import INTERNAL_KEYS
 from kbsql.engine.knowledge.search import Filter, FilterGroup, SearchRequest
-from kbsql.engine.sql.kb_conditions import _number, _truthy, constant
+from kbsql.engine.sql.kb.kb_conditions import _number, _truthy, constant
 from kbsql.engine.sql.refusals import unsupported
 from kbsql.interface.errors import SqlError
 

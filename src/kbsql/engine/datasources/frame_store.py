@@ -23,7 +23,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from kbsql.engine.datasources.base import FrameScan, Scan, match_name
+from kbsql.engine.datasources.scans import FrameScan, Scan, match_name
 from kbsql.engine.faults import storage_fault
 from kbsql.interface.errors import BadRequest
 from kbsql.interface.frames import to_arrow

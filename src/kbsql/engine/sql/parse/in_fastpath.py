@@ -22,8 +22,8 @@ import re
 
 from mindsdb_sql_parser import ast, parse_sql
 
-from kbsql.engine.sql.render import walk
-from kbsql.engine.sql.values_fastpath import Fallback, lexed, literal_constant
+from kbsql.engine.sql.parse.values_fastpath import Fallback, lexed, literal_constant
+from kbsql.engine.sql.tables.sqlglot_render import walk
 
 MIN_LENGTH = 2_000  # below this the full parser costs well under a millisecond
 MIN_ITEMS = 50  # shorter lists cost the full parser little; they stay with it

@@ -20,8 +20,8 @@ from mindsdb_sql_parser import ast
 from sqlglot import exp
 
 from kbsql.engine.knowledge.search import DEFAULT_LIMIT
-from kbsql.engine.sql.kb_conditions import MAX_COUNT
-from kbsql.engine.sql.kb_where import run_where
+from kbsql.engine.sql.kb.kb_conditions import MAX_COUNT
+from kbsql.engine.sql.kb.kb_where import run_where
 from kbsql.interface.errors import SqlError
 from kbsql.interface.results import KB_COLUMNS
 
@@ -29,8 +29,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from kbsql.engine.catalog import KbRecord
-    from kbsql.engine.sql.names import Resolved
     from kbsql.engine.sql.session import SqlSession
+    from kbsql.engine.sql.tables.names import Resolved
 
 _COMPARISONS: dict[type, str] = {exp.EQ: "=", exp.NEQ: "!=", exp.GT: ">", exp.GTE: ">=",
                                  exp.LT: "<", exp.LTE: "<=", exp.Like: "like",

@@ -19,12 +19,14 @@ from mindsdb_sql_parser import ast
 from mindsdb_sql_parser.ast.mindsdb.create_database import CreateDatabase
 
 from kbsql.engine.datasources import registry
-from kbsql.engine.sql import info_schema
-from kbsql.engine.sql.names import INFORMATION_SCHEMA, RESERVED, Resolutions, find_project, table_parts
-from kbsql.engine.sql.results import ArrowTableResult
-from kbsql.engine.sql.select import describe_sql, run_select
+from kbsql.engine.datasources.frame_store import FRAMES_SOURCE
+from kbsql.engine.sql import refusals
+from kbsql.engine.sql.arrow_results import ArrowTableResult
+from kbsql.engine.sql.databases import info_schema
+from kbsql.engine.sql.tables.names import INFORMATION_SCHEMA, RESERVED, Routed, find_project, table_parts
+from kbsql.engine.sql.tables.select import describe_sql, run_select
 from kbsql.interface.api import DEFAULT_PROJECT
-from kbsql.interface.errors import Conflict, SqlError
+from kbsql.interface.errors import Conflict, ServiceError, SqlError
 from kbsql.interface.results import OkResult, SqlResult
 
 if TYPE_CHECKING:
@@ -40,8 +42,8 @@ def _name(identifier: ast.Identifier) -> str:
     return parts[0]
 
 
-def create_database(session: SqlSession, statement: CreateDatabase,
-                    ctx: dict[str, Any]) -> SqlResult:
+def create_database(session: SqlSession, statement: CreateDatabase, ctx: dict[str, Any],
+                    routed: Routed) -> SqlResult:
     name = _name(statement.name)
     engine = (statement.engine or "").lower() or None
     catalog = session.catalog
@@ -69,7 +71,8 @@ def create_database(session: SqlSession, statement: CreateDatabase,
     return OkResult(None, context=ctx)
 
 
-def drop_database(session: SqlSession, statement: ast.DropDatabase, ctx: dict[str, Any]) -> SqlResult:
+def drop_database(session: SqlSession, statement: ast.DropDatabase, ctx: dict[str, Any],
+                  routed: Routed) -> SqlResult:
     name = _name(statement.name)
     catalog = session.catalog
     if name.lower() in RESERVED:
@@ -90,7 +93,7 @@ def drop_database(session: SqlSession, statement: ast.DropDatabase, ctx: dict[st
     return OkResult(None, context=ctx)
 
 
-def use(session: SqlSession, statement: ast.Use, ctx: dict[str, Any]) -> SqlResult:
+def use(session: SqlSession, statement: ast.Use, ctx: dict[str, Any], routed: Routed) -> SqlResult:
     name = _name(statement.value)
     project = find_project(session, name)
     if project is None:
@@ -115,12 +118,13 @@ def filtered(session: SqlSession, table: pa.Table, statement: ast.Show,
     return ArrowTableResult(run_select(session, query, ctx, frames={"__show__": table}), ctx)
 
 
-def show_databases(session: SqlSession, statement: ast.Show, ctx: dict[str, Any]) -> SqlResult:
+def show_databases(session: SqlSession, statement: ast.Show, ctx: dict[str, Any],
+                   routed: Routed) -> SqlResult:
     names = info_schema.databases(session).column("NAME")
     return filtered(session, pa.table({"Database": names}), statement, ctx)
 
 
-def show_tables(session: SqlSession, statement: ast.Show, ctx: dict[str, Any]) -> SqlResult:
+def show_tables(session: SqlSession, statement: ast.Show, ctx: dict[str, Any], routed: Routed) -> SqlResult:
     database = _name(statement.from_table or statement.in_table) \
         if (statement.from_table or statement.in_table) else ctx["db"]
     catalog = session.catalog
@@ -144,8 +148,42 @@ def show_tables(session: SqlSession, statement: ast.Show, ctx: dict[str, Any]) -
     return filtered(session, pa.table(columns), statement, ctx)
 
 
-def describe(session: SqlSession, statement: ast.Describe, ctx: dict[str, Any],
-             resolved: Resolutions | None = None) -> SqlResult:
-    parts = table_parts(statement.value)
-    table = describe_sql(session, parts, ctx, resolved)
+def describe(session: SqlSession, statement: ast.Describe, ctx: dict[str, Any], routed: Routed) -> SqlResult:
+    """DESCRIBE [db.]table: its columns and DuckDB types."""
+    table = describe_sql(session, table_parts(statement.value), ctx, routed.resolutions)
     return ArrowTableResult(table.rename_columns(["COLUMN_NAME", "DATA_TYPE"]), ctx)
+
+
+def show_columns(session: SqlSession, statement: ast.Show, ctx: dict[str, Any], routed: Routed) -> SqlResult:
+    """SHOW COLUMNS (or FIELDS) FROM [db.]table, as DESCRIBE answers it."""
+    if statement.from_table is None:
+        raise refusals.fallback(statement)
+    return describe(session, ast.Describe(statement.from_table), ctx, routed)
+
+
+def refuse_write(session: SqlSession, statement: ast.Insert | ast.Update | ast.Delete, ctx: dict[str, Any],
+                 routed: Routed) -> SqlResult:
+    """INSERT, UPDATE or DELETE on anything but a knowledge base: refused in one line (or
+    the project it names does not exist)."""
+    missing = _missing_project(session, statement.table, ctx)
+    if missing is not None:
+        raise SqlError(missing)
+    raise refusals.unsupported(f"{type(statement).__name__.upper()} of data-source tables: "
+                               f"{statement.to_string()} (INSERT, UPDATE and DELETE write to "
+                               "knowledge bases only)")
+
+
+def _missing_project(session: SqlSession, table: Any, ctx: dict[str, Any]) -> str | None:
+    """Why a write found no knowledge base, when the reason is a project that does not
+    exist (the current one from `context.db`, or `project.kb`); None otherwise."""
+    parts = [str(p) for p in getattr(table, "parts", [])]
+    if len(parts) not in (1, 2):
+        return None
+    project = parts[0] if len(parts) == 2 else ctx["db"]
+    if project.lower() == FRAMES_SOURCE or session.catalog.find_datasource(project):
+        return None
+    try:
+        session.catalog.project(project)
+    except ServiceError as exc:
+        return exc.detail
+    return None

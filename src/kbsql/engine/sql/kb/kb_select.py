@@ -20,8 +20,8 @@ import duckdb
 from mindsdb_sql_parser import ast
 
 from kbsql.engine.knowledge.search import DEFAULT_LIMIT
-from kbsql.engine.sql.kb_conditions import count
-from kbsql.engine.sql.kb_where import Columns, Search, Subquery, run_where
+from kbsql.engine.sql.kb.kb_conditions import count
+from kbsql.engine.sql.kb.kb_where import Columns, Search, Subquery, run_where
 from kbsql.interface.errors import SqlError
 from kbsql.interface.results import KB_COLUMNS
 

@@ -16,9 +16,9 @@ import re
 
 from mindsdb_sql_parser import ast, parse_sql
 
-from kbsql.engine.sql.in_fastpath import parse_in_lists
+from kbsql.engine.sql.parse.in_fastpath import parse_in_lists
+from kbsql.engine.sql.parse.values_fastpath import parse_insert_values
 from kbsql.engine.sql.refusals import unsupported
-from kbsql.engine.sql.values_fastpath import parse_insert_values
 from kbsql.interface.errors import SqlError
 from kbsql.interface.sqltext import segments
 

@@ -32,13 +32,13 @@ import duckdb
 import pyarrow as pa
 from sqlglot import exp
 
-from kbsql.engine.datasources.base import DataSource, FileScan, FrameScan, NativeTable, Scan
 from kbsql.engine.datasources.confine import PathPolicy, Pinned
-from kbsql.engine.datasources.frames import FRAMES_SOURCE, FrameStore
+from kbsql.engine.datasources.frame_store import FRAMES_SOURCE, FrameStore
 from kbsql.engine.datasources.registry import open_source
-from kbsql.engine.sql import value_caps
-from kbsql.engine.sql.plans import Compiled, FrameUse
-from kbsql.engine.sql.watchdog import Watchdog
+from kbsql.engine.datasources.scans import DataSource, FileScan, FrameScan, NativeTable, Scan
+from kbsql.engine.sql.tables import value_caps
+from kbsql.engine.sql.tables.plans import Compiled, FrameUse
+from kbsql.engine.sql.tables.watchdog import Watchdog
 from kbsql.interface.control import CURRENT, Control, Stopped
 from kbsql.interface.errors import SqlError
 

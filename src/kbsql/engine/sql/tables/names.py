@@ -5,9 +5,9 @@
 (the catalog enforces it), `information_schema` and the built-in `df` source are reserved.
 A name that resolves to nothing is an error naming the table AND the database.
 
-The executor resolves a statement's own table once, before routing (`target_of`): a
-knowledge base goes to `kb_statements` with its record, anything else to its handler with
-the resolution (`Resolutions`), so no statement reads the catalog twice for one name.
+The executor resolves a statement's own table once, before routing (`target_of`), and hands
+the handler a `Routed`: a knowledge base's handler gets its record, a SELECT compiler the
+resolution (`Resolutions`), so no statement reads the catalog twice for one name.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 from mindsdb_sql_parser import ast
 
 from kbsql.engine.catalog import KbRecord
-from kbsql.engine.datasources.base import Scan
-from kbsql.engine.datasources.frames import FRAMES_SOURCE
+from kbsql.engine.datasources.frame_store import FRAMES_SOURCE
+from kbsql.engine.datasources.scans import Scan
 from kbsql.interface.errors import NotFound, SqlError
 
 if TYPE_CHECKING:
@@ -42,6 +42,27 @@ class Resolved:
 
 Resolutions = dict[tuple[str, ...], Resolved]
 """Table names (their parts) already resolved for this statement, handed down by the router."""
+
+
+@dataclass(frozen=True)
+class Routed:
+    """What the router learned about a statement before choosing its handler: its own table
+    (`FROM t`, `INTO t`, `DESCRIBE t`, or None), what that names (`target`, resolved once),
+    and the statement's text when its plan may be cached (None with bound parameters)."""
+
+    table: Any = None
+    target: Resolved | None = None
+    query: str | None = None
+
+    @property
+    def record(self) -> KbRecord | None:
+        """The knowledge base the statement's own table names, if it names one."""
+        return self.target.record if self.target is not None and self.target.kind == "kb" else None
+
+    @property
+    def resolutions(self) -> Resolutions:
+        """The statement's own table as already resolved, for the SELECT compiler."""
+        return {} if self.target is None else {tuple(table_parts(self.table)): self.target}
 
 
 def find_project(session: SqlSession, name: str) -> str | None:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kbsql.engine.datasources.base import Scan
+from kbsql.engine.datasources.scans import Scan
 from kbsql.interface.errors import SqlError
 
 PLAN_CACHE_SIZE = 256

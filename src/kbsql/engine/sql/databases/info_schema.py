@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from kbsql.engine.datasources.frames import FRAMES_SOURCE
+from kbsql.engine.datasources.frame_store import FRAMES_SOURCE
 from kbsql.engine.sql import query_log
-from kbsql.engine.sql.names import INFORMATION_SCHEMA, not_found
+from kbsql.engine.sql.tables.names import INFORMATION_SCHEMA, not_found
 from kbsql.engine.views import knowledge_base_json
 from kbsql.interface.secrets import mask_secrets
 

@@ -15,10 +15,11 @@ import pyarrow.compute as pc
 from mindsdb_sql_parser import ast
 from mindsdb_sql_parser.ast.mindsdb.agents import CreateAgent, DropAgent, UpdateAgent
 
-from kbsql.engine.sql import agent_select, info_schema
-from kbsql.engine.sql.databases import filtered
-from kbsql.engine.sql.names import Resolved, table_parts
-from kbsql.engine.sql.results import ArrowTableResult
+from kbsql.engine.sql.agent import agent_select
+from kbsql.engine.sql.arrow_results import ArrowTableResult
+from kbsql.engine.sql.databases import info_schema
+from kbsql.engine.sql.databases.database_statements import filtered
+from kbsql.engine.sql.tables.names import Routed, table_parts
 from kbsql.interface.errors import NotFound, SqlError
 from kbsql.interface.results import OkResult, SqlResult
 
@@ -35,7 +36,8 @@ def _target(identifier: ast.Identifier, ctx: dict[str, Any]) -> tuple[str, str]:
     return (parts[0], parts[1]) if len(parts) == 2 else (ctx["db"], parts[0])
 
 
-def create_agent(session: SqlSession, statement: CreateAgent, ctx: dict[str, Any]) -> SqlResult:
+def create_agent(session: SqlSession, statement: CreateAgent, ctx: dict[str, Any],
+                 routed: Routed) -> SqlResult:
     project, name = _target(statement.name, ctx)
     params = dict(statement.params or {})
     model: Any = statement.model
@@ -55,7 +57,7 @@ def create_agent(session: SqlSession, statement: CreateAgent, ctx: dict[str, Any
     return OkResult(None, context=ctx)
 
 
-def drop_agent(session: SqlSession, statement: DropAgent, ctx: dict[str, Any]) -> SqlResult:
+def drop_agent(session: SqlSession, statement: DropAgent, ctx: dict[str, Any], routed: Routed) -> SqlResult:
     project, name = _target(statement.name, ctx)
     try:
         session.agents.delete_agent(project, name)
@@ -65,7 +67,7 @@ def drop_agent(session: SqlSession, statement: DropAgent, ctx: dict[str, Any]) -
     return OkResult(None, context=ctx)
 
 
-def show_agents(session: SqlSession, statement: ast.Show, ctx: dict[str, Any]) -> SqlResult:
+def show_agents(session: SqlSession, statement: ast.Show, ctx: dict[str, Any], routed: Routed) -> SqlResult:
     """Agents of the current project (or `SHOW AGENTS FROM p`)."""
     source = statement.from_table or statement.in_table
     project = table_parts(source)[0] if source is not None else ctx["db"]
@@ -78,7 +80,8 @@ def show_agents(session: SqlSession, statement: ast.Show, ctx: dict[str, Any]) -
 ALTERABLE = ("model", "data", "prompt_template", "timeout", "mode")
 
 
-def update_agent(session: SqlSession, statement: UpdateAgent, ctx: dict[str, Any]) -> SqlResult:
+def update_agent(session: SqlSession, statement: UpdateAgent, ctx: dict[str, Any],
+                 routed: Routed) -> SqlResult:
     """`ALTER AGENT a USING model = {...}, data = {...}, prompt_template = '...'`
     (agent_syntax.mdx): a partial update, through the same validation as the REST route."""
     project, name = _target(statement.name, ctx)
@@ -97,13 +100,12 @@ def update_agent(session: SqlSession, statement: UpdateAgent, ctx: dict[str, Any
     return OkResult(None, context=ctx)
 
 
-def select_agent(session: SqlSession, statement: ast.ASTNode, ctx: dict[str, Any],
-                 target: Resolved | None = None) -> SqlResult | None:
+def ask(session: SqlSession, statement: ast.Select, ctx: dict[str, Any], routed: Routed) -> SqlResult:
     """`SELECT ... FROM agent WHERE question = '...' [USING ...]` when the agent is the only
-    table (in a join, `kb_tables` asks it); None when the statement reads no agent. `target`
-    is the FROM table as the router resolved it (`names.target_of`)."""
-    if not isinstance(statement, ast.Select) or target is None or target.kind != "agent":
-        return None
+    table (in a join, `kb_tables` asks it); `routed.target` is the agent as the router
+    resolved it (`names.target_of`)."""
+    target = routed.target
+    assert target is not None and target.kind == "agent"  # the router sends only an agent here
     if statement.group_by or statement.order_by or statement.having or statement.distinct:
         raise agent_select.unsupported("GROUP BY / ORDER BY / DISTINCT on an agent's answer")
     names, rows = agent_select.ask(session.agents, target.database, target.name, statement)
