@@ -26,8 +26,8 @@ CREATE_KB = {"query": "CREATE KNOWLEDGE_BASE sneaky USING embedding_model = "
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    with spawn(tmp_path_factory.mktemp("auth"),
-               args=("--token", TOKEN, "--user", "ann", "--password", "pw-ann")) as proc:
+    with spawn(tmp_path_factory.mktemp("auth"), args=("--token", TOKEN, "--user", "ann", "--password",
+                                                      "pw-ann", *AS_PROXY)) as proc:
         yield proc
 
 
@@ -41,9 +41,13 @@ def kb_names(url: str) -> list[str]:
     return [k["name"] for k in answer.json()]
 
 
+AS_PROXY = ("--forwarded-allow-ips", "127.0.0.1")
+"""The test process stands for a reverse proxy on loopback (its X-Forwarded-For names the
+client), so one process can stand for several clients; tests/test_server_isolation.py
+checks the header is ignored without the flag."""
+
+
 def from_address(address: str) -> dict[str, str]:
-    """uvicorn takes the client address from X-Forwarded-For on a loopback connection (its
-    default FORWARDED_ALLOW_IPS), so one test process can stand for several clients."""
     return {"X-Forwarded-For": address}
 
 

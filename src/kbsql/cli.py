@@ -51,6 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--shutdown-timeout", type=float, default=30,
                        help="seconds requests in flight get to finish after SIGTERM/SIGINT "
                             "(default 30)")
+    _sharing_flags(serve)
     quick = sub.add_parser("quickstart", help="build a small knowledge base and agent, query them")
     quick.add_argument("--data-dir", default=None)
     args = parser.parse_args(argv)
@@ -61,8 +62,72 @@ def main(argv: list[str] | None = None) -> int:
     return run(args.data_dir)
 
 
+def _fair_share_mb() -> int:
+    """A quarter of the machine's memory (at least 256 MB): the SQL engine's default limit."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        total = 4 << 30
+    return max(256, total // 4 // (1 << 20))
+
+
+def _sharing_flags(serve: argparse.ArgumentParser) -> None:
+    """The bounds that keep one user's work from stalling or exhausting another's."""
+    serve.add_argument("--statement-timeout", type=float, default=120, metavar="SECONDS",
+                       help="longest an SQL statement runs before it is interrupted (default 120; "
+                            "0: none); a request may ask for less with 'timeout'")
+    serve.add_argument("--sql-memory-mb", type=int, default=_fair_share_mb(), metavar="MB",
+                       help="memory limit of the SQL engine (default a quarter of this machine's "
+                            f"memory, {_fair_share_mb()} here); it spills to disk beyond")
+    serve.add_argument("--sql-spill-mb", type=int, default=None, metavar="MB",
+                       help="most the SQL engine may spill into <data-dir>/tmp (default 4x "
+                            "--sql-memory-mb, at most a quarter of the free disk)")
+    serve.add_argument("--sql-workers", type=int, default=32, metavar="N",
+                       help="SQL statements run at once (default 32; more wait, then 503)")
+    serve.add_argument("--model-workers", type=int, default=32, metavar="N",
+                       help="requests that may call a model (completions, inserts, creating a "
+                            "knowledge base or agent) run at once (default 32; then 503)")
+    serve.add_argument("--model-concurrency", type=int, default=16, metavar="N",
+                       help="model calls in flight to one model host (default 16; then 503)")
+    serve.add_argument("--model-timeout", type=float, default=120, metavar="SECONDS",
+                       help="longest one model call (embedding, chat, rerank) may take (default 120)")
+    serve.add_argument("--allow-model-host", action="append", default=[], metavar="HOST[:PORT]",
+                       help="a host model calls may go to; repeatable; '*' is any public host. "
+                            "With a token or a public bind the default is '*': loopback and "
+                            "private addresses only when named")
+    serve.add_argument("--forwarded-allow-ips", action="append", default=[], metavar="IPS",
+                       help="proxies (comma-separated IPs, repeatable) whose X-Forwarded-For "
+                            "names the client (default none: the connection's address counts)")
+    serve.add_argument("--max-chunks-per-row", type=int, default=10_000, metavar="N",
+                       help="chunks one inserted row may make (default 10000; the insert fails "
+                            "beyond)")
+
+
+def _engine_settings(args: argparse.Namespace) -> dict[str, object] | str:
+    """The engine's bounds from the flags, or the line saying which flag is wrong."""
+    positive = {"--sql-memory-mb": args.sql_memory_mb, "--sql-workers": args.sql_workers,
+                "--model-workers": args.model_workers, "--model-concurrency": args.model_concurrency,
+                "--model-timeout": args.model_timeout, "--max-chunks-per-row": args.max_chunks_per_row}
+    wrong = [flag for flag, value in positive.items() if value <= 0]
+    if args.statement_timeout < 0 or (args.sql_spill_mb is not None and args.sql_spill_mb < 0):
+        wrong.append("--statement-timeout/--sql-spill-mb")
+    if wrong:
+        return f"{', '.join(wrong)} must be positive"
+    from kbsql.engine.outbound import normalize_entry
+
+    try:
+        hosts = tuple(normalize_entry(h) for h in args.allow_model_host)
+    except ValueError as exc:
+        return f"--allow-model-host: {exc}"
+    return {"statement_timeout": args.statement_timeout or None, "sql_memory_mb": args.sql_memory_mb,
+            "sql_spill_mb": args.sql_spill_mb, "model_timeout": args.model_timeout,
+            "model_concurrency": args.model_concurrency, "max_chunks_per_row": args.max_chunks_per_row,
+            "allowed_model_hosts": hosts or None, "served": True}
+
+
 def _serve(args: argparse.Namespace) -> int:
     from kbsql.server.auth import AuthSettings
+    from kbsql.server.lanes import Lanes
     from kbsql.server.limits import Limits
     from kbsql.server.run import StartupError
     from kbsql.server.run import serve as run_server
@@ -74,31 +139,47 @@ def _serve(args: argparse.Namespace) -> int:
         print("kbsql serve: --max-body-mb, --max-sql-kb and --timeout must be positive",
               file=sys.stderr)
         return 2
+    settings = _engine_settings(args)
+    if isinstance(settings, str):
+        print(f"kbsql serve: {settings}", file=sys.stderr)
+        return 2
     auth = AuthSettings(token=args.token, user=args.user, password=args.password)
     limits = Limits(max_body=int(args.max_body_mb * 1024 * 1024),
                     max_sql=int(args.max_sql_kb * 1024), timeout=args.timeout)
+    proxies = tuple(ip.strip() for value in args.forwarded_allow_ips for ip in value.split(",") if ip.strip())
     try:
-        run_server(functools.partial(open_engine, args.data_dir, args.catalog), args.host, args.port,
-                   args.log_level, tuple(args.allow_origin), auth=auth, limits=limits,
-                   allow_paths=args.allow_path, shutdown_timeout=args.shutdown_timeout)
+        run_server(functools.partial(open_engine, args.data_dir, args.catalog, settings), args.host,
+                   args.port, args.log_level, tuple(args.allow_origin), auth=auth, limits=limits,
+                   allow_paths=args.allow_path, shutdown_timeout=args.shutdown_timeout,
+                   forwarded_allow_ips=proxies,
+                   lanes=Lanes.sized(args.sql_workers, args.model_workers))
     except StartupError as exc:
         print(f"kbsql serve: {exc}", file=sys.stderr)
         return 1
     return 0
 
 
-def open_engine(data_dir: str | None, catalog_url: str | None,
-                allowed_paths: tuple[Path, ...] | None) -> Backend:
+def open_engine(data_dir: str | None, catalog_url: str | None, settings: dict[str, object],
+                allowed_paths: tuple[Path, ...] | None, confined: bool) -> Backend:
     """The local engine as the server's service (this is where the two are wired): opened
-    after the server's exposure checks, each startup problem one line (`StartupError`)."""
+    after the server's exposure checks with the server's bounds (`settings`, from the flags;
+    confined: model calls only to allowed hosts, '*' unless named), each startup problem
+    one line (`StartupError`)."""
     import sqlite3
 
     from kbsql.engine import Engine
+    from kbsql.engine.config import EngineConfig
     from kbsql.interface.errors import ServiceError
     from kbsql.server.run import Backend, StartupError
 
     try:
-        engine = Engine(data_dir, catalog_url=catalog_url)
+        config = EngineConfig.load(data_dir, catalog_url)
+        for key, value in settings.items():
+            setattr(config, key, value)
+        if confined and config.allowed_model_hosts is None:
+            config.allowed_model_hosts = ("*",)
+        config.allowed_paths = allowed_paths
+        engine = Engine(config=config)
     except sqlite3.DatabaseError as exc:
         raise StartupError(f"the catalog in {data_dir or 'the data directory'} cannot be read "
                            f"({exc}): restore it from a backup or move it away") from None
@@ -111,7 +192,6 @@ def open_engine(data_dir: str | None, catalog_url: str | None,
         raise StartupError(f"cannot open the data directory {data_dir or ''}: "
                            f"{exc.strerror or exc}" + (f" ({exc.filename})" if exc.filename else "")
                            ) from None
-    engine.config.allowed_paths = allowed_paths
     where = f"data: {engine.data_dir}"
     if engine.catalog.shared_url:
         from kbsql.engine.catalog_pg import where_of_url

@@ -20,6 +20,7 @@ from starlette.responses import Response
 from kbsql.interface.api import ServiceApi
 from kbsql.server.auth import AuthSettings, TokenAuth
 from kbsql.server.guard import RequestGuard
+from kbsql.server.lanes import Lanes
 from kbsql.server.limits import BodyLimit, Limits
 from kbsql.server.routes import agents, knowledge_bases, sql, status, uploads
 from kbsql.server.routes.common import PROBLEM, json_response
@@ -38,12 +39,12 @@ def _no_method(request: Request, exc: Any) -> Response:
 
 def build_app(api: ServiceApi, *, bind_host: str | None = None,
               allowed_origins: Iterable[str] = (), auth: AuthSettings | None = None,
-              limits: Limits | None = None) -> Starlette:
+              limits: Limits | None = None, lanes: Lanes | None = None) -> Starlette:
     """The ASGI app over one service, behind the request guard (`guard.py`): `bind_host` is
     the address the server listens on (a loopback bind turns on the Host check) and
     `allowed_origins` the browser origins allowed besides loopback ones. Then the token
     check (`auth.py`, off when `auth` has no token nor user) and the body limits
-    (`limits.py`)."""
+    (`limits.py`). `lanes`: the worker pools of SQL, model and catalog calls (`lanes.py`)."""
     auth = auth or AuthSettings()
     limits = limits or Limits()
     app = Starlette(routes=ROUTES, middleware=[
@@ -54,4 +55,5 @@ def build_app(api: ServiceApi, *, bind_host: str | None = None,
     app.state.api = api
     app.state.auth = auth
     app.state.limits = limits
+    app.state.lanes = lanes or Lanes.sized()
     return app

@@ -24,9 +24,11 @@ from types import FrameType
 import uvicorn
 
 from kbsql.interface.api import ServiceApi
+from kbsql.server import log_collapse
 from kbsql.server.app import build_app
 from kbsql.server.auth import AuthSettings
 from kbsql.server.guard import is_loopback_host
+from kbsql.server.lanes import Lanes
 from kbsql.server.limits import Limits, head_timeout_protocol
 
 log = logging.getLogger("kbsql.server")
@@ -47,9 +49,11 @@ class Backend:
     """The data cannot be written: the server says it serves reads only."""
 
 
-OpenBackend = Callable[[tuple[Path, ...] | None], Backend]
+OpenBackend = Callable[[tuple[Path, ...] | None, bool], Backend]
 """Opens the service, given the only folders file-based data sources may read (None: no
-confinement beyond the data directory); raises `StartupError` with the line to show."""
+confinement beyond the data directory) and whether others can reach it (a token or a
+public bind: model calls go only to allowed hosts); raises `StartupError` with the line
+to show."""
 
 
 class _Server(uvicorn.Server):
@@ -91,20 +95,24 @@ def bind(host: str, port: int) -> socket.socket:
 def serve(open_backend: OpenBackend, host: str = "127.0.0.1", port: int = 47334,
           log_level: str = "warning", allowed_origins: tuple[str, ...] = (), *,
           auth: AuthSettings | None = None, limits: Limits | None = None,
-          allow_paths: Iterable[str] = (), shutdown_timeout: float = 30) -> None:
+          allow_paths: Iterable[str] = (), shutdown_timeout: float = 30,
+          forwarded_allow_ips: tuple[str, ...] = (), lanes: Lanes | None = None) -> None:
     """Serve until interrupted. With port 0 the OS picks a free port; the first line on
     stdout is `kbsql serving on http://HOST:PORT (where)` either way (tests read it).
     `allowed_origins`: browser origins allowed besides loopback ones (see server/guard.py).
     `allow_paths`: the only roots file-based data sources may open when the server has a
     token or listens beyond loopback (anywhere but the data directory otherwise).
-    `shutdown_timeout`: seconds requests in flight get to finish after SIGTERM/SIGINT."""
+    `shutdown_timeout`: seconds requests in flight get to finish after SIGTERM/SIGINT.
+    `forwarded_allow_ips`: the proxies whose `X-Forwarded-For` names the client (none: the
+    connection's own address always counts, for the login throttle too).
+    `lanes`: the worker pools of SQL, model and catalog calls (server/lanes.py)."""
     auth = auth or AuthSettings()
     limits = limits or Limits()
     check_exposure(host, auth)
     confined = auth.enabled or not is_loopback_host(host)
     roots = tuple(Path(p).expanduser().resolve() for p in allow_paths)
     os.umask(0o077)  # every file the server writes is the owner's alone (0600, dirs 0700)
-    backend = open_backend(roots if confined or roots else None)
+    backend = open_backend(roots if confined or roots else None, confined)
     if backend.read_only:
         print(f"kbsql serve: {backend.api.location} cannot be written: serving reads only",
               file=sys.stderr, flush=True)
@@ -115,11 +123,16 @@ def serve(open_backend: OpenBackend, host: str = "127.0.0.1", port: int = 47334,
         raise
     bound_port = sock.getsockname()[1]
     app = build_app(backend.api, bind_host=host, allowed_origins=allowed_origins, auth=auth,
-                    limits=limits)
+                    limits=limits, lanes=lanes)
+    # X-Forwarded-For is believed only from the proxies named; uvicorn's own default would
+    # believe it from loopback (a local user could then pick any client address)
     config = uvicorn.Config(app, log_level=log_level, access_log=False,
                             timeout_graceful_shutdown=max(1, round(shutdown_timeout)),
                             http=head_timeout_protocol(limits.timeout),
-                            h11_max_incomplete_event_size=64 * 1024)
+                            h11_max_incomplete_event_size=64 * 1024,
+                            proxy_headers=bool(forwarded_allow_ips),
+                            forwarded_allow_ips=list(forwarded_allow_ips) or None)
+    collapse = log_collapse.install()  # after uvicorn's logging setup: its handlers too
     server = _Server(config)
     shown = f"[{host}]" if ":" in host else host  # an IPv6 address needs brackets in a URL
     print(f"kbsql serving on http://{shown}:{bound_port} ({backend.where})", flush=True)
@@ -127,4 +140,6 @@ def serve(open_backend: OpenBackend, host: str = "127.0.0.1", port: int = 47334,
         server.run(sockets=[sock])
     finally:
         backend.api.close()
+        app.state.lanes.close()
+        log_collapse.report_pending(collapse)
         sys.stdout.flush()

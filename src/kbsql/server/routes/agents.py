@@ -11,16 +11,30 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
+from kbsql.interface.control import Control
 from kbsql.interface.stream import close_stream, end_chunk, error_chunk, sse_lines
-from kbsql.server.routes.common import api_of, endpoint, in_thread, json_response, log, path, read_body
+from kbsql.server.lanes import Lane
+from kbsql.server.routes.common import (
+    api_of,
+    controlled,
+    default_lanes,
+    endpoint,
+    in_thread,
+    json_response,
+    lanes_of,
+    log,
+    path,
+    read_body,
+)
 
 
 async def collection(request: Request) -> Response:
     """GET lists the project's agents, POST creates one."""
     api, project = api_of(request), path(request, "project")
     if request.method == "POST":
-        body = await read_body(request, "agent")
-        return json_response((await in_thread(api.create_agent, project, body)).to_json(), 201)
+        body = await read_body(request, "agent")  # checks the model: the model lane
+        agent = await in_thread(api.create_agent, project, body, lane=lanes_of(request).model)
+        return json_response(agent.to_json(), 201)
     return json_response([a.to_json() for a in await in_thread(api.list_agents, project)])
 
 
@@ -32,7 +46,8 @@ async def item(request: Request) -> Response:
         return Response(status_code=200)
     if request.method == "PUT":
         body = await read_body(request, "agent")
-        return json_response((await in_thread(api.update_agent, project, name, body)).to_json())
+        agent = await in_thread(api.update_agent, project, name, body, lane=lanes_of(request).model)
+        return json_response(agent.to_json())
     return json_response((await in_thread(api.get_agent, project, name)).to_json())
 
 
@@ -45,14 +60,18 @@ async def messages_of(request: Request) -> Any:
 async def completions(request: Request) -> Response:
     api, project, name = api_of(request), path(request, "project"), path(request, "name")
     messages = await messages_of(request)
-    return json_response(await in_thread(api.complete, project, name, messages))
+    answer = await controlled(request, Control(), api.complete, project, name, messages,
+                              lane=lanes_of(request).model)  # a client that leaves stops the run
+    return json_response(answer)
 
 
 async def completions_stream(request: Request) -> Response:
+    """The run as server-sent events, on the model lane (a full lane is a real 503 here)."""
     api, project, name = api_of(request), path(request, "project"), path(request, "name")
     messages = await messages_of(request)
-    chunks = await in_thread(api.stream, project, name, messages)  # 404 before streaming
-    return StreamingResponse(stream_events(chunks, request), media_type="text/event-stream",
+    lane = lanes_of(request).model
+    chunks = await lane.run(api.stream, project, name, messages)  # 404 before streaming
+    return StreamingResponse(stream_events(chunks, request, lane), media_type="text/event-stream",
                              headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
 
@@ -66,29 +85,35 @@ async def _close_on_disconnect(chunks: Iterator[dict[str, Any]], request: Reques
     close_stream(chunks)
 
 
-async def stream_events(chunks: Iterator[dict[str, Any]],
-                        request: Request | None = None) -> AsyncIterator[str]:
+async def stream_events(chunks: Iterator[dict[str, Any]], request: Request | None = None,
+                        lane: Lane | None = None) -> AsyncIterator[str]:
     """Send each chunk as soon as the service yields it. A failure mid-way becomes an error
-    chunk then `end`; a client that goes away closes the generator, which stops the run."""
+    chunk then `end`; a client that goes away closes the generator, which stops the run.
+    The stream holds one slot of its `lane` throughout: admitted once, never refused
+    half-way."""
     lines = sse_lines(chunks)
     sentinel: Any = object()
     trace_id = ""
+    lane = lane or default_lanes().model
+    held = False
     watcher = asyncio.ensure_future(_close_on_disconnect(chunks, request))
     try:
+        await lane.acquire()
+        held = True
         while True:
-            try:
-                line = await in_thread(next, lines, sentinel)
-            except Exception as exc:  # the service failed after the first chunk left
-                log.warning("agent stream failed: %s", exc)
-                for tail in sse_lines([error_chunk(str(exc), trace_id), end_chunk()]):
-                    yield tail
-                return
+            line = await lane.call(next, lines, sentinel)
             if line is sentinel:
                 return
             if not trace_id and '"trace_id":"' in line:
                 trace_id = line.split('"trace_id":"', 1)[1].split('"', 1)[0]
             yield line
+    except Exception as exc:  # the service failed after the first chunk left
+        log.warning("agent stream failed: %s", exc)
+        for tail in sse_lines([error_chunk(str(exc), trace_id), end_chunk()]):
+            yield tail
     finally:
+        if held:
+            lane.release()
         watcher.cancel()
         close_stream(chunks)
 

@@ -9,28 +9,38 @@ title and detail).
 from __future__ import annotations
 
 import asyncio
-import contextvars
+import errno
 import logging
 from collections.abc import Awaitable, Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
 
 from kbsql.interface.api import ServiceApi
-from kbsql.interface.errors import PROBLEM_TYPE_HEADER, BadRequest, MissingParameter, ServiceError
+from kbsql.interface.control import CLIENT_GONE, CURRENT, Control, Stopped
+from kbsql.interface.errors import (
+    PROBLEM_TYPE_HEADER,
+    BadRequest,
+    Busy,
+    InsufficientStorage,
+    MissingParameter,
+    ServiceError,
+)
 from kbsql.interface.jsonable import dumps
+from kbsql.server.lanes import Lane, Lanes
 from kbsql.server.limits import parse_json
 
 log = logging.getLogger("kbsql.server")
 
 PROBLEM = "application/problem+json"
-SERVICE_THREADS = 40  # as many as Starlette's own pool: a slow model call holds one each
-
-_service_pool = ThreadPoolExecutor(SERVICE_THREADS, thread_name_prefix="kbsql-engine")
+WATCH_AFTER_S = 0.2
+"""A call still running after this long gets its client watched: one that goes away stops
+it (`controlled`). Later than 0 so a fast statement (the keep-alive `SELECT 1`) starts no
+task; a disconnect is then noticed within this plus the time the socket takes to close."""
 
 Handler = Callable[[Request], Awaitable[Response]]
+_default_lanes = Lanes.sized()  # an app built without lanes (tests of routes) shares these
 
 
 def api_of(request: Request) -> ServiceApi:
@@ -43,23 +53,44 @@ def path(request: Request, key: str) -> str:
     return request.path_params[key]
 
 
-async def in_thread(fn: Callable[..., Any], *args: Any) -> Any:
-    """Run a service call in a worker thread (it may embed text, call a model or scan a
-    table: never on the event loop). A plain executor rather than Starlette's
-    `run_in_threadpool`: the hop is ~45 us cheaper (95 against 140 us measured here), a
-    tenth of a keep-alive `SELECT 1`. The caller's context variables go along, as there.
-    As there too, the call cannot be cancelled halfway: a request cancelled at the end of a
-    graceful shutdown waits for its call and answers with its result. The service is closed
-    right after the last request ends and must not be closed under a write in progress, and
-    an insert that committed must not answer 500 (its client would send it again)."""
-    context = contextvars.copy_context()
-    future = asyncio.get_running_loop().run_in_executor(_service_pool, context.run, fn, *args)
-    while True:
-        try:
-            return await asyncio.shield(future)
-        except asyncio.CancelledError:
-            if future.cancelled():
-                raise
+def lanes_of(request: Request) -> Lanes:
+    return getattr(request.app.state, "lanes", None) or _default_lanes
+
+
+def default_lanes() -> Lanes:
+    return _default_lanes
+
+
+async def in_thread(fn: Callable[..., Any], *args: Any, lane: Lane | None = None) -> Any:
+    """Run a service call in a worker thread of `lane` (default: the catalog lane; see
+    `server/lanes.py`): it may embed text, call a model or scan a table, never on the event
+    loop. The caller's context variables go along (the request's `Control`)."""
+    return await (lane or _default_lanes.catalog).run(fn, *args)
+
+
+async def controlled(request: Request, control: Control, fn: Callable[..., Any], *args: Any,
+                     lane: Lane) -> Any:
+    """`in_thread` under `control` (the service reads it as `interface.control.CURRENT`):
+    when the client goes away while the call runs, the control is stopped, which interrupts
+    the statement or the model call within the watcher's tick."""
+    loop = asyncio.get_running_loop()
+    watcher: list[asyncio.Task[None]] = []
+    timer = loop.call_later(WATCH_AFTER_S, lambda: watcher.append(
+        loop.create_task(_stop_on_disconnect(request, control))))
+    token = CURRENT.set(control)
+    try:
+        return await in_thread(fn, *args, lane=lane)
+    finally:
+        CURRENT.reset(token)
+        timer.cancel()
+        for task in watcher:
+            task.cancel()
+
+
+async def _stop_on_disconnect(request: Request, control: Control) -> None:
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+    control.stop(CLIENT_GONE)
 
 
 def json_response(body: Any, status: int = 200, media_type: str = "application/json") -> Response:
@@ -68,24 +99,40 @@ def json_response(body: Any, status: int = 200, media_type: str = "application/j
 
 def problem(error: ServiceError) -> Response:
     """The problem+json answer; the class's problem type rides in a header so the body stays
-    the reference's `{"title", "detail"}` (see `interface.errors`)."""
+    the reference's `{"title", "detail"}` (see `interface.errors`); a `Busy` says when to
+    come back (Retry-After)."""
     response = json_response(error.to_problem(), error.status, PROBLEM)
     response.headers[PROBLEM_TYPE_HEADER] = error.problem_type
+    if isinstance(error, Busy):
+        response.headers["Retry-After"] = str(error.retry_after)
     return response
 
 
 def endpoint(handler: Handler) -> Handler:
-    """A route whose service errors answer problem+json and whose faults answer 500."""
+    """A route whose service errors answer problem+json and whose faults answer 500; a full
+    disk is a 507, a call stopped because its client left answers nobody (no log)."""
     async def wrapped(request: Request) -> Response:
         try:
             return await handler(request)
         except ServiceError as exc:
             return problem(exc)
-        except Exception as exc:  # a real fault: log it, answer 500 with the documented keys
-            log.exception("unhandled error on %s %s", request.method, request.url.path)
-            return json_response({"title": "Internal server error",
-                                  "detail": f"{type(exc).__name__}: {exc}"}, 500, PROBLEM)
+        except Stopped as exc:
+            return problem(ServiceError(f"The request was stopped: {exc.reason}", "Stopped", 499))
+        except OSError as exc:
+            if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+                return _fault(request, exc)
+            return problem(InsufficientStorage("The disk is full: nothing was stored by this "
+                                               "request. Free some space and send it again"))
+        except Exception as exc:
+            return _fault(request, exc)
     return wrapped
+
+
+def _fault(request: Request, exc: Exception) -> Response:
+    """A real fault: logged, and a 500 with the documented keys."""
+    log.exception("unhandled error on %s %s", request.method, request.url.path)
+    return json_response({"title": "Internal server error", "detail": f"{type(exc).__name__}: {exc}"},
+                         500, PROBLEM)
 
 
 async def read_body(request: Request, wrapper: str | None = None) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from kbsql.server.routes.common import (
     endpoint,
     in_thread,
     json_response,
+    lanes_of,
     not_supported,
     path,
     read_body,
@@ -40,8 +41,8 @@ async def collection(request: Request) -> Response:
     """GET lists the project's knowledge bases, POST creates one."""
     api, project = api_of(request), path(request, "project")
     if request.method == "POST":
-        body = await read_body(request, "knowledge_base")
-        kb = await in_thread(api.create_knowledge_base, project, body)
+        body = await read_body(request, "knowledge_base")  # checks its models: the model lane
+        kb = await in_thread(api.create_knowledge_base, project, body, lane=lanes_of(request).model)
         return json_response(kb.to_json(), 201)
     kbs = await in_thread(api.list_knowledge_bases, project)
     return json_response([k.to_json() for k in kbs])
@@ -62,9 +63,11 @@ async def put(request: Request) -> Response:
     """PUT: insert rows, alter, insert a query's result (see the module docstring)."""
     api, project, name = api_of(request), path(request, "project"), path(request, "name")
     body = await read_body(request, "knowledge_base")
+    lane = lanes_of(request).model  # inserting embeds the rows
     if set(body) == {"rows"}:  # one insert batch of a client
-        return json_response(await in_thread(api.insert_knowledge_base_rows, project, name, body["rows"]))
-    return json_response(await in_thread(put_knowledge_base, api, project, name, body))
+        return json_response(await in_thread(api.insert_knowledge_base_rows, project, name, body["rows"],
+                                              lane=lane))
+    return json_response(await in_thread(put_knowledge_base, api, project, name, body, lane=lane))
 
 
 def check_put(body: dict[str, Any]) -> None:

@@ -1,6 +1,7 @@
 """`POST /api/sql/query` (rest/sql.mdx): one statement, answered whole or streamed as
 server-sent events or JSON lines (`response_format`). SQL errors answer HTTP 200 with
-`type: error`, as the reference does."""
+`type: error`, as the reference does. A body may carry `timeout` (seconds) to stop its
+statement sooner than the server's --statement-timeout."""
 
 from __future__ import annotations
 
@@ -11,11 +12,12 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
+from kbsql.interface.control import Control
 from kbsql.interface.errors import InvalidParameter, MissingParameter
 from kbsql.interface.jsonable import dumps
 from kbsql.interface.results import ErrorResult, default_context
 from kbsql.server.limits import check_sql_size
-from kbsql.server.routes.common import api_of, endpoint, in_thread, json_response, read_body
+from kbsql.server.routes.common import api_of, controlled, endpoint, json_response, lanes_of, read_body
 
 RESPONSE_FORMATS = (None, "sse", "jsonlines")  # rest/sql.mdx
 RESULT_BATCH = 1000  # rows per line of a streamed SQL result
@@ -34,6 +36,17 @@ def result_lines(body: dict[str, Any], sse: bool) -> Iterator[str]:
     yield line(body)
     for start in range(0, len(rows), RESULT_BATCH):
         yield line(rows[start:start + RESULT_BATCH])
+
+
+def _timeout_of(body: dict[str, Any]) -> float | None:
+    """The `timeout` a request may send (seconds, kbsql's extension): it can shorten the
+    server's statement deadline, never lengthen it."""
+    timeout = body.get("timeout")
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
+        raise InvalidParameter(f"'timeout' must be a number of seconds above 0, not {timeout!r}")
+    return float(timeout)
 
 
 def _checked(body: dict[str, Any]) -> tuple[str, Any, Any]:
@@ -61,6 +74,7 @@ async def query(request: Request) -> Response:
             context = {**default_context(), **(sent if isinstance(sent, dict) else {})}
             return json_response(ErrorResult(too_big, context=context).to_json())
     text, response_format, params = _checked(body)
+    control = Control.after(_timeout_of(body), "the request's timeout")
     api = api_of(request)
 
     def run() -> Any:
@@ -69,7 +83,9 @@ async def query(request: Request) -> Response:
         result = api.query(text, body.get("context"), params or None)  # the service checks it
         return result.to_json() if response_format else dumps(result.to_json()).encode()
 
-    answer = await in_thread(run)
+    # its own worker lane; the service's deadline, or the request's if sooner; a client
+    # that goes away stops it
+    answer = await controlled(request, control, run, lane=lanes_of(request).sql)
     if response_format is None:
         return Response(answer, media_type="application/json")
     media = "text/event-stream" if response_format == "sse" else "application/jsonlines"

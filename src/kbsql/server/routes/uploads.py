@@ -10,7 +10,15 @@ from starlette.routing import Route
 
 from kbsql.interface.api import FileTables
 from kbsql.interface.errors import BadRequest, MissingParameter, NotFound
-from kbsql.server.routes.common import api_of, endpoint, in_thread, json_response, not_supported, path
+from kbsql.server.routes.common import (
+    api_of,
+    endpoint,
+    in_thread,
+    json_response,
+    lanes_of,
+    not_supported,
+    path,
+)
 
 
 def _file_tables(request: Request) -> FileTables:
@@ -31,7 +39,7 @@ async def upload(request: Request) -> Response:
     else:
         raw = await request.body()
     max_table = request.app.state.limits.max_upload_table
-    rows = await in_thread(api.register_file, name, raw, content_type, max_table)
+    rows = await in_thread(api.register_file, name, raw, content_type, max_table, lane=lanes_of(request).sql)
     return json_response({"name": name, "table": f"df.{name}", "rows": rows})
 
 

@@ -1,0 +1,290 @@
+"""A shared `kbsql serve`: one user's statement, model call or request never stalls, starves
+or exhausts another's. Real servers on loopback, driven the way a careless or hostile
+colleague would: a heavy cross join beside a `SELECT 1`, a client that leaves mid-statement,
+a statement past its deadline, 50-byte memory bombs with the server's RSS measured, slow
+model calls beside fast SQL, model URLs aimed inside the network, forged X-Forwarded-For,
+and a flood of identical log lines. Bounds are generous (a loaded 2-core machine) but each
+would fail by a wide margin without the behaviour it checks."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pandas as pd
+import pytest
+
+import kbsql
+from kbsql.interface.errors import PROBLEM_TYPE_HEADER
+from kbsql.server.process import ServerProcess, spawn
+from tests.agents.fakes import FakeLLM, text
+
+HEAVY = "SELECT count(*) FROM df.n a, df.n b, df.n c WHERE a.x + b.x + c.x = -1"  # 2.7e10 rows
+KBS = "/api/projects/mindsdb/knowledge_bases"
+TOKEN = "tok-isolation"
+
+
+def sql(url: str, query: str, wait: float = 60, **body: Any) -> dict:
+    answer = httpx.post(f"{url}/api/sql/query", json={"query": query, **body}, timeout=wait)
+    assert answer.status_code == 200, answer.text
+    return answer.json()
+
+
+def with_frame(url: str) -> None:
+    with kbsql.connect(url) as client:
+        client.register("n", pd.DataFrame({"x": range(3000)}))
+
+
+def rss_mb(server: ServerProcess, key: str = "VmRSS") -> float:
+    for line in Path(f"/proc/{server.process.pid}/status").read_text().splitlines():
+        if line.startswith(key + ":"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError(f"no {key}")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """A 4 s statement deadline and 256 MB for SQL (a 64 KB cap per generated value)."""
+    with spawn(tmp_path_factory.mktemp("isolation"),
+               args=("--statement-timeout", "4", "--sql-memory-mb", "256")) as proc:
+        with_frame(proc.url)
+        yield proc
+
+
+def in_background(fn: Any, *args: Any) -> tuple[threading.Thread, dict]:
+    out: dict = {}
+
+    def run() -> None:
+        start = time.monotonic()
+        try:
+            out["answer"] = fn(*args)
+        except Exception as exc:  # recorded for the assertion
+            out["error"] = exc
+        out["seconds"] = time.monotonic() - start
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread, out
+
+
+def test_a_heavy_statement_never_delays_another_clients_select(server: ServerProcess) -> None:
+    with kbsql.connect(server.url) as other, httpx.Client(base_url=server.url) as http:
+        assert other.sql("SELECT 1").data == [[1]]  # connected and warm before the load
+        thread, heavy = in_background(sql, server.url, HEAVY)
+        time.sleep(0.5)
+        for _ in range(10):
+            start = time.monotonic()
+            assert other.sql("SELECT 1").data == [[1]]
+            assert time.monotonic() - start < 1.0
+        start = time.monotonic()
+        assert http.get(KBS).status_code == 200 and http.get("/api/status").status_code == 200
+        assert time.monotonic() - start < 1.0  # the catalog and the health check too
+        assert thread.is_alive()  # all while the heavy statement ran
+    thread.join(30)
+    message = heavy["answer"]["error_message"]
+    assert "time limit (4 s, kbsql serve --statement-timeout)" in message, heavy
+    assert len(message.splitlines()) == 1 and 3 < heavy["seconds"] < 15
+
+
+def test_a_request_may_ask_for_less_time_never_more(server: ServerProcess) -> None:
+    start = time.monotonic()
+    answer = sql(server.url, HEAVY, timeout=1)
+    assert "time limit (the request's timeout)" in answer["error_message"], answer
+    assert time.monotonic() - start < 4
+    start = time.monotonic()
+    answer = sql(server.url, HEAVY, timeout=3600)
+    assert "kbsql serve --statement-timeout" in answer["error_message"]
+    assert time.monotonic() - start < 12
+    bad = httpx.post(f"{server.url}/api/sql/query", json={"query": "SELECT 1", "timeout": "soon"})
+    assert bad.status_code == 400 and "timeout" in bad.json()["detail"]
+
+
+def test_a_client_that_leaves_gets_its_statement_interrupted(tmp_path: Path) -> None:
+    """One SQL worker and a 60 s deadline: the next statement can only run once the first
+    one's worker is free. The first client goes away after a second; the second client's
+    `SELECT 1` answers within about a second of that, not after the deadline."""
+    with spawn(tmp_path / "d", args=("--sql-workers", "1", "--statement-timeout", "60")) as srv:
+        with_frame(srv.url)
+        host, port = srv.url.split("//", 1)[1].rsplit(":", 1)
+        body = json.dumps({"query": HEAVY}).encode()
+        raw = socket.create_connection((host, int(port)))
+        raw.sendall(b"POST /api/sql/query HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+                    b"application/json\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+        time.sleep(1.0)
+        thread, second = in_background(sql, srv.url, "SELECT 1")
+        time.sleep(0.5)
+        assert thread.is_alive()  # waiting for the only worker, held by the heavy statement
+        raw.close()
+        left = time.monotonic()
+        thread.join(20)
+        assert second.get("answer", {}).get("data") == [[1]], second
+        assert time.monotonic() - left < 2.0, time.monotonic() - left
+
+
+def test_memory_bombs_are_refused_and_the_server_stays_small(server: ServerProcess) -> None:
+    before = rss_mb(server)
+    bombs = ["SELECT length(repeat('x', 600000000))", "SELECT length(lpad('x', 600000000, 'y'))",
+             "SELECT len(range(80000000))", "SELECT length(printf('%600000000d', 1))",
+             "SELECT sum(length(repeat('x', 70000 + x * 0))) FROM df.n"]
+    for bomb in bombs:
+        answer = sql(server.url, bomb)
+        assert answer["type"] == "error" and len(answer["error_message"].splitlines()) == 1, answer
+    big = sql(server.url, "SELECT a.x, b.x AS y, 'padding padding padding' AS p FROM df.n a, df.n b")
+    assert big["type"] == "error" and "add a LIMIT" in big["error_message"], big  # 9M rows
+    peak = rss_mb(server, "VmHWM")
+    assert peak - before < 400, (before, peak)  # the limit is 256 MB; the bombs asked for GBs
+    assert sql(server.url, "SELECT 1")["data"] == [[1]]
+
+
+def test_slow_model_calls_leave_sql_and_the_catalog_alone(tmp_path: Path) -> None:
+    """Eight completions held by a slow model on a server with 4 model workers: SQL and
+    the catalog answer at once meanwhile, and the calls beyond the lane get 503 with
+    Retry-After after a short queue."""
+    with FakeLLM("openai", [text("slow answer")] * 20, delay=1.5) as llm, \
+            spawn(tmp_path / "d", args=("--model-workers", "4")) as srv:
+        made = httpx.post(f"{srv.url}/api/projects/mindsdb/agents", json={"agent": {
+            "name": "slow", "model": {"provider": "openai", "model_name": "m1",
+                                      "base_url": llm.base_url, "api_key": "k"}}}, timeout=30)
+        assert made.status_code == 201, made.text
+        url = f"{srv.url}/api/projects/mindsdb/agents/slow/completions"
+        body = {"messages": [{"question": "hi", "answer": ""}]}
+        with httpx.Client(base_url=srv.url, timeout=30) as other:  # one kept-alive client
+            assert other.post("/api/sql/query", json={"query": "SELECT 1"}).status_code == 200  # warm
+            calls = [in_background(lambda: httpx.post(url, json=body, timeout=120)) for _ in range(8)]
+            time.sleep(1.0)
+            for _ in range(5):
+                start = time.monotonic()
+                assert other.post("/api/sql/query", json={"query": "SELECT 1"}).json()["data"] == [[1]]
+                assert other.get(KBS).status_code == 200
+                assert time.monotonic() - start < 1.0
+        for thread, _ in calls:
+            thread.join(120)
+        statuses = sorted(out["answer"].status_code for _, out in calls)
+        assert statuses.count(200) >= 4 and 503 in statuses, statuses
+        busy = next(out["answer"] for _, out in calls if out["answer"].status_code == 503)
+        assert busy.headers[PROBLEM_TYPE_HEADER] == "urn:kbsql:problem:busy"
+        assert int(busy.headers["Retry-After"]) >= 1 and "--model-workers" in busy.json()["detail"]
+
+
+class Trap(BaseHTTPRequestHandler):
+    """An internal service: answers every call with its secret, or never (`hold`)."""
+
+    hold = False
+    calls = 0
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        type(self).calls += 1
+        if self.hold:
+            time.sleep(30)
+            return
+        data = b'{"error": {"message": "internal-SECRET-body"}}'
+        self.send_response(500)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    do_GET = do_POST
+
+
+@pytest.fixture
+def trap() -> Iterator[str]:
+    Trap.hold, Trap.calls = False, 0
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Trap)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+def create_kb(url: str, base_url: str, name: str = "probe") -> httpx.Response:
+    return httpx.post(f"{url}{KBS}", headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60, json={
+        "knowledge_base": {"name": name, "embedding_model": {
+            "provider": "openai", "model_name": "e", "base_url": base_url, "api_key": "k"}}})
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_model_urls_reach_only_allowed_hosts_and_fail_alike(tmp_path: Path, trap: str) -> None:
+    with spawn(tmp_path / "d", args=("--token", TOKEN)) as srv:  # no --allow-model-host: '*'
+        for target in (f"http://{trap}/v1", "http://localhost:9/v1", "http://10.1.2.3/v1",
+                       "http://169.254.169.254/latest"):
+            refused = create_kb(srv.url, target)
+            assert refused.status_code == 400 and "not allowed" in refused.json()["detail"], refused.text
+        assert Trap.calls == 0  # nothing left the server
+        for target in (f"http://{trap}/v1?x=", f"http://{trap}/v1#frag"):
+            answer = create_kb(srv.url, target)
+            assert answer.status_code == 400 and "query" in answer.json()["detail"], answer.text
+    port = closed_port()
+    with spawn(tmp_path / "d2", args=("--token", TOKEN, "--allow-model-host", trap, "--allow-model-host",
+                                      f"127.0.0.1:{port}", "--model-timeout", "2")) as srv:
+        shown = create_kb(srv.url, f"http://{trap}/v1")  # allowed: called, its body not shown
+        detail = shown.json()["detail"]
+        assert shown.status_code == 400 and Trap.calls == 1 and "HTTP 500" in detail
+        assert "SECRET" not in shown.text and len(detail.splitlines()) == 1
+        closed = create_kb(srv.url, f"http://127.0.0.1:{port}/v1").json()["detail"]
+        Trap.hold = True
+        start = time.monotonic()
+        held = create_kb(srv.url, f"http://{trap}/v1").json()["detail"]
+        assert time.monotonic() - start < 10  # --model-timeout 2
+        assert closed.replace(str(port), "P") == held.replace(trap.split(":")[1], "P"), (closed, held)
+        assert "could not be reached" in closed
+
+
+def test_forwarded_headers_count_only_from_named_proxies(tmp_path: Path) -> None:
+    with spawn(tmp_path / "d", args=("--token", TOKEN)) as srv:
+        url = f"{srv.url}/api/projects"
+        for i in range(10):  # ten wrong tokens, each claiming another address
+            answer = httpx.get(url, headers={"Authorization": "Bearer wrong",
+                                             "X-Forwarded-For": f"203.0.113.{i}"})
+            assert answer.status_code == 401
+        locked = httpx.get(url, headers={"Authorization": f"Bearer {TOKEN}",
+                                         "X-Forwarded-For": "198.51.100.7"})
+        assert locked.status_code == 429  # the lock follows the real peer, whatever it claims
+    with spawn(tmp_path / "d2", args=("--token", TOKEN, "--forwarded-allow-ips", "127.0.0.1")) as srv:
+        url = f"{srv.url}/api/projects"
+        for _ in range(10):
+            httpx.get(url, headers={"Authorization": "Bearer wrong", "X-Forwarded-For": "203.0.113.9"})
+        other = httpx.get(url, headers={"Authorization": f"Bearer {TOKEN}",
+                                        "X-Forwarded-For": "198.51.100.7"})
+        assert other.status_code == 200  # behind a named proxy, the client it names counts
+
+
+def test_a_flood_of_identical_log_lines_is_collapsed(tmp_path: Path) -> None:
+    """Too few file descriptors and many stalled clients: asyncio logs the same accept
+    error again and again. The log holds it once per interval with a count."""
+    prefix = ("prlimit", "--nofile=40:40")
+    try:
+        srv = spawn(tmp_path / "d", prefix=prefix, args=("--timeout", "30"))
+    except (RuntimeError, OSError) as exc:
+        pytest.skip(f"cannot start a server with a small descriptor limit: {exc}")
+    stalled: list[socket.socket] = []
+    try:
+        host, port = srv.url.split("//", 1)[1].rsplit(":", 1)
+        for _ in range(60):
+            try:
+                stalled.append(socket.create_connection((host, int(port)), timeout=2))
+            except OSError:
+                break
+        time.sleep(4)
+        log = srv.log_text()
+        accept_lines = [line for line in log.splitlines() if "out of system resource" in line]
+        assert accept_lines, log[-2000:]
+        assert len(accept_lines) <= 2 and len(log) < 20_000, (len(accept_lines), len(log))
+    finally:
+        for sock in stalled:
+            sock.close()
+        srv.stop()
