@@ -56,13 +56,15 @@ class Watchdog:
     def watching(self, control: Control) -> Iterator[None]:
         key = id(control)
         with self._lock:
+            idle = not self._running  # the thread may be asleep: wake it (else it is ticking)
             nested = key in self._running
             self._running[key] = control
             if self._thread is None and not self._closed:
                 self._thread = threading.Thread(target=self._loop, name="kbsql-sql-watchdog",
                                                 daemon=True)
                 self._thread.start()
-        self._wake.set()
+        if idle:
+            self._wake.set()
         try:
             yield
         finally:
