@@ -35,7 +35,7 @@ from kbsql.engine.knowledge.service import KnowledgeService
 from kbsql.engine.ports import AgentOps, RunsSql
 from kbsql.engine.sql.executor import SqlExecutor
 from kbsql.engine.sql.kb import kb_changes
-from kbsql.engine.sql.tables.duck import DuckSettings
+from kbsql.engine.sql.tables.duck_settings import DuckSettings
 from kbsql.engine.views import knowledge_base, knowledge_base_json
 from kbsql.interface.api import (
     INSERT_BATCH_ROWS,

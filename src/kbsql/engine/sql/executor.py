@@ -35,7 +35,8 @@ from kbsql.engine.sql.parse import parsing
 from kbsql.engine.sql.parse.variables import bind_parameters
 from kbsql.engine.sql.session import SqlSession
 from kbsql.engine.sql.tables import names
-from kbsql.engine.sql.tables.duck import DuckSession, DuckSettings
+from kbsql.engine.sql.tables.duck import DuckSession
+from kbsql.engine.sql.tables.duck_settings import DuckSettings
 from kbsql.engine.sql.tables.plans import PlanCache
 from kbsql.engine.sql.tables.select import cached_plan, select_frame
 from kbsql.interface.api import DEFAULT_PROJECT

@@ -10,22 +10,19 @@ frames it reads (`Compiled.frames`) and each cursor registers them on first use.
 
 Each statement runs under a `Control` (interface/control.py): its cursor's `interrupt` is
 the stopper, so a deadline (the watchdog), a client that goes away (the server) or Ctrl-C
-(DuckDB itself, in the main thread) stops it within a tick. The database has a memory
-limit and a capped spill folder inside the data directory; results are fetched in batches
-and refused past `result_cap` bytes (DuckDB's limit does not count the Arrow result).
+(DuckDB itself, in the main thread) stops it within a tick. The database's bounds
+(memory, spill) are set in `duck_settings`; results are fetched in batches and refused
+past `result_cap` bytes (DuckDB's limit does not count the Arrow result).
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
-import os
 import shutil
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import duckdb
@@ -37,6 +34,7 @@ from kbsql.engine.datasources.frame_store import FRAMES_SOURCE, FrameStore
 from kbsql.engine.datasources.registry import open_source
 from kbsql.engine.datasources.scans import DataSource, FileScan, FrameScan, NativeTable, Scan
 from kbsql.engine.sql.tables import value_caps
+from kbsql.engine.sql.tables.duck_settings import DuckSettings, configure, setting, setting_bytes
 from kbsql.engine.sql.tables.plans import Compiled, FrameUse
 from kbsql.engine.sql.tables.watchdog import Watchdog
 from kbsql.interface.control import CURRENT, Control, Stopped
@@ -50,21 +48,6 @@ MB = 1024 * 1024
 BATCH_ROWS = 65536  # rows per fetched Arrow batch (the result cap is checked per batch)
 FILE_TOKEN = "__kbsql_file_{}__"
 PINNED_ENGINES = frozenset({"sqlite", "duckdb"})  # sources that are one file, re-checked at each use
-
-
-@dataclass(frozen=True)
-class DuckSettings:
-    """Bounds of the SQL engine. None: DuckDB's own default (memory: 80% of RAM)."""
-
-    memory_limit_mb: int | None = None
-    spill_mb: int | None = None
-    temp_dir: Path | None = None
-    threads: int | None = None
-    statement_timeout: float | None = None
-    """Seconds a statement may run (None or 0: no limit); a request may ask for less."""
-    limit_note: str = "sql_memory_mb in config.json"
-    """Where the user sets the memory limit (the server names its flag)."""
-    timeout_note: str = "statement_timeout in config.json"
 
 
 class _Cursor:
@@ -93,53 +76,12 @@ class DuckSession:
         self._sources: dict[str, tuple[int, DataSource, Pinned | None]] = {}
         self._views: dict[tuple[Any, ...], tuple[tuple[Any, ...], str]] = {}
         self._counter = itertools.count()
-        self._temp_dir = self._configure()
-        self.memory_limit = self._setting_bytes("memory_limit")
-        threads = int(self._setting("threads"))
+        self._temp_dir = configure(self.con, self.settings)
+        self.memory_limit = setting_bytes(self.con, "memory_limit")
+        threads = int(setting(self.con, "threads"))
         self.value_cap = value_caps.value_cap(self.memory_limit, threads)
         self.result_cap = max(16 * MB, self.memory_limit // 4)
         self.watchdog = Watchdog(max_growth=2 * self.memory_limit)
-
-    def _configure(self) -> Path | None:
-        """Memory limit, spill folder and its cap, value-cap macros (database-wide)."""
-        s = self.settings
-        con = self.con
-        con.execute("SET enable_external_file_cache = false")  # keyed by path: /proc/self/fd/N is reused
-        if s.memory_limit_mb:
-            con.execute(f"SET memory_limit = '{int(s.memory_limit_mb)}MB'")
-        if s.threads:
-            con.execute(f"SET threads = {int(s.threads)}")
-        temp: Path | None = None
-        if s.temp_dir is not None:
-            temp = s.temp_dir / f"duckdb-{os.getpid()}"  # one per process: servers may share a data dir
-            _remove_stale(s.temp_dir)
-            con.execute(f"SET temp_directory = '{_quote(str(temp))}'")
-        con.execute(f"SET max_temp_directory_size = '{self._spill_bytes(temp) // MB}MB'")
-        for statement in value_caps.MACROS.split(";"):
-            if statement.strip():
-                con.execute(statement)
-        return temp
-
-    def _spill_bytes(self, temp: Path | None) -> int:
-        """The spill cap: as set, else 4x the memory limit but at most a quarter of the
-        free space where spills go (DuckDB's own default is 90% of it)."""
-        if self.settings.spill_mb is not None:
-            return int(self.settings.spill_mb) * MB
-        where = temp.parent if temp is not None else Path.cwd()
-        while not where.exists() and where != where.parent:
-            where = where.parent
-        try:
-            free = shutil.disk_usage(where).free
-        except OSError:
-            free = 1 << 40
-        return max(MB, min(4 * self._setting_bytes("memory_limit"), free // 4))
-
-    def _setting(self, name: str) -> str:
-        row = self.con.execute(f"SELECT current_setting('{name}')").fetchone()
-        return str(row[0]) if row else ""
-
-    def _setting_bytes(self, name: str) -> int:
-        return parse_size(self._setting(name))
 
     def close(self) -> None:
         self.watchdog.close()
@@ -384,35 +326,5 @@ class DuckSession:
         return exc
 
 
-def parse_size(text: str) -> int:
-    """Bytes of a DuckDB size setting such as '19.0 GiB' or '256.0 MiB'."""
-    units = {"b": 1, "bytes": 1, "kb": 1000, "kib": 1024, "mb": 1000**2, "mib": 1024**2,
-             "gb": 1000**3, "gib": 1024**3, "tb": 1000**4, "tib": 1024**4}
-    number, _, unit = text.strip().partition(" ")
-    try:
-        return int(float(number) * units.get(unit.strip().lower() or "b", 1))
-    except ValueError:
-        return 1 << 40
-
-
 def _quote(text: str) -> str:
     return text.replace("'", "''")
-
-
-def _remove_stale(folder: Path) -> None:
-    """Spill folders of processes that are gone (killed before they could remove theirs)."""
-    if not folder.is_dir():
-        return
-    for path in folder.glob("duckdb-*"):
-        try:
-            pid = int(path.name.split("-", 1)[1])
-        except ValueError:
-            continue
-        if pid == os.getpid():
-            continue
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            shutil.rmtree(path, ignore_errors=True)
-        except OSError:
-            pass

@@ -1,0 +1,113 @@
+"""The SQL engine's bounds: DuckDB's memory limit, where it spills and how much, and the
+value-cap macros (`value_caps`), set once on the database (every cursor shares them).
+
+The spill folder is `<data dir>/tmp/duckdb-<pid>`: one per process, since several
+processes (a notebook and `kbsql serve`) may share a data directory and DuckDB names its
+temp files alike; a folder left by a process that is gone is removed at the next start.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+
+from kbsql.engine.sql.tables import value_caps
+
+MB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class DuckSettings:
+    """Bounds of the SQL engine. None: DuckDB's own default (memory: 80% of RAM)."""
+
+    memory_limit_mb: int | None = None
+    spill_mb: int | None = None
+    temp_dir: Path | None = None
+    threads: int | None = None
+    statement_timeout: float | None = None
+    """Seconds a statement may run (None or 0: no limit); a request may ask for less."""
+    limit_note: str = "sql_memory_mb in config.json"
+    """Where the user sets the memory limit (the server names its flag)."""
+    timeout_note: str = "statement_timeout in config.json"
+
+
+def configure(con: duckdb.DuckDBPyConnection, s: DuckSettings) -> Path | None:
+    """Memory limit, spill folder and its cap, value-cap macros (database-wide); the
+    spill folder of this process."""
+    con.execute("SET enable_external_file_cache = false")  # keyed by path: /proc/self/fd/N is reused
+    if s.memory_limit_mb:
+        con.execute(f"SET memory_limit = '{int(s.memory_limit_mb)}MB'")
+    if s.threads:
+        con.execute(f"SET threads = {int(s.threads)}")
+    temp: Path | None = None
+    if s.temp_dir is not None:
+        temp = s.temp_dir / f"duckdb-{os.getpid()}"  # one per process: servers may share a data dir
+        _remove_stale(s.temp_dir)
+        con.execute(f"SET temp_directory = '{_quote(str(temp))}'")
+    con.execute(f"SET max_temp_directory_size = '{_spill_bytes(con, s, temp) // MB}MB'")
+    for statement in value_caps.MACROS.split(";"):
+        if statement.strip():
+            con.execute(statement)
+    return temp
+
+
+def _spill_bytes(con: duckdb.DuckDBPyConnection, s: DuckSettings, temp: Path | None) -> int:
+    """The spill cap: as set, else 4x the memory limit but at most a quarter of the
+    free space where spills go (DuckDB's own default is 90% of it)."""
+    if s.spill_mb is not None:
+        return int(s.spill_mb) * MB
+    where = temp.parent if temp is not None else Path.cwd()
+    while not where.exists() and where != where.parent:
+        where = where.parent
+    try:
+        free = shutil.disk_usage(where).free
+    except OSError:
+        free = 1 << 40
+    return max(MB, min(4 * setting_bytes(con, "memory_limit"), free // 4))
+
+
+def setting(con: duckdb.DuckDBPyConnection, name: str) -> str:
+    row = con.execute(f"SELECT current_setting('{name}')").fetchone()
+    return str(row[0]) if row else ""
+
+
+def setting_bytes(con: duckdb.DuckDBPyConnection, name: str) -> int:
+    return parse_size(setting(con, name))
+
+
+def parse_size(text: str) -> int:
+    """Bytes of a DuckDB size setting such as '19.0 GiB' or '256.0 MiB'."""
+    units = {"b": 1, "bytes": 1, "kb": 1000, "kib": 1024, "mb": 1000**2, "mib": 1024**2,
+             "gb": 1000**3, "gib": 1024**3, "tb": 1000**4, "tib": 1024**4}
+    number, _, unit = text.strip().partition(" ")
+    try:
+        return int(float(number) * units.get(unit.strip().lower() or "b", 1))
+    except ValueError:
+        return 1 << 40
+
+
+def _quote(text: str) -> str:
+    return text.replace("'", "''")
+
+
+def _remove_stale(folder: Path) -> None:
+    """Spill folders of processes that are gone (killed before they could remove theirs)."""
+    if not folder.is_dir():
+        return
+    for path in folder.glob("duckdb-*"):
+        try:
+            pid = int(path.name.split("-", 1)[1])
+        except ValueError:
+            continue
+        if pid == os.getpid():
+            continue
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            shutil.rmtree(path, ignore_errors=True)
+        except OSError:
+            pass
