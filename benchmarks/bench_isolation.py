@@ -74,11 +74,14 @@ class SlowModel:
                 time.sleep(outer.delay)
                 chunk = {"choices": [{"index": 0, "delta": {"content": "slow answer"}}]}
                 body = f"data: {json.dumps(chunk)}\n\ndata: [DONE]\n\n".encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                try:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/event-stream")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                except OSError:  # the server gave up on the call (its model timeout, a stop)
+                    pass
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
