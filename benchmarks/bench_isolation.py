@@ -13,7 +13,7 @@ the same server, in the same run, in alternating phases:
 Figures: p50 and p99 of each kind per phase; targets: the p99 under load <= 5x the idle
 p99 and <= 50 ms. Server defaults throughout (the flags a user does not set).
 
-Usage: python benchmarks/bench_isolation.py [--rounds 3] [--calls 150] [--model-delay 20]
+Usage: python benchmarks/bench_isolation.py [--rounds 3] [--calls 150] [--model-delay 20] [--docs 150]
 Prints JSON and writes benchmarks/results/isolation.json.
 """
 
@@ -102,13 +102,13 @@ def percentiles(samples: list[float]) -> dict[str, float]:
             "max_ms": round(ordered[-1], 3), "n": len(ordered)}
 
 
-def prepare(url: str, model_url: str) -> None:
+def prepare(url: str, model_url: str, docs: int) -> None:
     from pydoc_data.topics import topics
 
     with kbsql.connect(url) as client:
         client.register("n", pd.DataFrame({"x": range(3000)}))
         client.sql("CREATE KNOWLEDGE_BASE docs")  # the default embedding model
-        rows = [{"id": name, "content": text[:1500]} for name, text in sorted(topics.items())[:150]]
+        rows = [{"id": name, "content": text[:1500]} for name, text in sorted(topics.items())[:docs]]
         client.knowledge_bases.insert("docs", rows)
         client.sql(f"CREATE AGENT slow USING model = {{'provider': 'openai', 'model_name': 'slow-1', "
                    f"'base_url': '{model_url}', 'api_key': 'sk-bench'}}")
@@ -145,8 +145,9 @@ def measure(url: str, calls: int) -> dict[str, list[float]]:
 class Load:
     """The heavy statements and slow model calls, looping until `stop`."""
 
-    def __init__(self, url: str):
+    def __init__(self, url: str, heavy_timeout: float):
         self.url = url
+        self.heavy_timeout = heavy_timeout
         self.stop = threading.Event()
         self.answers: dict[str, int] = {}
         self.lock = threading.Lock()
@@ -161,7 +162,8 @@ class Load:
         with httpx.Client(base_url=self.url, timeout=120) as http:
             while not self.stop.is_set():
                 try:
-                    answer = http.post("/api/sql/query", json={"query": HEAVY_SQL, "timeout": 10}).json()
+                    answer = http.post("/api/sql/query", json={"query": HEAVY_SQL,
+                                                                "timeout": self.heavy_timeout}).json()
                 except httpx.HTTPError:  # the server stopping under it at the end
                     return
                 self._count("heavy stopped" if answer.get("type") == "error" else "heavy done")
@@ -193,16 +195,19 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="idle and load phases, alternating")
     parser.add_argument("--calls", type=int, default=150, help="SELECT 1 + search per client and phase")
     parser.add_argument("--model-delay", type=float, default=20.0, help="seconds each model call is held")
+    parser.add_argument("--docs", type=int, default=150, help="pydoc topics in the searched knowledge base")
+    parser.add_argument("--heavy-timeout", type=float, default=10.0,
+                        help="the timeout each heavy statement asks for (then it is sent again)")
     args = parser.parse_args()
     model = SlowModel(args.model_delay)
     samples: dict[str, dict[str, list[float]]] = {"idle": {}, "load": {}}
     answers: dict[str, int] = {}
     with tempfile.TemporaryDirectory() as tmp, spawn(tmp) as server:
-        prepare(server.url, model.url)
+        prepare(server.url, model.url, args.docs)
         for _ in range(args.rounds):
             for phase in ("idle", "load"):
                 if phase == "load":
-                    with Load(server.url) as load:
+                    with Load(server.url, args.heavy_timeout) as load:
                         got = measure(server.url, args.calls)
                     for key, count in load.answers.items():
                         answers[key] = answers.get(key, 0) + count

@@ -31,6 +31,9 @@ CASES = {
     "peer": (["--docs", "200", "--repeat", "3"], ["servers"]),
     "threads": (["--docs", "200", "--batch", "20", "--rounds", "1"], ["baseline_threads_1_docs_per_s"]),
     "inlist": (["--ids", "2000", "--repeat", "1"], ["in_list"]),
+    "isolation": (["--rounds", "1", "--calls", "5", "--model-delay", "2", "--docs", "20",
+                   "--heavy-timeout", "2"],
+                  ["select_1", "kb_search", "load_answers"]),
 }
 
 
