@@ -35,8 +35,11 @@ WRONG = "wrong-7c2a9d-also-secret"
 
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[ServerProcess]:
-    """A real `kbsql serve` that wants TOKEN (from $KBSQL_TOKEN: not on its command line)."""
-    with spawn(tmp_path / "server", env={"KBSQL_TOKEN": TOKEN}) as server:
+    """A real `kbsql serve` that wants TOKEN (from $KBSQL_TOKEN: not on its command line);
+    its agents' scripted model runs on loopback, which a server with a token calls only
+    when named (--allow-model-host)."""
+    with spawn(tmp_path / "server", env={"KBSQL_TOKEN": TOKEN},
+               args=("--allow-model-host", "127.0.0.1")) as server:
         yield server
 
 

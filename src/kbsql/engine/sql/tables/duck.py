@@ -80,7 +80,8 @@ class DuckSession:
         self.memory_limit = setting_bytes(self.con, "memory_limit")
         threads = int(setting(self.con, "threads"))
         self.value_cap = value_caps.value_cap(self.memory_limit, threads)
-        self.result_cap = max(16 * MB, self.memory_limit // 4)
+        # an answer is Arrow here, ~10x that as Python rows and JSON on its way out
+        self.result_cap = max(16 * MB, self.memory_limit // 16)
         self.watchdog = Watchdog(max_growth=2 * self.memory_limit)
 
     def close(self) -> None:
@@ -301,7 +302,7 @@ class DuckSession:
             size += batch.nbytes
             if size > self.result_cap:
                 raise SqlError(f"The result is over {self.result_cap // MB} MB, the most one "
-                               f"statement may return here (a quarter of the SQL memory limit, "
+                               f"statement may return here (a sixteenth of the SQL memory limit, "
                                f"{self.settings.limit_note}): add a LIMIT, select fewer columns "
                                "or aggregate")
             batches.append(batch)
