@@ -22,6 +22,7 @@ import logging
 import shutil
 import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -83,9 +84,12 @@ class DuckSession:
         # an answer is Arrow here, ~10x that as Python rows and JSON on its way out
         self.result_cap = max(16 * MB, self.memory_limit // 16)
         self.watchdog = Watchdog(max_growth=2 * self.memory_limit)
+        self._relay: ThreadPoolExecutor | None = None  # runs the main thread's statements
 
     def close(self) -> None:
         self.watchdog.close()
+        if self._relay is not None:
+            self._relay.shutdown(wait=False)
         with self.lock:
             for _, _, pinned in self._sources.values():
                 if pinned is not None:
@@ -250,10 +254,12 @@ class DuckSession:
             sql = self._bind(cursor, plan, pinned, temps)
             control.check()
             with control.stoppable(cursor.con.interrupt), self.watchdog.watching(control):
+                if threading.current_thread() is threading.main_thread():
+                    return self._fetch_interruptibly(cursor.con, prefix + sql, control)
                 return self._fetch(cursor.con, prefix + sql, control)
         except duckdb.Error as exc:
             raise self._error(exc, control, pinned) from None
-        except RuntimeError as exc:  # Ctrl-C in the main thread: DuckDB stopped the query
+        except RuntimeError as exc:  # Ctrl-C seen by DuckDB itself: it stopped the query
             if "interrupted" in str(exc).lower():
                 raise KeyboardInterrupt from None
             raise
@@ -291,6 +297,29 @@ class DuckSession:
                 path = item.read_path
             sql = sql.replace(f"'{FILE_TOKEN.format(i)}'", f"'{_quote(path)}'")
         return sql
+
+    def _fetch_interruptibly(self, con: duckdb.DuckDBPyConnection, sql: str,
+                             control: Control) -> pa.Table:
+        """`_fetch` for the main thread (a notebook's kernel, a script), where Ctrl-C lands.
+
+        DuckDB notices a SIGINT only when it polls between two of its tasks, and a task of a
+        big join can run for minutes (and under load the poll was seen to miss it
+        altogether). So the statement runs in a helper thread while the main thread waits,
+        which a KeyboardInterrupt does wake: the cursor is interrupted, the helper stops
+        within a vector, and the KeyboardInterrupt goes on. (~40 us a statement, paid
+        only in the main thread; the server runs statements in its worker threads.)"""
+        if self._relay is None:
+            self._relay = ThreadPoolExecutor(1, thread_name_prefix="kbsql-sql-main")
+        future = self._relay.submit(self._fetch, con, sql, control)
+        try:
+            return future.result()
+        except KeyboardInterrupt:
+            con.interrupt()
+            try:
+                future.result()
+            except BaseException:  # the interrupted statement's own error: the Ctrl-C wins
+                pass
+            raise
 
     def _fetch(self, con: duckdb.DuckDBPyConnection, sql: str, control: Control) -> pa.Table:
         """The result in Arrow batches, refused past `result_cap` bytes (a silently cut
