@@ -1,4 +1,5 @@
-"""`kbsql` command line: `kbsql serve` runs the HTTP server, `kbsql quickstart` a demo."""
+"""`kbsql` command line: `kbsql serve` runs the HTTP server (and, with --mysql-port, the
+MySQL door), `kbsql quickstart` a demo."""
 
 from __future__ import annotations
 
@@ -13,6 +14,10 @@ def main(argv: list[str] | None = None) -> int:
     serve = sub.add_parser("serve", help="serve the local engine over HTTP (MindsDB-compatible API)")
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=47334, help="port (default 47334; 0 picks one)")
+    serve.add_argument("--mysql-port", type=int, default=None,
+                       help="also serve MySQL's wire protocol on this port, as MindsDB does on "
+                            "47335 (the mysql client, SQLAlchemy, JupySQL, BI tools); off unless "
+                            "given (default $KBSQL_MYSQL_PORT; 0 picks one)")
     serve.add_argument("--data-dir", default=None, help="data directory (default $KBSQL_HOME or ./.kbsql)")
     serve.add_argument("--catalog", default=None, metavar="URL",
                        help="postgresql:// URL of a catalog shared by several servers (default "
@@ -67,13 +72,21 @@ def _serve(args: argparse.Namespace) -> int:
         print("kbsql serve: --max-body-mb, --max-sql-kb and --timeout must be positive",
               file=sys.stderr)
         return 2
+    mysql_port = args.mysql_port
+    if mysql_port is None and os.environ.get("KBSQL_MYSQL_PORT", "").strip():
+        try:
+            mysql_port = int(os.environ["KBSQL_MYSQL_PORT"])
+        except ValueError:
+            print("kbsql serve: $KBSQL_MYSQL_PORT must be a port number", file=sys.stderr)
+            return 2
     auth = AuthSettings(token=args.token, user=args.user, password=args.password)
     limits = Limits(max_body=int(args.max_body_mb * 1024 * 1024),
                     max_sql=int(args.max_sql_kb * 1024), timeout=args.timeout)
     try:
         run_server(args.host, args.port, args.data_dir, args.log_level, tuple(args.allow_origin),
                    auth=auth, limits=limits, allow_paths=args.allow_path,
-                   shutdown_timeout=args.shutdown_timeout, catalog_url=args.catalog)
+                   shutdown_timeout=args.shutdown_timeout, catalog_url=args.catalog,
+                   mysql_port=mysql_port)
     except StartupError as exc:
         print(f"kbsql serve: {exc}", file=sys.stderr)
         return 1

@@ -36,6 +36,7 @@ from kbsql.interface.stream import close_stream, end_chunk, error_chunk, sse_lin
 from kbsql.server.auth import AuthSettings, TokenAuth
 from kbsql.server.guard import RequestGuard
 from kbsql.server.limits import BodyLimit, Limits, check_sql_size, parse_json
+from kbsql.server.throttle import FailureThrottle
 
 log = logging.getLogger("kbsql.server")
 
@@ -116,12 +117,12 @@ async def read_body(request: Request, wrapper: str | None = None) -> dict[str, A
 
 def build_app(engine: Engine, *, bind_host: str | None = None,
               allowed_origins: Iterable[str] = (), auth: AuthSettings | None = None,
-              limits: Limits | None = None) -> Starlette:
+              limits: Limits | None = None, throttle: FailureThrottle | None = None) -> Starlette:
     """The ASGI app over one engine, behind the request guard (`guard.py`): `bind_host` is
     the address the server listens on (a loopback bind turns on the Host check) and
     `allowed_origins` the browser origins allowed besides loopback ones. Then the token
-    check (`auth.py`, off when `auth` has no token nor user) and the body limits
-    (`limits.py`)."""
+    check (`auth.py`, off when `auth` has no token nor user; `throttle` counts failed
+    credentials, shared with the MySQL door) and the body limits (`limits.py`)."""
     auth = auth or AuthSettings()
     limits = limits or Limits()
 
@@ -287,7 +288,7 @@ def build_app(engine: Engine, *, bind_host: str | None = None,
     ]
     app = Starlette(routes=routes, middleware=[
         Middleware(RequestGuard, bind_host=bind_host, allowed_origins=tuple(allowed_origins)),
-        Middleware(TokenAuth, settings=auth),
+        Middleware(TokenAuth, settings=auth, throttle=throttle),
         Middleware(BodyLimit, limits=limits),
     ], exception_handlers={
         404: lambda request, exc: json_response(
