@@ -1,8 +1,9 @@
 """A real `kbsql serve --port 0 --mysql-port 0` for the MySQL door's tests, seeded once.
 
 Seeded over HTTP, the other door: a knowledge base `kb` (the cheap deterministic `hash-64`
-embedder) with a metadata column, a DuckDB data source `shop` (orders with decimals, dates,
-timestamps and NULLs) and an uploaded Parquet table `sales`.
+embedder) with a metadata column, DuckDB data sources `shop` (orders with decimals, dates,
+timestamps and NULLs) and `lab` (a column of each type; `big`, BIG_ROWS rows), and an
+uploaded Parquet table `sales`.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import httpx
 import pandas as pd
 import pymysql
@@ -21,6 +23,7 @@ from kbsql.server.process import ServerProcess, spawn
 from tests.datasources.makers import make_duckdb
 
 HASH = "{'provider': 'kbsql', 'model_name': 'hash-64'}"
+BIG_ROWS = 200_000
 DOCS = [(1, "cats purr when they are happy", "red"), (2, "dogs bark at strangers", None),
         (3, "the refund policy allows returns within 30 days", "blue"),
         (4, "O'Brien's shop sells \"quoted\" things", "red")]
@@ -30,6 +33,21 @@ def http_sql(url: str, query: str, db: str = "mindsdb") -> dict[str, Any]:
     answer = httpx.post(f"{url}/api/sql/query", json={"query": query, "context": {"db": db}}, timeout=60)
     answer.raise_for_status()
     return answer.json()
+
+
+def make_lab(path: Path) -> Path:
+    con = duckdb.connect(str(path))
+    con.execute("""CREATE TABLE types AS SELECT
+        1::TINYINT AS ti, -2::SMALLINT AS si, 3::INTEGER AS i, 9007199254740993::BIGINT AS bi,
+        170141183460469231731687303715884105727::HUGEINT AS hi, 18446744073709551615::UBIGINT AS ub,
+        1.5::FLOAT AS f, 0.1::DOUBLE AS d, 'NaN'::DOUBLE AS nan, 19.99::DECIMAL(10, 2) AS dec,
+        true AS b, DATE '2024-02-29' AS day, TIME '12:34:56.5' AS tm,
+        TIMESTAMP '2024-03-01 09:30:00.123456' AS ts, TIMESTAMPTZ '2024-03-01 12:00:00+02' AS tz,
+        INTERVAL 26 HOUR AS iv, 'bytes'::BLOB AS bl, [1, 2] AS l, {'a': 1, 'b': 'x'} AS st,
+        'héllo ✓' AS s, NULL::INTEGER AS n""")
+    con.execute(f"CREATE TABLE big AS SELECT range AS i, 'row ' || range AS s FROM range({BIG_ROWS})")
+    con.close()
+    return path
 
 
 def seed(server: ServerProcess, folder: Path) -> None:
@@ -42,6 +60,8 @@ def seed(server: ServerProcess, folder: Path) -> None:
             for i, text, color in DOCS),
         f"CREATE DATABASE shop WITH ENGINE = 'duckdb', PARAMETERS = {{'database': "
         f"'{make_duckdb(folder / 'shop.duckdb')}'}}",
+        f"CREATE DATABASE lab WITH ENGINE = 'duckdb', PARAMETERS = {{'database': "
+        f"'{make_lab(folder / 'lab.duckdb')}'}}",
     ]:
         body = http_sql(url, query)
         assert body["type"] != "error", body

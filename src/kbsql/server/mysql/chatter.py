@@ -49,8 +49,9 @@ def leading_word(sql: str) -> str:
 
 
 def code_text(sql: str) -> str:
-    """The statement without its string literals, quoted names and comments."""
-    return "".join(sql[a:b] if is_code else " " for a, b, is_code in segments(sql))
+    """The statement with its string literals, quoted names and comments blanked out (same
+    length, so positions match the statement's)."""
+    return "".join(sql[a:b] if is_code else " " * (b - a) for a, b, is_code in segments(sql))
 
 
 def is_transaction(sql: str) -> bool:
@@ -139,9 +140,10 @@ def _value(node: exp.Expression, facts: SessionFacts, variables: SessionVariable
         return bool(node.this)
     if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal):
         return -expression_to_value(node.this)
-    if isinstance(node, exp.Func) and not node.expressions and not node.args.get("this"):
-        name = node.name if isinstance(node, exp.Anonymous) else node.sql_name()
-        return _function(name, facts, variables)
+    if isinstance(node, exp.Anonymous) and not node.expressions:
+        return _function(node.name, facts, variables)
+    if isinstance(node, exp.Func) and not any(node.args.values()):
+        return _function(node.sql_name(), facts, variables)
     raise LookupError(type(node).__name__)
 
 

@@ -33,7 +33,7 @@ from kbsql.interface.literals import ParameterError
 from kbsql.server.app import in_thread
 from kbsql.server.mysql import error_codes, metadata, prepared
 from kbsql.server.mysql.framing import BoundedStream, MalformedPacket, PacketTooLarge
-from kbsql.server.mysql.resultsets import Answer, Encoded, Failed, Ok, Rows
+from kbsql.server.mysql.resultsets import Answer, Encoded, Failed, Ok, Rows, Unsendable
 from kbsql.server.mysql.router import DoorSession
 
 log = logging.getLogger("kbsql.server")
@@ -235,7 +235,12 @@ class DoorConnection(Connection):
     def _answer(self, sql: str, binary: bool) -> Answer | Encoded:
         """A statement's answer, its first batch of rows already encoded (worker thread)."""
         answer = self.session.answer(sql)
-        return answer.encoded(binary).prefetch() if isinstance(answer, Rows) else answer
+        if not isinstance(answer, Rows):
+            return answer
+        try:
+            return answer.encoded(binary).prefetch()
+        except Unsendable as exc:
+            return Failed(str(exc))
 
     # --- answers ----------------------------------------------------------------------------
     def status(self) -> ServerStatus:
@@ -284,8 +289,6 @@ class DoorConnection(Connection):
         if isinstance(answer, Ok):
             await self.stream.write(self.ok(affected_rows=answer.affected_rows))
             return
-        if isinstance(answer, Rows):  # a caller that did not encode it yet
-            answer = await in_thread(lambda: answer.encoded(binary).prefetch())  # type: ignore[union-attr]
         assert isinstance(answer, Encoded)
         header = self.result_header(answer.columns)
         if not self.deprecate_eof():
@@ -295,7 +298,11 @@ class DoorConnection(Connection):
         while packets:
             self.stream.write_many(packets)
             await self.stream.drain()
-            packets = await in_thread(answer.next_batch)
+            try:
+                packets = await in_thread(answer.next_batch)
+            except Unsendable as exc:  # an error packet in place of the next row ends the result
+                await self.stream.write(self.error_of(error_codes.UNKNOWN_ERROR, str(exc)))
+                return
         await self.stream.write(self.ok_or_eof())
 
     # --- prepared statements ----------------------------------------------------------------
@@ -363,7 +370,12 @@ class DoorConnection(Connection):
         sent = 0
         while sent < wanted:
             if not pending:
-                pending = await in_thread(encoded.next_batch) or []
+                try:
+                    pending = await in_thread(encoded.next_batch) or []
+                except Unsendable as exc:
+                    self.cursors.pop(statement_id, None)
+                    await self.stream.write(self.error_of(error_codes.UNKNOWN_ERROR, str(exc)))
+                    return
                 if not pending:
                     break
             take = pending[:wanted - sent]

@@ -64,7 +64,8 @@ class Rows:
 
 @dataclass
 class Encoded:
-    """Rows as packet payloads, one batch per `next_batch` call (call it in a worker thread)."""
+    """Rows as packet payloads, one batch per `next_batch` call (call it in a worker thread).
+    A value that cannot be converted raises `Unsendable` with the one line to answer."""
 
     columns: list[ResultColumn]
     batches: Iterator[list[Sequence[Any]]]
@@ -76,19 +77,26 @@ class Encoded:
         if self.first is not None:
             first, self.first = self.first, None
             return first
-        rows = next(self.batches, None)
-        if rows is None:
-            return None
-        columns = self.columns
-        if self.binary:
-            return [make_binary_resultrow(row, columns) for row in rows]
-        return [make_text_resultset_row(row, columns) for row in rows]
+        try:
+            rows = next(self.batches, None)
+            if rows is None:
+                return None
+            columns = self.columns
+            if self.binary:
+                return [make_binary_resultrow(row, columns) for row in rows]
+            return [make_text_resultset_row(row, columns) for row in rows]
+        except Exception as exc:  # a value of a type or size a column cannot carry: the user's to see
+            raise Unsendable(f"The result cannot be sent over MySQL: {type(exc).__name__}: {exc}") from exc
 
     def prefetch(self) -> Encoded:
         """Encode the first batch now (in the thread that ran the statement: a small result
         then needs no second hop to a worker)."""
         self.first = self.next_batch() or []
         return self
+
+
+class Unsendable(Exception):
+    """A batch of rows could not be converted or encoded; the message is the answer."""
 
 
 Answer = Ok | Failed | Rows
@@ -248,10 +256,20 @@ def _arrow_values(column: pa.Array, kind: ColumnType) -> list[Any]:
         column = pc.cast(column, pa.string())
     elif pa.types.is_duration(arrow_type) and arrow_type.unit == "ns":
         column = pc.cast(column, pa.duration("us"), safe=False)
-    elif kind == ColumnType.VAR_STRING and not (pa.types.is_string(arrow_type)
-                                                or pa.types.is_large_string(arrow_type)):
+    elif pa.types.is_interval(arrow_type):
+        return [None if v is None else _interval_text(v) for v in column.to_pylist()]
+    elif kind == ColumnType.VAR_STRING and not _is_text(arrow_type):
         column = pc.cast(column, pa.string())
     return column.to_pylist()
+
+
+def _interval_text(value: Any) -> str:
+    """An interval as DuckDB writes it: `1 month 2 days 03:04:05`."""
+    months, days, nanos = value.months, value.days, value.nanoseconds
+    parts = [f"{n} {unit}{'s' if abs(n) != 1 else ''}" for n, unit in ((months, "month"), (days, "day")) if n]
+    if nanos or not parts:
+        parts.append(_time_string(dt.timedelta(microseconds=nanos // 1000)))
+    return " ".join(parts)
 
 
 def _arrow_batches(table: pa.Table, kinds: list[ColumnType],

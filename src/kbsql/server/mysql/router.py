@@ -31,7 +31,7 @@ from kbsql.interface.errors import ServiceError
 from kbsql.interface.results import ErrorResult, OkResult, SqlResult, TableResult
 from kbsql.server.limits import Limits, check_sql_size
 from kbsql.server.mysql import chatter, metadata
-from kbsql.server.mysql.error_codes import EMPTY_QUERY, code_of
+from kbsql.server.mysql.error_codes import EMPTY_QUERY, NOT_SUPPORTED, code_of
 from kbsql.server.mysql.resultsets import Answer, Failed, Ok, local_rows, table_rows
 from kbsql.server.mysql.sysvars import SessionVariables, shown
 
@@ -145,6 +145,9 @@ class DoorSession(BaseSession):
                 shown_answer = self.show(sql)
                 if shown_answer is not None:
                     return shown_answer
+            if word == "KILL":
+                return Failed("KILL is not supported by kbsql: a statement runs to its end; close the "
+                              "connection to stop waiting for it", NOT_SUPPORTED)
             if word == "SELECT" and chatter.is_static_select(sql):
                 facts = chatter.SessionFacts(self.db, self.username or "", self.host, self.connection_id)
                 static = chatter.static_select(sql, facts, self.variables)
@@ -211,6 +214,8 @@ class DoorSession(BaseSession):
                                       "Pad_attribute"], metadata.COLLATIONS, like, where, ["Id", "Sortlen"])
         if kind in ("FUNCTION STATUS", "PROCEDURE STATUS"):
             return metadata.filtered(ROUTINE_COLUMNS, [], like, where)
+        if kind == "TABLE STATUS":
+            return self._table_status(unquote(target) if target else self.db, like, where)
         if target is None:
             return Failed(f"SHOW {kind} needs a table name (SHOW {kind} FROM table)", code_of("Syntax error"))
         schema, table = split_name(target)
@@ -219,13 +224,10 @@ class DoorSession(BaseSession):
             rows = metadata.show_columns(self.api, self.db, table, schema, full)
             names = metadata.SHOW_FULL_COLUMNS if full else metadata.SHOW_COLUMNS
             return metadata.filtered(names, rows, like, where)
-        if kind in ("INDEX", "INDEXES", "KEYS"):
-            metadata.show_columns(self.api, self.db, table, schema, False)  # the table must exist
-            return metadata.filtered(INDEX_COLUMNS, [], like, where)
-        return self._table_status(target, like, where)
+        metadata.show_columns(self.api, self.db, table, schema, False)  # INDEX: the table must exist
+        return metadata.filtered(INDEX_COLUMNS, [], like, where)
 
-    def _table_status(self, target: str | None, like: str | None, where: str | None) -> Answer:
-        schema = unquote(target) if target else self.db
+    def _table_status(self, schema: str, like: str | None, where: str | None) -> Answer:
         tables = metadata.EngineCatalog(self.api, self.db).tables()
         rows = [[name, "InnoDB", "10", "Dynamic", None, None, None, None, None, None, None, None, None, None,
                  "utf8mb4_0900_ai_ci", None, "", kind.lower() if kind != "BASE TABLE" else ""]
