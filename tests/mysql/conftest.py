@@ -19,6 +19,7 @@ import pandas as pd
 import pymysql
 import pytest
 
+from kbsql.interface.literals import quote_literal
 from kbsql.server.process import ServerProcess, spawn
 from tests.datasources.makers import make_duckdb
 
@@ -56,8 +57,7 @@ def seed(server: ServerProcess, folder: Path) -> None:
         f"CREATE KNOWLEDGE_BASE kb USING embedding_model = {HASH}, metadata_columns = ['color'], "
         "id_column = 'id'",
         "INSERT INTO kb (id, content, color) VALUES " + ", ".join(
-            f"({i}, '{text.replace(chr(39), chr(39) * 2)}', {f'{chr(39)}{color}{chr(39)}' if color else 'NULL'})"
-            for i, text, color in DOCS),
+            f"({i}, {quote_literal(text)}, {quote_literal(color)})" for i, text, color in DOCS),
         f"CREATE DATABASE shop WITH ENGINE = 'duckdb', PARAMETERS = {{'database': "
         f"'{make_duckdb(folder / 'shop.duckdb')}'}}",
         f"CREATE DATABASE lab WITH ENGINE = 'duckdb', PARAMETERS = {{'database': "
@@ -89,7 +89,8 @@ def connect(server: ServerProcess, **kwargs: Any) -> pymysql.connections.Connect
     return pymysql.connect(**options)
 
 
-def fetch(conn: pymysql.connections.Connection, query: str, args: Any = None) -> tuple[list[str], list[tuple]]:
+def fetch(conn: pymysql.connections.Connection, query: str,
+          args: Any = None) -> tuple[list[str], list[tuple]]:
     with conn.cursor() as cursor:
         cursor.execute(query, args)
         names = [d[0] for d in cursor.description or []]

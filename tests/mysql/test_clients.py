@@ -105,7 +105,8 @@ def test_the_mysql_command_line_client(door: ServerProcess) -> None:
          "SELECT id, chunk_content FROM kb WHERE content = 'refund policy' LIMIT 1; "
          "SELECT DATABASE(); SELECT * FROM nowhere"],
         capture_output=True, text=True, timeout=60)
-    assert run.stdout.splitlines() == ["id\tchunk_content", "3\tthe refund policy allows returns within 30 days",
+    assert run.stdout.splitlines() == ["id\tchunk_content",
+                                       "3\tthe refund policy allows returns within 30 days",
                                        "DATABASE()", "mindsdb"]
     assert run.returncode == 1
     assert "ERROR 1146 (42S02) at line 1: Table 'nowhere' not found in database 'mindsdb'" in run.stderr
@@ -118,7 +119,7 @@ def test_use_switches_the_project_and_a_session_keeps_it(door: ServerProcess) ->
         assert fetch(conn, "SELECT DATABASE()")[1] == [("mindsdb",)]
         fetch(conn, "USE other")
         assert fetch(conn, "SELECT DATABASE()")[1] == [("other",)]
-        fetch(conn, f"CREATE KNOWLEDGE_BASE only_here USING embedding_model = "
+        fetch(conn, "CREATE KNOWLEDGE_BASE only_here USING embedding_model = "
                     "{'provider': 'kbsql', 'model_name': 'hash-64'}")
         assert ("only_here",) in fetch(conn, "SHOW TABLES")[1]
         assert ("only_here",) not in fetch(neighbour, "SHOW TABLES")[1]  # still in mindsdb

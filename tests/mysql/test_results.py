@@ -97,7 +97,8 @@ def test_types_over_the_text_protocol(door: ServerProcess) -> None:
         "tm": dt.timedelta(hours=12, minutes=34, seconds=56.5),
         "ts": dt.datetime(2024, 3, 1, 9, 30, 0, 123456),
         "tz": dt.datetime(2024, 3, 1, 10, 0),  # 12:00+02 as UTC
-        "iv": "26:00:00", "bl": b"bytes", "l": "[1, 2]", "st": '{"a": 1, "b": "x"}', "s": "héllo ✓", "n": None}
+        "iv": "26:00:00", "bl": b"bytes", "l": "[1, 2]", "st": '{"a": 1, "b": "x"}', "s": "héllo ✓",
+        "n": None}
 
 
 def test_types_over_the_binary_protocol_match_the_text_protocol(door: ServerProcess) -> None:

@@ -119,7 +119,8 @@ def test_show_statements_in_mysql_shapes(run: Any) -> None:
 def test_information_schema_as_drivers_ask_it(run: Any) -> None:
     # the engine's own information_schema answers first, as over HTTP
     names, rows = run("SELECT * FROM information_schema.tables WHERE table_schema = 'mindsdb'")
-    assert names == ["TABLE_SCHEMA", "TABLE_NAME", "TABLE_TYPE"] and rows == [("mindsdb", "kb", "KNOWLEDGE BASE")]
+    assert names == ["TABLE_SCHEMA", "TABLE_NAME", "TABLE_TYPE"]
+    assert rows == [("mindsdb", "kb", "KNOWLEDGE BASE")]
     # MySQL's columns where it has none (JDBC getTables, Tableau, DBeaver)
     names, rows = run("SELECT TABLE_SCHEMA, TABLE_NAME, TABLE_TYPE, TABLE_COMMENT FROM "
                       "INFORMATION_SCHEMA.TABLES WHERE TABLE_SCHEMA = 'shop' ORDER BY TABLE_NAME")
@@ -129,10 +130,12 @@ def test_information_schema_as_drivers_ask_it(run: Any) -> None:
     assert run("SELECT schema_name FROM information_schema.schemata WHERE schema_name LIKE 'MINDS%'")[1] == \
         [("mindsdb",)]
     names, rows = run("SELECT COLUMN_NAME, DATA_TYPE, ORDINAL_POSITION FROM information_schema.COLUMNS "
-                      "WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION", ("mindsdb", "kb"))
+                      "WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION",
+                      ("mindsdb", "kb"))
     assert rows[:6] == [("id", "text", 1), ("chunk_id", "text", 2), ("chunk_content", "text", 3),
                         ("metadata", "json", 4), ("relevance", "double", 5), ("distance", "double", 6)]
-    assert run("SELECT COUNT(*) FROM information_schema.KEY_COLUMN_USAGE WHERE TABLE_SCHEMA = 'mindsdb'")[1] == [(0,)]
+    keys = "SELECT COUNT(*) FROM information_schema.KEY_COLUMN_USAGE WHERE TABLE_SCHEMA = 'mindsdb'"
+    assert run(keys)[1] == [(0,)]
     with pytest.raises(mysql.connector.Error):  # not a table MySQL or the engine has: an error, not rows
         run("SELECT * FROM information_schema.no_such_view")
 

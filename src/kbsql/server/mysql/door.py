@@ -13,7 +13,6 @@ connections close at once, a connection in the middle of a statement finishes it
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import logging
 import socket
@@ -34,6 +33,8 @@ from kbsql.server.throttle import FailureThrottle, client_key
 
 log = logging.getLogger("kbsql.server")
 
+CLOSE_TIMEOUT_S = 5.0
+"""How long a closing connection's last bytes may wait for a client that stopped reading."""
 PACKET_MARGIN = 64 * 1024
 """Bytes a command may carry beyond the SQL size limit (a prepared statement's parameters,
 the command byte): anything larger is refused before it is read."""
@@ -129,5 +130,10 @@ class MysqlDoor:
         finally:
             self.connections.pop(connection, None)
             writer.close()
-            with contextlib.suppress(Exception):
-                await writer.wait_closed()
+            try:  # what is still buffered goes out, unless the client has stopped reading
+                async with asyncio.timeout(CLOSE_TIMEOUT_S):
+                    await writer.wait_closed()
+            except (TimeoutError, asyncio.CancelledError):
+                writer.transport.abort()
+            except Exception:
+                pass

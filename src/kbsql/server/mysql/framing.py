@@ -22,7 +22,7 @@ WRITE_TIMEOUT_S = 60.0
 
 class PacketTooLarge(Exception):
     def __init__(self, size: int, limit: int):
-        super().__init__(f"a packet of {size} bytes is over the limit of {limit} bytes")
+        super().__init__(f"a packet of {size} bytes or more, over the limit of {limit} bytes")
         self.size = size
         self.limit = limit
 
@@ -108,3 +108,7 @@ class BoundedStream:
 
     def reset_seq(self) -> None:
         self.inner.reset_seq()
+
+    def waiting(self) -> int:
+        """Bytes of answers not yet taken by the client (framed here or in the socket's buffer)."""
+        return len(self.inner._buffer) + self.writer.transport.get_write_buffer_size()
