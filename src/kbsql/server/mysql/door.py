@@ -49,7 +49,7 @@ class MysqlDoor:
         self.sock = sock
         self.auth = auth or AuthSettings()
         self.limits = limits or Limits()
-        self.throttle = throttle or FailureThrottle()
+        self.throttle = throttle if throttle is not None else FailureThrottle()  # an empty one is falsy
         self.control = LocalControl()
         self.connections: dict[DoorConnection, asyncio.Task[None]] = {}
         self._ids = itertools.count(1)
