@@ -24,7 +24,7 @@ from kbsql.server.process import ServerProcess, spawn
 from tests.datasources.makers import make_duckdb
 
 HASH = "{'provider': 'kbsql', 'model_name': 'hash-64'}"
-BIG_ROWS = 200_000
+BIG_ROWS = 100_000
 DOCS = [(1, "cats purr when they are happy", "red"), (2, "dogs bark at strangers", None),
         (3, "the refund policy allows returns within 30 days", "blue"),
         (4, "O'Brien's shop sells \"quoted\" things", "red")]

@@ -17,7 +17,7 @@ import pymysql
 import pytest
 
 from kbsql.server.process import ServerProcess, spawn
-from tests.mysql.conftest import connect, fetch
+from tests.mysql.conftest import BIG_ROWS, connect, fetch
 
 MAX_SQL_KB = 8
 CAPS = 0x0200 | 0x8000 | 0x00080000  # PROTOCOL_41 | SECURE_CONNECTION | PLUGIN_AUTH
@@ -25,9 +25,11 @@ CAPS = 0x0200 | 0x8000 | 0x00080000  # PROTOCOL_41 | SECURE_CONNECTION | PLUGIN_
 
 @pytest.fixture(scope="module")
 def small(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    """A server with an 8 KB SQL limit and a 1 s deadline for a packet's body."""
-    with spawn(tmp_path_factory.mktemp("mysql-bad") / "data",
-               args=("--mysql-port", "0", "--max-sql-kb", str(MAX_SQL_KB), "--timeout", "1")) as server:
+    """A server with an 8 KB SQL limit and a 1 s deadline for a packet's body; its MySQL door
+    opened by $KBSQL_MYSQL_PORT rather than --mysql-port."""
+    with spawn(tmp_path_factory.mktemp("mysql-bad") / "data", env={"KBSQL_MYSQL_PORT": "0"},
+               args=("--max-sql-kb", str(MAX_SQL_KB), "--timeout", "1")) as server:
+        assert server.mysql_port
         yield server
 
 
@@ -172,7 +174,7 @@ def test_a_stalled_packet_is_dropped_after_the_timeout(small: ServerProcess) -> 
     assert len(lines) == 1 and "did not arrive" in lines[0], lines
 
 
-BIG_SQL = b"SELECT i, repeat('x', 600) AS filler FROM lab.big"  # 200k rows x 600 bytes: 120 MB
+BIG_SQL = b"SELECT i, repeat('x', 600) AS filler FROM lab.big"  # 100k rows x 600 bytes: 60 MB
 
 
 def test_a_client_that_leaves_mid_result(door: ServerProcess) -> None:
@@ -194,7 +196,7 @@ def test_a_client_that_leaves_mid_result(door: ServerProcess) -> None:
 
 
 def test_a_result_goes_out_as_fast_as_the_client_reads(tmp_path: Path) -> None:
-    """The door in this process, on a real socket, so its buffers can be looked at: 120 MB of
+    """The door in this process, on a real socket, so its buffers can be looked at: 60 MB of
     rows to a client that stops reading leave at most a batch or so waiting in the server's
     write buffer (mysql-mimic alone would hold the whole result as packets)."""
     from kbsql.engine import Engine
@@ -243,7 +245,7 @@ def test_a_result_goes_out_as_fast_as_the_client_reads(tmp_path: Path) -> None:
                 break
             assert payload.startswith(str(rows).encode(), 1)
             rows += 1
-        assert rows == 200_000
+        assert rows == BIG_ROWS
         sock.close()
     finally:
         on_loop(door.close(5))

@@ -26,7 +26,8 @@ def test_jupysql_notebook(door: ServerProcess) -> None:
         "print(frame.columns.tolist(), frame['id'].tolist(), frame['relevance'].dtype)\n"
         "print(frame['metadata'][0])",
         "%sql CREATE AGENT manuals_helper USING data = {'knowledge_bases': ['mindsdb.manuals']}",
-        "answer = %sql SELECT answer FROM manuals_helper WHERE question = 'How often is the pump seal replaced?'\n"
+        "answer = %sql SELECT answer FROM manuals_helper WHERE question = "
+        "'How often is the pump seal replaced?'\n"
         "print(answer.DataFrame()['answer'][0])",
         "%sql DROP AGENT manuals_helper",
         "%sql DROP KNOWLEDGE_BASE manuals",

@@ -14,7 +14,7 @@ import pytest
 from pymysql.constants import FIELD_TYPE
 
 from kbsql.server.process import ServerProcess
-from tests.mysql.conftest import connect, fetch, http_sql
+from tests.mysql.conftest import BIG_ROWS, connect, fetch, http_sql
 
 # statements the HTTP route answers, with a table, OK or error: the MySQL door must agree
 SAME_ANSWER = [
@@ -136,5 +136,4 @@ def test_a_large_result_arrives_whole_in_order(door: ServerProcess) -> None:
         for i, s in cursor:
             assert i == count and s == f"row {count}"
             count += 1
-    from tests.mysql.conftest import BIG_ROWS
     assert count == BIG_ROWS

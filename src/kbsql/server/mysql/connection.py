@@ -32,7 +32,13 @@ from kbsql.interface.api import DEFAULT_PROJECT
 from kbsql.interface.literals import ParameterError
 from kbsql.server.app import in_thread
 from kbsql.server.mysql import error_codes, metadata, prepared
-from kbsql.server.mysql.framing import BoundedStream, MalformedPacket, PacketTooLarge
+from kbsql.server.mysql.framing import (
+    BoundedStream,
+    MalformedPacket,
+    PacketTooLarge,
+    change_user_is_complete,
+    handshake_is_complete,
+)
 from kbsql.server.mysql.resultsets import Answer, Encoded, Failed, Ok, Rows, Unsendable
 from kbsql.server.mysql.router import DoorSession
 
@@ -56,47 +62,6 @@ _LENGTHS = {ColumnType.TINY: 4, ColumnType.SHORT: 6, ColumnType.LONG: 11, Column
 
 class LoginFailed(Exception):
     """The handshake ended with access denied (the client was told)."""
-
-
-def handshake_is_complete(capabilities: Capabilities, data: bytes) -> bool:
-    """Whether every NUL-terminated field of a handshake response ends inside the packet
-    (mysql-mimic's reader of such fields never returns at the end of its input)."""
-    if len(data) <= 32:
-        return True  # an SSL request, or short: mysql-mimic's struct reads fail cleanly
-    both = capabilities & Capabilities(int.from_bytes(data[:4], "little"))
-    end = data.find(b"\x00", 32)  # user name
-    if end < 0:
-        return False
-    at = end + 1
-    if at >= len(data):
-        return False
-    if Capabilities.CLIENT_PLUGIN_AUTH_LENENC_CLIENT_DATA in both:
-        reader = io.BytesIO(data[at:])
-        from mysql_mimic.types import read_uint_len
-
-        try:
-            size = read_uint_len(reader)
-        except struct.error:
-            return False
-        at += reader.tell() + size
-    else:
-        at += 1 + data[at]
-    for flag in (Capabilities.CLIENT_CONNECT_WITH_DB, Capabilities.CLIENT_PLUGIN_AUTH):
-        if flag in both:
-            end = data.find(b"\x00", at)
-            if end < 0:
-                return False
-            at = end + 1
-    return True
-
-
-def change_user_is_complete(data: bytes) -> bool:
-    """The same for COM_CHANGE_USER: user name, auth response and database end with NULs."""
-    end = data.find(b"\x00")
-    if end < 0 or end + 1 >= len(data):
-        return False
-    at = end + 2 + data[end + 1]
-    return data.find(b"\x00", at) >= 0
 
 
 class DoorConnection(Connection):

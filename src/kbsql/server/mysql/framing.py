@@ -6,14 +6,21 @@ the door's limit as soon as its header says so (the SQL size limit of HTTP plus 
 prepared statement's parameters), gives a packet's body `timeout` seconds to arrive once its
 header has, and gives a stalled reader `write_timeout` seconds to take an answer. An idle
 connection waits for its next command as long as MySQL's `wait_timeout` (8 hours).
+
+`handshake_is_complete` and `change_user_is_complete` check the NUL-terminated fields of
+the two packets mysql-mimic parses itself: its reader of such a field never returns when the
+field has no terminator, which would freeze the event loop and with it the whole server.
 """
 
 from __future__ import annotations
 
 import asyncio
+import io
+import struct
 from collections.abc import Callable, Sequence
 
 from mysql_mimic.stream import ConnectionClosed, MysqlStream
+from mysql_mimic.types import Capabilities, read_uint_len
 
 MAX_PAYLOAD = 0xFFFFFF
 WAIT_TIMEOUT_S = 28800.0
@@ -112,3 +119,42 @@ class BoundedStream:
     def waiting(self) -> int:
         """Bytes of answers not yet taken by the client (framed here or in the socket's buffer)."""
         return len(self.inner._buffer) + self.writer.transport.get_write_buffer_size()
+
+
+def handshake_is_complete(capabilities: Capabilities, data: bytes) -> bool:
+    """Whether every NUL-terminated field of a handshake response ends inside the packet
+    (mysql-mimic's reader of such fields never returns at the end of its input)."""
+    if len(data) <= 32:
+        return True  # an SSL request, or short: mysql-mimic's struct reads fail cleanly
+    both = capabilities & Capabilities(int.from_bytes(data[:4], "little"))
+    end = data.find(b"\x00", 32)  # user name
+    if end < 0:
+        return False
+    at = end + 1
+    if at >= len(data):
+        return False
+    if Capabilities.CLIENT_PLUGIN_AUTH_LENENC_CLIENT_DATA in both:
+        reader = io.BytesIO(data[at:])
+        try:
+            size = read_uint_len(reader)
+        except struct.error:
+            return False
+        at += reader.tell() + size
+    else:
+        at += 1 + data[at]
+    for flag in (Capabilities.CLIENT_CONNECT_WITH_DB, Capabilities.CLIENT_PLUGIN_AUTH):
+        if flag in both:
+            end = data.find(b"\x00", at)
+            if end < 0:
+                return False
+            at = end + 1
+    return True
+
+
+def change_user_is_complete(data: bytes) -> bool:
+    """The same for COM_CHANGE_USER: user name, auth response and database end with NULs."""
+    end = data.find(b"\x00")
+    if end < 0 or end + 1 >= len(data):
+        return False
+    at = end + 2 + data[end + 1]
+    return data.find(b"\x00", at) >= 0
