@@ -109,6 +109,9 @@ def test_show_statements_in_mysql_shapes(run: Any) -> None:
     names, rows = run("SHOW FULL COLUMNS FROM mindsdb.kb LIKE 'rel%'")
     assert names[:3] == ["Field", "Type", "Collation"] and rows == [("relevance", "double", None, "YES", "",
                                                                      None, "", "select", "")]
+    with pytest.raises(mysql.connector.Error):  # a WHERE it cannot read: one line, the session goes on
+        run("SHOW VARIABLES WHERE ((")
+    assert run("SHOW VARIABLES LIKE 'version'")[1] == [("version", "8.0.17")]
     create = run("SHOW CREATE TABLE shop.orders")[1][0][1]
     assert create.startswith("CREATE TABLE `orders` (\n  `id` int DEFAULT NULL,")
     with pytest.raises(mysql.connector.Error) as missing:

@@ -34,6 +34,7 @@ from kbsql.server.app import in_thread
 from kbsql.server.mysql import error_codes, metadata, prepared
 from kbsql.server.mysql.framing import (
     BoundedStream,
+    ClientStalled,
     MalformedPacket,
     PacketTooLarge,
     change_user_is_complete,
@@ -86,7 +87,7 @@ class DoorConnection(Connection):
             async with asyncio.timeout(self.login_timeout):
                 await self.connection_phase()
         except TimeoutError:
-            raise MalformedPacket(f"the client did not log in within {self.login_timeout:g} s") from None
+            raise ClientStalled(f"the client did not log in within {self.login_timeout:g} s") from None
         if self.session.username is None:
             raise LoginFailed()
         if not self.session.database:

@@ -21,6 +21,8 @@ import logging
 import re
 from typing import Any
 
+import duckdb
+import sqlglot
 from mysql_mimic.errors import MysqlError
 from mysql_mimic.session import BaseSession
 from mysql_mimic.types import ColumnType
@@ -158,6 +160,11 @@ class DoorSession(BaseSession):
         except LookupError as exc:  # metadata: the engine's message for a missing table
             message = str(exc.args[0]) if exc.args else str(exc)
             return Failed(message, code_of(message))
+        except (duckdb.Error, sqlglot.errors.SqlglotError) as exc:  # a SHOW ... WHERE it cannot run
+            return Failed(f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+        except Exception as exc:  # a fault of the door: this statement fails, the connection goes on
+            log.exception("MySQL door: answering a statement failed")  # no text: it may hold keys
+            return Failed(f"{type(exc).__name__}: {exc}")
         return self.engine(sql, word)
 
     def use(self, name: str) -> Answer:
