@@ -252,3 +252,21 @@ def test_a_result_goes_out_as_fast_as_the_client_reads(tmp_path: Path) -> None:
         loop.call_soon_threadsafe(loop.stop)
         thread.join(10)
         engine.close()
+
+
+@pytest.mark.parametrize("statement", [
+    " " * 7000 + "1",  # the leading-keyword pattern once backtracked exponentially on spaces
+    "SHOW VARIABLES" + " " * 7000 + "x",
+    "SELECT @@version" + " " * 7000 + "x",
+    "SELECT @@version, " + ", " * 3000 + "1",
+    "BEGIN" + " " * 7000 + "x",
+])
+def test_long_runs_of_spaces_and_commas_answer_at_once(small: ServerProcess, statement: str) -> None:
+    with connect(small, read_timeout=10) as conn:
+        start = time.monotonic()
+        try:
+            fetch(conn, statement)
+        except pymysql.err.MySQLError as exc:
+            assert not isinstance(exc, pymysql.err.OperationalError) or exc.args[0] != 2013, exc
+        assert time.monotonic() - start < 5
+        assert fetch(conn, "SELECT 5 AS five")[1] == [(5,)]

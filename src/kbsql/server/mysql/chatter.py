@@ -31,13 +31,18 @@ from kbsql.interface.sqltext import segments
 from kbsql.server.mysql.error_codes import UNKNOWN_SYSTEM_VARIABLE
 from kbsql.server.mysql.sysvars import SessionVariables
 
-_LEADING = re.compile(r"^(?:\s+|/\*.*?\*/|--[^\n]*\n|#[^\n]*\n)*\(*\s*([A-Za-z]+)", re.DOTALL)
-_TRANSACTION = re.compile(r"^\s*(BEGIN|START\s+TRANSACTION|COMMIT|ROLLBACK|SAVEPOINT|RELEASE\s+SAVEPOINT)"
-                          r"(\s+WORK)?\b.*$", re.IGNORECASE | re.DOTALL)
+# every pattern here runs on text of up to the SQL size limit: none may backtrack more than
+# linearly (no nested or adjacent quantifiers over the same characters; atomic groups)
+_LEADING = re.compile(r"(?:[\s(]|/\*.*?\*/|--[^\n]*(?:\n|$)|#[^\n]*(?:\n|$))*+([A-Za-z]+)", re.DOTALL)
+_TRANSACTION = re.compile(
+    r"\s*+(?:BEGIN(?:\s++WORK)?|START\s++TRANSACTION(?:\s++[A-Z ,]*+)?"
+    r"|COMMIT(?:\s++WORK)?(?:\s++AND\s++(?:NO\s++)?CHAIN)?(?:\s++(?:NO\s++)?RELEASE)?"
+    r"|ROLLBACK(?:\s++WORK)?(?:\s++TO\s++(?:SAVEPOINT\s++)?\w++)?"
+    r"|SAVEPOINT\s++\w++|RELEASE\s++SAVEPOINT\s++\w++)\s*+;?\s*+", re.IGNORECASE)
 _USER_VARIABLE_SET = re.compile(r"^\s*SET\s+@[A-Za-z_`'\"]", re.IGNORECASE)
 _INFO_FUNCTION = re.compile(r"\b(DATABASE|SCHEMA|USER|CURRENT_USER|SESSION_USER|SYSTEM_USER|VERSION|"
                             r"CONNECTION_ID|LAST_INSERT_ID|FOUND_ROWS|ROW_COUNT)\s*\(\s*\)", re.IGNORECASE)
-_ITEMS_END = re.compile(r"\s+(LIMIT|FROM|WHERE|INTO)\b|\s*;", re.IGNORECASE)
+_ITEM_TOKENS = re.compile(r"[(),;]|\b(?:LIMIT|FROM|WHERE|INTO)\b", re.IGNORECASE)
 _FROM = re.compile(r"\bFROM\b(?!\s+DUAL\b)", re.IGNORECASE)
 UTF8 = ("utf8", "utf8mb3", "utf8mb4")
 
@@ -55,7 +60,7 @@ def code_text(sql: str) -> str:
 
 
 def is_transaction(sql: str) -> bool:
-    return _TRANSACTION.match(sql) is not None
+    return _TRANSACTION.fullmatch(sql) is not None
 
 
 def is_session_set(sql: str) -> bool:
@@ -64,9 +69,14 @@ def is_session_set(sql: str) -> bool:
     return _USER_VARIABLE_SET.match(sql) is None
 
 
+STATIC_MAX = 64 * 1024
+"""Longest statement looked at as a client's own (theirs are short; longer ones are the
+engine's, which bounds its parsing time)."""
+
+
 def is_static_select(sql: str) -> bool:
     """A SELECT of `@@variables` or information functions and constants, with no table."""
-    if "@@" not in sql and "(" not in sql:
+    if ("@@" not in sql and "(" not in sql) or len(sql) > STATIC_MAX:
         return False
     code = code_text(sql)
     if "@@" not in code and not _INFO_FUNCTION.search(code):
@@ -91,20 +101,20 @@ def _items(sql: str) -> list[str]:
     if start is None:
         return []
     items, depth, begin = [], 0, start.end()
-    for i in range(start.end(), len(sql)):
-        ch = code[i]
-        if ch == "(":
+    for token in _ITEM_TOKENS.finditer(code, start.end()):
+        mark = token.group()
+        if mark == "(":
             depth += 1
-        elif ch == ")":
+        elif mark == ")":
             depth -= 1
-        elif depth == 0 and ch == ",":
-            items.append(sql[begin:i])
-            begin = i + 1
-        elif depth == 0 and _ITEMS_END.match(code, i):
-            items.append(sql[begin:i])
+        elif depth == 0 and mark == ",":
+            items.append(sql[begin:token.start()])
+            begin = token.end()
+        elif depth == 0:  # LIMIT, FROM, WHERE, INTO or ';': the list ends
+            items.append(sql[begin:token.start()])
             return [item.strip() for item in items]
     items.append(sql[begin:])
-    return [item.strip().rstrip(";").strip() for item in items]
+    return [item.strip() for item in items]
 
 
 def _function(name: str, facts: SessionFacts, variables: SessionVariables) -> Any:

@@ -44,8 +44,8 @@ _SHOW = re.compile(
     r"^\s*SHOW\s+(?P<mods>(?:(?:FULL|SESSION|GLOBAL|LOCAL|STORAGE)\s+)*)"
     r"(?P<kind>VARIABLES|STATUS|WARNINGS|ERRORS|ENGINES|CHARSET|CHARACTER\s+SET|COLLATION|"
     r"FUNCTION\s+STATUS|PROCEDURE\s+STATUS|COLUMNS|FIELDS|INDEX|INDEXES|KEYS|CREATE\s+TABLE|"
-    r"TABLE\s+STATUS|COUNT\(\*\)\s+WARNINGS|COUNT\(\*\)\s+ERRORS)(?![\w$])(?P<rest>.*?)\s*;?\s*$",
-    re.IGNORECASE | re.DOTALL)
+    r"TABLE\s+STATUS|COUNT\(\*\)\s+WARNINGS|COUNT\(\*\)\s+ERRORS)(?![\w$])(?P<rest>.*)$",
+    re.IGNORECASE | re.DOTALL)  # on the statement stripped of its end: no backtracking over spaces
 _SHOW_REST = re.compile(
     rf"^(?:\s+(?:FROM|IN)\s+(?P<target>{_NAME}(?:\s*\.\s*{_NAME})?))?"
     rf"(?:\s+(?:FROM|IN)\s+(?P<db>{_NAME}))?"
@@ -175,7 +175,7 @@ class DoorSession(BaseSession):
     # --- SHOW -----------------------------------------------------------------------------
     def show(self, sql: str) -> Answer | None:
         """The SHOW statements answered here, or None (the engine's: DATABASES, TABLES, ...)."""
-        match = _SHOW.match(sql)
+        match = _SHOW.match(sql.strip().rstrip(";").rstrip())
         if match is None:
             return None
         kind = " ".join(match.group("kind").upper().split())
