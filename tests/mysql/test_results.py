@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import json
+import struct
 from typing import Any
 
 import mysql.connector
@@ -15,6 +16,7 @@ from pymysql.constants import FIELD_TYPE
 
 from kbsql.server.process import ServerProcess
 from tests.mysql.conftest import BIG_ROWS, connect, fetch, http_sql
+from tests.mysql.raw import logged_in, packet, read_packet
 
 # statements the HTTP route answers, with a table, OK or error: the MySQL door must agree
 SAME_ANSWER = [
@@ -137,3 +139,36 @@ def test_a_large_result_arrives_whole_in_order(door: ServerProcess) -> None:
             assert i == count and s == f"row {count}"
             count += 1
     assert count == BIG_ROWS
+
+
+def test_a_cursor_fetches_a_prepared_result_in_pieces(door: ServerProcess) -> None:
+    """COM_STMT_EXECUTE with a read-only cursor, then COM_STMT_FETCH (JDBC's useCursorFetch)."""
+    sock = logged_in(door)
+    try:
+        sock.sendall(packet(0, b"\x16SELECT i FROM lab.big WHERE i < ? ORDER BY i"))
+        _, prepared = read_packet(sock)
+        statement, _, params = struct.unpack("<IHH", prepared[1:9])
+        assert prepared[0] == 0 and params == 1
+        read_packet(sock), read_packet(sock)  # the parameter's definition, EOF
+        sock.sendall(packet(0, b"\x17" + struct.pack("<IBI", statement, 0x01, 1) + b"\x00\x01"
+                            + b"\x08\x00" + struct.pack("<q", 5)))
+        assert read_packet(sock)[1] == b"\x01"  # one column
+        read_packet(sock)
+        _, opened = read_packet(sock)
+        assert opened[0] == 0xFE and struct.unpack("<H", opened[3:5])[0] & 0x40  # CURSOR_EXISTS
+
+        def fetch_rows(count: int) -> tuple[list[int], int]:
+            sock.sendall(packet(0, b"\x1c" + struct.pack("<II", statement, count)))
+            values = []
+            while True:
+                _, row = read_packet(sock)
+                if row[0] == 0xFE:
+                    return values, struct.unpack("<H", row[3:5])[0]
+                values.append(struct.unpack("<q", row[2:10])[0])
+
+        rows, status = fetch_rows(2)
+        assert rows == [0, 1] and status & 0x40 and not status & 0x80  # more to come
+        rows, status = fetch_rows(10)
+        assert rows == [2, 3, 4] and status & 0x80  # LAST_ROW_SENT
+    finally:
+        sock.close()

@@ -287,10 +287,11 @@ class DoorConnection(Connection):
         if too_big is not None:
             await self.stream.write(self.error_of(error_codes.UNKNOWN_ERROR, too_big))
             return
-        if len(self.statements) >= prepared.MAX_PREPARED:
+        if len(self.statements) >= prepared.MAX_PREPARED or \
+                self.held_bytes() + len(sql) > prepared.HELD_PACKETS * self.stream.max_packet:
             await self.stream.write(self.error_of(
-                error_codes.UNKNOWN_ERROR, f"This connection already has {prepared.MAX_PREPARED} prepared "
-                "statements open: close some (COM_STMT_CLOSE)"))
+                error_codes.UNKNOWN_ERROR, f"This connection holds {len(self.statements)} prepared "
+                "statements, as many or as large as it may: close some (COM_STMT_CLOSE)"))
             return
         statement = prepared.Prepared(self.next_statement, sql, prepared.placeholders(sql))
         self.next_statement += 1
@@ -304,13 +305,18 @@ class DoorConnection(Connection):
         self.stream.write_many(packets)
         await self.stream.drain()
 
+    def held_bytes(self) -> int:
+        """What this connection's prepared statements hold: their text and long data."""
+        return sum(len(s.sql) + sum(len(b) for b in s.long_data.values()) for s in self.statements.values())
+
     def long_data(self, data: bytes) -> None:
         statement_id, parameter = struct.unpack("<IH", data[:6])
         statement = self.statement(statement_id)
-        buffer = statement.long_data.setdefault(parameter, bytearray())
-        if sum(len(b) for b in statement.long_data.values()) + len(data) - 6 > self.stream.max_packet:
-            raise PacketTooLarge(len(buffer) + len(data), self.stream.max_packet)
-        buffer.extend(data[6:])
+        held = sum(len(b) for b in statement.long_data.values()) + len(data) - 6
+        if held > self.stream.max_packet or \
+                self.held_bytes() + len(data) > prepared.HELD_PACKETS * self.stream.max_packet:
+            raise PacketTooLarge(held, self.stream.max_packet)
+        statement.long_data.setdefault(parameter, bytearray()).extend(data[6:])
 
     async def handle_stmt_execute(self, data: bytes) -> None:
         reader = io.BytesIO(data)
@@ -321,6 +327,11 @@ class DoorConnection(Connection):
         answer = await in_thread(self._answer, sql, True)
         if not flags & 0x01 or not isinstance(answer, Encoded):  # no cursor asked, or no rows
             await self.send(answer, True)
+            return
+        if statement_id not in self.cursors and len(self.cursors) >= prepared.MAX_CURSORS:
+            await self.stream.write(self.error_of(
+                error_codes.UNKNOWN_ERROR, f"This connection has {prepared.MAX_CURSORS} cursors open, "
+                "each holding a result: fetch them to their end or reset their statements"))
             return
         self.cursors[statement_id] = (answer, [])
         self.stream.write_many(self.result_header(answer.columns))

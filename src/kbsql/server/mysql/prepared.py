@@ -41,6 +41,10 @@ from kbsql.interface.sqltext import segments
 MAX_PREPARED = 1000
 """Prepared statements one connection may keep open (MySQL's max_prepared_stmt_count is
 per server; this bounds what one client can make the server hold)."""
+HELD_PACKETS = 8
+"""Their text and long data together: at most this many times the largest command."""
+MAX_CURSORS = 16
+"""Open cursors (COM_STMT_EXECUTE with a read-only cursor) per connection: each holds a result."""
 
 
 class BadParameters(ValueError):
