@@ -25,6 +25,21 @@ JDBC_PROBE = (  # what MySQL Connector/J 8 sends right after logging in
     "query_cache_size, @@query_cache_type AS query_cache_type, @@sql_mode AS sql_mode, "
     "@@system_time_zone AS system_time_zone, @@time_zone AS time_zone, @@transaction_isolation AS "
     "transaction_isolation, @@wait_timeout AS wait_timeout")
+JDBC_TABLES = (  # Connector/J 8's DatabaseMetaData.getTables (a HAVING on an alias, no GROUP BY)
+    "SELECT TABLE_SCHEMA AS TABLE_CAT, NULL AS TABLE_SCHEM, TABLE_NAME, CASE WHEN TABLE_TYPE='BASE TABLE' "
+    "THEN CASE WHEN TABLE_SCHEMA = 'mysql' OR TABLE_SCHEMA = 'performance_schema' THEN 'SYSTEM TABLE' "
+    "ELSE 'TABLE' END WHEN TABLE_TYPE='TEMPORARY' THEN 'LOCAL_TEMPORARY' ELSE TABLE_TYPE END AS TABLE_TYPE, "
+    "TABLE_COMMENT AS REMARKS, NULL AS TYPE_CAT, NULL AS TYPE_SCHEM, NULL AS TYPE_NAME, NULL AS "
+    "SELF_REFERENCING_COL_NAME, NULL AS REF_GENERATION FROM INFORMATION_SCHEMA.TABLES WHERE TABLE_SCHEMA "
+    "LIKE ? AND TABLE_NAME LIKE ? HAVING TABLE_TYPE IN ('TABLE','VIEW','SYSTEM TABLE','SYSTEM VIEW',"
+    "'LOCAL_TEMPORARY') ORDER BY TABLE_TYPE, TABLE_SCHEMA, TABLE_NAME")
+JDBC_COLUMNS = (  # and getColumns, shortened
+    "SELECT TABLE_SCHEMA AS TABLE_CAT, NULL AS TABLE_SCHEM, TABLE_NAME, COLUMN_NAME, CASE data_type "
+    "WHEN 'int' THEN 4 WHEN 'double' THEN 8 WHEN 'decimal' THEN 3 ELSE 12 END AS DATA_TYPE, "
+    "UPPER(CASE WHEN LOCATE('unsigned', COLUMN_TYPE) != 0 AND LOCATE('unsigned', DATA_TYPE) = 0 THEN "
+    "CONCAT(DATA_TYPE, ' unsigned') ELSE DATA_TYPE END) AS TYPE_NAME, IF(IS_NULLABLE='YES', 1, 0) AS "
+    "NULLABLE, ORDINAL_POSITION FROM INFORMATION_SCHEMA.COLUMNS WHERE TABLE_SCHEMA LIKE ? AND TABLE_NAME "
+    "LIKE ? AND COLUMN_NAME LIKE ? ORDER BY TABLE_SCHEMA, TABLE_NAME, ORDINAL_POSITION")
 
 
 @pytest.fixture(params=["text", "binary"])
@@ -137,6 +152,10 @@ def test_information_schema_as_drivers_ask_it(run: Any) -> None:
                       ("mindsdb", "kb"))
     assert rows[:6] == [("id", "text", 1), ("chunk_id", "text", 2), ("chunk_content", "text", 3),
                         ("metadata", "json", 4), ("relevance", "double", 5), ("distance", "double", 6)]
+    assert [r[2:4] for r in run(JDBC_TABLES, ("shop", "%"))[1]] == [("archive.old_orders", "TABLE"),
+                                                                  ("orders", "TABLE")]
+    assert [r[3:] for r in run(JDBC_COLUMNS, ("shop", "orders", "%"))[1][:3]] == [
+        ("id", 4, "INT", 1, 1), ("customer_id", 4, "INT", 1, 2), ("amount", 3, "DECIMAL", 1, 3)]
     keys = "SELECT COUNT(*) FROM information_schema.KEY_COLUMN_USAGE WHERE TABLE_SCHEMA = 'mindsdb'"
     assert run(keys)[1] == [(0,)]
     with pytest.raises(mysql.connector.Error):  # not a table MySQL or the engine has: an error, not rows

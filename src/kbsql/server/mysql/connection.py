@@ -22,15 +22,18 @@ import logging
 import struct
 from typing import Any
 
+from mysql_mimic.charset import CharacterSet
 from mysql_mimic.connection import Connection
 from mysql_mimic.errors import MysqlError
 from mysql_mimic.packets import make_column_count, make_column_definition_41
 from mysql_mimic.results import ResultColumn
+from mysql_mimic.stream import ConnectionClosed
 from mysql_mimic.types import Capabilities, ColumnDefinition, ColumnType, Commands, ServerStatus
 
 from kbsql.interface.api import DEFAULT_PROJECT
 from kbsql.interface.literals import ParameterError
 from kbsql.server.app import in_thread
+from kbsql.server.limits import check_sql_size
 from kbsql.server.mysql import error_codes, metadata, prepared
 from kbsql.server.mysql.framing import (
     BoundedStream,
@@ -118,8 +121,6 @@ class DoorConnection(Connection):
 
     # --- commands ---------------------------------------------------------------------------
     async def command_phase(self) -> None:
-        from mysql_mimic.stream import ConnectionClosed
-
         while not self.closing:
             try:
                 data = await self.stream.read()
@@ -235,8 +236,6 @@ class DoorConnection(Connection):
             flags |= ColumnDefinition.BINARY_FLAG
         binary = kind in _NUMERIC or kind in (ColumnType.DATE, ColumnType.DATETIME, ColumnType.TIMESTAMP,
                                               ColumnType.TIME, ColumnType.NULL)
-        from mysql_mimic.charset import CharacterSet
-
         return make_column_definition_41(
             server_charset=self.server_charset, name=column.name, column_type=kind,
             character_set=CharacterSet.binary if binary else column.character_set,
@@ -281,8 +280,6 @@ class DoorConnection(Connection):
 
     async def handle_stmt_prepare(self, data: bytes) -> None:
         sql = data.decode("utf-8")
-        from kbsql.server.limits import check_sql_size
-
         too_big = check_sql_size(sql, self.session.limits)
         if too_big is not None:
             await self.stream.write(self.error_of(error_codes.UNKNOWN_ERROR, too_big))

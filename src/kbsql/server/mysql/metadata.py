@@ -235,8 +235,8 @@ def run_local(sql: str | exp.Expression, tables: dict[str, pa.Table]) -> pa.Tabl
     DuckDB: a cursor of one shared in-memory database, so each call costs ~1 ms."""
     global _duck
     tree = sqlglot.parse_one(sql, read="mysql") if isinstance(sql, str) else sql
-    tree = tree.transform(lambda node: exp.ILike(this=node.this, expression=node.expression)
-                          if isinstance(node, exp.Like) else node)
+    tree = _having_as_where(tree.transform(lambda node: exp.ILike(this=node.this, expression=node.expression)
+                                           if isinstance(node, exp.Like) else node))
     with _duck_lock:
         if _duck is None:
             _duck = duckdb.connect()
@@ -247,6 +247,24 @@ def run_local(sql: str | exp.Expression, tables: dict[str, pa.Table]) -> pa.Tabl
         return cursor.execute(tree.sql(dialect="duckdb")).to_arrow_table()
     finally:
         cursor.close()
+
+
+def _having_as_where(tree: exp.Expression) -> exp.Expression:
+    """MySQL's HAVING without GROUP BY filters the select list's rows, by their aliases
+    (JDBC's getTables does so); DuckDB wants it as a WHERE on the aliased expressions."""
+    if not isinstance(tree, exp.Select) or not tree.args.get("having") or tree.args.get("group"):
+        return tree
+    aliases = {p.alias.lower(): p.this for p in tree.expressions if isinstance(p, exp.Alias)}
+
+    def unalias(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Column) and not node.table and node.name.lower() in aliases:
+            return aliases[node.name.lower()].copy()
+        return node
+
+    condition = tree.args["having"].this.transform(unalias)
+    tree = tree.copy()
+    tree.set("having", None)
+    return tree.where(condition)
 
 
 def info_schema_tables(tree: exp.Expression) -> list[str] | None:
