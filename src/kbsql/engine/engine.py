@@ -29,6 +29,7 @@ from kbsql.engine.catalog import Catalog, KbRecord
 from kbsql.engine.config import EngineConfig
 from kbsql.engine.datasources.confine import PathPolicy
 from kbsql.engine.datasources.frames import FrameStore
+from kbsql.engine.datasources.uploads import UploadStore
 from kbsql.engine.kb_rest import put_knowledge_base
 from kbsql.engine.knowledge.bases import DEFAULT_VECTOR_DATABASE, KnowledgeBases
 from kbsql.engine.knowledge.service import KnowledgeService
@@ -75,19 +76,21 @@ class Engine:
         sql_port = _LateSql()
         self.agents = AgentService(self.catalog, self.config, sql_port)
         agent_port: AgentOps = self.agents
-        self.sql = SqlExecutor(self.catalog, self._frames(), self.kbs, agent_port,
-                               PathPolicy(self.config))
+        self.uploads = UploadStore(self.catalog, self._frames("uploads"))
+        self.sql = SqlExecutor(self.catalog, self._frames(), self.kbs, agent_port, self.uploads,
+                               PathPolicy(self.config), self.config.background_workers)
         sql_port.target = self.sql  # the mutual recursion, closed here and only here
         self._closed = threading.Event()
 
-    def _frames(self) -> FrameStore:
-        """Registered DataFrames: Parquet files in the data directory, or rows of the shared
-        catalog's database (a frame registered through one server is a table for all)."""
+    def _frames(self, place: str = "frames") -> FrameStore:
+        """Registered DataFrames (`place` "frames") or the pages of uploaded files
+        ("uploads"): Parquet files in the data directory, or rows of the shared catalog's
+        database (a frame registered through one server is a table for all)."""
         if self.catalog.shared_url:
             from kbsql.engine.datasources.frames_pg import PgFrameStore
 
-            return PgFrameStore(self.catalog.shared_url)
-        return FrameStore(self.data_dir)
+            return PgFrameStore(self.catalog.shared_url, place)
+        return FrameStore(self.data_dir, place)
 
     def close(self) -> None:
         if not self._closed.is_set():

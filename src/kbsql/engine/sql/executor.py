@@ -19,17 +19,30 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 from mindsdb_sql_parser import ast
+from mindsdb_sql_parser.ast.mindsdb import AlterDatabase
 from mindsdb_sql_parser.ast.mindsdb.agents import CreateAgent, DropAgent, UpdateAgent
 from mindsdb_sql_parser.ast.mindsdb.create_database import CreateDatabase
 
 from kbsql.engine.catalog import Catalog
 from kbsql.engine.datasources.confine import PathPolicy
 from kbsql.engine.datasources.frames import FRAMES_SOURCE, FrameStore
+from kbsql.engine.datasources.uploads import UPLOADS_SOURCE, UploadStore
 from kbsql.engine.knowledge.bases import KnowledgeBases
 from kbsql.engine.ports import AgentOps
-from kbsql.engine.sql import agents_sql, databases, kb_statements, names, parsing, refusals
+from kbsql.engine.sql import (
+    agents_sql,
+    databases,
+    databases_api,
+    kb_background,
+    kb_statements,
+    names,
+    parsing,
+    refusals,
+    tables_sql,
+)
 from kbsql.engine.sql.duck import DuckSession
 from kbsql.engine.sql.plans import PlanCache
+from kbsql.engine.sql.query_log import QueryLog
 from kbsql.engine.sql.results import ArrowTableResult
 from kbsql.engine.sql.select import cached_plan, run_select, select_frame
 from kbsql.engine.sql.session import SqlSession
@@ -72,10 +85,12 @@ class SqlExecutor(SqlSession):
     session the handlers share (see `session`), and the `RunsSql` port agents use."""
 
     def __init__(self, catalog: Catalog, frames: FrameStore, kbs: KnowledgeBases, agents: AgentOps,
-                 policy: PathPolicy | None = None):
+                 uploads: UploadStore, policy: PathPolicy | None = None,
+                 background_workers: int = kb_background.DEFAULT_WORKERS):
         # `policy`: which files data sources may open (datasources/confine.py)
-        super().__init__(catalog, frames, DuckSession(catalog, frames, policy), PlanCache(), kbs,
-                         agents)
+        duck = DuckSession(catalog, frames, policy, {UPLOADS_SOURCE: uploads})
+        super().__init__(catalog, frames, duck, PlanCache(), kbs, agents, uploads, QueryLog(catalog))
+        self.background = kb_background.BackgroundInserts(self, background_workers)
 
     def query(self, query: str, context: dict[str, Any] | None = None,
               params: dict[str, Any] | list[Any] | None = None) -> SqlResult:
@@ -86,8 +101,10 @@ class SqlExecutor(SqlSession):
         return self.execute(query, context, params)
 
     def close(self) -> None:
+        self.background.close()
         self.duck.close()
         self.frames.close()
+        self.uploads.close()
 
     def execute(self, query: str, context: dict[str, Any] | None = None,
                 params: dict[str, Any] | list[Any] | None = None) -> SqlResult:
@@ -138,6 +155,12 @@ class SqlExecutor(SqlSession):
         refused = refusals.refusal(statement)
         if refused is not None:
             raise refused
+        function = kb_background.query_function(statement)
+        if function is not None:  # SELECT query_cancel(id) / query_resume(id)
+            name, query_id = function
+            if name == "query_cancel":
+                return self.background.cancel(query_id, ctx)
+            return self.background.resume(query_id, ctx)
         table, target = self._target(statement, ctx)
         handled = kb_statements.handle(self, statement, ctx, target)
         if handled is not None:
@@ -152,6 +175,12 @@ class SqlExecutor(SqlSession):
             return databases.use(self, statement, ctx)
         if isinstance(statement, CreateDatabase):
             return databases.create_database(self, statement, ctx)
+        if isinstance(statement, AlterDatabase):
+            return databases_api.alter_database(self, statement, ctx)
+        if isinstance(statement, ast.CreateTable):
+            return tables_sql.create_table(self, statement, ctx)
+        if isinstance(statement, ast.DropTables):
+            return tables_sql.drop_table(self, statement, ctx)
         if isinstance(statement, ast.DropDatabase):
             return databases.drop_database(self, statement, ctx)
         if isinstance(statement, ast.Describe):
@@ -172,6 +201,10 @@ class SqlExecutor(SqlSession):
                 return agents_sql.show_agents(self, statement, ctx)
             if category in ("COLUMNS", "FIELDS") and statement.from_table is not None:
                 return databases.describe(self, ast.Describe(statement.from_table), ctx, resolved)
+        if isinstance(statement, ast.Insert):
+            appended = tables_sql.insert_rows(self, statement, ctx)
+            if appended is not None:
+                return appended
         if isinstance(statement, (ast.Insert, ast.Update, ast.Delete)):
             missing = self._missing_project(statement.table, ctx)
             if missing is not None:
@@ -196,7 +229,7 @@ class SqlExecutor(SqlSession):
             return statement.value, names.target_of(self, statement.value, ctx)
         if isinstance(statement, ast.Show) and (statement.category or "").upper() in ("COLUMNS", "FIELDS"):
             return statement.from_table, names.target_of(self, statement.from_table, ctx)
-        if isinstance(statement, (ast.Insert, ast.Delete)):
+        if isinstance(statement, (ast.Insert, ast.Delete, ast.Update)):
             try:
                 return statement.table, names.target_of(self, statement.table, ctx)
             except (SqlError, ServiceError):

@@ -19,12 +19,12 @@ from mindsdb_sql_parser.ast.mindsdb.knowledge_base import EvaluateKnowledgeBase
 
 from kbsql.engine import validate
 from kbsql.engine.catalog import KbRecord
-from kbsql.engine.knowledge.ingest import INTERNAL_KEYS, RowChunker
-from kbsql.engine.knowledge.search import DEFAULT_LIMIT, Filter, SearchRequest
-from kbsql.engine.sql import kb_evaluate, kb_index, kb_insert, kb_select, parsing
+from kbsql.engine.knowledge.ingest import INTERNAL_KEYS
+from kbsql.engine.knowledge.search import DEFAULT_LIMIT, SearchRequest
+from kbsql.engine.sql import kb_background, kb_evaluate, kb_index, kb_insert, kb_select, kb_write, parsing
 from kbsql.engine.sql.info_schema import INFO_COLUMNS, knowledge_bases_frame
-from kbsql.engine.sql.kb_conditions import constant
 from kbsql.engine.sql.kb_where import Columns, KbWhere, split_options
+from kbsql.engine.sql.kb_write import unquote_identifier  # noqa: F401 (its old home)
 from kbsql.engine.sql.refusals import unsupported
 from kbsql.engine.sql.results import ArrowTableResult
 from kbsql.engine.sql.select import select_frame
@@ -67,13 +67,7 @@ def handle(session: SqlSession, statement: ast.ASTNode, ctx: dict[str, Any],
     if isinstance(statement, ast.Select):
         return _select(session, statement, ctx, record)
     if isinstance(statement, ast.Insert):
-        if record is None:
-            return None
-        using = getattr(statement.from_select, "using", None) if statement.from_select is not None else None
-        with session.queries.track(_logged_sql(statement), ctx["db"], using) as logged:
-            result = _insert(session, record, statement, ctx)
-            logged["PROCESSED_ROWS"] = result.affected_rows or 0
-        return result
+        return None if record is None else _insert(session, record, statement, ctx)
     if isinstance(statement, ast.Delete):
         if record is None:
             return None
@@ -217,7 +211,7 @@ def _run_over(frame: pd.DataFrame, statement: ast.Select, ctx: dict[str, Any]) -
 
 def _show(session: SqlSession, statement: ast.Show, ctx: dict[str, Any]) -> SqlResult:
     project = str(statement.from_table.parts[-1]) if statement.from_table is not None else ctx["db"]
-    frame = knowledge_bases_frame(session.catalog.knowledge_bases(project))
+    frame = knowledge_bases_frame(session, session.catalog.knowledge_bases(project))
     if statement.where is None and statement.like is None:
         return TableResult(INFO_COLUMNS, frame.values.tolist(), context=ctx, frame=frame)
     where = statement.where
@@ -237,7 +231,7 @@ def _describe(session: SqlSession, statement: ast.Describe, ctx: dict[str, Any],
         record = _record(session, statement.value, ctx)
     if record is None:
         return None
-    frame = knowledge_bases_frame([record])
+    frame = knowledge_bases_frame(session, [record])
     return TableResult(INFO_COLUMNS, frame.values.tolist(), context=ctx, frame=frame)
 
 
@@ -267,7 +261,7 @@ def _is_info_schema(table: Any) -> bool:
 def _select(session: SqlSession, statement: ast.Select, ctx: dict[str, Any],
             record: KbRecord | None) -> SqlResult | None:
     if _is_info_schema(statement.from_table):
-        return _run_over(knowledge_bases_frame(session.catalog.knowledge_bases()), statement, ctx)
+        return _run_over(knowledge_bases_frame(session, session.catalog.knowledge_bases()), statement, ctx)
     if record is None:
         return None
     service = session.kbs.service
@@ -314,80 +308,21 @@ def subquery_values(session: SqlSession, select: ast.ASTNode, ctx: dict[str, Any
     return [] if frame.empty else list(frame.iloc[:, 0])
 
 
-def _insert(session: SqlSession, record: KbRecord, statement: ast.Insert, ctx: dict[str, Any]) -> OkResult:
-    if statement.from_select is not None:
-        using = getattr(statement.from_select, "using", None)  # INSERT ... SELECT ... USING opts
-        statement.from_select.using = None
-        frame = select_frame(session, statement.from_select, ctx)
-        if statement.columns:  # `INSERT INTO kb (a, b) SELECT x, y ...`: names by position
-            names = _column_names(statement.columns)
-            if len(names) != len(frame.columns):
-                raise SqlError(f"INSERT names {len(names)} columns but its SELECT returns "
-                               f"{len(frame.columns)}")
-            frame.columns = names
-        if using:
-            return OkResult(_insert_with(session, record, frame, using), context=ctx)
-        return OkResult(session.kbs.insert_rows(record, frame), context=ctx)
-    if not statement.columns:
-        raise SqlError("INSERT INTO a knowledge base needs its column names: "
-                       "INSERT INTO kb (id, content) ...")
-    names = _column_names(statement.columns)
-    rows = []
-    for values in statement.values or []:
-        if len(values) != len(names):
-            raise SqlError(f"INSERT has {len(names)} columns but a row of {len(values)} values")
-        rows.append({n: constant(v) for n, v in zip(names, values, strict=True)})
-    return OkResult(session.kbs.insert_rows(record, rows), context=ctx)
-
-
-def _logged_sql(statement: ast.Insert) -> str:
-    """The INSERT as information_schema.queries shows it: VALUES are left out (they may be
-    long, or hold text the user would not want copied into a log)."""
+def _insert(session: SqlSession, record: KbRecord, statement: ast.Insert, ctx: dict[str, Any]) -> SqlResult:
+    """VALUES rows are stored at once. `INSERT ... SELECT` is logged in
+    information_schema.queries; with `USING batch_size` it runs in the background as
+    MindsDB's partitioned inserts do (kb_background), else within the statement."""
     if statement.from_select is None:
-        return f"INSERT INTO {statement.table.to_string()} VALUES ({len(statement.values or [])} rows)"
-    return statement.to_string()
-
-
-def _insert_with(session: SqlSession, record: KbRecord, frame: Any, using: dict[str, Any]) -> int:
-    def doc_ids(rows: Any) -> list[str | None]:
-        chunker = RowChunker(record.spec)
-        out = []
-        for i, row in enumerate(rows.to_dict("records")):
-            made = chunker.chunks(row, i)
-            out.append(None if made is None else made[0])
-        return out
-
-    def stored(ids: list[str]) -> set[str]:
-        if not ids:
-            return set()
-        request = SearchRequest(filters=[Filter("id", "in", ids)])
-        return {str(r[0]) for r in session.kbs.service.search(record, request)}
-
-    def insert_batches(batches: kb_insert.FrameBatches, threads: int, skip: bool) -> int:
-        return session.kbs.insert_batches(record, batches, threads=threads, skip=skip,
-                                          total_rows=batches.rows)
-
-    return kb_insert.insert_frame(frame, kb_insert.options_of(using), insert_batches, doc_ids, stored)
-
-
-def _column_names(columns: list[Any]) -> list[str]:
-    """The INSERT column list as plain names.
-
-    mindsdb_sql_parser hands the list over as `TableColumn`s whose `name` is the raw token,
-    backticks included (`Identifier` parts are clean, `TableColumn` names are not), so the
-    quotes come off here: one layer of ` or ", doubled inner quotes undoubled.
-    """
-    names = [unquote_identifier(str(c.name)) if hasattr(c, "name") else str(c.parts[-1])
-             for c in columns]
-    repeated = sorted({n for n in names if names.count(n) > 1})
-    if repeated:
-        raise SqlError(f"INSERT names the column(s) {repeated} more than once")
-    return names
-
-
-def unquote_identifier(name: str) -> str:
-    """`my col` -> my col, "a""b" -> a"b; an unquoted name is returned as it is."""
-    if len(name) >= 2 and name[0] == name[-1] and name[0] in "`\"":
-        quote = name[0]
-        return name[1:-1].replace(quote * 2, quote)
-    return name
+        return OkResult(session.kbs.insert_rows(record, kb_write.values_rows(statement)), context=ctx)
+    sql = kb_write.logged_sql(statement)
+    using = kb_write.take_using(statement)
+    if kb_background.wanted(using):
+        return session.background.start(record, statement, sql, using or {}, ctx)
+    with session.queries.track(sql, ctx["db"], using, record.id) as logged:
+        frame = kb_write.frame_of(session, statement, ctx)
+        if using:
+            count = kb_write.insert_frame(session, record, frame, kb_insert.options_of(using))
+        else:
+            count = session.kbs.insert_rows(record, frame)
+        logged["PROCESSED_ROWS"] = count
+    return OkResult(count, context=ctx)
