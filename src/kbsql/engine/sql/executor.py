@@ -131,6 +131,8 @@ class SqlExecutor(SqlSession):
             if params:
                 bind_parameters(statement, params)
                 return self.run(statement, ctx)
+            if ":" in query or "?" in query:  # a placeholder no params set: "Parameter is not
+                bind_parameters(statement, {})  # set" (MindsDB), not DuckDB's binder error
             return self.run(statement, ctx, query)
         except SqlError as exc:
             return ErrorResult(exc.message, exc.error_code, context=ctx)

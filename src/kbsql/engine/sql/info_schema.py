@@ -72,6 +72,7 @@ def agents(session: SqlSession) -> pa.Table:
         "MODEL": pa.array([json.dumps(mask_secrets(a.model)) for a in records], pa.string()),
         "DATA": pa.array([json.dumps(a.data) for a in records], pa.string()),
         "PROMPT_TEMPLATE": pa.array([a.prompt_template for a in records], pa.string()),
+        "PARAMS": pa.array([json.dumps(a.params) for a in records], pa.string()),  # timeout, mode
     })
 
 

@@ -20,10 +20,19 @@ from mindsdb_sql_parser.ast.mindsdb.knowledge_base import EvaluateKnowledgeBase
 from kbsql.engine import validate
 from kbsql.engine.catalog import KbRecord
 from kbsql.engine.knowledge.ingest import INTERNAL_KEYS
+from kbsql.engine.knowledge.json_chunking import metadata_keys
 from kbsql.engine.knowledge.search import DEFAULT_LIMIT, SearchRequest
-from kbsql.engine.sql import kb_background, kb_evaluate, kb_index, kb_insert, kb_select, kb_write, parsing
+from kbsql.engine.sql import (
+    kb_background,
+    kb_evaluate,
+    kb_index,
+    kb_insert,
+    kb_select,
+    kb_update,
+    kb_write,
+    parsing,
+)
 from kbsql.engine.sql.info_schema import INFO_COLUMNS, knowledge_bases_frame
-from kbsql.engine.sql.kb_where import Columns, KbWhere, split_options
 from kbsql.engine.sql.kb_write import unquote_identifier  # noqa: F401 (its old home)
 from kbsql.engine.sql.refusals import unsupported
 from kbsql.engine.sql.results import ArrowTableResult
@@ -71,8 +80,14 @@ def handle(session: SqlSession, statement: ast.ASTNode, ctx: dict[str, Any],
     if isinstance(statement, ast.Delete):
         if record is None:
             return None
-        return OkResult(session.kbs.delete_rows(record, _delete_filters(session, record, statement, ctx)),
-                        context=ctx)
+        filters = kb_update.where_filters(record, statement.where,
+                                          lambda select: subquery_values(session, select, ctx), "DELETE")
+        return OkResult(session.kbs.delete_rows(record, filters), context=ctx)
+    if isinstance(statement, ast.Update):
+        if record is None:
+            return None
+        return kb_update.update(session, record, statement, ctx,
+                                lambda select: subquery_values(session, select, ctx))
     return None
 
 
@@ -181,24 +196,6 @@ def _evaluate(session: SqlSession, statement: EvaluateKnowledgeBase, ctx: dict[s
     return ArrowTableResult.from_rows(names, rows, ctx)
 
 
-def _delete_filters(session: SqlSession, record: KbRecord, statement: ast.Delete,
-                    ctx: dict[str, Any]) -> list[Any]:
-    """DELETE's WHERE as filters: the metadata conditions of a search (OR, NOT, BETWEEN,
-    IN a subquery); a search term there has no meaning."""
-    options, node = split_options(statement.where)
-    if options.min_relevance is not None or options.hybrid:
-        raise SqlError("DELETE FROM a knowledge base filters on id and metadata columns; "
-                       "relevance and hybrid search are search options, not filters")
-    if node is None:
-        return []
-    where = KbWhere(lambda request: [], Columns(record.metadata_columns), options, search_limit=0,
-                    read_limit=None, subquery=lambda select: subquery_values(session, select, ctx))
-    if where.has_search(node):
-        raise SqlError("DELETE FROM a knowledge base filters on id and metadata columns; "
-                       "`content = '...'` and relevance are search terms, not filters")
-    return [where.to_filter(node)]
-
-
 # listing ---------------------------------------------------------------------------------
 def _run_over(frame: pd.DataFrame, statement: ast.Select, ctx: dict[str, Any]) -> SqlResult:
     """Run a SELECT (its WHERE, targets, ORDER, LIMIT) over one frame, in a private DuckDB."""
@@ -269,7 +266,8 @@ def _select(session: SqlSession, statement: ast.Select, ctx: dict[str, Any],
         statement, record.name, record.metadata_columns,
         search=lambda request: service.search(record, request),
         total=lambda: service.count(record),
-        subquery=lambda select: subquery_values(session, select, ctx))
+        subquery=lambda select: subquery_values(session, select, ctx),
+        extra_keys=metadata_keys(record.spec))
     result = ArrowTableResult.from_rows(names, rows, ctx)  # Arrow like every other SELECT
     # a plain search without LIMIT stops at the documented default: say so when it may have
     # (a notebook shows a note under the table; joins and aggregates are never capped)
