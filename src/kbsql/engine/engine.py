@@ -29,11 +29,13 @@ from kbsql.engine.catalog import Catalog, KbRecord
 from kbsql.engine.config import EngineConfig
 from kbsql.engine.datasources.confine import PathPolicy
 from kbsql.engine.datasources.frames import FrameStore
+from kbsql.engine.datasources.upload_formats import read_pages
 from kbsql.engine.datasources.uploads import UploadStore
 from kbsql.engine.kb_rest import put_knowledge_base
 from kbsql.engine.knowledge.bases import DEFAULT_VECTOR_DATABASE, KnowledgeBases
 from kbsql.engine.knowledge.service import KnowledgeService
 from kbsql.engine.ports import AgentOps, RunsSql
+from kbsql.engine.sql.databases_api import DatabaseOps
 from kbsql.engine.sql.executor import SqlExecutor
 from kbsql.engine.views import knowledge_base, knowledge_base_json
 from kbsql.interface.api import INSERT_BATCH_ROWS, InsertCounts
@@ -219,3 +221,28 @@ class Engine:
 
     def unregister_dataframe(self, name: str) -> bool:
         return self.sql.frames.unregister(name)
+
+    # uploaded files (the built-in data source `files`, MindsDB's) ---------------------------
+    def upload_file(self, name: str, raw: bytes, filename: str, *, source_file: str | None = None,
+                    max_table_bytes: int | None = None) -> dict[str, Any]:
+        """`interface.api.FilesApi`: the file `filename` (csv, tsv, json, parquet, xlsx, txt,
+        pdf, or one of those zipped) becomes `files.<name>`, read as MindsDB's file handler
+        reads it (datasources/upload_formats.py); a name in use is a Conflict."""
+        pages = read_pages(raw, filename, max_table_bytes or MAX_UPLOADED_TABLE_BYTES)
+        record = self.uploads.save(name, pages, source_file or filename)
+        self.sql.plans.clear()
+        return record.meta()
+
+    def list_files(self) -> list[dict[str, Any]]:
+        return [f.meta() for f in self.uploads.files()]
+
+    def delete_file(self, name: str) -> None:
+        self.uploads.delete(name)
+        self.sql.plans.clear()
+
+    # databases (MindsDB's /api/databases) -----------------------------------------------
+    @property
+    def databases(self) -> DatabaseOps:
+        """`interface.api.DatabasesApi`: projects, data sources and their tables, over the
+        catalog CREATE DATABASE writes (sql/databases_api.py)."""
+        return DatabaseOps(self.sql)

@@ -78,14 +78,13 @@ class UploadStore:
         """Store `pages` (see upload_formats.Pages) as the table `files.<name>`. A name in
         use is a Conflict unless `replace` (then the old file goes once the new one is in)."""
         from kbsql.engine.datasources.frames import frame_name
-        from kbsql.engine.datasources.upload_formats import MAIN_PAGE
 
         frame_name(name)  # a plain SQL name
         if not pages:
             raise BadRequest("The file holds no table", title="Error")
         tables = {page: to_arrow(table) for page, table in pages.items()}
-        if list(tables) == [MAIN_PAGE]:
-            sheets, stored = [], [tables[MAIN_PAGE]]
+        if len(tables) == 1:  # one table, a one-sheet workbook too (MindsDB's get_file_pages)
+            sheets, stored = [], list(tables.values())
         else:  # MindsDB's pages: an index table of the sheets, then each sheet
             import pyarrow as pa
 
