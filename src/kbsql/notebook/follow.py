@@ -63,7 +63,7 @@ def follow(client: Any, result: TableResult, poll: float = POLL_SECONDS,
         raise failure
     if bar is not None:
         bar.close()
-    return TableResult(list(QUERY_COLUMNS), [list(row.values())], context=dict(result.context))
+    return TableResult(list(QUERY_COLUMNS), [[row[c] for c in QUERY_COLUMNS]], context=dict(result.context))
 
 
 def _row(client: Any, query_id: Any) -> dict[str, Any]:
