@@ -4,8 +4,8 @@ Every import counts: top-level, inside a function, and under `TYPE_CHECKING`, be
 is a real dependency (a lazy import is a cycle waiting for a caller, a type-only import
 still couples two modules). The graph must have no cycle, the engine's parts must not name
 `Engine` (they receive narrow ports; `Engine.__init__` is the one composition root), and
-the layers must point one way: notebook -> client -> engine | HTTP, server -> engine, all
--> interface.
+the layers must point one way: notebook -> client -> engine | HTTP, server -> the service
+protocol (interface only: `cli.py` wires it to the engine), all -> interface.
 """
 
 from __future__ import annotations
@@ -131,7 +131,7 @@ ALLOWED = {
     "interface": set(),
     "engine": {"interface", "version"},
     "client": {"interface", "engine"},
-    "server": {"interface", "engine"},
+    "server": {"interface"},
     "notebook": {"interface", "client", "version"},
     "root": {"interface", "client", "engine", "server", "notebook", "version"},
 }
@@ -188,3 +188,12 @@ def test_http_client_imports_nothing_from_the_engine() -> None:
                 reach.add(target)
                 todo.append(target)
     assert not {m for m in reach if m.startswith("kbsql.engine")}
+
+
+def test_the_server_never_imports_the_engine() -> None:
+    """The server is typed on `ServiceApi` and the capabilities a backend declares; `cli.py`
+    wires it to the engine. No server module imports an engine module or names `Engine`."""
+    files, edges = module_files(), graph()
+    offenders = {name: (names_engine(files[name]), sorted(t for t in targets if t.startswith("kbsql.engine")))
+                 for name, targets in edges.items() if name.startswith("kbsql.server")}
+    assert {k: v for k, v in offenders.items() if v != ([], [])} == {}

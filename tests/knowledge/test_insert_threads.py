@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 from kbsql.engine import Engine
-from kbsql.engine.sql.kb_insert import MAX_THREADS, options_of
+from kbsql.engine.sql.kb.kb_insert import MAX_THREADS, options_of
 from kbsql.interface.errors import SqlError
 from kbsql.interface.progress import EMBEDDING, STORING
 from tests.knowledge.conftest import background, sql, sql_error, table
@@ -196,7 +196,7 @@ def test_batches_are_read_once_each_and_only_a_few_ahead_of_storing(engine: Engi
     """An INSERT ... SELECT's batches are built from the frame as they are read
     (`FrameBatches`): the insert reads each once, and at most 2 x threads + 1 are read and
     not yet stored at any moment, so a large insert never holds the whole frame as dicts."""
-    from kbsql.engine.sql.kb_insert import FrameBatches
+    from kbsql.engine.sql.kb.kb_insert import FrameBatches
 
     _kb(engine, fake, "kb")
     record = engine.catalog.knowledge_base("mindsdb", "kb")

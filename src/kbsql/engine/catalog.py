@@ -12,7 +12,7 @@ import sqlite3
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -271,11 +271,16 @@ class Catalog:
         return self.knowledge_base(project, name)
 
     def update_knowledge_base(self, record: KbRecord, spec: dict[str, Any] | None = None) -> KbRecord:
-        """Store a new spec (or just touch updated_at)."""
+        """Store a new spec (or just touch updated_at); answers the record as stored, built
+        from what was written (an insert batch touches the record: no read back)."""
+        text = json.dumps(spec if spec is not None else record.spec)
+        updated_at = now()
         with self.transaction() as db:
-            db.execute("UPDATE knowledge_bases SET spec = ?, updated_at = ? WHERE id = ?",
-                       (json.dumps(spec if spec is not None else record.spec), now(), record.id))
-        return self.knowledge_base(record.project_name, record.name)
+            changed = db.execute("UPDATE knowledge_bases SET spec = ?, updated_at = ? WHERE id = ?",
+                                 (text, updated_at, record.id)).rowcount
+        if changed != 1:  # dropped meanwhile (another server): the lookup says so (404)
+            return self.knowledge_base(record.project_name, record.name)
+        return replace(record, spec=json.loads(text), updated_at=updated_at)
 
     def delete_knowledge_base(self, record: KbRecord) -> None:
         with self.transaction() as db:

@@ -2,7 +2,7 @@
 
 Kept apart from `catalog.py` (the reads and writes) because it also holds the tables of
 the parts that keep their records in the catalog without being the catalog's business:
-uploaded files (`datasources/uploads.py`) and the queries of `information_schema.queries`
+uploaded files (`datasources/upload_store.py`) and the queries of `information_schema.queries`
 (`engine/query_store.py`). Living in the catalog makes both server-wide: every connection,
 every process on the data directory and every server on a shared PostgreSQL catalog (whose
 copy of this schema is `catalog_pg.MIGRATIONS`) sees the same files and queries.

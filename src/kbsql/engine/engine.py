@@ -24,21 +24,27 @@ from typing import Any
 
 from kbsql._version import __version__
 from kbsql.engine import validate
-from kbsql.engine.agents.service import AgentService
+from kbsql.engine.agents.agent_service import AgentService
 from kbsql.engine.catalog import Catalog, KbRecord
 from kbsql.engine.config import EngineConfig
 from kbsql.engine.datasources.confine import PathPolicy
-from kbsql.engine.datasources.frames import FrameStore
+from kbsql.engine.datasources.frame_store import FrameStore
 from kbsql.engine.datasources.upload_formats import read_pages
-from kbsql.engine.datasources.uploads import UploadStore
-from kbsql.engine.kb_rest import put_knowledge_base
+from kbsql.engine.datasources.upload_store import UploadStore
 from kbsql.engine.knowledge.bases import DEFAULT_VECTOR_DATABASE, KnowledgeBases
 from kbsql.engine.knowledge.service import KnowledgeService
 from kbsql.engine.ports import AgentOps, RunsSql
-from kbsql.engine.sql.databases_api import DatabaseOps
+from kbsql.engine.sql.databases.database_ops import DatabaseOps
 from kbsql.engine.sql.executor import SqlExecutor
+from kbsql.engine.sql.kb import kb_changes
 from kbsql.engine.views import knowledge_base, knowledge_base_json
-from kbsql.interface.api import INSERT_BATCH_ROWS, InsertCounts
+from kbsql.interface.api import (
+    INSERT_BATCH_ROWS,
+    FileTables,
+    InsertCounts,
+    KnowledgeBaseEditing,
+    KnowledgeBaseVectors,
+)
 from kbsql.interface.frames import MAX_UPLOADED_TABLE_BYTES, read_uploaded
 from kbsql.interface.models import Agent, KnowledgeBase
 from kbsql.interface.progress import ProgressFactory
@@ -57,8 +63,10 @@ class _LateSql:
         return self.target.query(query, context)
 
 
-class Engine:
-    """Projects, knowledge bases, agents and SQL over a data directory."""
+class Engine(FileTables, KnowledgeBaseEditing, KnowledgeBaseVectors):
+    """Projects, knowledge bases, agents and SQL over a data directory: `ServiceApi`, plus
+    the optional capabilities it declares (files as tables, knowledge-base editing, chunk
+    vectors for a notebook's map)."""
 
     embedded = True
 
@@ -89,7 +97,7 @@ class Engine:
         ("uploads"): Parquet files in the data directory, or rows of the shared catalog's
         database (a frame registered through one server is a table for all)."""
         if self.catalog.shared_url:
-            from kbsql.engine.datasources.frames_pg import PgFrameStore
+            from kbsql.engine.datasources.frame_store_pg import PgFrameStore
 
             return PgFrameStore(self.catalog.shared_url, place)
         return FrameStore(self.data_dir, place)
@@ -140,11 +148,11 @@ class Engine:
                                    rows: list[dict[str, Any]]) -> dict[str, Any]:
         """The REST insert. Answers the knowledge base (get view) plus `inserted_rows`, the
         rows actually stored (rows without content are skipped), so a remote client can
-        report the same count as an embedded one."""
+        report the same count as an embedded one. The view is the record the insert
+        stored: the catalog is read once per batch, to find the knowledge base."""
         record = self.catalog.knowledge_base(project, name)
-        stored = self.kbs.insert_rows(record, validate.rows(rows))
-        return {**knowledge_base_json(self.catalog.knowledge_base(project, name), "get"),
-                "inserted_rows": stored}
+        stored, record = self.kbs.insert(record, validate.rows(rows))
+        return {**knowledge_base_json(record, "get"), "inserted_rows": stored}
 
     def knowledge_base_vectors(self, project: str, name: str, limit: int = 5000,
                                query: str | None = None) -> dict[str, Any]:
@@ -160,9 +168,16 @@ class Engine:
             query_vector = np.asarray(self.knowledge.embedder(record.spec).embed([query])[0], np.float32)
         return {"chunk_ids": chunk_ids, "metadata": metadata, "vectors": vectors,
                 "query_vector": query_vector}
-    def put_knowledge_base(self, project: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
-        """`PUT .../knowledge_bases/{kb}` with alter fields and/or a query (see `kb_rest`)."""
-        return put_knowledge_base(self, self.sql.run, project, name, body)
+
+    def alter_knowledge_base(self, project: str, name: str, changes: dict[str, Any]) -> KnowledgeBase:
+        """`KnowledgeBaseEditing`: ALTER KNOWLEDGE_BASE with these fields (`kb_changes`)."""
+        kb_changes.alter(self.sql.run, project, name, changes)
+        return self.get_knowledge_base(project, name)
+
+    def insert_query_into_knowledge_base(self, project: str, name: str, query: str,
+                                         options: dict[str, Any] | None = None) -> int:
+        """`KnowledgeBaseEditing`: INSERT INTO kb <query> [USING options] (`kb_changes`)."""
+        return kb_changes.insert_query(self.sql.run, project, name, query, options)
 
     def insert_into_knowledge_base(self, project: str, name: str, rows: Any, *,
                                    batch_size: int = INSERT_BATCH_ROWS,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any
+from typing import Any, TypeGuard
 
 from kbsql.interface import progress as progress_mod
 from kbsql.interface.errors import SqlError
@@ -25,7 +25,7 @@ POLL_SECONDS = 0.25
 PHASE = "inserting"
 
 
-def is_background(result: Any) -> bool:
+def is_background(result: Any) -> TypeGuard[TableResult]:
     """Whether a statement's answer is a query that goes on in the background."""
     return isinstance(result, TableResult) and tuple(result.column_names) == QUERY_COLUMNS and \
         len(result.rows()) == 1 and not result.rows()[0][QUERY_COLUMNS.index("FINISHED_AT")]

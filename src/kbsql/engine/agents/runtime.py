@@ -13,9 +13,9 @@ from collections.abc import Generator, Iterator
 from typing import Any
 
 from kbsql.engine.agents import loop, prompt, scope
+from kbsql.engine.agents.agent_settings import RunLimits
 from kbsql.engine.agents.providers import make_provider
 from kbsql.engine.agents.providers.base import Provider, RunCancelled, RunControl
-from kbsql.engine.agents.settings import RunLimits
 from kbsql.engine.agents.tools import Toolbox
 from kbsql.engine.catalog import AgentRecord, Catalog
 from kbsql.engine.config import EngineConfig

@@ -84,9 +84,14 @@ class KnowledgeBases:
     def insert_rows(self, record: KbRecord, rows: Any, progress: bool | ProgressFactory | None = None) -> int:
         """Insert rows (list of dicts or a DataFrame) into a knowledge base; returns the count
         of rows stored (rows without content are skipped)."""
+        return self.insert(record, rows, progress)[0]
+
+    def insert(self, record: KbRecord, rows: Any,
+               progress: bool | ProgressFactory | None = None) -> tuple[int, KbRecord]:
+        """`insert_rows`, answering also the record as stored after it (its new
+        `updated_at`), for an answer that shows the knowledge base without reading it back."""
         count = self.service.insert(record, rows, progress=progress)
-        self.catalog.update_knowledge_base(record)
-        return count
+        return count, self.catalog.update_knowledge_base(record)
 
     def insert_batches(self, record: KbRecord, batches: Sequence[list[dict[str, Any]]], *,
                        threads: int = 1, skip: bool = False,

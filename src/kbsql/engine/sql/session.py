@@ -1,10 +1,10 @@
 """What every SQL handler shares: one small session object.
 
-The handlers (`databases`, `agents_sql`, `kb_statements`, `select`, `names`, `info_schema`,
-`kb_tables`) all take `(session, statement, ctx)`. The session holds the parts they may
-touch, and nothing else: the catalog, the registered DataFrames, the uploaded files,
-the shared DuckDB
-connection, the plan cache, the knowledge-base operations and the agent port. It is a leaf
+The handlers (`kb/`, `agent/`, `databases/`, `tables/`) all take `(session, statement, ctx,
+routed)` and are listed in one table (`statements.py`). The session holds the parts they
+may touch, and nothing else: the catalog, the registered DataFrames, the uploaded files,
+the shared DuckDB connection, the plan cache, the knowledge-base operations, the agent
+port, the query log and the background inserts. It is a leaf
 (it imports no handler and not the executor), so the handlers never import the executor
 back; `SqlExecutor` is a session that also parses and routes.
 """
@@ -15,14 +15,14 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from kbsql.engine.catalog import Catalog
-from kbsql.engine.datasources.frames import FrameStore
-from kbsql.engine.datasources.uploads import UploadStore
+from kbsql.engine.datasources.frame_store import FrameStore
+from kbsql.engine.datasources.upload_store import UploadStore
 from kbsql.engine.knowledge.bases import KnowledgeBases
 from kbsql.engine.ports import AgentOps
-from kbsql.engine.sql.duck import DuckSession
-from kbsql.engine.sql.plans import PlanCache
+from kbsql.engine.sql.parse.variables import Variables
 from kbsql.engine.sql.query_log import QueryLog
-from kbsql.engine.sql.variables import Variables
+from kbsql.engine.sql.tables.duck import DuckSession
+from kbsql.engine.sql.tables.plans import PlanCache
 from kbsql.interface.results import SqlResult
 
 
