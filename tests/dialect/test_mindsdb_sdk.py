@@ -36,9 +36,9 @@ def test_sdk_databases_and_files(server: tuple[object, Path]) -> None:
     assert "shop" in [d.name for d in sdk.databases.list()]
     frame = shop.query("SELECT order_id FROM shop.orders ORDER BY order_id").fetch()
     assert list(frame["order_id"]) == ["3XZ", "A1B"]
-    # a file upload as the SDK sends it: multipart PUT /api/files/{name}
+    # a file upload as the SDK sends it: multipart PUT /api/files/{name}, the table files.<name>
     sdk.api.upload_file("notes_csv", pd.DataFrame({"id": [1, 2], "body": ["alpha", "beta"]}))
-    uploaded = sdk.query("SELECT body FROM df.notes_csv ORDER BY id").fetch()
+    uploaded = sdk.query("SELECT body FROM files.notes_csv ORDER BY id").fetch()
     assert list(uploaded["body"]) == ["alpha", "beta"]
     assert sdk.api.get_file_metadata("notes_csv")["name"] == "notes_csv"
 

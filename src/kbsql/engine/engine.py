@@ -40,10 +40,12 @@ from kbsql.engine.sql.kb import kb_changes
 from kbsql.engine.views import knowledge_base, knowledge_base_json
 from kbsql.interface.api import (
     INSERT_BATCH_ROWS,
+    Databases,
     FileTables,
     InsertCounts,
     KnowledgeBaseEditing,
     KnowledgeBaseVectors,
+    UploadedFiles,
 )
 from kbsql.interface.frames import MAX_UPLOADED_TABLE_BYTES, read_uploaded
 from kbsql.interface.models import Agent, KnowledgeBase
@@ -63,10 +65,10 @@ class _LateSql:
         return self.target.query(query, context)
 
 
-class Engine(FileTables, KnowledgeBaseEditing, KnowledgeBaseVectors):
+class Engine(FileTables, UploadedFiles, Databases, KnowledgeBaseEditing, KnowledgeBaseVectors):
     """Projects, knowledge bases, agents and SQL over a data directory: `ServiceApi`, plus
-    the optional capabilities it declares (files as tables, knowledge-base editing, chunk
-    vectors for a notebook's map)."""
+    the optional capabilities it declares (DataFrames and files as tables, MindsDB's
+    databases, knowledge-base editing, chunk vectors for a notebook's map)."""
 
     embedded = True
 
@@ -256,8 +258,37 @@ class Engine(FileTables, KnowledgeBaseEditing, KnowledgeBaseVectors):
         self.sql.plans.clear()
 
     # databases (MindsDB's /api/databases) -----------------------------------------------
-    @property
-    def databases(self) -> DatabaseOps:
-        """`interface.api.DatabasesApi`: projects, data sources and their tables, over the
-        catalog CREATE DATABASE writes (sql/databases_api.py)."""
-        return DatabaseOps(self.sql)
+    # `Databases`: projects, data sources and their tables, over the catalog CREATE DATABASE
+    # writes (sql/databases/database_ops.py)
+    def list_databases(self) -> list[dict[str, Any]]:
+        return DatabaseOps(self.sql).list_databases()
+
+    def get_database(self, name: str, check_connection: bool = False) -> dict[str, Any]:
+        return DatabaseOps(self.sql).get_database(name, check_connection)
+
+    def create_database(self, name: str, engine: str, parameters: dict[str, Any] | None = None,
+                        check_connection: bool = False) -> dict[str, Any]:
+        return DatabaseOps(self.sql).create_database(name, engine, parameters if parameters is not None
+                                                     else {}, check_connection)
+
+    def update_database(self, name: str, parameters: dict[str, Any],
+                        check_connection: bool = False) -> dict[str, Any]:
+        return DatabaseOps(self.sql).update_database(name, parameters, check_connection)
+
+    def delete_database(self, name: str) -> None:
+        DatabaseOps(self.sql).delete_database(name)
+
+    def check_database(self, engine: str, parameters: dict[str, Any]) -> str | None:
+        return DatabaseOps(self.sql).check_database(engine, parameters)
+
+    def list_tables(self, database: str) -> list[dict[str, Any]]:
+        return DatabaseOps(self.sql).list_tables(database)
+
+    def get_table(self, database: str, table: str) -> dict[str, Any]:
+        return DatabaseOps(self.sql).get_table(database, table)
+
+    def create_table(self, database: str, table: str, select: str, replace: bool = False) -> dict[str, Any]:
+        return DatabaseOps(self.sql).create_table(database, table, select, replace)
+
+    def drop_table(self, database: str, table: str) -> None:
+        DatabaseOps(self.sql).drop_table(database, table)

@@ -21,10 +21,11 @@ from kbsql.interface.api import ServiceApi
 from kbsql.server.auth import AuthSettings, TokenAuth
 from kbsql.server.guard import RequestGuard
 from kbsql.server.limits import BodyLimit, Limits
-from kbsql.server.routes import agents, knowledge_bases, sql, status, uploads
+from kbsql.server.routes import agents, databases, knowledge_bases, sql, status, uploads
 from kbsql.server.routes.common import PROBLEM, json_response
 
-ROUTES = [*status.ROUTES, *knowledge_bases.ROUTES, *agents.ROUTES, *sql.ROUTES, *uploads.ROUTES]
+ROUTES = [*status.ROUTES, *knowledge_bases.ROUTES, *agents.ROUTES, *sql.ROUTES, *uploads.ROUTES,
+          *databases.ROUTES]
 
 
 def _no_route(request: Request, exc: Any) -> Response:

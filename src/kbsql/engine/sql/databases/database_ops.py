@@ -27,7 +27,7 @@ from kbsql.engine.sql.databases import builtin_tables, info_schema
 from kbsql.engine.sql.parse import parsing
 from kbsql.engine.sql.tables.names import INFORMATION_SCHEMA, find_project
 from kbsql.interface.api import DEFAULT_PROJECT
-from kbsql.interface.errors import BadRequest, Conflict, NotFound, ServiceError, SqlError
+from kbsql.interface.errors import BadRequest, Conflict, ConnectionFailed, NotFound, ServiceError, SqlError
 from kbsql.interface.results import OkResult, SqlResult
 from kbsql.interface.secrets import mask_secrets
 
@@ -36,12 +36,6 @@ if TYPE_CHECKING:
 
 BUILTIN_ENGINES = {UPLOADS_SOURCE: "files", FRAMES_SOURCE: "dataframe"}
 PROJECT_ENGINES = (None, "", "mindsdb")
-
-
-class ConnectionFailed(BadRequest):
-    """400 "Connection error": a data source asked to check its connection could not."""
-
-    default_title = "Connection error"
 
 
 def _not_parameters() -> BadRequest:
