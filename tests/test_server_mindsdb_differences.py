@@ -231,3 +231,31 @@ def test_evaluate_generate_data_reads_json_wrapped_in_prose(client: httpx.Client
     finally:
         model.server.shutdown()
         model.server.server_close()
+
+
+def test_background_inserts_are_bounded_by_a_flag(tmp_path, provider: FakeProvider) -> None:
+    """`kbsql serve --background-inserts 1`: a second insert waits for the first (its
+    STARTED_AT stays empty) instead of competing with it; other statements still answer."""
+    from kbsql.server.process import spawn
+
+    provider.delay = 0.02
+    server = spawn(tmp_path / "bounded", args=("--background-inserts", "1"))
+    try:
+        with httpx.Client(base_url=server.url, timeout=60) as http:
+            model = json.dumps({"provider": "openai", "model_name": "e", "base_url": f"{provider.url}/v1"})
+            register(http, "src", pd.DataFrame({"pk": range(200), "body": [f"t {i}" for i in range(200)]}))
+            ids = []
+            for kb in ("first", "second"):
+                ok(http, f"CREATE KNOWLEDGE_BASE {kb} USING embedding_model = {model}, "
+                         "content_columns = ['body'], id_column = 'pk'")
+                started = rows(http, f"INSERT INTO {kb} SELECT pk, body FROM df.src USING batch_size = 5")
+                ids.append(started[0]["ID"])
+            _until(http, ids[0], lambda r: r["PROCESSED_ROWS"] >= 10)
+            assert _query(http, ids[1])["STARTED_AT"] is None  # queued behind the first
+            assert ok(http, "SELECT 1 AS one")["data"] == [[1]]
+            ok(http, f"SELECT query_cancel({ids[0]})")
+            _until(http, ids[1], lambda r: r["STARTED_AT"] is not None)
+            ok(http, f"SELECT query_cancel({ids[1]})")
+            assert "cancelled" in _until(http, ids[1], _ended)["ERROR"]
+    finally:
+        server.stop()

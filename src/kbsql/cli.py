@@ -48,6 +48,10 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--timeout", type=float, default=30,
                        help="seconds for a request head to arrive and longest pause inside a "
                             "body (default 30; 408 beyond)")
+    serve.add_argument("--background-inserts", type=int, default=None, metavar="N",
+                       help="INSERT ... SELECT ... USING batch_size statements running at once in "
+                            "the background (default 2, or background_inserts in config.json); "
+                            "more wait their turn")
     serve.add_argument("--shutdown-timeout", type=float, default=30,
                        help="seconds requests in flight get to finish after SIGTERM/SIGINT "
                             "(default 30)")
@@ -70,6 +74,9 @@ def _serve(args: argparse.Namespace) -> int:
     if bool(args.user) != bool(args.password):
         print("kbsql serve: --user and --password go together", file=sys.stderr)
         return 2
+    if args.background_inserts is not None and args.background_inserts < 1:
+        print("kbsql serve: --background-inserts must be at least 1", file=sys.stderr)
+        return 2
     if min(args.max_body_mb, args.max_sql_kb, args.timeout) <= 0:
         print("kbsql serve: --max-body-mb, --max-sql-kb and --timeout must be positive",
               file=sys.stderr)
@@ -78,7 +85,8 @@ def _serve(args: argparse.Namespace) -> int:
     limits = Limits(max_body=int(args.max_body_mb * 1024 * 1024),
                     max_sql=int(args.max_sql_kb * 1024), timeout=args.timeout)
     try:
-        run_server(functools.partial(open_engine, args.data_dir, args.catalog), args.host, args.port,
+        run_server(functools.partial(open_engine, args.data_dir, args.catalog,
+                                     background_inserts=args.background_inserts), args.host, args.port,
                    args.log_level, tuple(args.allow_origin), auth=auth, limits=limits,
                    allow_paths=args.allow_path, shutdown_timeout=args.shutdown_timeout)
     except StartupError as exc:
@@ -88,7 +96,8 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def open_engine(data_dir: str | None, catalog_url: str | None,
-                allowed_paths: tuple[Path, ...] | None) -> Backend:
+                allowed_paths: tuple[Path, ...] | None, *,
+                background_inserts: int | None = None) -> Backend:
     """The local engine as the server's service (this is where the two are wired): opened
     after the server's exposure checks, each startup problem one line (`StartupError`)."""
     import sqlite3
@@ -98,7 +107,12 @@ def open_engine(data_dir: str | None, catalog_url: str | None,
     from kbsql.server.run import Backend, StartupError
 
     try:
-        engine = Engine(data_dir, catalog_url=catalog_url)
+        from kbsql.engine.config import EngineConfig
+
+        config = EngineConfig.load(data_dir, catalog_url)
+        if background_inserts is not None:
+            config.background_workers = background_inserts
+        engine = Engine(config=config)
     except sqlite3.DatabaseError as exc:
         raise StartupError(f"the catalog in {data_dir or 'the data directory'} cannot be read "
                            f"({exc}): restore it from a backup or move it away") from None

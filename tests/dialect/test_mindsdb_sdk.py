@@ -101,7 +101,7 @@ def test_sdk_files_database_tables_and_database_update(server: tuple[object, Pat
     moved = sdk.databases.update("moving", {"database": str(base / "two.duckdb")})
     assert moved.name == "moving"
     assert list(sdk.query("SELECT source FROM moving.items").fetch()["source"]) == ["two"]
-    with pytest.raises(Exception, match="missing.duckdb"):  # a source that cannot be reached is not kept
+    with pytest.raises(Exception, match=r"missing\.duckdb"):  # a source that cannot be reached is not kept
         sdk.databases.update("moving", {"database": str(base / "missing.duckdb")})
     assert list(sdk.query("SELECT source FROM moving.items").fetch()["source"]) == ["two"]
     sdk.databases.drop("moving")
