@@ -19,6 +19,7 @@ import pytest
 from tests.agents.fakes import FakeLLM, text
 from tests.conftest import start_server, stop_server
 from tests.knowledge.fakes import FakeProvider
+from tests.waiting import ended, queries_sql, wait_for
 
 HASH = '{"provider": "kbsql", "model_name": "hash-64"}'
 ROWS = 120
@@ -66,21 +67,11 @@ def register(client: httpx.Client, name: str, frame: pd.DataFrame) -> None:
 
 # background inserts ----------------------------------------------------------------------------
 def _query(client: httpx.Client, query_id: int) -> dict[str, Any]:
-    return rows(client, f"SELECT * FROM information_schema.queries WHERE ID = {query_id}")[0]
+    return rows(client, queries_sql(query_id))[0]
 
 
-def _until(client: httpx.Client, query_id: int, done: Any, timeout: float = 60) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while True:
-        row = _query(client, query_id)
-        if done(row):
-            return row
-        assert time.monotonic() < deadline, row
-        time.sleep(0.02)
-
-
-def _ended(row: dict[str, Any]) -> bool:
-    return row["FINISHED_AT"] is not None or row["ERROR"] is not None
+def _until(client: httpx.Client, query_id: int, done: Any) -> dict[str, Any]:
+    return wait_for(lambda: _query(client, query_id), done)
 
 
 def test_a_background_insert_is_cancelled_and_resumed_mid_way_to_an_exact_count(
@@ -99,13 +90,13 @@ def test_a_background_insert_is_cancelled_and_resumed_mid_way_to_an_exact_count(
         running = _until(other, query_id, lambda r: r["PROCESSED_ROWS"] >= 16)
         assert running["STARTED_AT"] is not None
         ok(other, f"SELECT query_cancel({query_id})")
-    stopped = _until(client, query_id, _ended)
+    stopped = _until(client, query_id, ended)
     assert "cancelled" in stopped["ERROR"] and 16 <= stopped["PROCESSED_ROWS"] < ROWS
     assert rows(client, "SELECT count(*) AS n FROM bg") == [{"n": stopped["PROCESSED_ROWS"]}]
     described = rows(client, "DESCRIBE KNOWLEDGE_BASE bg")[0]
     assert described["QUERY_ID"] == query_id and described["ERROR"] == stopped["ERROR"]
     ok(client, f"SELECT query_resume({query_id})")
-    done = _until(client, query_id, _ended)
+    done = _until(client, query_id, ended)
     assert done["ERROR"] is None and done["PROCESSED_ROWS"] == ROWS
     assert rows(client, "SELECT count(*) AS n FROM bg") == [{"n": ROWS}]
     assert sorted(int(r["id"]) for r in rows(client, "SELECT id FROM bg")) == list(range(ROWS))
@@ -256,6 +247,6 @@ def test_background_inserts_are_bounded_by_a_flag(tmp_path, provider: FakeProvid
             ok(http, f"SELECT query_cancel({ids[0]})")
             _until(http, ids[1], lambda r: r["STARTED_AT"] is not None)
             ok(http, f"SELECT query_cancel({ids[1]})")
-            assert "cancelled" in _until(http, ids[1], _ended)["ERROR"]
+            assert "cancelled" in _until(http, ids[1], ended)["ERROR"]
     finally:
         server.stop()

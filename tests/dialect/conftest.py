@@ -58,17 +58,11 @@ class Doc:
     def background(self, query: str, timeout: float = 60.0) -> dict[str, Any]:
         """Run `INSERT ... SELECT ... USING batch_size` (MindsDB runs it in the background: the
         answer is the query's row) and wait for it to end: its information_schema.queries row."""
-        import time
+        from tests.waiting import queries_sql, wait_for
 
         started = self.rows(query)
         assert next(iter(started[0])) == "ID", started
-        deadline = time.monotonic() + timeout
-        while True:
-            row = self.rows(f"SELECT * FROM information_schema.queries WHERE ID = {started[0]['ID']}")[0]
-            if row["FINISHED_AT"] is not None or row["ERROR"] is not None:
-                return row
-            assert time.monotonic() < deadline, row
-            time.sleep(0.02)
+        return wait_for(lambda: self.rows(queries_sql(started[0]["ID"]))[0], timeout=timeout)
 
     def error(self, query: str) -> str:
         result = self.client.sql(query, raise_on_error=False)

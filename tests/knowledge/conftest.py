@@ -39,15 +39,9 @@ def background(engine: Engine, query: str, timeout: float = 60.0) -> dict[str, A
 
 
 def wait_query(engine: Engine, query_id: int, timeout: float = 60.0) -> dict[str, Any]:
-    import time
+    from tests.waiting import queries_sql, wait_for
 
-    deadline = time.monotonic() + timeout
-    while True:
-        row = table(engine, f"SELECT * FROM information_schema.queries WHERE ID = {query_id}")[0]
-        if row["FINISHED_AT"] is not None or row["ERROR"] is not None:
-            return row
-        assert time.monotonic() < deadline, f"query {query_id} still running: {row}"
-        time.sleep(0.02)
+    return wait_for(lambda: table(engine, queries_sql(query_id))[0], timeout=timeout)
 
 
 def table(engine: Engine, query: str) -> list[dict[str, Any]]:

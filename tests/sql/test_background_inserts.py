@@ -18,6 +18,7 @@ import pytest
 
 from kbsql.engine import Engine
 from tests.knowledge.fakes import FakeProvider
+from tests.waiting import ended, queries_sql, wait_for
 
 ROWS = 120
 
@@ -61,21 +62,11 @@ def rows(eng: Engine, query: str) -> list[dict[str, Any]]:
 
 
 def query_row(eng: Engine, query_id: int) -> dict[str, Any]:
-    return rows(eng, f"SELECT * FROM information_schema.queries WHERE ID = {query_id}")[0]
+    return rows(eng, queries_sql(query_id))[0]
 
 
-def wait(eng: Engine, query_id: int, until: Any, timeout: float = 60.0) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while True:
-        row = query_row(eng, query_id)
-        if until(row):
-            return row
-        assert time.monotonic() < deadline, row
-        time.sleep(0.01)
-
-
-def ended(row: dict[str, Any]) -> bool:
-    return row["FINISHED_AT"] is not None or row["ERROR"] is not None
+def wait(eng: Engine, query_id: int, until: Any) -> dict[str, Any]:
+    return wait_for(lambda: query_row(eng, query_id), until)
 
 
 def count(eng: Engine) -> int:

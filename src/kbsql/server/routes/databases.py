@@ -22,22 +22,11 @@ from starlette.routing import Route
 
 from kbsql.interface.api import Databases
 from kbsql.interface.errors import BadRequest, ConnectionFailed, NotFound
-from kbsql.server.routes.common import (
-    api_of,
-    endpoint,
-    in_thread,
-    json_response,
-    not_supported,
-    path,
-    read_body,
-)
+from kbsql.server.routes.common import capability, endpoint, in_thread, json_response, path, read_body
 
 
 def _databases(request: Request) -> Databases:
-    api = api_of(request)
-    if not isinstance(api, Databases):
-        raise not_supported("MindsDB's /api/databases")
-    return api
+    return capability(request, Databases, "MindsDB's /api/databases")
 
 
 def _wrong(detail: str) -> BadRequest:

@@ -25,32 +25,18 @@ from starlette.routing import Route
 
 from kbsql.interface.api import FileTables, UploadedFiles
 from kbsql.interface.errors import BadRequest, Conflict, NotFound
-from kbsql.server.routes.common import (
-    api_of,
-    endpoint,
-    in_thread,
-    json_response,
-    not_supported,
-    path,
-    read_body,
-)
+from kbsql.server.routes.common import capability, endpoint, in_thread, json_response, path, read_body
 
 FORM_FIELDS = {"source_type", "file", "original_file_name", "name"}  # `name`: mindsdb_sdk's
 JSON_FIELDS = {"source_type", "source", "original_file_name"}
 
 
 def _file_tables(request: Request) -> FileTables:
-    api = api_of(request)
-    if not isinstance(api, FileTables):
-        raise not_supported("files uploaded as tables")
-    return api
+    return capability(request, FileTables, "files uploaded as tables")
 
 
 def _uploaded_files(request: Request) -> UploadedFiles:
-    api = api_of(request)
-    if not isinstance(api, UploadedFiles):
-        raise not_supported("uploaded files (the files database)")
-    return api
+    return capability(request, UploadedFiles, "uploaded files (the files database)")
 
 
 def _error(title: str, detail: str) -> BadRequest:

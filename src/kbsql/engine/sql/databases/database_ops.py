@@ -206,10 +206,7 @@ class DatabaseOps:
 
     def create_table(self, database: str, table: str, select: str, replace: bool = False) -> dict[str, Any]:
         """`CREATE [OR REPLACE] TABLE database.table (select)`, in `files` or `df`."""
-        if find_project(self.session, database) is not None:
-            raise BadRequest(f"Database {database} is a project. If you want to create a model or view, use "
-                             f"the projects/{database}/models/{table} or projects/{database}/views/{table} "
-                             "endpoints instead.", title="Error")
+        self._refuse_project(database, table, "create")
         if self.session.duck.source(database) is None:
             raise NotFound(f"Database with name {database} does not exist", title="Database not exists")
         if not replace and any(t["name"] == table for t in self.list_tables(database)):
@@ -226,10 +223,7 @@ class DatabaseOps:
         return self.get_table(database, table)
 
     def drop_table(self, database: str, table: str) -> None:
-        if find_project(self.session, database) is not None:
-            raise BadRequest(f"Database {database} is a project. If you want to delete a model or view, use "
-                             f"the projects/{database}/models/{table} or projects/{database}/views/{table} "
-                             "endpoints instead.", title="Error")
+        self._refuse_project(database, table, "delete")
         if self.session.duck.source(database) is None:
             raise NotFound(f"Database with name {database} not found", title="Database not found")
         self.get_table(database, table)
@@ -239,6 +233,13 @@ class DatabaseOps:
         self._sql(lambda ctx: builtin_tables.drop_table(self.session, drop, ctx))
 
     # helpers ----------------------------------------------------------------------------
+    def _refuse_project(self, database: str, table: str, verb: str) -> None:
+        """MindsDB's tables routes make and drop tables of data sources only."""
+        if find_project(self.session, database) is not None:
+            raise BadRequest(f"Database {database} is a project. If you want to {verb} a model or view, use "
+                             f"the projects/{database}/models/{table} or projects/{database}/views/{table} "
+                             "endpoints instead.", title="Error")
+
     def _sql(self, run: Any) -> None:
         """Run a table statement; its SQL error becomes a 400 "Error" (MindsDB's answer)."""
         try:
