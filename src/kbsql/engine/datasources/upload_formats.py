@@ -218,12 +218,17 @@ def _read_pdf(raw: bytes, name: str, max_bytes: int) -> Pages:
         from pypdf.errors import PyPdfError
     except ImportError:
         raise FileProcessingError("Reading pdf needs pypdf (pip install pypdf)") from None
-    try:
-        reader = PdfReader(io.BytesIO(raw))
-        text = chr(12).join(page.extract_text() or "" for page in reader.pages)  # pages joined by \f
-    except (PyPdfError, ValueError, KeyError, OSError) as exc:
-        raise FileProcessingError(f"The PDF cannot be read: {exc}") from None
-    return {MAIN_PAGE: _text_rows(text, name, "pdf")}
+    pages: list[str] = []
+    size = 0
+    try:  # pypdf bounds each stream it inflates (ZLIB_MAX_OUTPUT_LENGTH); the text is bounded here
+        for page in PdfReader(io.BytesIO(raw)).pages:
+            pages.append(page.extract_text() or "")
+            size += len(pages[-1])
+            if size > max_bytes:
+                raise FileProcessingError(f"The PDF's text is longer than {max_bytes // 2**20} MB")
+    except (PyPdfError, ValueError, KeyError, OSError, RecursionError) as exc:
+        raise FileProcessingError(f"The PDF cannot be read: {type(exc).__name__}: {exc}") from None
+    return {MAIN_PAGE: _text_rows(chr(12).join(pages), name, "pdf")}  # pages joined by \f
 
 
 def _text_rows(text: str, name: str, fmt: str) -> Any:
