@@ -193,3 +193,28 @@ def test_without_a_tracked_column_a_stopped_insert_cannot_resume(engine: Engine)
     done = wait(engine, query_id, ended)
     assert done["ERROR"] is None and done["PROCESSED_ROWS"] == ROWS
     assert json.loads(done["CONTEXT"]).get("track_column") is None
+
+
+def test_an_insert_waiting_for_a_worker_is_recorded_stopped_when_the_engine_closes(
+        tmp_path: Path, fake: FakeProvider) -> None:
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "config.json").write_text(json.dumps({"background_inserts": 1}))
+    first = Engine(tmp_path / "data")
+    _setup(first, fake)
+    ok(first, "CREATE KNOWLEDGE_BASE kb2 USING embedding_model = {\"provider\": \"kbsql\", "
+              "\"model_name\": \"hash-64\"}, content_columns = ['body'], id_column = 'pk'")
+    running = rows(first, INSERT)[0]["ID"]
+    waiting = rows(first, "INSERT INTO kb2 SELECT pk, body FROM df.src USING batch_size = 50")[0]["ID"]
+    wait(first, running, lambda r: r["PROCESSED_ROWS"] >= 4)
+    assert query_row(first, waiting)["STARTED_AT"] is None  # one worker: it waits its turn
+    first.close()
+    second = Engine(tmp_path / "data")
+    try:
+        for query_id in (running, waiting):
+            assert "stopped" in query_row(second, query_id)["ERROR"]
+            ok(second, f"SELECT query_resume({query_id})")
+        assert wait(second, waiting, ended)["PROCESSED_ROWS"] == ROWS
+        assert wait(second, running, ended)["PROCESSED_ROWS"] == ROWS
+        assert rows(second, "SELECT count(*) AS n FROM kb2") == [{"n": ROWS}] and count(second) == ROWS
+    finally:
+        second.close()

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from mindsdb_sql_parser import ast
@@ -146,12 +146,14 @@ class BackgroundInserts:
         stopped, for query_resume), then the pool."""
         with self._lock:
             self._closed = True
-            running = list(self._running.values())
-        for _, stop in running:
+            running = list(self._running.items())
+        for _, (_, stop) in running:
             stop.set()
-        for future, _ in running:
+        for query_id, (future, _) in running:
             try:
                 future.result(timeout=timeout)
+            except CancelledError:  # still waiting for a worker: it never started
+                self.queries.fail(query_id, STOPPED.format(id=query_id))
             except Exception:  # recorded in the query by the worker
                 pass
         self.pool.shutdown(wait=False, cancel_futures=True)
