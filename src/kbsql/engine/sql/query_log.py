@@ -78,11 +78,15 @@ def _record(row: Any) -> QueryRecord:
 
 
 def first_line(exc: BaseException) -> str:
-    """An error as one line for the ERROR column (an exception without a message, such as
-    a KeyboardInterrupt, is named by its class)."""
+    """An error as one line for the ERROR column: its message's first line; Ctrl-C is
+    `interrupted` (a KeyboardInterrupt may have no message at all), any other silent error
+    its type."""
     text = str(getattr(exc, "message", None) or getattr(exc, "detail", None) or exc).strip()
     lines = text.splitlines()
-    return (lines[0] if lines else type(exc).__name__)[:500]
+    first = lines[0] if lines else ""
+    if isinstance(exc, KeyboardInterrupt):
+        first = f"interrupted: {first}" if first else "interrupted"
+    return (first or type(exc).__name__)[:500]
 
 
 class QueryLog:
@@ -164,7 +168,9 @@ class QueryLog:
         try:
             yield row
         except BaseException as exc:
-            self._update(record.id, error=first_line(exc), processed_rows=row["PROCESSED_ROWS"])
+            stored = getattr(exc, "stored", None)  # an interrupted insert says what it kept
+            processed = stored if isinstance(stored, int) else row["PROCESSED_ROWS"]
+            self._update(record.id, error=first_line(exc), processed_rows=processed)
             raise
         self.finish(record.id, row["PROCESSED_ROWS"])
 
