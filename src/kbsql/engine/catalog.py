@@ -271,14 +271,13 @@ class Catalog:
         return self.knowledge_base(project, name)
 
     def update_knowledge_base(self, record: KbRecord, spec: dict[str, Any] | None = None) -> KbRecord:
-        """Store a new spec (or just touch updated_at); answers the record as stored, built
-        from what was written (an insert batch touches the record: no read back)."""
-        text = json.dumps(spec if spec is not None else record.spec)
-        updated_at = now()
+        """Store a new spec (or just touch updated_at); answers the record as written, not
+        read back (each insert batch touches it), unless it is gone (the lookup: 404)."""
+        text, updated_at = json.dumps(spec if spec is not None else record.spec), now()
         with self.transaction() as db:
             changed = db.execute("UPDATE knowledge_bases SET spec = ?, updated_at = ? WHERE id = ?",
                                  (text, updated_at, record.id)).rowcount
-        if changed != 1:  # dropped meanwhile (another server): the lookup says so (404)
+        if changed != 1:  # dropped meanwhile, by another server
             return self.knowledge_base(record.project_name, record.name)
         return replace(record, spec=json.loads(text), updated_at=updated_at)
 
