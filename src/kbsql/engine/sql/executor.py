@@ -5,10 +5,11 @@ exception out of `execute`, so a bad query cannot take the server down. This mod
 parses and routes, through the one statement table (`statements.py`); the work lives in
 the packages next to it:
 
-- `kb/`: knowledge-base statements (DDL and listing in `kb_statements`, rows in `kb_rows`);
+- `kb/`: knowledge-base statements (DDL and listing in `kb_statements`, rows in `kb_rows`,
+  background inserts in `kb_background`, `query_cancel` / `query_resume` routed here);
 - `agent/`: CREATE/ALTER/DROP AGENT, SHOW AGENTS, asking an agent;
-- `databases/`: projects and data sources (CREATE/DROP DATABASE, USE, SHOW, DESCRIBE) and
-  `information_schema`;
+- `databases/`: projects and data sources (CREATE/ALTER/DROP DATABASE, USE, SHOW, DESCRIBE),
+  tables of `files` and `df` and `information_schema`;
 - `tables/`: SELECT over tables (name resolution in `names`, SQL rendering in
   `sqlglot_render`, DuckDB in `duck`, knowledge bases and agents inside joins in
   `kb_tables`), answers built lazily by `arrow_results`;
