@@ -127,6 +127,13 @@ def test_agent_params_are_stored_echoed_and_delete_is_204(client: httpx.Client) 
     assert "\n" not in older.json()["detail"]
     unknown = client.post(AGENTS, json={"agent": {"name": "odd", "params": {"temperature": 1}}})
     assert unknown.status_code == 400 and "Parameter 'temperature' is not allowed" in unknown.json()["detail"]
+    # MindsDB also takes the model, data and prompt inside params (its record keeps them there)
+    inside = client.post(AGENTS, json={"agent": {"name": "inside", "params": {
+        "prompt_template": "Answer briefly.", "model": {"provider": "kbsql", "model_name": "retrieval"},
+        "timeout": 5}}})
+    assert inside.status_code == 201, inside.text
+    assert inside.json()["prompt_template"] == "Answer briefly." and inside.json()["params"] == {"timeout": 5}
+    assert inside.json()["model"] == {"provider": "kbsql", "model_name": "retrieval"}
     deleted = client.delete(f"{AGENTS}/timed")
     assert deleted.status_code == 204 and deleted.content == b""
     assert client.get(f"{AGENTS}/timed").status_code == 404
