@@ -4,8 +4,15 @@ MySQL door), `kbsql quickstart` a demo."""
 from __future__ import annotations
 
 import argparse
+import functools
+import json
 import os
 import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kbsql.server.run import Backend
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -46,6 +53,10 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--timeout", type=float, default=30,
                        help="seconds for a request head to arrive and longest pause inside a "
                             "body (default 30; 408 beyond)")
+    serve.add_argument("--background-inserts", type=int, default=None, metavar="N",
+                       help="INSERT ... SELECT ... USING batch_size statements running at once in "
+                            "the background (default 2, or background_inserts in config.json); "
+                            "more wait their turn")
     serve.add_argument("--shutdown-timeout", type=float, default=30,
                        help="seconds requests in flight get to finish after SIGTERM/SIGINT "
                             "(default 30)")
@@ -68,6 +79,9 @@ def _serve(args: argparse.Namespace) -> int:
     if bool(args.user) != bool(args.password):
         print("kbsql serve: --user and --password go together", file=sys.stderr)
         return 2
+    if args.background_inserts is not None and args.background_inserts < 1:
+        print("kbsql serve: --background-inserts must be at least 1", file=sys.stderr)
+        return 2
     if min(args.max_body_mb, args.max_sql_kb, args.timeout) <= 0:
         print("kbsql serve: --max-body-mb, --max-sql-kb and --timeout must be positive",
               file=sys.stderr)
@@ -83,14 +97,54 @@ def _serve(args: argparse.Namespace) -> int:
     limits = Limits(max_body=int(args.max_body_mb * 1024 * 1024),
                     max_sql=int(args.max_sql_kb * 1024), timeout=args.timeout)
     try:
-        run_server(args.host, args.port, args.data_dir, args.log_level, tuple(args.allow_origin),
-                   auth=auth, limits=limits, allow_paths=args.allow_path,
-                   shutdown_timeout=args.shutdown_timeout, catalog_url=args.catalog,
+        run_server(functools.partial(open_engine, args.data_dir, args.catalog,
+                                     background_inserts=args.background_inserts), args.host, args.port,
+                   args.log_level, tuple(args.allow_origin), auth=auth, limits=limits,
+                   allow_paths=args.allow_path, shutdown_timeout=args.shutdown_timeout,
                    mysql_port=mysql_port)
     except StartupError as exc:
         print(f"kbsql serve: {exc}", file=sys.stderr)
         return 1
     return 0
+
+
+def open_engine(data_dir: str | None, catalog_url: str | None,
+                allowed_paths: tuple[Path, ...] | None, *,
+                background_inserts: int | None = None) -> Backend:
+    """The local engine as the server's service (this is where the two are wired): opened
+    after the server's exposure checks, each startup problem one line (`StartupError`)."""
+    import sqlite3
+
+    from kbsql.engine import Engine
+    from kbsql.interface.errors import ServiceError
+    from kbsql.server.run import Backend, StartupError
+
+    try:
+        from kbsql.engine.config import EngineConfig
+
+        config = EngineConfig.load(data_dir, catalog_url)
+        if background_inserts is not None:
+            config.background_workers = background_inserts
+        engine = Engine(config=config)
+    except sqlite3.DatabaseError as exc:
+        raise StartupError(f"the catalog in {data_dir or 'the data directory'} cannot be read "
+                           f"({exc}): restore it from a backup or move it away") from None
+    except ServiceError as exc:  # a shared catalog that cannot be reached (password masked)
+        raise StartupError(exc.detail) from None
+    except json.JSONDecodeError as exc:
+        raise StartupError(f"config.json in {data_dir or 'the data directory'} is not valid "
+                           f"JSON: {exc}") from None
+    except OSError as exc:
+        raise StartupError(f"cannot open the data directory {data_dir or ''}: "
+                           f"{exc.strerror or exc}" + (f" ({exc.filename})" if exc.filename else "")
+                           ) from None
+    engine.config.allowed_paths = allowed_paths
+    where = f"data: {engine.data_dir}"
+    if engine.catalog.shared_url:
+        from kbsql.engine.catalog_pg import where_of_url
+
+        where += f", catalog: {where_of_url(engine.catalog.shared_url)}"
+    return Backend(engine, where, read_only=engine.config.read_only)
 
 
 if __name__ == "__main__":

@@ -32,7 +32,6 @@ from mysql_mimic.types import Capabilities, ColumnDefinition, ColumnType, Comman
 
 from kbsql.interface.api import DEFAULT_PROJECT
 from kbsql.interface.literals import ParameterError
-from kbsql.server.app import in_thread
 from kbsql.server.limits import check_sql_size
 from kbsql.server.mysql import error_codes, metadata, prepared
 from kbsql.server.mysql.framing import (
@@ -45,6 +44,12 @@ from kbsql.server.mysql.framing import (
 )
 from kbsql.server.mysql.resultsets import Answer, Encoded, Failed, Ok, Rows, Unsendable
 from kbsql.server.mysql.router import DoorSession
+from kbsql.server.routes.common import in_thread
+
+_STATEMENT_COMMANDS = frozenset({
+    Commands.COM_STMT_EXECUTE, Commands.COM_STMT_PREPARE, Commands.COM_STMT_CLOSE,
+    Commands.COM_STMT_RESET, Commands.COM_STMT_SEND_LONG_DATA, Commands.COM_STMT_FETCH,
+})
 
 log = logging.getLogger("kbsql.server")
 
@@ -157,23 +162,8 @@ class DoorConnection(Connection):
         """Answer one command; False when the client said goodbye."""
         if command == Commands.COM_QUERY:
             await self.send(await in_thread(self._answer, rest.decode("utf-8"), False), False)
-        elif command == Commands.COM_STMT_EXECUTE:
-            await self.handle_stmt_execute(rest)
-        elif command == Commands.COM_STMT_PREPARE:
-            await self.handle_stmt_prepare(rest)
-        elif command == Commands.COM_STMT_CLOSE:
-            statement_id = struct.unpack("<I", rest[:4])[0]
-            self.statements.pop(statement_id, None)
-            self.cursors.pop(statement_id, None)
-        elif command == Commands.COM_STMT_RESET:
-            statement = self.statement(struct.unpack("<I", rest[:4])[0])
-            statement.long_data.clear()
-            self.cursors.pop(statement.stmt_id, None)
-            await self.stream.write(self.ok())
-        elif command == Commands.COM_STMT_SEND_LONG_DATA:
-            self.long_data(rest)
-        elif command == Commands.COM_STMT_FETCH:
-            await self.handle_stmt_fetch(rest)
+        elif command in _STATEMENT_COMMANDS:
+            await self.statement_command(command, rest)
         elif command == Commands.COM_QUIT:
             return False
         elif command == Commands.COM_PING or command == Commands.COM_DEBUG:
@@ -198,6 +188,26 @@ class DoorConnection(Connection):
             await self.stream.write(self.error_of(error_codes.UNKNOWN_COMMAND,
                                                   f"Unknown command {command:#x}"))
         return True
+
+    async def statement_command(self, command: int, rest: bytes) -> None:
+        """The prepared-statement commands (the binary protocol)."""
+        if command == Commands.COM_STMT_EXECUTE:
+            await self.handle_stmt_execute(rest)
+        elif command == Commands.COM_STMT_PREPARE:
+            await self.handle_stmt_prepare(rest)
+        elif command == Commands.COM_STMT_CLOSE:
+            statement_id = struct.unpack("<I", rest[:4])[0]
+            self.statements.pop(statement_id, None)
+            self.cursors.pop(statement_id, None)
+        elif command == Commands.COM_STMT_RESET:
+            statement = self.statement(struct.unpack("<I", rest[:4])[0])
+            statement.long_data.clear()
+            self.cursors.pop(statement.stmt_id, None)
+            await self.stream.write(self.ok())
+        elif command == Commands.COM_STMT_SEND_LONG_DATA:
+            self.long_data(rest)
+        else:  # COM_STMT_FETCH
+            await self.handle_stmt_fetch(rest)
 
     def _answer(self, sql: str, binary: bool) -> Answer | Encoded:
         """A statement's answer, its first batch of rows already encoded (worker thread)."""

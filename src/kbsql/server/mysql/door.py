@@ -21,7 +21,6 @@ import struct
 from mysql_mimic.control import LocalControl
 
 from kbsql.interface.api import ServiceApi
-from kbsql.server.app import in_thread
 from kbsql.server.auth import AuthSettings
 from kbsql.server.limits import Limits
 from kbsql.server.mysql.connection import CAPABILITIES, DoorConnection, LoginFailed
@@ -29,6 +28,7 @@ from kbsql.server.mysql.framing import BoundedStream, ClientStalled, MalformedPa
 from kbsql.server.mysql.identity import DoorIdentity, DoorPassword
 from kbsql.server.mysql.router import DoorSession
 from kbsql.server.mysql.sysvars import server_variables
+from kbsql.server.routes.common import in_thread
 from kbsql.server.throttle import FailureThrottle, client_key
 
 log = logging.getLogger("kbsql.server")
