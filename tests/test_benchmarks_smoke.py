@@ -34,6 +34,8 @@ CASES = {
     "isolation": (["--rounds", "1", "--calls", "5", "--model-delay", "2", "--docs", "20",
                    "--heavy-timeout", "2"],
                   ["select_1", "kb_search", "load_answers"]),
+    "mysql": (["--calls", "10", "--rounds", "1", "--docs", "20", "--model", "hash-64"],
+              ["select_1", "search", "meets_target"]),
 }
 
 

@@ -55,6 +55,9 @@ class EngineConfig:
     """Set by the engine when the data directory cannot be written: it serves reads only."""
     """Roots file-based data sources may open; None: anywhere but the data directory
     (datasources/confine.py). `kbsql serve` sets it with a token or a public bind."""
+    background_workers: int = 2
+    """Background inserts (`INSERT ... SELECT ... USING batch_size`) running at once; more
+    wait their turn (`kbsql serve --background-inserts N`, `background_inserts` in config.json)."""
     catalog_url: str | None = None
     """A `postgresql://` URL: the catalog (and, by default, new knowledge bases) live in that
     database, shared by every server started with it. None: `catalog.sqlite` in data_dir."""
@@ -101,9 +104,11 @@ class EngineConfig:
             if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
                 whole = key.endswith(("_mb", "_row"))
                 setattr(config, key, int(value) if whole else float(value))
+        if isinstance(file_values.get("background_inserts"), int) and file_values["background_inserts"] > 0:
+            config.background_workers = file_values["background_inserts"]
         config.extra = {k: v for k, v in file_values.items()
                         if k not in ("default_model", "default_embedding_model", "catalog_url",
-                                     *_LIMIT_KEYS)}
+                                     "background_inserts", *_LIMIT_KEYS)}
         config.catalog_url = (catalog_url or os.environ.get(CATALOG_URL_ENV)
                               or file_values.get("catalog_url") or None)
         env_model = {key: os.environ[var] for var, key in _MODEL_ENV.items() if os.environ.get(var)}

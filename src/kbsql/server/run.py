@@ -11,6 +11,7 @@ and the exit code is 0.
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import logging
 import os
@@ -20,6 +21,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING
 
 import uvicorn
 
@@ -30,6 +32,10 @@ from kbsql.server.auth import AuthSettings
 from kbsql.server.guard import is_loopback_host
 from kbsql.server.lanes import Lanes
 from kbsql.server.limits import Limits, head_timeout_protocol
+from kbsql.server.throttle import FailureThrottle
+
+if TYPE_CHECKING:
+    from kbsql.server.mysql import MysqlDoor
 
 log = logging.getLogger("kbsql.server")
 
@@ -59,11 +65,26 @@ to show."""
 class _Server(uvicorn.Server):
     """uvicorn re-raises a caught SIGTERM/SIGINT after its graceful shutdown, which makes
     the exit status 143/130 (and a KeyboardInterrupt traceback for SIGINT). A stop we
-    asked for is a success: forget the signal once the shutdown has been started."""
+    asked for is a success: forget the signal once the shutdown has been started.
+    `mysql`: the MySQL door, started and stopped with HTTP on the same event loop."""
+
+    mysql: MysqlDoor | None = None
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         super().handle_exit(sig, frame)
         self._captured_signals.clear()
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        if self.mysql is not None:
+            await self.mysql.start()
+        await super().startup(sockets)
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        if self.mysql is None:
+            await super().shutdown(sockets)
+            return
+        await asyncio.gather(super().shutdown(sockets),
+                             self.mysql.close(self.config.timeout_graceful_shutdown or 30))
 
 
 def check_exposure(host: str, auth: AuthSettings) -> None:
@@ -75,7 +96,7 @@ def check_exposure(host: str, auth: AuthSettings) -> None:
                            "--password, or bind to 127.0.0.1")
 
 
-def bind(host: str, port: int) -> socket.socket:
+def bind(host: str, port: int, flag: str = "--port") -> socket.socket:
     try:
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         # proto must be IPPROTO_TCP (not the default 0): asyncio only sets TCP_NODELAY on
@@ -87,7 +108,7 @@ def bind(host: str, port: int) -> socket.socket:
     except OSError as exc:
         if exc.errno == errno.EADDRINUSE:
             raise StartupError(f"port {port} on {host} is already in use: stop the other "
-                               "server or choose another --port") from None
+                               f"server or choose another {flag}") from None
         raise StartupError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     return sock
 
@@ -96,7 +117,8 @@ def serve(open_backend: OpenBackend, host: str = "127.0.0.1", port: int = 47334,
           log_level: str = "warning", allowed_origins: tuple[str, ...] = (), *,
           auth: AuthSettings | None = None, limits: Limits | None = None,
           allow_paths: Iterable[str] = (), shutdown_timeout: float = 30,
-          forwarded_allow_ips: tuple[str, ...] = (), lanes: Lanes | None = None) -> None:
+          forwarded_allow_ips: tuple[str, ...] = (), lanes: Lanes | None = None,
+          mysql_port: int | None = None) -> None:
     """Serve until interrupted. With port 0 the OS picks a free port; the first line on
     stdout is `kbsql serving on http://HOST:PORT (where)` either way (tests read it).
     `allowed_origins`: browser origins allowed besides loopback ones (see server/guard.py).
@@ -105,7 +127,9 @@ def serve(open_backend: OpenBackend, host: str = "127.0.0.1", port: int = 47334,
     `shutdown_timeout`: seconds requests in flight get to finish after SIGTERM/SIGINT.
     `forwarded_allow_ips`: the proxies whose `X-Forwarded-For` names the client (none: the
     connection's own address always counts, for the login throttle too).
-    `lanes`: the worker pools of SQL, model and catalog calls (server/lanes.py)."""
+    `lanes`: the worker pools of SQL, model and catalog calls (server/lanes.py).
+    `mysql_port`: also serve MySQL's wire protocol there (`server/mysql/`; 0 picks a port),
+    then named in the first line too: `... on http://HOST:PORT and mysql://HOST:PORT2 (...)`."""
     auth = auth or AuthSettings()
     limits = limits or Limits()
     check_exposure(host, auth)
@@ -116,14 +140,19 @@ def serve(open_backend: OpenBackend, host: str = "127.0.0.1", port: int = 47334,
     if backend.read_only:
         print(f"kbsql serve: {backend.api.location} cannot be written: serving reads only",
               file=sys.stderr, flush=True)
+    sock = mysql_sock = None
     try:
         sock = bind(host, port)
+        mysql_sock = bind(host, mysql_port, "--mysql-port") if mysql_port is not None else None
     except StartupError:
+        if sock is not None:
+            sock.close()
         backend.api.close()
         raise
     bound_port = sock.getsockname()[1]
+    throttle = FailureThrottle()  # one lockout per address for both doors
     app = build_app(backend.api, bind_host=host, allowed_origins=allowed_origins, auth=auth,
-                    limits=limits, lanes=lanes)
+                    limits=limits, lanes=lanes, throttle=throttle)
     # X-Forwarded-For is believed only from the proxies named; uvicorn's own default would
     # believe it from loopback (a local user could then pick any client address)
     config = uvicorn.Config(app, log_level=log_level, access_log=False,
@@ -135,7 +164,13 @@ def serve(open_backend: OpenBackend, host: str = "127.0.0.1", port: int = 47334,
     collapse = log_collapse.install()  # after uvicorn's logging setup: its handlers too
     server = _Server(config)
     shown = f"[{host}]" if ":" in host else host  # an IPv6 address needs brackets in a URL
-    print(f"kbsql serving on http://{shown}:{bound_port} ({backend.where})", flush=True)
+    doors = f"http://{shown}:{bound_port}"
+    if mysql_sock is not None:
+        from kbsql.server.mysql import MysqlDoor  # mysql-mimic only when the door is open
+
+        server.mysql = MysqlDoor(backend.api, mysql_sock, auth=auth, limits=limits, throttle=throttle)
+        doors += f" and mysql://{shown}:{mysql_sock.getsockname()[1]}"
+    print(f"kbsql serving on {doors} ({backend.where})", flush=True)
     try:
         server.run(sockets=[sock])
     finally:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from mindsdb_sql_parser import ast
 from mindsdb_sql_parser.ast.mindsdb import (
+    AlterDatabase,
     AlterKnowledgeBase,
     CreateKnowledgeBase,
     CreateKnowledgeBaseIndex,
@@ -30,7 +31,7 @@ from mindsdb_sql_parser.ast.mindsdb.create_database import CreateDatabase
 from mindsdb_sql_parser.ast.mindsdb.knowledge_base import EvaluateKnowledgeBase
 
 from kbsql.engine.sql.agent import agent_statements
-from kbsql.engine.sql.databases import database_statements
+from kbsql.engine.sql.databases import builtin_tables, database_ops, database_statements
 from kbsql.engine.sql.kb import kb_index, kb_rows, kb_statements
 from kbsql.engine.sql.tables.select import select_tables
 
@@ -61,6 +62,7 @@ HANDLERS: dict[Kind, Handler] = {
     (ast.Select, "", "kb"): kb_rows.select,
     (ast.Select, "", INFO_KNOWLEDGE_BASES): kb_rows.select_info_schema,
     (ast.Insert, "", "kb"): kb_rows.insert,
+    (ast.Update, "", "kb"): kb_rows.update,
     (ast.Delete, "", "kb"): kb_rows.delete,
     # agents (sql/agent/)
     (CreateAgent, "", ""): agent_statements.create_agent,
@@ -70,6 +72,9 @@ HANDLERS: dict[Kind, Handler] = {
     (ast.Select, "", "agent"): agent_statements.ask,
     # projects and data sources (sql/databases/)
     (CreateDatabase, "", ""): database_statements.create_database,
+    (AlterDatabase, "", ""): database_ops.alter_database,
+    (ast.CreateTable, "", ""): builtin_tables.create_table,
+    (ast.DropTables, "", ""): builtin_tables.drop_table,
     (ast.DropDatabase, "", ""): database_statements.drop_database,
     (ast.Use, "", ""): database_statements.use,
     (ast.Show, "DATABASES", ""): database_statements.show_databases,
@@ -78,7 +83,7 @@ HANDLERS: dict[Kind, Handler] = {
     (ast.Show, "COLUMNS", ""): database_statements.show_columns,
     (ast.Show, "FIELDS", ""): database_statements.show_columns,
     (ast.Describe, "", ""): database_statements.describe,
-    (ast.Insert, "", ""): database_statements.refuse_write,
+    (ast.Insert, "", ""): builtin_tables.insert_or_refuse,  # files.x appends; others refused
     (ast.Update, "", ""): database_statements.refuse_write,
     (ast.Delete, "", ""): database_statements.refuse_write,
     # SELECT over tables (sql/tables/)

@@ -65,16 +65,19 @@ class DuckSession:
     """Owns the database; turns a source's `Scan` into a FROM item and runs plans."""
 
     def __init__(self, catalog: Catalog, frames: FrameStore, policy: PathPolicy | None = None,
-                 settings: DuckSettings | None = None):
+                 settings: DuckSettings | None = None,
+                 builtins: dict[str, DataSource] | None = None):
         self.catalog = catalog
         self.frames = frames
+        # the built-in sources by lower-case name: `df` (registered frames), `files` (uploads)
+        self.builtins: dict[str, DataSource] = {FRAMES_SOURCE: frames, **(builtins or {})}
         self.policy = policy  # which files sources may open (datasources/confine.py)
         self.settings = settings or DuckSettings()
         self.con = duckdb.connect(":memory:")
         self.lock = threading.RLock()  # attaching and detaching sources
         self._idle: list[_Cursor] = []
         self._pool_lock = threading.Lock()
-        self._sources: dict[str, tuple[int, DataSource, Pinned | None]] = {}
+        self._sources: dict[str, tuple[tuple[int, str], DataSource, Pinned | None]] = {}
         self._views: dict[tuple[Any, ...], tuple[tuple[Any, ...], str]] = {}
         self._counter = itertools.count()
         self._temp_dir = configure(self.con, self.settings)
@@ -129,8 +132,9 @@ class DuckSession:
         """The data source called `name` (attached on first use), None if there is none.
         A one-file source is checked at every use: its path must still name the file that
         was opened and checked (a swap reopens it, checking the new file)."""
-        if name.lower() == FRAMES_SOURCE:
-            return self.frames
+        builtin = self.builtins.get(name.lower())
+        if builtin is not None:
+            return builtin
         record = self.catalog.find_datasource(name)
         key = name.lower()
         with self.lock:
@@ -139,7 +143,8 @@ class DuckSession:
                 if cached is not None:
                     self.forget(name)
                 return None
-            if cached is not None and cached[0] == record.id and \
+            version = (record.id, repr(sorted(record.parameters.items())))  # ALTER DATABASE: new version
+            if cached is not None and cached[0] == version and \
                     (cached[2] is None or cached[2].same_file()):
                 return cached[1]
             if cached is not None:
@@ -154,7 +159,7 @@ class DuckSession:
                 if pinned is not None:
                     pinned.close()
                 raise
-            self._sources[key] = (record.id, source, pinned)
+            self._sources[key] = (version, source, pinned)
             return source
 
     def _pin_source(self, source: DataSource) -> Pinned | None:
