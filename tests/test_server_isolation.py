@@ -288,3 +288,41 @@ def test_a_flood_of_identical_log_lines_is_collapsed(tmp_path: Path) -> None:
         for sock in stalled:
             sock.close()
         srv.stop()
+
+
+def spill_bytes(data_dir: Path) -> int:
+    total = 0
+    for path in (data_dir / "tmp").rglob("*"):
+        try:
+            total += path.stat().st_size if path.is_file() else 0
+        except OSError:  # removed meanwhile
+            pass
+    return total
+
+
+def test_a_statement_spills_into_the_data_directory_up_to_its_cap(tmp_path: Path) -> None:
+    """64 MB for SQL: sorting 4M hashes (~250 MB) spills into <data-dir>/tmp. With 16 MB of
+    spill space it answers one line naming both limits; with 1 GB it answers."""
+    sort = ("SELECT count(*), min(h) FROM (SELECT md5(CAST(a.x * 3000 + b.x AS VARCHAR)) AS h "
+            "FROM df.n a, df.n b ORDER BY h) s")
+    for spill_mb, fits in (("16", False), ("1024", True)):
+        data = tmp_path / f"d{spill_mb}"
+        with spawn(data, args=("--sql-memory-mb", "64", "--sql-spill-mb", spill_mb)) as srv:
+            with kbsql.connect(srv.url) as client:
+                client.register("n", pd.DataFrame({"x": range(2000)}))
+            thread, out = in_background(sql, srv.url, sort, 300)
+            most = 0
+            while thread.is_alive():
+                most = max(most, spill_bytes(data))
+                time.sleep(0.05)
+            answer = out["answer"]
+            assert most > 4 * 1024 * 1024, most  # it did spill, into the data directory
+            if fits:
+                assert answer["data"][0][0] == 4_000_000, answer
+            else:
+                message = answer["error_message"]
+                assert len(message.splitlines()) == 1, message
+                assert "(64 MB, kbsql serve --sql-memory-mb)" in message, message
+                assert "(16 MB, kbsql serve --sql-spill-mb)" in message, message
+                assert most <= 17 * 1024 * 1024, most
+        assert not list((data / "tmp").glob("duckdb-*"))  # its spill folder goes with the server

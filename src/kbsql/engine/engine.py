@@ -105,7 +105,8 @@ class Engine(FileTables, UploadedFiles, Databases, KnowledgeBaseEditing, Knowled
         return DuckSettings(memory_limit_mb=c.sql_memory_mb or None, spill_mb=c.sql_spill_mb,
                             temp_dir=self.data_dir / "tmp",
                             statement_timeout=c.statement_timeout or None,
-                            limit_note=c.note("sql_memory_mb"), timeout_note=c.note("statement_timeout"))
+                            limit_note=c.note("sql_memory_mb"), timeout_note=c.note("statement_timeout"),
+                            spill_note=c.note("sql_spill_mb"))
 
     def _outbound_policy(self) -> outbound.Policy:
         """Where model calls may go (engine/outbound.py): the operator's hosts plus those of

@@ -82,6 +82,7 @@ class DuckSession:
         self._counter = itertools.count()
         self._temp_dir = configure(self.con, self.settings)
         self.memory_limit = setting_bytes(self.con, "memory_limit")
+        self.spill_limit = setting_bytes(self.con, "max_temp_directory_size")
         threads = int(setting(self.con, "threads"))
         self.value_cap = value_caps.value_cap(self.memory_limit, threads)
         # an answer is Arrow here, ~10x that as Python rows and JSON on its way out
@@ -352,7 +353,8 @@ class DuckSession:
             first = str(exc).splitlines()[0]
             return SqlError(f"The statement needs more memory than the SQL memory limit "
                             f"({self.memory_limit // MB} MB, {self.settings.limit_note}) and its "
-                            f"spill space allow: {first}")
+                            f"spill space ({self.spill_limit // MB} MB, {self.settings.spill_note}) "
+                            f"allow: {first}")
         message = str(exc)
         for item in pinned:
             message = message.replace(item.read_path, item.path)

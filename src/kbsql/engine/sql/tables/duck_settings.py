@@ -33,6 +33,7 @@ class DuckSettings:
     limit_note: str = "sql_memory_mb in config.json"
     """Where the user sets the memory limit (the server names its flag)."""
     timeout_note: str = "statement_timeout in config.json"
+    spill_note: str = "sql_spill_mb in config.json"
 
 
 def configure(con: duckdb.DuckDBPyConnection, s: DuckSettings) -> Path | None:
@@ -40,15 +41,16 @@ def configure(con: duckdb.DuckDBPyConnection, s: DuckSettings) -> Path | None:
     spill folder of this process."""
     con.execute("SET enable_external_file_cache = false")  # keyed by path: /proc/self/fd/N is reused
     if s.memory_limit_mb:
-        con.execute(f"SET memory_limit = '{int(s.memory_limit_mb)}MB'")
+        con.execute(f"SET memory_limit = '{int(s.memory_limit_mb)}MiB'")  # MB would be 10^6
     if s.threads:
         con.execute(f"SET threads = {int(s.threads)}")
     temp: Path | None = None
     if s.temp_dir is not None:
         temp = s.temp_dir / f"duckdb-{os.getpid()}"  # one per process: servers may share a data dir
         _remove_stale(s.temp_dir)
+        s.temp_dir.mkdir(mode=0o700, parents=True, exist_ok=True)  # DuckDB makes only the leaf
         con.execute(f"SET temp_directory = '{_quote(str(temp))}'")
-    con.execute(f"SET max_temp_directory_size = '{_spill_bytes(con, s, temp) // MB}MB'")
+    con.execute(f"SET max_temp_directory_size = '{_spill_bytes(con, s, temp) // MB}MiB'")
     for statement in value_caps.MACROS.split(";"):
         if statement.strip():
             con.execute(statement)
