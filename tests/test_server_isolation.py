@@ -55,6 +55,11 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     with spawn(tmp_path_factory.mktemp("isolation"),
                args=("--statement-timeout", "4", "--sql-memory-mb", "256")) as proc:
         with_frame(proc.url)
+        with kbsql.connect(proc.url) as client:
+            client.sql("CREATE KNOWLEDGE_BASE notes USING embedding_model = "
+                       "{'provider': 'kbsql', 'model_name': 'hash-64'}")
+            client.sql("INSERT INTO notes (id, content) VALUES (1, 'refunds take five days'), "
+                       "(2, 'shipping is free over fifty euros')")
         yield proc
 
 
@@ -86,6 +91,10 @@ def test_a_heavy_statement_never_delays_another_clients_select(server: ServerPro
         start = time.monotonic()
         assert http.get(KBS).status_code == 200 and http.get("/api/status").status_code == 200
         assert time.monotonic() - start < 1.0  # the catalog and the health check too
+        for _ in range(3):  # and a knowledge-base search
+            start = time.monotonic()
+            found = other.sql("SELECT id FROM notes WHERE content = 'refund' LIMIT 1").data
+            assert found == [["1"]] and time.monotonic() - start < 1.0, found
         assert thread.is_alive()  # all while the heavy statement ran
     thread.join(30)
     message = heavy["answer"]["error_message"]
