@@ -100,3 +100,38 @@ def test_ctrl_c_stops_an_embedded_statement_with_one_line(tmp_path: Path) -> Non
     assert "NEXT [[42]]" in out
     shown = [line for line in out.splitlines() if "interrupted (Ctrl-C)" in line]
     assert len(shown) == 1 and "Traceback" not in out, out
+
+
+INSERT_SCRIPT = """
+import os, signal, threading, time
+signal.signal(signal.SIGINT, signal.default_int_handler)
+import pandas as pd
+import kbsql
+c = kbsql.connect(data_dir={data!r})
+c.register("docs", pd.DataFrame({{"id": range(60000),
+                                  "content": [f"document {{i}} on topic {{i % 97}}" for i in range(60000)]}}))
+c.sql("CREATE KNOWLEDGE_BASE kb USING embedding_model = {{'provider': 'kbsql', 'model_name': 'hash-64'}}")
+threading.Timer(1.5, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+try:
+    c.sql("INSERT INTO kb SELECT id, content FROM df.docs")
+    print("FINISHED", flush=True)
+except KeyboardInterrupt:
+    print("INTERRUPTED", flush=True)
+print("ROWS", c.sql("SELECT count(id) FROM kb").data, flush=True)
+c.sql("INSERT INTO kb (id, content) VALUES (1, 'after the interrupt')")
+print("AFTER", c.sql("SELECT count(id) FROM kb").data, flush=True)
+c.close()
+"""
+
+
+def test_ctrl_c_during_an_insert_stores_none_of_it(tmp_path: Path) -> None:
+    """60,000 rows into a knowledge base, Ctrl-C after 1.5 s (a few thousand embedded): the
+    knowledge base holds none of them, then takes the next insert; a new process sees
+    the same."""
+    data = tmp_path / "d"
+    code = textwrap.dedent(INSERT_SCRIPT.format(data=str(data)))
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180)
+    out = run.stdout
+    assert "INTERRUPTED" in out and "ROWS [[0]]" in out and "AFTER [[1]]" in out, (out, run.stderr[-3000:])
+    with Engine(data) as engine:
+        assert engine.query("SELECT count(id) FROM kb").to_json()["data"] == [[1]]
