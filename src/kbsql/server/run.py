@@ -168,7 +168,8 @@ def serve(open_backend: OpenBackend, host: str = "127.0.0.1", port: int = 47334,
     if mysql_sock is not None:
         from kbsql.server.mysql import MysqlDoor  # mysql-mimic only when the door is open
 
-        server.mysql = MysqlDoor(backend.api, mysql_sock, auth=auth, limits=limits, throttle=throttle)
+        server.mysql = MysqlDoor(backend.api, mysql_sock, auth=auth, limits=limits, throttle=throttle,
+                                 lanes=app.state.lanes)
         doors += f" and mysql://{shown}:{mysql_sock.getsockname()[1]}"
     print(f"kbsql serving on {doors} ({backend.where})", flush=True)
     try:

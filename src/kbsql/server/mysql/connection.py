@@ -4,7 +4,9 @@ mysql-mimic (`Connection`) does the handshake, authentication and packet encodin
 command loop is kbsql's, because the door needs what mysql-mimic does not do:
 
 - a failed login ends the connection (mysql-mimic goes on to read commands);
-- statements run in the HTTP server's worker pool (`in_thread`), never on the event loop;
+- statements run in the HTTP server's SQL lane (`server/lanes.py`), never on the event loop
+  nor among catalog reads; a client that goes away mid-statement has it interrupted, and a
+  full lane answers MySQL's "too many connections" error (1040) after its short queue;
 - a result goes out batch by batch, each encoded in a worker and drained before the next
   (mysql-mimic buffers a whole result before sending any of it);
 - prepared statements bind their values as literals (`prepared.py`);
@@ -31,7 +33,10 @@ from mysql_mimic.stream import ConnectionClosed
 from mysql_mimic.types import Capabilities, ColumnDefinition, ColumnType, Commands, ServerStatus
 
 from kbsql.interface.api import DEFAULT_PROJECT
+from kbsql.interface.control import CLIENT_GONE, CURRENT, Control
+from kbsql.interface.errors import Busy
 from kbsql.interface.literals import ParameterError
+from kbsql.server.lanes import Lane
 from kbsql.server.limits import check_sql_size
 from kbsql.server.mysql import error_codes, metadata, prepared
 from kbsql.server.mysql.framing import (
@@ -44,7 +49,7 @@ from kbsql.server.mysql.framing import (
 )
 from kbsql.server.mysql.resultsets import Answer, Encoded, Failed, Ok, Rows, Unsendable
 from kbsql.server.mysql.router import DoorSession
-from kbsql.server.routes.common import in_thread
+from kbsql.server.routes.common import WATCH_AFTER_S, default_lanes
 
 _STATEMENT_COMMANDS = frozenset({
     Commands.COM_STMT_EXECUTE, Commands.COM_STMT_PREPARE, Commands.COM_STMT_CLOSE,
@@ -79,15 +84,46 @@ class DoorConnection(Connection):
     session: DoorSession
     stream: BoundedStream
 
-    def __init__(self, *args: Any, login_timeout: float, **kwargs: Any):
+    def __init__(self, *args: Any, login_timeout: float, lane: Lane | None = None, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.login_timeout = login_timeout
+        self.lane = lane or default_lanes().sql
+        """Where this connection's engine calls run: the server's SQL lane."""
         self.statements: dict[int, prepared.Prepared] = {}
         self.cursors: dict[int, tuple[Encoded, list[bytes]]] = {}
         self.next_statement = 1
         self.busy = False
         """True while a command is being answered (a shutdown lets it finish)."""
         self.closing = False
+
+    # --- engine calls -----------------------------------------------------------------------
+    async def in_lane(self, fn: Any, *args: Any) -> Any:
+        """`fn(*args)` in a worker of the SQL lane."""
+        return await self.lane.run(fn, *args)
+
+    async def statement_call(self, fn: Any, *args: Any) -> Any:
+        """`in_lane` for a statement, under a `Control` the engine reads (its deadline too):
+        when the client goes away while it runs, the statement is interrupted (as over
+        HTTP, `routes.common.controlled`). A MySQL client sends nothing while it waits for
+        an answer, so an end of its stream means it is gone."""
+        control = Control()
+        watcher = asyncio.get_running_loop().create_task(self._stop_when_gone(control))
+        token = CURRENT.set(control)
+        try:
+            return await self.in_lane(fn, *args)
+        finally:
+            CURRENT.reset(token)
+            watcher.cancel()
+
+    async def _stop_when_gone(self, control: Control) -> None:
+        reader = self.stream.reader
+        while True:
+            await asyncio.sleep(WATCH_AFTER_S)
+            # at_eof() is False while unread bytes are buffered (a COM_QUIT sent before the
+            # close); the reader's own flag says the stream has ended all the same
+            if reader.at_eof() or getattr(reader, "_eof", False) or reader.exception() is not None:
+                control.stop(CLIENT_GONE)
+                return
 
     # --- login ----------------------------------------------------------------------------
     async def _start(self) -> None:
@@ -148,6 +184,8 @@ class DoorConnection(Connection):
                 await self.stream.write(self.error_of(int(exc.code), exc.msg))
             except ParameterError as exc:
                 await self.stream.write(self.error_of(error_codes.UNKNOWN_ERROR, str(exc)))
+            except Busy as exc:  # the SQL lane stayed full past its queue
+                await self.stream.write(self.error_of(error_codes.TOO_MANY_CONNECTIONS, exc.detail))
             except UnicodeDecodeError as exc:
                 await self.stream.write(self.error_of(
                     error_codes.UNKNOWN_ERROR, f"The statement is not UTF-8 text (byte {exc.start}): "
@@ -161,7 +199,7 @@ class DoorConnection(Connection):
     async def dispatch(self, command: int, rest: bytes) -> bool:
         """Answer one command; False when the client said goodbye."""
         if command == Commands.COM_QUERY:
-            await self.send(await in_thread(self._answer, rest.decode("utf-8"), False), False)
+            await self.send(await self.statement_call(self._answer, rest.decode("utf-8"), False), False)
         elif command in _STATEMENT_COMMANDS:
             await self.statement_command(command, rest)
         elif command == Commands.COM_QUIT:
@@ -169,7 +207,7 @@ class DoorConnection(Connection):
         elif command == Commands.COM_PING or command == Commands.COM_DEBUG:
             await self.stream.write(self.ok())
         elif command == Commands.COM_INIT_DB:
-            answer = await in_thread(self.session.use, rest.decode("utf-8"))
+            answer = await self.in_lane(self.session.use, rest.decode("utf-8"))
             await self.send(answer, False)
         elif command == Commands.COM_FIELD_LIST:
             await self.handle_field_list(rest)
@@ -274,7 +312,7 @@ class DoorConnection(Connection):
             self.stream.write_many(packets)
             await self.stream.drain()
             try:
-                packets = await in_thread(answer.next_batch)
+                packets = await self.in_lane(answer.next_batch)
             except Unsendable as exc:  # an error packet in place of the next row ends the result
                 await self.stream.write(self.error_of(error_codes.UNKNOWN_ERROR, str(exc)))
                 return
@@ -331,7 +369,7 @@ class DoorConnection(Connection):
         statement = self.statement(statement_id)
         values = prepared.read_execute(statement, reader)
         sql = prepared.bind(statement, values)
-        answer = await in_thread(self._answer, sql, True)
+        answer = await self.statement_call(self._answer, sql, True)
         if not flags & 0x01 or not isinstance(answer, Encoded):  # no cursor asked, or no rows
             await self.send(answer, True)
             return
@@ -355,7 +393,7 @@ class DoorConnection(Connection):
         while sent < wanted:
             if not pending:
                 try:
-                    pending = await in_thread(encoded.next_batch) or []
+                    pending = await self.in_lane(encoded.next_batch) or []
                 except Unsendable as exc:
                     self.cursors.pop(statement_id, None)
                     await self.stream.write(self.error_of(error_codes.UNKNOWN_ERROR, str(exc)))
@@ -379,7 +417,7 @@ class DoorConnection(Connection):
         end = data.find(b"\x00")
         table = data[:end if end >= 0 else len(data)].decode("utf-8")
         try:
-            rows = await in_thread(metadata.show_columns, self.session.api, self.session.db, table, None,
+            rows = await self.in_lane(metadata.show_columns, self.session.api, self.session.db, table, None,
                                    False)
         except LookupError as exc:
             message = str(exc.args[0]) if exc.args else str(exc)

@@ -22,13 +22,14 @@ from mysql_mimic.control import LocalControl
 
 from kbsql.interface.api import ServiceApi
 from kbsql.server.auth import AuthSettings
+from kbsql.server.lanes import Lanes
 from kbsql.server.limits import Limits
 from kbsql.server.mysql.connection import CAPABILITIES, DoorConnection, LoginFailed
 from kbsql.server.mysql.framing import BoundedStream, ClientStalled, MalformedPacket, PacketTooLarge
 from kbsql.server.mysql.identity import DoorIdentity, DoorPassword
 from kbsql.server.mysql.router import DoorSession
 from kbsql.server.mysql.sysvars import server_variables
-from kbsql.server.routes.common import in_thread
+from kbsql.server.routes.common import default_lanes, in_thread
 from kbsql.server.throttle import FailureThrottle, client_key
 
 log = logging.getLogger("kbsql.server")
@@ -44,12 +45,14 @@ class MysqlDoor:
     """MySQL's wire protocol on `sock` (already bound), answering from `api`."""
 
     def __init__(self, api: ServiceApi, sock: socket.socket, *, auth: AuthSettings | None = None,
-                 limits: Limits | None = None, throttle: FailureThrottle | None = None):
+                 limits: Limits | None = None, throttle: FailureThrottle | None = None,
+                 lanes: Lanes | None = None):
         self.api = api
         self.sock = sock
         self.auth = auth or AuthSettings()
         self.limits = limits or Limits()
         self.throttle = throttle if throttle is not None else FailureThrottle()  # an empty one is falsy
+        self.lanes = lanes or default_lanes()  # HTTP's: a statement here takes an SQL worker there
         self.control = LocalControl()
         self.connections: dict[DoorConnection, asyncio.Task[None]] = {}
         self._ids = itertools.count(1)
@@ -63,7 +66,7 @@ class MysqlDoor:
         return host, port
 
     async def start(self) -> None:
-        status = await in_thread(self.api.status)
+        status = await in_thread(self.api.status, lane=self.lanes.catalog)
         self.defaults = server_variables(str(status.get("version") or "") or None)
         self.sock.listen(128)
         self._server = await asyncio.start_server(self._accept, sock=self.sock)
@@ -104,7 +107,7 @@ class MysqlDoor:
         identity = DoorIdentity(DoorPassword(self.auth, self.throttle, client, host))
         connection = DoorConnection(stream=stream, session=session, control=self.control,
                                     identity_provider=identity, server_capabilities=CAPABILITIES,
-                                    login_timeout=self.limits.timeout)
+                                    login_timeout=self.limits.timeout, lane=self.lanes.sql)
         connection.connection_id = next(self._ids) % 2**32
         task = asyncio.current_task()
         assert task is not None
