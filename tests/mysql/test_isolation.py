@@ -34,13 +34,13 @@ def cpu_over(server: ServerProcess, seconds: float) -> float:
 
 
 def test_a_mysql_client_that_leaves_gets_its_statement_interrupted(tmp_path: Path) -> None:
-    """A pymysql client gives up after 2 s (read_timeout: it closes its socket). Within
+    """A pymysql client gives up after 3 s (read_timeout: it closes its socket). Within
     about a second the server stops working on its statement (its CPU use falls from a
     core or more to nearly nothing), long before the 60 s deadline."""
     with spawn(tmp_path / "d", args=("--mysql-port", "0", "--statement-timeout", "60")) as server:
         with kbsql.connect(server.url) as client:
             client.register("n", pd.DataFrame({"x": range(3000)}))
-        conn = connect(server, read_timeout=2)
+        conn = connect(server, read_timeout=3)
         failed: list[Exception] = []
 
         def heavy() -> None:
@@ -52,11 +52,11 @@ def test_a_mysql_client_that_leaves_gets_its_statement_interrupted(tmp_path: Pat
         thread = threading.Thread(target=heavy, daemon=True)
         thread.start()
         time.sleep(0.5)
-        busy = cpu_over(server, 1.0)
+        busy = cpu_over(server, 1.5) / 1.5
         thread.join(30)
         time.sleep(1.5)  # the watcher's tick and DuckDB's stop
-        after = cpu_over(server, 1.0)
-        assert failed and busy > 0.25 and after < 0.15, (failed, busy, after)
+        after = cpu_over(server, 1.5) / 1.5
+        assert failed and after < 0.1 and busy > 3 * after, (failed, busy, after)  # CPU seconds a second
         answer = httpx.post(f"{server.url}/api/sql/query", json={"query": "SELECT 1"}, timeout=30)
         assert answer.json()["data"] == [[1]]
 
@@ -108,4 +108,40 @@ def test_the_deadline_stops_a_mysql_statement_with_one_line(tmp_path: Path) -> N
         assert "time limit (2 s, kbsql serve --statement-timeout)" in message, message
         assert len(message.splitlines()) == 1
         assert fetch(conn, "SELECT 1")[1] == [(1,)]  # the connection goes on
+        conn.close()
+
+
+def rss_peak_mb(server: ServerProcess) -> float:
+    for line in Path(f"/proc/{server.process.pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmHWM")
+
+
+def test_metadata_statements_read_no_file_and_make_no_big_value(tmp_path: Path) -> None:
+    """`SHOW ... WHERE` runs on the door's own DuckDB: it read any file (the operator's API
+    key in config.json came back in a cast error) and `repeat()` grew the server by 1.2 GB.
+    Now: no file, no generator, a bounded time; ordinary filters still work."""
+    data = tmp_path / "d"
+    data.mkdir()
+    (data / "config.json").write_text('{"default_model": {"provider": "openai", "api_key": "sk-SECRET-1"}}')
+    with spawn(data, args=("--mysql-port", "0", "--token", "t0k")) as server:
+        conn = connect(server, password="t0k")
+        before = rss_peak_mb(server)
+        secret = f"CAST((SELECT content FROM read_text('{data / 'config.json'}')) AS INT) = 1"
+        for statement in (f"SHOW VARIABLES WHERE {secret}", f"SHOW DATABASES WHERE {secret}",
+                          f"SELECT * FROM information_schema.schemata WHERE {secret}",
+                          "SHOW VARIABLES WHERE length(repeat('x', 600000000)) > 0",
+                          "SHOW VARIABLES WHERE length(lpad('x', 600000000, 'y')) > 0",
+                          "SELECT count(*) FROM information_schema.collations a, information_schema"
+                          ".collations b WHERE length(repeat(a.COLLATION_NAME, 10000000)) > 0",
+                          "SHOW VARIABLES WHERE Value IN (WITH RECURSIVE s(x) AS (SELECT 'x' UNION ALL "
+                          "SELECT x || x FROM s) SELECT x FROM s)"):
+            with pytest.raises(pymysql.err.MySQLError) as failed:
+                fetch(conn, statement)
+            message = str(failed.value.args[-1])
+            assert "SECRET" not in message and len(message.splitlines()) == 1, message
+        assert rss_peak_mb(server) - before < 200
+        assert fetch(conn, "SHOW VARIABLES WHERE Variable_name = 'autocommit'")[1] == [("autocommit", "ON")]
+        assert fetch(conn, "SHOW DATABASES LIKE 'mind%'")[1] == [("mindsdb",)]
         conn.close()

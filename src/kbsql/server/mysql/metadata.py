@@ -17,17 +17,16 @@ projects and uploaded files, never every data source's tables (MindsDB's scope r
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Iterable
 from typing import Any
 
-import duckdb
 import pyarrow as pa
 import sqlglot
 from sqlglot import expressions as exp
 
 from kbsql.interface.api import ServiceApi
 from kbsql.interface.results import ErrorResult, TableResult
+from kbsql.server.mysql.local_sql import run_local
 from kbsql.server.mysql.resultsets import Rows, arrow_rows
 
 INFO = "information_schema"
@@ -224,47 +223,6 @@ def _scope(tree: exp.Expression) -> tuple[set[str] | None, set[str] | None]:
             return (None, None) if key == "TABLE_SCHEMA" else (found.get("TABLE_SCHEMA"), None)
         found.setdefault(key, set()).update(literals)
     return found.get("TABLE_SCHEMA"), found.get("TABLE_NAME")
-
-
-_duck_lock = threading.Lock()
-_duck: duckdb.DuckDBPyConnection | None = None
-
-
-def run_local(sql: str | exp.Expression, tables: dict[str, pa.Table]) -> pa.Table:
-    """A MySQL statement over in-memory tables (their names as the statement uses them), in
-    DuckDB: a cursor of one shared in-memory database, so each call costs ~1 ms."""
-    global _duck
-    tree = sqlglot.parse_one(sql, read="mysql") if isinstance(sql, str) else sql
-    tree = _having_as_where(tree.transform(lambda node: exp.ILike(this=node.this, expression=node.expression)
-                                           if isinstance(node, exp.Like) else node))
-    with _duck_lock:
-        if _duck is None:
-            _duck = duckdb.connect()
-        cursor = _duck.cursor()
-    try:
-        for name, table in tables.items():
-            cursor.register(name, table)
-        return cursor.execute(tree.sql(dialect="duckdb")).to_arrow_table()
-    finally:
-        cursor.close()
-
-
-def _having_as_where(tree: exp.Expression) -> exp.Expression:
-    """MySQL's HAVING without GROUP BY filters the select list's rows, by their aliases
-    (JDBC's getTables does so); DuckDB wants it as a WHERE on the aliased expressions."""
-    if not isinstance(tree, exp.Select) or not tree.args.get("having") or tree.args.get("group"):
-        return tree
-    aliases = {p.alias.lower(): p.this for p in tree.expressions if isinstance(p, exp.Alias)}
-
-    def unalias(node: exp.Expression) -> exp.Expression:
-        if isinstance(node, exp.Column) and not node.table and node.name.lower() in aliases:
-            return aliases[node.name.lower()].copy()
-        return node
-
-    condition = tree.args["having"].this.transform(unalias)
-    tree = tree.copy()
-    tree.set("having", None)
-    return tree.where(condition)
 
 
 def info_schema_tables(tree: exp.Expression) -> list[str] | None:

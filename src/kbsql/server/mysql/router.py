@@ -29,11 +29,13 @@ from mysql_mimic.types import ColumnType
 from mysql_mimic.variables import GlobalVariables
 
 from kbsql.interface.api import DEFAULT_PROJECT, ServiceApi
+from kbsql.interface.control import Stopped
 from kbsql.interface.errors import ServiceError
 from kbsql.interface.results import ErrorResult, OkResult, SqlResult, TableResult
 from kbsql.server.limits import Limits, check_sql_size
 from kbsql.server.mysql import chatter, metadata
 from kbsql.server.mysql.error_codes import EMPTY_QUERY, NOT_SUPPORTED, code_of
+from kbsql.server.mysql.local_sql import LocalRefused
 from kbsql.server.mysql.resultsets import Answer, Failed, Ok, local_rows, table_rows
 from kbsql.server.mysql.sysvars import SessionVariables, shown
 
@@ -160,6 +162,8 @@ class DoorSession(BaseSession):
         except LookupError as exc:  # metadata: the engine's message for a missing table
             message = str(exc.args[0]) if exc.args else str(exc)
             return Failed(message, code_of(message))
+        except (LocalRefused, Stopped) as exc:  # a SHOW ... WHERE past the door's bounds (local_sql.py)
+            return Failed(f"The statement was stopped: {exc}" if isinstance(exc, Stopped) else str(exc))
         except (duckdb.Error, sqlglot.errors.SqlglotError) as exc:  # a SHOW ... WHERE it cannot run
             return Failed(f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
         except Exception as exc:  # a fault of the door: this statement fails, the connection goes on
