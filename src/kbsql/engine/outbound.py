@@ -19,6 +19,9 @@ target's answer came back. So:
 - `lane(url)`: at most `concurrency` calls in flight per model host; a call that finds its
   lane full waits up to `queue_wait` seconds, then fails with `Busy` (503 + Retry-After).
 - `timeout`: the longest one model call may take (`kbsql serve --model-timeout`).
+- `transport()`: the same host rule again when the connection is made, on the address
+  connected to. A name checked as public could resolve to 127.0.0.1 a moment later (DNS
+  rebinding); the connection is made to an address checked at that moment.
 
 The policy is process-wide (`configure`): a server process serves one engine, and the
 providers are built from descriptors deep in the engine. Default: anything goes (embedded).
@@ -29,10 +32,14 @@ from __future__ import annotations
 import ipaddress
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import urlsplit
+
+import httpcore
+import httpx
 
 from kbsql.interface.errors import Busy, InvalidParameter, ProviderError
 
@@ -109,12 +116,15 @@ def check(url: str, who: str) -> None:
     parts = urlsplit(url)
     host = (parts.hostname or "").lower()
     port = parts.port or (443 if parts.scheme == "https" else 80)
-    if host in current.allowed or f"{_shown(host)}:{port}" in current.allowed:
-        return
-    if ANY_PUBLIC in current.allowed and _all_public(host, port):
+    if _named(current, host, port) or (ANY_PUBLIC in current.allowed and _all_public(host, port)):
         return
     raise ProviderError(f"{who}: model calls to {_shown(host)}:{port} are not allowed on this server "
                         f"(the operator allows hosts with {current.flag_note})")
+
+
+def _named(current: Policy, host: str, port: int) -> bool:
+    allowed = current.allowed or ()
+    return host in allowed or f"{_shown(host)}:{port}" in allowed
 
 
 def _shown(host: str) -> str:
@@ -123,12 +133,19 @@ def _shown(host: str) -> str:
 
 def _all_public(host: str, port: int) -> bool:
     """Whether every address `host` resolves to is a public one (an unresolvable name: no)."""
+    return _public_address(host, port) is not None
+
+
+def _public_address(host: str, port: int) -> str | None:
+    """One address of `host` when every address it resolves to is public, else None."""
     try:
         infos = socket.getaddrinfo(host, port, proto=socket.IPPROTO_TCP)
     except (OSError, UnicodeError):
-        return False
-    addresses = {str(info[4][0]) for info in infos}
-    return bool(addresses) and all(_public(a) for a in addresses)
+        return None
+    addresses = [str(info[4][0]) for info in infos]
+    if not addresses or not all(_public(a) for a in addresses):
+        return None
+    return addresses[0]
 
 
 def _public(address: str) -> bool:
@@ -202,3 +219,29 @@ def lane(url: str, who: str) -> Iterator[None]:
 def call_timeout(default: float) -> float:
     """The timeout of one model call: the policy's, else `default`."""
     return _state.policy.timeout or default
+
+
+class _CheckedBackend(httpcore.SyncBackend):
+    """httpcore's socket backend, connecting only where the policy allows at that moment:
+    a host not named by the operator is resolved here, every address must be public, and
+    the connection goes to the address just checked (TLS still verifies the name)."""
+
+    def connect_tcp(self, host: str, port: int, timeout: float | None = None,
+                    local_address: str | None = None,
+                    socket_options: Iterable[Any] | None = None) -> httpcore.NetworkStream:
+        current = _state.policy
+        name = host.lower().strip("[]")
+        if current.allowed is not None and not _named(current, name, port):
+            address = _public_address(name, port) if ANY_PUBLIC in current.allowed else None
+            if address is None:
+                raise httpcore.ConnectError(f"{_shown(name)}:{port} is not an allowed model host")
+            host = address
+        return super().connect_tcp(host, port, timeout, local_address, socket_options)
+
+
+def transport(**kwargs: Any) -> httpx.HTTPTransport:
+    """An httpx transport whose connections pass the policy when they are made (see
+    `_CheckedBackend`); `kwargs` as for `httpx.HTTPTransport` (limits, ...)."""
+    made = httpx.HTTPTransport(**kwargs)
+    made._pool._network_backend = _CheckedBackend()  # httpx takes no backend argument
+    return made

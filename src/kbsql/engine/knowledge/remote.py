@@ -25,7 +25,7 @@ _client: httpx.Client | None = None
 def client() -> httpx.Client:
     global _client
     if _client is None:
-        _client = httpx.Client(timeout=TIMEOUT)
+        _client = httpx.Client(timeout=TIMEOUT, transport=outbound.transport())
     return _client
 
 

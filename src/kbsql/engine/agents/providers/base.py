@@ -182,7 +182,8 @@ class HttpProvider:
         outbound.check(url, self.who)
         try:
             with outbound.lane(url, self.who), \
-                    httpx.Client(timeout=httpx.Timeout(10.0), headers=self.headers()) as http:
+                    httpx.Client(timeout=httpx.Timeout(10.0), headers=self.headers(),
+                                 transport=outbound.transport()) as http:
                 response = http.request(method, url, **kwargs)
         except httpx.HTTPError as exc:
             raise outbound.unreachable(self.who, url) from exc
@@ -209,7 +210,8 @@ class HttpProvider:
         outbound.check(url, self.who)
         try:
             with outbound.lane(url, self.who), \
-                    httpx.Client(timeout=self.timeout(control), headers=self.headers()) as http, \
+                    httpx.Client(timeout=self.timeout(control), headers=self.headers(),
+                                 transport=outbound.transport()) as http, \
                     http.stream("POST", url, json=body) as response:
                 if response.status_code >= 400:
                     response.read()
