@@ -29,6 +29,7 @@ from report import write_report  # benchmarks/report.py (the script's folder is 
 
 from kbsql.engine import Engine
 from kbsql.engine.knowledge import minilm
+from kbsql.engine.providers import ModelProviders, ProviderContext
 
 TARGET_RECALL_AT_5 = 0.95
 TARGET_MRR = 0.74
@@ -135,16 +136,15 @@ def main() -> None:
         ingest_s = time.perf_counter() - start
         chunks = engine.query("SELECT count(*) FROM (SELECT id FROM docs LIMIT 100000) AS t")
         default = evaluate(engine, "docs", questions)
-        # the same search with the exact fp32 model: the int8 default must not cost quality
-        exact = minilm.MiniLM(minilm.model_dir())
-        default_model = minilm.get_model()
-        minilm._model = exact
-        try:
-            engine.query("CREATE KNOWLEDGE_BASE docs_fp32")
-            engine.insert_rows(engine.catalog.knowledge_base("mindsdb", "docs_fp32"), rows, progress=False)
-            fp32 = evaluate(engine, "docs_fp32", questions)
-        finally:
-            minilm._model = default_model
+        default_model = engine.models.context.load_once(minilm.MODEL_NAME, minilm.load_model)
+    # the same search with the exact fp32 model: the int8 default must not cost quality
+    exact = ProviderContext()
+    exact.load_once(minilm.MODEL_NAME, lambda: minilm.MiniLM(minilm.model_dir()))
+    with tempfile.TemporaryDirectory() as tmp, \
+            Engine(Path(tmp) / "e", models=ModelProviders(exact)) as engine:
+        engine.query("CREATE KNOWLEDGE_BASE docs_fp32")
+        engine.insert_rows(engine.catalog.knowledge_base("mindsdb", "docs_fp32"), rows, progress=False)
+        fp32 = evaluate(engine, "docs_fp32", questions)
     write_report("retrieval", {
         "benchmark": "retrieval", "documents": len(rows),
         "chunks": chunks.data[0][0] if chunks.data else None,

@@ -3,6 +3,9 @@
 `Engine` implements `kbsql.interface.ServiceApi`. `Engine.__init__` is the composition root:
 the only place that knows every part and connects them. The parts never see `Engine`:
 
+- `ModelProviders` (the model-provider registries, one pooled outbound HTTP client, the
+  loaded models) and the storage-backend registry (`plugins.Registry`), built here: the
+  engine owns them, nothing about them is process-global;
 - `Catalog` (projects, knowledge-base and agent records, data sources);
 - `KnowledgeService` (chunks, embeddings, vectors) and `KnowledgeBases` (create / insert /
   delete across catalog and service);
@@ -31,7 +34,9 @@ from kbsql.engine.datasources.confine import PathPolicy
 from kbsql.engine.datasources.frame_store import FrameStore
 from kbsql.engine.knowledge.bases import DEFAULT_VECTOR_DATABASE, KnowledgeBases
 from kbsql.engine.knowledge.service import KnowledgeService
+from kbsql.engine.plugins import STORAGE, Registry
 from kbsql.engine.ports import AgentOps, RunsSql
+from kbsql.engine.providers import BUILTINS, ModelProviders
 from kbsql.engine.sql.executor import SqlExecutor
 from kbsql.engine.sql.kb import kb_changes
 from kbsql.engine.views import knowledge_base, knowledge_base_json
@@ -68,7 +73,10 @@ class Engine(FileTables, KnowledgeBaseEditing, KnowledgeBaseVectors):
     embedded = True
 
     def __init__(self, data_dir: str | os.PathLike[str] | None = None,
-                 config: EngineConfig | None = None, catalog_url: str | None = None):
+                 config: EngineConfig | None = None, catalog_url: str | None = None, *,
+                 models: ModelProviders | None = None):
+        """`models`: the model providers to use (default: the engine's own; give one to
+        share a loaded model between engines of one process)."""
         self.config = config or EngineConfig.load(data_dir, catalog_url)
         self.data_dir: Path = self.config.data_dir
         # 0700: the catalog holds API keys; nobody but the owner may even list the files
@@ -78,10 +86,13 @@ class Engine(FileTables, KnowledgeBaseEditing, KnowledgeBaseVectors):
         # a postgresql:// URL: the state shared by several servers (catalog_pg.py)
         self.catalog = Catalog(self.config.catalog_url or self.data_dir / "catalog.sqlite",
                                read_only=self.config.read_only)
-        self.knowledge = KnowledgeService(self.data_dir, self.config, self.catalog.find_datasource)
+        self.models = models or ModelProviders()
+        self.storage = Registry[Any]("storage backend", STORAGE, BUILTINS[STORAGE], instances=True)
+        self.knowledge = KnowledgeService(self.data_dir, self.config, self.models, self.storage,
+                                          self.catalog.find_datasource)
         self.kbs = KnowledgeBases(self.catalog, self.knowledge)
         sql_port = _LateSql()
-        self.agents = AgentService(self.catalog, self.config, sql_port)
+        self.agents = AgentService(self.catalog, self.config, sql_port, self.models)
         agent_port: AgentOps = self.agents
         self.sql = SqlExecutor(self.catalog, self._frames(), self.kbs, agent_port,
                                PathPolicy(self.config))
@@ -102,6 +113,7 @@ class Engine(FileTables, KnowledgeBaseEditing, KnowledgeBaseVectors):
             self._closed.set()
             self.sql.close()
             self.knowledge.close()
+            self.models.close()
             self.catalog.close()
 
     def __enter__(self) -> Engine:

@@ -56,7 +56,7 @@ class KnowledgeBases:
                        "default_vector_storage": self.service.default_storage(project, name)[0]},
         }
         if existing is None:  # a duplicate is a 409 from the catalog; skip the provider call
-            if self.service.vector_source(database) is not None:  # a storage that exists
+            if not self.service.vector_source(database).local:  # a table others may name too
                 self._check_table_free(database, table)
             self.service.check_models(spec)
         record = self.catalog.create_knowledge_base(project, name, spec)

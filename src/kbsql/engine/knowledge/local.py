@@ -21,6 +21,7 @@ import numpy as np
 from kbsql.engine.knowledge.index import VectorIndex
 from kbsql.engine.knowledge.search import Conditions, Filter, FilterGroup, group_sql, op_sql
 from kbsql.engine.knowledge.settings import IndexSettings
+from kbsql.engine.knowledge.storage import StoragePlace
 from kbsql.engine.knowledge.store import ChunkStore, metadata_expr
 from kbsql.engine.sqlite_files import ReadOnlyData
 
@@ -43,6 +44,13 @@ class _Writer:
             " VALUES (?, ?, ?, ?, ?, ?)",
             [(c.doc_id, c.chunk_id, c.content, json.dumps(c.metadata, default=str),
               vectors[i].tobytes(), stamp) for i, c in enumerate(chunks)])
+
+
+class LocalBackend:
+    """Storage backend `kbsql_faiss` (the default): the KB's own directory in the data dir."""
+
+    def open(self, place: StoragePlace) -> LocalStorage:
+        return LocalStorage(place.directory, read_only=place.read_only)
 
 
 class LocalStorage:

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from kbsql.engine.knowledge.search import Condition, Conditions, FilterGroup, group_sql, op_sql
+from kbsql.engine.knowledge.storage import StoragePlace
 from kbsql.engine.pg import (
     StorageUnavailable,
     acquire_pool,
@@ -164,6 +165,16 @@ class _Writer:
             for i, c in enumerate(chunks):
                 copy.write_row((c.doc_id, c.chunk_id, c.content.replace("\x00", ""),
                                 json.dumps(c.metadata, default=str), vector_text(vectors[i]), stamp))
+
+
+class PgVectorBackend:
+    """Storage backend `pgvector`: a table in the database the place's PARAMETERS name."""
+
+    def open(self, place: StoragePlace) -> PgVectorStorage:
+        from kbsql.engine.datasources.postgres import settings
+
+        return PgVectorStorage(settings(place.parameters), place.table,
+                               str(place.parameters.get("schema") or "public"))
 
 
 class PgVectorStorage:

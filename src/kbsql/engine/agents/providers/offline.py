@@ -42,7 +42,7 @@ def search_sql(kb: str, question: str, limit: int = SEARCH_LIMIT) -> str:
 class OfflineProvider:
     provider = OFFLINE_PROVIDER
 
-    def __init__(self, model: dict[str, Any] | None = None):
+    def __init__(self, model: dict[str, Any] | None = None, context: Any = None):
         self.model_name = str((model or {}).get("model_name") or OFFLINE_MODEL)
 
     def check(self) -> None:

@@ -21,14 +21,15 @@ from kbsql.engine.agents.providers.base import (
     parse_arguments,
     stream_error,
 )
+from kbsql.engine.providers import ProviderContext
 
 
 class OllamaProvider(HttpProvider):
     provider = "ollama"
     default_base_url = "http://localhost:11434"
 
-    def __init__(self, model: dict[str, Any]):
-        super().__init__(model)
+    def __init__(self, model: dict[str, Any], context: ProviderContext):
+        super().__init__(model, context)
         if self.base_url.endswith("/api"):
             self.base_url = self.base_url[:-4]
 

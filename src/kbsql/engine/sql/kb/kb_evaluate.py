@@ -18,6 +18,7 @@ from mindsdb_sql_parser import ast
 from kbsql.engine.knowledge import evaluate as metrics
 from kbsql.engine.knowledge.rerank import Reranker
 from kbsql.engine.knowledge.search import SearchRequest
+from kbsql.engine.model_http import ModelHttp
 from kbsql.engine.sql.refusals import unsupported
 from kbsql.interface import progress as progress_mod
 from kbsql.interface.errors import SqlError
@@ -35,6 +36,8 @@ class EvaluatePorts:
     reranking_model: dict[str, Any] | None
     rows_of: Callable[[str], list[dict[str, Any]]]  # SQL text -> rows as dicts
     save: Callable[[str, list[dict[str, Any]]], Any]  # frame name -> stored as df.<name>
+    reranker: Callable[[dict[str, Any]], Reranker]  # a judge's descriptor -> its scorer (registry)
+    http: ModelHttp  # the engine's pooled client, for a question-writing model
 
 
 def _table_name(value: Any, what: str) -> tuple[str, str]:
@@ -88,9 +91,10 @@ def run(params: dict[str, Any], ports: EvaluatePorts) -> tuple[list[str], list[l
         sql = options.get("from_sql") or f"SELECT chunk_content AS content, id FROM {ports.kb_name}"
         samples = ports.rows_of(sql)
         random.Random(0).shuffle(samples)  # a sample, the same one on every run
+        writer = llm or ports.reranking_model
         tests = _stepped(f"generate questions for {ports.kb_name}", min(count, len(samples)),
                          progress_mod.GENERATING,
-                         lambda step: metrics.generate(samples, llm or ports.reranking_model, count, step))
+                         lambda step: metrics.generate(samples, writer, count, ports.http, step))
         ports.save(_writable(params["test_table"], "test_table"), tests)
     if params.get("evaluate", True) is False:
         return ["name", "generated_rows"], [[ports.kb_name, len(tests) if generate else 0]]
@@ -108,7 +112,7 @@ def run(params: dict[str, Any], ports: EvaluatePorts) -> tuple[list[str], list[l
         if not judge:
             raise SqlError("version = 'llm_relevancy' needs llm = {...} or a knowledge base with a "
                            "reranking_model")
-        scorer = Reranker(judge)
+        scorer = ports.reranker(judge)
 
         def texts(question: str, k: int) -> list[str]:
             return [r[2] for r in ports.search(SearchRequest(query=question, limit=k, rerank=False))]

@@ -143,7 +143,9 @@ def evaluate(session: SqlSession, statement: EvaluateKnowledgeBase, ctx: dict[st
         search=lambda request: service.search(record, request),
         reranking_model=record.spec.get("reranking_model") or None,
         rows_of=rows_of,
-        save=save)
+        save=save,
+        reranker=service.models.reranker,
+        http=service.models.context.http)
     names, rows = kb_evaluate.run(statement.params, ports)
     return ArrowTableResult.from_rows(names, rows, ctx)
 
