@@ -110,7 +110,7 @@ def main() -> None:
             engine.create_knowledge_base("mindsdb", {"name": f"docs{attempt}"})
             record = engine.catalog.knowledge_base("mindsdb", f"docs{attempt}")
             start = time.perf_counter()
-            engine.insert_rows(record, rows, progress=False)
+            engine.insert_rows(record, rows)
             ingest.append(len(chunks) / (time.perf_counter() - start))
             assert engine.knowledge.count(record) == len(chunks)
     if st is not None:

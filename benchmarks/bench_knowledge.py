@@ -77,7 +77,7 @@ def bench_ingest(max_chunks: int) -> dict:
             eng.create_knowledge_base("mindsdb", {"name": name})
             record = eng.catalog.knowledge_base("mindsdb", name)
             t0 = time.perf_counter()
-            eng.insert_rows(record, rows, progress=False)
+            eng.insert_rows(record, rows)
             elapsed = time.perf_counter() - t0
             ingest_best = max(ingest_best, len(chunks) / elapsed)
             assert eng.knowledge.count(record) == len(chunks)
@@ -183,8 +183,7 @@ def bench_search(n: int, queries: int) -> dict:
         record = eng.catalog.knowledge_base("mindsdb", "big")
         rss0 = rss_mb()
         t0 = time.perf_counter()
-        eng.insert_rows(record, [{"id": i, "content": t, "g": i % 10} for i, t in enumerate(texts)],
-                        progress=False)
+        eng.insert_rows(record, [{"id": i, "content": t, "g": i % 10} for i, t in enumerate(texts)])
         result["ingest_hash_rows_per_s"] = round(n / (time.perf_counter() - t0), 1)
         result["ingest_peak_rss_growth_mb"] = round(rss_mb() - rss0, 1)
         handle = eng.knowledge.handle(record)

@@ -132,7 +132,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp, Engine(Path(tmp) / "e") as engine:
         engine.query("CREATE KNOWLEDGE_BASE docs")  # default settings, default model
         start = time.perf_counter()
-        engine.insert_rows(engine.catalog.knowledge_base("mindsdb", "docs"), rows, progress=False)
+        engine.insert_rows(engine.catalog.knowledge_base("mindsdb", "docs"), rows)
         ingest_s = time.perf_counter() - start
         chunks = engine.query("SELECT count(*) FROM (SELECT id FROM docs LIMIT 100000) AS t")
         default = evaluate(engine, "docs", questions)
@@ -143,7 +143,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp, \
             Engine(Path(tmp) / "e", models=ModelProviders(exact)) as engine:
         engine.query("CREATE KNOWLEDGE_BASE docs_fp32")
-        engine.insert_rows(engine.catalog.knowledge_base("mindsdb", "docs_fp32"), rows, progress=False)
+        engine.insert_rows(engine.catalog.knowledge_base("mindsdb", "docs_fp32"), rows)
         fp32 = evaluate(engine, "docs_fp32", questions)
     write_report("retrieval", {
         "benchmark": "retrieval", "documents": len(rows),

@@ -214,7 +214,7 @@ def test_concurrent_upserts_of_one_id_from_two_engines_keep_one_copy(tmp_path, p
         def writer(i: int) -> None:
             for round_ in range(8):
                 engines[i].insert_rows(records[i], [{"id": d, "content": f"writer {i} round {round_}"}
-                                                    for d in range(300)], progress=False)
+                                                    for d in range(300)])
 
         threads = [threading.Thread(target=writer, args=(i,)) for i in range(2)]
         for t in threads:

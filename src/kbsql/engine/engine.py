@@ -49,7 +49,7 @@ from kbsql.interface.api import (
 )
 from kbsql.interface.frames import MAX_UPLOADED_TABLE_BYTES, read_uploaded
 from kbsql.interface.models import Agent, KnowledgeBase
-from kbsql.interface.progress import ProgressFactory
+from kbsql.interface.progress import OnProgress
 from kbsql.interface.results import SqlResult
 
 __all__ = ["DEFAULT_VECTOR_DATABASE", "Engine"]
@@ -188,14 +188,15 @@ class Engine(FileTables, KnowledgeBaseEditing, KnowledgeBaseVectors):
 
     def insert_into_knowledge_base(self, project: str, name: str, rows: Any, *,
                                    batch_size: int = INSERT_BATCH_ROWS,
-                                   progress: bool | ProgressFactory | None = None) -> InsertCounts:
+                                   progress: OnProgress | None = None) -> InsertCounts:
         """`ServiceApi.insert_into_knowledge_base`: the rows (DataFrame or dicts) go to the
-        knowledge service in one call, which batches them itself (`batch_size` is for HTTP)."""
+        knowledge service in one call, which batches them itself (`batch_size` is for HTTP)
+        and reports its phases to `progress`."""
         sent = len(rows) if hasattr(rows, "__len__") else None
         record = self.catalog.knowledge_base(project, name)
         return InsertCounts(sent, self.kbs.insert_rows(record, rows, progress))
 
-    def insert_rows(self, record: KbRecord, rows: Any, progress: bool | ProgressFactory | None = None) -> int:
+    def insert_rows(self, record: KbRecord, rows: Any, progress: OnProgress | None = None) -> int:
         """Insert rows (list of dicts or a DataFrame) into the knowledge base of `record`."""
         return self.kbs.insert_rows(record, rows, progress)
 
@@ -217,9 +218,11 @@ class Engine(FileTables, KnowledgeBaseEditing, KnowledgeBaseVectors):
 
     # SQL and completions ------------------------------------------------------------------
     def query(self, query: str, context: dict[str, Any] | None = None,
-              params: dict[str, Any] | list[Any] | None = None) -> SqlResult:
-        """One SQL statement; `params` bind its `:name` / `?` placeholders (rest/sql.mdx)."""
-        return self.sql.query(query, context, params)
+              params: dict[str, Any] | list[Any] | None = None,
+              progress: OnProgress | None = None) -> SqlResult:
+        """One SQL statement; `params` bind its `:name` / `?` placeholders (rest/sql.mdx);
+        `progress` receives the events of its long work."""
+        return self.sql.query(query, context, params, progress)
 
     def complete(self, project: str, agent: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
         return self.agents.complete(project, agent, messages)

@@ -1,10 +1,10 @@
 """The knowledge service: the engine's one door to knowledge-base data.
 
 Per knowledge base a directory `data_dir/knowledge_bases/<kb id>/` holds `chunks.sqlite`
-(the rows, the source of truth; see store.py) and `index.faiss` (a cache; see index.py).
-One `insert` call is one SQLite transaction: embeddings are computed batch by batch inside
-it (memory stays flat for 100k rows) and a failure or a kill anywhere leaves the state
-before the call. The index catches up after the commit, and on every search.
+(the rows, the source of truth; see store.py) and `index.faiss` (a cache; see index.py);
+another storage backend keeps them elsewhere (storage.py). Inserts run through the one
+pipeline (batch_insert.py), which embeds (`embed_rows`) and stores (`store_embedded`) here;
+the local index catches up after each commit, and on every search.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import logging
 import re
 import shutil
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,13 +24,13 @@ from kbsql.engine.catalog import DatasourceRecord, KbRecord, now
 from kbsql.engine.config import EngineConfig
 from kbsql.engine.knowledge import search as search_mod
 from kbsql.engine.knowledge.embeddings import CheckedEmbedder
-from kbsql.engine.knowledge.ingest import Chunk, RowChunker, check_metadata_columns, iter_batches
+from kbsql.engine.knowledge.ingest import Chunk, RowChunker, check_metadata_columns
 from kbsql.engine.knowledge.rerank import Reranker
 from kbsql.engine.knowledge.search import Conditions, SearchRequest
-from kbsql.engine.knowledge.storage import KbStorage, StorageBackend, StoragePlace, TunableIndex
+from kbsql.engine.knowledge.storage import ChunkWriter, KbStorage, StorageBackend, StoragePlace, TunableIndex
 from kbsql.engine.plugins import Registry
 from kbsql.engine.providers import ModelProviders
-from kbsql.interface import progress as progress_mod
+from kbsql.interface.batches import row_batches
 from kbsql.interface.errors import BadRequest, ProviderError, ServiceError
 
 ROW_BATCH = 256
@@ -80,6 +80,11 @@ def _chunk_rows(chunker: RowChunker, rows: list[dict[str, Any]],
             continue
         docs[made[0]] = made[1]
     return docs, skipped
+
+
+def _write(writer: ChunkWriter, batch: Embedded, stamp: str) -> None:
+    _check_dim(writer, batch.vectors, batch.model_name)
+    writer.replace(list(batch.docs), batch.chunks, batch.vectors, stamp)
 
 
 def _check_dim(writer: Any, vectors: np.ndarray, model_name: str) -> int:
@@ -217,75 +222,36 @@ class KnowledgeService:
             reranker.check()
 
     # writes -----------------------------------------------------------------------------
-    def insert(self, record: KbRecord, rows: Any,
-               progress: bool | progress_mod.ProgressFactory | None = None) -> int:
-        """Insert rows (list of dicts or a DataFrame) atomically; returns the rows stored.
-        Re-inserted ids replace their document's chunks (upsert). Rows whose content
-        columns are all null/NaN/blank are skipped (logged; the client warns): they leave any stored
-        document of their id untouched and are not counted."""
-        if not hasattr(rows, "__len__"):  # a generator of dicts
+    def row_batches(self, rows: Any) -> tuple[Iterator[list[dict[str, Any]]], int]:
+        """(rows in batches of ROW_BATCH, how many rows) for the one-call insert; a generator
+        of dicts is read whole first (its count sizes the progress)."""
+        if not hasattr(rows, "__len__"):
             rows = list(rows)
-        total = len(rows)
-        if total == 0:
-            return 0
-        h = self.handle(record)
-        embedder = self.embedder(record.spec)
-        chunker = RowChunker(record.spec)
-        bar = progress_mod.open_progress(f"insert into {record.name}", total, progress=progress)
-        stamp = now()
-        position = skipped = 0
-        with progress_mod.Finishing(bar):
-            if bar is not None:
-                bar.update(progress_mod.READING, 0, total)
-            with h.write() as writer:
-                for batch in iter_batches(rows, ROW_BATCH):
-                    first = position
-                    if bar is not None:
-                        bar.update(progress_mod.CHUNKING, first, total)
-                    docs, empty = _chunk_rows(chunker, batch, position)
-                    position += len(batch)
-                    skipped += empty
-                    chunks = [c for cs in docs.values() for c in cs]
-                    on_embedded = None
-                    if bar is not None:
-                        def on_embedded(done: int, count: int, first: int = first, rows: int = len(batch)):
-                            # the bar moves by chunk: a half-embedded batch is half its rows
-                            bar.update(progress_mod.EMBEDDING, first + rows * done / max(count, 1), total)
-                    vectors = self._embed(embedder, [c.content for c in chunks], on_embedded)
-                    if len(chunks):
-                        _check_dim(writer, vectors, embedder.model_name)
-                    if bar is not None:
-                        bar.update(progress_mod.STORING, position, total)
-                    writer.replace(list(docs), chunks, vectors, stamp)
-                if bar is not None:
-                    bar.update(progress_mod.STORING, total, total)  # committing
-        if skipped:
-            message = (f"{skipped} of {total} rows had no content in {chunker.content_columns} "
-                       f"(null, NaN or blank) and were skipped; stored documents with their ids "
-                       f"were kept")
-            log.info("insert into %s: %s", record.name, message)  # the client tells its user
-        return total - skipped
+        return row_batches(rows, ROW_BATCH), len(rows)
 
     def embed_rows(self, record: KbRecord, rows: list[dict[str, Any]],
-                   on_embedded: Callable[[int, int], None] | None = None) -> Embedded:
+                   on_embedded: Callable[[int, int], None] | None = None, first: int = 0) -> Embedded:
         """Chunk and embed one batch of rows without touching the store (the first half of
-        `insert`, for `batch_insert`): safe to run in several threads at once, since the
+        an insert, batch_insert.py): safe to run in several threads at once, since the
         embedders are (HTTP through one thread-safe httpx client, ONNX Runtime sessions,
-        pure numpy). Row positions (`original_row_index`) count from 0 in the batch, as
-        when the batch is given to `insert` alone."""
+        pure numpy). Row positions (`original_row_index`) start at `first`."""
         embedder = self.embedder(record.spec)
-        docs, skipped = _chunk_rows(RowChunker(record.spec), rows, 0)
+        docs, skipped = _chunk_rows(RowChunker(record.spec), rows, first)
         chunks = [c for cs in docs.values() for c in cs]
         vectors = self._embed(embedder, [c.content for c in chunks], on_embedded)
         return Embedded(len(rows), skipped, docs, chunks, vectors, embedder.model_name)
 
-    def store_embedded(self, record: KbRecord, batch: Embedded) -> int:
-        """Store one `embed_rows` batch in its own transaction (its documents replace any
-        stored ones of the same ids); returns its rows stored, as `insert` counts them."""
+    def store_embedded(self, record: KbRecord, batch: Embedded, writer: ChunkWriter | None = None,
+                       stamp: str | None = None) -> int:
+        """Store one `embed_rows` batch (its documents replace any stored ones of the same
+        ids) in the open transaction `writer`, or in its own; returns its rows stored
+        (rows without content are not)."""
         if batch.chunks:
-            with self.handle(record).write() as writer:
-                _check_dim(writer, batch.vectors, batch.model_name)
-                writer.replace(list(batch.docs), batch.chunks, batch.vectors, now())
+            if writer is None:
+                with self.handle(record).write() as own:
+                    _write(own, batch, stamp or now())
+            else:
+                _write(writer, batch, stamp or now())
         return batch.rows - batch.skipped
 
     @staticmethod

@@ -23,6 +23,7 @@ from kbsql.engine.sql.kb.kb_where import Columns, KbWhere, split_options
 from kbsql.engine.sql.refusals import unsupported
 from kbsql.engine.sql.tables.select import select_frame
 from kbsql.interface.errors import SqlError
+from kbsql.interface.progress import OnProgress
 from kbsql.interface.results import OkResult, SqlResult
 
 if TYPE_CHECKING:
@@ -130,12 +131,13 @@ def insert(session: SqlSession, statement: ast.Insert, ctx: dict[str, Any], rout
     record = _record(routed)
     using = getattr(statement.from_select, "using", None) if statement.from_select is not None else None
     with session.queries.track(_logged_sql(statement), ctx["db"], using) as logged:
-        result = _insert(session, record, statement, ctx)
+        result = _insert(session, record, statement, ctx, routed.progress)
         logged["PROCESSED_ROWS"] = result.affected_rows or 0
     return result
 
 
-def _insert(session: SqlSession, record: KbRecord, statement: ast.Insert, ctx: dict[str, Any]) -> OkResult:
+def _insert(session: SqlSession, record: KbRecord, statement: ast.Insert, ctx: dict[str, Any],
+            progress: OnProgress | None) -> OkResult:
     if statement.from_select is not None:
         using = getattr(statement.from_select, "using", None)  # INSERT ... SELECT ... USING opts
         statement.from_select.using = None
@@ -147,8 +149,8 @@ def _insert(session: SqlSession, record: KbRecord, statement: ast.Insert, ctx: d
                                f"{len(frame.columns)}")
             frame.columns = names
         if using:
-            return OkResult(_insert_with(session, record, frame, using), context=ctx)
-        return OkResult(session.kbs.insert_rows(record, frame), context=ctx)
+            return OkResult(_insert_with(session, record, frame, using, progress), context=ctx)
+        return OkResult(session.kbs.insert_rows(record, frame, progress), context=ctx)
     if not statement.columns:
         raise SqlError("INSERT INTO a knowledge base needs its column names: "
                        "INSERT INTO kb (id, content) ...")
@@ -158,7 +160,7 @@ def _insert(session: SqlSession, record: KbRecord, statement: ast.Insert, ctx: d
         if len(values) != len(names):
             raise SqlError(f"INSERT has {len(names)} columns but a row of {len(values)} values")
         rows.append({n: constant(v) for n, v in zip(names, values, strict=True)})
-    return OkResult(session.kbs.insert_rows(record, rows), context=ctx)
+    return OkResult(session.kbs.insert_rows(record, rows, progress), context=ctx)
 
 
 def _logged_sql(statement: ast.Insert) -> str:
@@ -169,7 +171,8 @@ def _logged_sql(statement: ast.Insert) -> str:
     return statement.to_string()
 
 
-def _insert_with(session: SqlSession, record: KbRecord, frame: Any, using: dict[str, Any]) -> int:
+def _insert_with(session: SqlSession, record: KbRecord, frame: Any, using: dict[str, Any],
+                 progress: OnProgress | None) -> int:
     def doc_ids(rows: Any) -> list[str | None]:
         chunker = RowChunker(record.spec)
         out = []
@@ -186,7 +189,7 @@ def _insert_with(session: SqlSession, record: KbRecord, frame: Any, using: dict[
 
     def insert_batches(batches: kb_insert.FrameBatches, threads: int, skip: bool) -> int:
         return session.kbs.insert_batches(record, batches, threads=threads, skip=skip,
-                                          total_rows=batches.rows)
+                                          progress=progress, total_rows=batches.rows)
 
     return kb_insert.insert_frame(frame, kb_insert.options_of(using), insert_batches, doc_ids, stored)
 
