@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import numpy as np
@@ -128,66 +129,71 @@ class HashEmbedder:
         pass
 
 
-class OpenAIEmbedder:
-    """`POST {base_url}/embeddings` of an OpenAI-compatible server."""
+class _RemoteEmbedder:
+    """An embedding server reached over the engine's pooled client (`context.http`)."""
 
     normalized = True
-
-    batch_size = 128
+    default_model = ""
 
     def __init__(self, descriptor: dict[str, Any], context: ProviderContext):
         self.provider = str(descriptor.get("provider"))
-        self.model_name = str(descriptor.get("model_name") or "text-embedding-3-small")
-        self.base_url = openai_base(descriptor)
+        self.model_name = str(descriptor.get("model_name") or self.default_model)
         self.api_key = descriptor.get("api_key")
-        self.dimensions = descriptor.get("dimensions")
         self.http = context.http
+        self.what = f"Embedding provider '{self.provider}' model '{self.model_name}'"
+
+    def vectors(self, url: str, body: dict[str, Any], read: Callable[[Any], Any], count: int) -> np.ndarray:
+        """POST `body`, read the vectors out of the answer (`read`), check and normalise them."""
+        answer = self.http.post_json(url, body, self.api_key, self.what)
+        try:
+            vectors = np.array(read(answer), dtype=np.float32)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ProviderError(f"{self.what} answered without embeddings ({exc!r})") from exc
+        return checked(self, vectors, count)
+
+    def check(self) -> None:
+        self.embed(["kbsql embedding check"])
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        raise NotImplementedError
+
+
+class OpenAIEmbedder(_RemoteEmbedder):
+    """`POST {base_url}/embeddings` of an OpenAI-compatible server."""
+
+    batch_size = 128
+    default_model = "text-embedding-3-small"
+
+    def __init__(self, descriptor: dict[str, Any], context: ProviderContext):
+        super().__init__(descriptor, context)
+        self.base_url = openai_base(descriptor)
+        self.dimensions = descriptor.get("dimensions")
 
     def embed(self, texts: list[str]) -> np.ndarray:
         body: dict[str, Any] = {"model": self.model_name, "input": [t or " " for t in texts]}
         if self.dimensions:
             body["dimensions"] = self.dimensions
-        answer = self.http.post_json(f"{self.base_url}/embeddings", body, self.api_key,
-                                     f"Embedding provider '{self.provider}' model '{self.model_name}'")
-        try:
-            items = sorted(answer["data"], key=lambda d: d.get("index", 0))
-            vectors = np.array([d["embedding"] for d in items], dtype=np.float32)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ProviderError(f"Embedding provider '{self.provider}' model '{self.model_name}' "
-                                f"answered without embeddings ({exc!r})") from exc
-        return checked(self, vectors, len(texts))
-
-    def check(self) -> None:
-        self.embed(["kbsql embedding check"])
+        return self.vectors(f"{self.base_url}/embeddings", body, _openai_vectors, len(texts))
 
 
-class OllamaEmbedder:
+def _openai_vectors(answer: Any) -> list[Any]:
+    return [d["embedding"] for d in sorted(answer["data"], key=lambda d: d.get("index", 0))]
+
+
+class OllamaEmbedder(_RemoteEmbedder):
     """`POST {base_url}/api/embed` of an Ollama server (batched `input`)."""
 
-    normalized = True
-
     batch_size = 64
+    default_model = "nomic-embed-text"
 
     def __init__(self, descriptor: dict[str, Any], context: ProviderContext):
-        self.provider = "ollama"
-        self.model_name = str(descriptor.get("model_name") or "nomic-embed-text")
+        super().__init__({**descriptor, "provider": "ollama"}, context)
         self.base_url = str(descriptor.get("base_url") or "http://localhost:11434").rstrip("/")
-        self.api_key = descriptor.get("api_key")
-        self.http = context.http
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        answer = self.http.post_json(f"{self.base_url}/api/embed",
-                                     {"model": self.model_name, "input": [t or " " for t in texts]},
-                                     self.api_key, f"Embedding provider 'ollama' model '{self.model_name}'")
-        try:
-            vectors = np.array(answer["embeddings"], dtype=np.float32)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ProviderError(f"Embedding provider 'ollama' model '{self.model_name}' answered "
-                                f"without embeddings ({exc!r})") from exc
-        return checked(self, vectors, len(texts))
-
-    def check(self) -> None:
-        self.embed(["kbsql embedding check"])
+        body = {"model": self.model_name, "input": [t or " " for t in texts]}
+        return self.vectors(f"{self.base_url}/api/embed", body, lambda answer: answer["embeddings"],
+                            len(texts))
 
 
 def checked(embedder: Any, vectors: np.ndarray, expected: int) -> np.ndarray:

@@ -10,6 +10,8 @@ back; `SqlExecutor` is a session that also parses and routes.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from kbsql.engine.catalog import Catalog
@@ -20,6 +22,7 @@ from kbsql.engine.sql.parse.variables import Variables
 from kbsql.engine.sql.query_log import QueryLog
 from kbsql.engine.sql.tables.duck import DuckSession
 from kbsql.engine.sql.tables.plans import PlanCache
+from kbsql.interface.errors import NotFound
 
 
 @dataclass
@@ -32,3 +35,13 @@ class SqlSession:
     agents: AgentOps
     variables: Variables = field(default_factory=Variables)  # SET @name = ... (this engine's)
     queries: QueryLog = field(default_factory=QueryLog)  # information_schema.queries
+
+
+@contextmanager
+def missing_ok(if_exists: bool) -> Iterator[None]:
+    """`DROP ... IF EXISTS`: a `NotFound` inside the block is no error when `if_exists`."""
+    try:
+        yield
+    except NotFound:
+        if not if_exists:
+            raise

@@ -12,7 +12,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -217,6 +217,28 @@ class HttpProvider:
             if control.cancelled:
                 raise RunCancelled("the client stopped listening") from exc
             raise self.fail(f"request failed ({type(exc).__name__}: {exc})") from exc
+
+
+    def events(self, path: str, body: dict[str, Any], control: RunControl, *,
+               sse: bool = True) -> Generator[dict[str, Any], None, None]:
+        """The JSON events of a streamed answer: server-sent `data:` lines up to `[DONE]`
+        (OpenAI, Anthropic) or JSON lines (`sse=False`, Ollama). An error event raises;
+        `control` is checked between events. Use in `closing()` when stopping early."""
+        with self.open_stream(path, body, control) as response:
+            for line in response.iter_lines():
+                control.check()
+                if sse and not line.startswith("data:"):
+                    continue
+                payload = line[5:].strip() if sse else line.strip()
+                if payload == "[DONE]":
+                    return
+                if not payload:
+                    continue
+                event = json.loads(payload)
+                error = stream_error(event)
+                if error is not None or event.get("type") == "error":
+                    raise self.fail(error or "error event")
+                yield event
 
 
 def error_text(response: httpx.Response) -> str:
