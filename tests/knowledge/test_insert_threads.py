@@ -15,7 +15,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from kbsql.client.progress import ProgressBars
+from kbsql.client.bars import ProgressBars
 from kbsql.engine import Engine
 from kbsql.engine.sql.kb.kb_insert import MAX_THREADS, options_of
 from kbsql.interface.errors import SqlError

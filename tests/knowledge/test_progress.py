@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from kbsql.client.progress import on_progress
+from kbsql.client.bars import on_progress
 from kbsql.interface.progress import CHUNKING, EMBEDDING, READING, STORING, Reporter
 from kbsql.notebook.progress_bar import NotebookProgress
 

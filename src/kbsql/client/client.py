@@ -6,8 +6,8 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from kbsql.client.bars import ProgressOption, on_progress
 from kbsql.client.params import bind
-from kbsql.client.progress import ProgressOption, on_progress
 from kbsql.client.resources import Agents, KnowledgeBases
 from kbsql.interface.api import DEFAULT_PROJECT, ServiceApi
 from kbsql.interface.models import mask_url

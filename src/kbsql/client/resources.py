@@ -11,7 +11,7 @@ import warnings
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
-from kbsql.client.progress import ProgressOption
+from kbsql.client.bars import ProgressOption
 from kbsql.interface.api import INSERT_BATCH_ROWS, ServiceApi
 from kbsql.interface.models import Agent, KnowledgeBase
 from kbsql.interface.progress import OnProgress
@@ -73,7 +73,7 @@ class KnowledgeBases:
         Embedded, the engine takes the rows in one call (it batches and reports its
         progress by phase); remote, rows go in batches of `batch_size` per request and the
         bar moves per batch. `progress`: None shows a bar from 1,000 rows, True/False
-        always/never, or a factory of bars (see `kbsql.client.progress`); bars are drawn by
+        always/never, or a factory of bars (see `kbsql.client.bars`); bars are drawn by
         the client's front end (a notebook's or tqdm, with `kbsql.connect`).
         """
         sent, stored = self._client.api.insert_into_knowledge_base(

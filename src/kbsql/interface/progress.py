@@ -6,7 +6,7 @@ passes a callback (`OnProgress`); the work calls it with `ProgressEvent`s: what 
 which phase, how far (`done` may be a fraction of a row while a batch is half embedded),
 and finally `done` or `failed`. Nothing here draws and nothing here is global: the front
 end that asked turns events into a bar (the notebook's HTML bar or tqdm,
-`kbsql.notebook.progress_bar`, through `kbsql.client.progress.ProgressBars`); a server
+`kbsql.notebook.progress_bar`, through `kbsql.client.bars.ProgressBars`); a server
 passes no callback and draws nothing.
 
 Phases, in order: reading, chunking, embedding, storing; a remote insert reports `sending`
