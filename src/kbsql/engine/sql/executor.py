@@ -158,7 +158,9 @@ class SqlExecutor(SqlSession):
         refused = refusals.refusal(statement)
         if refused is not None:
             raise refused
-        routed = dataclasses.replace(self._routed(statement, ctx, query), progress=progress)
+        routed = self._routed(statement, ctx, query)
+        if progress is not None:
+            routed = dataclasses.replace(routed, progress=progress)
         handler = statements.handler_for(statement, routed)
         if handler is None:
             raise refusals.fallback(statement)
