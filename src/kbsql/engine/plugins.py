@@ -37,10 +37,12 @@ import logging
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
-from importlib.metadata import EntryPoint, entry_points
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from kbsql.interface.errors import ServiceError
+
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
 
 T = TypeVar("T")
 log = logging.getLogger("kbsql.plugins")
@@ -92,6 +94,8 @@ class Registry(Generic[T]):
 
     def _plugin_entries(self) -> dict[str, _Entry]:
         if self._plugins is None:
+            from importlib.metadata import entry_points  # read on the first miss only
+
             found: dict[str, _Entry] = {}
             for ep in entry_points(group=self.group):
                 name = ep.name.lower()
