@@ -108,16 +108,29 @@ def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
 def names_engine(path: Path) -> list[int]:
     """Lines where code (not a comment or docstring) names `Engine`."""
     lines = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    annotations = [a for node in ast.walk(tree) for a in _annotations_of(node)]
+    string_annotations = {id(n) for a in annotations for n in ast.walk(a) if isinstance(n, ast.Constant)}
+    for node in ast.walk(tree):
         if (isinstance(node, ast.Name) and node.id == "Engine") or \
                 (isinstance(node, ast.Attribute) and node.attr == "Engine"):
             lines.append(node.lineno)
         elif isinstance(node, ast.alias) and "Engine" in (node.name.split(".")[-1], node.asname):
             lines.append(node.lineno)
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and \
-                node.value.strip() in ("Engine", "kbsql.engine.engine"):  # a string annotation
+        elif id(node) in string_annotations and isinstance(node.value, str) and \
+                "Engine" in node.value:  # a string annotation naming it (a column named "Engine" is data)
             lines.append(node.lineno)
     return sorted(lines)
+
+
+def _annotations_of(node: ast.AST) -> list[ast.expr]:
+    if isinstance(node, ast.arg) and node.annotation is not None:
+        return [node.annotation]
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.returns is not None:
+        return [node.returns]
+    if isinstance(node, ast.AnnAssign):
+        return [node.annotation]
+    return []
 
 
 def layer(name: str) -> str:

@@ -44,7 +44,8 @@ def test_a_table_select_never_asks_the_knowledge_base_handlers(engine, monkeypat
 def test_the_own_table_picks_the_entry(engine) -> None:
     """One class, several handlers: a SELECT of a knowledge base searches it, of
     information_schema.knowledge_bases lists them; DESCRIBE of a knowledge base answers its
-    row; UPDATE of anything is refused in one line."""
+    row; UPDATE of a knowledge base changes its chunks (MindsDB's update_query), of anything
+    else is refused in one line."""
     model = "{'provider': 'kbsql', 'model_name': 'hash-64'}"
     assert isinstance(engine.query(f"CREATE KNOWLEDGE_BASE kb USING embedding_model = {model}"), OkResult)
     engine.query("INSERT INTO kb (id, content) VALUES ('1', 'pumps move water')")
@@ -55,5 +56,9 @@ def test_the_own_table_picks_the_entry(engine) -> None:
     assert described.data[0][0] == "kb"
     listed = engine.query("SELECT NAME FROM information_schema.knowledge_bases")
     assert isinstance(listed, TableResult) and listed.data == [["kb"]]
-    refused = engine.query("UPDATE kb SET content = 'x'")
+    updated = engine.query("UPDATE kb SET content = 'pumps move oil' WHERE id = '1'")
+    assert isinstance(updated, OkResult) and updated.affected_rows == 1
+    assert engine.query("SELECT chunk_content FROM kb").data == [["pumps move oil"]]
+    engine.register_dataframe("items", pd.DataFrame({"id": [1]}))
+    refused = engine.query("UPDATE df.items SET id = 2")
     assert isinstance(refused, ErrorResult) and "UPDATE of data-source tables" in refused.error_message

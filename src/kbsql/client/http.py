@@ -223,9 +223,10 @@ class HttpApi(FileTables, KnowledgeBaseEditing):
         return self._put_file(name, raw, content_type or "application/vnd.apache.parquet")
 
     def unregister_dataframe(self, name: str) -> bool:
-        """`FileTables`: `DELETE /api/files/{name}`; False when there was no such table."""
+        """`FileTables`: `DELETE /api/databases/df/tables/{name}` (`/api/files` deletes the
+        uploaded files of the `files` database, as MindsDB's); False when there was none."""
         try:
-            self._send("DELETE", f"/api/files/{_seg(name)}")
+            self._send("DELETE", f"/api/databases/df/tables/{_seg(name)}")
         except ServiceError as exc:
             if exc.status == 404:
                 return False

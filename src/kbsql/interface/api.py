@@ -6,10 +6,12 @@ same errors (the chromadb pattern). Bodies are the *inner* objects of the contra
 (`{"name": ...}`, not `{"knowledge_base": {"name": ...}}`).
 
 Beyond `ServiceApi`, a backend may declare optional capabilities, each a runtime-checkable
-protocol it subclasses: `FileTables` (uploaded files as tables), `KnowledgeBaseEditing`
-(altering a knowledge base, inserting a query's result) and `KnowledgeBaseVectors` (chunk
-vectors, for a notebook's map). Callers ask `isinstance(api, FileTables)`, never probe
-for attributes, so what a backend offers is written where it is defined.
+protocol it subclasses: `FileTables` (DataFrames uploaded as tables `df.<name>`),
+`UploadedFiles` (files as MindsDB's `files` database), `Databases` (MindsDB's
+`/api/databases`), `KnowledgeBaseEditing` (altering a knowledge base, inserting a query's
+result) and `KnowledgeBaseVectors` (chunk vectors, for a notebook's map). Callers ask
+`isinstance(api, FileTables)`, never probe for attributes, so what a backend offers is
+written where it is defined.
 """
 
 from __future__ import annotations
@@ -120,6 +122,61 @@ class FileTables(Protocol):
     def unregister_dataframe(self, name: str) -> bool:
         """Drop the table `df.<name>`; False when there was none."""
         ...
+
+
+@runtime_checkable
+class UploadedFiles(Protocol):
+    """Optional: files as MindsDB's `files` database (`PUT /api/files/{name}` with a file,
+    rest/files/*.mdx): csv, tsv, json, parquet, xlsx, txt or pdf becomes `files.<name>`."""
+
+    def upload_file(self, name: str, raw: bytes, filename: str, *, source_file: str | None = None,
+                    max_table_bytes: int | None = None) -> dict[str, Any]:
+        """Store the file `filename` as `files.<name>` (a name in use: Conflict; a file that
+        cannot be read: BadRequest titled "Error"); its `{name, row_count, columns}`."""
+        ...
+
+    def list_files(self) -> list[dict[str, Any]]:
+        """`{name, row_count, columns}` of each file (`GET /api/files`)."""
+        ...
+
+    def delete_file(self, name: str) -> None:
+        """Remove `files.<name>` (NotFound when there is none)."""
+        ...
+
+
+@runtime_checkable
+class Databases(Protocol):
+    """Optional: MindsDB's `/api/databases` (rest/databases/*.mdx), over the catalog that
+    CREATE DATABASE writes. Shapes and error titles are MindsDB's DatabaseController's."""
+
+    def list_databases(self) -> list[dict[str, Any]]:
+        """`{name, type, id, engine, visible, deletable, ...}` of each database."""
+        ...
+
+    def get_database(self, name: str, check_connection: bool = False) -> dict[str, Any]: ...
+
+    def create_database(self, name: str, engine: str, parameters: dict[str, Any] | None = None,
+                        check_connection: bool = False) -> dict[str, Any]:
+        """A new data source, stored without connecting unless `check_connection`."""
+        ...
+
+    def update_database(self, name: str, parameters: dict[str, Any],
+                        check_connection: bool = False) -> dict[str, Any]: ...
+
+    def delete_database(self, name: str) -> None: ...
+
+    def check_database(self, engine: str, parameters: dict[str, Any]) -> str | None:
+        """None when a source with these parameters can be reached, else why not."""
+        ...
+
+    def list_tables(self, database: str) -> list[dict[str, Any]]: ...
+
+    def get_table(self, database: str, table: str) -> dict[str, Any]: ...
+
+    def create_table(self, database: str, table: str, select: str,
+                     replace: bool = False) -> dict[str, Any]: ...
+
+    def drop_table(self, database: str, table: str) -> None: ...
 
 
 @runtime_checkable

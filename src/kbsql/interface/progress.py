@@ -44,6 +44,12 @@ class ProgressEvent:
     state: str = RUNNING
     error: BaseException | None = None
     long: bool = True
+    committed: int = 0
+    """Input rows settled for good: their batch's transaction committed (stored, or left
+    out as empty or as failing under `error = 'skip'`). An insert that commits batch by
+    batch raises it after each batch; a one-transaction insert only when it ends. A
+    listener that records how far an insert got (a background insert's query log) reads
+    this, not `done`, which also counts rows embedded but not yet stored."""
 
 
 OnProgress = Callable[[ProgressEvent], None]
@@ -76,16 +82,20 @@ class Reporter:
         self.on_progress, self.task, self.total, self.unit = on_progress, task, total, unit
         self.long = total >= min_total if total else min_total <= 0
         self.error: BaseException | None = None
-        self.phase, self.done = READING, 0.0
+        self.phase, self.done, self.committed = READING, 0.0, 0
 
     @property
     def listening(self) -> bool:
         return self.on_progress is not None
 
-    def update(self, phase: str, done: float) -> None:
+    def update(self, phase: str, done: float, committed: int | None = None) -> None:
+        """Report `phase` and `done` (and `committed`, when it moved). What the callback
+        raises propagates: a listener may stop the work there (a cancelled insert)."""
         if self.on_progress is not None:
             self.phase, self.done = phase, done
-            self.on_progress(ProgressEvent(self.task, phase, done, self.total, self.unit, long=self.long))
+            self.committed = self.committed if committed is None else committed
+            self.on_progress(ProgressEvent(self.task, phase, done, self.total, self.unit, long=self.long,
+                                           committed=self.committed))
 
     def __enter__(self) -> Reporter:
         return self
@@ -95,4 +105,5 @@ class Reporter:
             return
         error = exc if exc is not None else self.error
         self.on_progress(ProgressEvent(self.task, self.phase, self.done, self.total, self.unit,
-                                       FAILED if error is not None else DONE, error, self.long))
+                                       FAILED if error is not None else DONE, error, self.long,
+                                       self.committed))

@@ -25,6 +25,7 @@ from traitlets.config import Configurable
 from kbsql.interface.errors import KbsqlError
 from kbsql.interface.results import OkResult, TableResult
 from kbsql.notebook import agent as agent_flow
+from kbsql.notebook import follow
 from kbsql.notebook.cell_params import collect_params, expand_template, strip_comment
 from kbsql.notebook.connections import DEFAULT_API_KEY_ENV, Connection, ConnectionManager, mask_url
 from kbsql.notebook.display import ResultFrame, default_limit_note, ok_message, short_error, to_frame
@@ -172,6 +173,8 @@ class KbSql(Magics, Configurable):
                 params = collect_params(sql, namespace)
             before = conn.client.project
             result = conn.client.sql(sql, params=params)
+            if follow.is_background(result):  # INSERT ... USING batch_size: until it ends
+                result = follow.follow(conn.client, result)
         except KbsqlError as exc:
             return self._fail(exc, conn)
         return self._present(result, before, args, target)

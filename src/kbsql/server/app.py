@@ -21,10 +21,12 @@ from kbsql.interface.api import ServiceApi
 from kbsql.server.auth import AuthSettings, TokenAuth
 from kbsql.server.guard import RequestGuard
 from kbsql.server.limits import BodyLimit, Limits
-from kbsql.server.routes import agents, knowledge_bases, sql, status, uploads
+from kbsql.server.routes import agents, databases, knowledge_bases, sql, status, uploads
 from kbsql.server.routes.common import PROBLEM, json_response
+from kbsql.server.throttle import FailureThrottle
 
-ROUTES = [*status.ROUTES, *knowledge_bases.ROUTES, *agents.ROUTES, *sql.ROUTES, *uploads.ROUTES]
+ROUTES = [*status.ROUTES, *knowledge_bases.ROUTES, *agents.ROUTES, *sql.ROUTES, *uploads.ROUTES,
+          *databases.ROUTES]
 
 
 def _no_route(request: Request, exc: Any) -> Response:
@@ -38,17 +40,17 @@ def _no_method(request: Request, exc: Any) -> Response:
 
 def build_app(api: ServiceApi, *, bind_host: str | None = None,
               allowed_origins: Iterable[str] = (), auth: AuthSettings | None = None,
-              limits: Limits | None = None) -> Starlette:
+              limits: Limits | None = None, throttle: FailureThrottle | None = None) -> Starlette:
     """The ASGI app over one service, behind the request guard (`guard.py`): `bind_host` is
     the address the server listens on (a loopback bind turns on the Host check) and
     `allowed_origins` the browser origins allowed besides loopback ones. Then the token
-    check (`auth.py`, off when `auth` has no token nor user) and the body limits
-    (`limits.py`)."""
+    check (`auth.py`, off when `auth` has no token nor user; `throttle` counts failed
+    credentials, shared with the MySQL door) and the body limits (`limits.py`)."""
     auth = auth or AuthSettings()
     limits = limits or Limits()
     app = Starlette(routes=ROUTES, middleware=[
         Middleware(RequestGuard, bind_host=bind_host, allowed_origins=tuple(allowed_origins)),
-        Middleware(TokenAuth, settings=auth),
+        Middleware(TokenAuth, settings=auth, throttle=throttle),
         Middleware(BodyLimit, limits=limits),
     ], exception_handlers={404: _no_route, 405: _no_method})
     app.state.api = api

@@ -11,6 +11,7 @@ and the exit code is 0.
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import logging
 import os
@@ -20,6 +21,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING
 
 import uvicorn
 
@@ -28,6 +30,10 @@ from kbsql.server.app import build_app
 from kbsql.server.auth import AuthSettings
 from kbsql.server.guard import is_loopback_host
 from kbsql.server.limits import Limits, head_timeout_protocol
+from kbsql.server.throttle import FailureThrottle
+
+if TYPE_CHECKING:
+    from kbsql.server.mysql import MysqlDoor
 
 log = logging.getLogger("kbsql.server")
 
@@ -55,11 +61,26 @@ confinement beyond the data directory); raises `StartupError` with the line to s
 class _Server(uvicorn.Server):
     """uvicorn re-raises a caught SIGTERM/SIGINT after its graceful shutdown, which makes
     the exit status 143/130 (and a KeyboardInterrupt traceback for SIGINT). A stop we
-    asked for is a success: forget the signal once the shutdown has been started."""
+    asked for is a success: forget the signal once the shutdown has been started.
+    `mysql`: the MySQL door, started and stopped with HTTP on the same event loop."""
+
+    mysql: MysqlDoor | None = None
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         super().handle_exit(sig, frame)
         self._captured_signals.clear()
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        if self.mysql is not None:
+            await self.mysql.start()
+        await super().startup(sockets)
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        if self.mysql is None:
+            await super().shutdown(sockets)
+            return
+        await asyncio.gather(super().shutdown(sockets),
+                             self.mysql.close(self.config.timeout_graceful_shutdown or 30))
 
 
 def check_exposure(host: str, auth: AuthSettings) -> None:
@@ -71,7 +92,7 @@ def check_exposure(host: str, auth: AuthSettings) -> None:
                            "--password, or bind to 127.0.0.1")
 
 
-def bind(host: str, port: int) -> socket.socket:
+def bind(host: str, port: int, flag: str = "--port") -> socket.socket:
     try:
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         # proto must be IPPROTO_TCP (not the default 0): asyncio only sets TCP_NODELAY on
@@ -83,7 +104,7 @@ def bind(host: str, port: int) -> socket.socket:
     except OSError as exc:
         if exc.errno == errno.EADDRINUSE:
             raise StartupError(f"port {port} on {host} is already in use: stop the other "
-                               "server or choose another --port") from None
+                               f"server or choose another {flag}") from None
         raise StartupError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     return sock
 
@@ -91,13 +112,16 @@ def bind(host: str, port: int) -> socket.socket:
 def serve(open_backend: OpenBackend, host: str = "127.0.0.1", port: int = 47334,
           log_level: str = "warning", allowed_origins: tuple[str, ...] = (), *,
           auth: AuthSettings | None = None, limits: Limits | None = None,
-          allow_paths: Iterable[str] = (), shutdown_timeout: float = 30) -> None:
+          allow_paths: Iterable[str] = (), shutdown_timeout: float = 30,
+          mysql_port: int | None = None) -> None:
     """Serve until interrupted. With port 0 the OS picks a free port; the first line on
     stdout is `kbsql serving on http://HOST:PORT (where)` either way (tests read it).
     `allowed_origins`: browser origins allowed besides loopback ones (see server/guard.py).
     `allow_paths`: the only roots file-based data sources may open when the server has a
     token or listens beyond loopback (anywhere but the data directory otherwise).
-    `shutdown_timeout`: seconds requests in flight get to finish after SIGTERM/SIGINT."""
+    `shutdown_timeout`: seconds requests in flight get to finish after SIGTERM/SIGINT.
+    `mysql_port`: also serve MySQL's wire protocol there (`server/mysql/`; 0 picks a port),
+    then named in the first line too: `... on http://HOST:PORT and mysql://HOST:PORT2 (...)`."""
     auth = auth or AuthSettings()
     limits = limits or Limits()
     check_exposure(host, auth)
@@ -108,21 +132,32 @@ def serve(open_backend: OpenBackend, host: str = "127.0.0.1", port: int = 47334,
     if backend.read_only:
         print(f"kbsql serve: {backend.api.location} cannot be written: serving reads only",
               file=sys.stderr, flush=True)
+    sock = mysql_sock = None
     try:
         sock = bind(host, port)
+        mysql_sock = bind(host, mysql_port, "--mysql-port") if mysql_port is not None else None
     except StartupError:
+        if sock is not None:
+            sock.close()
         backend.api.close()
         raise
     bound_port = sock.getsockname()[1]
+    throttle = FailureThrottle()  # one lockout per address for both doors
     app = build_app(backend.api, bind_host=host, allowed_origins=allowed_origins, auth=auth,
-                    limits=limits)
+                    limits=limits, throttle=throttle)
     config = uvicorn.Config(app, log_level=log_level, access_log=False,
                             timeout_graceful_shutdown=max(1, round(shutdown_timeout)),
                             http=head_timeout_protocol(limits.timeout),
                             h11_max_incomplete_event_size=64 * 1024)
     server = _Server(config)
     shown = f"[{host}]" if ":" in host else host  # an IPv6 address needs brackets in a URL
-    print(f"kbsql serving on http://{shown}:{bound_port} ({backend.where})", flush=True)
+    doors = f"http://{shown}:{bound_port}"
+    if mysql_sock is not None:
+        from kbsql.server.mysql import MysqlDoor  # mysql-mimic only when the door is open
+
+        server.mysql = MysqlDoor(backend.api, mysql_sock, auth=auth, limits=limits, throttle=throttle)
+        doors += f" and mysql://{shown}:{mysql_sock.getsockname()[1]}"
+    print(f"kbsql serving on {doors} ({backend.where})", flush=True)
     try:
         server.run(sockets=[sock])
     finally:

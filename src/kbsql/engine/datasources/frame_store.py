@@ -52,8 +52,8 @@ class FrameStore:
     name = FRAMES_SOURCE
     engine = "dataframe"
 
-    def __init__(self, data_dir: Path):
-        self.folder = data_dir / "frames"
+    def __init__(self, data_dir: Path, folder: str = "frames"):
+        self.folder = data_dir / folder  # `frames`, or `uploads` for the files' pages (upload_store.py)
         self._lock = threading.Lock()
         self._loaded: dict[str, tuple[float, pa.Table]] = {}
 

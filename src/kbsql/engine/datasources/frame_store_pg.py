@@ -25,8 +25,9 @@ from kbsql.interface.frames import to_arrow
 class PgFrameStore(FrameStore):
     """A FrameStore whose frames live in PostgreSQL instead of the data directory."""
 
-    def __init__(self, url: str):  # no folder: nothing of it is on local disk
+    def __init__(self, url: str, table: str = "frames"):  # no folder: nothing of it on local disk
         self.url = url
+        self.rows = f"{SCHEMA}.{table}"  # `frames`, or `uploads` for the files' pages (upload_store.py)
         self._lock = threading.Lock()
         self._conn = connect(url)
         self._versions: dict[str, tuple[int, pa.Table]] = {}
@@ -42,20 +43,20 @@ class PgFrameStore(FrameStore):
         buffer = io.BytesIO()
         pq.write_table(table, buffer)
         with self._lock, self._conn.transaction():
-            self._execute(f"DELETE FROM {SCHEMA}.frames WHERE lower(name) = lower(%s)", (name,))
-            self._execute(f"INSERT INTO {SCHEMA}.frames (name, data, created_at) VALUES (%s, %s, %s)",
+            self._execute(f"DELETE FROM {self.rows} WHERE lower(name) = lower(%s)", (name,))
+            self._execute(f"INSERT INTO {self.rows} (name, data, created_at) VALUES (%s, %s, %s)",
                           (name, buffer.getvalue(), now()))
         return table.num_rows
 
     def unregister(self, name: str) -> bool:
         with self._lock:
-            cur = self._execute(f"DELETE FROM {SCHEMA}.frames WHERE lower(name) = lower(%s)", (name,))
+            cur = self._execute(f"DELETE FROM {self.rows} WHERE lower(name) = lower(%s)", (name,))
             self._versions.pop(name.lower(), None)
             return cur.rowcount > 0
 
     def tables(self, con: Any = None) -> list[str]:
         with self._lock:
-            return [r["name"] for r in self._execute(f"SELECT name FROM {SCHEMA}.frames ORDER BY name")]
+            return [r["name"] for r in self._execute(f"SELECT name FROM {self.rows} ORDER BY name")]
 
     def table(self, name: str) -> pa.Table | None:
         found = self._versioned(name)
@@ -64,7 +65,7 @@ class PgFrameStore(FrameStore):
     def _versioned(self, name: str) -> tuple[int, pa.Table] | None:
         key = name.lower()
         with self._lock:
-            row = self._execute(f"SELECT version FROM {SCHEMA}.frames WHERE lower(name) = %s",
+            row = self._execute(f"SELECT version FROM {self.rows} WHERE lower(name) = %s",
                                 (key,)).fetchone()
             if row is None:
                 self._versions.pop(key, None)
@@ -72,7 +73,7 @@ class PgFrameStore(FrameStore):
             cached = self._versions.get(key)
             if cached is not None and cached[0] == row["version"]:
                 return cached
-            data = self._execute(f"SELECT version, data FROM {SCHEMA}.frames WHERE lower(name) = %s",
+            data = self._execute(f"SELECT version, data FROM {self.rows} WHERE lower(name) = %s",
                                  (key,)).fetchone()
             if data is None:
                 return None

@@ -39,6 +39,11 @@ they leave any stored document of their id untouched and are not counted.
 Progress: one task for the whole insert, reported to the caller's `OnProgress` only from
 the calling thread (a notebook's display is never touched from worker threads): reading,
 then per batch chunking (sequential runs), embedding by chunk within a batch, storing.
+Each event's `committed` counts the input rows whose batch is committed: per batch, it
+moves after every batch's transaction (a background insert records its PROCESSED_ROWS and
+tracked value there, sql/kb/kb_background.py); in one transaction, at the end. What the
+callback raises stops the insert there, as a failure of the next batch would (a cancelled
+background insert stops after the batch just stored).
 """
 
 from __future__ import annotations
@@ -142,6 +147,7 @@ def insert(service: KnowledgeService, record: KbRecord, batches: Iterable[list[d
                     redraw(progress_mod.EMBEDDING)
             return _embed_batch(service, record, rows, policy, first, on_embedded)
 
+        committed = 0  # input rows whose batch is committed
         with _writer(service, record, policy) as (writer, stamp), \
                 closing(_in_order(batches, embed, policy, redraw)) as ordered:
             for index, rows, done in ordered:
@@ -149,7 +155,12 @@ def insert(service: KnowledgeService, record: KbRecord, batches: Iterable[list[d
                     tally.embedded[index] = len(rows)
                 redraw(progress_mod.STORING)
                 _store(service, record, done, policy.skip, tally, writer, stamp)
-        report.update(progress_mod.STORING, total_rows)  # committed
+                committed += len(rows)
+                if report.listening and not policy.one_transaction:  # this batch is in for good
+                    with lock:
+                        embedded = sum(tally.embedded.values())
+                    report.update(progress_mod.STORING, embedded, committed)
+        report.update(progress_mod.STORING, total_rows, committed)  # committed
     _log(record, tally, total_rows)
     return tally.stored
 

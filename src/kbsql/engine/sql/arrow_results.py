@@ -20,7 +20,7 @@ and keeps its Python values as they are in the rows and the DataFrame.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -202,6 +202,10 @@ class ArrowTableResult(TableResult):
     @property
     def arrow(self) -> pa.Table:
         return self._table
+
+    @property
+    def python_columns(self) -> Mapping[int, list[Any]]:
+        return self._python
 
     def __len__(self) -> int:
         return self._table.num_rows

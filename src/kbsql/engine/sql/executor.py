@@ -5,10 +5,11 @@ exception out of `execute`, so a bad query cannot take the server down. This mod
 parses and routes, through the one statement table (`statements.py`); the work lives in
 the packages next to it:
 
-- `kb/`: knowledge-base statements (DDL and listing in `kb_statements`, rows in `kb_rows`);
+- `kb/`: knowledge-base statements (DDL and listing in `kb_statements`, rows in `kb_rows`,
+  background inserts in `kb_background`, `query_cancel` / `query_resume` routed here);
 - `agent/`: CREATE/ALTER/DROP AGENT, SHOW AGENTS, asking an agent;
-- `databases/`: projects and data sources (CREATE/DROP DATABASE, USE, SHOW, DESCRIBE) and
-  `information_schema`;
+- `databases/`: projects and data sources (CREATE/ALTER/DROP DATABASE, USE, SHOW, DESCRIBE),
+  tables of `files` and `df` and `information_schema`;
 - `tables/`: SELECT over tables (name resolution in `names`, SQL rendering in
   `sqlglot_render`, DuckDB in `duck`, knowledge bases and agents inside joins in
   `kb_tables`), answers built lazily by `arrow_results`;
@@ -27,13 +28,15 @@ from mindsdb_sql_parser import ast
 from kbsql.engine.catalog import Catalog
 from kbsql.engine.datasources.confine import PathPolicy
 from kbsql.engine.datasources.frame_store import FrameStore
+from kbsql.engine.datasources.upload_store import UPLOADS_SOURCE, UploadStore
 from kbsql.engine.knowledge.bases import KnowledgeBases
 from kbsql.engine.ports import AgentOps
 from kbsql.engine.sql import refusals, statements
 from kbsql.engine.sql.arrow_results import ArrowTableResult
-from kbsql.engine.sql.kb import kb_rows
+from kbsql.engine.sql.kb import kb_background, kb_rows
 from kbsql.engine.sql.parse import parsing
 from kbsql.engine.sql.parse.variables import bind_parameters
+from kbsql.engine.sql.query_log import QueryLog
 from kbsql.engine.sql.session import SqlSession
 from kbsql.engine.sql.tables import names
 from kbsql.engine.sql.tables.duck import DuckSession
@@ -53,8 +56,8 @@ log = logging.getLogger("kbsql.sql")
 def context_of(context: dict[str, Any] | None) -> dict[str, Any]:
     """The context the answer carries: the sent one with defaults filled in."""
     ctx = default_context()
-    if isinstance(context, dict):
-        ctx.update({k: v for k, v in context.items() if v is not None})
+    if isinstance(context, dict):  # the engine's own keys (kb_rows.INLINE) are not the caller's
+        ctx.update({k: v for k, v in context.items() if v is not None and not str(k).startswith("_")})
     ctx["db"] = ctx.get("db") or DEFAULT_PROJECT
     return ctx
 
@@ -66,7 +69,7 @@ def _own_table(statement: ast.ASTNode) -> Any:
         return statement.value
     if isinstance(statement, ast.Show) and (statement.category or "").upper() in ("COLUMNS", "FIELDS"):
         return statement.from_table
-    if isinstance(statement, (ast.Insert, ast.Delete)):
+    if isinstance(statement, (ast.Insert, ast.Delete, ast.Update)):
         return statement.table
     return None
 
@@ -90,10 +93,12 @@ class SqlExecutor(SqlSession):
     session the handlers share (see `session`), and the `RunsSql` port agents use."""
 
     def __init__(self, catalog: Catalog, frames: FrameStore, kbs: KnowledgeBases, agents: AgentOps,
-                 policy: PathPolicy | None = None):
+                 uploads: UploadStore, policy: PathPolicy | None = None,
+                 background_workers: int = kb_background.DEFAULT_WORKERS):
         # `policy`: which files data sources may open (datasources/confine.py)
-        super().__init__(catalog, frames, DuckSession(catalog, frames, policy), PlanCache(), kbs,
-                         agents)
+        duck = DuckSession(catalog, frames, policy, {UPLOADS_SOURCE: uploads})
+        super().__init__(catalog, frames, duck, PlanCache(), kbs, agents, uploads, QueryLog(catalog))
+        self.background = kb_background.BackgroundInserts(self, background_workers)
 
     def query(self, query: str, context: dict[str, Any] | None = None,
               params: dict[str, Any] | list[Any] | None = None,
@@ -105,8 +110,10 @@ class SqlExecutor(SqlSession):
         return self.execute(query, context, params, progress)
 
     def close(self) -> None:
+        self.background.close()
         self.duck.close()
         self.frames.close()
+        self.uploads.close()
 
     def execute(self, query: str, context: dict[str, Any] | None = None,
                 params: dict[str, Any] | list[Any] | None = None,
@@ -134,6 +141,8 @@ class SqlExecutor(SqlSession):
             if params:
                 bind_parameters(statement, params)
                 return self.run(statement, ctx, progress=progress)
+            if ":" in query or "?" in query:  # a placeholder no params set: "Parameter is not
+                bind_parameters(statement, {})  # set" (MindsDB), not DuckDB's binder error
             return self.run(statement, ctx, query, progress)
         except SqlError as exc:
             return ErrorResult(exc.message, exc.error_code, context=ctx)
@@ -158,6 +167,12 @@ class SqlExecutor(SqlSession):
         refused = refusals.refusal(statement)
         if refused is not None:
             raise refused
+        function = kb_background.query_function(statement)
+        if function is not None:  # SELECT query_cancel(id) / query_resume(id)
+            name, query_id = function
+            if name == "query_cancel":
+                return self.background.cancel(query_id, ctx)
+            return self.background.resume(query_id, ctx)
         routed = self._routed(statement, ctx, query)
         if progress is not None:
             routed = dataclasses.replace(routed, progress=progress)
@@ -181,7 +196,7 @@ class SqlExecutor(SqlSession):
         table = _own_table(statement)
         if table is None:
             return names.Routed(query=query)
-        if isinstance(statement, (ast.Insert, ast.Delete)):
+        if isinstance(statement, (ast.Insert, ast.Delete, ast.Update)):
             try:
                 return names.Routed(table, names.target_of(self, table, ctx), query)
             except (SqlError, ServiceError):

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from mindsdb_sql_parser import ast
 from mindsdb_sql_parser.ast.mindsdb import (
+    AlterDatabase,
     AlterKnowledgeBase,
     CreateKnowledgeBase,
     CreateKnowledgeBaseIndex,
@@ -30,7 +31,7 @@ from mindsdb_sql_parser.ast.mindsdb.create_database import CreateDatabase
 from mindsdb_sql_parser.ast.mindsdb.knowledge_base import EvaluateKnowledgeBase
 
 from kbsql.engine.sql.agent import agent_statements
-from kbsql.engine.sql.databases import database_statements
+from kbsql.engine.sql.databases import builtin_tables, database_ops, database_statements
 from kbsql.engine.sql.kb import kb_index, kb_rows, kb_statements
 from kbsql.engine.sql.tables.select import select_tables
 
@@ -67,6 +68,7 @@ HANDLERS: dict[Kind, Handler] = {
     kind(ast.Select, on="kb"): kb_rows.select,
     kind(ast.Select, on=INFO_KNOWLEDGE_BASES): kb_rows.select_info_schema,
     kind(ast.Insert, on="kb"): kb_rows.insert,
+    kind(ast.Update, on="kb"): kb_rows.update,
     kind(ast.Delete, on="kb"): kb_rows.delete,
     # agents (sql/agent/)
     kind(CreateAgent): agent_statements.create_agent,
@@ -76,6 +78,9 @@ HANDLERS: dict[Kind, Handler] = {
     kind(ast.Select, on="agent"): agent_statements.ask,
     # projects and data sources (sql/databases/)
     kind(CreateDatabase): database_statements.create_database,
+    kind(AlterDatabase): database_ops.alter_database,
+    kind(ast.CreateTable): builtin_tables.create_table,
+    kind(ast.DropTables): builtin_tables.drop_table,
     kind(ast.DropDatabase): database_statements.drop_database,
     kind(ast.Use): database_statements.use,
     kind(ast.Show, "DATABASES"): database_statements.show_databases,
@@ -84,7 +89,7 @@ HANDLERS: dict[Kind, Handler] = {
     kind(ast.Show, "COLUMNS"): database_statements.show_columns,
     kind(ast.Show, "FIELDS"): database_statements.show_columns,
     kind(ast.Describe): database_statements.describe,
-    kind(ast.Insert): database_statements.refuse_write,
+    kind(ast.Insert): builtin_tables.insert_or_refuse,  # files.x appends; others refused
     kind(ast.Update): database_statements.refuse_write,
     kind(ast.Delete): database_statements.refuse_write,
     # SELECT over tables (sql/tables/)

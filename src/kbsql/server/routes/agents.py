@@ -27,9 +27,9 @@ async def collection(request: Request) -> Response:
 async def item(request: Request) -> Response:
     """GET answers the agent, PUT updates it, DELETE drops it."""
     api, project, name = api_of(request), path(request, "project"), path(request, "name")
-    if request.method == "DELETE":
+    if request.method == "DELETE":  # 204, as MindsDB's AgentResource.delete
         await in_thread(api.delete_agent, project, name)
-        return Response(status_code=200)
+        return Response(status_code=204)
     if request.method == "PUT":
         body = await read_body(request, "agent")
         return json_response((await in_thread(api.update_agent, project, name, body)).to_json())

@@ -112,3 +112,13 @@ async def read_body(request: Request, wrapper: str | None = None) -> dict[str, A
 def not_supported(what: str) -> BadRequest:
     """A route whose optional capability this service does not declare."""
     return BadRequest(f"not supported by this service: {what}", title="Not supported")
+
+
+def capability(request: Request, kind: Any, what: str) -> Any:
+    """The service as the optional capability `kind` (a runtime-checkable protocol of
+    interface/api.py; typed by the caller), or the route's one-line refusal naming `what`
+    when the service does not declare it."""
+    api = api_of(request)
+    if not isinstance(api, kind):
+        raise not_supported(what)
+    return api

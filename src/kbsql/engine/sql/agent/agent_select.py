@@ -56,6 +56,9 @@ def overrides_of(using: dict[str, Any] | None) -> dict[str, Any]:
         changes["data"] = validate.agent_data(params["data"])
     if "prompt_template" in params:
         changes["prompt_template"] = validate.prompt_template(params["prompt_template"])
+    run_params = validate.agent_params({k: params[k] for k in validate.AGENT_PARAMS if k in params})
+    if run_params:
+        changes["params"] = run_params
     return changes
 
 

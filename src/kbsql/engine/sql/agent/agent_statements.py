@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from kbsql.engine.sql.session import SqlSession
 
 MODEL_KEYS = ("provider", "api_key", "base_url", "model_name", "api_base")
+RUN_PARAMS = ("timeout", "mode")  # stored as the agent's params
 
 
 def _target(identifier: ast.Identifier, ctx: dict[str, Any]) -> tuple[str, str]:
@@ -45,7 +46,10 @@ def create_agent(session: SqlSession, statement: CreateAgent, ctx: dict[str, Any
     if isinstance(model, str):  # flat form: model = 'name', provider = '...', api_key = '...'
         model = {"model_name": model}
         model.update({k: params.pop(k) for k in MODEL_KEYS if k in params and k != "model_name"})
+    run_params = {k: params.pop(k) for k in list(params) if str(k).lower() in RUN_PARAMS}
     body: dict[str, Any] = {"name": name, **params}
+    if run_params:  # `timeout = 10, mode = 'text'`: the agent's params (agent_syntax.mdx)
+        body["params"] = {str(k).lower(): v for k, v in run_params.items()}
     if model is not None:
         body["model"] = model
     if statement.if_not_exists:
@@ -92,6 +96,8 @@ def update_agent(session: SqlSession, statement: UpdateAgent, ctx: dict[str, Any
     if unknown:
         raise SqlError(f"ALTER AGENT can change {list(ALTERABLE)}, not {sorted(unknown)}")
     body: dict[str, Any] = {k: params[k] for k in ("data", "prompt_template") if k in params}
+    if any(k in params for k in RUN_PARAMS):
+        body["params"] = {k: params[k] for k in RUN_PARAMS if k in params}
     if model is not None:
         body["model"] = model
     session.agents.update_agent(project, name, body)

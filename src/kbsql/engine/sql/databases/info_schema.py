@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from kbsql.engine.datasources.frame_store import FRAMES_SOURCE
+from kbsql.engine.datasources.upload_store import UPLOADS_SOURCE
 from kbsql.engine.sql import query_log
 from kbsql.engine.sql.tables.names import INFORMATION_SCHEMA, not_found
 from kbsql.engine.views import knowledge_base_json
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from kbsql.engine.catalog import KbRecord
+    from kbsql.engine.sql.query_log import QueryRecord
     from kbsql.engine.sql.session import SqlSession
 
 TABLES = ("databases", "tables", "knowledge_bases", "agents", "queries")
@@ -35,6 +37,7 @@ def databases(session: SqlSession) -> pa.Table:
     catalog = session.catalog
     rows: list[tuple[str, str, Any, Any]] = [(INFORMATION_SCHEMA, "system", None, None)]
     rows += [(p.name, "project", None, None) for p in catalog.projects()]
+    rows.append((UPLOADS_SOURCE, "data", "files", "{}"))
     rows.append((FRAMES_SOURCE, "data", "dataframe", "{}"))
     rows += [(d.name, "data", d.engine, json.dumps(mask_secrets(d.parameters)))
              for d in catalog.datasources()]
@@ -49,7 +52,7 @@ def tables(session: SqlSession) -> pa.Table:
     rows += [(kb.project_name, kb.name, "KNOWLEDGE BASE") for kb in catalog.knowledge_bases()]
     for project in catalog.projects():
         rows += [(project.name, a.name, "AGENT") for a in catalog.agents(project.name)]
-    for name in [FRAMES_SOURCE] + [d.name for d in catalog.datasources()]:
+    for name in [UPLOADS_SOURCE, FRAMES_SOURCE] + [d.name for d in catalog.datasources()]:
         try:
             source = session.duck.source(name)
             listed = source.tables(session.duck.con) if source is not None else []
@@ -69,13 +72,14 @@ def agents(session: SqlSession) -> pa.Table:
         "MODEL": pa.array([json.dumps(mask_secrets(a.model)) for a in records], pa.string()),
         "DATA": pa.array([json.dumps(a.data) for a in records], pa.string()),
         "PROMPT_TEMPLATE": pa.array([a.prompt_template for a in records], pa.string()),
+        "PARAMS": pa.array([json.dumps(a.params) for a in records], pa.string()),  # timeout, mode
     })
 
 
 def knowledge_bases(session: SqlSession, ctx: dict[str, Any]) -> Any:
     """The same rows as SHOW KNOWLEDGE_BASES (built by the knowledge-base statements), for
     joins and subqueries over `information_schema.knowledge_bases`."""
-    return knowledge_bases_frame(session.catalog.knowledge_bases())
+    return knowledge_bases_frame(session, session.catalog.knowledge_bases())
 
 
 def frame(session: SqlSession, name: str, ctx: dict[str, Any]) -> Any:
@@ -94,20 +98,25 @@ def frame(session: SqlSession, name: str, ctx: dict[str, Any]) -> Any:
     raise not_found(name, INFORMATION_SCHEMA, f" (known: {', '.join(TABLES)})")
 
 
-def _info_row(record: KbRecord) -> list[Any]:
+def _info_row(record: KbRecord, last: QueryRecord | None) -> list[Any]:
     view = knowledge_base_json(record, "get")
     spec = record.spec
 
     def text(value: Any) -> str | None:
         return None if value is None else json.dumps(value)
 
+    insert = [None, None, None, None, spec.get("query_id")] if last is None else \
+        [last.started_at, last.finished_at, last.processed_rows, last.error, last.id]
     return [record.name, record.project_name, text(view["embedding_model"]), text(view["reranking_model"]),
             f"{spec.get('vector_database')}.{spec.get('vector_database_table')}",
             text(spec.get("metadata_columns")), text(spec.get("content_columns")), spec.get("id_column"),
-            text(view["params"]), None, None, None, None, spec.get("query_id")]
+            text(view["params"]), *insert]
 
 
-def knowledge_bases_frame(records: list[KbRecord]) -> pd.DataFrame:
+def knowledge_bases_frame(session: SqlSession, records: list[KbRecord]) -> pd.DataFrame:
+    """SHOW KNOWLEDGE_BASES / DESCRIBE rows; INSERT_STARTED_AT ... QUERY_ID describe each
+    knowledge base's last `INSERT ... SELECT` (information_schema.queries), as MindsDB's."""
     import pandas as pd
 
-    return pd.DataFrame([_info_row(r) for r in records], columns=INFO_COLUMNS)
+    latest = session.queries.latest_by_kb() if records else {}
+    return pd.DataFrame([_info_row(r, latest.get(r.id)) for r in records], columns=INFO_COLUMNS)

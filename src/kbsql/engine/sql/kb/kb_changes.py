@@ -15,6 +15,7 @@ from typing import Any
 from mindsdb_sql_parser import ast
 from mindsdb_sql_parser.ast.mindsdb import AlterKnowledgeBase
 
+from kbsql.engine.sql.kb.kb_rows import INLINE
 from kbsql.engine.sql.parse.parsing import parse
 from kbsql.interface.errors import InvalidParameter, ServiceError, SqlError
 from kbsql.interface.results import OkResult, SqlResult
@@ -43,7 +44,7 @@ def insert_query(run: RunStatement, project: str, name: str, query: str,
         if options:
             select.using = {**(getattr(select, "using", None) or {}), **options}
         result = run(ast.Insert(table=ast.Identifier(parts=[project, name]), from_select=select),
-                     {"db": project})
+                     {"db": project, INLINE: True})  # in the request, even with batch_size
     except SqlError as exc:
         raise InvalidParameter(exc.message) from exc
     except ServiceError:

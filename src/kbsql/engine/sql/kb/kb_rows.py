@@ -13,17 +13,14 @@ import duckdb
 from mindsdb_sql_parser import ast
 
 from kbsql.engine.catalog import KbRecord
-from kbsql.engine.knowledge.ingest import RowChunker
-from kbsql.engine.knowledge.search import DEFAULT_LIMIT, Filter, SearchRequest
+from kbsql.engine.knowledge.json_chunking import metadata_keys
+from kbsql.engine.knowledge.search import DEFAULT_LIMIT
 from kbsql.engine.sql.arrow_results import ArrowTableResult
 from kbsql.engine.sql.databases.info_schema import knowledge_bases_frame
-from kbsql.engine.sql.kb import kb_insert, kb_select
-from kbsql.engine.sql.kb.kb_conditions import constant
-from kbsql.engine.sql.kb.kb_where import Columns, KbWhere, split_options
+from kbsql.engine.sql.kb import kb_background, kb_insert, kb_select, kb_update, kb_write
+from kbsql.engine.sql.kb.kb_write import unquote_identifier  # noqa: F401 (its old home)
 from kbsql.engine.sql.refusals import unsupported
 from kbsql.engine.sql.tables.select import select_frame
-from kbsql.interface.errors import SqlError
-from kbsql.interface.progress import OnProgress
 from kbsql.interface.results import OkResult, SqlResult
 
 if TYPE_CHECKING:
@@ -31,6 +28,12 @@ if TYPE_CHECKING:
 
     from kbsql.engine.sql.session import SqlSession
     from kbsql.engine.sql.tables.names import Routed
+
+
+INLINE = "_inline"
+"""A context key the REST insert of a query sets: its rows are inserted within the request
+(MindsDB's PUT .../knowledge_bases/{kb} with a `query` answers once they are in), even with
+`batch_size`, which in SQL sends an INSERT to the background."""
 
 
 def _record(routed: Routed) -> KbRecord:
@@ -42,26 +45,15 @@ def _record(routed: Routed) -> KbRecord:
 def delete(session: SqlSession, statement: ast.Delete, ctx: dict[str, Any], routed: Routed) -> SqlResult:
     """`DELETE FROM kb WHERE ...` on id and metadata columns."""
     record = _record(routed)
-    return OkResult(session.kbs.delete_rows(record, _delete_filters(session, record, statement, ctx)),
-                    context=ctx)
+    filters = kb_update.where_filters(record, statement.where,
+                                      lambda select: subquery_values(session, select, ctx), "DELETE")
+    return OkResult(session.kbs.delete_rows(record, filters), context=ctx)
 
 
-def _delete_filters(session: SqlSession, record: KbRecord, statement: ast.Delete,
-                    ctx: dict[str, Any]) -> list[Any]:
-    """DELETE's WHERE as filters: the metadata conditions of a search (OR, NOT, BETWEEN,
-    IN a subquery); a search term there has no meaning."""
-    options, node = split_options(statement.where)
-    if options.min_relevance is not None or options.hybrid:
-        raise SqlError("DELETE FROM a knowledge base filters on id and metadata columns; "
-                       "relevance and hybrid search are search options, not filters")
-    if node is None:
-        return []
-    where = KbWhere(lambda request: [], Columns(record.metadata_columns), options, search_limit=0,
-                    read_limit=None, subquery=lambda select: subquery_values(session, select, ctx))
-    if where.has_search(node):
-        raise SqlError("DELETE FROM a knowledge base filters on id and metadata columns; "
-                       "`content = '...'` and relevance are search terms, not filters")
-    return [where.to_filter(node)]
+def update(session: SqlSession, statement: ast.Update, ctx: dict[str, Any], routed: Routed) -> SqlResult:
+    """`UPDATE kb SET content = '...' WHERE chunk_id = '...'` (kb_update)."""
+    return kb_update.update(session, _record(routed), statement, ctx,
+                            lambda select: subquery_values(session, select, ctx))
 
 
 def is_info_schema_kbs(table: Any) -> bool:
@@ -74,7 +66,7 @@ def is_info_schema_kbs(table: Any) -> bool:
 def select_info_schema(session: SqlSession, statement: ast.Select, ctx: dict[str, Any],
                        routed: Routed) -> SqlResult:
     """`SELECT ... FROM information_schema.knowledge_bases` on its own."""
-    return run_over(knowledge_bases_frame(session.catalog.knowledge_bases()), statement, ctx)
+    return run_over(knowledge_bases_frame(session, session.catalog.knowledge_bases()), statement, ctx)
 
 
 def select(session: SqlSession, statement: ast.Select, ctx: dict[str, Any], routed: Routed) -> SqlResult:
@@ -86,7 +78,8 @@ def select(session: SqlSession, statement: ast.Select, ctx: dict[str, Any], rout
         statement, record.name, record.metadata_columns,
         search=lambda request: service.search(record, request),
         total=lambda: service.count(record),
-        subquery=lambda select: subquery_values(session, select, ctx))
+        subquery=lambda select: subquery_values(session, select, ctx),
+        extra_keys=metadata_keys(record.spec))
     result = ArrowTableResult.from_rows(names, rows, ctx)  # Arrow like every other SELECT
     # a plain search without LIMIT stops at the documented default: say so when it may have
     # (a notebook shows a note under the table; joins and aggregates are never capped)
@@ -126,95 +119,26 @@ def subquery_values(session: SqlSession, select: ast.ASTNode, ctx: dict[str, Any
 
 
 def insert(session: SqlSession, statement: ast.Insert, ctx: dict[str, Any], routed: Routed) -> SqlResult:
-    """`INSERT INTO kb (...) VALUES ...` or `INSERT INTO kb SELECT ... [USING ...]`, logged in
-    information_schema.queries with the rows it processed."""
+    """VALUES rows are stored at once. `INSERT ... SELECT` is logged in
+    information_schema.queries; with `USING batch_size` it runs in the background as
+    MindsDB's partitioned inserts do (kb_background), else within the statement."""
     record = _record(routed)
-    using = getattr(statement.from_select, "using", None) if statement.from_select is not None else None
-    with session.queries.track(_logged_sql(statement), ctx["db"], using) as logged:
-        result = _insert(session, record, statement, ctx, routed.progress)
-        logged["PROCESSED_ROWS"] = result.affected_rows or 0
-    return result
-
-
-def _insert(session: SqlSession, record: KbRecord, statement: ast.Insert, ctx: dict[str, Any],
-            progress: OnProgress | None) -> OkResult:
-    if statement.from_select is not None:
-        using = getattr(statement.from_select, "using", None)  # INSERT ... SELECT ... USING opts
-        statement.from_select.using = None
-        frame = select_frame(session, statement.from_select, ctx)
-        if statement.columns:  # `INSERT INTO kb (a, b) SELECT x, y ...`: names by position
-            names = _column_names(statement.columns)
-            if len(names) != len(frame.columns):
-                raise SqlError(f"INSERT names {len(names)} columns but its SELECT returns "
-                               f"{len(frame.columns)}")
-            frame.columns = names
-        if using:
-            return OkResult(_insert_with(session, record, frame, using, progress), context=ctx)
-        return OkResult(session.kbs.insert_rows(record, frame, progress), context=ctx)
-    if not statement.columns:
-        raise SqlError("INSERT INTO a knowledge base needs its column names: "
-                       "INSERT INTO kb (id, content) ...")
-    names = _column_names(statement.columns)
-    rows = []
-    for values in statement.values or []:
-        if len(values) != len(names):
-            raise SqlError(f"INSERT has {len(names)} columns but a row of {len(values)} values")
-        rows.append({n: constant(v) for n, v in zip(names, values, strict=True)})
-    return OkResult(session.kbs.insert_rows(record, rows, progress), context=ctx)
-
-
-def _logged_sql(statement: ast.Insert) -> str:
-    """The INSERT as information_schema.queries shows it: VALUES are left out (they may be
-    long, or hold text the user would not want copied into a log)."""
+    progress = routed.progress
     if statement.from_select is None:
-        return f"INSERT INTO {statement.table.to_string()} VALUES ({len(statement.values or [])} rows)"
-    return statement.to_string()
-
-
-def _insert_with(session: SqlSession, record: KbRecord, frame: Any, using: dict[str, Any],
-                 progress: OnProgress | None) -> int:
-    def doc_ids(rows: Any) -> list[str | None]:
-        chunker = RowChunker(record.spec)
-        out = []
-        for i, row in enumerate(rows.to_dict("records")):
-            made = chunker.chunks(row, i)
-            out.append(None if made is None else made[0])
-        return out
-
-    def stored(ids: list[str]) -> set[str]:
-        if not ids:
-            return set()
-        request = SearchRequest(filters=[Filter("id", "in", ids)])
-        return {str(r[0]) for r in session.kbs.service.search(record, request)}
-
-    def insert_batches(batches: kb_insert.FrameBatches, threads: int, skip: bool) -> int:
-        return session.kbs.insert_batches(record, batches, threads=threads, skip=skip,
-                                          progress=progress, total_rows=batches.rows)
-
-    return kb_insert.insert_frame(frame, kb_insert.options_of(using), insert_batches, doc_ids, stored)
-
-
-def _column_names(columns: list[Any]) -> list[str]:
-    """The INSERT column list as plain names.
-
-    mindsdb_sql_parser hands the list over as `TableColumn`s whose `name` is the raw token,
-    backticks included (`Identifier` parts are clean, `TableColumn` names are not), so the
-    quotes come off here: one layer of ` or ", doubled inner quotes undoubled.
-    """
-    names = [unquote_identifier(str(c.name)) if hasattr(c, "name") else str(c.parts[-1])
-             for c in columns]
-    repeated = sorted({n for n in names if names.count(n) > 1})
-    if repeated:
-        raise SqlError(f"INSERT names the column(s) {repeated} more than once")
-    return names
-
-
-def unquote_identifier(name: str) -> str:
-    """`my col` -> my col, "a""b" -> a"b; an unquoted name is returned as it is."""
-    if len(name) >= 2 and name[0] == name[-1] and name[0] in "`\"":
-        quote = name[0]
-        return name[1:-1].replace(quote * 2, quote)
-    return name
+        return OkResult(session.kbs.insert_rows(record, kb_write.values_rows(statement), progress),
+                        context=ctx)
+    sql = kb_write.logged_sql(statement)
+    using = kb_write.take_using(statement)
+    if kb_background.wanted(using) and not ctx.get(INLINE):
+        return session.background.start(record, statement, sql, using or {}, ctx)
+    with session.queries.track(sql, ctx["db"], using, record.id) as logged:
+        frame = kb_write.frame_of(session, statement, ctx)
+        if using:
+            count = kb_write.insert_frame(session, record, frame, kb_insert.options_of(using), progress)
+        else:
+            count = session.kbs.insert_rows(record, frame, progress)
+        logged["PROCESSED_ROWS"] = count
+    return OkResult(count, context=ctx)
 
 
 def run_over(frame: pd.DataFrame, statement: ast.Select, ctx: dict[str, Any]) -> SqlResult:

@@ -40,22 +40,22 @@ def is_plain(statement: ast.Select) -> bool:
 
 
 def select_rows(statement: ast.Select, name: str, metadata_columns: list[str] | None, search: Search,
-                total: Callable[[], int], subquery: Subquery | None = None
-                ) -> tuple[list[str], list[Row]]:
+                total: Callable[[], int], subquery: Subquery | None = None,
+                extra_keys: tuple[str, ...] = ()) -> tuple[list[str], list[Row]]:
     """(column names, rows) of a SELECT on knowledge base `name`."""
     limit = count(statement.limit, "LIMIT") if statement.limit is not None else None
     offset = count(statement.offset, "OFFSET") if statement.offset is not None else 0
     if is_plain(statement) and statement.distinct:
-        rows = run_where(statement.where, search, metadata_columns, subquery=subquery,
+        rows = run_where(statement.where, search, metadata_columns, subquery=subquery, extra_keys=extra_keys,
                          limit=None, cap=max(total(), 1))
         names, out = project(statement.targets, rows, metadata_columns)
         unique = _first_seen(out)
         return names, unique[offset:] if limit is None else unique[offset:offset + limit]
     if is_plain(statement):
-        rows = run_where(statement.where, search, metadata_columns, subquery=subquery,
+        rows = run_where(statement.where, search, metadata_columns, subquery=subquery, extra_keys=extra_keys,
                          limit=None if limit is None else limit + offset, cap=DEFAULT_LIMIT + offset)
         return project(statement.targets, rows[offset:], metadata_columns)
-    rows = run_where(statement.where, search, metadata_columns, subquery=subquery,
+    rows = run_where(statement.where, search, metadata_columns, subquery=subquery, extra_keys=extra_keys,
                      limit=None, cap=max(total(), 1))
     return run_in_duckdb(statement, name, rows, metadata_columns)
 

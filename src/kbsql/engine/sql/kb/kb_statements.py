@@ -152,7 +152,7 @@ def evaluate(session: SqlSession, statement: EvaluateKnowledgeBase, ctx: dict[st
 # listing ---------------------------------------------------------------------------------
 def show(session: SqlSession, statement: ast.Show, ctx: dict[str, Any], routed: Routed) -> SqlResult:
     project = str(statement.from_table.parts[-1]) if statement.from_table is not None else ctx["db"]
-    frame = knowledge_bases_frame(session.catalog.knowledge_bases(project))
+    frame = knowledge_bases_frame(session, session.catalog.knowledge_bases(project))
     if statement.where is None and statement.like is None:
         return TableResult(INFO_COLUMNS, frame.values.tolist(), context=ctx, frame=frame)
     where = statement.where
@@ -167,7 +167,7 @@ def describe(session: SqlSession, statement: ast.Describe, ctx: dict[str, Any],
     """DESCRIBE KNOWLEDGE_BASE kb, or DESCRIBE kb (a table the router resolved to a knowledge
     base)."""
     record = routed.record or record_of(session, statement.value, ctx)
-    frame = knowledge_bases_frame([record])
+    frame = knowledge_bases_frame(session, [record])
     return TableResult(INFO_COLUMNS, frame.values.tolist(), context=ctx, frame=frame)
 
 

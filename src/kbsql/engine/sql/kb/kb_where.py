@@ -1,7 +1,10 @@
 """A knowledge-base WHERE clause, as MindsDB's docs define it, run as one or more searches.
 
 docs/mindsdb_sql/knowledge_bases/query.mdx ("Supported Filtering Operators"):
-- `content = 'x'` and `content LIKE 'x'` (or `chunk_content`, `%` stripped) are a vector search;
+- `content = 'x'` and `content LIKE 'x'` (`%` stripped) are a vector search;
+- `chunk_content` is the chunk's text, filtered like a column (`chunk_content LIKE '%color%'`
+  keeps the chunks whose text holds "color": query.mdx; MindsDB maps it to the vector
+  store's content column);
 - `content IN ('x', 'y')` and `content = 'x' OR content = 'y'` are the union of both searches,
   `content = 'x' AND content = 'y'` their intersection;
 - `content != 'z'`, `content NOT LIKE 'z'`, `content NOT IN (...)` exclude what a search for 'z'
@@ -35,10 +38,10 @@ Row = list[Any]
 Search = Callable[[SearchRequest], list[Row]]
 Subquery = Callable[[ast.ASTNode], list[Any]]
 
-CONTENT = ("content", "chunk_content")
+CONTENT = ("content",)
 OPTIONS = ("relevance", "relevance_threshold", "hybrid_search", "hybrid_search_alpha", "reranking",
            "distance")
-ROW_COLUMNS = ("id", "chunk_id")
+ROW_COLUMNS = ("id", "chunk_id", "chunk_content")
 NEGATIVE_SET_SIZE = 100  # as MindsDB's KnowledgeBaseQueryExecutor: the excluded search's best 100
 # MindsDB drops those with relevance >= 0.5, which with cosine distances is nearly every row;
 # here a row goes when it is nearer the excluded text than the searched one, or, with no
@@ -70,10 +73,21 @@ class Columns:
     """Resolves a column name as the reference does: case-insensitively, refusing a name the
     knowledge base cannot hold (declared metadata columns), rather than matching nothing."""
 
-    def __init__(self, metadata_columns: list[str] | None):
+    def __init__(self, metadata_columns: list[str] | None, extra_keys: tuple[str, ...] = ()):
+        """`extra_keys`: metadata keys the knowledge base writes besides its columns (a
+        json_chunking `metadata_fields` path such as `info.category`)."""
         self.declared = metadata_columns
-        self.by_lower = {c.lower(): c for c in metadata_columns or []}
+        self.by_lower = {c.lower(): c for c in [*(metadata_columns or []), *extra_keys]}
         self.by_lower.update({k.lower(): k for k in INTERNAL_KEYS})
+
+    def dotted(self, parts: list[str]) -> str | None:
+        """A name written with dots (`info.category`, or `kb.info.category`) that is a known
+        metadata key, else None (then `kb.product` is column `product` of table `kb`)."""
+        for start in range(len(parts) - 1):
+            found = self.by_lower.get(".".join(parts[start:]).lower())
+            if found is not None:
+                return found
+        return None
 
     def resolve(self, name: str) -> str:
         lowered = name.lower()
@@ -213,7 +227,8 @@ class KbWhere:
     def _column(self, node: ast.ASTNode) -> str:
         if not isinstance(node, ast.Identifier):
             raise unsupported(f"a condition on {node.to_string()} (compare a column with values)")
-        return self.columns.resolve(str(node.parts[-1]))
+        parts = [str(p) for p in node.parts]
+        return (self.columns.dotted(parts) if len(parts) > 1 else None) or self.columns.resolve(parts[-1])
 
     @staticmethod
     def has_search(node: ast.ASTNode) -> bool:
@@ -316,12 +331,13 @@ def sort_by_relevance(rows: list[Row]) -> list[Row]:
 
 
 def run_where(where: ast.ASTNode | None, search: Search, metadata_columns: list[str] | None, *,
-              limit: int | None, cap: int, subquery: Subquery | None = None) -> list[Row]:
+              limit: int | None, cap: int, subquery: Subquery | None = None,
+              extra_keys: tuple[str, ...] = ()) -> list[Row]:
     """The rows a WHERE clause selects. `limit` is the statement's LIMIT (None: none given);
     `cap` is how many rows a search without LIMIT returns (the documented 10 for a plain
     search; every row when the search feeds a join or an aggregate)."""
     options, node = split_options(where)
-    runner = KbWhere(search, Columns(metadata_columns), options,
+    runner = KbWhere(search, Columns(metadata_columns, extra_keys), options,
                      search_limit=cap if limit is None else limit, read_limit=limit, subquery=subquery)
     rows = runner.run(node)
     if runner.searched:

@@ -129,11 +129,12 @@ def bind_parameters(node: Any, params: Mapping[str, Any] | list[Any]) -> Any:
             try:
                 value = next(positional)
             except StopIteration:
-                raise SqlError("more ? placeholders than positional params") from None
+                raise SqlError("Parameter is not set: ? (more ? placeholders than positional params)") \
+                    from None
         elif key in named:
             value = named[key]
         else:
-            raise SqlError(f"No value for the parameter :{key} in params")
+            raise SqlError(f"Parameter is not set: {key} (give :{key} a value in params)")
         if value is None:
             return ast.NullConstant()
         if isinstance(value, list | tuple):

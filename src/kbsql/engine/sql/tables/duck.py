@@ -29,13 +29,16 @@ if TYPE_CHECKING:
 class DuckSession:
     """Owns the connection; turns a source's `Scan` into a FROM item DuckDB can read."""
 
-    def __init__(self, catalog: Catalog, frames: FrameStore, policy: PathPolicy | None = None):
+    def __init__(self, catalog: Catalog, frames: FrameStore, policy: PathPolicy | None = None,
+                 builtins: dict[str, DataSource] | None = None):
         self.catalog = catalog
         self.frames = frames
+        # the built-in sources by lower-case name: `df` (registered frames), `files` (uploads)
+        self.builtins: dict[str, DataSource] = {FRAMES_SOURCE: frames, **(builtins or {})}
         self.policy = policy  # which files sources may open (datasources/confine.py)
         self.con = duckdb.connect(":memory:")
         self.lock = threading.RLock()
-        self._sources: dict[str, tuple[int, DataSource]] = {}
+        self._sources: dict[str, tuple[tuple[int, str], DataSource]] = {}
         self._views: dict[tuple[Any, ...], tuple[tuple[Any, ...], str]] = {}
         self._counter = itertools.count()
 
@@ -46,8 +49,9 @@ class DuckSession:
     # data sources -------------------------------------------------------------------------
     def source(self, name: str) -> DataSource | None:
         """The data source called `name` (attached on first use), None if there is none."""
-        if name.lower() == FRAMES_SOURCE:
-            return self.frames
+        builtin = self.builtins.get(name.lower())
+        if builtin is not None:
+            return builtin
         record = self.catalog.find_datasource(name)
         key = name.lower()
         with self.lock:
@@ -56,7 +60,8 @@ class DuckSession:
                 if cached is not None:
                     self.forget(name)
                 return None
-            if cached is not None and cached[0] == record.id:
+            version = (record.id, repr(sorted(record.parameters.items())))  # ALTER DATABASE: new version
+            if cached is not None and cached[0] == version:
                 return cached[1]
             if cached is not None:
                 self.forget(name)
@@ -64,7 +69,7 @@ class DuckSession:
                 self.policy.check_source(record.engine, record.parameters)
             source = open_source(record)
             source.attach(self.con)
-            self._sources[key] = (record.id, source)
+            self._sources[key] = (version, source)
             return source
 
     def forget(self, name: str) -> None:

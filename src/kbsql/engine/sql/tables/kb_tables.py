@@ -19,6 +19,7 @@ import pyarrow as pa
 from mindsdb_sql_parser import ast
 from sqlglot import exp
 
+from kbsql.engine.knowledge.json_chunking import metadata_keys
 from kbsql.engine.knowledge.search import DEFAULT_LIMIT
 from kbsql.engine.sql.kb.kb_conditions import MAX_COUNT
 from kbsql.engine.sql.kb.kb_where import run_where
@@ -203,6 +204,6 @@ def search_frame(session: SqlSession, project: str, kb_name: str, where_ast: ast
         raise SqlError(f"LIMIT must be a whole number >= 0, not {limit}")
     service = session.kbs.service
     rows = run_where(where_ast, lambda request: service.search(record, request),
-                     record.metadata_columns, limit=limit,
+                     record.metadata_columns, limit=limit, extra_keys=metadata_keys(record.spec),
                      cap=DEFAULT_LIMIT if capped else max(service.count(record), 1))
     return pd.DataFrame(rows, columns=list(KB_COLUMNS))

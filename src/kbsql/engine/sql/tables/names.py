@@ -2,7 +2,7 @@
 
 `a` resolves in the current project (`context.db`); `x.a` in project or data source `x`;
 `x.s.a` in schema `s` of data source `x`. Projects and data sources share one namespace
-(the catalog enforces it), `information_schema` and the built-in `df` source are reserved.
+(the catalog enforces it), `information_schema` and the built-in `df` and `files` sources are reserved.
 A name that resolves to nothing is an error naming the table AND the database.
 
 The executor resolves a statement's own table once, before routing (`target_of`), and hands
@@ -20,6 +20,7 @@ from mindsdb_sql_parser import ast
 from kbsql.engine.catalog import KbRecord
 from kbsql.engine.datasources.frame_store import FRAMES_SOURCE
 from kbsql.engine.datasources.scans import Scan
+from kbsql.engine.datasources.upload_store import UPLOADS_SOURCE
 from kbsql.interface.errors import NotFound, SqlError
 from kbsql.interface.progress import OnProgress
 
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
     from kbsql.engine.sql.session import SqlSession
 
 INFORMATION_SCHEMA = "information_schema"
-RESERVED = frozenset({INFORMATION_SCHEMA, FRAMES_SOURCE})
+RESERVED = frozenset({INFORMATION_SCHEMA, FRAMES_SOURCE, UPLOADS_SOURCE})
 
 
 @dataclass

@@ -80,7 +80,10 @@ def _name_columns(tree: exp.Expression, statement: ast.ASTNode) -> None:
         if isinstance(expression, (exp.Alias, exp.Column, exp.Star)) or \
                 getattr(target, "alias", None) is not None:
             continue
-        expression.replace(exp.alias_(expression.copy(), target.to_string(), quoted=True))
+        # a string constant is named by its text (`SELECT 'a'` gives column `a`, as MindsDB)
+        name = target.value if isinstance(target, ast.Constant) and isinstance(target.value, str) \
+            else target.to_string()
+        expression.replace(exp.alias_(expression.copy(), name, quoted=True))
 
 
 def _rewrite(session: SqlSession, table: exp.Table, ctes: dict[str, str], ctx: dict[str, Any],
