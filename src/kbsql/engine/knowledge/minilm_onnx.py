@@ -60,6 +60,11 @@ class Quantization:
 
 
 ALL_INT8 = Quantization()  # every product int8, 8 bits (the default before issue 24)
+DEFAULT: Quantization | None = None
+"""The default model's weight products: all float32. Measured in benchmarks/bench_retrieval.py
+on every evaluation set: ALL_INT8 lost up to 0.036 recall@1 and 0.019 MRR against fp32 (on
+the stdlib set), beyond the 0.005 the default may lose; see results/embed.json for the speed
+and quality of the selective variants."""
 
 
 def quantize_columns(weight: np.ndarray, top: int = 127) -> tuple[np.ndarray, np.ndarray]:
@@ -212,8 +217,10 @@ def build_model(directory: Path, quant: Quantization | None = ALL_INT8) -> bytes
 class OnnxMiniLM:
     """Same interface as minilm.MiniLM: `encode(texts)` -> L2-normalised float32 rows."""
 
-    def __init__(self, directory: Path, int8: bool = True, threads: int | None = None,
-                 quant: Quantization | None = None):
+    def __init__(self, directory: Path, int8: bool | None = None, threads: int | None = None,
+                 quant: Quantization | None = DEFAULT):
+        """`quant` (default: DEFAULT) says which products run in int8; `int8` True / False is
+        shorthand for ALL_INT8 / None."""
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
@@ -230,7 +237,7 @@ class OnnxMiniLM:
         # the other thread needs (the numpy model saw 2-thread BLAS collapse the same way)
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.log_severity_level = 3
-        self.session = ort.InferenceSession(build_model(directory, quant or (ALL_INT8 if int8 else None)), options,
+        self.session = ort.InferenceSession(build_model(directory, quant if int8 is None else (ALL_INT8 if int8 else None)), options,
                                             providers=["CPUExecutionProvider"])
 
     def encode(self, texts: list[str]) -> np.ndarray:
