@@ -110,7 +110,8 @@ def quality(variant: str) -> dict[str, Any] | None:
 def main() -> None:
     import bench_retrieval
 
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--chunks", type=int, default=240)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--variants", default="onnx-fp32,onnx-down8,onnx-ffn8,onnx-int8",

@@ -80,6 +80,8 @@ MODELS: dict[str, tuple[str, Callable[[], Any]]] = {
     "onnx-ffn8": ("ONNX Runtime, both feed-forward products int8 (7-bit activations)",
                   _onnx(quant=_quant(products=frozenset({"up", "down"}), act_max=64, gelu_max=128))),
 }
+DEFAULT_CONFIGS = ("default", "fp32-dense", "default-dense", "default-hybrid", "onnx-int8-dense",
+                   "onnx-down8-dense", "onnx-ffn8-dense")
 MODES = {"dense": " AND hybrid_search = false", "hybrid": " AND hybrid_search = true", "": ""}
 
 
@@ -116,7 +118,8 @@ class CachedModel:
         if self.path is not None and self.dirty:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             keys = sorted(self.vectors)
-            self.np.savez(self.path, keys=self.np.array(keys), vectors=self.np.stack([self.vectors[k] for k in keys]))
+            vectors = self.np.stack([self.vectors[k] for k in keys])
+            self.np.savez(self.path, keys=self.np.array(keys), vectors=vectors)
 
 
 def quote(text: str) -> str:
@@ -188,7 +191,9 @@ def run(configs: list[str], sets: list[str], smoke: bool, cache: Path | None = N
     ingest: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory() as tmp, Engine(Path(tmp) / "e") as engine:
         for model_name, model_configs in by_model.items():
-            model = CachedModel(MODELS[model_name][1](), model_name, cache) if cache else MODELS[model_name][1]()
+            model = MODELS[model_name][1]()
+            if cache:
+                model = CachedModel(model, model_name, cache)
             with process_model(model):
                 ingest[model_name] = {}
                 for corpus_name in needed:
@@ -242,8 +247,9 @@ def verdicts(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--configs", default="default,fp32-dense,default-dense,default-hybrid,onnx-int8-dense")
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--configs", default=",".join(DEFAULT_CONFIGS))
     parser.add_argument("--sets", default="all")
     parser.add_argument("--smoke", action="store_true", help="4 questions a set, 40 documents a corpus")
     parser.add_argument("--cache", type=Path, help="keep each model's vectors here across runs "

@@ -104,7 +104,7 @@ def module_page(name: str) -> str:
     members = []
     for key in sorted(names):
         value = getattr(module, key, None)
-        if value is None or not (inspect.isfunction(value) or inspect.isclass(value) or inspect.isbuiltin(value)):
+        if not (inspect.isfunction(value) or inspect.isclass(value) or inspect.isbuiltin(value)):
             continue
         home = str(getattr(value, "__module__", "") or "")
         if home and not (home.startswith(top) or home.startswith("_")):

@@ -125,7 +125,8 @@ def default_precision() -> str:
     quant = minilm_onnx.DEFAULT if minilm_onnx.available() else None
     if quant is None:
         return "fp32"
-    return f"int8 {','.join(sorted(quant.products))} (weights {quant.weight_max}, activations {quant.act_max})"
+    return (f"int8 {','.join(sorted(quant.products))} (weights {quant.weight_max}, "
+            f"activations {quant.act_max})")
 
 
 def _gelu_inplace(x: np.ndarray, block: int = 1 << 16) -> np.ndarray:

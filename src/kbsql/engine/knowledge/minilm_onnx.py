@@ -175,7 +175,8 @@ def build_model(directory: Path, quant: Quantization | None = ALL_INT8) -> bytes
         qkv_w = np.concatenate([weight(f"attention.self.{n}") for n in names], axis=1)
         qkv_b = np.concatenate([w[p + f"attention.self.{n}.bias"] for n in names])
         q, k, v = (f"qkv{i}_{n}" for n in names)
-        g.nodes.append(helper.make_node("Split", [product(x, qkv_w, "qkv"), g.const(np.array([dim] * 3, np.int64))],
+        sizes = g.const(np.array([dim] * 3, np.int64))
+        g.nodes.append(helper.make_node("Split", [product(x, qkv_w, "qkv"), sizes],
                                         [q, k, v], axis=-1))
         # ONNX Runtime's fused attention (scores, padding mask, softmax, context in one op)
         context = g.op("MultiHeadAttention", q, k, v, g.const(qkv_b), mask_i32, domain=MS,
@@ -237,7 +238,8 @@ class OnnxMiniLM:
         # the other thread needs (the numpy model saw 2-thread BLAS collapse the same way)
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.log_severity_level = 3
-        self.session = ort.InferenceSession(build_model(directory, quant if int8 is None else (ALL_INT8 if int8 else None)), options,
+        chosen = quant if int8 is None else (ALL_INT8 if int8 else None)
+        self.session = ort.InferenceSession(build_model(directory, chosen), options,
                                             providers=["CPUExecutionProvider"])
 
     def encode(self, texts: list[str]) -> np.ndarray:

@@ -146,6 +146,7 @@ def sentences(chunks: list[tuple[str, str]]) -> list[Sentence]:
                 position += 1
         flat = " ".join(content.split())
         if not whole and flat:
-            cut = flat if len(flat) <= MAX_SENTENCE_CHARS else flat[:MAX_SENTENCE_CHARS].rsplit(" ", 1)[0] + " …"
+            cut = flat if len(flat) <= MAX_SENTENCE_CHARS else \
+                flat[:MAX_SENTENCE_CHARS].rsplit(" ", 1)[0] + " …"
             out.append(Sentence(cut, chunk_id, rank, 0))
     return out
