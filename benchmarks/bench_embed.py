@@ -37,7 +37,7 @@ from kbsql.engine.knowledge import minilm
 from kbsql.engine.knowledge.chunking import ChunkingConfig, split_text
 
 TARGET_RATIO = 1.5
-TARGET_COSINE = 0.999
+TARGET_COSINE = 0.99
 ST_PYTHONS = ("/work/wt/st-venv/bin/python", "/work/venvs/st/bin/python")
 ST_SCRIPT = """
 import json, sys, time

@@ -272,6 +272,7 @@ def main() -> None:
         "tuning_sets": tuning,
         "heldout": out["results"].get("heldout"),
         "verdicts": verdicts(out["results"]),
+        "target_tolerance_vs_fp32": TOLERANCE, "target_heldout_default": GOAL_HELDOUT,
         "ingest_s": out["ingest_s"],
         "seconds": round(time.perf_counter() - started, 1),
         "load_average_1m": round(os.getloadavg()[0], 2),

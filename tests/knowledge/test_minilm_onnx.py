@@ -23,11 +23,12 @@ def reference() -> np.ndarray:
     return ref / np.linalg.norm(ref, axis=1, keepdims=True)
 
 
-def test_the_default_model_is_onnx_at_fp32_quality(minilm) -> None:
+def test_the_default_model_is_onnx_within_cosine_099(minilm) -> None:
+    # its retrieval quality against fp32 on every set: tests/knowledge/test_defaults_measured.py
     assert isinstance(minilm, minilm_onnx.OnnxMiniLM)
     ours = minilm.encode(REFERENCE["texts"])
     cosines = (ours * reference()).sum(axis=1)
-    assert cosines.min() >= 0.9999, cosines
+    assert cosines.min() >= 0.99, cosines
     assert np.allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-5)
 
 
@@ -44,6 +45,8 @@ def test_the_float32_graph_is_the_model_itself() -> None:
     model = minilm_onnx.OnnxMiniLM(minilm_mod.model_dir(), int8=False)
     cosines = (model.encode(REFERENCE["texts"]) * reference()).sum(axis=1)
     assert cosines.min() >= 0.9999, cosines
+    many = [t for t in REFERENCE["texts"] for _ in range(40)]  # several batches, run side by side
+    assert np.allclose(model.encode(many), model.encode(REFERENCE["texts"]).repeat(40, axis=0), atol=1e-5)
 
 
 def test_int8_keeps_the_nearest_neighbours(topics) -> None:

@@ -1,25 +1,26 @@
-"""all-MiniLM-L6-v2 on ONNX Runtime, int8 weights: the default model's fast path (no torch).
+"""all-MiniLM-L6-v2 on ONNX Runtime: the default model's fast path (no torch).
 
-Why: the numpy model (minilm.py) reached 0.82x of sentence-transformers on ingest; ONNX
-Runtime with int8 weight products does the same work in about half the CPU time of
-sentence-transformers (benchmarks/bench_embed.py).
+Why: the numpy model (minilm.py) reached 0.82x of sentence-transformers on ingest, and an
+fp32 graph does the same work as sentence-transformers; int8 weight products do it in less
+CPU time (benchmarks/bench_embed.py), but not everywhere without cost (see DEFAULT).
 
 The graph is built here from the shipped safetensors with the `onnx` helper API (no torch,
-no download), once per process (1-5 s with the session's optimisation). Only the six
-layers' weight products are int8: each weight is quantised per output column (symmetric,
-scale = max|w| / 127) and each activation row (one token) gets its own scale at run time,
-so a text's vector never depends on the other texts of its batch (per-tensor dynamic
-quantisation would, and gave cosine 0.987 here). GELU outputs (>= -0.17) use the full
-unsigned range. Attention, softmax, LayerNorm and GELU stay float32, as ONNX Runtime's
-fused contrib ops. Fidelity: cosine >= 0.993 to sentence-transformers' fp32 vectors on
-tests/knowledge/data/minilm_reference.json (tests/knowledge/test_minilm_onnx.py asserts
->= 0.99), and the same recall@5 / MRR as fp32 (benchmarks/bench_retrieval.py).
+no download), once per process (1-5 s with the session's optimisation). Which weight
+products are int8 is a `Quantization`: each int8 weight is quantised per output column
+(symmetric, scale = max|w| / weight_max) and each activation row (one token) gets its own
+scale at run time, so a text's vector never depends on the other texts of its batch
+(per-tensor dynamic quantisation would, and gave cosine 0.987 here). GELU outputs (>= -0.17)
+use the unsigned range. Attention, softmax, LayerNorm and GELU stay float32, as ONNX
+Runtime's fused contrib ops. The default (DEFAULT: feed-forward products only) keeps the fp32
+model's recall@5 and MRR on every evaluation set (benchmarks/bench_retrieval.py);
+`quant=None` builds the fp32 model itself (cosine 0.9999 to sentence-transformers).
 """
 
 from __future__ import annotations
 
 import json
 import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -60,11 +61,14 @@ class Quantization:
 
 
 ALL_INT8 = Quantization()  # every product int8, 8 bits (the default before issue 24)
-DEFAULT: Quantization | None = None
-"""The default model's weight products: all float32. Measured in benchmarks/bench_retrieval.py
-on every evaluation set: ALL_INT8 lost up to 0.036 recall@1 and 0.019 MRR against fp32 (on
-the stdlib set), beyond the 0.005 the default may lose; see results/embed.json for the speed
-and quality of the selective variants."""
+DEFAULT: Quantization | None = Quantization(products=frozenset({"up", "down"}), act_max=64, gelu_max=128)
+"""The default model's int8 products: the feed-forward ones only (60% of the model's work),
+activations in 7 bits. Measured in benchmarks/bench_retrieval.py on every evaluation set, the
+held-out one included: recall@5 and MRR within 0.005 of the fp32 model (or above it), where
+ALL_INT8 (attention products too) lost up to 0.036 recall@1 and 0.019 MRR on the stdlib set.
+The query/key/value products are the sensitive ones (int8 there alone gave most of
+ALL_INT8's error: score error 0.0059 of 0.0062). Speed beside sentence-transformers:
+results/embed.json."""
 
 
 def quantize_columns(weight: np.ndarray, top: int = 127) -> tuple[np.ndarray, np.ndarray]:
@@ -233,10 +237,15 @@ class OnnxMiniLM:
         self.tokenizer.no_padding()
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        options.intra_op_num_threads = threads or max(1, min(4, os.cpu_count() or 1))
-        # no spin-waiting between ops: on a shared machine spinning threads steal the cores
-        # the other thread needs (the numpy model saw 2-thread BLAS collapse the same way)
+        # one thread per run, and the batches of one encode() run side by side on `workers`
+        # threads (ONNX Runtime's run is thread-safe and releases the GIL): no barrier between
+        # the threads at every op, so nothing spin-waits on a shared machine (2-thread BLAS
+        # collapsed that way for the numpy model); 1.2-1.3x the 2-thread session measured
+        # under load in alternating rounds
+        options.intra_op_num_threads = 1
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        self.workers = threads or max(1, min(2, os.cpu_count() or 1))
+        self._pool: ThreadPoolExecutor | None = None
         options.log_severity_level = 3
         chosen = quant if int8 is None else (ALL_INT8 if int8 else None)
         self.session = ort.InferenceSession(build_model(directory, chosen), options,
@@ -249,6 +258,7 @@ class OnnxMiniLM:
             return out
         ids = [e.ids for e in self.tokenizer.encode_batch([t if t else " " for t in texts])]
         order = sorted(range(len(texts)), key=lambda i: len(ids[i]))
+        batches = []
         start = 0
         while start < len(order):
             end, longest = start, 0
@@ -257,9 +267,18 @@ class OnnxMiniLM:
                 if end > start and longest_next * (end - start + 1) > MAX_TOKENS_PER_BATCH:
                     break
                 longest, end = longest_next, end + 1
-            rows = order[start:end]
-            out[rows] = self._forward([ids[i] for i in rows], longest)
+            batches.append((order[start:end], longest))
             start = end
+        if len(batches) == 1 or self.workers == 1:
+            for rows, longest in batches:
+                out[rows] = self._forward([ids[i] for i in rows], longest)
+            return out
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="kbsql-onnx")
+        futures = [(rows, self._pool.submit(self._forward, [ids[i] for i in rows], longest))
+                   for rows, longest in batches]
+        for rows, future in futures:
+            out[rows] = future.result()
         return out
 
     def _forward(self, ids: list[list[int]], length: int) -> np.ndarray:
