@@ -12,7 +12,10 @@ lexical only: most of the question's content words must be in the sentence.
 
 The thresholds were set on tests/agents/data/offline_questions.json (questions the data
 answers and questions it does not, over Python's docs and a support-ticket table): answers
-scored 0.41-0.79, the best sentence for an unanswerable question at most 0.37.
+scored 0.41-0.79, the best sentence for an unanswerable question at most 0.37. A question
+whose answer the search ranks below look-alikes ("how do I make a function change a
+module-level variable?" finds `import` before `global`) is then refused rather than answered
+with the look-alike: the honest failure.
 """
 
 from __future__ import annotations

@@ -144,8 +144,9 @@ def sentences(chunks: list[tuple[str, str]]) -> list[Sentence]:
                 seen.add(key)
                 out.append(Sentence(text, chunk_id, rank, position))
                 position += 1
-        flat = " ".join(content.split())
-        if not whole and flat:
+        flat = " ".join(" ".join(_paragraphs(content)).split())  # grammar and table lines dropped
+        if not whole and len(flat.split()) >= MIN_SENTENCE_WORDS and \
+                sum(c.isalpha() or c.isspace() for c in flat) >= 0.6 * len(flat):
             cut = flat if len(flat) <= MAX_SENTENCE_CHARS else \
                 flat[:MAX_SENTENCE_CHARS].rsplit(" ", 1)[0] + " …"
             out.append(Sentence(cut, chunk_id, rank, 0))
