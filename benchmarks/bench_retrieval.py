@@ -222,7 +222,7 @@ def shipped_defaults() -> dict[str, Any]:
     test_defaults_measured.py checks the committed results were measured with these)."""
     from kbsql.engine.knowledge import search
     from kbsql.engine.knowledge.chunking import ChunkingConfig
-    from kbsql.engine.sql.kb_where import Options
+    from kbsql.engine.sql.kb.kb_where import Options
 
     chunking = ChunkingConfig()
     return {"embedding_model": "all-MiniLM-L6-v2", "precision": minilm.default_precision(),

@@ -101,7 +101,8 @@ class HashEmbedder:
             codes.extend([cache.get(t) or slot(t) for t in _TOKEN.findall(text.lower())])
             starts.append(len(codes))
         signed = np.array(codes, dtype=np.int64)
-        rows = np.repeat(np.arange(len(texts), dtype=np.int64), np.diff(np.array(starts, dtype=np.int64)))
+        lengths = np.array(starts[1:], dtype=np.int64) - np.array(starts[:-1], dtype=np.int64)
+        rows = np.repeat(np.arange(len(texts), dtype=np.int64), lengths)
         flat = rows * self.dim + np.abs(signed) - 1
         out = np.bincount(flat, weights=np.sign(signed).astype(np.float64),
                           minlength=len(texts) * self.dim).reshape(len(texts), self.dim).astype(np.float32)
