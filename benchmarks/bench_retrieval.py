@@ -34,8 +34,7 @@ import platform
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +43,7 @@ from retrieval import corpora
 
 from kbsql.engine import Engine
 from kbsql.engine.knowledge import minilm
+from kbsql.engine.providers import ModelProviders, ProviderContext
 
 SEARCH_LIMIT = 30  # chunks asked for: enough to rank 5 distinct documents
 TOLERANCE = 0.005  # the default model's largest allowed loss against fp32 (recall@5, MRR)
@@ -70,7 +70,7 @@ def _quant(**fields: Any) -> Any:
 
 # name -> (what it is, a factory of an object with encode(texts) -> normalised rows)
 MODELS: dict[str, tuple[str, Callable[[], Any]]] = {
-    "default": ("the shipped default model (minilm.get_model())", minilm.get_model),
+    "default": ("the shipped default model (minilm.load_model())", minilm.load_model),
     "fp32": ("all-MiniLM-L6-v2 in exact fp32 (numpy; sentence-transformers' vectors)", _fp32),
     "onnx-fp32": ("all-MiniLM-L6-v2 on ONNX Runtime, fp32 weights", _onnx(int8=False)),
     "onnx-int8": ("all-MiniLM-L6-v2 on ONNX Runtime, every weight product int8 (the default "
@@ -126,15 +126,12 @@ def quote(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-@contextmanager
-def process_model(model: Any) -> Iterator[None]:
-    """Every MiniLM embedding of the process (ingest and queries) by `model` meanwhile."""
-    saved = minilm._model
-    minilm._model = model
-    try:
-        yield
-    finally:
-        minilm._model = saved
+def engine_with(model: Any, folder: Path) -> Engine:
+    """An engine whose bundled MiniLM (ingest and queries alike) is `model`: its provider
+    context holds `model` under the MiniLM's key before anything loads the default."""
+    context = ProviderContext()
+    context.load_once(minilm.MODEL_NAME, lambda: model)
+    return Engine(folder, models=ModelProviders(context))
 
 
 def rank_documents(engine: Engine, kb: str, question: str, options: str) -> list[str]:
@@ -189,12 +186,12 @@ def run(configs: list[str], sets: list[str], smoke: bool, cache: Path | None = N
         by_model.setdefault(parse_config(config)[0], []).append(config)
     results: dict[str, dict[str, Any]] = {s: {} for s in sets}
     ingest: dict[str, dict[str, float]] = {}
-    with tempfile.TemporaryDirectory() as tmp, Engine(Path(tmp) / "e") as engine:
+    with tempfile.TemporaryDirectory() as tmp:
         for model_name, model_configs in by_model.items():
             model = MODELS[model_name][1]()
             if cache:
                 model = CachedModel(model, model_name, cache)
-            with process_model(model):
+            with engine_with(model, Path(tmp) / model_name) as engine:
                 ingest[model_name] = {}
                 for corpus_name in needed:
                     rows = corpora.corpus(corpus_name).rows
@@ -203,7 +200,7 @@ def run(configs: list[str], sets: list[str], smoke: bool, cache: Path | None = N
                     kb = f"{corpus_name}_{model_name}".replace("-", "_")
                     engine.query(f"CREATE KNOWLEDGE_BASE {kb}")
                     start = time.perf_counter()
-                    engine.insert_rows(engine.catalog.knowledge_base("mindsdb", kb), rows, progress=False)
+                    engine.insert_rows(engine.catalog.knowledge_base("mindsdb", kb), rows)
                     ingest[model_name][corpus_name] = round(time.perf_counter() - start, 1)
                 for config in model_configs:
                     _, mode, reranker = parse_config(config)

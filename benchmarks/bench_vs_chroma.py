@@ -104,7 +104,7 @@ def kbsql_child(phase: str, folder: Path, docs: int, batch: int, work: Path) -> 
         for start in range(0, docs, batch):
             texts = neardup.documents(min(batch, docs - start), start)
             eng.insert_rows(record, [{"id": start + i, "content": t, "g": (start + i) % GROUPS}
-                                     for i, t in enumerate(texts)], progress=False)
+                                     for i, t in enumerate(texts)])
         eng.close()
         out["seconds"] = round(time.perf_counter() - t0, 2)
         out["docs_per_s"] = round(docs / out["seconds"], 1)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 from kbsql.engine.agents.providers import offline_evidence, offline_text
@@ -46,8 +47,9 @@ def search_sql(kb: str, question: str, limit: int = SEARCH_LIMIT) -> str:
 class OfflineProvider:
     provider = OFFLINE_PROVIDER
 
-    def __init__(self, model: dict[str, Any] | None = None):
+    def __init__(self, model: dict[str, Any] | None = None, context: Any = None):
         self.model_name = str((model or {}).get("model_name") or OFFLINE_MODEL)
+        self.encoder = _bundled_encoder(context)
 
     def check(self) -> None:
         """Always reachable (it runs in-process); only the model name can be wrong."""
@@ -74,7 +76,7 @@ class OfflineProvider:
         if nxt is not None:
             name, args = nxt
             return Turn("", [ToolCall(f"call_{len(done) + 1}", name, args)])
-        return Turn(answer(question, done, search))
+        return Turn(answer(question, done, search, self.encoder))
 
     def _next_call(self, question: str, done: list[tuple[ToolCall, str]],
                    names: set[str]) -> tuple[str, dict[str, Any]] | None:
@@ -120,7 +122,18 @@ def _kb_rows(done: list[tuple[ToolCall, str]]) -> list[dict[str, str]]:
     return rows
 
 
-def answer(question: str, done: list[tuple[ToolCall, str]], search: str | None = None) -> str:
+def _bundled_encoder(context: Any) -> Callable[[], Any] | None:
+    """The engine's own MiniLM (loaded once per engine, shared with its knowledge bases), or
+    None when the weights are not installed or no engine lent its context."""
+    from kbsql.engine.knowledge import minilm
+
+    if context is None or not minilm.available():
+        return None
+    return lambda: context.load_once(minilm.MODEL_NAME, minilm.load_model)
+
+
+def answer(question: str, done: list[tuple[ToolCall, str]], search: str | None = None,
+           encoder: Callable[[], Any] | None = None) -> str:
     rows = _kb_rows(done)
     searched = _searched_kbs(done)
     if searched and offline_evidence.asks_to_count(question):
@@ -130,7 +143,7 @@ def answer(question: str, done: list[tuple[ToolCall, str]], search: str | None =
                 f"wrong. SQL counts the whole knowledge base, for example `SELECT count(DISTINCT id) "
                 f"FROM {kb}` (with a WHERE clause on its metadata to narrow it).\n\n" + SWITCH_HINT)
     if rows:
-        return _extract(search or question, rows, searched) + "\n\n" + SWITCH_HINT
+        return _extract(search or question, rows, searched, encoder) + "\n\n" + SWITCH_HINT
     tables = [(c.arguments.get("query", ""), o) for c, o in done
               if c.name == "sql_db_query" and not o.startswith("Error")]
     if tables:
@@ -145,11 +158,13 @@ def _searched_kbs(done: list[tuple[ToolCall, str]]) -> list[str]:
     return list(dict.fromkeys(m.group(1) for m in names if m))
 
 
-def _extract(question: str, rows: list[dict[str, str]], searched: list[str]) -> str:
+def _extract(question: str, rows: list[dict[str, str]], searched: list[str],
+             encoder: Callable[[], Any] | None = None) -> str:
     """Whole sentences that answer the question (offline_evidence.py), each cited, or a plain
     statement that nothing retrieved answers it; rows arrive best first."""
     found = offline_text.sentences([(r["chunk_content"], r.get("chunk_id", "")) for r in rows])
-    best = [j.sentence for j in offline_evidence.answers(question, found, offline_text.MAX_SENTENCES)]
+    best = [j.sentence for j in offline_evidence.answers(question, found, offline_text.MAX_SENTENCES,
+                                                       encoder)]
     if not best:
         where = ", ".join(searched) or "the connected knowledge bases"
         nearest = ", ".join(dict.fromkeys(r.get("chunk_id", "") for r in rows[:3] if r.get("chunk_id")))

@@ -21,6 +21,7 @@ with the look-alike: the honest failure.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,21 +56,17 @@ class Judged:
     shared: int  # subject words shared with the question
 
 
-def _encoder() -> Any:
-    """The bundled sentence encoder, or None when its weights are not installed."""
-    from kbsql.engine.knowledge import minilm
-
-    return minilm.get_model() if minilm.available() else None
-
-
-def answers(question: str, found: list[Sentence], limit: int) -> list[Judged]:
-    """The sentences of `found` that answer `question`, best first (at most `limit`)."""
+def answers(question: str, found: list[Sentence], limit: int,
+            encoder: Callable[[], Any] | None = None) -> list[Judged]:
+    """The sentences of `found` that answer `question`, best first (at most `limit`).
+    `encoder()` gives the sentence encoder (the engine's loaded MiniLM); without one, shared
+    subject words alone decide."""
     statements = [s for s in found if not s.text.rstrip("\"')]` ").endswith("?")]
     if not statements:
         return []
     subject = subject_words(question)
     shared = [len(subject & subject_words(s.text)) for s in statements]
-    model = _encoder()
+    model = encoder() if encoder is not None else None
     if model is None:
         need = max(1, round(LEXICAL_SHARE * len(subject)))
         kept = [Judged(s, 0.0, n) for s, n in zip(statements, shared, strict=True) if subject and n >= need]
