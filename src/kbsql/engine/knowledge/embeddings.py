@@ -98,30 +98,34 @@ class HashEmbedder:
             raise ProviderError(f"Embedding model 'hash-{dim}': the dimension must be 8..8192")
         self.dim = dim
         self.model_name = f"hash-{dim}"
-        self._cache: dict[str, tuple[int, float]] = {}
+        self._cache: dict[str, int] = {}
 
-    def _slot(self, token: str) -> tuple[int, float]:
+    def _slot(self, token: str) -> int:
+        """The token's bucket and sign as one int: +(bucket + 1) or -(bucket + 1)."""
         hit = self._cache.get(token)
         if hit is None:
             h = int.from_bytes(hashlib.blake2b(token.encode(), digest_size=8).digest(), "little")
-            hit = (h % self.dim, 1.0 if (h >> 63) & 1 else -1.0)
+            hit = (h % self.dim + 1) * (1 if (h >> 63) & 1 else -1)
             if len(self._cache) < 1_000_000:
                 self._cache[token] = hit
         return hit
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        rows: list[int] = []
-        cols: list[int] = []
-        signs: list[float] = []
+        # one signed code per token, row starts apart, then one bincount for the batch: the
+        # per-token work is a dict lookup (ingest of 100k short rows spent a quarter of its
+        # time here with three appends per token and np.add.at)
         cache, slot = self._cache, self._slot
-        for row, text in enumerate(texts):  # one np.add.at for the batch, not one per token
-            for token in _TOKEN.findall(text.lower()):
-                col, sign = cache.get(token) or slot(token)
-                rows.append(row)
-                cols.append(col)
-                signs.append(sign)
-        np.add.at(out, (np.array(rows, np.intp), np.array(cols, np.intp)), np.array(signs, np.float32))
+        codes: list[int] = []
+        starts = [0]
+        for text in texts:
+            codes.extend([cache.get(t) or slot(t) for t in _TOKEN.findall(text.lower())])
+            starts.append(len(codes))
+        signed = np.array(codes, dtype=np.int64)
+        lengths = np.array(starts[1:], dtype=np.int64) - np.array(starts[:-1], dtype=np.int64)
+        rows = np.repeat(np.arange(len(texts), dtype=np.int64), lengths)
+        flat = rows * self.dim + np.abs(signed) - 1
+        out = np.bincount(flat, weights=np.sign(signed).astype(np.float64),
+                          minlength=len(texts) * self.dim).reshape(len(texts), self.dim).astype(np.float32)
         out[~out.any(axis=1), 0] = 1.0  # empty text: a fixed unit vector rather than zeros
         return normalize(out)
 

