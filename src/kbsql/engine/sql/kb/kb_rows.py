@@ -146,5 +146,5 @@ def run_over(frame: pd.DataFrame, statement: ast.Select, ctx: dict[str, Any]) ->
     statement.from_table = ast.Identifier("kb_frame")
     with duckdb.connect(":memory:") as con:
         con.register("kb_frame", frame)
-        table = con.execute(statement.to_string()).fetch_arrow_table()
+        table = con.execute(statement.to_string()).to_arrow_table()
     return ArrowTableResult(table, ctx)
