@@ -4,8 +4,8 @@ on the address it connects to (engine/outbound.py `transport`).
 
 The name service is scripted in this process (`socket.getaddrinfo`): the first answer is a
 public address, every later one 127.0.0.1, where a real HTTP server on loopback stands for
-an internal service. Both of kbsql's outbound HTTP paths are driven: an embedding call and an
-agent's chat call."""
+an internal service. The engine's one outbound model client (`ModelHttp`) is driven the two
+ways providers use it: a JSON call (embeddings, rerankers) and an agent provider's call."""
 
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ import pytest
 
 from kbsql.engine import outbound
 from kbsql.engine.agents.providers import base as providers_base
-from kbsql.engine.knowledge import remote
+from kbsql.engine.model_http import ModelHttp
+from kbsql.engine.providers import ProviderContext
 from kbsql.interface.errors import ProviderError
 
 PUBLIC = "93.184.216.34"  # a public address (nothing is sent to it: the check comes first)
@@ -75,8 +76,8 @@ def rebinding(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
 def test_an_embedding_call_never_connects_to_a_rebound_private_address(internal: int,
                                                                         rebinding: list[str]) -> None:
     with pytest.raises(ProviderError) as failed:
-        remote.post_json(f"http://rebind.test:{internal}/v1/embeddings", {"input": ["x"]}, "k",
-                         "openai model 'e'")
+        ModelHttp().post_json(f"http://rebind.test:{internal}/v1/embeddings", {"input": ["x"]}, "k",
+                              "openai model 'e'")
     assert Internal.calls == 0, "the internal service was called"
     assert rebinding[0] == PUBLIC and "127.0.0.1" in rebinding  # checked, then rebound
     assert "could not be reached" in failed.value.detail and len(failed.value.detail.splitlines()) == 1
@@ -85,7 +86,8 @@ def test_an_embedding_call_never_connects_to_a_rebound_private_address(internal:
 def test_an_agent_call_never_connects_to_a_rebound_private_address(internal: int,
                                                                     rebinding: list[str]) -> None:
     provider = providers_base.HttpProvider({"provider": "openai", "model_name": "m", "api_key": "k",
-                                            "base_url": f"http://rebind.test:{internal}/v1"})
+                                            "base_url": f"http://rebind.test:{internal}/v1"},
+                                           ProviderContext())
     with pytest.raises(ProviderError):  # the shared HTTP path of every chat provider
         provider.request("GET", "/models")
     assert Internal.calls == 0 and rebinding[0] == PUBLIC
@@ -94,8 +96,8 @@ def test_an_agent_call_never_connects_to_a_rebound_private_address(internal: int
 def test_a_named_host_is_reached_through_the_same_transport(internal: int) -> None:
     outbound.configure(outbound.Policy(allowed=(f"127.0.0.1:{internal}",), confined=True))
     try:
-        answer = remote.post_json(f"http://127.0.0.1:{internal}/v1/embeddings", {"input": ["x"]}, "k",
-                                  "openai model 'e'")
+        answer = ModelHttp().post_json(f"http://127.0.0.1:{internal}/v1/embeddings", {"input": ["x"]},
+                                       "k", "openai model 'e'")
     finally:
         outbound.configure(outbound.Policy())
     assert answer["data"][0]["embedding"] == [0.1, 0.2] and Internal.calls == 1

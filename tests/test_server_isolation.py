@@ -60,6 +60,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
                        "{'provider': 'kbsql', 'model_name': 'hash-64'}")
             client.sql("INSERT INTO notes (id, content) VALUES (1, 'refunds take five days'), "
                        "(2, 'shipping is free over fifty euros')")
+            client.sql("SELECT id FROM notes WHERE content = 'warm' LIMIT 1")  # the first search loads
         yield proc
 
 

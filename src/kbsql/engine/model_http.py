@@ -1,0 +1,120 @@
+"""The engine's one outbound HTTP client for model providers: embeddings, rerankers, chat.
+
+One pooled `httpx.Client` per engine (created on the first model call, closed with the
+engine), shared by every provider: keep-alive connections are reused across calls and
+threads (httpx's client is thread-safe), where the agents used to open a client per call
+and the embedders kept a module-global one. Per-call headers (keys) and timeouts travel
+with each request, never on the shared client.
+
+Every request leaves through `ModelHttp.send` (or `stream`), which applies the outbound
+policy (`engine/outbound.py`, issue 22) before anything is sent: allowed hosts, no query or
+fragment, a slot in the model host's lane (held for a whole stream), the model timeout, and
+connections made only to addresses checked when they are made (the pool's transport).
+
+Failures become a `ProviderError` in one line naming the provider and model (`what`) and
+the URL's origin, never the key (`scrub_secret`); a call that got no answer reads the same
+whatever the reason, and on a shared server an error answer's body is not shown.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import httpx
+
+from kbsql.engine import outbound
+from kbsql.interface.errors import ProviderError
+from kbsql.interface.secrets import scrub_secret
+
+TIMEOUT = httpx.Timeout(60.0, connect=5.0)
+LIMITS = httpx.Limits(max_connections=64, max_keepalive_connections=16)
+"""Enough for `INSERT ... USING threads = 64` against one provider; idle ones are few."""
+
+
+class ModelHttp:
+    """The pooled client; `send` is its only way out."""
+
+    def __init__(self, timeout: httpx.Timeout = TIMEOUT, limits: httpx.Limits = LIMITS):
+        self.timeout = timeout
+        self.limits = limits
+        self._client: httpx.Client | None = None
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def _pool(self) -> httpx.Client:
+        with self._lock:
+            if self._closed:
+                raise ProviderError("The engine is closed: no model call can be made")
+            if self._client is None:
+                self._client = httpx.Client(timeout=self.timeout,
+                                            transport=outbound.transport(limits=self.limits))
+            return self._client
+
+    def request(self, method: str, url: str, *, json: Any = None, headers: dict[str, str] | None = None,
+                timeout: httpx.Timeout | float | None = None) -> httpx.Request:
+        """A request for `send` (per-call headers and timeout; the pool's default timeout),
+        no longer than the server's model timeout (`kbsql serve --model-timeout`)."""
+        chosen = timeout if timeout is not None else self.timeout
+        limit = outbound.policy().timeout
+        if limit:
+            chosen = _at_most(chosen, limit)
+        return self._pool().build_request(method, url, json=json, headers=headers, timeout=chosen)
+
+    def send(self, request: httpx.Request, *, who: str = "model provider") -> httpx.Response:
+        """Send one model request over the pool: the single place every model call leaves
+        the engine, after the outbound policy (`who` names the provider in its errors)."""
+        url = str(request.url)
+        outbound.check(url, who)
+        with outbound.lane(url, who):
+            return self._pool().send(request)
+
+    @contextmanager
+    def stream(self, request: httpx.Request, *, who: str = "model provider") -> Iterator[httpx.Response]:
+        """`send` with the body read as it arrives, holding the host's lane slot until the
+        response is closed (on exit)."""
+        url = str(request.url)
+        outbound.check(url, who)
+        with outbound.lane(url, who):
+            response = self._pool().send(request, stream=True)
+            try:
+                yield response
+            finally:
+                response.close()
+
+    def post_json(self, url: str, body: dict[str, Any], api_key: Any, what: str) -> Any:
+        """POST a JSON body (Bearer `api_key` when given) and return the JSON answer; any
+        failure is a `ProviderError` saying `what` failed at `url`."""
+        headers = {"Content-Type": "application/json"}
+        if api_key:
+            headers["Authorization"] = f"Bearer {api_key}"
+        try:
+            response = self.send(self.request("POST", url, json=body, headers=headers), who=what)
+        except httpx.HTTPError as exc:
+            raise outbound.unreachable(what, url) from exc
+        if response.status_code >= 400:
+            text = scrub_secret(response.text[:300], str(api_key) if api_key else None)
+            raise outbound.refused(what, url, response.status_code, text)
+        try:
+            return response.json()
+        except ValueError as exc:
+            raise ProviderError(f"{what} answered something that is not JSON at "
+                                f"{outbound.origin(url)}") from exc
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            client, self._client = self._client, None
+        if client is not None:
+            client.close()
+
+
+def _at_most(timeout: httpx.Timeout | float, limit: float) -> httpx.Timeout:
+    """`timeout` with each of its parts cut to `limit` seconds."""
+    given = timeout if isinstance(timeout, httpx.Timeout) else httpx.Timeout(timeout)
+    def cut(value: float | None) -> float:
+        return limit if value is None else min(value, limit)
+    return httpx.Timeout(connect=cut(given.connect), read=cut(given.read), write=cut(given.write),
+                         pool=cut(given.pool))
