@@ -127,3 +127,16 @@ class SqlError(KbsqlError):
 
 class TransportError(KbsqlError):
     """The remote service could not be reached or answered something that is not the interface."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C (a kernel's interrupt) stopped a call; the message says what it left stored.
+
+    A KeyboardInterrupt, so whatever stops on Ctrl-C still stops (and a progress bar says
+    "stopped"); the notebook shows the message as one line instead of a traceback. `stored`
+    is the rows an interrupted insert kept (None when not an insert)."""
+
+    def __init__(self, message: str, stored: int | None = None):
+        super().__init__(message)
+        self.message = message
+        self.stored = stored

@@ -9,6 +9,7 @@ DataFrame again, so nothing downstream sees a foreign type.
 from __future__ import annotations
 
 import html
+import re
 
 import pandas as pd
 
@@ -98,6 +99,30 @@ class ShortError(Exception):
     def _render_traceback_(self) -> list[str]:
         lines = f"{self.kind}: {self.message}".splitlines() or [self.kind]
         return [f"\x1b[0;31m{line}\x1b[0m" for line in lines]
+
+
+_READS = re.compile(r"^\s*(SELECT|WITH|SHOW|DESCRIBE|DESC|EXPLAIN)\b", re.IGNORECASE)
+
+
+def interrupted(exc: KeyboardInterrupt, where: str | None = None, *, remote: bool = False,
+                sql: str | None = None) -> ShortError:
+    """Ctrl-C (a kernel interrupt) as one line saying what was kept, so the cell fails
+    without a traceback. The engine says it when it knows (`Interrupted`: an insert's rows
+    stored, a DuckDB statement stopped); a server cannot be asked, so for one the line says
+    the client stopped waiting; `sql` None is an agent's answer."""
+    from kbsql.interface.errors import Interrupted
+
+    if isinstance(exc, Interrupted) and exc.message:
+        message = exc.message
+    elif sql is None:
+        message = "the answer was stopped (it is not added to the conversation)"
+    elif remote:
+        message = "stopped waiting for the server" + (
+            "" if _READS.match(sql) else ", which may still finish the statement "
+            "(information_schema.queries there lists its inserts)")
+    else:
+        message = "the statement was stopped" if _READS.match(sql) else "nothing stored"
+    return ShortError(message, "Interrupted" + (f" [{where}]" if where else ""))
 
 
 def short_error(exc: BaseException, where: str | None = None) -> ShortError:

@@ -27,7 +27,14 @@ from kbsql.interface.results import OkResult, TableResult
 from kbsql.notebook import agent as agent_flow
 from kbsql.notebook.config import pyproject_settings
 from kbsql.notebook.connections import DEFAULT_API_KEY_ENV, Connection, ConnectionManager, mask_url
-from kbsql.notebook.display import ResultFrame, default_limit_note, ok_message, short_error, to_frame
+from kbsql.notebook.display import (
+    ResultFrame,
+    default_limit_note,
+    interrupted,
+    ok_message,
+    short_error,
+    to_frame,
+)
 from kbsql.notebook.options import split_options
 from kbsql.notebook.params import collect_params, expand_template, strip_comment
 
@@ -112,6 +119,13 @@ class KbSql(Magics, Configurable):
             raise short_error(exc, self._where(conn)) from None
         raise exc
 
+    def _interrupted(self, exc: KeyboardInterrupt, conn: Connection | None, sql: str | None) -> None:
+        """Ctrl-C: one line saying what was kept, and the cell fails (Run All stops)."""
+        if not self.short_errors:
+            raise exc
+        remote = conn is not None and not conn.client.api.embedded
+        raise interrupted(exc, self._where(conn), remote=remote, sql=sql) from None
+
     def _where(self, conn: Connection | None) -> str | None:
         """`alias: place` of the connection that answered (None before one opened)."""
         if conn is None:
@@ -174,6 +188,8 @@ class KbSql(Magics, Configurable):
             result = conn.client.sql(sql, params=params)
         except KbsqlError as exc:
             return self._fail(exc, conn)
+        except KeyboardInterrupt as exc:
+            return self._interrupted(exc, conn, sql)
         return self._present(result, before, args, target)
 
     def _present(self, result: Any, before: str, args: Any, target: str | None) -> Any:
@@ -259,6 +275,8 @@ class KbSql(Magics, Configurable):
             return agent_flow.ask(conn, name, question, project=args.project, new=args.new)
         except KbsqlError as exc:
             return self._fail(exc, conn)
+        except KeyboardInterrupt as exc:
+            return self._interrupted(exc, conn, None)
 
 
 def load_ipython_extension(ipython: Any) -> None:

@@ -38,9 +38,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kbsql.engine.catalog import KbRecord
-from kbsql.engine.knowledge.service import Embedded, KnowledgeService
+from kbsql.engine.knowledge.service import Embedded, KnowledgeService, interrupted_insert
 from kbsql.interface import progress as progress_mod
-from kbsql.interface.errors import KbsqlError
+from kbsql.interface.errors import Interrupted, KbsqlError
 
 log = logging.getLogger(__name__)
 POLL_SECONDS = 0.1
@@ -71,6 +71,7 @@ class _Tally:
     failed: int = 0
     first_error: BaseException | None = None
     embedded: dict[int, float] = field(default_factory=dict)  # batch -> rows embedded so far
+    total: int = 0
 
 
 def insert_batches(service: KnowledgeService, record: KbRecord, batches: Sequence[list[dict[str, Any]]],
@@ -80,11 +81,22 @@ def insert_batches(service: KnowledgeService, record: KbRecord, batches: Sequenc
     """Insert `batches` (lists of row dicts) as described in the module docstring; returns the
     rows stored. `threads` workers embed (1: no pool, everything in the calling thread).
     Each batch is read once, when its turn to embed comes (a sequence that builds batches on
-    access then holds only those in flight); `total_rows`, when known, saves counting them."""
-    total = total_rows if total_rows is not None else sum(len(b) for b in batches)
+    access then holds only those in flight); `total_rows`, when known, saves counting them.
+    Ctrl-C raises `Interrupted` with the rows stored until then (the batches before it)."""
+    tally = _Tally()
+    try:
+        return _insert_batches(service, record, batches, threads, skip, progress, total_rows, tally)
+    except KeyboardInterrupt as exc:  # a batch interrupted as it committed counts as stored
+        extra = exc.stored if isinstance(exc, Interrupted) and exc.stored else 0
+        raise interrupted_insert(record.name, tally.stored + extra, tally.total, whole=False) from exc
+
+
+def _insert_batches(service: KnowledgeService, record: KbRecord, batches: Sequence[list[dict[str, Any]]],
+                    threads: int, skip: bool, progress: bool | progress_mod.ProgressFactory | None,
+                    total_rows: int | None, tally: _Tally) -> int:
+    total = tally.total = total_rows if total_rows is not None else sum(len(b) for b in batches)
     if total == 0:
         return 0
-    tally = _Tally()
     bar = progress_mod.open_progress(f"insert into {record.name}", total, progress=progress)
     lock = threading.Lock()
     with progress_mod.Finishing(bar):

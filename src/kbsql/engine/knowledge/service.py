@@ -30,7 +30,7 @@ from kbsql.engine.knowledge.rerank import Reranker
 from kbsql.engine.knowledge.search import Conditions, SearchRequest
 from kbsql.engine.knowledge.storage import KbStorage
 from kbsql.interface import progress as progress_mod
-from kbsql.interface.errors import BadRequest, ProviderError, ServiceError
+from kbsql.interface.errors import BadRequest, Interrupted, ProviderError, ServiceError
 
 ROW_BATCH = 256
 DEFAULT_VECTOR_DATABASE = "kbsql_faiss"  # the local store's name in `storage` / vector_database
@@ -38,6 +38,22 @@ SHARED_VECTOR_DATABASE = "kbsql_pgvector"  # the shared catalog's own database, 
 PROGRESS_EMBED_BATCH = 64
 """Texts per embedding call while a progress bar shows (the bar moves after each call)."""
 log = logging.getLogger(__name__)
+
+
+def interrupted_insert(name: str, stored: int, total: int, *, whole: bool) -> Interrupted:
+    """What Ctrl-C left of an insert into `name`: `stored` of `total` rows. `whole`: the
+    insert was one transaction (all or nothing); else batches were stored one by one."""
+    if whole:
+        kept = ("nothing stored (an insert is stored whole or not at all)" if not stored else
+                f"all {stored:,} rows were stored (Ctrl-C came as they were committed)")
+    elif not stored:
+        kept = "nothing stored"
+    elif stored < total:
+        kept = (f"{stored:,} of {total:,} rows stored (with USING batch_size each batch is stored "
+                "on its own; run the INSERT again with USING kb_skip_existing = true to add the rest)")
+    else:
+        kept = f"all {stored:,} rows were stored"
+    return Interrupted(f"insert into {name}: {kept}", stored=stored)
 
 
 @dataclass
@@ -192,7 +208,17 @@ class KnowledgeService:
         """Insert rows (list of dicts or a DataFrame) atomically; returns the rows stored.
         Re-inserted ids replace their document's chunks (upsert). Rows whose content
         columns are all null/NaN/blank are skipped (logged; the client warns): they leave any stored
-        document of their id untouched and are not counted."""
+        document of their id untouched and are not counted. Ctrl-C raises `Interrupted`
+        saying whether the rows were stored (only when it came as they were committed)."""
+        handed: list[int] = []  # the rows, once all are in the transaction: then it commits
+        try:
+            return self._insert(record, rows, progress, handed)
+        except KeyboardInterrupt as exc:
+            total = len(rows) if hasattr(rows, "__len__") else sum(handed)
+            raise interrupted_insert(record.name, sum(handed), total, whole=True) from exc
+
+    def _insert(self, record: KbRecord, rows: Any, progress: bool | progress_mod.ProgressFactory | None,
+                handed: list[int]) -> int:
         if not hasattr(rows, "__len__"):  # a generator of dicts
             rows = list(rows)
         total = len(rows)
@@ -229,6 +255,7 @@ class KnowledgeService:
                     writer.replace(list(docs), chunks, vectors, stamp)
                 if bar is not None:
                     bar.update(progress_mod.STORING, total, total)  # committing
+                handed.append(total - skipped)
         if skipped:
             message = (f"{skipped} of {total} rows had no content in {chunker.content_columns} "
                        f"(null, NaN or blank) and were skipped; stored documents with their ids "
@@ -252,10 +279,15 @@ class KnowledgeService:
     def store_embedded(self, record: KbRecord, batch: Embedded) -> int:
         """Store one `embed_rows` batch in its own transaction (its documents replace any
         stored ones of the same ids); returns its rows stored, as `insert` counts them."""
-        if batch.chunks:
-            with self.handle(record).write() as writer:
-                _check_dim(writer, batch.vectors, batch.model_name)
-                writer.replace(list(batch.docs), batch.chunks, batch.vectors, now())
+        handed = False
+        try:
+            if batch.chunks:
+                with self.handle(record).write() as writer:
+                    _check_dim(writer, batch.vectors, batch.model_name)
+                    writer.replace(list(batch.docs), batch.chunks, batch.vectors, now())
+                    handed = True  # from here on the batch commits
+        except KeyboardInterrupt as exc:  # after `handed`: during the commit or the index catch-up
+            raise Interrupted(str(exc), stored=batch.rows - batch.skipped if handed else 0) from exc
         return batch.rows - batch.skipped
 
     @staticmethod

@@ -4,13 +4,19 @@ frames registered on it.
 One connection (not one per query) because ATTACHed databases and registered frames
 live on a connection; one re-entrant lock because a DuckDB connection is not safe to use
 from two threads at once and the server runs engine calls in a thread pool.
+
+Ctrl-C in a notebook stops a long statement with DuckDB's `interrupt()` (`interruptible`):
+DuckDB's own reaction to SIGINT gives up waiting but leaves a running join going, and the
+next statement on the connection then waits behind it.
 """
 
 from __future__ import annotations
 
 import itertools
+import signal
 import threading
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import duckdb
 import pyarrow as pa
@@ -20,10 +26,44 @@ from kbsql.engine.datasources.base import DataSource, FileScan, FrameScan, Nativ
 from kbsql.engine.datasources.confine import PathPolicy
 from kbsql.engine.datasources.frames import FRAMES_SOURCE, FrameStore
 from kbsql.engine.datasources.registry import open_source
-from kbsql.interface.errors import SqlError
+from kbsql.interface.errors import Interrupted, SqlError
 
 if TYPE_CHECKING:
     from kbsql.engine.catalog import Catalog
+
+T = TypeVar("T")
+STOPPED = "the statement was stopped; nothing was written"
+
+
+def interruptible(con: duckdb.DuckDBPyConnection, call: Callable[[], T]) -> T:
+    """`call()` (DuckDB work on `con`), with Ctrl-C interrupting it the clean way: SIGINT
+    calls `con.interrupt()` (DuckDB runs Python's signal handlers while it works), the
+    statement ends with DuckDB's InterruptException, the connection stays usable, and
+    `Interrupted` is raised. Signals reach only the main thread: elsewhere (a server's
+    worker thread) `call` just runs."""
+    if threading.current_thread() is not threading.main_thread():
+        return call()
+    previous = signal.getsignal(signal.SIGINT)
+    if previous is None:  # a handler set outside Python: leave it alone
+        return call()
+    fired: list[bool] = []
+
+    def on_sigint(signum: int, frame: Any) -> None:
+        fired.append(True)
+        con.interrupt()
+
+    signal.signal(signal.SIGINT, on_sigint)
+    try:
+        result = call()
+    except duckdb.InterruptException:
+        if not fired:
+            raise
+        raise Interrupted(STOPPED) from None
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if fired:  # the statement ended just as Ctrl-C came: the user still asked to stop
+        raise Interrupted(STOPPED)
+    return result
 
 
 class DuckSession:
@@ -138,8 +178,9 @@ class DuckSession:
 
     def run(self, sql: str) -> pa.Table:
         """Execute one SELECT; the result as Arrow (no per-row Python)."""
-        with self.lock:
+        def execute() -> pa.Table:
             relation = self.con.sql(sql)
-            if relation is None:
-                return pa.table({})
-            return relation.to_arrow_table()
+            return pa.table({}) if relation is None else relation.to_arrow_table()
+
+        with self.lock:
+            return interruptible(self.con, execute)

@@ -2,9 +2,12 @@
 INSERTs into knowledge bases, with when they started and finished, the rows processed and
 the error, as MindsDB's QueriesTable lists them (its columns, in its order).
 
-Kept in memory for the life of the engine (the reference keeps its recent queries too); an
-insert here runs to completion within its statement, so there is nothing to cancel or
-resume (`query_cancel` / `query_resume` are refused).
+Kept in memory for the life of the engine, so it lists the inserts of this process since
+it started: in a notebook the kernel's own engine, behind `kbsql serve` every client's.
+(The reference keeps its queries in its database, across restarts.) An insert here runs to
+completion within its statement, so there is nothing to cancel or resume (`query_cancel` /
+`query_resume` are refused); one stopped by Ctrl-C is listed with ERROR `interrupted: ...`
+and the rows it stored.
 """
 
 from __future__ import annotations
@@ -27,6 +30,16 @@ def _now() -> str:
     return dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
 
 
+def _error_line(exc: BaseException) -> str:
+    """The ERROR column: the first line of the error's message. Ctrl-C is `interrupted`
+    (its KeyboardInterrupt may have no message at all), any other silent error its type."""
+    text = str(getattr(exc, "message", None) or exc).strip()
+    first = text.splitlines()[0] if text else ""
+    if isinstance(exc, KeyboardInterrupt):
+        first = f"interrupted: {first}" if first else "interrupted"
+    return (first or type(exc).__name__)[:500]
+
+
 class QueryLog:
     def __init__(self) -> None:
         self._ids = itertools.count(1)
@@ -47,7 +60,10 @@ class QueryLog:
         try:
             yield row
         except BaseException as exc:
-            row["ERROR"] = str(getattr(exc, "message", None) or exc).splitlines()[0][:500]
+            row["ERROR"] = _error_line(exc)
+            stored = getattr(exc, "stored", None)  # an interrupted insert says what it kept
+            if isinstance(stored, int):
+                row["PROCESSED_ROWS"] = stored
             raise
         finally:
             row["FINISHED_AT"] = row["UPDATED_AT"] = _now()
