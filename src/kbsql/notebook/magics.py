@@ -244,8 +244,9 @@ class KbSql(Magics, Configurable):
                     key = getpass.getpass(f"API key for {shown}: ") or None
                 conn = manager.connect(args.target or None, alias=args.alias, api_key=key,
                                        api_key_env=args.api_key_env or args.token_env,
-                                       project=args.project)
-                print(f"Connected: {conn.describe()}")
+                                       project=args.project,
+                                       key_kind="token" if args.token_env else "api key")
+                print(f"Connected: {conn.describe()}" + (f" ({conn.note})" if conn.note else ""))
         except KbsqlError as exc:
             self._fail(exc)
 
