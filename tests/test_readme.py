@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -29,12 +30,17 @@ def test_readme_has_exactly_two_commands_and_ci_runs_their_steps():
 
 
 def test_quickstart_runs_and_finds_the_answer(tmp_path):
-    """The first command's last step, as a user runs it (the installed console script)."""
+    """The first command's last step, as a user runs it (the installed console script, no
+    options): it works in a temporary folder and leaves nothing behind."""
     script = Path(sys.executable).with_name("kbsql")
-    result = subprocess.run([str(script), "quickstart", "--data-dir", str(tmp_path / "qs")],
-                            capture_output=True, text=True, timeout=600)
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    result = subprocess.run([str(script), "quickstart"], capture_output=True, text=True, timeout=600,
+                            env={**os.environ, "TMPDIR": str(temp)})
     assert result.returncode == 0, result.stdout + result.stderr
     out = result.stdout
+    assert f"embedded engine in {temp}" in out and "removed at the end" in out
+    assert list(temp.iterdir()) == []  # each run used to leave a 430 KB folder
     assert "inserted" in out and "chunks" in out
     assert "kb_query_tool" in out
     # the top search hits for "leave a loop early" come from the `break` topic

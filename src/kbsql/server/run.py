@@ -12,6 +12,7 @@ import errno
 import json
 import logging
 import os
+import signal
 import socket
 import sqlite3
 import sys
@@ -40,9 +41,12 @@ class _Server(uvicorn.Server):
     the exit status 143/130 (and a KeyboardInterrupt traceback for SIGINT). A stop we
     asked for is a success: forget the signal once the shutdown has been started."""
 
+    stopped_by: str | None = None
+
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         super().handle_exit(sig, frame)
         self._captured_signals.clear()
+        self.stopped_by = self.stopped_by or signal.Signals(sig).name
 
 
 def check_exposure(host: str, auth: AuthSettings) -> None:
@@ -137,4 +141,6 @@ def serve(host: str = "127.0.0.1", port: int = 47334, data_dir: str | None = Non
         server.run(sockets=[sock])
     finally:
         engine.close()
+        if server.stopped_by:  # the one line saying it stopped on purpose (and saved its indexes)
+            print(f"kbsql serve: stopped ({server.stopped_by}), indexes saved", flush=True)
         sys.stdout.flush()

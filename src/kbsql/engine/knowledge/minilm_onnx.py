@@ -187,6 +187,9 @@ class OnnxMiniLM:
     """Same interface as minilm.MiniLM: `encode(texts)` -> L2-normalised float32 rows."""
 
     def __init__(self, directory: Path, int8: bool = True, threads: int | None = None):
+        # onnxruntime 1.32 starts a telemetry session on import, which leaves a `.ses` file
+        # in $TMPDIR of every process that loads the model; kbsql sends nothing anywhere.
+        os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
