@@ -29,6 +29,9 @@ class ServiceError(KbsqlError):
     status: int = 500
     default_title: str = "Internal error"
     problem_type: str = "urn:kbsql:problem:internal"
+    hint: str = ""
+    """Said after `detail` where the text is free (SQL errors, the notebook): e.g. ` (did you
+    mean 'docs'?)`. Never in the REST problem body, whose detail is the reference's sentence."""
 
     def __init__(self, detail: str, title: str | None = None, status: int | None = None):
         self.title = title or self.default_title

@@ -134,8 +134,8 @@ def short_error(exc: BaseException, where: str | None = None) -> ShortError:
     suffix = f" [{where}]" if where else ""
     if isinstance(exc, SqlError):
         return ShortError(exc.message, "SQL error" + suffix)
-    if isinstance(exc, ServiceError):
-        return ShortError(exc.detail, exc.title + suffix)
+    if isinstance(exc, ServiceError):  # the hint: a name one edit away (the embedded engine's)
+        return ShortError(exc.detail + exc.hint, exc.title + suffix)
     if isinstance(exc, TransportError):
         return ShortError(str(exc), "Connection error" + suffix)
     return ShortError(str(exc), "Error" + suffix)

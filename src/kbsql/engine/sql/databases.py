@@ -19,6 +19,7 @@ from mindsdb_sql_parser import ast
 from mindsdb_sql_parser.ast.mindsdb.create_database import CreateDatabase
 
 from kbsql.engine.datasources import registry
+from kbsql.engine.spelling import did_you_mean
 from kbsql.engine.sql import info_schema
 from kbsql.engine.sql.names import INFORMATION_SCHEMA, RESERVED, Resolutions, find_project, table_parts
 from kbsql.engine.sql.results import ArrowTableResult
@@ -94,7 +95,8 @@ def use(session: SqlSession, statement: ast.Use, ctx: dict[str, Any]) -> SqlResu
     project = find_project(session, name)
     if project is None:
         hint = " (it is a data source; USE takes a project)" \
-            if session.catalog.find_datasource(name) is not None else ""
+            if session.catalog.find_datasource(name) is not None else \
+            did_you_mean(name, [p.name for p in session.catalog.projects()])
         raise SqlError(f"Project {name} does not exist{hint}")
     ctx["db"] = project
     return OkResult(None, context=ctx)

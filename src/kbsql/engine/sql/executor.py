@@ -117,8 +117,8 @@ class SqlExecutor(SqlSession):
             return self.run(statement, ctx, query)
         except SqlError as exc:
             return ErrorResult(exc.message, exc.error_code, context=ctx)
-        except ServiceError as exc:
-            return ErrorResult(exc.detail, context=ctx)
+        except ServiceError as exc:  # a name one edit from a known one: said in SQL errors only
+            return ErrorResult(exc.detail + exc.hint, context=ctx)
         except KbsqlError as exc:
             return ErrorResult(str(exc), context=ctx)
         except duckdb.Error as exc:
@@ -173,7 +173,8 @@ class SqlExecutor(SqlSession):
             if category in ("COLUMNS", "FIELDS") and statement.from_table is not None:
                 return databases.describe(self, ast.Describe(statement.from_table), ctx, resolved)
         if isinstance(statement, (ast.Insert, ast.Update, ast.Delete)):
-            missing = self._missing_project(statement.table, ctx)
+            missing = self._missing_project(statement.table, ctx) or names.misspelt_knowledge_base(
+                self, statement.table, ctx)
             if missing is not None:
                 raise SqlError(missing)
             raise refusals.unsupported(f"{type(statement).__name__.upper()} of data-source tables: "
