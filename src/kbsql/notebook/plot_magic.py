@@ -151,7 +151,7 @@ class KbSqlPlot(Magics):
         colours = [m.get(args.color) for m in data["metadata"]] if args.color else None
         figure = plots.map_figure(points, colours, colour_by=args.color or "", query=args.query,
                                   query_point=placed, title=f"{name}: {len(points)} chunks (PCA)")
-        return Plot(figure, f"map of {kb}")
+        return Plot(figure, f"map of {kb}: {len(points)} chunks")
 
     def _namespace(self) -> dict[str, Any]:
         if self.shell is None:
