@@ -50,10 +50,9 @@ def forget(kernel_id: str, url: str) -> None:
 
 
 async def _ask(kernel_manager: Any, kernel_id: str, url: str, wait: float) -> dict[str, str] | None:
-    try:
-        manager = kernel_manager.get_kernel(kernel_id)
-    except (KeyError, AttributeError):  # not a kernel of this server (or no kernel manager)
-        return None
+    if kernel_manager is None or kernel_id not in kernel_manager:
+        return None  # not a kernel of this server (a gateway's, or gone)
+    manager = kernel_manager.get_kernel(kernel_id)
     client = manager.client()
     try:
         client.start_channels(shell=True, iopub=False, stdin=False, hb=False, control=False)
