@@ -118,6 +118,8 @@ class KbSqlPlot(Magics):
             return self._recall(conn.client, rest, args)
         except KbsqlError as exc:
             return magics._fail(exc, conn)
+        except KeyboardInterrupt as exc:  # a plot only reads: the searches were stopped
+            return magics._interrupted(exc, conn, "SELECT")
 
     def _relevance(self, client: Any, sql: str) -> Plot:
         if not sql:

@@ -48,7 +48,7 @@ class StreamState:
     answer: str | None = None
     status: str = WAITING
     error: str | None = None
-    started_at: float | None = field(default_factory=time.monotonic)
+    started_at: float | None = field(default_factory=lambda: time.monotonic())
     """When the question was asked (the state is made then): a model that thinks for
     seconds before its first chunk is part of the answer's time."""
     finished_at: float | None = None
