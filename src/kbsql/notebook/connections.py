@@ -95,9 +95,8 @@ def check_server(client: Client, target: str, key_kind: str | None, source: str)
         said = f"{exc.status} {exc.title}"
         if key_kind is None:
             raise ConnectionProblem(
-                f"{where} needs a token ({said}): %kbsql_connect {where} --token-env VAR, where "
-                f"$VAR holds the token it was started with (kbsql serve --token); $KBSQL_TOKEN "
-                "is read without --token-env") from None
+                f"{where} needs a token ({said}): %kbsql_connect {where} --token-env VAR, with "
+                "the server's token (kbsql serve --token) in $VAR, or in $KBSQL_TOKEN") from None
         given = "typed" if source == "prompt" else f"in {source}"
         raise ConnectionProblem(f"{where} refused the {key_kind} {given} ({said}: {exc.detail}); "
                                 "check its value") from None

@@ -130,13 +130,14 @@ def short_error(exc: BaseException, where: str | None = None) -> ShortError:
     when known, the connection that answered (`SQL error [remote: http://...]`), since with
     two connections open the same message can come from either."""
     from kbsql.interface.errors import ServiceError, SqlError, TransportError
+    from kbsql.notebook.connections import ConnectionProblem
 
     suffix = f" [{where}]" if where else ""
     if isinstance(exc, SqlError):
         return ShortError(exc.message, "SQL error" + suffix)
     if isinstance(exc, ServiceError):  # the hint: a name one edit away (the embedded engine's)
         return ShortError(exc.detail + exc.hint, exc.title + suffix)
-    if isinstance(exc, TransportError):
+    if isinstance(exc, TransportError | ConnectionProblem):
         return ShortError(str(exc), "Connection error" + suffix)
     return ShortError(str(exc), "Error" + suffix)
 
