@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 from collections.abc import Iterator
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +22,7 @@ import kbsql
 from kbsql.server.process import ServerProcess, spawn
 from tests.labextension.helpers import open_notebook, save_settings, wait_for, watch_console
 from tests.labextension.test_lab_routes import HASH, TOKEN, seed
-from tests.test_mindsdb_stream_compat import ANSWER, MindsDB261
+from tests.test_mindsdb_stream_compat import ANSWER, MindsDB261, serving
 
 LONG_KB = "customer_support_tickets_2024"
 LONG_AGENT = "support_agent_with_a_long_name"
@@ -56,6 +54,15 @@ def assert_fits(page, panel: str) -> list[str]:
     return node.evaluate(ELLIPSISED)
 
 
+def opened(page, lab: tuple[str, str, Path], name: str, *cells: str) -> list[str]:
+    """Write notebook `name` with `cells`, open it in JupyterLab; the console's errors."""
+    url, token, root = lab
+    python_notebook(root / name, *cells)
+    errors = watch_console(page)
+    open_notebook(page, url, token, name)
+    return errors
+
+
 def python_notebook(path: Path, *cells: str) -> None:
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
@@ -65,7 +72,7 @@ def python_notebook(path: Path, *cells: str) -> None:
 
 
 def test_sidebar_and_chat_fit_and_the_answer_is_markdown(jupyterlab, browser_page, artifacts):
-    url, token, root = jupyterlab
+    root = jupyterlab[2]
     seed(root / ".kbsql")  # docs (3 rows, more chunks) and the agent helper
     with kbsql.connect(root / ".kbsql") as client:
         client.knowledge_bases.create(LONG_KB, embedding_model=HASH, content_columns=["text"],
@@ -77,10 +84,8 @@ def test_sidebar_and_chat_fit_and_the_answer_is_markdown(jupyterlab, browser_pag
         import pandas as pd
 
         client.register(LONG_TABLE, pd.DataFrame({"region": ["north"], "revenue": [1.5]}))
-    python_notebook(root / "fit.ipynb")
     page = browser_page
-    errors = watch_console(page)
-    open_notebook(page, url, token, "fit.ipynb")
+    errors = opened(page, jupyterlab, "fit.ipynb")
 
     show(page, "kbsql-sidebar")
     sidebar = page.locator("#kbsql-sidebar")
@@ -152,19 +157,17 @@ def served(tmp_path: Path) -> Iterator[ServerProcess]:
 
 def test_the_notebooks_token_serves_the_sidebar_and_chat_and_never_the_page(
         no_token_env, jupyterlab, browser_page, served, tmp_path, artifacts):
-    url, token, root = jupyterlab
+    root = jupyterlab[2]
     seed(served.url, token=TOKEN)
     (root / "token.txt").write_text(TOKEN)  # read by the notebook: the token is not in its cells
     read_token = 'import os, pathlib\nos.environ["TEAM_TOKEN"] = pathlib.Path("token.txt").read_text()'
-    python_notebook(root / "team.ipynb", "%load_ext kbsql", read_token,
-                    f"%kbsql_connect {served.url} --token-env TEAM_TOKEN")
     page = browser_page
-    errors = watch_console(page)
     console: list[str] = []
     page.on("console", lambda msg: console.append(msg.text))
     sent: list[str] = []  # every request body the page sent
     page.on("request", lambda r: sent.append(r.post_data or ""))
-    open_notebook(page, url, token, "team.ipynb")
+    errors = opened(page, jupyterlab, "team.ipynb", "%load_ext kbsql", read_token,
+                    f"%kbsql_connect {served.url} --token-env TEAM_TOKEN")
     show(page, "kbsql-sidebar")
     sidebar = page.locator("#kbsql-sidebar")
     connection = sidebar.locator(".kbsql-Sidebar-connection")
@@ -239,22 +242,15 @@ class MindsDBCatalog(MindsDB261):
 
 @pytest.fixture
 def mindsdb_url() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), MindsDBCatalog)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with serving(MindsDBCatalog) as url:
+        yield url
 
 
 def test_the_chat_shows_a_mindsdb_servers_progress_notes(jupyterlab, browser_page, mindsdb_url, artifacts):
-    url, token, root = jupyterlab
+    url, token, _root = jupyterlab
     save_settings(url, token, "kbsql-labextension:connection", {"serverUrl": mindsdb_url})
-    python_notebook(root / "mdb.ipynb")
     page = browser_page
-    errors = watch_console(page)
-    open_notebook(page, url, token, "mdb.ipynb")
+    errors = opened(page, jupyterlab, "mdb.ipynb")
     show(page, "kbsql-chat")
     chat = page.locator("#kbsql-chat")
     chat.get_by_label("Agent").locator("option").first.wait_for(state="attached", timeout=60_000)
