@@ -18,8 +18,10 @@ tests/knowledge/data/minilm_reference.json (tests/knowledge/test_minilm_onnx.py 
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -235,6 +237,31 @@ class OnnxMiniLM:
         for row, seq in enumerate(ids):
             tokens[row, :len(seq)] = seq
             mask[row, :len(seq)] = 1
-        pooled = self.session.run(["pooled"], {"input_ids": tokens, "attention_mask": mask})[0]
+        pooled = self._run({"input_ids": tokens, "attention_mask": mask})
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
+
+    def _run(self, feeds: dict[str, np.ndarray]) -> np.ndarray:
+        """One `session.run`, which Ctrl-C stops. A run is C++ that never looks at signals
+        (a batch takes seconds on a loaded machine, 7 s measured), so in the main thread it
+        runs in a helper thread while the main thread waits, which a signal interrupts; the
+        run is then told to stop between two ops (`RunOptions.terminate`)."""
+        import threading
+
+        import onnxruntime as ort
+
+        if threading.current_thread() is not threading.main_thread():
+            return self.session.run(["pooled"], feeds)[0]
+        options = ort.RunOptions()
+        future = _runner().submit(self.session.run, ["pooled"], feeds, options)
+        try:
+            return future.result()[0]
+        except KeyboardInterrupt:
+            options.terminate = True
+            raise
+
+
+@functools.cache
+def _runner() -> ThreadPoolExecutor:
+    """The one helper thread that runs the main thread's batches (made on first use)."""
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="kbsql-onnx")
