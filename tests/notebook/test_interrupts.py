@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 from nbclient import NotebookClient
 from nbformat.v4 import new_code_cell, new_notebook
-from tests.agents.fakes import FakeLLM, text
-from tests.knowledge.fakes import FakeProvider
 
 import kbsql
 from kbsql.server.process import ServerProcess, spawn
+from tests.agents.fakes import FakeLLM, text
+from tests.knowledge.fakes import FakeProvider
 
 ROWS = 3000
 REMOTE_ROWS = 1000  # the server runs the whole insert on (the test waits for it)
