@@ -26,7 +26,7 @@ REMOTE_ROWS = 1000  # the server runs the whole insert on (the test waits for it
 WATCH = """\
 from pathlib import Path
 from kbsql.interface import progress
-from kbsql.notebook.progress import notebook_or_tqdm
+from kbsql.notebook.progress_bar import notebook_or_tqdm
 
 class Watched:  # the notebook's own bar, telling the test how far the insert got
     def __init__(self, bar):

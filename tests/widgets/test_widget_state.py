@@ -134,9 +134,8 @@ def test_observation_with_a_summary_line_before_the_csv():
 def test_durations_are_honest(monkeypatch):
     """An answer that took 180 ms says so (it said "done in 0.0 s"), and the time counts from
     the question, not from the first chunk: a model that thinks before answering is part of it."""
-    from kbsql.notebook.progress import duration
-
     import kbsql.notebook.widgets.state as state_module
+    from kbsql.notebook.progress_bar import duration
 
     assert [duration(x) for x in (0.0001, 0.18, 0.9994, 1.0, 2.44, 12.3, 185)] == [
         "<1 ms", "180 ms", "999 ms", "1.0 s", "2.4 s", "12 s", "3 min 05 s"]

@@ -13,7 +13,7 @@ from typing import Any
 
 from kbsql.interface.observation import PREFIX, parse_table
 from kbsql.interface.stream import chunk_kind
-from kbsql.notebook.progress import duration
+from kbsql.notebook.progress_bar import duration
 
 RUNNING, DONE, FAILED, STOPPED, WAITING = "running", "done", "failed", "stopped", "waiting"
 
