@@ -49,6 +49,14 @@ client.register("tickets", pd.DataFrame({{
              f"refund for the missing item will reach the card they paid with." for i in range({rows})]}}))
 client.register("big", pd.DataFrame({{"x": range({big})}}))
 """
+WAIT_FOR_QUERIES = """\
+import time
+while client.query("SELECT count(*) AS n FROM information_schema.queries "
+                   "WHERE FINISHED_AT IS NULL AND ERROR IS NULL")["n"][0]:
+    time.sleep(0.1)  # a cancelled insert ends after the batch it was storing
+last = client.query("SELECT PROCESSED_ROWS, ERROR FROM information_schema.queries ORDER BY ID DESC LIMIT 1")
+print(last["PROCESSED_ROWS"][0]); print(last["ERROR"][0])
+"""
 LONG_SQL = "%kbsql SELECT count(*) AS n FROM df.big AS a, df.big AS b WHERE (a.x * b.x) % 7 = 3"
 
 
@@ -143,17 +151,22 @@ def test_interrupted_embedded_insert_and_statement(tmp_path: Path, home: Path):
         "%kbsql CREATE KNOWLEDGE_BASE tickets_kb USING content_columns = ['body']",  # 2
         "%kbsql INSERT INTO tickets_kb SELECT id, body FROM df.tickets",              # 3: interrupted
         count,                                                                        # 4
-        "%kbsql INSERT INTO tickets_kb SELECT id, body FROM df.tickets USING batch_size = 500",  # 5: int.
+        # USING without batch_size: in the statement, batches of 1,000 each stored on its own
+        "%kbsql INSERT INTO tickets_kb SELECT id, body FROM df.tickets USING threads = 1",  # 5: int.
         count,                                                                        # 6
+        # USING batch_size: in the background, which the cell follows until Ctrl-C cancels it
+        "%kbsql INSERT INTO tickets_kb SELECT id, body FROM df.tickets USING batch_size = 250",  # 7: int.
+        WAIT_FOR_QUERIES + count,                                                     # 8
         "print(client.query('SELECT PROCESSED_ROWS, ERROR FROM information_schema.queries "
-        "ORDER BY ID').values.tolist())",                                             # 7
-        LONG_SQL,                                                                     # 8: interrupted
-        "%kbsql SELECT 1 AS one",                                                     # 9
-        "%kbsql INSERT INTO tickets_kb SELECT id, body FROM df.tickets WHERE id < 10",  # 10
-        count,                                                                        # 11
+        "ORDER BY ID').values.tolist())",                                             # 9
+        LONG_SQL,                                                                     # 10: interrupted
+        "%kbsql SELECT 1 AS one",                                                     # 11
+        "%kbsql INSERT INTO tickets_kb SELECT id, body FROM df.tickets WHERE id < 10",  # 12
+        count,                                                                        # 13
     )
     times = run(nb, tmp_path, {3: progress_at(tmp_path, "embedding", 200),
-                               5: progress_at(tmp_path, "embedding", 1200), 8: after(1.5)})
+                               5: progress_at(tmp_path, "embedding", 1200),
+                               7: progress_at(tmp_path, "inserting", 500), 10: after(1.5)})
     c = nb.cells
 
     # The single-transaction insert: nothing stored, the bar says it stopped.
@@ -165,28 +178,46 @@ def test_interrupted_embedded_insert_and_statement(tmp_path: Path, home: Path):
     assert times[-4] - times[3] < 5, times[-4] - times[3]
     assert text_of(c[4]) == "count 0\n"
 
-    # USING batch_size: the batches stored before Ctrl-C stay, and the line says how many.
+    # Batches stored one by one: those stored before Ctrl-C stay, and the line says how many.
     line = one_line(c[5])
     said = line.split("insert into tickets_kb: ", 1)[1]
     stored = int(said.split(" of ")[0].replace(",", ""))
-    assert said.startswith(f"{stored:,} of 3,000 rows stored (with USING batch_size"), said
-    assert 0 < stored < ROWS and stored % 500 == 0, said
+    assert said == (f"{stored:,} of 3,000 rows stored (each batch is stored on its own; run the INSERT "
+                    "again with USING kb_skip_existing = true to add the rest)"), said
+    assert 0 < stored < ROWS and stored % 1000 == 0, said
     assert text_of(c[6]) == f"count {stored}\n"
-    # information_schema.queries: both inserts, interrupted, with the rows each kept
-    queries = text_of(c[7])
+
+    # A background insert: Ctrl-C while the cell follows it cancels it; it stops after the
+    # batch it was storing, and what it stored stays (the line says so, the log agrees).
+    line = one_line(c[7])
+    assert line.startswith("Interrupted [default: embedded]: query 3 cancelled: it stops after the "
+                           "batch it is storing ("), line
+    assert line.endswith("rows stored so far stay; information_schema.queries says when it stopped); "
+                         "SELECT query_resume(3) continues it"), line
+    assert times[-8] - times[7] < 5, "the cell kept following after Ctrl-C"
+    ended = text_of(c[8]).splitlines()
+    background = int(ended[0])
+    assert 500 <= background < ROWS and background % 250 == 0, ended
+    assert ended[1].startswith("Query cancelled (query_cancel)"), ended
+    # the rows it re-inserted were the same ids: the count is all that any insert stored
+    assert ended[2] == f"count {max(stored, background)}", ended
+
+    # information_schema.queries: the three inserts, with what each kept
+    queries = text_of(c[9])
     assert queries.startswith("[[0, 'interrupted: insert into tickets_kb: nothing stored (an insert"), queries
     assert f"[{stored}, 'interrupted: insert into tickets_kb: {stored:,} of 3,000 rows stored" in queries
+    assert f"[{background}, 'Query cancelled (query_cancel)" in queries
 
     # A long DuckDB statement is stopped (not left running): the next one answers at once.
-    assert one_line(c[8]) == ("Interrupted [default: embedded]: the statement was stopped; "
-                              "nothing was written")
-    assert times[-9] - times[8] < 15, "the statement went on after Ctrl-C"
-    assert c[9].metadata["status"] == "ok" and "one" in text_of(c[9])
-    assert times[-10] - times[-9] < 15  # the connection was free again
+    assert one_line(c[10]) == ("Interrupted [default: embedded]: the statement was stopped; "
+                               "nothing was written")
+    assert times[-11] - times[10] < 15, "the statement went on after Ctrl-C"
+    assert c[11].metadata["status"] == "ok" and "one" in text_of(c[11])
+    assert times[-12] - times[-11] < 15  # the connection was free again
 
     # The kernel and the knowledge base are usable: an insert after it all works.
-    assert c[10].metadata["status"] == "ok", text_of(c[10])
-    assert text_of(c[11]) == f"count {max(stored, 10)}\n"
+    assert c[12].metadata["status"] == "ok", text_of(c[12])
+    assert text_of(c[13]) == f"count {max(stored, background, 10)}\n"
 
 
 @pytest.fixture

@@ -6,7 +6,8 @@
 client, so it works embedded and over HTTP alike), shows the rows processed on the
 notebook's progress bar, and ends when the query does: with its final row, or failing
 with its ERROR. Ctrl-C while following cancels the insert (`query_cancel`), keeping what
-was stored; `SELECT query_resume(id)` continues it.
+was stored, and fails the cell with one line (`Interrupted`) saying so; `SELECT
+query_resume(id)` continues it.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import time
 from typing import Any, TypeGuard
 
 from kbsql.interface import progress as progress_mod
-from kbsql.interface.errors import SqlError
+from kbsql.interface.errors import Interrupted, SqlError
 from kbsql.interface.results import TableResult
 
 QUERY_COLUMNS = ("ID", "SQL", "DATABASE", "STARTED_AT", "FINISHED_AT", "PARAMETERS", "CONTEXT",
@@ -53,9 +54,10 @@ def follow(client: Any, result: TableResult, poll: float = POLL_SECONDS,
         client.sql(f"SELECT query_cancel({int(query_id)})", raise_on_error=False)
         if bar is not None:
             bar.close(exc)
-        print(f"interrupted: query {query_id} cancelled after {row['PROCESSED_ROWS'] or 0:,} rows; "
-              f"what was stored stays; SELECT query_resume({query_id}) continues it")
-        raise
+        stored = int(row["PROCESSED_ROWS"] or 0)
+        raise Interrupted(f"query {query_id} cancelled: it stops after the batch it is storing "
+                          f"({stored:,} rows stored so far stay; information_schema.queries says when "
+                          f"it stopped); SELECT query_resume({query_id}) continues it", stored=stored) from exc
     if row["ERROR"] is not None:
         failure = SqlError(f"query {query_id}: {row['ERROR']}")
         if bar is not None:

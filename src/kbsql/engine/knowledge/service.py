@@ -49,8 +49,8 @@ def interrupted_insert(name: str, stored: int, total: int, *, whole: bool) -> In
     elif not stored:
         kept = "nothing stored"
     elif stored < total:
-        kept = (f"{stored:,} of {total:,} rows stored (with USING batch_size each batch is stored "
-                "on its own; run the INSERT again with USING kb_skip_existing = true to add the rest)")
+        kept = (f"{stored:,} of {total:,} rows stored (each batch is stored on its own; run the "
+                "INSERT again with USING kb_skip_existing = true to add the rest)")
     else:
         kept = f"all {stored:,} rows were stored"
     return Interrupted(f"insert into {name}: {kept}", stored=stored)
