@@ -272,6 +272,27 @@ def test_interrupted_remote_insert_and_statement(tmp_path: Path, home: Path, ser
     assert one_line(c[1]) == f"Interrupted [{where}]: stopped waiting for the server"
     assert times[-2] - times[1] < 10
     assert c[2].outputs[0].text == "alive again\n"
+
+    # A background insert (USING batch_size) on the server: Ctrl-C while the cell follows it
+    # cancels it there; it stops after the batch it is storing and what it stored stays.
+    nb = cells(
+        f"%load_ext kbsql\n%kbsql_connect {server.url} -a team\n" + WATCH,             # 0
+        FRAMES.format(rows=REMOTE_ROWS, big=10),                                      # 1
+        "%kbsql CREATE KNOWLEDGE_BASE later_kb USING content_columns = ['body']",    # 2
+        "%kbsql INSERT INTO later_kb SELECT id, body FROM df.tickets USING batch_size = 100",  # 3: int.
+        WAIT_FOR_QUERIES + "print(client.query('SELECT count(DISTINCT id) AS n FROM later_kb')['n'][0])",  # 4
+    )
+    times = run(nb, tmp_path, {3: progress_at(tmp_path, "inserting", 200)})
+    c = nb.cells
+    line = one_line(c[3])
+    assert line.startswith(f"Interrupted [{where}]: query 2 cancelled: it stops after the batch it is "
+                           "storing ("), line
+    assert line.endswith("SELECT query_resume(2) continues it"), line
+    assert times[-4] - times[3] < 10, "the cell kept following after Ctrl-C"
+    processed, error, stored = text_of(c[4]).splitlines()
+    assert error.startswith("Query cancelled (query_cancel)"), error
+    assert 200 <= int(processed) < REMOTE_ROWS and int(processed) % 100 == 0, processed
+    assert stored == processed  # what the server's log says it kept is what is stored
     watch.close()
 
 
