@@ -57,7 +57,8 @@ def follow(client: Any, result: TableResult, poll: float = POLL_SECONDS,
         stored = int(row["PROCESSED_ROWS"] or 0)
         raise Interrupted(f"query {query_id} cancelled: it stops after the batch it is storing "
                           f"({stored:,} rows stored so far stay; information_schema.queries says when "
-                          f"it stopped); SELECT query_resume({query_id}) continues it", stored=stored) from exc
+                          f"it stopped); SELECT query_resume({query_id}) continues it",
+                          stored=stored) from exc
     if row["ERROR"] is not None:
         failure = SqlError(f"query {query_id}: {row['ERROR']}")
         if bar is not None:
