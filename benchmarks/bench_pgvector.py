@@ -79,7 +79,7 @@ def run(dsn: str, n: int, queries: int) -> dict:
                                                   "metadata_columns": ["g"]})
             records[kind] = eng.catalog.knowledge_base("mindsdb", body["name"])
             t0 = time.perf_counter()
-            eng.insert_rows(records[kind], rows, progress=False)
+            eng.insert_rows(records[kind], rows)
             out[f"{kind}_ingest_rows_per_s"] = round(n / (time.perf_counter() - t0), 1)
         out["ingest_ratio_pgvector_to_local"] = round(
             out["pgvector_ingest_rows_per_s"] / out["local_ingest_rows_per_s"], 3)

@@ -25,7 +25,7 @@ ROWS = 3000
 REMOTE_ROWS = 1000  # the server runs the whole insert on (the test waits for it)
 WATCH = """\
 from pathlib import Path
-from kbsql.interface import progress
+from kbsql.notebook import current_client
 from kbsql.notebook.progress_bar import notebook_or_tqdm
 
 class Watched:  # the notebook's own bar, telling the test how far the insert got
@@ -37,7 +37,7 @@ class Watched:  # the notebook's own bar, telling the test how far the insert go
     def close(self, error=None):
         self.bar.close(error)
 
-progress.set_progress_factory(lambda *args: Watched(notebook_or_tqdm(*args)))
+current_client().progress = lambda *args: Watched(notebook_or_tqdm(*args))  # this connection's bars
 """
 FRAMES = """\
 import pandas as pd
