@@ -136,7 +136,8 @@ def recall_figure(ks: Sequence[int], recall: Sequence[float], *, title: str = ""
 
 def evaluation_curve(row: dict[str, Any], k_max: int) -> tuple[str, list[float]]:
     """(y label, values for k = 1..k_max) from one EVALUATE KNOWLEDGE_BASE result row:
-    `cumulative_recall` (version doc_id: JSON {position from 0: recall}) gives recall@k;
+    `cumulative_recall` (version doc_id: JSON {k: recall@k}, k from 1; a result with a key
+    "0" comes from MindsDB, which numbers positions from 0) gives recall@k;
     `hit_at_k` (version llm_relevancy: JSON list, k from 1) gives hit@k. Asking deeper than
     the evaluation searched is an error, not a shorter curve."""
     import json
@@ -145,8 +146,9 @@ def evaluation_curve(row: dict[str, Any], k_max: int) -> tuple[str, list[float]]
         return json.loads(value) if isinstance(value, str | bytes) else value
 
     if row.get("cumulative_recall") is not None:
-        by_position = {int(k): float(v) for k, v in parsed(row["cumulative_recall"]).items()}
-        values, label = [by_position.get(k - 1) for k in range(1, k_max + 1)], "recall@k"
+        by_key = {int(k): float(v) for k, v in parsed(row["cumulative_recall"]).items()}
+        shift = 1 if 0 in by_key else 0  # MindsDB's keys are positions from 0
+        values, label = [by_key.get(k - shift) for k in range(1, k_max + 1)], "recall@k"
     elif row.get("hit_at_k") is not None:
         hits = [float(v) for v in parsed(row["hit_at_k"])]
         values, label = [hits[k - 1] if k <= len(hits) else None for k in range(1, k_max + 1)], \
