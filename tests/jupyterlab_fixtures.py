@@ -16,6 +16,10 @@ import httpx
 import pytest
 
 CHROMIUM = "/usr/bin/chromium"
+VIEWPORT = {"width": 1280, "height": 800}
+"""A laptop screen: the panels are checked at JupyterLab's default widths on it."""
+ARTIFACTS_ENV = "KBSQL_TEST_ARTIFACTS"
+ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync"]
 needs_chromium = pytest.mark.skipif(not Path(CHROMIUM).exists(),
@@ -79,7 +83,7 @@ def jupyterlab(tmp_path: Path) -> Iterator[tuple[str, str, Path]]:
 
 @pytest.fixture
 def browser_page():
-    """A fresh page in headless Debian Chromium (Playwright never downloads its own)."""
+    """A fresh page in headless Debian Chromium (Playwright never downloads its own), 1280x800."""
     if not Path(CHROMIUM).exists():
         pytest.skip(f"{CHROMIUM} is absent (Debian: apt-get install chromium)")
     from playwright.sync_api import sync_playwright
@@ -87,6 +91,20 @@ def browser_page():
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
-            yield browser.new_page(viewport={"width": 1280, "height": 900})
+            yield browser.new_page(viewport=VIEWPORT)
         finally:
             browser.close()
+
+
+@pytest.fixture
+def artifacts(request: pytest.FixtureRequest) -> Path:
+    """Where a browser test saves its screenshots for people to look at: `$KBSQL_TEST_ARTIFACTS`
+    (CI sets it to keep them) else `test-artifacts/` of the checkout (git-ignored), one folder
+    per test, emptied when the test starts."""
+    import shutil
+
+    base = Path(os.environ.get(ARTIFACTS_ENV) or ROOT / "test-artifacts")
+    folder = base / request.node.name.replace("/", "_").replace("[", "-").rstrip("]")
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    return folder

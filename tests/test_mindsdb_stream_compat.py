@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -112,16 +113,25 @@ class MindsDB261(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
 
-@pytest.fixture(scope="module")
-def mindsdb_url() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), MindsDB261)
+@contextmanager
+def serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
+    """`handler` on a loopback port, in a thread; yields its base URL."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
-    thread.join(5)
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+@pytest.fixture(scope="module")
+def mindsdb_url() -> Iterator[str]:
+    with serving(MindsDB261) as url:
+        yield url
 
 
 def test_completion_falls_back_to_the_stream_and_answers_the_data_text(mindsdb_url):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -29,12 +30,17 @@ def test_readme_has_exactly_two_commands_and_ci_runs_their_steps():
 
 
 def test_quickstart_runs_and_finds_the_answer(tmp_path):
-    """The first command's last step, as a user runs it (the installed console script)."""
+    """The first command's last step, as a user runs it (the installed console script, no
+    options): it works in a temporary folder and leaves nothing behind."""
     script = Path(sys.executable).with_name("kbsql")
-    result = subprocess.run([str(script), "quickstart", "--data-dir", str(tmp_path / "qs")],
-                            capture_output=True, text=True, timeout=600)
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    result = subprocess.run([str(script), "quickstart"], capture_output=True, text=True, timeout=600,
+                            env={**os.environ, "TMPDIR": str(temp)})
     assert result.returncode == 0, result.stdout + result.stderr
     out = result.stdout
+    assert f"embedded engine in {temp}" in out and "removed at the end" in out
+    assert list(temp.iterdir()) == []  # each run used to leave a 430 KB folder
     assert "inserted" in out and "chunks" in out
     assert "kb_query_tool" in out
     # the top search hits for "leave a loop early" come from the `break` topic
@@ -70,3 +76,77 @@ def test_readme_names_the_options_as_the_cli_and_the_magic_spell_them():
             assert any(f in row for f in flags) or any(
                 o in row.split("|")[1] for o in action.option_strings if not o.startswith("--")), \
                 f"the %kbsql_connect row lacks {flags}"
+
+
+def section(title: str) -> str:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    return text.split(f"## {title}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def test_the_way_into_jupyterlab_installs_jupyterlab_a_kernel_and_the_extension():
+    """README "In JupyterLab": one line after the two commands. The `lab` extra it installs
+    resolves (the extension by its path included), and what it brings works here: the
+    extension is enabled in JupyterLab and its server part in the Jupyter server, and the
+    kernel JupyterLab starts imports kbsql."""
+    import json
+    import tomllib
+
+    (line,) = [x for x in re.search(r"```bash\n(.*?)```", section("In JupyterLab"), re.S).group(1)
+               .splitlines() if x and not x.startswith("#")]
+    assert line.startswith(".venv/bin/pip install -e '.[lab]' && .venv/bin/jupyter lab "), line
+    notebook = line.rsplit(" ", 1)[1]
+    assert (ROOT / notebook).is_file(), notebook
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert any(d.startswith("jupyterlab") for d in extras["lab"])
+    assert any(d.startswith("ipykernel") for d in extras["lab"])
+    assert "kbsql-labextension @ {root:uri}/labextension" in extras["lab"]
+
+    report = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--quiet", "--report", "-",
+                             "-e", ".[lab]"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert report.returncode == 0, report.stderr
+    found = {item["metadata"]["name"]: item for item in json.loads(report.stdout)["install"]}
+    assert found["kbsql-labextension"]["download_info"]["url"] == (ROOT / "labextension").as_uri()
+
+    jupyter = Path(sys.executable).with_name("jupyter")
+
+    def said(*args: str) -> str:  # what a `jupyter` command prints, colours taken out
+        done = subprocess.run([str(jupyter), *args], capture_output=True, text=True, timeout=120)
+        return re.sub(r"\x1b\[[0-9;]*m", "", done.stdout + done.stderr)
+
+    listed = said("labextension", "list")
+    assert re.search(r"kbsql-labextension v\S+ enabled\s+OK", listed), listed
+    assert re.search(r"kbsql_labextension enabled", said("server", "extension", "list"))
+    specs = json.loads(subprocess.run([str(jupyter), "kernelspec", "list", "--json"], capture_output=True,
+                                      text=True, timeout=120, check=True).stdout)["kernelspecs"]
+    argv = specs["python3"]["spec"]["argv"]
+    python = sys.executable if argv[0] in ("python", "python3") else argv[0]
+    imported = subprocess.run([python, "-c", "import kbsql, ipykernel; print(kbsql.__version__)"],
+                              capture_output=True, text=True, timeout=120)
+    assert imported.returncode == 0, imported.stderr
+
+
+def readme_notebook_cells() -> list[str]:
+    """The cells of README "In a notebook", as written (python and sql blocks, in order)."""
+    example = section("In a notebook").split("\nThe result is", 1)[0]
+    return [block.strip() for block in re.findall(r"```(?:python|sql)\n(.*?)```", example, re.S)]
+
+
+def test_the_readme_notebook_example_runs_as_written_and_finds_rows(tmp_path, monkeypatch):
+    """The example cells in a real kernel (nbclient), twice as "Run all" twice would run them:
+    no error, and the search finds the refund sentence first, both times alike."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    cells = readme_notebook_cells()
+    assert cells[0] == "%load_ext kbsql" and cells[-1].startswith("%%kbsql\nSELECT")
+    check = "print('ROWS', len(_), list(_['id']), sorted(set(m['product'] for m in _['metadata'])))"
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(c) for c in [*cells, check, *cells[1:], check]]
+    monkeypatch.setenv("KBSQL_HOME", str(tmp_path / "home"))  # the kernel's default engine
+    NotebookClient(nb, timeout=600, kernel_name="python3",
+                   resources={"metadata": {"path": str(tmp_path)}}).execute()
+    printed = [o.text for c in nb.cells for o in c.outputs if o.output_type == "stream" and "ROWS" in o.text]
+    assert len(printed) == 2 and printed[0] == printed[1], printed
+    assert printed[0].startswith("ROWS 2 ['1', '2'] ['shop']"), printed  # refunds first, shop only
+    shown = nb.cells[len(cells) - 1].outputs[0]
+    assert shown.output_type == "execute_result" and "Refunds are paid back" in shown.data["text/html"]

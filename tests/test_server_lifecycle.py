@@ -248,3 +248,16 @@ def test_a_read_only_data_dir_serves_reads(tmp_path: Path) -> None:
         log = server.log_text()
         assert "serving reads only" in log and "Traceback" not in log, log
         assert stop_with(server, signal.SIGTERM) == 0
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_stop_says_it_stopped(tmp_path: Path, sig: int):
+    """`kbsql serve` stopped by a signal ends with one line saying so (it used to exit
+    silently, which reads like a crash in a terminal or a service log)."""
+    with spawn(tmp_path / "data") as server:
+        create_kb(server.url, "kb")
+        assert stop_with(server, sig) == 0
+        said = server.process.stdout.read() if server.process.stdout else ""
+        name = signal.Signals(sig).name
+        assert said.strip().splitlines() == [f"kbsql serve: stopped ({name}), indexes saved"], said
+        assert "Traceback" not in server.log_text()

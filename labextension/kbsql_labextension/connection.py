@@ -9,8 +9,9 @@ notebook's kernel resolves its default one, so the sidebar shows what `%%kbsql` 
   `$KBSQL_API_KEY` as the magics read it, from the Jupyter server's environment);
 - otherwise the notebook's current connection as its kernel reports it (`kernel`: the page
   asks `kbsql.notebook.location` silently; it follows `%kbsql_connect URL|DIR` and
-  `[tool.kbsql] default_connection`): a data directory, or a server URL with the same token
-  rule as above (the kernel never sends its key);
+  `[tool.kbsql] default_connection`): a data directory, or a server URL with the
+  notebook's own credentials, which this server asks the kernel for on its own channels
+  (`lend.py`: never through the page), else the same token rule as above;
 - otherwise (no kernel yet, or one without kbsql) the embedded engine on `$KBSQL_HOME`, else
   on `.kbsql` next to the notebook (a kernel's working directory is its notebook's folder).
 
@@ -25,7 +26,7 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,19 @@ class Target:
     source: str
     """Where the choice came from: `settings`, `kernel`, `$KBSQL_HOME` or `notebook folder`."""
     token: str | None = field(default=None, repr=False, compare=False)
+    lent: tuple[tuple[str, str], ...] = field(default=(), repr=False, compare=False)
+    """The notebook's own credential headers, lent by its kernel (they replace `token`)."""
+
+    @property
+    def secrets(self) -> list[str]:
+        """Every credential this target sends: masked out of anything shown."""
+        values = [self.token] if self.token else []
+        for _, value in self.lent:
+            values += [value, value.split(" ", 1)[-1]]
+        return [v for v in values if v]
+
+    def with_lent(self, headers: dict[str, str]) -> Target:
+        return replace(self, token=None, lent=tuple(sorted(headers.items())), source=self.source)
 
     def describe(self, root: Path | None = None) -> dict[str, Any]:
         """What the page may show: never the token, never a URL's `user:password@`."""
@@ -59,7 +73,7 @@ class Target:
             except ValueError:
                 pass
         return {"kind": self.kind, "where": where, "source": self.source,
-                "token": self.token is not None}
+                "token": bool(self.token or self.lent)}
 
     @property
     def exists(self) -> bool:
@@ -67,7 +81,7 @@ class Target:
         return self.kind == "remote" or Path(self.location).is_dir()
 
     def key(self) -> tuple[str, str, str]:
-        secret = hashlib.sha256((self.token or "").encode()).hexdigest()
+        secret = hashlib.sha256(repr((self.token or "", self.lent)).encode()).hexdigest()
         return self.kind, self.location, secret
 
 
@@ -133,6 +147,6 @@ def _connect(target: Target) -> Any:
     import kbsql  # the client; imported late so the bundle installs without kbsql
 
     if target.kind == "remote":
-        headers = {"Authorization": f"Bearer {target.token}"} if target.token else None
+        headers = dict(target.lent) or ({"Authorization": f"Bearer {target.token}"} if target.token else None)
         return kbsql.connect(target.location, headers=headers)
     return kbsql.connect(data_dir=target.location)

@@ -5,10 +5,15 @@
 - `POST agents/stream` -> an agent's answer as newline-delimited JSON chunks (the contract's
   stream chunks, one per line), cancelled when the page disconnects (the Stop button).
 
-Every body may carry `url`, `token` and `notebook` (see `connection.resolve`). POST with a
-JSON body, never a query string: the token must not reach an access log. Authenticated
-like every Jupyter API (token or cookie, plus XSRF). Errors carry the kbsql problem fields
-`{"title", "detail"}` so the page shows the service's own sentence; none holds the token.
+Every body may carry `url`, `token`, `notebook`, `kernel` and `kernel_id` (see
+`connection.resolve`). POST with a JSON body, never a query string: the token must not
+reach an access log. Authenticated like every Jupyter API (token or cookie, plus XSRF).
+Errors carry the kbsql problem fields `{"title", "detail"}` so the page shows the service's
+own sentence, and a refused token one line on where a token goes; none holds a token.
+
+When the notebook's kernel is connected to a server with credentials, they are asked of
+the kernel here (`lend.py`) and used for that server: the sidebar and the chat then see
+what the notebook sees, and the credentials never reach the page.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from jupyter_server.utils import url_path_join
 from tornado.iostream import StreamClosedError
 
 from kbsql.interface.stream import close_stream
-from kbsql_labextension import catalog
+from kbsql_labextension import catalog, lend
 from kbsql_labextension.connection import BadTarget, Clients, Target, resolve
 
 CLIENTS = Clients()
@@ -46,14 +51,42 @@ class KbsqlHandler(APIHandler):
     def root(self) -> Path:
         return Path(self.settings.get("server_root_dir") or ".").expanduser().resolve()
 
-    def target(self, body: dict[str, Any]) -> Target:
-        return resolve(body, self.root)
+    async def target(self, body: dict[str, Any], *, fresh: bool = False) -> Target:
+        """The service of this request; a server the notebook's kernel is connected to with
+        credentials gets those (asked of the kernel: `fresh` for a catalog load, else the
+        last answer when there is one)."""
+        target = resolve(body, self.root)
+        kernel, kernel_id = body.get("kernel"), str(body.get("kernel_id") or "")
+        if (target.source == "kernel" and target.kind == "remote" and kernel_id
+                and isinstance(kernel, dict) and kernel.get("key")):
+            headers = await lend.credentials(self.kernel_manager, kernel_id, target.location, fresh=fresh)
+            if headers:
+                return target.with_lent(headers)
+        return target
 
     def problem(self, status: int, title: str, detail: str, target: Target | None = None) -> None:
-        if target is not None and target.token:
-            detail = detail.replace(target.token, "***")
+        for secret in target.secrets if target is not None else []:
+            detail = detail.replace(secret, "***")
         self.set_status(status)
         self.finish(json.dumps({"title": title, "detail": detail}))
+
+    def refused(self, exc: Exception, target: Target | None, body: dict[str, Any]) -> str:
+        """One line on where a token goes, after a server refused the one sent (or none)."""
+        from kbsql.interface.errors import ServiceError
+
+        if target is None or not isinstance(exc, ServiceError) or exc.status not in (401, 403):
+            return ""
+        if target.lent:
+            lend.forget(str(body.get("kernel_id") or ""), target.location)
+            return " (the notebook's credentials were refused: check them in the notebook)"
+        if target.source == "settings":
+            return " (the token in Settings → kbsql, else $KBSQL_TOKEN of the Jupyter server, was refused)"
+        kernel = body.get("kernel") if isinstance(body.get("kernel"), dict) else {}
+        if kernel.get("key"):
+            return (" (the notebook's kernel has a token but is busy and did not lend it yet: "
+                    "Refresh when it is idle, or set one in Settings → kbsql)")
+        return (" (a token goes in the notebook: %kbsql_connect URL --token-env VAR, "
+                "or in Settings → kbsql for the sidebar and chat)")
 
     async def call(self, fn: Any, *args: Any) -> Any:
         """Run a blocking client call in a worker thread (the server's loop stays free)."""
@@ -74,8 +107,10 @@ class CatalogHandler(KbsqlHandler):
     @tornado.web.authenticated
     async def post(self) -> None:
         target = None
+        body: dict[str, Any] = {}
         try:
-            target = self.target(self.body())
+            body = self.body()
+            target = await self.target(body, fresh=True)
             answer: dict[str, Any] = {"connection": target.describe(self.root), "exists": target.exists}
             if target.exists:
                 client = await self.call(CLIENTS.get, target)
@@ -90,7 +125,7 @@ class CatalogHandler(KbsqlHandler):
         except Exception as exc:
             status, title = _service_error(exc)
             where = target.describe(self.root)["where"] if target else ""
-            return self.problem(status, title, f"{where}: {exc}", target)
+            return self.problem(status, title, f"{where}: {exc}{self.refused(exc, target, body)}", target)
         self.finish(json.dumps(answer, default=str))
 
 
@@ -98,9 +133,10 @@ class SearchHandler(KbsqlHandler):
     @tornado.web.authenticated
     async def post(self) -> None:
         target = None
+        body: dict[str, Any] = {}
         try:
             body = self.body()
-            target = self.target(body)
+            target = await self.target(body)
             project, kb = str(body.get("project") or ""), str(body.get("knowledge_base") or "")
             if not project or not kb:
                 raise BadTarget("Name the project and the knowledge base to search")
@@ -111,7 +147,7 @@ class SearchHandler(KbsqlHandler):
             return self.problem(400, "Bad request", str(exc), target)
         except Exception as exc:
             status, title = _service_error(exc)
-            return self.problem(status, title, str(exc), target)
+            return self.problem(status, title, f"{exc}{self.refused(exc, target, body)}", target)
         self.finish(json.dumps(answer, default=str))
 
 
@@ -129,9 +165,10 @@ class StreamHandler(KbsqlHandler):
     @tornado.web.authenticated
     async def post(self) -> None:
         target = None
+        body: dict[str, Any] = {}
         try:
             body = self.body()
-            target = self.target(body)
+            target = await self.target(body)
             project, agent = str(body.get("project") or ""), str(body.get("agent") or "")
             question = str(body.get("question") or "")
             if not project or not agent or not question.strip():
@@ -145,7 +182,7 @@ class StreamHandler(KbsqlHandler):
             return self.problem(400, "Bad request", str(exc), target)
         except Exception as exc:
             status, title = _service_error(exc)
-            return self.problem(status, title, str(exc), target)
+            return self.problem(status, title, f"{exc}{self.refused(exc, target, body)}", target)
         self._chunks = chunks
         stream = iter(chunks)
         self.set_header("Content-Type", "application/x-ndjson")
@@ -180,10 +217,14 @@ def _next(chunks: Any) -> Any:
 
 
 def _mask(value: Any, target: Target) -> Any:
-    if not target.token:
+    secrets = target.secrets
+    if not secrets:
         return value
     text = json.dumps(value, default=str)
-    return json.loads(text.replace(target.token, "***")) if target.token in text else value
+    masked = text
+    for secret in secrets:
+        masked = masked.replace(secret, "***")
+    return value if masked == text else json.loads(masked)
 
 
 def setup_handlers(web_app: Any) -> None:

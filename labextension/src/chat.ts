@@ -8,8 +8,14 @@
  * The conversation is kept per connection and agent in the browser's localStorage, so it
  * survives a reload, and earlier question/answer pairs go with each follow-up question as
  * the contract's `messages`.
+ *
+ * The answer is Markdown, rendered by JupyterLab's own Markdown renderer as an untrusted
+ * output (sanitized: no script, no raw HTML handlers), as `%agent`'s panel renders it in the
+ * notebook. A server's progress notes (MindsDB's "Generating Data Catalog...", kind
+ * `context`) show as grey lines before the answer, as they arrive.
  */
 import { JupyterFrontEnd } from '@jupyterlab/application';
+import { IRenderMime, IRenderMimeRegistry, MimeModel } from '@jupyterlab/rendermime';
 import { LabIcon } from '@jupyterlab/ui-components';
 import { Widget } from '@lumino/widgets';
 
@@ -23,6 +29,21 @@ export const chatIcon = new LabIcon({ name: 'kbsql-labextension:chat', svgstr: C
 
 const STORE = 'kbsql-labextension:chat';
 const SQL_START = /^\s*(SELECT|WITH|SHOW|DESCRIBE)\b/i;
+/** A server's progress notes besides the contract's chunk kinds (kbsql.interface.stream). */
+const NOTE_KINDS = ['context', 'status', 'sql'];
+
+/** A duration as the notebook writes it: `180 ms` under a second, `2.4 s`, `12 s`, `3 min 05 s`. */
+export function duration(seconds: number): string {
+  const s = Math.max(0, seconds);
+  if (s < 1) {
+    return s < 0.0005 ? '<1 ms' : s < 0.9995 ? `${Math.round(s * 1000)} ms` : '1.0 s';
+  }
+  if (s < 60) {
+    return s >= 10 ? `${Math.round(s)} s` : `${s.toFixed(1)} s`;
+  }
+  const whole = Math.floor(s);
+  return `${Math.floor(whole / 60)} min ${String(whole % 60).padStart(2, '0')} s`;
+}
 
 interface IStep {
   tool: string;
@@ -32,6 +53,7 @@ interface IStep {
 
 interface ITurn {
   question: string;
+  notes?: string[];
   steps: IStep[];
   answer: string;
   state: 'running' | 'done' | 'stopped' | 'error';
@@ -49,10 +71,13 @@ export class KbsqlChat extends Widget {
   private note = el('div', 'kbsql-Chat-note');
   private turns: ITurn[] = [];
   private running: AbortController | null = null;
+  /** The Markdown renderer showing each turn's answer (disposed when the turn is drawn again). */
+  private rendered = new WeakMap<ITurn, IRenderMime.IRenderer>();
 
   constructor(
     private app: JupyterFrontEnd,
-    private model: KbsqlModel
+    private model: KbsqlModel,
+    private rendermime: IRenderMimeRegistry | null = null
   ) {
     super();
     this.id = 'kbsql-chat';
@@ -62,7 +87,10 @@ export class KbsqlChat extends Widget {
 
     const header = el('div', 'kbsql-Chat-header');
     this.agentSelect.setAttribute('aria-label', 'Agent');
-    this.agentSelect.addEventListener('change', () => this.load());
+    this.agentSelect.addEventListener('change', () => {
+      this.agentSelect.title = this.agentSelect.value;
+      this.load();
+    });
     this.resetButton.type = 'button';
     this.resetButton.addEventListener('click', () => this.startOver());
     header.append(this.agentSelect, this.resetButton);
@@ -112,11 +140,23 @@ export class KbsqlChat extends Widget {
       return;
     }
     const previous = this.agent || window.localStorage.getItem(`${STORE}:${this.model.connectionKey}`) || '';
-    const names = (catalog?.projects ?? []).flatMap(p => p.agents.map(a => `${p.name}.${a.name}`));
-    this.agentSelect.replaceChildren(...names.map(name => el('option', '', name)));
+    const projects = catalog?.projects ?? [];
+    const names = projects.flatMap(p => p.agents.map(a => `${p.name}.${a.name}`));
+    // One project with agents: the agents' own names (the project says nothing, and the
+    // picker is narrow at the panel's default width); the value is always project.agent.
+    const oneProject = projects.filter(p => p.agents.length).length <= 1;
+    this.agentSelect.replaceChildren(
+      ...names.map(name => {
+        const option = el('option', '', oneProject ? name.slice(name.indexOf('.') + 1) : name);
+        option.value = name;
+        option.title = name;
+        return option;
+      })
+    );
     if (names.includes(previous)) {
       this.agentSelect.value = previous;
     }
+    this.agentSelect.title = this.agentSelect.value;
     this.note.textContent = error ? error : names.length ? '' : 'No agents on this connection';
     this.note.dataset.state = error ? 'error' : 'ok';
     this.askButton.disabled = !names.length || this.running !== null;
@@ -188,11 +228,18 @@ export class KbsqlChat extends Widget {
     this.setRunning(true);
     const started = performance.now();
     try {
-      await this.model.stream(project, name, question, history, chunk => {
-        apply(turn, chunk);
-        turn.seconds = (performance.now() - started) / 1000;
-        update();
-      }, controller.signal);
+      await this.model.stream(
+        project,
+        name,
+        question,
+        history,
+        chunk => {
+          apply(turn, chunk);
+          turn.seconds = (performance.now() - started) / 1000;
+          update();
+        },
+        controller.signal
+      );
       if (turn.state === 'running') {
         turn.state = turn.answer ? 'done' : 'error';
         turn.error = turn.answer ? undefined : 'The stream ended without an answer';
@@ -223,6 +270,15 @@ export class KbsqlChat extends Widget {
     const box = el('div', 'kbsql-Chat-turn');
     box.dataset.state = turn.state;
     box.append(el('div', 'kbsql-Chat-you', turn.question));
+    if (turn.notes?.length) {
+      const notes = el('ul', 'kbsql-Chat-notes');
+      for (const note of turn.notes) {
+        const line = el('li', 'kbsql-Chat-note', note.split(/\s+/).join(' '));
+        line.title = note;
+        notes.append(line);
+      }
+      box.append(notes);
+    }
     const steps = el('ol', 'kbsql-Chat-steps');
     for (const step of turn.steps) {
       const li = el('li', 'kbsql-Chat-step');
@@ -242,21 +298,54 @@ export class KbsqlChat extends Widget {
       }
       steps.append(li);
     }
-    box.append(steps);
+    if (turn.steps.length) {
+      box.append(steps);
+    }
     if (turn.answer) {
       const answer = el('div', 'kbsql-Chat-answer');
-      answer.append(el('div', 'kbsql-Chat-answerText', turn.answer));
+      answer.append(this.renderAnswer(turn));
       if (turn.state !== 'running') {
         answer.append(this.insertButton('Insert answer as cell', { markdown: turn.answer }));
       }
       box.append(answer);
     }
-    const seconds = turn.seconds === undefined ? '' : ` · ${turn.seconds.toFixed(1)} s`;
+    const seconds = turn.seconds === undefined ? '' : ` · ${duration(turn.seconds)}`;
     const label = turn.state === 'error' ? `error: ${turn.error ?? ''}` : turn.state;
     const status = el('div', 'kbsql-Chat-status', `${label}${seconds}`);
     status.dataset.state = turn.state;
     box.append(status);
     return box;
+  }
+
+  /**
+   * The answer as Markdown, rendered by JupyterLab's renderer (untrusted: sanitized), the
+   * way the notebook's panel shows it; `data-rendered` is set once it is drawn. Without a
+   * renderer (the rendermime plugin disabled) the text as it came.
+   */
+  private renderAnswer(turn: ITurn): HTMLElement {
+    const host = el('div', 'kbsql-Chat-answerText');
+    this.rendered.get(turn)?.dispose();
+    this.rendered.delete(turn);
+    if (!this.rendermime) {
+      host.textContent = turn.answer;
+      host.dataset.rendered = 'text';
+      return host;
+    }
+    const renderer = this.rendermime.createRenderer('text/markdown');
+    this.rendered.set(turn, renderer);
+    renderer
+      .renderModel(new MimeModel({ data: { 'text/markdown': turn.answer }, trusted: false }))
+      .then(() => {
+        if (!renderer.isDisposed) {
+          host.replaceChildren(renderer.node);
+          host.dataset.rendered = 'markdown';
+        }
+      })
+      .catch(() => {
+        host.textContent = turn.answer;
+        host.dataset.rendered = 'text';
+      });
+    return host;
   }
 
   private insertButton(label: string, args: { sql?: string; markdown?: string }): HTMLButtonElement {
@@ -274,7 +363,12 @@ export class KbsqlChat extends Widget {
 
 /** Apply one stream chunk to a turn (the contract's chunk kinds, as `%agent` reads them). */
 function apply(turn: ITurn, chunk: Chunk): void {
-  if (chunk.type === 'error') {
+  if (NOTE_KINDS.includes(chunk.type)) {
+    const note = String(chunk.content ?? '').trim();
+    if (note) {
+      turn.notes = [...(turn.notes ?? []), note];
+    }
+  } else if (chunk.type === 'error') {
     turn.state = 'error';
     turn.error = String(chunk.content ?? 'the agent failed');
   } else if (chunk.type === 'end') {

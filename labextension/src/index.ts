@@ -15,6 +15,7 @@ import {
   IEditorLanguageRegistry
 } from '@jupyterlab/codemirror';
 import { INotebookTracker } from '@jupyterlab/notebook';
+import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { IFormRendererRegistry } from '@jupyterlab/ui-components';
 
@@ -133,14 +134,15 @@ const chat: JupyterFrontEndPlugin<void> = {
   description: 'A chat with a kbsql agent, docked in the right sidebar.',
   autoStart: true,
   requires: [IKbsqlModel],
-  optional: [ILayoutRestorer, ICommandPalette],
+  optional: [ILayoutRestorer, ICommandPalette, IRenderMimeRegistry],
   activate: (
     app: JupyterFrontEnd,
     model: KbsqlModel,
     restorer: ILayoutRestorer | null,
-    palette: ICommandPalette | null
+    palette: ICommandPalette | null,
+    rendermime: IRenderMimeRegistry | null
   ) => {
-    const widget = new KbsqlChat(app, model);
+    const widget = new KbsqlChat(app, model, rendermime);
     app.shell.add(widget, 'right', { rank: 900 });
     restorer?.add(widget, widget.id);
     app.commands.addCommand('kbsql:open-chat', {

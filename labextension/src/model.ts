@@ -179,13 +179,25 @@ export class KbsqlModel {
     void this.refresh();
   }
 
-  /** The body every request starts from: where the service is. */
-  private target(): { url: string; token: string; notebook: string; kernel: IKernelPlace | null } {
+  /**
+   * The body every request starts from: where the service is. `kernel_id` lets the Jupyter
+   * server ask that kernel for the credentials of its server connection itself (they never
+   * come to the page).
+   */
+  private target(): {
+    url: string;
+    token: string;
+    notebook: string;
+    kernel: IKernelPlace | null;
+    kernel_id: string;
+  } {
+    const panel = this.tracker.currentWidget;
     return {
       url: this._url,
       token: this._token,
-      notebook: this.tracker.currentWidget?.context.path ?? '',
-      kernel: this._url ? null : this._kernel
+      notebook: panel?.context.path ?? '',
+      kernel: this._url ? null : this._kernel,
+      kernel_id: this._url ? '' : (panel?.sessionContext.session?.kernel?.id ?? '')
     };
   }
 

@@ -48,7 +48,21 @@ export function insertCell(app: JupyterFrontEnd, args: { sql?: string; markdown?
   return true;
 }
 
-const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
+const plural = (n: number, word: string) => `${n.toLocaleString('en-US')} ${word}${n === 1 ? '' : 's'}`;
+
+/**
+ * A one-line text that may be longer than the panel: cut with an ellipsis (never mid-word
+ * on a second line), the whole text on hover.
+ */
+export function ellipsised<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  className: string,
+  text: string
+): HTMLElementTagNameMap[K] {
+  const node = el(tag, `${className} kbsql-ellipsis`, text);
+  node.title = text;
+  return node;
+}
 
 export class KbsqlSidebar extends Widget {
   private connection = el('div', 'kbsql-Sidebar-connection');
@@ -81,7 +95,7 @@ export class KbsqlSidebar extends Widget {
     form.setAttribute('role', 'search');
     this.kbSelect.setAttribute('aria-label', 'Knowledge base to search');
     this.searchInput.type = 'search';
-    this.searchInput.placeholder = 'Search a knowledge base…';
+    this.searchInput.placeholder = 'Search for…';
     this.searchInput.setAttribute('aria-label', 'Search text');
     const go = el('button', 'jp-mod-styled jp-mod-accept kbsql-Sidebar-searchButton', 'Search');
     go.type = 'submit';
@@ -128,9 +142,11 @@ export class KbsqlSidebar extends Widget {
       this.hits.replaceChildren();
       delete this.hits.dataset.state;
     }
-    this.connection.textContent = `${c.kind === 'remote' ? 'server' : 'embedded'} ${c.where}`;
+    const place = `${c.kind === 'remote' ? 'server' : 'embedded'} ${c.where}`;
+    this.connection.textContent = place;
     const from = c.source === 'kernel' ? "the notebook's kernel (%kbsql_connect)" : `the ${c.source}`;
-    this.connection.title = `kbsql connection of ${from}${c.token ? ' (token set)' : ''}`;
+    // the whole place first: the header cuts a long one with an ellipsis
+    this.connection.title = `${place}\nkbsql connection of ${from}${c.token ? ' (token set)' : ''}`;
     this.connection.dataset.source = c.source;
     const kbCount = catalog.projects.reduce((n, p) => n + p.knowledge_bases.length, 0);
     const agentCount = catalog.projects.reduce((n, p) => n + p.agents.length, 0);
@@ -194,9 +210,9 @@ export class KbsqlSidebar extends Widget {
     for (const source of catalog.datasources) {
       const group = el('div', 'kbsql-Sidebar-source');
       group.dataset.name = source.name;
-      group.append(el('div', 'kbsql-Sidebar-sourceName', source.name));
+      group.append(ellipsised('div', 'kbsql-Sidebar-sourceName', source.name));
       if (source.error) {
-        group.append(el('div', 'kbsql-Sidebar-empty', source.error));
+        group.append(ellipsised('div', 'kbsql-Sidebar-empty', source.error));
       } else if (!source.tables.length) {
         group.append(el('div', 'kbsql-Sidebar-empty', 'No tables'));
       }
@@ -223,9 +239,13 @@ export class KbsqlSidebar extends Widget {
     row.type = 'button';
     row.title = `Insert a %%kbsql cell:\n${sql}`;
     const badge = { kb: 'KB', agent: 'agent', table: 'table' }[kind];
-    row.append(el('span', 'kbsql-Sidebar-badge', badge), el('span', 'kbsql-Sidebar-name', name));
+    // The name gets the whole line (cut with an ellipsis, whole on hover); the counts go
+    // under it, so neither is clipped at the sidebar's default width.
+    const line = el('span', 'kbsql-Sidebar-line');
+    line.append(el('span', 'kbsql-Sidebar-badge', badge), ellipsised('span', 'kbsql-Sidebar-name', name));
+    row.append(line);
     if (summary) {
-      row.append(el('span', 'kbsql-Sidebar-counts', summary));
+      row.append(ellipsised('span', 'kbsql-Sidebar-counts', summary));
     }
     row.addEventListener('click', () => {
       if (!insertCell(this.app, { sql })) {
@@ -236,7 +256,7 @@ export class KbsqlSidebar extends Widget {
     if (details.length) {
       const dl = el('dl', 'kbsql-Sidebar-details');
       for (const [term, value] of details) {
-        dl.append(el('dt', '', term), el('dd', '', value));
+        dl.append(el('dt', '', term), ellipsised('dd', '', value));
       }
       wrap.append(dl);
     }
@@ -260,7 +280,7 @@ export class KbsqlSidebar extends Widget {
     try {
       const answer = await this.model.search(project, kb, text);
       const head = el('div', 'kbsql-Sidebar-hitsHead');
-      head.append(el('span', '', `${plural(answer.hits.length, 'hit')} in ${project}.${kb}`));
+      head.append(ellipsised('span', '', `${plural(answer.hits.length, 'hit')} in ${project}.${kb}`));
       const insert = el('button', 'jp-mod-styled kbsql-Sidebar-insertSearch', 'Insert as cell');
       insert.type = 'button';
       insert.addEventListener('click', () => {
@@ -274,7 +294,7 @@ export class KbsqlSidebar extends Widget {
         const li = el('li', 'kbsql-Sidebar-hit');
         const meta = el('div', 'kbsql-Sidebar-hitMeta');
         const relevance = hit.relevance === null ? '' : hit.relevance.toFixed(3);
-        meta.append(el('span', 'kbsql-Sidebar-hitId', `id ${hit.id ?? ''}`), el('span', '', relevance));
+        meta.append(ellipsised('span', 'kbsql-Sidebar-hitId', `id ${hit.id ?? ''}`), el('span', '', relevance));
         li.append(meta, el('div', 'kbsql-Sidebar-hitText', hit.content ?? ''));
         list.append(li);
       }

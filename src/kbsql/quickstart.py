@@ -26,8 +26,17 @@ def documents() -> list[dict[str, str]]:
 
 
 def run(data_dir: str | None = None) -> int:
-    home = Path(data_dir) if data_dir else Path(tempfile.mkdtemp(prefix="kbsql-quickstart-"))
-    print(f"kbsql {kbsql.__version__} quickstart, embedded engine in {home}")
+    """Run the tour in `data_dir` (kept), else in a temporary folder removed at the end."""
+    if data_dir:
+        return _tour(Path(data_dir))
+    with tempfile.TemporaryDirectory(prefix="kbsql-quickstart-", ignore_cleanup_errors=True) as home:
+        code = _tour(Path(home), temporary=True)
+    return code
+
+
+def _tour(home: Path, temporary: bool = False) -> int:
+    kept = " (a temporary folder, removed at the end; --data-dir keeps one)" if temporary else ""
+    print(f"kbsql {kbsql.__version__} quickstart, embedded engine in {home}{kept}")
     client = kbsql.connect(data_dir=home)
     try:
         client.sql("DROP KNOWLEDGE_BASE IF EXISTS python_docs")

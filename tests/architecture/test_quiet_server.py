@@ -2,9 +2,9 @@
 
 The engine only reports progress to a callback its caller gives; the server gives none, so
 a 2,000-row PUT (one request, two engine batches of the one-transaction pipeline) and an
-`INSERT ... SELECT` of 2,000 rows, inline and in the background, print no progress bar (nor
-anything else) on the server's stderr, where a process-global tqdm fallback used to draw one
-per batch.
+`INSERT ... SELECT` of 2,000 rows, inline and in the background, print no progress bar
+(nor anything else) on the server's stderr, where a process-global tqdm fallback used to
+draw one per batch.
 """
 
 from __future__ import annotations

@@ -198,7 +198,8 @@ def test_evaluate_doc_id(doc: Doc) -> None:
                    "name", "created_at"):
         assert column in row, column
     assert row["total"] == 3 and row["total_found"] == 3 and row["retrieved_in_top_10"] == 3
-    assert json.loads(row["cumulative_recall"])["0"] == 1.0  # every answer is the top hit
+    assert json.loads(row["cumulative_recall"])["1"] == 1.0  # every answer is the top hit: recall@1
+    assert "0" not in json.loads(row["cumulative_recall"])  # keys are k, from 1
     saved = doc.rows("SELECT total FROM df.kb_eval_result")
     assert saved == [{"total": 3}]
 

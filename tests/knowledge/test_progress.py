@@ -154,3 +154,43 @@ def test_a_remote_insert_moves_per_batch_it_sends(server_url):
         assert bar.closed == (True, None)
     finally:
         client.close()
+
+
+class CtrlCAtSecondBatch:
+    """An `OnProgress` standing for Ctrl-C: raises KeyboardInterrupt as the second batch
+    begins to be stored (so the first is stored, or in the open transaction)."""
+
+    def __init__(self) -> None:
+        self.storing: list[float] = []
+
+    def __call__(self, event: Any) -> None:
+        if event.phase == STORING and event.state == "running" and event.done not in self.storing:
+            self.storing.append(event.done)
+            if len(self.storing) == 2:
+                raise KeyboardInterrupt
+
+
+def test_ctrl_c_says_what_an_insert_kept_in_one_line(engine):
+    """What Ctrl-C left, as the notebook shows it: one transaction keeps nothing; batches
+    stored one by one keep those committed before it, and the line says how many."""
+    from kbsql.client import Client
+    from kbsql.interface.errors import Interrupted
+
+    client = Client(engine)
+    _kb(client)
+    record = engine.catalog.knowledge_base("mindsdb", "docs")
+    rows = [{"id": i, "content": f"row {i} " * 5} for i in range(600)]
+    with pytest.raises(Interrupted) as whole:
+        engine.kbs.insert_rows(record, rows, progress=CtrlCAtSecondBatch())
+    assert whole.value.message == "insert into docs: nothing stored (an insert is stored whole or not at all)"
+    assert whole.value.stored == 0
+    assert client.sql("SELECT count(*) AS n FROM docs").rows() == [[0]]
+
+    batches = [rows[i:i + 200] for i in range(0, 600, 200)]
+    with pytest.raises(Interrupted) as batched:
+        engine.kbs.insert_batches(record, batches, progress=CtrlCAtSecondBatch())
+    assert batched.value.message == ("insert into docs: 200 of 600 rows stored (each batch is stored on its "
+                                     "own; run the INSERT again with USING kb_skip_existing = true to add "
+                                     "the rest)")
+    assert batched.value.stored == 200
+    assert client.sql("SELECT count(DISTINCT id) AS n FROM docs").rows() == [[200]]

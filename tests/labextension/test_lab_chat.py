@@ -53,7 +53,7 @@ def assert_no_secret(where: str, content: str) -> None:
         assert secret not in content, f"a token in {where}"
 
 
-def test_chat_and_sidebar_on_a_served_engine(jupyterlab, browser_page, served, tmp_path):
+def test_chat_and_sidebar_on_a_served_engine(jupyterlab, browser_page, served, tmp_path, artifacts):
     url, token, root = jupyterlab
     server_url = served.url
     seed(server_url, token=TOKEN)
@@ -77,7 +77,7 @@ def test_chat_and_sidebar_on_a_served_engine(jupyterlab, browser_page, served, t
     assert "\n" not in refused.strip() and "Traceback" not in refused and "Error(" not in refused
     assert sidebar.locator(".kbsql-Sidebar-kb").count() == 0
     assert_no_secret("the page text", page.inner_text("body"))
-    page.screenshot(path=str(tmp_path / "kbsql-401.png"))
+    page.screenshot(path=str(artifacts / "kbsql-401.png"))
 
     # The right token, typed into the settings editor (a password field: dots, never text):
     # the sidebar reloads and lists the server's catalog.
@@ -88,7 +88,7 @@ def test_chat_and_sidebar_on_a_served_engine(jupyterlab, browser_page, served, t
     assert field.input_value() == WRONG  # the stored value, masked on screen
     field.fill(TOKEN)
     sidebar.locator('.kbsql-Sidebar-kb[data-name="docs"]').wait_for(timeout=30_000)
-    page.screenshot(path=str(tmp_path / "kbsql-settings.png"))
+    page.screenshot(path=str(artifacts / "kbsql-settings.png"))
     # The refused loads were 400s of the catalog route, which Chromium itself logs as
     # "Failed to load resource" (any error status is); nothing else may have been logged.
     assert failed and all(f.split("?")[0] == f"400 {url}/kbsql/catalog" for f in failed), failed
@@ -118,8 +118,12 @@ def test_chat_and_sidebar_on_a_served_engine(jupyterlab, browser_page, served, t
     assert sql.startswith("SELECT") and QUESTION in sql
     query.locator("summary").click()  # the observation, folded by default
     assert "five days" in query.locator(".kbsql-Chat-observation pre").inner_text()
-    answer = turn.locator(".kbsql-Chat-answerText").inner_text()
+    turn.locator('.kbsql-Chat-answerText[data-rendered="markdown"]').wait_for()
+    answer = turn.locator(".kbsql-Chat-answerText").inner_text()  # as shown: Markdown rendered
     assert "five days" in answer
+    source = page.evaluate("""() => Object.entries(localStorage)
+        .filter(([key]) => key.startsWith('kbsql-labextension:chat:') && key.endsWith(':mindsdb.helper'))
+        .map(([, value]) => JSON.parse(value))[0][0].answer""")  # the answer's Markdown, as it came
     # Long words wrap: nothing of the answer runs past the panel's edge.
     assert turn.locator(".kbsql-Chat-answerText").evaluate("n => n.scrollWidth <= n.clientWidth")
     assert turn.locator(".kbsql-Chat-status").inner_text().startswith("done · ")
@@ -131,10 +135,10 @@ def test_chat_and_sidebar_on_a_served_engine(jupyterlab, browser_page, served, t
     assert sources(page)[1] == f"%%kbsql\n{sql}"
     turn.get_by_role("button", name="Insert answer as cell").click()
     wait_for(lambda: len(sources(page)) == 3, "the answer cell")
-    assert sources(page)[2] == answer
+    assert sources(page)[2] == source  # the Markdown itself, not its rendering
     assert page.evaluate("() => window.jupyterapp.shell.currentWidget.content.widgets[2].model.type") \
         == "markdown"
-    page.screenshot(path=str(tmp_path / "kbsql-chat.png"))
+    page.screenshot(path=str(artifacts / "kbsql-chat.png"))
     page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
     saved = root / "chat.ipynb"
     wait_for(lambda: len(nbformat.read(saved, as_version=4).cells) == 3, "the saved notebook")
@@ -144,7 +148,7 @@ def test_chat_and_sidebar_on_a_served_engine(jupyterlab, browser_page, served, t
     page.reload(wait_until="domcontentloaded")
     open_notebook(page, url, token, "chat.ipynb")
     show(page, "kbsql-chat")
-    chat.locator(".kbsql-Chat-answerText").wait_for(timeout=30_000)
+    chat.locator('.kbsql-Chat-answerText[data-rendered="markdown"]').wait_for(timeout=30_000)
     assert chat.locator(".kbsql-Chat-answerText").inner_text() == answer
     assert chat.locator(".kbsql-Chat-you").all_inner_texts() == [QUESTION]
 
@@ -157,7 +161,7 @@ def test_chat_and_sidebar_on_a_served_engine(jupyterlab, browser_page, served, t
             client.agents.create("slow", data={"knowledge_bases": ["mindsdb.*"]},
                                  model={"provider": "openai", "model_name": "m1", "base_url": fake.base_url})
         page.evaluate("() => window.jupyterapp.commands.execute('kbsql:open-sidebar')")
-        chat.get_by_label("Agent").locator("option", has_text="mindsdb.slow").wait_for(state="attached")
+        chat.get_by_label("Agent").locator('option[value="mindsdb.slow"]').wait_for(state="attached")
         chat.get_by_label("Agent").select_option("mindsdb.slow")
         assert chat.locator(".kbsql-Chat-turn").count() == 0  # its own (empty) conversation
         chat.get_by_label("Question").fill("talk a lot")
@@ -182,7 +186,7 @@ def test_chat_and_sidebar_on_a_served_engine(jupyterlab, browser_page, served, t
     assert is_dark(sidebar.evaluate("n => getComputedStyle(n).backgroundColor"))
     assert not is_dark(chat.locator(".kbsql-Chat-answerText").evaluate("n => getComputedStyle(n).color"))
     page.locator("#jupyterlab-splash").wait_for(state="detached", timeout=30_000)  # the theme switch's
-    page.screenshot(path=str(tmp_path / "kbsql-dark.png"))
+    page.screenshot(path=str(artifacts / "kbsql-dark.png"))
 
     chat.get_by_role("button", name="Start over").click()
     assert chat.locator(".kbsql-Chat-turn").count() == 0

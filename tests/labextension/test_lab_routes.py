@@ -160,7 +160,19 @@ def test_remote_catalog_sends_the_token_as_bearer_and_never_echoes_it(jupyterlab
 
     refused = post(jupyterlab, "catalog", {"url": recorder, "token": "wrong-" + TOKEN})
     assert refused.status_code == 400 and "token is required" in refused.json()["detail"]
+    assert "(the token in Settings → kbsql, else $KBSQL_TOKEN of the Jupyter server, was refused)" \
+        in refused.json()["detail"]
     assert TOKEN not in refused.text
+    # The notebook's kernel is connected there without a token: one line says where one goes.
+    kernel = {"kind": "remote", "location": recorder, "alias": "x", "project": None, "key": False}
+    nowhere = post(jupyterlab, "catalog", {"kernel": kernel})
+    assert nowhere.status_code == 400, nowhere.text
+    assert nowhere.json()["detail"].endswith(
+        "(a token goes in the notebook: %kbsql_connect URL --token-env VAR, or in Settings → kbsql "
+        "for the sidebar and chat)")
+    # ... with one, but a kernel this Jupyter server does not know cannot lend it: it says so.
+    unknown = post(jupyterlab, "catalog", {"kernel": {**kernel, "key": True}, "kernel_id": "no-such-kernel"})
+    assert unknown.status_code == 400 and "did not lend it yet" in unknown.json()["detail"], unknown.text
     # A URL that is not http(s), and a server that is down: one clear sentence each.
     bad = post(jupyterlab, "catalog", {"url": "file:///etc/passwd"})
     assert bad.status_code == 400 and "http://" in bad.json()["detail"]

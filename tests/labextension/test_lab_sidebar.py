@@ -31,7 +31,7 @@ def knowledge_base(target, name: str) -> None:
         client.knowledge_bases.create(name, embedding_model=HASH, content_columns=["body"])
 
 
-def test_sidebar_follows_the_notebooks_connection(jupyterlab, browser_page, server_url, tmp_path):
+def test_sidebar_follows_the_notebooks_connection(jupyterlab, browser_page, server_url, tmp_path, artifacts):
     url, token, root = jupyterlab
     seed(root / ".kbsql")
     knowledge_base(server_url, "served_only")
@@ -72,7 +72,7 @@ def test_sidebar_follows_the_notebooks_connection(jupyterlab, browser_page, serv
     wait_for(lambda: len(sources(page)) == 6, "the knowledge-base cell")
     page.keyboard.type("shipping")
     assert sources(page)[3] == "%%kbsql\nSELECT * FROM mindsdb.docs WHERE content = 'shipping' LIMIT 10"
-    page.screenshot(path=str(tmp_path / "kbsql-sidebar-embedded.png"))
+    page.screenshot(path=str(artifacts / "kbsql-sidebar-embedded.png"))
 
     # Run the notebook's first two cells in its kernel: a %%kbsql CREATE; the sidebar follows.
     assert sidebar.locator('.kbsql-Sidebar-kb[data-name="notes"]').count() == 0
@@ -82,7 +82,7 @@ def test_sidebar_follows_the_notebooks_connection(jupyterlab, browser_page, serv
     page.keyboard.press("Shift+Enter")
     sidebar.locator('.kbsql-Sidebar-kb[data-name="notes"]').wait_for(timeout=90_000)
     assert "0 rows · 0 chunks" in sidebar.locator('.kbsql-Sidebar-kb[data-name="notes"]').inner_text()
-    page.screenshot(path=str(tmp_path / "kbsql-sidebar-after-cell.png"))
+    page.screenshot(path=str(artifacts / "kbsql-sidebar-after-cell.png"))
 
     # The kernel switches to a served engine (%kbsql_connect URL): the sidebar lists that server.
     connection = sidebar.locator(".kbsql-Sidebar-connection")
@@ -95,7 +95,7 @@ def test_sidebar_follows_the_notebooks_connection(jupyterlab, browser_page, serv
     assert connection.get_attribute("data-source") == "kernel"
     assert sidebar.locator('.kbsql-Sidebar-kb[data-name="notes"]').count() == 0
     assert sidebar.locator(".kbsql-Sidebar-hit").count() == 0  # the hits were the other service's
-    page.screenshot(path=str(tmp_path / "kbsql-sidebar-kernel-server.png"))
+    page.screenshot(path=str(artifacts / "kbsql-sidebar-kernel-server.png"))
 
     # ... then to another data directory (%kbsql_connect DIR): that directory's catalog.
     page.keyboard.press("Shift+Enter")

@@ -79,6 +79,16 @@ def _evaluate(cells) -> None:
              "save_to = df.notes_eval")
 
 
+def test_a_mindsdb_evaluate_result_numbered_from_0_draws_the_same_curve():
+    """MindsDB's cumulative_recall keys are positions from 0; kbsql's are k from 1: both give
+    recall@1 first."""
+    from kbsql.notebook.plots import evaluation_curve
+
+    ours = {"cumulative_recall": json.dumps({"1": 0.5, "2": 0.75, "3": 1.0})}
+    theirs = {"cumulative_recall": json.dumps({"0": 0.5, "1": 0.75, "2": 1.0})}
+    assert evaluation_curve(ours, 3) == evaluation_curve(theirs, 3) == ("recall@k", [0.5, 0.75, 1.0])
+
+
 def test_recall_at_k_of_an_evaluate_result(cells, where, tmp_path, monkeypatch):
     """The curve EVALUATE measured, drawn from its frame or its saved df.<name>, searching
     nothing: the same picture as the questions' own searches above (same questions, ids)."""
@@ -97,7 +107,7 @@ def test_recall_at_k_of_an_evaluate_result(cells, where, tmp_path, monkeypatch):
     for source in ("ev", "df.notes_eval"):
         plot = cells.ok(f"%kbsql_plot recall {source} -k 6  # EVALUATE measured it")
         ax = plot.figure.axes[0]
-        assert list(ax.lines[0].get_ydata()) == [expected[str(k)] for k in range(6)] == list(searched)
+        assert list(ax.lines[0].get_ydata()) == [expected[str(k)] for k in range(1, 7)] == list(searched)
         assert ax.get_ylabel() == "recall@k" and "of 4 questions (EVALUATE)" in ax.get_title()
         same_as_baseline(plot, "recall_evaluate", tmp_path)
 

@@ -59,7 +59,9 @@ def test_search_your_own_csv(tmp_path: Path):
     before = leftovers("kbsql-csv-")
     nb = execute("search-your-own-csv.ipynb", tmp_path)
     text = text_of(nb)
-    assert "48 rows affected" in text
+    assert "1,000 tickets written" in text and "1000 rows affected" in text
+    assert "insert into tickets_kb: done, 1,000 rows in" in text  # the bar it promises, saved
+    assert "<kbsql plot: map of tickets_kb: 1000 chunks>" in text  # one dot per ticket
     html = "".join("".join(o.get("data", {}).get("text/html", "")) for o in outputs(nb))
     assert "A search without LIMIT returns at most 10 rows" in html  # the default-limit note
     assert text.count("<kbsql plot:") == 2 and "image/png" in str(outputs(nb))
@@ -73,6 +75,13 @@ def test_evaluate_and_tune(tmp_path: Path):
     nb = execute("evaluate-and-tune.ipynb", tmp_path)
     text = text_of(nb)
     assert "recall@1" in text and "chunk 300, hybrid" in text
+    # the text says hybrid search finds the right topic no more often than the plain search
+    table = next(o["data"]["text/plain"] for o in outputs(nb) if "chunk 300, hybrid" in
+                 str(o.get("data", {}).get("text/plain", "")))
+    rows = {line.rsplit(None, 3)[0].strip(): [float(v) for v in line.split()[-3:]]
+            for line in table.splitlines()[1:]}
+    assert all(h <= p for h, p in zip(rows["chunk 300, hybrid"], rows["chunk 300"], strict=True)), table
+    assert "<kbsql plot: recall@k of evaluations>" in text  # both curves: drawn so both show
     assert "insert into docs_300: done, 8 rows in" in text  # the saved, finished progress bar
     assert "evaluate mindsdb.docs_300: done, 8 questions in" in text  # EVALUATE's, saved too
     assert "total_found" in text and "cumulative_recall" in text  # EVALUATE's result table

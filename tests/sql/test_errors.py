@@ -143,3 +143,38 @@ def test_a_column_that_cannot_be_converted_is_an_sql_error(engine: Engine, monke
     result = engine.query("SELECT (1, 2) AS x", {})
     assert result.type == "error"
     assert "'x'" in result.error_message and "cannot convert" in result.error_message
+
+
+def test_a_name_one_edit_away_gets_did_you_mean(connected: Engine, server_url: str) -> None:
+    """A misspelt knowledge base, agent, table, database or project is named in the error with
+    the known name one edit away, in the engine's own message: the same embedded and over
+    HTTP. A name further away gets no guess; a REST 404 keeps the reference's exact detail."""
+    from kbsql.client import Client
+
+    hint = "(did you mean 'tickets_kb'?)"
+    for client in (Client(connected), kbsql.connect(server_url)):
+        client.knowledge_bases.create("tickets_kb", embedding_model={"provider": "kbsql",
+                                                                     "model_name": "hash-16"})
+        client.agents.create("support")
+
+        def said(query: str, client: Client = client) -> str:
+            result = client.sql(query, raise_on_error=False)
+            assert result.type == "error", query
+            return result.error_message
+
+        assert said("SELECT * FROM tickest_kb WHERE content = 'late parcel'").endswith(
+            f"Table 'tickest_kb' not found in database 'mindsdb' {hint}")
+        assert said("SELECT * FROM mindsdb.ticket_kb").endswith(hint)
+        assert said("DESCRIBE KNOWLEDGE_BASE tickets_kbb").endswith(hint)
+        assert said("DROP KNOWLEDGE_BASE tickets_k").endswith(hint)
+        assert said("INSERT INTO tickets_bk (id, content) VALUES (1, 'a')") == (
+            f"Knowledge base 'tickets_bk' not found in project 'mindsdb' {hint}")
+        assert said("SELECT answer FROM suport WHERE question = 'hi'").endswith("(did you mean 'support'?)")
+        assert said("USE mindsbd").endswith("(did you mean 'mindsdb'?)")
+        assert "(did you mean 'df'" in said("SELECT * FROM fd.t")  # (or 'fs', a source, embedded)
+        assert "did you mean" not in said("SELECT * FROM nothing_like_it")
+    assert "did you mean 'orders'" in error(connected, "SELECT * FROM shop.order")  # a source's table
+    # REST: the reference's sentence, nothing added
+    missing = httpx.get(f"{server_url}/api/projects/mindsdb/knowledge_bases/ticket_kb")
+    assert missing.status_code == 404
+    assert missing.json()["detail"] == "Knowledge Base with name ticket_kb does not exist"

@@ -129,3 +129,26 @@ def test_observation_with_a_summary_line_before_the_csv():
     assert table.preamble == "Showing the first 30 of 120 rows"
     html = render.observation_html(text)
     assert "Showing the first 30 of 120 rows" in html and "30 rows" in html
+
+
+def test_durations_are_honest(monkeypatch):
+    """An answer that took 180 ms says so (it said "done in 0.0 s"), and the time counts from
+    the question, not from the first chunk: a model that thinks before answering is part of it."""
+    import kbsql.notebook.widgets.state as state_module
+    from kbsql.notebook.progress_bar import duration
+
+    assert [duration(x) for x in (0.0001, 0.18, 0.9994, 1.0, 2.44, 12.3, 185)] == [
+        "<1 ms", "180 ms", "999 ms", "1.0 s", "2.4 s", "12 s", "3 min 05 s"]
+    now = [100.0]
+    monkeypatch.setattr(state_module.time, "monotonic", lambda: now[0])
+    state = StreamState(question="q")  # asked at 100.0
+    now[0] = 102.5  # the first chunk comes 2.5 s later
+    for chunk in scripted_chunks():
+        state.feed(chunk)
+        now[0] += 0.01
+    assert state.status_text() == "done in 2.6 s"
+    quick = StreamState(question="q")
+    now[0] += 0.18
+    for chunk in scripted_chunks():
+        state_module.StreamState.feed(quick, chunk)
+    assert quick.status_text() == "done in 180 ms"

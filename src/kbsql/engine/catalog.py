@@ -21,6 +21,7 @@ from kbsql.engine import catalog_schema
 from kbsql.engine.catalog_pg import PgConnection, is_postgres_url
 from kbsql.engine.catalog_uses import refuse_datasource_drop, refuse_project_drop
 from kbsql.engine.faults import disk_full, full_error
+from kbsql.engine.spelling import did_you_mean
 from kbsql.engine.sqlite_files import ReadOnlyData, open_read_only, private_file
 from kbsql.interface.api import DEFAULT_PROJECT
 from kbsql.interface.errors import Conflict, NotFound
@@ -104,6 +105,12 @@ class DatasourceRecord:
     engine: str
     parameters: dict[str, Any]
     created_at: str
+
+
+def _missing(error: NotFound, name: str, known: list[str]) -> NotFound:
+    """`error` with the known names one edit away from `name` as its hint (SQL errors show it)."""
+    error.hint = did_you_mean(name, known)
+    return error
 
 
 class Catalog:
@@ -206,7 +213,8 @@ class Catalog:
     def project(self, name: str) -> ProjectRecord:
         rows = self._read("SELECT * FROM projects WHERE lower(name) = lower(?)", (name,))
         if not rows:
-            raise NotFound(f"Project with name {name} does not exist", title="Project not found")
+            raise _missing(NotFound(f"Project with name {name} does not exist", title="Project not found"),
+                           name, [p.name for p in self.projects()])
         r = rows[0]
         return ProjectRecord(r["id"], r["name"], r["created_at"])
 
@@ -261,8 +269,9 @@ class Catalog:
     def knowledge_base(self, project: str, name: str) -> KbRecord:
         record = self.find_knowledge_base(project, name)
         if record is None:
-            raise NotFound(f"Knowledge Base with name {name} does not exist",
-                           title="Knowledge Base not found")
+            raise _missing(NotFound(f"Knowledge Base with name {name} does not exist",
+                                    title="Knowledge Base not found"),
+                           name, [kb.name for kb in self.knowledge_bases(project)])
         return record
 
     def create_knowledge_base(self, project: str, name: str, spec: dict[str, Any]) -> KbRecord:
@@ -311,7 +320,8 @@ class Catalog:
         rows = self._read(self._AGENT_SELECT + " WHERE a.project_id = ? AND lower(a.name) = lower(?)",
                           (pid, name))
         if not rows:
-            raise NotFound(f"Agent with name {name} does not exist", title="Agent not found")
+            raise _missing(NotFound(f"Agent with name {name} does not exist", title="Agent not found"),
+                           name, [a.name for a in self.agents(project)])
         return self._agent(rows[0])
 
     def create_agent(self, project: str, name: str, model: dict[str, Any] | None,

@@ -31,6 +31,9 @@ class ServiceError(KbsqlError):
     status: int = 500
     default_title: str = "Internal error"
     problem_type: str = "urn:kbsql:problem:internal"
+    hint: str = ""
+    """Said after `detail` where the text is free (SQL errors, the notebook): e.g. ` (did you
+    mean 'docs'?)`. Never in the REST problem body, whose detail is the reference's sentence."""
 
     def __init__(self, detail: str, title: str | None = None, status: int | None = None):
         self.title = title or self.default_title
@@ -174,3 +177,16 @@ class SqlError(KbsqlError):
 
 class TransportError(KbsqlError):
     """The remote service could not be reached or answered something that is not the interface."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C (a kernel's interrupt) stopped a call; the message says what it left stored.
+
+    A KeyboardInterrupt, so whatever stops on Ctrl-C still stops (and a progress bar says
+    "stopped"); the notebook shows the message as one line instead of a traceback. `stored`
+    is the rows an interrupted insert kept (None when not an insert)."""
+
+    def __init__(self, message: str, stored: int | None = None):
+        super().__init__(message)
+        self.message = message
+        self.stored = stored

@@ -18,12 +18,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kbsql.client import Client, connect
-from kbsql.interface.errors import KbsqlError
+from kbsql.client.client import TOKEN_ENV
+from kbsql.interface.errors import KbsqlError, ServiceError, TransportError
 from kbsql.interface.secrets import mask_url
 from kbsql.notebook.progress_bar import notebook_or_tqdm
 
 DEFAULT_ALIAS = "default"
 DEFAULT_API_KEY_ENV = "KBSQL_API_KEY"
+REFUSED = (401, 403)
 
 
 class ConnectionProblem(KbsqlError):
@@ -49,23 +51,57 @@ def _looks_like_path(target: str) -> bool:
 @dataclass
 class Connection:
     """One open client with the alias it is known by. `has_key` says whether a key was sent,
-    never the key itself."""
+    never the key itself; `key_kind` what it is (a `token` of `kbsql serve --token`, or an
+    `api key`) and `key_source` where it came from (`$VAR`, `prompt`)."""
 
     alias: str
     target: str | None
     client: Client
     has_key: bool = False
+    key_kind: str = "api key"
+    key_source: str = ""
+    auth: dict[str, str] = field(default_factory=dict, repr=False)
+    """The credential header sent (name -> value): lent only to the JupyterLab extension's
+    server side for the same URL (`location.lend_credentials`), never shown."""
     history: dict[tuple[str, str], list[dict[str, str]]] = field(default_factory=dict)
     """Agent conversations on this connection: (project, agent) -> question/answer pairs."""
+    note: str = ""
+    """Said once when opened: a server that did not answer then."""
 
     def describe(self) -> str:
-        key = ", api key set" if self.has_key else ""
+        key = ""
+        if self.has_key:
+            key = f", {self.key_kind} set" + (f" ({self.key_source})" if self.key_source else "")
         api = self.client.api
         place = f"embedded ({api.location})" if api.embedded else describe_target(self.target)
         return f"{self.alias}: {place}, project {self.client.project}{key}"
 
     def __repr__(self) -> str:
         return f"<Connection {self.describe()}>"
+
+
+def check_server(client: Client, target: str, key_kind: str | None, source: str) -> str:
+    """Ask a server once (an authenticated route: the project list), so a connection says
+    yes only when its queries will be answered. Credentials refused (401/403) raise
+    `ConnectionProblem` saying where a token goes; a server that does not answer gives a
+    note (it may be starting), anything else it says is the queries' business."""
+    where = mask_url(target)
+    try:
+        client.api.list_projects()
+    except TransportError as exc:
+        return f"not answering now ({exc})"
+    except ServiceError as exc:
+        if exc.status not in REFUSED:
+            return ""
+        said = f"{exc.status} {exc.title}"
+        if key_kind is None:
+            raise ConnectionProblem(
+                f"{where} needs a token ({said}): %kbsql_connect {where} --token-env VAR, with "
+                "the server's token (kbsql serve --token) in $VAR, or in $KBSQL_TOKEN") from None
+        given = "typed" if source == "prompt" else f"in {source}"
+        raise ConnectionProblem(f"{where} refused the {key_kind} {given} ({said}: {exc.detail}); "
+                                "check its value") from None
+    return ""
 
 
 @dataclass
@@ -94,11 +130,14 @@ class ConnectionManager:
 
     def connect(self, target: str | None = None, *, alias: str | None = None,
                 api_key: str | None = None, api_key_env: str | None = None,
-                project: str | None = None, switch: bool = True) -> Connection:
+                project: str | None = None, switch: bool = True,
+                key_kind: str = "api key") -> Connection:
         """Open (or reopen) a connection and make it current.
 
         `target` may be a URL, a data directory, an alias already open, or an alias from
-        config; None means the embedded engine's default data directory."""
+        config; None means the embedded engine's default data directory. A server is asked
+        once (`check_server`): credentials it refuses fail here, with what to do, and the
+        connection is not kept; one that does not answer is kept with a `note`."""
         if target and alias is None and target in self.connections and api_key is None:
             return self.switch(target)
         if target and target in self.named and not is_url(target):
@@ -109,29 +148,43 @@ class ConnectionManager:
                                     f"For a new embedded engine there, write ./{target}")
         alias = alias or self._alias_for(target)
         key = api_key
+        source = "prompt" if api_key is not None else ""
         remote = bool(target and is_url(target))
         if key is None and (api_key_env or remote):
-            key = os.environ.get(api_key_env or self.api_key_env) or None
+            env = api_key_env or self.api_key_env
+            key = os.environ.get(env) or None
             if key is None and api_key_env:
                 raise ConnectionProblem(f"The environment variable {api_key_env} is not set")
+            source = f"${env}"
+        auth = {self.auth_header: f"{self.auth_scheme} {key}".strip()} if key else {}
+        if remote and key is None and os.environ.get(TOKEN_ENV):  # as kbsql.connect reads it
+            key, source, key_kind = os.environ[TOKEN_ENV], f"${TOKEN_ENV}", "token"
+            auth = {"Authorization": f"Bearer {key}"}
         if not remote:
-            key = None  # the embedded engine takes no credentials
-        client = self._open(target, key, project or self.default_project)
+            key, auth = None, {}  # the embedded engine takes no credentials
+        client = self._open(target, auth, project or self.default_project)
+        note = ""
+        if remote:
+            try:
+                note = check_server(client, str(target), key_kind if key else None, source)
+            except BaseException:
+                client.close()
+                raise
         if alias in self.connections:
             self.close(alias)
-        conn = Connection(alias, target, client, has_key=key is not None)
+        conn = Connection(alias, target, client, has_key=key is not None, key_kind=key_kind,
+                          key_source=source if key else "", auth=auth, note=note)
         self.connections[alias] = conn
         if switch or self.current is None:
             self.current = alias
         return conn
 
-    def _open(self, target: str | None, key: str | None, project: str | None) -> Client:
+    def _open(self, target: str | None, auth: dict[str, str], project: str | None) -> Client:
         options: dict[str, Any] = {"progress": notebook_or_tqdm}  # the notebook draws progress
         if project:
             options["project"] = project
         if target and is_url(target):
-            headers = {self.auth_header: f"{self.auth_scheme} {key}".strip()} if key else None
-            return connect(target, headers=headers, **options)
+            return connect(target, headers=dict(auth) or None, **options)
         return connect(data_dir=target or None, **options)
 
     @staticmethod

@@ -9,6 +9,7 @@ DataFrame again, so nothing downstream sees a foreign type.
 from __future__ import annotations
 
 import html
+import re
 
 import pandas as pd
 
@@ -100,21 +101,46 @@ class ShortError(Exception):
         return [f"\x1b[0;31m{line}\x1b[0m" for line in lines]
 
 
+_READS = re.compile(r"^\s*(SELECT|WITH|SHOW|DESCRIBE|DESC|EXPLAIN)\b", re.IGNORECASE)
+
+
+def interrupted(exc: KeyboardInterrupt, where: str | None = None, *, remote: bool = False,
+                sql: str | None = None) -> ShortError:
+    """Ctrl-C (a kernel interrupt) as one line saying what was kept, so the cell fails
+    without a traceback. The engine says it when it knows (`Interrupted`: an insert's rows
+    stored, a DuckDB statement stopped); a server cannot be asked, so for one the line says
+    the client stopped waiting; `sql` None is an agent's answer."""
+    from kbsql.interface.errors import Interrupted
+
+    if isinstance(exc, Interrupted) and exc.message:
+        message = exc.message
+    elif sql is None:
+        message = "the answer was stopped (it is not added to the conversation)"
+    elif remote:
+        message = "stopped waiting for the server" + (
+            "" if _READS.match(sql) else ", which may still finish the statement "
+            "(information_schema.queries there lists its inserts)")
+    else:
+        message = "the statement was stopped" if _READS.match(sql) else "nothing stored"
+    return ShortError(message, "Interrupted" + (f" [{where}]" if where else ""))
+
+
 def short_error(exc: BaseException, where: str | None = None) -> ShortError:
     """The short form of a kbsql error: the service's own message, titled by its kind and,
     when known, the connection that answered (`SQL error [remote: http://...]`), since with
     two connections open the same message can come from either."""
     from kbsql.interface.control import Stopped
     from kbsql.interface.errors import ServiceError, SqlError, TransportError
+    from kbsql.notebook.connections import ConnectionProblem
 
     suffix = f" [{where}]" if where else ""
     if isinstance(exc, Stopped):
         return ShortError(f"The statement was stopped: {exc.reason}", "Stopped" + suffix)
     if isinstance(exc, SqlError):
         return ShortError(exc.message, "SQL error" + suffix)
-    if isinstance(exc, ServiceError):
-        return ShortError(exc.detail, exc.title + suffix)
-    if isinstance(exc, TransportError):
+    if isinstance(exc, ServiceError):  # the hint: a name one edit away (the embedded engine's)
+        return ShortError(exc.detail + exc.hint, exc.title + suffix)
+    if isinstance(exc, TransportError | ConnectionProblem):
         return ShortError(str(exc), "Connection error" + suffix)
     return ShortError(str(exc), "Error" + suffix)
 

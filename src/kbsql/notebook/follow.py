@@ -6,7 +6,8 @@
 client, so it works embedded and over HTTP alike), reports the rows processed as progress
 events to the client's bars (the notebook's), and ends when the query does: with its final row, or failing
 with its ERROR. Ctrl-C while following cancels the insert (`query_cancel`), keeping what
-was stored; `SELECT query_resume(id)` continues it.
+was stored, and fails the cell with one line (`Interrupted`) saying so; `SELECT
+query_resume(id)` continues it.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from contextlib import ExitStack
 from typing import Any, TypeGuard
 
 from kbsql.client.bars import ProgressOption
-from kbsql.interface.errors import SqlError
+from kbsql.interface.errors import Interrupted, SqlError
 from kbsql.interface.progress import Reporter
 from kbsql.interface.results import TableResult
 
@@ -54,11 +55,13 @@ def follow(client: Any, result: TableResult, poll: float = POLL_SECONDS,
                     break
                 time.sleep(poll)
                 row = _row(client, query_id)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:  # the bar says stopped; the cell fails with one line
             client.sql(f"SELECT query_cancel({int(query_id)})", raise_on_error=False)
-            print(f"interrupted: query {query_id} cancelled after {row['PROCESSED_ROWS'] or 0:,} rows; "
-                  f"what was stored stays; SELECT query_resume({query_id}) continues it")
-            raise
+            stored = int(row["PROCESSED_ROWS"] or 0)
+            raise Interrupted(f"query {query_id} cancelled: it stops after the batch it is storing "
+                              f"({stored:,} rows stored so far stay; information_schema.queries says "
+                              f"when it stopped); SELECT query_resume({query_id}) continues it",
+                              stored=stored) from exc
         if row["ERROR"] is not None:
             raise SqlError(f"query {query_id}: {row['ERROR']}")
     return TableResult(list(QUERY_COLUMNS), [[row[c] for c in QUERY_COLUMNS]], context=dict(result.context))

@@ -2,8 +2,10 @@
 
 The JupyterLab extension cannot see a kernel's `%kbsql_connect`: it asks the kernel with a
 silent `execute_request` whose `user_expressions` call `for_frontend()`, then opens the same
-place in the Jupyter server. Only the place travels: a data directory or a server URL
-without its `user:password@` part, never a key (the extension uses its own token).
+place in the Jupyter server. Only the place travels to the page: a data directory or a
+server URL without its `user:password@` part, never a key. The credentials of a server
+connection are lent (`lend_credentials`) only to the extension's server side, which asks
+the kernel on its own channels, so the page never holds them.
 Nothing is opened or created by asking: a connection not used yet is resolved the way the
 first `%%kbsql` cell will resolve it (`KbSql.default_connection`, `[tool.kbsql]` in
 pyproject.toml, else `kbsql.connect()`'s `$KBSQL_HOME` or `./.kbsql`).
@@ -81,13 +83,30 @@ class _Json:
     """Shown as JSON text in a `user_expressions` reply's `text/plain` (the one format every
     shell produces, even with `%doctest_mode`): the extension parses it with JSON.parse."""
 
-    def __init__(self, data: Any):
+    def __init__(self, data: Any, key: str = "location"):
         self.data = data
+        self.key = key
 
     def __repr__(self) -> str:
-        return json.dumps({"location": self.data})
+        return json.dumps({self.key: self.data})
 
 
 def for_frontend() -> _Json:
     """`current_location()` as the JupyterLab extension reads it from `user_expressions`."""
     return _Json(current_location())
+
+
+def lend_credentials(url: str, shell: Any = None) -> _Json:
+    """The credential header (JSON `{"headers": {name: value}}`) of the current connection when
+    it is the server at `url`, else `{"headers": {}}`: what the JupyterLab extension's server
+    side sends to that server for the sidebar and the chat, so they see what the notebook
+    sees. It asks with a silent request of its own on the kernel's channels: the answer goes
+    to the Jupyter server, never to the page, and is never stored in the notebook."""
+    magics = _magics(shell)
+    headers: dict[str, str] = {}
+    if magics is not None and magics.manager.current is not None:
+        conn = magics.manager.connections[magics.manager.current]
+        place = current_location(shell)
+        if place and place["kind"] == "remote" and place["location"] == url.rstrip("/"):
+            headers = dict(conn.auth)
+    return _Json(headers, key="headers")

@@ -22,14 +22,20 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from traitlets import Bool, Dict, Int, Unicode
 from traitlets.config import Configurable
 
-from kbsql.interface.control import INTERRUPTED, Stopped
 from kbsql.interface.errors import KbsqlError
 from kbsql.interface.results import OkResult, TableResult
 from kbsql.notebook import agent as agent_flow
 from kbsql.notebook import follow
 from kbsql.notebook.cell_params import collect_params, expand_template, strip_comment
 from kbsql.notebook.connections import DEFAULT_API_KEY_ENV, Connection, ConnectionManager, mask_url
-from kbsql.notebook.display import ResultFrame, default_limit_note, ok_message, short_error, to_frame
+from kbsql.notebook.display import (
+    ResultFrame,
+    default_limit_note,
+    interrupted,
+    ok_message,
+    short_error,
+    to_frame,
+)
 from kbsql.notebook.options import split_options
 from kbsql.notebook.pyproject_config import pyproject_settings
 
@@ -114,6 +120,13 @@ class KbSql(Magics, Configurable):
             raise short_error(exc, self._where(conn)) from None
         raise exc
 
+    def _interrupted(self, exc: KeyboardInterrupt, conn: Connection | None, sql: str | None) -> None:
+        """Ctrl-C: one line saying what was kept, and the cell fails (Run All stops)."""
+        if not self.short_errors:
+            raise exc
+        remote = conn is not None and not conn.client.api.embedded
+        raise interrupted(exc, self._where(conn), remote=remote, sql=sql) from None
+
     def _where(self, conn: Connection | None) -> str | None:
         """`alias: place` of the connection that answered (None before one opened)."""
         if conn is None:
@@ -178,8 +191,8 @@ class KbSql(Magics, Configurable):
                 result = follow.follow(conn.client, result)
         except KbsqlError as exc:
             return self._fail(exc, conn)
-        except KeyboardInterrupt:  # Ctrl-C / the kernel's interrupt: one line, the cell fails
-            return self._fail(Stopped(INTERRUPTED), conn)
+        except KeyboardInterrupt as exc:
+            return self._interrupted(exc, conn, sql)
         return self._present(result, before, args, target)
 
     def _present(self, result: Any, before: str, args: Any, target: str | None) -> Any:
@@ -234,8 +247,9 @@ class KbSql(Magics, Configurable):
                     key = getpass.getpass(f"API key for {shown}: ") or None
                 conn = manager.connect(args.target or None, alias=args.alias, api_key=key,
                                        api_key_env=args.api_key_env or args.token_env,
-                                       project=args.project)
-                print(f"Connected: {conn.describe()}")
+                                       project=args.project,
+                                       key_kind="token" if args.token_env else "api key")
+                print(f"Connected: {conn.describe()}" + (f" ({conn.note})" if conn.note else ""))
         except KbsqlError as exc:
             self._fail(exc)
 
@@ -265,6 +279,8 @@ class KbSql(Magics, Configurable):
             return agent_flow.ask(conn, name, question, project=args.project, new=args.new)
         except KbsqlError as exc:
             return self._fail(exc, conn)
+        except KeyboardInterrupt as exc:
+            return self._interrupted(exc, conn, None)
 
 
 def load_ipython_extension(ipython: Any) -> None:

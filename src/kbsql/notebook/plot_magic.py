@@ -119,6 +119,8 @@ class KbSqlPlot(Magics):
             return self._recall(conn.client, rest, args)
         except KbsqlError as exc:
             return magics._fail(exc, conn)
+        except KeyboardInterrupt as exc:  # a plot only reads: the searches were stopped
+            return magics._interrupted(exc, conn, "SELECT")
 
     def _relevance(self, client: Any, sql: str) -> Plot:
         if not sql:
@@ -152,7 +154,7 @@ class KbSqlPlot(Magics):
         colours = [m.get(args.color) for m in data["metadata"]] if args.color else None
         figure = plots.map_figure(points, colours, colour_by=args.color or "", query=args.query,
                                   query_point=placed, title=f"{name}: {len(points)} chunks (PCA)")
-        return Plot(figure, f"map of {kb}")
+        return Plot(figure, f"map of {kb}: {len(points)} chunks")
 
     def _namespace(self) -> dict[str, Any]:
         if self.shell is None:

@@ -87,7 +87,9 @@ def map_figure(points: np.ndarray, colours: Sequence[Any] | None, *, colour_by: 
         for i, category in enumerate(categories):
             mask = np.array([v == category for v in values])
             ax.scatter(points[mask, 0], points[mask, 1], s=14, color=cmap[i], label=_short(category))
-        ax.legend(title=colour_by, fontsize=8, title_fontsize=8, loc="best", markerscale=1.2)
+        # beside the map, never over its dots
+        ax.legend(title=colour_by, fontsize=8, title_fontsize=8, loc="upper left", markerscale=1.2,
+                  bbox_to_anchor=(1.02, 1), borderaxespad=0)
     if query_point is not None:
         ax.scatter([query_point[0]], [query_point[1]], marker="*", s=220, color="#d93025",
                    edgecolors="black", linewidths=0.6, zorder=5)
@@ -113,10 +115,15 @@ def recall_figure(ks: Sequence[int], recall: Sequence[float], *, title: str = ""
     `others` adds labelled curves (several saved evaluations); then a legend names each."""
     fig = _figure()
     ax = fig.add_subplot()
-    ax.plot(list(ks), list(recall), marker="o", color="#188038", label=label or None)
-    for i, (name, values) in enumerate(others):
-        ax.plot(list(ks), list(values), marker="o", color=_categorical(len(others) + 1)[i + 1], label=name)
-    if others:
+    if not others:
+        ax.plot(list(ks), list(recall), marker="o", color="#188038", label=label or None)
+    else:  # curves often coincide: a thick line with rings, then thinner dashed ones with dots
+        ax.plot(list(ks), list(recall), marker="o", markersize=10, markerfacecolor="none",
+                linewidth=3, color="#188038", label=label or None)
+        colours = _categorical(len(others) + 1)
+        for i, (name, values) in enumerate(others):
+            ax.plot(list(ks), list(values), marker="os^D"[i % 4], markersize=4, linewidth=1.5,
+                    linestyle=("--", ":", "-.")[i % 3], color=colours[i + 1], label=name)
         ax.legend(fontsize=8, loc="lower right")
     ax.set_xticks(list(ks))
     ax.set_ylim(0, 1.05)
@@ -129,7 +136,8 @@ def recall_figure(ks: Sequence[int], recall: Sequence[float], *, title: str = ""
 
 def evaluation_curve(row: dict[str, Any], k_max: int) -> tuple[str, list[float]]:
     """(y label, values for k = 1..k_max) from one EVALUATE KNOWLEDGE_BASE result row:
-    `cumulative_recall` (version doc_id: JSON {position from 0: recall}) gives recall@k;
+    `cumulative_recall` (version doc_id: JSON {k: recall@k}, k from 1; a result with a key
+    "0" comes from MindsDB, which numbers positions from 0) gives recall@k;
     `hit_at_k` (version llm_relevancy: JSON list, k from 1) gives hit@k. Asking deeper than
     the evaluation searched is an error, not a shorter curve."""
     import json
@@ -138,8 +146,9 @@ def evaluation_curve(row: dict[str, Any], k_max: int) -> tuple[str, list[float]]
         return json.loads(value) if isinstance(value, str | bytes) else value
 
     if row.get("cumulative_recall") is not None:
-        by_position = {int(k): float(v) for k, v in parsed(row["cumulative_recall"]).items()}
-        values, label = [by_position.get(k - 1) for k in range(1, k_max + 1)], "recall@k"
+        by_key = {int(k): float(v) for k, v in parsed(row["cumulative_recall"]).items()}
+        shift = 1 if 0 in by_key else 0  # MindsDB's keys are positions from 0
+        values, label = [by_key.get(k - shift) for k in range(1, k_max + 1)], "recall@k"
     elif row.get("hit_at_k") is not None:
         hits = [float(v) for v in parsed(row["hit_at_k"])]
         values, label = [hits[k - 1] if k <= len(hits) else None for k in range(1, k_max + 1)], \

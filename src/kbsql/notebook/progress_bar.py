@@ -26,8 +26,14 @@ BAR = ("display:inline-block;width:260px;height:10px;background:#eaeef2;border-r
        "vertical-align:middle;")
 
 
-def _duration(seconds: float) -> str:
+def duration(seconds: float) -> str:
+    """A duration as people read it: `180 ms` under a second (never "0.0 s"), `2.4 s`,
+    `12 s`, `3 min 05 s`. The one format of every status line (bars, agent panels)."""
     seconds = max(0.0, seconds)
+    if seconds < 1:
+        if seconds < 0.0005:
+            return "<1 ms"
+        return f"{round(seconds * 1000)} ms" if seconds < 0.9995 else "1.0 s"
     if seconds < 60:
         return f"{seconds:.0f} s" if seconds >= 10 else f"{seconds:.1f} s"
     minutes, rest = divmod(int(seconds), 60)
@@ -89,15 +95,15 @@ class NotebookProgress:
         units = f"{self.unit}s"
         if not self.total:  # unknown total (one remote statement): phase and time, no fraction
             if self.state == "done":
-                return f"{self.description}: done in {_duration(self.elapsed)}"
+                return f"{self.description}: done in {duration(self.elapsed)}"
             if self.state != "running":
-                return f"{self.description}: {self.state} during {self.phase} after {_duration(self.elapsed)}"
+                return f"{self.description}: {self.state} during {self.phase} after {duration(self.elapsed)}"
             return f"{self.description}: {self.phase} …"  # drawn once: an elapsed time would freeze
         count = f"{int(self.done):,}/{self.total:,} {units}"
         rate = self.rate
         speed = (f"{rate:,.0f} {units}/s" if rate >= 10 else f"{rate:.1f} {units}/s") if rate else ""
         if self.state == "done":
-            return (f"{self.description}: done, {self.total:,} {units} in {_duration(self.elapsed)}"
+            return (f"{self.description}: done, {self.total:,} {units} in {duration(self.elapsed)}"
                     + (f" ({speed})" if speed else ""))
         if self.state != "running":
             return f"{self.description}: {self.state} during {self.phase} at {count}"
@@ -106,7 +112,7 @@ class NotebookProgress:
         parts = [f"{self.description}: {self.phase}", f"{count} ({percent:.0f}%)"]
         if speed:
             parts.append(speed)
-        parts.append(f"ETA {_duration(eta)}" if eta is not None else "ETA …")
+        parts.append(f"ETA {duration(eta)}" if eta is not None else "ETA …")
         return " · ".join(parts)
 
     def html(self) -> str:

@@ -7,6 +7,7 @@ every value; only the display copy is trimmed.
 - `relevance` / `distance` are rounded to 4 decimals for the eye.
 - Long text is cut with a click-to-expand `<details>` in HTML (`%kbsql --full` shows it
   whole, in HTML and in text), instead of pandas' silent 50-character cut.
+- Text is left-aligned (numbers stay right-aligned, as notebooks align them).
 """
 
 from __future__ import annotations
@@ -43,12 +44,18 @@ def display_frame(frame: pd.DataFrame, *, internal_metadata: bool = False) -> pd
     return shown
 
 
+LEFT = "text-align:left"
+"""Text reads from the left: notebooks right-align every cell (`td {text-align: right}`,
+for numbers), which leaves sentences ragged on the left."""
+
+
 def _cell_html(value: Any, full: bool) -> str:
     text = str(value)
     if full or len(text) <= PREVIEW_CHARS:
-        return escape(text)
-    return (f'<details class="kbsql-cell"><summary style="cursor:pointer">{escape(text[:PREVIEW_CHARS])}…'
-            f'</summary><div style="white-space:pre-wrap;max-width:60em">{escape(text)}</div></details>')
+        return f'<div style="{LEFT}">{escape(text)}</div>'
+    return (f'<div style="{LEFT}"><details class="kbsql-cell"><summary style="cursor:pointer">'
+            f'{escape(text[:PREVIEW_CHARS])}…</summary>'
+            f'<div style="white-space:pre-wrap;max-width:60em">{escape(text)}</div></details></div>')
 
 
 def frame_html(shown: pd.DataFrame, *, full: bool = False) -> str:

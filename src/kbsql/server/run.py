@@ -15,6 +15,7 @@ import asyncio
 import errno
 import logging
 import os
+import signal
 import socket
 import sys
 from collections.abc import Callable, Iterable
@@ -70,9 +71,12 @@ class _Server(uvicorn.Server):
 
     mysql: MysqlDoor | None = None
 
+    stopped_by: str | None = None
+
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         super().handle_exit(sig, frame)
         self._captured_signals.clear()
+        self.stopped_by = self.stopped_by or signal.Signals(sig).name
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         if self.mysql is not None:
@@ -178,4 +182,6 @@ def serve(open_backend: OpenBackend, host: str = "127.0.0.1", port: int = 47334,
         backend.api.close()
         app.state.lanes.close()
         log_collapse.report_pending(collapse)
+        if server.stopped_by:  # the one line saying it stopped on purpose (and saved its indexes)
+            print(f"kbsql serve: stopped ({server.stopped_by}), indexes saved", flush=True)
         sys.stdout.flush()

@@ -61,7 +61,7 @@ from kbsql.engine.catalog import KbRecord, now
 from kbsql.engine.faults import kb_faults
 from kbsql.engine.knowledge.service import Embedded, KnowledgeService
 from kbsql.interface import progress as progress_mod
-from kbsql.interface.errors import KbsqlError
+from kbsql.interface.errors import Interrupted, KbsqlError
 from kbsql.interface.progress import OnProgress, Reporter
 
 log = logging.getLogger(__name__)
@@ -69,6 +69,22 @@ POLL_SECONDS = 0.1
 """How often the calling thread redraws the bar while it waits for the next batch."""
 RETRYABLE = (KbsqlError, ValueError)
 """Failures `error = 'skip'` retries row by row (anything else, e.g. Ctrl-C, always stops)."""
+
+
+def interrupted_insert(name: str, stored: int, total: int, *, whole: bool) -> Interrupted:
+    """What Ctrl-C left of an insert into `name`: `stored` of `total` rows. `whole`: the
+    insert was one transaction (all or nothing); else batches were stored one by one."""
+    if whole:
+        kept = ("nothing stored (an insert is stored whole or not at all)" if not stored else
+                f"all {stored:,} rows were stored (Ctrl-C came as they were committed)")
+    elif not stored:
+        kept = "nothing stored"
+    elif stored < total:
+        kept = (f"{stored:,} of {total:,} rows stored (each batch is stored on its own; run the "
+                "INSERT again with USING kb_skip_existing = true to add the rest)")
+    else:
+        kept = f"all {stored:,} rows were stored"
+    return Interrupted(f"insert into {name}: {kept}", stored=stored)
 
 
 @dataclass(frozen=True)
@@ -113,6 +129,7 @@ class _Tally:
     failed: int = 0
     first_error: BaseException | None = None
     embedded: dict[int, float] = field(default_factory=dict)  # batch -> rows embedded so far
+    committing: bool = False  # one transaction: every batch is in it, it commits now
 
 
 @kb_faults  # the one transaction commits here: a full disk at COMMIT is a 507, not a fault
@@ -120,12 +137,26 @@ def insert(service: KnowledgeService, record: KbRecord, batches: Iterable[list[d
            total_rows: int, policy: Policy, progress: OnProgress | None = None) -> int:
     """Insert `batches` (lists of row dicts, `total_rows` in all) as the module docstring
     describes; returns the rows stored. Each batch is read once, when its turn to embed
-    comes (an iterable that builds batches on access holds only those in flight)."""
+    comes (an iterable that builds batches on access holds only those in flight). Ctrl-C
+    raises `Interrupted` saying what was kept: in one transaction nothing (all, when it came
+    as the transaction committed), per batch the batches committed before it."""
     if total_rows == 0:
         return 0
     if policy.skip and policy.one_transaction:
         raise ValueError("error = 'skip' retries rows in transactions of their own")
     tally = _Tally()
+    try:
+        return _insert(service, record, batches, total_rows, policy, progress, tally)
+    except KeyboardInterrupt as exc:
+        if policy.one_transaction:
+            stored = tally.stored if tally.committing else 0
+        else:  # a batch interrupted as it committed counts as stored
+            stored = tally.stored + (exc.stored if isinstance(exc, Interrupted) and exc.stored else 0)
+        raise interrupted_insert(record.name, stored, total_rows, whole=policy.one_transaction) from exc
+
+
+def _insert(service: KnowledgeService, record: KbRecord, batches: Iterable[list[dict[str, Any]]],
+            total_rows: int, policy: Policy, progress: OnProgress | None, tally: _Tally) -> int:
     lock = threading.Lock()
     caller = threading.get_ident()
     with Reporter(progress, f"insert into {record.name}", total_rows,
@@ -162,6 +193,7 @@ def insert(service: KnowledgeService, record: KbRecord, batches: Iterable[list[d
                     with lock:
                         embedded = sum(tally.embedded.values())
                     report.update(progress_mod.STORING, embedded, committed)
+            tally.committing = True
         report.update(progress_mod.STORING, total_rows, committed)  # committed
     _log(record, tally, total_rows)
     return tally.stored

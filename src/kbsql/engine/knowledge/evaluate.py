@@ -3,7 +3,8 @@ defines it (and MindsDB's `interfaces/knowledge_base/evaluate.py` computes it).
 
 - `version = 'doc_id'` (default): each test question is searched (top 20); a hit is the
   expected `doc_id` among the returned ids. Columns: total, total_found, retrieved_in_top_10,
-  cumulative_recall (JSON {position: recall}), avg_query_time.
+  cumulative_recall (JSON {k: recall@k}, k from 1: MindsDB numbers from 0, which read
+  as recall@0 beside text saying recall@1), avg_query_time.
 - `version = 'llm_relevancy'`: the top 10 of each question are scored by a model (the `llm`,
   else the knowledge base's reranking model); relevant means score >= 0.5. Columns:
   avg_relevancy, avg_relevance_score_by_k, avg_first_relevant_position, mean_mrr, hit_at_k,
@@ -61,7 +62,7 @@ def evaluate_doc_id(tests: list[dict[str, Any]], search: Search, step: Step | No
             step(len(positions), len(tests))
     total = len(tests)
     found = [p for p in positions if p >= 0]
-    cumulative = {i: sum(1 for p in found if p <= i) / total for i in range(DOC_ID_TOP_K)}
+    cumulative = {i + 1: sum(1 for p in found if p <= i) / total for i in range(DOC_ID_TOP_K)}
     return {"total": total, "total_found": len(found),
             "retrieved_in_top_10": sum(1 for p in found if p < 10),
             "cumulative_recall": json.dumps(cumulative), "avg_query_time": sum(times) / total}

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -226,6 +227,9 @@ class OnnxMiniLM:
                  quant: Quantization | None = DEFAULT):
         """`quant` (default: DEFAULT) says which products run in int8; `int8` True / False is
         shorthand for ALL_INT8 / None."""
+        # onnxruntime 1.32 starts a telemetry session on import, which leaves a `.ses` file
+        # in $TMPDIR of every process that loads the model; kbsql sends nothing anywhere.
+        os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
@@ -269,24 +273,42 @@ class OnnxMiniLM:
                 longest, end = longest_next, end + 1
             batches.append((order[start:end], longest))
             start = end
-        if len(batches) == 1 or self.workers == 1:
-            for rows, longest in batches:
-                out[rows] = self._forward([ids[i] for i in rows], longest)
+        return self._run_batches([(rows, [ids[i] for i in rows], longest) for rows, longest in batches], out)
+
+    def _run_batches(self, work: list[tuple[list[int], list[list[int]], int]], out: np.ndarray) -> np.ndarray:
+        """Run (rows, their ids, longest) batches into `out`, side by side on `workers`
+        threads. Ctrl-C stops them: a run is C++ that never looks at signals (a batch takes
+        seconds on a loaded machine, 7 s measured), so the main thread runs none itself; it
+        waits for the threads (a wait a signal interrupts) and on Ctrl-C tells the runs in
+        flight to stop between two ops (`RunOptions.terminate`) and drops the rest."""
+        import onnxruntime as ort
+
+        stop = ort.RunOptions()
+        in_main = threading.current_thread() is threading.main_thread()
+        if not in_main and (len(work) == 1 or self.workers == 1):
+            for rows, batch, longest in work:
+                out[rows] = self._forward(batch, longest, stop)
             return out
         if self._pool is None:
             self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="kbsql-onnx")
-        futures = [(rows, self._pool.submit(self._forward, [ids[i] for i in rows], longest))
-                   for rows, longest in batches]
-        for rows, future in futures:
-            out[rows] = future.result()
+        futures = [(rows, self._pool.submit(self._forward, batch, longest, stop))
+                   for rows, batch, longest in work]
+        try:
+            for rows, future in futures:
+                out[rows] = future.result()
+        except KeyboardInterrupt:
+            stop.terminate = True
+            for _, future in futures:
+                future.cancel()
+            raise
         return out
 
-    def _forward(self, ids: list[list[int]], length: int) -> np.ndarray:
+    def _forward(self, ids: list[list[int]], length: int, stop: Any = None) -> np.ndarray:
         tokens = np.zeros((len(ids), length), dtype=np.int64)
         mask = np.zeros((len(ids), length), dtype=np.int64)
         for row, seq in enumerate(ids):
             tokens[row, :len(seq)] = seq
             mask[row, :len(seq)] = 1
-        pooled = self.session.run(["pooled"], {"input_ids": tokens, "attention_mask": mask})[0]
+        pooled = self.session.run(["pooled"], {"input_ids": tokens, "attention_mask": mask}, stop)[0]
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)

@@ -33,7 +33,7 @@ from kbsql.engine.knowledge.storage import ChunkWriter, KbStorage, StorageBacken
 from kbsql.engine.plugins import Registry
 from kbsql.engine.providers import ModelProviders
 from kbsql.interface.batches import row_batches
-from kbsql.interface.errors import BadRequest, ProviderError, ServiceError
+from kbsql.interface.errors import BadRequest, Interrupted, ProviderError, ServiceError
 
 ROW_BATCH = 256
 DEFAULT_VECTOR_DATABASE = "kbsql_faiss"  # the local store's name in `storage` / vector_database
@@ -263,13 +263,19 @@ class KnowledgeService:
                        stamp: str | None = None) -> int:
         """Store one `embed_rows` batch (its documents replace any stored ones of the same
         ids) in the open transaction `writer`, or in its own; returns its rows stored
-        (rows without content are not)."""
-        if batch.chunks:
-            if writer is None:
-                with self.handle(record).write() as own:
-                    _write(own, batch, stamp or now())
-            else:
-                _write(writer, batch, stamp or now())
+        (rows without content are not). Ctrl-C as its own transaction commits raises
+        `Interrupted` saying the batch is stored."""
+        handed = False
+        try:
+            if batch.chunks:
+                if writer is None:
+                    with self.handle(record).write() as own:
+                        _write(own, batch, stamp or now())
+                        handed = True  # from here on the batch commits
+                else:
+                    _write(writer, batch, stamp or now())
+        except KeyboardInterrupt as exc:  # after `handed`: during the commit or the index catch-up
+            raise Interrupted(str(exc), stored=batch.rows - batch.skipped if handed else 0) from exc
         return batch.rows - batch.skipped
 
     @staticmethod

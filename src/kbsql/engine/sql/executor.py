@@ -170,8 +170,8 @@ class SqlExecutor(SqlSession):
             return ErrorResult(exc.message, exc.error_code, context=ctx)
         except Stopped as exc:
             return ErrorResult(f"The statement was stopped: {exc.reason}", context=ctx)
-        except ServiceError as exc:
-            return ErrorResult(exc.detail, context=ctx)
+        except ServiceError as exc:  # a name one edit from a known one: said in SQL errors only
+            return ErrorResult(exc.detail + exc.hint, context=ctx)
         except KbsqlError as exc:
             return ErrorResult(str(exc), context=ctx)
         except duckdb.Error as exc:

@@ -13,6 +13,7 @@ from typing import Any
 
 from kbsql.interface.observation import PREFIX, parse_table
 from kbsql.interface.stream import chunk_kind
+from kbsql.notebook.progress_bar import duration
 
 RUNNING, DONE, FAILED, STOPPED, WAITING = "running", "done", "failed", "stopped", "waiting"
 
@@ -47,13 +48,15 @@ class StreamState:
     answer: str | None = None
     status: str = WAITING
     error: str | None = None
-    started_at: float | None = None
+    started_at: float | None = field(default_factory=lambda: time.monotonic())
+    """When the question was asked (the state is made then): a model that thinks for
+    seconds before its first chunk is part of the answer's time."""
     finished_at: float | None = None
     chunks_seen: int = 0
 
     @property
     def elapsed(self) -> float:
-        """Seconds since the first chunk (frozen once the stream is over)."""
+        """Seconds since the question was asked (frozen once the stream is over)."""
         if self.started_at is None:
             return 0.0
         return (self.finished_at or time.monotonic()) - self.started_at
@@ -63,15 +66,16 @@ class StreamState:
         return self.status in (DONE, FAILED, STOPPED)
 
     def status_text(self) -> str:
-        """The status line: `running`, `done in 1.2 s`, `failed: <error>`, `stopped`."""
+        """The status line: `running`, `done in 1.2 s` (`in 180 ms`), `failed: <error>`, `stopped`."""
+        took = duration(self.elapsed)
         if self.status == DONE:
-            return f"done in {self.elapsed:.1f} s"
+            return f"done in {took}"
         if self.status == FAILED:
-            return f"failed after {self.elapsed:.1f} s: {self.error or 'unknown error'}"
+            return f"failed after {took}: {self.error or 'unknown error'}"
         if self.status == STOPPED:
-            return f"stopped after {self.elapsed:.1f} s"
+            return f"stopped after {took}"
         if self.status == RUNNING:
-            return f"running ({self.elapsed:.1f} s)"
+            return f"running ({took})"
         return "waiting"
 
     def _begin(self) -> None:

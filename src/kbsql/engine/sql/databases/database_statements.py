@@ -20,10 +20,18 @@ from mindsdb_sql_parser.ast.mindsdb.create_database import CreateDatabase
 
 from kbsql.engine.datasources import registry
 from kbsql.engine.datasources.frame_store import FRAMES_SOURCE
+from kbsql.engine.spelling import did_you_mean
 from kbsql.engine.sql import refusals
 from kbsql.engine.sql.arrow_results import ArrowTableResult
 from kbsql.engine.sql.databases import info_schema
-from kbsql.engine.sql.tables.names import INFORMATION_SCHEMA, RESERVED, Routed, find_project, table_parts
+from kbsql.engine.sql.tables.names import (
+    INFORMATION_SCHEMA,
+    RESERVED,
+    Routed,
+    find_project,
+    misspelt_knowledge_base,
+    table_parts,
+)
 from kbsql.engine.sql.tables.select import describe_sql, run_select
 from kbsql.interface.api import DEFAULT_PROJECT
 from kbsql.interface.errors import Conflict, ServiceError, SqlError
@@ -98,7 +106,8 @@ def use(session: SqlSession, statement: ast.Use, ctx: dict[str, Any], routed: Ro
     project = find_project(session, name)
     if project is None:
         hint = " (it is a data source; USE takes a project)" \
-            if session.catalog.find_datasource(name) is not None else ""
+            if session.catalog.find_datasource(name) is not None else \
+            did_you_mean(name, [p.name for p in session.catalog.projects()])
         raise SqlError(f"Project {name} does not exist{hint}")
     ctx["db"] = project
     return OkResult(None, context=ctx)
@@ -165,7 +174,8 @@ def refuse_write(session: SqlSession, statement: ast.Insert | ast.Update | ast.D
                  routed: Routed) -> SqlResult:
     """INSERT, UPDATE or DELETE on anything but a knowledge base: refused in one line (or
     the project it names does not exist)."""
-    missing = _missing_project(session, statement.table, ctx)
+    missing = _missing_project(session, statement.table, ctx) or misspelt_knowledge_base(
+        session, statement.table, ctx)
     if missing is not None:
         raise SqlError(missing)
     raise refusals.unsupported(f"{type(statement).__name__.upper()} of data-source tables: "

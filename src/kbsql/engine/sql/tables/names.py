@@ -21,6 +21,7 @@ from kbsql.engine.catalog import KbRecord
 from kbsql.engine.datasources.frame_store import FRAMES_SOURCE
 from kbsql.engine.datasources.scans import Scan
 from kbsql.engine.datasources.upload_store import UPLOADS_SOURCE
+from kbsql.engine.spelling import did_you_mean
 from kbsql.interface.errors import NotFound, SqlError
 from kbsql.interface.progress import OnProgress
 
@@ -106,18 +107,36 @@ def resolve(session: SqlSession, parts: list[str], current: str) -> Resolved:
             return Resolved("agent", project, catalog.agent(project, rest[0]).name)
         except NotFound:
             pass
-        hint = (" (a table of a data source is named <data_source>.<table>)"
-                if len(parts) == 1 else "")
+        known = [*(kb.name for kb in catalog.knowledge_bases(project)),
+                 *(a.name for a in catalog.agents(project))]
+        hint = did_you_mean(name, known) or (" (a table of a data source is named <data_source>.<table>)"
+                                             if len(parts) == 1 else "")
         raise not_found(name, project, hint)
     source = session.duck.source(database)
     if source is None:
-        raise SqlError(f"Database '{database}' not found (in table reference "
-                       f"'{'.'.join(parts)}'); SHOW DATABASES lists them")
+        known = [p.name for p in catalog.projects()] + [d.name for d in catalog.datasources()]
+        raise SqlError(f"Database '{database}' not found (in table reference '{'.'.join(parts)}')"
+                       f"{did_you_mean(database, [*known, FRAMES_SOURCE, INFORMATION_SCHEMA])}; "
+                       "SHOW DATABASES lists them")
     with session.duck.cursor() as con:  # native sources ask DuckDB's catalog
         scan = source.scan(con, rest)
+        known = [] if scan is not None else source.tables(con)
     if scan is None:
-        raise not_found(name, source.name)
+        raise not_found(name, source.name, did_you_mean(name, known))
     return Resolved("data", source.name, name, scan)
+
+
+def misspelt_knowledge_base(session: SqlSession, table: Any, ctx: dict[str, Any]) -> str | None:
+    """The error for an INSERT or DELETE whose table is one edit from a knowledge base (a
+    typo, rather than a write to a data source), None otherwise."""
+    parts = table_parts(table) if isinstance(table, ast.Identifier) else []
+    if len(parts) not in (1, 2):
+        return None
+    project = find_project(session, parts[0] if len(parts) == 2 else ctx["db"])
+    if project is None:
+        return None
+    hint = did_you_mean(parts[-1], [kb.name for kb in session.catalog.knowledge_bases(project)])
+    return f"Knowledge base '{parts[-1]}' not found in project '{project}'{hint}" if hint else None
 
 
 def target_of(session: SqlSession, table: Any, ctx: dict[str, Any],
