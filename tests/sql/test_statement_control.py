@@ -98,7 +98,7 @@ def test_ctrl_c_stops_an_embedded_statement_with_one_line(tmp_path: Path) -> Non
     seconds = float(out.split("SECONDS ", 1)[1].split()[0])
     assert seconds < 5, out  # stopped at once after Ctrl-C, not run to its end
     assert "NEXT [[42]]" in out
-    shown = [line for line in out.splitlines() if "interrupted (Ctrl-C)" in line]
+    shown = [line for line in out.splitlines() if "Interrupted [nb: embedded]" in line]  # issue 26's line
     assert len(shown) == 1 and "Traceback" not in out, out
 
 
