@@ -289,15 +289,9 @@ class KnowledgeService:
         return search_mod.search(storage, embedder, self.reranker(record.spec), request)
 
     def create_index(self, record: KbRecord, params: dict[str, Any]) -> dict[str, int]:
-        """CREATE INDEX ON KNOWLEDGE_BASE: tune and rebuild the local FAISS index (local.py).
-        A pgvector knowledge base is indexed by PostgreSQL itself: refused, not ignored."""
-        storage = self.handle(record)
-        if not isinstance(storage, LocalStorage):
-            raise BadRequest(f"CREATE INDEX ON KNOWLEDGE_BASE tunes the local vector index; "
-                             f"knowledge base {record.name} is stored in pgvector "
-                             f"({record.spec.get('vector_database')}), which keeps its own index",
-                             title="Invalid parameter")
-        return storage.create_index(params)
+        """CREATE INDEX ON KNOWLEDGE_BASE: tune and rebuild the KB's vector index, the local
+        FAISS one (settings.py) or pgvector's HNSW (pg_hnsw.py), each with its own knobs."""
+        return self.handle(record).create_index(params)
 
     def count(self, record: KbRecord) -> int:
         return self.handle(record).count()
