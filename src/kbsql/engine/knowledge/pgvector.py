@@ -131,6 +131,19 @@ def _set(conn: Any, name: str, value: int | str) -> None:
         known[name] = value
 
 
+def _json_text(value: Any) -> str:
+    return json.dumps(value, default=str)  # dates and the like as text, as the local store
+
+
+def _register_vector(conn: Any) -> None:
+    """pgvector-python's adapters on this pooled connection, once (it looks the types up)."""
+    if not conn.__dict__.get("_kbsql_vector_types"):
+        from pgvector.psycopg import register_vector
+
+        register_vector(conn)
+        conn._kbsql_vector_types = True
+
+
 class _Writer:
     def __init__(self, storage: PgVectorStorage, conn: Any, dim: int | None):
         self.storage, self.conn, self.dim = storage, conn, dim
@@ -160,11 +173,19 @@ class _Writer:
             self.conn.execute(s.q("DELETE FROM {t} WHERE id = ANY(%s)"), (list(doc_ids),))
         if not chunks:
             return
+        _register_vector(self.conn)
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        # binary COPY: the vectors go as float4 bytes (pgvector-python's dumper), not as
+        # decimal text that Python formats and PostgreSQL parses back (half an insert's time)
+        from psycopg.types.json import Jsonb
+
         with self.conn.cursor() as cur, cur.copy(s.q(
-                "COPY {t} (id, chunk_id, content, metadata, embedding, updated_at) FROM STDIN")) as copy:
+                "COPY {t} (id, chunk_id, content, metadata, embedding, updated_at) FROM STDIN "
+                "WITH (FORMAT BINARY)")) as copy:
+            copy.set_types(["text", "text", "text", "jsonb", "vector", "text"])
             for i, c in enumerate(chunks):
                 copy.write_row((c.doc_id, c.chunk_id, c.content.replace("\x00", ""),
-                                json.dumps(c.metadata, default=str), vector_text(vectors[i]), stamp))
+                                Jsonb(c.metadata, _json_text), vectors[i], stamp))
 
 
 class PgVectorStorage:
