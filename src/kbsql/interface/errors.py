@@ -107,12 +107,26 @@ class ProviderError(ServiceError):
     problem_type = "urn:kbsql:problem:provider-error"
 
 
+class Unavailable(ServiceError):
+    """503: a database the service depends on (the shared catalog, a knowledge base's
+    PostgreSQL) cannot be reached right now. Nothing is wrong with the request: send it
+    again after `retry_after` seconds (the server says so in a Retry-After header). A write
+    that answered 503 may or may not have been stored; kbsql's writes are keyed by id, so
+    sending it again stores it once."""
+
+    status = 503
+    default_title = "Service unavailable"
+    problem_type = "urn:kbsql:problem:unavailable"
+    retry_after = 1
+
+
 PROBLEM_TYPE_HEADER = "Kbsql-Problem-Type"
 
-_BY_STATUS: dict[int, type[ServiceError]] = {400: BadRequest, 404: NotFound, 409: Conflict}
+_BY_STATUS: dict[int, type[ServiceError]] = {400: BadRequest, 404: NotFound, 409: Conflict,
+                                             503: Unavailable}
 _BY_TYPE: dict[str, type[ServiceError]] = {
     cls.problem_type: cls for cls in (ServiceError, BadRequest, InvalidParameter, MissingParameter,
-                                      NotFound, Conflict, ProviderError)}
+                                      NotFound, Conflict, ProviderError, Unavailable)}
 
 
 class SqlError(KbsqlError):

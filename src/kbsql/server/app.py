@@ -29,6 +29,7 @@ from kbsql.interface.errors import (
     MissingParameter,
     NotFound,
     ServiceError,
+    Unavailable,
 )
 from kbsql.interface.jsonable import dumps
 from kbsql.interface.results import ErrorResult, default_context
@@ -90,6 +91,8 @@ def problem(error: ServiceError) -> Response:
     the reference's `{"title", "detail"}` (see `interface.errors`)."""
     response = json_response(error.to_problem(), error.status, PROBLEM)
     response.headers[PROBLEM_TYPE_HEADER] = error.problem_type
+    if isinstance(error, Unavailable):  # a database is away (restarting): send it again soon
+        response.headers["Retry-After"] = str(error.retry_after)
     return response
 
 

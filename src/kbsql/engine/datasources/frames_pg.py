@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from kbsql.engine.catalog import now
-from kbsql.engine.catalog_pg import SCHEMA, connect
+from kbsql.engine.catalog_pg import SCHEMA, PgConnection
 from kbsql.engine.datasources.base import FrameScan, Scan
 from kbsql.engine.datasources.frames import FrameStore, frame_name
 from kbsql.interface.frames import to_arrow
@@ -28,12 +28,10 @@ class PgFrameStore(FrameStore):
     def __init__(self, url: str):  # no folder: nothing of it is on local disk
         self.url = url
         self._lock = threading.Lock()
-        self._conn = connect(url)
+        self._conn = PgConnection(url)  # reconnects after a restart; 503 while PostgreSQL is away
         self._versions: dict[str, tuple[int, pa.Table]] = {}
 
     def _execute(self, sql: str, args: tuple[Any, ...] = ()) -> Any:
-        if self._conn.closed:
-            self._conn = connect(self.url)
         return self._conn.execute(sql, args)
 
     def register(self, name: str, frame: Any) -> int:
@@ -41,10 +39,16 @@ class PgFrameStore(FrameStore):
         table = to_arrow(frame)
         buffer = io.BytesIO()
         pq.write_table(table, buffer)
-        with self._lock, self._conn.transaction():
-            self._execute(f"DELETE FROM {SCHEMA}.frames WHERE lower(name) = lower(%s)", (name,))
-            self._execute(f"INSERT INTO {SCHEMA}.frames (name, data, created_at) VALUES (%s, %s, %s)",
-                          (name, buffer.getvalue(), now()))
+        with self._lock:
+            self._execute("BEGIN")
+            try:
+                self._execute(f"DELETE FROM {SCHEMA}.frames WHERE lower(name) = lower(%s)", (name,))
+                self._execute(f"INSERT INTO {SCHEMA}.frames (name, data, created_at) VALUES (%s, %s, %s)",
+                              (name, buffer.getvalue(), now()))
+            except BaseException:
+                self._execute("ROLLBACK")
+                raise
+            self._execute("COMMIT")
         return table.num_rows
 
     def unregister(self, name: str) -> bool:

@@ -42,6 +42,7 @@ from kbsql.engine.knowledge.search import Condition, Conditions, FilterGroup, gr
 from kbsql.engine.pg import (
     StorageUnavailable,
     acquire_pool,
+    connection_errors,
     first_line,
     lock_key,
     psycopg_modules,
@@ -219,11 +220,10 @@ class PgVectorStorage:
 
     @contextmanager
     def _conn(self) -> Iterator[Any]:
-        psycopg, _, pool_mod = psycopg_modules()
         try:
             with self.pool.connection() as conn:
                 yield conn
-        except (psycopg.OperationalError, pool_mod.PoolTimeout) as exc:
+        except connection_errors() as exc:
             raise StorageUnavailable(f"PostgreSQL at {where_of(self.settings)} (table {self.table}): "
                                      f"{first_line(exc)}") from None
 

@@ -35,7 +35,7 @@ from kbsql.engine.sql.select import cached_plan, run_select, select_frame
 from kbsql.engine.sql.session import SqlSession
 from kbsql.engine.sql.variables import bind_parameters
 from kbsql.interface.api import DEFAULT_PROJECT
-from kbsql.interface.errors import KbsqlError, MissingParameter, ServiceError, SqlError
+from kbsql.interface.errors import KbsqlError, MissingParameter, ServiceError, SqlError, Unavailable
 from kbsql.interface.results import ErrorResult, OkResult, SqlResult, default_context
 
 if TYPE_CHECKING:
@@ -117,6 +117,8 @@ class SqlExecutor(SqlSession):
             return self.run(statement, ctx, query)
         except SqlError as exc:
             return ErrorResult(exc.message, exc.error_code, context=ctx)
+        except Unavailable:  # not the statement's fault: a 503 to send again, not an SQL error
+            raise
         except ServiceError as exc:
             return ErrorResult(exc.detail, context=ctx)
         except KbsqlError as exc:
