@@ -40,6 +40,12 @@ PROGRESS_EMBED_BATCH = 64
 log = logging.getLogger(__name__)
 
 
+def shared_table(project: str, name: str) -> str:
+    """The PostgreSQL table of a knowledge base stored in a shared catalog's own database
+    (also where `kbsql migrate` puts a local knowledge base's chunks)."""
+    return re.sub(r"\W", "_", f"kb_{project}_{name}".lower())[:63]
+
+
 @dataclass
 class Embedded:
     """A batch of rows chunked and embedded, not yet stored (`KnowledgeService.embed_rows`)."""
@@ -95,8 +101,7 @@ class KnowledgeService:
         or on a shared catalog a table in the catalog's own database (nothing a server
         keeps may live only on its disk)."""
         if self.config.catalog_url:
-            table = re.sub(r"\W", "_", f"kb_{project}_{name}".lower())[:63]
-            return SHARED_VECTOR_DATABASE, table
+            return SHARED_VECTOR_DATABASE, shared_table(project, name)
         return DEFAULT_VECTOR_DATABASE, name
 
     def vector_source(self, database: str | None) -> DatasourceRecord | None:
