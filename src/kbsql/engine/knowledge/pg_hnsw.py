@@ -27,14 +27,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from kbsql.engine.knowledge.settings import integer_params
 from kbsql.engine.pg import lock_key, psycopg_modules
 from kbsql.interface.errors import BadRequest, Conflict
-
-if TYPE_CHECKING:
-    from kbsql.engine.knowledge.pgvector import PgVectorStorage
 
 M = 24
 EF_CONSTRUCTION = 128
@@ -126,7 +123,21 @@ def vector_version(conn: Any) -> tuple[int, ...]:
         return (0,)
 
 
-def apply(conn: Any, storage: PgVectorStorage, settings: HnswSettings) -> None:
+class IndexedTable(Protocol):
+    """What a (re)build needs of the storage (pgvector.PgVectorStorage)."""
+
+    schema: str
+    table: str
+    index_name: str
+
+    def q(self, text: str) -> Any:
+        """SQL text with {t}, {hnsw} and {hnsw_new} filled in as quoted identifiers."""
+        ...
+
+    def column_dim(self, conn: Any) -> int | None: ...
+
+
+def apply(conn: Any, storage: IndexedTable, settings: HnswSettings) -> None:
     """Store `settings` as the table's and, when m or ef_construction differ from the
     index's (or there is no index yet but there are vectors), build the index anew. One
     build per table at a time, across servers (a session advisory lock)."""
@@ -146,7 +157,7 @@ def apply(conn: Any, storage: PgVectorStorage, settings: HnswSettings) -> None:
         conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
 
 
-def _rebuild(conn: Any, storage: PgVectorStorage, settings: HnswSettings, dim: int) -> None:
+def _rebuild(conn: Any, storage: IndexedTable, settings: HnswSettings, dim: int) -> None:
     """CREATE INDEX CONCURRENTLY under a temporary name (searches keep the old index, writes
     go on), then the swap in one short transaction."""
     q = storage.q
