@@ -7,14 +7,15 @@ updated_at, tsv tsvector). PostgreSQL is then the only state: any number of kbsq
 read and write the same table, and backups, replicas and managed offerings come with it.
 
 Search runs in the database. Nearest neighbours use an HNSW index (cosine; its knobs and
-builds: pg_hnsw.py). An HNSW scan with a WHERE clause filters the candidates it visits, so
-a filtered search counts its matching rows first (cheap with the metadata indexes): a
-selective filter (up to EXACT_MAX rows) searches its rows exactly. A broader one uses HNSW:
-with pgvector >= 0.8 an iterative index scan (`hnsw.iterative_scan = relaxed_order`) goes on
-visiting the graph until k rows match; before 0.8 (no iterative scans) ef_search is widened
-by the filter's selectivity (counted up to COUNT_CAP). Either way an HNSW answer shorter
-than k is redone exactly, so a search never returns fewer rows than exist. Hybrid search
-uses PostgreSQL full-text search (`tsv @@ to_tsquery`, `ts_rank_cd`).
+builds: pg_hnsw.py). An HNSW scan with a WHERE clause filters the candidates it visits.
+With pgvector >= 0.8 an iterative index scan (`hnsw.iterative_scan = relaxed_order`) goes on
+visiting the graph until k rows match, and the planner sorts the rows of a filter its
+statistics call selective exactly instead (the metadata expression indexes give it those
+statistics). Before 0.8 (no iterative scans) a filtered search counts its matching rows
+first (up to COUNT_CAP): up to EXACT_MAX rows are searched exactly, more by HNSW with
+ef_search widened by the filter's selectivity. Either way an HNSW answer shorter than k is
+redone exactly, so a search never returns fewer rows than exist. Hybrid search uses
+PostgreSQL full-text search (`tsv @@ to_tsquery`, `ts_rank_cd`).
 
 Writes: one `write()` is one transaction holding a per-table advisory lock, so two
 processes upserting the same document serialise instead of both keeping a copy, and a
@@ -51,7 +52,7 @@ from kbsql.engine.pg import (
 )
 from kbsql.interface.errors import BadRequest
 
-EXACT_MAX = 2_000  # filtered searches over at most this many rows are exact
+EXACT_MAX = 2_000  # pgvector < 0.8: filtered searches over at most this many rows are exact
 COUNT_CAP = 20_000  # pgvector < 0.8: a filter's rows are counted up to this (its selectivity)
 SETTINGS_TTL = 5.0  # seconds a server reuses a table's index settings before reading them again
 TEXT_CONFIG = "english"  # full-text stemming, like the local store's porter tokenizer
@@ -132,10 +133,6 @@ def _set(conn: Any, name: str, value: int | str) -> None:
         known[name] = value
 
 
-def _json_text(value: Any) -> str:
-    return json.dumps(value, default=str)  # dates and the like as text, as the local store
-
-
 def _register_vector(conn: Any) -> None:
     """pgvector-python's adapters on this pooled connection, once (it looks the types up)."""
     if not conn.__dict__.get("_kbsql_vector_types"):
@@ -186,7 +183,7 @@ class _Writer:
             copy.set_types(["text", "text", "text", "jsonb", "vector", "text"])
             for i, c in enumerate(chunks):
                 copy.write_row((c.doc_id, c.chunk_id, c.content.replace("\x00", ""),
-                                Jsonb(c.metadata, _json_text), vectors[i], stamp))
+                                Jsonb(c.metadata, _json_arg), vectors[i], stamp))
 
 
 class PgVectorStorage:
