@@ -23,6 +23,7 @@ import tempfile
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 DSN_ENV = "KBSQL_TEST_PGVECTOR_DSN"
 PASSWORD = "kbsql-pgvector-pw"
@@ -143,6 +144,19 @@ def start(base: str | os.PathLike[str] | None = None, timeout: float = 60,
         server.stop()
         raise Unavailable(f"PostgreSQL started but pgvector is unusable: {exc}") from exc
     return server
+
+
+def start_for_test(purpose: str, **options: Any) -> PgVectorServer:
+    """`start()` for a test: skipped with the reason where no PostgreSQL can be started,
+    except in CI (CI=true), which must run `purpose`."""
+    import pytest
+
+    try:
+        return start(**options)
+    except Unavailable as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI must run {purpose}: {exc}")
+        pytest.skip(f"no PostgreSQL with pgvector: {exc}")
 
 
 def fresh_database(dsn: str) -> str:

@@ -30,12 +30,7 @@ def own_pg() -> Iterator[pgvector_server.PgVectorServer]:
     """A PostgreSQL + pgvector this test may stop and start (not the session's)."""
     if os.environ.get(pgvector_server.DSN_ENV):
         pytest.skip("an external PostgreSQL ($KBSQL_TEST_PGVECTOR_DSN) cannot be restarted here")
-    try:
-        server = pgvector_server.start()
-    except pgvector_server.Unavailable as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI must run the PostgreSQL fault tests: {exc}")
-        pytest.skip(f"no PostgreSQL with pgvector: {exc}")
+    server = pgvector_server.start_for_test("the PostgreSQL fault tests")
     yield server
     server.stop()
 

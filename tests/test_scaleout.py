@@ -16,20 +16,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from tests import pgvector_server
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_scaleout.py"
 
 
 def test_kill_9_and_a_postgresql_restart_lose_or_duplicate_nothing_acknowledged(tmp_path):
-    try:
-        pgvector_server.start().stop()  # the script starts (and restarts) its own
-    except pgvector_server.Unavailable as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI must run the scale-out test: {exc}")
-        pytest.skip(f"no PostgreSQL with pgvector: {exc}")
+    pgvector_server.start_for_test("the scale-out test").stop()  # the script starts its own
     run = subprocess.run([sys.executable, str(BENCH), "--faults-only", "--clients", "4", "--ops", "80",
                           "--seed-docs", "100", "--outage", "2"],
                          capture_output=True, text=True, timeout=300,

@@ -14,18 +14,15 @@ import pytest
 from kbsql.engine import Engine
 from kbsql.engine.knowledge import pg_hnsw
 from tests.knowledge.conftest import HASH_MODEL, sql, sql_error, table
-from tests.knowledge.test_pgvector_storage import create_vdb, exact_sims, rows_of
+from tests.knowledge.test_pgvector_storage import create_vdb, engine_with_kb, exact_sims, rows_of
 
 
 @pytest.fixture
 def pg_engine(tmp_path, pgvector_dsn) -> Any:
-    eng = Engine(tmp_path / "engine")
-    create_vdb(eng, pgvector_dsn)
-    sql(eng, "CREATE KNOWLEDGE_BASE kb USING storage = vdb.kb_chunks, "
-             f"embedding_model = {json.dumps(HASH_MODEL)}, metadata_columns = ['color', 'n']")
-    eng.insert_rows(eng.catalog.knowledge_base("mindsdb", "kb"), rows_of(1500), progress=False)
-    yield eng
-    eng.close()
+    """Knowledge base `kb` in pgvector with 1,500 rows (its HNSW index built)."""
+    with engine_with_kb(tmp_path / "engine", pgvector_dsn) as eng:
+        eng.insert_rows(eng.catalog.knowledge_base("mindsdb", "kb"), rows_of(1500), progress=False)
+        yield eng
 
 
 def index_state(dsn: str) -> tuple[int, dict[str, str], dict[str, Any]]:

@@ -29,12 +29,18 @@ def create_vdb(engine: Engine, dsn: str, name: str = "vdb") -> None:
     sql(engine, f"CREATE DATABASE {name} WITH ENGINE = 'pgvector', PARAMETERS = {json.dumps(params)}")
 
 
-@pytest.fixture
-def pg_engine(tmp_path, pgvector_dsn) -> Any:
-    eng = Engine(tmp_path / "engine")
-    create_vdb(eng, pgvector_dsn)
+def engine_with_kb(path: Any, dsn: str) -> Engine:
+    """An engine with pgvector database `vdb` and knowledge base `kb` in table kb_chunks."""
+    eng = Engine(path)
+    create_vdb(eng, dsn)
     sql(eng, "CREATE KNOWLEDGE_BASE kb USING storage = vdb.kb_chunks, "
              f"embedding_model = {json.dumps(HASH_MODEL)}, metadata_columns = ['color', 'n']")
+    return eng
+
+
+@pytest.fixture
+def pg_engine(tmp_path, pgvector_dsn) -> Any:
+    eng = engine_with_kb(tmp_path / "engine", pgvector_dsn)
     yield eng
     eng.close()
 
