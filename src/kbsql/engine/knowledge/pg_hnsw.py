@@ -7,8 +7,9 @@ local store (settings.py):
 - `m`: graph links per node. More is a better graph: higher recall, a larger index.
 - `ef_construction`: candidates kept while building (>= 2 m). More is a better graph and a
   slower build.
-- `ef_search`: candidates kept while searching (at least twice the LIMIT is always used).
-  More is higher recall and a slower search; it alone changes without a rebuild.
+- `ef_search`: candidates kept while searching (at least twice the LIMIT is always used,
+  and twice ef_search under a metadata filter). More is higher recall and a slower search;
+  it alone changes without a rebuild.
 
 They live in PostgreSQL, as a JSON comment on the knowledge base's table, so every server
 sharing the table searches and builds alike, and dropping the knowledge base (its table)

@@ -54,6 +54,7 @@ from kbsql.interface.errors import BadRequest
 
 EXACT_MAX = 2_000  # pgvector < 0.8: filtered searches over at most this many rows are exact
 COUNT_CAP = 20_000  # pgvector < 0.8: a filter's rows are counted up to this (its selectivity)
+FILTERED_EF = 2  # a filtered HNSW search keeps this many times ef_search candidates (see vector_top)
 SETTINGS_TTL = 5.0  # seconds a server reuses a table's index settings before reading them again
 TEXT_CONFIG = "english"  # full-text stemming, like the local store's porter tokenizer
 REQUIRED_COLUMNS = {"seq", "id", "chunk_id", "content", "metadata", "embedding", "updated_at", "tsv"}
@@ -334,8 +335,11 @@ class PgVectorStorage:
                 # hnsw.max_scan_tuples); the outer ORDER BY puts the few it returns out of
                 # order back in place. The planner picks HNSW or, for a filter its
                 # statistics (ANALYZE, the metadata indexes) say is selective, the
-                # matching rows sorted exactly.
-                _set(conn, "hnsw.ef_search", ef_search)
+                # matching rows sorted exactly. Under a filter only part of the candidates
+                # of a pass match, so the pass keeps FILTERED_EF times more (at 100k rows,
+                # 10% filter: tie-aware recall@10 0.952 -> 0.985 for ~2x the time).
+                ef = min(pg_hnsw.MAX_EF_SEARCH, ef_search * FILTERED_EF) if where else ef_search
+                _set(conn, "hnsw.ef_search", ef)
                 _set(conn, "hnsw.iterative_scan", "relaxed_order")
                 rows = conn.execute(self.q(
                     "WITH r AS MATERIALIZED (SELECT seq, embedding <=> %s::vector AS d FROM {t}" + cond +
