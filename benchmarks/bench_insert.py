@@ -7,7 +7,7 @@ Target: >= 4,000 docs/s (5x MindsDB's 810-840 measured on this machine).
 
 Baselines in the same run: the same rows through the REST insert (`PUT` with `rows`, JSON,
 no SQL parsing) on the same server, and in-process the parse alone of one statement by
-mindsdb_sql_parser against the VALUES fast path (kbsql/engine/sql/values_fastpath.py). The
+mindsdb_sql_parser against the VALUES fast path (kbsql/engine/sql/parse/values_fastpath.py). The
 SQL and REST batches alternate one by one, so both see the same machine load.
 
 Usage: python benchmarks/bench_insert.py [--docs 5000] [--batch 100]
@@ -28,7 +28,7 @@ from report import write_report  # benchmarks/report.py (the script's folder is 
 
 import kbsql
 from kbsql.client.params import bind
-from kbsql.engine.sql.values_fastpath import parse_insert_values
+from kbsql.engine.sql.parse.values_fastpath import parse_insert_values
 from kbsql.server.process import spawn
 
 TARGET_DOCS_PER_S = 4000.0

@@ -34,7 +34,7 @@ import httpx
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-from report import timed, write_report  # benchmarks/report.py (the script's folder is on sys.path)
+from report import summary, timed, write_report  # benchmarks/report.py (the script's folder is on sys.path)
 
 import kbsql
 from kbsql.engine import Engine
@@ -44,13 +44,6 @@ TARGET_OVERHEAD_MS = 2.0
 TARGET_SELECT1_MS = 1.5
 AGGREGATE = ("SELECT region, sum(amount) AS total, avg(qty) AS mean_qty, count(*) AS n "
              "FROM {table} WHERE qty > 10 GROUP BY region ORDER BY region")
-
-
-def summary(samples: list[float]) -> dict[str, float]:
-    ordered = sorted(samples)
-    return {"median_ms": round(statistics.median(ordered), 3),
-            "p95_ms": round(ordered[max(0, int(len(ordered) * 0.95) - 1)], 3),
-            "min_ms": round(ordered[0], 3)}
 
 
 class RawPost:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -17,6 +18,14 @@ def write_report(name: str, report: dict[str, Any]) -> None:
     folder = Path(os.environ.get("KBSQL_BENCH_RESULTS") or Path(__file__).resolve().parent / "results")
     folder.mkdir(parents=True, exist_ok=True)
     (folder / f"{name}.json").write_text(text + "\n", encoding="utf-8")
+
+
+def summary(samples: list[float]) -> dict[str, float]:
+    """Median, 95th percentile and minimum of millisecond samples."""
+    ordered = sorted(samples)
+    return {"median_ms": round(statistics.median(ordered), 3),
+            "p95_ms": round(ordered[max(0, int(len(ordered) * 0.95) - 1)], 3),
+            "min_ms": round(ordered[0], 3)}
 
 
 def timed(fn: Callable[[], Any], repeat: int) -> list[float]:

@@ -42,6 +42,11 @@ def jupyterlab(tmp_path: Path) -> Iterator[tuple[str, str, Path]]:
     notify = home / "settings" / "@jupyterlab" / "apputils-extension"
     notify.mkdir(parents=True)
     (notify / "notification.jupyterlab-settings").write_text('{"fetchNews": "false"}')  # no news popup
+    # kbsql's extension is what these tests drive: jupysql-plugin (pulled in by jupysql, which
+    # tests/mysql runs) declares no support for this JupyterLab and throws on load, so it is off
+    (home / "config" / "labconfig").mkdir(parents=True)
+    (home / "config" / "labconfig" / "page_config.json").write_text(
+        '{"disabledExtensions": {"jupysql-plugin": true}}')
     log_path = tmp_path / "jupyterlab.log"
     with log_path.open("w") as log:
         proc = subprocess.Popen(

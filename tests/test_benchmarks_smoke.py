@@ -31,6 +31,8 @@ CASES = {
     "peer": (["--docs", "200", "--repeat", "3"], ["servers"]),
     "threads": (["--docs", "200", "--batch", "20", "--rounds", "1"], ["baseline_threads_1_docs_per_s"]),
     "inlist": (["--ids", "2000", "--repeat", "1"], ["in_list"]),
+    "mysql": (["--calls", "10", "--rounds", "1", "--docs", "20", "--model", "hash-64"],
+              ["select_1", "search", "meets_target"]),
 }
 
 

@@ -171,3 +171,33 @@ def test_serve_with_an_unreachable_catalog_stops_with_one_line(tmp_path):
     assert len(lines) == 1
     assert "Cannot connect to the catalog at postgresql://kb:***@127.0.0.1:1/kb" in lines[0]
     assert "s3cret-pw" not in run.stderr + run.stdout
+
+
+def test_files_queries_and_agent_params_are_shared_by_every_engine(tmp_path, pgvector_dsn):
+    """Issue 23 on a shared catalog: an uploaded file (`files.<name>`), the queries of
+    information_schema.queries (server-wide) and an agent's params, made through one
+    engine, are seen through another."""
+    from tests.files import makers
+
+    with Engine(tmp_path / "a", catalog_url=pgvector_dsn) as a, \
+            Engine(tmp_path / "b", catalog_url=pgvector_dsn) as b:
+        a.upload_file("orders", makers.csv_bytes(), "orders.csv")
+        assert b.query("SELECT count(*) FROM files.orders").to_json()["data"] == [[3]]
+        assert [f["name"] for f in b.list_files()] == ["orders"]
+        a.query(f"CREATE KNOWLEDGE_BASE kb USING embedding_model = {json.dumps(HASH_MODEL)}, "
+                "content_columns = ['notes'], id_column = 'order_id'")
+        started = a.query("INSERT INTO kb SELECT order_id, notes FROM files.orders USING batch_size = 2")
+        query_id = started.to_json()["data"][0][0]
+        deadline = time.monotonic() + 30
+        while True:
+            row = b.query(f"SELECT FINISHED_AT, PROCESSED_ROWS FROM information_schema.queries "
+                          f"WHERE ID = {query_id}").to_json()["data"]
+            if row and row[0][0] is not None:
+                break
+            assert time.monotonic() < deadline, row
+            time.sleep(0.05)
+        assert row[0][1] == 3 and b.query("SELECT count(*) FROM kb").to_json()["data"] == [[3]]
+        a.create_agent("mindsdb", {"name": "timed", "params": {"timeout": 12}})
+        assert b.get_agent("mindsdb", "timed").params == {"timeout": 12}
+        b.delete_file("orders")
+        assert a.list_files() == []

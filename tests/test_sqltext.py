@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from kbsql.client.params import bind, placeholders
-from kbsql.engine.sql.variables import Variables
+from kbsql.engine.sql.parse.variables import Variables
 from kbsql.interface.sqltext import segments
 
 TEXT = "SELECT 'it''s :a @a', \"q\\\":a\", `n``:a`, :a, @a -- :a @a\n/* :a @a */ FROM t"

@@ -12,7 +12,7 @@ modules under `kbsql.client` and `kbsql.notebook`) is internal and may change.
 
 from kbsql._version import __version__
 from kbsql.client import Client, connect
-from kbsql.notebook.progress import install as _install_progress
+from kbsql.notebook.progress_bar import install as _install_progress
 
 _install_progress()  # inserts draw an HTML bar in a Jupyter kernel (saved in its final state), tqdm elsewhere
 

@@ -1,11 +1,19 @@
-"""`kbsql` command line: `kbsql serve` runs the HTTP server, `kbsql migrate` moves a data
-directory to a shared PostgreSQL catalog, `kbsql quickstart` runs a demo."""
+"""`kbsql` command line: `kbsql serve` runs the HTTP server (and, with --mysql-port, the
+MySQL door), `kbsql migrate` moves a data directory to a shared PostgreSQL catalog,
+`kbsql quickstart` runs a demo."""
 
 from __future__ import annotations
 
 import argparse
+import functools
+import json
 import os
 import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kbsql.server.run import Backend
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -14,6 +22,10 @@ def main(argv: list[str] | None = None) -> int:
     serve = sub.add_parser("serve", help="serve the local engine over HTTP (MindsDB-compatible API)")
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=47334, help="port (default 47334; 0 picks one)")
+    serve.add_argument("--mysql-port", type=int, default=None,
+                       help="also serve MySQL's wire protocol on this port, as MindsDB does on "
+                            "47335 (the mysql client, SQLAlchemy, JupySQL, BI tools); off unless "
+                            "given (default $KBSQL_MYSQL_PORT; 0 picks one)")
     serve.add_argument("--data-dir", default=None, help="data directory (default $KBSQL_HOME or ./.kbsql)")
     serve.add_argument("--catalog", default=None, metavar="URL",
                        help="postgresql:// URL of a catalog shared by several servers (default "
@@ -42,6 +54,10 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--timeout", type=float, default=30,
                        help="seconds for a request head to arrive and longest pause inside a "
                             "body (default 30; 408 beyond)")
+    serve.add_argument("--background-inserts", type=int, default=None, metavar="N",
+                       help="INSERT ... SELECT ... USING batch_size statements running at once in "
+                            "the background (default 2, or background_inserts in config.json); "
+                            "more wait their turn")
     serve.add_argument("--shutdown-timeout", type=float, default=30,
                        help="seconds requests in flight get to finish after SIGTERM/SIGINT "
                             "(default 30)")
@@ -76,17 +92,29 @@ def _serve(args: argparse.Namespace) -> int:
     if bool(args.user) != bool(args.password):
         print("kbsql serve: --user and --password go together", file=sys.stderr)
         return 2
+    if args.background_inserts is not None and args.background_inserts < 1:
+        print("kbsql serve: --background-inserts must be at least 1", file=sys.stderr)
+        return 2
     if min(args.max_body_mb, args.max_sql_kb, args.timeout) <= 0:
         print("kbsql serve: --max-body-mb, --max-sql-kb and --timeout must be positive",
               file=sys.stderr)
         return 2
+    mysql_port = args.mysql_port
+    if mysql_port is None and os.environ.get("KBSQL_MYSQL_PORT", "").strip():
+        try:
+            mysql_port = int(os.environ["KBSQL_MYSQL_PORT"])
+        except ValueError:
+            print("kbsql serve: $KBSQL_MYSQL_PORT must be a port number", file=sys.stderr)
+            return 2
     auth = AuthSettings(token=args.token, user=args.user, password=args.password)
     limits = Limits(max_body=int(args.max_body_mb * 1024 * 1024),
                     max_sql=int(args.max_sql_kb * 1024), timeout=args.timeout)
     try:
-        run_server(args.host, args.port, args.data_dir, args.log_level, tuple(args.allow_origin),
-                   auth=auth, limits=limits, allow_paths=args.allow_path,
-                   shutdown_timeout=args.shutdown_timeout, catalog_url=args.catalog)
+        run_server(functools.partial(open_engine, args.data_dir, args.catalog,
+                                     background_inserts=args.background_inserts), args.host, args.port,
+                   args.log_level, tuple(args.allow_origin), auth=auth, limits=limits,
+                   allow_paths=args.allow_path, shutdown_timeout=args.shutdown_timeout,
+                   mysql_port=mysql_port)
     except StartupError as exc:
         print(f"kbsql serve: {exc}", file=sys.stderr)
         return 1
@@ -116,6 +144,45 @@ def _migrate(args: argparse.Namespace) -> int:
         print("done: start every server with KBSQL_CATALOG_URL set to this URL (see README, "
               "Outgrowing one machine)")
     return 0 if ok else 1
+
+
+def open_engine(data_dir: str | None, catalog_url: str | None,
+                allowed_paths: tuple[Path, ...] | None, *,
+                background_inserts: int | None = None) -> Backend:
+    """The local engine as the server's service (this is where the two are wired): opened
+    after the server's exposure checks, each startup problem one line (`StartupError`)."""
+    import sqlite3
+
+    from kbsql.engine import Engine
+    from kbsql.interface.errors import ServiceError
+    from kbsql.server.run import Backend, StartupError
+
+    try:
+        from kbsql.engine.config import EngineConfig
+
+        config = EngineConfig.load(data_dir, catalog_url)
+        if background_inserts is not None:
+            config.background_workers = background_inserts
+        engine = Engine(config=config)
+    except sqlite3.DatabaseError as exc:
+        raise StartupError(f"the catalog in {data_dir or 'the data directory'} cannot be read "
+                           f"({exc}): restore it from a backup or move it away") from None
+    except ServiceError as exc:  # a shared catalog that cannot be reached (password masked)
+        raise StartupError(exc.detail) from None
+    except json.JSONDecodeError as exc:
+        raise StartupError(f"config.json in {data_dir or 'the data directory'} is not valid "
+                           f"JSON: {exc}") from None
+    except OSError as exc:
+        raise StartupError(f"cannot open the data directory {data_dir or ''}: "
+                           f"{exc.strerror or exc}" + (f" ({exc.filename})" if exc.filename else "")
+                           ) from None
+    engine.config.allowed_paths = allowed_paths
+    where = f"data: {engine.data_dir}"
+    if engine.catalog.shared_url:
+        from kbsql.engine.catalog_pg import where_of_url
+
+        where += f", catalog: {where_of_url(engine.catalog.shared_url)}"
+    return Backend(engine, where, read_only=engine.config.read_only)
 
 
 if __name__ == "__main__":

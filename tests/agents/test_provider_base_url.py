@@ -20,7 +20,7 @@ def test_an_alias_agent_without_base_url_is_refused_not_sent_to_openai(engine: E
 
 
 def test_embeddings_and_agents_accept_the_same_openai_compatible_names() -> None:
-    from kbsql.engine.agents.settings import PROVIDER_ALIASES
+    from kbsql.engine.agents.agent_settings import PROVIDER_ALIASES
     from kbsql.engine.knowledge.rerank import CHAT_PROVIDERS, RERANK_PROVIDERS
     from kbsql.engine.providers import OPENAI_COMPATIBLE
 

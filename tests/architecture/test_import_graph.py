@@ -4,8 +4,8 @@ Every import counts: top-level, inside a function, and under `TYPE_CHECKING`, be
 is a real dependency (a lazy import is a cycle waiting for a caller, a type-only import
 still couples two modules). The graph must have no cycle, the engine's parts must not name
 `Engine` (they receive narrow ports; `Engine.__init__` is the one composition root), and
-the layers must point one way: notebook -> client -> engine | HTTP, server -> engine, all
--> interface.
+the layers must point one way: notebook -> client -> engine | HTTP, server -> the service
+protocol (interface only: `cli.py` wires it to the engine), all -> interface.
 """
 
 from __future__ import annotations
@@ -108,16 +108,29 @@ def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
 def names_engine(path: Path) -> list[int]:
     """Lines where code (not a comment or docstring) names `Engine`."""
     lines = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    annotations = [a for node in ast.walk(tree) for a in _annotations_of(node)]
+    string_annotations = {id(n) for a in annotations for n in ast.walk(a) if isinstance(n, ast.Constant)}
+    for node in ast.walk(tree):
         if (isinstance(node, ast.Name) and node.id == "Engine") or \
                 (isinstance(node, ast.Attribute) and node.attr == "Engine"):
             lines.append(node.lineno)
         elif isinstance(node, ast.alias) and "Engine" in (node.name.split(".")[-1], node.asname):
             lines.append(node.lineno)
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and \
-                node.value.strip() in ("Engine", "kbsql.engine.engine"):  # a string annotation
+        elif id(node) in string_annotations and isinstance(node.value, str) and \
+                "Engine" in node.value:  # a string annotation naming it (a column named "Engine" is data)
             lines.append(node.lineno)
     return sorted(lines)
+
+
+def _annotations_of(node: ast.AST) -> list[ast.expr]:
+    if isinstance(node, ast.arg) and node.annotation is not None:
+        return [node.annotation]
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.returns is not None:
+        return [node.returns]
+    if isinstance(node, ast.AnnAssign):
+        return [node.annotation]
+    return []
 
 
 def layer(name: str) -> str:
@@ -131,7 +144,7 @@ ALLOWED = {
     "interface": set(),
     "engine": {"interface", "version"},
     "client": {"interface", "engine"},
-    "server": {"interface", "engine"},
+    "server": {"interface"},
     "notebook": {"interface", "client", "version"},
     "root": {"interface", "client", "engine", "server", "notebook", "version"},
 }
@@ -188,3 +201,12 @@ def test_http_client_imports_nothing_from_the_engine() -> None:
                 reach.add(target)
                 todo.append(target)
     assert not {m for m in reach if m.startswith("kbsql.engine")}
+
+
+def test_the_server_never_imports_the_engine() -> None:
+    """The server is typed on `ServiceApi` and the capabilities a backend declares; `cli.py`
+    wires it to the engine. No server module imports an engine module or names `Engine`."""
+    files, edges = module_files(), graph()
+    offenders = {name: (names_engine(files[name]), sorted(t for t in targets if t.startswith("kbsql.engine")))
+                 for name, targets in edges.items() if name.startswith("kbsql.server")}
+    assert {k: v for k, v in offenders.items() if v != ([], [])} == {}

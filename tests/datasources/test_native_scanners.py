@@ -15,7 +15,7 @@ from pathlib import Path
 from mindsdb_sql_parser import parse_sql
 
 from kbsql.engine import Engine
-from kbsql.engine.sql.select import compile_select
+from kbsql.engine.sql.tables.select import compile_select
 from tests.datasources.makers import ok, rows
 
 ROWS = 200_000

@@ -55,6 +55,15 @@ class Doc:
         assert isinstance(result, TableResult), result
         return list(result.column_names)
 
+    def background(self, query: str, timeout: float = 60.0) -> dict[str, Any]:
+        """Run `INSERT ... SELECT ... USING batch_size` (MindsDB runs it in the background: the
+        answer is the query's row) and wait for it to end: its information_schema.queries row."""
+        from tests.waiting import queries_sql, wait_for
+
+        started = self.rows(query)
+        assert next(iter(started[0])) == "ID", started
+        return wait_for(lambda: self.rows(queries_sql(started[0]["ID"]))[0], timeout=timeout)
+
     def error(self, query: str) -> str:
         result = self.client.sql(query, raise_on_error=False)
         assert isinstance(result, ErrorResult), f"expected an error, got {result!r}"

@@ -90,9 +90,9 @@ def test_insert_using_batch_options(doc: Doc) -> None:
     """insert_data.mdx: USING batch_size, track_column, threads, error."""
     doc.sql(f"CREATE KNOWLEDGE_BASE my_kb USING embedding_model = {HASH}, metadata_columns = ['product'], "
             "content_columns = ['notes'], id_column = 'order_id'")
-    result = doc.sql("INSERT INTO my_kb SELECT order_id, product, notes FROM sample_data.orders "
-                     "USING batch_size = 200, track_column = order_id, threads = 10, error = 'skip';")
-    assert result.affected_rows == 3
+    done = doc.background("INSERT INTO my_kb SELECT order_id, product, notes FROM sample_data.orders "
+                          "USING batch_size = 200, track_column = order_id, threads = 10, error = 'skip';")
+    assert done["PROCESSED_ROWS"] == 3 and done["ERROR"] is None
     assert doc.rows("SELECT count(*) AS n FROM my_kb") == [{"n": 3}]
     assert "batch_size" in doc.error("INSERT INTO my_kb SELECT * FROM sample_data.orders "
                                      "USING batch_size = 0")
@@ -272,8 +272,8 @@ def test_examples_headlines_batch_insert(doc: Doc) -> None:
         "sentiment_labelled": [i % 3 for i in range(30)]}))
     doc.sql(f"CREATE KNOWLEDGE_BASE my_kb USING embedding_model = {HASH}, "
             "metadata_columns = ['sentiment_labelled'], content_columns = ['headline']")
-    assert doc.sql("INSERT INTO my_kb SELECT * FROM df.headlines USING batch_size = 500, "
-                   "threads = 10;").affected_rows == 30
+    assert doc.background("INSERT INTO my_kb SELECT * FROM df.headlines USING batch_size = 500, "
+                          "threads = 10;")["PROCESSED_ROWS"] == 30
     assert len(doc.rows("SELECT * FROM my_kb WHERE content = 'investors';")) == 10
     assert len(doc.rows("SELECT * FROM my_kb WHERE content = 'investors' LIMIT 20;")) == 20
     rows = doc.rows("SELECT * FROM my_kb WHERE content = 'investors' AND relevance >= 0.8 LIMIT 20;")

@@ -36,9 +36,9 @@ def test_sdk_databases_and_files(server: tuple[object, Path]) -> None:
     assert "shop" in [d.name for d in sdk.databases.list()]
     frame = shop.query("SELECT order_id FROM shop.orders ORDER BY order_id").fetch()
     assert list(frame["order_id"]) == ["3XZ", "A1B"]
-    # a file upload as the SDK sends it: multipart PUT /api/files/{name}
+    # a file upload as the SDK sends it: multipart PUT /api/files/{name}, the table files.<name>
     sdk.api.upload_file("notes_csv", pd.DataFrame({"id": [1, 2], "body": ["alpha", "beta"]}))
-    uploaded = sdk.query("SELECT body FROM df.notes_csv ORDER BY id").fetch()
+    uploaded = sdk.query("SELECT body FROM files.notes_csv ORDER BY id").fetch()
     assert list(uploaded["body"]) == ["alpha", "beta"]
     assert sdk.api.get_file_metadata("notes_csv")["name"] == "notes_csv"
 
@@ -79,3 +79,42 @@ def test_sdk_agents(server: tuple[object, Path]) -> None:
     assert [a.name for a in project.agents.list()] == ["sdk_agent"]
     project.agents.drop("sdk_agent")
     assert project.agents.list() == []
+
+
+def test_sdk_files_database_tables_and_database_update(server: tuple[object, Path]) -> None:
+    """Issue 23: the `files` database as the SDK reaches it (upload, list, read back, drop),
+    and `databases.update` (ALTER DATABASE, checked before it is kept)."""
+    sdk, base = server
+    files = sdk.databases.get("files")
+    files.tables.create("sdk_notes", pd.DataFrame({"id": [1, 2], "body": ["alpha", "beta"]}))
+    assert "sdk_notes" in [t.name for t in files.tables.list()]
+    read = files.tables.get("sdk_notes").fetch()
+    assert sorted(read["body"]) == ["alpha", "beta"]
+    assert sdk.api.get_file_metadata("sdk_notes") == {"name": "sdk_notes", "row_count": 2,
+                                                      "columns": ["id", "body"]}
+    files.tables.drop("sdk_notes")
+    assert "sdk_notes" not in [t.name for t in files.tables.list()]
+    for name in ("one", "two"):
+        with duckdb.connect(str(base / f"{name}.duckdb")) as con:
+            con.execute(f"CREATE TABLE items AS SELECT '{name}' AS source")
+    sdk.databases.create("moving", engine="duckdb", connection_args={"database": str(base / "one.duckdb")})
+    moved = sdk.databases.update("moving", {"database": str(base / "two.duckdb")})
+    assert moved.name == "moving"
+    assert list(sdk.query("SELECT source FROM moving.items").fetch()["source"]) == ["two"]
+    with pytest.raises(Exception, match=r"missing\.duckdb"):  # a source that cannot be reached is not kept
+        sdk.databases.update("moving", {"database": str(base / "missing.duckdb")})
+    assert list(sdk.query("SELECT source FROM moving.items").fetch()["source"]) == ["two"]
+    sdk.databases.drop("moving")
+    assert "moving" not in [d.name for d in sdk.databases.list()]
+
+
+def test_sdk_agent_params_and_drop(server: tuple[object, Path]) -> None:
+    """Issue 23: an agent's params round-trip through the SDK; its drop is MindsDB's 204."""
+    sdk, _ = server
+    project = sdk.get_project("mindsdb")
+    agent = project.agents.create("timed_agent", model={"provider": "kbsql", "model_name": "retrieval"},
+                                  params={"timeout": 30})
+    assert agent.params == {"timeout": 30}
+    assert project.agents.get("timed_agent").params == {"timeout": 30}
+    project.agents.drop("timed_agent")
+    assert "timed_agent" not in [a.name for a in project.agents.list()]

@@ -113,19 +113,22 @@ def test_alter_by_put(api: httpx.Client, fake: FakeProvider) -> None:
 
 
 def test_files_upload_list_delete(api: httpx.Client) -> None:
-    """rest/files/upload.mdx, list.mdx, delete.mdx: multipart upload as mindsdb_sdk sends it."""
+    """rest/files/upload.mdx, list.mdx, delete.mdx: multipart upload as mindsdb_sdk sends it;
+    the file is the table files.<name> (MindsDB's files database), listed with its row count
+    and columns; deleting a missing file is MindsDB's 400 "Error deleting file"."""
     csv = b"id,body\n1,alpha\n2,beta\n"
     answer = api.put("/api/files/notes", data={"original_file_name": "notes.csv", "name": "notes",
                                                "source_type": "file"},
                      files={"file": ("notes.csv", io.BytesIO(csv))})
     assert answer.status_code == 200, answer.text
     listed = api.get("/api/files").json()
-    assert "notes" in [f["name"] for f in listed]
-    rows = api.post("/api/sql/query", json={"query": "SELECT body FROM df.notes ORDER BY id"}).json()
+    assert {"name": "notes", "row_count": 2, "columns": ["id", "body"]} in listed
+    rows = api.post("/api/sql/query", json={"query": "SELECT body FROM files.notes ORDER BY id"}).json()
     assert rows["data"] == [["alpha"], ["beta"]]
     assert api.delete("/api/files/notes").status_code == 200
     assert "notes" not in [f["name"] for f in api.get("/api/files").json()]
-    assert api.delete("/api/files/notes").status_code == 404
+    missing = api.delete("/api/files/notes")
+    assert missing.status_code == 400 and missing.json()["title"] == "Error deleting file"
     bad = api.put("/api/files/x", files={"other": ("x.csv", io.BytesIO(csv))})
     assert bad.status_code == 400
 
@@ -133,8 +136,8 @@ def test_files_upload_list_delete(api: httpx.Client) -> None:
 def test_sdk_style_dataframe_upload_has_no_extension(api: httpx.Client, tmp_path: Path) -> None:
     """mindsdb_sdk names the part after the table (no extension) and sends CSV."""
     answer = api.put("/api/files/plain", files={"file": ("plain", io.BytesIO(b"a,b\n1,2\n"))})
-    assert answer.status_code == 200 and answer.json()["rows"] == 1
-    assert json.loads(api.get("/api/files").text)
+    assert answer.status_code == 200 and answer.json() == ""  # MindsDB answers an empty string
+    assert {"name": "plain", "row_count": 1, "columns": ["a", "b"]} in json.loads(api.get("/api/files").text)
 
 
 def test_sql_response_formats(api: httpx.Client) -> None:
@@ -213,5 +216,5 @@ def test_agent_rest_lifecycle(api: httpx.Client) -> None:
     assert updated.status_code == 200, updated.text
     assert updated.json()["model"]["model_name"] == "gpt-4.1"
     assert updated.json()["data"]["knowledge_bases"] == ["mindsdb.agent_docs"]
-    assert api.delete(f"{agents}/my_agent").status_code == 200
+    assert api.delete(f"{agents}/my_agent").status_code == 204  # as MindsDB's code answers (issue 23)
     assert api.get(f"{agents}/my_agent").status_code == 404

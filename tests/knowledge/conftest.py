@@ -29,6 +29,21 @@ def sql_error(engine: Engine, query: str) -> str:
     return result.error_message
 
 
+def background(engine: Engine, query: str, timeout: float = 60.0) -> dict[str, Any]:
+    """Run an `INSERT ... SELECT ... USING batch_size` (MindsDB runs those in the background:
+    the statement answers the query's row at once) and wait for it to end; its
+    information_schema.queries row (PROCESSED_ROWS, ERROR, ...)."""
+    result = sql(engine, query)
+    assert isinstance(result, TableResult) and result.column_names[0] == "ID", result
+    return wait_query(engine, result.data[0][0], timeout)
+
+
+def wait_query(engine: Engine, query_id: int, timeout: float = 60.0) -> dict[str, Any]:
+    from tests.waiting import queries_sql, wait_for
+
+    return wait_for(lambda: table(engine, queries_sql(query_id))[0], timeout=timeout)
+
+
 def table(engine: Engine, query: str) -> list[dict[str, Any]]:
     result = sql(engine, query)
     return [dict(zip(result.column_names, row, strict=True)) for row in result.data]

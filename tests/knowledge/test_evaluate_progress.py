@@ -11,7 +11,7 @@ import pytest
 
 from kbsql.interface.errors import SqlError
 from kbsql.interface.progress import EVALUATING, GENERATING, set_progress_factory
-from kbsql.notebook.progress import NotebookProgress
+from kbsql.notebook.progress_bar import NotebookProgress
 
 
 class Recorder:

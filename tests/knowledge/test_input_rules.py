@@ -165,7 +165,7 @@ def test_insert_with_backtick_quoted_columns_stores_their_values(engine: Engine)
 
 
 def test_unquote_identifier_takes_off_one_layer_and_undoubles() -> None:
-    from kbsql.engine.sql.kb_statements import unquote_identifier
+    from kbsql.engine.sql.kb.kb_rows import unquote_identifier
 
     assert unquote_identifier("`my col`") == "my col"
     assert unquote_identifier('"a""b"') == 'a"b'

@@ -1,7 +1,9 @@
 """`INSERT INTO kb SELECT ... USING threads = N` embeds N batches at once against a scripted
 OpenAI-compatible server on loopback (which sleeps per call and counts the calls in flight),
 and stores exactly what `threads = 1` stores: same ids, chunks, metadata, search results,
-upserts, `error = 'skip'` / `'raise'` outcomes."""
+upserts, `error = 'skip'` / `'raise'` outcomes. With `batch_size` the insert runs in the
+background as MindsDB's partitioned inserts do (kb_background.py): `background()` waits for
+it and gives its information_schema.queries row (PROCESSED_ROWS, ERROR)."""
 
 from __future__ import annotations
 
@@ -16,10 +18,10 @@ import pandas as pd
 import pytest
 
 from kbsql.engine import Engine
-from kbsql.engine.sql.kb_insert import MAX_THREADS, options_of
+from kbsql.engine.sql.kb.kb_insert import MAX_THREADS, options_of
 from kbsql.interface.errors import SqlError
 from kbsql.interface.progress import EMBEDDING, STORING
-from tests.knowledge.conftest import sql, sql_error, table
+from tests.knowledge.conftest import background, sql, sql_error, table
 from tests.knowledge.fakes import FakeProvider
 
 
@@ -51,8 +53,9 @@ def test_threads_sets_how_many_embedding_calls_run_at_once(engine: Engine, fake:
     _kb(engine, fake, "kb")
     _register(engine, _rows(24))
     fake.delay, fake.max_active, calls = 0.15, 0, fake.embed_calls
-    result = sql(engine, f"INSERT INTO kb SELECT * FROM df.src USING batch_size = 3, threads = {threads}")
-    assert result.affected_rows == 24
+    done = background(engine, f"INSERT INTO kb SELECT * FROM df.src USING batch_size = 3, "
+                              f"threads = {threads}")
+    assert done["PROCESSED_ROWS"] == 24 and done["ERROR"] is None
     assert fake.embed_calls - calls == 8  # one call per batch: each batch embedded exactly once
     if threads == 1:
         assert fake.max_active == 1
@@ -81,9 +84,9 @@ def test_threads_4_stores_what_threads_1_stores_upserts_included(engine: Engine,
     for kb, threads in (("kb1", 1), ("kb4", 4)):
         _kb(engine, fake, kb)
         sql(engine, f"INSERT INTO {kb} (id, content, kind, seq) VALUES (3, 'an older version', 'old', -1)")
-        result = sql(engine, f"INSERT INTO {kb} SELECT * FROM df.src "
-                             f"USING batch_size = 4, threads = {threads}, track_column = seq")
-        assert result.affected_rows == 40
+        done = background(engine, f"INSERT INTO {kb} SELECT * FROM df.src "
+                                  f"USING batch_size = 4, threads = {threads}, track_column = seq")
+        assert done["PROCESSED_ROWS"] == 40 and done["ERROR"] is None
         states.append(_state(engine, kb))
     assert states[0] == states[1]
     latest = {r["id"]: r for r in sorted(rows, key=lambda r: r["seq"])}  # the last seq of each id wins
@@ -102,9 +105,9 @@ def test_error_skip_stores_every_other_row_and_reports_the_failed_one(
     _register(engine, rows)
     fake.fail_marker = "POISON"
     with caplog.at_level(logging.WARNING, logger="kbsql"):
-        result = sql(engine, "INSERT INTO kb SELECT * FROM df.src USING batch_size = 4, threads = 4, "
-                             "error = 'skip'")
-    assert result.affected_rows == 19
+        done = background(engine, "INSERT INTO kb SELECT * FROM df.src USING batch_size = 4, threads = 4, "
+                                  "error = 'skip'")
+    assert done["PROCESSED_ROWS"] == 20 and done["ERROR"] is None  # 20 read; 19 stored, below
     stored = {r["id"] for r in table(engine, "SELECT id FROM kb")}
     assert stored == {str(i) for i in range(20)} - {"9"}
     warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
@@ -118,14 +121,15 @@ def test_error_raise_keeps_the_batches_before_the_failing_one_and_none_after(
     rows[9]["content"] = "POISON text the model cannot embed"  # batch 2 of 5 (rows 8..11)
     _register(engine, rows)
     fake.fail_marker, fake.delay, calls = "POISON", 0.05, fake.embed_calls
-    message = sql_error(engine, "INSERT INTO kb SELECT * FROM df.src USING batch_size = 4, threads = 4")
+    message = background(engine, "INSERT INTO kb SELECT * FROM df.src USING batch_size = 4, "
+                                  "threads = 4")["ERROR"]
     assert "HTTP 500" in message and "cannot embed" in message
     assert fake.embed_calls - calls >= 4  # later batches were embedded meanwhile...
     stored = {r["id"] for r in table(engine, "SELECT id FROM kb")}
     assert stored == {str(i) for i in range(8)}  # ...and yet only the batches before are stored
     fake.fail_marker = None  # the same statement again completes it: nothing was stored twice
-    assert sql(engine, "INSERT INTO kb SELECT * FROM df.src USING batch_size = 4, threads = 4"
-               ).affected_rows == 20
+    assert background(engine, "INSERT INTO kb SELECT * FROM df.src USING batch_size = 4, threads = 4"
+                      )["PROCESSED_ROWS"] == 20
     assert table(engine, "SELECT count(*) AS n FROM kb") == [{"n": 20}]
 
 
@@ -154,8 +158,8 @@ def test_threads_true_false_and_the_maximum_are_accepted(engine: Engine, fake: F
                                                          value: str) -> None:
     _kb(engine, fake, "kb")
     _register(engine, _rows(6))
-    assert sql(engine, f"INSERT INTO kb SELECT * FROM df.src USING batch_size = 2, threads = {value}"
-               ).affected_rows == 6
+    assert background(engine, f"INSERT INTO kb SELECT * FROM df.src USING batch_size = 2, threads = {value}"
+                      )["PROCESSED_ROWS"] == 6
 
 
 def test_progress_moves_from_the_calling_thread_only(engine: Engine, fake: FakeProvider) -> None:
@@ -192,7 +196,7 @@ def test_batches_are_read_once_each_and_only_a_few_ahead_of_storing(engine: Engi
     """An INSERT ... SELECT's batches are built from the frame as they are read
     (`FrameBatches`): the insert reads each once, and at most 2 x threads + 1 are read and
     not yet stored at any moment, so a large insert never holds the whole frame as dicts."""
-    from kbsql.engine.sql.kb_insert import FrameBatches
+    from kbsql.engine.sql.kb.kb_insert import FrameBatches
 
     _kb(engine, fake, "kb")
     record = engine.catalog.knowledge_base("mindsdb", "kb")

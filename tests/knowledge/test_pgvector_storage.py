@@ -19,7 +19,7 @@ import pytest
 from kbsql.engine import Engine
 from kbsql.engine.knowledge import pgvector
 from kbsql.engine.knowledge.embeddings import embedder_for
-from tests.knowledge.conftest import HASH_MODEL, sql, sql_error, table
+from tests.knowledge.conftest import HASH_MODEL, background, sql, sql_error, table
 
 
 def create_vdb(engine: Engine, dsn: str, name: str = "vdb") -> None:
@@ -247,8 +247,8 @@ def test_threaded_insert_writes_each_batch_once_in_row_order(pg_engine, pgvector
     rows = [{"id": i % 9, "content": f"version {i} of item {i % 9}", "color": "red", "n": i}
             for i in range(30)]
     pg_engine.register_dataframe("src", pd.DataFrame(rows))
-    result = sql(pg_engine, "INSERT INTO kb SELECT * FROM df.src USING batch_size = 4, threads = 4")
-    assert result.affected_rows == 30
+    done = background(pg_engine, "INSERT INTO kb SELECT * FROM df.src USING batch_size = 4, threads = 4")
+    assert done["PROCESSED_ROWS"] == 30 and done["ERROR"] is None
     with psycopg.connect(pgvector_dsn) as db:
         got = dict(db.execute("SELECT id, content FROM kb_chunks").fetchall())
         assert db.execute("SELECT count(*) FROM kb_chunks").fetchone()[0] == 9

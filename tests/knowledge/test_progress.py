@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from kbsql.interface.progress import CHUNKING, EMBEDDING, READING, STORING, open_progress
-from kbsql.notebook.progress import NotebookProgress
+from kbsql.notebook.progress_bar import NotebookProgress
 
 
 class Recorder:

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import json
 
-from tests.agents.fakes import FakeLLM, error_mid_stream, text
-
 from kbsql.notebook.magics import KbSql
+from tests.agents.fakes import FakeLLM, error_mid_stream, text
 
 
 def _client(cells):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kbsql.notebook.params import strip_comment
+from kbsql.notebook.cell_params import strip_comment
 
 
 @pytest.fixture(params=["embedded", "http"])

@@ -134,12 +134,12 @@ def test_row_values_over_http_are_200_tables(server_url: str) -> None:
 
 
 def test_a_column_that_cannot_be_converted_is_an_sql_error(engine: Engine, monkeypatch) -> None:
-    from kbsql.engine.sql import results
+    from kbsql.engine.sql import arrow_results
 
     def broken(array):
         raise ValueError("cannot convert this")
 
-    monkeypatch.setattr(results, "_python_values", broken)
+    monkeypatch.setattr(arrow_results, "_python_values", broken)
     result = engine.query("SELECT (1, 2) AS x", {})
     assert result.type == "error"
     assert "'x'" in result.error_message and "cannot convert" in result.error_message

@@ -11,11 +11,11 @@ import pandas as pd
 import pytest
 from mindsdb_sql_parser import ast, parse_sql
 
-from kbsql.engine.sql import render
-from kbsql.engine.sql.in_fastpath import MIN_ITEMS, parse_in_lists
-from kbsql.engine.sql.parsing import MAX_TOKENS, check_size, token_count
-from kbsql.engine.sql.render import walk
-from kbsql.engine.sql.variables import Variables
+from kbsql.engine.sql.parse.in_fastpath import MIN_ITEMS, parse_in_lists
+from kbsql.engine.sql.parse.parsing import MAX_TOKENS, check_size, token_count
+from kbsql.engine.sql.parse.variables import Variables
+from kbsql.engine.sql.tables import sqlglot_render
+from kbsql.engine.sql.tables.sqlglot_render import walk
 from kbsql.interface.errors import InvalidParameter, SqlError
 
 FILLER = ", ".join(str(i) for i in range(1000, 1000 + 500))  # > MIN_ITEMS, > MIN_LENGTH chars
@@ -140,8 +140,8 @@ def test_long_lists_reach_duckdb_as_the_text_round_trip_writes_them() -> None:
     text = (f"SELECT x IN ({hostile}, {FILLER}) AS f, ({FILLER}) AS g FROM t "
             f"WHERE y = '__kbsql_literal_1__' AND x NOT IN ({FILLER}, {hostile}) "
             f"AND (a, b) IN ((1, 2), (3, 4))")
-    direct = render.to_duckdb(render.to_tree(parse_sql(text)))
-    assert direct == render.to_duckdb(render.to_tree(parse_sql(text), long_lists=False))
+    direct = sqlglot_render.to_duckdb(sqlglot_render.to_tree(parse_sql(text)))
+    assert direct == sqlglot_render.to_duckdb(sqlglot_render.to_tree(parse_sql(text), long_lists=False))
     assert direct.count("'__kbsql_literal_") == 5  # the user's strings, kept as written
 
 
@@ -150,7 +150,7 @@ def test_a_knowledge_base_query_over_the_limit_is_refused_before_parsing(engine)
                  "{'provider': 'kbsql', 'model_name': 'hash-64'}")
     items = ", ".join(f"id + {i}" for i in range(MAX_TOKENS // 4 + 10))
     with pytest.raises(InvalidParameter) as raised:
-        engine.put_knowledge_base("mindsdb", "docs", {"query": f"SELECT 1 AS id WHERE 1 IN ({items})"})
+        engine.insert_query_into_knowledge_base("mindsdb", "docs", f"SELECT 1 AS id WHERE 1 IN ({items})")
     assert f"the limit is {MAX_TOKENS}" in str(raised.value)
     assert engine.query("SELECT count(*) AS n FROM docs").data == [[0]]
 

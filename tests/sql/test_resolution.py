@@ -1,13 +1,13 @@
 """One name resolution per table reference: the router resolves a statement's own table once
-(`names.target_of`) and hands the result on, to `kb_statements` (a knowledge base, with its
-record) or to the SELECT compiler (anything else), which does not resolve it again."""
+(`names.target_of`) and hands the result on, to the knowledge-base handlers (with its record)
+or to the SELECT compiler (anything else), which does not resolve it again."""
 
 from __future__ import annotations
 
 import pandas as pd
 import pytest
 
-from kbsql.engine.sql import names
+from kbsql.engine.sql.tables import names
 from kbsql.interface.results import ErrorResult, OkResult, TableResult
 
 HASH = "{'provider': 'kbsql', 'model_name': 'hash-64'}"

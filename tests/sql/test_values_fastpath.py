@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from mindsdb_sql_parser import ast, parse_sql
 
-from kbsql.engine.sql.values_fastpath import MIN_LENGTH, parse_insert_values
+from kbsql.engine.sql.parse.values_fastpath import MIN_LENGTH, parse_insert_values
 
 HEAD = "INSERT INTO proj.docs (id, content, note) VALUES "
 FILLER = ", ".join(f"({i}, 'filler row {i}', NULL)" for i in range(100, 100 + MIN_LENGTH // 20))

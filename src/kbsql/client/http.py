@@ -17,7 +17,7 @@ from urllib.parse import quote
 import httpx
 
 from kbsql.client.wire import StdlibTransport
-from kbsql.interface.api import INSERT_BATCH_ROWS, InsertCounts
+from kbsql.interface.api import INSERT_BATCH_ROWS, FileTables, InsertCounts, KnowledgeBaseEditing
 from kbsql.interface.errors import PROBLEM_TYPE_HEADER, ServiceError, TransportError
 from kbsql.interface.jsonable import dumps
 from kbsql.interface.models import Agent, KnowledgeBase, mask_url
@@ -58,8 +58,12 @@ def _seg(name: str) -> str:
     return quote(str(name), safe="")
 
 
-class HttpApi:
-    """`ServiceApi` over HTTP. One connection pool per instance; close it when done."""
+class HttpApi(FileTables, KnowledgeBaseEditing):
+    """`ServiceApi` over HTTP. One connection pool per instance; close it when done.
+
+    It declares the optional capabilities the HTTP API carries: files as tables
+    (`/api/files`) and knowledge-base editing (the reference's PUT with alter fields or a
+    `query`); not `KnowledgeBaseVectors` (the API never sends embeddings)."""
 
     embedded = False
 
@@ -150,6 +154,21 @@ class HttpApi:
                               {"knowledge_base": {"rows": rows}})
         return self._json(response) or {}
 
+    def alter_knowledge_base(self, project: str, name: str, changes: dict[str, Any]) -> KnowledgeBase:
+        """`KnowledgeBaseEditing`: PUT with the fields to alter (rest/knowledge_bases/alter.mdx)."""
+        response = self._send("PUT", f"{self._kbs(project)}/{_seg(name)}", {"knowledge_base": dict(changes)})
+        return KnowledgeBase.from_json(self._json(response))
+
+    def insert_query_into_knowledge_base(self, project: str, name: str, query: str,
+                                         options: dict[str, Any] | None = None) -> int:
+        """`KnowledgeBaseEditing`: PUT with a `query` (and insert `params`), as mindsdb_sdk's
+        `kb.insert(query)` sends it; the rows stored, as the server counts them."""
+        body: dict[str, Any] = {"query": query}
+        if options:
+            body["params"] = dict(options)
+        answer = self._json(self._send("PUT", f"{self._kbs(project)}/{_seg(name)}", {"knowledge_base": body}))
+        return int((answer or {}).get("inserted_rows", 0))
+
     # agents -----------------------------------------------------------------------------
     @staticmethod
     def _agents(project: str) -> str:
@@ -204,19 +223,42 @@ class HttpApi:
 
         buffer = io.BytesIO()
         pq.write_table(to_arrow(frame), buffer)
+        return self._put_file(name, buffer.getvalue(), "application/vnd.apache.parquet")
+
+    def register_file(self, name: str, raw: bytes, content_type: str = "",
+                      max_table_bytes: int | None = None) -> int:
+        """`FileTables`: upload a Parquet or CSV file as the table `df.<name>`
+        (`max_table_bytes` is the server's own limit, `--max-body-mb`, not sent)."""
+        return self._put_file(name, raw, content_type or "application/vnd.apache.parquet")
+
+    def unregister_dataframe(self, name: str) -> bool:
+        """`FileTables`: `DELETE /api/databases/df/tables/{name}` (`/api/files` deletes the
+        uploaded files of the `files` database, as MindsDB's); False when there was none."""
         try:
-            response = self._http.put(f"/api/files/{_seg(name)}", content=buffer.getvalue(),
-                                      headers={"Content-Type": "application/vnd.apache.parquet"})
+            self._send("DELETE", f"/api/databases/df/tables/{_seg(name)}")
+        except ServiceError as exc:
+            if exc.status == 404:
+                return False
+            raise
+        return True
+
+    def _put_file(self, name: str, raw: bytes, content_type: str) -> int:
+        try:
+            response = self._http.put(f"/api/files/{_seg(name)}", content=raw,
+                                      headers={"Content-Type": content_type})
         except httpx.HTTPError as exc:
             raise TransportError(mask_url(f"Cannot reach {self.base_url}/api/files: {exc}")) from exc
         self._raise_for_problem(response)
         return int((self._json(response) or {}).get("rows", 0))
 
     # SQL and completions ----------------------------------------------------------------
-    def query(self, query: str, context: dict[str, Any] | None = None) -> SqlResult:
+    def query(self, query: str, context: dict[str, Any] | None = None,
+              params: dict[str, Any] | list[Any] | None = None) -> SqlResult:
         body: dict[str, Any] = {"query": query}
         if context:
             body["context"] = context
+        if params:  # rest/sql.mdx: the server fills the `:name` / `?` placeholders
+            body["params"] = params
         evaluated = _EVALUATE.match(query)
         if evaluated is None:
             return result_from_json(self._json(self._send("POST", "/api/sql/query", body)))

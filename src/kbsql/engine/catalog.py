@@ -13,11 +13,12 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from kbsql.engine import catalog_schema
 from kbsql.engine.catalog_pg import PgConnection, is_postgres_url
 from kbsql.engine.catalog_uses import refuse_datasource_drop, refuse_project_drop
 from kbsql.engine.sqlite_files import ReadOnlyData, open_read_only, private_file
@@ -26,40 +27,6 @@ from kbsql.interface.errors import Conflict, NotFound, ServiceError
 
 TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S.%f"
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS projects (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    name TEXT NOT NULL UNIQUE COLLATE NOCASE,
-    created_at TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS knowledge_bases (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    project_id INTEGER NOT NULL REFERENCES projects(id) ON DELETE CASCADE,
-    name TEXT NOT NULL COLLATE NOCASE,
-    created_at TEXT NOT NULL,
-    updated_at TEXT NOT NULL,
-    spec TEXT NOT NULL,
-    UNIQUE (project_id, name)
-);
-CREATE TABLE IF NOT EXISTS agents (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    project_id INTEGER NOT NULL REFERENCES projects(id) ON DELETE CASCADE,
-    name TEXT NOT NULL COLLATE NOCASE,
-    created_at TEXT NOT NULL,
-    updated_at TEXT NOT NULL,
-    model TEXT,
-    data TEXT NOT NULL,
-    prompt_template TEXT,
-    UNIQUE (project_id, name)
-);
-CREATE TABLE IF NOT EXISTS datasources (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    name TEXT NOT NULL UNIQUE COLLATE NOCASE,
-    engine TEXT NOT NULL,
-    parameters TEXT NOT NULL,
-    created_at TEXT NOT NULL
-);
-"""
 
 
 RESERVED_NAMES = frozenset({"df", "files", "information_schema", DEFAULT_PROJECT})
@@ -67,6 +34,13 @@ RESERVED_NAMES = frozenset({"df", "files", "information_schema", DEFAULT_PROJECT
 sources (`df`, `files`), the system schema or the default project."""
 
 _KINDS = {"knowledge base": ("knowledge_bases", "Knowledge Base"), "agent": ("agents", "Agent")}
+
+
+def _json_or_empty(row: Any, key: str) -> dict[str, Any]:
+    """A JSON column that a catalog of an earlier version (opened read-only, so never
+    upgraded) may not have."""
+    value = row[key] if key in row.keys() else None
+    return json.loads(value) if value else {}
 
 
 def now() -> str:
@@ -119,6 +93,8 @@ class AgentRecord:
     model: dict[str, Any] | None
     data: dict[str, Any]
     prompt_template: str | None
+    params: dict[str, Any] = field(default_factory=dict)
+    """MindsDB's agent `params` beyond model, data and prompt (`timeout`, `mode`)."""
 
 
 @dataclass
@@ -157,7 +133,9 @@ class Catalog:
         self._db.execute("PRAGMA foreign_keys=ON")
         self._db.execute("PRAGMA synchronous=NORMAL")
         with self._lock:
-            self._db.executescript(_SCHEMA)
+            self._db.executescript(catalog_schema.SCHEMA)
+            if self.shared_url is None:  # PostgreSQL's schema comes from catalog_pg's migrations
+                catalog_schema.upgrade(self._db)
         with self.transaction() as db:
             if db.execute("SELECT 1 FROM projects WHERE lower(name) = lower(?)",
                           (DEFAULT_PROJECT,)).fetchone() is None:
@@ -199,6 +177,10 @@ class Catalog:
     def _read(self, sql: str, args: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
         with self._lock:
             return self._db.execute(sql, args).fetchall()
+
+    read = _read
+    """Rows of one statement, for the parts keeping their own tables in the catalog
+    (uploaded files, queries; see catalog_schema)."""
 
     # the shared namespace -----------------------------------------------------------------
     @staticmethod
@@ -304,11 +286,15 @@ class Catalog:
         return self.knowledge_base(project, name)
 
     def update_knowledge_base(self, record: KbRecord, spec: dict[str, Any] | None = None) -> KbRecord:
-        """Store a new spec (or just touch updated_at)."""
+        """Store a new spec (or just touch updated_at); answers the record as written, not
+        read back (each insert batch touches it), unless it is gone (the lookup: 404)."""
+        text, updated_at = json.dumps(spec if spec is not None else record.spec), now()
         with self.transaction() as db:
-            db.execute("UPDATE knowledge_bases SET spec = ?, updated_at = ? WHERE id = ?",
-                       (json.dumps(spec if spec is not None else record.spec), now(), record.id))
-        return self.knowledge_base(record.project_name, record.name)
+            changed = db.execute("UPDATE knowledge_bases SET spec = ?, updated_at = ? WHERE id = ?",
+                                 (text, updated_at, record.id)).rowcount
+        if changed != 1:  # dropped meanwhile, by another server
+            return self.knowledge_base(record.project_name, record.name)
+        return replace(record, spec=json.loads(text), updated_at=updated_at)
 
     def delete_knowledge_base(self, record: KbRecord) -> None:
         with self.transaction() as db:
@@ -323,7 +309,8 @@ class Catalog:
         return AgentRecord(row["id"], row["project_id"], row["project_name"], row["name"],
                            row["created_at"], row["updated_at"],
                            json.loads(row["model"]) if row["model"] else None,
-                           json.loads(row["data"]), row["prompt_template"])
+                           json.loads(row["data"]), row["prompt_template"],
+                           _json_or_empty(row, "params"))
 
     def agents(self, project: str) -> list[AgentRecord]:
         pid = self.project(project).id
@@ -339,25 +326,27 @@ class Catalog:
         return self._agent(rows[0])
 
     def create_agent(self, project: str, name: str, model: dict[str, Any] | None,
-                     data: dict[str, Any], prompt_template: str | None) -> AgentRecord:
+                     data: dict[str, Any], prompt_template: str | None,
+                     params: dict[str, Any] | None = None) -> AgentRecord:
         pid = self.project(project).id
         stamp = now()
         with self.transaction() as db:
             self._check_free(db, pid, project, name, "agent")
             db.execute("INSERT INTO agents (project_id, name, created_at, updated_at, model, data,"
-                       " prompt_template) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                       " prompt_template, params) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                        (pid, name, stamp, stamp, json.dumps(model) if model else None,
-                        json.dumps(data), prompt_template))
+                        json.dumps(data), prompt_template, json.dumps(params) if params else None))
         return self.agent(project, name)
 
     def update_agent(self, record: AgentRecord, name: str, model: dict[str, Any] | None,
-                     data: dict[str, Any], prompt_template: str | None) -> AgentRecord:
+                     data: dict[str, Any], prompt_template: str | None,
+                     params: dict[str, Any] | None = None) -> AgentRecord:
         with self.transaction() as db:
             self._check_free(db, record.project_id, record.project_name, name, "agent", record.id)
             db.execute("UPDATE agents SET name = ?, model = ?, data = ?, prompt_template = ?,"
-                       " updated_at = ? WHERE id = ?",
+                       " params = ?, updated_at = ? WHERE id = ?",
                        (name, json.dumps(model) if model else None, json.dumps(data),
-                        prompt_template, now(), record.id))
+                        prompt_template, json.dumps(params) if params else None, now(), record.id))
         return self.agent(record.project_name, name)
 
     def delete_agent(self, record: AgentRecord) -> None:
@@ -389,6 +378,16 @@ class Catalog:
                        " VALUES (?, ?, ?, ?)", (name, engine, json.dumps(parameters), now()))
         record = self.find_datasource(name)
         assert record is not None
+        return record
+
+    def update_datasource(self, name: str, parameters: dict[str, Any]) -> DatasourceRecord:
+        """New connection parameters (ALTER DATABASE, PUT /api/databases/{name})."""
+        with self.transaction() as db:
+            db.execute("UPDATE datasources SET parameters = ? WHERE lower(name) = lower(?)",
+                       (json.dumps(parameters), name))
+        record = self.find_datasource(name)
+        if record is None:
+            raise NotFound(f"Database with name {name} does not exist", title="Database not found")
         return record
 
     def delete_datasource(self, name: str) -> None:

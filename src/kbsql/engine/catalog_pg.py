@@ -56,6 +56,23 @@ MIGRATIONS: list[str] = [
         name text NOT NULL, data bytea NOT NULL, version bigserial, created_at text NOT NULL);
     CREATE UNIQUE INDEX frames_name ON {SCHEMA}.frames (lower(name));
     """,
+    # 3: agent params, uploaded files (`files.<name>`: records here, pages in `uploads`) and
+    # the queries of information_schema.queries, as catalog_schema.py's SQLite schema
+    f"""
+    ALTER TABLE {SCHEMA}.agents ADD COLUMN params text;
+    CREATE TABLE {SCHEMA}.files (
+        id bigserial PRIMARY KEY, name text NOT NULL, storage_key text NOT NULL, source_file text,
+        row_count bigint NOT NULL, columns text NOT NULL, pages text NOT NULL, created_at text NOT NULL);
+    CREATE UNIQUE INDEX files_name ON {SCHEMA}.files (lower(name));
+    CREATE TABLE {SCHEMA}.uploads (
+        name text NOT NULL, data bytea NOT NULL, version bigserial, created_at text NOT NULL);
+    CREATE UNIQUE INDEX uploads_name ON {SCHEMA}.uploads (lower(name));
+    CREATE TABLE {SCHEMA}.queries (
+        id bigserial PRIMARY KEY, sql text NOT NULL, database text, started_at text, finished_at text,
+        processed_rows bigint NOT NULL DEFAULT 0, error text, parameters text NOT NULL,
+        context text NOT NULL, updated_at text NOT NULL, owner text,
+        cancel_requested int NOT NULL DEFAULT 0);
+    """,
 ]
 
 _PLACEHOLDER = re.compile(r"\?")

@@ -52,6 +52,9 @@ class EngineConfig:
     """Set by the engine when the data directory cannot be written: it serves reads only."""
     """Roots file-based data sources may open; None: anywhere but the data directory
     (datasources/confine.py). `kbsql serve` sets it with a token or a public bind."""
+    background_workers: int = 2
+    """Background inserts (`INSERT ... SELECT ... USING batch_size`) running at once; more
+    wait their turn (`kbsql serve --background-inserts N`, `background_inserts` in config.json)."""
     catalog_url: str | None = None
     """A `postgresql://` URL: the catalog (and, by default, new knowledge bases) live in that
     database, shared by every server started with it. None: `catalog.sqlite` in data_dir."""
@@ -69,8 +72,11 @@ class EngineConfig:
             config.default_model = dict(file_values["default_model"])
         if isinstance(file_values.get("default_embedding_model"), dict):
             config.default_embedding_model = dict(file_values["default_embedding_model"])
+        if isinstance(file_values.get("background_inserts"), int) and file_values["background_inserts"] > 0:
+            config.background_workers = file_values["background_inserts"]
         config.extra = {k: v for k, v in file_values.items()
-                        if k not in ("default_model", "default_embedding_model", "catalog_url")}
+                        if k not in ("default_model", "default_embedding_model", "catalog_url",
+                                     "background_inserts")}
         config.catalog_url = (catalog_url or os.environ.get(CATALOG_URL_ENV)
                               or file_values.get("catalog_url") or None)
         env_model = {key: os.environ[var] for var, key in _MODEL_ENV.items() if os.environ.get(var)}

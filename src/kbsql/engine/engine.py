@@ -24,18 +24,29 @@ from typing import Any
 
 from kbsql._version import __version__
 from kbsql.engine import validate
-from kbsql.engine.agents.service import AgentService
+from kbsql.engine.agents.agent_service import AgentService
 from kbsql.engine.catalog import Catalog, KbRecord
 from kbsql.engine.config import EngineConfig
 from kbsql.engine.datasources.confine import PathPolicy
-from kbsql.engine.datasources.frames import FrameStore
-from kbsql.engine.kb_rest import put_knowledge_base
+from kbsql.engine.datasources.frame_store import FrameStore
+from kbsql.engine.datasources.upload_formats import read_pages
+from kbsql.engine.datasources.upload_store import UploadStore
 from kbsql.engine.knowledge.bases import DEFAULT_VECTOR_DATABASE, KnowledgeBases
 from kbsql.engine.knowledge.service import KnowledgeService
 from kbsql.engine.ports import AgentOps, RunsSql
+from kbsql.engine.sql.databases.database_ops import DatabaseOps
 from kbsql.engine.sql.executor import SqlExecutor
+from kbsql.engine.sql.kb import kb_changes
 from kbsql.engine.views import knowledge_base, knowledge_base_json
-from kbsql.interface.api import INSERT_BATCH_ROWS, InsertCounts
+from kbsql.interface.api import (
+    INSERT_BATCH_ROWS,
+    Databases,
+    FileTables,
+    InsertCounts,
+    KnowledgeBaseEditing,
+    KnowledgeBaseVectors,
+    UploadedFiles,
+)
 from kbsql.interface.frames import MAX_UPLOADED_TABLE_BYTES, read_uploaded
 from kbsql.interface.models import Agent, KnowledgeBase
 from kbsql.interface.progress import ProgressFactory
@@ -54,8 +65,10 @@ class _LateSql:
         return self.target.query(query, context)
 
 
-class Engine:
-    """Projects, knowledge bases, agents and SQL over a data directory."""
+class Engine(FileTables, UploadedFiles, Databases, KnowledgeBaseEditing, KnowledgeBaseVectors):
+    """Projects, knowledge bases, agents and SQL over a data directory: `ServiceApi`, plus
+    the optional capabilities it declares (DataFrames and files as tables, MindsDB's
+    databases, knowledge-base editing, chunk vectors for a notebook's map)."""
 
     embedded = True
 
@@ -75,19 +88,21 @@ class Engine:
         sql_port = _LateSql()
         self.agents = AgentService(self.catalog, self.config, sql_port)
         agent_port: AgentOps = self.agents
-        self.sql = SqlExecutor(self.catalog, self._frames(), self.kbs, agent_port,
-                               PathPolicy(self.config))
+        self.uploads = UploadStore(self.catalog, self._frames("uploads"))
+        self.sql = SqlExecutor(self.catalog, self._frames(), self.kbs, agent_port, self.uploads,
+                               PathPolicy(self.config), self.config.background_workers)
         sql_port.target = self.sql  # the mutual recursion, closed here and only here
         self._closed = threading.Event()
 
-    def _frames(self) -> FrameStore:
-        """Registered DataFrames: Parquet files in the data directory, or rows of the shared
-        catalog's database (a frame registered through one server is a table for all)."""
+    def _frames(self, place: str = "frames") -> FrameStore:
+        """Registered DataFrames (`place` "frames") or the pages of uploaded files
+        ("uploads"): Parquet files in the data directory, or rows of the shared catalog's
+        database (a frame registered through one server is a table for all)."""
         if self.catalog.shared_url:
-            from kbsql.engine.datasources.frames_pg import PgFrameStore
+            from kbsql.engine.datasources.frame_store_pg import PgFrameStore
 
-            return PgFrameStore(self.catalog.shared_url)
-        return FrameStore(self.data_dir)
+            return PgFrameStore(self.catalog.shared_url, place)
+        return FrameStore(self.data_dir, place)
 
     def close(self) -> None:
         if not self._closed.is_set():
@@ -137,11 +152,11 @@ class Engine:
                                    rows: list[dict[str, Any]]) -> dict[str, Any]:
         """The REST insert. Answers the knowledge base (get view) plus `inserted_rows`, the
         rows actually stored (rows without content are skipped), so a remote client can
-        report the same count as an embedded one."""
+        report the same count as an embedded one. The view is the record the insert
+        stored: the catalog is read once per batch, to find the knowledge base."""
         record = self.catalog.knowledge_base(project, name)
-        stored = self.kbs.insert_rows(record, validate.rows(rows))
-        return {**knowledge_base_json(self.catalog.knowledge_base(project, name), "get"),
-                "inserted_rows": stored}
+        stored, record = self.kbs.insert(record, validate.rows(rows))
+        return {**knowledge_base_json(record, "get"), "inserted_rows": stored}
 
     def knowledge_base_vectors(self, project: str, name: str, limit: int = 5000,
                                query: str | None = None) -> dict[str, Any]:
@@ -157,9 +172,16 @@ class Engine:
             query_vector = np.asarray(self.knowledge.embedder(record.spec).embed([query])[0], np.float32)
         return {"chunk_ids": chunk_ids, "metadata": metadata, "vectors": vectors,
                 "query_vector": query_vector}
-    def put_knowledge_base(self, project: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
-        """`PUT .../knowledge_bases/{kb}` with alter fields and/or a query (see `kb_rest`)."""
-        return put_knowledge_base(self, self.sql.run, project, name, body)
+
+    def alter_knowledge_base(self, project: str, name: str, changes: dict[str, Any]) -> KnowledgeBase:
+        """`KnowledgeBaseEditing`: ALTER KNOWLEDGE_BASE with these fields (`kb_changes`)."""
+        kb_changes.alter(self.sql.run, project, name, changes)
+        return self.get_knowledge_base(project, name)
+
+    def insert_query_into_knowledge_base(self, project: str, name: str, query: str,
+                                         options: dict[str, Any] | None = None) -> int:
+        """`KnowledgeBaseEditing`: INSERT INTO kb <query> [USING options] (`kb_changes`)."""
+        return kb_changes.insert_query(self.sql.run, project, name, query, options)
 
     def insert_into_knowledge_base(self, project: str, name: str, rows: Any, *,
                                    batch_size: int = INSERT_BATCH_ROWS,
@@ -218,3 +240,57 @@ class Engine:
 
     def unregister_dataframe(self, name: str) -> bool:
         return self.sql.frames.unregister(name)
+
+    # uploaded files (the built-in data source `files`, MindsDB's) ---------------------------
+    def upload_file(self, name: str, raw: bytes, filename: str, *, source_file: str | None = None,
+                    max_table_bytes: int | None = None) -> dict[str, Any]:
+        """`interface.api.FilesApi`: the file `filename` (csv, tsv, json, parquet, xlsx, txt,
+        pdf, or one of those zipped) becomes `files.<name>`, read as MindsDB's file handler
+        reads it (datasources/upload_formats.py); a name in use is a Conflict."""
+        pages = read_pages(raw, filename, max_table_bytes or MAX_UPLOADED_TABLE_BYTES)
+        record = self.uploads.save(name, pages, source_file or filename)
+        self.sql.plans.clear()
+        return record.meta()
+
+    def list_files(self) -> list[dict[str, Any]]:
+        return [f.meta() for f in self.uploads.files()]
+
+    def delete_file(self, name: str) -> None:
+        self.uploads.delete(name)
+        self.sql.plans.clear()
+
+    # databases (MindsDB's /api/databases) -----------------------------------------------
+    # `Databases`: projects, data sources and their tables, over the catalog CREATE DATABASE
+    # writes (sql/databases/database_ops.py)
+    def list_databases(self) -> list[dict[str, Any]]:
+        return DatabaseOps(self.sql).list_databases()
+
+    def get_database(self, name: str, check_connection: bool = False) -> dict[str, Any]:
+        return DatabaseOps(self.sql).get_database(name, check_connection)
+
+    def create_database(self, name: str, engine: str, parameters: dict[str, Any] | None = None,
+                        check_connection: bool = False) -> dict[str, Any]:
+        return DatabaseOps(self.sql).create_database(name, engine, parameters if parameters is not None
+                                                     else {}, check_connection)
+
+    def update_database(self, name: str, parameters: dict[str, Any],
+                        check_connection: bool = False) -> dict[str, Any]:
+        return DatabaseOps(self.sql).update_database(name, parameters, check_connection)
+
+    def delete_database(self, name: str) -> None:
+        DatabaseOps(self.sql).delete_database(name)
+
+    def check_database(self, engine: str, parameters: dict[str, Any]) -> str | None:
+        return DatabaseOps(self.sql).check_database(engine, parameters)
+
+    def list_tables(self, database: str) -> list[dict[str, Any]]:
+        return DatabaseOps(self.sql).list_tables(database)
+
+    def get_table(self, database: str, table: str) -> dict[str, Any]:
+        return DatabaseOps(self.sql).get_table(database, table)
+
+    def create_table(self, database: str, table: str, select: str, replace: bool = False) -> dict[str, Any]:
+        return DatabaseOps(self.sql).create_table(database, table, select, replace)
+
+    def drop_table(self, database: str, table: str) -> None:
+        DatabaseOps(self.sql).drop_table(database, table)

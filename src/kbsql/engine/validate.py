@@ -111,6 +111,52 @@ def prompt_template(value: Any) -> str | None:
     return value
 
 
+AGENT_PARAMS = ("timeout", "mode")
+AGENT_MODES = ("text",)
+
+
+def agent_params(value: Any) -> dict[str, Any]:
+    """An agent's `params` (agent_syntax.mdx): `timeout`, the seconds it has to answer, and
+    `mode`. MindsDB's AgentParams refuses any other key the same way; `mode = 'sql'` (its
+    SQL-shaped answers) is refused in one line, not stored and ignored. A key set to null
+    is left out (an update then keeps what was stored, as MindsDB merges params)."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise InvalidParameter("'params' must be an object such as {\"timeout\": 10}")
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        if key not in AGENT_PARAMS:
+            raise InvalidParameter(f"Problem with agent parameters: Parameter '{key}' is not allowed "
+                                   f"(an agent's params are {', '.join(AGENT_PARAMS)})")
+        if item is None:
+            continue
+        if key == "timeout":
+            if isinstance(item, bool) or not isinstance(item, int | float) or not 0 < item <= 86400:
+                raise InvalidParameter(f"Problem with agent parameters: 'timeout' must be a number of "
+                                       f"seconds from 1 to 86400, not {item!r}")
+            out[key] = item
+        elif item not in AGENT_MODES:
+            raise BadRequest(f"not supported by the local engine: agent mode {item!r} (kbsql agents "
+                             "answer in text: mode 'text')",
+                             title="Invalid parameter")
+        else:
+            out[key] = item
+    return out
+
+
+def older_agent_format(body: dict[str, Any]) -> None:
+    """MindsDB's older agent body put `model_name` / `provider` beside the fields; here the
+    model is the `model` object, and the older form is refused rather than run on another
+    model than the one named."""
+    flat = {k: body[k] for k in ("model_name", "provider") if body.get(k) is not None}
+    if flat:
+        raise InvalidParameter("The agent's model goes in \"model\": {\"provider\": ..., "
+                               "\"model_name\": ...}; "
+                               f"{', '.join(sorted(flat))} beside it is MindsDB's older agent "
+                               "format, not accepted")
+
+
 def rows(value: Any) -> list[dict[str, Any]]:
     if not isinstance(value, list) or not all(isinstance(r, dict) for r in value):
         raise InvalidParameter("'rows' must be a list of objects (column -> value)")

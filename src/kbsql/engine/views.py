@@ -54,6 +54,8 @@ def agent_json(record: AgentRecord, default_model: dict[str, Any] | None = None)
     a model runs on the configured default, which is shown with its key masked: that key
     came from the server's configuration, not from the caller."""
     out = {key: getattr(record, key) for key in Agent.FIELDS}
+    if record.params:  # MindsDB's as_dict: `params` only when there are any
+        out["params"] = dict(record.params)
     if record.model is None and default_model is not None:
         out["model"] = ModelDescriptor(dict(default_model)).masked()
     return out

@@ -4,12 +4,20 @@ The local engine implements it in-process; `kbsql.client.http.HttpApi` implement
 HTTP. The client wraps either, so embedded and remote use give the same objects and the
 same errors (the chromadb pattern). Bodies are the *inner* objects of the contract
 (`{"name": ...}`, not `{"knowledge_base": {"name": ...}}`).
+
+Beyond `ServiceApi`, a backend may declare optional capabilities, each a runtime-checkable
+protocol it subclasses: `FileTables` (DataFrames uploaded as tables `df.<name>`),
+`UploadedFiles` (files as MindsDB's `files` database), `Databases` (MindsDB's
+`/api/databases`), `KnowledgeBaseEditing` (altering a knowledge base, inserting a query's
+result) and `KnowledgeBaseVectors` (chunk vectors, for a notebook's map). Callers ask
+`isinstance(api, FileTables)`, never probe for attributes, so what a backend offers is
+written where it is defined.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from kbsql.interface.models import Agent, KnowledgeBase
 from kbsql.interface.progress import ProgressFactory
@@ -85,7 +93,10 @@ class ServiceApi(Protocol):
     def delete_agent(self, project: str, name: str) -> None: ...
 
     # SQL (endpoint 7) and completions (endpoint 8)
-    def query(self, query: str, context: dict[str, Any] | None = None) -> SqlResult: ...
+    def query(self, query: str, context: dict[str, Any] | None = None,
+              params: dict[str, Any] | list[Any] | None = None) -> SqlResult:
+        """One SQL statement; `params` fill its `:name` / `?` placeholders (rest/sql.mdx)."""
+        ...
 
     def complete(self, project: str, agent: str, messages: list[dict[str, Any]]) -> dict[str, Any]: ...
 
@@ -94,3 +105,102 @@ class ServiceApi(Protocol):
     ) -> Iterator[dict[str, Any]]: ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class FileTables(Protocol):
+    """Optional: uploaded files as tables `df.<name>` (`PUT` / `DELETE /api/files/{name}`)."""
+
+    def register_file(self, name: str, raw: bytes, content_type: str = "",
+                      max_table_bytes: int | None = None) -> int:
+        """Make a Parquet (or CSV) file's rows the table `df.<name>`; returns its row count.
+        A Parquet file decoding to more than `max_table_bytes` is refused."""
+        ...
+
+    def unregister_dataframe(self, name: str) -> bool:
+        """Drop the table `df.<name>`; False when there was none."""
+        ...
+
+
+@runtime_checkable
+class UploadedFiles(Protocol):
+    """Optional: files as MindsDB's `files` database (`PUT /api/files/{name}` with a file,
+    rest/files/*.mdx): csv, tsv, json, parquet, xlsx, txt or pdf becomes `files.<name>`."""
+
+    def upload_file(self, name: str, raw: bytes, filename: str, *, source_file: str | None = None,
+                    max_table_bytes: int | None = None) -> dict[str, Any]:
+        """Store the file `filename` as `files.<name>` (a name in use: Conflict; a file that
+        cannot be read: BadRequest titled "Error"); its `{name, row_count, columns}`."""
+        ...
+
+    def list_files(self) -> list[dict[str, Any]]:
+        """`{name, row_count, columns}` of each file (`GET /api/files`)."""
+        ...
+
+    def delete_file(self, name: str) -> None:
+        """Remove `files.<name>` (NotFound when there is none)."""
+        ...
+
+
+@runtime_checkable
+class Databases(Protocol):
+    """Optional: MindsDB's `/api/databases` (rest/databases/*.mdx), over the catalog that
+    CREATE DATABASE writes. Shapes and error titles are MindsDB's DatabaseController's."""
+
+    def list_databases(self) -> list[dict[str, Any]]:
+        """`{name, type, id, engine, visible, deletable, ...}` of each database."""
+        ...
+
+    def get_database(self, name: str, check_connection: bool = False) -> dict[str, Any]: ...
+
+    def create_database(self, name: str, engine: str, parameters: dict[str, Any] | None = None,
+                        check_connection: bool = False) -> dict[str, Any]:
+        """A new data source, stored without connecting unless `check_connection`."""
+        ...
+
+    def update_database(self, name: str, parameters: dict[str, Any],
+                        check_connection: bool = False) -> dict[str, Any]: ...
+
+    def delete_database(self, name: str) -> None: ...
+
+    def check_database(self, engine: str, parameters: dict[str, Any]) -> str | None:
+        """None when a source with these parameters can be reached, else why not."""
+        ...
+
+    def list_tables(self, database: str) -> list[dict[str, Any]]: ...
+
+    def get_table(self, database: str, table: str) -> dict[str, Any]: ...
+
+    def create_table(self, database: str, table: str, select: str,
+                     replace: bool = False) -> dict[str, Any]: ...
+
+    def drop_table(self, database: str, table: str) -> None: ...
+
+
+@runtime_checkable
+class KnowledgeBaseEditing(Protocol):
+    """Optional: what the reference's `PUT .../knowledge_bases/{kb}` does besides inserting
+    rows (docs/rest/knowledge_bases/alter.mdx and insert.mdx)."""
+
+    def alter_knowledge_base(self, project: str, name: str, changes: dict[str, Any]) -> KnowledgeBase:
+        """Change `embedding_model` (its api_key only), `reranking_model`, `content_columns`,
+        `metadata_columns`, `id_column` or `preprocessing`, as ALTER KNOWLEDGE_BASE does."""
+        ...
+
+    def insert_query_into_knowledge_base(self, project: str, name: str, query: str,
+                                         options: dict[str, Any] | None = None) -> int:
+        """Insert the rows of a SELECT (`options`: INSERT ... USING batch_size, threads, ...);
+        returns the rows stored."""
+        ...
+
+
+@runtime_checkable
+class KnowledgeBaseVectors(Protocol):
+    """Optional, in-process only (the HTTP API never sends embeddings): chunk vectors for a
+    notebook's 2-D map of a knowledge base (`%kbsql_plot map`)."""
+
+    def knowledge_base_vectors(self, project: str, name: str, limit: int = 5000,
+                               query: str | None = None) -> dict[str, Any]:
+        """The first `limit` chunks' `chunk_ids`, `metadata` and `vectors`, and the
+        `query_vector` of `query`."""
+        ...

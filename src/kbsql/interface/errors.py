@@ -79,6 +79,14 @@ class MissingParameter(BadRequest):
     problem_type = "urn:kbsql:problem:missing-parameter"
 
 
+class ConnectionFailed(BadRequest):
+    """400 "Connection error": a data source asked to check its connection could not be
+    reached (`/api/databases` with `check_connection`, MindsDB's title)."""
+
+    default_title = "Connection error"
+    problem_type = "urn:kbsql:problem:connection-error"
+
+
 class NotFound(ServiceError):
     """404: the project or resource does not exist."""
 
@@ -126,7 +134,8 @@ _BY_STATUS: dict[int, type[ServiceError]] = {400: BadRequest, 404: NotFound, 409
                                              503: Unavailable}
 _BY_TYPE: dict[str, type[ServiceError]] = {
     cls.problem_type: cls for cls in (ServiceError, BadRequest, InvalidParameter, MissingParameter,
-                                      NotFound, Conflict, ProviderError, Unavailable)}
+                                      ConnectionFailed, NotFound, Conflict, ProviderError,
+                                      Unavailable)}
 
 
 class SqlError(KbsqlError):

@@ -12,7 +12,7 @@ import pyarrow as pa
 
 from kbsql.interface.errors import BadRequest
 
-__all__ = ["read_uploaded", "to_arrow"]
+__all__ = ["read_parquet_bounded", "read_uploaded", "to_arrow"]
 
 
 def to_arrow(frame: Any) -> pa.Table:
@@ -49,7 +49,7 @@ def read_uploaded(raw: bytes, content_type: str = "",
 
     try:
         if raw[:4] == b"PAR1":
-            return _read_parquet(io.BytesIO(raw), max_table_bytes)
+            return read_parquet_bounded(io.BytesIO(raw), max_table_bytes)
         if "csv" in content_type:
             import pyarrow.csv as pcsv
 
@@ -60,7 +60,7 @@ def read_uploaded(raw: bytes, content_type: str = "",
                      title="Invalid file")
 
 
-def _read_parquet(source: Any, limit: int) -> pa.Table:
+def read_parquet_bounded(source: Any, limit: int) -> pa.Table:
     """Decode in small batches, counting the decoded bytes: a file whose table would pass
     `limit` is refused before it has taken more than about that much memory."""
     import pyarrow.parquet as pq  # here, not at import: ~5 MB an idle server never needs

@@ -181,6 +181,12 @@ class Agent(_Resource):
     def prompt_template(self) -> str | None:
         return self.raw.get("prompt_template")
 
+    @property
+    def params(self) -> dict[str, Any]:
+        """MindsDB's agent `params` beyond the contract's fields (`timeout`, `mode`); present
+        in the JSON only when set, as MindsDB answers it."""
+        return self.raw.get("params") or {}
+
     def __repr__(self) -> str:  # repr masks the key: reprs end up in notebook outputs
         model = self.model.masked() if self.model else None
         return f"Agent(name={self.name!r}, id={self.id}, model={model!r})"

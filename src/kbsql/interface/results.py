@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numbers
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -54,6 +55,20 @@ class TableResult:
 
     def rows(self) -> list[list[Any]]:
         return self.data
+
+    @property
+    def arrow(self) -> Any:
+        """The Arrow table the rows come from when the engine made them, else None (rows
+        read from JSON). An adapter that streams a large result (the MySQL door) reads it batch
+        by batch, with its column types, instead of building `data`."""
+        return None
+
+    @property
+    def python_columns(self) -> Mapping[int, list[Any]]:
+        """The columns (by position) whose values `data` gives as Python objects other than
+        what `arrow` holds: JSON objects and lists (held in `arrow` as JSON text) and row
+        values. Empty without `arrow`."""
+        return {}
 
     def to_pandas(self) -> pd.DataFrame:
         """The rows as a DataFrame whose columns are `column_names`, in order."""

@@ -17,8 +17,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from kbsql.notebook.config import pyproject_settings
 from kbsql.notebook.connections import is_url
+from kbsql.notebook.pyproject_config import pyproject_settings
 
 _USERINFO = re.compile(r"^(https?://)[^/@]*@")
 

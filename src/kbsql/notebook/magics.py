@@ -25,11 +25,12 @@ from traitlets.config import Configurable
 from kbsql.interface.errors import KbsqlError
 from kbsql.interface.results import OkResult, TableResult
 from kbsql.notebook import agent as agent_flow
-from kbsql.notebook.config import pyproject_settings
+from kbsql.notebook import follow
+from kbsql.notebook.cell_params import collect_params, expand_template, strip_comment
 from kbsql.notebook.connections import DEFAULT_API_KEY_ENV, Connection, ConnectionManager, mask_url
 from kbsql.notebook.display import ResultFrame, default_limit_note, ok_message, short_error, to_frame
 from kbsql.notebook.options import split_options
-from kbsql.notebook.params import collect_params, expand_template, strip_comment
+from kbsql.notebook.pyproject_config import pyproject_settings
 
 _CAPTURE = re.compile(r"^\s*([A-Za-z_]\w*)\s*<<\s*(.*)$", re.DOTALL)
 _TOKEN = re.compile(r"\s*(\S+)")
@@ -116,8 +117,7 @@ class KbSql(Magics, Configurable):
         """`alias: place` of the connection that answered (None before one opened)."""
         if conn is None:
             return None
-        where = getattr(conn.client.api, "data_dir", None)
-        return f"{conn.alias}: {'embedded' if where is not None else mask_url(conn.target or '')}"
+        return f"{conn.alias}: {'embedded' if conn.client.api.embedded else mask_url(conn.target or '')}"
 
     # %kbsql / %%kbsql ---------------------------------------------------------------------
     @magic_arguments()
@@ -172,6 +172,8 @@ class KbSql(Magics, Configurable):
                 params = collect_params(sql, namespace)
             before = conn.client.project
             result = conn.client.sql(sql, params=params)
+            if follow.is_background(result):  # INSERT ... USING batch_size: until it ends
+                result = follow.follow(conn.client, result)
         except KbsqlError as exc:
             return self._fail(exc, conn)
         return self._present(result, before, args, target)

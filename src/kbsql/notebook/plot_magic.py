@@ -24,11 +24,12 @@ from IPython.core.magic import Magics, line_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
 from kbsql.client.params import quote_name
+from kbsql.interface.api import KnowledgeBaseVectors
 from kbsql.interface.errors import KbsqlError
 from kbsql.interface.results import TableResult
 from kbsql.notebook import plots
+from kbsql.notebook.cell_params import collect_params, expand_template, strip_comment
 from kbsql.notebook.options import split_options
-from kbsql.notebook.params import collect_params, expand_template, strip_comment
 
 KINDS = ("relevance", "map", "recall")
 
@@ -139,12 +140,12 @@ class KbSqlPlot(Magics):
     def _map(self, client: Any, kb: str, args: Any) -> Plot:
         if not kb:
             raise UsageError("%kbsql_plot map KB [--color COLUMN] [--query TEXT]")
-        fetch = getattr(client.api, "knowledge_base_vectors", None)
-        if fetch is None:
+        api = client.api
+        if not isinstance(api, KnowledgeBaseVectors):
             raise UsageError("%kbsql_plot map needs the embedded engine: the HTTP API does not send "
                              "embeddings (connect to the data directory instead)")
         project, _, name = kb.rpartition(".")
-        data = fetch(project or client.project, name, args.limit, args.query)
+        data = api.knowledge_base_vectors(project or client.project, name, args.limit, args.query)
         if len(data["chunk_ids"]) == 0:
             raise UsageError(f"{kb} has no chunks to map")
         points, placed = plots.project_2d(data["vectors"], data["query_vector"])

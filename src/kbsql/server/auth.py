@@ -102,7 +102,7 @@ class TokenAuth:
         self.app = app
         self.settings = settings
         self.sessions = Sessions()
-        self.throttle = throttle or FailureThrottle()
+        self.throttle = throttle if throttle is not None else FailureThrottle()  # an empty one is falsy
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not self.settings.enabled:

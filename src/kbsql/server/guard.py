@@ -35,7 +35,7 @@ LOOPBACK_NAMES = {"localhost", "127.0.0.1", "::1"}
 JSON_TYPES = {"application/json"}
 FILE_TYPES = {"text/csv", "application/octet-stream",
               "application/vnd.apache.parquet", "application/x-parquet", "application/parquet", "",
-              "multipart/form-data"}
+              "multipart/form-data", "application/json"}  # JSON: MindsDB's URL form (refused)
 FILES_PREFIX = "/api/files/"
 
 

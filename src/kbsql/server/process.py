@@ -23,6 +23,8 @@ class ServerProcess:
     url: str
     log: IO[str] | None = None
     """The server's stderr (a file, never a pipe: a full pipe would block the server)."""
+    mysql_port: int | None = None
+    """The MySQL door's port, when started with `--mysql-port`."""
 
     def log_text(self) -> str:
         if self.log is None or self.log.closed:
@@ -74,6 +76,9 @@ def spawn(data_dir: str | os.PathLike[str], *, host: str = "127.0.0.1", port: in
         server.stop()
         raise RuntimeError(f"kbsql serve did not start: {line!r} {err[-2000:]}")
     server.url = line.split()[3]
+    for word in line.split():
+        if word.startswith("mysql://"):
+            server.mysql_port = int(word.rsplit(":", 1)[1])
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:

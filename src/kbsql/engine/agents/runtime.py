@@ -13,9 +13,9 @@ from collections.abc import Generator, Iterator
 from typing import Any
 
 from kbsql.engine.agents import loop, prompt, scope
+from kbsql.engine.agents.agent_settings import RunLimits
 from kbsql.engine.agents.providers import make_provider
 from kbsql.engine.agents.providers.base import Provider, RunCancelled, RunControl
-from kbsql.engine.agents.settings import RunLimits
 from kbsql.engine.agents.tools import Toolbox
 from kbsql.engine.catalog import AgentRecord, Catalog
 from kbsql.engine.config import EngineConfig
@@ -54,7 +54,7 @@ class AgentRuntime:
     def complete(self, record: AgentRecord, messages: list[dict[str, Any]]) -> dict[str, Any]:
         pairs, provider = self._prepare(record, messages)
         trace_id = new_trace_id()
-        control = RunControl(self.limits.wall_time_s)
+        control = self.control(record)
         output = ""
         try:
             for event in self._events(record, pairs, provider, control):
@@ -67,7 +67,15 @@ class AgentRuntime:
 
     def stream(self, record: AgentRecord, messages: list[dict[str, Any]]) -> AgentStream:
         pairs, provider = self._prepare(record, messages)
-        return AgentStream(self, record, pairs, provider, RunControl(self.limits.wall_time_s))
+        return AgentStream(self, record, pairs, provider, self.control(record))
+
+    def control(self, record: AgentRecord) -> RunControl:
+        """The run's deadline: the agent's `params.timeout` (agent_syntax.mdx: the seconds it
+        has to answer) within the engine's own limit (`agent_wall_time_s`)."""
+        timeout = record.params.get("timeout")
+        if timeout is not None and float(timeout) < self.limits.wall_time_s:
+            return RunControl(float(timeout), f"its timeout of {timeout} s (params.timeout)")
+        return RunControl(self.limits.wall_time_s)
 
     def _prepare(self, record: AgentRecord,
                  messages: list[dict[str, Any]]) -> tuple[list[dict[str, str]], Provider]:

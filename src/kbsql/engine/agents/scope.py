@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from mindsdb_sql_parser import ast
 
 from kbsql.engine.catalog import AgentRecord, Catalog, KbRecord
-from kbsql.engine.sql.parsing import parse
+from kbsql.engine.sql.parse.parsing import parse
 from kbsql.interface.errors import KbsqlError, Unavailable
 from kbsql.interface.results import TableResult
 
@@ -130,39 +130,47 @@ def check_read(sql: str, allowed: set[str], default_prefix: str = "") -> ast.AST
 
 def table_refs(statement: ast.ASTNode) -> list[str]:
     """Every table named anywhere in the statement, as dotted names."""
-    refs: list[str] = []
+    walker = _TableWalker()
+    walker.walk(statement)
+    return walker.refs
 
-    def from_item(item: Any) -> None:
+
+class _TableWalker:
+    """Walks a parsed statement, collecting the tables it reads (FROM items, joins,
+    subqueries anywhere) and refusing functions an agent's query may not call."""
+
+    def __init__(self) -> None:
+        self.refs: list[str] = []
+
+    def walk(self, node: Any) -> None:
+        if isinstance(node, ast.Select):
+            self.from_item(node.from_table)
+            for key, value in vars(node).items():
+                if key != "from_table":
+                    self.walk(value)
+        elif isinstance(node, ast.Function):
+            self.function(node)
+        elif isinstance(node, ast.ASTNode):
+            self.walk(list(vars(node).values()))
+        elif isinstance(node, list | tuple):
+            for value in node:
+                self.walk(value)
+
+    def from_item(self, item: Any) -> None:
         if item is None:
             return
         if isinstance(item, ast.Identifier):
-            refs.append(".".join(str(p) for p in item.parts))
+            self.refs.append(".".join(str(p) for p in item.parts))
         elif isinstance(item, ast.Join):
-            from_item(item.left)
-            from_item(item.right)
-            walk(item.condition)
+            self.from_item(item.left)
+            self.from_item(item.right)
+            self.walk(item.condition)
         elif isinstance(item, READ_STATEMENTS):
-            walk(item)
+            self.walk(item)
         else:
             raise Refused(f"Unsupported table expression: {item}")
 
-    def walk(node: Any) -> None:
-        if isinstance(node, ast.Select):
-            from_item(node.from_table)
-            for key, value in vars(node).items():
-                if key != "from_table":
-                    walk(value)
-        elif isinstance(node, ast.Function):
-            name = str(node.op).lower()
-            if name.startswith(FORBIDDEN_FUNCTIONS):
-                raise Refused(f"The function {node.op} is not allowed.")
-            walk(node.args)
-        elif isinstance(node, ast.ASTNode):
-            for value in vars(node).values():
-                walk(value)
-        elif isinstance(node, list | tuple):
-            for value in node:
-                walk(value)
-
-    walk(statement)
-    return refs
+    def function(self, node: ast.Function) -> None:
+        if str(node.op).lower().startswith(FORBIDDEN_FUNCTIONS):
+            raise Refused(f"The function {node.op} is not allowed.")
+        self.walk(node.args)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kbsql.engine.datasources.base import NativeTable, Scan, duckdb_string_literal, match_name
+from kbsql.engine.datasources.scans import NativeTable, Scan, duckdb_string_literal, match_name
 from kbsql.interface.errors import SqlError
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import duckdb
 
-from kbsql.engine.datasources.base import duckdb_string_literal
+from kbsql.engine.datasources.scans import duckdb_string_literal
 from kbsql.interface.errors import SqlError
 
 PACKAGES = {

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kbsql.engine.datasources.base import FileScan, Scan, match_name
+from kbsql.engine.datasources.scans import FileScan, Scan, match_name
 from kbsql.interface.errors import SqlError
 
 READERS = {

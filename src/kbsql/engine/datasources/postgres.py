@@ -18,8 +18,8 @@ from urllib.parse import unquote, urlparse
 
 import duckdb
 
-from kbsql.engine.datasources.base import MASK, NativeTable, Scan, duckdb_string_literal, match_name
 from kbsql.engine.datasources.extensions import load_extension
+from kbsql.engine.datasources.scans import MASK, NativeTable, Scan, duckdb_string_literal, match_name
 from kbsql.interface.errors import SqlError
 
 SECRET_FIELDS = {"host": "HOST", "port": "PORT", "user": "USER", "password": "PASSWORD",

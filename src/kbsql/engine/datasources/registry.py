@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from kbsql.engine.catalog import DatasourceRecord
-from kbsql.engine.datasources.base import DataSource
 from kbsql.engine.datasources.duckdb_file import DuckdbFileSource
 from kbsql.engine.datasources.files import FilesSource
-from kbsql.engine.datasources.pgvector import PgVectorSource
+from kbsql.engine.datasources.pgvector_source import PgVectorSource
 from kbsql.engine.datasources.postgres import PostgresSource
+from kbsql.engine.datasources.scans import DataSource
 from kbsql.engine.datasources.sqlite_file import SqliteFileSource
 from kbsql.interface.errors import SqlError
 

@@ -15,9 +15,9 @@ from typing import Any
 
 import duckdb
 
-from kbsql.engine.datasources.base import Scan, duckdb_string_literal
 from kbsql.engine.datasources.duckdb_file import existing_file, native_scan, native_tables
 from kbsql.engine.datasources.extensions import load_extension
+from kbsql.engine.datasources.scans import Scan, duckdb_string_literal
 from kbsql.interface.errors import SqlError
 
 

@@ -9,7 +9,7 @@ validate and store the same way.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from kbsql.engine import validate
@@ -89,19 +89,27 @@ class KnowledgeBases:
     def insert_rows(self, record: KbRecord, rows: Any, progress: bool | ProgressFactory | None = None) -> int:
         """Insert rows (list of dicts or a DataFrame) into a knowledge base; returns the count
         of rows stored (rows without content are skipped)."""
+        return self.insert(record, rows, progress)[0]
+
+    def insert(self, record: KbRecord, rows: Any,
+               progress: bool | ProgressFactory | None = None) -> tuple[int, KbRecord]:
+        """`insert_rows`, answering also the record as stored after it (its new
+        `updated_at`), for an answer that shows the knowledge base without reading it back."""
         count = self.service.insert(record, rows, progress=progress)
-        self.catalog.update_knowledge_base(record)
-        return count
+        return count, self.catalog.update_knowledge_base(record)
 
     def insert_batches(self, record: KbRecord, batches: Sequence[list[dict[str, Any]]], *,
                        threads: int = 1, skip: bool = False,
                        progress: bool | ProgressFactory | None = None,
-                       total_rows: int | None = None) -> int:
+                       total_rows: int | None = None,
+                       on_stored: Callable[[int], None] | None = None) -> int:
         """`INSERT ... USING batch_size, threads, error`: batches embedded `threads` at a time,
-        stored in order, one transaction each (knowledge/batch_insert.py)."""
+        stored in order, one transaction each (knowledge/batch_insert.py); `on_stored(i)` runs
+        after batch i is committed."""
         try:
             return batch_insert.insert_batches(self.service, record, batches, threads=threads, skip=skip,
-                                               progress=progress, total_rows=total_rows)
+                                               progress=progress, total_rows=total_rows,
+                                               on_stored=on_stored)
         finally:  # batches stored before a failure are there: the record says so
             self.catalog.update_knowledge_base(record)
 

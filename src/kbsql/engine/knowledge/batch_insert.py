@@ -76,11 +76,14 @@ class _Tally:
 def insert_batches(service: KnowledgeService, record: KbRecord, batches: Sequence[list[dict[str, Any]]],
                    *, threads: int = 1, skip: bool = False,
                    progress: bool | progress_mod.ProgressFactory | None = None,
-                   total_rows: int | None = None) -> int:
+                   total_rows: int | None = None,
+                   on_stored: Callable[[int], None] | None = None) -> int:
     """Insert `batches` (lists of row dicts) as described in the module docstring; returns the
     rows stored. `threads` workers embed (1: no pool, everything in the calling thread).
     Each batch is read once, when its turn to embed comes (a sequence that builds batches on
-    access then holds only those in flight); `total_rows`, when known, saves counting them."""
+    access then holds only those in flight); `total_rows`, when known, saves counting them.
+    `on_stored(i)` runs in the calling thread once batch i is committed; what it raises
+    stops the insert there (a background insert's progress and cancel, kb_background.py)."""
     total = total_rows if total_rows is not None else sum(len(b) for b in batches)
     if total == 0:
         return 0
@@ -117,6 +120,8 @@ def insert_batches(service: KnowledgeService, record: KbRecord, batches: Sequenc
                     tally.embedded[index] = sizes[index]
                 redraw(progress_mod.STORING)
                 _store(service, record, done, skip, tally)
+                if on_stored is not None:
+                    on_stored(index)
         if bar is not None:
             bar.update(progress_mod.STORING, total, total)
     if tally.empty:

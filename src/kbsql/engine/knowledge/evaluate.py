@@ -122,6 +122,23 @@ def entropy(values: list[float]) -> float:
     return -sum((v / total) * math.log(v / total) for v in values if v > 0)
 
 
+def json_object_in(text: str, keys: tuple[str, ...]) -> dict[str, Any]:
+    """The first JSON object in a model's answer that has `keys`: models wrap JSON in
+    Markdown fences or a sentence ("Here is the question: {...}") however they are asked,
+    and MindsDB's evaluator accepts such answers too. ValueError when there is none."""
+    decoder = json.JSONDecoder()
+    start = text.find("{")
+    while start != -1:
+        try:
+            value, _ = decoder.raw_decode(text, start)
+        except ValueError:
+            value = None
+        if isinstance(value, dict) and all(k in value for k in keys):
+            return value
+        start = text.find("{", start + 1)
+    raise ValueError(f"no JSON object with {list(keys)} in the answer {text[:200]!r}")
+
+
 def question_writer(llm: dict[str, Any] | None) -> Callable[[str], tuple[str, str]]:
     """(question, answer) for a text: from an OpenAI-compatible chat model, or offline."""
     if not llm:
@@ -139,7 +156,7 @@ def question_writer(llm: dict[str, Any] | None) -> Callable[[str], tuple[str, st
         answer = remote.post_json(f"{base}/chat/completions", body, llm.get("api_key"), what)
         try:
             content = answer["choices"][0]["message"]["content"] or ""
-            data = json.loads(content.strip().removeprefix("```json").removesuffix("```").strip())
+            data = json_object_in(content, ("query", "reference_answer"))
             return str(data["query"]), str(data["reference_answer"])
         except (KeyError, TypeError, IndexError, ValueError) as exc:
             raise ProviderError(f"{what} did not answer a question as JSON ({exc!r})") from exc

@@ -161,3 +161,15 @@ def _metadata(data: dict[str, Any], config: JsonChunkingConfig) -> dict[str, Any
     if config.extract_all_primitives:
         return {k: v for k, v in flat.items() if _primitive(v)}
     return {k: v for k, v in data.items() if _primitive(v)}
+
+
+def metadata_keys(spec: dict[str, Any]) -> tuple[str, ...]:
+    """The metadata keys a knowledge base's json_chunking writes by name (`metadata_fields`,
+    dot paths such as `info.category`), so a filter written `info.category = 'x'` reads that
+    key rather than a column `category` of a table `info`."""
+    preprocessing = spec.get("preprocessing") or {}
+    if not isinstance(preprocessing, dict) or preprocessing.get("type") != "json_chunking":
+        return ()
+    config = preprocessing.get("json_chunking_config") or {}
+    fields = config.get("metadata_fields") if isinstance(config, dict) else None
+    return tuple(f for f in fields or [] if isinstance(f, str))

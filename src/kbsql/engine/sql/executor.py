@@ -2,14 +2,18 @@
 
 Every failure becomes an `ErrorResult` (HTTP 200 `type: error` on the wire), never an
 exception out of `execute`, so a bad query cannot take the server down. This module only
-routes; the work lives next to it:
+parses and routes, through the one statement table (`statements.py`); the work lives in
+the packages next to it:
 
-- `kb_statements`: statements about knowledge bases (asked first);
-- `databases`: projects and data sources (CREATE/DROP DATABASE, USE, SHOW, DESCRIBE);
-- `agents_sql`: CREATE/DROP AGENT, SHOW AGENTS;
-- `select`: SELECT over tables (name resolution in `names`, SQL rendering in `render`,
-  DuckDB in `duck`, knowledge bases and agents inside joins in `kb_tables`,
-  `information_schema` in `info_schema`), answers built lazily by `results`.
+- `kb/`: knowledge-base statements (DDL and listing in `kb_statements`, rows in `kb_rows`,
+  background inserts in `kb_background`, `query_cancel` / `query_resume` routed here);
+- `agent/`: CREATE/ALTER/DROP AGENT, SHOW AGENTS, asking an agent;
+- `databases/`: projects and data sources (CREATE/ALTER/DROP DATABASE, USE, SHOW, DESCRIBE),
+  tables of `files` and `df` and `information_schema`;
+- `tables/`: SELECT over tables (name resolution in `names`, SQL rendering in
+  `sqlglot_render`, DuckDB in `duck`, knowledge bases and agents inside joins in
+  `kb_tables`), answers built lazily by `arrow_results`;
+- `parse/`: variables, the literal fast paths and the bounded parser call.
 """
 
 from __future__ import annotations
@@ -19,21 +23,24 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 from mindsdb_sql_parser import ast
-from mindsdb_sql_parser.ast.mindsdb.agents import CreateAgent, DropAgent, UpdateAgent
-from mindsdb_sql_parser.ast.mindsdb.create_database import CreateDatabase
 
 from kbsql.engine.catalog import Catalog
 from kbsql.engine.datasources.confine import PathPolicy
-from kbsql.engine.datasources.frames import FRAMES_SOURCE, FrameStore
+from kbsql.engine.datasources.frame_store import FrameStore
+from kbsql.engine.datasources.upload_store import UPLOADS_SOURCE, UploadStore
 from kbsql.engine.knowledge.bases import KnowledgeBases
 from kbsql.engine.ports import AgentOps
-from kbsql.engine.sql import agents_sql, databases, kb_statements, names, parsing, refusals
-from kbsql.engine.sql.duck import DuckSession
-from kbsql.engine.sql.plans import PlanCache
-from kbsql.engine.sql.results import ArrowTableResult
-from kbsql.engine.sql.select import cached_plan, run_select, select_frame
+from kbsql.engine.sql import refusals, statements
+from kbsql.engine.sql.arrow_results import ArrowTableResult
+from kbsql.engine.sql.kb import kb_background, kb_rows
+from kbsql.engine.sql.parse import parsing
+from kbsql.engine.sql.parse.variables import bind_parameters
+from kbsql.engine.sql.query_log import QueryLog
 from kbsql.engine.sql.session import SqlSession
-from kbsql.engine.sql.variables import bind_parameters
+from kbsql.engine.sql.tables import names
+from kbsql.engine.sql.tables.duck import DuckSession
+from kbsql.engine.sql.tables.plans import PlanCache
+from kbsql.engine.sql.tables.select import cached_plan, select_frame
 from kbsql.interface.api import DEFAULT_PROJECT
 from kbsql.interface.errors import KbsqlError, MissingParameter, ServiceError, SqlError, Unavailable
 from kbsql.interface.results import ErrorResult, OkResult, SqlResult, default_context
@@ -47,10 +54,22 @@ log = logging.getLogger("kbsql.sql")
 def context_of(context: dict[str, Any] | None) -> dict[str, Any]:
     """The context the answer carries: the sent one with defaults filled in."""
     ctx = default_context()
-    if isinstance(context, dict):
-        ctx.update({k: v for k, v in context.items() if v is not None})
+    if isinstance(context, dict):  # the engine's own keys (kb_rows.INLINE) are not the caller's
+        ctx.update({k: v for k, v in context.items() if v is not None and not str(k).startswith("_")})
     ctx["db"] = ctx.get("db") or DEFAULT_PROJECT
     return ctx
+
+
+def _own_table(statement: ast.ASTNode) -> Any:
+    """The table a DESCRIBE, SHOW COLUMNS, INSERT or DELETE is about (a typed DESCRIBE, such
+    as DESCRIBE KNOWLEDGE_BASE kb, names its object, not a table); None for the others."""
+    if isinstance(statement, ast.Describe) and not getattr(statement, "type", None):
+        return statement.value
+    if isinstance(statement, ast.Show) and (statement.category or "").upper() in ("COLUMNS", "FIELDS"):
+        return statement.from_table
+    if isinstance(statement, (ast.Insert, ast.Delete, ast.Update)):
+        return statement.table
+    return None
 
 
 def context_problem(context: Any) -> str | None:
@@ -72,10 +91,12 @@ class SqlExecutor(SqlSession):
     session the handlers share (see `session`), and the `RunsSql` port agents use."""
 
     def __init__(self, catalog: Catalog, frames: FrameStore, kbs: KnowledgeBases, agents: AgentOps,
-                 policy: PathPolicy | None = None):
+                 uploads: UploadStore, policy: PathPolicy | None = None,
+                 background_workers: int = kb_background.DEFAULT_WORKERS):
         # `policy`: which files data sources may open (datasources/confine.py)
-        super().__init__(catalog, frames, DuckSession(catalog, frames, policy), PlanCache(), kbs,
-                         agents)
+        duck = DuckSession(catalog, frames, policy, {UPLOADS_SOURCE: uploads})
+        super().__init__(catalog, frames, duck, PlanCache(), kbs, agents, uploads, QueryLog(catalog))
+        self.background = kb_background.BackgroundInserts(self, background_workers)
 
     def query(self, query: str, context: dict[str, Any] | None = None,
               params: dict[str, Any] | list[Any] | None = None) -> SqlResult:
@@ -86,8 +107,10 @@ class SqlExecutor(SqlSession):
         return self.execute(query, context, params)
 
     def close(self) -> None:
+        self.background.close()
         self.duck.close()
         self.frames.close()
+        self.uploads.close()
 
     def execute(self, query: str, context: dict[str, Any] | None = None,
                 params: dict[str, Any] | list[Any] | None = None) -> SqlResult:
@@ -114,6 +137,8 @@ class SqlExecutor(SqlSession):
             if params:
                 bind_parameters(statement, params)
                 return self.run(statement, ctx)
+            if ":" in query or "?" in query:  # a placeholder no params set: "Parameter is not
+                bind_parameters(statement, {})  # set" (MindsDB), not DuckDB's binder error
             return self.run(statement, ctx, query)
         except SqlError as exc:
             return ErrorResult(exc.message, exc.error_code, context=ctx)
@@ -133,92 +158,45 @@ class SqlExecutor(SqlSession):
             return ErrorResult(f"{type(exc).__name__}: {exc}", context=ctx)
 
     def run(self, statement: ast.ASTNode, ctx: dict[str, Any], query: str | None = None) -> SqlResult:
-        """Route one parsed statement. Its own table is resolved once, here (`_target`): a
-        knowledge base goes to `kb_statements` with its record (so do the KB statements that
-        name no table), an agent to `select_agent`, a table to its handler with the
-        resolution."""
+        """Route one parsed statement through the statement table (`statements`). Its own
+        table is resolved once, here (`_routed`); `query` is its text when the answer's plan
+        may be cached."""
         refused = refusals.refusal(statement)
         if refused is not None:
             raise refused
-        table, target = self._target(statement, ctx)
-        handled = kb_statements.handle(self, statement, ctx, target)
-        if handled is not None:
-            return handled
-        asked = agents_sql.select_agent(self, statement, ctx, target)
-        if asked is not None:
-            return asked
-        resolved: names.Resolutions = {} if target is None else {tuple(names.table_parts(table)): target}
-        if isinstance(statement, (ast.Select, ast.Union, ast.Intersect, ast.Except)):
-            return ArrowTableResult(run_select(self, statement, ctx, query, resolved=resolved), ctx)
-        if isinstance(statement, ast.Use):
-            return databases.use(self, statement, ctx)
-        if isinstance(statement, CreateDatabase):
-            return databases.create_database(self, statement, ctx)
-        if isinstance(statement, ast.DropDatabase):
-            return databases.drop_database(self, statement, ctx)
-        if isinstance(statement, ast.Describe):
-            return databases.describe(self, statement, ctx, resolved)
-        if isinstance(statement, CreateAgent):
-            return agents_sql.create_agent(self, statement, ctx)
-        if isinstance(statement, DropAgent):
-            return agents_sql.drop_agent(self, statement, ctx)
-        if isinstance(statement, UpdateAgent):
-            return agents_sql.update_agent(self, statement, ctx)
-        if isinstance(statement, ast.Show):
-            category = (statement.category or "").upper()
-            if category in ("DATABASES", "SCHEMAS"):
-                return databases.show_databases(self, statement, ctx)
-            if category == "TABLES":
-                return databases.show_tables(self, statement, ctx)
-            if category == "AGENTS":
-                return agents_sql.show_agents(self, statement, ctx)
-            if category in ("COLUMNS", "FIELDS") and statement.from_table is not None:
-                return databases.describe(self, ast.Describe(statement.from_table), ctx, resolved)
-        if isinstance(statement, (ast.Insert, ast.Update, ast.Delete)):
-            missing = self._missing_project(statement.table, ctx)
-            if missing is not None:
-                raise SqlError(missing)
-            raise refusals.unsupported(f"{type(statement).__name__.upper()} of data-source tables: "
-                                       f"{statement.to_string()} (INSERT, UPDATE and DELETE write to "
-                                       "knowledge bases only)")
-        raise refusals.fallback(statement)
+        function = kb_background.query_function(statement)
+        if function is not None:  # SELECT query_cancel(id) / query_resume(id)
+            name, query_id = function
+            if name == "query_cancel":
+                return self.background.cancel(query_id, ctx)
+            return self.background.resume(query_id, ctx)
+        routed = self._routed(statement, ctx, query)
+        handler = statements.handler_for(statement, routed)
+        if handler is None:
+            raise refusals.fallback(statement)
+        return handler(self, statement, ctx, routed)
 
-    def _target(self, statement: ast.ASTNode, ctx: dict[str, Any]) -> tuple[Any, names.Resolved | None]:
-        """(the statement's own table, what it names) or (None, None). A SELECT or DESCRIBE
-        of a name that resolves to nothing fails here with the resolver's message; an INSERT
-        or DELETE into something other than a knowledge base is refused by the router."""
+    def _routed(self, statement: ast.ASTNode, ctx: dict[str, Any], query: str | None) -> names.Routed:
+        """The statement's own table and what it names. A SELECT or DESCRIBE of a name that
+        resolves to nothing fails here with the resolver's message; an INSERT or DELETE into
+        something other than a knowledge base is refused by its handler."""
         if isinstance(statement, ast.Select):
             ctes = frozenset(str(c.name.parts[-1]).lower() for c in statement.cte or [])
             try:
-                return statement.from_table, names.target_of(self, statement.from_table, ctx, ctes)
+                return names.Routed(statement.from_table,
+                                    names.target_of(self, statement.from_table, ctx, ctes), query)
             except SqlError:  # a knowledge base's vector store read as a table: say so instead
-                kb_statements.refuse_vector_store(self, statement.from_table)
+                kb_rows.refuse_vector_store(self, statement.from_table)
                 raise
-        if isinstance(statement, ast.Describe) and not getattr(statement, "type", None):
-            return statement.value, names.target_of(self, statement.value, ctx)
-        if isinstance(statement, ast.Show) and (statement.category or "").upper() in ("COLUMNS", "FIELDS"):
-            return statement.from_table, names.target_of(self, statement.from_table, ctx)
-        if isinstance(statement, (ast.Insert, ast.Delete)):
+        table = _own_table(statement)
+        if table is None:
+            return names.Routed(query=query)
+        if isinstance(statement, (ast.Insert, ast.Delete, ast.Update)):
             try:
-                return statement.table, names.target_of(self, statement.table, ctx)
+                return names.Routed(table, names.target_of(self, table, ctx), query)
             except (SqlError, ServiceError):
-                return None, None
-        return None, None
-
-    def _missing_project(self, table: Any, ctx: dict[str, Any]) -> str | None:
-        """Why a write found no knowledge base, when the reason is a project that does not
-        exist (the current one from `context.db`, or `project.kb`); None otherwise."""
-        parts = [str(p) for p in getattr(table, "parts", [])]
-        if len(parts) not in (1, 2):
-            return None
-        project = parts[0] if len(parts) == 2 else ctx["db"]
-        if project.lower() == FRAMES_SOURCE or self.catalog.find_datasource(project):
-            return None
-        try:
-            self.catalog.project(project)
-        except ServiceError as exc:
-            return exc.detail
-        return None
+                return names.Routed(query=query)
+        return names.Routed(table, names.target_of(self, table, ctx), query)
 
     def select_frame(self, statement: ast.ASTNode, ctx: dict[str, Any]) -> pd.DataFrame:
         """Run a SELECT over tables and return ONE pandas DataFrame of all its rows (used by

@@ -39,9 +39,7 @@ _SHOW = {"CHATBOTS": "chatbots (SHOW CHATBOTS)", "JOBS": "jobs (SHOW JOBS)",
          "ML_ENGINES": "ML engines (SHOW ML_ENGINES)", "SKILLS": "skills (SHOW SKILLS)",
          "TRIGGERS": "triggers (SHOW TRIGGERS)", "VIEWS": "views (SHOW VIEWS)",
          "HANDLERS": "handlers (SHOW HANDLERS)"}
-_FUNCTIONS = {"query_cancel": "query_cancel() (an INSERT here runs to completion within its statement)",
-              "query_resume": "query_resume() (an INSERT here runs to completion within its statement)",
-              "llm": "the llm() function", "to_markdown": "the to_markdown() function"}
+_FUNCTIONS = {"llm": "the llm() function", "to_markdown": "the to_markdown() function"}
 
 
 def unsupported(what: str) -> SqlError:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kbsql.engine.agents.agent_settings import PROVIDER_ALIASES
 from kbsql.engine.agents.providers.base import Provider
-from kbsql.engine.agents.settings import PROVIDER_ALIASES
 from kbsql.interface.errors import InvalidParameter, MissingParameter
 
 

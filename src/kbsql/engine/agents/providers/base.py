@@ -65,8 +65,9 @@ class RunControl:
     """Cancellation and deadline shared across threads: `cancel()` may come from the thread
     that closes the stream while the run thread is blocked reading the provider."""
 
-    def __init__(self, wall_time: float):
+    def __init__(self, wall_time: float, limit: str = "its time limit"):
         self.deadline = time.monotonic() + wall_time
+        self.limit = limit
         self._cancelled = threading.Event()
         self._lock = threading.Lock()
         self._response: httpx.Response | None = None
@@ -83,7 +84,7 @@ class RunControl:
         if self._cancelled.is_set():
             raise RunCancelled("the client stopped listening")
         if self.remaining() <= 0:
-            raise RunCancelled("the run exceeded its time limit")
+            raise RunCancelled(f"the run exceeded {self.limit}")
 
     def cancel(self) -> None:
         self._cancelled.set()

@@ -1,0 +1,47 @@
+"""`UPDATE kb SET content = '...' WHERE chunk_id = '...'`: change stored chunks in place.
+
+MindsDB's KnowledgeBaseTable.update_query sends the update to the vector store: a new
+`content` is embedded again, and the chunk keeps its id. Here the chunks of each touched
+document are written again in one transaction through the storage's own `replace` (the
+only write a storage offers), re-embedded with the knowledge base's model: a chunk not
+touched gets the same vector back (the embedders are deterministic), a touched one the
+vector of its new text. Metadata keys set by the statement are changed; the others, and
+the keys kbsql writes itself, stay (MindsDB empties the metadata of a chunk whose content
+is set without `metadata`: a silent loss not copied here).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from kbsql.engine.catalog import KbRecord, now
+from kbsql.engine.knowledge.ingest import Chunk
+from kbsql.engine.knowledge.search import Conditions, Filter, SearchRequest
+from kbsql.engine.knowledge.service import KnowledgeService
+
+
+def update_chunks(service: KnowledgeService, record: KbRecord, filters: Conditions,
+                  content: str | None, metadata: dict[str, Any]) -> int:
+    """Set `content` (None: keep it) and the `metadata` keys of the chunks matching
+    `filters`; returns the number of chunks updated."""
+    matches = service.search(record, SearchRequest(filters=list(filters), limit=None))
+    touched: dict[str, set[str]] = {}
+    for row in matches:
+        touched.setdefault(str(row[0]), set()).add(str(row[1]))
+    if not touched:
+        return 0
+    chunks: list[Chunk] = []
+    for doc_id, chunk_ids in touched.items():
+        for row in service.search(record, SearchRequest(filters=[Filter("id", "=", doc_id)], limit=None)):
+            text, meta = str(row[2]), dict(row[3] or {})
+            if str(row[1]) in chunk_ids:
+                text = content if content is not None else text
+                meta.update(metadata)
+            chunks.append(Chunk(doc_id, str(row[1]), text, meta))
+    embedder = service.embedder(record.spec)
+    vectors = np.asarray(embedder.embed([c.content for c in chunks]), dtype=np.float32)
+    with service.handle(record).write() as writer:
+        writer.replace(list(touched), chunks, vectors, now())
+    return sum(len(ids) for ids in touched.values())

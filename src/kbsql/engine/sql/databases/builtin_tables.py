@@ -1,0 +1,152 @@
+"""Tables of the built-in databases in SQL: CREATE [OR REPLACE] TABLE, DROP TABLE and
+INSERT INTO on `files` (uploaded files, as MindsDB's file handler answers them) and `df`
+(registered DataFrames).
+
+- `CREATE TABLE files.x (SELECT ...)` stores the rows as a file; `CREATE TABLE files.x
+  (a INT, b TEXT)` an empty one; OR REPLACE replaces a table of that name, else a name in
+  use is an error ("Table 'x' already exists");
+- `DROP TABLE [IF EXISTS] files.x` removes it;
+- `INSERT INTO files.x (a, b) VALUES ... | SELECT ...` appends rows (the table is written
+  again with them, as MindsDB's handler does); `df.x` is replaced by registering it again.
+
+A table of a project (knowledge base, agent) is dropped with DROP KNOWLEDGE_BASE / DROP
+AGENT; a connected data source is read, never written: both are refused in one line.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from mindsdb_sql_parser import ast
+
+from kbsql.engine.datasources.frame_store import FRAMES_SOURCE
+from kbsql.engine.datasources.upload_store import UPLOADS_SOURCE
+from kbsql.engine.sql.databases.database_statements import refuse_write
+from kbsql.engine.sql.kb.kb_conditions import constant
+from kbsql.engine.sql.kb.kb_write import column_names
+from kbsql.engine.sql.refusals import unsupported
+from kbsql.engine.sql.tables.names import find_project, table_parts
+from kbsql.engine.sql.tables.select import select_frame
+from kbsql.interface.errors import Conflict, NotFound, SqlError
+from kbsql.interface.results import OkResult, SqlResult
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from kbsql.engine.sql.session import SqlSession
+    from kbsql.engine.sql.tables.names import Routed
+
+WRITABLE = (UPLOADS_SOURCE, FRAMES_SOURCE)
+
+
+def _split(session: SqlSession, identifier: Any, ctx: dict[str, Any], verb: str) -> tuple[str, str]:
+    """(built-in database, table) of a table name; anything else is refused in one line."""
+    parts = table_parts(identifier)
+    database, name = (parts[0], parts[1]) if len(parts) == 2 else (ctx["db"], parts[-1])
+    if len(parts) > 2:
+        raise SqlError(f"A table name here is <database>.<table>, got {'.'.join(parts)}")
+    lowered = database.lower()
+    if lowered in WRITABLE:
+        return lowered, name
+    if find_project(session, database) is not None:
+        raise SqlError(f"{verb} TABLE does not apply to project {database}: use DROP KNOWLEDGE_BASE or "
+                       "DROP AGENT for its tables" if verb == "DROP" else
+                       f"{verb} TABLE does not apply to project {database}: tables are made in 'files' "
+                       "(uploaded files) or 'df' (registered DataFrames)")
+    if session.duck.source(database) is None:
+        raise SqlError(f"Cannot {verb.lower()} a table in database '{database}': the database does not exist")
+    raise unsupported(f"{verb} TABLE in data source {database} (kbsql reads connected data sources, it "
+                      "does not write them; tables are made in 'files' or 'df')")
+
+
+def create_table(session: SqlSession, statement: ast.CreateTable, ctx: dict[str, Any],
+                 routed: Routed | None = None) -> SqlResult:
+    database, name = _split(session, statement.name, ctx, "CREATE")
+    if statement.from_select is not None:
+        frame = select_frame(session, statement.from_select, ctx)
+    else:
+        import pandas as pd
+
+        frame = pd.DataFrame({c.name: pd.Series(dtype=object) for c in statement.columns or []})
+    exists = _exists(session, database, name)
+    if exists and getattr(statement, "if_not_exists", False):
+        return OkResult(None, context=ctx)
+    if exists and not statement.is_replace:
+        raise SqlError(f"Table '{name}' already exists")
+    _store(session, database, name, frame, replace=True)
+    return OkResult(len(frame), context=ctx)
+
+
+def drop_table(session: SqlSession, statement: ast.DropTables, ctx: dict[str, Any],
+               routed: Routed | None = None) -> SqlResult:
+    for table in statement.tables:
+        database, name = _split(session, table, ctx, "DROP")
+        if database == UPLOADS_SOURCE:
+            try:
+                session.uploads.delete(name)
+            except NotFound as exc:
+                if not statement.if_exists:
+                    raise SqlError(f"Can't delete table '{name}': {exc.detail}") from None
+        elif not session.frames.unregister(name) and not statement.if_exists:
+            raise SqlError(f"Can't delete table '{name}': table df.{name} does not exist")
+    session.plans.clear()
+    return OkResult(None, context=ctx)
+
+
+def insert_or_refuse(session: SqlSession, statement: ast.Insert, ctx: dict[str, Any],
+                     routed: Routed) -> SqlResult:
+    """An INSERT whose table is not a knowledge base: into `files.x`, else refused."""
+    appended = insert_rows(session, statement, ctx)
+    if appended is not None:
+        return appended
+    return refuse_write(session, statement, ctx, routed)
+
+
+def insert_rows(session: SqlSession, statement: ast.Insert, ctx: dict[str, Any]) -> SqlResult | None:
+    """INSERT INTO files.x: the rows appended (as MindsDB's file handler); None when the
+    table is elsewhere (a registered DataFrame is replaced by registering it again)."""
+    parts = table_parts(statement.table)
+    if len(parts) != 2 or parts[0].lower() != UPLOADS_SOURCE:
+        return None
+    import pandas as pd
+
+    database, name = parts[0].lower(), parts[1]
+    current = _table(session, database, name)
+    if current is None:
+        raise SqlError(f"Table '{name}' not found in database '{database}'")
+    if statement.from_select is not None:
+        rows = select_frame(session, statement.from_select, ctx)
+        if statement.columns:
+            rows.columns = column_names(statement.columns)
+    else:
+        names = column_names(statement.columns) if statement.columns else list(current.column_names)
+        rows = pd.DataFrame([[constant(v) for v in values] for values in statement.values or []],
+                            columns=names)
+    unknown = [c for c in rows.columns if c not in current.column_names]
+    if unknown:
+        raise SqlError(f"Table {database}.{name} has no column(s) {unknown}: its columns are "
+                       f"{list(current.column_names)}")
+    merged = pd.concat([current.to_pandas(), rows], ignore_index=True)
+    _store(session, database, name, merged, replace=True)
+    return OkResult(len(rows), context=ctx)
+
+
+def _exists(session: SqlSession, database: str, name: str) -> bool:
+    if database == UPLOADS_SOURCE:
+        return session.uploads.find(name) is not None
+    return session.frames.table(name) is not None
+
+
+def _table(session: SqlSession, database: str, name: str) -> Any:
+    return session.uploads.table(name) if database == UPLOADS_SOURCE else session.frames.table(name)
+
+
+def _store(session: SqlSession, database: str, name: str, frame: pd.DataFrame, replace: bool) -> None:
+    if database == UPLOADS_SOURCE:
+        try:
+            session.uploads.save(name, {"main": frame}, replace=replace)
+        except Conflict:
+            raise SqlError(f"Table '{name}' already exists") from None
+    else:
+        session.frames.register(name, frame)
+    session.plans.clear()

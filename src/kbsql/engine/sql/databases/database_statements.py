@@ -1,0 +1,188 @@
+"""Projects and data sources in SQL: CREATE/DROP DATABASE (and PROJECT), USE, SHOW
+DATABASES, SHOW [FULL] TABLES [FROM db], DESCRIBE db.table.
+
+`CREATE DATABASE p` without an engine, or with `ENGINE = 'mindsdb'`, makes a project (the
+parser reads `CREATE PROJECT p` the same way); any other engine makes a data source. A data
+source is checked (its file exists, its server answers, its tables list) before the
+statement succeeds, and removed again if that check fails: nothing half-made is stored.
+DROP DATABASE never takes anything else with it: a project that holds knowledge bases or
+agents, or a data source a knowledge base stores its chunks in (or an agent reads), is
+refused with one line naming them (catalog_uses.py), `IF EXISTS` or not.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+from mindsdb_sql_parser import ast
+from mindsdb_sql_parser.ast.mindsdb.create_database import CreateDatabase
+
+from kbsql.engine.datasources import registry
+from kbsql.engine.datasources.frame_store import FRAMES_SOURCE
+from kbsql.engine.sql import refusals
+from kbsql.engine.sql.arrow_results import ArrowTableResult
+from kbsql.engine.sql.databases import info_schema
+from kbsql.engine.sql.tables.names import INFORMATION_SCHEMA, RESERVED, Routed, find_project, table_parts
+from kbsql.engine.sql.tables.select import describe_sql, run_select
+from kbsql.interface.api import DEFAULT_PROJECT
+from kbsql.interface.errors import Conflict, ServiceError, SqlError
+from kbsql.interface.results import OkResult, SqlResult
+
+if TYPE_CHECKING:
+    from kbsql.engine.sql.session import SqlSession
+
+PROJECT_ENGINES = (None, "", "mindsdb")
+
+
+def _name(identifier: ast.Identifier) -> str:
+    parts = table_parts(identifier)
+    if len(parts) != 1:
+        raise SqlError(f"A database name has one part, got {'.'.join(parts)}")
+    return parts[0]
+
+
+def create_database(session: SqlSession, statement: CreateDatabase, ctx: dict[str, Any],
+                    routed: Routed) -> SqlResult:
+    name = _name(statement.name)
+    engine = (statement.engine or "").lower() or None
+    catalog = session.catalog
+    if name.lower() in RESERVED:
+        raise SqlError(f"The name {name} is reserved; choose another database name")
+    exists = find_project(session, name) is not None or catalog.find_datasource(name) is not None
+    if exists and statement.if_not_exists:
+        return OkResult(None, context=ctx)
+    if exists:
+        raise Conflict(f"Database with name {name} already exists", title="Database already exists")
+    if engine in PROJECT_ENGINES:
+        catalog.create_project(name)
+        return OkResult(None, context=ctx)
+    parameters = registry.normalize(engine, dict(statement.parameters or {}))
+    catalog.create_datasource(name, engine, parameters)
+    try:
+        source = session.duck.source(name)
+        assert source is not None
+        source.tables(session.duck.con)
+    except BaseException:
+        session.duck.forget(name)
+        catalog.delete_datasource(name)
+        raise
+    return OkResult(None, context=ctx)
+
+
+def drop_database(session: SqlSession, statement: ast.DropDatabase, ctx: dict[str, Any],
+                  routed: Routed) -> SqlResult:
+    name = _name(statement.name)
+    catalog = session.catalog
+    if name.lower() in RESERVED:
+        raise SqlError(f"{name} is built in and cannot be dropped")
+    project = find_project(session, name)
+    if project is not None:
+        if project.lower() == DEFAULT_PROJECT:
+            raise SqlError(f"The default project {DEFAULT_PROJECT} cannot be dropped")
+        catalog.drop_project(project)  # refused while it holds knowledge bases or agents
+        if str(ctx.get("db", "")).lower() == project.lower():
+            ctx["db"] = DEFAULT_PROJECT
+    elif catalog.find_datasource(name) is not None:
+        catalog.delete_datasource(name)  # refused while a knowledge base or agent uses it
+        session.duck.forget(name)
+    elif not statement.if_exists:
+        raise SqlError(f"Database {name} does not exist")
+    session.plans.clear()
+    return OkResult(None, context=ctx)
+
+
+def use(session: SqlSession, statement: ast.Use, ctx: dict[str, Any], routed: Routed) -> SqlResult:
+    name = _name(statement.value)
+    project = find_project(session, name)
+    if project is None:
+        hint = " (it is a data source; USE takes a project)" \
+            if session.catalog.find_datasource(name) is not None else ""
+        raise SqlError(f"Project {name} does not exist{hint}")
+    ctx["db"] = project
+    return OkResult(None, context=ctx)
+
+
+def filtered(session: SqlSession, table: pa.Table, statement: ast.Show,
+             ctx: dict[str, Any]) -> SqlResult:
+    """A SHOW answer with its `LIKE '...'` / `WHERE ...` applied (by DuckDB, like a SELECT)."""
+    where = statement.where
+    if statement.like is not None:
+        like = ast.BinaryOperation("like", args=[ast.Identifier(table.column_names[0]),
+                                                 ast.Constant(statement.like)])
+        where = like if where is None else ast.BinaryOperation("and", args=[where, like])
+    if where is None:
+        return ArrowTableResult(table, ctx)
+    query = ast.Select(targets=[ast.Star()], from_table=ast.Identifier("__show__"), where=where)
+    return ArrowTableResult(run_select(session, query, ctx, frames={"__show__": table}), ctx)
+
+
+def show_databases(session: SqlSession, statement: ast.Show, ctx: dict[str, Any],
+                   routed: Routed) -> SqlResult:
+    names = info_schema.databases(session).column("NAME")
+    return filtered(session, pa.table({"Database": names}), statement, ctx)
+
+
+def show_tables(session: SqlSession, statement: ast.Show, ctx: dict[str, Any], routed: Routed) -> SqlResult:
+    database = _name(statement.from_table or statement.in_table) \
+        if (statement.from_table or statement.in_table) else ctx["db"]
+    catalog = session.catalog
+    project = find_project(session, database)
+    if database.lower() == INFORMATION_SCHEMA:
+        rows = [(t, "SYSTEM VIEW") for t in info_schema.TABLES]
+    elif project is not None:
+        database = project
+        rows = [(kb.name, "KNOWLEDGE BASE") for kb in catalog.knowledge_bases(project)]
+        rows += [(a.name, "AGENT") for a in catalog.agents(project)]
+    else:
+        source = session.duck.source(database)
+        if source is None:
+            raise SqlError(f"Database {database} does not exist; SHOW DATABASES lists them")
+        database = source.name
+        with session.duck.lock:
+            rows = [(t, "BASE TABLE") for t in source.tables(session.duck.con)]
+    columns: dict[str, Any] = {f"Tables_in_{database}": pa.array([r[0] for r in rows], pa.string())}
+    if "full" in [m.lower() for m in statement.modes or []]:
+        columns["Table_type"] = pa.array([r[1] for r in rows], pa.string())
+    return filtered(session, pa.table(columns), statement, ctx)
+
+
+def describe(session: SqlSession, statement: ast.Describe, ctx: dict[str, Any], routed: Routed) -> SqlResult:
+    """DESCRIBE [db.]table: its columns and DuckDB types."""
+    table = describe_sql(session, table_parts(statement.value), ctx, routed.resolutions)
+    return ArrowTableResult(table.rename_columns(["COLUMN_NAME", "DATA_TYPE"]), ctx)
+
+
+def show_columns(session: SqlSession, statement: ast.Show, ctx: dict[str, Any], routed: Routed) -> SqlResult:
+    """SHOW COLUMNS (or FIELDS) FROM [db.]table, as DESCRIBE answers it."""
+    if statement.from_table is None:
+        raise refusals.fallback(statement)
+    return describe(session, ast.Describe(statement.from_table), ctx, routed)
+
+
+def refuse_write(session: SqlSession, statement: ast.Insert | ast.Update | ast.Delete, ctx: dict[str, Any],
+                 routed: Routed) -> SqlResult:
+    """INSERT, UPDATE or DELETE on anything but a knowledge base: refused in one line (or
+    the project it names does not exist)."""
+    missing = _missing_project(session, statement.table, ctx)
+    if missing is not None:
+        raise SqlError(missing)
+    raise refusals.unsupported(f"{type(statement).__name__.upper()} of data-source tables: "
+                               f"{statement.to_string()} (INSERT, UPDATE and DELETE write to "
+                               "knowledge bases only)")
+
+
+def _missing_project(session: SqlSession, table: Any, ctx: dict[str, Any]) -> str | None:
+    """Why a write found no knowledge base, when the reason is a project that does not
+    exist (the current one from `context.db`, or `project.kb`); None otherwise."""
+    parts = [str(p) for p in getattr(table, "parts", [])]
+    if len(parts) not in (1, 2):
+        return None
+    project = parts[0] if len(parts) == 2 else ctx["db"]
+    if project.lower() == FRAMES_SOURCE or session.catalog.find_datasource(project):
+        return None
+    try:
+        session.catalog.project(project)
+    except ServiceError as exc:
+        return exc.detail
+    return None

@@ -1,0 +1,122 @@
+"""`information_schema` tables, built from the catalog on each query (they are small).
+
+`databases` is how the reference's Python SDK lists projects and data sources:
+`SELECT NAME FROM information_schema.databases WHERE TYPE = 'project'`. Connection
+parameters are shown with secrets masked.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from kbsql.engine.datasources.frame_store import FRAMES_SOURCE
+from kbsql.engine.datasources.upload_store import UPLOADS_SOURCE
+from kbsql.engine.sql import query_log
+from kbsql.engine.sql.tables.names import INFORMATION_SCHEMA, not_found
+from kbsql.engine.views import knowledge_base_json
+from kbsql.interface.secrets import mask_secrets
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from kbsql.engine.catalog import KbRecord
+    from kbsql.engine.sql.query_log import QueryRecord
+    from kbsql.engine.sql.session import SqlSession
+
+TABLES = ("databases", "tables", "knowledge_bases", "agents", "queries")
+QUERY_COLUMNS = query_log.COLUMNS
+INFO_COLUMNS = ["NAME", "PROJECT", "EMBEDDING_MODEL", "RERANKING_MODEL", "STORAGE", "METADATA_COLUMNS",
+                "CONTENT_COLUMNS", "ID_COLUMN", "PARAMS", "INSERT_STARTED_AT", "INSERT_FINISHED_AT",
+                "PROCESSED_ROWS", "ERROR", "QUERY_ID"]
+
+
+def databases(session: SqlSession) -> pa.Table:
+    catalog = session.catalog
+    rows: list[tuple[str, str, Any, Any]] = [(INFORMATION_SCHEMA, "system", None, None)]
+    rows += [(p.name, "project", None, None) for p in catalog.projects()]
+    rows.append((UPLOADS_SOURCE, "data", "files", "{}"))
+    rows.append((FRAMES_SOURCE, "data", "dataframe", "{}"))
+    rows += [(d.name, "data", d.engine, json.dumps(mask_secrets(d.parameters)))
+             for d in catalog.datasources()]
+    names = ["NAME", "TYPE", "ENGINE", "CONNECTION_DATA"]
+    return pa.table({n: pa.array([r[i] for r in rows], pa.string()) for i, n in enumerate(names)})
+
+
+def tables(session: SqlSession) -> pa.Table:
+    """Tables of every database. A data source that cannot be listed is skipped."""
+    catalog = session.catalog
+    rows: list[tuple[str, str, str]] = [(INFORMATION_SCHEMA, t.upper(), "SYSTEM VIEW") for t in TABLES]
+    rows += [(kb.project_name, kb.name, "KNOWLEDGE BASE") for kb in catalog.knowledge_bases()]
+    for project in catalog.projects():
+        rows += [(project.name, a.name, "AGENT") for a in catalog.agents(project.name)]
+    for name in [UPLOADS_SOURCE, FRAMES_SOURCE] + [d.name for d in catalog.datasources()]:
+        try:
+            source = session.duck.source(name)
+            listed = source.tables(session.duck.con) if source is not None else []
+        except Exception:  # an unreachable server must not hide the other tables
+            continue
+        rows += [(name, t, "BASE TABLE") for t in listed]
+    return pa.table({"TABLE_SCHEMA": [r[0] for r in rows], "TABLE_NAME": [r[1] for r in rows],
+                     "TABLE_TYPE": [r[2] for r in rows]})
+
+
+def agents(session: SqlSession) -> pa.Table:
+    catalog = session.catalog
+    records = [a for p in catalog.projects() for a in catalog.agents(p.name)]
+    return pa.table({
+        "NAME": pa.array([a.name for a in records], pa.string()),
+        "PROJECT": pa.array([a.project_name for a in records], pa.string()),
+        "MODEL": pa.array([json.dumps(mask_secrets(a.model)) for a in records], pa.string()),
+        "DATA": pa.array([json.dumps(a.data) for a in records], pa.string()),
+        "PROMPT_TEMPLATE": pa.array([a.prompt_template for a in records], pa.string()),
+        "PARAMS": pa.array([json.dumps(a.params) for a in records], pa.string()),  # timeout, mode
+    })
+
+
+def knowledge_bases(session: SqlSession, ctx: dict[str, Any]) -> Any:
+    """The same rows as SHOW KNOWLEDGE_BASES (built by the knowledge-base statements), for
+    joins and subqueries over `information_schema.knowledge_bases`."""
+    return knowledge_bases_frame(session, session.catalog.knowledge_bases())
+
+
+def frame(session: SqlSession, name: str, ctx: dict[str, Any]) -> Any:
+    if name == "databases":
+        return databases(session)
+    if name == "tables":
+        return tables(session)
+    if name == "agents":
+        return agents(session)
+    if name == "knowledge_bases":
+        return knowledge_bases(session, ctx)
+    if name == "queries":  # insert_data.mdx: the INSERTs into knowledge bases
+        rows = session.queries.rows()
+        return pa.table({c: pa.array([r[i] for r in rows], pa.int64() if c in ("ID", "PROCESSED_ROWS")
+                                     else pa.string()) for i, c in enumerate(QUERY_COLUMNS)})
+    raise not_found(name, INFORMATION_SCHEMA, f" (known: {', '.join(TABLES)})")
+
+
+def _info_row(record: KbRecord, last: QueryRecord | None) -> list[Any]:
+    view = knowledge_base_json(record, "get")
+    spec = record.spec
+
+    def text(value: Any) -> str | None:
+        return None if value is None else json.dumps(value)
+
+    insert = [None, None, None, None, spec.get("query_id")] if last is None else \
+        [last.started_at, last.finished_at, last.processed_rows, last.error, last.id]
+    return [record.name, record.project_name, text(view["embedding_model"]), text(view["reranking_model"]),
+            f"{spec.get('vector_database')}.{spec.get('vector_database_table')}",
+            text(spec.get("metadata_columns")), text(spec.get("content_columns")), spec.get("id_column"),
+            text(view["params"]), *insert]
+
+
+def knowledge_bases_frame(session: SqlSession, records: list[KbRecord]) -> pd.DataFrame:
+    """SHOW KNOWLEDGE_BASES / DESCRIBE rows; INSERT_STARTED_AT ... QUERY_ID describe each
+    knowledge base's last `INSERT ... SELECT` (information_schema.queries), as MindsDB's."""
+    import pandas as pd
+
+    latest = session.queries.latest_by_kb() if records else {}
+    return pd.DataFrame([_info_row(r, latest.get(r.id)) for r in records], columns=INFO_COLUMNS)

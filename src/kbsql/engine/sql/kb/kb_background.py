@@ -1,0 +1,285 @@
+"""Background inserts: `INSERT INTO kb SELECT ... USING batch_size = N [, track_column = c]`
+as MindsDB runs its partitioned inserts (insert_data.mdx, "Insert Data using Partitions").
+
+The statement answers at once with one row describing the query (MindsDB's columns: ID,
+SQL, DATABASE, STARTED_AT, ...); the insert runs in a small pool of worker threads
+(`DEFAULT_WORKERS`, outside any request and its deadline), is listed in
+information_schema.queries with its PROCESSED_ROWS as batches are stored, and shows in
+DESCRIBE KNOWLEDGE_BASE. `SELECT query_cancel(id)` stops it after the batch being stored
+(what was stored stays); `SELECT query_resume(id)` runs it again from where it stopped, as
+does resuming an insert that failed half-way (its ERROR is kept until then).
+
+Where it stopped: the rows are sorted by the tracked column (`track_column`, else the
+knowledge base's id column when the SELECT has it) and the query's CONTEXT keeps
+`track_value`, the largest value all of whose rows are stored. A resume runs the SELECT
+again and skips the rows up to that value. Rows sharing the value at which a batch ended
+are inserted again, which changes nothing (an insert of an id replaces it), so the final
+count is exact; MindsDB's `WHERE track > last` would instead skip the rest of such a group.
+Without a tracked column, a query that stored some rows cannot resume (MindsDB: "Can't
+resume query without track_column").
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
+
+from mindsdb_sql_parser import ast
+
+from kbsql.engine.catalog import KbRecord
+from kbsql.engine.sql.arrow_results import ArrowTableResult
+from kbsql.engine.sql.kb import kb_insert, kb_write
+from kbsql.engine.sql.parse import parsing
+from kbsql.engine.sql.query_log import CANCELLED, INFO_COLUMNS, QueryLog, QueryRecord, first_line
+from kbsql.engine.sql.tables import names
+from kbsql.interface.errors import KbsqlError, SqlError
+from kbsql.interface.results import OkResult, SqlResult, default_context
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from kbsql.engine.sql.session import SqlSession
+
+log = logging.getLogger("kbsql.sql")
+
+DEFAULT_WORKERS = 2
+"""Background inserts running at once per engine (more wait their turn): each may embed
+with `threads` of its own, so a few are enough to keep a machine busy without starving the
+statements of other users."""
+STOP_WAIT_S = 30.0
+STOPPED = "The engine stopped during this insert; query_resume({id}) continues it"
+
+
+class InsertCancelled(KbsqlError):
+    """Raised between two batches when query_cancel asked the insert to stop."""
+
+
+def wanted(using: dict[str, Any] | None) -> bool:
+    """`USING batch_size = N`: MindsDB's partitioned insert, which it runs in the background."""
+    return any(str(k).lower() == "batch_size" for k in (using or {}))
+
+
+def query_function(statement: ast.ASTNode) -> tuple[str, Any] | None:
+    """`SELECT query_cancel(id)` / `SELECT query_resume(id)` as (name, id), else None."""
+    if not isinstance(statement, ast.Select) or statement.from_table is not None or \
+            len(statement.targets or []) != 1:
+        return None
+    target = statement.targets[0]
+    if not isinstance(target, ast.Function) or str(target.op).lower() not in ("query_cancel",
+                                                                             "query_resume"):
+        return None
+    args = [a.value for a in target.args if isinstance(a, ast.Constant)]
+    if len(args) != 1 or len(target.args) != 1:
+        raise SqlError(f"{target.op}() takes one query id (SELECT {target.op}(1)): see "
+                       "information_schema.queries")
+    return str(target.op).lower(), args[0]
+
+
+class BackgroundInserts:
+    """The pool and the inserts of this engine running in it."""
+
+    def __init__(self, session: SqlSession, workers: int = DEFAULT_WORKERS):
+        self.session = session
+        self.queries: QueryLog = session.queries
+        self.pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="kbsql-insert")
+        self._lock = threading.Lock()
+        self._running: dict[int, tuple[Future[None], threading.Event]] = {}
+        self._closed = False
+
+    # statements ------------------------------------------------------------------------------
+    def start(self, record: KbRecord, statement: ast.Insert, sql: str, using: dict[str, Any],
+              ctx: dict[str, Any]) -> SqlResult:
+        """Check the statement (options, SELECT, tracked column), record the query and
+        answer its row; the insert itself runs in the pool."""
+        options = kb_insert.options_of(using)
+        probe = _probe(self.session, statement, ctx)
+        if options["track_column"] is not None and \
+                options["track_column"].lower() not in {str(c).lower() for c in probe.columns}:
+            raise SqlError(f"track_column {options['track_column']!r} is not a column of the inserted "
+                           f"rows {list(probe.columns)}")
+        parameters = {str(k).lower(): (v.parts[-1] if hasattr(v, "parts") else v) for k, v in using.items()}
+        query = self.queries.create(sql, ctx["db"], parameters, record.id)
+        self._submit(query.id)
+        return self._answer(query.id, ctx)
+
+    def resume(self, query_id: Any, ctx: dict[str, Any]) -> SqlResult:
+        record = self.queries.get(query_id)
+        with self._lock:
+            here = record.id in self._running
+        self.queries.mark_as_run(record, alive=here or (record.running and self.queries.owner_alive(record)))
+        self._submit(record.id)
+        return self._answer(record.id, ctx)
+
+    def cancel(self, query_id: Any, ctx: dict[str, Any]) -> SqlResult:
+        record = self.queries.request_cancel(query_id)
+        with self._lock:
+            running = self._running.get(record.id)
+        if running is not None:
+            running[1].set()  # stops after the batch being stored
+        elif record.error is None and not (record.running and self.queries.owner_alive(record)):
+            self.queries.fail(record.id, CANCELLED.format(id=record.id))  # nobody runs it
+        return OkResult(None, context=ctx)
+
+    def _answer(self, query_id: int, ctx: dict[str, Any]) -> SqlResult:
+        row = self.queries.get(query_id).info_row()
+        return ArrowTableResult.from_rows(list(INFO_COLUMNS), [row], ctx)
+
+    # the pool --------------------------------------------------------------------------------
+    def _submit(self, query_id: int) -> None:
+        stop = threading.Event()
+        with self._lock:
+            if self._closed:
+                raise SqlError("The engine is stopping: no new background insert")
+            if query_id in self._running:
+                raise SqlError(f"The query {query_id} is running already")
+            future = self.pool.submit(self._run, query_id, stop)
+            self._running[query_id] = (future, stop)
+
+    def running(self) -> list[int]:
+        with self._lock:
+            return sorted(self._running)
+
+    def close(self, timeout: float = STOP_WAIT_S) -> None:
+        """Stop every insert of this engine after its current batch (each is recorded as
+        stopped, for query_resume), then the pool."""
+        with self._lock:
+            self._closed = True
+            running = list(self._running.items())
+        for _, (_, stop) in running:
+            stop.set()
+        for query_id, (future, _) in running:
+            try:
+                future.result(timeout=timeout)
+            except CancelledError:  # still waiting for a worker: it never started
+                self.queries.fail(query_id, STOPPED.format(id=query_id))
+            except Exception:  # recorded in the query by the worker
+                pass
+        self.pool.shutdown(wait=False, cancel_futures=True)
+
+    def _run(self, query_id: int, stop: threading.Event) -> None:
+        queries = self.queries
+        try:
+            if stop.is_set() or queries.get(query_id).cancel_requested:
+                raise InsertCancelled()
+            record = queries.get(query_id)
+            if record.started_at is None or record.owner != queries.owner:
+                queries.mark_as_run(record, alive=False)
+            processed = _Insert(self.session, queries.get(query_id), stop).run()
+            queries.finish(query_id, processed)
+        except InsertCancelled:
+            closing = self._closed and not queries.get(query_id).cancel_requested
+            queries.fail(query_id, (STOPPED if closing else CANCELLED).format(id=query_id))
+        except BaseException as exc:
+            if not isinstance(exc, KbsqlError):
+                log.warning("background insert %s failed: %s", query_id, first_line(exc))
+            queries.fail(query_id, first_line(exc))
+        finally:
+            with self._lock:
+                self._running.pop(query_id, None)
+
+
+def _probe(session: SqlSession, statement: ast.Insert, ctx: dict[str, Any]) -> pd.DataFrame:
+    """The SELECT's columns without its rows (LIMIT 0): unknown tables or columns, and a
+    column list of the wrong length, fail the statement itself, not the background run."""
+    import copy
+
+    probe = copy.deepcopy(statement)
+    if isinstance(probe.from_select, ast.Select):
+        probe.from_select.limit = ast.Constant(0)
+    return kb_write.frame_of(session, probe, ctx)
+
+
+class _Insert:
+    """One run (a start or a resume) of a background insert."""
+
+    def __init__(self, session: SqlSession, query: QueryRecord, stop: threading.Event):
+        self.session, self.query, self.stop = session, query, stop
+        self.context = dict(query.context)
+        self.processed = 0
+
+    def run(self) -> int:
+        session, query = self.session, self.query
+        ctx = {**default_context(), "db": query.database or default_context()["db"]}
+        statement = parsing.parse(query.sql)
+        if not isinstance(statement, ast.Insert) or statement.from_select is None:
+            raise SqlError(f"The query {query.id} is not an INSERT ... SELECT")
+        options = kb_insert.options_of(kb_write.take_using(statement))
+        target = names.target_of(session, statement.table, ctx)
+        if target is None or target.kind != "kb" or target.record is None:
+            raise SqlError(f"The knowledge base of query {query.id} no longer exists")
+        frame = kb_write.frame_of(session, statement, ctx)
+        track = options["track_column"] or _id_column(target.record, frame)
+        columns = {str(c).lower(): c for c in frame.columns}
+        if track is not None:
+            track = columns.get(track.lower())
+            frame = frame.sort_values(track, kind="stable").reset_index(drop=True) if track else frame
+        options["track_column"] = track
+        total = len(frame)
+        frame = self._skip_done(frame, track)
+        if options["kb_no_upsert"] and self.processed:  # a resume: ids it stored are expected
+            options["kb_no_upsert"], options["kb_skip_existing"] = False, True
+        self.context.update(total_rows=total, track_column=track)
+        self.session.queries.progress(query.id, self.processed, self.context)
+        kb_write.insert_frame(session, target.record, frame, options,
+                              observe=lambda batches: self._observer(batches, len(frame), track),
+                              progress=False)
+        return total
+
+    def _skip_done(self, frame: pd.DataFrame, track: str | None) -> pd.DataFrame:
+        """On a resume, the rows already stored (up to CONTEXT's track_value) are skipped."""
+        value = self.context.get("track_value")
+        if value is None:
+            if self.query.processed_rows and track is None:
+                raise SqlError("Can't resume query without track_column: give the INSERT a "
+                               "track_column (or run it again)")
+            return frame
+        column = frame[track]
+        try:
+            if str(column.dtype).startswith("datetime"):
+                import pandas as pd
+
+                value = pd.Timestamp(value)
+            done = column <= value
+        except TypeError as exc:
+            raise SqlError(f"Cannot resume: the values of {track} cannot be compared with {value!r}") from exc
+        self.processed = int(done.sum())
+        return frame[~done].reset_index(drop=True)
+
+    def _observer(self, batches: kb_insert.FrameBatches, given: int, track: str | None) -> Any:
+        """After batch i: record the rows processed and the tracked value reached; stop if
+        cancelled. Rows kb_skip_existing dropped count as processed from the start."""
+        start = self.processed + (given - batches.rows)
+        values = batches.frame[track] if track is not None else None
+
+        def on_stored(index: int) -> None:
+            end = min((index + 1) * batches.size, batches.rows)
+            if values is not None and end > 0:
+                last = values.iloc[end - 1]
+                if end < batches.rows and values.iloc[end] == last:  # the group goes on
+                    before = values.iloc[:end][values.iloc[:end] < last]
+                    last = before.iloc[-1] if len(before) else None
+                if last is not None:
+                    self.context["track_value"] = _plain(last)
+            self.session.queries.progress(self.query.id, start + end, self.context)
+            if self.stop.is_set() or self.session.queries.get(self.query.id).cancel_requested:
+                raise InsertCancelled()
+
+        return on_stored
+
+
+def _id_column(record: KbRecord, frame: pd.DataFrame) -> str | None:
+    """The column a knowledge base takes its ids from, when the rows have it (MindsDB's
+    autobatch tracks the id column too)."""
+    wanted_name = record.spec.get("id_column") or "id"
+    return wanted_name if wanted_name.lower() in {str(c).lower() for c in frame.columns} else None
+
+
+def _plain(value: Any) -> Any:
+    """A tracked value as JSON can keep it (numpy scalars as Python, timestamps as text)."""
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    if hasattr(value, "item"):
+        return value.item()
+    return value

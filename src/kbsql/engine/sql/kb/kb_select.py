@@ -1,0 +1,172 @@
+"""SELECT on one knowledge base, read like a table (docs/mindsdb_sql/knowledge_bases/query.mdx).
+
+The WHERE clause becomes searches and filters (`kb_where`). A SELECT of columns (`*`, `id`,
+`chunk_content`, a metadata column by name) is answered from those rows directly; anything
+else (`count(*)`, aggregates, GROUP BY, ORDER BY, DISTINCT, expressions) runs in a private
+DuckDB over every row the WHERE selects: then a search is not capped at the default 10
+rows, which would quietly corrupt a count or an order. Names are case-insensitive and an
+unknown column is an error, never a column of nulls.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from collections.abc import Callable
+from typing import Any
+
+import duckdb
+from mindsdb_sql_parser import ast
+
+from kbsql.engine.knowledge.search import DEFAULT_LIMIT
+from kbsql.engine.sql.kb.kb_conditions import count
+from kbsql.engine.sql.kb.kb_where import Columns, Search, Subquery, run_where
+from kbsql.interface.errors import SqlError
+from kbsql.interface.results import KB_COLUMNS
+
+Row = list[Any]
+_MISSING = re.compile(r'column "?([^"\s]+)"? not found', re.IGNORECASE)
+
+
+def is_plain(statement: ast.Select) -> bool:
+    """Only columns selected, nothing to group, order or aggregate (DISTINCT is kept here, so
+    `SELECT DISTINCT id ... LIMIT 1` keeps the best-first order of a search)."""
+    if statement.group_by or statement.having or statement.order_by:
+        return False
+    return all(isinstance(t, ast.Star) or (isinstance(t, ast.Identifier) and not
+                                           isinstance(t.parts[-1], ast.Star))
+               for t in statement.targets)
+
+
+def select_rows(statement: ast.Select, name: str, metadata_columns: list[str] | None, search: Search,
+                total: Callable[[], int], subquery: Subquery | None = None,
+                extra_keys: tuple[str, ...] = ()) -> tuple[list[str], list[Row]]:
+    """(column names, rows) of a SELECT on knowledge base `name`."""
+    limit = count(statement.limit, "LIMIT") if statement.limit is not None else None
+    offset = count(statement.offset, "OFFSET") if statement.offset is not None else 0
+    if is_plain(statement) and statement.distinct:
+        rows = run_where(statement.where, search, metadata_columns, subquery=subquery, extra_keys=extra_keys,
+                         limit=None, cap=max(total(), 1))
+        names, out = project(statement.targets, rows, metadata_columns)
+        unique = _first_seen(out)
+        return names, unique[offset:] if limit is None else unique[offset:offset + limit]
+    if is_plain(statement):
+        rows = run_where(statement.where, search, metadata_columns, subquery=subquery, extra_keys=extra_keys,
+                         limit=None if limit is None else limit + offset, cap=DEFAULT_LIMIT + offset)
+        return project(statement.targets, rows[offset:], metadata_columns)
+    rows = run_where(statement.where, search, metadata_columns, subquery=subquery, extra_keys=extra_keys,
+                     limit=None, cap=max(total(), 1))
+    return run_in_duckdb(statement, name, rows, metadata_columns)
+
+
+def _first_seen(rows: list[Row]) -> list[Row]:
+    seen: set[str] = set()
+    out = []
+    for row in rows:
+        key = json.dumps(row, sort_keys=True, default=str)
+        if key not in seen:
+            seen.add(key)
+            out.append(row)
+    return out
+
+
+def _row_column(name: str) -> int | None:
+    lowered = "chunk_content" if name.lower() == "content" else name.lower()
+    return KB_COLUMNS.index(lowered) if lowered in KB_COLUMNS else None
+
+
+def _metadata_key(name: str, rows: list[Row], metadata_columns: list[str] | None) -> str:
+    """The metadata key a selected name reads, or an error naming what exists."""
+    if metadata_columns is not None:
+        try:
+            return Columns(metadata_columns).resolve(name)
+        except SqlError:
+            pass
+    else:
+        keys = {k.lower(): k for r in rows for k in (r[3] or {})}
+        if name.lower() in keys or not rows:
+            return keys.get(name.lower(), name)
+    known = metadata_columns if metadata_columns is not None else \
+        sorted({k for r in rows for k in (r[3] or {})})
+    raise SqlError(f"Unknown column {name!r} in a knowledge base: the columns are {list(KB_COLUMNS)} "
+                   f"and the metadata columns {known}")
+
+
+def project(targets: list[ast.ASTNode], rows: list[Row], metadata_columns: list[str] | None
+            ) -> tuple[list[str], list[Row]]:
+    """Keep the selected columns; a name that is not a result column reads a metadata key."""
+    if len(targets) == 1 and isinstance(targets[0], ast.Star):
+        return list(KB_COLUMNS), rows
+    picks: list[tuple[str, int | str]] = []
+    for target in targets:
+        if isinstance(target, ast.Star):
+            picks.extend((c, i) for i, c in enumerate(KB_COLUMNS))
+            continue
+        column = str(target.parts[-1])
+        name = str(target.alias.parts[-1]) if target.alias is not None else column
+        index = _row_column(column)
+        picks.append((name, index if index is not None else _metadata_key(column, rows, metadata_columns)))
+    out = [[row[p] if isinstance(p, int) else (row[3] or {}).get(p) for _, p in picks] for row in rows]
+    return [n for n, _ in picks], out
+
+
+def _frame(rows: list[Row], metadata_columns: list[str] | None) -> Any:
+    """The rows as a DataFrame: the KB columns, `content`, and one column per metadata key."""
+    import pandas as pd
+
+    keys = list(metadata_columns) if metadata_columns is not None else \
+        list(dict.fromkeys(k for r in rows for k in (r[3] or {})))
+    taken = {c.lower() for c in KB_COLUMNS} | {"content"}
+    keys = [k for k in keys if k.lower() not in taken]
+    data: dict[str, list[Any]] = {c: [r[i] for r in rows] for i, c in enumerate(KB_COLUMNS)}
+    data["metadata"] = [None if r[3] is None else json.dumps(r[3], default=str) for r in rows]
+    data["content"] = data["chunk_content"]
+    for key in keys:
+        data[key] = [(r[3] or {}).get(key) for r in rows]
+    frame = pd.DataFrame(data)
+    for column in ("relevance", "distance"):
+        frame[column] = frame[column].astype("float64")
+    return frame
+
+
+def run_in_duckdb(statement: ast.Select, name: str, rows: list[Row],
+                  metadata_columns: list[str] | None) -> tuple[list[str], list[Row]]:
+    query = copy.deepcopy(statement)
+    alias = statement.from_table.alias if getattr(statement.from_table, "alias", None) is not None \
+        else ast.Identifier(str(statement.from_table.parts[-1]))
+    query.from_table = ast.Identifier(parts=["kb_frame"], alias=alias)
+    query.where = None
+    targets: list[ast.ASTNode] = []
+    for target in query.targets:  # `*` is the contract's six columns, not the helper ones
+        if isinstance(target, ast.Star):
+            targets.extend(ast.Identifier(c) for c in KB_COLUMNS)
+        else:
+            targets.append(target)
+    query.targets = targets
+    with duckdb.connect(":memory:") as con:
+        con.register("kb_frame", _frame(rows, metadata_columns))
+        try:
+            cursor = con.execute(query.to_string())
+        except duckdb.BinderException as exc:
+            missing = _MISSING.search(str(exc))
+            if missing:
+                raise SqlError(f"Unknown column {missing.group(1)!r} in knowledge base {name}: the "
+                               f"columns are {list(KB_COLUMNS)} and the metadata columns "
+                               f"{metadata_columns if metadata_columns is not None else 'of its rows'}"
+                               ) from None
+            raise SqlError(_first_line(exc)) from None
+        except duckdb.Error as exc:
+            raise SqlError(_first_line(exc)) from None
+        names = [d[0] for d in cursor.description]
+        out = [list(r) for r in cursor.fetchall()]
+    if "metadata" in names:
+        i = names.index("metadata")
+        for row in out:
+            if isinstance(row[i], str):
+                row[i] = json.loads(row[i])
+    return names, out
+
+
+def _first_line(exc: Exception) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

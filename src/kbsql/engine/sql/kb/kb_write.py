@@ -1,0 +1,121 @@
+"""`INSERT INTO kb ...`: the rows of a VALUES list or of a SELECT, into a knowledge base.
+
+Shared by the inline insert (kb_statements) and the background one (kb_background): the
+rows of `INSERT INTO kb [(columns)] SELECT ...` as one frame (`frame_of`), and that frame
+stored with the `USING` options of insert_data.mdx (`insert_frame`, see kb_insert.py),
+with an optional observer told after each batch is stored (a background insert records
+its progress there and stops there when cancelled).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from mindsdb_sql_parser import ast
+
+from kbsql.engine.catalog import KbRecord
+from kbsql.engine.knowledge.ingest import RowChunker
+from kbsql.engine.knowledge.search import Filter, SearchRequest
+from kbsql.engine.sql.kb import kb_insert
+from kbsql.engine.sql.kb.kb_conditions import constant
+from kbsql.engine.sql.tables.select import select_frame
+from kbsql.interface.errors import SqlError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from kbsql.engine.sql.session import SqlSession
+
+BatchObserver = Callable[[kb_insert.FrameBatches], Callable[[int], None]]
+"""Given the batches an insert is about to store, the callback to run after batch i."""
+
+
+def take_using(statement: ast.Insert) -> dict[str, Any] | None:
+    """The `USING` options of `INSERT ... SELECT ... USING ...`, taken off the SELECT (which
+    is then plain SQL over tables)."""
+    select = statement.from_select
+    using = getattr(select, "using", None) if select is not None else None
+    if select is not None:
+        select.using = None
+    return using
+
+
+def frame_of(session: SqlSession, statement: ast.Insert, ctx: dict[str, Any]) -> pd.DataFrame:
+    """The rows of `INSERT INTO kb [(a, b)] SELECT ...` (USING already taken off), named by
+    the column list when there is one (by position, as SQL does)."""
+    frame = select_frame(session, statement.from_select, ctx)
+    if statement.columns:
+        names = column_names(statement.columns)
+        if len(names) != len(frame.columns):
+            raise SqlError(f"INSERT names {len(names)} columns but its SELECT returns {len(frame.columns)}")
+        frame.columns = names
+    return frame
+
+
+def values_rows(statement: ast.Insert) -> list[dict[str, Any]]:
+    """The rows of `INSERT INTO kb (columns) VALUES (...), ...`."""
+    if not statement.columns:
+        raise SqlError("INSERT INTO a knowledge base needs its column names: "
+                       "INSERT INTO kb (id, content) ...")
+    names = column_names(statement.columns)
+    rows = []
+    for values in statement.values or []:
+        if len(values) != len(names):
+            raise SqlError(f"INSERT has {len(names)} columns but a row of {len(values)} values")
+        rows.append({n: constant(v) for n, v in zip(names, values, strict=True)})
+    return rows
+
+
+def insert_frame(session: SqlSession, record: KbRecord, frame: Any, options: dict[str, Any],
+                 observe: BatchObserver | None = None, progress: bool | None = None) -> int:
+    """Store `frame` with checked `USING` options (kb_insert.options_of); the rows stored."""
+    def doc_ids(rows: Any) -> list[str | None]:
+        chunker = RowChunker(record.spec)
+        out = []
+        for i, row in enumerate(rows.to_dict("records")):
+            made = chunker.chunks(row, i)
+            out.append(None if made is None else made[0])
+        return out
+
+    def stored(ids: list[str]) -> set[str]:
+        if not ids:
+            return set()
+        request = SearchRequest(filters=[Filter("id", "in", ids)])
+        return {str(r[0]) for r in session.kbs.service.search(record, request)}
+
+    def insert_batches(batches: kb_insert.FrameBatches, threads: int, skip: bool) -> int:
+        on_stored = observe(batches) if observe is not None else None
+        return session.kbs.insert_batches(record, batches, threads=threads, skip=skip,
+                                          total_rows=batches.rows, progress=progress,
+                                          on_stored=on_stored)
+
+    return kb_insert.insert_frame(frame, options, insert_batches, doc_ids, stored)
+
+
+def logged_sql(statement: ast.Insert) -> str:
+    """The INSERT as information_schema.queries shows it (and as a resume runs it again)."""
+    return statement.to_string()
+
+
+def column_names(columns: list[Any]) -> list[str]:
+    """The INSERT column list as plain names.
+
+    mindsdb_sql_parser hands the list over as `TableColumn`s whose `name` is the raw token,
+    backticks included (`Identifier` parts are clean, `TableColumn` names are not), so the
+    quotes come off here: one layer of ` or ", doubled inner quotes undoubled.
+    """
+    names = [unquote_identifier(str(c.name)) if hasattr(c, "name") else str(c.parts[-1])
+             for c in columns]
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise SqlError(f"INSERT names the column(s) {repeated} more than once")
+    return names
+
+
+def unquote_identifier(name: str) -> str:
+    """`my col` -> my col, "a""b" -> a"b; an unquoted name is returned as it is."""
+    if len(name) >= 2 and name[0] == name[-1] and name[0] in "`\"":
+        quote = name[0]
+        return name[1:-1].replace(quote * 2, quote)
+    return name

@@ -1,0 +1,80 @@
+"""One statement's text to its AST, in bounded time.
+
+mindsdb_sql_parser (sly) is pure Python: about 40 µs per token on linear shapes and worse on
+lists (see `in_fastpath`), and nothing in it can be interrupted. Under the server's 1 MB SQL
+limit one statement could otherwise hold a worker thread and a core for minutes. So:
+
+1. a long `INSERT ... VALUES` and long `IN (literal, ...)` lists skip sly for their
+   literals (`values_fastpath`, `in_fastpath`: the same AST, measured to be ~30x faster);
+2. whatever is left for the full parser is refused before parsing when it has more than
+   `MAX_TOKENS` tokens, with one line naming the limit and the alternative.
+"""
+
+from __future__ import annotations
+
+import re
+
+from mindsdb_sql_parser import ast, parse_sql
+
+from kbsql.engine.sql.parse.in_fastpath import parse_in_lists
+from kbsql.engine.sql.parse.values_fastpath import parse_insert_values
+from kbsql.engine.sql.refusals import unsupported
+from kbsql.interface.errors import SqlError
+from kbsql.interface.sqltext import segments
+
+MAX_TOKENS = 60_000
+"""The most tokens a statement may hand to the full parser.
+
+Why: sly cannot be interrupted, and its time grows with the token count (linearly for
+column lists, OR chains, UNIONs: 20k tokens ~1 s; faster than linearly for lists of
+expressions, whose items it copies once per item: 40k items, 80k tokens, 7.6 s; 80k
+items 18.5 s). Measured on a shared 2-core machine under load (01:2x UTC, 2026-11-23).
+At 60k tokens a statement costs the parser a few seconds at most; the common big shapes
+(VALUES rows, IN lists of literals) do not count, they go around the parser. Below the
+limit no statement is ever cut short or truncated: above it, it is refused whole."""
+
+# What counts as one token for the limit (close to the parser's lexer: a string, quoted
+# identifier or comment is one token; a word or number is one; other characters one each).
+_TOKENS = re.compile(r"""'(?:\\.|[^'])*(?:''(?:\\.|[^'])*)*'|"(?:\\.|[^"])*(?:""(?:\\.|[^"])*)*"|`[^`]+`"""
+                     r"""|/\*[\s\S]*?(?:\*/|\Z)|--[^\n]*|[\w$.]+|\S""")
+
+
+def parse(query: str) -> ast.ASTNode:
+    """The statement's AST; an `SqlError` when it is too long for the parser, the parser's
+    own exception when it is not SQL."""
+    check_comments(query)
+    statement = parse_insert_values(query) or parse_in_lists(query)
+    if statement is not None:
+        return statement
+    check_size(query)
+    return parse_sql(query)
+
+
+def check_comments(query: str) -> None:
+    r"""Refuse a `/*` that is never closed before any scanner sees it. Each lexer here (and
+    sly's) tries `/\*[\s\S]*?\*/` at every `/*`, and with no `*/` each try reads to the end
+    of the text: 20,000 unclosed `/*` (60 KB) took 34 s to end in the same syntax error."""
+    if "/*" not in query:
+        return
+    for start, end, is_code in segments(query):
+        if not is_code and query.startswith("/*", start) and not (
+                end - start >= 4 and query.endswith("*/", start, end)):
+            raise SqlError(f"Syntax error: the comment opened by /* at character {start + 1} is "
+                           "never closed with */")
+
+
+def token_count(query: str) -> int:
+    return len(_TOKENS.findall(query))
+
+
+def check_size(query: str) -> None:
+    """Refuse (as an `SqlError`) a text with more than `MAX_TOKENS` tokens."""
+    if len(query) <= MAX_TOKENS:  # a token takes at least one character
+        return
+    count = token_count(query)
+    if count > MAX_TOKENS:
+        raise unsupported(
+            f"a statement of {count} SQL tokens (the limit is {MAX_TOKENS}, so that one "
+            "statement cannot hold the parser for minutes; long IN lists and INSERT ... VALUES "
+            "rows of plain literals do not count); register long lists of values as a "
+            "table (client.register / df.<name>) and JOIN it or use IN (SELECT ...)")

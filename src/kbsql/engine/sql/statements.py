@@ -1,0 +1,126 @@
+"""The one table of SQL statements: statement kind -> handler.
+
+A statement's kind is its parser class, the part of it the class does not say (a SHOW's
+category, `DESCRIBE KNOWLEDGE_BASE`), and what its own table names (`on`: "kb", "agent",
+or "" for a data-source table, several tables or none). The router (`executor.run`)
+resolves that table once, then asks `handler_for`; a kind with no entry is refused in one
+line (`refusals.fallback`). Every handler takes `(session, statement, ctx, routed)` and
+returns the answer, so adding a statement is one handler and one entry below.
+
+Lookup: the entry for the exact `on` first, then the one for "" (a SELECT of a data
+source's table and of `information_schema.tables` are the same kind; a DESCRIBE of an
+agent is answered like a DESCRIBE of a table, as before this table existed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from mindsdb_sql_parser import ast
+from mindsdb_sql_parser.ast.mindsdb import (
+    AlterDatabase,
+    AlterKnowledgeBase,
+    CreateKnowledgeBase,
+    CreateKnowledgeBaseIndex,
+    DropKnowledgeBase,
+    DropKnowledgeBaseIndex,
+)
+from mindsdb_sql_parser.ast.mindsdb.agents import CreateAgent, DropAgent, UpdateAgent
+from mindsdb_sql_parser.ast.mindsdb.create_database import CreateDatabase
+from mindsdb_sql_parser.ast.mindsdb.knowledge_base import EvaluateKnowledgeBase
+
+from kbsql.engine.sql.agent import agent_statements
+from kbsql.engine.sql.databases import builtin_tables, database_ops, database_statements
+from kbsql.engine.sql.kb import kb_index, kb_rows, kb_statements
+from kbsql.engine.sql.tables.select import select_tables
+
+if TYPE_CHECKING:
+    from kbsql.engine.sql.session import SqlSession
+    from kbsql.engine.sql.tables.names import Routed
+    from kbsql.interface.results import SqlResult
+
+Handler = Callable[["SqlSession", Any, dict[str, Any], "Routed"], "SqlResult"]
+Kind = tuple[type, str, str]
+"""(parser class, category: a SHOW's or a DESCRIBE's object type or "", on)."""
+
+INFO_KNOWLEDGE_BASES = "information_schema.knowledge_bases"
+
+HANDLERS: dict[Kind, Handler] = {
+    # knowledge bases (sql/kb/)
+    (CreateKnowledgeBase, "", ""): kb_statements.create,
+    (DropKnowledgeBase, "", ""): kb_statements.drop,
+    (AlterKnowledgeBase, "", ""): kb_statements.alter,
+    (EvaluateKnowledgeBase, "", ""): kb_statements.evaluate,
+    (CreateKnowledgeBaseIndex, "", ""): kb_index.create_index,
+    (DropKnowledgeBaseIndex, "", ""): kb_index.drop_index,
+    (ast.Show, "KNOWLEDGE_BASES", ""): kb_statements.show,
+    (ast.Describe, "KNOWLEDGE_BASE", ""): kb_statements.describe,
+    (ast.Describe, "", "kb"): kb_statements.describe,
+    (ast.Show, "COLUMNS", "kb"): kb_statements.columns,
+    (ast.Show, "FIELDS", "kb"): kb_statements.columns,
+    (ast.Select, "", "kb"): kb_rows.select,
+    (ast.Select, "", INFO_KNOWLEDGE_BASES): kb_rows.select_info_schema,
+    (ast.Insert, "", "kb"): kb_rows.insert,
+    (ast.Update, "", "kb"): kb_rows.update,
+    (ast.Delete, "", "kb"): kb_rows.delete,
+    # agents (sql/agent/)
+    (CreateAgent, "", ""): agent_statements.create_agent,
+    (DropAgent, "", ""): agent_statements.drop_agent,
+    (UpdateAgent, "", ""): agent_statements.update_agent,
+    (ast.Show, "AGENTS", ""): agent_statements.show_agents,
+    (ast.Select, "", "agent"): agent_statements.ask,
+    # projects and data sources (sql/databases/)
+    (CreateDatabase, "", ""): database_statements.create_database,
+    (AlterDatabase, "", ""): database_ops.alter_database,
+    (ast.CreateTable, "", ""): builtin_tables.create_table,
+    (ast.DropTables, "", ""): builtin_tables.drop_table,
+    (ast.DropDatabase, "", ""): database_statements.drop_database,
+    (ast.Use, "", ""): database_statements.use,
+    (ast.Show, "DATABASES", ""): database_statements.show_databases,
+    (ast.Show, "SCHEMAS", ""): database_statements.show_databases,
+    (ast.Show, "TABLES", ""): database_statements.show_tables,
+    (ast.Show, "COLUMNS", ""): database_statements.show_columns,
+    (ast.Show, "FIELDS", ""): database_statements.show_columns,
+    (ast.Describe, "", ""): database_statements.describe,
+    (ast.Insert, "", ""): builtin_tables.insert_or_refuse,  # files.x appends; others refused
+    (ast.Update, "", ""): database_statements.refuse_write,
+    (ast.Delete, "", ""): database_statements.refuse_write,
+    # SELECT over tables (sql/tables/)
+    (ast.Select, "", ""): select_tables,
+    (ast.Union, "", ""): select_tables,
+    (ast.Intersect, "", ""): select_tables,
+    (ast.Except, "", ""): select_tables,
+}
+
+
+def category_of(statement: ast.ASTNode) -> str:
+    """A SHOW's category (`SHOW KNOWLEDGE BASES` -> KNOWLEDGE_BASES), DESCRIBE KNOWLEDGE_BASE's
+    object type; "" for every other statement (a typed DESCRIBE of anything else describes
+    its table, as a plain DESCRIBE does)."""
+    if isinstance(statement, ast.Show):
+        return str(statement.category or "").upper().replace(" ", "_")
+    if isinstance(statement, ast.Describe):
+        kind = str(getattr(statement, "type", None) or "").upper().replace(" ", "_")
+        return kind if kind == "KNOWLEDGE_BASE" else ""
+    return ""
+
+
+def on_of(routed: Routed) -> str:
+    """What the statement's own table names, as the table keys it."""
+    target = routed.target
+    if target is None:
+        return ""
+    if target.kind == "info":
+        return INFO_KNOWLEDGE_BASES if kb_rows.is_info_schema_kbs(routed.table) else ""
+    return target.kind
+
+
+def handler_for(statement: ast.ASTNode, routed: Routed) -> Handler | None:
+    """The handler of this statement's kind (see the module docstring), or None."""
+    category, on = category_of(statement), on_of(routed)
+    for cls in type(statement).__mro__:
+        handler = HANDLERS.get((cls, category, on)) or HANDLERS.get((cls, category, ""))
+        if handler is not None:
+            return handler
+    return None

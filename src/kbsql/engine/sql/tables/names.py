@@ -1,0 +1,132 @@
+"""Name resolution: what a table reference in a query means.
+
+`a` resolves in the current project (`context.db`); `x.a` in project or data source `x`;
+`x.s.a` in schema `s` of data source `x`. Projects and data sources share one namespace
+(the catalog enforces it), `information_schema` and the built-in `df` and `files` sources are reserved.
+A name that resolves to nothing is an error naming the table AND the database.
+
+The executor resolves a statement's own table once, before routing (`target_of`), and hands
+the handler a `Routed`: a knowledge base's handler gets its record, a SELECT compiler the
+resolution (`Resolutions`), so no statement reads the catalog twice for one name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from mindsdb_sql_parser import ast
+
+from kbsql.engine.catalog import KbRecord
+from kbsql.engine.datasources.frame_store import FRAMES_SOURCE
+from kbsql.engine.datasources.scans import Scan
+from kbsql.engine.datasources.upload_store import UPLOADS_SOURCE
+from kbsql.interface.errors import NotFound, SqlError
+
+if TYPE_CHECKING:
+    from kbsql.engine.sql.session import SqlSession
+
+INFORMATION_SCHEMA = "information_schema"
+RESERVED = frozenset({INFORMATION_SCHEMA, FRAMES_SOURCE, UPLOADS_SOURCE})
+
+
+@dataclass
+class Resolved:
+    """kind: 'data' (a data source table, `scan` set), 'kb' (`record` set), 'agent' or 'info'."""
+
+    kind: str
+    database: str
+    name: str
+    scan: Scan | None = None
+    record: KbRecord | None = None
+
+
+Resolutions = dict[tuple[str, ...], Resolved]
+"""Table names (their parts) already resolved for this statement, handed down by the router."""
+
+
+@dataclass(frozen=True)
+class Routed:
+    """What the router learned about a statement before choosing its handler: its own table
+    (`FROM t`, `INTO t`, `DESCRIBE t`, or None), what that names (`target`, resolved once),
+    and the statement's text when its plan may be cached (None with bound parameters)."""
+
+    table: Any = None
+    target: Resolved | None = None
+    query: str | None = None
+
+    @property
+    def record(self) -> KbRecord | None:
+        """The knowledge base the statement's own table names, if it names one."""
+        return self.target.record if self.target is not None and self.target.kind == "kb" else None
+
+    @property
+    def resolutions(self) -> Resolutions:
+        """The statement's own table as already resolved, for the SELECT compiler."""
+        return {} if self.target is None else {tuple(table_parts(self.table)): self.target}
+
+
+def find_project(session: SqlSession, name: str) -> str | None:
+    """The stored spelling of project `name`, None if there is no such project."""
+    try:
+        return session.catalog.project(name).name
+    except NotFound:
+        return None
+
+
+def not_found(table: str, database: str, hint: str = "") -> SqlError:
+    return SqlError(f"Table '{table}' not found in database '{database}'{hint}")
+
+
+def resolve(session: SqlSession, parts: list[str], current: str) -> Resolved:
+    database, rest = (current, parts) if len(parts) == 1 else (parts[0], parts[1:])
+    name = ".".join(rest)
+    if database.lower() == INFORMATION_SCHEMA:
+        return Resolved("info", INFORMATION_SCHEMA, rest[-1].lower())
+    catalog = session.catalog
+    is_project = True
+    if len(rest) == 1:  # the common case first: one read of the project, one of the KB
+        try:
+            kb = catalog.find_knowledge_base(database, rest[0])
+        except NotFound:
+            is_project = False
+        else:
+            if kb is not None:
+                return Resolved("kb", kb.project_name, kb.name, record=kb)
+    project = find_project(session, database) if is_project else None
+    if project is not None:
+        if len(rest) != 1:
+            raise not_found(name, project)
+        try:
+            return Resolved("agent", project, catalog.agent(project, rest[0]).name)
+        except NotFound:
+            pass
+        hint = (" (a table of a data source is named <data_source>.<table>)"
+                if len(parts) == 1 else "")
+        raise not_found(name, project, hint)
+    source = session.duck.source(database)
+    if source is None:
+        raise SqlError(f"Database '{database}' not found (in table reference "
+                       f"'{'.'.join(parts)}'); SHOW DATABASES lists them")
+    with session.duck.lock:  # native sources ask the shared DuckDB connection
+        scan = source.scan(session.duck.con, rest)
+    if scan is None:
+        raise not_found(name, source.name)
+    return Resolved("data", source.name, name, scan)
+
+
+def target_of(session: SqlSession, table: Any, ctx: dict[str, Any],
+              ctes: frozenset[str] = frozenset()) -> Resolved | None:
+    """What a statement's own table (`FROM t`, `INSERT INTO t`, `DESCRIBE t`) names, resolved
+    once by the router; None when it is not a plain table name (a join, a subquery, a CTE)."""
+    if not isinstance(table, ast.Identifier) or not 1 <= len(table.parts) <= 3:
+        return None
+    parts = table_parts(table)
+    if len(parts) == 1 and parts[0].lower() in ctes:
+        return None
+    return resolve(session, parts, ctx["db"])
+
+
+def table_parts(identifier: Any) -> list[str]:
+    """The parts of a parser Identifier naming a database object."""
+    return [str(p) for p in identifier.parts]

@@ -1,0 +1,68 @@
+"""Compiled SELECTs and their cache.
+
+A compiled query that reads only stable tables (attached files, registered DataFrames) is
+cached per (text, project) and re-checked cheaply on reuse, so a repeated query skips both
+parsers. The check is handed in as a function (table parts -> scan), which keeps this module
+a leaf under the SQL session.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from kbsql.engine.datasources.scans import Scan
+from kbsql.interface.errors import SqlError
+
+PLAN_CACHE_SIZE = 256
+PLAN_CACHE_MAX_TEXT = 64 * 1024
+"""A longer query text is not cached: 256 plans of 1 MB texts (a pasted id list) would keep
+~0.5 GB (the text and its compiled SQL); such a query pays its own compile each time."""
+
+
+@dataclass
+class Compiled:
+    sql: str
+    temps: list[str] = field(default_factory=list)
+    checks: list[tuple[list[str], Scan]] = field(default_factory=list)
+    cacheable: bool = True
+    kb_metadata: bool = False  # a knowledge base's `metadata` (JSON text in DuckDB) is read
+
+
+class PlanCache:
+    """(query text, project) -> compiled SQL, valid while its tables resolve the same way."""
+
+    def __init__(self, size: int = PLAN_CACHE_SIZE):
+        self.size = size
+        self._plans: OrderedDict[tuple[str, str], Compiled] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, query: str, db: str, resolve: Callable[[list[str], str], Scan | None]) -> Compiled | None:
+        """The plan for (query, db), if every table it read still resolves (`resolve(parts,
+        db)` gives the scan) to what it was compiled against."""
+        with self._lock:
+            plan = self._plans.get((query, db))
+        if plan is None:
+            return None
+        try:
+            for parts, scan in plan.checks:
+                if resolve(parts, db) != scan:
+                    raise LookupError
+        except (LookupError, SqlError):
+            with self._lock:
+                self._plans.pop((query, db), None)
+            return None
+        return plan
+
+    def put(self, query: str, db: str, plan: Compiled) -> None:
+        if plan.cacheable and not plan.temps and len(query) <= PLAN_CACHE_MAX_TEXT:
+            with self._lock:
+                self._plans[(query, db)] = plan
+                while len(self._plans) > self.size:
+                    self._plans.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._plans.clear()

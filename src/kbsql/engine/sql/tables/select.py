@@ -1,0 +1,176 @@
+"""SELECT over tables: resolve every table reference, rewrite it to what DuckDB reads, run.
+
+Each reference becomes a FROM item the engine controls (an attached table, a file
+reader, or a registered frame) under the alias the user wrote (or the table's own name),
+so `t.col` keeps working. Knowledge bases and agents in a query with other tables are
+materialized first (`kb_tables`). A compiled query that reads only stable tables (attached
+files, registered DataFrames) is cached per (text, project) and re-checked cheaply on
+reuse, so a repeated query skips both parsers.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+from mindsdb_sql_parser import ast
+from sqlglot import exp
+
+from kbsql.engine.datasources.scans import FrameScan
+from kbsql.engine.sql.arrow_results import JSON_COLUMNS, ArrowTableResult
+from kbsql.engine.sql.databases import info_schema
+from kbsql.engine.sql.tables import kb_tables, names, sqlglot_render
+from kbsql.engine.sql.tables.plans import Compiled
+from kbsql.interface.errors import SqlError
+from kbsql.interface.results import SqlResult
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from kbsql.engine.sql.session import SqlSession
+
+def compile_select(session: SqlSession, statement: ast.ASTNode, ctx: dict[str, Any],
+                   frames: dict[str, Any] | None = None,
+                   resolved: names.Resolutions | None = None) -> Compiled:
+    """DuckDB SQL for a SELECT (or UNION ...); release `temps` after running. `resolved`:
+    table names the router already resolved for this statement (not resolved again)."""
+    tree = sqlglot_render.to_tree(statement)
+    _name_columns(tree, statement)
+    ctes = _rename_ctes(tree)
+    compiled = Compiled("")
+    try:
+        for table in list(tree.find_all(exp.Table)):
+            _rewrite(session, table, ctes, ctx, frames or {}, compiled, resolved or {})
+        for column in tree.find_all(exp.Column):  # ds.t.col -> t.col (t is the alias)
+            if column.args.get("db") is not None:
+                column.set("db", None)
+                column.set("catalog", None)
+        compiled.sql = sqlglot_render.to_duckdb(tree)
+    except BaseException:
+        session.duck.release(compiled.temps)
+        raise
+    return compiled
+
+
+def _rename_ctes(tree: exp.Expression) -> dict[str, str]:
+    """Give every CTE a generated name; the map is (lower-cased) user name -> that name.
+
+    Why: a reference named like a CTE is left for DuckDB to resolve, and DuckDB reads an
+    unknown table name that looks like a file path (`/etc/x.csv`) as that file (a
+    replacement scan). A CTE named like a path, defined in one subquery and referenced
+    outside it, would read any file past the path policy. Under generated names, such a
+    reference names no CTE and no file: DuckDB answers that the table does not exist."""
+    renamed: dict[str, str] = {}
+    for cte in tree.find_all(exp.CTE):
+        alias = cte.args.get("alias")
+        if alias is None:
+            continue
+        safe = renamed.setdefault(cte.alias_or_name.lower(), f"__kbsql_cte_{len(renamed)}")
+        alias.set("this", exp.to_identifier(safe))
+    return renamed
+
+
+def _name_columns(tree: exp.Expression, statement: ast.ASTNode) -> None:
+    """An unaliased expression is named as the user wrote it (`count(*)`, not DuckDB's
+    `count_star()`), as the reference names its columns."""
+    targets = getattr(statement, "targets", None)
+    if not isinstance(tree, exp.Select) or not targets or len(targets) != len(tree.expressions):
+        return
+    for expression, target in zip(list(tree.expressions), targets, strict=True):
+        if isinstance(expression, (exp.Alias, exp.Column, exp.Star)) or \
+                getattr(target, "alias", None) is not None:
+            continue
+        # a string constant is named by its text (`SELECT 'a'` gives column `a`, as MindsDB)
+        name = target.value if isinstance(target, ast.Constant) and isinstance(target.value, str) \
+            else target.to_string()
+        expression.replace(exp.alias_(expression.copy(), name, quoted=True))
+
+
+def _rewrite(session: SqlSession, table: exp.Table, ctes: dict[str, str], ctx: dict[str, Any],
+             frames: dict[str, Any], compiled: Compiled, resolved: names.Resolutions) -> None:
+    if not isinstance(table.this, exp.Identifier):
+        raise SqlError(f"Table functions are not allowed in queries: {table.sql()}; "
+                       "query tables of a data source as <data_source>.<table>")
+    parts = [p.name for p in table.parts]
+    if len(parts) == 1 and parts[0].lower() in ctes:  # its generated name, under the user's
+        table.set("alias", table.args.get("alias") or exp.TableAlias(this=exp.to_identifier(parts[0])))
+        table.set("this", exp.to_identifier(ctes[parts[0].lower()]))
+        return
+    duck = session.duck
+    if len(parts) == 1 and parts[0] in frames:
+        item = duck.from_item(FrameScan(frames[parts[0]]), compiled.temps)
+        compiled.cacheable = False
+    else:
+        target = resolved.get(tuple(parts)) or names.resolve(session, parts, ctx["db"])
+        if target.kind == "data":
+            assert target.scan is not None
+            item = duck.from_item(target.scan, compiled.temps)
+            compiled.checks.append((parts, target.scan))
+            if isinstance(target.scan, FrameScan) and target.scan.cache_key is None:
+                compiled.cacheable = False
+        else:
+            compiled.cacheable = False
+            if target.kind == "info":
+                frame = info_schema.frame(session, target.name, ctx)
+            else:
+                frame = kb_tables.materialize(session, table, target)
+                compiled.kb_metadata = compiled.kb_metadata or target.kind == "kb"
+            item = duck.from_item(FrameScan(frame), compiled.temps)
+    alias = table.args.get("alias") or exp.TableAlias(this=exp.to_identifier(parts[-1]))
+    item.set("alias", alias)
+    table.replace(item)
+
+
+def run_select(session: SqlSession, statement: ast.ASTNode, ctx: dict[str, Any],
+               query: str | None = None, frames: dict[str, Any] | None = None,
+               resolved: names.Resolutions | None = None) -> pa.Table:
+    """Run a SELECT; the answer as Arrow. `query` (the original text) enables the cache.
+
+    No lock is held while compiling: a knowledge-base search or an agent's answer may take
+    seconds and may itself run SQL. The session locks each DuckDB call on its own."""
+    duck = session.duck
+    plan = cached_plan(session, query, ctx["db"]) if query else None
+    if plan is None:
+        plan = compile_select(session, statement, ctx, frames, resolved)
+        if query:
+            session.plans.put(query, ctx["db"], plan)
+    try:
+        table = duck.run(plan.sql)
+    finally:
+        duck.release(plan.temps)
+    if plan.kb_metadata and "metadata" in table.column_names:
+        # the contract's `metadata` is an object: mark the column so the result parses it back
+        table = table.replace_schema_metadata({**(table.schema.metadata or {}), JSON_COLUMNS: b"metadata"})
+    return table
+
+
+def select_tables(session: SqlSession, statement: ast.ASTNode, ctx: dict[str, Any],
+                  routed: names.Routed) -> SqlResult:
+    """The handler of a SELECT (or UNION ...) over tables: its answer as Arrow."""
+    return ArrowTableResult(run_select(session, statement, ctx, routed.query, resolved=routed.resolutions),
+                            ctx)
+
+
+def describe_sql(session: SqlSession, parts: list[str], ctx: dict[str, Any],
+                 resolved: names.Resolutions | None = None) -> pa.Table:
+    """Column names and DuckDB types of a table (DESCRIBE ds.table)."""
+    statement = ast.Select(targets=[ast.Star()], from_table=ast.Identifier(parts=parts))
+    duck = session.duck
+    plan = compile_select(session, statement, ctx, resolved=resolved)
+    try:
+        with duck.lock:
+            relation = duck.con.sql(f"DESCRIBE {plan.sql}")
+            return relation.select("column_name", "column_type").to_arrow_table()
+    finally:
+        duck.release(plan.temps)
+
+
+def cached_plan(session: SqlSession, query: str, db: str) -> Compiled | None:
+    """The cached plan for `query` in project `db`, if its tables still resolve the same."""
+    return session.plans.get(query, db, lambda parts, current: names.resolve(session, parts, current).scan)
+
+
+def select_frame(session: SqlSession, statement: ast.ASTNode, ctx: dict[str, Any]) -> pd.DataFrame:
+    """Run a SELECT over tables and return ONE pandas DataFrame of all its rows (used by
+    `INSERT INTO kb SELECT ...`, which batches the rows itself)."""
+    return run_select(session, statement, ctx).to_pandas()

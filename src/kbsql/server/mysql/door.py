@@ -1,0 +1,139 @@
+"""The listening side of the MySQL door: accepting connections, ending them, shutting down.
+
+It runs on the HTTP server's event loop, in the same process, over the same `ServiceApi`
+(engine), limits and failed-login throttle. Each connection is one task; whatever ends it
+(the client's goodbye, a login refused, a malformed or oversized packet, a client that
+stalls or goes away in the middle of an answer) ends that connection only, with at most one
+log line naming the client address and the reason, never the statement (it may hold keys).
+
+Shutdown (SIGTERM/SIGINT, with HTTP's graceful timeout): the port stops accepting, idle
+connections close at once, a connection in the middle of a statement finishes it first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import socket
+import struct
+
+from mysql_mimic.control import LocalControl
+
+from kbsql.interface.api import ServiceApi
+from kbsql.server.auth import AuthSettings
+from kbsql.server.limits import Limits
+from kbsql.server.mysql.connection import CAPABILITIES, DoorConnection, LoginFailed
+from kbsql.server.mysql.framing import BoundedStream, ClientStalled, MalformedPacket, PacketTooLarge
+from kbsql.server.mysql.identity import DoorIdentity, DoorPassword
+from kbsql.server.mysql.router import DoorSession
+from kbsql.server.mysql.sysvars import server_variables
+from kbsql.server.routes.common import in_thread
+from kbsql.server.throttle import FailureThrottle, client_key
+
+log = logging.getLogger("kbsql.server")
+
+CLOSE_TIMEOUT_S = 5.0
+"""How long a closing connection's last bytes may wait for a client that stopped reading."""
+PACKET_MARGIN = 64 * 1024
+"""Bytes a command may carry beyond the SQL size limit (a prepared statement's parameters,
+the command byte): anything larger is refused before it is read."""
+
+
+class MysqlDoor:
+    """MySQL's wire protocol on `sock` (already bound), answering from `api`."""
+
+    def __init__(self, api: ServiceApi, sock: socket.socket, *, auth: AuthSettings | None = None,
+                 limits: Limits | None = None, throttle: FailureThrottle | None = None):
+        self.api = api
+        self.sock = sock
+        self.auth = auth or AuthSettings()
+        self.limits = limits or Limits()
+        self.throttle = throttle if throttle is not None else FailureThrottle()  # an empty one is falsy
+        self.control = LocalControl()
+        self.connections: dict[DoorConnection, asyncio.Task[None]] = {}
+        self._ids = itertools.count(1)
+        self._server: asyncio.Server | None = None
+        self._closing = False
+        self.defaults = server_variables(None)
+
+    @property
+    def address(self) -> tuple[str, int]:
+        host, port = self.sock.getsockname()[:2]
+        return host, port
+
+    async def start(self) -> None:
+        status = await in_thread(self.api.status)
+        self.defaults = server_variables(str(status.get("version") or "") or None)
+        self.sock.listen(128)
+        self._server = await asyncio.start_server(self._accept, sock=self.sock)
+
+    def stop_accepting(self) -> None:
+        self._closing = True
+        if self._server is not None:
+            self._server.close()
+
+    async def close(self, timeout: float) -> None:
+        """Stop accepting; close idle connections now, busy ones after their statement (or
+        after `timeout` seconds, once their engine call has returned)."""
+        self.stop_accepting()
+        for connection, task in list(self.connections.items()):
+            connection.closing = True
+            if not connection.busy:
+                task.cancel()
+        tasks = list(self.connections.values())
+        if tasks:
+            _, pending = await asyncio.wait(tasks, timeout=timeout)
+            for task in pending:
+                task.cancel()
+            if pending:
+                await asyncio.wait(pending)
+        if self._server is not None:
+            await self._server.wait_closed()
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        peer = writer.get_extra_info("peername")
+        client = client_key(peer)
+        host = str(peer[0]) if isinstance(peer, tuple) and peer else "localhost"
+        if self._closing:
+            writer.close()
+            return
+        stream = BoundedStream(reader, writer, max_packet=self.limits.max_sql + PACKET_MARGIN,
+                               timeout=self.limits.timeout)
+        session = DoorSession(self.api, self.limits, host, self.defaults)
+        identity = DoorIdentity(DoorPassword(self.auth, self.throttle, client, host))
+        connection = DoorConnection(stream=stream, session=session, control=self.control,
+                                    identity_provider=identity, server_capabilities=CAPABILITIES,
+                                    login_timeout=self.limits.timeout)
+        connection.connection_id = next(self._ids) % 2**32
+        task = asyncio.current_task()
+        assert task is not None
+        self.connections[connection] = task
+        try:
+            await connection.start()
+        except LoginFailed:
+            pass  # the client was told; a wrong password was logged and counted (identity.py)
+        except PacketTooLarge as exc:
+            log.warning("MySQL client %s sent %s; closed its connection", client, exc)
+        except ClientStalled as exc:
+            log.warning("MySQL client %s: %s; closed its connection", client, exc)
+        except (MalformedPacket, ValueError, struct.error, IndexError, AssertionError) as exc:
+            log.warning("MySQL client %s sent a malformed packet (%s); closed its connection", client,
+                        str(exc)[:200])
+        except (ConnectionError, asyncio.IncompleteReadError) as exc:
+            log.warning("MySQL client %s went away (%s)", client, type(exc).__name__)
+        except asyncio.CancelledError:
+            if not self._closing:
+                raise
+        except Exception:  # a fault of the door itself: this connection ends, the server goes on
+            log.exception("MySQL connection from %s failed", client)
+        finally:
+            self.connections.pop(connection, None)
+            writer.close()
+            try:  # what is still buffered goes out, unless the client has stopped reading
+                async with asyncio.timeout(CLOSE_TIMEOUT_S):
+                    await writer.wait_closed()
+            except (TimeoutError, asyncio.CancelledError):
+                writer.transport.abort()
+            except Exception:
+                pass

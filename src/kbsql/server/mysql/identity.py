@@ -1,0 +1,116 @@
+"""Who may use the MySQL door: the HTTP server's settings, and its lockout.
+
+- Authentication off (a loopback server without --token, --user or --password): any user
+  name, any password or none, as HTTP needs no token there.
+- `--user/--password`: MySQL's `mysql_native_password` with that user and password.
+- `--token`: the token is the password, with any user name (both may be set).
+
+The password never crosses the wire: the client answers a fresh 20-byte challenge with a
+scramble of it (`mysql_native_password`), checked here against each password the settings
+allow. A wrong password gets MySQL's access-denied error (1045) after the same delay as a
+failed HTTP login, and counts toward the same per-address lockout (`throttle.py`, one
+`FailureThrottle` shared with the HTTP server): while an address is locked every login from
+it is refused before its password is looked at. A login without a password is refused but
+not counted, as an HTTP request without credentials is not; an unknown user name is refused
+like a wrong password (the answer never tells which was wrong).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import logging
+from collections.abc import Sequence
+from hashlib import sha1
+from typing import Any
+
+from mysql_mimic.auth import (
+    AuthInfo,
+    AuthPlugin,
+    AuthState,
+    Forbidden,
+    IdentityProvider,
+    NativePasswordAuthPlugin,
+    Success,
+    User,
+)
+
+from kbsql.server.auth import FAILED_LOGIN_DELAY_S, AuthSettings
+from kbsql.server.throttle import FailureThrottle
+
+log = logging.getLogger("kbsql.server")
+
+NATIVE = NativePasswordAuthPlugin.name
+
+
+def scramble_matches(password: str, scramble: bytes, nonce: bytes) -> bool:
+    """Whether `scramble` is SHA1(password) XOR SHA1(nonce + SHA1(SHA1(password)))."""
+    if len(scramble) != 20:
+        return False
+    stage1 = sha1(password.encode("utf-8")).digest()
+    expected = bytes(a ^ b for a, b in zip(stage1, sha1(nonce + sha1(stage1).digest()).digest(),
+                                            strict=True))
+    return hmac.compare_digest(expected, scramble)
+
+
+class DoorPassword(NativePasswordAuthPlugin):
+    """`mysql_native_password` against the server's settings, for one client address."""
+
+    def __init__(self, settings: AuthSettings, throttle: FailureThrottle, client: str, host: str):
+        self.settings = settings
+        self.throttle = throttle
+        self.client = client
+        self.host = host
+
+    def passwords(self, username: str) -> list[str]:
+        allowed = []
+        user = (self.settings.user or "").encode()
+        if self.settings.login_enabled and hmac.compare_digest(username.encode(), user):
+            allowed.append(self.settings.password or "")
+        if self.settings.token:
+            allowed.append(self.settings.token)
+        return allowed
+
+    async def auth(self, auth_info: AuthInfo | None = None) -> AuthState:  # type: ignore[override]
+        if auth_info and auth_info.handshake_plugin_name == self.name and auth_info.handshake_auth_data:
+            nonce = auth_info.handshake_auth_data.rstrip(b"\x00")  # reused from the handshake
+        else:
+            from mysql_mimic import utils
+
+            nonce = utils.nonce(20)
+            auth_info = yield nonce + b"\x00"
+        assert auth_info is not None
+        username, scramble = auth_info.username, auth_info.data
+        if not self.settings.enabled:
+            yield Success(username)
+            return
+        # checked and counted with no await in between: parallel guesses cannot all pass
+        wait = self.throttle.retry_after(self.client)
+        if wait is not None:
+            yield Forbidden(f"Too many failed logins or wrong tokens from this address: try again "
+                            f"in {wait} s")
+            return
+        results = [scramble_matches(p, scramble, nonce) for p in self.passwords(username)]
+        if any(results):
+            yield Success(username)
+            return
+        if scramble:
+            self.throttle.failed(self.client)
+            log.warning("failed MySQL login for user %r from %s", username, self.client)
+            await asyncio.sleep(FAILED_LOGIN_DELAY_S)
+        yield Forbidden(f"Access denied for user '{username}'@'{self.host}' "
+                        f"(using password: {'YES' if scramble else 'NO'})")
+
+
+class DoorIdentity(IdentityProvider):
+    """The identity provider of one connection: every user name exists (so none can be
+    probed); `DoorPassword` decides."""
+
+    def __init__(self, plugin: DoorPassword):
+        self.plugin = plugin
+
+    def get_plugins(self) -> Sequence[AuthPlugin]:
+        return [self.plugin]
+
+    async def get_user(self, username: str) -> Any:
+        return User(name=username, auth_plugin=NATIVE)

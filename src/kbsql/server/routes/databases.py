@@ -1,0 +1,135 @@
+"""`/api/databases[/{name}[/tables[/{table}]]]` and `/api/databases/status`, as MindsDB's
+`namespaces/databases.py` answers them (rest/databases/*.mdx), over the `Databases`
+capability (the same catalog CREATE DATABASE writes, so SQL and REST see the same data
+sources).
+
+Codes: GET 200; POST 201 (a name in use 409 "Name conflict", a missing `database`, `name`
+or `engine` 400 "Wrong argument"; `check_connection` that fails answers 200
+`{"status": "connection_error", "detail"}`, as MindsDB's POST does); PUT 201 when it
+creates, 200 when it updates, 400 "Connection error" when `check_connection` fails;
+DELETE 204 (a system database 400 "Error", an unknown one 404). Tables: GET 200, POST
+`{"table": {name, select, replace}}` 201 in `files` or `df` (a project 400, a name in use
+409), DELETE 204.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from kbsql.interface.api import Databases
+from kbsql.interface.errors import BadRequest, ConnectionFailed, NotFound
+from kbsql.server.routes.common import capability, endpoint, in_thread, json_response, path, read_body
+
+
+def _databases(request: Request) -> Databases:
+    return capability(request, Databases, "MindsDB's /api/databases")
+
+
+def _wrong(detail: str) -> BadRequest:
+    return BadRequest(detail, title="Wrong argument")
+
+
+async def _wrapped(request: Request, key: str, what: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the whole body, its `key` object): a missing object is MindsDB's 400."""
+    body = await read_body(request)
+    inner = body.get(key)
+    if not isinstance(inner, dict):
+        raise _wrong(f'Must provide "{key}" parameter in {what} body')
+    return body, inner
+
+
+def _flag(value: Any) -> bool:
+    return value is True or (isinstance(value, str) and value.lower() in ("1", "true"))
+
+
+async def collection(request: Request) -> Response:
+    """GET lists the databases; POST creates a data source."""
+    api = _databases(request)
+    if request.method == "GET":
+        return json_response(await in_thread(api.list_databases))
+    body, database = await _wrapped(request, "database", "POST")
+    if "name" not in database:
+        raise _wrong('Missing "name" field for database')
+    if "engine" not in database:
+        raise _wrong('Missing "engine" field for database. If you want to create a project instead, use '
+                     "the /api/projects endpoint.")
+    check = _flag(body.get("check_connection"))
+    try:
+        created = await in_thread(api.create_database, database["name"], database["engine"],
+                                  database.get("parameters") or {}, check)
+    except ConnectionFailed as exc:  # MindsDB's POST answers a failed check with 200
+        return json_response({"status": "connection_error", "detail": exc.detail})
+    return json_response(created, 201)
+
+
+async def status(request: Request) -> Response:
+    """`POST /api/databases/status`: can a source with these parameters be reached?"""
+    body = await read_body(request)
+    if "engine" not in body:
+        raise _wrong('Missing "engine" field for database')
+    parameters = {k: v for k, v in body.items() if k != "engine"}
+    error = await in_thread(_databases(request).check_database, body["engine"], parameters)
+    if error is not None:
+        return json_response({"status": "connection_error", "detail": error})
+    return json_response({"status": "success"})
+
+
+async def item(request: Request) -> Response:
+    """GET answers a database, PUT creates or updates one, DELETE drops it."""
+    api, name = _databases(request), path(request, "name")
+    if request.method == "GET":
+        check = _flag(request.query_params.get("check_connection", "false"))
+        return json_response(await in_thread(api.get_database, name, check))
+    if request.method == "DELETE":
+        await in_thread(api.delete_database, name)
+        return Response(status_code=204)
+    body, database = await _wrapped(request, "database", "POST")
+    check = _flag(body.get("check_connection"))
+    parameters = database.get("parameters") or {}
+    try:
+        await in_thread(api.get_database, name)
+    except NotFound:
+        if "engine" not in database:
+            raise _wrong('Missing "engine" field for new database. If you want to create a project '
+                         "instead, use the POST /api/projects endpoint.") from None
+        return json_response(await in_thread(api.create_database, name, database["engine"], parameters,
+                                             check), 201)
+    return json_response(await in_thread(api.update_database, name, parameters, check))
+
+
+async def tables(request: Request) -> Response:
+    """GET lists a database's tables; POST creates one from a SELECT."""
+    api, database = _databases(request), path(request, "name")
+    if request.method == "GET":
+        return json_response(await in_thread(api.list_tables, database))
+    _, table = await _wrapped(request, "table", "POST")
+    if "name" not in table:
+        raise _wrong('Missing "name" field for table')
+    if "select" not in table:
+        raise _wrong('Missing "select" field for table')
+    created = await in_thread(api.create_table, database, table["name"], table["select"],
+                              _flag(table.get("replace", False)))
+    return json_response(created, 201)
+
+
+async def table(request: Request) -> Response:
+    """GET answers a table, DELETE drops it."""
+    api, database, name = _databases(request), path(request, "name"), path(request, "table")
+    if request.method == "GET":
+        return json_response(await in_thread(api.get_table, database, name))
+    await in_thread(api.drop_table, database, name)
+    return Response(status_code=204)
+
+
+ROUTES = [
+    Route("/api/databases", endpoint(collection), methods=["GET", "POST"]),
+    Route("/api/databases/", endpoint(collection), methods=["GET", "POST"]),
+    Route("/api/databases/status", endpoint(status), methods=["POST"]),
+    Route("/api/databases/{name}", endpoint(item), methods=["GET", "PUT", "DELETE"]),
+    Route("/api/databases/{name}/tables", endpoint(tables), methods=["GET", "POST"]),
+    Route("/api/databases/{name}/tables/{table}", endpoint(table), methods=["GET", "DELETE"]),
+]

@@ -1,0 +1,79 @@
+"""`POST /api/sql/query` (rest/sql.mdx): one statement, answered whole or streamed as
+server-sent events or JSON lines (`response_format`). SQL errors answer HTTP 200 with
+`type: error`, as the reference does."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
+
+from kbsql.interface.errors import InvalidParameter, MissingParameter
+from kbsql.interface.jsonable import dumps
+from kbsql.interface.results import ErrorResult, default_context
+from kbsql.server.limits import check_sql_size
+from kbsql.server.routes.common import api_of, endpoint, in_thread, json_response, read_body
+
+RESPONSE_FORMATS = (None, "sse", "jsonlines")  # rest/sql.mdx
+RESULT_BATCH = 1000  # rows per line of a streamed SQL result
+
+
+def result_lines(body: dict[str, Any], sse: bool) -> Iterator[str]:
+    """A result as the documented stream: a header line, then the rows in batches."""
+    def line(value: Any) -> str:
+        text = dumps(value)
+        return f"data: {text}\n\n" if sse else text + "\n"
+
+    if body.get("type") != "table":
+        yield line(body)
+        return
+    rows = body.pop("data", [])
+    yield line(body)
+    for start in range(0, len(rows), RESULT_BATCH):
+        yield line(rows[start:start + RESULT_BATCH])
+
+
+def _checked(body: dict[str, Any]) -> tuple[str, Any, Any]:
+    """(query, response_format, params) of a well-formed body, or a 400 saying what is wrong."""
+    query = body.get("query")
+    if not isinstance(query, str) or not query.strip():
+        raise MissingParameter("'query' must be a non-empty SQL string")
+    response_format = body.get("response_format")
+    if response_format not in RESPONSE_FORMATS:
+        raise InvalidParameter(f"'response_format' must be null, 'sse' or 'jsonlines', not "
+                               f"{response_format!r}")
+    params = body.get("params")
+    if params is not None and not isinstance(params, dict | list):
+        raise InvalidParameter("'params' must be an object of parameter values")
+    return query, response_format, params
+
+
+async def query(request: Request) -> Response:
+    body = await read_body(request)
+    query = body.get("query")
+    if isinstance(query, str) and query.strip():  # a too-long text never reaches the parser,
+        too_big = check_sql_size(query, request.app.state.limits)  # whose memory grows ~190x it
+        if too_big is not None:
+            sent = body.get("context")
+            context = {**default_context(), **(sent if isinstance(sent, dict) else {})}
+            return json_response(ErrorResult(too_big, context=context).to_json())
+    text, response_format, params = _checked(body)
+    api = api_of(request)
+
+    def run() -> Any:
+        """The statement and its answer's JSON, both in the worker thread: a large
+        result's rows are built and encoded off the event loop."""
+        result = api.query(text, body.get("context"), params or None)  # the service checks it
+        return result.to_json() if response_format else dumps(result.to_json()).encode()
+
+    answer = await in_thread(run)
+    if response_format is None:
+        return Response(answer, media_type="application/json")
+    media = "text/event-stream" if response_format == "sse" else "application/jsonlines"
+    return StreamingResponse(result_lines(answer, response_format == "sse"), media_type=media)
+
+
+ROUTES = [Route("/api/sql/query", endpoint(query), methods=["POST"])]

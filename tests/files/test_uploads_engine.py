@@ -1,0 +1,155 @@
+"""Uploaded files as MindsDB's `files` database, in the engine: each format MindsDB's file
+handler reads becomes `files.<name>` with the rows it reads; the table works in SELECT,
+JOIN, `INSERT INTO kb SELECT`, SHOW TABLES, DROP/CREATE TABLE, and stays apart from the
+registered DataFrames (`df.<name>`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from kbsql.engine import Engine
+from kbsql.interface.errors import BadRequest, Conflict, NotFound
+from tests.files import makers
+
+HASH = '{"provider": "kbsql", "model_name": "hash-64"}'
+
+
+@pytest.fixture
+def engine(tmp_path: Path) -> Any:
+    eng = Engine(tmp_path / "data")
+    yield eng
+    eng.close()
+
+
+def rows(engine: Engine, query: str) -> list[dict[str, Any]]:
+    result = engine.query(query)
+    assert result.type == "table", getattr(result, "error_message", result)
+    return [dict(zip(result.column_names, r, strict=True)) for r in result.to_json()["data"]]
+
+
+def error(engine: Engine, query: str) -> str:
+    result = engine.query(query)
+    assert result.type == "error", result
+    assert "\n" not in result.error_message
+    return result.error_message
+
+
+@pytest.mark.parametrize("filename,raw", [
+    ("orders.csv", makers.csv_bytes()), ("orders.tsv", makers.csv_bytes("\t")),
+    ("orders.json", makers.json_bytes()), ("orders.parquet", makers.parquet_bytes()),
+    ("orders.xlsx", makers.xlsx_bytes()), ("orders.zip", makers.zipped("orders.csv", makers.csv_bytes())),
+    # no extension: the content decides (MindsDB's FormatDetector.get_format_by_content)
+    ("orders", makers.csv_bytes()), ("orders", makers.parquet_bytes()), ("orders", makers.json_bytes()),
+    ("orders", makers.xlsx_bytes()),
+])
+def test_each_table_format_becomes_the_same_files_table(engine: Engine, filename: str, raw: bytes) -> None:
+    meta = engine.upload_file("orders", raw, filename)
+    assert meta == {"name": "orders", "row_count": 3, "columns": ["order_id", "product", "notes"]}
+    assert rows(engine, "SELECT * FROM files.orders ORDER BY order_id") == \
+        sorted(makers.ROWS, key=lambda r: r["order_id"])
+    assert engine.list_files() == [meta]
+
+
+def test_text_becomes_chunks_of_at_most_500_characters_with_metadata(engine: Engine) -> None:
+    text = makers.text(8)
+    engine.upload_file("notes", text.encode(), "notes.txt")
+    got = rows(engine, "SELECT content, metadata FROM files.notes")
+    assert len(got) >= 2 and all(0 < len(r["content"]) <= 500 for r in got)
+    assert all(r["metadata"] == {"source_file": "notes.txt", "file_format": "txt"} for r in got)
+    assert all(r["content"] in text for r in got)  # pieces of the text, in order, none lost
+    assert "Paragraph 0." in got[0]["content"] and "Paragraph 7." in got[-1]["content"]
+
+
+def test_pdf_text_of_every_page_becomes_rows(engine: Engine) -> None:
+    raw = makers.pdf_bytes([["Refunds take five business days.", "Exchanges are free."],
+                            ["Gift wrap is offered at checkout."]])
+    engine.upload_file("policy", raw, "policy.pdf")
+    got = rows(engine, "SELECT content, metadata FROM files.policy")
+    text = " ".join(r["content"] for r in got)
+    assert "Refunds take five business days." in text and "Gift wrap is offered at checkout." in text
+    assert got[0]["metadata"] == {"source_file": "policy.pdf", "file_format": "pdf"}
+
+
+def test_a_workbook_of_several_sheets_lists_them_and_reads_each(engine: Engine) -> None:
+    stock = pd.DataFrame({"sku": ["a", "b"], "n": [1, 2]})
+    raw = makers.xlsx_bytes({"orders": makers.frame(), "stock": stock})
+    meta = engine.upload_file("book", raw, "book.xlsx")
+    assert meta["columns"] == ["Tables"] and meta["row_count"] == 2
+    assert rows(engine, "SELECT * FROM files.book") == [{"Tables": "orders"}, {"Tables": "stock"}]
+    assert rows(engine, "SELECT sum(n) AS n FROM files.book.stock") == [{"n": 3}]
+    assert len(rows(engine, "SELECT * FROM files.book.orders")) == 3
+    assert "not found" in error(engine, "SELECT * FROM files.book.nope")
+
+
+@pytest.mark.parametrize("filename,raw,message", [
+    ("a.xls", b"\xd0\xcf\x11\xe0 old excel", "Not supported format: xls"),
+    ("a.zip", makers.zipped("a.csv", makers.csv_bytes(), {"b.csv": makers.csv_bytes()}),
+     "Archive must contain only one data file."),
+    ("a.csv", b"a,a \n1,2\n", "Each column should have a unique and non-empty name."),
+    ("a.json", b"{not json", "not valid JSON"),
+    ("a.pdf", b"%PDF-1.4 broken", "PDF"),
+    ("a.xlsx", b"PK\x03\x04 not a workbook", "xlsx"),
+    ("noextension", b"\x00\x01\x02\x03", "Unable to detect format"),
+])
+def test_a_file_that_cannot_be_read_is_one_line_and_stores_nothing(engine: Engine, filename: str,
+                                                                    raw: bytes, message: str) -> None:
+    with pytest.raises(BadRequest) as caught:
+        engine.upload_file("bad", raw, filename)
+    assert caught.value.title == "Error" and message in caught.value.detail
+    assert "\n" not in caught.value.detail
+    assert engine.list_files() == [] and "not found" in error(engine, "SELECT * FROM files.bad")
+
+
+def test_files_in_sql_show_join_insert_into_kb_drop_and_create(engine: Engine) -> None:
+    engine.upload_file("orders", makers.csv_bytes(), "orders.csv")
+    engine.register_dataframe("stock", pd.DataFrame({"product": ["Wireless Mouse"], "n": [7]}))
+    assert ["files"] == [r["Database"] for r in rows(engine, "SHOW DATABASES") if r["Database"] == "files"]
+    assert rows(engine, "SHOW TABLES FROM files") == [{"Tables_in_files": "orders"}]
+    joined = "SELECT o.order_id, s.n FROM files.orders o JOIN df.stock s ON o.product = s.product"
+    assert rows(engine, joined) == [{"order_id": "A1B", "n": 7}]
+    engine.query(f"CREATE KNOWLEDGE_BASE kb USING embedding_model = {HASH}, content_columns = ['notes'], "
+                 "id_column = 'order_id'")
+    result = engine.query("INSERT INTO kb SELECT order_id, product, notes FROM files.orders")
+    assert result.type == "ok" and result.affected_rows == 3
+    assert rows(engine, "SELECT count(*) AS n FROM kb") == [{"n": 3}]
+    # CREATE TABLE files.x (SELECT ...), a name in use, OR REPLACE, INSERT appends
+    assert engine.query("CREATE TABLE files.cheap (SELECT order_id FROM files.orders WHERE "
+                        "product LIKE '%Mouse%')").type == "ok"
+    assert error(engine, "CREATE TABLE files.cheap (SELECT 1 AS x)") == "Table 'cheap' already exists"
+    assert engine.query("CREATE OR REPLACE TABLE files.cheap (SELECT 'Z9' AS order_id)").type == "ok"
+    assert engine.query("INSERT INTO files.cheap (order_id) VALUES ('Z10')").affected_rows == 1
+    assert rows(engine, "SELECT order_id FROM files.cheap ORDER BY 1") == [{"order_id": "Z10"},
+                                                                           {"order_id": "Z9"}]
+    # DROP TABLE, IF EXISTS; a project's or a data source's table is not dropped this way
+    assert engine.query("DROP TABLE files.cheap").type == "ok"
+    assert "Can't delete table 'cheap'" in error(engine, "DROP TABLE files.cheap")
+    assert engine.query("DROP TABLE IF EXISTS files.cheap").type == "ok"
+    assert "DROP KNOWLEDGE_BASE" in error(engine, "DROP TABLE mindsdb.kb")
+    assert [f["name"] for f in engine.list_files()] == ["orders"]
+    # registered DataFrames stay df.<name>, apart from files
+    assert "not found" in error(engine, "SELECT * FROM files.stock")
+    assert engine.query("DROP TABLE df.stock").type == "ok"
+    assert "not found" in error(engine, "SELECT * FROM df.stock")
+
+
+def test_files_are_server_wide_a_name_is_taken_once_and_delete_names_what_is_missing(tmp_path: Path) -> None:
+    first = Engine(tmp_path / "shared")
+    try:
+        first.upload_file("orders", makers.csv_bytes(), "orders.csv")
+        with pytest.raises(Conflict, match="File with name 'orders' already exists"):
+            first.upload_file("ORDERS", makers.json_bytes(), "orders.json")
+        second = Engine(tmp_path / "shared")  # another process on the data directory
+        try:
+            assert len(rows(second, "SELECT * FROM files.orders")) == 3
+            second.delete_file("orders")
+            assert "not found" in error(first, "SELECT * FROM files.orders")
+            with pytest.raises(NotFound):
+                first.delete_file("orders")
+        finally:
+            second.close()
+    finally:
+        first.close()

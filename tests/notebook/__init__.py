@@ -1,0 +1,1 @@
+"""Tests of the magics and notebooks (executed with nbclient)."""

@@ -1,0 +1,123 @@
+"""`PUT/GET/DELETE /api/files` through a real `kbsql serve`, as MindsDB's namespaces/file.py
+answers them: every format its file handler reads becomes `files.<name>` (with the rows it
+reads), MindsDB's titles and codes for what it refuses, and the files in SQL."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pandas as pd
+import pytest
+
+from tests.conftest import start_server, stop_server
+from tests.files import makers
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
+    proc, url = start_server(tmp_path_factory.mktemp("files") / "server")
+    with httpx.Client(base_url=url, timeout=60) as http:
+        yield http
+    stop_server(proc)
+
+
+def upload(client: httpx.Client, name: str, filename: str, raw: bytes, **fields: str) -> httpx.Response:
+    """As mindsdb_sdk and MindsDB's GUI send it: a multipart form with a `file` part."""
+    return client.put(f"/api/files/{name}", data={"source_type": "file", **fields},
+                      files={"file": (filename, io.BytesIO(raw))})
+
+
+def sql(client: httpx.Client, query: str) -> dict[str, Any]:
+    return client.post("/api/sql/query", json={"query": query}).json()
+
+
+def problem(response: httpx.Response, title: str, detail: str = "", status: int = 400) -> None:
+    assert response.status_code == status, response.text
+    body = response.json()
+    assert body["title"] == title and detail in body["detail"], body
+
+
+@pytest.mark.parametrize("filename,raw", [
+    ("orders.csv", makers.csv_bytes()), ("orders.tsv", makers.csv_bytes("\t")),
+    ("orders.json", makers.json_bytes()), ("orders.parquet", makers.parquet_bytes()),
+    ("orders.xlsx", makers.xlsx_bytes()), ("orders.zip", makers.zipped("orders.csv", makers.csv_bytes())),
+])
+def test_table_formats_become_files_tables(client: httpx.Client, filename: str, raw: bytes) -> None:
+    name = "t_" + filename.replace(".", "_")
+    answer = upload(client, name, filename, raw, original_file_name=filename)
+    assert answer.status_code == 200 and answer.json() == "", answer.text
+    assert {"name": name, "row_count": 3, "columns": ["order_id", "product", "notes"]} in \
+        client.get("/api/files").json()
+    rows = sql(client, f"SELECT order_id FROM files.{name} ORDER BY order_id")
+    assert rows["data"] == [["3XZ"], ["A1B"], ["Q7P"]]
+
+
+def test_text_and_pdf_become_chunk_rows_a_knowledge_base_takes(client: httpx.Client) -> None:
+    assert upload(client, "guide", "guide.txt", makers.text(8).encode()).status_code == 200
+    pdf = makers.pdf_bytes([["Refunds take five business days."], ["Gift wrap is offered at checkout."]])
+    assert upload(client, "policy", "policy.pdf", pdf).status_code == 200
+    rows = sql(client, "SELECT content, metadata FROM files.guide")["data"]
+    assert len(rows) >= 2 and all(len(r[0]) <= 500 for r in rows)
+    assert rows[0][1] == {"source_file": "guide.txt", "file_format": "txt"}
+    text = " ".join(r[0] for r in sql(client, "SELECT content FROM files.policy")["data"])
+    assert "Refunds take five business days." in text and "Gift wrap" in text
+    sql(client, "CREATE KNOWLEDGE_BASE docs USING embedding_model = {\"provider\": \"kbsql\", "
+                "\"model_name\": \"hash-64\"}")
+    inserted = sql(client, "INSERT INTO docs SELECT content FROM files.policy")
+    assert inserted["type"] == "ok", inserted
+    found = sql(client, "SELECT chunk_content FROM docs WHERE chunk_content LIKE '%Gift wrap%'")["data"]
+    assert found and "Gift wrap" in found[0][0]
+
+
+def test_a_workbook_of_sheets_is_a_table_of_sheets_and_one_per_sheet(client: httpx.Client) -> None:
+    raw = makers.xlsx_bytes({"orders": makers.frame(), "stock": pd.DataFrame({"sku": ["a"], "n": [4]})})
+    assert upload(client, "book", "book.xlsx", raw).status_code == 200
+    assert sql(client, "SELECT * FROM files.book")["data"] == [["orders"], ["stock"]]
+    assert sql(client, "SELECT n FROM files.book.stock")["data"] == [[4]]
+
+
+def test_mindsdb_refusals_with_its_titles(client: httpx.Client) -> None:
+    csv = makers.csv_bytes()
+    problem(upload(client, "with.csv", "with.csv", csv), "Error", "File name cannot contain extension.")
+    problem(upload(client, "odd", "odd.csv", csv, colour="red"), "Invalid request parameters",
+            "Unexpected parameters in request: colour")
+    assert upload(client, "twice", "twice.csv", csv).status_code == 200
+    problem(upload(client, "twice", "twice.csv", csv), "File already exists",
+            "File with name 'twice' already exists")
+    problem(upload(client, "fetch", "fetch.csv", csv, source_type="url"), "URL file upload is disabled.")
+    problem(client.put("/api/files/fetch", json={"source_type": "url", "source": "http://127.0.0.1:9/x.csv"}),
+            "URL file upload is disabled.")
+    problem(client.put("/api/files/nofile", data={"source_type": "file"},
+                       files={"other": ("x.csv", io.BytesIO(csv))}), "Invalid request parameters")
+    problem(client.put("/api/files/nofile", json={"source_type": "file"}), "File field is missed")
+    problem(upload(client, "old", "old.xls", b"\xd0\xcf\x11\xe0 old excel"), "Error",
+            "Not supported format: xls")
+    problem(upload(client, "dup", "dup.csv", b"a,a \n1,2\n"), "Error",
+            "Each column should have a unique and non-empty name.")
+    names = [f["name"] for f in client.get("/api/files").json()]
+    assert not {"odd", "fetch", "nofile", "old", "dup"} & set(names)  # nothing stored by a refusal
+    problem(client.delete("/api/files/never"), "Error deleting file",
+            "There was an error while trying to delete file with name 'never'")
+
+
+def test_files_in_sql_and_dataframes_stay_apart(client: httpx.Client) -> None:
+    assert upload(client, "notes", "notes.csv", b"id,body\n1,alpha\n2,beta\n").status_code == 200
+    assert "files" in [r[0] for r in sql(client, "SHOW DATABASES")["data"]]
+    assert ["notes"] in sql(client, "SHOW TABLES FROM files")["data"]
+    # a Parquet body (kbsql's own form: client.register) is the DataFrame df.<name>
+    frame = io.BytesIO()
+    pd.DataFrame({"id": [1], "n": [9]}).to_parquet(frame, index=False)
+    put = client.put("/api/files/notes_df", content=frame.getvalue(),
+                     headers={"Content-Type": "application/vnd.apache.parquet"})
+    assert put.status_code == 200 and put.json()["table"] == "df.notes_df"
+    joined = sql(client, "SELECT f.body, d.n FROM files.notes f JOIN df.notes_df d ON f.id = d.id")
+    assert joined["data"] == [["alpha", 9]]
+    assert "notes_df" not in [f["name"] for f in client.get("/api/files").json()]
+    assert sql(client, "DROP TABLE files.notes")["type"] == "ok"
+    assert "notes" not in [f["name"] for f in client.get("/api/files").json()]
+    assert upload(client, "gone", "gone.csv", b"a\n1\n").status_code == 200
+    assert client.delete("/api/files/gone").status_code == 200
+    assert "not found" in sql(client, "SELECT * FROM files.gone")["error_message"]

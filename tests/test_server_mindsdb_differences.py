@@ -1,0 +1,259 @@
+"""Through a real `kbsql serve`: background inserts as MindsDB runs them (cancelled and
+resumed mid-way to an exact count), agent `params` and MindsDB's agent codes, and the
+smaller differences of issue 23, each as MindsDB documents or answers it."""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from threading import Thread
+from typing import Any
+
+import httpx
+import pandas as pd
+import pytest
+
+from tests.agents.fakes import FakeLLM, text
+from tests.conftest import start_server, stop_server
+from tests.knowledge.fakes import FakeProvider
+from tests.waiting import ended, queries_sql, wait_for
+
+HASH = '{"provider": "kbsql", "model_name": "hash-64"}'
+ROWS = 120
+
+
+@pytest.fixture(scope="module")
+def provider() -> Iterator[FakeProvider]:
+    fake = FakeProvider()
+    yield fake
+    fake.close()
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
+    proc, url = start_server(tmp_path_factory.mktemp("differences") / "server")
+    with httpx.Client(base_url=url, timeout=60) as http:
+        yield http
+    stop_server(proc)
+
+
+def sql(client: httpx.Client, query: str, **body: Any) -> dict[str, Any]:
+    answer = client.post("/api/sql/query", json={"query": query, **body})
+    assert answer.status_code == 200, answer.text
+    return answer.json()
+
+
+def ok(client: httpx.Client, query: str, **body: Any) -> dict[str, Any]:
+    answer = sql(client, query, **body)
+    assert answer["type"] != "error", answer
+    return answer
+
+
+def rows(client: httpx.Client, query: str) -> list[dict[str, Any]]:
+    answer = ok(client, query)
+    return [dict(zip(answer["column_names"], r, strict=True)) for r in answer["data"]]
+
+
+def register(client: httpx.Client, name: str, frame: pd.DataFrame) -> None:
+    buffer = io.BytesIO()
+    frame.to_parquet(buffer, index=False)
+    put = client.put(f"/api/files/{name}", content=buffer.getvalue(),
+                     headers={"Content-Type": "application/vnd.apache.parquet"})
+    assert put.status_code == 200, put.text
+
+
+# background inserts ----------------------------------------------------------------------------
+def _query(client: httpx.Client, query_id: int) -> dict[str, Any]:
+    return rows(client, queries_sql(query_id))[0]
+
+
+def _until(client: httpx.Client, query_id: int, done: Any) -> dict[str, Any]:
+    return wait_for(lambda: _query(client, query_id), done)
+
+
+def test_a_background_insert_is_cancelled_and_resumed_mid_way_to_an_exact_count(
+        client: httpx.Client, provider: FakeProvider) -> None:
+    provider.delay = 0.01
+    model = json.dumps({"provider": "openai", "model_name": "e", "base_url": f"{provider.url}/v1"})
+    ok(client, f"CREATE KNOWLEDGE_BASE bg USING embedding_model = {model}, content_columns = ['body'], "
+               "id_column = 'pk'")
+    register(client, "bg_src", pd.DataFrame({"pk": range(ROWS), "grp": [i // 3 for i in range(ROWS)],
+                                             "body": [f"text {i}" for i in range(ROWS)]}))
+    started = rows(client, "INSERT INTO bg SELECT pk, grp, body FROM df.bg_src "
+                           "USING batch_size = 4, track_column = grp")[0]
+    assert started["FINISHED_AT"] is None and started["SQL"].startswith("INSERT INTO bg")
+    query_id = started["ID"]
+    with httpx.Client(base_url=str(client.base_url), timeout=60) as other:  # another connection
+        running = _until(other, query_id, lambda r: r["PROCESSED_ROWS"] >= 16)
+        assert running["STARTED_AT"] is not None
+        ok(other, f"SELECT query_cancel({query_id})")
+    stopped = _until(client, query_id, ended)
+    assert "cancelled" in stopped["ERROR"] and 16 <= stopped["PROCESSED_ROWS"] < ROWS
+    assert rows(client, "SELECT count(*) AS n FROM bg") == [{"n": stopped["PROCESSED_ROWS"]}]
+    described = rows(client, "DESCRIBE KNOWLEDGE_BASE bg")[0]
+    assert described["QUERY_ID"] == query_id and described["ERROR"] == stopped["ERROR"]
+    ok(client, f"SELECT query_resume({query_id})")
+    done = _until(client, query_id, ended)
+    assert done["ERROR"] is None and done["PROCESSED_ROWS"] == ROWS
+    assert rows(client, "SELECT count(*) AS n FROM bg") == [{"n": ROWS}]
+    assert sorted(int(r["id"]) for r in rows(client, "SELECT id FROM bg")) == list(range(ROWS))
+    described = rows(client, "DESCRIBE KNOWLEDGE_BASE bg")[0]
+    assert described["INSERT_FINISHED_AT"] == done["FINISHED_AT"] and described["PROCESSED_ROWS"] == ROWS
+    # the REST insert of a query runs within its request, batch_size or not (its answer counts it)
+    put = client.put("/api/projects/mindsdb/knowledge_bases/bg", json={"knowledge_base": {
+        "query": "SELECT pk, body FROM df.bg_src WHERE pk < 10", "params": {"batch_size": 3}}})
+    assert put.status_code == 200 and put.json()["inserted_rows"] == 10, put.text
+
+
+# agents -----------------------------------------------------------------------------------------
+AGENTS = "/api/projects/mindsdb/agents"
+
+
+def test_agent_params_are_stored_echoed_and_delete_is_204(client: httpx.Client) -> None:
+    created = client.post(AGENTS, json={"agent": {"name": "timed", "params": {"timeout": 10}}})
+    assert created.status_code == 201 and created.json()["params"] == {"timeout": 10}, created.text
+    assert client.get(f"{AGENTS}/timed").json()["params"] == {"timeout": 10}
+    updated = client.put(f"{AGENTS}/timed", json={"agent": {"params": {"mode": "text"}}})
+    assert updated.json()["params"] == {"timeout": 10, "mode": "text"}
+    for field in ("id", "name", "project_id", "created_at", "updated_at", "model", "data", "prompt_template"):
+        assert field in updated.json()  # the contract's fields stay
+    shown = rows(client, "SELECT PARAMS FROM information_schema.agents WHERE NAME = 'timed'")
+    assert json.loads(shown[0]["PARAMS"]) == {"timeout": 10, "mode": "text"}
+    older = client.post(AGENTS, json={"agent": {"name": "old", "model_name": "gpt-4o", "provider": "openai"}})
+    assert older.status_code == 400 and "older agent format" in older.json()["detail"]
+    assert "\n" not in older.json()["detail"]
+    unknown = client.post(AGENTS, json={"agent": {"name": "odd", "params": {"temperature": 1}}})
+    assert unknown.status_code == 400 and "Parameter 'temperature' is not allowed" in unknown.json()["detail"]
+    # MindsDB also takes the model, data and prompt inside params (its record keeps them there)
+    inside = client.post(AGENTS, json={"agent": {"name": "inside", "params": {
+        "prompt_template": "Answer briefly.", "model": {"provider": "kbsql", "model_name": "retrieval"},
+        "timeout": 5}}})
+    assert inside.status_code == 201, inside.text
+    assert inside.json()["prompt_template"] == "Answer briefly." and inside.json()["params"] == {"timeout": 5}
+    assert inside.json()["model"] == {"provider": "kbsql", "model_name": "retrieval"}
+    deleted = client.delete(f"{AGENTS}/timed")
+    assert deleted.status_code == 204 and deleted.content == b""
+    assert client.get(f"{AGENTS}/timed").status_code == 404
+
+
+def test_an_agent_s_timeout_stops_its_answer(client: httpx.Client) -> None:
+    slow = FakeLLM("openai", [text("a long answer that takes its time " * 6)], delay=0.25)
+    with slow:
+        model = {"provider": "openai", "model_name": "m1", "base_url": slow.base_url, "api_key": "k"}
+        assert client.post(AGENTS, json={"agent": {"name": "quick", "model": model,
+                                                   "params": {"timeout": 1}}}).status_code == 201
+        started = time.monotonic()
+        answer = client.post(f"{AGENTS}/quick/completions",
+                             json={"messages": [{"question": "hi", "answer": None}]})
+        assert time.monotonic() - started < 4  # the stream alone would take ~10 s
+        assert answer.status_code == 400 and "timeout of 1 s" in answer.json()["detail"], answer.text
+
+
+# the smaller differences --------------------------------------------------------------------------
+def test_a_constant_is_named_by_its_text_and_an_unset_parameter_is_named(client: httpx.Client) -> None:
+    assert ok(client, "SELECT 'a'")["column_names"] == ["a"]
+    register(client, "nums", pd.DataFrame({"a": [1, 2]}))
+    answer = sql(client, "SELECT * FROM df.nums WHERE a = :x")
+    assert answer["type"] == "error" and answer["error_message"].startswith("Parameter is not set: x")
+    answer = sql(client, "SELECT * FROM df.nums WHERE a = :x", params={"y": 1})
+    assert answer["error_message"].startswith("Parameter is not set: x")
+    assert ok(client, "SELECT * FROM df.nums WHERE a = :x", params={"x": 2})["data"] == [[2]]
+
+
+def test_update_chunk_content_like_and_json_metadata_paths(client: httpx.Client) -> None:
+    ok(client, f"CREATE KNOWLEDGE_BASE orders USING embedding_model = {HASH}, metadata_columns = ['product']")
+    ok(client, "INSERT INTO orders (id, content, product) VALUES ('A1B', 'Request color: black', 'Mouse'), "
+               "('3XZ', 'Gift wrap requested', 'Speaker')")
+    chunk = rows(client, "SELECT chunk_id FROM orders WHERE id = 'A1B'")[0]["chunk_id"]
+    updated = ok(client, f"UPDATE orders SET content = 'Request colour: white', product = 'Mouse 2' "
+                         f"WHERE chunk_id = '{chunk}'")
+    assert updated["affected_rows"] == 1
+    got = rows(client, "SELECT chunk_content, product FROM orders WHERE id = 'A1B'")
+    assert got == [{"chunk_content": "Request colour: white", "product": "Mouse 2"}]
+    assert rows(client, "SELECT id FROM orders WHERE content = 'colour white' LIMIT 1") == [{"id": "A1B"}]
+    # chunk_content LIKE filters the text (query.mdx), it is not a search: no relevance
+    found = rows(client, "SELECT id, relevance FROM orders WHERE chunk_content LIKE '%wrap%'")
+    assert found == [{"id": "3XZ", "relevance": None}]
+    assert rows(client, "SELECT id FROM orders WHERE chunk_content LIKE '%nothing%'") == []
+    ok(client, f"CREATE KNOWLEDGE_BASE books USING embedding_model = {HASH}, preprocessing = "
+               '{"type": "json_chunking", "json_chunking_config": {"metadata_fields": ["info.category"]}}')
+    dune = json.dumps({"title": "Dune", "info": {"category": "scifi"}})
+    emma = json.dumps({"title": "Emma", "info": {"category": "romance"}})
+    ok(client, f"INSERT INTO books (id, content) VALUES (1, '{dune}'), (2, '{emma}')")
+    assert rows(client, "SELECT id FROM books WHERE info.category = 'scifi'") == [{"id": "1"}]
+    assert rows(client, "SELECT id FROM books WHERE `info.category` = 'romance'") == [{"id": "2"}]
+
+
+class _ChattyModel:
+    """An OpenAI-compatible chat model that wraps its JSON in prose and a Markdown fence."""
+
+    def __init__(self) -> None:
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                source = body["messages"][-1]["content"].rsplit("Text:\n", 1)[-1]
+                reply = ("Sure! Here is a question about it:\n```json\n" + json.dumps(
+                    {"query": " ".join(source.split()[:4]), "reference_answer": source}) +
+                    "\n```\nLet me know if you need more.")
+                raw = json.dumps({"choices": [{"index": 0, "message": {"role": "assistant",
+                                                                       "content": reply}}]}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+def test_evaluate_generate_data_reads_json_wrapped_in_prose(client: httpx.Client) -> None:
+    model = _ChattyModel()
+    try:
+        ok(client, f"CREATE KNOWLEDGE_BASE ev USING embedding_model = {HASH}")
+        ok(client, "INSERT INTO ev (id, content) VALUES (1, 'Refunds take five business days'), "
+                   "(2, 'Gift wrap is offered at checkout')")
+        llm = json.dumps({"provider": "openai", "model_name": "m", "base_url": model.url, "api_key": "k"})
+        done = rows(client, f"EVALUATE KNOWLEDGE_BASE ev USING test_table = df.ev_test, generate_data = "
+                            f"{{'count': 2}}, evaluate = false, llm = {llm}")
+        assert done[0]["generated_rows"] == 2
+        questions = sorted(r["question"] for r in rows(client, "SELECT question FROM df.ev_test"))
+        assert questions == ["Gift wrap is offered", "Refunds take five business"]
+    finally:
+        model.server.shutdown()
+        model.server.server_close()
+
+
+def test_background_inserts_are_bounded_by_a_flag(tmp_path, provider: FakeProvider) -> None:
+    """`kbsql serve --background-inserts 1`: a second insert waits for the first (its
+    STARTED_AT stays empty) instead of competing with it; other statements still answer."""
+    from kbsql.server.process import spawn
+
+    provider.delay = 0.02
+    server = spawn(tmp_path / "bounded", args=("--background-inserts", "1"))
+    try:
+        with httpx.Client(base_url=server.url, timeout=60) as http:
+            model = json.dumps({"provider": "openai", "model_name": "e", "base_url": f"{provider.url}/v1"})
+            register(http, "src", pd.DataFrame({"pk": range(200), "body": [f"t {i}" for i in range(200)]}))
+            ids = []
+            for kb in ("first", "second"):
+                ok(http, f"CREATE KNOWLEDGE_BASE {kb} USING embedding_model = {model}, "
+                         "content_columns = ['body'], id_column = 'pk'")
+                started = rows(http, f"INSERT INTO {kb} SELECT pk, body FROM df.src USING batch_size = 5")
+                ids.append(started[0]["ID"])
+            _until(http, ids[0], lambda r: r["PROCESSED_ROWS"] >= 10)
+            assert _query(http, ids[1])["STARTED_AT"] is None  # queued behind the first
+            assert ok(http, "SELECT 1 AS one")["data"] == [[1]]
+            ok(http, f"SELECT query_cancel({ids[0]})")
+            _until(http, ids[1], lambda r: r["STARTED_AT"] is not None)
+            ok(http, f"SELECT query_cancel({ids[1]})")
+            assert "cancelled" in _until(http, ids[1], ended)["ERROR"]
+    finally:
+        server.stop()
