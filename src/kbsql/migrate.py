@@ -1,12 +1,14 @@
 """`kbsql migrate --to postgresql://...`: a local data directory into a shared catalog.
 
-What moves: the catalog (projects, knowledge bases, agents, data-source definitions, with
-their ids and timestamps), registered DataFrames (`df.<name>`), and the chunks of every
+What moves: the catalog (projects, knowledge bases, agents, data-source definitions, the
+records of uploaded files, with their ids and timestamps), registered DataFrames
+(`df.<name>`) and uploaded files' pages (`files.<name>`), and the chunks of every
 knowledge base in the local store, vectors included (never re-embedded: no model is called,
 no key needed), into a pgvector table of the catalog's database named as a shared catalog
 names it (`kb_<project>_<name>`), with its HNSW index built once at the end. Knowledge
 bases already stored in a pgvector database keep their table; only their record moves.
-The source directory is only read (stop the servers writing to it first).
+The source directory is only read (stop the servers writing to it first). The query log
+(`information_schema.queries`) is history of this directory and stays behind.
 
 The target must be empty (a fresh database, or one where servers started but nothing was
 created): migrating onto existing knowledge bases would have to choose between two
@@ -32,8 +34,8 @@ from typing import Any
 import numpy as np
 
 from kbsql.engine.catalog_pg import SCHEMA, PgConnection, where_of_url
-from kbsql.engine.datasources.frames import FrameStore
-from kbsql.engine.datasources.frames_pg import PgFrameStore
+from kbsql.engine.datasources.frame_store import FrameStore
+from kbsql.engine.datasources.frame_store_pg import PgFrameStore
 from kbsql.engine.datasources.postgres import settings as pg_settings
 from kbsql.engine.knowledge.ingest import Chunk
 from kbsql.engine.knowledge.pgvector import PgVectorStorage
@@ -41,7 +43,8 @@ from kbsql.engine.knowledge.service import DEFAULT_VECTOR_DATABASE, SHARED_VECTO
 from kbsql.interface.errors import KbsqlError
 
 BATCH = 5_000  # chunks per COPY
-TABLES = ("projects", "knowledge_bases", "agents", "datasources")
+TABLES = ("projects", "knowledge_bases", "agents", "datasources", "files")
+PLACES = {"frames": "table df.{}", "uploads": "pages {}"}  # FrameStores: DataFrames, uploaded files
 FILE_ENGINES = {"files", "sqlite", "duckdb"}  # their parameters name paths on this machine
 SEARCH_RECALL_MIN = 0.9  # tie-aware recall@10 of the sampled searches below which verify fails
 
@@ -104,7 +107,7 @@ def _batches_of(db: sqlite3.Connection) -> Iterator[tuple[str, list[Chunk], np.n
 
 def _check_empty(target: PgConnection, url: str) -> None:
     held = {t: int(target.execute(f"SELECT count(*) FROM {SCHEMA}.{t}").fetchone()[0])
-            for t in ("knowledge_bases", "agents", "datasources", "frames")}
+            for t in ("knowledge_bases", "agents", "datasources", "frames", "files", "uploads")}
     projects = [r[0] for r in target.execute(f"SELECT name FROM {SCHEMA}.projects")]
     if any(held.values()) or [p for p in projects if p.lower() != "mindsdb"]:
         what = ", ".join(f"{n} {t}" for t, n in held.items() if n) or f"projects {projects}"
@@ -170,7 +173,7 @@ def migrate(data_dir: str | Path, url: str, say: Callable[[str], None] = print) 
     source = _source_db(data_dir / "catalog.sqlite")
     target = PgConnection(url)  # creates the schema, or checks its version
     made: list[str] = []
-    frames = PgFrameStore(url)
+    stores = {place: PgFrameStore(url, place) for place in PLACES}
     try:
         _check_empty(target, url)
         say(f"migrating {data_dir} -> {where_of_url(url)}")
@@ -182,12 +185,16 @@ def migrate(data_dir: str | Path, url: str, say: Callable[[str], None] = print) 
             else:
                 say(f"  knowledge base {kb['project']}.{kb['name']}: stays in "
                     f"{kb['spec_obj'].get('vector_database')}.{kb['spec_obj'].get('vector_database_table')}")
-        local_frames = FrameStore(data_dir)
-        for name in local_frames.tables():
-            table = local_frames.table(name)
-            if table is not None:
-                frames.register(name, table)
-                say(f"  table df.{name}: {table.num_rows} rows")
+        frame_count = {}
+        for place, label in PLACES.items():
+            local_frames = FrameStore(data_dir, place)
+            frame_count[place] = len(local_frames.tables())
+            for name in local_frames.tables():
+                table = local_frames.table(name)
+                if table is not None:
+                    stores[place].register(name, table)
+                    if place == "frames":
+                        say(f"  {label.format(name)}: {table.num_rows} rows")
         _copy_catalog(source, target, tables)
         counts = {t: len(_rows(source, t)) for t in TABLES}
         say("  catalog: " + ", ".join(f"{n} {t}" for t, n in counts.items()))
@@ -195,15 +202,18 @@ def migrate(data_dir: str | Path, url: str, say: Callable[[str], None] = print) 
             if ds["engine"].lower() in FILE_ENGINES:
                 say(f"  note: data source {ds['name']} ({ds['engine']}) reads a path on this machine; "
                     "servers elsewhere need the same path (--allow-path)")
-        return {"knowledge_bases_copied": len(tables), "frames": len(local_frames.tables()), **counts}
+        return {"knowledge_bases_copied": len(tables), "frames": frame_count["frames"],
+                "uploads": frame_count["uploads"], **counts}
     except BaseException:
         for table in made:  # nothing half-made stays: the run can simply start again
             _drop_table(url, table)
-        for name in frames.tables():
-            frames.unregister(name)
+        for store in stores.values():
+            for name in store.tables():
+                store.unregister(name)
         raise
     finally:
-        frames.close()
+        for store in stores.values():
+            store.close()
         target.close()
         source.close()
 
@@ -235,14 +245,15 @@ def verify(data_dir: str | Path, url: str, sample: int = 10,
             report["counts"][name] = len(got)
             if want != got:
                 fail(f"{name}: {sorted(want ^ got)} on one side only")
-        frames = PgFrameStore(url)
-        try:
-            for name in FrameStore(data_dir).tables():
-                here, there = FrameStore(data_dir).table(name), frames.table(name)
-                if there is None or here is None or not here.equals(there):
-                    fail(f"table df.{name} differs")
-        finally:
-            frames.close()
+        for place, label in PLACES.items():
+            frames, local_frames = PgFrameStore(url, place), FrameStore(data_dir, place)
+            try:
+                for name in local_frames.tables():
+                    here, there = local_frames.table(name), frames.table(name)
+                    if there is None or here is None or not here.equals(there):
+                        fail(f"{label.format(name)} differ")
+            finally:
+                frames.close()
         for kb in _local_kbs(source):
             if _is_local(kb):
                 report["knowledge_bases"][f"{kb['project']}.{kb['name']}"] = _verify_kb(
