@@ -42,7 +42,7 @@ def build(data_dir: Path, chunks: int) -> float:
                  "content": f"Unit {WORDS[i % 12]} {i} needs new {WORDS[(i * 7) % 12]} every "
                             f"{i % 30 + 1} days. Its {WORDS[(i * 5) % 12]} is checked yearly."}
                 for i in range(chunks)]
-        engine.insert_into_knowledge_base("mindsdb", "manuals", rows, progress=False)
+        engine.insert_into_knowledge_base("mindsdb", "manuals", rows)
         engine.create_agent("mindsdb", {"name": "helper",
                                         "data": {"knowledge_bases": ["mindsdb.manuals"]}})
     return time.perf_counter() - start

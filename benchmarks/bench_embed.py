@@ -2,15 +2,20 @@
 
 Rows are Python's own documentation topics (pydoc_data); ours is the path a user waits
 for: `insert_rows` into a knowledge base with default settings (chunking, the default
-all-MiniLM-L6-v2 on ONNX Runtime int8, SQLite, FAISS), in chunks per second. The baseline
-is sentence-transformers (torch, fp32) encoding the same chunk texts with its defaults, in
-a child process of a separate venv (`$KBSQL_ST_PYTHON`, else /work/venvs/st/bin/python;
-`pip install torch==2.13.0 sentence-transformers` there). Runs alternate between the two
-and the best of each is kept (the machine is shared). Without that venv (CI) the baseline
-is skipped and said so. Fidelity: cosine of our vectors to the exact fp32 model (numpy) on
-the same chunks. Target: ingest >= 1.5x sentence-transformers, cosine >= 0.99.
+all-MiniLM-L6-v2 on ONNX Runtime, SQLite, FAISS), in chunks per second. The baseline is
+sentence-transformers (torch, fp32) encoding the same chunk texts with its defaults, in a
+child process of a separate venv (`$KBSQL_ST_PYTHON`, else /work/wt/st-venv/bin/python,
+else /work/venvs/st/bin/python; `pip install torch==2.13.0 sentence-transformers` there).
+Beside them, the model alone in each precision of benchmarks/bench_retrieval.py's MODELS
+(`--variants`), with the quality each reached on every evaluation set (read from
+results/retrieval.json: the speed of a variant means nothing without it). Runs alternate
+between all of them and the best of each is kept (the machine is shared: compare only
+figures of one run, and read `load_average_1m`). Without the baseline venv (CI) the
+baseline is skipped and said so. Fidelity: cosine of the default's vectors to the exact fp32
+model (numpy) on the same chunks. Target: ingest >= 1.5x sentence-transformers with the
+default at fp32 quality (recall@5 and MRR within 0.005 of fp32 on every set).
 
-Usage: python benchmarks/bench_embed.py [--chunks 240] [--rounds 2]
+Usage: python benchmarks/bench_embed.py [--chunks 240] [--rounds 3] [--variants onnx-fp32,onnx-int8]
 Prints JSON and writes benchmarks/results/embed.json.
 """
 
@@ -33,6 +38,7 @@ from kbsql.engine.knowledge.chunking import ChunkingConfig, split_text
 
 TARGET_RATIO = 1.5
 TARGET_COSINE = 0.99
+ST_PYTHONS = ("/work/wt/st-venv/bin/python", "/work/venvs/st/bin/python")
 ST_SCRIPT = """
 import json, sys, time
 from sentence_transformers import SentenceTransformer
@@ -82,26 +88,47 @@ class SentenceTransformers:
         self.proc.wait(timeout=60)
 
 
-def fidelity(chunks: list[str]) -> dict[str, float]:
-    ours = minilm.get_model().encode(chunks)
+def fidelity(model: Any, chunks: list[str]) -> dict[str, float]:
+    ours = model.encode(chunks)
     exact = minilm.MiniLM(minilm.model_dir()).encode(chunks)
     cosines = (ours * exact).sum(axis=1)
     return {"min": round(float(cosines.min()), 4), "mean": round(float(cosines.mean()), 4)}
 
 
+def quality(variant: str) -> dict[str, Any] | None:
+    """recall@5 / MRR of a model's dense search on every set, from results/retrieval.json."""
+    path = Path(__file__).resolve().parent / "results" / "retrieval.json"
+    if not path.exists():
+        return None
+    report = json.loads(path.read_text())
+    sets = {**report.get("tuning_sets", {}), "heldout": report.get("heldout") or {}}
+    out = {name: {k: r[f"{variant}-dense"][k] for k in ("recall_at_5", "mrr")}
+           for name, r in sets.items() if f"{variant}-dense" in r}
+    return out or None
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    import bench_retrieval
+
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--chunks", type=int, default=240)
-    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--variants", default="onnx-fp32,onnx-down8,onnx-ffn8,onnx-int8",
+                        help="models of bench_retrieval.MODELS timed alone beside the default")
     args = parser.parse_args()
     rows, chunks = corpus(args.chunks)
-    python = os.environ.get("KBSQL_ST_PYTHON") or "/work/venvs/st/bin/python"
-    st = SentenceTransformers(python, chunks) if Path(python).exists() else None
-    model = minilm.get_model()
-    model.encode(chunks[:8])  # load and warm
+    candidates = [os.environ.get("KBSQL_ST_PYTHON"), *ST_PYTHONS]
+    python = next((c for c in candidates if c and Path(c).exists()), None)
+    st = SentenceTransformers(python, chunks) if python else None
+    variants = {name: bench_retrieval.MODELS[name][1]() for name in args.variants.split(",") if name}
     ingest, encode, baseline = [], [], []
+    alone: dict[str, list[float]] = {name: [] for name in variants}
     with tempfile.TemporaryDirectory() as tmp, Engine(Path(tmp) / "e") as engine:
-        for attempt in range(args.rounds):  # alternated: both see the same machine load
+        model = engine.models.context.load_once(minilm.MODEL_NAME, minilm.load_model)  # the engine's own
+        for m in (model, *variants.values()):
+            m.encode(chunks[:8])  # load and warm
+        for attempt in range(args.rounds):  # alternated: all see the same machine load
             if st is not None:
                 baseline.append(len(chunks) / st.seconds())
             start = time.perf_counter()
@@ -110,24 +137,34 @@ def main() -> None:
             engine.create_knowledge_base("mindsdb", {"name": f"docs{attempt}"})
             record = engine.catalog.knowledge_base("mindsdb", f"docs{attempt}")
             start = time.perf_counter()
-            engine.insert_rows(record, rows, progress=False)
+            engine.insert_rows(record, rows)
             ingest.append(len(chunks) / (time.perf_counter() - start))
             assert engine.knowledge.count(record) == len(chunks)
+            for name, variant in variants.items():
+                start = time.perf_counter()
+                variant.encode(chunks)
+                alone[name].append(len(chunks) / (time.perf_counter() - start))
     if st is not None:
         st.close()
-    cosine = fidelity(chunks)
+    cosine = fidelity(model, chunks)
     best = max(ingest)
+    top = max(baseline) if baseline else None
     report: dict[str, Any] = {
         "benchmark": "embed", "rows": len(rows), "chunks": len(chunks),
-        "model": type(model).__name__,
+        "model": type(model).__name__, "default_precision": minilm.default_precision(),
         "ingest_chunks_per_s": round(best, 2), "ingest_rounds": [round(r, 2) for r in ingest],
         "model_encode_chunks_per_s": round(max(encode), 2),
+        "variants_encode_alone": {
+            name: {"chunks_per_s": round(max(v), 2), "rounds": [round(x, 2) for x in v],
+                   "ratio_to_sentence_transformers": round(max(v) / top, 3) if top else None,
+                   "quality_dense": quality(name)} for name, v in alone.items()},
+        "quality_dense_fp32": quality("fp32"), "quality_dense_default": quality("default"),
         "cosine_to_fp32": cosine, "target_cosine": TARGET_COSINE,
         "target_ratio": TARGET_RATIO, "load_average_1m": round(os.getloadavg()[0], 2),
     }
     if st is None:
         report.update({"baseline_sentence_transformers_chunks_per_s": None,
-                       "baseline_skipped": f"no sentence-transformers venv at {python}",
+                       "baseline_skipped": f"no sentence-transformers venv at {candidates}",
                        "meets_target": None})
     else:
         ratio = best / max(baseline)

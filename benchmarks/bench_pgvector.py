@@ -172,11 +172,11 @@ def run(dsn: str, args: argparse.Namespace) -> dict[str, Any]:
                                                   "metadata_columns": ["g", "h"]})
             records[kind] = eng.catalog.knowledge_base("mindsdb", body["name"])
             t0 = time.perf_counter()
-            eng.insert_rows(records[kind], rows, progress=False)
+            eng.insert_rows(records[kind], rows)
             first = time.perf_counter() - t0
             t0 = time.perf_counter()
             if extra:
-                eng.insert_rows(records[kind], extra, progress=False)
+                eng.insert_rows(records[kind], extra)
             ingest[kind] = {"first_load_rows_per_s": round(n / first, 1), "first_load_s": round(first, 1),
                             "more_rows": len(extra), "uptime": uptime()}
             if extra:

@@ -2,7 +2,7 @@
 
 Run: `python benchmarks/bench_vs_chroma.py [--docs 100000] [--queries 300]
 [--chroma-python /work/venvs/chroma/bin/python] [--hnsw-curve]`. Prints JSON and writes
-benchmarks/results/vs_chroma.json.
+benchmarks/results/vs_chroma.json (above 100k docs: vs_chroma_<N>k.json, e.g. _1000k at 1M).
 
 Both sides get identical vectors: kbsql embeds with its `hash-384` model; Chroma (embedded,
 persisted, its default HNSW settings, cosine space) is fed the same vectors, computed here
@@ -23,8 +23,18 @@ dependencies): it runs under `--chroma-python` (default `$KBSQL_CHROMA_PYTHON`, 
 /work/venvs/chroma/bin/python, else this interpreter). When none has chromadb, the Chroma
 side is skipped and the report says so (CI's smoke run has no chromadb).
 
-Targets (issue 17): tie-aware recall@10 >= 0.97 at 100k (>= 0.95 at 1M); kbsql search p50
-<= half of Chroma's; kbsql peak RSS <= Chroma's in each phase.
+Recall@10 has one definition here, the same as the outside harness of issue 24: a returned
+id is a hit when its exact cosine to the query (recomputed from the vectors, not the index's
+approximate score) is at least the exact 10th best minus 1e-5; a query's recall is hits / 10,
+averaged over queries. `search.unfiltered` applies it to the service call over all
+`--queries`; `search.sql_unfiltered` to the SQL route (`SELECT id FROM dups WHERE content =
+... LIMIT 10`) over the first 100 queries, as the harness searches. The two routes return
+the same rows (one search function); what moved the figures apart is the workload: the
+harness's 0.942 came from its own 100 queries and vectors, this script's 0.994 from the
+queries of neardup.py.
+
+Targets (issues 17, 24): tie-aware recall@10 >= 0.97 at 100k (>= 0.95 at 1M); kbsql search
+p50 <= half of Chroma's; kbsql peak RSS <= Chroma's in each phase; ingest >= 2x Chroma's.
 """
 
 from __future__ import annotations
@@ -94,7 +104,7 @@ def kbsql_child(phase: str, folder: Path, docs: int, batch: int, work: Path) -> 
         for start in range(0, docs, batch):
             texts = neardup.documents(min(batch, docs - start), start)
             eng.insert_rows(record, [{"id": start + i, "content": t, "g": (start + i) % GROUPS}
-                                     for i, t in enumerate(texts)], progress=False)
+                                     for i, t in enumerate(texts)])
         eng.close()
         out["seconds"] = round(time.perf_counter() - t0, 2)
         out["docs_per_s"] = round(docs / out["seconds"], 1)
@@ -131,14 +141,15 @@ def kbsql_child(phase: str, folder: Path, docs: int, batch: int, work: Path) -> 
     def via_sql(text):
         result = eng.query(bind("SELECT id FROM dups WHERE content = :q LIMIT 10", {"q": text}))
         assert len(result.data) == 10, result
+        return [int(r[0]) for r in result.data]
 
     times, answers = timed(plain, texts)
     out["unfiltered"] = {"p50_ms": pct(times, 50), "p99_ms": pct(times, 99), "ids": answers}
     ftexts = texts[: max(20, len(texts) // 3)]
     times, answers = timed(filtered, ftexts)
     out["filtered"] = {"p50_ms": pct(times, 50), "p99_ms": pct(times, 99), "ids": answers}
-    times, _ = timed(via_sql, texts[:100])
-    out["sql_unfiltered"] = {"p50_ms": pct(times, 50), "p99_ms": pct(times, 99)}
+    times, answers = timed(via_sql, texts[:100])
+    out["sql_unfiltered"] = {"p50_ms": pct(times, 50), "p99_ms": pct(times, 99), "ids": answers}
     curve = []
     default = handle.index.settings.nprobe
     if handle.index.kind == "ivf":
@@ -333,6 +344,9 @@ def main() -> None:
             search = run_phase(python, side, "search", folder, args, work)
             for kind in ("unfiltered", "filtered"):
                 search[kind].update(recall(search[kind].pop("ids"), exact[kind], qvec))
+            if "sql_unfiltered" in search:  # the harness's definition: SQL route, first 100 queries
+                search["sql_unfiltered"].update(recall(search["sql_unfiltered"].pop("ids"),
+                                                       exact["unfiltered"], qvec))
             for point in search.get("curve", []):
                 point.update(recall(point.pop("ids"), exact["unfiltered"], qvec))
             res["search"] = search
@@ -346,14 +360,16 @@ def main() -> None:
         shutil.rmtree(work, ignore_errors=True)
     report["targets"] = targets(report, args.docs)
     report["machine"]["load_avg_at_end"] = os.getloadavg()[0]
-    write_report("vs_chroma", report)
+    # 100k (and the smoke runs) in vs_chroma.json; 1M beside it, so both sizes stay on record
+    write_report("vs_chroma" if args.docs <= 100_000 else f"vs_chroma_{args.docs // 1000}k", report)
 
 
 def targets(report: dict, docs: int) -> dict:
     k = report["kbsql"]
     floor = 0.97 if docs <= 100_000 else 0.95
     out = {"target_recall_at_10": floor,
-           "recall_met": k["search"]["unfiltered"]["recall_at_10"] >= floor}
+           "recall_met": k["search"]["unfiltered"]["recall_at_10"] >= floor,
+           "recall_sql_route_met": k["search"].get("sql_unfiltered", {}).get("recall_at_10", 1.0) >= floor}
     c = report.get("chroma")
     if isinstance(c, dict):
         for kind in ("unfiltered", "filtered"):
@@ -366,6 +382,10 @@ def targets(report: dict, docs: int) -> dict:
             out[f"rss_{phase}_ratio_to_chroma"] = round(ratio, 3)
             out[f"rss_{phase}_met"] = ratio <= 1.0
         out["target_rss_ratio"] = 1.0
+        ingest = k["ingest"]["docs_per_s"] / c["ingest"]["docs_per_s"]
+        out["ingest_ratio_to_chroma"] = round(ingest, 3)
+        out["ingest_met"] = ingest >= 2.0
+        out["target_ingest_ratio"] = 2.0
     out["all_met"] = all(v for key, v in out.items() if key.endswith("_met"))
     return out
 

@@ -59,16 +59,15 @@ def test_migrate_round_trip(tmp_path, pgvector_dsn):
         eng.create_knowledge_base("mindsdb", {"name": "docs", "embedding_model": HASH_MODEL,
                                               "metadata_columns": ["grp", "day"]})
         docs = eng.catalog.knowledge_base("mindsdb", "docs")
-        eng.insert_rows(docs, rows[:250], progress=False)
-        eng.insert_rows(docs, rows[250:], progress=False)  # a second insert: another updated_at
-        eng.insert_rows(docs, [{"id": 7, "content": "replaced: refund card", "grp": 7, "day": "2024-02-01"}],
-                        progress=False)
+        eng.insert_rows(docs, rows[:250])
+        eng.insert_rows(docs, rows[250:])  # a second insert: another updated_at
+        eng.insert_rows(docs, [{"id": 7, "content": "replaced: refund card", "grp": 7, "day": "2024-02-01"}])
         eng.create_knowledge_base("team", {"name": "notes", "embedding_model": HASH_MODEL})
         eng.insert_rows(eng.catalog.knowledge_base("team", "notes"),
-                        [{"id": "n1", "content": "a long note " * 400}], progress=False)  # several chunks
+                        [{"id": "n1", "content": "a long note " * 400}])  # several chunks
         eng.create_knowledge_base("mindsdb", {"name": "remote", "embedding_model": HASH_MODEL,
                                               "storage": {"database": "vdb", "table": "remote_chunks"}})
-        eng.insert_rows(eng.catalog.knowledge_base("mindsdb", "remote"), rows[:20], progress=False)
+        eng.insert_rows(eng.catalog.knowledge_base("mindsdb", "remote"), rows[:20])
         eng.create_agent("mindsdb", {"name": "helper", "data": {"knowledge_bases": ["mindsdb.docs"]}})
         eng.register_dataframe("sales", pd.DataFrame({"region": ["n", "s", "n"], "amount": [1, 2, 3]}))
         eng.upload_file("prices", b"item,price\ncard,3\nparcel,5\n", "prices.csv")  # files.prices
@@ -119,7 +118,7 @@ def test_verify_finds_a_difference_and_a_failed_copy_leaves_nothing(tmp_path, pg
     with Engine(local) as eng:
         eng.create_knowledge_base("mindsdb", {"name": "docs", "embedding_model": HASH_MODEL})
         eng.insert_rows(eng.catalog.knowledge_base("mindsdb", "docs"),
-                        [{"id": i, "content": f"row {i} of the test"} for i in range(50)], progress=False)
+                        [{"id": i, "content": f"row {i} of the test"} for i in range(50)])
     assert cli("--data-dir", str(local), url=pgvector_dsn).returncode == 0
     assert cli("--data-dir", str(local), "--verify", url=pgvector_dsn).returncode == 0
     with psycopg.connect(pgvector_dsn, autocommit=True) as db:
@@ -132,8 +131,7 @@ def test_verify_finds_a_difference_and_a_failed_copy_leaves_nothing(tmp_path, pg
     other = tmp_path / "other"
     with Engine(other) as eng:
         eng.create_knowledge_base("mindsdb", {"name": "broken", "embedding_model": HASH_MODEL})
-        eng.insert_rows(eng.catalog.knowledge_base("mindsdb", "broken"), [{"id": 1, "content": "x"}],
-                        progress=False)
+        eng.insert_rows(eng.catalog.knowledge_base("mindsdb", "broken"), [{"id": 1, "content": "x"}])
         kb_id = eng.catalog.knowledge_base("mindsdb", "broken").id
     (other / "knowledge_bases" / str(kb_id) / "chunks.sqlite").write_bytes(b"not a database")
     with psycopg.connect(pgvector_dsn, autocommit=True) as db:

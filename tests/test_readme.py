@@ -41,6 +41,12 @@ def test_quickstart_runs_and_finds_the_answer(tmp_path):
     hits = out.split("LIMIT 3", 1)[1].split("%agent", 1)[0]
     assert "break" in hits
     assert "answer:" in out
+    # the answer is printed whole: it quotes the break statement and ends with the closing hint
+    from kbsql.engine.agents.providers.offline import SWITCH_HINT
+
+    answer = out.split("answer:", 1)[1]
+    assert "[break:content:" in answer
+    assert answer.rstrip().endswith(SWITCH_HINT)
 
 
 def test_readme_names_the_options_as_the_cli_and_the_magic_spell_them():

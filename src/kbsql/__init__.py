@@ -10,11 +10,21 @@ The public surface is what `tests/test_public_names.py` pins: this package's `__
 modules under `kbsql.client` and `kbsql.notebook`) is internal and may change.
 """
 
-from kbsql._version import __version__
-from kbsql.client import Client, connect
-from kbsql.notebook.progress_bar import install as _install_progress
+import functools as _functools
+from typing import Any as _Any
 
-_install_progress()  # inserts draw an HTML bar in a Jupyter kernel (saved in its final state), tqdm elsewhere
+from kbsql._version import __version__
+from kbsql.client import Client
+from kbsql.client import connect as _connect
+from kbsql.notebook.progress_bar import notebook_or_tqdm as _notebook_or_tqdm
+
+
+@_functools.wraps(_connect)
+def connect(*args: _Any, **kwargs: _Any) -> Client:
+    # `kbsql.client.connect` with the front end's progress bars: an HTML bar in a Jupyter
+    # kernel (saved in its final state), tqdm elsewhere; `progress=None` draws none
+    kwargs.setdefault("progress", _notebook_or_tqdm)
+    return _connect(*args, **kwargs)
 
 
 def load_ipython_extension(ipython):

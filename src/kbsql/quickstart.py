@@ -59,7 +59,7 @@ def run(data_dir: str | None = None) -> int:
                     first = step["observation"].strip().splitlines()[:1]
                     print(f"  seen  {first[0][:90] if first else ''}")
             elif kind == "output":
-                print(f"answer: {chunk['output'][:600]}")
+                print(f"answer: {chunk['output']}")  # whole: its last line says how to get a real model
             elif kind == "error":
                 print(f"error: {chunk['content']}")
                 return 1

@@ -20,9 +20,13 @@ def test_an_alias_agent_without_base_url_is_refused_not_sent_to_openai(engine: E
 
 
 def test_embeddings_and_agents_accept_the_same_openai_compatible_names() -> None:
-    from kbsql.engine.agents.agent_settings import PROVIDER_ALIASES
-    from kbsql.engine.knowledge.rerank import CHAT_PROVIDERS, RERANK_PROVIDERS
-    from kbsql.engine.providers import OPENAI_COMPATIBLE
+    from kbsql.engine.plugins import EMBEDDING_PROVIDERS, LLM_PROVIDERS, RERANKERS
+    from kbsql.engine.providers import BUILTINS, OPENAI_COMPATIBLE
 
-    assert {n for n, kind in PROVIDER_ALIASES.items() if kind == "openai"} == OPENAI_COMPATIBLE
-    assert CHAT_PROVIDERS | (RERANK_PROVIDERS & OPENAI_COMPATIBLE) == OPENAI_COMPATIBLE
+    def served_by(group: str, implementation: str) -> set[str]:
+        return {n for n, ref in BUILTINS[group].items() if ref.endswith(implementation)}
+
+    assert served_by(LLM_PROVIDERS, ":OpenAIProvider") == OPENAI_COMPATIBLE
+    assert served_by(EMBEDDING_PROVIDERS, ":OpenAIEmbedder") == OPENAI_COMPATIBLE
+    assert served_by(RERANKERS, ":chat_reranker") | (served_by(RERANKERS, ":RerankApi") & OPENAI_COMPATIBLE) \
+        == OPENAI_COMPATIBLE

@@ -11,6 +11,7 @@ import pytest
 
 from kbsql.engine.agents.providers.anthropic import AnthropicProvider
 from kbsql.engine.agents.providers.openai import OpenAIProvider
+from kbsql.engine.providers import ProviderContext
 from kbsql.server.process import spawn
 from tests.agents.fakes import FakeLLM, text
 from tests.agents.streams import agent_url, create_agent, raw_stream
@@ -45,14 +46,15 @@ def test_the_servers_env_key_is_not_sent_to_a_custom_base_url(server_url: str, w
 def test_env_keys_apply_only_to_the_providers_own_url(monkeypatch: pytest.MonkeyPatch) -> None:
     for key, value in SERVER_KEYS.items():
         monkeypatch.setenv(key, value)
-    assert OpenAIProvider({"model_name": "x"}).api_key == SERVER_KEYS["OPENAI_API_KEY"]
-    assert OpenAIProvider({"model_name": "x", "base_url": "https://api.openai.com/v1/"}).api_key \
+    context = ProviderContext()
+    assert OpenAIProvider({"model_name": "x"}, context).api_key == SERVER_KEYS["OPENAI_API_KEY"]
+    assert OpenAIProvider({"model_name": "x", "base_url": "https://api.openai.com/v1/"}, context).api_key \
         == SERVER_KEYS["OPENAI_API_KEY"]
-    assert AnthropicProvider({"model_name": "x"}).api_key == SERVER_KEYS["ANTHROPIC_API_KEY"]
-    assert OpenAIProvider({"model_name": "x", "base_url": "http://127.0.0.1:9/v1"}).api_key is None
-    assert AnthropicProvider({"model_name": "x", "base_url": "http://127.0.0.1:9"}).api_key is None
+    assert AnthropicProvider({"model_name": "x"}, context).api_key == SERVER_KEYS["ANTHROPIC_API_KEY"]
+    assert OpenAIProvider({"model_name": "x", "base_url": "http://127.0.0.1:9/v1"}, context).api_key is None
+    assert AnthropicProvider({"model_name": "x", "base_url": "http://127.0.0.1:9"}, context).api_key is None
     assert OpenAIProvider({"model_name": "x", "base_url": "http://127.0.0.1:9/v1",
-                           "api_key": "sk-own"}).api_key == "sk-own"
+                           "api_key": "sk-own"}, context).api_key == "sk-own"
 
 
 @pytest.mark.parametrize("wire", ["openai", "anthropic"])

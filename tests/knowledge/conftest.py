@@ -60,7 +60,7 @@ def minilm():
     """The default model, loaded once for the whole session."""
     from kbsql.engine.knowledge import minilm
 
-    return minilm.get_model()
+    return minilm.load_model()
 
 
 @pytest.fixture

@@ -29,8 +29,7 @@ def test_search_while_upserting_in_other_threads(kb_engine: Engine) -> None:
         try:
             for n in range(ROUNDS):
                 kb_engine.insert_rows(record, [{"id": i, "content": f"note {i} round {n} by {tag} about "
-                                                f"{topics[(i + n) % 4]}"} for i in range(DOCS)],
-                                      progress=False)
+                                                f"{topics[(i + n) % 4]}"} for i in range(DOCS)])
         except Exception as exc:  # a failed writer is a failure too
             failures.append(f"writer: {exc!r}")
 

@@ -34,7 +34,7 @@ CHILD = textwrap.dedent("""
         rows = [{"id": batch * 1000 + i + 1, "content": words, "batch": batch} for i in range(ROWS)]
         rows.append({"id": 0, "content": f"version {batch} " * 30, "batch": batch})  # an upsert
         print(f"begin {batch}", flush=True)
-        eng.insert_rows(record, rows, progress=False)
+        eng.insert_rows(record, rows)
         if batch % 4 == 3:
             eng.query(f"DELETE FROM kb WHERE batch = {batch - 2}")
         print(f"committed {batch}", flush=True)

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from kbsql.interface.errors import SqlError
-from kbsql.interface.progress import EVALUATING, GENERATING, set_progress_factory
+from kbsql.interface.progress import EVALUATING, GENERATING
 from kbsql.notebook.progress_bar import NotebookProgress
 
 
@@ -32,10 +32,9 @@ class Recorder:
 
 @pytest.fixture
 def recorded():
+    """The bars of clients that draw with Recorder (`progress=Recorder`)."""
     Recorder.instances.clear()
-    previous = set_progress_factory(Recorder)
-    yield Recorder.instances
-    set_progress_factory(previous)
+    return Recorder.instances
 
 
 def _kb_with_questions(client) -> None:
@@ -49,7 +48,7 @@ def _kb_with_questions(client) -> None:
 def test_embedded_evaluate_moves_per_question(engine, recorded):
     from kbsql.client import Client
 
-    client = Client(engine)
+    client = Client(engine, progress=Recorder)
     _kb_with_questions(client)
     row = client.query("EVALUATE KNOWLEDGE_BASE docs USING test_table = df.qs").iloc[0]
     assert row["total"] == 5
@@ -62,7 +61,7 @@ def test_embedded_evaluate_moves_per_question(engine, recorded):
 def test_embedded_generate_then_evaluate_has_two_phases(engine, recorded):
     from kbsql.client import Client
 
-    client = Client(engine)
+    client = Client(engine, progress=Recorder)
     _kb_with_questions(client)
     client.sql("EVALUATE KNOWLEDGE_BASE docs USING test_table = df.gen, "
                "generate_data = {'count': 3}, llm = {'provider': 'kbsql'}")
@@ -76,7 +75,7 @@ def test_embedded_generate_then_evaluate_has_two_phases(engine, recorded):
 def test_a_failing_evaluation_closes_its_bar_with_the_error(engine, recorded):
     from kbsql.client import Client
 
-    client = Client(engine)
+    client = Client(engine, progress=Recorder)
     _kb_with_questions(client)
     client.register("bad", pd.DataFrame({"question": ["x"], "expected": ["d1"]}))  # no doc_id
     with pytest.raises(SqlError, match="doc_id"):
@@ -88,7 +87,7 @@ def test_a_failing_evaluation_closes_its_bar_with_the_error(engine, recorded):
 def test_remote_evaluate_shows_its_phase_and_final_state_only(server_url, recorded):
     import kbsql
 
-    client = kbsql.connect(server_url)
+    client = kbsql.connect(server_url, progress=Recorder)
     try:
         _kb_with_questions(client)
         recorded.clear()

@@ -27,7 +27,7 @@ def _rows(n: int, seed: int = 1) -> list[dict]:
 def _kb(engine: Engine, rows: list[dict]) -> None:
     engine.create_knowledge_base("mindsdb", {"name": "kb", "embedding_model": HASH_MODEL,
                                              "metadata_columns": ["group", "tag"]})
-    engine.insert_rows(engine.catalog.knowledge_base("mindsdb", "kb"), rows, progress=False)
+    engine.insert_rows(engine.catalog.knowledge_base("mindsdb", "kb"), rows)
 
 
 def _brute(rows: list[dict], query: str, keep, k: int) -> list[str]:

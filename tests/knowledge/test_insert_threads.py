@@ -17,6 +17,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from kbsql.client.bars import ProgressBars
 from kbsql.engine import Engine
 from kbsql.engine.sql.kb.kb_insert import MAX_THREADS, options_of
 from kbsql.interface.errors import SqlError
@@ -182,7 +183,8 @@ def test_progress_moves_from_the_calling_thread_only(engine: Engine, fake: FakeP
     record = engine.catalog.knowledge_base("mindsdb", "kb")
     rows = _rows(300)
     batches = [rows[i:i + 50] for i in range(0, 300, 50)]
-    assert engine.kbs.insert_batches(record, batches, threads=3, progress=Recorder) == 300
+    bars_of = ProgressBars(Recorder, always=True)
+    assert engine.kbs.insert_batches(record, batches, threads=3, progress=bars_of) == 300
     (bar,) = bars
     done = [d for _, d in bar.updates]
     assert bar.total == 300 and done == sorted(done) and done[-1] == 300 and bar.closed == "done"

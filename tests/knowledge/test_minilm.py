@@ -38,14 +38,22 @@ def test_batching_and_order_do_not_change_vectors(minilm) -> None:
     assert minilm.encode([]).shape == (0, 384)
 
 
-def test_loaded_once_per_process_even_from_threads(minilm) -> None:
-    seen = []
-    threads = [threading.Thread(target=lambda: seen.append(minilm_mod.get_model())) for _ in range(4)]
+def test_loaded_once_per_engine_even_from_threads(minilm) -> None:
+    from kbsql.engine.providers import ProviderContext
+
+    context, loads, seen = ProviderContext(), [], []
+
+    def load():
+        loads.append(1)
+        return minilm
+
+    threads = [threading.Thread(target=lambda: seen.append(context.load_once(minilm_mod.MODEL_NAME, load)))
+               for _ in range(4)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    assert all(m is minilm for m in seen)
+    assert len(seen) == 4 and all(m is minilm for m in seen) and loads == [1]
 
 
 def test_single_queries_from_many_threads_match_batched_vectors(minilm) -> None:

@@ -21,7 +21,7 @@ from tests.knowledge.test_pgvector_storage import create_vdb, engine_with_kb, ex
 def pg_engine(tmp_path, pgvector_dsn) -> Any:
     """Knowledge base `kb` in pgvector with 1,500 rows (its HNSW index built)."""
     with engine_with_kb(tmp_path / "engine", pgvector_dsn) as eng:
-        eng.insert_rows(eng.catalog.knowledge_base("mindsdb", "kb"), rows_of(1500), progress=False)
+        eng.insert_rows(eng.catalog.knowledge_base("mindsdb", "kb"), rows_of(1500))
         yield eng
 
 

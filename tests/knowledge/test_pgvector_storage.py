@@ -18,7 +18,7 @@ import pytest
 
 from kbsql.engine import Engine
 from kbsql.engine.knowledge import pgvector
-from kbsql.engine.knowledge.embeddings import embedder_for
+from kbsql.engine.providers import ModelProviders
 from tests.knowledge.conftest import HASH_MODEL, background, sql, sql_error, table
 
 
@@ -53,7 +53,7 @@ def rows_of(n: int) -> list[dict[str, Any]]:
 
 def exact_sims(dsn: str, query: str, where: str = "TRUE") -> dict[str, float]:
     """Brute force in numpy over the table's own vectors: id -> cosine similarity."""
-    vec = embedder_for(HASH_MODEL, None).embed([query])[0]
+    vec = ModelProviders().embedder(HASH_MODEL).embed([query])[0]
     with psycopg.connect(dsn) as db:
         got = db.execute(f"SELECT id, embedding::text FROM kb_chunks WHERE {where}").fetchall()
     vectors = np.array([json.loads(r[1]) for r in got], np.float32)
@@ -224,7 +224,7 @@ def test_concurrent_upserts_of_one_id_from_two_engines_keep_one_copy(tmp_path, p
         def writer(i: int) -> None:
             for round_ in range(8):
                 engines[i].insert_rows(records[i], [{"id": d, "content": f"writer {i} round {round_}"}
-                                                    for d in range(300)], progress=False)
+                                                    for d in range(300)])
 
         threads = [threading.Thread(target=writer, args=(i,)) for i in range(2)]
         for t in threads:

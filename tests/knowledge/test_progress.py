@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from kbsql.interface.progress import CHUNKING, EMBEDDING, READING, STORING, open_progress
+from kbsql.client.bars import on_progress
+from kbsql.interface.progress import CHUNKING, EMBEDDING, READING, STORING, Reporter
 from kbsql.notebook.progress_bar import NotebookProgress
 
 
@@ -76,10 +77,20 @@ def test_an_interrupted_insert_closes_its_bar_and_stores_nothing(engine):
     assert len(client.sql("SELECT * FROM docs LIMIT 100")) == 0  # one transaction: nothing half-stored
 
 
+def _bar_for(rows: int, progress) -> Recorder | None:
+    """The bar drawn (with Recorder as the client's own factory) for an insert of `rows`."""
+    Recorder.instances.clear()
+    with Reporter(on_progress(progress, Recorder), "x", rows, min_total=1000) as report:
+        report.update(READING, 0)
+    return Recorder.instances[-1] if Recorder.instances else None
+
+
 def test_small_inserts_show_no_bar_unless_asked():
-    assert open_progress("x", 999) is None  # below PROGRESS_MIN_ROWS by default
-    assert open_progress("x", 5000, progress=False) is None
-    assert isinstance(open_progress("x", 3, progress=Recorder), Recorder)
+    assert _bar_for(999, None) is None  # below PROGRESS_MIN_ROWS by default
+    assert _bar_for(5000, False) is None
+    assert isinstance(_bar_for(5000, None), Recorder)
+    assert isinstance(_bar_for(3, True), Recorder)
+    assert isinstance(_bar_for(3, Recorder), Recorder)
 
 
 class Clock:

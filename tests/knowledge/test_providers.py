@@ -84,7 +84,7 @@ def test_provider_failing_mid_insert_leaves_the_previous_state(engine: Engine, f
     fake.fail_after = fake.embed_calls + 2  # the third embedding call of this insert fails
     record = engine.catalog.knowledge_base("mindsdb", "kb")
     with pytest.raises(ProviderError, match="HTTP 500"):
-        engine.insert_rows(record, rows, progress=False)
+        engine.insert_rows(record, rows)
     assert table(engine, "SELECT chunk_id FROM kb") == before
     fake.fail_after = None
     assert table(engine, "SELECT id FROM kb WHERE kind = 'bulk'") == []

@@ -40,8 +40,7 @@ def near_duplicate_kb(tmp_path_factory):
             "metadata_columns": ["g"]})
         record = eng.catalog.knowledge_base("mindsdb", "dups")
         docs = neardup.documents(DOCS)
-        eng.insert_rows(record, [{"id": i, "content": d, "g": i % 10} for i, d in enumerate(docs)],
-                        progress=False)
+        eng.insert_rows(record, [{"id": i, "content": d, "g": i % 10} for i, d in enumerate(docs)])
         yield eng, record, docs
         eng.close()
 

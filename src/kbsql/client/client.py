@@ -6,10 +6,12 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from kbsql.client.bars import ProgressOption, on_progress
 from kbsql.client.params import bind
 from kbsql.client.resources import Agents, KnowledgeBases
 from kbsql.interface.api import DEFAULT_PROJECT, ServiceApi
 from kbsql.interface.models import mask_url
+from kbsql.interface.progress import OnProgress, ProgressFactory
 from kbsql.interface.results import ErrorResult, OkResult, SqlResult, TableResult
 
 
@@ -18,10 +20,14 @@ class Client:
 
     It keeps the SQL `context` between queries (the reference's round trip), so
     `client.sql("USE p")` makes later unqualified names resolve in project `p`.
+    `progress` draws the long work it asks for (inserts, INSERT ... SELECT, EVALUATE): a
+    factory of bars (`kbsql.connect` gives the notebook's or tqdm's); None draws nothing.
     """
 
-    def __init__(self, api: ServiceApi, *, project: str = DEFAULT_PROJECT):
+    def __init__(self, api: ServiceApi, *, project: str = DEFAULT_PROJECT,
+                 progress: ProgressFactory | None = None):
         self.api = api
+        self.progress = progress
         self.context: dict[str, Any] = {"db": project}
         self.knowledge_bases = KnowledgeBases(self)
         self.agents = Agents(self)
@@ -38,6 +44,10 @@ class Client:
     def project_of(self, project: str | None) -> str:
         return project or self.project
 
+    def on_progress(self, progress: ProgressOption = None) -> OnProgress | None:
+        """The progress callback for one call's `progress=` (None: bars for long work)."""
+        return on_progress(progress, self.progress)
+
     @property
     def is_embedded(self) -> bool:
         return self.api.embedded
@@ -50,7 +60,7 @@ class Client:
         `params` binds `:name` placeholders to safely quoted literals (`kbsql.client.params`)."""
         if params is not None:
             query = bind(query, params)
-        result = self.api.query(query, dict(self.context))
+        result = self.api.query(query, dict(self.context), progress=self.on_progress())
         if result.context.get("db"):
             self.context.update(result.context)
         if isinstance(result, ErrorResult) and raise_on_error:
@@ -101,13 +111,15 @@ TOKEN_ENV = "KBSQL_TOKEN"
 
 def connect(target: str | os.PathLike[str] | None = None, *, project: str = DEFAULT_PROJECT,
             data_dir: str | os.PathLike[str] | None = None, headers: dict[str, str] | None = None,
-            token: str | None = None, **http_options: Any) -> Client:
+            token: str | None = None, progress: ProgressFactory | None = None,
+            **http_options: Any) -> Client:
     """`connect()` -> the embedded engine on `./.kbsql` (or `$KBSQL_HOME`);
     `connect("http://host:port")` -> a server speaking the interface;
     `connect(data_dir="path")` or `connect("path/to/dir")` -> the embedded engine there.
 
     `token` (else `$KBSQL_TOKEN`) is sent as `Authorization: Bearer <token>` to a server
-    started with `kbsql serve --token`; an `Authorization` in `headers` wins."""
+    started with `kbsql serve --token`; an `Authorization` in `headers` wins. `progress`:
+    how the client draws progress (`Client`); `kbsql.connect` gives the front end's."""
     if target is not None and str(target).startswith(("http://", "https://")):
         from kbsql.client.http import HttpApi
 
@@ -115,7 +127,8 @@ def connect(target: str | os.PathLike[str] | None = None, *, project: str = DEFA
         if token and not any(k.lower() == "authorization" for k in headers or {}):
             headers = {**(headers or {}), "Authorization": f"Bearer {token}"}
 
-        return Client(HttpApi(str(target), headers=headers, **http_options), project=project)
+        return Client(HttpApi(str(target), headers=headers, **http_options), project=project,
+                      progress=progress)
     from kbsql.engine import Engine
 
-    return Client(Engine(data_dir if data_dir is not None else target), project=project)
+    return Client(Engine(data_dir if data_dir is not None else target), project=project, progress=progress)

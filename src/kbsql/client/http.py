@@ -18,26 +18,20 @@ import httpx
 
 from kbsql.client.wire import StdlibTransport
 from kbsql.interface.api import INSERT_BATCH_ROWS, FileTables, InsertCounts, KnowledgeBaseEditing
+from kbsql.interface.batches import row_batches
 from kbsql.interface.errors import PROBLEM_TYPE_HEADER, ServiceError, TransportError
 from kbsql.interface.jsonable import dumps
 from kbsql.interface.models import Agent, KnowledgeBase, mask_url
-from kbsql.interface.progress import (
-    EVALUATING,
-    SENDING,
-    Finishing,
-    ProgressFactory,
-    open_indeterminate,
-    open_progress,
-)
+from kbsql.interface.progress import EVALUATING, PROGRESS_MIN_ROWS, SENDING, OnProgress, Reporter
 from kbsql.interface.results import ErrorResult, SqlResult, result_from_json
 from kbsql.interface.stream import chunk_kind, completion_answer, normalize_chunk, parse_sse_line
 
 _EVALUATE = re.compile(r"\s*(?:--[^\n]*\n\s*)*EVALUATE\s+KNOWLEDGE_BASE\s+([^\s;]+)", re.IGNORECASE)
-"""An EVALUATE KNOWLEDGE_BASE statement (its knowledge base), shown with a phase-only bar."""
+"""An EVALUATE KNOWLEDGE_BASE statement (its knowledge base), reported with an unknown total."""
 
 log = logging.getLogger("kbsql.client")
 if TYPE_CHECKING:
-    import pandas as pd
+    pass
 
 DEFAULT_TIMEOUT = httpx.Timeout(30.0, read=600.0)
 # httpcore writes a request's head and body in two send() calls. With Nagle's algorithm on,
@@ -192,23 +186,20 @@ class HttpApi(FileTables, KnowledgeBaseEditing):
 
     def insert_into_knowledge_base(self, project: str, name: str, rows: Any, *,
                                    batch_size: int = INSERT_BATCH_ROWS,
-                                   progress: bool | ProgressFactory | None = None) -> InsertCounts:
+                                   progress: OnProgress | None = None) -> InsertCounts:
         """Rows go in PUTs of `batch_size` (the reference's insert route), so a 100k-row
-        insert never holds more than one batch of JSON. The bar (`progress`, as embedded)
-        moves per batch sent, phase `sending`: the server chunks, embeds and stores each."""
+        insert never holds more than one batch of JSON. Progress (as embedded) moves per
+        batch sent, phase `sending`: the server chunks, embeds and stores each."""
         sent = stored = 0
         total = len(rows) if hasattr(rows, "__len__") else 0
-        bar = open_progress(f"insert into {name}", total, progress=progress)
-        with Finishing(bar):
-            for batch in iter_row_batches(rows, batch_size):
-                if bar is not None:
-                    bar.update(SENDING, sent, total)
+        with Reporter(progress, f"insert into {name}", total, min_total=PROGRESS_MIN_ROWS) as report:
+            for batch in row_batches(rows, batch_size):
+                report.update(SENDING, sent)
                 answer = self.insert_knowledge_base_rows(project, name, batch)
                 sent += len(batch)
                 # kbsql says how many rows it stored; a server that does not is taken at its word
                 stored += int(answer.get("inserted_rows", len(batch)))
-                if bar is not None:
-                    bar.update(SENDING, sent, total)
+                report.update(SENDING, sent)
         return InsertCounts(sent, stored)
 
     # registered DataFrames (`df.<name>`) -------------------------------------------------
@@ -253,24 +244,24 @@ class HttpApi(FileTables, KnowledgeBaseEditing):
 
     # SQL and completions ----------------------------------------------------------------
     def query(self, query: str, context: dict[str, Any] | None = None,
-              params: dict[str, Any] | list[Any] | None = None) -> SqlResult:
+              params: dict[str, Any] | list[Any] | None = None,
+              progress: OnProgress | None = None) -> SqlResult:
         body: dict[str, Any] = {"query": query}
         if context:
             body["context"] = context
         if params:  # rest/sql.mdx: the server fills the `:name` / `?` placeholders
             body["params"] = params
-        evaluated = _EVALUATE.match(query)
+        evaluated = _EVALUATE.match(query) if progress is not None else None
         if evaluated is None:
             return result_from_json(self._json(self._send("POST", "/api/sql/query", body)))
-        # One statement answers once: the server cannot report per question, so the bar
-        # names the phase with no fraction and ends in the final state (done or failed).
-        bar = open_indeterminate(f"evaluate {evaluated.group(1)} on the server", unit="question")
-        with Finishing(bar) as run:
-            if bar is not None:
-                bar.update(EVALUATING, 0, 0)
+        # One statement answers once: the server cannot report per question, so the task
+        # has an unknown total, names its phase, and ends in its final state (done or failed).
+        with Reporter(progress, f"evaluate {evaluated.group(1)} on the server", 0, unit="question",
+                      min_total=0) as report:
+            report.update(EVALUATING, 0)
             result = result_from_json(self._json(self._send("POST", "/api/sql/query", body)))
             if isinstance(result, ErrorResult):
-                run.error = result.to_exception()
+                report.error = result.to_exception()
             return result
 
     def complete(self, project: str, agent: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
@@ -332,20 +323,3 @@ class HttpApi(FileTables, KnowledgeBaseEditing):
             raise TransportError(mask_url(f"The stream from {self.base_url}{path} broke: {exc}")) from exc
         finally:
             response.close()
-
-
-def iter_row_batches(rows: Any, batch_size: int) -> Iterator[list[dict[str, Any]]]:
-    """Rows (a DataFrame or an iterable of dicts) in lists of at most `batch_size`."""
-    if hasattr(rows, "to_dict") and hasattr(rows, "iloc"):  # a DataFrame, sliced lazily
-        frame: pd.DataFrame = rows
-        for start in range(0, len(frame), batch_size):
-            yield frame.iloc[start:start + batch_size].to_dict(orient="records")
-        return
-    batch: list[dict[str, Any]] = []
-    for row in rows:
-        batch.append(dict(row))
-        if len(batch) >= batch_size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch

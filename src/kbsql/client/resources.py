@@ -11,9 +11,10 @@ import warnings
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
+from kbsql.client.bars import ProgressOption
 from kbsql.interface.api import INSERT_BATCH_ROWS, ServiceApi
 from kbsql.interface.models import Agent, KnowledgeBase
-from kbsql.interface.progress import ProgressFactory
+from kbsql.interface.progress import OnProgress
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -29,6 +30,8 @@ class Scoped(Protocol):
     def api(self) -> ServiceApi: ...
 
     def project_of(self, project: str | None) -> str: ...
+
+    def on_progress(self, progress: ProgressOption) -> OnProgress | None: ...
 
 
 def _drop_unset(**fields: Any) -> dict[str, Any]:
@@ -64,16 +67,18 @@ class KnowledgeBases:
 
     def insert(self, name: str, rows: pd.DataFrame | Iterable[dict[str, Any]], *,
                project: str | None = None, batch_size: int = INSERT_BATCH_ROWS,
-               progress: bool | ProgressFactory | None = None) -> int:
+               progress: ProgressOption = None) -> int:
         """Insert rows (a DataFrame or dicts); returns how many rows went in.
 
         Embedded, the engine takes the rows in one call (it batches and reports its
         progress by phase); remote, rows go in batches of `batch_size` per request and the
         bar moves per batch. `progress`: None shows a bar from 1,000 rows, True/False
-        always/never, or a factory (see `kbsql.interface.progress`).
+        always/never, or a factory of bars (see `kbsql.client.bars`); bars are drawn by
+        the client's front end (a notebook's or tqdm, with `kbsql.connect`).
         """
         sent, stored = self._client.api.insert_into_knowledge_base(
-            self._client.project_of(project), name, rows, batch_size=batch_size, progress=progress)
+            self._client.project_of(project), name, rows, batch_size=batch_size,
+            progress=self._client.on_progress(progress))
         if sent is not None and stored < sent:
             warnings.warn(f"{sent - stored} of {sent} rows had no content (null, NaN or blank) "
                           f"and were skipped; stored documents with their ids were kept",

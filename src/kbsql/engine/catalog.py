@@ -56,10 +56,8 @@ class ProjectRecord:
 
 
 @dataclass
-class KbRecord:
-    """A knowledge base as stored. `spec` keys: vector_database, vector_database_table,
-    embedding_model, reranking_model, metadata_columns, content_columns, id_column,
-    preprocessing, params, query_id."""
+class _Stored:
+    """What every named record of a project has."""
 
     id: int
     project_id: int
@@ -67,6 +65,14 @@ class KbRecord:
     name: str
     created_at: str
     updated_at: str
+
+
+@dataclass
+class KbRecord(_Stored):
+    """A knowledge base as stored. `spec` keys: vector_database, vector_database_table,
+    embedding_model, reranking_model, metadata_columns, content_columns, id_column,
+    preprocessing, params, query_id."""
+
     spec: dict[str, Any] = field(default_factory=dict)
 
     def __getattr__(self, key: str) -> Any:  # spec keys read as attributes
@@ -83,13 +89,7 @@ _KB_SPEC_KEYS = frozenset({
 
 
 @dataclass
-class AgentRecord:
-    id: int
-    project_id: int
-    project_name: str
-    name: str
-    created_at: str
-    updated_at: str
+class AgentRecord(_Stored):
     model: dict[str, Any] | None
     data: dict[str, Any]
     prompt_template: str | None

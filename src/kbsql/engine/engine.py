@@ -3,6 +3,9 @@
 `Engine` implements `kbsql.interface.ServiceApi`. `Engine.__init__` is the composition root:
 the only place that knows every part and connects them. The parts never see `Engine`:
 
+- `ModelProviders` (the model-provider registries, one pooled outbound HTTP client, the
+  loaded models) and the storage-backend registry (`plugins.Registry`), built here: the
+  engine owns them, nothing about them is process-global;
 - `Catalog` (projects, knowledge-base and agent records, data sources);
 - `KnowledgeService` (chunks, embeddings, vectors) and `KnowledgeBases` (create / insert /
   delete across catalog and service);
@@ -33,7 +36,9 @@ from kbsql.engine.datasources.upload_formats import read_pages
 from kbsql.engine.datasources.upload_store import UploadStore
 from kbsql.engine.knowledge.bases import DEFAULT_VECTOR_DATABASE, KnowledgeBases
 from kbsql.engine.knowledge.service import KnowledgeService
+from kbsql.engine.plugins import STORAGE, Registry
 from kbsql.engine.ports import AgentOps, RunsSql
+from kbsql.engine.providers import BUILTINS, ModelProviders
 from kbsql.engine.sql.databases.database_ops import DatabaseOps
 from kbsql.engine.sql.executor import SqlExecutor
 from kbsql.engine.sql.kb import kb_changes
@@ -49,7 +54,7 @@ from kbsql.interface.api import (
 )
 from kbsql.interface.frames import MAX_UPLOADED_TABLE_BYTES, read_uploaded
 from kbsql.interface.models import Agent, KnowledgeBase
-from kbsql.interface.progress import ProgressFactory
+from kbsql.interface.progress import OnProgress
 from kbsql.interface.results import SqlResult
 
 __all__ = ["DEFAULT_VECTOR_DATABASE", "Engine"]
@@ -73,7 +78,10 @@ class Engine(FileTables, UploadedFiles, Databases, KnowledgeBaseEditing, Knowled
     embedded = True
 
     def __init__(self, data_dir: str | os.PathLike[str] | None = None,
-                 config: EngineConfig | None = None, catalog_url: str | None = None):
+                 config: EngineConfig | None = None, catalog_url: str | None = None, *,
+                 models: ModelProviders | None = None):
+        """`models`: the model providers to use (default: the engine's own; give one to
+        share a loaded model between engines of one process)."""
         self.config = config or EngineConfig.load(data_dir, catalog_url)
         self.data_dir: Path = self.config.data_dir
         # 0700: the catalog holds API keys; nobody but the owner may even list the files
@@ -83,10 +91,13 @@ class Engine(FileTables, UploadedFiles, Databases, KnowledgeBaseEditing, Knowled
         # a postgresql:// URL: the state shared by several servers (catalog_pg.py)
         self.catalog = Catalog(self.config.catalog_url or self.data_dir / "catalog.sqlite",
                                read_only=self.config.read_only)
-        self.knowledge = KnowledgeService(self.data_dir, self.config, self.catalog.find_datasource)
+        self.models = models or ModelProviders()
+        self.storage = Registry[Any]("storage backend", STORAGE, BUILTINS[STORAGE], instances=True)
+        self.knowledge = KnowledgeService(self.data_dir, self.config, self.models, self.storage,
+                                          self.catalog.find_datasource)
         self.kbs = KnowledgeBases(self.catalog, self.knowledge)
         sql_port = _LateSql()
-        self.agents = AgentService(self.catalog, self.config, sql_port)
+        self.agents = AgentService(self.catalog, self.config, sql_port, self.models)
         agent_port: AgentOps = self.agents
         self.uploads = UploadStore(self.catalog, self._frames("uploads"))
         self.sql = SqlExecutor(self.catalog, self._frames(), self.kbs, agent_port, self.uploads,
@@ -109,6 +120,7 @@ class Engine(FileTables, UploadedFiles, Databases, KnowledgeBaseEditing, Knowled
             self._closed.set()
             self.sql.close()
             self.knowledge.close()
+            self.models.close()
             self.catalog.close()
 
     def __enter__(self) -> Engine:
@@ -185,14 +197,15 @@ class Engine(FileTables, UploadedFiles, Databases, KnowledgeBaseEditing, Knowled
 
     def insert_into_knowledge_base(self, project: str, name: str, rows: Any, *,
                                    batch_size: int = INSERT_BATCH_ROWS,
-                                   progress: bool | ProgressFactory | None = None) -> InsertCounts:
+                                   progress: OnProgress | None = None) -> InsertCounts:
         """`ServiceApi.insert_into_knowledge_base`: the rows (DataFrame or dicts) go to the
-        knowledge service in one call, which batches them itself (`batch_size` is for HTTP)."""
+        knowledge service in one call, which batches them itself (`batch_size` is for HTTP)
+        and reports its phases to `progress`."""
         sent = len(rows) if hasattr(rows, "__len__") else None
         record = self.catalog.knowledge_base(project, name)
         return InsertCounts(sent, self.kbs.insert_rows(record, rows, progress))
 
-    def insert_rows(self, record: KbRecord, rows: Any, progress: bool | ProgressFactory | None = None) -> int:
+    def insert_rows(self, record: KbRecord, rows: Any, progress: OnProgress | None = None) -> int:
         """Insert rows (list of dicts or a DataFrame) into the knowledge base of `record`."""
         return self.kbs.insert_rows(record, rows, progress)
 
@@ -214,9 +227,11 @@ class Engine(FileTables, UploadedFiles, Databases, KnowledgeBaseEditing, Knowled
 
     # SQL and completions ------------------------------------------------------------------
     def query(self, query: str, context: dict[str, Any] | None = None,
-              params: dict[str, Any] | list[Any] | None = None) -> SqlResult:
-        """One SQL statement; `params` bind its `:name` / `?` placeholders (rest/sql.mdx)."""
-        return self.sql.query(query, context, params)
+              params: dict[str, Any] | list[Any] | None = None,
+              progress: OnProgress | None = None) -> SqlResult:
+        """One SQL statement; `params` bind its `:name` / `?` placeholders (rest/sql.mdx);
+        `progress` receives the events of its long work."""
+        return self.sql.query(query, context, params, progress)
 
     def complete(self, project: str, agent: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
         return self.agents.complete(project, agent, messages)

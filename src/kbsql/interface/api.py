@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from kbsql.interface.models import Agent, KnowledgeBase
-from kbsql.interface.progress import ProgressFactory
+from kbsql.interface.progress import OnProgress
 from kbsql.interface.results import SqlResult
 
 DEFAULT_PROJECT = "mindsdb"
@@ -71,11 +71,11 @@ class ServiceApi(Protocol):
 
     def insert_into_knowledge_base(
         self, project: str, name: str, rows: Iterable[dict[str, Any]] | Any, *,
-        batch_size: int = INSERT_BATCH_ROWS, progress: bool | ProgressFactory | None = None,
+        batch_size: int = INSERT_BATCH_ROWS, progress: OnProgress | None = None,
     ) -> InsertCounts:
         """Insert rows (a DataFrame or dicts). Embedded, the engine takes them in one call
-        (it batches and shows its own progress bar); over HTTP they go in PUTs of
-        `batch_size` rows."""
+        (it batches and reports its phases); over HTTP they go in PUTs of `batch_size`
+        rows (reported per batch sent). `progress` receives the events; nothing is drawn."""
         ...
 
     # registered DataFrames (the built-in data source `df`)
@@ -94,8 +94,10 @@ class ServiceApi(Protocol):
 
     # SQL (endpoint 7) and completions (endpoint 8)
     def query(self, query: str, context: dict[str, Any] | None = None,
-              params: dict[str, Any] | list[Any] | None = None) -> SqlResult:
-        """One SQL statement; `params` fill its `:name` / `?` placeholders (rest/sql.mdx)."""
+              params: dict[str, Any] | list[Any] | None = None,
+              progress: OnProgress | None = None) -> SqlResult:
+        """One SQL statement; `params` fill its `:name` / `?` placeholders (rest/sql.mdx).
+        `progress` receives the events of long work it does (INSERT ... SELECT, EVALUATE)."""
         ...
 
     def complete(self, project: str, agent: str, messages: list[dict[str, Any]]) -> dict[str, Any]: ...

@@ -16,6 +16,8 @@ over HTTP instead of becoming the `BadRequest` its status alone would say.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 
@@ -130,12 +132,12 @@ class Unavailable(ServiceError):
 
 PROBLEM_TYPE_HEADER = "Kbsql-Problem-Type"
 
-_BY_STATUS: dict[int, type[ServiceError]] = {400: BadRequest, 404: NotFound, 409: Conflict,
-                                             503: Unavailable}
-_BY_TYPE: dict[str, type[ServiceError]] = {
+# read-only: the interface holds no mutable module state (tests/architecture/test_state.py)
+_BY_STATUS: Mapping[int, type[ServiceError]] = MappingProxyType({400: BadRequest, 404: NotFound,
+                                                                 409: Conflict, 503: Unavailable})
+_BY_TYPE: Mapping[str, type[ServiceError]] = MappingProxyType({
     cls.problem_type: cls for cls in (ServiceError, BadRequest, InvalidParameter, MissingParameter,
-                                      ConnectionFailed, NotFound, Conflict, ProviderError,
-                                      Unavailable)}
+                                      ConnectionFailed, NotFound, Conflict, ProviderError, Unavailable)})
 
 
 class SqlError(KbsqlError):

@@ -9,9 +9,27 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar, overload
 
 from kbsql.interface.secrets import MASK, mask_secret, mask_url  # noqa: F401 (re-exported)
+
+T = TypeVar("T")
+
+
+class _Key(Generic[T]):
+    """A typed read of one key of an object's `raw` JSON (None when the key is absent)."""
+
+    def __init__(self, key: str):
+        self.key = key
+
+    @overload
+    def __get__(self, obj: None, owner: type | None = None) -> _Key[T]: ...
+
+    @overload
+    def __get__(self, obj: object, owner: type | None = None) -> T: ...
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        return self if obj is None else obj.raw.get(self.key)
 
 
 @dataclass(frozen=True)
@@ -20,17 +38,9 @@ class ModelDescriptor:
 
     raw: dict[str, Any] = field(default_factory=dict)
 
-    @property
-    def provider(self) -> str | None:
-        return self.raw.get("provider")
-
-    @property
-    def model_name(self) -> str | None:
-        return self.raw.get("model_name")
-
-    @property
-    def api_key(self) -> str | None:
-        return self.raw.get("api_key")
+    provider = _Key[str | None]("provider")
+    model_name = _Key[str | None]("model_name")
+    api_key = _Key[str | None]("api_key")
 
     @classmethod
     def from_json(cls, data: dict[str, Any] | None) -> ModelDescriptor | None:
@@ -87,17 +97,9 @@ class _Resource:
     def name(self) -> str:
         return self.raw["name"]
 
-    @property
-    def project_id(self) -> int | None:
-        return self.raw.get("project_id")
-
-    @property
-    def created_at(self) -> str | None:
-        return self.raw.get("created_at")
-
-    @property
-    def updated_at(self) -> str | None:
-        return self.raw.get("updated_at")
+    project_id = _Key[int | None]("project_id")
+    created_at = _Key[str | None]("created_at")
+    updated_at = _Key[str | None]("updated_at")
 
 
 @dataclass(frozen=True, repr=False)
@@ -116,17 +118,9 @@ class KnowledgeBase(_Resource):
     def from_json(cls, data: dict[str, Any]) -> KnowledgeBase:
         return cls(dict(data))
 
-    @property
-    def project_name(self) -> str | None:
-        return self.raw.get("project_name")
-
-    @property
-    def vector_database(self) -> str | None:
-        return self.raw.get("vector_database")
-
-    @property
-    def vector_database_table(self) -> str | None:
-        return self.raw.get("vector_database_table")
+    project_name = _Key[str | None]("project_name")
+    vector_database = _Key[str | None]("vector_database")
+    vector_database_table = _Key[str | None]("vector_database_table")
 
     @property
     def embedding_model(self) -> ModelDescriptor | None:
@@ -136,17 +130,9 @@ class KnowledgeBase(_Resource):
     def reranking_model(self) -> ModelDescriptor | None:
         return ModelDescriptor.from_json(self.raw.get("reranking_model"))
 
-    @property
-    def metadata_columns(self) -> list[str] | None:
-        return self.raw.get("metadata_columns")
-
-    @property
-    def content_columns(self) -> list[str] | None:
-        return self.raw.get("content_columns")
-
-    @property
-    def id_column(self) -> str | None:
-        return self.raw.get("id_column")
+    metadata_columns = _Key[list[str] | None]("metadata_columns")
+    content_columns = _Key[list[str] | None]("content_columns")
+    id_column = _Key[str | None]("id_column")
 
     @property
     def params(self) -> dict[str, Any]:
@@ -177,9 +163,7 @@ class Agent(_Resource):
     def data(self) -> dict[str, list[str]]:
         return self.raw.get("data") or {}
 
-    @property
-    def prompt_template(self) -> str | None:
-        return self.raw.get("prompt_template")
+    prompt_template = _Key[str | None]("prompt_template")
 
     @property
     def params(self) -> dict[str, Any]:

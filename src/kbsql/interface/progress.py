@@ -1,31 +1,64 @@
-"""Progress of long work (inserts, evaluations): phases and counts, drawn elsewhere.
+"""Progress of long work (inserts, evaluations) as events: phases and counts, drawn elsewhere.
 
-Here in the interface because both sides report it: the engine for an insert it runs, the
-HTTP client for the batches it sends. The reporter says *what* it is doing
-(`update(phase, done, total)`, `done` may be a fraction of a row while a batch is half
-embedded) and knows nothing of how it is drawn: a
-terminal gets a tqdm bar; a Jupyter kernel gets the notebook's HTML bar, registered by
-`kbsql.notebook` through `set_progress_factory` (it saves its final state in the notebook,
-which a widget bar does not). Phases, in order: reading, chunking, embedding, storing;
-a remote insert reports `sending` (the server does the rest per batch). EVALUATE reports
-`generating` (test questions written) and `evaluating` per question; over HTTP one SQL
-statement answers once, so the client shows it with an unknown total (`total == 0`):
-the phase and the time it took, never a made-up fraction.
+Here in the interface because both sides report it: the engine for an insert or an
+EVALUATE it runs, the HTTP client for the batches it sends. The caller of a long operation
+passes a callback (`OnProgress`); the work calls it with `ProgressEvent`s: what task,
+which phase, how far (`done` may be a fraction of a row while a batch is half embedded),
+and finally `done` or `failed`. Nothing here draws and nothing here is global: the front
+end that asked turns events into a bar (the notebook's HTML bar or tqdm,
+`kbsql.notebook.progress_bar`, through `kbsql.client.bars.ProgressBars`); a server
+passes no callback and draws nothing.
+
+Phases, in order: reading, chunking, embedding, storing; a remote insert reports `sending`
+(the server does the rest per batch). EVALUATE reports `generating` (test questions
+written) and `evaluating` per question; over HTTP one SQL statement answers once, so the
+client reports it with an unknown total (`total == 0`): the phase and the time it took,
+never a made-up fraction.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 READING, CHUNKING, EMBEDDING, STORING = "reading", "chunking", "embedding", "storing"
 SENDING = "sending"
 GENERATING, EVALUATING = "generating", "evaluating"
+RUNNING, DONE, FAILED = "running", "done", "failed"
 PROGRESS_MIN_ROWS = 1000
-"""With `progress=None` (the default), inserts of at least this many rows show a bar."""
+"""Inserts of at least this many rows are `long`: a front end left to its default draws them."""
+
+
+@dataclass(frozen=True)
+class ProgressEvent:
+    """One step of one task. `total == 0`: unknown (draw the phase and the time, no
+    fraction). `long`: the work says a bar is worth showing by default (an insert of
+    PROGRESS_MIN_ROWS rows, any EVALUATE); a caller may draw every task, or none."""
+
+    task: str
+    phase: str
+    done: float
+    total: int
+    unit: str = "row"
+    state: str = RUNNING
+    error: BaseException | None = None
+    long: bool = True
+    committed: int = 0
+    """Input rows settled for good: their batch's transaction committed (stored, or left
+    out as empty or as failing under `error = 'skip'`). An insert that commits batch by
+    batch raises it after each batch; a one-transaction insert only when it ends. A
+    listener that records how far an insert got (a background insert's query log) reads
+    this, not `done`, which also counts rows embedded but not yet stored."""
+
+
+OnProgress = Callable[[ProgressEvent], None]
+"""Where an operation reports its progress (called from the thread that called it)."""
 
 
 class Progress(Protocol):
+    """A drawn bar, as a front end makes one (`ProgressFactory`)."""
+
     def update(self, phase: str, done: float, total: int) -> None:
         """`done` of `total` units finished; `phase` names what runs now."""
 
@@ -36,81 +69,41 @@ class Progress(Protocol):
 ProgressFactory = Callable[[str, int, str], Progress]
 """(description, total, unit) -> a Progress."""
 
-_factory: ProgressFactory | None = None
 
+class Reporter:
+    """Reports one task to `on_progress` (None: nobody listens, nothing is built).
 
-class Finishing:
-    """`with Finishing(bar) as run:` closes `bar` (if any) when the block ends, in its final
-    state: failed with the exception that ended the block, or with `run.error` for a failure
-    answered without raising (an SQL error result), else done."""
+    `with Reporter(...) as report:` ends the task when the block ends: failed with the
+    exception that ended it, or with `report.error` for a failure answered without raising
+    (an SQL error result), else done."""
 
-    def __init__(self, bar: Progress | None):
-        self.bar = bar
+    def __init__(self, on_progress: OnProgress | None, task: str, total: int, *, unit: str = "row",
+                 min_total: int = 1):
+        self.on_progress, self.task, self.total, self.unit = on_progress, task, total, unit
+        self.long = total >= min_total if total else min_total <= 0
         self.error: BaseException | None = None
+        self.phase, self.done, self.committed = READING, 0.0, 0
 
-    def __enter__(self) -> Finishing:
+    @property
+    def listening(self) -> bool:
+        return self.on_progress is not None
+
+    def update(self, phase: str, done: float, committed: int | None = None) -> None:
+        """Report `phase` and `done` (and `committed`, when it moved). What the callback
+        raises propagates: a listener may stop the work there (a cancelled insert)."""
+        if self.on_progress is not None:
+            self.phase, self.done = phase, done
+            self.committed = self.committed if committed is None else committed
+            self.on_progress(ProgressEvent(self.task, phase, done, self.total, self.unit, long=self.long,
+                                           committed=self.committed))
+
+    def __enter__(self) -> Reporter:
         return self
 
     def __exit__(self, kind: Any, exc: BaseException | None, tb: Any) -> None:
-        if self.bar is not None:
-            self.bar.close(exc if exc is not None else self.error)
-
-
-def set_progress_factory(factory: ProgressFactory | None) -> ProgressFactory | None:
-    """Install how progress is drawn in this process; returns the previous factory."""
-    global _factory
-    previous, _factory = _factory, factory
-    return previous
-
-
-def open_progress(description: str, total: int, *, unit: str = "row",
-                  progress: bool | ProgressFactory | None = None,
-                  min_total: int = PROGRESS_MIN_ROWS) -> Progress | None:
-    """A Progress for `total` units, or None when none is wanted.
-
-    `progress`: False never; True always; None when `total >= min_total`; a callable
-    is used as the factory for this call only."""
-    if progress is False or total <= 0:
-        return None
-    return _open(description, total, unit, progress, min_total)
-
-
-def open_indeterminate(description: str, *, unit: str = "row",
-                       progress: bool | ProgressFactory | None = None) -> Progress | None:
-    """A Progress whose total is unknown (drawn with `total == 0`: phase and elapsed time,
-    no fraction), for work that reports only its end, such as one remote SQL statement."""
-    if progress is False:
-        return None
-    return _open(description, 0, unit, progress, 0)
-
-
-def _open(description: str, total: int, unit: str, progress: bool | ProgressFactory | None,
-          min_total: int) -> Progress | None:
-    if callable(progress):
-        return progress(description, total, unit)
-    if progress is None and total < min_total:
-        return None
-    return (_factory or TqdmProgress)(description, total, unit)
-
-
-class TqdmProgress:
-    """A tqdm bar whose postfix names the phase (rows/s and ETA are tqdm's own)."""
-
-    def __init__(self, description: str, total: int, unit: str = "row"):
-        from tqdm import tqdm
-
-        self.bar: Any = tqdm(total=total or None, desc=description, unit=unit)  # 0: unknown
-        self.phase = ""
-
-    def update(self, phase: str, done: float, total: int) -> None:
-        if phase != self.phase:
-            self.phase = phase
-            self.bar.set_postfix_str(phase, refresh=False)
-        if total:
-            self.bar.update(max(0, int(done) - self.bar.n))
-        else:
-            self.bar.refresh()
-
-    def close(self, error: BaseException | None = None) -> None:
-        self.bar.set_postfix_str("failed" if error else "done", refresh=False)
-        self.bar.close()
+        if self.on_progress is None:
+            return
+        error = exc if exc is not None else self.error
+        self.on_progress(ProgressEvent(self.task, self.phase, self.done, self.total, self.unit,
+                                       FAILED if error is not None else DONE, error, self.long,
+                                       self.committed))

@@ -20,6 +20,7 @@ from typing import Any
 from kbsql.client import Client, connect
 from kbsql.interface.errors import KbsqlError
 from kbsql.interface.secrets import mask_url
+from kbsql.notebook.progress_bar import notebook_or_tqdm
 
 DEFAULT_ALIAS = "default"
 DEFAULT_API_KEY_ENV = "KBSQL_API_KEY"
@@ -125,7 +126,7 @@ class ConnectionManager:
         return conn
 
     def _open(self, target: str | None, key: str | None, project: str | None) -> Client:
-        options: dict[str, Any] = {}
+        options: dict[str, Any] = {"progress": notebook_or_tqdm}  # the notebook draws progress
         if project:
             options["project"] = project
         if target and is_url(target):

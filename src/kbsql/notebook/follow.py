@@ -3,8 +3,8 @@
 `INSERT INTO kb SELECT ... USING batch_size = N` answers at once with the query's row
 (ID, SQL, ..., PROCESSED_ROWS, ERROR) and runs on in the service, as MindsDB runs it. A
 `%%kbsql` cell then polls `information_schema.queries` for that ID (through the same
-client, so it works embedded and over HTTP alike), shows the rows processed on the
-notebook's progress bar, and ends when the query does: with its final row, or failing
+client, so it works embedded and over HTTP alike), reports the rows processed as progress
+events to the client's bars (the notebook's), and ends when the query does: with its final row, or failing
 with its ERROR. Ctrl-C while following cancels the insert (`query_cancel`), keeping what
 was stored; `SELECT query_resume(id)` continues it.
 """
@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import json
 import time
+from contextlib import ExitStack
 from typing import Any, TypeGuard
 
-from kbsql.interface import progress as progress_mod
+from kbsql.client.bars import ProgressOption
 from kbsql.interface.errors import SqlError
+from kbsql.interface.progress import Reporter
 from kbsql.interface.results import TableResult
 
 QUERY_COLUMNS = ("ID", "SQL", "DATABASE", "STARTED_AT", "FINISHED_AT", "PARAMETERS", "CONTEXT",
@@ -32,37 +34,33 @@ def is_background(result: Any) -> TypeGuard[TableResult]:
 
 
 def follow(client: Any, result: TableResult, poll: float = POLL_SECONDS,
-           progress: bool | progress_mod.ProgressFactory | None = True) -> TableResult:
-    """Wait for the query of `result` to end, drawing its progress; its last row. A query
+           progress: ProgressOption = True) -> TableResult:
+    """Wait for the query of `result` to end, reporting its progress to the client's bars
+    (`progress` as the client's `progress=`: drawn unless False); its last row. A query
     that ends with an ERROR raises it as an SqlError (the cell fails)."""
     query_id = result.rows()[0][0]
-    bar: progress_mod.Progress | None = None
+    on_progress = client.on_progress(progress) if progress is not False else None
     row = dict(zip(QUERY_COLUMNS, result.rows()[0], strict=True))
-    try:
-        while True:
-            total = _total(row)
-            if bar is None and total:
-                bar = progress_mod.open_progress(f"insert (query {query_id})", total, progress=progress)
-            if bar is not None and total:
-                bar.update(PHASE, min(row["PROCESSED_ROWS"] or 0, total), total)
-            if row["FINISHED_AT"] is not None or row["ERROR"] is not None:
-                break
-            time.sleep(poll)
-            row = _row(client, query_id)
-    except KeyboardInterrupt as exc:
-        client.sql(f"SELECT query_cancel({int(query_id)})", raise_on_error=False)
-        if bar is not None:
-            bar.close(exc)
-        print(f"interrupted: query {query_id} cancelled after {row['PROCESSED_ROWS'] or 0:,} rows; "
-              f"what was stored stays; SELECT query_resume({query_id}) continues it")
-        raise
-    if row["ERROR"] is not None:
-        failure = SqlError(f"query {query_id}: {row['ERROR']}")
-        if bar is not None:
-            bar.close(failure)
-        raise failure
-    if bar is not None:
-        bar.close()
+    with ExitStack() as ending:  # the task ends with the block: done, or failed with its error
+        report: Reporter | None = None
+        try:
+            while True:
+                total = _total(row)
+                if report is None and total:
+                    report = ending.enter_context(Reporter(on_progress, f"insert (query {query_id})", total))
+                if report is not None:
+                    report.update(PHASE, min(row["PROCESSED_ROWS"] or 0, total))
+                if row["FINISHED_AT"] is not None or row["ERROR"] is not None:
+                    break
+                time.sleep(poll)
+                row = _row(client, query_id)
+        except KeyboardInterrupt:
+            client.sql(f"SELECT query_cancel({int(query_id)})", raise_on_error=False)
+            print(f"interrupted: query {query_id} cancelled after {row['PROCESSED_ROWS'] or 0:,} rows; "
+                  f"what was stored stays; SELECT query_resume({query_id}) continues it")
+            raise
+        if row["ERROR"] is not None:
+            raise SqlError(f"query {query_id}: {row['ERROR']}")
     return TableResult(list(QUERY_COLUMNS), [[row[c] for c in QUERY_COLUMNS]], context=dict(result.context))
 
 

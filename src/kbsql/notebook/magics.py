@@ -128,12 +128,13 @@ class KbSql(Magics, Configurable):
               "it stays current in later cells.")
     @argument("-l", "--limit", type=int, metavar="N", help="Rows shown for this cell "
               "(overrides KbSql.displaylimit).")
-    @argument("--no-vars", action="store_true", help="Send the text as is: no {{name}} templates, "
-              "no :name parameters.")
-    @argument("--full", action="store_true", help="Show long text whole (by default it is cut, "
-              "with a click to expand).")
-    @argument("--internal-metadata", action="store_true", help="Also show the metadata keys kbsql "
-              "writes itself (chunk_index, start_char, ...), hidden by default.")
+    @argument("--no-vars", action="store_true",
+              help="Send the text as is: no {{name}} templates, no :name parameters.")
+    @argument("--full", action="store_true",
+              help="Show long text whole (by default it is cut, with a click to expand).")
+    @argument("--internal-metadata", action="store_true",
+              help="Also show the metadata keys kbsql writes itself (chunk_index, start_char, "
+                   "...), hidden by default.")
     @no_var_expand  # `{{name}}` and `$` are ours, not IPython's `{var}` expansion
     @line_cell_magic
     def kbsql(self, line: str, cell: str | None = None) -> Any:

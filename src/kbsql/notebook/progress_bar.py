@@ -1,4 +1,10 @@
-"""The notebook's progress bar: one HTML display updated in place, saved in its final state.
+"""The front end's progress bars: the notebook's HTML bar, and tqdm outside a notebook.
+
+The engine and the HTTP client only report progress events (`kbsql.interface.progress`);
+this module draws them, for the clients the notebook opens and for `kbsql.connect` (the
+factory `notebook_or_tqdm`). A server draws nothing: it passes no callback.
+
+The notebook's bar: one HTML display updated in place, saved in its final state.
 
 Why not tqdm's widget bar: a widget output is saved as its model id plus the repr it had
 when first shown ("0%"), so a reopened notebook says the insert never moved. This bar is a
@@ -131,17 +137,31 @@ def in_kernel() -> bool:
     return shell is not None and getattr(shell, "kernel", None) is not None
 
 
+class TqdmProgress:
+    """A tqdm bar (on stderr) whose postfix names the phase (rows/s and ETA are tqdm's own)."""
+
+    def __init__(self, description: str, total: int, unit: str = "row"):
+        from tqdm import tqdm
+
+        self.bar: Any = tqdm(total=total or None, desc=description, unit=unit)  # 0: unknown
+        self.phase = ""
+
+    def update(self, phase: str, done: float, total: int) -> None:
+        if phase != self.phase:
+            self.phase = phase
+            self.bar.set_postfix_str(phase, refresh=False)
+        if total:
+            self.bar.update(max(0, int(done) - self.bar.n))
+        else:
+            self.bar.refresh()
+
+    def close(self, error: BaseException | None = None) -> None:
+        self.bar.set_postfix_str("failed" if error else "done", refresh=False)
+        self.bar.close()
+
+
 def notebook_or_tqdm(description: str, total: int, unit: str = "row") -> Any:
-    """The factory `kbsql.notebook` installs: the HTML bar in a kernel, tqdm elsewhere."""
+    """The front end's bar factory: the HTML bar in a kernel, tqdm elsewhere."""
     if in_kernel():
         return NotebookProgress(description, total, unit)
-    from kbsql.interface.progress import TqdmProgress
-
     return TqdmProgress(description, total, unit)
-
-
-def install() -> None:
-    """Make the engine draw its progress with `notebook_or_tqdm` in this process."""
-    from kbsql.interface.progress import set_progress_factory
-
-    set_progress_factory(notebook_or_tqdm)

@@ -14,11 +14,11 @@ from collections.abc import Iterator
 from typing import Any
 
 from kbsql.engine import validate
-from kbsql.engine.agents.providers import make_provider
 from kbsql.engine.agents.runtime import AgentRuntime
 from kbsql.engine.catalog import AgentRecord, Catalog
 from kbsql.engine.config import EngineConfig
 from kbsql.engine.ports import RunsSql
+from kbsql.engine.providers import ModelProviders
 from kbsql.engine.views import agent
 from kbsql.interface.models import Agent
 
@@ -26,10 +26,11 @@ from kbsql.interface.models import Agent
 class AgentService:
     """Implements `kbsql.engine.ports.AgentOps` (and the rest of the agent API)."""
 
-    def __init__(self, catalog: Catalog, config: EngineConfig, sql: RunsSql):
+    def __init__(self, catalog: Catalog, config: EngineConfig, sql: RunsSql, models: ModelProviders):
         self.catalog = catalog
         self.config = config
-        self.runtime = AgentRuntime(catalog, config, sql)
+        self.models = models
+        self.runtime = AgentRuntime(catalog, config, sql, models)
 
     def create_agent(self, project: str, body: dict[str, Any]) -> Agent:
         body = _lifted(validate.require_object(body, "agent"))
@@ -74,7 +75,7 @@ class AgentService:
             else record.params
         self.catalog.check_name_free(project, new_name, "agent", record.id)
         if model is not None and model != record.model:
-            make_provider(model)  # a known provider and a model name: a 400 otherwise
+            self.models.chat_provider(model)  # a known provider and a model name: a 400 otherwise
         return self._agent(self.catalog.update_agent(record, new_name, model, data, prompt, params))
 
     def delete_agent(self, project: str, name: str) -> None:

@@ -1,4 +1,4 @@
-"""Limits of one agent run and how a model descriptor picks its provider.
+"""Limits of one agent run.
 
 Limits can be changed in the data directory's config.json (`agent_max_iterations`,
 `agent_wall_time_s`) because a slow local model may need more time than a hosted one.
@@ -9,13 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kbsql.engine.providers import AGENT_PROVIDERS
-
 MAX_ITERATIONS = 12
 WALL_TIME_S = 300.0
-
-# provider names accepted in `model.provider` -> the provider module that serves them
-PROVIDER_ALIASES = AGENT_PROVIDERS
 
 
 @dataclass

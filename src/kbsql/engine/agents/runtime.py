@@ -14,12 +14,12 @@ from typing import Any
 
 from kbsql.engine.agents import loop, prompt, scope
 from kbsql.engine.agents.agent_settings import RunLimits
-from kbsql.engine.agents.providers import make_provider
 from kbsql.engine.agents.providers.base import Provider, RunCancelled, RunControl
 from kbsql.engine.agents.tools import Toolbox
 from kbsql.engine.catalog import AgentRecord, Catalog
 from kbsql.engine.config import EngineConfig
 from kbsql.engine.ports import RunsSql
+from kbsql.engine.providers import ModelProviders
 from kbsql.interface.errors import InvalidParameter, MissingParameter, ProviderError, ServiceError
 from kbsql.interface.stream import (
     actions_chunk,
@@ -37,10 +37,11 @@ class AgentRuntime:
     """Runs agents: reads records from `catalog`, settings from `config`, and runs the
     agent's tools (SQL) through the `sql` port."""
 
-    def __init__(self, catalog: Catalog, config: EngineConfig, sql: RunsSql):
+    def __init__(self, catalog: Catalog, config: EngineConfig, sql: RunsSql, models: ModelProviders):
         self.catalog = catalog
         self.config = config
         self.sql = sql
+        self.models = models
 
     @property
     def limits(self) -> RunLimits:
@@ -49,7 +50,7 @@ class AgentRuntime:
     def check_model(self, model: dict[str, Any]) -> None:
         """Raise ProviderError when the agent's model cannot be reached (BadRequest when the
         provider is unknown)."""
-        make_provider(model).check()
+        self.models.chat_provider(model).check()
 
     def complete(self, record: AgentRecord, messages: list[dict[str, Any]]) -> dict[str, Any]:
         pairs, provider = self._prepare(record, messages)
@@ -84,7 +85,7 @@ class AgentRuntime:
         pairs = normalize_messages(messages)
         if not pairs or not pairs[-1]["question"].strip():
             raise MissingParameter("The last item of 'messages' must carry a non-empty question")
-        return pairs, make_provider(record.model or dict(self.config.default_model))
+        return pairs, self.models.chat_provider(record.model or dict(self.config.default_model))
 
     def _events(self, record: AgentRecord, pairs: list[dict[str, str]], provider: Provider,
                 control: RunControl) -> Iterator[loop.Event]:

@@ -1,4 +1,10 @@
-"""Which engines `CREATE DATABASE ... ENGINE = '...'` knows, and opening a stored source."""
+"""Which engines `CREATE DATABASE ... ENGINE = '...'` knows, and opening a stored source.
+
+Besides the SQL data sources below, any storage backend (the `kbsql.storage` registry) is an
+engine: `CREATE DATABASE v WITH ENGINE = '<backend>', PARAMETERS = {...}` stores its
+PARAMETERS for the knowledge bases that name `storage = v.table`; as a SQL source it lists
+no tables (`VectorStore`), unless it is also listed here (pgvector's tables can be read).
+"""
 
 from __future__ import annotations
 
@@ -11,6 +17,7 @@ from kbsql.engine.datasources.pgvector_source import PgVectorSource
 from kbsql.engine.datasources.postgres import PostgresSource
 from kbsql.engine.datasources.scans import DataSource
 from kbsql.engine.datasources.sqlite_file import SqliteFileSource
+from kbsql.engine.plugins import Registry
 from kbsql.interface.errors import SqlError
 
 ENGINES: dict[str, Any] = {
@@ -33,10 +40,38 @@ def engine_class(engine: str) -> Any:
     return cls
 
 
-def normalize(engine: str, parameters: dict[str, Any]) -> dict[str, Any]:
-    """Check the parameters before anything is stored (files exist, keys present)."""
+class VectorStore:
+    """A data source whose engine only stores knowledge bases: no tables to read."""
+
+    def __init__(self, name: str, alias: str, parameters: dict[str, Any]):
+        self.name, self.parameters = name, parameters
+        self.engine = "vector store"
+
+    def attach(self, con: Any) -> None:
+        pass
+
+    def detach(self, con: Any) -> None:
+        pass
+
+    def tables(self, con: Any) -> list[str]:
+        return []
+
+    def scan(self, con: Any, parts: list[str]) -> None:
+        return None
+
+
+def normalize(engine: str, parameters: dict[str, Any],
+              storage: Registry[Any] | None = None) -> dict[str, Any]:
+    """Check the parameters before anything is stored (files exist, keys present).
+    `storage`: the storage-backend registry, whose names are engines too (a backend's own
+    `normalize`, when it has one, checks their PARAMETERS)."""
+    if engine.lower() not in ENGINES and storage is not None and engine in storage:
+        backend = storage.get(engine)
+        check = getattr(backend, "normalize", None)
+        return dict(check(parameters)) if callable(check) else dict(parameters)
     return engine_class(engine).normalize(parameters)
 
 
 def open_source(record: DatasourceRecord) -> DataSource:
-    return engine_class(record.engine)(record.name, f"kbsql_ds_{record.id}", record.parameters)
+    cls = ENGINES.get(record.engine.lower(), VectorStore)  # stored: its engine was known then
+    return cls(record.name, f"kbsql_ds_{record.id}", record.parameters)

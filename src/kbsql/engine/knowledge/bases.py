@@ -9,7 +9,7 @@ validate and store the same way.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from kbsql.engine import validate
@@ -17,7 +17,7 @@ from kbsql.engine.catalog import Catalog, KbRecord
 from kbsql.engine.knowledge import batch_insert
 from kbsql.engine.knowledge.service import DEFAULT_VECTOR_DATABASE, SHARED_VECTOR_DATABASE, KnowledgeService
 from kbsql.interface.errors import BadRequest, Conflict, Unavailable
-from kbsql.interface.progress import ProgressFactory
+from kbsql.interface.progress import OnProgress
 
 __all__ = ["DEFAULT_VECTOR_DATABASE", "KnowledgeBases"]
 
@@ -56,7 +56,7 @@ class KnowledgeBases:
                        "default_vector_storage": self.service.default_storage(project, name)[0]},
         }
         if existing is None:  # a duplicate is a 409 from the catalog; skip the provider call
-            if self.service.vector_source(database) is not None:  # a storage that exists
+            if not self.service.vector_source(database).local:  # a table others may name too
                 self._check_table_free(database, table)
             self.service.check_models(spec)
         record = self.catalog.create_knowledge_base(project, name, spec)
@@ -86,30 +86,31 @@ class KnowledgeBases:
         self.catalog.delete_knowledge_base(record)  # atomic; files go after, ids never reused
         self.service.drop_storage(record)
 
-    def insert_rows(self, record: KbRecord, rows: Any, progress: bool | ProgressFactory | None = None) -> int:
+    def insert_rows(self, record: KbRecord, rows: Any, progress: OnProgress | None = None) -> int:
         """Insert rows (list of dicts or a DataFrame) into a knowledge base; returns the count
         of rows stored (rows without content are skipped)."""
         return self.insert(record, rows, progress)[0]
 
     def insert(self, record: KbRecord, rows: Any,
-               progress: bool | ProgressFactory | None = None) -> tuple[int, KbRecord]:
+               progress: OnProgress | None = None) -> tuple[int, KbRecord]:
         """`insert_rows`, answering also the record as stored after it (its new
-        `updated_at`), for an answer that shows the knowledge base without reading it back."""
-        count = self.service.insert(record, rows, progress=progress)
+        `updated_at`), for an answer that shows the knowledge base without reading it back.
+        The REST insert's policy: one transaction, row positions counted across the call."""
+        batches, total = self.service.row_batches(rows)
+        count = batch_insert.insert(self.service, record, batches, total, batch_insert.Policy.ONE_TRANSACTION,
+                                    progress)
         return count, self.catalog.update_knowledge_base(record)
 
     def insert_batches(self, record: KbRecord, batches: Sequence[list[dict[str, Any]]], *,
                        threads: int = 1, skip: bool = False,
-                       progress: bool | ProgressFactory | None = None,
-                       total_rows: int | None = None,
-                       on_stored: Callable[[int], None] | None = None) -> int:
+                       progress: OnProgress | None = None,
+                       total_rows: int | None = None) -> int:
         """`INSERT ... USING batch_size, threads, error`: batches embedded `threads` at a time,
-        stored in order, one transaction each (knowledge/batch_insert.py); `on_stored(i)` runs
-        after batch i is committed."""
+        stored in order, one transaction each (knowledge/batch_insert.py)."""
         try:
-            return batch_insert.insert_batches(self.service, record, batches, threads=threads, skip=skip,
-                                               progress=progress, total_rows=total_rows,
-                                               on_stored=on_stored)
+            total = total_rows if total_rows is not None else sum(len(b) for b in batches)
+            return batch_insert.insert(self.service, record, batches, total,
+                                       batch_insert.Policy.per_batch(threads, skip), progress)
         finally:  # batches stored before a failure are there: the record says so
             self.catalog.update_knowledge_base(record)
 

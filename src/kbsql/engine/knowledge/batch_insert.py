@@ -1,13 +1,25 @@
-"""`INSERT INTO kb SELECT ... USING batch_size, threads, error`: batches embedded in parallel,
-stored one at a time in batch order.
+"""The one insert pipeline: rows in batches are chunked, embedded and stored, in row order.
 
-Why split: nearly all the time of an insert against a remote embedding provider is network
-wait, and ONNX Runtime releases the GIL too, so `threads = N` runs the embedding of up to N
-batches at once (a ThreadPoolExecutor). Storing stays in the calling thread, batch after
-batch in the order of the rows, each batch in its own transaction: the store never sees two
-writers, and every batch is written exactly once, in the same order as with `threads = 1`.
-So ids, upserts (a later batch replaces an earlier batch's document of the same id), the
-order `track_column` sets, and what a failure leaves are those of the sequential run:
+Both doors use it, with their transaction policy as a parameter (`Policy`):
+
+- the REST insert (`PUT .../knowledge_bases/{kb}`, `client.knowledge_bases.insert`,
+  embedded or one HTTP batch): `Policy.ONE_TRANSACTION`. All its batches are written in one
+  write transaction: a failure or a kill anywhere leaves the state before the call (memory
+  stays flat: batches are embedded one at a time inside it). Row positions
+  (`original_row_index`) count across the call: the 300th row of a call is row 299 even in
+  its second batch;
+- `INSERT INTO kb SELECT ... USING batch_size, threads, error`: `Policy.per_batch(threads,
+  skip)`. Each batch is stored in its own transaction, so a failure keeps the batches
+  before it (as the reference's partitions do); positions count from 0 in each batch, as
+  when that batch is inserted alone.
+
+Why threads: nearly all the time of an insert against a remote embedding provider is
+network wait, and ONNX Runtime releases the GIL too, so `threads = N` runs the embedding of
+up to N batches at once (a ThreadPoolExecutor). Storing stays in the calling thread, batch
+after batch in the order of the rows: the store never sees two writers, and every batch is
+written exactly once, in the same order as with `threads = 1`. So ids, upserts (a later
+batch replaces an earlier batch's document of the same id), the order `track_column` sets,
+and what a failure leaves are those of the sequential run:
 
 - `error = 'raise'` (the default): the first failing batch *in batch order* stops the insert
   with its error. The batches before it are stored (each was committed); it and every batch
@@ -21,9 +33,17 @@ order `track_column` sets, and what a failure leaves are those of the sequential
   A batch that fails while being *stored* (not embedded) is retried row by row in the
   calling thread. The statement's affected rows are the rows stored.
 
-Progress: one bar for the whole insert (`interface.progress`), updated only from the calling
-thread (a notebook's display is not touched from worker threads): it moves as batches are
-embedded, by chunk within a batch, and says `storing` while a batch is written.
+Rows whose content columns are all null/NaN/blank are skipped (logged; the client warns):
+they leave any stored document of their id untouched and are not counted.
+
+Progress: one task for the whole insert, reported to the caller's `OnProgress` only from
+the calling thread (a notebook's display is never touched from worker threads): reading,
+then per batch chunking (sequential runs), embedding by chunk within a batch, storing.
+Each event's `committed` counts the input rows whose batch is committed: per batch, it
+moves after every batch's transaction (a background insert records its PROCESSED_ROWS and
+tracked value there, sql/kb/kb_background.py); in one transaction, at the end. What the
+callback raises stops the insert there, as a failure of the next batch would (a cancelled
+background insert stops after the batch just stored).
 """
 
 from __future__ import annotations
@@ -31,22 +51,43 @@ from __future__ import annotations
 import logging
 import threading
 from collections import deque
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from contextlib import closing
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
-from kbsql.engine.catalog import KbRecord
+from kbsql.engine.catalog import KbRecord, now
 from kbsql.engine.knowledge.service import Embedded, KnowledgeService
 from kbsql.interface import progress as progress_mod
 from kbsql.interface.errors import KbsqlError
+from kbsql.interface.progress import OnProgress, Reporter
 
 log = logging.getLogger(__name__)
 POLL_SECONDS = 0.1
 """How often the calling thread redraws the bar while it waits for the next batch."""
 RETRYABLE = (KbsqlError, ValueError)
 """Failures `error = 'skip'` retries row by row (anything else, e.g. Ctrl-C, always stops)."""
+
+
+@dataclass(frozen=True)
+class Policy:
+    """How an insert commits and counts: `one_transaction` (every batch in one write
+    transaction, row positions counted across the call) or per batch (a transaction and
+    positions from 0 each); `threads` embedding at once; `skip` rows that keep failing."""
+
+    one_transaction: bool = False
+    threads: int = 1
+    skip: bool = False
+
+    ONE_TRANSACTION: ClassVar[Policy]
+
+    @classmethod
+    def per_batch(cls, threads: int = 1, skip: bool = False) -> Policy:
+        return cls(False, threads, skip)
+
+
+Policy.ONE_TRANSACTION = Policy(one_transaction=True)
 
 
 @dataclass
@@ -67,113 +108,140 @@ class _Done:
 @dataclass
 class _Tally:
     stored: int = 0
-    empty: int = 0  # rows without content (skipped by the chunker, as `insert` does)
+    empty: int = 0  # rows without content (skipped by the chunker)
     failed: int = 0
     first_error: BaseException | None = None
     embedded: dict[int, float] = field(default_factory=dict)  # batch -> rows embedded so far
 
 
-def insert_batches(service: KnowledgeService, record: KbRecord, batches: Sequence[list[dict[str, Any]]],
-                   *, threads: int = 1, skip: bool = False,
-                   progress: bool | progress_mod.ProgressFactory | None = None,
-                   total_rows: int | None = None,
-                   on_stored: Callable[[int], None] | None = None) -> int:
-    """Insert `batches` (lists of row dicts) as described in the module docstring; returns the
-    rows stored. `threads` workers embed (1: no pool, everything in the calling thread).
-    Each batch is read once, when its turn to embed comes (a sequence that builds batches on
-    access then holds only those in flight); `total_rows`, when known, saves counting them.
-    `on_stored(i)` runs in the calling thread once batch i is committed; what it raises
-    stops the insert there (a background insert's progress and cancel, kb_background.py)."""
-    total = total_rows if total_rows is not None else sum(len(b) for b in batches)
-    if total == 0:
+def insert(service: KnowledgeService, record: KbRecord, batches: Iterable[list[dict[str, Any]]],
+           total_rows: int, policy: Policy, progress: OnProgress | None = None) -> int:
+    """Insert `batches` (lists of row dicts, `total_rows` in all) as the module docstring
+    describes; returns the rows stored. Each batch is read once, when its turn to embed
+    comes (an iterable that builds batches on access holds only those in flight)."""
+    if total_rows == 0:
         return 0
+    if policy.skip and policy.one_transaction:
+        raise ValueError("error = 'skip' retries rows in transactions of their own")
     tally = _Tally()
-    bar = progress_mod.open_progress(f"insert into {record.name}", total, progress=progress)
     lock = threading.Lock()
-    with progress_mod.Finishing(bar):
-        if bar is not None:
-            bar.update(progress_mod.READING, 0, total)
-        caller = threading.get_ident()
-
-        sizes: dict[int, int] = {}
-
-        def embed(index: int, rows: list[dict[str, Any]]) -> _Done:
-            sizes[index] = len(rows)
-            on_embedded = None
-            if bar is not None:
-                def on_embedded(done: int, count: int) -> None:
-                    with lock:  # a worker only writes a number; the calling thread draws
-                        tally.embedded[index] = len(rows) * done / max(count, 1)
-                    if threading.get_ident() == caller:
-                        redraw(progress_mod.EMBEDDING)
-            return _embed_batch(service, record, rows, skip, on_embedded)
+    caller = threading.get_ident()
+    with Reporter(progress, f"insert into {record.name}", total_rows,
+                  min_total=progress_mod.PROGRESS_MIN_ROWS) as report:
+        report.update(progress_mod.READING, 0)
 
         def redraw(phase: str) -> None:
-            if bar is not None:
-                with lock:
+            if report.listening and threading.get_ident() == caller:
+                with lock:  # a worker only writes a number; the calling thread reports
                     done = sum(tally.embedded.values())
-                bar.update(phase, done, total)
+                report.update(phase, done)
 
-        with closing(_in_order(batches, embed, threads, redraw)) as ordered:
-            for index, done in ordered:
+        def embed(index: int, rows: list[dict[str, Any]], first: int) -> _Done:
+            on_embedded = None
+            if report.listening:
+                redraw(progress_mod.CHUNKING)
+
+                def on_embedded(done: int, count: int) -> None:
+                    with lock:
+                        tally.embedded[index] = len(rows) * done / max(count, 1)
+                    redraw(progress_mod.EMBEDDING)
+            return _embed_batch(service, record, rows, policy, first, on_embedded)
+
+        committed = 0  # input rows whose batch is committed
+        with _writer(service, record, policy) as (writer, stamp), \
+                closing(_in_order(batches, embed, policy, redraw)) as ordered:
+            for index, rows, done in ordered:
                 with lock:
-                    tally.embedded[index] = sizes[index]
+                    tally.embedded[index] = len(rows)
                 redraw(progress_mod.STORING)
-                _store(service, record, done, skip, tally)
-                if on_stored is not None:
-                    on_stored(index)
-        if bar is not None:
-            bar.update(progress_mod.STORING, total, total)
-    if tally.empty:
+                _store(service, record, done, policy.skip, tally, writer, stamp)
+                committed += len(rows)
+                if report.listening and not policy.one_transaction:  # this batch is in for good
+                    with lock:
+                        embedded = sum(tally.embedded.values())
+                    report.update(progress_mod.STORING, embedded, committed)
+        report.update(progress_mod.STORING, total_rows, committed)  # committed
+    _log(record, tally, total_rows)
+    return tally.stored
+
+
+@contextmanager
+def _writer(service: KnowledgeService, record: KbRecord, policy: Policy) -> Iterator[tuple[Any, str | None]]:
+    """(the call's open write transaction, its timestamp) with `one_transaction`, else
+    (None, None): each batch then opens its own, stamped when it is stored."""
+    if not policy.one_transaction:
+        yield None, None
+        return
+    with service.handle(record).write() as writer:
+        yield writer, now()
+
+
+def _log(record: KbRecord, tally: _Tally, total: int) -> None:
+    if tally.empty:  # the client tells its user
         log.info("insert into %s: %d of %d rows had no content and were skipped; stored documents "
                  "with their ids were kept", record.name, tally.empty, total)
     if tally.failed:
         log.warning("insert into %s with error = 'skip': %d of %d rows failed and were left out "
                     "(first error: %s); %d rows stored", record.name, tally.failed, total,
                     tally.first_error, tally.stored)
-    return tally.stored
 
 
-def _in_order(batches: Sequence[list[dict[str, Any]]], embed: Callable[[int, list[dict[str, Any]]], _Done],
-              threads: int, redraw: Callable[[str], None]) -> Generator[tuple[int, _Done], None, None]:
-    """(index, embedded batch) in batch order; at most `threads` batches embed at once and at
-    most 2 x `threads` wait to be stored (memory stays bounded). An error of a batch is
-    raised when its turn comes, after every batch before it was handed out; once a batch
+Embed = Callable[[int, list[dict[str, Any]], int], _Done]
+"""(batch index, its rows, the position of its first row) -> the batch embedded."""
+
+
+Ordered = Generator[tuple[int, list[dict[str, Any]], _Done], None, None]
+
+
+def _in_order(batches: Iterable[list[dict[str, Any]]], embed: Embed, policy: Policy,
+              redraw: Callable[[str], None]) -> Ordered:
+    """(index, rows, embedded batch) in batch order; at most `threads` batches embed at once
+    and at most 2 x `threads` wait to be stored (memory stays bounded). An error of a batch
+    is raised when its turn comes, after every batch before it was handed out; once a batch
     has failed no new batch is started, and pending ones are cancelled when it is raised."""
-    if threads <= 1 or len(batches) <= 1:
-        for index, rows in enumerate(batches):
+    positions = _positions(batches, policy.one_transaction)
+    if policy.threads <= 1:
+        for index, rows, first in positions:
             redraw(progress_mod.EMBEDDING)
-            yield index, embed(index, rows)
+            yield index, rows, embed(index, rows, first)
         return
-    pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="kbsql-embed")
-    pending: deque[tuple[int, Future[_Done]]] = deque()
-    upcoming = iter(enumerate(batches))
+    pool = ThreadPoolExecutor(max_workers=policy.threads, thread_name_prefix="kbsql-embed")
+    pending: deque[tuple[int, list[dict[str, Any]], Future[_Done]]] = deque()
     try:
-        for index, rows in upcoming:
-            pending.append((index, pool.submit(embed, index, rows)))
-            if len(pending) >= 2 * threads:
+        for index, rows, first in positions:
+            pending.append((index, rows, pool.submit(embed, index, rows, first)))
+            if len(pending) >= 2 * policy.threads:
                 break
         while pending:
-            index, future = pending.popleft()
+            index, rows, future = pending.popleft()
             redraw(progress_mod.EMBEDDING)
             while not wait([future], timeout=POLL_SECONDS).done:
                 redraw(progress_mod.EMBEDDING)
             done = future.result()  # raises the batch's error (error = 'raise')
-            doomed = any(f.done() and not f.cancelled() and f.exception() is not None for _, f in pending)
-            for index2, rows in upcoming if not doomed else ():  # keep the pool busy meanwhile
-                pending.append((index2, pool.submit(embed, index2, rows)))
+            doomed = any(f.done() and not f.cancelled() and f.exception() is not None for *_, f in pending)
+            for index2, rows2, first2 in positions if not doomed else ():  # keep the pool busy meanwhile
+                pending.append((index2, rows2, pool.submit(embed, index2, rows2, first2)))
                 break
-            yield index, done
+            yield index, rows, done
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _embed_batch(service: KnowledgeService, record: KbRecord, rows: list[dict[str, Any]], skip: bool,
-                 on_embedded: Callable[[int, int], None] | None) -> _Done:
+def _positions(batches: Iterable[list[dict[str, Any]]],
+               across: bool) -> Iterator[tuple[int, list[dict[str, Any]], int]]:
+    """(index, rows, position of its first row): counted across the call, or 0 per batch."""
+    first = 0
+    for index, rows in enumerate(batches):
+        yield index, rows, first if across else 0
+        first += len(rows)
+
+
+def _embed_batch(service: KnowledgeService, record: KbRecord, rows: list[dict[str, Any]], policy: Policy,
+                 first: int, on_embedded: Callable[[int, int], None] | None) -> _Done:
     try:
-        return _Done([_Part(rows, service.embed_rows(record, rows, on_embedded))])
+        return _Done([_Part(rows, service.embed_rows(record, rows, on_embedded, first))])
     except RETRYABLE as exc:
-        if not skip:
+        if not policy.skip:
             raise
         log.info("insert batch failed (%s); retrying its rows one by one", type(exc).__name__)
         done = _Done([], 0, exc)
@@ -186,15 +254,17 @@ def _embed_batch(service: KnowledgeService, record: KbRecord, rows: list[dict[st
         return done
 
 
-def _store(service: KnowledgeService, record: KbRecord, done: _Done, skip: bool, tally: _Tally) -> None:
-    """Store a worker's parts in order (calling thread only); with `error = 'skip'` a part the
-    store refuses is retried row by row."""
+def _store(service: KnowledgeService, record: KbRecord, done: _Done, skip: bool, tally: _Tally,
+           writer: Any, stamp: str | None) -> None:
+    """Store a worker's parts in order (calling thread only), into the call's transaction
+    (`writer`) or each in its own; with `error = 'skip'` a part the store refuses is retried
+    row by row."""
     tally.failed += done.failed
     if done.failed:
         tally.first_error = tally.first_error or done.error
     for part in done.parts:
         try:
-            tally.stored += service.store_embedded(record, part.embedded)
+            tally.stored += service.store_embedded(record, part.embedded, writer, stamp)
             tally.empty += part.embedded.skipped
             continue
         except RETRYABLE as exc:

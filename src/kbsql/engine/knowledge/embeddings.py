@@ -1,4 +1,9 @@
-"""Embedding models behind one small interface, chosen by a model descriptor.
+"""The built-in embedding providers, behind one small interface (`Embedder`).
+
+Each is registered by name in the embedding-provider registry (`engine/providers.py`,
+entry-point group `kbsql.embedding_providers`) as a factory `(descriptor, context) ->
+Embedder`; another package's provider is a class or function of that shape, declared as an
+entry point. The engine's `ModelProviders` keeps one instance per descriptor.
 
 `Embedder.embed(texts) -> float32 (n, dim)` rows, L2-normalised so that the inner product
 is the cosine similarity (FAISS inner-product indexes then give cosine distance = 1 - ip).
@@ -11,7 +16,8 @@ Descriptors (the knowledge base's `embedding_model`):
   (feature-hashed word counts, normalised). No semantics beyond shared words; meant for
   tests, benchmarks and smoke runs where the model is not the point.
 - `{"provider": "openai", "model_name": ..., "api_key": ..., "base_url": ...}`: any
-  OpenAI-compatible server (`POST {base_url}/embeddings`; base_url defaults to OpenAI's).
+  OpenAI-compatible server (`POST {base_url}/embeddings`; base_url defaults to OpenAI's),
+  over the engine's pooled client (`context.http`).
 - `{"provider": "ollama", "model_name": ..., "base_url": ...}`: `POST {base_url}/api/embed`.
 A provider that cannot be reached raises `ProviderError` naming provider and model.
 """
@@ -20,25 +26,31 @@ from __future__ import annotations
 
 import hashlib
 import re
-import threading
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import numpy as np
 
-from kbsql.engine.knowledge import remote
-from kbsql.engine.providers import OPENAI_COMPATIBLE
+from kbsql.engine.providers import ProviderContext, openai_base
 from kbsql.interface.errors import ProviderError
 
-LOCAL_PROVIDERS = {"kbsql", "local", "sentence_transformers", "sentence-transformers", "huggingface"}
 MINILM_NAMES = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2", "default", ""}
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 
 
 class Embedder(Protocol):
+    """What the knowledge service asks of an embedding provider (a plugin's too). `embed`
+    returns one float32 row per text (the service L2-normalises and checks the count);
+    `check` raises `ProviderError` when the model cannot be used. Optional: `batch_size`,
+    how many texts one `embed` call should carry, and `normalized = True` from an embedder
+    whose rows are L2-normalised already (the built-ins), which the service then trusts."""
+
     provider: str
     model_name: str
 
     def embed(self, texts: list[str]) -> np.ndarray: ...
+
+    def check(self) -> None: ...
 
 
 def normalize(vectors: np.ndarray) -> np.ndarray:
@@ -48,16 +60,22 @@ def normalize(vectors: np.ndarray) -> np.ndarray:
 
 
 class MiniLMEmbedder:
-    """The bundled default model; the weights load once per process on first use."""
+    """The bundled default model; its weights load on first use, once per engine (the
+    engine's `ProviderContext` keeps them for every descriptor naming this model)."""
+
+    normalized = True
 
     provider = "kbsql"
     model_name = "all-MiniLM-L6-v2"
     batch_size = 256  # texts handed to the model at once; it sub-batches by length itself
 
+    def __init__(self, context: ProviderContext):
+        self.context = context
+
     def embed(self, texts: list[str]) -> np.ndarray:
         from kbsql.engine.knowledge import minilm
 
-        return minilm.get_model().encode(texts)
+        return self.context.load_once(minilm.MODEL_NAME, minilm.load_model).encode(texts)
 
     def check(self) -> None:
         from kbsql.engine.knowledge import minilm
@@ -70,6 +88,8 @@ class MiniLMEmbedder:
 class HashEmbedder:
     """Feature-hashed bag of lower-cased words (blake2b bucket and sign), L2-normalised."""
 
+    normalized = True
+
     provider = "kbsql"
     batch_size = 4096
 
@@ -78,30 +98,34 @@ class HashEmbedder:
             raise ProviderError(f"Embedding model 'hash-{dim}': the dimension must be 8..8192")
         self.dim = dim
         self.model_name = f"hash-{dim}"
-        self._cache: dict[str, tuple[int, float]] = {}
+        self._cache: dict[str, int] = {}
 
-    def _slot(self, token: str) -> tuple[int, float]:
+    def _slot(self, token: str) -> int:
+        """The token's bucket and sign as one int: +(bucket + 1) or -(bucket + 1)."""
         hit = self._cache.get(token)
         if hit is None:
             h = int.from_bytes(hashlib.blake2b(token.encode(), digest_size=8).digest(), "little")
-            hit = (h % self.dim, 1.0 if (h >> 63) & 1 else -1.0)
+            hit = (h % self.dim + 1) * (1 if (h >> 63) & 1 else -1)
             if len(self._cache) < 1_000_000:
                 self._cache[token] = hit
         return hit
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        rows: list[int] = []
-        cols: list[int] = []
-        signs: list[float] = []
+        # one signed code per token, row starts apart, then one bincount for the batch: the
+        # per-token work is a dict lookup (ingest of 100k short rows spent a quarter of its
+        # time here with three appends per token and np.add.at)
         cache, slot = self._cache, self._slot
-        for row, text in enumerate(texts):  # one np.add.at for the batch, not one per token
-            for token in _TOKEN.findall(text.lower()):
-                col, sign = cache.get(token) or slot(token)
-                rows.append(row)
-                cols.append(col)
-                signs.append(sign)
-        np.add.at(out, (np.array(rows, np.intp), np.array(cols, np.intp)), np.array(signs, np.float32))
+        codes: list[int] = []
+        starts = [0]
+        for text in texts:
+            codes.extend([cache.get(t) or slot(t) for t in _TOKEN.findall(text.lower())])
+            starts.append(len(codes))
+        signed = np.array(codes, dtype=np.int64)
+        lengths = np.array(starts[1:], dtype=np.int64) - np.array(starts[:-1], dtype=np.int64)
+        rows = np.repeat(np.arange(len(texts), dtype=np.int64), lengths)
+        flat = rows * self.dim + np.abs(signed) - 1
+        out = np.bincount(flat, weights=np.sign(signed).astype(np.float64),
+                          minlength=len(texts) * self.dim).reshape(len(texts), self.dim).astype(np.float32)
         out[~out.any(axis=1), 0] = 1.0  # empty text: a fixed unit vector rather than zeros
         return normalize(out)
 
@@ -109,99 +133,110 @@ class HashEmbedder:
         pass
 
 
-class OpenAIEmbedder:
+class _RemoteEmbedder:
+    """An embedding server reached over the engine's pooled client (`context.http`)."""
+
+    normalized = True
+    default_model = ""
+
+    def __init__(self, descriptor: dict[str, Any], context: ProviderContext):
+        self.provider = str(descriptor.get("provider"))
+        self.model_name = str(descriptor.get("model_name") or self.default_model)
+        self.api_key = descriptor.get("api_key")
+        self.http = context.http
+        self.what = f"Embedding provider '{self.provider}' model '{self.model_name}'"
+
+    def vectors(self, url: str, body: dict[str, Any], read: Callable[[Any], Any], count: int) -> np.ndarray:
+        """POST `body`, read the vectors out of the answer (`read`), check and normalise them."""
+        answer = self.http.post_json(url, body, self.api_key, self.what)
+        try:
+            vectors = np.array(read(answer), dtype=np.float32)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ProviderError(f"{self.what} answered without embeddings ({exc!r})") from exc
+        return checked(self, vectors, count)
+
+    def check(self) -> None:
+        self.embed(["kbsql embedding check"])
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        raise NotImplementedError
+
+
+class OpenAIEmbedder(_RemoteEmbedder):
     """`POST {base_url}/embeddings` of an OpenAI-compatible server."""
 
     batch_size = 128
+    default_model = "text-embedding-3-small"
 
-    def __init__(self, descriptor: dict[str, Any]):
-        self.provider = str(descriptor.get("provider"))
-        self.model_name = str(descriptor.get("model_name") or "text-embedding-3-small")
-        self.base_url = remote.openai_base(descriptor)
-        self.api_key = descriptor.get("api_key")
+    def __init__(self, descriptor: dict[str, Any], context: ProviderContext):
+        super().__init__(descriptor, context)
+        self.base_url = openai_base(descriptor)
         self.dimensions = descriptor.get("dimensions")
 
     def embed(self, texts: list[str]) -> np.ndarray:
         body: dict[str, Any] = {"model": self.model_name, "input": [t or " " for t in texts]}
         if self.dimensions:
             body["dimensions"] = self.dimensions
-        answer = remote.post_json(f"{self.base_url}/embeddings", body, self.api_key,
-                                  f"Embedding provider '{self.provider}' model '{self.model_name}'")
-        try:
-            items = sorted(answer["data"], key=lambda d: d.get("index", 0))
-            vectors = np.array([d["embedding"] for d in items], dtype=np.float32)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ProviderError(f"Embedding provider '{self.provider}' model '{self.model_name}' "
-                                f"answered without embeddings ({exc!r})") from exc
-        return _checked(self, vectors, len(texts))
-
-    def check(self) -> None:
-        self.embed(["kbsql embedding check"])
+        return self.vectors(f"{self.base_url}/embeddings", body, _openai_vectors, len(texts))
 
 
-class OllamaEmbedder:
+def _openai_vectors(answer: Any) -> list[Any]:
+    return [d["embedding"] for d in sorted(answer["data"], key=lambda d: d.get("index", 0))]
+
+
+class OllamaEmbedder(_RemoteEmbedder):
     """`POST {base_url}/api/embed` of an Ollama server (batched `input`)."""
 
     batch_size = 64
+    default_model = "nomic-embed-text"
 
-    def __init__(self, descriptor: dict[str, Any]):
-        self.provider = "ollama"
-        self.model_name = str(descriptor.get("model_name") or "nomic-embed-text")
+    def __init__(self, descriptor: dict[str, Any], context: ProviderContext):
+        super().__init__({**descriptor, "provider": "ollama"}, context)
         self.base_url = str(descriptor.get("base_url") or "http://localhost:11434").rstrip("/")
-        self.api_key = descriptor.get("api_key")
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        answer = remote.post_json(f"{self.base_url}/api/embed",
-                                  {"model": self.model_name, "input": [t or " " for t in texts]},
-                                  self.api_key, f"Embedding provider 'ollama' model '{self.model_name}'")
-        try:
-            vectors = np.array(answer["embeddings"], dtype=np.float32)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ProviderError(f"Embedding provider 'ollama' model '{self.model_name}' answered "
-                                f"without embeddings ({exc!r})") from exc
-        return _checked(self, vectors, len(texts))
-
-    def check(self) -> None:
-        self.embed(["kbsql embedding check"])
+        body = {"model": self.model_name, "input": [t or " " for t in texts]}
+        return self.vectors(f"{self.base_url}/api/embed", body, lambda answer: answer["embeddings"],
+                            len(texts))
 
 
-def _checked(embedder: Any, vectors: np.ndarray, expected: int) -> np.ndarray:
+def checked(embedder: Any, vectors: np.ndarray, expected: int) -> np.ndarray:
+    """An embedder's answer for `expected` texts as L2-normalised float32 rows, or a
+    `ProviderError` naming it when the shape is wrong (any provider, a plugin's too)."""
+    vectors = np.asarray(vectors, dtype=np.float32)
     if vectors.ndim != 2 or vectors.shape[0] != expected or vectors.shape[1] == 0:
         raise ProviderError(f"Embedding provider '{embedder.provider}' model '{embedder.model_name}' "
                             f"returned {vectors.shape} vectors for {expected} texts")
     return normalize(vectors)
 
 
-_cache: dict[str, Any] = {}
-_cache_lock = threading.Lock()
+class CheckedEmbedder:
+    """Another package's embedder as the service uses it: each answer checked (one row per
+    text) and L2-normalised, so a plugin cannot corrupt a search with a wrong shape."""
+
+    normalized = True
+
+    def __init__(self, inner: Any):
+        self.inner = inner
+        self.provider = str(getattr(inner, "provider", "plugin"))
+        self.model_name = str(getattr(inner, "model_name", ""))
+        self.batch_size = int(getattr(inner, "batch_size", 256))
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        return checked(self, self.inner.embed(texts), len(texts))
+
+    def check(self) -> None:
+        self.inner.check()
 
 
-def embedder_for(descriptor: dict[str, Any] | None, default: dict[str, Any] | None = None) -> Any:
-    """The embedder of a descriptor (None -> `default`, then MiniLM); one instance per descriptor."""
-    descriptor = descriptor or default
-    key = repr(sorted((descriptor or {}).items()))
-    with _cache_lock:
-        if key not in _cache:
-            _cache[key] = _build(descriptor)
-        return _cache[key]
-
-
-def _build(descriptor: dict[str, Any] | None) -> Any:
-    if not descriptor:
-        return MiniLMEmbedder()
-    provider = str(descriptor.get("provider") or "").lower()
+def local_embedder(descriptor: dict[str, Any], context: ProviderContext) -> Any:
+    """Provider `kbsql` (and its aliases): the bundled MiniLM, or `hash-<dim>`."""
+    provider = str(descriptor.get("provider") or "")
     name = str(descriptor.get("model_name") or "")
-    if provider in LOCAL_PROVIDERS:
-        match = re.fullmatch(r"hash-(\d+)", name.lower())
-        if match:
-            return HashEmbedder(int(match.group(1)))
-        if name.lower() in MINILM_NAMES:
-            return MiniLMEmbedder()
-        raise ProviderError(f"Embedding provider '{provider}' has no local model '{name}': use "
-                            "'all-MiniLM-L6-v2' or 'hash-<dim>'")
-    if provider in OPENAI_COMPATIBLE:
-        return OpenAIEmbedder(descriptor)
-    if provider == "ollama":
-        return OllamaEmbedder(descriptor)
-    raise ProviderError(f"Embedding provider '{provider}' (model '{name}') is not supported: use "
-                        "openai (any OpenAI-compatible base_url), ollama or kbsql")
+    match = re.fullmatch(r"hash-(\d+)", name.lower())
+    if match:
+        return HashEmbedder(int(match.group(1)))
+    if name.lower() in MINILM_NAMES:
+        return MiniLMEmbedder(context)
+    raise ProviderError(f"Embedding provider '{provider}' has no local model '{name}': use "
+                        "'all-MiniLM-L6-v2' or 'hash-<dim>'")

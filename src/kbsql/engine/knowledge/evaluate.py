@@ -23,7 +23,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from kbsql.engine.knowledge import remote
+from kbsql.engine.model_http import ModelHttp
+from kbsql.engine.providers import openai_base
 from kbsql.interface.errors import BadRequest, ProviderError
 
 DOC_ID_TOP_K = 20
@@ -139,7 +140,7 @@ def json_object_in(text: str, keys: tuple[str, ...]) -> dict[str, Any]:
     raise ValueError(f"no JSON object with {list(keys)} in the answer {text[:200]!r}")
 
 
-def question_writer(llm: dict[str, Any] | None) -> Callable[[str], tuple[str, str]]:
+def question_writer(llm: dict[str, Any] | None, http: ModelHttp) -> Callable[[str], tuple[str, str]]:
     """(question, answer) for a text: from an OpenAI-compatible chat model, or offline."""
     if not llm:
         raise BadRequest("generate_data needs a model to write the questions: give llm = {...} "
@@ -147,13 +148,13 @@ def question_writer(llm: dict[str, Any] | None) -> Callable[[str], tuple[str, st
     provider = str(llm.get("provider") or "").lower()
     if provider == "kbsql":
         return lambda text: (" ".join(_WORDS.findall(text)[:12]), text)
-    base = remote.openai_base(llm)
+    base = openai_base(llm)
     what = f"Evaluation model '{llm.get('provider')}' '{llm.get('model_name')}'"
 
     def ask(text: str) -> tuple[str, str]:
         body = {"model": llm.get("model_name"), "temperature": 0,
                 "messages": [{"role": "user", "content": GENERATE_PROMPT + text}]}
-        answer = remote.post_json(f"{base}/chat/completions", body, llm.get("api_key"), what)
+        answer = http.post_json(f"{base}/chat/completions", body, llm.get("api_key"), what)
         try:
             content = answer["choices"][0]["message"]["content"] or ""
             data = json_object_in(content, ("query", "reference_answer"))
@@ -164,10 +165,11 @@ def question_writer(llm: dict[str, Any] | None) -> Callable[[str], tuple[str, st
     return ask
 
 
-def generate(samples: list[dict[str, Any]], llm: dict[str, Any] | None, count: int,
+def generate(samples: list[dict[str, Any]], llm: dict[str, Any] | None, count: int, http: ModelHttp,
              step: Step | None = None) -> list[dict[str, Any]]:
-    """Test rows {question, answer, doc_id, text} for up to `count` sampled {id, content}."""
-    write = question_writer(llm)
+    """Test rows {question, answer, doc_id, text} for up to `count` sampled {id, content};
+    a remote model is asked over `http`, the engine's pooled client."""
+    write = question_writer(llm, http)
     out = []
     chosen = samples[:count]
     for done, item in enumerate(chosen, 1):

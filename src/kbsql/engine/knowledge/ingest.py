@@ -17,7 +17,6 @@ import hashlib
 import json
 import math
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,26 +33,6 @@ class Chunk:
     chunk_id: str
     content: str
     metadata: dict[str, Any]
-
-
-def row_count(rows: Any) -> int:
-    return len(rows)
-
-
-def iter_batches(rows: Any, size: int) -> Iterator[list[dict[str, Any]]]:
-    """Rows as lists of plain dicts, `size` at a time (a DataFrame is never copied whole)."""
-    if hasattr(rows, "iloc") and hasattr(rows, "columns"):
-        for start in range(0, len(rows), size):
-            yield rows.iloc[start:start + size].to_dict("records")
-        return
-    if not isinstance(rows, list | tuple):
-        raise InvalidParameter("rows must be a list of objects or a DataFrame")
-    for start in range(0, len(rows), size):
-        batch = list(rows[start:start + size])
-        for row in batch:
-            if not isinstance(row, dict):
-                raise InvalidParameter("each row must be an object (column -> value)")
-        yield batch
 
 
 def plain(value: Any) -> Any:

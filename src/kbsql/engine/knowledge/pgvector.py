@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -39,7 +38,8 @@ import numpy as np
 
 from kbsql.engine.knowledge import pg_hnsw
 from kbsql.engine.knowledge.pg_hnsw import HnswSettings
-from kbsql.engine.knowledge.search import Condition, Conditions, FilterGroup, group_sql, op_sql
+from kbsql.engine.knowledge.search import WORD, Condition, Conditions, FilterGroup, group_sql, op_sql
+from kbsql.engine.knowledge.storage import StoragePlace
 from kbsql.engine.pg import (
     StorageUnavailable,
     acquire_pool,
@@ -58,7 +58,6 @@ FILTERED_EF = 2  # a filtered HNSW search keeps this many times ef_search candid
 SETTINGS_TTL = 5.0  # seconds a server reuses a table's index settings before reading them again
 TEXT_CONFIG = "english"  # full-text stemming, like the local store's porter tokenizer
 REQUIRED_COLUMNS = {"seq", "id", "chunk_id", "content", "metadata", "embedding", "updated_at", "tsv"}
-_WORD = re.compile(r"\w+", re.UNICODE)
 _EMPTY = (np.empty(0, np.float32), np.empty(0, np.int64))
 
 
@@ -185,6 +184,16 @@ class _Writer:
             for i, c in enumerate(chunks):
                 copy.write_row((c.doc_id, c.chunk_id, c.content.replace("\x00", ""),
                                 Jsonb(c.metadata, _json_arg), vectors[i], stamp))
+
+
+class PgVectorBackend:
+    """Storage backend `pgvector`: a table in the database the place's PARAMETERS name."""
+
+    def open(self, place: StoragePlace) -> PgVectorStorage:
+        from kbsql.engine.datasources.postgres import settings
+
+        return PgVectorStorage(settings(place.parameters), place.table,
+                               str(place.parameters.get("schema") or "public"))
 
 
 class PgVectorStorage:
@@ -403,7 +412,7 @@ class PgVectorStorage:
         return max(0, int(row[0])) if row else 0
 
     def keyword_top(self, text: str, k: int, filters: Conditions) -> dict[int, float]:
-        words = _WORD.findall(text)
+        words = WORD.findall(text)
         if not words:
             return {}
         where, args = filter_sql(filters)

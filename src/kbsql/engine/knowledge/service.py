@@ -1,10 +1,10 @@
 """The knowledge service: the engine's one door to knowledge-base data.
 
 Per knowledge base a directory `data_dir/knowledge_bases/<kb id>/` holds `chunks.sqlite`
-(the rows, the source of truth; see store.py) and `index.faiss` (a cache; see index.py).
-One `insert` call is one SQLite transaction: embeddings are computed batch by batch inside
-it (memory stays flat for 100k rows) and a failure or a kill anywhere leaves the state
-before the call. The index catches up after the commit, and on every search.
+(the rows, the source of truth; see store.py) and `index.faiss` (a cache; see index.py);
+another storage backend keeps them elsewhere (storage.py). Inserts run through the one
+pipeline (batch_insert.py), which embeds (`embed_rows`) and stores (`store_embedded`) here;
+the local index catches up after each commit, and on every search.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import logging
 import re
 import shutil
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,18 +23,20 @@ import numpy as np
 from kbsql.engine.catalog import DatasourceRecord, KbRecord, now
 from kbsql.engine.config import EngineConfig
 from kbsql.engine.knowledge import search as search_mod
-from kbsql.engine.knowledge.embeddings import embedder_for
-from kbsql.engine.knowledge.ingest import Chunk, RowChunker, check_metadata_columns, iter_batches
-from kbsql.engine.knowledge.local import LocalStorage
+from kbsql.engine.knowledge.embeddings import CheckedEmbedder
+from kbsql.engine.knowledge.ingest import Chunk, RowChunker, check_metadata_columns
 from kbsql.engine.knowledge.rerank import Reranker
 from kbsql.engine.knowledge.search import Conditions, SearchRequest
-from kbsql.engine.knowledge.storage import KbStorage
-from kbsql.interface import progress as progress_mod
+from kbsql.engine.knowledge.storage import ChunkWriter, KbStorage, StorageBackend, StoragePlace, TunableIndex
+from kbsql.engine.plugins import Registry
+from kbsql.engine.providers import ModelProviders
+from kbsql.interface.batches import row_batches
 from kbsql.interface.errors import BadRequest, ProviderError, ServiceError
 
 ROW_BATCH = 256
 DEFAULT_VECTOR_DATABASE = "kbsql_faiss"  # the local store's name in `storage` / vector_database
 SHARED_VECTOR_DATABASE = "kbsql_pgvector"  # the shared catalog's own database, as KB storage
+PGVECTOR = "pgvector"  # the storage backend of the shared catalog's database
 PROGRESS_EMBED_BATCH = 64
 """Texts per embedding call while a progress bar shows (the bar moves after each call)."""
 log = logging.getLogger(__name__)
@@ -44,6 +46,19 @@ def shared_table(project: str, name: str) -> str:
     """The PostgreSQL table of a knowledge base stored in a shared catalog's own database
     (also where `kbsql migrate` puts a local knowledge base's chunks)."""
     return re.sub(r"\W", "_", f"kb_{project}_{name}".lower())[:63]
+
+
+@dataclass(frozen=True)
+class StorageChoice:
+    """Which storage backend keeps a knowledge base, and the PARAMETERS of the data source
+    its `storage` names ({} for the local store or a backend named directly)."""
+
+    backend: str
+    parameters: dict[str, Any]
+
+    @property
+    def local(self) -> bool:
+        return self.backend == DEFAULT_VECTOR_DATABASE
 
 
 @dataclass
@@ -73,6 +88,11 @@ def _chunk_rows(chunker: RowChunker, rows: list[dict[str, Any]],
     return docs, skipped
 
 
+def _write(writer: ChunkWriter, batch: Embedded, stamp: str) -> None:
+    _check_dim(writer, batch.vectors, batch.model_name)
+    writer.replace(list(batch.docs), batch.chunks, batch.vectors, stamp)
+
+
 def _check_dim(writer: Any, vectors: np.ndarray, model_name: str) -> int:
     """The KB's vector dimension, set by its first vectors; other sizes are refused."""
     if writer.dim is None:
@@ -84,11 +104,18 @@ def _check_dim(writer: Any, vectors: np.ndarray, model_name: str) -> int:
 
 
 class KnowledgeService:
-    def __init__(self, data_dir: Path, config: EngineConfig,
+    """Storage through the storage-backend registry (`storage`), models through the
+    engine's `ModelProviders` (`models`); `datasources` finds the data source a KB's
+    `storage` names."""
+
+    def __init__(self, data_dir: Path, config: EngineConfig, models: ModelProviders,
+                 storage: Registry[StorageBackend],
                  datasources: Callable[[str], DatasourceRecord | None] | None = None):
         self.root = data_dir / "knowledge_bases"
         self.config = config
-        self.datasources = datasources  # name -> data source record (pgvector storage lookup)
+        self.models = models
+        self.storage = storage
+        self.datasources = datasources  # name -> data source record (the storage it names)
         self._handles: dict[int, KbStorage] = {}
         self._lock = threading.Lock()
 
@@ -104,35 +131,40 @@ class KnowledgeService:
             return SHARED_VECTOR_DATABASE, shared_table(project, name)
         return DEFAULT_VECTOR_DATABASE, name
 
-    def vector_source(self, database: str | None) -> DatasourceRecord | None:
-        """The pgvector data source a KB's `storage` names, None for the local store; a clear
-        error for any other name (a storage is never silently ignored)."""
+    def vector_source(self, database: str | None) -> StorageChoice:
+        """The storage a KB's `storage` database names: the local store (none named), the
+        shared catalog's own database, a data source whose engine is a storage backend, or
+        a backend named directly; a clear error for any other name (a storage is never
+        silently ignored)."""
         if database == SHARED_VECTOR_DATABASE and self.config.catalog_url:
-            return DatasourceRecord(0, database, "pgvector", {"dsn": self.config.catalog_url}, "")
+            return StorageChoice(PGVECTOR, {"dsn": self.config.catalog_url})
         if not database or database == DEFAULT_VECTOR_DATABASE:
             if self.config.catalog_url:
                 raise BadRequest(f"This server shares its catalog: knowledge bases cannot use the "
                                  f"local store {DEFAULT_VECTOR_DATABASE} (leave storage out for "
                                  f"{SHARED_VECTOR_DATABASE}, or name a pgvector database)",
                                  title="Invalid storage")
-            return None
+            return StorageChoice(DEFAULT_VECTOR_DATABASE, {})
         found = self.datasources(database) if self.datasources else None
-        if found is None or found.engine.lower() != "pgvector":
-            raise BadRequest(f"Storage database {database} is not a pgvector database: create it with "
-                             f"CREATE DATABASE {database} WITH ENGINE = 'pgvector', PARAMETERS = "
-                             "{host, port, database, user, password}, or leave storage out for the "
-                             "local store", title="Invalid storage")
-        return found
+        if found is not None and found.engine in self.storage:
+            return StorageChoice(found.engine.lower(), dict(found.parameters))
+        if found is None and database in self.storage and database.lower() != PGVECTOR:
+            return StorageChoice(database.lower(), {})  # a plugin backend that needs no PARAMETERS
+        raise BadRequest(f"Storage database {database} is not a pgvector database: create it with "
+                         f"CREATE DATABASE {database} WITH ENGINE = 'pgvector', PARAMETERS = "
+                         "{host, port, database, user, password}, or leave storage out for the "
+                         f"local store (storage backends here: {', '.join(self.storage.names())})",
+                         title="Invalid storage")
 
     def _open(self, record: KbRecord) -> KbStorage:
-        source = self.vector_source(record.spec.get("vector_database"))
-        if source is None:
-            return LocalStorage(self.storage_dir(record), read_only=self.config.read_only)
-        from kbsql.engine.datasources.postgres import settings
-        from kbsql.engine.knowledge.pgvector import PgVectorStorage
-
-        return PgVectorStorage(settings(source.parameters), str(record.spec["vector_database_table"]),
-                               str(source.parameters.get("schema") or "public"))
+        choice = self.vector_source(record.spec.get("vector_database"))
+        backend = self.storage.get(choice.backend)
+        if backend is None:  # a data source of a plugin's engine, the plugin uninstalled since
+            raise BadRequest(f"Knowledge base {record.name} is stored by storage backend "
+                             f"{choice.backend!r}, which is not installed here", title="Invalid storage")
+        place = StoragePlace(self.storage_dir(record), str(record.spec.get("vector_database_table") or ""),
+                             choice.parameters, self.config.read_only)
+        return backend.open(place)
 
     def handle(self, record: KbRecord) -> KbStorage:
         with self._lock:
@@ -172,11 +204,14 @@ class KnowledgeService:
 
     # models -----------------------------------------------------------------------------
     def embedder(self, spec: dict[str, Any]) -> Any:
-        return embedder_for(spec.get("embedding_model"), self.config.default_embedding_model)
+        """The KB's embedder; one that does not say its rows are normalised (a plugin's) is
+        wrapped so its answers are checked and normalised like the built-ins'."""
+        embedder = self.models.embedder(spec.get("embedding_model"), self.config.default_embedding_model)
+        return embedder if getattr(embedder, "normalized", False) else CheckedEmbedder(embedder)
 
     def reranker(self, spec: dict[str, Any]) -> Reranker | None:
         descriptor = spec.get("reranking_model")
-        return Reranker(descriptor) if descriptor else None
+        return self.models.reranker(descriptor) if descriptor else None
 
     def check_models(self, spec: dict[str, Any]) -> None:
         """Check a spec can work before it is stored (CREATE and ALTER both call this).
@@ -192,75 +227,36 @@ class KnowledgeService:
             reranker.check()
 
     # writes -----------------------------------------------------------------------------
-    def insert(self, record: KbRecord, rows: Any,
-               progress: bool | progress_mod.ProgressFactory | None = None) -> int:
-        """Insert rows (list of dicts or a DataFrame) atomically; returns the rows stored.
-        Re-inserted ids replace their document's chunks (upsert). Rows whose content
-        columns are all null/NaN/blank are skipped (logged; the client warns): they leave any stored
-        document of their id untouched and are not counted."""
-        if not hasattr(rows, "__len__"):  # a generator of dicts
+    def row_batches(self, rows: Any) -> tuple[Iterator[list[dict[str, Any]]], int]:
+        """(rows in batches of ROW_BATCH, how many rows) for the one-call insert; a generator
+        of dicts is read whole first (its count sizes the progress)."""
+        if not hasattr(rows, "__len__"):
             rows = list(rows)
-        total = len(rows)
-        if total == 0:
-            return 0
-        h = self.handle(record)
-        embedder = self.embedder(record.spec)
-        chunker = RowChunker(record.spec)
-        bar = progress_mod.open_progress(f"insert into {record.name}", total, progress=progress)
-        stamp = now()
-        position = skipped = 0
-        with progress_mod.Finishing(bar):
-            if bar is not None:
-                bar.update(progress_mod.READING, 0, total)
-            with h.write() as writer:
-                for batch in iter_batches(rows, ROW_BATCH):
-                    first = position
-                    if bar is not None:
-                        bar.update(progress_mod.CHUNKING, first, total)
-                    docs, empty = _chunk_rows(chunker, batch, position)
-                    position += len(batch)
-                    skipped += empty
-                    chunks = [c for cs in docs.values() for c in cs]
-                    on_embedded = None
-                    if bar is not None:
-                        def on_embedded(done: int, count: int, first: int = first, rows: int = len(batch)):
-                            # the bar moves by chunk: a half-embedded batch is half its rows
-                            bar.update(progress_mod.EMBEDDING, first + rows * done / max(count, 1), total)
-                    vectors = self._embed(embedder, [c.content for c in chunks], on_embedded)
-                    if len(chunks):
-                        _check_dim(writer, vectors, embedder.model_name)
-                    if bar is not None:
-                        bar.update(progress_mod.STORING, position, total)
-                    writer.replace(list(docs), chunks, vectors, stamp)
-                if bar is not None:
-                    bar.update(progress_mod.STORING, total, total)  # committing
-        if skipped:
-            message = (f"{skipped} of {total} rows had no content in {chunker.content_columns} "
-                       f"(null, NaN or blank) and were skipped; stored documents with their ids "
-                       f"were kept")
-            log.info("insert into %s: %s", record.name, message)  # the client tells its user
-        return total - skipped
+        return row_batches(rows, ROW_BATCH), len(rows)
 
     def embed_rows(self, record: KbRecord, rows: list[dict[str, Any]],
-                   on_embedded: Callable[[int, int], None] | None = None) -> Embedded:
+                   on_embedded: Callable[[int, int], None] | None = None, first: int = 0) -> Embedded:
         """Chunk and embed one batch of rows without touching the store (the first half of
-        `insert`, for `batch_insert`): safe to run in several threads at once, since the
+        an insert, batch_insert.py): safe to run in several threads at once, since the
         embedders are (HTTP through one thread-safe httpx client, ONNX Runtime sessions,
-        pure numpy). Row positions (`original_row_index`) count from 0 in the batch, as
-        when the batch is given to `insert` alone."""
+        pure numpy). Row positions (`original_row_index`) start at `first`."""
         embedder = self.embedder(record.spec)
-        docs, skipped = _chunk_rows(RowChunker(record.spec), rows, 0)
+        docs, skipped = _chunk_rows(RowChunker(record.spec), rows, first)
         chunks = [c for cs in docs.values() for c in cs]
         vectors = self._embed(embedder, [c.content for c in chunks], on_embedded)
         return Embedded(len(rows), skipped, docs, chunks, vectors, embedder.model_name)
 
-    def store_embedded(self, record: KbRecord, batch: Embedded) -> int:
-        """Store one `embed_rows` batch in its own transaction (its documents replace any
-        stored ones of the same ids); returns its rows stored, as `insert` counts them."""
+    def store_embedded(self, record: KbRecord, batch: Embedded, writer: ChunkWriter | None = None,
+                       stamp: str | None = None) -> int:
+        """Store one `embed_rows` batch (its documents replace any stored ones of the same
+        ids) in the open transaction `writer`, or in its own; returns its rows stored
+        (rows without content are not)."""
         if batch.chunks:
-            with self.handle(record).write() as writer:
-                _check_dim(writer, batch.vectors, batch.model_name)
-                writer.replace(list(batch.docs), batch.chunks, batch.vectors, now())
+            if writer is None:
+                with self.handle(record).write() as own:
+                    _write(own, batch, stamp or now())
+            else:
+                _write(writer, batch, stamp or now())
         return batch.rows - batch.skipped
 
     @staticmethod
@@ -294,9 +290,17 @@ class KnowledgeService:
         return search_mod.search(storage, embedder, self.reranker(record.spec), request)
 
     def create_index(self, record: KbRecord, params: dict[str, Any]) -> dict[str, int]:
-        """CREATE INDEX ON KNOWLEDGE_BASE: tune and rebuild the KB's vector index, the local
-        FAISS one (settings.py) or pgvector's HNSW (pg_hnsw.py), each with its own knobs."""
-        return self.handle(record).create_index(params)
+        """CREATE INDEX ON KNOWLEDGE_BASE: tune and rebuild the KB's vector index, each storage
+        with its own knobs (the local FAISS one: settings.py; pgvector's HNSW: pg_hnsw.py). A
+        storage without a tunable index refuses it, never ignores it."""
+        storage = self.handle(record)
+        if not isinstance(storage, TunableIndex):
+            backend = self.vector_source(record.spec.get("vector_database")).backend
+            raise BadRequest(f"CREATE INDEX ON KNOWLEDGE_BASE tunes a vector index; "
+                             f"knowledge base {record.name} is stored in {backend} "
+                             f"({record.spec.get('vector_database')}), which keeps its own index",
+                             title="Invalid parameter")
+        return storage.create_index(params)
 
     def count(self, record: KbRecord) -> int:
         return self.handle(record).count()

@@ -1,10 +1,14 @@
 """The narrow interface between the knowledge service and where a KB's chunks live.
 
-Two storages implement it: `LocalStorage` (SQLite rows + a FAISS cache in the data
-directory, store.py / index.py) and `PgVectorStorage` (one PostgreSQL table with pgvector,
-pgvector.py). Chunking, embedding, hybrid blending and reranking stay in one place
-(service.py, search.py) and reach the rows only through these methods, so neither the
-insert nor the search path branches on the storage.
+Storage backends are registered by name (`engine/providers.py` BUILTINS, entry-point group
+`kbsql.storage`): `kbsql_faiss`, the local store (`LocalStorage`: SQLite rows + a FAISS
+cache in the data directory, local.py / store.py / index.py), and `pgvector` (one
+PostgreSQL table with pgvector, pgvector.py). A backend is an object with
+`open(place) -> KbStorage`; a knowledge base names it in `storage` (`vector_database`),
+directly or through a data source created with `ENGINE = '<backend>'`. Chunking,
+embedding, hybrid blending and reranking stay in one place (service.py, search.py) and
+reach the rows only through these methods, so neither the insert nor the search path
+branches on the storage; optional abilities are capabilities (`TunableIndex`).
 
 Rows are addressed by an integer key (`seq`) that a storage hands out and never reuses.
 """
@@ -12,7 +16,9 @@ Rows are addressed by an integer key (`seq`) that a storage hands out and never 
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
-from typing import Any, Protocol
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -59,4 +65,32 @@ class KbStorage(SearchableStorage, Protocol):
     def drop(self) -> None:
         """Remove the stored chunks for good (DROP KNOWLEDGE_BASE)."""
         ...
+
+
+@runtime_checkable
+class TunableIndex(Protocol):
+    """Optional: a storage whose vector index `CREATE INDEX ON KNOWLEDGE_BASE` tunes."""
+
+    def create_index(self, params: dict[str, Any]) -> dict[str, int]: ...
+
+
+@dataclass(frozen=True)
+class StoragePlace:
+    """Where one knowledge base's chunks live, as its storage backend is told: a directory of
+    its own under the data directory (created on demand), its `vector_database_table`, the
+    PARAMETERS of the data source its `storage` names (none for a backend named directly),
+    and whether the engine may write."""
+
+    directory: Path
+    table: str
+    parameters: dict[str, Any] = field(default_factory=dict)
+    read_only: bool = False
+
+
+class StorageBackend(Protocol):
+    """A registered storage backend (`kbsql.storage`); a registered class is instantiated
+    once, without arguments. `normalize(parameters)`, when a backend has it, checks a
+    `CREATE DATABASE ... ENGINE = '<backend>'`'s PARAMETERS before they are stored."""
+
+    def open(self, place: StoragePlace) -> KbStorage: ...
 

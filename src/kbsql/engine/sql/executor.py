@@ -18,6 +18,7 @@ the packages next to it:
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +44,7 @@ from kbsql.engine.sql.tables.plans import PlanCache
 from kbsql.engine.sql.tables.select import cached_plan, select_frame
 from kbsql.interface.api import DEFAULT_PROJECT
 from kbsql.interface.errors import KbsqlError, MissingParameter, ServiceError, SqlError, Unavailable
+from kbsql.interface.progress import OnProgress
 from kbsql.interface.results import ErrorResult, OkResult, SqlResult, default_context
 
 if TYPE_CHECKING:
@@ -99,12 +101,13 @@ class SqlExecutor(SqlSession):
         self.background = kb_background.BackgroundInserts(self, background_workers)
 
     def query(self, query: str, context: dict[str, Any] | None = None,
-              params: dict[str, Any] | list[Any] | None = None) -> SqlResult:
+              params: dict[str, Any] | list[Any] | None = None,
+              progress: OnProgress | None = None) -> SqlResult:
         """`RunsSql.query`: one statement, failures as an `ErrorResult` (an empty text is a
         request error, raised: there is no statement to answer)."""
         if not isinstance(query, str) or not query.strip():
             raise MissingParameter("'query' must be a non-empty SQL string")
-        return self.execute(query, context, params)
+        return self.execute(query, context, params, progress)
 
     def close(self) -> None:
         self.background.close()
@@ -113,10 +116,11 @@ class SqlExecutor(SqlSession):
         self.uploads.close()
 
     def execute(self, query: str, context: dict[str, Any] | None = None,
-                params: dict[str, Any] | list[Any] | None = None) -> SqlResult:
+                params: dict[str, Any] | list[Any] | None = None,
+                progress: OnProgress | None = None) -> SqlResult:
         """Run one statement; `params` (rest/sql.mdx) fill `:name` / `?` placeholders and are
         variables too; `SET @name = ...`, `@name` and `from_env('MDB_...')` are applied first
-        (`variables`)."""
+        (`variables`). Long work reports to `progress`."""
         problem = context_problem(context)
         if problem is not None:  # answered with the default context, never the bad value
             return ErrorResult(problem, context=default_context())
@@ -136,10 +140,10 @@ class SqlExecutor(SqlSession):
                 return ErrorResult(f"{exc}", context=ctx)
             if params:
                 bind_parameters(statement, params)
-                return self.run(statement, ctx)
+                return self.run(statement, ctx, progress=progress)
             if ":" in query or "?" in query:  # a placeholder no params set: "Parameter is not
                 bind_parameters(statement, {})  # set" (MindsDB), not DuckDB's binder error
-            return self.run(statement, ctx, query)
+            return self.run(statement, ctx, query, progress)
         except SqlError as exc:
             return ErrorResult(exc.message, exc.error_code, context=ctx)
         except Unavailable:  # not the statement's fault: a 503 to send again, not an SQL error
@@ -157,10 +161,11 @@ class SqlExecutor(SqlSession):
             log.exception("SQL statement failed unexpectedly")  # no query text: it may hold keys
             return ErrorResult(f"{type(exc).__name__}: {exc}", context=ctx)
 
-    def run(self, statement: ast.ASTNode, ctx: dict[str, Any], query: str | None = None) -> SqlResult:
+    def run(self, statement: ast.ASTNode, ctx: dict[str, Any], query: str | None = None,
+            progress: OnProgress | None = None) -> SqlResult:
         """Route one parsed statement through the statement table (`statements`). Its own
         table is resolved once, here (`_routed`); `query` is its text when the answer's plan
-        may be cached."""
+        may be cached; `progress` goes to the handler with it."""
         refused = refusals.refusal(statement)
         if refused is not None:
             raise refused
@@ -171,6 +176,8 @@ class SqlExecutor(SqlSession):
                 return self.background.cancel(query_id, ctx)
             return self.background.resume(query_id, ctx)
         routed = self._routed(statement, ctx, query)
+        if progress is not None:
+            routed = dataclasses.replace(routed, progress=progress)
         handler = statements.handler_for(statement, routed)
         if handler is None:
             raise refusals.fallback(statement)

@@ -11,6 +11,8 @@ back; `SqlExecutor` is a session that also parses and routes.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -23,6 +25,7 @@ from kbsql.engine.sql.parse.variables import Variables
 from kbsql.engine.sql.query_log import QueryLog
 from kbsql.engine.sql.tables.duck import DuckSession
 from kbsql.engine.sql.tables.plans import PlanCache
+from kbsql.interface.errors import NotFound
 from kbsql.interface.results import SqlResult
 
 
@@ -51,3 +54,13 @@ class SqlSession:
     queries: QueryLog  # information_schema.queries, in the catalog: server-wide
     variables: Variables = field(default_factory=Variables)  # SET @name = ... (this engine's)
     background: Background = field(init=False, repr=False)  # set by the executor
+
+
+@contextmanager
+def missing_ok(if_exists: bool) -> Iterator[None]:
+    """`DROP ... IF EXISTS`: a `NotFound` inside the block is no error when `if_exists`."""
+    try:
+        yield
+    except NotFound:
+        if not if_exists:
+            raise

@@ -46,51 +46,57 @@ Kind = tuple[type, str, str]
 
 INFO_KNOWLEDGE_BASES = "information_schema.knowledge_bases"
 
+
+def kind(cls: type, category: str = "", on: str = "") -> Kind:
+    """A table key: the parser class, a SHOW/DESCRIBE category, what the own table names."""
+    return cls, category, on
+
+
 HANDLERS: dict[Kind, Handler] = {
     # knowledge bases (sql/kb/)
-    (CreateKnowledgeBase, "", ""): kb_statements.create,
-    (DropKnowledgeBase, "", ""): kb_statements.drop,
-    (AlterKnowledgeBase, "", ""): kb_statements.alter,
-    (EvaluateKnowledgeBase, "", ""): kb_statements.evaluate,
-    (CreateKnowledgeBaseIndex, "", ""): kb_index.create_index,
-    (DropKnowledgeBaseIndex, "", ""): kb_index.drop_index,
-    (ast.Show, "KNOWLEDGE_BASES", ""): kb_statements.show,
-    (ast.Describe, "KNOWLEDGE_BASE", ""): kb_statements.describe,
-    (ast.Describe, "", "kb"): kb_statements.describe,
-    (ast.Show, "COLUMNS", "kb"): kb_statements.columns,
-    (ast.Show, "FIELDS", "kb"): kb_statements.columns,
-    (ast.Select, "", "kb"): kb_rows.select,
-    (ast.Select, "", INFO_KNOWLEDGE_BASES): kb_rows.select_info_schema,
-    (ast.Insert, "", "kb"): kb_rows.insert,
-    (ast.Update, "", "kb"): kb_rows.update,
-    (ast.Delete, "", "kb"): kb_rows.delete,
+    kind(CreateKnowledgeBase): kb_statements.create,
+    kind(DropKnowledgeBase): kb_statements.drop,
+    kind(AlterKnowledgeBase): kb_statements.alter,
+    kind(EvaluateKnowledgeBase): kb_statements.evaluate,
+    kind(CreateKnowledgeBaseIndex): kb_index.create_index,
+    kind(DropKnowledgeBaseIndex): kb_index.drop_index,
+    kind(ast.Show, "KNOWLEDGE_BASES"): kb_statements.show,
+    kind(ast.Describe, "KNOWLEDGE_BASE"): kb_statements.describe,
+    kind(ast.Describe, on="kb"): kb_statements.describe,
+    kind(ast.Show, "COLUMNS", on="kb"): kb_statements.columns,
+    kind(ast.Show, "FIELDS", on="kb"): kb_statements.columns,
+    kind(ast.Select, on="kb"): kb_rows.select,
+    kind(ast.Select, on=INFO_KNOWLEDGE_BASES): kb_rows.select_info_schema,
+    kind(ast.Insert, on="kb"): kb_rows.insert,
+    kind(ast.Update, on="kb"): kb_rows.update,
+    kind(ast.Delete, on="kb"): kb_rows.delete,
     # agents (sql/agent/)
-    (CreateAgent, "", ""): agent_statements.create_agent,
-    (DropAgent, "", ""): agent_statements.drop_agent,
-    (UpdateAgent, "", ""): agent_statements.update_agent,
-    (ast.Show, "AGENTS", ""): agent_statements.show_agents,
-    (ast.Select, "", "agent"): agent_statements.ask,
+    kind(CreateAgent): agent_statements.create_agent,
+    kind(DropAgent): agent_statements.drop_agent,
+    kind(UpdateAgent): agent_statements.update_agent,
+    kind(ast.Show, "AGENTS"): agent_statements.show_agents,
+    kind(ast.Select, on="agent"): agent_statements.ask,
     # projects and data sources (sql/databases/)
-    (CreateDatabase, "", ""): database_statements.create_database,
-    (AlterDatabase, "", ""): database_ops.alter_database,
-    (ast.CreateTable, "", ""): builtin_tables.create_table,
-    (ast.DropTables, "", ""): builtin_tables.drop_table,
-    (ast.DropDatabase, "", ""): database_statements.drop_database,
-    (ast.Use, "", ""): database_statements.use,
-    (ast.Show, "DATABASES", ""): database_statements.show_databases,
-    (ast.Show, "SCHEMAS", ""): database_statements.show_databases,
-    (ast.Show, "TABLES", ""): database_statements.show_tables,
-    (ast.Show, "COLUMNS", ""): database_statements.show_columns,
-    (ast.Show, "FIELDS", ""): database_statements.show_columns,
-    (ast.Describe, "", ""): database_statements.describe,
-    (ast.Insert, "", ""): builtin_tables.insert_or_refuse,  # files.x appends; others refused
-    (ast.Update, "", ""): database_statements.refuse_write,
-    (ast.Delete, "", ""): database_statements.refuse_write,
+    kind(CreateDatabase): database_statements.create_database,
+    kind(AlterDatabase): database_ops.alter_database,
+    kind(ast.CreateTable): builtin_tables.create_table,
+    kind(ast.DropTables): builtin_tables.drop_table,
+    kind(ast.DropDatabase): database_statements.drop_database,
+    kind(ast.Use): database_statements.use,
+    kind(ast.Show, "DATABASES"): database_statements.show_databases,
+    kind(ast.Show, "SCHEMAS"): database_statements.show_databases,
+    kind(ast.Show, "TABLES"): database_statements.show_tables,
+    kind(ast.Show, "COLUMNS"): database_statements.show_columns,
+    kind(ast.Show, "FIELDS"): database_statements.show_columns,
+    kind(ast.Describe): database_statements.describe,
+    kind(ast.Insert): builtin_tables.insert_or_refuse,  # files.x appends; others refused
+    kind(ast.Update): database_statements.refuse_write,
+    kind(ast.Delete): database_statements.refuse_write,
     # SELECT over tables (sql/tables/)
-    (ast.Select, "", ""): select_tables,
-    (ast.Union, "", ""): select_tables,
-    (ast.Intersect, "", ""): select_tables,
-    (ast.Except, "", ""): select_tables,
+    kind(ast.Select): select_tables,
+    kind(ast.Union): select_tables,
+    kind(ast.Intersect): select_tables,
+    kind(ast.Except): select_tables,
 }
 
 

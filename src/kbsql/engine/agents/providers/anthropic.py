@@ -7,19 +7,13 @@ error mid-stream. Tool results go back as `tool_result` blocks of a user message
 
 from __future__ import annotations
 
-import json
+from contextlib import closing
 from typing import Any
 
-from kbsql.engine.agents.providers.base import (
-    HttpProvider,
-    Message,
-    RunControl,
-    ToolCall,
-    ToolSpec,
-    Turn,
-    parse_arguments,
-    stream_error,
-)
+from kbsql.engine.agents.providers.base import HttpProvider, Message, ToolCall, Turn
+from kbsql.engine.agents.providers.base import RunControl as Control
+from kbsql.engine.agents.providers.base import ToolSpec as Tool
+from kbsql.engine.agents.providers.base import parse_arguments as arguments_of
 
 API_VERSION = "2023-06-01"
 MAX_TOKENS = 2048
@@ -39,8 +33,7 @@ class AnthropicProvider(HttpProvider):
     def check(self) -> None:
         self.checked("GET", f"/v1/models/{self.model_name}", missing="no such model")
 
-    def chat(self, system: str, messages: list[Message], tools: list[ToolSpec],
-             control: RunControl) -> Turn:
+    def chat(self, system: str, messages: list[Message], tools: list[Tool], control: Control) -> Turn:
         body: dict[str, Any] = {"model": self.model_name, "system": system, "stream": True,
                                 "max_tokens": MAX_TOKENS, "messages": wire_messages(messages)}
         if tools:
@@ -48,15 +41,9 @@ class AnthropicProvider(HttpProvider):
                               "input_schema": t.parameters} for t in tools]
         text: list[str] = []
         blocks: dict[int, dict[str, Any]] = {}
-        with self.open_stream("/v1/messages", body, control) as response:
-            for line in response.iter_lines():
-                control.check()
-                if not line.startswith("data:"):
-                    continue
-                event = json.loads(line[5:].strip() or "{}")
+        with closing(self.events("/v1/messages", body, control)) as events:
+            for event in events:
                 kind = event.get("type")
-                if kind == "error" or stream_error(event) is not None:
-                    raise self.fail(stream_error(event) or "error event")
                 if kind == "content_block_start":
                     block = event.get("content_block") or {}
                     if block.get("type") == "tool_use":
@@ -73,7 +60,7 @@ class AnthropicProvider(HttpProvider):
                 elif kind == "message_stop":
                     break
         return Turn("".join(text), [ToolCall(b["id"] or f"toolu_{i}", b["name"],
-                                             parse_arguments(b["json"]))
+                                             arguments_of(b["json"]))
                                     for i, b in sorted(blocks.items())])
 
 

@@ -12,15 +12,16 @@ import json
 import os
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import httpx
 
-from kbsql.engine.providers import base_url_of
-from kbsql.interface.errors import ProviderError
+from kbsql.engine.model_http import ModelHttp
+from kbsql.engine.providers import ProviderContext, base_url_of
+from kbsql.interface.errors import MissingParameter, ProviderError
 from kbsql.interface.secrets import scrub_secret
 
 
@@ -111,6 +112,9 @@ class RunControl:
 
 
 class Provider(Protocol):
+    """A chat model as the agent loop sees it (a plugin's too: registered in the
+    `kbsql.llm_providers` entry-point group as a factory `(descriptor, context) -> Provider`)."""
+
     provider: str
     model_name: str
 
@@ -136,15 +140,20 @@ def parse_arguments(raw: Any) -> dict[str, Any]:
 
 
 class HttpProvider:
-    """Shared plumbing of the HTTP providers: client, timeouts, error messages that name the
-    provider and the model (never the key)."""
+    """Shared plumbing of the HTTP providers: requests over the engine's pooled client
+    (`context.http`), timeouts, error messages that name the provider and the model (never
+    the key)."""
 
     provider = "http"
     default_base_url = ""
     api_key_env = ""  # environment fallback when the descriptor has no api_key
 
-    def __init__(self, model: dict[str, Any], connect_timeout: float = 10.0):
+    def __init__(self, model: dict[str, Any], context: ProviderContext, connect_timeout: float = 10.0):
         self.model_name = str(model.get("model_name") or "")
+        if not self.model_name:
+            raise MissingParameter(f"'model.model_name' is required for provider "
+                                   f"'{model.get('provider') or self.provider}'")
+        self.http: ModelHttp = context.http
         # the one base-URL rule (engine/providers.py): an alias such as vllm must name its URL
         # (a descriptor without a provider name means this class's own service)
         own = {**model, "provider": model.get("provider") or self.provider}
@@ -170,20 +179,20 @@ class HttpProvider:
     def headers(self) -> dict[str, str]:
         return {}
 
-    def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+    def request(self, method: str, path: str, json: Any = None) -> httpx.Response:
         """A short non-streaming call (model checks)."""
         try:
-            with httpx.Client(timeout=httpx.Timeout(10.0), headers=self.headers()) as http:
-                response = http.request(method, self.base_url + path, **kwargs)
+            response = self.http.send(self.http.request(method, self.base_url + path, json=json,
+                                                        headers=self.headers(), timeout=10.0))
         except httpx.HTTPError as exc:
             raise self.fail(f"cannot be reached ({type(exc).__name__}: {exc})") from exc
         return response
 
     def checked(self, method: str, path: str, *, what: str = "model check",
-                missing: str | None = None, **kwargs: Any) -> httpx.Response:
+                missing: str | None = None, json: Any = None) -> httpx.Response:
         """`request` for a model check: a 404 means `missing` (when given), any other
         error status fails with the provider's own error text."""
-        response = self.request(method, path, **kwargs)
+        response = self.request(method, path, json=json)
         if missing is not None and response.status_code == 404:
             raise self.fail(missing)
         if response.status_code >= 400:
@@ -196,9 +205,10 @@ class HttpProvider:
                     control: RunControl) -> Iterator[httpx.Response]:
         """POST a streaming request; HTTP errors become ProviderError with the server's words."""
         control.check()
+        request = self.http.request("POST", self.base_url + path, json=body, headers=self.headers(),
+                                    timeout=self.timeout(control))
         try:
-            with httpx.Client(timeout=self.timeout(control), headers=self.headers()) as http, \
-                    http.stream("POST", self.base_url + path, json=body) as response:
+            with self.http.stream(request) as response:
                 if response.status_code >= 400:
                     response.read()
                     raise self.fail(f"HTTP {response.status_code}: {error_text(response)}")
@@ -208,6 +218,28 @@ class HttpProvider:
             if control.cancelled:
                 raise RunCancelled("the client stopped listening") from exc
             raise self.fail(f"request failed ({type(exc).__name__}: {exc})") from exc
+
+
+    def events(self, path: str, body: dict[str, Any], control: RunControl, *,
+               sse: bool = True) -> Generator[dict[str, Any], None, None]:
+        """The JSON events of a streamed answer: server-sent `data:` lines up to `[DONE]`
+        (OpenAI, Anthropic) or JSON lines (`sse=False`, Ollama). An error event raises;
+        `control` is checked between events. Use in `closing()` when stopping early."""
+        with self.open_stream(path, body, control) as response:
+            for line in response.iter_lines():
+                control.check()
+                if sse and not line.startswith("data:"):
+                    continue
+                payload = line[5:].strip() if sse else line.strip()
+                if payload == "[DONE]":
+                    return
+                if not payload:
+                    continue
+                event = json.loads(payload)
+                error = stream_error(event)
+                if error is not None or event.get("type") == "error":
+                    raise self.fail(error or "error event")
+                yield event
 
 
 def error_text(response: httpx.Response) -> str:

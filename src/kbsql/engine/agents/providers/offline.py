@@ -6,16 +6,20 @@ Policy, one tool call per turn: kb_list_tool; kb_query_tool with the question as
 search on each listed knowledge base (a follow-up question carries the subject of the earlier
 ones, see offline_text.search_text); when no knowledge base gave rows, sql_db_list_tables and
 a few rows of each table. Then it answers extractively: whole sentences of the retrieved
-chunks that share most words with the question, each cited by its chunk_id, and one line on
-how to get written answers from a language model instead.
+chunks that really answer the question (offline_evidence.py: never a question, never a
+passage merely near it), each cited by its chunk_id; or it says plainly that nothing it
+found answers, or that a count needs SQL; and one line on how to get written answers from
+a language model instead.
 """
 
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Callable
 from typing import Any
 
-from kbsql.engine.agents.providers import offline_text
+from kbsql.engine.agents.providers import offline_evidence, offline_text
 from kbsql.engine.agents.providers.base import Message, RunControl, ToolCall, ToolSpec, Turn
 from kbsql.engine.agents.render import parse_table_text
 from kbsql.engine.config import OFFLINE_MODEL, OFFLINE_PROVIDER
@@ -23,6 +27,7 @@ from kbsql.interface.errors import ProviderError
 from kbsql.interface.literals import quote_literal
 
 SEARCH_LIMIT = 5
+_FROM = re.compile(r"\bFROM\s+([\w.`\"]+)", re.IGNORECASE)
 MAX_KBS = 5
 MAX_TABLES = 3
 SWITCH_HINT = ("_Offline retrieval agent: sentences quoted from your data, no language model. For "
@@ -42,8 +47,9 @@ def search_sql(kb: str, question: str, limit: int = SEARCH_LIMIT) -> str:
 class OfflineProvider:
     provider = OFFLINE_PROVIDER
 
-    def __init__(self, model: dict[str, Any] | None = None):
+    def __init__(self, model: dict[str, Any] | None = None, context: Any = None):
         self.model_name = str((model or {}).get("model_name") or OFFLINE_MODEL)
+        self.encoder = _bundled_encoder(context)
 
     def check(self) -> None:
         """Always reachable (it runs in-process); only the model name can be wrong."""
@@ -70,7 +76,7 @@ class OfflineProvider:
         if nxt is not None:
             name, args = nxt
             return Turn("", [ToolCall(f"call_{len(done) + 1}", name, args)])
-        return Turn(answer(question, done, search))
+        return Turn(answer(question, done, search, self.encoder))
 
     def _next_call(self, question: str, done: list[tuple[ToolCall, str]],
                    names: set[str]) -> tuple[str, dict[str, Any]] | None:
@@ -116,10 +122,28 @@ def _kb_rows(done: list[tuple[ToolCall, str]]) -> list[dict[str, str]]:
     return rows
 
 
-def answer(question: str, done: list[tuple[ToolCall, str]], search: str | None = None) -> str:
+def _bundled_encoder(context: Any) -> Callable[[], Any] | None:
+    """The engine's own MiniLM (loaded once per engine, shared with its knowledge bases), or
+    None when the weights are not installed or no engine lent its context."""
+    from kbsql.engine.knowledge import minilm
+
+    if context is None or not minilm.available():
+        return None
+    return lambda: context.load_once(minilm.MODEL_NAME, minilm.load_model)
+
+
+def answer(question: str, done: list[tuple[ToolCall, str]], search: str | None = None,
+           encoder: Callable[[], Any] | None = None) -> str:
     rows = _kb_rows(done)
+    searched = _searched_kbs(done)
+    if searched and offline_evidence.asks_to_count(question):
+        kb = searched[0]
+        return (f"I cannot count or total from a search: this offline agent reads only the best "
+                f"{SEARCH_LIMIT} matches of a search, never every row, so any number I gave would be "
+                f"wrong. SQL counts the whole knowledge base, for example `SELECT count(DISTINCT id) "
+                f"FROM {kb}` (with a WHERE clause on its metadata to narrow it).\n\n" + SWITCH_HINT)
     if rows:
-        return _extract(question, search or question, rows) + "\n\n" + SWITCH_HINT
+        return _extract(search or question, rows, searched, encoder) + "\n\n" + SWITCH_HINT
     tables = [(c.arguments.get("query", ""), o) for c, o in done
               if c.name == "sql_db_query" and not o.startswith("Error")]
     if tables:
@@ -129,24 +153,26 @@ def answer(question: str, done: list[tuple[ToolCall, str]], search: str | None =
     return "I could not find anything about this in the data this agent is connected to."
 
 
-def _extract(question: str, search: str, rows: list[dict[str, str]]) -> str:
-    """Whole sentences across the chunks, best first, each cited; rows arrive best first."""
+def _searched_kbs(done: list[tuple[ToolCall, str]]) -> list[str]:
+    names = [_FROM.search(str(c.arguments.get("query", ""))) for c, _ in done if c.name == "kb_query_tool"]
+    return list(dict.fromkeys(m.group(1) for m in names if m))
+
+
+def _extract(question: str, rows: list[dict[str, str]], searched: list[str],
+             encoder: Callable[[], Any] | None = None) -> str:
+    """Whole sentences that answer the question (offline_evidence.py), each cited, or a plain
+    statement that nothing retrieved answers it; rows arrive best first."""
     found = offline_text.sentences([(r["chunk_content"], r.get("chunk_id", "")) for r in rows])
-    best = offline_text.choose(question, search, found)
-    if best:
-        parts = []  # sentences in a row from one chunk share one citation
-        for i, s in enumerate(best):
-            last = i + 1 == len(best) or best[i + 1].chunk_id != s.chunk_id
-            parts.append(f"{s.text} [{s.chunk_id}]" if last else s.text)
-        body = " ".join(parts)
-    elif found:  # retrieved, but no sentence shares a word with the question: say so
-        body = (f"Nothing retrieved answers this directly; the closest passage says: "
-                f"{found[0].text} [{found[0].chunk_id}]")
-        best = found[:1]
-    else:  # chunks without whole sentences (data rows, code): quote the best one, trimmed
-        top = rows[0]
-        text = " ".join(top["chunk_content"].split())
-        text = text if len(text) <= 300 else text[:300].rsplit(" ", 1)[0] + " …"
-        return f"The closest passage is: \"{text}\" [{top.get('chunk_id', '')}]"
+    best = [j.sentence for j in offline_evidence.answers(question, found, offline_text.MAX_SENTENCES,
+                                                       encoder)]
+    if not best:
+        where = ", ".join(searched) or "the connected knowledge bases"
+        nearest = ", ".join(dict.fromkeys(r.get("chunk_id", "") for r in rows[:3] if r.get("chunk_id")))
+        return (f"Nothing in {where} answers this question: the closest passages I found "
+                f"({nearest}) are about something else, so I will not quote them as an answer.")
+    parts = []  # sentences in a row from one chunk share one citation
+    for i, s in enumerate(best):
+        last = i + 1 == len(best) or best[i + 1].chunk_id != s.chunk_id
+        parts.append(f"{s.text} [{s.chunk_id}]" if last else s.text)
     cited = ", ".join(dict.fromkeys(s.chunk_id for s in best))
-    return f"{body}\n\nSources: {cited}"
+    return f"{' '.join(parts)}\n\nSources: {cited}"

@@ -127,38 +127,27 @@ def is_whole(sentence: str) -> bool:
 
 def sentences(chunks: list[tuple[str, str]]) -> list[Sentence]:
     """Whole sentences of the chunks (content, chunk_id), best chunk first, each sentence
-    once: chunks overlap, so the same sentence often ends one and starts the next."""
+    once: chunks overlap, so the same sentence often ends one and starts the next. A chunk
+    with no whole sentence (a data row, a line of code) stands as one, trimmed."""
     seen: set[str] = set()
     out: list[Sentence] = []
     for rank, (content, chunk_id) in enumerate(chunks):
-        position = 0
+        position = whole = 0
         for paragraph in _paragraphs(content):
             for text in _split(paragraph):
+                if not is_whole(text):
+                    continue
+                whole += 1
                 key = " ".join(_WORD.findall(text.lower()))
-                if not is_whole(text) or key in seen:
+                if key in seen:
                     continue
                 seen.add(key)
                 out.append(Sentence(text, chunk_id, rank, position))
                 position += 1
+        flat = " ".join(" ".join(_paragraphs(content)).split())  # grammar and table lines dropped
+        if not whole and len(flat.split()) >= MIN_SENTENCE_WORDS and \
+                sum(c.isalpha() or c.isspace() for c in flat) >= 0.6 * len(flat):
+            cut = flat if len(flat) <= MAX_SENTENCE_CHARS else \
+                flat[:MAX_SENTENCE_CHARS].rsplit(" ", 1)[0] + " …"
+            out.append(Sentence(cut, chunk_id, rank, 0))
     return out
-
-
-def choose(question: str, search: str, found: list[Sentence], limit: int = MAX_SENTENCES) -> list[Sentence]:
-    """The sentences that share most meaning with the question; ties keep retrieval order.
-
-    A sentence must share a word with the question itself when the question has words of its
-    own; the words carried from the conversation only rank those (so after a question about
-    shipping, "And refunds?" picks sentences about refunds, shipping ones first if any).
-    Sentences with nothing in common are not chosen: an honest short answer beats filler."""
-    own = {stem(w) for w in content_words(question)}
-    carried = {stem(w) for w in content_words(search)} - own
-
-    def score(s: Sentence) -> float:
-        words = {stem(w) for w in content_words(s.text)}
-        mine = len(own & words)
-        if own and not mine:
-            return 0.0
-        return 2.0 * mine + len(carried & words)
-
-    scored = sorted(((score(s), s) for s in found), key=lambda p: (-p[0], p[1].rank, p[1].position))
-    return [s for value, s in scored if value > 0][:limit]

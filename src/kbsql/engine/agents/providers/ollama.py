@@ -7,28 +7,20 @@ the openai provider instead.
 
 from __future__ import annotations
 
-import json
+from contextlib import closing
 from typing import Any
 
-from kbsql.engine.agents.providers.base import (
-    HttpProvider,
-    Message,
-    RunControl,
-    ToolCall,
-    ToolSpec,
-    Turn,
-    function_tools_body,
-    parse_arguments,
-    stream_error,
-)
+from kbsql.engine.agents.providers import base
+from kbsql.engine.agents.providers.base import HttpProvider, Message, RunControl, ToolCall, ToolSpec, Turn
+from kbsql.engine.providers import ProviderContext
 
 
 class OllamaProvider(HttpProvider):
     provider = "ollama"
     default_base_url = "http://localhost:11434"
 
-    def __init__(self, model: dict[str, Any]):
-        super().__init__(model)
+    def __init__(self, model: dict[str, Any], context: ProviderContext):
+        super().__init__(model, context)
         if self.base_url.endswith("/api"):
             self.base_url = self.base_url[:-4]
 
@@ -38,23 +30,17 @@ class OllamaProvider(HttpProvider):
 
     def chat(self, system: str, messages: list[Message], tools: list[ToolSpec],
              control: RunControl) -> Turn:
-        body = function_tools_body(self.model_name, system, map(wire_message, messages), tools)
+        body = base.function_tools_body(self.model_name, system, map(wire_message, messages), tools)
         text: list[str] = []
         calls: list[ToolCall] = []
-        with self.open_stream("/api/chat", body, control) as response:
-            for line in response.iter_lines():
-                control.check()
-                if not line.strip():
-                    continue
-                event = json.loads(line)
-                if (err := stream_error(event)) is not None:
-                    raise self.fail(err)
+        with closing(self.events("/api/chat", body, control, sse=False)) as events:
+            for event in events:
                 message = event.get("message") or {}
                 text.append(message.get("content") or "")
                 for call in message.get("tool_calls") or []:
                     fn = call.get("function") or {}
                     calls.append(ToolCall(call.get("id") or f"call_{len(calls)}", fn.get("name", ""),
-                                          parse_arguments(fn.get("arguments"))))
+                                          base.parse_arguments(fn.get("arguments"))))
                 if event.get("done"):
                     break
         return Turn("".join(text), calls)

@@ -10,20 +10,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from kbsql.engine.agents.providers.base import (
-    HttpProvider,
-    Message,
-    RunControl,
-    ToolCall,
-    ToolSpec,
-    Turn,
-    function_tools_body,
-    parse_arguments,
-    stream_error,
-)
+from kbsql.engine.agents.providers import base
+from kbsql.engine.agents.providers.base import Message, ToolCall, Turn
 
 
-class OpenAIProvider(HttpProvider):
+class OpenAIProvider(base.HttpProvider):
     provider = "openai"
     api_key_env = "OPENAI_API_KEY"
     default_base_url = "https://api.openai.com/v1"
@@ -41,35 +32,25 @@ class OpenAIProvider(HttpProvider):
         if len(ids) > 1 and self.model_name not in ids:
             raise self.fail(f"no such model (the server offers {', '.join(map(str, ids[:10]))})")
 
-    def chat(self, system: str, messages: list[Message], tools: list[ToolSpec],
-             control: RunControl) -> Turn:
-        body = function_tools_body(self.model_name, system, map(wire_message, messages), tools)
+    def chat(self, system: str, messages: list[Message], tools: list[base.ToolSpec],
+             control: base.RunControl) -> Turn:
+        body = base.function_tools_body(self.model_name, system, map(wire_message, messages), tools)
         text: list[str] = []
         calls: dict[int, dict[str, Any]] = {}
-        with self.open_stream("/chat/completions", body, control) as response:
-            for line in response.iter_lines():
-                control.check()
-                if not line.startswith("data:"):
-                    continue
-                payload = line[5:].strip()
-                if payload == "[DONE]":
-                    break
-                event = json.loads(payload)
-                if (err := stream_error(event)) is not None:
-                    raise self.fail(err)
-                for choice in event.get("choices") or []:
-                    delta = choice.get("delta") or {}
-                    if delta.get("content"):
-                        text.append(delta["content"])
-                    for part in delta.get("tool_calls") or []:
-                        slot = calls.setdefault(part.get("index", len(calls)),
-                                                {"id": "", "name": "", "arguments": ""})
-                        slot["id"] = part.get("id") or slot["id"]
-                        fn = part.get("function") or {}
-                        slot["name"] += fn.get("name") or ""
-                        slot["arguments"] += fn.get("arguments") or ""
+        for event in self.events("/chat/completions", body, control):
+            for choice in event.get("choices") or []:
+                delta = choice.get("delta") or {}
+                if delta.get("content"):
+                    text.append(delta["content"])
+                for part in delta.get("tool_calls") or []:
+                    slot = calls.setdefault(part.get("index", len(calls)),
+                                            {"id": "", "name": "", "arguments": ""})
+                    slot["id"] = part.get("id") or slot["id"]
+                    fn = part.get("function") or {}
+                    slot["name"] += fn.get("name") or ""
+                    slot["arguments"] += fn.get("arguments") or ""
         return Turn("".join(text), [ToolCall(c["id"] or f"call_{i}", c["name"],
-                                             parse_arguments(c["arguments"]))
+                                             base.parse_arguments(c["arguments"]))
                                     for i, c in sorted(calls.items())])
 
 

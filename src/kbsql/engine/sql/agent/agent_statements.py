@@ -19,6 +19,7 @@ from kbsql.engine.sql.agent import agent_select
 from kbsql.engine.sql.arrow_results import ArrowTableResult
 from kbsql.engine.sql.databases import info_schema
 from kbsql.engine.sql.databases.database_statements import filtered
+from kbsql.engine.sql.session import missing_ok
 from kbsql.engine.sql.tables.names import Routed, table_parts
 from kbsql.interface.errors import NotFound, SqlError
 from kbsql.interface.results import OkResult, SqlResult
@@ -63,11 +64,8 @@ def create_agent(session: SqlSession, statement: CreateAgent, ctx: dict[str, Any
 
 def drop_agent(session: SqlSession, statement: DropAgent, ctx: dict[str, Any], routed: Routed) -> SqlResult:
     project, name = _target(statement.name, ctx)
-    try:
+    with missing_ok(statement.if_exists):
         session.agents.delete_agent(project, name)
-    except NotFound:
-        if not statement.if_exists:
-            raise
     return OkResult(None, context=ctx)
 
 

@@ -35,6 +35,7 @@ from kbsql.engine.sql.parse import parsing
 from kbsql.engine.sql.query_log import CANCELLED, INFO_COLUMNS, QueryLog, QueryRecord, first_line
 from kbsql.engine.sql.tables import names
 from kbsql.interface.errors import KbsqlError, SqlError
+from kbsql.interface.progress import RUNNING, OnProgress, ProgressEvent
 from kbsql.interface.results import OkResult, SqlResult, default_context
 
 if TYPE_CHECKING:
@@ -223,8 +224,7 @@ class _Insert:
         self.context.update(total_rows=total, track_column=track)
         self.session.queries.progress(query.id, self.processed, self.context)
         kb_write.insert_frame(session, target.record, frame, options,
-                              observe=lambda batches: self._observer(batches, len(frame), track),
-                              progress=False)
+                              observe=lambda batches: self._observer(batches, len(frame), track))
         return total
 
     def _skip_done(self, frame: pd.DataFrame, track: str | None) -> pd.DataFrame:
@@ -247,15 +247,21 @@ class _Insert:
         self.processed = int(done.sum())
         return frame[~done].reset_index(drop=True)
 
-    def _observer(self, batches: kb_insert.FrameBatches, given: int, track: str | None) -> Any:
-        """After batch i: record the rows processed and the tracked value reached; stop if
+    def _observer(self, batches: kb_insert.FrameBatches, given: int, track: str | None) -> OnProgress:
+        """The insert's progress callback: once a batch is committed (the event's `committed`
+        rows moved), record the rows processed and the tracked value reached, and stop if
         cancelled. Rows kb_skip_existing dropped count as processed from the start."""
         start = self.processed + (given - batches.rows)
         values = batches.frame[track] if track is not None else None
+        reached = 0
 
-        def on_stored(index: int) -> None:
-            end = min((index + 1) * batches.size, batches.rows)
-            if values is not None and end > 0:
+        def on_progress(event: ProgressEvent) -> None:
+            nonlocal reached
+            end = min(event.committed, batches.rows)
+            if event.state != RUNNING or end <= reached:  # not a newly committed batch
+                return
+            reached = end
+            if values is not None:
                 last = values.iloc[end - 1]
                 if end < batches.rows and values.iloc[end] == last:  # the group goes on
                     before = values.iloc[:end][values.iloc[:end] < last]
@@ -266,7 +272,7 @@ class _Insert:
             if self.stop.is_set() or self.session.queries.get(self.query.id).cancel_requested:
                 raise InsertCancelled()
 
-        return on_stored
+        return on_progress
 
 
 def _id_column(record: KbRecord, frame: pd.DataFrame) -> str | None:

@@ -18,9 +18,11 @@ from mindsdb_sql_parser import ast
 from kbsql.engine.knowledge import evaluate as metrics
 from kbsql.engine.knowledge.rerank import Reranker
 from kbsql.engine.knowledge.search import SearchRequest
+from kbsql.engine.model_http import ModelHttp
 from kbsql.engine.sql.refusals import unsupported
 from kbsql.interface import progress as progress_mod
 from kbsql.interface.errors import SqlError
+from kbsql.interface.progress import OnProgress, Reporter
 
 _KNOWN = {"test_table", "version", "generate_data", "evaluate", "llm", "save_to"}
 WRITABLE = "df"
@@ -35,6 +37,9 @@ class EvaluatePorts:
     reranking_model: dict[str, Any] | None
     rows_of: Callable[[str], list[dict[str, Any]]]  # SQL text -> rows as dicts
     save: Callable[[str, list[dict[str, Any]]], Any]  # frame name -> stored as df.<name>
+    reranker: Callable[[dict[str, Any]], Reranker]  # a judge's descriptor -> its scorer (registry)
+    http: ModelHttp  # the engine's pooled client, for a question-writing model
+    progress: OnProgress | None = None  # where the questions' progress is reported
 
 
 def _table_name(value: Any, what: str) -> tuple[str, str]:
@@ -56,16 +61,15 @@ EVALUATE_MIN_QUESTIONS = 1
 call), so even the default 20 take long enough to want one."""
 
 
-def _stepped(description: str, total: int, phase: str, work: Callable[[Any], Any]) -> Any:
-    """Run `work(step)` under a progress bar of `total` questions that moves per question
-    (`step(done, total)`) in `phase`, and saves its final state (done or failed)."""
-    bar = progress_mod.open_progress(description, total, unit="question",
-                                     min_total=EVALUATE_MIN_QUESTIONS)
-    if bar is None:
+def _stepped(progress: OnProgress | None, description: str, total: int, phase: str,
+             work: Callable[[Any], Any]) -> Any:
+    """Run `work(step)` as a task of `total` questions reported to `progress` per question
+    (`step(done, total)`) in `phase`, ending done or failed."""
+    if progress is None:
         return work(None)
-    with progress_mod.Finishing(bar):
-        bar.update(phase, 0, total)
-        return work(lambda done, count: bar.update(phase, done, count))
+    with Reporter(progress, description, total, unit="question", min_total=EVALUATE_MIN_QUESTIONS) as report:
+        report.update(phase, 0)
+        return work(lambda done, count: report.update(phase, done))
 
 
 def run(params: dict[str, Any], ports: EvaluatePorts) -> tuple[list[str], list[list[Any]]]:
@@ -88,9 +92,10 @@ def run(params: dict[str, Any], ports: EvaluatePorts) -> tuple[list[str], list[l
         sql = options.get("from_sql") or f"SELECT chunk_content AS content, id FROM {ports.kb_name}"
         samples = ports.rows_of(sql)
         random.Random(0).shuffle(samples)  # a sample, the same one on every run
-        tests = _stepped(f"generate questions for {ports.kb_name}", min(count, len(samples)),
+        writer = llm or ports.reranking_model
+        tests = _stepped(ports.progress, f"generate questions for {ports.kb_name}", min(count, len(samples)),
                          progress_mod.GENERATING,
-                         lambda step: metrics.generate(samples, llm or ports.reranking_model, count, step))
+                         lambda step: metrics.generate(samples, writer, count, ports.http, step))
         ports.save(_writable(params["test_table"], "test_table"), tests)
     if params.get("evaluate", True) is False:
         return ["name", "generated_rows"], [[ports.kb_name, len(tests) if generate else 0]]
@@ -100,7 +105,7 @@ def run(params: dict[str, Any], ports: EvaluatePorts) -> tuple[list[str], list[l
         def ids(question: str, k: int) -> list[Any]:
             return [r[0] for r in ports.search(SearchRequest(query=question, limit=k))]
 
-        result = _stepped(f"evaluate {ports.kb_name}", len(tests), progress_mod.EVALUATING,
+        result = _stepped(ports.progress, f"evaluate {ports.kb_name}", len(tests), progress_mod.EVALUATING,
                           lambda step: metrics.evaluate_doc_id(tests, ids, step))
         columns = list(metrics.DOC_ID_COLUMNS)
     else:
@@ -108,12 +113,12 @@ def run(params: dict[str, Any], ports: EvaluatePorts) -> tuple[list[str], list[l
         if not judge:
             raise SqlError("version = 'llm_relevancy' needs llm = {...} or a knowledge base with a "
                            "reranking_model")
-        scorer = Reranker(judge)
+        scorer = ports.reranker(judge)
 
         def texts(question: str, k: int) -> list[str]:
             return [r[2] for r in ports.search(SearchRequest(query=question, limit=k, rerank=False))]
 
-        result = _stepped(f"evaluate {ports.kb_name}", len(tests), progress_mod.EVALUATING,
+        result = _stepped(ports.progress, f"evaluate {ports.kb_name}", len(tests), progress_mod.EVALUATING,
                           lambda step: metrics.evaluate_relevancy(tests, texts, scorer.score, step))
         columns = list(metrics.RELEVANCY_COLUMNS)
     now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M:%S.%f")

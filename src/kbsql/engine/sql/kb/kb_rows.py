@@ -123,8 +123,10 @@ def insert(session: SqlSession, statement: ast.Insert, ctx: dict[str, Any], rout
     information_schema.queries; with `USING batch_size` it runs in the background as
     MindsDB's partitioned inserts do (kb_background), else within the statement."""
     record = _record(routed)
+    progress = routed.progress
     if statement.from_select is None:
-        return OkResult(session.kbs.insert_rows(record, kb_write.values_rows(statement)), context=ctx)
+        return OkResult(session.kbs.insert_rows(record, kb_write.values_rows(statement), progress),
+                        context=ctx)
     sql = kb_write.logged_sql(statement)
     using = kb_write.take_using(statement)
     if kb_background.wanted(using) and not ctx.get(INLINE):
@@ -132,9 +134,9 @@ def insert(session: SqlSession, statement: ast.Insert, ctx: dict[str, Any], rout
     with session.queries.track(sql, ctx["db"], using, record.id) as logged:
         frame = kb_write.frame_of(session, statement, ctx)
         if using:
-            count = kb_write.insert_frame(session, record, frame, kb_insert.options_of(using))
+            count = kb_write.insert_frame(session, record, frame, kb_insert.options_of(using), progress)
         else:
-            count = session.kbs.insert_rows(record, frame)
+            count = session.kbs.insert_rows(record, frame, progress)
         logged["PROCESSED_ROWS"] = count
     return OkResult(count, context=ctx)
 
@@ -144,5 +146,5 @@ def run_over(frame: pd.DataFrame, statement: ast.Select, ctx: dict[str, Any]) ->
     statement.from_table = ast.Identifier("kb_frame")
     with duckdb.connect(":memory:") as con:
         con.register("kb_frame", frame)
-        table = con.execute(statement.to_string()).fetch_arrow_table()
+        table = con.execute(statement.to_string()).to_arrow_table()
     return ArrowTableResult(table, ctx)

@@ -25,8 +25,9 @@ from kbsql.engine.sql.databases.info_schema import INFO_COLUMNS, knowledge_bases
 from kbsql.engine.sql.kb import kb_evaluate
 from kbsql.engine.sql.kb.kb_rows import run_over
 from kbsql.engine.sql.parse import parsing
+from kbsql.engine.sql.session import missing_ok
 from kbsql.engine.sql.tables.select import select_frame
-from kbsql.interface.errors import NotFound, SqlError
+from kbsql.interface.errors import SqlError
 from kbsql.interface.results import OkResult, SqlResult, TableResult
 
 if TYPE_CHECKING:
@@ -75,11 +76,8 @@ def create(session: SqlSession, statement: CreateKnowledgeBase, ctx: dict[str, A
 def drop(session: SqlSession, statement: DropKnowledgeBase, ctx: dict[str, Any],
          routed: Routed) -> SqlResult:
     project, name = kb_name(statement.name, ctx)
-    try:
+    with missing_ok(statement.if_exists):
         session.kbs.delete(project, name)
-    except NotFound:
-        if not statement.if_exists:
-            raise
     return OkResult(None, context=ctx)
 
 
@@ -143,7 +141,10 @@ def evaluate(session: SqlSession, statement: EvaluateKnowledgeBase, ctx: dict[st
         search=lambda request: service.search(record, request),
         reranking_model=record.spec.get("reranking_model") or None,
         rows_of=rows_of,
-        save=save)
+        save=save,
+        reranker=service.models.reranker,
+        http=service.models.context.http,
+        progress=routed.progress)
     names, rows = kb_evaluate.run(statement.params, ports)
     return ArrowTableResult.from_rows(names, rows, ctx)
 

@@ -185,18 +185,17 @@ def _terms(node: ast.BinaryOperation) -> list[str]:
     return out
 
 
+@dataclass
 class KbWhere:
     """Runs one WHERE clause against one knowledge base."""
 
-    def __init__(self, search: Search, columns: Columns, options: Options, search_limit: int,
-                 read_limit: int | None, subquery: Subquery | None = None):
-        self.search = search
-        self.columns = columns
-        self.options = options
-        self.search_limit = search_limit
-        self.read_limit = read_limit
-        self.subquery = subquery
-        self.searched = False
+    search: Search
+    columns: Columns
+    options: Options
+    search_limit: int
+    read_limit: int | None
+    subquery: Subquery | None = None
+    searched: bool = False
 
     # conditions -> filters ---------------------------------------------------------------
     def to_filter(self, node: ast.ASTNode) -> Filter | FilterGroup:

@@ -2,9 +2,10 @@
 
 Shared by the inline insert (kb_statements) and the background one (kb_background): the
 rows of `INSERT INTO kb [(columns)] SELECT ...` as one frame (`frame_of`), and that frame
-stored with the `USING` options of insert_data.mdx (`insert_frame`, see kb_insert.py),
-with an optional observer told after each batch is stored (a background insert records
-its progress there and stops there when cancelled).
+stored with the `USING` options of insert_data.mdx (`insert_frame`, see kb_insert.py)
+through the one insert pipeline, reporting to an `OnProgress`: the caller's, or one an
+observer makes for the batches about to be stored (a background insert records its
+progress from each event's `committed` rows and stops there when cancelled).
 """
 
 from __future__ import annotations
@@ -21,14 +22,15 @@ from kbsql.engine.sql.kb import kb_insert
 from kbsql.engine.sql.kb.kb_conditions import constant
 from kbsql.engine.sql.tables.select import select_frame
 from kbsql.interface.errors import SqlError
+from kbsql.interface.progress import OnProgress
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from kbsql.engine.sql.session import SqlSession
 
-BatchObserver = Callable[[kb_insert.FrameBatches], Callable[[int], None]]
-"""Given the batches an insert is about to store, the callback to run after batch i."""
+BatchObserver = Callable[[kb_insert.FrameBatches], OnProgress]
+"""Given the batches an insert is about to store, the progress callback of that insert."""
 
 
 def take_using(statement: ast.Insert) -> dict[str, Any] | None:
@@ -68,8 +70,9 @@ def values_rows(statement: ast.Insert) -> list[dict[str, Any]]:
 
 
 def insert_frame(session: SqlSession, record: KbRecord, frame: Any, options: dict[str, Any],
-                 observe: BatchObserver | None = None, progress: bool | None = None) -> int:
-    """Store `frame` with checked `USING` options (kb_insert.options_of); the rows stored."""
+                 progress: OnProgress | None = None, observe: BatchObserver | None = None) -> int:
+    """Store `frame` with checked `USING` options (kb_insert.options_of); the rows stored.
+    Progress goes to `observe(batches)` when given, else to `progress`."""
     def doc_ids(rows: Any) -> list[str | None]:
         chunker = RowChunker(record.spec)
         out = []
@@ -85,10 +88,9 @@ def insert_frame(session: SqlSession, record: KbRecord, frame: Any, options: dic
         return {str(r[0]) for r in session.kbs.service.search(record, request)}
 
     def insert_batches(batches: kb_insert.FrameBatches, threads: int, skip: bool) -> int:
-        on_stored = observe(batches) if observe is not None else None
+        listener = observe(batches) if observe is not None else progress
         return session.kbs.insert_batches(record, batches, threads=threads, skip=skip,
-                                          total_rows=batches.rows, progress=progress,
-                                          on_stored=on_stored)
+                                          total_rows=batches.rows, progress=listener)
 
     return kb_insert.insert_frame(frame, options, insert_batches, doc_ids, stored)
 

@@ -22,6 +22,7 @@ from kbsql.engine.datasources.frame_store import FRAMES_SOURCE
 from kbsql.engine.datasources.scans import Scan
 from kbsql.engine.datasources.upload_store import UPLOADS_SOURCE
 from kbsql.interface.errors import NotFound, SqlError
+from kbsql.interface.progress import OnProgress
 
 if TYPE_CHECKING:
     from kbsql.engine.sql.session import SqlSession
@@ -49,11 +50,15 @@ Resolutions = dict[tuple[str, ...], Resolved]
 class Routed:
     """What the router learned about a statement before choosing its handler: its own table
     (`FROM t`, `INTO t`, `DESCRIBE t`, or None), what that names (`target`, resolved once),
-    and the statement's text when its plan may be cached (None with bound parameters)."""
+    the statement's text when its plan may be cached (None with bound parameters), and the
+    caller's progress callback."""
 
     table: Any = None
     target: Resolved | None = None
     query: str | None = None
+    progress: OnProgress | None = None
+    """Where the statement's long work (INSERT ... SELECT, EVALUATE) reports its progress:
+    the caller's callback, None when nobody listens (a server)."""
 
     @property
     def record(self) -> KbRecord | None:

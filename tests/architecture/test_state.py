@@ -1,0 +1,74 @@
+"""The engine reports, the front end draws; the interface holds no state (checked from the
+source, nothing runs):
+
+- tqdm is imported only by the front end (`notebook/`) and `cli.py`: the engine, the
+  server, the client and the interface only report progress events;
+- `interface/` keeps no mutable module-level state: no `global` rebinding, no module-level
+  dict, list or set (a read-only mapping or a frozenset is fine; `__all__` is a list);
+- no `global` statement in the engine's knowledge and agent parts (model caches, pools and
+  clients belong to objects the engine owns).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[2] / "src" / "kbsql"
+DRAWERS = ("notebook/", "cli.py")
+MUTABLE_CALLS = {"dict", "list", "set", "defaultdict", "deque", "OrderedDict", "Counter"}
+
+
+def _modules(under: str = "") -> list[tuple[str, ast.Module]]:
+    return [(str(p.relative_to(SRC)), ast.parse(p.read_text(encoding="utf-8")))
+            for p in sorted((SRC / under).rglob("*.py"))]
+
+
+def tqdm_importers() -> list[str]:
+    out = []
+    for name, tree in _modules():
+        for node in ast.walk(tree):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            if any(n.split(".")[0] == "tqdm" for n in names):
+                out.append(f"{name}:{node.lineno}")
+    return out
+
+
+def mutable_module_state(tree: ast.Module) -> list[int]:
+    """Lines of `global` statements and of module-level mutable containers."""
+    lines = [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Global)]
+    for node in tree.body:
+        if not isinstance(node, ast.Assign | ast.AnnAssign) or node.value is None:
+            continue
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        if [ast.unparse(t) for t in targets] == ["__all__"]:
+            continue
+        value = node.value
+        call = ast.unparse(value.func).split(".")[-1] if isinstance(value, ast.Call) else ""
+        if isinstance(value, ast.Dict | ast.List | ast.Set | ast.DictComp | ast.ListComp | ast.SetComp) \
+                or call in MUTABLE_CALLS:
+            lines.append(node.lineno)
+    return lines
+
+
+def test_the_checks_can_fail() -> None:
+    tree = ast.parse("_cache = {}\nX = frozenset()\ndef f():\n    global _cache\n__all__ = ['f']\n")
+    assert mutable_module_state(tree) == [4, 1]
+
+
+def test_only_the_front_end_imports_tqdm() -> None:
+    outside = [hit for hit in tqdm_importers() if not hit.startswith(DRAWERS)]
+    assert outside == [], f"tqdm imported outside notebook/ and cli.py: {outside}"
+    assert any(hit.startswith("notebook/") for hit in tqdm_importers())  # the check sees imports
+
+
+def test_the_interface_holds_no_mutable_state() -> None:
+    found = {name: lines for name, tree in _modules("interface") if (lines := mutable_module_state(tree))}
+    assert found == {}, f"mutable module-level state in interface/: {found}"
+
+
+def test_no_module_globals_in_knowledge_and_agents() -> None:
+    found = {name: [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Global)]
+             for part in ("engine/knowledge", "engine/agents") for name, tree in _modules(part)}
+    assert {k: v for k, v in found.items() if v} == {}

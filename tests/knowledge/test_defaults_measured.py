@@ -1,0 +1,75 @@
+"""The shipped defaults are the configuration the committed benchmark results measured.
+
+A default that moves ranking (model precision, hybrid search and its weights, chunking)
+must be re-measured on every evaluation set when it changes: these tests fail when the code's
+defaults and benchmarks/results/*.json disagree, or when the results say the default lost
+quality against the fp32 model."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+RESULTS = BENCH / "results"
+
+
+@pytest.fixture(scope="module")
+def bench_retrieval():
+    sys.path.insert(0, str(BENCH))
+    try:
+        import bench_retrieval as module
+
+        yield module
+    finally:
+        sys.path.remove(str(BENCH))
+
+
+def test_retrieval_results_were_measured_with_the_shipped_defaults(bench_retrieval) -> None:
+    report = json.loads((RESULTS / "retrieval.json").read_text())
+    assert report["defaults"] == bench_retrieval.shipped_defaults()
+    assert not report.get("smoke")
+
+
+def test_the_default_keeps_fp32_quality_on_every_set_held_out_included() -> None:
+    report = json.loads((RESULTS / "retrieval.json").read_text())
+    sets = {**report["tuning_sets"], "heldout": report["heldout"]}
+    assert set(sets) == {"pydoc", "stdlib", "tickets", "heldout"}
+    for name, by_config in sets.items():
+        default, fp32 = by_config["default"], by_config["fp32-dense"]
+        for metric in ("recall_at_5", "mrr"):
+            assert default[metric] >= fp32[metric] - 0.005, (name, metric, default[metric], fp32[metric])
+    assert all(report["verdicts"]["default_keeps_fp32_quality"].values())
+
+
+def test_hybrid_is_the_default_only_if_it_beats_dense_on_every_set(bench_retrieval) -> None:
+    report = json.loads((RESULTS / "retrieval.json").read_text())
+    sets = {**report["tuning_sets"], "heldout": report["heldout"]}
+    beats = all(r["default-hybrid"][m] >= r["default-dense"][m] for r in sets.values()
+                for m in ("recall_at_5", "mrr"))
+    assert beats or not bench_retrieval.shipped_defaults()["hybrid_search"]
+
+
+def test_embed_results_time_the_shipped_precision() -> None:
+    from kbsql.engine.knowledge import minilm
+
+    report = json.loads((RESULTS / "embed.json").read_text())
+    assert report["default_precision"] == minilm.default_precision()
+    assert report["cosine_to_fp32"]["min"] >= 0.99
+
+
+def test_the_question_sets_are_large_and_name_real_answers(bench_retrieval) -> None:
+    from retrieval import corpora
+
+    total = 0
+    for name in corpora.SETS:
+        for q in corpora.questions(name):
+            corpus = corpora.corpus(q.corpus)
+            ids = {r["id"] for r in corpus.rows}
+            assert q.answers and set(corpus.answer_ids(q.answers)) <= ids, q
+            total += 1
+    assert total >= 150
+    assert len({q.corpus for q in corpora.questions("heldout")}) == 3
