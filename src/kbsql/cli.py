@@ -1,5 +1,6 @@
 """`kbsql` command line: `kbsql serve` runs the HTTP server (and, with --mysql-port, the
-MySQL door), `kbsql quickstart` a demo."""
+MySQL door), `kbsql migrate` moves a data directory to a shared PostgreSQL catalog,
+`kbsql quickstart` runs a demo."""
 
 from __future__ import annotations
 
@@ -61,11 +62,23 @@ def main(argv: list[str] | None = None) -> int:
                        help="seconds requests in flight get to finish after SIGTERM/SIGINT "
                             "(default 30)")
     _sharing_flags(serve)
+    move = sub.add_parser("migrate", help="copy a local data directory (catalog, tables, knowledge "
+                                          "bases with their vectors) into a shared PostgreSQL catalog")
+    move.add_argument("--to", default=os.environ.get("KBSQL_CATALOG_URL") or None, metavar="URL",
+                      help="postgresql:// URL of the (empty) target catalog (default $KBSQL_CATALOG_URL, "
+                           "which keeps the password out of the process list)")
+    move.add_argument("--data-dir", default=None, help="the directory to copy (default $KBSQL_HOME or "
+                                                       "./.kbsql); only read")
+    move.add_argument("--verify", action="store_true", help="only compare the target with the directory")
+    move.add_argument("--sample", type=int, default=10,
+                      help="rows compared and searches run per knowledge base by the verify step")
     quick = sub.add_parser("quickstart", help="build a small knowledge base and agent, query them")
     quick.add_argument("--data-dir", default=None)
     args = parser.parse_args(argv)
     if args.command == "serve":
         return _serve(args)
+    if args.command == "migrate":
+        return _migrate(args)
     from kbsql.quickstart import run
 
     return run(args.data_dir)
@@ -178,6 +191,31 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"kbsql serve: {exc}", file=sys.stderr)
         return 1
     return 0
+
+
+def _migrate(args: argparse.Namespace) -> int:
+    import sqlite3
+
+    from kbsql.engine.catalog_pg import is_postgres_url
+    from kbsql.engine.config import resolve_data_dir
+    from kbsql.interface.errors import KbsqlError
+    from kbsql.migrate import migrate, verify
+
+    if not is_postgres_url(args.to):
+        print("kbsql migrate: --to (or $KBSQL_CATALOG_URL) must be a postgresql:// URL", file=sys.stderr)
+        return 2
+    data_dir = resolve_data_dir(args.data_dir)
+    try:
+        if not args.verify:
+            migrate(data_dir, args.to)
+        ok = verify(data_dir, args.to, sample=max(1, args.sample))["ok"]
+    except (KbsqlError, sqlite3.Error, OSError) as exc:  # one line: what failed, nothing half-made
+        print(f"kbsql migrate: {exc}", file=sys.stderr)
+        return 1
+    if ok and not args.verify:
+        print("done: start every server with KBSQL_CATALOG_URL set to this URL (see README, "
+              "Outgrowing one machine)")
+    return 0 if ok else 1
 
 
 def open_engine(data_dir: str | None, catalog_url: str | None, settings: dict[str, object],

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -24,7 +25,7 @@ from kbsql.engine.faults import disk_full, full_error
 from kbsql.engine.spelling import did_you_mean
 from kbsql.engine.sqlite_files import ReadOnlyData, open_read_only, private_file
 from kbsql.interface.api import DEFAULT_PROJECT
-from kbsql.interface.errors import Conflict, NotFound
+from kbsql.interface.errors import Conflict, NotFound, ServiceError
 
 TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S.%f"
 
@@ -152,6 +153,20 @@ class Catalog:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+    def health(self) -> dict[str, Any]:
+        """{database, ok, ms[, error]}: a `SELECT 1` on the catalog, timed. A server whose
+        shared catalog is away still answers /api/status, with ok false and the reason (the
+        URL's password masked); requests that need the catalog answer 503 meanwhile."""
+        started = time.perf_counter()
+        answer: dict[str, Any] = {"database": "postgresql" if self.shared_url else "sqlite", "ok": True}
+        try:
+            with self._lock:
+                self._db.execute("SELECT 1").fetchone()
+        except (ServiceError, sqlite3.Error) as exc:
+            answer.update(ok=False, error=exc.detail if isinstance(exc, ServiceError) else str(exc))
+        answer["ms"] = round((time.perf_counter() - started) * 1000, 2)
+        return answer
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:

@@ -22,7 +22,7 @@ import re
 import threading
 from typing import Any
 
-from kbsql.engine.pg import StorageUnavailable, lock_key, psycopg_modules
+from kbsql.engine.pg import StorageUnavailable, connection_errors, first_line, lock_key, psycopg_modules
 
 SCHEMA = "kbsql"
 WRITE_LOCK = lock_key("kbsql:catalog:write")
@@ -121,8 +121,8 @@ def connect(url: str) -> Any:
         return psycopg.connect(url, autocommit=True, connect_timeout=10, row_factory=_row_factory,
                                options=f"-c search_path={SCHEMA},public")
     except psycopg.Error as exc:
-        first = (str(exc).strip().splitlines() or [""])[0]
-        raise StorageUnavailable(f"Cannot connect to the catalog at {where_of_url(url)}: {first}") from None
+        raise StorageUnavailable(f"Cannot connect to the catalog at {where_of_url(url)}: "
+                                 f"{first_line(exc)}") from None
 
 
 def migrate(conn: Any) -> int:
@@ -161,27 +161,43 @@ class PgConnection:
         return self._conn
 
     def execute(self, sql: str, args: Any = ()) -> Any:
-        psycopg, _, _ = psycopg_modules()
         text = sql.strip()
         upper = text.upper()
+        if upper.startswith("PRAGMA"):
+            return _Empty()
         with self._lock:
             try:
-                if upper.startswith("PRAGMA"):
-                    return _Empty()
-                if upper.startswith("BEGIN"):
-                    conn = self._live()
-                    conn.execute("BEGIN")
-                    self._in_transaction = True
-                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
-                    return _Empty()
-                if upper in ("COMMIT", "ROLLBACK"):
-                    self._in_transaction = False
-                    return self._conn.execute(upper)
-                return self._live().execute(_PLACEHOLDER.sub("%s", text), tuple(args))
-            except psycopg.OperationalError as exc:
+                return self._run(text, upper, args)
+            except connection_errors() as exc:
+                was_in_transaction, self._in_transaction = self._in_transaction, False
+                # PostgreSQL restarted since this connection was last used: a read or a
+                # BEGIN did nothing there, so it runs once more on a new connection
+                if was_in_transaction or not upper.startswith(("SELECT", "BEGIN")) or not self._conn.closed:
+                    raise StorageUnavailable(f"The catalog at {where_of_url(self.url)} failed: "
+                                             f"{first_line(exc)}") from None
+            try:
+                return self._run(text, upper, args)
+            except connection_errors() as exc:
                 self._in_transaction = False
-                first = (str(exc).strip().splitlines() or [""])[0]
-                raise StorageUnavailable(f"The catalog at {where_of_url(self.url)} failed: {first}") from None
+                raise StorageUnavailable(f"The catalog at {where_of_url(self.url)} failed: "
+                                         f"{first_line(exc)}") from None
+
+    def _run(self, text: str, upper: str, args: Any) -> Any:
+        if upper.startswith("BEGIN"):
+            conn = self._live()
+            conn.execute("BEGIN")
+            self._in_transaction = True
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+            return _Empty()
+        if upper in ("COMMIT", "ROLLBACK"):
+            self._in_transaction = False
+            return self._conn.execute(upper)
+        return self._live().execute(_PLACEHOLDER.sub("%s", text), tuple(args))
+
+    def ping(self) -> None:
+        """`SELECT 1` on the catalog (reconnecting if PostgreSQL restarted); raises
+        StorageUnavailable when it does not answer."""
+        self.execute("SELECT 1")
 
     def executescript(self, script: str) -> None:
         """The SQLite schema script: the tables here come from `migrate` instead."""

@@ -163,8 +163,10 @@ class Engine(FileTables, UploadedFiles, Databases, KnowledgeBaseEditing, Knowled
 
     # status and projects ------------------------------------------------------------------
     def status(self) -> dict[str, Any]:
+        """MindsDB's status fields, plus whether the catalog database answers right now
+        (`catalog.ok`: with a shared catalog, whether PostgreSQL does; see Catalog.health)."""
         return {"version": __version__, "environment": "local", "engine": "kbsql",
-                "auth": {"http_auth_enabled": False}}
+                "auth": {"http_auth_enabled": False}, "catalog": self.catalog.health()}
 
     def list_projects(self) -> list[dict[str, Any]]:
         return [{"name": p.name} for p in self.catalog.projects()]

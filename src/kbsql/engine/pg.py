@@ -11,7 +11,7 @@ import hashlib
 import threading
 from typing import Any
 
-from kbsql.interface.errors import BadRequest, ServiceError
+from kbsql.interface.errors import BadRequest, Unavailable
 
 
 def psycopg_modules() -> tuple[Any, Any, Any]:
@@ -26,16 +26,24 @@ def psycopg_modules() -> tuple[Any, Any, Any]:
     return psycopg, sql, psycopg_pool
 
 
-class StorageUnavailable(ServiceError):
-    """PostgreSQL (a KB's storage or the catalog) cannot be reached: 503, one line."""
-
-    status = 503
+class StorageUnavailable(Unavailable):
+    """PostgreSQL (a KB's storage or the catalog) cannot be reached: 503 with Retry-After,
+    one line (host:port/database, never the password)."""
 
     def __init__(self, detail: str):
         super().__init__(detail, title="Storage unavailable")
 
 
+def connection_errors() -> tuple[type[Exception], ...]:
+    """What psycopg raises when the server is gone: a restart (AdminShutdown, "the database
+    system is starting up"), a dropped or closed connection, a pool that has none to give.
+    SQL errors (a bad statement, a constraint) are not among them."""
+    psycopg, _, pool_mod = psycopg_modules()
+    return psycopg.OperationalError, psycopg.InterfaceError, pool_mod.PoolTimeout
+
+
 # connection pools, shared by every knowledge base (and the catalog) on one server --------
+POOL_TIMEOUT = 10.0  # seconds a request waits for a connection (PostgreSQL restarting) before its 503
 _POOLS: dict[str, tuple[Any, int]] = {}
 _POOLS_LOCK = threading.Lock()
 
@@ -64,8 +72,12 @@ def acquire_pool(settings: dict[str, str]) -> Any:
         except psycopg.Error as exc:
             raise StorageUnavailable(f"Cannot connect to PostgreSQL at {where_of(settings)}: "
                                      f"{first_line(exc)}") from None
-        pool = pool_mod.ConnectionPool(key, min_size=1, max_size=10, timeout=30, open=True,
-                                       kwargs={"autocommit": True},  # a broken one fails once, then goes
+        # `check`: a connection is tested (an empty query) as it leaves the pool, so after a
+        # PostgreSQL restart no request gets one the restart broke; the pool reconnects by
+        # itself, and a request waits up to `timeout` for PostgreSQL to come back
+        pool = pool_mod.ConnectionPool(key, min_size=1, max_size=10, timeout=POOL_TIMEOUT, open=True,
+                                       kwargs={"autocommit": True},
+                                       check=pool_mod.ConnectionPool.check_connection,
                                        name=f"kbsql-{where_of(settings)}")
         _POOLS[key] = (pool, 1)
         return pool

@@ -15,6 +15,7 @@ from kbsql.interface.errors import (
     ServiceError,
     SqlError,
     TransportError,
+    Unavailable,
 )
 from kbsql.interface.models import MASK, Agent, KnowledgeBase, ModelDescriptor, Storage
 from kbsql.interface.results import (
@@ -31,5 +32,5 @@ __all__ = [
     "InvalidParameter", "KbsqlError", "KnowledgeBase", "MissingParameter", "ModelDescriptor", "NotFound",
     "OkResult", "ProviderError", "ServiceApi",
     "ServiceError", "SqlError", "SqlResult", "Storage", "TableResult", "TransportError",
-    "result_from_json",
+    "Unavailable", "result_from_json",
 ]

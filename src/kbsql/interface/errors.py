@@ -153,16 +153,29 @@ class Busy(ServiceError):
         self.retry_after = retry_after
 
 
+class Unavailable(ServiceError):
+    """503: a database the service depends on (the shared catalog, a knowledge base's
+    PostgreSQL) cannot be reached right now. Nothing is wrong with the request: send it
+    again after `retry_after` seconds (the server says so in a Retry-After header). A write
+    that answered 503 may or may not have been stored; kbsql's writes are keyed by id, so
+    sending it again stores it once."""
+
+    status = 503
+    default_title = "Service unavailable"
+    problem_type = "urn:kbsql:problem:unavailable"
+    retry_after = 1
+
+
 PROBLEM_TYPE_HEADER = "Kbsql-Problem-Type"
 
 # read-only: the interface holds no mutable module state (tests/architecture/test_state.py)
 _BY_STATUS: Mapping[int, type[ServiceError]] = MappingProxyType({400: BadRequest, 404: NotFound,
-                                                                 409: Conflict, 503: Busy,
+                                                                 409: Conflict, 503: Unavailable,
                                                                  507: InsufficientStorage})
 _BY_TYPE: Mapping[str, type[ServiceError]] = MappingProxyType({
     cls.problem_type: cls for cls in (ServiceError, BadRequest, InvalidParameter, MissingParameter,
                                       ConnectionFailed, NotFound, Conflict, ProviderError,
-                                      StoreDamaged, InsufficientStorage, Busy)})
+                                      StoreDamaged, InsufficientStorage, Busy, Unavailable)})
 
 
 class SqlError(KbsqlError):

@@ -14,7 +14,7 @@ from mindsdb_sql_parser import ast
 
 from kbsql.engine.catalog import AgentRecord, Catalog, KbRecord
 from kbsql.engine.sql.parse.parsing import parse
-from kbsql.interface.errors import KbsqlError
+from kbsql.interface.errors import KbsqlError, Unavailable
 from kbsql.interface.results import TableResult
 
 if TYPE_CHECKING:
@@ -87,6 +87,8 @@ def _knowledge_bases(catalog: Catalog, project: str, entry: str) -> list[KbRecor
         if name == "*":
             return catalog.knowledge_bases(owner)
         found = catalog.find_knowledge_base(owner, name)
+    except Unavailable:  # the catalog is away: never an agent quietly without its KBs
+        raise
     except KbsqlError:  # the project is gone: the entry connects nothing
         return []
     return [found] if found is not None else []
@@ -100,6 +102,8 @@ def _tables(sql: RunsSql, entry: str) -> list[str]:
         return [entry]
     try:
         result = sql.query(f"SHOW TABLES FROM `{source}`")
+    except Unavailable:
+        raise
     except KbsqlError:
         return []
     if not isinstance(result, TableResult):

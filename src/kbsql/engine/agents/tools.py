@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from kbsql.engine.agents import render
 from kbsql.engine.agents.providers.base import ToolSpec
 from kbsql.engine.agents.scope import Refused, Scope, check_read
-from kbsql.interface.errors import KbsqlError
+from kbsql.interface.errors import KbsqlError, Unavailable
 from kbsql.interface.results import TableResult
 
 if TYPE_CHECKING:
@@ -79,6 +79,8 @@ class Toolbox:
             return handler(tool_input(arguments))
         except Refused as exc:
             return f"Error: {exc}"
+        except Unavailable:  # a database is away: the run fails (503), no answer without it
+            raise
         except KbsqlError as exc:
             return f"Error: {exc}"
 

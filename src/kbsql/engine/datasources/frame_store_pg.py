@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from kbsql.engine.catalog import now
-from kbsql.engine.catalog_pg import SCHEMA, connect
+from kbsql.engine.catalog_pg import SCHEMA, PgConnection
 from kbsql.engine.datasources.frame_store import FrameStore, frame_name
 from kbsql.engine.datasources.scans import FrameScan, Scan
 from kbsql.interface.frames import to_arrow
@@ -29,12 +29,10 @@ class PgFrameStore(FrameStore):
         self.url = url
         self.rows = f"{SCHEMA}.{table}"  # `frames`, or `uploads` for the files' pages (upload_store.py)
         self._lock = threading.Lock()
-        self._conn = connect(url)
+        self._conn = PgConnection(url)  # reconnects after a restart; 503 while PostgreSQL is away
         self._versions: dict[str, tuple[int, pa.Table]] = {}
 
     def _execute(self, sql: str, args: tuple[Any, ...] = ()) -> Any:
-        if self._conn.closed:
-            self._conn = connect(self.url)
         return self._conn.execute(sql, args)
 
     def register(self, name: str, frame: Any) -> int:
@@ -42,10 +40,16 @@ class PgFrameStore(FrameStore):
         table = to_arrow(frame)
         buffer = io.BytesIO()
         pq.write_table(table, buffer)
-        with self._lock, self._conn.transaction():
-            self._execute(f"DELETE FROM {self.rows} WHERE lower(name) = lower(%s)", (name,))
-            self._execute(f"INSERT INTO {self.rows} (name, data, created_at) VALUES (%s, %s, %s)",
-                          (name, buffer.getvalue(), now()))
+        with self._lock:
+            self._execute("BEGIN")
+            try:
+                self._execute(f"DELETE FROM {self.rows} WHERE lower(name) = lower(%s)", (name,))
+                self._execute(f"INSERT INTO {self.rows} (name, data, created_at) VALUES (%s, %s, %s)",
+                              (name, buffer.getvalue(), now()))
+            except BaseException:
+                self._execute("ROLLBACK")
+                raise
+            self._execute("COMMIT")
         return table.num_rows
 
     def unregister(self, name: str) -> bool:

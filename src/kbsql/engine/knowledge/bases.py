@@ -15,8 +15,8 @@ from typing import Any
 from kbsql.engine import validate
 from kbsql.engine.catalog import Catalog, KbRecord
 from kbsql.engine.knowledge import batch_insert
-from kbsql.engine.knowledge.service import DEFAULT_VECTOR_DATABASE, KnowledgeService
-from kbsql.interface.errors import Conflict
+from kbsql.engine.knowledge.service import DEFAULT_VECTOR_DATABASE, SHARED_VECTOR_DATABASE, KnowledgeService
+from kbsql.interface.errors import BadRequest, Conflict, Unavailable
 from kbsql.interface.progress import OnProgress
 
 __all__ = ["DEFAULT_VECTOR_DATABASE", "KnowledgeBases"]
@@ -62,6 +62,11 @@ class KnowledgeBases:
         record = self.catalog.create_knowledge_base(project, name, spec)
         try:
             self.service.create_storage(record)
+        except Unavailable as exc:  # a storage named in this statement that does not answer
+            self.catalog.delete_knowledge_base(record)
+            if database == SHARED_VECTOR_DATABASE:  # the shared catalog's own: away for now
+                raise
+            raise BadRequest(exc.detail, title="Invalid storage") from None
         except BaseException:  # e.g. the pgvector server refused: nothing half-made stays
             self.catalog.delete_knowledge_base(record)
             raise

@@ -44,6 +44,12 @@ PROGRESS_EMBED_BATCH = 64
 log = logging.getLogger(__name__)
 
 
+def shared_table(project: str, name: str) -> str:
+    """The PostgreSQL table of a knowledge base stored in a shared catalog's own database
+    (also where `kbsql migrate` puts a local knowledge base's chunks)."""
+    return re.sub(r"\W", "_", f"kb_{project}_{name}".lower())[:63]
+
+
 @dataclass(frozen=True)
 class StorageChoice:
     """Which storage backend keeps a knowledge base, and the PARAMETERS of the data source
@@ -124,8 +130,7 @@ class KnowledgeService:
         or on a shared catalog a table in the catalog's own database (nothing a server
         keeps may live only on its disk)."""
         if self.config.catalog_url:
-            table = re.sub(r"\W", "_", f"kb_{project}_{name}".lower())[:63]
-            return SHARED_VECTOR_DATABASE, table
+            return SHARED_VECTOR_DATABASE, shared_table(project, name)
         return DEFAULT_VECTOR_DATABASE, name
 
     def vector_source(self, database: str | None) -> StorageChoice:
@@ -312,12 +317,13 @@ class KnowledgeService:
 
     @kb_faults
     def create_index(self, record: KbRecord, params: dict[str, Any]) -> dict[str, int]:
-        """CREATE INDEX ON KNOWLEDGE_BASE: tune and rebuild the local FAISS index (local.py).
-        A pgvector knowledge base is indexed by PostgreSQL itself: refused, not ignored."""
+        """CREATE INDEX ON KNOWLEDGE_BASE: tune and rebuild the KB's vector index, each storage
+        with its own knobs (the local FAISS one: settings.py; pgvector's HNSW: pg_hnsw.py). A
+        storage without a tunable index refuses it, never ignores it."""
         storage = self.handle(record)
         if not isinstance(storage, TunableIndex):
             backend = self.vector_source(record.spec.get("vector_database")).backend
-            raise BadRequest(f"CREATE INDEX ON KNOWLEDGE_BASE tunes the local vector index; "
+            raise BadRequest(f"CREATE INDEX ON KNOWLEDGE_BASE tunes a vector index; "
                              f"knowledge base {record.name} is stored in {backend} "
                              f"({record.spec.get('vector_database')}), which keeps its own index",
                              title="Invalid parameter")

@@ -29,6 +29,25 @@ RERANK = 2
 _LIMITS = {"nprobe": (1, 65536), "rerank": (1, 1000), "nlist": (0, 1 << 20), "threshold": (0, 1 << 40)}
 
 
+def integer_params(params: dict[str, Any], limits: dict[str, tuple[int, int]],
+                   values: dict[str, Any], where: str = "") -> dict[str, Any]:
+    """`values` updated from statement parameters, each an integer within `limits` (names
+    case-insensitive); an unknown name or a value out of range is refused with the list of
+    the parameters there are (`where` says whose they are)."""
+    values = dict(values)
+    for key, value in params.items():
+        name = str(key).lower()
+        if name not in limits:
+            raise BadRequest(f"unknown index parameter {key!r}{where}; the parameters are "
+                             f"{sorted(limits)}", title="Invalid parameter")
+        low, high = limits[name]
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise BadRequest(f"index parameter {name} must be an integer from {low} to {high}, "
+                             f"not {value!r}", title="Invalid parameter")
+        values[name] = value
+    return values
+
+
 @dataclass
 class IndexSettings:
     nprobe: int = NPROBE
@@ -47,18 +66,7 @@ class IndexSettings:
     def from_params(cls, params: dict[str, Any], base: IndexSettings | None = None) -> IndexSettings:
         """Settings from statement parameters over `base`; unknown keys and values out of
         range are refused (a typo must not silently leave the default in place)."""
-        values = asdict(base or cls())
-        for key, value in params.items():
-            name = str(key).lower()
-            if name not in _LIMITS:
-                raise BadRequest(f"unknown index parameter {key!r}; the parameters are "
-                                 f"{sorted(_LIMITS)}", title="Invalid parameter")
-            low, high = _LIMITS[name]
-            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-                raise BadRequest(f"index parameter {name} must be an integer from {low} to {high}, "
-                                 f"not {value!r}", title="Invalid parameter")
-            values[name] = value
-        return cls(**values)
+        return cls(**integer_params(params, _LIMITS, asdict(base or cls())))
 
     def save(self, path: Path) -> None:
         """Temp file + os.replace (a reader sees old or new); private like the other data files."""

@@ -55,6 +55,11 @@ class KbStorage(SearchableStorage, Protocol):
 
     def index_metadata(self, columns: list[str]) -> None: ...
 
+    def create_index(self, params: dict[str, Any]) -> dict[str, int]:
+        """CREATE INDEX ON KNOWLEDGE_BASE: store the vector index's knobs (unknown ones are
+        refused), rebuild the index with them; the settings now in force."""
+        ...
+
     def close(self) -> None: ...
 
     def drop(self) -> None:

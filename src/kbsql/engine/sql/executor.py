@@ -46,7 +46,7 @@ from kbsql.engine.sql.tables.select import cached_plan, select_frame
 from kbsql.interface.api import DEFAULT_PROJECT
 from kbsql.interface.control import CURRENT, Control, Stopped
 from kbsql.interface.control import current as current_control
-from kbsql.interface.errors import KbsqlError, MissingParameter, ServiceError, SqlError
+from kbsql.interface.errors import KbsqlError, MissingParameter, ServiceError, SqlError, Unavailable
 from kbsql.interface.progress import OnProgress
 from kbsql.interface.results import ErrorResult, OkResult, SqlResult, default_context
 
@@ -170,6 +170,8 @@ class SqlExecutor(SqlSession):
             return ErrorResult(exc.message, exc.error_code, context=ctx)
         except Stopped as exc:
             return ErrorResult(f"The statement was stopped: {exc.reason}", context=ctx)
+        except Unavailable:  # not the statement's fault: a 503 to send again, not an SQL error
+            raise
         except ServiceError as exc:  # a name one edit from a known one: said in SQL errors only
             return ErrorResult(exc.detail + exc.hint, context=ctx)
         except KbsqlError as exc:

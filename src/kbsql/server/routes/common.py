@@ -26,6 +26,7 @@ from kbsql.interface.errors import (
     InsufficientStorage,
     MissingParameter,
     ServiceError,
+    Unavailable,
 )
 from kbsql.interface.jsonable import dumps
 from kbsql.server.lanes import Lane, Lanes
@@ -103,7 +104,7 @@ def problem(error: ServiceError) -> Response:
     come back (Retry-After)."""
     response = json_response(error.to_problem(), error.status, PROBLEM)
     response.headers[PROBLEM_TYPE_HEADER] = error.problem_type
-    if isinstance(error, Busy):
+    if isinstance(error, (Busy, Unavailable)):  # full, or a database away: send it again soon
         response.headers["Retry-After"] = str(error.retry_after)
     return response
 
