@@ -21,7 +21,7 @@ from kbsql.engine.knowledge.index import VectorIndex
 from kbsql.engine.knowledge.search import WORD, Conditions, Filter, FilterGroup, group_sql, op_sql
 from kbsql.engine.knowledge.settings import IndexSettings
 from kbsql.engine.knowledge.storage import StoragePlace
-from kbsql.engine.knowledge.store import ChunkStore, metadata_expr
+from kbsql.engine.knowledge.store import FTS_DEFERRED, ChunkStore, metadata_expr
 from kbsql.engine.sqlite_files import ReadOnlyData
 
 log = logging.getLogger(__name__)
@@ -36,12 +36,23 @@ class _Writer:
         self.dim = dim
 
     def replace(self, doc_ids: list[str], chunks: list[Any], vectors: np.ndarray, stamp: str) -> None:
+        """Documents `doc_ids` replaced by `chunks`, inside the caller's write transaction.
+        Their full-text entries are added in one statement after the rows (`FTS_DEFERRED`):
+        new rows are exactly those above the table's seq counter, as seq only grows."""
         self.db.executemany("DELETE FROM chunks WHERE id = ?", [(d,) for d in doc_ids])
-        self.db.executemany(
-            "INSERT INTO chunks (id, chunk_id, content, metadata, embedding, updated_at)"
-            " VALUES (?, ?, ?, ?, ?, ?)",
-            [(c.doc_id, c.chunk_id, c.content, json.dumps(c.metadata, default=str),
-              vectors[i].tobytes(), stamp) for i, c in enumerate(chunks)])
+        row = self.db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'chunks'").fetchone()
+        last = int(row[0]) if row else 0
+        self.db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, 1)", (FTS_DEFERRED,))
+        try:
+            self.db.executemany(
+                "INSERT INTO chunks (id, chunk_id, content, metadata, embedding, updated_at)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                [(c.doc_id, c.chunk_id, c.content, json.dumps(c.metadata, default=str),
+                  vectors[i].tobytes(), stamp) for i, c in enumerate(chunks)])
+        finally:  # also for rows a failing executemany left (the caller rolls back anyway)
+            self.db.execute("INSERT INTO chunks_fts(rowid, content) SELECT seq, content FROM chunks"
+                            " WHERE seq > ?", (last,))
+            self.db.execute("DELETE FROM meta WHERE key = ?", (FTS_DEFERRED,))
 
 
 class LocalBackend:

@@ -42,7 +42,8 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value);
 INSERT OR IGNORE INTO meta (key, value) VALUES ('version', 0);
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(content, content='chunks', content_rowid='seq',
     tokenize='porter unicode61');
-CREATE TRIGGER IF NOT EXISTS chunks_ai AFTER INSERT ON chunks BEGIN
+CREATE TRIGGER IF NOT EXISTS chunks_ai AFTER INSERT ON chunks
+    WHEN (SELECT value FROM meta WHERE key = 'fts_deferred') IS NULL BEGIN
     INSERT INTO chunks_fts(rowid, content) VALUES (new.seq, new.content);
 END;
 CREATE TRIGGER IF NOT EXISTS chunks_ad AFTER DELETE ON chunks BEGIN
@@ -51,6 +52,13 @@ CREATE TRIGGER IF NOT EXISTS chunks_ad AFTER DELETE ON chunks BEGIN
         VALUES (old.seq, (SELECT value FROM meta WHERE key = 'version'));
 END;
 """
+
+FTS_DEFERRED = "fts_deferred"
+"""A `meta` key set only inside a write transaction (`ChunkWriter.replace`) while it inserts
+rows whose full-text entries it then adds in one statement: FTS5 indexes a batch in one
+`INSERT ... SELECT` 2x faster than row by row from the trigger (it flushes its pending terms
+at every trigger statement). Never committed, so every other writer keeps the trigger."""
+
 
 def metadata_expr(column: str, alias: str = "") -> str:
     """The SQL reading one metadata key (shared by filters and their indexes).
@@ -84,7 +92,26 @@ class ChunkStore:
         self.db = self._connect()
         with self.write_lock:
             self.db.executescript(_SCHEMA)
+            self._migrate_insert_trigger()
         self.reader = self._connect()
+
+    def _migrate_insert_trigger(self) -> None:
+        """Files made before the `fts_deferred` flag have the unconditional insert trigger:
+        replace it (in one transaction, so no writer ever sees neither)."""
+        row = self.db.execute("SELECT sql FROM sqlite_master WHERE type = 'trigger'"
+                              " AND name = 'chunks_ai'").fetchone()
+        if row is None or FTS_DEFERRED in row[0]:
+            return
+        create = _SCHEMA[_SCHEMA.index("CREATE TRIGGER IF NOT EXISTS chunks_ai"):]
+        create = create[:create.index("END;") + 4]
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            self.db.execute("DROP TRIGGER chunks_ai")
+            self.db.execute(create)
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
 
     def _connect(self) -> sqlite3.Connection:
         db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=60)
