@@ -31,6 +31,8 @@ class ServiceError(KbsqlError):
     status: int = 500
     default_title: str = "Internal error"
     problem_type: str = "urn:kbsql:problem:internal"
+    retry_after: int | None = None
+    """Seconds after which the same request may succeed (503s): sent as Retry-After."""
     hint: str = ""
     """Said after `detail` where the text is free (SQL errors, the notebook): e.g. ` (did you
     mean 'docs'?)`. Never in the REST problem body, whose detail is the reference's sentence."""

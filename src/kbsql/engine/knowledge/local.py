@@ -43,16 +43,17 @@ class _Writer:
         row = self.db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'chunks'").fetchone()
         last = int(row[0]) if row else 0
         self.db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, 1)", (FTS_DEFERRED,))
-        try:
-            self.db.executemany(
-                "INSERT INTO chunks (id, chunk_id, content, metadata, embedding, updated_at)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
-                [(c.doc_id, c.chunk_id, c.content, json.dumps(c.metadata, default=str),
-                  vectors[i].tobytes(), stamp) for i, c in enumerate(chunks)])
-        finally:  # also for rows a failing executemany left (the caller rolls back anyway)
-            self.db.execute("INSERT INTO chunks_fts(rowid, content) SELECT seq, content FROM chunks"
-                            " WHERE seq > ?", (last,))
-            self.db.execute("DELETE FROM meta WHERE key = ?", (FTS_DEFERRED,))
+        # a failure below needs no cleanup: the caller's transaction (ChunkStore.write) rolls
+        # back the rows and the flag together, and a second statement here could only hide
+        # the first error (a full disk, a damaged page)
+        self.db.executemany(
+            "INSERT INTO chunks (id, chunk_id, content, metadata, embedding, updated_at)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            [(c.doc_id, c.chunk_id, c.content, json.dumps(c.metadata, default=str),
+              vectors[i].tobytes(), stamp) for i, c in enumerate(chunks)])
+        self.db.execute("INSERT INTO chunks_fts(rowid, content) SELECT seq, content FROM chunks"
+                        " WHERE seq > ?", (last,))
+        self.db.execute("DELETE FROM meta WHERE key = ?", (FTS_DEFERRED,))
 
 
 class LocalBackend:

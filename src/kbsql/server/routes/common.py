@@ -22,11 +22,9 @@ from kbsql.interface.control import CLIENT_GONE, CURRENT, Control, Stopped
 from kbsql.interface.errors import (
     PROBLEM_TYPE_HEADER,
     BadRequest,
-    Busy,
     InsufficientStorage,
     MissingParameter,
     ServiceError,
-    Unavailable,
 )
 from kbsql.interface.jsonable import dumps
 from kbsql.server.lanes import Lane, Lanes
@@ -100,11 +98,11 @@ def json_response(body: Any, status: int = 200, media_type: str = "application/j
 
 def problem(error: ServiceError) -> Response:
     """The problem+json answer; the class's problem type rides in a header so the body stays
-    the reference's `{"title", "detail"}` (see `interface.errors`); a `Busy` says when to
-    come back (Retry-After)."""
+    the reference's `{"title", "detail"}` (see `interface.errors`); an error with a
+    `retry_after` (a full lane, a database away) says when to come back (Retry-After)."""
     response = json_response(error.to_problem(), error.status, PROBLEM)
     response.headers[PROBLEM_TYPE_HEADER] = error.problem_type
-    if isinstance(error, (Busy, Unavailable)):  # full, or a database away: send it again soon
+    if error.retry_after is not None:
         response.headers["Retry-After"] = str(error.retry_after)
     return response
 
