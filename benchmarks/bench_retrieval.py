@@ -12,7 +12,7 @@ content = '...' LIMIT 30`, plus the configuration's search options); the chunks 
 to their documents in rank order and recall@1, recall@5 (an answer document among the
 first 5 distinct documents) and MRR (1 / the first answer's rank) computed per set.
 
-Configurations (`--configs`, comma-separated; `all` for every one):
+Configurations (`--configs`, comma-separated; `all`: those of DEFAULT_CONFIGS, the default):
 - `default`: the shipped defaults, no search option at all: what a user gets.
 - `fp32-dense`: the reference model (all-MiniLM-L6-v2 in exact fp32, the numpy model, which
   gives sentence-transformers' vectors), vector search only: the quality every default
@@ -224,7 +224,8 @@ def shipped_defaults() -> dict[str, Any]:
     chunking = ChunkingConfig()
     return {"embedding_model": "all-MiniLM-L6-v2", "precision": minilm.default_precision(),
             "hybrid_search": Options().hybrid, "hybrid_search_alpha": Options().alpha,
-            "keyword_weight": search.KEYWORD_WEIGHT, "keyword_max": search.KEYWORD_MAX,
+            "rrf_k": search.RRF_K, "keyword_share": search.KEYWORD_SHARE,
+            "keyword_lead": search.KEYWORD_LEAD, "keyword_stop_words": len(search.STOP_WORDS),
             "chunk_size": chunking.chunk_size, "chunk_overlap": chunking.chunk_overlap}
 
 
@@ -253,7 +254,7 @@ def main() -> None:
                         "(exploration only: the ingest seconds then mean nothing)")
     args = parser.parse_args()
     sets = list(corpora.SETS) if args.sets == "all" else args.sets.split(",")
-    configs = args.configs.split(",")
+    configs = list(DEFAULT_CONFIGS) if args.configs == "all" else args.configs.split(",")
     started = time.perf_counter()
     out = run(configs, sets, args.smoke, args.cache)
     tuning = {s: r for s, r in out["results"].items() if s != "heldout"}
