@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from kbsql.engine.knowledge.embeddings import embed_query
 from kbsql.interface.errors import BadRequest
 
 DEFAULT_LIMIT = 10
@@ -172,7 +173,7 @@ def search(storage: SearchableStorage, embedder: Any, reranker: Any,
     limit = DEFAULT_LIMIT if request.limit is None else int(request.limit)
     if limit == 0:
         return []
-    query = embedder.embed([request.query])[0]
+    query = embed_query(embedder, request.query)
     use_reranker = reranker is not None and request.rerank
     fetch = max(limit, 50) if (request.hybrid or use_reranker) else limit
     # The index and the rows are read one after the other: a writer committing in between
