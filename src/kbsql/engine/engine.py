@@ -208,13 +208,13 @@ class Engine(FileTables, UploadedFiles, Databases, KnowledgeBaseEditing, Knowled
         """In-process only (the HTTP API never sends vectors): the first `limit` chunks'
         ids, metadata and embeddings, and the embedding of `query`, for a notebook's 2-D map
         of a knowledge base (`%kbsql_plot map`)."""
-        import numpy as np
+        from kbsql.engine.knowledge.embeddings import embed_query
 
         record = self.catalog.knowledge_base(project, name)
         chunk_ids, metadata, vectors = self.knowledge.handle(record).sample(limit)
         query_vector = None
         if query is not None and vectors.shape[1]:
-            query_vector = np.asarray(self.knowledge.embedder(record.spec).embed([query])[0], np.float32)
+            query_vector = embed_query(self.knowledge.embedder(record.spec), query)
         return {"chunk_ids": chunk_ids, "metadata": metadata, "vectors": vectors,
                 "query_vector": query_vector}
 

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from kbsql.engine.knowledge.embeddings import embed_query
 from kbsql.interface.errors import BadRequest
 
 DEFAULT_LIMIT = 10
@@ -191,7 +192,7 @@ def search(storage: SearchableStorage, embedder: Any, reranker: Any,
     limit = DEFAULT_LIMIT if request.limit is None else int(request.limit)
     if limit == 0:
         return []
-    query = embedder.embed([request.query])[0]
+    query = embed_query(embedder, request.query)
     use_reranker = reranker is not None and request.rerank
     # alpha = 1 weighs the vector ranking alone: the plain search, with its relevance
     hybrid = request.hybrid and float(request.alpha) < 1.0
