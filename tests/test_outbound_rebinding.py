@@ -56,7 +56,7 @@ def internal() -> Iterator[int]:
 
 @pytest.fixture
 def rebinding(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
-    """`rebind.test` answers PUBLIC once, then 127.0.0.1; the policy is a shared server's."""
+    """`rebind.test` answers PUBLIC once, then 127.0.0.1."""
     real = socket.getaddrinfo
     answers: list[str] = []
 
@@ -68,16 +68,18 @@ def rebinding(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
         return [(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP, "", (address, int(port or 80)))]
 
     monkeypatch.setattr(socket, "getaddrinfo", scripted)
-    outbound.configure(outbound.Policy(allowed=(outbound.ANY_PUBLIC,), confined=True))
     yield answers
-    outbound.configure(outbound.Policy())
+
+
+SHARED = outbound.Policy(allowed=(outbound.ANY_PUBLIC,), confined=True)
+"""A shared server's policy: any public host, nothing private unless named."""
 
 
 def test_an_embedding_call_never_connects_to_a_rebound_private_address(internal: int,
                                                                         rebinding: list[str]) -> None:
     with pytest.raises(ProviderError) as failed:
-        ModelHttp().post_json(f"http://rebind.test:{internal}/v1/embeddings", {"input": ["x"]}, "k",
-                              "openai model 'e'")
+        ModelHttp(policy=SHARED).post_json(f"http://rebind.test:{internal}/v1/embeddings",
+                                           {"input": ["x"]}, "k", "openai model 'e'")
     assert Internal.calls == 0, "the internal service was called"
     assert rebinding[0] == PUBLIC and "127.0.0.1" in rebinding  # checked, then rebound
     assert "could not be reached" in failed.value.detail and len(failed.value.detail.splitlines()) == 1
@@ -87,17 +89,14 @@ def test_an_agent_call_never_connects_to_a_rebound_private_address(internal: int
                                                                     rebinding: list[str]) -> None:
     provider = providers_base.HttpProvider({"provider": "openai", "model_name": "m", "api_key": "k",
                                             "base_url": f"http://rebind.test:{internal}/v1"},
-                                           ProviderContext())
+                                           ProviderContext(http=ModelHttp(policy=SHARED)))
     with pytest.raises(ProviderError):  # the shared HTTP path of every chat provider
         provider.request("GET", "/models")
     assert Internal.calls == 0 and rebinding[0] == PUBLIC
 
 
 def test_a_named_host_is_reached_through_the_same_transport(internal: int) -> None:
-    outbound.configure(outbound.Policy(allowed=(f"127.0.0.1:{internal}",), confined=True))
-    try:
-        answer = ModelHttp().post_json(f"http://127.0.0.1:{internal}/v1/embeddings", {"input": ["x"]},
-                                       "k", "openai model 'e'")
-    finally:
-        outbound.configure(outbound.Policy())
+    named = outbound.Policy(allowed=(f"127.0.0.1:{internal}",), confined=True)
+    answer = ModelHttp(policy=named).post_json(f"http://127.0.0.1:{internal}/v1/embeddings",
+                                               {"input": ["x"]}, "k", "openai model 'e'")
     assert answer["data"][0]["embedding"] == [0.1, 0.2] and Internal.calls == 1

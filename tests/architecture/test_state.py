@@ -6,7 +6,10 @@ source, nothing runs):
 - `interface/` keeps no mutable module-level state: no `global` rebinding, no module-level
   dict, list or set (a read-only mapping or a frozenset is fine; `__all__` is a list);
 - no `global` statement in the engine's knowledge and agent parts (model caches, pools and
-  clients belong to objects the engine owns).
+  clients belong to objects the engine owns);
+- the outbound policy of model calls (`engine/outbound.py`, `engine/model_http.py`) is the
+  engine's, not the process's: no module-level state there beyond immutable defaults (two
+  engines in one process used to share, and overwrite, one policy and its lanes).
 """
 
 from __future__ import annotations
@@ -72,3 +75,33 @@ def test_no_module_globals_in_knowledge_and_agents() -> None:
     found = {name: [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Global)]
              for part in ("engine/knowledge", "engine/agents") for name, tree in _modules(part)}
     assert {k: v for k, v in found.items() if v} == {}
+
+
+OUTBOUND = ("engine/outbound.py", "engine/model_http.py")
+
+
+def module_instances(tree: ast.Module) -> list[int]:
+    """Lines of module-level instances of the module's own classes that are not frozen
+    dataclasses (`_state = _State()`: state shared by every caller in the process)."""
+    frozen = {node.name: any("frozen=True" in ast.unparse(d) for d in node.decorator_list)
+              for node in tree.body if isinstance(node, ast.ClassDef)}
+    lines = []
+    for node in tree.body:
+        value = node.value if isinstance(node, ast.Assign | ast.AnnAssign) else None
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) \
+                and frozen.get(value.func.id) is False:
+            lines.append(node.lineno)
+    return lines
+
+
+def test_the_instance_check_can_fail() -> None:
+    tree = ast.parse("@dataclass\nclass S: ...\n@dataclass(frozen=True)\nclass P: ...\n"
+                     "_state = S()\nOPEN = P()\n")
+    assert module_instances(tree) == [5]
+
+
+def test_the_outbound_policy_is_no_process_state() -> None:
+    found = {name: lines for name, tree in _modules("engine") if name in OUTBOUND
+             and (lines := mutable_module_state(tree) + module_instances(tree))}
+    assert len([name for name, _ in _modules("engine") if name in OUTBOUND]) == 2
+    assert found == {}, f"module-level state in the outbound client: {found}"

@@ -111,6 +111,41 @@ def test_hybrid_search_finds_the_keyword(pg_engine):
     assert got[0]["id"] == "needle"
 
 
+def test_hybrid_search_ranks_alike_in_pgvector_and_the_local_store(pg_engine, tmp_path):
+    """One fusion for both storages: the same rows and hybrid queries give the same first row
+    with the same relevance, and with alpha = 0 (the keyword ranking alone) the same keyword
+    matches in the same order (each query word is in one row, so BM25 and ts_rank_cd agree).
+    A row sharing only stop words with the question is no keyword match (relevance 0)."""
+    texts = {"beetle": "the zyzzyva beetle hides here", "stop": "what is it that the one of them is",
+             "quokka": "a quokka smiles at everyone", "rain": "heavy rain is expected on monday",
+             "bread": "bake bread with flour, water and salt", "chess": "a knight moves in an L shape"}
+    rows = [{"id": key, "content": text, "color": "red", "n": i}
+            for i, (key, text) in enumerate(texts.items())]
+    pg_engine.insert_rows(pg_engine.catalog.knowledge_base("mindsdb", "kb"), rows)
+    with Engine(tmp_path / "local") as local:
+        sql(local, f"CREATE KNOWLEDGE_BASE kb USING embedding_model = {json.dumps(HASH_MODEL)}, "
+                   "metadata_columns = ['color', 'n']")
+        local.insert_rows(local.catalog.knowledge_base("mindsdb", "kb"), rows)
+
+        def both(where: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+            query = f"SELECT id, relevance FROM kb WHERE {where} LIMIT 10"
+            return table(local, query), table(pg_engine, query)
+
+        for where, first in (("content = 'what is the zyzzyva' AND hybrid_search = true", "beetle"),
+                             ("content = 'quokka' AND hybrid_search = true", "quokka"),  # a lookup
+                             ("content = 'a smiling quokka' AND hybrid_search_alpha = 0.7", "quokka")):
+            here, there = both(where)
+            assert here[0]["id"] == there[0]["id"] == first, where
+            assert here[0]["relevance"] == pytest.approx(there[0]["relevance"]), where
+            assert all(0 <= r["relevance"] <= 1 for r in here + there)
+        here, there = both("content = 'zyzzyva and the quokka' AND hybrid_search_alpha = 0")
+        matches = [(r["id"], pytest.approx(r["relevance"])) for r in here if r["relevance"] > 0]
+        assert matches == [(r["id"], r["relevance"]) for r in there if r["relevance"] > 0]
+        assert [m[0] for m in matches] in (["beetle", "quokka"], ["quokka", "beetle"])
+        assert here[0]["relevance"] == pytest.approx(1.0)
+        assert {r["id"]: r["relevance"] for r in here}["stop"] == 0
+
+
 def test_upsert_delete_and_failed_insert_leave_a_whole_state(pg_engine, pgvector_dsn, monkeypatch):
     record = pg_engine.catalog.knowledge_base("mindsdb", "kb")
     pg_engine.insert_rows(record, rows_of(10))

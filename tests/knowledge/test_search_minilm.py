@@ -137,6 +137,7 @@ def test_hybrid_search_brings_exact_keywords_up(docs_engine: Engine) -> None:
                                     "AND hybrid_search = true")
         assert word in hybrid[0]["chunk_content"].lower()
         assert [r["relevance"] for r in hybrid] == sorted((r["relevance"] for r in hybrid), reverse=True)
+        assert 0 < hybrid[-1]["relevance"] and hybrid[0]["relevance"] <= 1  # the fused score's scale
         # alpha = 1 is the vector ranking alone
         vector_only = table(docs_engine, f"SELECT id, relevance FROM docs WHERE content = '{word}' "
                                          "AND hybrid_search_alpha = 1")

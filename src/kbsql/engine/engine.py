@@ -37,9 +37,10 @@ from kbsql.engine.datasources.upload_formats import read_pages
 from kbsql.engine.datasources.upload_store import UploadStore
 from kbsql.engine.knowledge.bases import DEFAULT_VECTOR_DATABASE, KnowledgeBases
 from kbsql.engine.knowledge.service import KnowledgeService
+from kbsql.engine.model_http import ModelHttp
 from kbsql.engine.plugins import STORAGE, Registry
 from kbsql.engine.ports import AgentOps, RunsSql
-from kbsql.engine.providers import BUILTINS, ModelProviders
+from kbsql.engine.providers import BUILTINS, ModelProviders, ProviderContext
 from kbsql.engine.sql.databases.database_ops import DatabaseOps
 from kbsql.engine.sql.executor import SqlExecutor
 from kbsql.engine.sql.kb import kb_changes
@@ -82,8 +83,10 @@ class Engine(FileTables, UploadedFiles, Databases, KnowledgeBaseEditing, Knowled
     def __init__(self, data_dir: str | os.PathLike[str] | None = None,
                  config: EngineConfig | None = None, catalog_url: str | None = None, *,
                  models: ModelProviders | None = None):
-        """`models`: the model providers to use (default: the engine's own; give one to
-        share a loaded model between engines of one process)."""
+        """`models`: model providers whose loaded models (weights) this engine shares, to
+        load a model once for several engines of one process. The engine still makes its
+        model calls through its own HTTP client under its own outbound policy (from
+        `config`), and closing it closes only that client."""
         self.config = config or EngineConfig.load(data_dir, catalog_url)
         self.data_dir: Path = self.config.data_dir
         # 0700: the catalog holds API keys; nobody but the owner may even list the files
@@ -93,7 +96,8 @@ class Engine(FileTables, UploadedFiles, Databases, KnowledgeBaseEditing, Knowled
         # a postgresql:// URL: the state shared by several servers (catalog_pg.py)
         self.catalog = Catalog(self.config.catalog_url or self.data_dir / "catalog.sqlite",
                                read_only=self.config.read_only)
-        self.models = models or ModelProviders()
+        loaded = models.context if models is not None else ProviderContext()
+        self.models = ModelProviders(loaded.with_http(ModelHttp(policy=self._outbound_policy())))
         self.storage = Registry[Any]("storage backend", STORAGE, BUILTINS[STORAGE], instances=True)
         self.knowledge = KnowledgeService(self.data_dir, self.config, self.models, self.storage,
                                           self.catalog.find_datasource)
@@ -106,8 +110,6 @@ class Engine(FileTables, UploadedFiles, Databases, KnowledgeBaseEditing, Knowled
                                PathPolicy(self.config), self.config.background_workers,
                                self._sql_settings())
         sql_port.target = self.sql  # the mutual recursion, closed here and only here
-        if self.config.served or self.config.model_timeout:
-            outbound.configure(self._outbound_policy())
         self._closed = threading.Event()
 
     def _sql_settings(self) -> DuckSettings:
@@ -120,8 +122,9 @@ class Engine(FileTables, UploadedFiles, Databases, KnowledgeBaseEditing, Knowled
                             spill_note=c.note("sql_spill_mb"))
 
     def _outbound_policy(self) -> outbound.Policy:
-        """Where model calls may go (engine/outbound.py): the operator's hosts plus those of
-        its own default models; None (anywhere) unless the server is confined."""
+        """Where this engine's model calls may go, how many at once, for how long
+        (engine/outbound.py; held by its `ModelHttp`): the operator's hosts plus those of its
+        own default models; anywhere unless the config confines it."""
         c = self.config
         allowed = c.allowed_model_hosts
         if allowed is not None:
@@ -131,7 +134,9 @@ class Engine(FileTables, UploadedFiles, Databases, KnowledgeBaseEditing, Knowled
             allowed = (*allowed, *(h.lower() for h in hosts if h))
         return outbound.Policy(allowed=allowed, confined=allowed is not None,
                                timeout=c.model_timeout or None,
-                               concurrency=c.model_concurrency or outbound.DEFAULT_CONCURRENCY)
+                               concurrency=c.model_concurrency or outbound.DEFAULT_CONCURRENCY,
+                               flag_note=("kbsql serve --allow-model-host" if c.served
+                                          else "EngineConfig.allowed_model_hosts"))
 
     def _frames(self, place: str = "frames") -> FrameStore:
         """Registered DataFrames (`place` "frames") or the pages of uploaded files
@@ -203,13 +208,13 @@ class Engine(FileTables, UploadedFiles, Databases, KnowledgeBaseEditing, Knowled
         """In-process only (the HTTP API never sends vectors): the first `limit` chunks'
         ids, metadata and embeddings, and the embedding of `query`, for a notebook's 2-D map
         of a knowledge base (`%kbsql_plot map`)."""
-        import numpy as np
+        from kbsql.engine.knowledge.embeddings import embed_query
 
         record = self.catalog.knowledge_base(project, name)
         chunk_ids, metadata, vectors = self.knowledge.handle(record).sample(limit)
         query_vector = None
         if query is not None and vectors.shape[1]:
-            query_vector = np.asarray(self.knowledge.embedder(record.spec).embed([query])[0], np.float32)
+            query_vector = embed_query(self.knowledge.embedder(record.spec), query)
         return {"chunk_ids": chunk_ids, "metadata": metadata, "vectors": vectors,
                 "query_vector": query_vector}
 

@@ -11,6 +11,10 @@ policy (`engine/outbound.py`, issue 22) before anything is sent: allowed hosts, 
 fragment, a slot in the model host's lane (held for a whole stream), the model timeout, and
 connections made only to addresses checked when they are made (the pool's transport).
 
+The policy and its lanes belong to this client, so to its engine: two engines in one
+process (a test server beside a notebook's engine, two servers with different bounds) each
+apply their own, where one process-wide policy let the last engine built set both.
+
 Failures become a `ProviderError` in one line naming the provider and model (`what`) and
 the URL's origin, never the key (`scrub_secret`); a call that got no answer reads the same
 whatever the reason, and on a shared server an error answer's body is not shown.
@@ -37,9 +41,12 @@ LIMITS = httpx.Limits(max_connections=64, max_keepalive_connections=16)
 class ModelHttp:
     """The pooled client; `send` is its only way out."""
 
-    def __init__(self, timeout: httpx.Timeout = TIMEOUT, limits: httpx.Limits = LIMITS):
+    def __init__(self, timeout: httpx.Timeout = TIMEOUT, limits: httpx.Limits = LIMITS, *,
+                 policy: outbound.Policy = outbound.OPEN):
         self.timeout = timeout
         self.limits = limits
+        self.policy = policy
+        self._lanes = outbound.Lanes(policy)
         self._client: httpx.Client | None = None
         self._lock = threading.Lock()
         self._closed = False
@@ -50,7 +57,7 @@ class ModelHttp:
                 raise ProviderError("The engine is closed: no model call can be made")
             if self._client is None:
                 self._client = httpx.Client(timeout=self.timeout,
-                                            transport=outbound.transport(limits=self.limits))
+                                            transport=outbound.transport(self.policy, limits=self.limits))
             return self._client
 
     def request(self, method: str, url: str, *, json: Any = None, headers: dict[str, str] | None = None,
@@ -58,7 +65,7 @@ class ModelHttp:
         """A request for `send` (per-call headers and timeout; the pool's default timeout),
         no longer than the server's model timeout (`kbsql serve --model-timeout`)."""
         chosen = timeout if timeout is not None else self.timeout
-        limit = outbound.policy().timeout
+        limit = self.policy.timeout
         if limit:
             chosen = _at_most(chosen, limit)
         return self._pool().build_request(method, url, json=json, headers=headers, timeout=chosen)
@@ -67,8 +74,8 @@ class ModelHttp:
         """Send one model request over the pool: the single place every model call leaves
         the engine, after the outbound policy (`who` names the provider in its errors)."""
         url = str(request.url)
-        outbound.check(url, who)
-        with outbound.lane(url, who):
+        outbound.check(self.policy, url, who)
+        with self._lanes.lane(url, who):
             return self._pool().send(request)
 
     @contextmanager
@@ -76,8 +83,8 @@ class ModelHttp:
         """`send` with the body read as it arrives, holding the host's lane slot until the
         response is closed (on exit)."""
         url = str(request.url)
-        outbound.check(url, who)
-        with outbound.lane(url, who):
+        outbound.check(self.policy, url, who)
+        with self._lanes.lane(url, who):
             response = self._pool().send(request, stream=True)
             try:
                 yield response
@@ -96,12 +103,21 @@ class ModelHttp:
             raise outbound.unreachable(what, url) from exc
         if response.status_code >= 400:
             text = scrub_secret(response.text[:300], str(api_key) if api_key else None)
-            raise outbound.refused(what, url, response.status_code, text)
+            raise self.refused(what, url, response.status_code, text)
         try:
             return response.json()
         except ValueError as exc:
             raise ProviderError(f"{what} answered something that is not JSON at "
                                 f"{outbound.origin(url)}") from exc
+
+    def refused(self, who: str, url: str, status: int, detail: str) -> ProviderError:
+        """An error status from `url` as this engine shows it (`outbound.refused`: on a
+        confined server in kbsql's words, the provider's `detail` never shown)."""
+        return outbound.refused(who, url, status, detail, confined=self.policy.confined)
+
+    def call_timeout(self, default: float) -> float:
+        """The longest one model call may take: the engine's model timeout, else `default`."""
+        return self.policy.timeout or default
 
     def close(self) -> None:
         with self._lock:

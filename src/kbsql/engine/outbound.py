@@ -1,6 +1,6 @@
 """Where model calls may go, how many at once, how long each may take, and how a failure
-reads: the one check every outbound model call passes (embeddings, reranking and
-evaluation through `knowledge/remote.py`, agents through `agents/providers/base.py`).
+reads: the one check every outbound model call passes (embeddings, reranking, evaluation
+and agents alike leave through the engine's `ModelHttp`, engine/model_http.py).
 
 Why: a knowledge base's or an agent's `base_url` is chosen by whoever creates it. On a
 shared server that made the server a port scanner of its own network: any internal address
@@ -16,15 +16,20 @@ target's answer came back. So:
 - A failure to connect reads the same for a closed port, a timeout or an unreachable host
   (`unreachable`); on a confined server an error status is named in kbsql's words and the
   answer's body is never shown (`refused`).
-- `lane(url)`: at most `concurrency` calls in flight per model host; a call that finds its
+- `Lanes.lane(url)`: at most `concurrency` calls in flight per model host; a call that finds its
   lane full waits up to `queue_wait` seconds, then fails with `Busy` (503 + Retry-After).
-- `timeout`: the longest one model call may take (`kbsql serve --model-timeout`).
-- `transport()`: the same host rule again when the connection is made, on the address
+- `timeout`: the longest one model call may take (`kbsql serve --model-timeout`; applied by
+  `ModelHttp`).
+- `transport(policy)`: the same host rule again when the connection is made, on the address
   connected to. A name checked as public could resolve to 127.0.0.1 a moment later (DNS
   rebinding); the connection is made to an address checked at that moment.
 
-The policy is process-wide (`configure`): a server process serves one engine, and the
-providers are built from descriptors deep in the engine. Default: anything goes (embedded).
+The policy is per engine, never per process: each engine's one model client (`ModelHttp`,
+engine/model_http.py) holds its `Policy` and its `Lanes`, and every check here takes the
+policy it applies. Two engines in one process (a test server and a notebook's engine, two
+servers with different bounds) used to share one module-global policy, the last one
+configured silently applying to both. The functions here hold no state; `OPEN` (anything
+goes: an embedded engine) is the immutable default.
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ import socket
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -60,25 +65,8 @@ class Policy:
     flag_note: str = "kbsql serve --allow-model-host"
 
 
-@dataclass
-class _State:
-    policy: Policy = field(default_factory=Policy)
-    lanes: dict[str, threading.BoundedSemaphore] = field(default_factory=dict)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-
-_state = _State()
-
-
-def configure(policy: Policy) -> None:
-    """Set the process's policy (a server at start; tests)."""
-    with _state.lock:
-        _state.policy = policy
-        _state.lanes = {}
-
-
-def policy() -> Policy:
-    return _state.policy
+OPEN = Policy()
+"""Anything goes: an embedded engine's policy unless its config bounds model calls."""
 
 
 def origin(url: str) -> str:
@@ -104,13 +92,12 @@ def check_url(url: str, what: str = "base_url") -> None:
                                "appends the API path to it")
 
 
-def check(url: str, who: str) -> None:
-    """Refuse a call to `url` the policy does not allow (a `ProviderError` saying so)."""
+def check(current: Policy, url: str, who: str) -> None:
+    """Refuse a call to `url` that `current` does not allow (a `ProviderError` saying so)."""
     try:
         check_url(url)
     except InvalidParameter as exc:
         raise ProviderError(f"{who}: {exc.detail}") from None
-    current = _state.policy
     if current.allowed is None:
         return
     parts = urlsplit(url)
@@ -186,10 +173,11 @@ def unreachable(who: str, url: str) -> ProviderError:
                          "that the service is running")
 
 
-def refused(who: str, url: str, status: int, detail: str) -> ProviderError:
-    """An error status: on a confined server in kbsql's words only; otherwise with the
-    provider's own sentence (`detail`, already masked), which tells its user what to fix."""
-    if not _state.policy.confined:
+def refused(who: str, url: str, status: int, detail: str, *, confined: bool) -> ProviderError:
+    """An error status: on a confined server (`Policy.confined`) in kbsql's words only;
+    otherwise with the provider's own sentence (`detail`, already masked), which tells its
+    user what to fix."""
+    if not confined:
         return ProviderError(f"{who} at {origin(url)} answered HTTP {status}: {detail}")
     meaning = ("refused the API key" if status in (401, 403) else
                "does not know this model or path" if status == 404 else
@@ -198,38 +186,44 @@ def refused(who: str, url: str, status: int, detail: str) -> ProviderError:
     return ProviderError(f"{who} at {origin(url)} answered HTTP {status}: it {meaning}")
 
 
-@contextmanager
-def lane(url: str, who: str) -> Iterator[None]:
-    """A slot among the calls in flight to `url`'s host (see the module docstring)."""
-    current = _state.policy
-    key = origin(url)
-    with _state.lock:
-        slots = _state.lanes.get(key)
-        if slots is None:
-            slots = _state.lanes[key] = threading.BoundedSemaphore(current.concurrency)
-    if not slots.acquire(timeout=current.queue_wait):
-        raise Busy(f"{who}: {current.concurrency} calls to {key} are already running on this "
-                   "server; try again shortly", retry_after=max(1, round(current.queue_wait)))
-    try:
-        yield
-    finally:
-        slots.release()
+class Lanes:
+    """One engine's lanes: per model host, a slot among the calls in flight (see the module
+    docstring). Kept with the engine's client, so another engine's calls never take its slots."""
 
+    def __init__(self, policy: Policy):
+        self.policy = policy
+        self._slots: dict[str, threading.BoundedSemaphore] = {}
+        self._lock = threading.Lock()
 
-def call_timeout(default: float) -> float:
-    """The timeout of one model call: the policy's, else `default`."""
-    return _state.policy.timeout or default
+    @contextmanager
+    def lane(self, url: str, who: str) -> Iterator[None]:
+        current = self.policy
+        key = origin(url)
+        with self._lock:
+            slots = self._slots.get(key)
+            if slots is None:
+                slots = self._slots[key] = threading.BoundedSemaphore(current.concurrency)
+        if not slots.acquire(timeout=current.queue_wait):
+            raise Busy(f"{who}: {current.concurrency} calls to {key} are already running on this "
+                       "server; try again shortly", retry_after=max(1, round(current.queue_wait)))
+        try:
+            yield
+        finally:
+            slots.release()
 
 
 class _CheckedBackend(httpcore.SyncBackend):
-    """httpcore's socket backend, connecting only where the policy allows at that moment:
+    """httpcore's socket backend, connecting only where `policy` allows at that moment:
     a host not named by the operator is resolved here, every address must be public, and
     the connection goes to the address just checked (TLS still verifies the name)."""
+
+    def __init__(self, policy: Policy):
+        self.policy = policy
 
     def connect_tcp(self, host: str, port: int, timeout: float | None = None,
                     local_address: str | None = None,
                     socket_options: Iterable[Any] | None = None) -> httpcore.NetworkStream:
-        current = _state.policy
+        current = self.policy
         name = host.lower().strip("[]")
         if current.allowed is not None and not _named(current, name, port):
             address = _public_address(name, port) if ANY_PUBLIC in current.allowed else None
@@ -239,9 +233,9 @@ class _CheckedBackend(httpcore.SyncBackend):
         return super().connect_tcp(host, port, timeout, local_address, socket_options)
 
 
-def transport(**kwargs: Any) -> httpx.HTTPTransport:
-    """An httpx transport whose connections pass the policy when they are made (see
+def transport(policy: Policy, **kwargs: Any) -> httpx.HTTPTransport:
+    """An httpx transport whose connections pass `policy` when they are made (see
     `_CheckedBackend`); `kwargs` as for `httpx.HTTPTransport` (limits, ...)."""
     made = httpx.HTTPTransport(**kwargs)
-    made._pool._network_backend = _CheckedBackend()  # httpx takes no backend argument
+    made._pool._network_backend = _CheckedBackend(policy)  # httpx takes no backend argument
     return made

@@ -96,12 +96,19 @@ def openai_base(descriptor: dict[str, Any]) -> str:
 @dataclass
 class ProviderContext:
     """What the engine lends every provider it builds (the second argument of a provider
-    factory): the pooled outbound HTTP client, and `load_once` for what is costly to load
-    and safe to share (a local model's weights), kept for the engine's lifetime."""
+    factory): the pooled outbound HTTP client with the engine's outbound policy, and
+    `load_once` for what is costly to load and safe to share (a local model's weights),
+    kept for the engine's lifetime."""
 
     http: ModelHttp = field(default_factory=ModelHttp)
     _loaded: dict[str, Any] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def with_http(self, http: ModelHttp) -> ProviderContext:
+        """A context with this one's loaded models and another HTTP client: what two engines
+        of one process may share (the weights), keeping apart what they must not (each
+        engine's client carries its own outbound policy and is closed with that engine)."""
+        return ProviderContext(http=http, _loaded=self._loaded, _lock=self._lock)
 
     def load_once(self, key: str, load: Callable[[], T]) -> T:
         """`load()` the first time `key` is asked for, the same object after that."""

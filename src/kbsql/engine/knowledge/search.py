@@ -5,7 +5,8 @@ true top-k among the matching rows: the filter yields candidate ids first and FA
 only those (an IDSelector; exact on a flat index; an IVF index's candidates, or a small
 filtered subset, are scored exactly from the stored vectors), never a post-filtered short
 list. Result rows are always (id, chunk_id, chunk_content, metadata, relevance, distance),
-best first; distance is the cosine distance and, without a reranker, relevance = 1 / (1 + distance).
+best first; distance is the cosine distance and, without a reranker, relevance = 1 / (1 + distance)
+(a hybrid search's relevance is its fused score, see RRF_K).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from kbsql.engine.knowledge.embeddings import embed_query
 from kbsql.interface.errors import BadRequest
 
 DEFAULT_LIMIT = 10
@@ -25,16 +27,22 @@ DEFAULT_LIMIT = 10
 # than 0, unless defined otherwise in the WHERE clause" (MindsDB's reranker default is 0.0 too)
 RERANK_THRESHOLD = 0.0
 SEARCH_ATTEMPTS = 4  # index-then-rows reads redone when a concurrent write removed rows between
-# Hybrid search (see `fused`): cosine + w x (BM25 / best BM25), w = (1 - alpha) / alpha x
-# min(KEYWORD_MAX, KEYWORD_WEIGHT / terms^2), `terms` the query's distinct words that are not
-# stop words. The keyword score breaks near-ties between vector matches of a question (four
-# terms: w 0.044 at alpha 0.5) and leads for a lookup of one or two words (w 0.5, 0.175),
-# where the words are the point. Measured on every evaluation set (bench_retrieval.py,
-# results/retrieval.json); the blend it replaced (alpha / (2 - cosine) + (1 - alpha) x
-# scaled keyword) let the keyword side lead every question and lost 0.15 MRR on two of
-# three sets, and reciprocal rank fusion (k 10-60) won on one set and lost on another.
-KEYWORD_WEIGHT = 0.7
-KEYWORD_MAX = 0.5
+# Hybrid search (see `fused`): weighted reciprocal rank fusion of the vector ranking and the
+# keyword ranking (SQLite FTS5 BM25 locally, ts_rank_cd in pgvector): a row scores
+# alpha / (RRF_K + its vector rank) + w_k / (RRF_K + its keyword rank), w_k = (1 - alpha) x
+# max(KEYWORD_SHARE, KEYWORD_LEAD / terms), `terms` the query's distinct words that are not stop
+# words (the words the keyword side searches). Ranks, not scores, so BM25 and ts_rank_cd fuse
+# the same way whatever their scales. At alpha 0.5 a question (4+ terms) counts its keyword
+# ranking half as much as its vector ranking; a lookup of one word lets the keyword ranking lead
+# (two words: equal), the words being the point. RRF_K 5 (not the usual 60): only the first
+# ranks of each list should matter. Chosen on the tuning sets (bench_retrieval.py, results/
+# retrieval.json): it beats the vector search on all three, where equal-weight RRF (any k)
+# lost on stdlib and the cosine + weighted BM25 blend it replaced lost on tickets; it loses on
+# the held-out set, so hybrid search stays an option. Stop words are left out of the keyword
+# query (as PostgreSQL's english configuration does): with them every fusion tried did worse.
+RRF_K = 5
+KEYWORD_SHARE = 0.5
+KEYWORD_LEAD = 2.0
 WORD = re.compile(r"\w+", re.UNICODE)
 """A word of a keyword search (the local store and pgvector split text the same way)."""
 
@@ -132,34 +140,46 @@ def check_request(request: SearchRequest) -> None:
         raise BadRequest(f"hybrid_search_alpha must be between 0 and 1, not {request.alpha}")
 
 
-def _ranked(storage: SearchableStorage, query: np.ndarray, fetch: int,
-            request: SearchRequest) -> tuple[list[int], dict[int, float], dict[int, float]]:
+def _ranked(storage: SearchableStorage, query: np.ndarray, fetch: int, request: SearchRequest,
+            hybrid: bool) -> tuple[list[int], dict[int, float], dict[int, float]]:
     """(seqs best first, seq -> cosine similarity, seq -> ranking score) of one search."""
     scores, ids = storage.vector_top(query, fetch, request.filters)
     sims = dict(zip(ids.tolist(), scores.tolist(), strict=True))
     ranking = dict(sims)  # seq -> ranking score
-    if request.hybrid:
-        keyword = storage.keyword_top(request.query or "", fetch, request.filters)
+    if hybrid:
+        terms = keyword_terms(request.query or "")
+        keyword = storage.keyword_top(" ".join(terms), fetch, request.filters) if terms else {}
         missing = [s for s in keyword if s not in sims]
         sims.update(storage.similarities(query, missing))
-        ranking = fused(sims, keyword, request.query or "", float(request.alpha))
-    return sorted(ranking, key=lambda s: -ranking[s]), sims, ranking
+        ranking = fused(ids.tolist(), keyword, len(terms), float(request.alpha))
+        for seq in sims:
+            ranking.setdefault(seq, 0.0)
+    return sorted(ranking, key=lambda s: (-ranking[s], -sims[s])), sims, ranking
 
 
-def keyword_weight(query: str, alpha: float) -> float:
-    """w of `fused` for this query text (see KEYWORD_WEIGHT)."""
-    terms = {w.lower() for w in WORD.findall(query)} - STOP_WORDS
-    return (1.0 - alpha) / alpha * min(KEYWORD_MAX, KEYWORD_WEIGHT / max(1, len(terms)) ** 2)
+def keyword_terms(query: str) -> list[str]:
+    """The words a hybrid search's keyword side looks for: the query's distinct words, stop
+    words left out, in order."""
+    return list(dict.fromkeys(w for w in WORD.findall(query) if w.lower() not in STOP_WORDS))
 
 
-def fused(sims: dict[int, float], keyword: dict[int, float], query: str, alpha: float) -> dict[int, float]:
-    """Each row's hybrid score on the cosine's scale ([-1, 1], 1 best): the cosine plus the
-    weighted keyword score, over 1 + the weight. alpha = 1 gives the cosine itself (a plain
-    vector search); alpha = 0 the keyword score, the cosine breaking its ties."""
-    if alpha <= 0:
-        return {s: (keyword.get(s, 0.0) + 1e-3 * sim) / (1 + 1e-3) for s, sim in sims.items()}
-    weight = keyword_weight(query, alpha)
-    return {s: (sim + weight * keyword.get(s, 0.0)) / (1 + weight) for s, sim in sims.items()}
+def weights(terms: int, alpha: float) -> tuple[float, float]:
+    """(vector, keyword) weights of `fused` (see RRF_K)."""
+    return alpha, (1.0 - alpha) * max(KEYWORD_SHARE, KEYWORD_LEAD / max(1, terms))
+
+
+def fused(vector: list[int], keyword: dict[int, float], terms: int, alpha: float) -> dict[int, float]:
+    """Each row's weighted reciprocal rank fusion score over 1 / (RRF_K + 1) x the weights' sum,
+    so 1 is a row first in both rankings and 0 one in neither. `vector`: keys best first;
+    `keyword`: key -> score (the ranking is its order, best first)."""
+    w_vector, w_keyword = weights(terms, alpha)
+    scale = (w_vector + w_keyword) / (RRF_K + 1)
+    out: dict[int, float] = {}
+    for rank, seq in enumerate(vector, 1):
+        out[seq] = out.get(seq, 0.0) + w_vector / (RRF_K + rank) / scale
+    for rank, seq in enumerate(sorted(keyword, key=lambda s: -keyword[s]), 1):
+        out[seq] = out.get(seq, 0.0) + w_keyword / (RRF_K + rank) / scale
+    return out
 
 
 def search(storage: SearchableStorage, embedder: Any, reranker: Any,
@@ -172,16 +192,18 @@ def search(storage: SearchableStorage, embedder: Any, reranker: Any,
     limit = DEFAULT_LIMIT if request.limit is None else int(request.limit)
     if limit == 0:
         return []
-    query = embedder.embed([request.query])[0]
+    query = embed_query(embedder, request.query)
     use_reranker = reranker is not None and request.rerank
-    fetch = max(limit, 50) if (request.hybrid or use_reranker) else limit
+    # alpha = 1 weighs the vector ranking alone: the plain search, with its relevance
+    hybrid = request.hybrid and float(request.alpha) < 1.0
+    fetch = max(limit, 50) if (hybrid or use_reranker) else limit
     # The index and the rows are read one after the other: a writer committing in between
     # (another thread or process upserting) can remove rows the index still returned. Then
     # the index is synced again and the search redone, so the rows come from one state;
     # should writers keep winning, the last attempt keeps only the rows still there.
     for attempt in range(SEARCH_ATTEMPTS):
         storage.sync()
-        order, sims, ranking = _ranked(storage, query, fetch, request)
+        order, sims, ranking = _ranked(storage, query, fetch, request, hybrid)
         rows = storage.load_rows(order)
         if len(rows) == len(order) or attempt == SEARCH_ATTEMPTS - 1:
             break
@@ -191,8 +213,8 @@ def search(storage: SearchableStorage, embedder: Any, reranker: Any,
             continue
         doc_id, chunk_id, content, metadata = rows[seq]
         distance = float(1.0 - sims[seq])
-        # hybrid: the fused score in place of the cosine, so alpha = 1 is a plain search
-        relevance = 1.0 / (2.0 - ranking[seq]) if request.hybrid else 1.0 / (1.0 + distance)
+        # hybrid: the fused score (0..1) in place of the cosine's 1 / (1 + distance)
+        relevance = ranking[seq] if hybrid else 1.0 / (1.0 + distance)
         out.append([doc_id, chunk_id, content, json.loads(metadata), relevance, distance])
     floor = request.min_relevance
     if use_reranker:

@@ -179,7 +179,7 @@ class HttpProvider:
 
     def timeout(self, control: RunControl | None) -> httpx.Timeout:
         budget = max(0.5, control.remaining()) if control is not None else 30.0
-        budget = min(budget, outbound.call_timeout(budget))
+        budget = min(budget, self.http.call_timeout(budget))
         return httpx.Timeout(budget, connect=min(self.connect_timeout, budget))
 
     def headers(self) -> dict[str, str]:
@@ -203,7 +203,7 @@ class HttpProvider:
         if missing is not None and response.status_code == 404:
             raise self.fail(missing)
         if response.status_code >= 400:
-            raise outbound.refused(self.who, self.base_url + path, response.status_code,
+            raise self.http.refused(self.who, self.base_url + path, response.status_code,
                                    f"{what} refused: {scrub_secret(error_text(response), self.api_key)}")
         return response
 
@@ -219,7 +219,7 @@ class HttpProvider:
             with self.http.stream(request, who=self.who) as response:
                 if response.status_code >= 400:
                     response.read()
-                    raise outbound.refused(self.who, url, response.status_code,
+                    raise self.http.refused(self.who, url, response.status_code,
                                            scrub_secret(error_text(response), self.api_key))
                 with control.attach(response):
                     yield response
