@@ -7,7 +7,11 @@ from __future__ import annotations
 
 import threading
 
+import numpy as np
+
 from kbsql.engine import Engine
+from kbsql.engine.knowledge.embeddings import HashEmbedder
+from kbsql.engine.knowledge.search import SearchRequest, search
 from tests.knowledge.conftest import HASH_MODEL
 
 DOCS = 200
@@ -57,3 +61,28 @@ def test_search_while_upserting_in_other_threads(kb_engine: Engine) -> None:
     assert len(answers) >= 10 and set(answers) == {5}  # every search saw a whole state: 200 docs
     final = kb_engine.query("SELECT id FROM kb")
     assert sorted(int(r[0]) for r in final.data) == list(range(DOCS))
+
+
+class _RowRemovedMidSearch:
+    """A storage where a writer removes row 3 between the keyword read and the vector read."""
+
+    def sync(self) -> None: ...
+
+    def vector_top(self, query: np.ndarray, k: int, filters: object) -> tuple[np.ndarray, np.ndarray]:
+        return np.array([0.9, 0.5], np.float32), np.array([1, 2], np.int64)
+
+    def keyword_top(self, text: str, k: int, filters: object) -> dict[int, float]:
+        return {3: 1.0, 2: 0.5}
+
+    def similarities(self, query: np.ndarray, keys: list[int]) -> dict[int, float]:
+        return {}  # row 3 is gone by now
+
+    def load_rows(self, keys: list[int]) -> dict[int, tuple[object, ...]]:
+        return {k: (str(k), f"{k}:0", f"text {k}", "{}") for k in keys if k != 3}
+
+
+def test_a_hybrid_search_answers_when_a_keyword_match_is_removed_mid_search() -> None:
+    """Was a KeyError (a 500) from the hybrid ranking: the keyword side's row had no vector."""
+    request = SearchRequest(query="rivers", hybrid=True, limit=5)
+    rows = search(_RowRemovedMidSearch(), HashEmbedder(8), None, request)
+    assert [r[0] for r in rows] == ["2", "1"]  # matched by both rankings, then the vector's first

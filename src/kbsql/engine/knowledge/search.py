@@ -151,6 +151,8 @@ def _ranked(storage: SearchableStorage, query: np.ndarray, fetch: int, request: 
         keyword = storage.keyword_top(" ".join(terms), fetch, request.filters) if terms else {}
         missing = [s for s in keyword if s not in sims]
         sims.update(storage.similarities(query, missing))
+        # a row a concurrent writer removed after the keyword read has no vector: it is gone
+        keyword = {s: score for s, score in keyword.items() if s in sims}
         ranking = fused(ids.tolist(), keyword, len(terms), float(request.alpha))
         for seq in sims:
             ranking.setdefault(seq, 0.0)
