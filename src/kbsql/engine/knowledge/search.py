@@ -6,7 +6,7 @@ only those (an IDSelector; exact on a flat index; an IVF index's candidates, or 
 filtered subset, are scored exactly from the stored vectors), never a post-filtered short
 list. Result rows are always (id, chunk_id, chunk_content, metadata, relevance, distance),
 best first; distance is the cosine distance and, without a reranker, relevance = 1 / (1 + distance)
-(a hybrid search's relevance is its fused score, see RRF_K).
+(a hybrid search's relevance: `hybrid_relevance`; its order: `fused`).
 """
 
 from __future__ import annotations
@@ -142,10 +142,12 @@ def check_request(request: SearchRequest) -> None:
 
 def _ranked(storage: SearchableStorage, query: np.ndarray, fetch: int, request: SearchRequest,
             hybrid: bool) -> tuple[list[int], dict[int, float], dict[int, float]]:
-    """(seqs best first, seq -> cosine similarity, seq -> ranking score) of one search."""
+    """(seqs best first, seq -> cosine similarity, seq -> keyword score on 0..1, empty
+    unless hybrid) of one search."""
     scores, ids = storage.vector_top(query, fetch, request.filters)
     sims = dict(zip(ids.tolist(), scores.tolist(), strict=True))
     ranking = dict(sims)  # seq -> ranking score
+    keyword: dict[int, float] = {}
     if hybrid:
         terms = keyword_terms(request.query or "")
         keyword = storage.keyword_top(" ".join(terms), fetch, request.filters) if terms else {}
@@ -156,7 +158,7 @@ def _ranked(storage: SearchableStorage, query: np.ndarray, fetch: int, request: 
         ranking = fused(ids.tolist(), keyword, len(terms), float(request.alpha))
         for seq in sims:
             ranking.setdefault(seq, 0.0)
-    return sorted(ranking, key=lambda s: (-ranking[s], -sims[s])), sims, ranking
+    return sorted(ranking, key=lambda s: (-ranking[s], -sims[s])), sims, keyword
 
 
 def keyword_terms(query: str) -> list[str]:
@@ -184,6 +186,15 @@ def fused(vector: list[int], keyword: dict[int, float], terms: int, alpha: float
     return out
 
 
+def hybrid_relevance(vector_relevance: float, keyword_score: float, alpha: float) -> float:
+    """A hybrid search row's `relevance`, as MindsDB documents it: the weighted average
+    (alpha: the vector side) of its embedding relevance (1 / (1 + distance)) and its keyword
+    score (BM25 or ts_rank_cd over the best one's, 0..1). It says how well the row matches,
+    so `relevance >= x` keeps its meaning under hybrid search; the rows' order is the
+    fused ranking (`fused`), which is what decides which rows come first."""
+    return alpha * vector_relevance + (1.0 - alpha) * keyword_score
+
+
 def search(storage: SearchableStorage, embedder: Any, reranker: Any,
            request: SearchRequest) -> list[list[Any]]:
     """Semantic (optionally hybrid, optionally reranked) search over any storage (see
@@ -205,7 +216,7 @@ def search(storage: SearchableStorage, embedder: Any, reranker: Any,
     # should writers keep winning, the last attempt keeps only the rows still there.
     for attempt in range(SEARCH_ATTEMPTS):
         storage.sync()
-        order, sims, ranking = _ranked(storage, query, fetch, request, hybrid)
+        order, sims, keyword = _ranked(storage, query, fetch, request, hybrid)
         rows = storage.load_rows(order)
         if len(rows) == len(order) or attempt == SEARCH_ATTEMPTS - 1:
             break
@@ -215,8 +226,9 @@ def search(storage: SearchableStorage, embedder: Any, reranker: Any,
             continue
         doc_id, chunk_id, content, metadata = rows[seq]
         distance = float(1.0 - sims[seq])
-        # hybrid: the fused score (0..1) in place of the cosine's 1 / (1 + distance)
-        relevance = ranking[seq] if hybrid else 1.0 / (1.0 + distance)
+        relevance = 1.0 / (1.0 + distance)
+        if hybrid:  # MindsDB's hybrid relevance (see hybrid_relevance); the order stays the fused one
+            relevance = hybrid_relevance(relevance, keyword.get(seq, 0.0), float(request.alpha))
         out.append([doc_id, chunk_id, content, json.loads(metadata), relevance, distance])
     floor = request.min_relevance
     if use_reranker:
