@@ -47,6 +47,7 @@ from retrieval import corpora
 from kbsql.engine import Engine
 from kbsql.engine.knowledge import minilm
 from kbsql.engine.providers import ModelProviders, ProviderContext
+from kbsql.interface.literals import quote_literal
 
 SEARCH_LIMIT = 30  # chunks asked for: enough to rank 5 distinct documents
 TOLERANCE = 0.005  # the default model's largest allowed loss against fp32 (recall@5, MRR)
@@ -158,10 +159,6 @@ def engine_with(model: Any, folder: Path) -> Engine:
     return Engine(folder, models=ModelProviders(context))
 
 
-def sql_dict(descriptor: dict[str, str]) -> str:
-    return "{" + ", ".join(f"{quote(k)}: {quote(v)}" for k, v in descriptor.items()) + "}"
-
-
 def rank_documents(engine: Engine, kb: str, question: str, options: str) -> list[str]:
     result = engine.query(f"SELECT id FROM {kb} WHERE content = {quote(question)}{options} "
                           f"LIMIT {SEARCH_LIMIT}")
@@ -218,7 +215,7 @@ def run(configs: list[str], sets: list[str], smoke: bool, cache: Path | None = N
         for model_name, model_configs in by_model.items():
             model = MODELS[model_name][1]()
             descriptor = getattr(model, "descriptor", None)
-            using = f" USING embedding_model = {sql_dict(descriptor)}" if descriptor else ""
+            using = f" USING embedding_model = {quote_literal(descriptor)}" if descriptor else ""
             if cache and not descriptor:
                 model = CachedModel(model, model_name, cache)
             folder = Path(tmp) / model_name
