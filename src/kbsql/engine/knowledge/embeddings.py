@@ -55,11 +55,15 @@ class Embedder(Protocol):
     def check(self) -> None: ...
 
 
-def embed_query(embedder: Any, text: str) -> np.ndarray:
-    """The vector of a search's text: `embed_query` where the embedder has one (a model
+def query_encoder(embedder: Any) -> Any:
+    """What embeds a search's text: `embed_query` where the embedder has one (a model
     trained with a query prefix, e5), else `embed`."""
-    embed = getattr(embedder, "embed_query", None) or embedder.embed
-    return np.asarray(embed([text])[0], dtype=np.float32)
+    return getattr(embedder, "embed_query", None) or embedder.embed
+
+
+def embed_query(embedder: Any, text: str) -> np.ndarray:
+    """The vector of a search's text (`query_encoder`)."""
+    return np.asarray(query_encoder(embedder)([text])[0], dtype=np.float32)
 
 
 def normalize(vectors: np.ndarray) -> np.ndarray:
@@ -235,8 +239,7 @@ class CheckedEmbedder:
         return checked(self, self.inner.embed(texts), len(texts))
 
     def embed_query(self, texts: list[str]) -> np.ndarray:
-        embed = getattr(self.inner, "embed_query", None) or self.inner.embed
-        return checked(self, embed(texts), len(texts))
+        return checked(self, query_encoder(self.inner)(texts), len(texts))
 
     def check(self) -> None:
         self.inner.check()
