@@ -91,7 +91,7 @@ def test_each_engine_calls_only_its_own_model_hosts(tmp_path: Path, fakes: tuple
         assert a_calls >= 1 and b_calls >= 1
 
         refused = sql_error(a, f"CREATE KNOWLEDGE_BASE other USING embedding_model = {embedding(b_fake)}")
-        assert f"model calls to {host_of(b_fake.url)} are not allowed" in refused
+        assert f"model calls to {host_of(b_fake.url)} are not allowed on this server" in refused
         refused = sql_error(b, f"CREATE KNOWLEDGE_BASE other USING embedding_model = {embedding(a_fake)}")
         assert f"model calls to {host_of(a_fake.url)} are not allowed" in refused
         assert (a_fake.embed_calls, b_fake.embed_calls) == (a_calls, b_calls)  # nothing was sent
@@ -160,3 +160,20 @@ def test_two_engines_inserting_at_once_each_keep_their_own_lane_limit(
     finally:
         a.close()
         b.close()
+
+
+def test_an_embedded_engine_says_where_its_bounds_are_set(tmp_path: Path,
+                                                          fakes: tuple[FakeProvider, FakeProvider]) -> None:
+    """Bounds from an embedded engine's own config: the refusal names the engine and its
+    config, not a server and a flag the user never started."""
+    a_fake, b_fake = fakes
+    config = EngineConfig.load(tmp_path / "e")
+    config.allowed_model_hosts = (host_of(a_fake.url),)
+    eng = Engine(config=config)
+    try:
+        refused = sql_error(eng, f"CREATE KNOWLEDGE_BASE kb USING embedding_model = {embedding(b_fake)}")
+        assert f"model calls to {host_of(b_fake.url)} are not allowed in this engine" in refused
+        assert "EngineConfig.allowed_model_hosts" in refused and "server" not in refused
+        assert b_fake.embed_calls == 0
+    finally:
+        eng.close()

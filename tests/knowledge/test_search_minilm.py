@@ -152,6 +152,15 @@ def test_hybrid_search_brings_exact_keywords_up(docs_engine: Engine) -> None:
         assert [r["relevance"] for r in vector_only] == pytest.approx([r["relevance"] for r in plain])
 
 
+def test_hybrid_keywords_are_distinct_words_whatever_their_case() -> None:
+    """Both keyword indexes match words case-insensitively, so "Loop loop" is one term: counted
+    twice it would weigh double in BM25 and shift the keyword side's weight (`weights`)."""
+    from kbsql.engine.knowledge.search import keyword_terms, weights
+
+    assert keyword_terms("Loop loop LOOP: how do I break out of the loop?") == ["Loop", "break"]
+    assert weights(len(keyword_terms("Garbage garbage collection")), 0.5) == weights(2, 0.5)
+
+
 def test_upsert_replaces_a_document_and_delete_removes_it(tmp_path: Path, minilm, topics) -> None:
     with Engine(tmp_path / "e") as eng:
         sql(eng, "CREATE KNOWLEDGE_BASE kb")

@@ -136,7 +136,8 @@ class Engine(FileTables, UploadedFiles, Databases, KnowledgeBaseEditing, Knowled
                                timeout=c.model_timeout or None,
                                concurrency=c.model_concurrency or outbound.DEFAULT_CONCURRENCY,
                                flag_note=("kbsql serve --allow-model-host" if c.served
-                                          else "EngineConfig.allowed_model_hosts"))
+                                          else "EngineConfig.allowed_model_hosts"),
+                               place="on this server" if c.served else "in this engine")
 
     def _frames(self, place: str = "frames") -> FrameStore:
         """Registered DataFrames (`place` "frames") or the pages of uploaded files

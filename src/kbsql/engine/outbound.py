@@ -63,6 +63,7 @@ class Policy:
     concurrency: int = DEFAULT_CONCURRENCY
     queue_wait: float = DEFAULT_QUEUE_WAIT_S
     flag_note: str = "kbsql serve --allow-model-host"
+    place: str = "on this server"  # where the bounds hold, as messages say it
 
 
 OPEN = Policy()
@@ -105,7 +106,7 @@ def check(current: Policy, url: str, who: str) -> None:
     port = parts.port or (443 if parts.scheme == "https" else 80)
     if _named(current, host, port) or (ANY_PUBLIC in current.allowed and _all_public(host, port)):
         return
-    raise ProviderError(f"{who}: model calls to {_shown(host)}:{port} are not allowed on this server "
+    raise ProviderError(f"{who}: model calls to {_shown(host)}:{port} are not allowed {current.place} "
                         f"(the operator allows hosts with {current.flag_note})")
 
 
@@ -204,8 +205,8 @@ class Lanes:
             if slots is None:
                 slots = self._slots[key] = threading.BoundedSemaphore(current.concurrency)
         if not slots.acquire(timeout=current.queue_wait):
-            raise Busy(f"{who}: {current.concurrency} calls to {key} are already running on this "
-                       "server; try again shortly", retry_after=max(1, round(current.queue_wait)))
+            raise Busy(f"{who}: {current.concurrency} calls to {key} are already running "
+                       f"{current.place}; try again shortly", retry_after=max(1, round(current.queue_wait)))
         try:
             yield
         finally:

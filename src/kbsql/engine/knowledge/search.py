@@ -163,8 +163,15 @@ def _ranked(storage: SearchableStorage, query: np.ndarray, fetch: int, request: 
 
 def keyword_terms(query: str) -> list[str]:
     """The words a hybrid search's keyword side looks for: the query's distinct words, stop
-    words left out, in order."""
-    return list(dict.fromkeys(w for w in WORD.findall(query) if w.lower() not in STOP_WORDS))
+    words left out, in order. Distinct regardless of case, as both keyword indexes match
+    (FTS5's unicode61, PostgreSQL's tsvector): "Loop loop" is one term, not one counted twice
+    and weighing as two in `weights`."""
+    distinct: dict[str, str] = {}
+    for word in WORD.findall(query):
+        key = word.lower()
+        if key not in STOP_WORDS:
+            distinct.setdefault(key, word)
+    return list(distinct.values())
 
 
 def weights(terms: int, alpha: float) -> tuple[float, float]:
