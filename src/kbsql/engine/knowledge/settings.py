@@ -7,7 +7,8 @@ corpus (benchmarks/bench_vs_chroma.py, curve in benchmarks/results/vs_chroma.jso
 
 - `nprobe`: IVF cells visited per query. More is slower and closer to exact.
 - `rerank`: candidates per requested row re-scored exactly from the stored vectors.
-- `nlist`: IVF cells (0 = automatic, 2 sqrt(rows), re-chosen as the rows grow).
+- `nlist`: IVF cells (0 = automatic, 4 sqrt(rows), re-chosen as the rows grow; index.auto_nlist
+  says why with nprobe 48).
 - `threshold`: rows from which the index is IVF rather than exact (0 = the default, 20,000).
 
 They live in `index_settings.json` beside the index: the knowledge base's own files, so a
@@ -24,7 +25,7 @@ from typing import Any
 
 from kbsql.interface.errors import BadRequest
 
-NPROBE = 32
+NPROBE = 48  # with 4 sqrt(N) cells (index.auto_nlist: the measurements)
 RERANK = 2
 _LIMITS = {"nprobe": (1, 65536), "rerank": (1, 1000), "nlist": (0, 1 << 20), "threshold": (0, 1 << 40)}
 
