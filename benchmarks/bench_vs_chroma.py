@@ -118,8 +118,9 @@ def kbsql_child(phase: str, folder: Path, docs: int, batch: int, work: Path) -> 
     if phase == "open":
         return out
     handle = eng.knowledge.handle(record)
-    out["index"] = {"kind": handle.index.kind, "nlist": getattr(handle.index.index, "nlist", None),
-                    **handle.index.settings.as_dict()}
+    # the settings (nlist 0: automatic) and the cells the index really has
+    out["index"] = {**handle.index.settings.as_dict(), "kind": handle.index.kind,
+                    "cells": getattr(handle.index.index, "nlist", None)}
 
     def timed(fn, items):
         for item in items[:20]:

@@ -73,3 +73,21 @@ def test_the_question_sets_are_large_and_name_real_answers(bench_retrieval) -> N
             total += 1
     assert total >= 150
     assert len({q.corpus for q in corpora.questions("heldout")}) == 3
+
+
+@pytest.mark.parametrize("name", ["vs_chroma.json", "vs_chroma_1000k.json"])
+def test_index_results_were_measured_with_the_shipped_index_defaults(name: str) -> None:
+    """The committed comparisons with Chroma searched an index built and probed as a user's
+    is: the default nprobe and rerank, cells chosen by the automatic rule."""
+    from kbsql.engine.knowledge.settings import IndexSettings
+
+    from kbsql.engine.knowledge.index import RETRAIN_GROWTH, auto_nlist
+
+    report = json.loads((RESULTS / name).read_text())
+    index = report["kbsql"]["search"]["index"]
+    shipped = IndexSettings().as_dict()
+    assert {k: index[k] for k in shipped} == shipped
+    assert index["kind"] == "ivf"
+    if "cells" in index:  # trained at some size between the last retrain and now
+        docs = report["workload"]["docs"]
+        assert auto_nlist(docs // RETRAIN_GROWTH) <= index["cells"] <= auto_nlist(docs)
