@@ -30,7 +30,7 @@ averaged over queries. `search.unfiltered` applies it to the service call over a
 `--queries`; `search.sql_unfiltered` to the SQL route (`SELECT id FROM dups WHERE content =
 ... LIMIT 10`) over the first 100 queries, as the harness searches. The two routes return
 the same rows (one search function); what moved the figures apart is the workload: the
-harness's 0.942 came from its own 100 queries and vectors, this script's 0.994 from the
+harness's 0.942 came from its own 100 queries and vectors, this script's (0.99+) from the
 queries of neardup.py.
 
 Targets (issues 17, 24): tie-aware recall@10 >= 0.97 at 100k (>= 0.95 at 1M); kbsql search

@@ -79,9 +79,8 @@ def test_the_question_sets_are_large_and_name_real_answers(bench_retrieval) -> N
 def test_index_results_were_measured_with_the_shipped_index_defaults(name: str) -> None:
     """The committed comparisons with Chroma searched an index built and probed as a user's
     is: the default nprobe and rerank, cells chosen by the automatic rule."""
-    from kbsql.engine.knowledge.settings import IndexSettings
-
     from kbsql.engine.knowledge.index import RETRAIN_GROWTH, auto_nlist
+    from kbsql.engine.knowledge.settings import IndexSettings
 
     report = json.loads((RESULTS / name).read_text())
     index = report["kbsql"]["search"]["index"]

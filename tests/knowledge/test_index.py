@@ -129,3 +129,29 @@ def test_delete_refuses_search_terms_and_keeps_rows(engine: Engine) -> None:
     assert sql(engine, "DELETE FROM kb WHERE id IN (1, 2, 3) AND tag = 't1'").affected_rows == 1
     got = table(engine, "SELECT content FROM kb WHERE id = 4")
     assert [r["content"] for r in got] == [_rows(20)[4]["content"]]
+
+
+def test_ivf_cells_are_trained_on_rows_from_oldest_to_newest() -> None:
+    """A retrain comes when the rows double: a sample of the oldest rows only would train the
+    cells on the half the index already had, and new topics would crowd a few cells."""
+    import numpy as np
+
+    class Rows:  # the store's batched read, rows 0..n-1 whose vector's first value is its position
+        def __init__(self, n: int):
+            self.n = n
+
+        def vectors_after(self, seq: int, dim: int, batch: int = 4096):
+            for start in range(0, self.n, batch):
+                count = min(batch, self.n - start)
+                vectors = np.zeros((count, dim), np.float32)
+                vectors[:, 0] = np.arange(start, start + count)
+                yield np.arange(start, start + count), vectors
+
+    index = object.__new__(index_mod.VectorIndex)
+    for live, size in ((100_000, 50_560), (60_000, 39_160), (1_000, 5_000), (7, 3)):
+        index.store = Rows(live)
+        sample = index._training_sample(4, live, size)
+        positions = sample[:, 0]
+        assert len(sample) == min(size, live)
+        assert len(np.unique(positions)) == len(sample)  # no row twice
+        assert positions.min() == 0 and positions.max() >= live - live / len(sample) - 1  # to the newest

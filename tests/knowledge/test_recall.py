@@ -10,6 +10,7 @@ scored 0.86 on this corpus."""
 from __future__ import annotations
 
 import importlib.util
+import json
 from pathlib import Path
 
 import numpy as np
@@ -99,3 +100,11 @@ def test_create_index_sets_the_knobs_and_refuses_unknown_ones(near_duplicate_kb)
     with Engine(eng.data_dir) as other:  # the settings are the knowledge base's, on disk
         rec = other.catalog.knowledge_base("mindsdb", "dups")
         assert other.knowledge.handle(rec).index.settings.nprobe == NPROBE
+    # only what a statement set is kept: the rest follows the defaults of the code reading
+    # it (re-measured defaults reach knowledge bases that never chose), DROP keeps nothing
+    saved = index.path.with_name("index_settings.json")
+    sql(eng, "CREATE INDEX ON KNOWLEDGE_BASE dups WITH (REranK = 3)")
+    assert json.loads(saved.read_text()) == {"rerank": 3}
+    assert (index.settings.nprobe, index.settings.rerank) == (NPROBE, 3)
+    sql(eng, "DROP INDEX ON KNOWLEDGE_BASE dups")
+    assert json.loads(saved.read_text()) == {}

@@ -131,7 +131,7 @@ class LocalStorage:
             raise ReadOnlyData()
         settings = IndexSettings.from_params(params)
         with self.index.lock:
-            settings.save(self.index.path.with_name("index_settings.json"))
+            settings.save(self.index.path.with_name("index_settings.json"), given=params)
             self.index.settings = settings
             self.index.rebuild()
         return settings.as_dict()

@@ -165,7 +165,8 @@ def keyword_terms(query: str) -> list[str]:
     """The words a hybrid search's keyword side looks for: the query's distinct words, stop
     words left out, in order. Distinct regardless of case, as both keyword indexes match
     (FTS5's unicode61, PostgreSQL's tsvector): "Loop loop" is one term, not one counted twice
-    and weighing as two in `weights`."""
+    and weighing as two in `weights`. Only case is folded here: forms the indexes merge by
+    stem or accent ("loop" and "loops", "cafe" and "café") stay separate terms."""
     distinct: dict[str, str] = {}
     for word in WORD.findall(query):
         key = word.lower()
