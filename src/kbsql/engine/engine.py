@@ -135,9 +135,7 @@ class Engine(FileTables, UploadedFiles, Databases, KnowledgeBaseEditing, Knowled
         return outbound.Policy(allowed=allowed, confined=allowed is not None,
                                timeout=c.model_timeout or None,
                                concurrency=c.model_concurrency or outbound.DEFAULT_CONCURRENCY,
-                               flag_note=("kbsql serve --allow-model-host" if c.served
-                                          else "EngineConfig.allowed_model_hosts"),
-                               place="on this server" if c.served else "in this engine")
+                               served=c.served)
 
     def _frames(self, place: str = "frames") -> FrameStore:
         """Registered DataFrames (`place` "frames") or the pages of uploaded files

@@ -62,8 +62,17 @@ class Policy:
     timeout: float | None = None
     concurrency: int = DEFAULT_CONCURRENCY
     queue_wait: float = DEFAULT_QUEUE_WAIT_S
-    flag_note: str = "kbsql serve --allow-model-host"
-    place: str = "on this server"  # where the bounds hold, as messages say it
+    served: bool = True  # set by `kbsql serve`'s flags, else by an embedded engine's config
+
+    @property
+    def flag_note(self) -> str:
+        """Where the operator allows hosts, as a refusal names it."""
+        return "kbsql serve --allow-model-host" if self.served else "EngineConfig.allowed_model_hosts"
+
+    @property
+    def place(self) -> str:
+        """Where the bounds hold, as messages say it."""
+        return "on this server" if self.served else "in this engine"
 
 
 OPEN = Policy()

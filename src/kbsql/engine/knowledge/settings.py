@@ -70,14 +70,14 @@ class IndexSettings:
         range are refused (a typo must not silently leave the default in place)."""
         return cls(**integer_params(params, _LIMITS, asdict(base or cls())))
 
-    def save(self, path: Path, given: Iterable[str] | None = None) -> None:
+    def save(self, path: Path, given: Iterable[str]) -> None:
         """Temp file + os.replace (a reader sees old or new); private like the other data files.
-        Only the parameters a statement gave (`given`, names; None: all) are written: the others
+        Only the parameters a statement gave (`given`, names) are written: the others
         follow the defaults of the code that reads the file, so a default re-measured later
         (nprobe 32 -> 48 with issue 24) reaches every knowledge base that never set it, and
         `DROP INDEX` (no parameters) really restores the defaults rather than freezing them."""
         values = asdict(self)
-        keep = values if given is None else {k: values[k] for k in {str(g).lower() for g in given}}
+        keep = {k: values[k] for k in {str(g).lower() for g in given}}
         tmp = path.with_suffix(".tmp")
         with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
             f.write(json.dumps(keep))
