@@ -207,7 +207,7 @@ def parse_config(name: str) -> tuple[str, str, str | None]:
 def run(configs: list[str], sets: list[str], smoke: bool, cache: Path | None = None) -> dict[str, Any]:
     questions = {s: corpora.questions(s) for s in sets}
     if smoke:
-        questions = {s: qs[:4] for s, qs in questions.items()}
+        questions = {s: qs[:3] for s, qs in questions.items()}
     needed = sorted({q.corpus for qs in questions.values() for q in qs})
     by_model: dict[str, list[str]] = {}
     for config in configs:
@@ -227,7 +227,7 @@ def run(configs: list[str], sets: list[str], smoke: bool, cache: Path | None = N
                 for corpus_name in needed:
                     rows = corpora.corpus(corpus_name).rows
                     if smoke:
-                        rows = rows[:40]
+                        rows = rows[:12]
                     kb = f"{corpus_name}_{model_name}".replace("-", "_")
                     engine.query(f"CREATE KNOWLEDGE_BASE {kb}{using}")
                     start = time.perf_counter()
@@ -280,7 +280,7 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--configs", default=",".join(DEFAULT_CONFIGS))
     parser.add_argument("--sets", default="all")
-    parser.add_argument("--smoke", action="store_true", help="4 questions a set, 40 documents a corpus")
+    parser.add_argument("--smoke", action="store_true", help="3 questions a set, 12 documents a corpus")
     parser.add_argument("--cache", type=Path, help="keep each model's vectors here across runs "
                         "(exploration only: the ingest seconds then mean nothing)")
     args = parser.parse_args()

@@ -33,7 +33,23 @@ def free_port() -> int:
 
 
 @pytest.fixture
-def jupyterlab(tmp_path: Path) -> Iterator[tuple[str, str, Path]]:
+def one_at_a_time(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """At most one JupyterLab + Chromium test runs at once, across pytest-xdist's workers (a
+    lock file in the run's shared temp folder): two of them side by side on 2 cores starve
+    each other's page past its timeouts, while beside any other test they keep their pace."""
+    import fcntl
+
+    path = tmp_path_factory.getbasetemp().parent / "kbsql-browser-tests.lock"
+    with path.open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+@pytest.fixture
+def jupyterlab(tmp_path: Path, one_at_a_time: None) -> Iterator[tuple[str, str, Path]]:
     """JupyterLab on a free loopback port with a random token; yields (url, token, root)."""
     root = tmp_path / "root"
     root.mkdir()
@@ -82,7 +98,7 @@ def jupyterlab(tmp_path: Path) -> Iterator[tuple[str, str, Path]]:
 
 
 @pytest.fixture
-def browser_page():
+def browser_page(one_at_a_time: None):
     """A fresh page in headless Debian Chromium (Playwright never downloads its own), 1280x800."""
     if not Path(CHROMIUM).exists():
         pytest.skip(f"{CHROMIUM} is absent (Debian: apt-get install chromium)")

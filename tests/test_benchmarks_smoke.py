@@ -16,7 +16,7 @@ import pytest
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 
 CASES = {
-    "knowledge": (["--quick"], ["ingest_default_model", "search_100k_hash"]),
+    "knowledge": (["--smoke"], ["ingest_default_model", "search_100k_hash"]),
     "sql": (["--rows", "20000", "--repeat", "3", "--calls", "30", "--rounds", "1"], None),
     "agents": (["--chunks", "300", "--repeat", "2"], None),
     "magics": (["--rows", "2000", "--repeat", "1"], None),

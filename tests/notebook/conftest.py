@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from IPython.core.getipython import get_ipython
+from IPython.testing import globalipapp
 from IPython.testing.globalipapp import start_ipython
 
 
@@ -35,13 +36,26 @@ class Cells:
         return self.shell.user_ns
 
 
+def global_shell():
+    """IPython's global test shell, created once per process (`start_ipython`; later calls
+    return None), and made the current shell again if a test cleared the singleton
+    (`InteractiveShell.clear_instance()`): with pytest-xdist, files run in another order."""
+    start_ipython()
+    shell = globalipapp.get_ipython()  # rebound to the global shell's own get_ipython
+    if get_ipython() is not shell:
+        for cls in type(shell).mro():
+            if hasattr(cls, "_instance"):
+                cls._instance = shell
+    assert get_ipython() is shell
+    return shell
+
+
 @pytest.fixture
 def ip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator:
     """The global test shell with kbsql loaded on an embedded engine in a temp dir."""
     monkeypatch.setenv("KBSQL_HOME", str(tmp_path / "home"))
     monkeypatch.chdir(tmp_path)  # no pyproject.toml above a temp dir: built-in defaults
-    start_ipython()  # creates the global test shell once; later calls return None
-    shell = get_ipython()
+    shell = global_shell()
     shell.config.pop("KbSql", None)
     shell.extension_manager.load_extension("kbsql")
     yield shell
