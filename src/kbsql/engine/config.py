@@ -51,10 +51,10 @@ class EngineConfig:
     """None means the bundled all-MiniLM-L6-v2; a descriptor here replaces it engine-wide."""
     extra: dict[str, Any] = field(default_factory=dict)
     allowed_paths: tuple[Path, ...] | None = None
-    read_only: bool = False
-    """Set by the engine when the data directory cannot be written: it serves reads only."""
     """Roots file-based data sources may open; None: anywhere but the data directory
     (datasources/confine.py). `kbsql serve` sets it with a token or a public bind."""
+    read_only: bool = False
+    """Set by the engine when the data directory cannot be written: it serves reads only."""
     background_workers: int = 2
     """Background inserts (`INSERT ... SELECT ... USING batch_size`) running at once; more
     wait their turn (`kbsql serve --background-inserts N`, `background_inserts` in config.json)."""

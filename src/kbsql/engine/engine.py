@@ -291,7 +291,7 @@ class Engine(FileTables, UploadedFiles, Databases, KnowledgeBaseEditing, Knowled
     # uploaded files (the built-in data source `files`, MindsDB's) ---------------------------
     def upload_file(self, name: str, raw: bytes, filename: str, *, source_file: str | None = None,
                     max_table_bytes: int | None = None) -> dict[str, Any]:
-        """`interface.api.FilesApi`: the file `filename` (csv, tsv, json, parquet, xlsx, txt,
+        """`interface.api.UploadedFiles`: the file `filename` (csv, tsv, json, parquet, xlsx, txt,
         pdf, or one of those zipped) becomes `files.<name>`, read as MindsDB's file handler
         reads it (datasources/upload_formats.py); a name in use is a Conflict."""
         pages = read_pages(raw, filename, max_table_bytes or MAX_UPLOADED_TABLE_BYTES)

@@ -8,7 +8,7 @@ PostgreSQL table with pgvector, pgvector.py). A backend is an object with
 directly or through a data source created with `ENGINE = '<backend>'`. Chunking,
 embedding, hybrid blending and reranking stay in one place (service.py, search.py) and
 reach the rows only through these methods, so neither the insert nor the search path
-branches on the storage; optional abilities are capabilities (`TunableIndex`).
+branches on the storage.
 
 Rows are addressed by an integer key (`seq`) that a storage hands out and never reuses.
 """
@@ -18,7 +18,7 @@ from __future__ import annotations
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -65,13 +65,6 @@ class KbStorage(SearchableStorage, Protocol):
     def drop(self) -> None:
         """Remove the stored chunks for good (DROP KNOWLEDGE_BASE)."""
         ...
-
-
-@runtime_checkable
-class TunableIndex(Protocol):
-    """Optional: a storage whose vector index `CREATE INDEX ON KNOWLEDGE_BASE` tunes."""
-
-    def create_index(self, params: dict[str, Any]) -> dict[str, int]: ...
 
 
 @dataclass(frozen=True)

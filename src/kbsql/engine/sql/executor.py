@@ -233,8 +233,3 @@ class SqlExecutor(SqlSession):
         """Run a SELECT over tables and return ONE pandas DataFrame of all its rows (used by
         `INSERT INTO kb SELECT ...`, which batches the rows itself)."""
         return select_frame(self, statement, context_of(ctx))
-
-    def register_frame(self, name: str, frame: Any) -> int:
-        """Store a DataFrame as table `df.<name>` (see `datasources.frames`)."""
-        count = self.frames.register(name, frame)
-        return count
