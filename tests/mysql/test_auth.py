@@ -118,5 +118,5 @@ def test_startup_rules(tmp_path: Path, capsys: pytest.CaptureFixture[str],
     assert busy == 1 and "choose another --mysql-port" in capsys.readouterr().err
     monkeypatch.setenv("KBSQL_MYSQL_PORT", "http")
     assert main(["serve", "--port", "0", "--data-dir", str(tmp_path / "c")]) == 2
-    assert "$KBSQL_MYSQL_PORT must be a port number" in capsys.readouterr().err
+    assert "$KBSQL_MYSQL_PORT: mysql_port must be a number" in capsys.readouterr().err
     # a good $KBSQL_MYSQL_PORT opens the door: test_bad_input's server is started so

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -82,12 +82,14 @@ class Engine(FileTables, UploadedFiles, Databases, KnowledgeBaseEditing, Knowled
 
     def __init__(self, data_dir: str | os.PathLike[str] | None = None,
                  config: EngineConfig | None = None, catalog_url: str | None = None, *,
-                 models: ModelProviders | None = None):
-        """`models`: model providers whose loaded models (weights) this engine shares, to
-        load a model once for several engines of one process. The engine still makes its
-        model calls through its own HTTP client under its own outbound policy (from
-        `config`), and closing it closes only that client."""
-        self.config = config or EngineConfig.load(data_dir, catalog_url)
+                 models: ModelProviders | None = None, settings: Mapping[str, Any] | None = None):
+        """`settings`: engine settings by name (engine/settings_table.py), which beat the
+        environment and config.json (`kbsql.connect(settings=...)`); an unknown name or a
+        wrong type is a `SettingError`. `models`: model providers whose loaded models
+        (weights) this engine shares, to load a model once for several engines of one
+        process. The engine still makes its model calls through its own HTTP client under
+        its own outbound policy (from `config`), and closing it closes only that client."""
+        self.config = config or EngineConfig.load(data_dir, catalog_url, settings=settings)
         self.data_dir: Path = self.config.data_dir
         # 0700: the catalog holds API keys; nobody but the owner may even list the files
         self.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -107,7 +109,7 @@ class Engine(FileTables, UploadedFiles, Databases, KnowledgeBaseEditing, Knowled
         agent_port: AgentOps = self.agents
         self.uploads = UploadStore(self.catalog, self._frames("uploads"))
         self.sql = SqlExecutor(self.catalog, self._frames(), self.kbs, agent_port, self.uploads,
-                               PathPolicy(self.config), self.config.background_workers,
+                               PathPolicy(self.config), self.config.background_inserts,
                                self._sql_settings())
         sql_port.target = self.sql  # the mutual recursion, closed here and only here
         self._closed = threading.Event()
