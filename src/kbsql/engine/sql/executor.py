@@ -97,13 +97,13 @@ class SqlExecutor(SqlSession):
 
     def __init__(self, catalog: Catalog, frames: FrameStore, kbs: KnowledgeBases, agents: AgentOps,
                  uploads: UploadStore, policy: PathPolicy | None = None,
-                 background_workers: int = kb_background.DEFAULT_WORKERS,
+                 background_inserts: int = kb_background.DEFAULT_WORKERS,
                  settings: DuckSettings | None = None):
         # `policy`: which files data sources may open (datasources/confine.py); `settings`:
         # memory, spill and time bounds of the SQL engine
         duck = DuckSession(catalog, frames, policy, settings, {UPLOADS_SOURCE: uploads})
         super().__init__(catalog, frames, duck, PlanCache(), kbs, agents, uploads, QueryLog(catalog))
-        self.background = kb_background.BackgroundInserts(self, background_workers)
+        self.background = kb_background.BackgroundInserts(self, background_inserts)
 
     def query(self, query: str, context: dict[str, Any] | None = None,
               params: dict[str, Any] | list[Any] | None = None,
