@@ -25,6 +25,8 @@ from kbsql.interface.errors import (
     ProviderError,
     ServiceError,
     SqlError,
+    UnknownDatabase,
+    UnknownTable,
 )
 from tests.conftest import start_server, stop_server
 
@@ -48,7 +50,8 @@ def clients(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, kbsq
 
 
 CASES: dict[str, tuple[type[KbsqlError], Callable[[kbsql.Client], object]]] = {
-    "not found": (NotFound, lambda c: c.knowledge_bases.get("no_such_kb")),
+    "not found": (UnknownTable, lambda c: c.knowledge_bases.get("no_such_kb")),
+    "unknown database": (UnknownDatabase, lambda c: c.knowledge_bases.list(project="no_such_project")),
     "conflict": (Conflict, lambda c: c.agents.create("taken", model=OFFLINE)),
     "bad request": (BadRequest, lambda c: c.agents.create("information_schema", model=OFFLINE)),
     "invalid parameter": (InvalidParameter, lambda c: c.agents.create("bad name!", model=OFFLINE)),

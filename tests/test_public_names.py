@@ -11,11 +11,13 @@ PUBLIC = {
     "kbsql": ["Client", "__version__", "connect"],
     "kbsql.client": ["Client", "connect"],
     "kbsql.interface": [
-        "DEFAULT_PROJECT", "KB_COLUMNS", "MASK", "Agent", "BadRequest", "Conflict", "ErrorResult",
-        "InsertCounts", "InvalidParameter", "KbsqlError", "KnowledgeBase", "MissingParameter",
-        "ModelDescriptor", "NotFound", "OkResult",
-        "ProviderError", "ServiceApi", "ServiceError", "SqlError", "SqlResult", "Storage",
-        "TableResult", "TransportError", "Unavailable", "result_from_json",
+        "DEFAULT_PROJECT", "KB_COLUMNS", "MASK", "Agent", "BadRequest", "Busy", "Conflict",
+        "ConnectionFailed", "ErrorResult", "InsertCounts", "InsufficientStorage", "Interrupted",
+        "InvalidParameter", "KbsqlError",
+        "KnowledgeBase", "LimitExceeded", "MissingParameter", "ModelDescriptor", "NotFound", "NotSupported",
+        "OkResult", "ParseError", "PermissionDenied", "ProviderError", "ServiceApi", "ServiceError",
+        "SqlError", "SqlResult", "Storage", "StoreDamaged", "TableResult", "TransportError", "Unavailable",
+        "UnknownDatabase", "UnknownTable", "result_from_json",
     ],
     "kbsql.widgets": ["AgentStreamPanel", "ChatWidget", "KnowledgeBaseBrowser", "StreamState", "browse",
                       "show_agent_stream"],
@@ -46,4 +48,4 @@ def test_every_service_error_has_its_own_problem_type() -> None:
                if isinstance(getattr(interface, n), type)
                and issubclass(getattr(interface, n), interface.ServiceError)]
     types = [c.problem_type for c in classes]
-    assert len(classes) == 8 and len(set(types)) == len(types)
+    assert len(classes) == 18 and len(set(types)) == len(types)

@@ -33,7 +33,7 @@ from kbsql.engine.knowledge.storage import ChunkWriter, KbStorage, StorageBacken
 from kbsql.engine.plugins import Registry
 from kbsql.engine.providers import ModelProviders
 from kbsql.interface.batches import row_batches
-from kbsql.interface.errors import BadRequest, Interrupted, ProviderError, ServiceError
+from kbsql.interface.errors import BadRequest, Interrupted, InvalidParameter, ProviderError, ServiceError
 
 ROW_BATCH = 256
 DEFAULT_VECTOR_DATABASE = "kbsql_faiss"  # the local store's name in `storage` / vector_database
@@ -323,10 +323,9 @@ class KnowledgeService:
         storage = self.handle(record)
         if not isinstance(storage, TunableIndex):
             backend = self.vector_source(record.spec.get("vector_database")).backend
-            raise BadRequest(f"CREATE INDEX ON KNOWLEDGE_BASE tunes a vector index; "
-                             f"knowledge base {record.name} is stored in {backend} "
-                             f"({record.spec.get('vector_database')}), which keeps its own index",
-                             title="Invalid parameter")
+            raise InvalidParameter(f"CREATE INDEX ON KNOWLEDGE_BASE tunes a vector index; "
+                                   f"knowledge base {record.name} is stored in {backend} "
+                                   f"({record.spec.get('vector_database')}), which keeps its own index")
         return storage.create_index(params)
 
     @kb_faults
