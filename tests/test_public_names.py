@@ -19,6 +19,14 @@ PUBLIC = {
         "SqlError", "SqlResult", "Storage", "StoreDamaged", "TableResult", "TransportError", "Unavailable",
         "UnknownDatabase", "UnknownTable", "result_from_json",
     ],
+    "kbsql.spi": [
+        "DATASOURCES", "EMBEDDING_PROVIDERS", "GROUPS", "LLM_PROVIDERS", "RERANKERS", "STORAGE",
+        "ChatFactory", "ChatProvider", "ChecksParameters", "ChunkWriter", "Condition", "Conditions",
+        "DataSource", "DataSourceEngine", "Embedder", "EmbeddingFactory", "FileScan", "Filter",
+        "FilterGroup", "FrameScan", "KbStorage", "Message", "ModelHttp", "NativeTable", "PluginError",
+        "ProviderContext", "Reranker", "RerankerFactory", "RunControl", "Scan", "SearchRequest",
+        "SearchableStorage", "StorageBackend", "StoragePlace", "ToolCall", "ToolSpec", "Turn",
+    ],
     "kbsql.widgets": ["AgentStreamPanel", "ChatWidget", "KnowledgeBaseBrowser", "StreamState", "browse",
                       "show_agent_stream"],
 }
@@ -49,3 +57,10 @@ def test_every_service_error_has_its_own_problem_type() -> None:
                and issubclass(getattr(interface, n), interface.ServiceError)]
     types = [c.problem_type for c in classes]
     assert len(classes) == 18 and len(set(types)) == len(types)
+
+
+def test_the_plugin_groups_are_the_five_kinds() -> None:
+    import kbsql.spi as spi
+
+    assert spi.GROUPS == ("kbsql.storage", "kbsql.embedding_providers", "kbsql.llm_providers",
+                          "kbsql.rerankers", "kbsql.datasources")

@@ -28,6 +28,7 @@ from mindsdb_sql_parser import ast
 from kbsql.engine.catalog import Catalog
 from kbsql.engine.datasources.confine import PathPolicy
 from kbsql.engine.datasources.frame_store import FrameStore
+from kbsql.engine.datasources.registry import Engines
 from kbsql.engine.datasources.upload_store import UPLOADS_SOURCE, UploadStore
 from kbsql.engine.knowledge.bases import KnowledgeBases
 from kbsql.engine.ports import AgentOps
@@ -106,10 +107,10 @@ class SqlExecutor(SqlSession):
     def __init__(self, catalog: Catalog, frames: FrameStore, kbs: KnowledgeBases, agents: AgentOps,
                  uploads: UploadStore, policy: PathPolicy | None = None,
                  background_workers: int = kb_background.DEFAULT_WORKERS,
-                 settings: DuckSettings | None = None):
+                 settings: DuckSettings | None = None, engines: Engines | None = None):
         # `policy`: which files data sources may open (datasources/confine.py); `settings`:
         # memory, spill and time bounds of the SQL engine
-        duck = DuckSession(catalog, frames, policy, settings, {UPLOADS_SOURCE: uploads})
+        duck = DuckSession(catalog, frames, policy, settings, {UPLOADS_SOURCE: uploads}, engines)
         super().__init__(catalog, frames, duck, PlanCache(), kbs, agents, uploads, QueryLog(catalog))
         self.background = kb_background.BackgroundInserts(self, background_workers)
 

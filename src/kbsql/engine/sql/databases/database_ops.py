@@ -114,7 +114,7 @@ class DatabaseOps:
         if self._exists(name):
             raise Conflict(f"Database with name {name} already exists.", title="Name conflict")
         try:
-            normalized = registry.normalize(engine, dict(parameters))
+            normalized = registry.normalize(engine, dict(parameters), self.session.duck.engines)
         except SqlError as exc:
             raise BadRequest(exc.message, title="Wrong argument") from None
         self._check_policy(engine, normalized)
@@ -140,7 +140,8 @@ class DatabaseOps:
             raise _not_parameters()
         record = self._datasource(name)
         try:
-            merged = registry.normalize(record.engine, {**record.parameters, **parameters})
+            merged = registry.normalize(record.engine, {**record.parameters, **parameters},
+                                        self.session.duck.engines)
         except SqlError as exc:
             raise ConnectionFailed(exc.message) from None
         self._check_policy(record.engine, merged)

@@ -65,7 +65,8 @@ def create_database(session: SqlSession, statement: CreateDatabase, ctx: dict[st
     if engine in PROJECT_ENGINES:
         catalog.create_project(name)
         return OkResult(None, context=ctx)
-    parameters = registry.normalize(engine, dict(statement.parameters or {}), session.kbs.service.storage)
+    parameters = registry.normalize(engine, dict(statement.parameters or {}), session.duck.engines,
+                                    session.kbs.service.storage)
     catalog.create_datasource(name, engine, parameters)
     try:
         source = session.duck.source(name)
