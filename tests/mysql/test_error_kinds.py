@@ -6,10 +6,20 @@ statements whose messages read nothing like the old forms still get their kind's
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import mysql.connector
 import pytest
 
-from kbsql.interface.errors import KINDS, NotSupported, ParseError, UnknownDatabase, UnknownTable
+import kbsql
+from kbsql.interface.errors import (
+    KINDS,
+    NotSupported,
+    ParseError,
+    PermissionDenied,
+    UnknownDatabase,
+    UnknownTable,
+)
 from kbsql.interface.results import ErrorResult
 from kbsql.server.mysql.error_codes import code_of
 from kbsql.server.process import ServerProcess
@@ -57,3 +67,17 @@ def test_a_reworded_message_keeps_its_code() -> None:
 def test_every_kind_has_one_mysql_number() -> None:
     numbers = [codes.mysql for codes in KINDS.values()]
     assert len(set(numbers)) == len(numbers)  # so error_code on the wire names one kind
+
+
+def test_a_path_the_engine_may_not_open_is_a_permission(tmp_path: Path) -> None:
+    """A data source inside the data directory: refused as a permission (MySQL 1227), with
+    its own line, in SQL; still the 400 "Wrong argument" MindsDB's REST route answers."""
+    client = kbsql.connect(data_dir=tmp_path / "data")
+    try:
+        client.sql("SELECT 1")
+        query = f"CREATE DATABASE p WITH ENGINE = 'files', PARAMETERS = {{\"path\": \"{tmp_path / 'data'}\"}}"
+        result = client.api.query(query, {"db": "mindsdb"})
+        assert isinstance(result, ErrorResult) and "data directory" in result.error_message
+        assert (result.kind, result.error_code) == (PermissionDenied.problem_type, 1227)
+    finally:
+        client.close()

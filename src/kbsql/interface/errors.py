@@ -257,6 +257,11 @@ class LimitExceeded(_SqlKind, BadRequest):
     problem_type = "urn:kbsql:problem:limit-exceeded"
 
 
+class PathNotAllowed(_SqlKind, PermissionDenied):
+    """A data source's file or folder this engine may not open (inside the data directory, or
+    outside the folders `--allow-path` names): a permission, in SQL (MySQL 1227) and REST."""
+
+
 @dataclass(frozen=True)
 class ErrorCodes:
     """What one kind of error is called on each wire: MindsDB's `error_code` (the MySQL number
