@@ -107,3 +107,12 @@ def test_parameter_errors_keep_the_reference_titles(clients: dict, case: str, ti
     for where in ("embedded", "http"):
         error = caught(clients[where], CASES[case][1])
         assert isinstance(error, BadRequest) and error.title == title and error.status == 400
+
+
+def test_an_sql_error_keeps_its_kind_over_http(clients: dict) -> None:
+    """The kind rides on `error_code` (MindsDB's field): the HTTP client rebuilds the same
+    kind as the embedded engine gives, so a caller branches on `kind`, not on words."""
+    for where in ("embedded", "http"):
+        error = caught(clients[where], lambda c: c.sql("SELECT * FROM no_such_table"))
+        assert isinstance(error, SqlError)
+        assert (error.kind, error.error_code) == (UnknownTable.problem_type, 1146), where

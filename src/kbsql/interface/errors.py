@@ -12,6 +12,12 @@ travels in the `Kbsql-Problem-Type` response header (and is read from a body `ty
 should a server put it there), and the client rebuilds the class by it, falling back to
 the status for servers that send no type. So a `ProviderError` stays a `ProviderError`
 over HTTP instead of becoming the `BadRequest` its status alone would say.
+
+SQL errors have a kind too, typed where they start (`UnknownTable`, `UnknownDatabase`,
+`ParseError`, `NotSupported`, `LimitExceeded`, `PathNotAllowed`: each both a `ServiceError`
+for the REST routes and an `SqlError` for a statement). One table, `KINDS`, maps a kind (a
+problem type) to MindsDB's `error_code` and the MySQL door's number and SQLSTATE; a new kind
+is its class here and its row there, and nothing reads a kind back from a message's words.
 """
 
 from __future__ import annotations
@@ -194,7 +200,7 @@ class SqlError(KbsqlError):
     def __init__(self, message: str, error_code: int = 0, context: dict[str, Any] | None = None,
                  kind: str | None = None):
         self.message = message
-        self._kind = kind or SQL_ERROR
+        self._kind = kind or kind_of_code(error_code)  # a code read off the wire names its kind
         self.error_code = error_code or codes_of(self._kind).mindsdb
         self.context = context or {}
         super().__init__(message)
