@@ -33,14 +33,17 @@ from kbsql.engine.catalog import Catalog, KbRecord
 from kbsql.engine.config import EngineConfig
 from kbsql.engine.datasources.confine import PathPolicy
 from kbsql.engine.datasources.frame_store import FrameStore
+from kbsql.engine.datasources.registry import data_source_engines
 from kbsql.engine.datasources.upload_formats import read_pages
 from kbsql.engine.datasources.upload_store import UploadStore
 from kbsql.engine.knowledge.bases import DEFAULT_VECTOR_DATABASE, KnowledgeBases
 from kbsql.engine.knowledge.service import KnowledgeService
+from kbsql.engine.knowledge.storage import StorageBackend
+from kbsql.engine.model_context import ProviderContext
 from kbsql.engine.model_http import ModelHttp
 from kbsql.engine.plugins import STORAGE, Registry
 from kbsql.engine.ports import AgentOps, RunsSql
-from kbsql.engine.providers import BUILTINS, ModelProviders, ProviderContext
+from kbsql.engine.providers import BUILTINS, ModelProviders
 from kbsql.engine.sql.databases.database_ops import DatabaseOps
 from kbsql.engine.sql.executor import SqlExecutor
 from kbsql.engine.sql.kb import kb_changes
@@ -100,7 +103,8 @@ class Engine(FileTables, UploadedFiles, Databases, KnowledgeBaseEditing, Knowled
                                read_only=self.config.read_only)
         loaded = models.context if models is not None else ProviderContext()
         self.models = ModelProviders(loaded.with_http(ModelHttp(policy=self._outbound_policy())))
-        self.storage = Registry[Any]("storage backend", STORAGE, BUILTINS[STORAGE], instances=True)
+        self.storage = Registry[StorageBackend]("storage backend", STORAGE, BUILTINS[STORAGE], instances=True)
+        self.datasources = data_source_engines()
         self.knowledge = KnowledgeService(self.data_dir, self.config, self.models, self.storage,
                                           self.catalog.find_datasource)
         self.kbs = KnowledgeBases(self.catalog, self.knowledge)
@@ -110,7 +114,7 @@ class Engine(FileTables, UploadedFiles, Databases, KnowledgeBaseEditing, Knowled
         self.uploads = UploadStore(self.catalog, self._frames("uploads"))
         self.sql = SqlExecutor(self.catalog, self._frames(), self.kbs, agent_port, self.uploads,
                                PathPolicy(self.config), self.config.background_inserts,
-                               self._sql_settings())
+                               self._sql_settings(), self.datasources)
         sql_port.target = self.sql  # the mutual recursion, closed here and only here
         self._closed = threading.Event()
 

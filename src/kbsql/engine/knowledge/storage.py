@@ -18,7 +18,7 @@ from __future__ import annotations
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -82,8 +82,17 @@ class StoragePlace:
 
 class StorageBackend(Protocol):
     """A registered storage backend (`kbsql.storage`); a registered class is instantiated
-    once, without arguments. `normalize(parameters)`, when a backend has it, checks a
+    once, without arguments. A backend that is also `ChecksParameters` checks a
     `CREATE DATABASE ... ENGINE = '<backend>'`'s PARAMETERS before they are stored."""
 
     def open(self, place: StoragePlace) -> KbStorage: ...
+
+
+@runtime_checkable
+class ChecksParameters(Protocol):
+    """Optional, for a storage backend: the PARAMETERS of a data source created with its name
+    as ENGINE, checked (and normalised: defaults filled, types fixed) before they are stored;
+    a `BadRequest` says what is wrong. A backend without it has its PARAMETERS stored as given."""
+
+    def normalize(self, parameters: dict[str, Any]) -> dict[str, Any]: ...
 

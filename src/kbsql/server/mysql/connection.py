@@ -409,9 +409,9 @@ class DoorConnection(Connection):
         try:
             rows = await self.in_lane(metadata.show_columns, self.session.api, self.session.db, table, None,
                                    False)
-        except LookupError as exc:
-            message = str(exc.args[0]) if exc.args else str(exc)
-            await self.stream.write(self.error_of(error_codes.code_of(message), message))
+        except metadata.Refused as exc:
+            await self.stream.write(self.error_of(error_codes.code_of(exc.result.kind),
+                                                  exc.result.error_message))
             return
         self.stream.write_many([make_column_definition_41(server_charset=self.server_charset, table=table,
                                                           name=row[0], is_com_field_list=True)

@@ -22,7 +22,7 @@ from kbsql.engine.datasources.frame_store import FRAMES_SOURCE
 from kbsql.engine.datasources.scans import Scan
 from kbsql.engine.datasources.upload_store import UPLOADS_SOURCE
 from kbsql.engine.spelling import did_you_mean
-from kbsql.interface.errors import NotFound, SqlError
+from kbsql.interface.errors import NotFound, UnknownDatabase, UnknownTable
 from kbsql.interface.progress import OnProgress
 
 if TYPE_CHECKING:
@@ -80,8 +80,8 @@ def find_project(session: SqlSession, name: str) -> str | None:
         return None
 
 
-def not_found(table: str, database: str, hint: str = "") -> SqlError:
-    return SqlError(f"Table '{table}' not found in database '{database}'{hint}")
+def not_found(table: str, database: str, hint: str = "") -> UnknownTable:
+    return UnknownTable(f"Table '{table}' not found in database '{database}'{hint}")
 
 
 def resolve(session: SqlSession, parts: list[str], current: str) -> Resolved:
@@ -115,7 +115,7 @@ def resolve(session: SqlSession, parts: list[str], current: str) -> Resolved:
     source = session.duck.source(database)
     if source is None:
         known = [p.name for p in catalog.projects()] + [d.name for d in catalog.datasources()]
-        raise SqlError(f"Database '{database}' not found (in table reference '{'.'.join(parts)}')"
+        raise UnknownDatabase(f"Database '{database}' not found (in table reference '{'.'.join(parts)}')"
                        f"{did_you_mean(database, [*known, FRAMES_SOURCE, INFORMATION_SCHEMA])}; "
                        "SHOW DATABASES lists them")
     with session.duck.cursor() as con:  # native sources ask DuckDB's catalog
