@@ -38,7 +38,8 @@ SQLSTATES = {
 }
 
 _FORMS = (
-    (re.compile(r"^Table '[^']*' not found|^(Knowledge Base|Agent) with name \S+ does not exist"),
+    (re.compile(r"^Table '[^']*' not found|^Knowledge base '[^']*' not found|"
+                r"^(Knowledge Base|Agent) with name \S+ does not exist"),
      NO_SUCH_TABLE),
     (re.compile(r"^Database '[^']*' not found|^(Database|Project) \S+ does not exist|"
                 r"^(Database|Project) with name \S+ does not exist"), BAD_DB),
