@@ -157,9 +157,17 @@ class Engine(FileTables, UploadedFiles, Databases, KnowledgeBaseEditing, Knowled
         if not self._closed.is_set():
             self._closed.set()
             self.sql.close()
-            self.knowledge.close()
+            self.knowledge.close(self._knowledge_base_ids())
             self.models.close()
             self.catalog.close()
+
+    def _knowledge_base_ids(self) -> set[int] | None:
+        """The ids of the knowledge bases that still exist, so closing saves only their
+        indexes (another process may have dropped one); None when the catalog cannot say."""
+        try:
+            return {kb.id for kb in self.catalog.knowledge_bases()}
+        except Exception:  # a catalog that is down: save them all, as before
+            return None
 
     def __enter__(self) -> Engine:
         return self

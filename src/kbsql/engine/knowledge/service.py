@@ -213,11 +213,15 @@ class KnowledgeService:
             except sqlite3.DatabaseError:
                 pass
 
-    def close(self) -> None:
+    def close(self, existing: set[int] | None = None) -> None:
+        """Close every open storage; with `existing` (the ids of the knowledge bases the
+        catalog still has), one whose knowledge base is gone is discarded, not saved."""
         with self._lock:
-            handles, self._handles = list(self._handles.values()), {}
-        for h in handles:
-            h.close()
+            handles, self._handles = dict(self._handles), {}
+        for kb_id, h in handles.items():
+            gone = existing is not None and kb_id not in existing
+            discard = getattr(h, "discard", None) if gone else None
+            (discard or h.close)()
 
     # models -----------------------------------------------------------------------------
     def embedder(self, spec: dict[str, Any]) -> Any:

@@ -228,6 +228,7 @@ class SqlExecutor(SqlSession):
                                     names.target_of(self, statement.from_table, ctx, ctes), query)
             except SqlError:  # a knowledge base's vector store read as a table: say so instead
                 kb_rows.refuse_vector_store(self, statement.from_table)
+                names.missing_knowledge_base(self, statement, ctx)
                 raise
         table = _own_table(statement)
         if table is None:
