@@ -25,6 +25,8 @@ from kbsql.interface.errors import (
     ProviderError,
     ServiceError,
     SqlError,
+    UnknownDatabase,
+    UnknownTable,
 )
 from tests.conftest import start_server, stop_server
 
@@ -48,7 +50,8 @@ def clients(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, kbsq
 
 
 CASES: dict[str, tuple[type[KbsqlError], Callable[[kbsql.Client], object]]] = {
-    "not found": (NotFound, lambda c: c.knowledge_bases.get("no_such_kb")),
+    "not found": (UnknownTable, lambda c: c.knowledge_bases.get("no_such_kb")),
+    "unknown database": (UnknownDatabase, lambda c: c.knowledge_bases.list(project="no_such_project")),
     "conflict": (Conflict, lambda c: c.agents.create("taken", model=OFFLINE)),
     "bad request": (BadRequest, lambda c: c.agents.create("information_schema", model=OFFLINE)),
     "invalid parameter": (InvalidParameter, lambda c: c.agents.create("bad name!", model=OFFLINE)),
@@ -104,3 +107,12 @@ def test_parameter_errors_keep_the_reference_titles(clients: dict, case: str, ti
     for where in ("embedded", "http"):
         error = caught(clients[where], CASES[case][1])
         assert isinstance(error, BadRequest) and error.title == title and error.status == 400
+
+
+def test_an_sql_error_keeps_its_kind_over_http(clients: dict) -> None:
+    """The kind rides on `error_code` (MindsDB's field): the HTTP client rebuilds the same
+    kind as the embedded engine gives, so a caller branches on `kind`, not on words."""
+    for where in ("embedded", "http"):
+        error = caught(clients[where], lambda c: c.sql("SELECT * FROM no_such_table"))
+        assert isinstance(error, SqlError)
+        assert (error.kind, error.error_code) == (UnknownTable.problem_type, 1146), where

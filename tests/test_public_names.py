@@ -11,11 +11,21 @@ PUBLIC = {
     "kbsql": ["Client", "__version__", "connect"],
     "kbsql.client": ["Client", "connect"],
     "kbsql.interface": [
-        "DEFAULT_PROJECT", "KB_COLUMNS", "MASK", "Agent", "BadRequest", "Conflict", "ErrorResult",
-        "InsertCounts", "InvalidParameter", "KbsqlError", "KnowledgeBase", "MissingParameter",
-        "ModelDescriptor", "NotFound", "OkResult",
-        "ProviderError", "ServiceApi", "ServiceError", "SqlError", "SqlResult", "Storage",
-        "TableResult", "TransportError", "Unavailable", "result_from_json",
+        "DEFAULT_PROJECT", "KB_COLUMNS", "MASK", "Agent", "BadRequest", "Busy", "Conflict",
+        "ConnectionFailed", "ErrorResult", "InsertCounts", "InsufficientStorage", "Interrupted",
+        "InvalidParameter", "KbsqlError",
+        "KnowledgeBase", "LimitExceeded", "MissingParameter", "ModelDescriptor", "NotFound", "NotSupported",
+        "OkResult", "ParseError", "PermissionDenied", "ProviderError", "ServiceApi", "ServiceError",
+        "SqlError", "SqlResult", "Storage", "StoreDamaged", "TableResult", "TransportError", "Unavailable",
+        "UnknownDatabase", "UnknownTable", "result_from_json",
+    ],
+    "kbsql.spi": [
+        "DATASOURCES", "EMBEDDING_PROVIDERS", "GROUPS", "LLM_PROVIDERS", "RERANKERS", "STORAGE",
+        "ChatFactory", "ChatProvider", "ChecksParameters", "ChunkWriter", "Condition", "Conditions",
+        "DataSource", "DataSourceEngine", "Embedder", "EmbeddingFactory", "FileScan", "Filter",
+        "FilterGroup", "FrameScan", "KbStorage", "Message", "ModelHttp", "NativeTable", "PluginError",
+        "ProviderContext", "Reranker", "RerankerFactory", "RunControl", "Scan", "SearchRequest",
+        "SearchableStorage", "StorageBackend", "StoragePlace", "ToolCall", "ToolSpec", "Turn",
     ],
     "kbsql.widgets": ["AgentStreamPanel", "ChatWidget", "KnowledgeBaseBrowser", "StreamState", "browse",
                       "show_agent_stream"],
@@ -46,4 +56,11 @@ def test_every_service_error_has_its_own_problem_type() -> None:
                if isinstance(getattr(interface, n), type)
                and issubclass(getattr(interface, n), interface.ServiceError)]
     types = [c.problem_type for c in classes]
-    assert len(classes) == 8 and len(set(types)) == len(types)
+    assert len(classes) == 18 and len(set(types)) == len(types)
+
+
+def test_the_plugin_groups_are_the_five_kinds() -> None:
+    import kbsql.spi as spi
+
+    assert spi.GROUPS == ("kbsql.storage", "kbsql.embedding_providers", "kbsql.llm_providers",
+                          "kbsql.rerankers", "kbsql.datasources")

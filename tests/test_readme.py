@@ -150,3 +150,12 @@ def test_the_readme_notebook_example_runs_as_written_and_finds_rows(tmp_path, mo
     assert printed[0].startswith("ROWS 2 ['1', '2'] ['shop']"), printed  # refunds first, shop only
     shown = nb.cells[len(cells) - 1].outputs[0]
     assert shown.output_type == "execute_result" and "Refunds are paid back" in shown.data["text/html"]
+
+
+def test_readme_holds_the_table_of_settings():
+    """README's table of settings is the table the code reads (engine/settings_table.py)."""
+    from kbsql.engine.settings_table import markdown
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert markdown() in text.split("## Configuration", 1)[1], "README's settings table differs: " \
+        "paste kbsql.engine.settings_table.markdown() into its Configuration section"

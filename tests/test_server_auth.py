@@ -76,6 +76,25 @@ def test_without_the_token_every_api_route_is_401_and_changes_nothing(
     assert TOKEN not in server.log_text()
 
 
+def test_a_wrong_token_is_told_it_is_wrong_and_no_token_how_to_send_one(server: ServerProcess) -> None:
+    """Two different mistakes, two different answers: a token that is not the server's is
+    called wrong (and nothing more: no hint of the right one), a request without one is
+    told how to send it. The Python client carries the words into its error."""
+    def detail(headers: dict[str, str], address: str) -> str:
+        answer = httpx.get(f"{server.url}/api/projects", headers={**headers, **from_address(address)})
+        assert answer.status_code == 401
+        return answer.json()["detail"]
+
+    for n, wrong in enumerate((bearer("wrong-token"), {"X-Api-Key": "wrong-token"})):
+        assert detail(wrong, f"198.51.100.{40 + n}") == "Wrong token"
+    for n, missing in enumerate(({}, {"Authorization": f"Basic {TOKEN}"}, {"Authorization": "Bearer"})):
+        said = detail(missing, f"198.51.100.{50 + n}")
+        assert said.startswith("This server needs a token: send 'Authorization: Bearer <token>'"), said
+    with kbsql.connect(server.url, token="not-the-token") as client, pytest.raises(ServiceError) as refused:
+        client.projects()
+    assert refused.value.status == 401 and refused.value.detail == "Wrong token"
+
+
 def test_status_stays_open_and_says_auth_is_on(server: ServerProcess) -> None:
     answer = httpx.get(f"{server.url}/api/status")
     assert answer.status_code == 200 and answer.json()["auth"]["http_auth_enabled"] is True

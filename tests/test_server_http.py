@@ -87,7 +87,7 @@ def test_sql_errors_answer_200_with_type_error(http):
     bad = http.post("/api/sql/query", json={"query": "SELEC 1"})
     assert bad.status_code == 200
     body = bad.json()
-    assert body["type"] == "error" and body["error_code"] == 0
+    assert body["type"] == "error" and body["error_code"] == 1064  # MindsDB sends the MySQL number
     assert "SELEC" in body["error_message"] and body["context"]["db"] == "mindsdb"
     assert_problem(http.post("/api/sql/query", json={"nothing": 1}), 400)
     assert_problem(http.post("/api/sql/query", content=b"{", headers={"Content-Type": "application/json"}),

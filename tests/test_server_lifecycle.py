@@ -104,6 +104,33 @@ def test_sigterm_finishes_the_request_in_flight_saves_indexes_and_exits_0(tmp_pa
         assert len(stored["data"]) == 4_000, stored
 
 
+def test_a_stop_after_drops_saves_only_the_indexes_of_knowledge_bases_that_exist(tmp_path: Path) -> None:
+    """One knowledge base dropped through the server, one by another process on the same data
+    directory while the server held it open: neither is saved on the way out (no "could not
+    save the vector index" line, no folder brought back), the one that is left is."""
+    from kbsql.engine import Engine
+
+    server = spawn(tmp_path / "data")
+    try:
+        ids = {name: create_kb(server.url, name) for name in ("kept", "dropped", "elsewhere")}
+        for name in ids:
+            assert insert(server.url, name, docs(name, "pump")).is_success
+            assert search_ids(server.url, name, "pump 1")  # its index open in the server
+        gone = httpx.post(f"{server.url}/api/sql/query", json={"query": "DROP KNOWLEDGE_BASE dropped"})
+        assert gone.json()["type"] == "ok", gone.text
+        with Engine(tmp_path / "data") as other:
+            assert other.query("DROP KNOWLEDGE_BASE elsewhere", {}).type == "ok"
+        assert stop_with(server, signal.SIGTERM) == 0
+        log = server.log_text()
+    finally:
+        server.stop()
+    assert "could not save" not in log, log
+    folders = tmp_path / "data" / "knowledge_bases"
+    assert not (folders / str(ids["dropped"])).exists() and not (folders / str(ids["elsewhere"])).exists()
+    kept = folders / str(ids["kept"]) / "index.faiss"
+    assert index_header(kept)["version"] == store_version(kept.parent / "chunks.sqlite")
+
+
 def test_a_request_past_the_shutdown_timeout_still_finishes_before_the_engine_closes(
         tmp_path: Path) -> None:
     """uvicorn cancels what is still running after --shutdown-timeout; an engine call in a

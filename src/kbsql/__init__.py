@@ -5,9 +5,10 @@
 `%load_ext kbsql` registers the notebook magics.
 
 The public surface is what `tests/test_public_names.py` pins: this package's `__all__`,
-`kbsql.interface` (data shapes, errors, the `ServiceApi` protocol), `kbsql.client`,
-`kbsql.widgets` and the magics. Everything else (`kbsql.engine.*`, `kbsql.server.*`, the
-modules under `kbsql.client` and `kbsql.notebook`) is internal and may change.
+`kbsql.interface` (data shapes, errors, the `ServiceApi` protocol), `kbsql.spi` (what a
+plugin implements), `kbsql.client`, `kbsql.widgets` and the magics. Everything else
+(`kbsql.engine.*`, `kbsql.server.*`, the modules under `kbsql.client` and `kbsql.notebook`) is
+internal and may change.
 """
 
 import functools as _functools

@@ -83,7 +83,7 @@ def test_no_model_call_before_the_stream_is_iterated(engine: Engine) -> None:
 
 
 def test_iterations_are_bounded(engine: Engine) -> None:
-    engine.config.extra["agent_max_iterations"] = 3
+    engine.config.agent_max_iterations = 3
     with FakeLLM("anthropic", [tools(("kb_list_tool", {}))] * 10, models=("m1",)) as fake:
         engine.create_agent("mindsdb", {"name": "a", "data": {"knowledge_bases": ["mindsdb.*"]},
                                         "model": {"provider": "anthropic", "model_name": "m1",
@@ -96,7 +96,7 @@ def test_iterations_are_bounded(engine: Engine) -> None:
 
 
 def test_wall_time_is_bounded(engine: Engine) -> None:
-    engine.config.extra["agent_wall_time_s"] = 0.5
+    engine.config.agent_wall_time_s = 0.5
     with FakeLLM("openai", [text("word " * 50)] * 2, delay=0.05) as fake:
         engine.create_agent("mindsdb", {"name": "a", "model": {
             "provider": "openai", "model_name": "m1", "base_url": fake.base_url}})

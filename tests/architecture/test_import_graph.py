@@ -210,3 +210,29 @@ def test_the_server_never_imports_the_engine() -> None:
     offenders = {name: (names_engine(files[name]), sorted(t for t in targets if t.startswith("kbsql.engine")))
                  for name, targets in edges.items() if name.startswith("kbsql.server")}
     assert {k: v for k, v in offenders.items() if v != ([], [])} == {}
+
+
+def third_party_roots(path: Path) -> set[str]:
+    """The top-level packages `path` imports that are not kbsql's."""
+    roots = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            roots |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            roots.add(node.module.split(".")[0])
+    return roots - {PACKAGE}
+
+
+def test_the_mysql_door_stands_beside_the_routes() -> None:
+    """The MySQL door is a second door over the same service and lanes, not a part of the
+    HTTP adapter: no module of `server/mysql/` imports the HTTP routes or Starlette (its
+    worker lanes and `controlled` come from `server/lanes.py`)."""
+    files, edges = module_files(), graph()
+    door = [name for name in files if name.startswith("kbsql.server.mysql")]
+    assert "kbsql.server.mysql.connection" in door
+    assert "kbsql.server.lanes" in edges["kbsql.server.mysql.door"]
+    offenders = {name: sorted({t for t in edges[name] if t.startswith("kbsql.server.routes")}
+                              | ({"starlette"} & third_party_roots(files[name])))
+                 for name in door}
+    assert {k: v for k, v in offenders.items() if v} == {}
+    assert "starlette" in third_party_roots(files["kbsql.server.routes.common"])  # the check sees it

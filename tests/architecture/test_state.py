@@ -9,7 +9,10 @@ source, nothing runs):
   clients belong to objects the engine owns);
 - the outbound policy of model calls (`engine/outbound.py`, `engine/model_http.py`) is the
   engine's, not the process's: no module-level state there beyond immutable defaults (two
-  engines in one process used to share, and overwrite, one policy and its lanes).
+  engines in one process used to share, and overwrite, one policy and its lanes);
+- no module of `server/` makes a worker pool at import: the lanes belong to the app, which
+  closes them at shutdown (a pool made once per process in `routes/common.py` served HTTP's
+  catalog routes instead of the app's catalog lane, and nothing ever closed it).
 """
 
 from __future__ import annotations
@@ -105,3 +108,30 @@ def test_the_outbound_policy_is_no_process_state() -> None:
              and (lines := mutable_module_state(tree) + module_instances(tree))}
     assert len([name for name, _ in _modules("engine") if name in OUTBOUND]) == 2
     assert found == {}, f"module-level state in the outbound client: {found}"
+
+
+POOL_MAKERS = {"Lanes", "Lane", "sized", "ThreadPoolExecutor", "ProcessPoolExecutor"}
+
+
+def module_pools(tree: ast.Module) -> list[int]:
+    """Lines of module-level assignments whose value makes a worker pool (anywhere in it)."""
+    lines = []
+    for node in tree.body:
+        value = node.value if isinstance(node, ast.Assign | ast.AnnAssign) else None
+        calls = [n for n in ast.walk(value) if isinstance(n, ast.Call)] if value is not None else []
+        if any(ast.unparse(c.func).split(".")[-1] in POOL_MAKERS for c in calls):
+            lines.append(node.lineno)
+    return lines
+
+
+def test_the_pool_check_can_fail() -> None:
+    tree = ast.parse("_default = Lanes.sized()\nPOOL = ThreadPoolExecutor(4)\nX = 1\n"
+                     "def f():\n    return Lanes.sized()\n")
+    assert module_pools(tree) == [1, 2]
+
+
+def test_no_module_level_pool_in_the_server() -> None:
+    modules = _modules("server")
+    assert any(name == "server/lanes.py" for name, _ in modules)
+    found = {name: lines for name, tree in modules if (lines := module_pools(tree))}
+    assert found == {}, f"worker pools made at import in server/: {found}"

@@ -126,7 +126,7 @@ def test_bad_chunking_is_refused_at_alter_and_inserts_keep_working(engine: Engin
 # INSERT ... SELECT with a column list (finding 7) -----------------------------------------
 def test_insert_select_renames_by_the_column_list(engine: Engine) -> None:
     _kb(engine, metadata_columns=["lang"])
-    engine.sql.register_frame("src", pd.DataFrame({"a": [1, 2], "b": ["one", "two"], "c": ["en", "fr"]}))
+    engine.register_dataframe("src", pd.DataFrame({"a": [1, 2], "b": ["one", "two"], "c": ["en", "fr"]}))
     result = sql(engine, "INSERT INTO kb (id, content, lang) SELECT a, b, c FROM df.src")
     assert result.affected_rows == 2
     rows = {r["id"]: r for r in table(engine, "SELECT id, chunk_content, lang FROM kb")}

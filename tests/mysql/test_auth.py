@@ -70,6 +70,19 @@ def test_wrong_credentials_are_access_denied(guarded: ServerProcess) -> None:
     assert "not-it" not in log and "pw-ann" not in log and TOKEN not in log
 
 
+def test_on_a_token_only_server_a_wrong_token_is_called_wrong(tmp_path: Path) -> None:
+    """With `--token` alone the password can only be the token: a wrong one is said to be
+    the wrong token (nothing more), a login without one is told the token is the password."""
+    with spawn(tmp_path / "data", args=("--mysql-port", "0", "--token", TOKEN)) as server:
+        wrong = refused(server, user="mindsdb", password="not-the-token", bind_address="127.0.0.9")
+        assert wrong.args == (1045, "Access denied for user 'mindsdb'@'127.0.0.9' (using password: YES)"
+                                    ": wrong token")
+        missing = refused(server, user="mindsdb", bind_address="127.0.0.9")
+        assert missing.args[1].endswith("(using password: NO): this server's token is the password")
+        with connect(server, password=TOKEN) as conn:
+            assert fetch(conn, "SELECT 1 AS one")[1] == [(1,)]
+
+
 def test_one_lockout_for_both_doors(guarded: ServerProcess) -> None:
     """Ten failures from one address lock it on both doors, whichever door they came
     through; other addresses are not affected."""
@@ -118,5 +131,5 @@ def test_startup_rules(tmp_path: Path, capsys: pytest.CaptureFixture[str],
     assert busy == 1 and "choose another --mysql-port" in capsys.readouterr().err
     monkeypatch.setenv("KBSQL_MYSQL_PORT", "http")
     assert main(["serve", "--port", "0", "--data-dir", str(tmp_path / "c")]) == 2
-    assert "$KBSQL_MYSQL_PORT must be a port number" in capsys.readouterr().err
+    assert "$KBSQL_MYSQL_PORT: mysql_port must be a number" in capsys.readouterr().err
     # a good $KBSQL_MYSQL_PORT opens the door: test_bad_input's server is started so

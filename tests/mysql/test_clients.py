@@ -65,6 +65,9 @@ def test_mysql_connector_text_and_binary_protocols(door: ServerProcess) -> None:
         with pytest.raises(mysql.connector.errors.ProgrammingError) as refused:
             binary.execute("SELECT * FROM nowhere WHERE id = ?", (1,))
         assert refused.value.errno == 1146 and "nowhere" in refused.value.msg
+        with pytest.raises(mysql.connector.errors.ProgrammingError) as refused:  # a search: a KB
+            binary.execute("SELECT * FROM no_kb WHERE content = ?", ("refunds",))
+        assert refused.value.errno == 1146 and "Knowledge base 'no_kb' not found" in refused.value.msg
         binary.execute("SELECT ? AS back", ("still works",))
         assert binary.fetchall() == [("still works",)]
     finally:

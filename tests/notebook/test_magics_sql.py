@@ -103,6 +103,8 @@ def test_display_limit_from_config_shows_few_rows_but_returns_all(cells, tmp_pat
     assert len(frame) == 25  # the full DataFrame is returned
     html = frame._repr_html_()
     assert html.count("</tr>") == 4  # header + 3 rows shown
+    # a table wider than the output scrolls inside it, not cut at the panel's edge
+    assert html.startswith('<div class="kbsql-table" style="overflow-x:auto;max-width:100%">')
     assert "3 of 25 rows shown" in html and "3 of 25 rows shown" in repr(frame)
     assert len(cells.ok("%kbsql -l 0 SELECT n FROM numbers.nums")._shown()[0]) == 25
     cells.ok("%config KbSql.displaylimit = 10")

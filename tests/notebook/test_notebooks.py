@@ -1,9 +1,13 @@
 """The notebooks of notebooks/ as a user runs them: executed by nbclient in a real kernel, Run
-All twice in the same kernel where that matters, and nothing left on disk afterwards."""
+All twice in the same kernel with the same outputs both times (but for timings), and nothing
+left on disk afterwards."""
 
 from __future__ import annotations
 
+import difflib
 import glob
+import json
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -28,25 +32,98 @@ def text_of(nb) -> str:
                      for o in outputs(nb))
 
 
-def execute(name: str, cwd: Path, runs: int = 1):
+TIMINGS = [
+    (re.compile(r"\b(done|failed)(,? .*?)? in [\d.,]+ (ms|s)\b"), r"\1\2 in T"),  # a bar's or agent's end
+    (re.compile(r"\([\d.,]+ (rows|questions)/s\)"), r"(R \1/s)"),  # its rate
+    (re.compile(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(\.\d+)?"), "TIMESTAMP"),  # _updated_at, created_at
+    (re.compile(r"(avg_query_time(&quot;|\\?\")?:\s*)[\d.e-]+"), r"\1T"),  # EVALUATE's mean time, as JSON
+]
+EVALUATE_TIME = re.compile(r"(?<![\d.])0\.0\d+(e-?\d+)?(?!\d)")
+"""What may differ between two Run Alls: how long things took, and when. Nothing else
+(outputs are compared as JSON, byte for byte, after these)."""
+FRESH_IDS = [
+    (re.compile(r'"model_id": "[0-9a-f]{32}"'), '"model_id": "ID"'),  # ipywidgets' comm id
+    (re.compile(r"trace [0-9a-f]{32}"), "trace ID"),  # an agent run's id, in its panel
+]
+"""Identifiers drawn fresh for each run by design (a widget's model, an agent run's trace)."""
+
+
+def normalised(nb) -> list[str]:
+    """Each code cell's outputs as JSON, without timings and fresh identifiers; the
+    execution count (the prompt's number, which counts on) is left out."""
+    cells = []
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        shown = [{k: v for k, v in o.items() if k != "execution_count"} for o in cell.outputs]
+        text = json.dumps(shown, sort_keys=True, indent=1)
+        if "avg_query_time" in text:  # EVALUATE's table: its mean search time (seconds, 0.0...),
+            # whose width moves pandas' text columns, so spaces count as one there
+            text = re.sub(r"(\\n|\s)+", " ", EVALUATE_TIME.sub("T", text))
+        for pattern, replacement in (*TIMINGS, *FRESH_IDS):
+            text = pattern.sub(replacement, text)
+        cells.append(text)
+    return cells
+
+
+def table_box_style(html: str) -> str:
+    """The style of the element the first <table> of `html` sits in."""
+    from html.parser import HTMLParser
+
+    class Finder(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__()
+            self.open: list[str] = []
+            self.found = ""
+
+        def handle_starttag(self, tag: str, attrs: list) -> None:
+            if tag == "table" and not self.found:
+                self.found = next((s for e in reversed(self.open) for s in [e] if s), "none")
+            self.open.append(dict(attrs).get("style") or "" if tag == "div" else "")
+
+        def handle_endtag(self, tag: str) -> None:
+            if self.open:
+                self.open.pop()
+
+    finder = Finder()
+    finder.feed(html)
+    return finder.found
+
+
+def execute(name: str, cwd: Path, runs: int = 2):
+    """Run All `runs` times in one kernel, as a user would; every run's outputs must be the
+    same as the first's (apart from TIMINGS and FRESH_IDS). Streams are merged as JupyterLab
+    merges them in a saved notebook."""
     shutil.copy(NOTEBOOKS / name, cwd / name)
     nb = nbformat.read(cwd / name, as_version=4)
     assert not outputs(nb), f"{name} is committed with outputs"
-    client = NotebookClient(nb, timeout=300, kernel_name="python3",
+    client = NotebookClient(nb, timeout=300, kernel_name="python3", coalesce_streams=True,
                             resources={"metadata": {"path": str(cwd)}})
+    seen = []
     with client.setup_kernel():
         for _ in range(runs):  # Run All, again, in the same kernel
             for index, cell in enumerate(nb.cells):
                 if cell.cell_type == "code":
                     cell.outputs = []
                     client.execute_cell(cell, index)
+            seen.append(normalised(nb))
     assert "error" not in {o["output_type"] for o in outputs(nb)}
+    for again in seen[1:]:
+        for index, (first, later) in enumerate(zip(seen[0], again, strict=True)):
+            assert first == later, f"{name}: code cell {index} differs on Run All again:\n" + "".join(
+                difflib.unified_diff(first.splitlines(True), later.splitlines(True), n=1))
     return nb
+
+
+def test_every_notebook_is_run_twice_here():
+    """Each notebook of notebooks/ has its test below, which runs it twice (Run All again)."""
+    tested = {"quickstart.ipynb", "search-your-own-csv.ipynb", "evaluate-and-tune.ipynb"}
+    assert {p.name for p in NOTEBOOKS.glob("*.ipynb")} == tested
 
 
 def test_quickstart_runs_twice_and_leaves_no_folder(tmp_path: Path):
     before = leftovers("kbsql-quickstart-")
-    nb = execute("quickstart.ipynb", tmp_path, runs=2)
+    nb = execute("quickstart.ipynb", tmp_path)
     text = text_of(nb)
     assert "3 rows affected" in text and "Closed quickstart." in text
     assert "Replace the pump seal every year." in text  # the agent answered from the KB
@@ -85,5 +162,9 @@ def test_evaluate_and_tune(tmp_path: Path):
     assert "insert into docs_300: done, 8 rows in" in text  # the saved, finished progress bar
     assert "evaluate mindsdb.docs_300: done, 8 questions in" in text  # EVALUATE's, saved too
     assert "total_found" in text and "cumulative_recall" in text  # EVALUATE's result table
+    # that wide table scrolls sideways inside its output rather than being cut at the edge
+    wide = next("".join(o["data"]["text/html"]) for o in outputs(nb)
+                if "avg_query_time" in "".join(o.get("data", {}).get("text/html", "")))
+    assert table_box_style(wide).startswith("overflow-x:auto"), wide[:300]
     assert text.count("<kbsql plot:") == 3 and "<kbsql plot: recall@k of evaluations>" in text
     assert leftovers("kbsql-eval-") == before

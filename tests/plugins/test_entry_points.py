@@ -93,6 +93,20 @@ def test_a_data_source_of_a_plugin_engine_stores_a_knowledge_base(where: tuple[k
         client.sql("CREATE DATABASE bad WITH ENGINE = 'jsonstore', PARAMETERS = {\"host\": \"x\"}")
 
 
+def test_a_data_source_engine_from_a_plugin(where: tuple[kbsql.Client, Path]) -> None:
+    """The fifth group, `kbsql.datasources`: CREATE DATABASE ... ENGINE names the plugin's
+    engine, its PARAMETERS are checked by it, and its table is read with SQL."""
+    client, _ = where
+    client.sql('CREATE DATABASE c WITH ENGINE = \'counting\', PARAMETERS = {"n": 4}')
+    assert client.query("SELECT sum(n) AS total FROM c.numbers")["total"].tolist() == [10]
+    assert "numbers" in client.query("SHOW TABLES FROM c").iloc[:, 0].tolist()
+    with pytest.raises(SqlError, match="needs PARAMETERS"):
+        client.sql('CREATE DATABASE d WITH ENGINE = \'counting\', PARAMETERS = {"n": "many"}')
+    with pytest.raises(SqlError) as unknown:
+        client.sql("CREATE DATABASE e WITH ENGINE = 'nope', PARAMETERS = {}")
+    assert "counting" in unknown.value.message and unknown.value.error_code == 1235  # listed, typed
+
+
 def test_a_broken_plugin_is_one_error_naming_it(where: tuple[kbsql.Client, Path]) -> None:
     client, _ = where
     with pytest.raises(ServiceError) as info:

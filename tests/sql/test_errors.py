@@ -162,8 +162,16 @@ def test_a_name_one_edit_away_gets_did_you_mean(connected: Engine, server_url: s
             assert result.type == "error", query
             return result.error_message
 
+        # a search names a knowledge base: the error says one is missing, with the near name,
+        # and nothing about data sources (off-topic there)
         assert said("SELECT * FROM tickest_kb WHERE content = 'late parcel'").endswith(
-            f"Table 'tickest_kb' not found in database 'mindsdb' {hint}")
+            f"Knowledge base 'tickest_kb' not found in project 'mindsdb' {hint}")
+        assert said("SELECT * FROM tickets WHERE content = 'late parcel' AND relevance > 0.5").endswith(
+            f"Knowledge base 'tickets' not found in project 'mindsdb' {hint}")  # `_kb` left out
+        far = said("SELECT id FROM my_kb WHERE content = 'refund policy' LIMIT 5")
+        assert far.endswith("Knowledge base 'my_kb' not found in project 'mindsdb'; "
+                            "SHOW KNOWLEDGE_BASES lists them"), far
+        assert "data source" not in far and "did you mean" not in far
         assert said("SELECT * FROM mindsdb.ticket_kb").endswith(hint)
         assert said("DESCRIBE KNOWLEDGE_BASE tickets_kbb").endswith(hint)
         assert said("DROP KNOWLEDGE_BASE tickets_k").endswith(hint)

@@ -112,17 +112,23 @@ TOKEN_ENV = "KBSQL_TOKEN"
 def connect(target: str | os.PathLike[str] | None = None, *, project: str = DEFAULT_PROJECT,
             data_dir: str | os.PathLike[str] | None = None, headers: dict[str, str] | None = None,
             token: str | None = None, progress: ProgressFactory | None = None,
-            **http_options: Any) -> Client:
+            settings: Mapping[str, Any] | None = None, **http_options: Any) -> Client:
     """`connect()` -> the embedded engine on `./.kbsql` (or `$KBSQL_HOME`);
     `connect("http://host:port")` -> a server speaking the interface;
     `connect(data_dir="path")` or `connect("path/to/dir")` -> the embedded engine there.
 
     `token` (else `$KBSQL_TOKEN`) is sent as `Authorization: Bearer <token>` to a server
     started with `kbsql serve --token`; an `Authorization` in `headers` wins. `progress`:
-    how the client draws progress (`Client`); `kbsql.connect` gives the front end's."""
+    how the client draws progress (`Client`); `kbsql.connect` gives the front end's.
+    `settings`: the embedded engine's settings by name (README, Configuration; e.g.
+    `{"statement_timeout": 30}`), which beat the environment and config.json; an unknown
+    name or a wrong type raises `ValueError` naming it. A server has its own (`kbsql serve`)."""
     if target is not None and str(target).startswith(("http://", "https://")):
         from kbsql.client.http import HttpApi
 
+        if settings:
+            raise ValueError("settings= configures an embedded engine; a server takes its "
+                             "settings from kbsql serve (flags, environment, its config.json)")
         token = token or os.environ.get(TOKEN_ENV) or None
         if token and not any(k.lower() == "authorization" for k in headers or {}):
             headers = {**(headers or {}), "Authorization": f"Bearer {token}"}
@@ -131,4 +137,5 @@ def connect(target: str | os.PathLike[str] | None = None, *, project: str = DEFA
                       progress=progress)
     from kbsql.engine import Engine
 
-    return Client(Engine(data_dir if data_dir is not None else target), project=project, progress=progress)
+    return Client(Engine(data_dir if data_dir is not None else target, settings=settings), project=project,
+                  progress=progress)

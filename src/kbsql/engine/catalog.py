@@ -25,7 +25,7 @@ from kbsql.engine.faults import disk_full, full_error
 from kbsql.engine.spelling import did_you_mean
 from kbsql.engine.sqlite_files import ReadOnlyData, open_read_only, private_file
 from kbsql.interface.api import DEFAULT_PROJECT
-from kbsql.interface.errors import Conflict, NotFound, ServiceError
+from kbsql.interface.errors import Conflict, NotFound, ServiceError, UnknownDatabase, UnknownTable
 
 TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S.%f"
 
@@ -228,7 +228,8 @@ class Catalog:
     def project(self, name: str) -> ProjectRecord:
         rows = self._read("SELECT * FROM projects WHERE lower(name) = lower(?)", (name,))
         if not rows:
-            raise _missing(NotFound(f"Project with name {name} does not exist", title="Project not found"),
+            raise _missing(UnknownDatabase(f"Project with name {name} does not exist",
+                                           title="Project not found"),
                            name, [p.name for p in self.projects()])
         r = rows[0]
         return ProjectRecord(r["id"], r["name"], r["created_at"])
@@ -284,7 +285,7 @@ class Catalog:
     def knowledge_base(self, project: str, name: str) -> KbRecord:
         record = self.find_knowledge_base(project, name)
         if record is None:
-            raise _missing(NotFound(f"Knowledge Base with name {name} does not exist",
+            raise _missing(UnknownTable(f"Knowledge Base with name {name} does not exist",
                                     title="Knowledge Base not found"),
                            name, [kb.name for kb in self.knowledge_bases(project)])
         return record
@@ -335,7 +336,7 @@ class Catalog:
         rows = self._read(self._AGENT_SELECT + " WHERE a.project_id = ? AND lower(a.name) = lower(?)",
                           (pid, name))
         if not rows:
-            raise _missing(NotFound(f"Agent with name {name} does not exist", title="Agent not found"),
+            raise _missing(UnknownTable(f"Agent with name {name} does not exist", title="Agent not found"),
                            name, [a.name for a in self.agents(project)])
         return self._agent(rows[0])
 
@@ -401,7 +402,7 @@ class Catalog:
                        (json.dumps(parameters), name))
         record = self.find_datasource(name)
         if record is None:
-            raise NotFound(f"Database with name {name} does not exist", title="Database not found")
+            raise UnknownDatabase(f"Database with name {name} does not exist", title="Database not found")
         return record
 
     def delete_datasource(self, name: str) -> None:
@@ -411,7 +412,7 @@ class Catalog:
             row = db.execute("SELECT id, name FROM datasources WHERE lower(name) = lower(?)",
                              (name,)).fetchone()
             if row is None:
-                raise NotFound(f"Database with name {name} does not exist",
+                raise UnknownDatabase(f"Database with name {name} does not exist",
                                title="Database not found")
             refuse_datasource_drop(row[1], self._all(db, self._KB_SELECT, self._kb),
                                    self._all(db, self._AGENT_SELECT, self._agent))

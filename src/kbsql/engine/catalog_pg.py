@@ -194,11 +194,6 @@ class PgConnection:
             return self._conn.execute(upper)
         return self._live().execute(_PLACEHOLDER.sub("%s", text), tuple(args))
 
-    def ping(self) -> None:
-        """`SELECT 1` on the catalog (reconnecting if PostgreSQL restarted); raises
-        StorageUnavailable when it does not answer."""
-        self.execute("SELECT 1")
-
     def executescript(self, script: str) -> None:
         """The SQLite schema script: the tables here come from `migrate` instead."""
 

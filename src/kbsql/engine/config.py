@@ -1,17 +1,23 @@
-"""Where the engine keeps its data and which models it uses when none is given.
+"""Where the engine keeps its data, which models it uses when none is given, and its bounds.
 
-Resolution order, most specific first: explicit argument, environment variable, the
-`config.json` file in the data directory, built-in default. The default agent model is the
-offline retrieval agent, so an agent works on a fresh machine with no key and no network.
+Every setting is declared once in `engine/settings_table.py`; `EngineConfig.load` reads the
+engine's through it with one precedence: explicit (a `kbsql serve` flag given, or
+`kbsql.connect(settings={...})`) > environment variable > the `config.json` file in the data
+directory > default. An unknown key or a value of the wrong type is a `SettingError` (one
+line naming it). The default agent model is the offline retrieval agent, so an agent works
+on a fresh machine with no key and no network.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from kbsql.engine.settings_table import BY_NAME, FILE_KEYS, SettingError, resolve, unknown_key
 
 DATA_DIR_ENV = "KBSQL_HOME"
 CATALOG_URL_ENV = "KBSQL_CATALOG_URL"
@@ -20,9 +26,6 @@ CONFIG_FILE = "config.json"
 
 OFFLINE_PROVIDER = "kbsql"
 OFFLINE_MODEL = "retrieval"
-
-_LIMIT_KEYS = ("statement_timeout", "sql_memory_mb", "sql_spill_mb", "model_timeout",
-               "max_chunks_per_row")
 
 # environment variable -> key of the default agent model descriptor
 _MODEL_ENV = {
@@ -41,7 +44,7 @@ def resolve_data_dir(data_dir: str | os.PathLike[str] | None = None) -> Path:
 
 @dataclass
 class EngineConfig:
-    """Settings read once when the engine starts."""
+    """Settings read once when the engine starts (each one's help: settings_table.py)."""
 
     data_dir: Path
     default_model: dict[str, Any] = field(
@@ -49,21 +52,19 @@ class EngineConfig:
     )
     default_embedding_model: dict[str, Any] | None = None
     """None means the bundled all-MiniLM-L6-v2; a descriptor here replaces it engine-wide."""
-    extra: dict[str, Any] = field(default_factory=dict)
     allowed_paths: tuple[Path, ...] | None = None
-    read_only: bool = False
-    """Set by the engine when the data directory cannot be written: it serves reads only."""
     """Roots file-based data sources may open; None: anywhere but the data directory
     (datasources/confine.py). `kbsql serve` sets it with a token or a public bind."""
-    background_workers: int = 2
+    read_only: bool = False
+    """Set by the engine when the data directory cannot be written: it serves reads only."""
+    background_inserts: int = 2
     """Background inserts (`INSERT ... SELECT ... USING batch_size`) running at once; more
-    wait their turn (`kbsql serve --background-inserts N`, `background_inserts` in config.json)."""
+    wait their turn."""
     catalog_url: str | None = None
     """A `postgresql://` URL: the catalog (and, by default, new knowledge bases) live in that
     database, shared by every server started with it. None: `catalog.sqlite` in data_dir."""
     statement_timeout: float | None = None
-    """Seconds one SQL statement may run before it is interrupted; None or 0: no limit
-    (embedded default; `kbsql serve --statement-timeout` sets one)."""
+    """Seconds one SQL statement may run before it is interrupted; None or 0: no limit."""
     sql_memory_mb: int | None = None
     """DuckDB's memory limit; None: DuckDB's default (80% of RAM). Spills go to data_dir/tmp."""
     sql_spill_mb: int | None = None
@@ -77,43 +78,62 @@ class EngineConfig:
     """Model calls in flight per model host (engine/outbound.py lanes); None: 16."""
     max_chunks_per_row: int = 10_000
     """Chunks one row's text may make (knowledge/chunking.py MAX_CHUNKS_PER_ROW)."""
+    agent_max_iterations: int = 12
+    agent_wall_time_s: float = 300.0
     served: bool = False
     """Set by `kbsql serve`: messages name its flags rather than config.json keys."""
 
     def note(self, key: str) -> str:
         """Where a user changes setting `key`: the server's flag or config.json's key."""
-        if self.served:
-            return "kbsql serve --" + key.replace("_", "-")
+        flag = BY_NAME[key].flag
+        if self.served and flag:
+            return f"kbsql serve {flag}"
         return f"{key} in config.json"
 
     @classmethod
-    def load(cls, data_dir: str | os.PathLike[str] | None = None,
-             catalog_url: str | None = None) -> EngineConfig:
+    def load(cls, data_dir: str | os.PathLike[str] | None = None, catalog_url: str | None = None,
+             *, settings: Mapping[str, Any] | None = None, served: bool = False) -> EngineConfig:
+        """The config of the data directory: `settings` (a `kbsql serve` flag given, or
+        `kbsql.connect(settings=...)`) > environment > its config.json > default (the
+        served default under `kbsql serve`). Raises `SettingError` for an unknown key or a
+        value of the wrong type; `json.JSONDecodeError` for a config.json that is not JSON."""
         path = resolve_data_dir(data_dir)
-        file_values: dict[str, Any] = {}
         config_file = path / CONFIG_FILE
+        file_values: Any = {}
         if config_file.exists():
             file_values = json.loads(config_file.read_text(encoding="utf-8"))
-        config = cls(data_dir=path)
-        if isinstance(file_values.get("default_model"), dict):
-            config.default_model = dict(file_values["default_model"])
-        if isinstance(file_values.get("default_embedding_model"), dict):
-            config.default_embedding_model = dict(file_values["default_embedding_model"])
-        for key in _LIMIT_KEYS:  # bounds an embedded user may set in config.json
-            value = file_values.get(key)
-            if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
-                whole = key.endswith(("_mb", "_row"))
-                setattr(config, key, int(value) if whole else float(value))
-        if isinstance(file_values.get("background_inserts"), int) and file_values["background_inserts"] > 0:
-            config.background_workers = file_values["background_inserts"]
-        config.extra = {k: v for k, v in file_values.items()
-                        if k not in ("default_model", "default_embedding_model", "catalog_url",
-                                     "background_inserts", *_LIMIT_KEYS)}
-        config.catalog_url = (catalog_url or os.environ.get(CATALOG_URL_ENV)
-                              or file_values.get("catalog_url") or None)
+            if not isinstance(file_values, dict):
+                raise SettingError(f"{config_file} must hold a JSON object of settings")
+        given = dict(settings or {})
+        for key in given:
+            if key not in FILE_KEYS:
+                raise unknown_key(key, FILE_KEYS, "kbsql serve" if served else "settings")
+        if catalog_url:
+            given["catalog_url"] = catalog_url
+        values = resolve(given, file_values, served=served, environ=os.environ,
+                         where=f"config.json in {path}", names=FILE_KEYS)
+        config = cls(data_dir=path, served=served)
+        if values["default_model"] is not None:
+            config.default_model = values["default_model"]
+        for key in FILE_KEYS:
+            if key != "default_model" and values[key] is not None:
+                setattr(config, key, values[key])
+        config.catalog_url = config.catalog_url or None
+        if config.allowed_model_hosts is not None:
+            config.allowed_model_hosts = _hosts(config.allowed_model_hosts)
         env_model = {key: os.environ[var] for var, key in _MODEL_ENV.items() if os.environ.get(var)}
         if env_model:
             if "provider" in env_model and env_model["provider"] != config.default_model.get("provider"):
                 config.default_model = {}
             config.default_model.update(env_model)
         return config
+
+
+def _hosts(entries: tuple[str, ...]) -> tuple[str, ...] | None:
+    """The allowed model hosts, normalized (engine/outbound.py); none named: None (anywhere)."""
+    from kbsql.engine.outbound import normalize_entry
+
+    try:
+        return tuple(normalize_entry(h) for h in entries) or None
+    except ValueError as exc:
+        raise SettingError(f"allowed_model_hosts: {exc}") from None

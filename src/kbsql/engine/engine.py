@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -33,14 +33,17 @@ from kbsql.engine.catalog import Catalog, KbRecord
 from kbsql.engine.config import EngineConfig
 from kbsql.engine.datasources.confine import PathPolicy
 from kbsql.engine.datasources.frame_store import FrameStore
+from kbsql.engine.datasources.registry import data_source_engines
 from kbsql.engine.datasources.upload_formats import read_pages
 from kbsql.engine.datasources.upload_store import UploadStore
 from kbsql.engine.knowledge.bases import DEFAULT_VECTOR_DATABASE, KnowledgeBases
 from kbsql.engine.knowledge.service import KnowledgeService
+from kbsql.engine.knowledge.storage import StorageBackend
+from kbsql.engine.model_context import ProviderContext
 from kbsql.engine.model_http import ModelHttp
 from kbsql.engine.plugins import STORAGE, Registry
 from kbsql.engine.ports import AgentOps, RunsSql
-from kbsql.engine.providers import BUILTINS, ModelProviders, ProviderContext
+from kbsql.engine.providers import BUILTINS, ModelProviders
 from kbsql.engine.sql.databases.database_ops import DatabaseOps
 from kbsql.engine.sql.executor import SqlExecutor
 from kbsql.engine.sql.kb import kb_changes
@@ -82,12 +85,14 @@ class Engine(FileTables, UploadedFiles, Databases, KnowledgeBaseEditing, Knowled
 
     def __init__(self, data_dir: str | os.PathLike[str] | None = None,
                  config: EngineConfig | None = None, catalog_url: str | None = None, *,
-                 models: ModelProviders | None = None):
-        """`models`: model providers whose loaded models (weights) this engine shares, to
-        load a model once for several engines of one process. The engine still makes its
-        model calls through its own HTTP client under its own outbound policy (from
-        `config`), and closing it closes only that client."""
-        self.config = config or EngineConfig.load(data_dir, catalog_url)
+                 models: ModelProviders | None = None, settings: Mapping[str, Any] | None = None):
+        """`settings`: engine settings by name (engine/settings_table.py), which beat the
+        environment and config.json (`kbsql.connect(settings=...)`); an unknown name or a
+        wrong type is a `SettingError`. `models`: model providers whose loaded models
+        (weights) this engine shares, to load a model once for several engines of one
+        process. The engine still makes its model calls through its own HTTP client under
+        its own outbound policy (from `config`), and closing it closes only that client."""
+        self.config = config or EngineConfig.load(data_dir, catalog_url, settings=settings)
         self.data_dir: Path = self.config.data_dir
         # 0700: the catalog holds API keys; nobody but the owner may even list the files
         self.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -98,7 +103,8 @@ class Engine(FileTables, UploadedFiles, Databases, KnowledgeBaseEditing, Knowled
                                read_only=self.config.read_only)
         loaded = models.context if models is not None else ProviderContext()
         self.models = ModelProviders(loaded.with_http(ModelHttp(policy=self._outbound_policy())))
-        self.storage = Registry[Any]("storage backend", STORAGE, BUILTINS[STORAGE], instances=True)
+        self.storage = Registry[StorageBackend]("storage backend", STORAGE, BUILTINS[STORAGE], instances=True)
+        self.datasources = data_source_engines()
         self.knowledge = KnowledgeService(self.data_dir, self.config, self.models, self.storage,
                                           self.catalog.find_datasource)
         self.kbs = KnowledgeBases(self.catalog, self.knowledge)
@@ -107,8 +113,8 @@ class Engine(FileTables, UploadedFiles, Databases, KnowledgeBaseEditing, Knowled
         agent_port: AgentOps = self.agents
         self.uploads = UploadStore(self.catalog, self._frames("uploads"))
         self.sql = SqlExecutor(self.catalog, self._frames(), self.kbs, agent_port, self.uploads,
-                               PathPolicy(self.config), self.config.background_workers,
-                               self._sql_settings())
+                               PathPolicy(self.config), self.config.background_inserts,
+                               self._sql_settings(), self.datasources)
         sql_port.target = self.sql  # the mutual recursion, closed here and only here
         self._closed = threading.Event()
 
@@ -151,9 +157,17 @@ class Engine(FileTables, UploadedFiles, Databases, KnowledgeBaseEditing, Knowled
         if not self._closed.is_set():
             self._closed.set()
             self.sql.close()
-            self.knowledge.close()
+            self.knowledge.close(self._knowledge_base_ids())
             self.models.close()
             self.catalog.close()
+
+    def _knowledge_base_ids(self) -> set[int] | None:
+        """The ids of the knowledge bases that still exist, so closing saves only their
+        indexes (another process may have dropped one); None when the catalog cannot say."""
+        try:
+            return {kb.id for kb in self.catalog.knowledge_bases()}
+        except Exception:  # a catalog that is down: save them all, as before
+            return None
 
     def __enter__(self) -> Engine:
         return self
@@ -291,7 +305,7 @@ class Engine(FileTables, UploadedFiles, Databases, KnowledgeBaseEditing, Knowled
     # uploaded files (the built-in data source `files`, MindsDB's) ---------------------------
     def upload_file(self, name: str, raw: bytes, filename: str, *, source_file: str | None = None,
                     max_table_bytes: int | None = None) -> dict[str, Any]:
-        """`interface.api.FilesApi`: the file `filename` (csv, tsv, json, parquet, xlsx, txt,
+        """`interface.api.UploadedFiles`: the file `filename` (csv, tsv, json, parquet, xlsx, txt,
         pdf, or one of those zipped) becomes `files.<name>`, read as MindsDB's file handler
         reads it (datasources/upload_formats.py); a name in use is a Conflict."""
         pages = read_pages(raw, filename, max_table_bytes or MAX_UPLOADED_TABLE_BYTES)

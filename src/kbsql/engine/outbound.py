@@ -46,6 +46,7 @@ from urllib.parse import urlsplit
 import httpcore
 import httpx
 
+from kbsql.engine.settings_table import BY_NAME
 from kbsql.interface.errors import Busy, InvalidParameter, ProviderError
 
 ANY_PUBLIC = "*"
@@ -67,7 +68,9 @@ class Policy:
     @property
     def flag_note(self) -> str:
         """Where the operator allows hosts, as a refusal names it."""
-        return "kbsql serve --allow-model-host" if self.served else "EngineConfig.allowed_model_hosts"
+        if self.served:
+            return f"kbsql serve {BY_NAME['allowed_model_hosts'].flag}"
+        return "the allowed_model_hosts setting (config.json or kbsql.connect(settings=...))"
 
     @property
     def place(self) -> str:

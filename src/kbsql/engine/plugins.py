@@ -10,7 +10,13 @@ a model provider by declaring it (as jupyter-ai and chromadb let plugins add mod
 - chat (LLM) providers, `kbsql.llm_providers`: an agent's `model.provider`; a factory
   `(descriptor, context) -> Provider` (agents/providers/base.py);
 - rerankers, `kbsql.rerankers`: `reranking_model.provider`; a factory
-  `(descriptor, context) -> Reranker` (knowledge/rerank.py).
+  `(descriptor, context) -> Reranker` (knowledge/rerank.py);
+- data-source engines, `kbsql.datasources`: `CREATE DATABASE ... ENGINE`; a class
+  `(name, alias, parameters) -> DataSource` with a static `normalize(parameters)`
+  (datasources/scans.py, `DataSourceEngine`).
+
+The protocols and value types a plugin implements are public in `kbsql.spi`; a plugin
+imports only `kbsql.spi` and `kbsql.interface`.
 
 A plugin's `pyproject.toml`:
 
@@ -51,6 +57,9 @@ STORAGE = "kbsql.storage"
 EMBEDDING_PROVIDERS = "kbsql.embedding_providers"
 LLM_PROVIDERS = "kbsql.llm_providers"
 RERANKERS = "kbsql.rerankers"
+DATASOURCES = "kbsql.datasources"
+GROUPS = (STORAGE, EMBEDDING_PROVIDERS, LLM_PROVIDERS, RERANKERS, DATASOURCES)
+"""Every entry-point group kbsql reads (`kbsql.spi` exports them)."""
 
 
 class PluginError(ServiceError):

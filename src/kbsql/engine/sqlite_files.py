@@ -13,7 +13,7 @@ import os
 import sqlite3
 from pathlib import Path
 
-from kbsql.interface.errors import ServiceError
+from kbsql.interface.errors import PermissionDenied
 
 __all__ = ["ReadOnlyData", "open_read_only", "private_file"]
 
@@ -27,7 +27,7 @@ def private_file(path: Path) -> None:
         pass
 
 
-class ReadOnlyData(ServiceError):
+class ReadOnlyData(PermissionDenied):
     """403: the data directory cannot be written (a read-only mount): reads only."""
 
     status = 403

@@ -143,9 +143,8 @@ def agent_params(value: Any) -> dict[str, Any]:
                                        f"seconds from 1 to 86400, not {item!r}")
             out[key] = item
         elif item not in AGENT_MODES:
-            raise BadRequest(f"not supported by the local engine: agent mode {item!r} (kbsql agents "
-                             "answer in text: mode 'text')",
-                             title="Invalid parameter")
+            raise InvalidParameter(f"not supported by the local engine: agent mode {item!r} (kbsql agents "
+                                   "answer in text: mode 'text')")
         else:
             out[key] = item
     return out

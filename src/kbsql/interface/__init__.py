@@ -6,16 +6,27 @@ Client, engine and server all import from here; nothing else re-declares a field
 from kbsql.interface.api import DEFAULT_PROJECT, InsertCounts, ServiceApi
 from kbsql.interface.errors import (
     BadRequest,
+    Busy,
     Conflict,
+    ConnectionFailed,
+    InsufficientStorage,
+    Interrupted,
     InvalidParameter,
     KbsqlError,
+    LimitExceeded,
     MissingParameter,
     NotFound,
+    NotSupported,
+    ParseError,
+    PermissionDenied,
     ProviderError,
     ServiceError,
     SqlError,
+    StoreDamaged,
     TransportError,
     Unavailable,
+    UnknownDatabase,
+    UnknownTable,
 )
 from kbsql.interface.models import MASK, Agent, KnowledgeBase, ModelDescriptor, Storage
 from kbsql.interface.results import (
@@ -28,9 +39,10 @@ from kbsql.interface.results import (
 )
 
 __all__ = [
-    "DEFAULT_PROJECT", "KB_COLUMNS", "MASK", "Agent", "BadRequest", "Conflict", "ErrorResult", "InsertCounts",
-    "InvalidParameter", "KbsqlError", "KnowledgeBase", "MissingParameter", "ModelDescriptor", "NotFound",
-    "OkResult", "ProviderError", "ServiceApi",
-    "ServiceError", "SqlError", "SqlResult", "Storage", "TableResult", "TransportError",
-    "Unavailable", "result_from_json",
+    "DEFAULT_PROJECT", "KB_COLUMNS", "MASK", "Agent", "BadRequest", "Busy", "Conflict", "ConnectionFailed",
+    "ErrorResult", "InsertCounts", "InsufficientStorage", "Interrupted", "InvalidParameter", "KbsqlError",
+    "KnowledgeBase", "LimitExceeded", "MissingParameter", "ModelDescriptor", "NotFound",
+    "NotSupported", "OkResult", "ParseError", "PermissionDenied", "ProviderError", "ServiceApi",
+    "ServiceError", "SqlError", "SqlResult", "Storage", "StoreDamaged", "TableResult", "TransportError",
+    "Unavailable", "UnknownDatabase", "UnknownTable", "result_from_json",
 ]

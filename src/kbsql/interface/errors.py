@@ -12,11 +12,18 @@ travels in the `Kbsql-Problem-Type` response header (and is read from a body `ty
 should a server put it there), and the client rebuilds the class by it, falling back to
 the status for servers that send no type. So a `ProviderError` stays a `ProviderError`
 over HTTP instead of becoming the `BadRequest` its status alone would say.
+
+SQL errors have a kind too, typed where they start (`UnknownTable`, `UnknownDatabase`,
+`ParseError`, `NotSupported`, `LimitExceeded`, `PathNotAllowed`: each both a `ServiceError`
+for the REST routes and an `SqlError` for a statement). One table, `KINDS`, maps a kind (a
+problem type) to MindsDB's `error_code` and the MySQL door's number and SQLSTATE; a new kind
+is its class here and its row there, and nothing reads a kind back from a message's words.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
@@ -42,7 +49,13 @@ class ServiceError(KbsqlError):
         self.detail = detail
         if status is not None:
             self.status = status
-        super().__init__(f"{self.title}: {detail}")
+        KbsqlError.__init__(self, f"{self.title}: {detail}")  # not super(): the SQL kinds
+        # below are SqlErrors too, and SqlError's constructor would take this line as the message
+
+    @property
+    def kind(self) -> str:
+        """The error's kind in `KINDS` (its problem type): what an SQL answer carries."""
+        return self.problem_type
 
     def to_problem(self) -> dict[str, Any]:
         """The problem+json body of this error."""
@@ -168,26 +181,155 @@ class Unavailable(ServiceError):
     retry_after = 1
 
 
+class PermissionDenied(ServiceError):
+    """403: the caller may not do this here (a read-only data directory, a path or host the
+    engine's settings do not allow)."""
+
+    status = 403
+    default_title = "Permission denied"
+    problem_type = "urn:kbsql:problem:permission-denied"
+
+
+class SqlError(KbsqlError):
+    """An SQL statement failed; the service answered `{"type": "error", ...}`.
+
+    `kind` is the failure's problem type (a key of `KINDS`): it survives the executor and the
+    wire (as `error_code`, the MySQL number MindsDB sends), so the MySQL door and a caller
+    act on the kind, never on the message's words."""
+
+    def __init__(self, message: str, error_code: int = 0, context: dict[str, Any] | None = None,
+                 kind: str | None = None):
+        self.message = message
+        self._kind = kind or kind_of_code(error_code)  # a code read off the wire names its kind
+        self.error_code = error_code or codes_of(self._kind).mindsdb
+        self.context = context or {}
+        super().__init__(message)
+
+    @property
+    def kind(self) -> str:
+        """The failure's problem type (a key of `KINDS`)."""
+        return self._kind
+
+
+class _SqlKind(ServiceError, SqlError):
+    """An error that starts in SQL or in the catalog: a `ServiceError` to the REST routes (its
+    status and problem type) and an `SqlError` to a statement (its message is the detail with
+    the hint). Raised where the failure starts, so no one reads its kind back from words."""
+
+    def __init__(self, detail: str, title: str | None = None, status: int | None = None):
+        ServiceError.__init__(self, detail, title, status)
+        self.error_code = codes_of(self.problem_type).mindsdb
+        self.context = {}
+
+    @property
+    def message(self) -> str:  # type: ignore[override]
+        return self.detail + self.hint
+
+
+class UnknownTable(_SqlKind, NotFound):
+    """A table, knowledge base or agent that does not exist (MySQL 1146, SQLSTATE 42S02)."""
+
+    default_title = "Table not found"
+    problem_type = "urn:kbsql:problem:unknown-table"
+
+
+class UnknownDatabase(_SqlKind, NotFound):
+    """A database or project that does not exist (MySQL 1049)."""
+
+    default_title = "Database not found"
+    problem_type = "urn:kbsql:problem:unknown-database"
+
+
+class ParseError(_SqlKind, BadRequest):
+    """The statement cannot be parsed (MySQL 1064)."""
+
+    default_title = "Syntax error"
+    problem_type = "urn:kbsql:problem:parse-error"
+
+
+class NotSupported(_SqlKind, BadRequest):
+    """A statement or feature of the reference dialect the local engine does not run
+    (MySQL 1235, "not supported yet")."""
+
+    default_title = "Not supported"
+    problem_type = "urn:kbsql:problem:not-supported"
+
+
+class LimitExceeded(_SqlKind, BadRequest):
+    """A value or a statement past one of the engine's limits (a LIMIT past 2^63 - 1, too many
+    tokens for the parser)."""
+
+    default_title = "Limit exceeded"
+    problem_type = "urn:kbsql:problem:limit-exceeded"
+
+
+class PathNotAllowed(_SqlKind, PermissionDenied):
+    """A data source's file or folder this engine may not open (inside the data directory, or
+    outside the folders `--allow-path` names): a permission, in SQL (MySQL 1227) and REST."""
+
+
+@dataclass(frozen=True)
+class ErrorCodes:
+    """What one kind of error is called on each wire: MindsDB's `error_code` (the MySQL number
+    its SQL API exceptions carry, 0 for an error it has no kind for) and the MySQL door's
+    error number and SQLSTATE."""
+
+    mindsdb: int
+    mysql: int
+    sqlstate: str
+
+
+_UNKNOWN = ErrorCodes(0, 1105, "HY000")
+_P = "urn:kbsql:problem:"
+SQL_ERROR = _P + "sql-error"
+"""The kind of an SQL error that has none of its own (MySQL 1105, MindsDB's 0)."""
+
+KINDS: Mapping[str, ErrorCodes] = MappingProxyType({
+    # The one table from a kind (an HTTP problem type) to its codes: a new kind is one row here
+    # and its class above. MindsDB sends the MySQL number as `error_code` (its SqlApiException's
+    # err_code), so the two columns agree wherever MindsDB has the kind.
+    _P + "unknown-table": ErrorCodes(1146, 1146, "42S02"),
+    _P + "unknown-database": ErrorCodes(1049, 1049, "42000"),
+    _P + "parse-error": ErrorCodes(1064, 1064, "42000"),
+    _P + "not-supported": ErrorCodes(1235, 1235, "42000"),
+    _P + "permission-denied": ErrorCodes(1227, 1227, "42000"),
+    _P + "limit-exceeded": ErrorCodes(1104, 1104, "42000"),
+    _P + "conflict": ErrorCodes(1050, 1050, "42S01"),
+    _P + "busy": ErrorCodes(1040, 1040, "08004"),
+    _P + "store-damaged": ErrorCodes(1034, 1034, "HY000"),
+    _P + "insufficient-storage": ErrorCodes(1021, 1021, "HY000"),
+    _P + "connection-error": ErrorCodes(1429, 1429, "HY000"),
+    _P + "interrupted": ErrorCodes(1317, 1317, "70100"),
+})
+
+
+def codes_of(kind: str) -> ErrorCodes:
+    """The codes of `kind`; an error with no kind of its own is MySQL's 1105 (unknown error)
+    and MindsDB's 0."""
+    return KINDS.get(kind, _UNKNOWN)
+
+
+def kind_of_code(error_code: int) -> str:
+    """The kind an `error_code` on the wire stands for (the HTTP client's way back)."""
+    for kind, codes in KINDS.items():
+        if error_code and codes.mindsdb == error_code:
+            return kind
+    return SQL_ERROR
+
+
 PROBLEM_TYPE_HEADER = "Kbsql-Problem-Type"
 
 # read-only: the interface holds no mutable module state (tests/architecture/test_state.py)
-_BY_STATUS: Mapping[int, type[ServiceError]] = MappingProxyType({400: BadRequest, 404: NotFound,
+_BY_STATUS: Mapping[int, type[ServiceError]] = MappingProxyType({400: BadRequest, 403: PermissionDenied,
+                                                                 404: NotFound,
                                                                  409: Conflict, 503: Unavailable,
                                                                  507: InsufficientStorage})
 _BY_TYPE: Mapping[str, type[ServiceError]] = MappingProxyType({
     cls.problem_type: cls for cls in (ServiceError, BadRequest, InvalidParameter, MissingParameter,
                                       ConnectionFailed, NotFound, Conflict, ProviderError,
-                                      StoreDamaged, InsufficientStorage, Busy, Unavailable)})
-
-
-class SqlError(KbsqlError):
-    """An SQL statement failed; the service answered `{"type": "error", ...}`."""
-
-    def __init__(self, message: str, error_code: int = 0, context: dict[str, Any] | None = None):
-        self.message = message
-        self.error_code = error_code
-        self.context = context or {}
-        super().__init__(message)
+                                      StoreDamaged, InsufficientStorage, Busy, Unavailable,
+                                      PermissionDenied, UnknownTable, UnknownDatabase, ParseError,
+                                      NotSupported, LimitExceeded)})
 
 
 class TransportError(KbsqlError):
@@ -200,6 +342,8 @@ class Interrupted(KeyboardInterrupt):
     A KeyboardInterrupt, so whatever stops on Ctrl-C still stops (and a progress bar says
     "stopped"); the notebook shows the message as one line instead of a traceback. `stored`
     is the rows an interrupted insert kept (None when not an insert)."""
+
+    kind = "urn:kbsql:problem:interrupted"
 
     def __init__(self, message: str, stored: int | None = None):
         super().__init__(message)

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from kbsql.interface.errors import SqlError
+from kbsql.interface.errors import SQL_ERROR, ServiceError, SqlError, codes_of, kind_of_code
 
 if TYPE_CHECKING:  # pandas is imported lazily: a plain client call must not pay for it
     import pandas as pd
@@ -114,19 +114,35 @@ class OkResult:
 
 @dataclass
 class ErrorResult:
-    """An SQL error; on the wire it is an HTTP 200 answer."""
+    """An SQL error; on the wire it is an HTTP 200 answer. `kind` is its problem type (a key of
+    `errors.KINDS`); `error_code`, MindsDB's code for it, is filled from that table and is
+    what carries the kind over the wire (the answer's shape stays MindsDB's)."""
 
     error_message: str
     error_code: int = 0
     context: dict[str, Any] = field(default_factory=default_context)
     type: str = "error"
+    kind: str = SQL_ERROR
+
+    def __post_init__(self) -> None:
+        if not self.error_code:
+            self.error_code = codes_of(self.kind).mindsdb
+        elif self.kind == SQL_ERROR:
+            self.kind = kind_of_code(self.error_code)
+
+    @classmethod
+    def of(cls, error: SqlError | ServiceError, context: dict[str, Any]) -> ErrorResult:
+        """The answer for an error raised while running a statement: its message (a service
+        error's detail with its hint) and its kind."""
+        message = error.message if isinstance(error, SqlError) else error.detail + error.hint
+        return cls(message, context=context, kind=error.kind)
 
     def to_json(self) -> dict[str, Any]:
         return {"type": "error", "error_code": self.error_code,
                 "error_message": self.error_message, "context": dict(self.context)}
 
     def to_exception(self) -> SqlError:
-        return SqlError(self.error_message, self.error_code, self.context)
+        return SqlError(self.error_message, self.error_code, self.context, kind=self.kind)
 
 
 SqlResult = TableResult | OkResult | ErrorResult

@@ -68,6 +68,7 @@ class KbSql(Magics, Configurable):
     """SQL and agents of a kbsql service (the embedded engine or a server) in IPython."""
 
     matcher: Any = None  # the %%kbsql Tab completer, set by load_ipython_extension
+    before_cell: Any = None  # its pre_run_cell callback (quiet_second_load)
 
     displaylimit = Int(10, allow_none=True, help="Rows shown of a result; 0 or None shows all. "
                        "The returned DataFrame always has every row.").tag(config=True)
@@ -283,6 +284,21 @@ class KbSql(Magics, Configurable):
             return self._interrupted(exc, conn, None)
 
 
+_LOAD_AGAIN = re.compile(r"^\s*%load_ext\s+kbsql\s*(#.*)?$", re.M)
+
+
+def quiet_second_load(ipython: Any) -> Any:
+    """A `pre_run_cell` callback: before a cell that loads kbsql while it is loaded (Run All
+    a second time), kbsql is taken out of IPython's set of loaded extensions. IPython would
+    otherwise answer that `%load_ext` with "already loaded. To reload it, use: %reload_ext
+    kbsql", an output the first run did not have; loading is idempotent (the first magics
+    stay), and IPython puts the name back when the load returns, so `%unload_ext` works."""
+    def before(info: Any) -> None:
+        if _LOAD_AGAIN.search(getattr(info, "raw_cell", None) or ""):
+            ipython.extension_manager.loaded.discard("kbsql")
+    return before
+
+
 def load_ipython_extension(ipython: Any) -> None:
     """Register the magics once per shell (loading twice keeps the first instance)."""
     if any(isinstance(c, KbSql) for c in ipython.configurables):
@@ -296,6 +312,8 @@ def load_ipython_extension(ipython: Any) -> None:
     magics.matcher = make_matcher(lambda: magics._connection(None).client)
     ipython.Completer.custom_matchers.append(magics.matcher)
     ipython.input_transformers_cleanup.append(keep_question_marks)
+    magics.before_cell = quiet_second_load(ipython)
+    ipython.events.register("pre_run_cell", magics.before_cell)
 
 
 def unload_ipython_extension(ipython: Any) -> None:
@@ -306,6 +324,9 @@ def unload_ipython_extension(ipython: Any) -> None:
         matcher = getattr(magics, "matcher", None)
         if matcher in ipython.Completer.custom_matchers:
             ipython.Completer.custom_matchers.remove(matcher)
+        before = getattr(magics, "before_cell", None)
+        if before in ipython.events.callbacks["pre_run_cell"]:
+            ipython.events.unregister("pre_run_cell", before)
     if keep_question_marks in ipython.input_transformers_cleanup:
         ipython.input_transformers_cleanup.remove(keep_question_marks)
     registry = ipython.magics_manager.registry

@@ -58,17 +58,24 @@ def _cell_html(value: Any, full: bool) -> str:
             f'<div style="white-space:pre-wrap;max-width:60em">{escape(text)}</div></details></div>')
 
 
+SCROLL = "overflow-x:auto;max-width:100%"
+"""The table's box: a result wider than the output (EVALUATE's `created_at`, many metadata
+columns) scrolls sideways inside it instead of being cut at the panel's edge."""
+
+
 def frame_html(shown: pd.DataFrame, *, full: bool = False) -> str:
-    """pandas' HTML table with text cells escaped here (`escape=False` to pandas) so a long
-    one can carry its click-to-expand markup; names and index are escaped the same way."""
+    """pandas' HTML table, in a box that scrolls sideways (`SCROLL`), with text cells escaped
+    here (`escape=False` to pandas) so a long one can carry its click-to-expand markup; names
+    and index are escaped the same way."""
     safe = shown.set_axis([escape(str(c)) for c in shown.columns], axis=1)
     safe = safe.set_axis([escape(str(v)) for v in safe.index], axis=0)
     formatters = {name: (lambda v, f=full: _cell_html(v, f))
                   for name, column in zip(safe.columns, shown.columns, strict=True)
                   if not pd.api.types.is_numeric_dtype(shown[column])}  # every value that is text
     with pd.option_context("display.max_colwidth", None):  # pandas would cut our markup
-        return safe.to_html(escape=False, formatters=formatters, max_rows=None, max_cols=None,
-                            notebook=True, na_rep="NaN")
+        table = safe.to_html(escape=False, formatters=formatters, max_rows=None, max_cols=None,
+                             notebook=True, na_rep="NaN")
+    return f'<div class="kbsql-table" style="{SCROLL}">{table}</div>'
 
 
 def frame_text(shown: pd.DataFrame, *, full: bool = False) -> str:

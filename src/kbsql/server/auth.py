@@ -45,6 +45,9 @@ SESSION_TTL_S = 24 * 3600
 MAX_SESSIONS = 10_000
 FAILED_LOGIN_DELAY_S = 0.5  # slows password guessing without blocking other requests
 MAX_LOGIN_BODY = 64 * 1024
+NEEDS_TOKEN = ("This server needs a token: send 'Authorization: Bearer <token>' "
+               "(kbsql.connect(url, token=...) or $KBSQL_TOKEN)")
+WRONG_TOKEN = "Wrong token"  # says no more: not which part, not how near
 
 
 @dataclass(frozen=True)
@@ -122,8 +125,7 @@ class TokenAuth:
                 if credentialed:
                     self.throttle.failed(client)
                 await send_problem(send, 401, "Unauthorized",
-                                   "This server needs a token: send 'Authorization: Bearer <token>' "
-                                   "(kbsql.connect(url, token=...) or $KBSQL_TOKEN)",
+                                   WRONG_TOKEN if self.presents_token(scope) else NEEDS_TOKEN,
                                    [(b"www-authenticate", b'Bearer realm="kbsql"')])
                 return
         await self.app(scope, receive, send)
@@ -135,6 +137,19 @@ class TokenAuth:
             name = name.lower()
             if name == b"authorization" or (name == b"x-api-key" and self.settings.token):
                 return True
+        return False
+
+    def presents_token(self, scope: Scope) -> bool:
+        """A token was sent (`Authorization: Bearer <something>`, or `X-Api-Key` on a server
+        with a token): refused, it was the wrong one, which the answer says; anything else
+        (no header, another scheme, an empty bearer) is told how to send one."""
+        for name, value in scope.get("headers") or []:
+            name = name.lower()
+            if name == b"x-api-key" and self.settings.token:
+                return True
+            if name == b"authorization":
+                scheme, _, credential = value.decode("latin-1").strip().partition(" ")
+                return scheme.lower() == "bearer" and bool(credential.strip())
         return False
 
     async def refused_as_locked(self, client: str, send: Send) -> bool:

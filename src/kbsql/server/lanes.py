@@ -12,6 +12,11 @@ A lane runs at most `size` calls at once; a call that finds it full waits up to 
 seconds for a slot, then fails with `Busy` (503 with Retry-After): a burst is queued
 briefly, a flood is refused rather than piled up. Admission is bookkeeping on the event
 loop (no lock, no task): the `SELECT 1` fast path pays two integer updates.
+
+The lanes belong to the app (`build_app`, `serve`), never to a module: both doors (HTTP and
+the MySQL door) take their catalog, SQL and model workers from the same `Lanes`, and
+`serve` closes them at shutdown. Nothing here knows Starlette: the MySQL door stands on
+this module, not on the HTTP routes.
 """
 
 from __future__ import annotations
@@ -19,12 +24,13 @@ from __future__ import annotations
 import asyncio
 import contextvars
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from kbsql.interface.control import CLIENT_GONE, CURRENT, Control
 from kbsql.interface.errors import Busy
 
 DEFAULT_SQL_WORKERS = 32
@@ -33,6 +39,10 @@ CATALOG_WORKERS = 8
 SQL_WAIT_S = 30.0  # a statement queues longer than a model call: nothing slow holds it
 MODEL_WAIT_S = 5.0
 CATALOG_WAIT_S = 30.0
+WATCH_AFTER_S = 0.2
+"""A call still running after this long gets its client watched: one that goes away stops
+it (`controlled`). Later than 0 so a fast statement (the keep-alive `SELECT 1`) starts no
+task; a disconnect is then noticed within this plus the time the socket takes to close."""
 
 
 class Lane:
@@ -133,3 +143,29 @@ class Lanes:
     def close(self) -> None:
         for lane in (self.sql, self.model, self.catalog):
             lane.close()
+
+
+async def controlled(gone: Callable[[], Awaitable[object]], control: Control,
+                     fn: Callable[..., Any], *args: Any, lane: Lane) -> Any:
+    """`lane.run(fn, *args)` under `control` (the service reads it as
+    `interface.control.CURRENT`). When the call is still running after `WATCH_AFTER_S`,
+    `gone()` is awaited beside it (it returns when the client has gone away: HTTP's
+    disconnect, the MySQL stream's end); the control is then stopped, which interrupts the
+    statement or the model call within the watcher's tick."""
+    loop = asyncio.get_running_loop()
+    watcher: list[asyncio.Task[None]] = []
+    timer = loop.call_later(WATCH_AFTER_S, lambda: watcher.append(
+        loop.create_task(_stop_when_gone(gone, control))))
+    token = CURRENT.set(control)
+    try:
+        return await lane.run(fn, *args)
+    finally:
+        CURRENT.reset(token)
+        timer.cancel()
+        for task in watcher:
+            task.cancel()
+
+
+async def _stop_when_gone(gone: Callable[[], Awaitable[object]], control: Control) -> None:
+    await gone()
+    control.stop(CLIENT_GONE)

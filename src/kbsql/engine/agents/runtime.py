@@ -47,7 +47,7 @@ class AgentRuntime:
 
     @property
     def limits(self) -> RunLimits:
-        return RunLimits.from_extra(self.config.extra)
+        return RunLimits.of(self.config)
 
     def check_model(self, model: dict[str, Any]) -> None:
         """Raise ProviderError when the agent's model cannot be reached (BadRequest when the

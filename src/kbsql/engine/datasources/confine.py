@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kbsql.interface.errors import SqlError
+from kbsql.interface.errors import PathNotAllowed, SqlError
 
 if TYPE_CHECKING:
     from kbsql.engine.config import EngineConfig
@@ -89,13 +89,13 @@ class PathPolicy:
         path = Path(value) if resolved else Path(value).expanduser().resolve()
         data_dir = self.config.data_dir.resolve()
         if _inside(path, data_dir):
-            raise SqlError(f"The {what} path {str(value)!r} is inside kbsql's data directory, "
-                           "whose files can never be opened as a data source")
+            raise PathNotAllowed(f"The {what} path {str(value)!r} is inside kbsql's data directory, "
+                                 "whose files can never be opened as a data source")
         allowed = getattr(self.config, "allowed_paths", None)
         if allowed is not None and not any(_inside(path, Path(root)) for root in allowed):
             roots = ", ".join(str(r) for r in allowed) or "none"
-            raise SqlError(f"The {what} path {str(value)!r} is outside the folders this server "
-                           f"may read (--allow-path: {roots})")
+            raise PathNotAllowed(f"The {what} path {str(value)!r} is outside the folders this server "
+                                 f"may read (--allow-path: {roots})")
 
     def check_source(self, engine: str, parameters: dict[str, Any]) -> None:
         key = FILE_PARAMETERS.get(engine.lower())

@@ -11,33 +11,29 @@ from __future__ import annotations
 from typing import Any
 
 from kbsql.engine.catalog import DatasourceRecord
-from kbsql.engine.datasources.duckdb_file import DuckdbFileSource
-from kbsql.engine.datasources.files import FilesSource
-from kbsql.engine.datasources.pgvector_source import PgVectorSource
-from kbsql.engine.datasources.postgres import PostgresSource
-from kbsql.engine.datasources.scans import DataSource
-from kbsql.engine.datasources.sqlite_file import SqliteFileSource
-from kbsql.engine.plugins import Registry
-from kbsql.interface.errors import SqlError
+from kbsql.engine.datasources.scans import DataSource, DataSourceEngine
+from kbsql.engine.knowledge.storage import ChecksParameters, StorageBackend
+from kbsql.engine.plugins import DATASOURCES, Registry
+from kbsql.engine.providers import BUILTINS
+from kbsql.interface.errors import NotSupported
 
-ENGINES: dict[str, Any] = {
-    "duckdb": DuckdbFileSource,
-    "sqlite": SqliteFileSource,
-    "files": FilesSource,
-    "postgres": PostgresSource,
-    "postgresql": PostgresSource,
-    "pgvector": PgVectorSource,
-}
+Engines = Registry[DataSourceEngine]
 
 
-def engine_class(engine: str) -> Any:
-    cls = ENGINES.get(engine.lower())
-    if cls is None:
+def data_source_engines() -> Engines:
+    """The engines `CREATE DATABASE ... ENGINE` knows: the built-ins (`providers.BUILTINS`)
+    and the `kbsql.datasources` entry points, loaded on first use."""
+    return Engines("data source engine", DATASOURCES, BUILTINS[DATASOURCES])
+
+
+def engine_class(engine: str, engines: Engines) -> DataSourceEngine:
+    found = engines.get(engine)
+    if found is None:
         # the reference has many more integrations (vector stores such as pgvector or
         # chromadb, mysql, ...): say in one line that this engine is not among them here
-        raise SqlError(f"not supported by the local engine: the data source engine '{engine}' "
-                       f"(known here: {', '.join(sorted(ENGINES))}, and 'mindsdb' for a project)")
-    return cls
+        raise NotSupported(f"not supported by the local engine: the data source engine '{engine}' "
+                           f"(known here: {', '.join(engines.names())}, and 'mindsdb' for a project)")
+    return found
 
 
 class VectorStore:
@@ -60,18 +56,21 @@ class VectorStore:
         return None
 
 
-def normalize(engine: str, parameters: dict[str, Any],
-              storage: Registry[Any] | None = None) -> dict[str, Any]:
+def normalize(engine: str, parameters: dict[str, Any], engines: Engines,
+              storage: Registry[StorageBackend] | None = None) -> dict[str, Any]:
     """Check the parameters before anything is stored (files exist, keys present).
-    `storage`: the storage-backend registry, whose names are engines too (a backend's own
-    `normalize`, when it has one, checks their PARAMETERS)."""
-    if engine.lower() not in ENGINES and storage is not None and engine in storage:
+    `storage`: the storage-backend registry, whose names are engines too (a backend that
+    `ChecksParameters` checks their PARAMETERS)."""
+    if engine not in engines and storage is not None and engine in storage:
         backend = storage.get(engine)
-        check = getattr(backend, "normalize", None)
-        return dict(check(parameters)) if callable(check) else dict(parameters)
-    return engine_class(engine).normalize(parameters)
+        if isinstance(backend, ChecksParameters):
+            return dict(backend.normalize(parameters))
+        return dict(parameters)
+    return engine_class(engine, engines).normalize(parameters)
 
 
-def open_source(record: DatasourceRecord) -> DataSource:
-    cls = ENGINES.get(record.engine.lower(), VectorStore)  # stored: its engine was known then
-    return cls(record.name, f"kbsql_ds_{record.id}", record.parameters)
+def open_source(record: DatasourceRecord, engines: Engines) -> DataSource:
+    """The stored source `record` (its engine was known when it was stored; a storage
+    backend's name opens as a `VectorStore`)."""
+    found = engines.get(record.engine) if record.engine in engines else None
+    return (found or VectorStore)(record.name, f"kbsql_ds_{record.id}", record.parameters)

@@ -58,6 +58,17 @@ class DataSource(Protocol):
         ...
 
 
+class DataSourceEngine(Protocol):
+    """A data-source engine (`CREATE DATABASE ... ENGINE = '<name>'`), registered in the
+    `kbsql.datasources` entry-point group: usually a class. `normalize` checks a new source's
+    PARAMETERS before they are stored (a `BadRequest`/`SqlError` says what is wrong); calling
+    it opens a stored source as `name`, attached in DuckDB as `alias`."""
+
+    def __call__(self, name: str, alias: str, parameters: dict[str, Any]) -> DataSource: ...
+
+    def normalize(self, parameters: dict[str, Any]) -> dict[str, Any]: ...
+
+
 def match_name(name: str, names: list[str]) -> str | None:
     """The entry of `names` equal to `name`, case-insensitively (SQL identifiers are)."""
     if name in names:

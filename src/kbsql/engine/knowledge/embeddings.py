@@ -33,7 +33,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from kbsql.engine.providers import ProviderContext, openai_base
+from kbsql.engine.model_context import ProviderContext, openai_base
 from kbsql.interface.errors import ProviderError
 
 MINILM_NAMES = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2", "default", ""}
@@ -53,6 +53,11 @@ class Embedder(Protocol):
     def embed(self, texts: list[str]) -> np.ndarray: ...
 
     def check(self) -> None: ...
+
+
+EmbeddingFactory = Callable[[dict[str, Any], ProviderContext], Embedder]
+"""What `kbsql.embedding_providers` registers: `(embedding_model descriptor, context) ->
+Embedder` (a class with that constructor is one)."""
 
 
 def query_encoder(embedder: Any) -> Any:

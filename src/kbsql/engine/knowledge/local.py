@@ -150,8 +150,15 @@ class LocalStorage:
         finally:
             self.store.close()
 
-    def drop(self) -> None:
+    def discard(self) -> None:
+        """Close without saving the index: its knowledge base is gone (dropped here or by
+        another process on the same catalog), and a save would only fail on the removed
+        folder, or write into a folder a new knowledge base has taken."""
+        self.index.reset()
         self.store.close()
+
+    def drop(self) -> None:
+        self.discard()
         shutil.rmtree(self.directory, ignore_errors=True)
 
 

@@ -32,7 +32,7 @@ from typing import Any, Protocol
 
 from kbsql.engine.knowledge.settings import integer_params
 from kbsql.engine.pg import lock_key, psycopg_modules
-from kbsql.interface.errors import BadRequest, Conflict
+from kbsql.interface.errors import BadRequest, Conflict, InvalidParameter
 
 M = 24
 EF_CONSTRUCTION = 128
@@ -55,8 +55,8 @@ class HnswSettings:
         keys (the local store's `nprobe`, say) and values out of range are refused."""
         values = integer_params(params, _LIMITS, asdict(base or cls()), " for a pgvector knowledge base")
         if values["ef_construction"] < 2 * values["m"]:
-            raise BadRequest(f"index parameter ef_construction ({values['ef_construction']}) must be at "
-                             f"least 2 * m ({2 * values['m']})", title="Invalid parameter")
+            raise InvalidParameter(f"index parameter ef_construction ({values['ef_construction']}) must "
+                                   f"be at least 2 * m ({2 * values['m']})")
         return cls(**values)
 
     @classmethod

@@ -14,9 +14,10 @@ Both go through the engine's pooled client (`context.http`).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any, Protocol
 
-from kbsql.engine.providers import ProviderContext, openai_base
+from kbsql.engine.model_context import ProviderContext, openai_base
 from kbsql.interface.errors import ProviderError
 
 _NUMBER = re.compile(r"[-+]?\d*\.?\d+(?:[eE][-+]?\d+)?")
@@ -31,6 +32,10 @@ class Reranker(Protocol):
     def score(self, query: str, documents: list[str]) -> list[float]: ...
 
     def check(self) -> None: ...
+
+
+RerankerFactory = Callable[[dict[str, Any], ProviderContext], Reranker]
+"""What `kbsql.rerankers` registers: `(reranking_model descriptor, context) -> Reranker`."""
 
 
 class _Remote:

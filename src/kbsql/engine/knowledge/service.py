@@ -29,7 +29,7 @@ from kbsql.engine.knowledge.embeddings import CheckedEmbedder
 from kbsql.engine.knowledge.ingest import Chunk, RowChunker, check_metadata_columns
 from kbsql.engine.knowledge.rerank import Reranker
 from kbsql.engine.knowledge.search import Conditions, SearchRequest
-from kbsql.engine.knowledge.storage import ChunkWriter, KbStorage, StorageBackend, StoragePlace, TunableIndex
+from kbsql.engine.knowledge.storage import ChunkWriter, KbStorage, StorageBackend, StoragePlace
 from kbsql.engine.plugins import Registry
 from kbsql.engine.providers import ModelProviders
 from kbsql.interface.batches import row_batches
@@ -213,11 +213,15 @@ class KnowledgeService:
             except sqlite3.DatabaseError:
                 pass
 
-    def close(self) -> None:
+    def close(self, existing: set[int] | None = None) -> None:
+        """Close every open storage; with `existing` (the ids of the knowledge bases the
+        catalog still has), one whose knowledge base is gone is discarded, not saved."""
         with self._lock:
-            handles, self._handles = list(self._handles.values()), {}
-        for h in handles:
-            h.close()
+            handles, self._handles = dict(self._handles), {}
+        for kb_id, h in handles.items():
+            gone = existing is not None and kb_id not in existing
+            discard = getattr(h, "discard", None) if gone else None
+            (discard or h.close)()
 
     # models -----------------------------------------------------------------------------
     def embedder(self, spec: dict[str, Any]) -> Any:
@@ -318,16 +322,9 @@ class KnowledgeService:
     @kb_faults
     def create_index(self, record: KbRecord, params: dict[str, Any]) -> dict[str, int]:
         """CREATE INDEX ON KNOWLEDGE_BASE: tune and rebuild the KB's vector index, each storage
-        with its own knobs (the local FAISS one: settings.py; pgvector's HNSW: pg_hnsw.py). A
-        storage without a tunable index refuses it, never ignores it."""
-        storage = self.handle(record)
-        if not isinstance(storage, TunableIndex):
-            backend = self.vector_source(record.spec.get("vector_database")).backend
-            raise BadRequest(f"CREATE INDEX ON KNOWLEDGE_BASE tunes a vector index; "
-                             f"knowledge base {record.name} is stored in {backend} "
-                             f"({record.spec.get('vector_database')}), which keeps its own index",
-                             title="Invalid parameter")
-        return storage.create_index(params)
+        with its own knobs (the local FAISS one: settings.py; pgvector's HNSW: pg_hnsw.py);
+        every `KbStorage` has the method, and refuses the knobs it does not know."""
+        return self.handle(record).create_index(params)
 
     @kb_faults
     def count(self, record: KbRecord) -> int:

@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from kbsql.interface.errors import BadRequest
+from kbsql.interface.errors import InvalidParameter
 
 NPROBE = 48  # with 4 sqrt(N) cells (index.auto_nlist: the measurements)
 RERANK = 2
@@ -40,12 +40,12 @@ def integer_params(params: dict[str, Any], limits: dict[str, tuple[int, int]],
     for key, value in params.items():
         name = str(key).lower()
         if name not in limits:
-            raise BadRequest(f"unknown index parameter {key!r}{where}; the parameters are "
-                             f"{sorted(limits)}", title="Invalid parameter")
+            raise InvalidParameter(f"unknown index parameter {key!r}{where}; the parameters are "
+                                   f"{sorted(limits)}")
         low, high = limits[name]
         if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-            raise BadRequest(f"index parameter {name} must be an integer from {low} to {high}, "
-                             f"not {value!r}", title="Invalid parameter")
+            raise InvalidParameter(f"index parameter {name} must be an integer from {low} to {high}, "
+                                   f"not {value!r}")
         values[name] = value
     return values
 
@@ -61,7 +61,7 @@ class IndexSettings:
     def load(cls, path: Path) -> IndexSettings:
         try:
             return cls.from_params(json.loads(path.read_text()))
-        except (OSError, ValueError, BadRequest):
+        except (OSError, ValueError, InvalidParameter):
             return cls()
 
     @classmethod

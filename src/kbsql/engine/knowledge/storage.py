@@ -8,7 +8,7 @@ PostgreSQL table with pgvector, pgvector.py). A backend is an object with
 directly or through a data source created with `ENGINE = '<backend>'`. Chunking,
 embedding, hybrid blending and reranking stay in one place (service.py, search.py) and
 reach the rows only through these methods, so neither the insert nor the search path
-branches on the storage; optional abilities are capabilities (`TunableIndex`).
+branches on the storage.
 
 Rows are addressed by an integer key (`seq`) that a storage hands out and never reuses.
 """
@@ -67,13 +67,6 @@ class KbStorage(SearchableStorage, Protocol):
         ...
 
 
-@runtime_checkable
-class TunableIndex(Protocol):
-    """Optional: a storage whose vector index `CREATE INDEX ON KNOWLEDGE_BASE` tunes."""
-
-    def create_index(self, params: dict[str, Any]) -> dict[str, int]: ...
-
-
 @dataclass(frozen=True)
 class StoragePlace:
     """Where one knowledge base's chunks live, as its storage backend is told: a directory of
@@ -89,8 +82,17 @@ class StoragePlace:
 
 class StorageBackend(Protocol):
     """A registered storage backend (`kbsql.storage`); a registered class is instantiated
-    once, without arguments. `normalize(parameters)`, when a backend has it, checks a
+    once, without arguments. A backend that is also `ChecksParameters` checks a
     `CREATE DATABASE ... ENGINE = '<backend>'`'s PARAMETERS before they are stored."""
 
     def open(self, place: StoragePlace) -> KbStorage: ...
+
+
+@runtime_checkable
+class ChecksParameters(Protocol):
+    """Optional, for a storage backend: the PARAMETERS of a data source created with its name
+    as ENGINE, checked (and normalised: defaults filled, types fixed) before they are stored;
+    a `BadRequest` says what is wrong. A backend without it has its PARAMETERS stored as given."""
+
+    def normalize(self, parameters: dict[str, Any]) -> dict[str, Any]: ...
 

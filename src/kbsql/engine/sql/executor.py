@@ -28,6 +28,7 @@ from mindsdb_sql_parser import ast
 from kbsql.engine.catalog import Catalog
 from kbsql.engine.datasources.confine import PathPolicy
 from kbsql.engine.datasources.frame_store import FrameStore
+from kbsql.engine.datasources.registry import Engines
 from kbsql.engine.datasources.upload_store import UPLOADS_SOURCE, UploadStore
 from kbsql.engine.knowledge.bases import KnowledgeBases
 from kbsql.engine.ports import AgentOps
@@ -46,7 +47,15 @@ from kbsql.engine.sql.tables.select import cached_plan, select_frame
 from kbsql.interface.api import DEFAULT_PROJECT
 from kbsql.interface.control import CURRENT, Control, Stopped
 from kbsql.interface.control import current as current_control
-from kbsql.interface.errors import KbsqlError, MissingParameter, ServiceError, SqlError, Unavailable
+from kbsql.interface.errors import (
+    Interrupted,
+    KbsqlError,
+    MissingParameter,
+    ParseError,
+    ServiceError,
+    SqlError,
+    Unavailable,
+)
 from kbsql.interface.progress import OnProgress
 from kbsql.interface.results import ErrorResult, OkResult, SqlResult, default_context
 
@@ -97,13 +106,13 @@ class SqlExecutor(SqlSession):
 
     def __init__(self, catalog: Catalog, frames: FrameStore, kbs: KnowledgeBases, agents: AgentOps,
                  uploads: UploadStore, policy: PathPolicy | None = None,
-                 background_workers: int = kb_background.DEFAULT_WORKERS,
-                 settings: DuckSettings | None = None):
+                 background_inserts: int = kb_background.DEFAULT_WORKERS,
+                 settings: DuckSettings | None = None, engines: Engines | None = None):
         # `policy`: which files data sources may open (datasources/confine.py); `settings`:
         # memory, spill and time bounds of the SQL engine
-        duck = DuckSession(catalog, frames, policy, settings, {UPLOADS_SOURCE: uploads})
+        duck = DuckSession(catalog, frames, policy, settings, {UPLOADS_SOURCE: uploads}, engines)
         super().__init__(catalog, frames, duck, PlanCache(), kbs, agents, uploads, QueryLog(catalog))
-        self.background = kb_background.BackgroundInserts(self, background_workers)
+        self.background = kb_background.BackgroundInserts(self, background_inserts)
 
     def query(self, query: str, context: dict[str, Any] | None = None,
               params: dict[str, Any] | list[Any] | None = None,
@@ -159,23 +168,24 @@ class SqlExecutor(SqlSession):
             except SqlError:
                 raise
             except Exception as exc:  # the parser's message shows the statement and the position
-                return ErrorResult(f"{exc}", context=ctx)
+                return ErrorResult(f"{exc}", context=ctx, kind=ParseError.problem_type)
             if params:
                 bind_parameters(statement, params)
                 return self.run(statement, ctx, progress=progress)
             if ":" in query or "?" in query:  # a placeholder no params set: "Parameter is not
                 bind_parameters(statement, {})  # set" (MindsDB), not DuckDB's binder error
             return self.run(statement, ctx, query, progress)
-        except SqlError as exc:
-            return ErrorResult(exc.message, exc.error_code, context=ctx)
-        except Stopped as exc:
-            return ErrorResult(f"The statement was stopped: {exc.reason}", context=ctx)
         except Unavailable:  # not the statement's fault: a 503 to send again, not an SQL error
             raise
-        except ServiceError as exc:  # a name one edit from a known one: said in SQL errors only
-            return ErrorResult(exc.detail + exc.hint, context=ctx)
+        except (SqlError, ServiceError) as exc:  # its kind kept; a service error's hint (a name
+            return ErrorResult.of(exc, ctx)        # one edit from a known one) said here only
+        except Stopped as exc:
+            return ErrorResult(f"The statement was stopped: {exc.reason}", context=ctx,
+                               kind=Interrupted.kind)
         except KbsqlError as exc:
             return ErrorResult(str(exc), context=ctx)
+        except duckdb.ParserException as exc:
+            return ErrorResult(str(exc), context=ctx, kind=ParseError.problem_type)
         except duckdb.Error as exc:
             return ErrorResult(str(exc), context=ctx)
         except RecursionError:  # `1+1+...` thousands deep: bad input, not a fault to log
@@ -218,6 +228,7 @@ class SqlExecutor(SqlSession):
                                     names.target_of(self, statement.from_table, ctx, ctes), query)
             except SqlError:  # a knowledge base's vector store read as a table: say so instead
                 kb_rows.refuse_vector_store(self, statement.from_table)
+                names.missing_knowledge_base(self, statement, ctx)
                 raise
         table = _own_table(statement)
         if table is None:
@@ -233,8 +244,3 @@ class SqlExecutor(SqlSession):
         """Run a SELECT over tables and return ONE pandas DataFrame of all its rows (used by
         `INSERT INTO kb SELECT ...`, which batches the rows itself)."""
         return select_frame(self, statement, context_of(ctx))
-
-    def register_frame(self, name: str, frame: Any) -> int:
-        """Store a DataFrame as table `df.<name>` (see `datasources.frames`)."""
-        count = self.frames.register(name, frame)
-        return count

@@ -8,7 +8,7 @@ from __future__ import annotations
 from mindsdb_sql_parser import ast
 from mindsdb_sql_parser.ast import mindsdb as md
 
-from kbsql.interface.errors import SqlError
+from kbsql.interface.errors import NotSupported
 
 PREFIX = "not supported by the local engine: "
 
@@ -42,11 +42,11 @@ _SHOW = {"CHATBOTS": "chatbots (SHOW CHATBOTS)", "JOBS": "jobs (SHOW JOBS)",
 _FUNCTIONS = {"llm": "the llm() function", "to_markdown": "the to_markdown() function"}
 
 
-def unsupported(what: str) -> SqlError:
-    return SqlError(PREFIX + what)
+def unsupported(what: str) -> NotSupported:
+    return NotSupported(PREFIX + what)
 
 
-def refusal(statement: ast.ASTNode) -> SqlError | None:
+def refusal(statement: ast.ASTNode) -> NotSupported | None:
     """The one-line refusal for a statement the engine never runs, or None."""
     for kind, what in _BY_TYPE.items():
         if isinstance(statement, kind):
@@ -62,7 +62,7 @@ def refusal(statement: ast.ASTNode) -> SqlError | None:
     return None
 
 
-def fallback(statement: ast.ASTNode) -> SqlError:
+def fallback(statement: ast.ASTNode) -> NotSupported:
     """For a statement no handler took: name it, in the same one-line form."""
     text = statement.to_string()
     shown = text if len(text) <= 80 else text[:77] + "..."

@@ -33,10 +33,10 @@ from mysql_mimic.stream import ConnectionClosed
 from mysql_mimic.types import Capabilities, ColumnDefinition, ColumnType, Commands, ServerStatus
 
 from kbsql.interface.api import DEFAULT_PROJECT
-from kbsql.interface.control import CLIENT_GONE, CURRENT, Control
+from kbsql.interface.control import Control
 from kbsql.interface.errors import Busy
 from kbsql.interface.literals import ParameterError
-from kbsql.server.lanes import Lane
+from kbsql.server.lanes import WATCH_AFTER_S, Lane, controlled
 from kbsql.server.limits import check_sql_size
 from kbsql.server.mysql import error_codes, metadata, prepared
 from kbsql.server.mysql.framing import (
@@ -49,7 +49,6 @@ from kbsql.server.mysql.framing import (
 )
 from kbsql.server.mysql.resultsets import Answer, Encoded, Failed, Ok, Rows, Unsendable
 from kbsql.server.mysql.router import DoorSession
-from kbsql.server.routes.common import WATCH_AFTER_S, default_lanes
 
 _STATEMENT_COMMANDS = frozenset({
     Commands.COM_STMT_EXECUTE, Commands.COM_STMT_PREPARE, Commands.COM_STMT_CLOSE,
@@ -84,10 +83,10 @@ class DoorConnection(Connection):
     session: DoorSession
     stream: BoundedStream
 
-    def __init__(self, *args: Any, login_timeout: float, lane: Lane | None = None, **kwargs: Any):
+    def __init__(self, *args: Any, login_timeout: float, lane: Lane, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.login_timeout = login_timeout
-        self.lane = lane or default_lanes().sql
+        self.lane = lane
         """Where this connection's engine calls run: the server's SQL lane."""
         self.statements: dict[int, prepared.Prepared] = {}
         self.cursors: dict[int, tuple[Encoded, list[bytes]]] = {}
@@ -104,26 +103,17 @@ class DoorConnection(Connection):
     async def statement_call(self, fn: Any, *args: Any) -> Any:
         """`in_lane` for a statement, under a `Control` the engine reads (its deadline too):
         when the client goes away while it runs, the statement is interrupted (as over
-        HTTP, `routes.common.controlled`). A MySQL client sends nothing while it waits for
-        an answer, so an end of its stream means it is gone."""
-        control = Control()
-        watcher = asyncio.get_running_loop().create_task(self._stop_when_gone(control))
-        token = CURRENT.set(control)
-        try:
-            return await self.in_lane(fn, *args)
-        finally:
-            CURRENT.reset(token)
-            watcher.cancel()
+        HTTP, `lanes.controlled`). A MySQL client sends nothing while it waits for an answer,
+        so an end of its stream means it is gone."""
+        return await controlled(self._gone, Control(), fn, *args, lane=self.lane)
 
-    async def _stop_when_gone(self, control: Control) -> None:
+    async def _gone(self) -> None:
+        """Returns once the client's stream has ended (checked every `WATCH_AFTER_S`)."""
         reader = self.stream.reader
-        while True:
+        # at_eof() is False while unread bytes are buffered (a COM_QUIT sent before the
+        # close); the reader's own flag says the stream has ended all the same
+        while not (reader.at_eof() or getattr(reader, "_eof", False) or reader.exception() is not None):
             await asyncio.sleep(WATCH_AFTER_S)
-            # at_eof() is False while unread bytes are buffered (a COM_QUIT sent before the
-            # close); the reader's own flag says the stream has ended all the same
-            if reader.at_eof() or getattr(reader, "_eof", False) or reader.exception() is not None:
-                control.stop(CLIENT_GONE)
-                return
 
     # --- login ----------------------------------------------------------------------------
     async def _start(self) -> None:
@@ -419,9 +409,9 @@ class DoorConnection(Connection):
         try:
             rows = await self.in_lane(metadata.show_columns, self.session.api, self.session.db, table, None,
                                    False)
-        except LookupError as exc:
-            message = str(exc.args[0]) if exc.args else str(exc)
-            await self.stream.write(self.error_of(error_codes.code_of(message), message))
+        except metadata.Refused as exc:
+            await self.stream.write(self.error_of(error_codes.code_of(exc.result.kind),
+                                                  exc.result.error_message))
             return
         self.stream.write_many([make_column_definition_41(server_charset=self.server_charset, table=table,
                                                           name=row[0], is_com_field_list=True)

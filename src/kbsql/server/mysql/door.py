@@ -29,7 +29,6 @@ from kbsql.server.mysql.framing import BoundedStream, ClientStalled, MalformedPa
 from kbsql.server.mysql.identity import DoorIdentity, DoorPassword
 from kbsql.server.mysql.router import DoorSession
 from kbsql.server.mysql.sysvars import server_variables
-from kbsql.server.routes.common import default_lanes, in_thread
 from kbsql.server.throttle import FailureThrottle, client_key
 
 log = logging.getLogger("kbsql.server")
@@ -52,7 +51,10 @@ class MysqlDoor:
         self.auth = auth or AuthSettings()
         self.limits = limits or Limits()
         self.throttle = throttle if throttle is not None else FailureThrottle()  # an empty one is falsy
-        self.lanes = lanes or default_lanes()  # HTTP's: a statement here takes an SQL worker there
+        # HTTP's (serve passes the app's): a statement here takes an SQL worker there; a door
+        # alone makes its own and closes them with itself
+        self._own_lanes = lanes is None
+        self.lanes = lanes if lanes is not None else Lanes.sized()
         self.control = LocalControl()
         self.connections: dict[DoorConnection, asyncio.Task[None]] = {}
         self._ids = itertools.count(1)
@@ -66,7 +68,7 @@ class MysqlDoor:
         return host, port
 
     async def start(self) -> None:
-        status = await in_thread(self.api.status, lane=self.lanes.catalog)
+        status = await self.lanes.catalog.run(self.api.status)
         self.defaults = server_variables(str(status.get("version") or "") or None)
         self.sock.listen(128)
         self._server = await asyncio.start_server(self._accept, sock=self.sock)
@@ -93,6 +95,8 @@ class MysqlDoor:
                 await asyncio.wait(pending)
         if self._server is not None:
             await self._server.wait_closed()
+        if self._own_lanes:
+            self.lanes.close()
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         peer = writer.get_extra_info("peername")

@@ -12,7 +12,9 @@ failed HTTP login, and counts toward the same per-address lockout (`throttle.py`
 `FailureThrottle` shared with the HTTP server): while an address is locked every login from
 it is refused before its password is looked at. A login without a password is refused but
 not counted, as an HTTP request without credentials is not; an unknown user name is refused
-like a wrong password (the answer never tells which was wrong).
+like a wrong password (the answer never tells which was wrong). On a server with a token and
+no login, the refusal ends ": wrong token" (or, without a password, says the token is the
+password), as HTTP tells a wrong token from a missing one.
 """
 
 from __future__ import annotations
@@ -99,7 +101,16 @@ class DoorPassword(NativePasswordAuthPlugin):
             log.warning("failed MySQL login for user %r from %s", username, self.client)
             await asyncio.sleep(FAILED_LOGIN_DELAY_S)
         yield Forbidden(f"Access denied for user '{username}'@'{self.host}' "
-                        f"(using password: {'YES' if scramble else 'NO'})")
+                        f"(using password: {'YES' if scramble else 'NO'}){self.what_was_wrong(scramble)}")
+
+    def what_was_wrong(self, scramble: bytes) -> str:
+        """On a server whose only credential is its token, a refused password can only be a
+        wrong token (said, and no more); one without a password is told the token is the
+        password. With a login too, MySQL's words stand: which of the two was meant is not
+        known, and the answer must not tell a user name that exists."""
+        if not self.settings.token or self.settings.login_enabled:
+            return ""
+        return ": wrong token" if scramble else ": this server's token is the password"
 
 
 class DoorIdentity(IdentityProvider):

@@ -121,6 +121,15 @@ def quote_name(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
+class Refused(LookupError):
+    """The engine answered a metadata read with an SQL error (a table that does not exist):
+    the door sends that answer's message with its kind's code."""
+
+    def __init__(self, result: ErrorResult):
+        super().__init__(result.error_message)
+        self.result = result
+
+
 class EngineCatalog:
     """The engine's databases, tables and columns, read through `ServiceApi.query` (each at
     most once per statement)."""
@@ -133,7 +142,7 @@ class EngineCatalog:
     def _rows(self, sql: str) -> list[list[Any]]:
         result = self.api.query(sql, {"db": self.db})
         if isinstance(result, ErrorResult):
-            raise LookupError(result.error_message)
+            raise Refused(result)
         return result.data if isinstance(result, TableResult) else []
 
     def databases(self) -> list[tuple[str, str]]:
@@ -277,8 +286,8 @@ def _build(name: str, catalog: EngineCatalog, tree: exp.Expression) -> list[list
 
 
 def show_columns(api: ServiceApi, db: str, table: str, schema: str | None, full: bool) -> list[list[Any]]:
-    """`SHOW [FULL] COLUMNS` rows (MySQL's and MindsDB's shape) of one table; LookupError with
-    the engine's message when it does not exist."""
+    """`SHOW [FULL] COLUMNS` rows (MySQL's and MindsDB's shape) of one table; `Refused` with
+    the engine's answer when it does not exist."""
     if schema is None and "." in table and not table.startswith("`"):
         schema, table = table.split(".", 1)
     columns = EngineCatalog(api, db).columns(schema or db, table)

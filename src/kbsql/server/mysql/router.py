@@ -34,7 +34,7 @@ from kbsql.interface.errors import ServiceError
 from kbsql.interface.results import ErrorResult, OkResult, SqlResult, TableResult
 from kbsql.server.limits import Limits, check_sql_size
 from kbsql.server.mysql import chatter, metadata
-from kbsql.server.mysql.error_codes import EMPTY_QUERY, NOT_SUPPORTED, code_of
+from kbsql.server.mysql.error_codes import EMPTY_QUERY, NOT_SUPPORTED, PARSE_ERROR, code_of
 from kbsql.server.mysql.local_sql import LocalRefused
 from kbsql.server.mysql.resultsets import Answer, Failed, Ok, local_rows, table_rows
 from kbsql.server.mysql.sysvars import SessionVariables, shown
@@ -110,13 +110,13 @@ class DoorSession(BaseSession):
         try:
             result = self.run(sql)
         except ServiceError as exc:  # a request error the engine raises (an empty statement)
-            return Failed(exc.detail, code_of(exc.detail))
+            return Failed(exc.detail, code_of(exc.problem_type))
         if isinstance(result, ErrorResult):
             if word == "SELECT" and "information_schema" in sql.lower():
                 local = self.local_info_schema(sql)
                 if local is not None:
                     return local
-            return Failed(result.error_message, code_of(result.error_message, result.error_code))
+            return Failed(result.error_message, code_of(result.kind))
         if isinstance(result, OkResult):
             return Ok(result.affected_rows or 0)
         assert isinstance(result, TableResult)
@@ -159,9 +159,8 @@ class DoorSession(BaseSession):
                     return local_rows(*static)
         except MysqlError as exc:
             return Failed(exc.msg, int(exc.code))
-        except LookupError as exc:  # metadata: the engine's message for a missing table
-            message = str(exc.args[0]) if exc.args else str(exc)
-            return Failed(message, code_of(message))
+        except metadata.Refused as exc:  # metadata: the engine's answer for a missing table
+            return Failed(exc.result.error_message, code_of(exc.result.kind))
         except (LocalRefused, Stopped) as exc:  # a SHOW ... WHERE past the door's bounds (local_sql.py)
             return Failed(f"The statement was stopped: {exc}" if isinstance(exc, Stopped) else str(exc))
         except (duckdb.Error, sqlglot.errors.SqlglotError) as exc:  # a SHOW ... WHERE it cannot run
@@ -188,14 +187,14 @@ class DoorSession(BaseSession):
         if kind == "CREATE TABLE":
             target = _CREATE_TARGET.match(rest_text)
             if target is None:
-                return Failed("SHOW CREATE TABLE needs a table name", code_of("Syntax error"))
+                return Failed("SHOW CREATE TABLE needs a table name", PARSE_ERROR)
             schema, table = split_name(target.group("target"))
             text = metadata.create_table(self.api, self.db, table, schema)
             return local_rows(["Table", "Create Table"], [[table, text]])
         rest = _SHOW_REST.match(rest_text)
         if rest is None:
             return Failed(f"This SHOW statement cannot be read: {sql.strip()[:200]}",
-                          code_of("Syntax error"))
+                          PARSE_ERROR)
         like, where = rest.group("like"), rest.group("where")
         return self._show(kind, "FULL" in mods, rest.group("target"), rest.group("db"), like, where)
 
@@ -228,7 +227,7 @@ class DoorSession(BaseSession):
         if kind == "TABLE STATUS":
             return self._table_status(unquote(target) if target else self.db, like, where)
         if target is None:
-            return Failed(f"SHOW {kind} needs a table name (SHOW {kind} FROM table)", code_of("Syntax error"))
+            return Failed(f"SHOW {kind} needs a table name (SHOW {kind} FROM table)", PARSE_ERROR)
         schema, table = split_name(target)
         schema = unquote(db) if db else schema
         if kind in ("COLUMNS", "FIELDS"):

@@ -13,13 +13,11 @@ from starlette.routing import Route
 
 from kbsql.interface.control import Control
 from kbsql.interface.stream import close_stream, end_chunk, error_chunk, sse_lines
-from kbsql.server.lanes import Lane
+from kbsql.server.lanes import Lane, controlled
 from kbsql.server.routes.common import (
     api_of,
-    controlled,
-    default_lanes,
+    disconnected,
     endpoint,
-    in_thread,
     json_response,
     lanes_of,
     log,
@@ -33,22 +31,22 @@ async def collection(request: Request) -> Response:
     api, project = api_of(request), path(request, "project")
     if request.method == "POST":
         body = await read_body(request, "agent")  # checks the model: the model lane
-        agent = await in_thread(api.create_agent, project, body, lane=lanes_of(request).model)
+        agent = await lanes_of(request).model.run(api.create_agent, project, body)
         return json_response(agent.to_json(), 201)
-    return json_response([a.to_json() for a in await in_thread(api.list_agents, project)])
+    return json_response([a.to_json() for a in await lanes_of(request).catalog.run(api.list_agents, project)])
 
 
 async def item(request: Request) -> Response:
     """GET answers the agent, PUT updates it, DELETE drops it."""
     api, project, name = api_of(request), path(request, "project"), path(request, "name")
     if request.method == "DELETE":  # 204, as MindsDB's AgentResource.delete
-        await in_thread(api.delete_agent, project, name)
+        await lanes_of(request).catalog.run(api.delete_agent, project, name)
         return Response(status_code=204)
     if request.method == "PUT":
         body = await read_body(request, "agent")
-        agent = await in_thread(api.update_agent, project, name, body, lane=lanes_of(request).model)
+        agent = await lanes_of(request).model.run(api.update_agent, project, name, body)
         return json_response(agent.to_json())
-    return json_response((await in_thread(api.get_agent, project, name)).to_json())
+    return json_response((await lanes_of(request).catalog.run(api.get_agent, project, name)).to_json())
 
 
 async def messages_of(request: Request) -> Any:
@@ -60,7 +58,7 @@ async def messages_of(request: Request) -> Any:
 async def completions(request: Request) -> Response:
     api, project, name = api_of(request), path(request, "project"), path(request, "name")
     messages = await messages_of(request)
-    answer = await controlled(request, Control(), api.complete, project, name, messages,
+    answer = await controlled(lambda: disconnected(request), Control(), api.complete, project, name, messages,
                               lane=lanes_of(request).model)  # a client that leaves stops the run
     return json_response(answer)
 
@@ -80,13 +78,12 @@ async def _close_on_disconnect(chunks: Iterator[dict[str, Any]], request: Reques
     notices a disconnect when it next writes, which may be a whole model call later."""
     if request is None:
         return
-    while (await request.receive())["type"] != "http.disconnect":
-        pass
+    await disconnected(request)
     close_stream(chunks)
 
 
-async def stream_events(chunks: Iterator[dict[str, Any]], request: Request | None = None,
-                        lane: Lane | None = None) -> AsyncIterator[str]:
+async def stream_events(chunks: Iterator[dict[str, Any]], request: Request | None,
+                        lane: Lane) -> AsyncIterator[str]:
     """Send each chunk as soon as the service yields it. A failure mid-way becomes an error
     chunk then `end`; a client that goes away closes the generator, which stops the run.
     The stream holds one slot of its `lane` throughout: admitted once, never refused
@@ -94,7 +91,6 @@ async def stream_events(chunks: Iterator[dict[str, Any]], request: Request | Non
     lines = sse_lines(chunks)
     sentinel: Any = object()
     trace_id = ""
-    lane = lane or default_lanes().model
     held = False
     watcher = asyncio.ensure_future(_close_on_disconnect(chunks, request))
     try:

@@ -1,5 +1,7 @@
-"""What every route shares: the service of the app, the worker-thread hop, JSON and
-problem+json answers, the JSON body reader and the error wrapper of a route.
+"""What every route shares: the service and the lanes of the app, JSON and problem+json
+answers, the JSON body reader and the error wrapper of a route. Service calls run in a
+worker of one of the app's lanes (`lanes_of(request).catalog.run(...)`, `server/lanes.py`):
+it may embed text, call a model or scan a table, never on the event loop.
 
 Error shapes follow reference-behaviour.md: problem+json for REST errors (the class's
 problem type in a header, `interface.errors`), 500 only for real faults (still with
@@ -8,7 +10,6 @@ title and detail).
 
 from __future__ import annotations
 
-import asyncio
 import errno
 import logging
 from collections.abc import Awaitable, Callable
@@ -18,7 +19,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from kbsql.interface.api import ServiceApi
-from kbsql.interface.control import CLIENT_GONE, CURRENT, Control, Stopped
+from kbsql.interface.control import Stopped
 from kbsql.interface.errors import (
     PROBLEM_TYPE_HEADER,
     BadRequest,
@@ -27,19 +28,14 @@ from kbsql.interface.errors import (
     ServiceError,
 )
 from kbsql.interface.jsonable import dumps
-from kbsql.server.lanes import Lane, Lanes
+from kbsql.server.lanes import Lanes
 from kbsql.server.limits import parse_json
 
 log = logging.getLogger("kbsql.server")
 
 PROBLEM = "application/problem+json"
-WATCH_AFTER_S = 0.2
-"""A call still running after this long gets its client watched: one that goes away stops
-it (`controlled`). Later than 0 so a fast statement (the keep-alive `SELECT 1`) starts no
-task; a disconnect is then noticed within this plus the time the socket takes to close."""
 
 Handler = Callable[[Request], Awaitable[Response]]
-_default_lanes = Lanes.sized()  # an app built without lanes (tests of routes) shares these
 
 
 def api_of(request: Request) -> ServiceApi:
@@ -53,43 +49,15 @@ def path(request: Request, key: str) -> str:
 
 
 def lanes_of(request: Request) -> Lanes:
-    return getattr(request.app.state, "lanes", None) or _default_lanes
+    """The app's worker lanes (`build_app` puts them in its state; `serve` closes them)."""
+    lanes: Lanes = request.app.state.lanes
+    return lanes
 
 
-def default_lanes() -> Lanes:
-    return _default_lanes
-
-
-async def in_thread(fn: Callable[..., Any], *args: Any, lane: Lane | None = None) -> Any:
-    """Run a service call in a worker thread of `lane` (default: the catalog lane; see
-    `server/lanes.py`): it may embed text, call a model or scan a table, never on the event
-    loop. The caller's context variables go along (the request's `Control`)."""
-    return await (lane or _default_lanes.catalog).run(fn, *args)
-
-
-async def controlled(request: Request, control: Control, fn: Callable[..., Any], *args: Any,
-                     lane: Lane) -> Any:
-    """`in_thread` under `control` (the service reads it as `interface.control.CURRENT`):
-    when the client goes away while the call runs, the control is stopped, which interrupts
-    the statement or the model call within the watcher's tick."""
-    loop = asyncio.get_running_loop()
-    watcher: list[asyncio.Task[None]] = []
-    timer = loop.call_later(WATCH_AFTER_S, lambda: watcher.append(
-        loop.create_task(_stop_on_disconnect(request, control))))
-    token = CURRENT.set(control)
-    try:
-        return await in_thread(fn, *args, lane=lane)
-    finally:
-        CURRENT.reset(token)
-        timer.cancel()
-        for task in watcher:
-            task.cancel()
-
-
-async def _stop_on_disconnect(request: Request, control: Control) -> None:
+async def disconnected(request: Request) -> None:
+    """Returns when the client has gone away (for `lanes.controlled` and streams)."""
     while (await request.receive())["type"] != "http.disconnect":
         pass
-    control.stop(CLIENT_GONE)
 
 
 def json_response(body: Any, status: int = 200, media_type: str = "application/json") -> Response:

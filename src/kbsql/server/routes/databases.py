@@ -25,7 +25,6 @@ from kbsql.interface.errors import BadRequest, ConnectionFailed, NotFound
 from kbsql.server.routes.common import (
     capability,
     endpoint,
-    in_thread,
     json_response,
     lanes_of,
     path,
@@ -59,7 +58,7 @@ async def collection(request: Request) -> Response:
     reach a data source, a network away: the SQL lane, never the catalog's.)"""
     api = _databases(request)
     if request.method == "GET":
-        return json_response(await in_thread(api.list_databases))
+        return json_response(await lanes_of(request).catalog.run(api.list_databases))
     body, database = await _wrapped(request, "database", "POST")
     if "name" not in database:
         raise _wrong('Missing "name" field for database')
@@ -68,8 +67,8 @@ async def collection(request: Request) -> Response:
                      "the /api/projects endpoint.")
     check = _flag(body.get("check_connection"))
     try:
-        created = await in_thread(api.create_database, database["name"], database["engine"],
-                                  database.get("parameters") or {}, check, lane=lanes_of(request).sql)
+        created = await lanes_of(request).sql.run(api.create_database, database["name"], database["engine"],
+                                                  database.get("parameters") or {}, check)
     except ConnectionFailed as exc:  # MindsDB's POST answers a failed check with 200
         return json_response({"status": "connection_error", "detail": exc.detail})
     return json_response(created, 201)
@@ -81,8 +80,7 @@ async def status(request: Request) -> Response:
     if "engine" not in body:
         raise _wrong('Missing "engine" field for database')
     parameters = {k: v for k, v in body.items() if k != "engine"}
-    error = await in_thread(_databases(request).check_database, body["engine"], parameters,
-                            lane=lanes_of(request).sql)
+    error = await lanes_of(request).sql.run(_databases(request).check_database, body["engine"], parameters)
     if error is not None:
         return json_response({"status": "connection_error", "detail": error})
     return json_response({"status": "success"})
@@ -93,37 +91,36 @@ async def item(request: Request) -> Response:
     api, name = _databases(request), path(request, "name")
     if request.method == "GET":
         check = _flag(request.query_params.get("check_connection", "false"))
-        return json_response(await in_thread(api.get_database, name, check, lane=lanes_of(request).sql))
+        return json_response(await lanes_of(request).sql.run(api.get_database, name, check))
     if request.method == "DELETE":
-        await in_thread(api.delete_database, name, lane=lanes_of(request).sql)
+        await lanes_of(request).sql.run(api.delete_database, name)
         return Response(status_code=204)
     body, database = await _wrapped(request, "database", "POST")
     check = _flag(body.get("check_connection"))
     parameters = database.get("parameters") or {}
     try:
-        await in_thread(api.get_database, name, lane=lanes_of(request).sql)
+        await lanes_of(request).sql.run(api.get_database, name)
     except NotFound:
         if "engine" not in database:
             raise _wrong('Missing "engine" field for new database. If you want to create a project '
                          "instead, use the POST /api/projects endpoint.") from None
-        return json_response(await in_thread(api.create_database, name, database["engine"], parameters,
-                                             check, lane=lanes_of(request).sql), 201)
-    return json_response(await in_thread(api.update_database, name, parameters, check,
-                                         lane=lanes_of(request).sql))
+        return json_response(await lanes_of(request).sql.run(api.create_database, name, database["engine"],
+                                                             parameters, check), 201)
+    return json_response(await lanes_of(request).sql.run(api.update_database, name, parameters, check))
 
 
 async def tables(request: Request) -> Response:
     """GET lists a database's tables; POST creates one from a SELECT."""
     api, database = _databases(request), path(request, "name")
     if request.method == "GET":
-        return json_response(await in_thread(api.list_tables, database, lane=lanes_of(request).sql))
+        return json_response(await lanes_of(request).sql.run(api.list_tables, database))
     _, table = await _wrapped(request, "table", "POST")
     if "name" not in table:
         raise _wrong('Missing "name" field for table')
     if "select" not in table:
         raise _wrong('Missing "select" field for table')
-    created = await in_thread(api.create_table, database, table["name"], table["select"],
-                              _flag(table.get("replace", False)), lane=lanes_of(request).sql)
+    created = await lanes_of(request).sql.run(api.create_table, database, table["name"], table["select"],
+                                              _flag(table.get("replace", False)))
     return json_response(created, 201)
 
 
@@ -131,8 +128,8 @@ async def table(request: Request) -> Response:
     """GET answers a table, DELETE drops it."""
     api, database, name = _databases(request), path(request, "name"), path(request, "table")
     if request.method == "GET":
-        return json_response(await in_thread(api.get_table, database, name, lane=lanes_of(request).sql))
-    await in_thread(api.drop_table, database, name, lane=lanes_of(request).sql)
+        return json_response(await lanes_of(request).sql.run(api.get_table, database, name))
+    await lanes_of(request).sql.run(api.drop_table, database, name)
     return Response(status_code=204)
 
 

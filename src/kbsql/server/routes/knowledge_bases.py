@@ -24,7 +24,6 @@ from kbsql.interface.errors import BadRequest, InvalidParameter, MissingParamete
 from kbsql.server.routes.common import (
     api_of,
     endpoint,
-    in_thread,
     json_response,
     lanes_of,
     not_supported,
@@ -42,9 +41,9 @@ async def collection(request: Request) -> Response:
     api, project = api_of(request), path(request, "project")
     if request.method == "POST":
         body = await read_body(request, "knowledge_base")  # checks its models: the model lane
-        kb = await in_thread(api.create_knowledge_base, project, body, lane=lanes_of(request).model)
+        kb = await lanes_of(request).model.run(api.create_knowledge_base, project, body)
         return json_response(kb.to_json(), 201)
-    kbs = await in_thread(api.list_knowledge_bases, project)
+    kbs = await lanes_of(request).catalog.run(api.list_knowledge_bases, project)
     return json_response([k.to_json() for k in kbs])
 
 
@@ -54,9 +53,10 @@ async def item(request: Request) -> Response:
     if request.method == "PUT":
         return await put(request)
     if request.method == "DELETE":
-        await in_thread(api.delete_knowledge_base, project, name)
+        await lanes_of(request).catalog.run(api.delete_knowledge_base, project, name)
         return Response(status_code=200)
-    return json_response((await in_thread(api.get_knowledge_base, project, name)).to_json())
+    kb = await lanes_of(request).catalog.run(api.get_knowledge_base, project, name)
+    return json_response(kb.to_json())
 
 
 async def put(request: Request) -> Response:
@@ -65,9 +65,8 @@ async def put(request: Request) -> Response:
     body = await read_body(request, "knowledge_base")
     lane = lanes_of(request).model  # inserting embeds the rows
     if set(body) == {"rows"}:  # one insert batch of a client
-        return json_response(await in_thread(api.insert_knowledge_base_rows, project, name, body["rows"],
-                                              lane=lane))
-    return json_response(await in_thread(put_knowledge_base, api, project, name, body, lane=lane))
+        return json_response(await lane.run(api.insert_knowledge_base_rows, project, name, body["rows"]))
+    return json_response(await lane.run(put_knowledge_base, api, project, name, body))
 
 
 def check_put(body: dict[str, Any]) -> None:

@@ -16,8 +16,16 @@ from kbsql.interface.control import Control
 from kbsql.interface.errors import InvalidParameter, MissingParameter
 from kbsql.interface.jsonable import dumps
 from kbsql.interface.results import ErrorResult, default_context
+from kbsql.server.lanes import controlled
 from kbsql.server.limits import check_sql_size
-from kbsql.server.routes.common import api_of, controlled, endpoint, json_response, lanes_of, read_body
+from kbsql.server.routes.common import (
+    api_of,
+    disconnected,
+    endpoint,
+    json_response,
+    lanes_of,
+    read_body,
+)
 
 RESPONSE_FORMATS = (None, "sse", "jsonlines")  # rest/sql.mdx
 RESULT_BATCH = 1000  # rows per line of a streamed SQL result
@@ -85,7 +93,7 @@ async def query(request: Request) -> Response:
 
     # its own worker lane; the service's deadline, or the request's if sooner; a client
     # that goes away stops it
-    answer = await controlled(request, control, run, lane=lanes_of(request).sql)
+    answer = await controlled(lambda: disconnected(request), control, run, lane=lanes_of(request).sql)
     if response_format is None:
         return Response(answer, media_type="application/json")
     media = "text/event-stream" if response_format == "sse" else "application/jsonlines"

@@ -28,7 +28,6 @@ from kbsql.interface.errors import BadRequest, Conflict, NotFound
 from kbsql.server.routes.common import (
     capability,
     endpoint,
-    in_thread,
     json_response,
     lanes_of,
     path,
@@ -61,7 +60,7 @@ async def upload(request: Request) -> Response:
     api = _file_tables(request)  # kbsql's own: a Parquet or CSV body becomes df.<name>
     raw = await request.body()
     max_table = request.app.state.limits.max_upload_table
-    rows = await in_thread(api.register_file, name, raw, media, max_table, lane=lanes_of(request).sql)
+    rows = await lanes_of(request).sql.run(api.register_file, name, raw, media, max_table)
     return json_response({"name": name, "table": f"df.{name}", "rows": rows})
 
 
@@ -78,8 +77,8 @@ async def _upload_form(request: Request, name: str) -> Response:
         raise _error("Error", "File name cannot contain extension.")
     max_table = request.app.state.limits.max_upload_table
     try:
-        await in_thread(lambda: api.upload_file(table, raw, filename, source_file=fields.get(
-            "original_file_name") or filename, max_table_bytes=max_table), lane=lanes_of(request).sql)
+        await lanes_of(request).sql.run(lambda: api.upload_file(table, raw, filename, source_file=fields.get(
+            "original_file_name") or filename, max_table_bytes=max_table))
     except Conflict:
         raise _error("File already exists", f"File with name '{table}' already exists") from None
     return json_response("")
@@ -139,14 +138,14 @@ async def _read_form(request: Request) -> tuple[dict[str, str], str | None, byte
 
 async def listing(request: Request) -> Response:
     """`GET /api/files` (rest/files/list.mdx): name, row_count and columns of each file."""
-    return json_response(await in_thread(_uploaded_files(request).list_files))
+    return json_response(await lanes_of(request).catalog.run(_uploaded_files(request).list_files))
 
 
 async def delete(request: Request) -> Response:
     """`DELETE /api/files/{name}` (rest/files/delete.mdx)."""
     api, name = _uploaded_files(request), path(request, "name")
     try:
-        await in_thread(api.delete_file, name, lane=lanes_of(request).sql)
+        await lanes_of(request).sql.run(api.delete_file, name)
     except NotFound:
         raise _error("Error deleting file", f"There was an error while trying to delete file with "
                      f"name '{name}'") from None

@@ -17,9 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from kbsql.engine.knowledge.search import Filter, FilterGroup
-from kbsql.engine.knowledge.storage import StoragePlace
 from kbsql.interface.errors import BadRequest
+from kbsql.spi import Filter, FilterGroup, StoragePlace
 
 
 class JsonStoreBackend:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from kbsql.engine.agents.providers.base import Message, RunControl, ToolCall, ToolSpec, Turn
+from kbsql.spi import Message, RunControl, ToolCall, ToolSpec, Turn
 
 
 class ParrotProvider:

@@ -12,7 +12,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Generator, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -20,8 +20,8 @@ from typing import Any, Protocol
 import httpx
 
 from kbsql.engine import outbound
+from kbsql.engine.model_context import ProviderContext, base_url_of
 from kbsql.engine.model_http import ModelHttp
-from kbsql.engine.providers import ProviderContext, base_url_of
 from kbsql.interface.errors import MissingParameter, ProviderError
 from kbsql.interface.secrets import scrub_secret
 
@@ -125,6 +125,10 @@ class Provider(Protocol):
     def chat(self, system: str, messages: list[Message], tools: list[ToolSpec],
              control: RunControl) -> Turn:
         """The model's next turn."""
+
+
+ChatFactory = Callable[[dict[str, Any], ProviderContext], Provider]
+"""What `kbsql.llm_providers` registers: `(agent model descriptor, context) -> ChatProvider`."""
 
 
 def parse_arguments(raw: Any) -> dict[str, Any]:

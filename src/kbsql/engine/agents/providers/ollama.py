@@ -12,7 +12,7 @@ from typing import Any
 
 from kbsql.engine.agents.providers import base
 from kbsql.engine.agents.providers.base import HttpProvider, Message, RunControl, ToolCall, ToolSpec, Turn
-from kbsql.engine.providers import ProviderContext
+from kbsql.engine.model_context import ProviderContext
 
 
 class OllamaProvider(HttpProvider):

@@ -27,7 +27,7 @@ from kbsql.engine.sql.kb.kb_write import column_names
 from kbsql.engine.sql.refusals import unsupported
 from kbsql.engine.sql.tables.names import find_project, table_parts
 from kbsql.engine.sql.tables.select import select_frame
-from kbsql.interface.errors import Conflict, NotFound, SqlError
+from kbsql.interface.errors import Conflict, NotFound, SqlError, UnknownDatabase, UnknownTable
 from kbsql.interface.results import OkResult, SqlResult
 
 if TYPE_CHECKING:
@@ -54,7 +54,8 @@ def _split(session: SqlSession, identifier: Any, ctx: dict[str, Any], verb: str)
                        f"{verb} TABLE does not apply to project {database}: tables are made in 'files' "
                        "(uploaded files) or 'df' (registered DataFrames)")
     if session.duck.source(database) is None:
-        raise SqlError(f"Cannot {verb.lower()} a table in database '{database}': the database does not exist")
+        raise UnknownDatabase(f"Cannot {verb.lower()} a table in database '{database}': the database "
+                              "does not exist")
     raise unsupported(f"{verb} TABLE in data source {database} (kbsql reads connected data sources, it "
                       "does not write them; tables are made in 'files' or 'df')")
 
@@ -86,9 +87,9 @@ def drop_table(session: SqlSession, statement: ast.DropTables, ctx: dict[str, An
                 session.uploads.delete(name)
             except NotFound as exc:
                 if not statement.if_exists:
-                    raise SqlError(f"Can't delete table '{name}': {exc.detail}") from None
+                    raise UnknownTable(f"Can't delete table '{name}': {exc.detail}") from None
         elif not session.frames.unregister(name) and not statement.if_exists:
-            raise SqlError(f"Can't delete table '{name}': table df.{name} does not exist")
+            raise UnknownTable(f"Can't delete table '{name}': table df.{name} does not exist")
     session.plans.clear()
     return OkResult(None, context=ctx)
 
@@ -113,7 +114,7 @@ def insert_rows(session: SqlSession, statement: ast.Insert, ctx: dict[str, Any])
     database, name = parts[0].lower(), parts[1]
     current = _table(session, database, name)
     if current is None:
-        raise SqlError(f"Table '{name}' not found in database '{database}'")
+        raise UnknownTable(f"Table '{name}' not found in database '{database}'")
     if statement.from_select is not None:
         rows = select_frame(session, statement.from_select, ctx)
         if statement.columns:

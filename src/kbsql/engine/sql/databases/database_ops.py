@@ -27,7 +27,15 @@ from kbsql.engine.sql.databases import builtin_tables, info_schema
 from kbsql.engine.sql.parse import parsing
 from kbsql.engine.sql.tables.names import INFORMATION_SCHEMA, find_project
 from kbsql.interface.api import DEFAULT_PROJECT
-from kbsql.interface.errors import BadRequest, Conflict, ConnectionFailed, NotFound, ServiceError, SqlError
+from kbsql.interface.errors import (
+    BadRequest,
+    Conflict,
+    ConnectionFailed,
+    ServiceError,
+    SqlError,
+    UnknownDatabase,
+    UnknownTable,
+)
 from kbsql.interface.results import OkResult, SqlResult
 from kbsql.interface.secrets import mask_secrets
 
@@ -106,7 +114,7 @@ class DatabaseOps:
         if self._exists(name):
             raise Conflict(f"Database with name {name} already exists.", title="Name conflict")
         try:
-            normalized = registry.normalize(engine, dict(parameters))
+            normalized = registry.normalize(engine, dict(parameters), self.session.duck.engines)
         except SqlError as exc:
             raise BadRequest(exc.message, title="Wrong argument") from None
         self._check_policy(engine, normalized)
@@ -132,7 +140,8 @@ class DatabaseOps:
             raise _not_parameters()
         record = self._datasource(name)
         try:
-            merged = registry.normalize(record.engine, {**record.parameters, **parameters})
+            merged = registry.normalize(record.engine, {**record.parameters, **parameters},
+                                        self.session.duck.engines)
         except SqlError as exc:
             raise ConnectionFailed(exc.message) from None
         self._check_policy(record.engine, merged)
@@ -190,7 +199,7 @@ class DatabaseOps:
             return kbs + [{"name": a.name, "type": "agent"} for a in catalog.agents(project)]
         source = session.duck.source(database)
         if source is None:
-            raise NotFound(f"Database with name {database} does not exist", title="Database not found")
+            raise UnknownDatabase(f"Database with name {database} does not exist", title="Database not found")
         try:
             with session.duck.cursor() as con:
                 names = source.tables(con)
@@ -202,13 +211,14 @@ class DatabaseOps:
         for item in self.list_tables(database):
             if item["name"] == table:
                 return item
-        raise NotFound(f"Table with name {table} not found", title="Table not found")
+        raise UnknownTable(f"Table with name {table} not found", title="Table not found")
 
     def create_table(self, database: str, table: str, select: str, replace: bool = False) -> dict[str, Any]:
         """`CREATE [OR REPLACE] TABLE database.table (select)`, in `files` or `df`."""
         self._refuse_project(database, table, "create")
         if self.session.duck.source(database) is None:
-            raise NotFound(f"Database with name {database} does not exist", title="Database not exists")
+            raise UnknownDatabase(f"Database with name {database} does not exist",
+                                  title="Database not exists")
         if not replace and any(t["name"] == table for t in self.list_tables(database)):
             raise Conflict(f"Table with name {table} already exists", title="Name conflict")
         try:
@@ -225,7 +235,7 @@ class DatabaseOps:
     def drop_table(self, database: str, table: str) -> None:
         self._refuse_project(database, table, "delete")
         if self.session.duck.source(database) is None:
-            raise NotFound(f"Database with name {database} not found", title="Database not found")
+            raise UnknownDatabase(f"Database with name {database} not found", title="Database not found")
         self.get_table(database, table)
         if database.lower() not in BUILTIN_ENGINES:
             raise BadRequest(f"Database {database} does not support dropping tables.", title="Error")
@@ -256,7 +266,7 @@ class DatabaseOps:
     def _datasource(self, name: str) -> DatasourceRecord:
         record = self.session.catalog.find_datasource(name)
         if record is None:
-            raise NotFound(f"Database with name {name} does not exist.", title="Database not found")
+            raise UnknownDatabase(f"Database with name {name} does not exist.", title="Database not found")
         return record
 
     def _check_policy(self, engine: str, parameters: dict[str, Any]) -> None:

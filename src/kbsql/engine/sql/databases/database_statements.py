@@ -34,7 +34,7 @@ from kbsql.engine.sql.tables.names import (
 )
 from kbsql.engine.sql.tables.select import describe_sql, run_select
 from kbsql.interface.api import DEFAULT_PROJECT
-from kbsql.interface.errors import Conflict, ServiceError, SqlError
+from kbsql.interface.errors import Conflict, ServiceError, SqlError, UnknownDatabase
 from kbsql.interface.results import OkResult, SqlResult
 
 if TYPE_CHECKING:
@@ -65,7 +65,8 @@ def create_database(session: SqlSession, statement: CreateDatabase, ctx: dict[st
     if engine in PROJECT_ENGINES:
         catalog.create_project(name)
         return OkResult(None, context=ctx)
-    parameters = registry.normalize(engine, dict(statement.parameters or {}), session.kbs.service.storage)
+    parameters = registry.normalize(engine, dict(statement.parameters or {}), session.duck.engines,
+                                    session.kbs.service.storage)
     catalog.create_datasource(name, engine, parameters)
     try:
         source = session.duck.source(name)
@@ -96,7 +97,7 @@ def drop_database(session: SqlSession, statement: ast.DropDatabase, ctx: dict[st
         catalog.delete_datasource(name)  # refused while a knowledge base or agent uses it
         session.duck.forget(name)
     elif not statement.if_exists:
-        raise SqlError(f"Database {name} does not exist")
+        raise UnknownDatabase(f"Database {name} does not exist")
     session.plans.clear()
     return OkResult(None, context=ctx)
 
@@ -108,7 +109,7 @@ def use(session: SqlSession, statement: ast.Use, ctx: dict[str, Any], routed: Ro
         hint = " (it is a data source; USE takes a project)" \
             if session.catalog.find_datasource(name) is not None else \
             did_you_mean(name, [p.name for p in session.catalog.projects()])
-        raise SqlError(f"Project {name} does not exist{hint}")
+        raise UnknownDatabase(f"Project {name} does not exist{hint}")
     ctx["db"] = project
     return OkResult(None, context=ctx)
 
@@ -147,7 +148,7 @@ def show_tables(session: SqlSession, statement: ast.Show, ctx: dict[str, Any], r
     else:
         source = session.duck.source(database)
         if source is None:
-            raise SqlError(f"Database {database} does not exist; SHOW DATABASES lists them")
+            raise UnknownDatabase(f"Database {database} does not exist; SHOW DATABASES lists them")
         database = source.name
         with session.duck.cursor() as con:
             rows = [(t, "BASE TABLE") for t in source.tables(con)]

@@ -7,7 +7,7 @@ from typing import Any
 
 from mindsdb_sql_parser import ast
 
-from kbsql.interface.errors import SqlError
+from kbsql.interface.errors import LimitExceeded, SqlError
 
 
 def constant(node: ast.ASTNode) -> Any:
@@ -46,5 +46,5 @@ def count(node: ast.ASTNode, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise SqlError(f"{what} must be a whole number >= 0, not {value!r}")
     if value > MAX_COUNT:  # never quietly capped: the caller asked for something else
-        raise SqlError(f"{what} {value} is too large: at most {MAX_COUNT} (2^63 - 1)")
+        raise LimitExceeded(f"{what} {value} is too large: at most {MAX_COUNT} (2^63 - 1)")
     return value

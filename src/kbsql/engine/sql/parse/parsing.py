@@ -18,8 +18,8 @@ from mindsdb_sql_parser import ast, parse_sql
 
 from kbsql.engine.sql.parse.in_fastpath import parse_in_lists
 from kbsql.engine.sql.parse.values_fastpath import parse_insert_values
-from kbsql.engine.sql.refusals import unsupported
-from kbsql.interface.errors import SqlError
+from kbsql.engine.sql.refusals import PREFIX
+from kbsql.interface.errors import LimitExceeded, ParseError
 from kbsql.interface.sqltext import segments
 
 MAX_TOKENS = 60_000
@@ -59,7 +59,7 @@ def check_comments(query: str) -> None:
     for start, end, is_code in segments(query):
         if not is_code and query.startswith("/*", start) and not (
                 end - start >= 4 and query.endswith("*/", start, end)):
-            raise SqlError(f"Syntax error: the comment opened by /* at character {start + 1} is "
+            raise ParseError(f"Syntax error: the comment opened by /* at character {start + 1} is "
                            "never closed with */")
 
 
@@ -73,8 +73,8 @@ def check_size(query: str) -> None:
         return
     count = token_count(query)
     if count > MAX_TOKENS:
-        raise unsupported(
-            f"a statement of {count} SQL tokens (the limit is {MAX_TOKENS}, so that one "
+        raise LimitExceeded(
+            PREFIX + f"a statement of {count} SQL tokens (the limit is {MAX_TOKENS}, so that one "
             "statement cannot hold the parser for minutes; long IN lists and INSERT ... VALUES "
             "rows of plain literals do not count); register long lists of values as a "
             "table (client.register / df.<name>) and JOIN it or use IN (SELECT ...)")

@@ -32,7 +32,7 @@ from sqlglot import exp
 
 from kbsql.engine.datasources.confine import PathPolicy, Pinned
 from kbsql.engine.datasources.frame_store import FRAMES_SOURCE, FrameStore
-from kbsql.engine.datasources.registry import open_source
+from kbsql.engine.datasources.registry import Engines, data_source_engines, open_source
 from kbsql.engine.datasources.scans import DataSource, FileScan, FrameScan, NativeTable, Scan
 from kbsql.engine.sql.tables import value_caps
 from kbsql.engine.sql.tables.duck_settings import DuckSettings, configure, setting, setting_bytes
@@ -66,8 +66,9 @@ class DuckSession:
 
     def __init__(self, catalog: Catalog, frames: FrameStore, policy: PathPolicy | None = None,
                  settings: DuckSettings | None = None,
-                 builtins: dict[str, DataSource] | None = None):
+                 builtins: dict[str, DataSource] | None = None, engines: Engines | None = None):
         self.catalog = catalog
+        self.engines = engines or data_source_engines()  # CREATE DATABASE ... ENGINE's names
         self.frames = frames
         # the built-in sources by lower-case name: `df` (registered frames), `files` (uploads)
         self.builtins: dict[str, DataSource] = {FRAMES_SOURCE: frames, **(builtins or {})}
@@ -152,7 +153,7 @@ class DuckSession:
                 self.forget(name)
             if self.policy is not None:
                 self.policy.check_source(record.engine, record.parameters)
-            source = open_source(record)
+            source = open_source(record, self.engines)
             pinned = self._pin_source(source)
             try:
                 source.attach(self.con)

@@ -23,7 +23,7 @@ from kbsql.engine.knowledge.json_chunking import metadata_keys
 from kbsql.engine.knowledge.search import DEFAULT_LIMIT
 from kbsql.engine.sql.kb.kb_conditions import MAX_COUNT
 from kbsql.engine.sql.kb.kb_where import run_where
-from kbsql.interface.errors import SqlError
+from kbsql.interface.errors import LimitExceeded, SqlError
 from kbsql.interface.results import KB_COLUMNS
 
 if TYPE_CHECKING:
@@ -57,7 +57,7 @@ def _kb_frame(session: SqlSession, table: exp.Table, target: Resolved) -> Any:
         if isinstance(value, exp.Literal) and not value.is_string:
             limit = int(value.this)
             if limit > MAX_COUNT:
-                raise SqlError(f"LIMIT {limit} is too large: at most {MAX_COUNT} (2^63 - 1)")
+                raise LimitExceeded(f"LIMIT {limit} is too large: at most {MAX_COUNT} (2^63 - 1)")
     # a search alone in a plain SELECT keeps the documented default of 10 rows; feeding a
     # join, an aggregate, a GROUP BY or an ORDER BY it returns every row (never a silent cap)
     capped = single and select is not None and not select.args.get("group") and \

@@ -22,7 +22,7 @@ from kbsql.engine.datasources.frame_store import FRAMES_SOURCE
 from kbsql.engine.datasources.scans import Scan
 from kbsql.engine.datasources.upload_store import UPLOADS_SOURCE
 from kbsql.engine.spelling import did_you_mean
-from kbsql.interface.errors import NotFound, SqlError
+from kbsql.interface.errors import NotFound, UnknownDatabase, UnknownTable
 from kbsql.interface.progress import OnProgress
 
 if TYPE_CHECKING:
@@ -80,8 +80,8 @@ def find_project(session: SqlSession, name: str) -> str | None:
         return None
 
 
-def not_found(table: str, database: str, hint: str = "") -> SqlError:
-    return SqlError(f"Table '{table}' not found in database '{database}'{hint}")
+def not_found(table: str, database: str, hint: str = "") -> UnknownTable:
+    return UnknownTable(f"Table '{table}' not found in database '{database}'{hint}")
 
 
 def resolve(session: SqlSession, parts: list[str], current: str) -> Resolved:
@@ -115,7 +115,7 @@ def resolve(session: SqlSession, parts: list[str], current: str) -> Resolved:
     source = session.duck.source(database)
     if source is None:
         known = [p.name for p in catalog.projects()] + [d.name for d in catalog.datasources()]
-        raise SqlError(f"Database '{database}' not found (in table reference '{'.'.join(parts)}')"
+        raise UnknownDatabase(f"Database '{database}' not found (in table reference '{'.'.join(parts)}')"
                        f"{did_you_mean(database, [*known, FRAMES_SOURCE, INFORMATION_SCHEMA])}; "
                        "SHOW DATABASES lists them")
     with session.duck.cursor() as con:  # native sources ask DuckDB's catalog
@@ -137,6 +137,39 @@ def misspelt_knowledge_base(session: SqlSession, table: Any, ctx: dict[str, Any]
         return None
     hint = did_you_mean(parts[-1], [kb.name for kb in session.catalog.knowledge_bases(project)])
     return f"Knowledge base '{parts[-1]}' not found in project '{project}'{hint}" if hint else None
+
+
+SEARCH_COLUMNS = frozenset({"content", "chunk_content", "relevance", "distance", "hybrid_search",
+                            "hybrid_search_alpha", "reranking"})
+"""Columns only a knowledge base has: a SELECT whose WHERE names one searches a knowledge base."""
+
+
+def _names_in(node: Any) -> set[str]:
+    """The last part of every column name in an expression (lower case)."""
+    if isinstance(node, ast.Identifier):
+        return {str(node.parts[-1]).lower()}
+    found: set[str] = set()
+    for child in getattr(node, "args", None) or []:
+        found |= _names_in(child)
+    return found
+
+
+def missing_knowledge_base(session: SqlSession, statement: ast.Select, ctx: dict[str, Any]) -> None:
+    """The error for a search (`WHERE content = ...`, `relevance`, ...) of a project's name that
+    is not there: it is a knowledge base that is missing, so the error says so, with the near
+    knowledge base names, and not how data sources name their tables, which is off-topic.
+    Asked by the router when a SELECT's table does not resolve; other SELECTs keep "Table
+    ... not found"."""
+    table = statement.from_table
+    parts = table_parts(table) if isinstance(table, ast.Identifier) else []
+    if len(parts) not in (1, 2) or not _names_in(statement.where) & SEARCH_COLUMNS:
+        return
+    project = find_project(session, parts[0] if len(parts) == 2 else ctx["db"])
+    if project is None:
+        return
+    known = [kb.name for kb in session.catalog.knowledge_bases(project)]
+    raise UnknownTable(f"Knowledge base '{parts[-1]}' not found in project '{project}'"
+                       f"{did_you_mean(parts[-1], known) or '; SHOW KNOWLEDGE_BASES lists them'}")
 
 
 def target_of(session: SqlSession, table: Any, ctx: dict[str, Any],

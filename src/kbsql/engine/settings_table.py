@@ -1,0 +1,242 @@
+"""Every setting of kbsql, declared once (datasette's `SETTINGS` is the model).
+
+Each `Setting` names its type, default, `kbsql serve` flag, environment variable,
+`config.json` key and one line of help. `kbsql serve`'s flags are built from this table
+(`cli.py`), `config.json` and `kbsql.connect(settings={...})` are read through it
+(`engine/config.py`), and README's table of settings is checked against it
+(tests/test_readme.py). One precedence for all: flag given > environment > `config.json` (or
+`settings=`, for an embedded engine) > default. Some defaults differ under `kbsql serve`
+(`served`): a server shared by others bounds a statement, an embedded notebook does not.
+
+Engine settings (`in_file`) may be given in `config.json`; the server's own (bind, token,
+request limits, workers) only by flag or environment. An unknown key or a value of the
+wrong type stops the start with one line naming it (and the known key one edit away).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kbsql.engine.spelling import did_you_mean
+
+_SAME: Any = object()
+
+
+class SettingError(ValueError):
+    """A setting with an unknown name or a value of the wrong type; the message is one line."""
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    """The `config.json` key, the `connect(settings=...)` key and the `EngineConfig` field."""
+    kind: type
+    """float, int, str, tuple (several strings; a flag repeats) or dict (JSON object)."""
+    default: Any
+    help: str
+    flag: str | None = None
+    env: str | None = ""
+    """'' : KBSQL_<NAME>; None: no variable."""
+    in_file: bool = True
+    """An engine setting: `config.json` and `settings=` may hold it."""
+    served: Any = _SAME
+    """The default under `kbsql serve`, when it differs from the embedded one."""
+    positive: bool = True
+    """A number must be > 0 (False: >= 0, 0 meaning none)."""
+    metavar: str | None = None
+    shown: str | None = None
+    """The default in words, where a value would not say it (`--help`, README)."""
+
+    @property
+    def variable(self) -> str | None:
+        return f"KBSQL_{self.name.upper()}" if self.env == "" else self.env
+
+    def default_for(self, served: bool) -> Any:
+        return self.served if served and self.served is not _SAME else self.default
+
+    def default_text(self, served: bool | None = None) -> str:
+        """The default as `--help` (served=True) and README (None: both) say it."""
+        if served and self.served is not _SAME:
+            return _text(self.served)
+        if self.shown:
+            return self.shown
+        if served is None and self.served is not _SAME:
+            return f"embedded: {_text(self.default)}; served: {_text(self.served)}"
+        return _text(self.default)
+
+    def check(self, value: Any, where: str) -> Any:
+        """`value` (from JSON or a flag) as this setting's type, or a SettingError naming it."""
+        if value is None:
+            return None
+        if self.kind is dict:
+            if isinstance(value, dict):
+                return dict(value)
+            raise SettingError(f"{where}: {self.name} must be a JSON object, not {value!r}")
+        if self.kind is tuple:
+            if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
+                return tuple(value)
+            raise SettingError(f"{where}: {self.name} must be a list of strings, not {value!r}")
+        if self.kind is str:
+            if isinstance(value, str):
+                return value
+            raise SettingError(f"{where}: {self.name} must be a string, not {value!r}")
+        whole = self.kind is int
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if not number or (whole and value != int(value)):
+            raise SettingError(f"{where}: {self.name} must be {'a whole' if whole else 'a'} number, "
+                               f"not {value!r}")
+        if value < 0 or (self.positive and value == 0):
+            least = "positive" if self.positive else "0 or more"
+            raise SettingError(f"{where}: {self.name} must be {least}, not {value!r}")
+        return int(value) if whole else float(value)
+
+    def from_text(self, text: str, where: str) -> Any:
+        """An environment variable's text as this setting's value."""
+        if self.kind is str:
+            return text
+        if self.kind is tuple:
+            return tuple(part.strip() for part in text.split(",") if part.strip())
+        try:
+            value = json.loads(text)
+        except ValueError:
+            wanted = "a JSON object" if self.kind is dict else "a number"
+            raise SettingError(f"{where}: {self.name} must be {wanted}, not {text!r}") from None
+        return self.check(value, where)
+
+
+def _text(value: Any) -> str:
+    if value in (None, ()):
+        return "none"
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _fair_share_mb() -> int:
+    """A quarter of the machine's memory (at least 256 MB): the served SQL engine's limit."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        total = 4 << 30
+    return int(max(256, total // 4 // (1 << 20)))
+
+
+SETTINGS: tuple[Setting, ...] = (
+    # --- the engine's: config.json, settings=, the environment and (served) a flag ----------
+    Setting("statement_timeout", float, None, "longest an SQL statement runs before it is "
+            "interrupted, in seconds (0: none); a request may ask for less with 'timeout'",
+            "--statement-timeout", served=120.0, positive=False, metavar="SECONDS"),
+    Setting("sql_memory_mb", int, None, "memory limit of the SQL engine in MB; it spills to disk "
+            "beyond", "--sql-memory-mb", served=_fair_share_mb(), metavar="MB",
+            shown="embedded: DuckDB's 80% of RAM; served: a quarter of the machine's memory"),
+    Setting("sql_spill_mb", int, None, "most the SQL engine may spill into the data directory's tmp, in MB",
+            "--sql-spill-mb", positive=False, metavar="MB",
+            shown="4x the memory limit, at most a quarter of the free disk"),
+    Setting("model_timeout", float, None, "longest one model call (embedding, chat, rerank) may "
+            "take, in seconds", "--model-timeout", served=120.0, metavar="SECONDS",
+            shown="embedded: the providers' own; served: 120"),
+    Setting("model_concurrency", int, 16, "model calls in flight to one model host (then 503)",
+            "--model-concurrency", metavar="N"),
+    Setting("allowed_model_hosts", tuple, None, "hosts model calls may go to (HOST[:PORT]; '*': any "
+            "public host); a flag repeats, the variable separates them with commas",
+            "--allow-model-host", metavar="HOST[:PORT]",
+            shown="anywhere; with a token or a public bind '*'"),
+    Setting("max_chunks_per_row", int, 10_000, "chunks one inserted row may make (the insert "
+            "fails beyond)", "--max-chunks-per-row", metavar="N"),
+    Setting("background_inserts", int, 2, "INSERT ... SELECT ... USING batch_size statements "
+            "running at once in the background; more wait their turn", "--background-inserts",
+            metavar="N"),
+    Setting("agent_max_iterations", int, 12, "tool calls one agent run may make"),
+    Setting("agent_wall_time_s", float, 300.0, "seconds one agent run may take (an agent's "
+            "params.timeout shortens its own)"),
+    Setting("default_model", dict, None, "the agents' default model descriptor; "
+            "$KBSQL_DEFAULT_MODEL_PROVIDER, _NAME, _API_KEY and _BASE_URL set its keys",
+            env=None, shown="the offline retrieval agent"),
+    Setting("default_embedding_model", dict, None, "the knowledge bases' default embedding model "
+            "descriptor", env=None, shown="the bundled all-MiniLM-L6-v2"),
+    Setting("catalog_url", str, None, "postgresql:// URL of a catalog shared by several servers; "
+            "prefer the variable: a password in argv is visible to other users", "--catalog",
+            env="KBSQL_CATALOG_URL", metavar="URL", shown="catalog.sqlite in the data directory"),
+    # --- the server's: a flag or the environment ---------------------------------------------
+    Setting("data_dir", str, ".kbsql", "data directory (config.json lives there)", "--data-dir",
+            env="KBSQL_HOME", in_file=False, metavar="DIR"),
+    Setting("host", str, "127.0.0.1", "address to bind", "--host", in_file=False),
+    Setting("port", int, 47334, "HTTP port (0 picks one)", "--port", in_file=False, positive=False),
+    Setting("mysql_port", int, None, "also serve MySQL's wire protocol on this port, as MindsDB does "
+            "on 47335 (0 picks one)", "--mysql-port", in_file=False, positive=False, metavar="PORT",
+            shown="off"),
+    Setting("log_level", str, "warning", "uvicorn's log level", "--log-level", in_file=False,
+            metavar="LEVEL"),
+    Setting("allow_origin", tuple, (), "a browser origin (scheme://host:port) allowed to call the "
+            "server besides loopback ones; repeatable", "--allow-origin", in_file=False, metavar="URL"),
+    Setting("token", str, None, "require 'Authorization: Bearer TOKEN' on every /api route but "
+            "/api/status; needed to bind beyond loopback", "--token", in_file=False),
+    Setting("user", str, None, "user name for POST /api/login (MindsDB's login); with --password",
+            "--user", in_file=False),
+    Setting("password", str, None, "password for POST /api/login (the variable keeps it out of "
+            "the process list)", "--password", in_file=False),
+    Setting("allow_path", tuple, (), "a folder file-based data sources (files, sqlite, duckdb) may "
+            "read; repeatable; with a token or a public bind only these are allowed", "--allow-path",
+            in_file=False, metavar="DIR"),
+    Setting("max_body_mb", float, 64.0, "largest request body in MB (413 beyond)", "--max-body-mb",
+            in_file=False, metavar="MB"),
+    Setting("max_sql_kb", float, 1024.0, "largest SQL text in KB, refused before parsing",
+            "--max-sql-kb", in_file=False, metavar="KB"),
+    Setting("timeout", float, 30.0, "seconds for a request head to arrive and longest pause "
+            "inside a body (408 beyond)", "--timeout", in_file=False, metavar="SECONDS"),
+    Setting("shutdown_timeout", float, 30.0, "seconds requests in flight get to finish after "
+            "SIGTERM/SIGINT", "--shutdown-timeout", in_file=False, metavar="SECONDS"),
+    Setting("sql_workers", int, 32, "SQL statements run at once (more wait, then 503)",
+            "--sql-workers", in_file=False, metavar="N"),
+    Setting("model_workers", int, 32, "requests that may call a model (completions, inserts, "
+            "creating a knowledge base or agent) run at once (then 503)", "--model-workers",
+            in_file=False, metavar="N"),
+    Setting("forwarded_allow_ips", tuple, (), "proxies (comma-separated IPs, repeatable) whose "
+            "X-Forwarded-For names the client", "--forwarded-allow-ips",
+            in_file=False, metavar="IPS"),
+)
+
+BY_NAME: Mapping[str, Setting] = {s.name: s for s in SETTINGS}
+FILE_KEYS = tuple(s.name for s in SETTINGS if s.in_file)
+
+
+def unknown_key(key: str, known: Iterable[str], where: str) -> SettingError:
+    """The one line for a key no setting has: the nearest known one, else the list."""
+    known = tuple(known)
+    hint = did_you_mean(key, known) or f" (the settings: {', '.join(known)})"
+    return SettingError(f"{where}: unknown setting '{key}'{hint}")
+
+
+def resolve(given: Mapping[str, Any], file_values: Mapping[str, Any], *, served: bool,
+            environ: Mapping[str, str], where: str, names: Iterable[str]) -> dict[str, Any]:
+    """The value of each setting in `names`: given (a flag, not None) > environment >
+    `file_values` (config.json, or `settings=`) > default. `file_values` holds only engine
+    settings (an unknown key is a SettingError naming `where`); every value is checked."""
+    for key in file_values:
+        if key not in BY_NAME or not BY_NAME[key].in_file:
+            raise unknown_key(key, FILE_KEYS, where)
+    out: dict[str, Any] = {}
+    for name in names:
+        setting = BY_NAME[name]
+        variable = setting.variable
+        if given.get(name) is not None:
+            out[name] = setting.check(given[name], setting.flag or name)
+        elif variable and environ.get(variable, "").strip():
+            out[name] = setting.from_text(environ[variable].strip(), f"${variable}")
+        elif name in file_values:
+            out[name] = setting.check(file_values[name], where)
+        else:
+            out[name] = setting.default_for(served)
+    return out
+
+
+def markdown() -> str:
+    """README's table of settings (tests/test_readme.py checks README holds exactly this)."""
+    rows = ["| setting | in config.json | `kbsql serve` flag | environment | default | what |",
+            "| --- | --- | --- | --- | --- | --- |"]
+    for s in SETTINGS:
+        rows.append(f"| `{s.name}` | {'yes' if s.in_file else 'no'} | {f'`{s.flag}`' if s.flag else ''} | "
+                    f"{f'`{s.variable}`' if s.variable else ''} | {s.default_text()} | {s.help} |")
+    return "\n".join(rows) + "\n"

@@ -1,0 +1,49 @@
+"""The lanes belong to the app: HTTP's catalog routes run on the app's catalog lane (the one
+the MySQL door uses too, and `serve` closes), not on a pool made once per process.
+
+The app is built in this process over a real engine, with lanes whose thread names are its
+own, so the threads that served each route can be read off `threading.enumerate()`."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from starlette.testclient import TestClient
+
+from kbsql.engine import Engine
+from kbsql.server.app import build_app
+from kbsql.server.lanes import CATALOG_WAIT_S, MODEL_WAIT_S, SQL_WAIT_S, Lane, Lanes
+
+CATALOG_ROUTES = ("/api/status", "/api/projects", "/api/projects/mindsdb",
+                  "/api/projects/mindsdb/knowledge_bases", "/api/projects/mindsdb/agents",
+                  "/api/databases", "/api/files")
+
+
+def lanes_named(tag: str) -> Lanes:
+    return Lanes(Lane(f"sql-{tag}", 2, SQL_WAIT_S), Lane(f"model-{tag}", 2, MODEL_WAIT_S),
+                 Lane(f"catalog-{tag}", 2, CATALOG_WAIT_S))
+
+
+def threads_of(lane: Lane) -> list[str]:
+    return [t.name for t in threading.enumerate() if t.name.startswith(f"kbsql-{lane.name}_")]
+
+
+def test_catalog_routes_run_on_the_apps_catalog_lane(tmp_path: Path) -> None:
+    engine = Engine(tmp_path / "data")
+    mine, other = lanes_named("a"), lanes_named("b")
+    build_app(engine, bind_host="127.0.0.1", lanes=other)  # a second app in the same process
+    try:
+        with TestClient(build_app(engine, bind_host="127.0.0.1", lanes=mine),
+                        base_url="http://127.0.0.1") as http:
+            for route in CATALOG_ROUTES:
+                answer = http.get(route)
+                assert answer.status_code == 200, (route, answer.text)
+            assert http.post("/api/sql/query", json={"query": "SELECT 1"}).json()["type"] == "table"
+        assert threads_of(mine.catalog), "the catalog routes ran on no thread of the app's catalog lane"
+        assert threads_of(mine.sql)  # the SQL route on the app's SQL lane
+        assert threads_of(other.catalog) == [] and threads_of(other.sql) == []  # nothing shared
+    finally:
+        mine.close()
+        other.close()
+        engine.close()
