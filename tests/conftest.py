@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -123,3 +124,23 @@ def pgvector_dsn(pgvector_server_dsn: str) -> Iterator[str]:
     dsn = pgvector_server.fresh_database(pgvector_server_dsn)
     yield dsn
     pgvector_server.drop_database(dsn)
+
+
+_FILE_SECONDS: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Adds each test's setup, call and teardown time to its file (in the controller too: the
+    workers' reports arrive here)."""
+    name = report.nodeid.split("::", 1)[0]
+    _FILE_SECONDS[name] = _FILE_SECONDS.get(name, 0.0) + report.duration
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """The 20 files that took longest (their tests' time added up, whichever worker ran them):
+    where the suite's time goes, in every run's log (CI's included)."""
+    if not _FILE_SECONDS:
+        return
+    terminalreporter.section("slowest 20 files")
+    for name, seconds in sorted(_FILE_SECONDS.items(), key=lambda kv: -kv[1])[:20]:
+        terminalreporter.write_line(f"{seconds:8.1f}s {name}")

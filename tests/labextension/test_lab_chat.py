@@ -73,7 +73,7 @@ def test_chat_and_sidebar_on_a_served_engine(jupyterlab, browser_page, served, t
     status = sidebar.locator('.kbsql-Sidebar-status[data-state="error"]')
     status.wait_for(timeout=30_000)
     refused = status.inner_text()
-    assert refused.startswith(f"{server_url}: Unauthorized: This server needs a token"), refused
+    assert refused.startswith(f"{server_url}: Unauthorized: Wrong token"), refused
     assert "\n" not in refused.strip() and "Traceback" not in refused and "Error(" not in refused
     assert sidebar.locator(".kbsql-Sidebar-kb").count() == 0
     assert_no_secret("the page text", page.inner_text("body"))

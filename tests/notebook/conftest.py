@@ -43,9 +43,8 @@ def global_shell():
     start_ipython()
     shell = globalipapp.get_ipython()  # rebound to the global shell's own get_ipython
     if get_ipython() is not shell:
-        for cls in type(shell).mro():
-            if hasattr(cls, "_instance"):
-                cls._instance = shell
+        for cls in type(shell)._walk_mro():  # as SingletonConfigurable.instance() sets it
+            cls._instance = shell
     assert get_ipython() is shell
     return shell
 
