@@ -149,7 +149,8 @@ class TokenAuth:
                 return True
             if name == b"authorization":
                 scheme, _, credential = value.decode("latin-1").strip().partition(" ")
-                return scheme.lower() == "bearer" and bool(credential.strip())
+                if scheme.lower() == "bearer" and credential.strip():
+                    return True
         return False
 
     async def refused_as_locked(self, client: str, send: Send) -> bool:
