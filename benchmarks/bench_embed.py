@@ -33,8 +33,8 @@ from typing import Any
 from report import write_report  # benchmarks/report.py (the script's folder is on sys.path)
 
 from kbsql.engine import Engine
-from kbsql.engine.knowledge import minilm
 from kbsql.engine.knowledge.chunking import ChunkingConfig, split_text
+from kbsql.engine.models import minilm
 
 TARGET_RATIO = 1.5
 TARGET_COSINE = 0.99

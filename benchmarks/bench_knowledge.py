@@ -29,10 +29,10 @@ from report import write_report  # benchmarks/report.py (the script's folder is 
 
 from kbsql.engine import Engine
 from kbsql.engine.knowledge import index as index_mod
-from kbsql.engine.knowledge import minilm
 from kbsql.engine.knowledge.chunking import ChunkingConfig, split_text
-from kbsql.engine.knowledge.embeddings import HashEmbedder
 from kbsql.engine.knowledge.search import SearchRequest
+from kbsql.engine.models import minilm
+from kbsql.engine.models.embeddings import HashEmbedder
 
 WORDS = ("river mountain forest desert ocean city village castle bridge tower garden harbor valley "
          "island canyon glacier meadow volcano lake road north south east west old new small large "

@@ -41,7 +41,7 @@ from report import timed, write_report  # benchmarks/report.py (the script's fol
 
 import kbsql
 from kbsql.client.params import bind
-from kbsql.engine.knowledge.embeddings import HashEmbedder
+from kbsql.engine.models.embeddings import HashEmbedder
 from kbsql.server.process import spawn
 
 TARGET_SELECT1_RATIO = 0.1  # kbsql's keep-alive SELECT 1 at <= 1/10 of the peer's

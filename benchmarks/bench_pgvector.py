@@ -46,8 +46,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/pgvector_s
 from tests import pgvector_server
 
 from kbsql.engine import Engine
-from kbsql.engine.knowledge.embeddings import HashEmbedder
 from kbsql.engine.knowledge.search import Filter, SearchRequest
+from kbsql.engine.models.embeddings import HashEmbedder
 
 MODEL = {"provider": "kbsql", "model_name": "hash-384"}
 LIMIT = 10

@@ -45,8 +45,8 @@ from report import write_report  # benchmarks/report.py (the script's folder is 
 from retrieval import corpora
 
 from kbsql.engine import Engine
-from kbsql.engine.knowledge import minilm
-from kbsql.engine.providers import ModelProviders, ProviderContext
+from kbsql.engine.models import minilm
+from kbsql.engine.models.providers import ModelProviders, ProviderContext
 from kbsql.interface.literals import quote_literal
 
 SEARCH_LIMIT = 30  # chunks asked for: enough to rank 5 distinct documents
@@ -60,14 +60,14 @@ def _fp32() -> Any:
 
 def _onnx(**options: Any) -> Callable[[], Any]:
     def build() -> Any:
-        from kbsql.engine.knowledge import minilm_onnx
+        from kbsql.engine.models import minilm_onnx
 
         return minilm_onnx.OnnxMiniLM(minilm.model_dir(), **options)
     return build
 
 
 def _quant(**fields: Any) -> Any:
-    from kbsql.engine.knowledge.minilm_onnx import Quantization
+    from kbsql.engine.models.minilm_onnx import Quantization
 
     return Quantization(**fields)
 
@@ -85,7 +85,7 @@ class Named:
 
 
 def _e5() -> Named:
-    from kbsql.engine.knowledge import e5
+    from kbsql.engine.models import e5
 
     return Named({"provider": "kbsql", "model_name": e5.MODEL_NAME}, e5.load_model)
 

@@ -219,7 +219,7 @@ def child_main(side: str, phase: str, folder: Path, docs: int, batch: int, work:
 def prepare(work: Path, docs: int, queries: int) -> dict:
     """Query texts and vectors; every document's vector (for Chroma); exact top-10 per query,
     unfiltered and filtered, streamed batch by batch."""
-    from kbsql.engine.knowledge.embeddings import HashEmbedder
+    from kbsql.engine.models.embeddings import HashEmbedder
 
     emb = HashEmbedder(DIM)
     texts = neardup.queries(queries)
@@ -245,7 +245,7 @@ def prepare(work: Path, docs: int, queries: int) -> dict:
 
 
 def recall(answers: list[list[int]], exact: tuple[np.ndarray, np.ndarray], qvec: np.ndarray) -> dict:
-    from kbsql.engine.knowledge.embeddings import HashEmbedder
+    from kbsql.engine.models.embeddings import HashEmbedder
 
     emb = HashEmbedder(DIM)
     e_scores, e_ids = exact

@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 from kbsql.engine import outbound
-from kbsql.engine.agents.providers import base as providers_base
-from kbsql.engine.model_http import ModelHttp
-from kbsql.engine.providers import ProviderContext
+from kbsql.engine.models.chat import base as providers_base
+from kbsql.engine.models.model_http import ModelHttp
+from kbsql.engine.models.providers import ProviderContext
 from kbsql.interface.errors import ProviderError
 
 PUBLIC = "93.184.216.34"  # a public address (nothing is sent to it: the check comes first)

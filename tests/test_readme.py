@@ -48,7 +48,7 @@ def test_quickstart_runs_and_finds_the_answer(tmp_path):
     assert "break" in hits
     assert "answer:" in out
     # the answer is printed whole: it quotes the break statement and ends with the closing hint
-    from kbsql.engine.agents.providers.offline import SWITCH_HINT
+    from kbsql.engine.models.chat.offline import SWITCH_HINT
 
     answer = out.split("answer:", 1)[1]
     assert "[break:content:" in answer

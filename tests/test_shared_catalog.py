@@ -21,7 +21,7 @@ import pytest
 import kbsql
 from kbsql.engine import Engine
 from kbsql.engine.catalog import Catalog
-from kbsql.engine.catalog_pg import MIGRATIONS
+from kbsql.engine.postgres.catalog_pg import MIGRATIONS
 from kbsql.interface import NotFound, ServiceError
 from kbsql.server.process import spawn
 

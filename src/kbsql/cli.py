@@ -104,8 +104,8 @@ def _serve(args: argparse.Namespace) -> int:
 def _migrate(args: argparse.Namespace) -> int:
     import sqlite3
 
-    from kbsql.engine.catalog_pg import is_postgres_url
     from kbsql.engine.config import resolve_data_dir
+    from kbsql.engine.postgres.catalog_pg import is_postgres_url
     from kbsql.interface.errors import KbsqlError
     from kbsql.migrate import migrate, verify
 
@@ -162,7 +162,7 @@ def open_engine(data_dir: str | None, catalog_url: str | None, settings: dict[st
                            ) from None
     where = f"data: {engine.data_dir}"
     if engine.catalog.shared_url:
-        from kbsql.engine.catalog_pg import where_of_url
+        from kbsql.engine.postgres.catalog_pg import where_of_url
 
         where += f", catalog: {where_of_url(engine.catalog.shared_url)}"
     return Backend(engine, where, read_only=engine.config.read_only)

@@ -33,13 +33,13 @@ from typing import Any
 
 import numpy as np
 
-from kbsql.engine.catalog_pg import SCHEMA, PgConnection, where_of_url
 from kbsql.engine.datasources.frame_store import FrameStore
-from kbsql.engine.datasources.frame_store_pg import PgFrameStore
-from kbsql.engine.datasources.postgres import settings as pg_settings
 from kbsql.engine.knowledge.ingest import Chunk
-from kbsql.engine.knowledge.pgvector import PgVectorStorage
 from kbsql.engine.knowledge.service import DEFAULT_VECTOR_DATABASE, SHARED_VECTOR_DATABASE, shared_table
+from kbsql.engine.postgres.catalog_pg import SCHEMA, PgConnection, where_of_url
+from kbsql.engine.postgres.frame_store_pg import PgFrameStore
+from kbsql.engine.postgres.pgvector import PgVectorStorage
+from kbsql.engine.postgres.postgres_source import settings as pg_settings
 from kbsql.interface.errors import KbsqlError
 
 BATCH = 5_000  # chunks per COPY

@@ -21,8 +21,6 @@ this module is their public name, pinned by tests/test_public_names.py.
 
 from __future__ import annotations
 
-from kbsql.engine.agents.providers.base import ChatFactory, Message, RunControl, ToolCall, ToolSpec, Turn
-from kbsql.engine.agents.providers.base import Provider as ChatProvider
 from kbsql.engine.datasources.scans import (
     DataSource,
     DataSourceEngine,
@@ -31,8 +29,6 @@ from kbsql.engine.datasources.scans import (
     NativeTable,
     Scan,
 )
-from kbsql.engine.knowledge.embeddings import Embedder, EmbeddingFactory
-from kbsql.engine.knowledge.rerank import Reranker, RerankerFactory
 from kbsql.engine.knowledge.search import (
     Condition,
     Conditions,
@@ -48,8 +44,12 @@ from kbsql.engine.knowledge.storage import (
     StorageBackend,
     StoragePlace,
 )
-from kbsql.engine.model_context import ProviderContext
-from kbsql.engine.model_http import ModelHttp
+from kbsql.engine.models.chat.base import ChatFactory, Message, RunControl, ToolCall, ToolSpec, Turn
+from kbsql.engine.models.chat.base import Provider as ChatProvider
+from kbsql.engine.models.embeddings import Embedder, EmbeddingFactory
+from kbsql.engine.models.model_context import ProviderContext
+from kbsql.engine.models.model_http import ModelHttp
+from kbsql.engine.models.rerank import Reranker, RerankerFactory
 from kbsql.engine.plugins import (
     DATASOURCES,
     EMBEDDING_PROVIDERS,

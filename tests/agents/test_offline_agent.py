@@ -87,7 +87,7 @@ def test_the_search_text_reads_back_exactly() -> None:
     question itself (backslashes and inner quotes kept), not an approximation of it."""
     from mindsdb_sql_parser import parse_sql
 
-    from kbsql.engine.agents.providers.offline import search_sql
+    from kbsql.engine.models.chat.offline import search_sql
 
     for question in ["What's the valve's \"closing\" time?", "C:\\pumps\\p100 'x'", "ends with \\",
                      "'quoted'", "\"both' kinds\"", "a \\' b"]:

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import re
 
-from kbsql.engine.agents.providers.offline import SWITCH_HINT
-from kbsql.engine.agents.providers.offline_text import is_whole, search_text, sentences
+from kbsql.engine.models.chat.offline import SWITCH_HINT
+from kbsql.engine.models.chat.offline_text import is_whole, search_text, sentences
 from kbsql.interface.stream import chunk_kind
 
 DOCS = [

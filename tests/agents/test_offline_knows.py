@@ -15,8 +15,8 @@ import pytest
 
 import kbsql
 from kbsql import quickstart
-from kbsql.engine.agents.providers.offline import SWITCH_HINT
-from kbsql.engine.knowledge import minilm
+from kbsql.engine.models import minilm
+from kbsql.engine.models.chat.offline import SWITCH_HINT
 from kbsql.interface.stream import chunk_kind
 
 pytestmark = pytest.mark.skipif(not minilm.available(), reason="the default model is not installed")

@@ -1,4 +1,4 @@
-"""One base-URL rule for every model call (engine/providers.py): an OpenAI-compatible alias
+"""One base-URL rule for every model call (engine/models/providers.py): an OpenAI-compatible alias
 without `base_url` is refused, for agents exactly as for embeddings, and nothing is sent."""
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ def test_an_alias_agent_without_base_url_is_refused_not_sent_to_openai(engine: E
 
 
 def test_embeddings_and_agents_accept_the_same_openai_compatible_names() -> None:
+    from kbsql.engine.models.providers import BUILTINS, OPENAI_COMPATIBLE
     from kbsql.engine.plugins import EMBEDDING_PROVIDERS, LLM_PROVIDERS, RERANKERS
-    from kbsql.engine.providers import BUILTINS, OPENAI_COMPATIBLE
 
     def served_by(group: str, implementation: str) -> set[str]:
         return {n for n, ref in BUILTINS[group].items() if ref.endswith(implementation)}

@@ -9,9 +9,9 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from kbsql.engine.agents.providers.anthropic import AnthropicProvider
-from kbsql.engine.agents.providers.openai import OpenAIProvider
-from kbsql.engine.providers import ProviderContext
+from kbsql.engine.models.chat.anthropic import AnthropicProvider
+from kbsql.engine.models.chat.openai import OpenAIProvider
+from kbsql.engine.models.providers import ProviderContext
 from kbsql.server.process import spawn
 from tests.agents.fakes import FakeLLM, text
 from tests.agents.streams import agent_url, create_agent, raw_stream

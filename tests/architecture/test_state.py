@@ -7,7 +7,7 @@ source, nothing runs):
   dict, list or set (a read-only mapping or a frozenset is fine; `__all__` is a list);
 - no `global` statement in the engine's knowledge and agent parts (model caches, pools and
   clients belong to objects the engine owns);
-- the outbound policy of model calls (`engine/outbound.py`, `engine/model_http.py`) is the
+- the outbound policy of model calls (`engine/outbound.py`, `engine/models/model_http.py`) is the
   engine's, not the process's: no module-level state there beyond immutable defaults (two
   engines in one process used to share, and overwrite, one policy and its lanes);
 - no module of `server/` makes a worker pool at import: the lanes belong to the app, which
@@ -80,7 +80,7 @@ def test_no_module_globals_in_knowledge_and_agents() -> None:
     assert {k: v for k, v in found.items() if v} == {}
 
 
-OUTBOUND = ("engine/outbound.py", "engine/model_http.py")
+OUTBOUND = ("engine/outbound.py", "engine/models/model_http.py")
 
 
 def module_instances(tree: ast.Module) -> list[int]:

@@ -58,7 +58,7 @@ def topics() -> dict[str, str]:
 @pytest.fixture(scope="session")
 def minilm():
     """The default model, loaded once for the whole session."""
-    from kbsql.engine.knowledge import minilm
+    from kbsql.engine.models import minilm
 
     return minilm.load_model()
 

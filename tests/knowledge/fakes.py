@@ -12,7 +12,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from kbsql.engine.knowledge.embeddings import HashEmbedder
+from kbsql.engine.models.embeddings import HashEmbedder
 
 _EMBED = HashEmbedder(64)
 

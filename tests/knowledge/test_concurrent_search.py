@@ -10,8 +10,8 @@ import threading
 import numpy as np
 
 from kbsql.engine import Engine
-from kbsql.engine.knowledge.embeddings import HashEmbedder
 from kbsql.engine.knowledge.search import SearchRequest, search
+from kbsql.engine.models.embeddings import HashEmbedder
 from tests.knowledge.conftest import HASH_MODEL
 
 DOCS = 200

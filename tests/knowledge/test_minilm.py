@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kbsql.engine.knowledge import minilm as minilm_mod
+from kbsql.engine.models import minilm as minilm_mod
 
 REFERENCE = json.loads((Path(__file__).parent / "data" / "minilm_reference.json").read_text())
 
@@ -39,7 +39,7 @@ def test_batching_and_order_do_not_change_vectors(minilm) -> None:
 
 
 def test_loaded_once_per_engine_even_from_threads(minilm) -> None:
-    from kbsql.engine.providers import ProviderContext
+    from kbsql.engine.models.providers import ProviderContext
 
     context, loads, seen = ProviderContext(), [], []
 

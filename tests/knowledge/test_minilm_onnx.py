@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kbsql.engine.knowledge import minilm as minilm_mod
-from kbsql.engine.knowledge import minilm_onnx
+from kbsql.engine.models import minilm as minilm_mod
+from kbsql.engine.models import minilm_onnx
 
 pytestmark = pytest.mark.skipif(not minilm_onnx.available(), reason="onnxruntime is not installed")
 

@@ -12,7 +12,7 @@ import psycopg
 import pytest
 
 from kbsql.engine import Engine
-from kbsql.engine.knowledge import pg_hnsw
+from kbsql.engine.postgres import pg_hnsw
 from tests.knowledge.conftest import HASH_MODEL, sql, sql_error, table
 from tests.knowledge.test_pgvector_storage import create_vdb, engine_with_kb, exact_sims, rows_of
 

@@ -17,8 +17,8 @@ import psycopg
 import pytest
 
 from kbsql.engine import Engine
-from kbsql.engine.knowledge import pgvector
-from kbsql.engine.providers import ModelProviders
+from kbsql.engine.models.providers import ModelProviders
+from kbsql.engine.postgres import pgvector
 from tests.knowledge.conftest import HASH_MODEL, background, sql, sql_error, table
 
 

@@ -18,9 +18,9 @@ import pytest
 
 from kbsql.engine import Engine
 from kbsql.engine.knowledge import index as index_mod
-from kbsql.engine.knowledge.embeddings import HashEmbedder
 from kbsql.engine.knowledge.search import Filter, SearchRequest
 from kbsql.engine.knowledge.settings import NPROBE, RERANK
+from kbsql.engine.models.embeddings import HashEmbedder
 from tests.knowledge.conftest import sql, sql_error
 
 _spec = importlib.util.spec_from_file_location(

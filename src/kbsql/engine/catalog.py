@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from kbsql.engine import catalog_schema
-from kbsql.engine.catalog_pg import PgConnection, is_postgres_url
 from kbsql.engine.catalog_uses import refuse_datasource_drop, refuse_project_drop
 from kbsql.engine.faults import disk_full, full_error
+from kbsql.engine.postgres.catalog_pg import PgConnection, is_postgres_url
 from kbsql.engine.spelling import did_you_mean
 from kbsql.engine.sqlite_files import ReadOnlyData, open_read_only, private_file
 from kbsql.interface.api import DEFAULT_PROJECT

@@ -39,11 +39,11 @@ from kbsql.engine.datasources.upload_store import UploadStore
 from kbsql.engine.knowledge.bases import DEFAULT_VECTOR_DATABASE, KnowledgeBases
 from kbsql.engine.knowledge.service import KnowledgeService
 from kbsql.engine.knowledge.storage import StorageBackend
-from kbsql.engine.model_context import ProviderContext
-from kbsql.engine.model_http import ModelHttp
+from kbsql.engine.models.model_context import ProviderContext
+from kbsql.engine.models.model_http import ModelHttp
+from kbsql.engine.models.providers import BUILTINS, ModelProviders
 from kbsql.engine.plugins import STORAGE, Registry
 from kbsql.engine.ports import AgentOps, RunsSql
-from kbsql.engine.providers import BUILTINS, ModelProviders
 from kbsql.engine.sql.databases.database_ops import DatabaseOps
 from kbsql.engine.sql.executor import SqlExecutor
 from kbsql.engine.sql.kb import kb_changes
@@ -148,7 +148,7 @@ class Engine(FileTables, UploadedFiles, Databases, KnowledgeBaseEditing, Knowled
         ("uploads"): Parquet files in the data directory, or rows of the shared catalog's
         database (a frame registered through one server is a table for all)."""
         if self.catalog.shared_url:
-            from kbsql.engine.datasources.frame_store_pg import PgFrameStore
+            from kbsql.engine.postgres.frame_store_pg import PgFrameStore
 
             return PgFrameStore(self.catalog.shared_url, place)
         return FrameStore(self.data_dir, place)
@@ -221,7 +221,7 @@ class Engine(FileTables, UploadedFiles, Databases, KnowledgeBaseEditing, Knowled
         """In-process only (the HTTP API never sends vectors): the first `limit` chunks'
         ids, metadata and embeddings, and the embedding of `query`, for a notebook's 2-D map
         of a knowledge base (`%kbsql_plot map`)."""
-        from kbsql.engine.knowledge.embeddings import embed_query
+        from kbsql.engine.models.embeddings import embed_query
 
         record = self.catalog.knowledge_base(project, name)
         chunk_ids, metadata, vectors = self.knowledge.handle(record).sample(limit)

@@ -1,6 +1,6 @@
 """Where model calls may go, how many at once, how long each may take, and how a failure
 reads: the one check every outbound model call passes (embeddings, reranking, evaluation
-and agents alike leave through the engine's `ModelHttp`, engine/model_http.py).
+and agents alike leave through the engine's `ModelHttp`, engine/models/model_http.py).
 
 Why: a knowledge base's or an agent's `base_url` is chosen by whoever creates it. On a
 shared server that made the server a port scanner of its own network: any internal address
@@ -25,7 +25,7 @@ target's answer came back. So:
   rebinding); the connection is made to an address checked at that moment.
 
 The policy is per engine, never per process: each engine's one model client (`ModelHttp`,
-engine/model_http.py) holds its `Policy` and its `Lanes`, and every check here takes the
+engine/models/model_http.py) holds its `Policy` and its `Lanes`, and every check here takes the
 policy it applies. Two engines in one process (a test server and a notebook's engine, two
 servers with different bounds) used to share one module-global policy, the last one
 configured silently applying to both. The functions here hold no state; `OPEN` (anything

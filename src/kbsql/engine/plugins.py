@@ -6,11 +6,11 @@ a model provider by declaring it (as jupyter-ai and chromadb let plugins add mod
 - storage backends, group `kbsql.storage`: a name a KB's `storage` (or a data source's
   ENGINE) gives; an object with `open(place) -> KbStorage` (knowledge/storage.py);
 - embedding providers, `kbsql.embedding_providers`: `embedding_model.provider`; a factory
-  `(descriptor, context) -> Embedder` (knowledge/embeddings.py);
+  `(descriptor, context) -> Embedder` (models/embeddings.py);
 - chat (LLM) providers, `kbsql.llm_providers`: an agent's `model.provider`; a factory
-  `(descriptor, context) -> Provider` (agents/providers/base.py);
+  `(descriptor, context) -> Provider` (models/chat/base.py);
 - rerankers, `kbsql.rerankers`: `reranking_model.provider`; a factory
-  `(descriptor, context) -> Reranker` (knowledge/rerank.py);
+  `(descriptor, context) -> Reranker` (models/rerank.py);
 - data-source engines, `kbsql.datasources`: `CREATE DATABASE ... ENGINE`; a class
   `(name, alias, parameters) -> DataSource` with a static `normalize(parameters)`
   (datasources/scans.py, `DataSourceEngine`).

@@ -17,8 +17,8 @@ from kbsql.engine import validate
 from kbsql.engine.agents.runtime import AgentRuntime
 from kbsql.engine.catalog import AgentRecord, Catalog
 from kbsql.engine.config import EngineConfig
+from kbsql.engine.models.providers import ModelProviders
 from kbsql.engine.ports import RunsSql
-from kbsql.engine.providers import ModelProviders
 from kbsql.engine.views import agent
 from kbsql.interface.models import Agent
 

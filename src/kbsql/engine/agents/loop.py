@@ -11,8 +11,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from kbsql.engine.agents.providers.base import Message, Provider, RunControl
 from kbsql.engine.agents.tools import Toolbox, tool_input
+from kbsql.engine.models.chat.base import Message, Provider, RunControl
 from kbsql.interface.stream import action
 
 

@@ -3,8 +3,8 @@ the data it is connected to (resolved at question time)."""
 
 from __future__ import annotations
 
-from kbsql.engine.agents.providers.base import Message
 from kbsql.engine.agents.scope import Scope
+from kbsql.engine.models.chat.base import Message
 
 BASE_PROMPT = """You are a data assistant. Answer the user's question from the data you are \
 connected to, using the tools; do not invent facts.

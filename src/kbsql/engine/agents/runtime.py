@@ -15,12 +15,12 @@ from typing import Any
 
 from kbsql.engine.agents import loop, prompt, scope
 from kbsql.engine.agents.agent_settings import RunLimits
-from kbsql.engine.agents.providers.base import Provider, RunCancelled, RunControl
 from kbsql.engine.agents.tools import Toolbox
 from kbsql.engine.catalog import AgentRecord, Catalog
 from kbsql.engine.config import EngineConfig
+from kbsql.engine.models.chat.base import Provider, RunCancelled, RunControl
+from kbsql.engine.models.providers import ModelProviders
 from kbsql.engine.ports import RunsSql
-from kbsql.engine.providers import ModelProviders
 from kbsql.interface.control import current as current_control
 from kbsql.interface.errors import InvalidParameter, MissingParameter, ProviderError, ServiceError
 from kbsql.interface.stream import (

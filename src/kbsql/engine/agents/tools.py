@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kbsql.engine.agents import render
-from kbsql.engine.agents.providers.base import ToolSpec
 from kbsql.engine.agents.scope import Refused, Scope, check_read
+from kbsql.engine.models.chat.base import ToolSpec
 from kbsql.interface.errors import KbsqlError, Unavailable
 from kbsql.interface.results import TableResult
 

@@ -13,8 +13,8 @@ from typing import Any
 from kbsql.engine.catalog import DatasourceRecord
 from kbsql.engine.datasources.scans import DataSource, DataSourceEngine
 from kbsql.engine.knowledge.storage import ChecksParameters, StorageBackend
+from kbsql.engine.models.providers import BUILTINS
 from kbsql.engine.plugins import DATASOURCES, Registry
-from kbsql.engine.providers import BUILTINS
 from kbsql.interface.errors import NotSupported
 
 Engines = Registry[DataSourceEngine]

@@ -24,8 +24,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from kbsql.engine.model_context import openai_base
-from kbsql.engine.model_http import ModelHttp
+from kbsql.engine.models.model_context import openai_base
+from kbsql.engine.models.model_http import ModelHttp
 from kbsql.interface.errors import BadRequest, ProviderError
 
 DOC_ID_TOP_K = 20

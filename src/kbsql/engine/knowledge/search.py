@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from kbsql.engine.knowledge.embeddings import embed_query
+from kbsql.engine.models.embeddings import embed_query
 from kbsql.interface.errors import BadRequest
 
 DEFAULT_LIMIT = 10

@@ -25,13 +25,13 @@ from kbsql.engine.catalog import DatasourceRecord, KbRecord, now
 from kbsql.engine.config import EngineConfig
 from kbsql.engine.faults import damaged, kb_faults
 from kbsql.engine.knowledge import search as search_mod
-from kbsql.engine.knowledge.embeddings import CheckedEmbedder
 from kbsql.engine.knowledge.ingest import Chunk, RowChunker, check_metadata_columns
-from kbsql.engine.knowledge.rerank import Reranker
 from kbsql.engine.knowledge.search import Conditions, SearchRequest
 from kbsql.engine.knowledge.storage import ChunkWriter, KbStorage, StorageBackend, StoragePlace
+from kbsql.engine.models.embeddings import CheckedEmbedder
+from kbsql.engine.models.providers import ModelProviders
+from kbsql.engine.models.rerank import Reranker
 from kbsql.engine.plugins import Registry
-from kbsql.engine.providers import ModelProviders
 from kbsql.interface.batches import row_batches
 from kbsql.interface.errors import BadRequest, Interrupted, ProviderError, ServiceError
 

@@ -1,6 +1,6 @@
 """The narrow interface between the knowledge service and where a KB's chunks live.
 
-Storage backends are registered by name (`engine/providers.py` BUILTINS, entry-point group
+Storage backends are registered by name (`engine/models/providers.py` BUILTINS, entry-point group
 `kbsql.storage`): `kbsql_faiss`, the local store (`LocalStorage`: SQLite rows + a FAISS
 cache in the data directory, local.py / store.py / index.py), and `pgvector` (one
 PostgreSQL table with pgvector, pgvector.py). A backend is an object with

@@ -16,9 +16,9 @@ from typing import Any
 from mindsdb_sql_parser import ast
 
 from kbsql.engine.knowledge import evaluate as metrics
-from kbsql.engine.knowledge.rerank import Reranker
 from kbsql.engine.knowledge.search import SearchRequest
-from kbsql.engine.model_http import ModelHttp
+from kbsql.engine.models.model_http import ModelHttp
+from kbsql.engine.models.rerank import Reranker
 from kbsql.engine.sql.refusals import unsupported
 from kbsql.interface import progress as progress_mod
 from kbsql.interface.errors import SqlError

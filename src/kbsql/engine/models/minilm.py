@@ -97,7 +97,7 @@ def load_model() -> Any:
     precision when onnxruntime is installed, else this module's numpy
     model. Both have `encode(texts) -> (n, 384) float32`, L2-normalised. Callers keep it
     (the engine's `ProviderContext.load_once`): nothing here caches."""
-    from kbsql.engine.knowledge import minilm_onnx
+    from kbsql.engine.models import minilm_onnx
 
     directory = model_dir()
     return minilm_onnx.OnnxMiniLM(directory) if minilm_onnx.available() else MiniLM(directory)
@@ -105,7 +105,7 @@ def load_model() -> Any:
 
 def default_precision() -> str:
     """What the default model computes in: 'fp32', or the int8 products of minilm_onnx.DEFAULT."""
-    from kbsql.engine.knowledge import minilm_onnx
+    from kbsql.engine.models import minilm_onnx
 
     quant = minilm_onnx.DEFAULT if minilm_onnx.available() else None
     if quant is None:

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from kbsql.engine.model_context import ProviderContext
+from kbsql.engine.models.model_context import ProviderContext
 from kbsql.interface.errors import ProviderError
 
 MODEL_NAME = "multilingual-e5-small"

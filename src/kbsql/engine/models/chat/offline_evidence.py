@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from kbsql.engine.agents.providers.offline_text import Sentence, content_words, stem
+from kbsql.engine.models.chat.offline_text import Sentence, content_words, stem
 
 CLOSE = 0.40  # cosine at which a sentence sharing a content word with the question answers it
 VERY_CLOSE = 0.55  # cosine at which it answers on meaning alone

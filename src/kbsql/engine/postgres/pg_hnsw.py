@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
 from kbsql.engine.knowledge.settings import integer_params
-from kbsql.engine.pg import lock_key, psycopg_modules
+from kbsql.engine.postgres.pg import lock_key, psycopg_modules
 from kbsql.interface.errors import BadRequest, Conflict, InvalidParameter
 
 M = 24

@@ -10,9 +10,9 @@ from __future__ import annotations
 from contextlib import closing
 from typing import Any
 
-from kbsql.engine.agents.providers import base
-from kbsql.engine.agents.providers.base import HttpProvider, Message, RunControl, ToolCall, ToolSpec, Turn
-from kbsql.engine.model_context import ProviderContext
+from kbsql.engine.models.chat import base
+from kbsql.engine.models.chat.base import HttpProvider, Message, RunControl, ToolCall, ToolSpec, Turn
+from kbsql.engine.models.model_context import ProviderContext
 
 
 class OllamaProvider(HttpProvider):

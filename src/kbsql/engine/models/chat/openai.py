@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from kbsql.engine.agents.providers import base
-from kbsql.engine.agents.providers.base import Message, ToolCall, Turn
+from kbsql.engine.models.chat import base
+from kbsql.engine.models.chat.base import Message, ToolCall, Turn
 
 
 class OpenAIProvider(base.HttpProvider):

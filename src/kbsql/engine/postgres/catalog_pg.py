@@ -22,7 +22,13 @@ import re
 import threading
 from typing import Any
 
-from kbsql.engine.pg import StorageUnavailable, connection_errors, first_line, lock_key, psycopg_modules
+from kbsql.engine.postgres.pg import (
+    StorageUnavailable,
+    connection_errors,
+    first_line,
+    lock_key,
+    psycopg_modules,
+)
 
 SCHEMA = "kbsql"
 WRITE_LOCK = lock_key("kbsql:catalog:write")

@@ -1,6 +1,6 @@
 """The built-in rerankers: score (query, document) pairs in [0, 1]; the score becomes the relevance.
 
-Registered by name in the reranker registry (`engine/providers.py`, entry-point group
+Registered by name in the reranker registry (`engine/models/providers.py`, entry-point group
 `kbsql.rerankers`) as factories `(descriptor, context) -> Reranker`. Two wire formats:
 - a rerank endpoint (Cohere / Jina / vLLM / Infinity style), `POST {base_url}/rerank` with
   `{model, query, documents, top_n}` answering `{"results": [{index, relevance_score}]}`:
@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from kbsql.engine.model_context import ProviderContext, openai_base
+from kbsql.engine.models.model_context import ProviderContext, openai_base
 from kbsql.interface.errors import ProviderError
 
 _NUMBER = re.compile(r"[-+]?\d*\.?\d+(?:[eE][-+]?\d+)?")

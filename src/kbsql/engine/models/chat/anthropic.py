@@ -10,10 +10,10 @@ from __future__ import annotations
 from contextlib import closing
 from typing import Any
 
-from kbsql.engine.agents.providers.base import HttpProvider, Message, ToolCall, Turn
-from kbsql.engine.agents.providers.base import RunControl as Control
-from kbsql.engine.agents.providers.base import ToolSpec as Tool
-from kbsql.engine.agents.providers.base import parse_arguments as arguments_of
+from kbsql.engine.models.chat.base import HttpProvider, Message, ToolCall, Turn
+from kbsql.engine.models.chat.base import RunControl as Control
+from kbsql.engine.models.chat.base import ToolSpec as Tool
+from kbsql.engine.models.chat.base import parse_arguments as arguments_of
 
 API_VERSION = "2023-06-01"
 MAX_TOKENS = 2048

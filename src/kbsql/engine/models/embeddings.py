@@ -1,6 +1,6 @@
 """The built-in embedding providers, behind one small interface (`Embedder`).
 
-Each is registered by name in the embedding-provider registry (`engine/providers.py`,
+Each is registered by name in the embedding-provider registry (`engine/models/providers.py`,
 entry-point group `kbsql.embedding_providers`) as a factory `(descriptor, context) ->
 Embedder`; another package's provider is a class or function of that shape, declared as an
 entry point. The engine's `ModelProviders` keeps one instance per descriptor.
@@ -33,7 +33,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from kbsql.engine.model_context import ProviderContext, openai_base
+from kbsql.engine.models.model_context import ProviderContext, openai_base
 from kbsql.interface.errors import ProviderError
 
 MINILM_NAMES = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2", "default", ""}
@@ -91,12 +91,12 @@ class MiniLMEmbedder:
         self.context = context
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        from kbsql.engine.knowledge import minilm
+        from kbsql.engine.models import minilm
 
         return self.context.load_once(minilm.MODEL_NAME, minilm.load_model).encode(texts)
 
     def check(self) -> None:
-        from kbsql.engine.knowledge import minilm
+        from kbsql.engine.models import minilm
 
         if not minilm.available():
             raise ProviderError("Embedding model 'all-MiniLM-L6-v2' (provider 'kbsql') is not "
@@ -260,7 +260,7 @@ def local_embedder(descriptor: dict[str, Any], context: ProviderContext) -> Any:
         return HashEmbedder(int(match.group(1)))
     if name.lower() in MINILM_NAMES:
         return MiniLMEmbedder(context)
-    from kbsql.engine.knowledge import e5
+    from kbsql.engine.models import e5
 
     if name.lower() in e5.NAMES:
         return e5.E5Embedder(context)

@@ -1,7 +1,7 @@
 """Model providers: one registry per kind, one base-URL rule, one door the engine owns.
 
-Embeddings (`knowledge/embeddings.py`), reranking (`knowledge/rerank.py`) and agents
-(`agents/providers/`) used to keep their own lists of provider names, and they drifted
+Embeddings (`models/embeddings.py`), reranking (`models/rerank.py`) and agents
+(`models/chat/`) used to keep their own lists of provider names, and they drifted
 (`llamacpp` vs `llama_cpp`; `azure_openai` accepted for embeddings and refused for agents;
 a `vllm` agent without `base_url` silently sent its key to api.openai.com); then three
 if-chains turned a name into a class. Now each kind has one registry (`plugins.Registry`:
@@ -19,17 +19,17 @@ import threading
 from typing import Any
 
 from kbsql.engine import plugins
-from kbsql.engine.agents.providers.base import ChatFactory, Provider
 from kbsql.engine.config import OFFLINE_PROVIDER
-from kbsql.engine.knowledge.embeddings import Embedder, EmbeddingFactory
-from kbsql.engine.knowledge.rerank import Reranker, RerankerFactory
-from kbsql.engine.model_context import (  # noqa: F401 (re-exported: the engine's callers)
+from kbsql.engine.models.chat.base import ChatFactory, Provider
+from kbsql.engine.models.embeddings import Embedder, EmbeddingFactory
+from kbsql.engine.models.model_context import (  # noqa: F401 (re-exported: the engine's callers)
     OPENAI_BASE,
     OWN_SERVICE,
     ProviderContext,
     base_url_of,
     openai_base,
 )
+from kbsql.engine.models.rerank import Reranker, RerankerFactory
 from kbsql.interface.errors import InvalidParameter, ProviderError
 
 # names that speak the OpenAI HTTP API (chat, embeddings) at their `base_url`
@@ -43,9 +43,9 @@ CHAT_RERANKERS = OPENAI_COMPATIBLE - RERANK_APIS
 LOCAL_EMBEDDERS = frozenset({"kbsql", "local", "sentence_transformers", "sentence-transformers",
                              "huggingface"})
 
-_EMBED = "kbsql.engine.knowledge.embeddings"
-_RERANK = "kbsql.engine.knowledge.rerank"
-_CHAT = "kbsql.engine.agents.providers"
+_EMBED = "kbsql.engine.models.embeddings"
+_RERANK = "kbsql.engine.models.rerank"
+_CHAT = "kbsql.engine.models.chat"
 BUILTINS: dict[str, dict[str, str]] = {
     plugins.EMBEDDING_PROVIDERS: {
         **{name: f"{_EMBED}:local_embedder" for name in LOCAL_EMBEDDERS},
@@ -64,15 +64,15 @@ BUILTINS: dict[str, dict[str, str]] = {
     },
     plugins.STORAGE: {
         "kbsql_faiss": "kbsql.engine.knowledge.local:LocalBackend",
-        "pgvector": "kbsql.engine.knowledge.pgvector:PgVectorBackend",
+        "pgvector": "kbsql.engine.postgres.pgvector:PgVectorBackend",
     },
     plugins.DATASOURCES: {
         "duckdb": "kbsql.engine.datasources.duckdb_file:DuckdbFileSource",
         "sqlite": "kbsql.engine.datasources.sqlite_file:SqliteFileSource",
         "files": "kbsql.engine.datasources.files:FilesSource",
-        "postgres": "kbsql.engine.datasources.postgres:PostgresSource",
-        "postgresql": "kbsql.engine.datasources.postgres:PostgresSource",
-        "pgvector": "kbsql.engine.datasources.pgvector_source:PgVectorSource",
+        "postgres": "kbsql.engine.postgres.postgres_source:PostgresSource",
+        "postgresql": "kbsql.engine.postgres.postgres_source:PostgresSource",
+        "pgvector": "kbsql.engine.postgres.pgvector_source:PgVectorSource",
     },
 }
 """The built-ins of each registry, by entry-point group: name -> "module:attribute"."""

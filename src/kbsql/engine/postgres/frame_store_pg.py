@@ -16,9 +16,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from kbsql.engine.catalog import now
-from kbsql.engine.catalog_pg import SCHEMA, PgConnection
 from kbsql.engine.datasources.frame_store import FrameStore, frame_name
 from kbsql.engine.datasources.scans import FrameScan, Scan
+from kbsql.engine.postgres.catalog_pg import SCHEMA, PgConnection
 from kbsql.interface.frames import to_arrow
 
 

@@ -19,10 +19,10 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from kbsql.engine.agents.providers import offline_evidence, offline_text
-from kbsql.engine.agents.providers.base import Message, RunControl, ToolCall, ToolSpec, Turn
 from kbsql.engine.agents.render import parse_table_text
 from kbsql.engine.config import OFFLINE_MODEL, OFFLINE_PROVIDER
+from kbsql.engine.models.chat import offline_evidence, offline_text
+from kbsql.engine.models.chat.base import Message, RunControl, ToolCall, ToolSpec, Turn
 from kbsql.interface.errors import ProviderError
 from kbsql.interface.literals import quote_literal
 
@@ -125,7 +125,7 @@ def _kb_rows(done: list[tuple[ToolCall, str]]) -> list[dict[str, str]]:
 def _bundled_encoder(context: Any) -> Callable[[], Any] | None:
     """The engine's own MiniLM (loaded once per engine, shared with its knowledge bases), or
     None when the weights are not installed or no engine lent its context."""
-    from kbsql.engine.knowledge import minilm
+    from kbsql.engine.models import minilm
 
     if context is None or not minilm.available():
         return None

@@ -22,7 +22,7 @@ processes upserting the same document serialise instead of both keeping a copy, 
 killed writer leaves nothing (PostgreSQL rolls the transaction back).
 
 psycopg 3 is an optional dependency (`pip install 'kbsql[postgres]'`), imported through
-engine/pg.py only when a knowledge base or the catalog lives in PostgreSQL.
+engine/postgres/pg.py only when a knowledge base or the catalog lives in PostgreSQL.
 """
 
 from __future__ import annotations
@@ -36,11 +36,10 @@ from typing import Any
 
 import numpy as np
 
-from kbsql.engine.knowledge import pg_hnsw
-from kbsql.engine.knowledge.pg_hnsw import HnswSettings
 from kbsql.engine.knowledge.search import WORD, Condition, Conditions, FilterGroup, group_sql, op_sql
 from kbsql.engine.knowledge.storage import StoragePlace
-from kbsql.engine.pg import (
+from kbsql.engine.postgres import pg_hnsw
+from kbsql.engine.postgres.pg import (
     StorageUnavailable,
     acquire_pool,
     connection_errors,
@@ -50,6 +49,7 @@ from kbsql.engine.pg import (
     release_pool,
     where_of,
 )
+from kbsql.engine.postgres.pg_hnsw import HnswSettings
 from kbsql.interface.errors import BadRequest
 
 EXACT_MAX = 2_000  # pgvector < 0.8: filtered searches over at most this many rows are exact
@@ -190,7 +190,7 @@ class PgVectorBackend:
     """Storage backend `pgvector`: a table in the database the place's PARAMETERS name."""
 
     def open(self, place: StoragePlace) -> PgVectorStorage:
-        from kbsql.engine.datasources.postgres import settings
+        from kbsql.engine.postgres.postgres_source import settings
 
         return PgVectorStorage(settings(place.parameters), place.table,
                                str(place.parameters.get("schema") or "public"))

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-from kbsql.engine.model_http import ModelHttp
+from kbsql.engine.models.model_http import ModelHttp
 from kbsql.interface.errors import ProviderError
 
 T = TypeVar("T")

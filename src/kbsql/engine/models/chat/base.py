@@ -20,8 +20,8 @@ from typing import Any, Protocol
 import httpx
 
 from kbsql.engine import outbound
-from kbsql.engine.model_context import ProviderContext, base_url_of
-from kbsql.engine.model_http import ModelHttp
+from kbsql.engine.models.model_context import ProviderContext, base_url_of
+from kbsql.engine.models.model_http import ModelHttp
 from kbsql.interface.errors import MissingParameter, ProviderError
 from kbsql.interface.secrets import scrub_secret
 
@@ -159,7 +159,7 @@ class HttpProvider:
             raise MissingParameter(f"'model.model_name' is required for provider "
                                    f"'{model.get('provider') or self.provider}'")
         self.http: ModelHttp = context.http
-        # the one base-URL rule (engine/providers.py): an alias such as vllm must name its URL
+        # the one base-URL rule (engine/models/providers.py): an alias such as vllm must name its URL
         # (a descriptor without a provider name means this class's own service)
         own = {**model, "provider": model.get("provider") or self.provider}
         self.base_url = str(base_url_of(own) or self.default_base_url).rstrip("/")

@@ -1,4 +1,4 @@
-"""PostgreSQL plumbing shared by pgvector storage (knowledge/pgvector.py) and the shared
+"""PostgreSQL plumbing shared by pgvector storage (postgres/pgvector.py) and the shared
 catalog (catalog_pg.py): the lazy psycopg import, connection pools, advisory-lock keys and
 the one error for an unreachable server.
 

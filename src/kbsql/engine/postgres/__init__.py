@@ -1,0 +1,2 @@
+"""PostgreSQL adapters: the shared catalog, pgvector storage and its HNSW index, the frame store,
+and the `postgres`/`pgvector` data sources; psycopg loads only when one is used."""
