@@ -98,6 +98,13 @@ class LocalStorage:
     def sync(self) -> None:
         self.index.sync()
 
+    @contextmanager
+    def writers_held(self) -> Iterator[None]:
+        """No write of this process commits inside (search's last attempt reads the index
+        and the rows of one state under it; a search takes milliseconds)."""
+        with self.store.write_lock:
+            yield
+
     def count(self) -> int:
         return self.store.count()
 
