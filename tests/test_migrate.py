@@ -142,3 +142,17 @@ def test_verify_finds_a_difference_and_a_failed_copy_leaves_nothing(tmp_path, pg
     with psycopg.connect(pgvector_dsn) as db:
         assert db.execute("SELECT to_regclass('public.kb_mindsdb_broken')").fetchone()[0] is None
         assert db.execute("SELECT count(*) FROM kbsql.knowledge_bases").fetchone()[0] == 0
+
+
+def test_both_built_in_storages_export_their_chunks_for_migrate():
+    """`kbsql migrate` reads and verifies chunks only through the storage protocol
+    (`kbsql.spi.ExportsChunks`), never through a storage's own tables."""
+    from kbsql.engine.knowledge.local import LocalStorage
+    from kbsql.engine.postgres.pgvector import PgVectorStorage
+    from kbsql.spi import ExportsChunks, KbStorage
+
+    for storage in (LocalStorage, PgVectorStorage):
+        assert {"export", "chunks_by_id"} <= set(vars(storage)), storage
+    assert ExportsChunks not in KbStorage.__mro__  # optional: a plugin storage need not have it
+    source = (Path(__file__).parents[1] / "src" / "kbsql" / "migrate.py").read_text()
+    assert "FROM chunks" not in source and "kb_mindsdb" not in source and "embedding" not in source
