@@ -240,9 +240,15 @@ class KnowledgeService:
         First the cheap checks (BadRequest): declared metadata columns must not be named like
         an internal metadata key. Then ProviderError when the embedding or reranking model
         cannot be reached: one real call for remote providers (as the reference does); the
-        local model is only checked to be installed (loading it costs a second)."""
+        local model is only checked to be installed (loading it costs a second). A failed
+        embedding check starts with MindsDB's "Problem with embedding model config", which
+        its clients match on."""
         check_metadata_columns(spec.get("metadata_columns"))
-        self.embedder(spec).check()
+        embedder = self.embedder(spec)
+        try:
+            embedder.check()
+        except ProviderError as exc:
+            raise ProviderError(f"Problem with embedding model config: {exc.detail}", exc.title) from None
         reranker = self.reranker(spec)
         if reranker is not None:
             reranker.check()

@@ -60,8 +60,8 @@ def _timeout_of(body: dict[str, Any]) -> float | None:
 def _checked(body: dict[str, Any]) -> tuple[str, Any, Any]:
     """(query, response_format, params) of a well-formed body, or a 400 saying what is wrong."""
     query = body.get("query")
-    if not isinstance(query, str) or not query.strip():
-        raise MissingParameter("'query' must be a non-empty SQL string")
+    if not isinstance(query, str):  # an empty text is MindsDB's error result, the engine's
+        raise MissingParameter("'query' must be an SQL string")
     response_format = body.get("response_format")
     if response_format not in RESPONSE_FORMATS:
         raise InvalidParameter(f"'response_format' must be null, 'sse' or 'jsonlines', not "

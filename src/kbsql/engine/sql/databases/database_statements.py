@@ -34,7 +34,7 @@ from kbsql.engine.sql.tables.names import (
 )
 from kbsql.engine.sql.tables.select import describe_sql, run_select
 from kbsql.interface.api import DEFAULT_PROJECT
-from kbsql.interface.errors import Conflict, ServiceError, SqlError, UnknownDatabase
+from kbsql.interface.errors import Conflict, ServiceError, SqlError, UnknownDatabase, UnknownTable
 from kbsql.interface.results import OkResult, SqlResult
 
 if TYPE_CHECKING:
@@ -179,9 +179,30 @@ def refuse_write(session: SqlSession, statement: ast.Insert | ast.Update | ast.D
         session, statement.table, ctx)
     if missing is not None:
         raise SqlError(missing)
+    absent = _absent_project_table(session, statement.table, ctx)
+    if absent is not None:
+        raise UnknownTable(absent)
     raise refusals.unsupported(f"{type(statement).__name__.upper()} of data-source tables: "
                                f"{statement.to_string()} (INSERT, UPDATE and DELETE write to "
                                "knowledge bases only)")
+
+
+def _absent_project_table(session: SqlSession, table: Any, ctx: dict[str, Any]) -> str | None:
+    """Why a write to `[project.]name` found nothing, in MindsDB's words ("Table or Knowledge
+    Base '...' doesn't exist", which its clients match on), when the project holds no
+    knowledge base or agent of that name; None otherwise."""
+    parts = table_parts(table) if isinstance(table, ast.Identifier) else []
+    if len(parts) not in (1, 2):
+        return None
+    project = find_project(session, parts[0] if len(parts) == 2 else ctx["db"])
+    if project is None:
+        return None
+    name, catalog = parts[-1], session.catalog
+    held = [kb.name for kb in catalog.knowledge_bases(project)] + [a.name for a in catalog.agents(project)]
+    if name.lower() in (h.lower() for h in held):
+        return None
+    return (f"Table or Knowledge Base '{name}' doesn't exist in project '{project}'; SHOW KNOWLEDGE_BASES "
+            "lists them")
 
 
 def _missing_project(session: SqlSession, table: Any, ctx: dict[str, Any]) -> str | None:

@@ -42,6 +42,8 @@ _TOKENS = re.compile(r"""'(?:\\.|[^'])*(?:''(?:\\.|[^'])*)*'|"(?:\\.|[^"])*(?:""
 def parse(query: str) -> ast.ASTNode:
     """The statement's AST; an `SqlError` when it is too long for the parser, the parser's
     own exception when it is not SQL."""
+    if not query.strip().strip(";").strip():  # MindsDB's parser's words, said in full
+        raise ParseError("Empty input: the query has no SQL statement")
     check_comments(query)
     statement = parse_insert_values(query) or parse_in_lists(query)
     if statement is not None:
