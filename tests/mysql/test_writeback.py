@@ -65,8 +65,8 @@ def sources(door: ServerProcess, tmp_path_factory: pytest.TempPathFactory) -> It
         body = http_sql(door.url, query)
         assert body["type"] == "ok", body
     yield {"db": made, "sqlite": lite_path, "duckdb": duck_path, "schema": schema}
-    for query in ("DROP VIEW IF EXISTS wb.red_docs", "DROP DATABASE wb", "DROP DATABASE wb_duck",
-                  "DROP DATABASE wb_lite", "DROP DATABASE IF EXISTS wb_pg"):
+    for query in ("DROP VIEW IF EXISTS wb.red_docs", "DROP TABLE IF EXISTS files.wb_kept", "DROP DATABASE wb",
+                  "DROP DATABASE wb_duck", "DROP DATABASE wb_lite", "DROP DATABASE IF EXISTS wb_pg"):
         http_sql(door.url, query)
     if PG_DSN:
         import psycopg
@@ -141,7 +141,14 @@ def test_every_write_on_every_source_kind_through_both_doors(door: ServerProcess
         with psycopg.connect(PG_DSN) as pg:
             rows = pg.execute(f"SELECT b FROM {sources['schema']}.wb_kept").fetchall()
             assert sorted(rows) == [("x",), ("y",)]
-    # a source whose engine is only read, and a project, say so in one line
+    # a write runs under the statement's deadline: stopped, nothing written, the source usable
+    slow = "CREATE TABLE wb_duck.wb_slow (SELECT sum(a.i + b.i) AS s FROM lab.big AS a, lab.big AS b)"
+    body = httpx.post(f"{door.url}/api/sql/query", json={"query": slow, "timeout": 1}, timeout=60).json()
+    assert body["type"] == "error" and "stopped" in body["error_message"], body
+    assert over_http(door, "SELECT * FROM wb_duck.wb_slow")[0] == "error"
+    assert over_http(door, "CREATE TABLE wb_duck.wb_slow (SELECT 1 AS s)")[0] == "ok"
+    assert over_http(door, "DROP TABLE wb_duck.wb_slow") == ("ok", None)
+    # a write to a project's name that is no knowledge base is refused in one line
     kind, message = over_http(door, "INSERT INTO mindsdb.nothing_here (a) VALUES (1)")
     assert kind == "error" and "\n" not in message
 
@@ -155,6 +162,13 @@ def test_a_search_joined_with_a_table_is_saved_and_kept_as_a_view(door: ServerPr
     assert saved[0] == "ok", saved
     kind, rows = over_http(door, f"SELECT id, hex FROM {target}.wb_hits ORDER BY id")
     assert kind == "table" and ("1", "#f00") in rows and len(rows) == 2
+    # MindsDB's UPDATE FROM SELECT, both forms: results written onto the rows they match
+    assert over_http(door, f"UPDATE {target}.wb_hits ON id FROM (SELECT k.id, 'seen' AS hex FROM mindsdb.kb "
+                           "AS k WHERE k.content = 'cats purr' LIMIT 1)") == ("ok", 1)
+    assert over_http(door, f"UPDATE {target}.wb_hits SET chunk_content = d.note FROM (SELECT '1' AS id, "
+                           "'noted' AS note) AS d WHERE id = d.id") == ("ok", 1)
+    assert over_http(door, f"SELECT hex, chunk_content FROM {target}.wb_hits WHERE id = '1'") == \
+        ("table", [("seen", "noted")])
     # the same search as a view: read alone, joined with a table, through either door
     assert over_http(door, f"CREATE VIEW wb.red_docs AS ({search})") == ("ok", None)
     kind, message = over_http(door, "CREATE VIEW wb.red_docs AS (SELECT 1)")

@@ -201,6 +201,9 @@ def _change_file(session: SqlSession, statement: ast.Update | ast.Delete, name: 
     current = _table(session, UPLOADS_SOURCE, name)
     if current is None:
         raise UnknownTable(f"Table '{name}' not found in database '{UPLOADS_SOURCE}'")
+    if getattr(statement, "from_select", None) is not None:
+        raise SqlError(f"UPDATE ... FROM (SELECT ...) writes connected data sources, not {UPLOADS_SOURCE}."
+                       f"{name}: use CREATE OR REPLACE TABLE {UPLOADS_SOURCE}.{name} (SELECT ...)")
     table = ast.Identifier(parts=[UPLOADS_SOURCE, name])
     where = statement.where
     matched = ast.Select(targets=[ast.Function("count", args=[ast.Star()])], from_table=table, where=where)

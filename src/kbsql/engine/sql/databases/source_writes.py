@@ -1,7 +1,7 @@
 """Writes to connected data sources (duckdb, sqlite, postgres), as MindsDB does them:
 `CREATE [OR REPLACE] TABLE src.t (SELECT ...)` (or with column definitions), `INSERT INTO
-src.t SELECT ... | VALUES ...`, `UPDATE src.t SET ... WHERE ...`, `DELETE FROM src.t WHERE
-...`, `DROP TABLE [IF EXISTS] src.t`. `src.t` is `src.schema.t` for a schema other than the
+src.t SELECT ... | VALUES ...`, `UPDATE src.t SET ... WHERE ...` (also MindsDB's UPDATE FROM
+SELECT forms), `DELETE FROM src.t WHERE ...`, `DROP TABLE [IF EXISTS] src.t`. `src.t` is `src.schema.t` for a schema other than the
 source's own (`main`, a postgres source's `schema`).
 
 How: the statement's SELECT (or WHERE, SET) is compiled as every SELECT is (select.py), so
@@ -151,19 +151,75 @@ def _where_and_sets(session: SqlSession, parts: list[str], where: Any, sets: dic
 
 
 def update(session: SqlSession, statement: ast.Update, parts: list[str], ctx: dict[str, Any]) -> SqlResult:
-    if statement.from_select is not None:
-        raise SqlError("UPDATE ... FROM (SELECT ...) is not supported on data sources: use "
-                       "UPDATE src.t SET col = (SELECT ...) WHERE ...")
-    with _writable(session, parts, "UPDATE"):
+    """UPDATE src.t SET ... WHERE ..., and MindsDB's UPDATE FROM SELECT: `UPDATE src.t SET c =
+    d.x FROM (SELECT ...) AS d WHERE k = d.k`, or `UPDATE src.t ON k1, k2 FROM (SELECT ...)`
+    (the SELECT's other columns set in the rows whose keys match). In the FROM forms an
+    unqualified name of one of the table's columns is the table's, as MindsDB reads it."""
+    with _writable(session, parts, "UPDATE") as source:
         compiled = Compiled("")
-        item, where, values = _where_and_sets(session, parts, statement.where,
-                                              dict(statement.update_columns or {}), ctx, compiled)
-        sets = [exp.EQ(this=exp.column(name, quoted=True), expression=value)
-                for name, value in zip(statement.update_columns or {}, values, strict=True)]
-        update = exp.Update(this=item, expressions=sets, where=where)
+        sets, where, source_from = dict(statement.update_columns or {}), statement.where, None
+        found: NativeTable | None = None
+        if statement.from_select is not None:
+            found = _existing(session, source, parts)
+            if found is None:
+                raise UnknownTable(f"Table '{parts[-1]}' not found in database '{parts[0]}'")
+            alias = str(statement.from_select_alias.parts[-1]) if statement.from_select_alias else FROM_ALIAS
+            inner = compile_tree(session, statement.from_select, ctx, compiled)
+            if statement.keys:
+                sets, where = _on_keys([str(k.parts[-1]) for k in statement.keys], inner, alias)
+            source_from = exp.From(this=exp.Subquery(
+                this=inner, alias=exp.TableAlias(this=exp.to_identifier(alias, quoted=True))))
+        if not sets:
+            raise SqlError("UPDATE needs SET column = value (or ON key columns FROM (SELECT ...))")
+        item, where_tree, values = _where_and_sets(session, parts, where, sets, ctx, compiled)
+        if source_from is not None and found is not None:
+            own = _columns(session, source, found)
+            for tree in [where_tree, *values]:
+                _qualify(tree, own, item.alias_or_name)
+        pairs = [exp.EQ(this=exp.column(name, quoted=True), expression=value)
+                 for name, value in zip(sets, values, strict=True)]
+        update = exp.Update(this=item, expressions=pairs, where=where_tree, from_=source_from)
         count = _run(session, update.sql("duckdb"), compiled)
     session.plans.clear()
     return OkResult(count, context=ctx)
+
+
+FROM_ALIAS = "__kbsql_from__"
+
+
+def _on_keys(keys: list[str], inner: exp.Expression, alias: str) -> tuple[dict[str, Any], Any]:
+    """SET and WHERE of `UPDATE t ON keys FROM (SELECT ...) AS alias`: every other column of
+    the SELECT is set from it where all keys are equal."""
+    names = list(getattr(inner, "named_selects", []))
+    if "*" in names or not names:
+        raise SqlError("UPDATE ... ON ... FROM (SELECT ...) needs the SELECT's columns named, not *")
+    lowered = {n.lower() for n in names}
+    missing = [k for k in keys if k.lower() not in lowered]
+    if missing:
+        raise SqlError(f"UPDATE ... ON {', '.join(keys)}: the SELECT has no column(s) {missing}")
+    sets = {n: ast.Identifier(parts=[alias, n]) for n in names if n.lower() not in {k.lower() for k in keys}}
+    where: Any = None
+    for key in keys:
+        equal = ast.BinaryOperation("=", args=[ast.Identifier(key), ast.Identifier(parts=[alias, key])])
+        where = equal if where is None else ast.BinaryOperation("and", args=[where, equal])
+    return sets, where
+
+
+def _columns(session: SqlSession, source: Any, found: NativeTable) -> set[str]:
+    """The table's column names (lower case)."""
+    with session.duck.cursor() as con:
+        described = con.execute(f"SELECT * FROM {_target(source, found.schema, found.table)} LIMIT 0")
+        return {str(d[0]).lower() for d in described.description or []}
+
+
+def _qualify(tree: Any, columns: set[str], table: str) -> None:
+    """Unqualified names of the table's columns, qualified with it (DuckDB would call a name
+    both the table and the FROM (SELECT ...) have ambiguous)."""
+    if tree is None:
+        return
+    for column in tree.find_all(exp.Column):
+        if not column.table and column.name.lower() in columns:
+            column.set("table", exp.to_identifier(table, quoted=True))
 
 
 def delete(session: SqlSession, statement: ast.Delete, parts: list[str], ctx: dict[str, Any]) -> SqlResult:
