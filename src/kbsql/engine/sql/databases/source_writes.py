@@ -1,8 +1,8 @@
 """Writes to connected data sources (duckdb, sqlite, postgres), as MindsDB does them:
 `CREATE [OR REPLACE] TABLE src.t (SELECT ...)` (or with column definitions), `INSERT INTO
 src.t SELECT ... | VALUES ...`, `UPDATE src.t SET ... WHERE ...` (also MindsDB's UPDATE FROM
-SELECT forms), `DELETE FROM src.t WHERE ...`, `DROP TABLE [IF EXISTS] src.t`. `src.t` is `src.schema.t` for a schema other than the
-source's own (`main`, a postgres source's `schema`).
+SELECT forms), `DELETE FROM src.t WHERE ...`, `DROP TABLE [IF EXISTS] src.t`. `src.t` is
+`src.schema.t` for a schema other than the source's own (`main`, a postgres source's `schema`).
 
 How: the statement's SELECT (or WHERE, SET) is compiled as every SELECT is (select.py), so
 knowledge bases, agents, views and other sources in it are read the same way and the write
