@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import random
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -22,7 +23,7 @@ import kbsql
 from kbsql.engine import Engine
 from kbsql.engine.catalog import Catalog
 from kbsql.engine.postgres.catalog_pg import MIGRATIONS
-from kbsql.interface import NotFound, ServiceError
+from kbsql.interface import NotFound, ServiceError, SqlError
 from kbsql.server.process import spawn
 
 HASH_MODEL = {"provider": "kbsql", "model_name": "hash-64"}
@@ -30,7 +31,9 @@ HASH_MODEL = {"provider": "kbsql", "model_name": "hash-64"}
 
 @pytest.fixture
 def two_servers(tmp_path, pgvector_dsn):
-    servers = [spawn(tmp_path / f"server{i}", env={"KBSQL_CATALOG_URL": pgvector_dsn}) for i in (1, 2)]
+    # the second server's operator made data sources read-only (nothing else differs)
+    servers = [spawn(tmp_path / f"server{i}", env={"KBSQL_CATALOG_URL": pgvector_dsn},
+                     args=("--read-only-sources",) if i == 2 else ()) for i in (1, 2)]
     yield servers
     for server in servers:
         server.stop()
@@ -65,6 +68,7 @@ def test_create_through_one_server_serve_through_the_other(two_servers, pgvector
         for i in (1, 2):
             assert not (tmp_path / f"server{i}" / "catalog.sqlite").exists()
             assert not list((tmp_path / f"server{i}").glob("knowledge_bases/*/chunks.sqlite"))
+        _views_and_writes_across_servers(one, two, tmp_path)
         # and a drop through one is seen by the other
         one.knowledge_bases.delete("docs")
         with pytest.raises(NotFound):
@@ -72,6 +76,31 @@ def test_create_through_one_server_serve_through_the_other(two_servers, pgvector
     finally:
         one.close()
         two.close()
+
+
+def _views_and_writes_across_servers(one: kbsql.Client, two: kbsql.Client, tmp_path) -> None:
+    """A view made through one server (a search joined with a table) is read through the
+    other; a write to a data source is refused in one line by the read-only server and done
+    by the other, whose rows the view then reads; a view dropped through one is gone."""
+    path = tmp_path / "notes.sqlite"
+    with sqlite3.connect(path) as lite:
+        lite.executescript("CREATE TABLE notes (doc TEXT, note TEXT); "
+                           "INSERT INTO notes VALUES ('1', 'card'), ('3', 'ship');")
+    one.sql(f"CREATE DATABASE notes_src WITH ENGINE = 'sqlite', PARAMETERS = {{'db_file': '{path}'}}")
+    one.sql("CREATE VIEW mindsdb.refund_notes AS (SELECT k.id, n.note FROM docs AS k JOIN notes_src.notes "
+            "AS n ON k.id = n.doc WHERE k.content = 'refund')")
+    assert two.query("SELECT id, note FROM refund_notes ORDER BY id").values.tolist() == [["1", "card"],
+                                                                                           ["3", "ship"]]
+    assert ["refund_notes"] == [r[0] for r in two.sql("SHOW VIEWS").to_pandas().values]
+    with pytest.raises(SqlError) as refused:
+        two.sql("INSERT INTO notes_src.notes (doc, note) VALUES ('2', 'gift')")
+    assert "--read-only-sources" in str(refused.value) and "\n" not in str(refused.value)
+    assert one.sql("INSERT INTO notes_src.notes (doc, note) VALUES ('2', 'gift')").affected_rows == 1
+    assert two.query("SELECT note FROM refund_notes ORDER BY id")["note"].tolist() == ["card", "gift", "ship"]
+    two.sql("DROP VIEW refund_notes")
+    with pytest.raises(SqlError):
+        one.sql("SELECT * FROM refund_notes")
+    one.sql("DROP DATABASE notes_src")
 
 
 INSERTER = textwrap.dedent("""

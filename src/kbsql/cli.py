@@ -10,7 +10,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from kbsql.server.run import Backend
@@ -58,9 +58,12 @@ def _setting_flags(serve: argparse.ArgumentParser) -> None:
         shown = setting.default_text(served=True)
         where = [f"${setting.variable}"] if setting.variable else []
         where += [f"{setting.name} in config.json"] if setting.in_file else []
-        extra = {"action": "append"} if setting.kind is tuple else {"type": setting.kind}
+        extra: dict[str, Any] = {"action": "append"} if setting.kind is tuple else \
+            {"action": "store_const", "const": True} if setting.kind is bool else {"type": setting.kind}
         text = f"{setting.help} (default {shown}" + (f"; else {', '.join(where)})" if where else ")")
-        serve.add_argument(setting.flag, dest=setting.name, default=None, metavar=setting.metavar,
+        if setting.kind is not bool:
+            extra["metavar"] = setting.metavar
+        serve.add_argument(setting.flag, dest=setting.name, default=None,
                            help=text.replace("%", "%%"), **extra)
 
 

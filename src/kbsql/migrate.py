@@ -47,7 +47,7 @@ from kbsql.engine.postgres.pgvector import PgVectorBackend
 from kbsql.interface.errors import KbsqlError
 
 BATCH = 5_000  # chunks per COPY
-TABLES = ("projects", "knowledge_bases", "agents", "datasources", "files")
+TABLES = ("projects", "knowledge_bases", "agents", "datasources", "files", "views")
 PLACES = {"frames": "table df.{}", "uploads": "pages {}"}  # FrameStores: DataFrames, uploaded files
 FILE_ENGINES = {"files", "sqlite", "duckdb"}  # their parameters name paths on this machine
 SEARCH_RECALL_MIN = 0.9  # tie-aware recall@10 of the sampled searches below which verify fails
@@ -66,7 +66,13 @@ def _source_db(path: Path) -> sqlite3.Connection:
 
 
 def _rows(db: sqlite3.Connection, table: str) -> list[dict[str, Any]]:
-    return [dict(r) for r in db.execute(f"SELECT * FROM {table} ORDER BY id")]
+    """The table's rows; none from a table the catalog's version did not have yet (views)."""
+    try:
+        return [dict(r) for r in db.execute(f"SELECT * FROM {table} ORDER BY id")]
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc):
+            return []
+        raise
 
 
 def _local_kbs(catalog: sqlite3.Connection) -> list[dict[str, Any]]:

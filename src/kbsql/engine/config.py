@@ -78,6 +78,9 @@ class EngineConfig:
     """Model calls in flight per model host (engine/outbound.py lanes); None: 16."""
     max_chunks_per_row: int = 10_000
     """Chunks one row's text may make (knowledge/chunking.py MAX_CHUNKS_PER_ROW)."""
+    read_only_sources: bool = False
+    """Writes to connected data sources (CREATE TABLE, INSERT, UPDATE, DELETE, DROP TABLE)
+    are refused; off by default, as MindsDB writes to the databases it connects."""
     agent_max_iterations: int = 12
     agent_wall_time_s: float = 300.0
     served: bool = False

@@ -200,7 +200,9 @@ class Engine(FileTables, UploadedFiles, Databases, KnowledgeBaseEditing, Knowled
                             temp_dir=self.data_dir / "tmp",
                             statement_timeout=c.statement_timeout or None,
                             limit_note=c.note("sql_memory_mb"), timeout_note=c.note("statement_timeout"),
-                            spill_note=c.note("sql_spill_mb"))
+                            spill_note=c.note("sql_spill_mb"),
+                            read_only_sources=c.read_only_sources,
+                            read_only_note=c.note("read_only_sources"))
 
     def _outbound_policy(self) -> outbound.Policy:
         """Where this engine's model calls may go, how many at once, for how long

@@ -35,7 +35,8 @@ class Setting:
     name: str
     """The `config.json` key, the `connect(settings=...)` key and the `EngineConfig` field."""
     kind: type
-    """float, int, str, tuple (several strings; a flag repeats) or dict (JSON object)."""
+    """float, int, str, bool (a flag takes no value), tuple (several strings; a flag repeats)
+    or dict (JSON object)."""
     default: Any
     help: str
     flag: str | None = None
@@ -84,6 +85,10 @@ class Setting:
             if isinstance(value, str):
                 return value
             raise SettingError(f"{where}: {self.name} must be a string, not {value!r}")
+        if self.kind is bool:
+            if isinstance(value, bool):
+                return value
+            raise SettingError(f"{where}: {self.name} must be true or false, not {value!r}")
         whole = self.kind is int
         number = isinstance(value, int | float) and not isinstance(value, bool)
         if not number or (whole and value != int(value)):
@@ -100,6 +105,8 @@ class Setting:
             return text
         if self.kind is tuple:
             return tuple(part.strip() for part in text.split(",") if part.strip())
+        if self.kind is bool and text.lower() in _BOOLS:
+            return _BOOLS[text.lower()]
         try:
             value = json.loads(text)
         except ValueError:
@@ -108,9 +115,15 @@ class Setting:
         return self.check(value, where)
 
 
+_BOOLS = {"1": True, "true": True, "yes": True, "on": True,
+          "0": False, "false": False, "no": False, "off": False}
+
+
 def _text(value: Any) -> str:
     if value in (None, ()):
         return "none"
+    if isinstance(value, bool):
+        return "on" if value else "off"
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
@@ -148,6 +161,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("background_inserts", int, 2, "INSERT ... SELECT ... USING batch_size statements "
             "running at once in the background; more wait their turn", "--background-inserts",
             metavar="N"),
+    Setting("read_only_sources", bool, False, "refuse writes to connected data sources (CREATE "
+            "TABLE, INSERT, UPDATE, DELETE, DROP TABLE in a duckdb, sqlite or postgres source); "
+            "files and df stay writable", "--read-only-sources"),
     Setting("agent_max_iterations", int, 12, "tool calls one agent run may make"),
     Setting("agent_wall_time_s", float, 300.0, "seconds one agent run may take (an agent's "
             "params.timeout shortens its own)"),

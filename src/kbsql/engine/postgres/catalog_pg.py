@@ -79,6 +79,14 @@ MIGRATIONS: list[str] = [
         context text NOT NULL, updated_at text NOT NULL, owner text,
         cancel_requested int NOT NULL DEFAULT 0);
     """,
+    # 4: views (view_store.py), as catalog_schema.py's SQLite schema
+    f"""
+    CREATE TABLE {SCHEMA}.views (
+        id bigserial PRIMARY KEY,
+        project_id bigint NOT NULL REFERENCES {SCHEMA}.projects(id) ON DELETE CASCADE,
+        name text NOT NULL, query text NOT NULL, created_at text NOT NULL);
+    CREATE UNIQUE INDEX views_name ON {SCHEMA}.views (project_id, lower(name));
+    """,
 ]
 
 _PLACEHOLDER = re.compile(r"\?")

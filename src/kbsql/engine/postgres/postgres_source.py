@@ -70,6 +70,7 @@ class PostgresSource:
     optional sslmode, connect_timeout (seconds, default 5)."""
 
     engine = "postgres"
+    read_only = True  # False only while a write runs (DuckSession.writable)
 
     def __init__(self, name: str, alias: str, parameters: dict[str, Any]):
         self.name = name
@@ -107,8 +108,9 @@ class PostgresSource:
         try:
             con.execute(f"CREATE OR REPLACE TEMPORARY SECRET \"{self._secret}\" "
                         f"(TYPE postgres{', ' if fields else ''}{fields})")
+            mode = ", READ_ONLY" if self.read_only else ""
             con.execute(f"ATTACH {duckdb_string_literal(options)} AS \"{self.alias}\" "
-                        f"(TYPE postgres, SECRET \"{self._secret}\", READ_ONLY)")
+                        f"(TYPE postgres, SECRET \"{self._secret}\"{mode})")
         except duckdb.Error as exc:
             self.detach(con)
             raise self._error("Cannot connect to", exc) from None

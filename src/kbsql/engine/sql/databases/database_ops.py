@@ -26,11 +26,13 @@ from kbsql.engine.datasources.upload_store import UPLOADS_SOURCE
 from kbsql.engine.sql.databases import builtin_tables, info_schema
 from kbsql.engine.sql.parse import parsing
 from kbsql.engine.sql.tables.names import INFORMATION_SCHEMA, find_project
+from kbsql.engine.view_store import views
 from kbsql.interface.api import DEFAULT_PROJECT
 from kbsql.interface.errors import (
     BadRequest,
     Conflict,
     ConnectionFailed,
+    PermissionDenied,
     ServiceError,
     SqlError,
     UnknownDatabase,
@@ -196,6 +198,7 @@ class DatabaseOps:
         if project is not None:
             catalog = session.catalog
             kbs = [{"name": kb.name, "type": "knowledge base"} for kb in catalog.knowledge_bases(project)]
+            kbs += [{"name": v.name, "type": "view"} for v in views(catalog, project)]
             return kbs + [{"name": a.name, "type": "agent"} for a in catalog.agents(project)]
         source = session.duck.source(database)
         if source is None:
@@ -214,7 +217,8 @@ class DatabaseOps:
         raise UnknownTable(f"Table with name {table} not found", title="Table not found")
 
     def create_table(self, database: str, table: str, select: str, replace: bool = False) -> dict[str, Any]:
-        """`CREATE [OR REPLACE] TABLE database.table (select)`, in `files` or `df`."""
+        """`CREATE [OR REPLACE] TABLE database.table (select)`, in `files`, `df` or a data
+        source (builtin_tables / source_writes)."""
         self._refuse_project(database, table, "create")
         if self.session.duck.source(database) is None:
             raise UnknownDatabase(f"Database with name {database} does not exist",
@@ -237,8 +241,6 @@ class DatabaseOps:
         if self.session.duck.source(database) is None:
             raise UnknownDatabase(f"Database with name {database} not found", title="Database not found")
         self.get_table(database, table)
-        if database.lower() not in BUILTIN_ENGINES:
-            raise BadRequest(f"Database {database} does not support dropping tables.", title="Error")
         drop = ast.DropTables(tables=[ast.Identifier(parts=[database, table])], if_exists=True)
         self._sql(lambda ctx: builtin_tables.drop_table(self.session, drop, ctx))
 
@@ -251,9 +253,12 @@ class DatabaseOps:
                              "endpoints instead.", title="Error")
 
     def _sql(self, run: Any) -> None:
-        """Run a table statement; its SQL error becomes a 400 "Error" (MindsDB's answer)."""
+        """Run a table statement; its SQL error becomes a 400 "Error" (MindsDB's answer), but
+        a refused permission (read-only sources, a path not allowed) stays a 403."""
         try:
             run({"db": DEFAULT_PROJECT})
+        except PermissionDenied:
+            raise
         except SqlError as exc:
             raise BadRequest(exc.message, title="Error") from None
 

@@ -33,6 +33,7 @@ from kbsql.engine.sql.tables.names import (
     table_parts,
 )
 from kbsql.engine.sql.tables.select import describe_sql, run_select
+from kbsql.engine.view_store import views
 from kbsql.interface.api import DEFAULT_PROJECT
 from kbsql.interface.errors import Conflict, ServiceError, SqlError, UnknownDatabase, UnknownTable
 from kbsql.interface.results import OkResult, SqlResult
@@ -145,6 +146,7 @@ def show_tables(session: SqlSession, statement: ast.Show, ctx: dict[str, Any], r
         database = project
         rows = [(kb.name, "KNOWLEDGE BASE") for kb in catalog.knowledge_bases(project)]
         rows += [(a.name, "AGENT") for a in catalog.agents(project)]
+        rows += [(v.name, "VIEW") for v in views(catalog, project)]
     else:
         source = session.duck.source(database)
         if source is None:

@@ -16,6 +16,7 @@ from kbsql.engine.datasources.frame_store import FRAMES_SOURCE
 from kbsql.engine.datasources.upload_store import UPLOADS_SOURCE
 from kbsql.engine.sql import query_log
 from kbsql.engine.sql.tables.names import INFORMATION_SCHEMA, not_found
+from kbsql.engine.view_store import views
 from kbsql.engine.views import knowledge_base_json
 from kbsql.interface.secrets import mask_secrets
 
@@ -52,6 +53,7 @@ def tables(session: SqlSession) -> pa.Table:
     rows += [(kb.project_name, kb.name, "KNOWLEDGE BASE") for kb in catalog.knowledge_bases()]
     for project in catalog.projects():
         rows += [(project.name, a.name, "AGENT") for a in catalog.agents(project.name)]
+    rows += [(v.project_name, v.name, "VIEW") for v in views(catalog)]
     for name in [UPLOADS_SOURCE, FRAMES_SOURCE] + [d.name for d in catalog.datasources()]:
         try:
             source = session.duck.source(name)

@@ -49,7 +49,15 @@ def parse(query: str) -> ast.ASTNode:
     if statement is not None:
         return statement
     check_size(query)
+    match = _OR_REPLACE_VIEW.match(query)
+    if match is not None:  # MindsDB's documented `CREATE OR REPLACE VIEW`, which the parser
+        statement = parse_sql("CREATE VIEW" + query[match.end():])  # lacks: a CreateView
+        statement.is_replace = True  # marked to replace (sql/databases/view_statements.py)
+        return statement
     return parse_sql(query)
+
+
+_OR_REPLACE_VIEW = re.compile(r"^\s*create\s+or\s+replace\s+view\b", re.IGNORECASE)
 
 
 def check_comments(query: str) -> None:

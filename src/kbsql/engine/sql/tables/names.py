@@ -22,6 +22,7 @@ from kbsql.engine.datasources.frame_store import FRAMES_SOURCE
 from kbsql.engine.datasources.scans import Scan
 from kbsql.engine.datasources.upload_store import UPLOADS_SOURCE
 from kbsql.engine.spelling import did_you_mean
+from kbsql.engine.view_store import find_view, views
 from kbsql.interface.errors import NotFound, UnknownDatabase, UnknownTable
 from kbsql.interface.progress import OnProgress
 
@@ -34,13 +35,15 @@ RESERVED = frozenset({INFORMATION_SCHEMA, FRAMES_SOURCE, UPLOADS_SOURCE})
 
 @dataclass
 class Resolved:
-    """kind: 'data' (a data source table, `scan` set), 'kb' (`record` set), 'agent' or 'info'."""
+    """kind: 'data' (a data source table, `scan` set), 'kb' (`record` set), 'view' (`query`
+    set: the view's SELECT text, read in project `database`), 'agent' or 'info'."""
 
     kind: str
     database: str
     name: str
     scan: Scan | None = None
     record: KbRecord | None = None
+    query: str | None = None
 
 
 Resolutions = dict[tuple[str, ...], Resolved]
@@ -103,12 +106,16 @@ def resolve(session: SqlSession, parts: list[str], current: str) -> Resolved:
     if project is not None:
         if len(rest) != 1:
             raise not_found(name, project)
+        view = find_view(catalog, project, rest[0])
+        if view is not None:
+            return Resolved("view", project, view.name, query=view.query)
         try:
             return Resolved("agent", project, catalog.agent(project, rest[0]).name)
         except NotFound:
             pass
         known = [*(kb.name for kb in catalog.knowledge_bases(project)),
-                 *(a.name for a in catalog.agents(project))]
+                 *(a.name for a in catalog.agents(project)),
+                 *(v.name for v in views(catalog, project))]
         hint = did_you_mean(name, known) or (" (a table of a data source is named <data_source>.<table>)"
                                              if len(parts) == 1 else "")
         raise not_found(name, project, hint)
