@@ -45,6 +45,7 @@ from kbsql.engine.models.providers import BUILTINS, ModelProviders
 from kbsql.engine.plugins import STORAGE, Registry
 from kbsql.engine.ports import AgentOps, RunsSql
 from kbsql.engine.sql.databases.database_ops import DatabaseOps
+from kbsql.engine.sql.databases.view_ops import ViewOps
 from kbsql.engine.sql.executor import SqlExecutor
 from kbsql.engine.sql.kb import kb_changes
 from kbsql.engine.sql.tables.duck_settings import DuckSettings
@@ -57,6 +58,7 @@ from kbsql.interface.api import (
     KnowledgeBaseEditing,
     KnowledgeBaseVectors,
     UploadedFiles,
+    Views,
 )
 from kbsql.interface.frames import MAX_UPLOADED_TABLE_BYTES, read_uploaded
 from kbsql.interface.models import Agent, KnowledgeBase
@@ -76,7 +78,7 @@ class _LateSql:
         return self.target.query(query, context)
 
 
-class Engine(FileTables, UploadedFiles, Databases, KnowledgeBaseEditing, KnowledgeBaseVectors):
+class Engine(FileTables, UploadedFiles, Databases, Views, KnowledgeBaseEditing, KnowledgeBaseVectors):
     """Projects, knowledge bases, agents and SQL over a data directory: `ServiceApi`, plus
     the optional capabilities it declares (DataFrames and files as tables, MindsDB's
     databases, knowledge-base editing, chunk vectors for a notebook's map)."""
@@ -357,3 +359,19 @@ class Engine(FileTables, UploadedFiles, Databases, KnowledgeBaseEditing, Knowled
 
     def drop_table(self, database: str, table: str) -> None:
         DatabaseOps(self.sql).drop_table(database, table)
+
+    # `Views`: MindsDB's /api/projects/{project}/views, over the views CREATE VIEW keeps
+    def list_views(self, project: str) -> list[dict[str, Any]]:
+        return ViewOps(self.sql).list_views(project)
+
+    def get_view(self, project: str, name: str) -> dict[str, Any]:
+        return ViewOps(self.sql).get_view(project, name)
+
+    def create_view(self, project: str, name: str, query: str) -> dict[str, Any]:
+        return ViewOps(self.sql).create_view(project, name, query)
+
+    def put_view(self, project: str, name: str, query: str | None) -> tuple[dict[str, Any], bool]:
+        return ViewOps(self.sql).put_view(project, name, query)
+
+    def delete_view(self, project: str, name: str) -> None:
+        ViewOps(self.sql).delete_view(project, name)

@@ -43,7 +43,12 @@ def _place(session: SqlSession, identifier: Any, ctx: dict[str, Any]) -> tuple[s
 
 
 def _checked_query(statement: CreateView | AlterView) -> str:
-    query = str(statement.query_str or "").strip()
+    return checked_query(str(statement.query_str or ""))
+
+
+def checked_query(query: str) -> str:
+    """A view's SELECT text, checked to parse as a SELECT (its tables are resolved when read)."""
+    query = query.strip()
     try:
         parsed = parsing.parse(query)
     except SqlError:
