@@ -18,6 +18,7 @@ from mindsdb_sql_parser.ast.drop import DropView
 from mindsdb_sql_parser.ast.mindsdb import AlterView, CreateView
 
 from kbsql.engine import view_store
+from kbsql.engine.sql import refusals
 from kbsql.engine.sql.databases.database_statements import filtered
 from kbsql.engine.sql.parse import parsing
 from kbsql.engine.sql.tables.names import find_project, table_parts
@@ -43,6 +44,9 @@ def _place(session: SqlSession, identifier: Any, ctx: dict[str, Any]) -> tuple[s
 
 
 def _checked_query(statement: CreateView | AlterView) -> str:
+    if getattr(statement, "from_table", None) is not None:  # `FROM integration (native query)`
+        raise refusals.unsupported("views over a native query (CREATE VIEW v FROM integration "
+                                   "(...)); write the view's SELECT in the reference dialect")
     return checked_query(str(statement.query_str or ""))
 
 
