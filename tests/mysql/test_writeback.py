@@ -191,6 +191,7 @@ def test_a_search_joined_with_a_table_is_saved_and_kept_as_a_view(door: ServerPr
     assert ("wb", "red_docs") in rows
     listed = httpx.get(f"{door.url}/api/databases/wb/tables").json()
     assert {"name": "red_docs", "type": "view"} in listed
+    _rest_views(door)
     assert over_http(door, "DROP VIEW wb.red_docs") == ("ok", None)
     kind, message = over_http(door, "DROP VIEW wb.red_docs")
     assert kind == "error" and "does not exist" in message
@@ -214,3 +215,21 @@ def test_rest_tables_create_from_a_select_and_drop(door: ServerProcess, sources:
     assert httpx.delete(f"{base}/wb_rest").status_code == 204
     assert "wb_rest" not in [t["name"] for t in httpx.get(base).json()]
     assert Path(sources["sqlite"]).exists()
+
+
+def _rest_views(door: ServerProcess) -> None:
+    """MindsDB's /api/projects/{project}/views over the same views."""
+    base = f"{door.url}/api/projects/wb/views"
+    assert [v["name"] for v in httpx.get(base).json()] == ["red_docs"]
+    made = httpx.post(base, json={"view": {"name": "wb_rest_view", "query": "SELECT b FROM wb_lite.base"}})
+    assert made.status_code == 201 and set(made.json()) == {"id", "name", "query"}, made.text
+    assert httpx.post(base, json={"view": {"name": "wb_rest_view", "query": "SELECT 1"}}).status_code == 409
+    assert httpx.post(base, json={"view": {"name": "x"}}).status_code == 400
+    upper = {"view": {"query": "SELECT upper(b) AS b FROM wb_lite.base"}}
+    changed = httpx.put(f"{base}/wb_rest_view", json=upper)
+    assert changed.status_code == 200
+    assert over_http(door, "SELECT b FROM wb.wb_rest_view ORDER BY b") == ("table", [("X",), ("Y",)])
+    assert httpx.get(f"{base}/wb_rest_view").json()["query"].startswith("SELECT upper(b)")
+    assert httpx.delete(f"{base}/wb_rest_view").status_code == 204
+    assert httpx.get(f"{base}/wb_rest_view").status_code == 404
+    assert httpx.get(f"{door.url}/api/projects/nowhere/views").status_code == 404

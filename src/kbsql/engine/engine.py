@@ -47,6 +47,7 @@ from kbsql.interface.api import (
     KnowledgeBaseEditing,
     KnowledgeBaseVectors,
     UploadedFiles,
+    Views,
 )
 from kbsql.interface.models import Agent, KnowledgeBase
 from kbsql.interface.progress import OnProgress
@@ -59,6 +60,7 @@ if TYPE_CHECKING:
     from kbsql.engine.knowledge.bases import KnowledgeBases
     from kbsql.engine.knowledge.service import KnowledgeService
     from kbsql.engine.sql.databases.database_ops import DatabaseOps
+    from kbsql.engine.sql.databases.view_ops import ViewOps
     from kbsql.engine.sql.executor import SqlExecutor
     from kbsql.engine.sql.tables.duck_settings import DuckSettings
 
@@ -98,7 +100,7 @@ class _Parts:
     sql: SqlExecutor
 
 
-class Engine(FileTables, UploadedFiles, Databases, KnowledgeBaseEditing, KnowledgeBaseVectors):
+class Engine(FileTables, UploadedFiles, Databases, Views, KnowledgeBaseEditing, KnowledgeBaseVectors):
     """Projects, knowledge bases, agents and SQL over a data directory: `ServiceApi`, plus
     the optional capabilities it declares (DataFrames and files as tables, MindsDB's
     databases, knowledge-base editing, chunk vectors for a notebook's map)."""
@@ -184,6 +186,11 @@ class Engine(FileTables, UploadedFiles, Databases, KnowledgeBaseEditing, Knowled
     @property
     def sql(self) -> SqlExecutor:
         return self._wired().sql
+
+    def _views(self) -> ViewOps:
+        from kbsql.engine.sql.databases.view_ops import ViewOps
+
+        return ViewOps(self.sql)
 
     def _databases(self) -> DatabaseOps:
         from kbsql.engine.sql.databases.database_ops import DatabaseOps
@@ -446,3 +453,19 @@ class Engine(FileTables, UploadedFiles, Databases, KnowledgeBaseEditing, Knowled
 
     def drop_table(self, database: str, table: str) -> None:
         self._databases().drop_table(database, table)
+
+    # `Views`: MindsDB's /api/projects/{project}/views, over the views CREATE VIEW keeps
+    def list_views(self, project: str) -> list[dict[str, Any]]:
+        return self._views().list_views(project)
+
+    def get_view(self, project: str, name: str) -> dict[str, Any]:
+        return self._views().get_view(project, name)
+
+    def create_view(self, project: str, name: str, query: str) -> dict[str, Any]:
+        return self._views().create_view(project, name, query)
+
+    def put_view(self, project: str, name: str, query: str | None) -> tuple[dict[str, Any], bool]:
+        return self._views().put_view(project, name, query)
+
+    def delete_view(self, project: str, name: str) -> None:
+        self._views().delete_view(project, name)

@@ -18,6 +18,7 @@ from mindsdb_sql_parser.ast.drop import DropView
 from mindsdb_sql_parser.ast.mindsdb import AlterView, CreateView
 
 from kbsql.engine import view_store
+from kbsql.engine.sql import refusals
 from kbsql.engine.sql.databases.database_statements import filtered
 from kbsql.engine.sql.parse import parsing
 from kbsql.engine.sql.tables.names import find_project, table_parts
@@ -43,7 +44,15 @@ def _place(session: SqlSession, identifier: Any, ctx: dict[str, Any]) -> tuple[s
 
 
 def _checked_query(statement: CreateView | AlterView) -> str:
-    query = str(statement.query_str or "").strip()
+    if getattr(statement, "from_table", None) is not None:  # `FROM integration (native query)`
+        raise refusals.unsupported("views over a native query (CREATE VIEW v FROM integration "
+                                   "(...)); write the view's SELECT in the reference dialect")
+    return checked_query(str(statement.query_str or ""))
+
+
+def checked_query(query: str) -> str:
+    """A view's SELECT text, checked to parse as a SELECT (its tables are resolved when read)."""
+    query = query.strip()
     try:
         parsed = parsing.parse(query)
     except SqlError:
