@@ -123,7 +123,7 @@ def _copy_chunks(kb: dict[str, Any], data_dir: Path, url: str, target: PgConnect
     if target.execute("SELECT to_regclass(?) AS t", (f"public.{table}",)).fetchone()[0] is not None:
         raise MigrationError(f"Table {table} already exists in the target database: drop it, or "
                              "migrate into an empty database")
-    storage = PgVectorStorage(pg_settings({"dsn": url}), table)
+    storage = PgVectorStorage(_own(url), table)
     try:
         path = data_dir / "knowledge_bases" / str(kb["id"]) / "chunks.sqlite"
         copied = 0
@@ -165,6 +165,12 @@ def _copy_catalog(source: sqlite3.Connection, target: PgConnection, tables: dict
         target.execute("ROLLBACK")
         raise
     target.execute("COMMIT")
+
+
+def _own(url: str) -> dict[str, str]:
+    """libpq settings of the operator's own URL: its environment (PGPASSWORD, ~/.pgpass) may
+    fill what the URL leaves out, unlike a data source's."""
+    return pg_settings({"dsn": url}, own_only=False)
 
 
 def migrate(data_dir: str | Path, url: str, say: Callable[[str], None] = print) -> dict[str, Any]:
@@ -219,7 +225,7 @@ def migrate(data_dir: str | Path, url: str, say: Callable[[str], None] = print) 
 
 
 def _drop_table(url: str, table: str) -> None:
-    storage = PgVectorStorage(pg_settings({"dsn": url}), table)
+    storage = PgVectorStorage(_own(url), table)
     try:
         storage.drop()
     finally:
@@ -270,7 +276,7 @@ def _verify_kb(kb: dict[str, Any], data_dir: Path, url: str, sample: int,
     label = f"{kb['project']}.{kb['name']}"
     path = data_dir / "knowledge_bases" / str(kb["id"]) / "chunks.sqlite"
     db = _source_db(path) if path.exists() else None
-    storage = PgVectorStorage(pg_settings({"dsn": url}), shared_table(kb["project"], kb["name"]))
+    storage = PgVectorStorage(_own(url), shared_table(kb["project"], kb["name"]))
     try:
         count = int(db.execute("SELECT count(*) FROM chunks").fetchone()[0]) if db else 0
         out: dict[str, Any] = {"rows": count, "target_rows": storage.count()}

@@ -127,6 +127,17 @@ def _named(current: Policy, host: str, port: int) -> bool:
     return host in allowed or f"{_shown(host)}:{port}" in allowed
 
 
+def allowed_address(allowed: tuple[str, ...], host: str, port: int) -> str | None:
+    """Where a connection to `host:port` may go under `allowed` (HOST[:PORT] entries, `*` any
+    public host): `host` itself when named, else one of its addresses checked public (connect
+    to that address, not to the name again: it could resolve elsewhere a moment later);
+    None: not allowed. Data sources' connections pass this rule (postgres_source.py)."""
+    name = host.lower().strip("[]")
+    if _named(Policy(allowed=allowed), name, port):
+        return host
+    return _public_address(name, port) if ANY_PUBLIC in allowed else None
+
+
 def _shown(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 

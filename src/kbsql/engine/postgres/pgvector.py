@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from kbsql.engine.knowledge.search import WORD, Condition, Conditions, FilterGroup, group_sql, op_sql
-from kbsql.engine.knowledge.storage import StoragePlace
+from kbsql.engine.knowledge.storage import OPERATOR_URL, StoragePlace
 from kbsql.engine.postgres import pg_hnsw
 from kbsql.engine.postgres.pg import (
     StorageUnavailable,
@@ -192,7 +192,8 @@ class PgVectorBackend:
     def open(self, place: StoragePlace) -> PgVectorStorage:
         from kbsql.engine.postgres.postgres_source import settings
 
-        return PgVectorStorage(settings(place.parameters), place.table,
+        own = not place.parameters.get(OPERATOR_URL)  # a data source's: its own parameters only
+        return PgVectorStorage(settings(place.parameters, own_only=own), place.table,
                                str(place.parameters.get("schema") or "public"))
 
 
