@@ -229,7 +229,10 @@ def closed_port() -> int:
 
 
 def test_model_urls_reach_only_allowed_hosts_and_fail_alike(tmp_path: Path, trap: str) -> None:
-    with spawn(tmp_path / "d", args=("--token", TOKEN)) as srv:  # no --allow-model-host: '*'
+    # the operator's own default model on loopback opens its host:port only, not the trap's port
+    own = {"KBSQL_DEFAULT_MODEL_PROVIDER": "openai", "KBSQL_DEFAULT_MODEL_NAME": "m",
+           "KBSQL_DEFAULT_MODEL_BASE_URL": f"http://127.0.0.1:{closed_port()}/v1"}
+    with spawn(tmp_path / "d", args=("--token", TOKEN), env=own) as srv:  # no --allow-model-host: '*'
         for target in (f"http://{trap}/v1", "http://localhost:9/v1", "http://10.1.2.3/v1",
                        "http://169.254.169.254/latest"):
             refused = create_kb(srv.url, target)
@@ -238,6 +241,10 @@ def test_model_urls_reach_only_allowed_hosts_and_fail_alike(tmp_path: Path, trap
         for target in (f"http://{trap}/v1?x=", f"http://{trap}/v1#frag"):
             answer = create_kb(srv.url, target)
             assert answer.status_code == 400 and "query" in answer.json()["detail"], answer.text
+        for target in ("http://xn--zz.com/v1", "http://a\u200b.example.com/v1"):  # the client cannot parse
+            answer = create_kb(srv.url, target)
+            assert answer.status_code == 400 and "not a valid URL" in answer.json()["detail"], answer.text
+            assert len(answer.json()["detail"].splitlines()) == 1
     port = closed_port()
     with spawn(tmp_path / "d2", args=("--token", TOKEN, "--allow-model-host", trap, "--allow-model-host",
                                       f"127.0.0.1:{port}", "--model-timeout", "2")) as srv:

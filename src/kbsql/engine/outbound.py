@@ -100,6 +100,11 @@ def check_url(url: str, what: str = "base_url") -> None:
         raise InvalidParameter(f"{what} {url!r} is not a valid URL") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise InvalidParameter(f"{what} must be an http:// or https:// URL with a host")
+    try:  # the HTTP client's own reading: a host it cannot encode (IDNA) is refused here, not a 500
+        httpx.URL(url).host  # noqa: B018
+    except (httpx.InvalidURL, UnicodeError):
+        raise InvalidParameter(f"{what} {url!r} is not a valid URL (its host is not a valid "
+                               "name)") from None
     if parts.query or parts.fragment or "?" in url or "#" in url:
         raise InvalidParameter(f"{what} must not have a query (?...) or a fragment (#...): kbsql "
                                "appends the API path to it")
@@ -136,6 +141,18 @@ def allowed_address(allowed: tuple[str, ...], host: str, port: int) -> str | Non
     if _named(Policy(allowed=allowed), name, port):
         return host
     return _public_address(name, port) if ANY_PUBLIC in allowed else None
+
+
+def host_port(url: str) -> str | None:
+    """`HOST:PORT` of a URL as an allowed-host entry (the scheme's port when none is given);
+    None for a URL without a host or with a port that is not a number."""
+    try:
+        parts = urlsplit(url)
+        host = (parts.hostname or "").lower()
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return None
+    return f"{_shown(host)}:{port}" if host else None
 
 
 def _shown(host: str) -> str:
