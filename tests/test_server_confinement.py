@@ -240,6 +240,25 @@ def test_postgres_sources_follow_the_outbound_policy_and_fail_alike(
     assert "scan" not in [r[0] for r in sql(server, "SHOW DATABASES")["data"]]
 
 
+def test_knowledge_base_storage_in_a_pgvector_source_follows_the_same_rules(
+        server: ServerProcess, listener: PasswordListener) -> None:
+    """A pgvector source as knowledge-base storage connects through psycopg, not DuckDB: the
+    same host rule and the same own-parameters-only connection hold there."""
+    for name, host, port in [("vdb_private", "10.1.2.3", 5432), ("vdb_listener", "127.0.0.1", listener.port)]:
+        made = httpx.post(f"{server.url}/api/databases", headers=HEADERS, timeout=60, json={"database": {
+            "name": name, "engine": "pgvector", "parameters": {
+                "host": host, "port": port, "user": "postgres", "database": "postgres"}}})
+        assert made.status_code == 201, made.text
+    asked = len(listener.received)
+    refused = sql(server, "CREATE KNOWLEDGE_BASE kb_private USING storage = vdb_private.chunks, "
+                          "embedding_model = {'provider': 'kbsql', 'model_name': 'hash-16'}")
+    assert refused["type"] == "error" and "not allowed on this server" in refused["error_message"], refused
+    failed = sql(server, "CREATE KNOWLEDGE_BASE kb_listener USING storage = vdb_listener.chunks, "
+                         "embedding_model = {'provider': 'kbsql', 'model_name': 'hash-16'}")
+    assert failed["type"] == "error", failed
+    assert len(listener.received) > asked and SERVER_PG_PASSWORD not in listener.received
+
+
 def test_source_passwords_are_masked_in_every_listing(server: ServerProcess) -> None:
     secret = "pg-secret-4711"
     for engine in ("postgres", "pgvector"):  # stored without connecting (MindsDB's REST)

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from kbsql.engine.knowledge.search import WORD, Condition, Conditions, FilterGroup, group_sql, op_sql
-from kbsql.engine.knowledge.storage import OPERATOR_URL, StoragePlace
+from kbsql.engine.knowledge.storage import OPERATOR_URL, SOURCE_HOSTS, StoragePlace
 from kbsql.engine.postgres import pg_hnsw
 from kbsql.engine.postgres.pg import (
     StorageUnavailable,
@@ -190,10 +190,14 @@ class PgVectorBackend:
     """Storage backend `pgvector`: a table in the database the place's PARAMETERS name."""
 
     def open(self, place: StoragePlace) -> PgVectorStorage:
-        from kbsql.engine.postgres.postgres_source import settings
+        from kbsql.engine.postgres.postgres_source import connection, settings
 
         own = not place.parameters.get(OPERATOR_URL)  # a data source's: its own parameters only
-        return PgVectorStorage(settings(place.parameters, own_only=own), place.table,
+        found = settings(place.parameters, own_only=own)
+        hosts = place.parameters.get(SOURCE_HOSTS)  # a shared server: the source-host rule
+        if own and hosts is not None:
+            found = connection(found, tuple(hosts), f"pgvector storage {place.table}")
+        return PgVectorStorage(found, place.table,
                                str(place.parameters.get("schema") or "public"))
 
 

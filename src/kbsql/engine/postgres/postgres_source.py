@@ -89,6 +89,23 @@ def settings(parameters: dict[str, Any], *, own_only: bool = True) -> dict[str, 
     return {k: str(v) for k, v in out.items()}
 
 
+def connection(settings: dict[str, str], allowed: tuple[str, ...] | None, what: str) -> dict[str, str]:
+    """The settings to connect with: under `allowed` (None: anywhere) the host must be
+    allowed, and an unnamed host is reached at the public address just checked (`hostaddr`)."""
+    s = dict(settings)
+    if allowed is None:
+        return s
+    host, port = s.get("host", ""), s.get("port", "5432")
+    address = outbound.allowed_address(allowed, host, int(port)) if port.isdigit() else None
+    if address is None:
+        raise SqlError(f"{what}: connections to {host}:{port} are not allowed on this server "
+                       "(loopback and private addresses only when the operator names them: "
+                       "kbsql serve --allow-source-host HOST[:PORT])")
+    if address != host:
+        s["hostaddr"] = address
+    return s
+
+
 def libpq_value(value: str) -> str:
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
@@ -131,20 +148,7 @@ class PostgresSource:
         return SqlError(f"{doing} postgres data source {self.name} at {where}: {message}")
 
     def _connection(self) -> dict[str, str]:
-        """The settings to connect with: under `allowed`, the host must be allowed, and an
-        unnamed host is reached at the public address just checked (`hostaddr`)."""
-        s = dict(self.settings)
-        if self.allowed is None:
-            return s
-        host, port = s.get("host", ""), s.get("port", "5432")
-        address = outbound.allowed_address(self.allowed, host, int(port)) if port.isdigit() else None
-        if address is None:
-            raise SqlError(f"postgres data source {self.name}: connections to {host}:{port} are not "
-                           "allowed on this server (loopback and private addresses only when the "
-                           "operator names them: kbsql serve --allow-source-host HOST[:PORT])")
-        if address != host:
-            s["hostaddr"] = address
-        return s
+        return connection(self.settings, self.allowed, f"postgres data source {self.name}")
 
     @property
     def _secret(self) -> str:
