@@ -187,7 +187,8 @@ def test_embedded_engine_on_a_shared_catalog_and_its_errors(tmp_path, pgvector_d
     bad = "postgresql://postgres:wrong-pw@127.0.0.1:1/nothing"
     with pytest.raises(ServiceError) as exc:
         Engine(tmp_path / "c", catalog_url=bad)
-    assert "Cannot connect to the catalog at postgresql://postgres:***@127.0.0.1:1/nothing" in str(exc.value)
+    assert "Cannot connect to the catalog at postgresql://postgres:******@127.0.0.1:1/nothing" \
+        in str(exc.value)
     assert "wrong-pw" not in str(exc.value)
 
 
@@ -198,8 +199,29 @@ def test_serve_with_an_unreachable_catalog_stops_with_one_line(tmp_path):
     assert run.returncode == 1
     lines = run.stderr.strip().splitlines()
     assert len(lines) == 1
-    assert "Cannot connect to the catalog at postgresql://kb:***@127.0.0.1:1/kb" in lines[0]
+    assert "Cannot connect to the catalog at postgresql://kb:******@127.0.0.1:1/kb" in lines[0]
     assert "s3cret-pw" not in run.stderr + run.stdout
+
+
+def test_serve_and_migrate_never_print_a_urls_password(tmp_path):
+    """Passwords with '@', '/' or ':' unencoded, and a URI libpq cannot parse (its error
+    echoes the URI): not one character of the password in any output (issue 39)."""
+    import kbsql
+
+    with kbsql.connect(data_dir=tmp_path / "home") as client:
+        client.sql("CREATE PROJECT moved")
+    password = "pa@ss/w:rd-77"
+    urls = [f"postgresql://kb:{password}@127.0.0.1:1/kb",
+            f"postgresql://kb:{password}@[::1/kb"]  # unparsable: libpq quotes it back
+    for url in urls:
+        for command in (["serve", "--port", "0", "--data-dir", str(tmp_path / "d"), "--catalog", url],
+                        ["migrate", "--data-dir", str(tmp_path / "home"), "--to", url]):
+            run = subprocess.run([sys.executable, "-m", "kbsql.cli", *command],
+                                 capture_output=True, text=True, timeout=60)
+            shown = run.stdout + run.stderr
+            assert run.returncode == 1 and "******@" in shown, shown
+            for part in ("pa@ss", "ss/w", "w:rd", "rd-77"):
+                assert part not in shown, shown
 
 
 def test_files_queries_and_agent_params_are_shared_by_every_engine(tmp_path, pgvector_dsn):

@@ -69,6 +69,7 @@ def _setting_flags(serve: argparse.ArgumentParser) -> None:
 
 def _serve(args: argparse.Namespace) -> int:
     from kbsql.engine.settings_table import SETTINGS, SettingError, resolve
+    from kbsql.interface.secrets import mask_connection_string  # a --catalog URL's password
     from kbsql.server.auth import AuthSettings
     from kbsql.server.lanes import Lanes
     from kbsql.server.limits import Limits
@@ -80,7 +81,7 @@ def _serve(args: argparse.Namespace) -> int:
         own = resolve(given, {}, served=True, environ=os.environ, where="kbsql serve",
                       names=[s.name for s in SETTINGS if s.flag and not s.in_file])
     except SettingError as exc:
-        print(f"kbsql serve: {exc}", file=sys.stderr)
+        print(f"kbsql serve: {mask_connection_string(str(exc))}", file=sys.stderr)
         return 2
     if bool(own["user"]) != bool(own["password"]):
         print("kbsql serve: --user and --password go together", file=sys.stderr)
@@ -99,7 +100,7 @@ def _serve(args: argparse.Namespace) -> int:
                    forwarded_allow_ips=proxies, lanes=Lanes.sized(own["sql_workers"], own["model_workers"]),
                    mysql_port=own["mysql_port"])
     except StartupError as exc:
-        print(f"kbsql serve: {exc}", file=sys.stderr)
+        print(f"kbsql serve: {mask_connection_string(str(exc))}", file=sys.stderr)
         return 1
     return 0
 
@@ -110,6 +111,7 @@ def _migrate(args: argparse.Namespace) -> int:
     from kbsql.engine.config import resolve_data_dir
     from kbsql.engine.postgres.catalog_pg import is_postgres_url
     from kbsql.interface.errors import KbsqlError
+    from kbsql.interface.secrets import mask_connection_string
     from kbsql.migrate import migrate, verify
 
     if not is_postgres_url(args.to):
@@ -121,7 +123,7 @@ def _migrate(args: argparse.Namespace) -> int:
             migrate(data_dir, args.to)
         ok = verify(data_dir, args.to, sample=max(1, args.sample))["ok"]
     except (KbsqlError, sqlite3.Error, OSError) as exc:  # one line: what failed, nothing half-made
-        print(f"kbsql migrate: {exc}", file=sys.stderr)
+        print(f"kbsql migrate: {mask_connection_string(str(exc))}", file=sys.stderr)
         return 1
     if ok and not args.verify:
         print("done: start every server with KBSQL_CATALOG_URL set to this URL (see README, "
@@ -147,6 +149,8 @@ def open_engine(data_dir: str | None, catalog_url: str | None, settings: dict[st
         config = EngineConfig.load(data_dir, catalog_url, settings=settings, served=True)
         if confined and config.allowed_model_hosts is None:
             config.allowed_model_hosts = ("*",)
+        if confined and config.allowed_source_hosts is None:
+            config.allowed_source_hosts = ("*",)
         config.allowed_paths = allowed_paths
         engine = Engine(config=config)
     except SettingError as exc:

@@ -43,7 +43,8 @@ from kbsql.engine.knowledge.service import DEFAULT_VECTOR_DATABASE, SHARED_VECTO
 from kbsql.engine.knowledge.storage import ExportsChunks, KbStorage, StoragePlace
 from kbsql.engine.postgres.catalog_pg import SCHEMA, PgConnection, where_of_url
 from kbsql.engine.postgres.frame_store_pg import PgFrameStore
-from kbsql.engine.postgres.pgvector import PgVectorBackend
+from kbsql.engine.postgres.pgvector import PgVectorStorage
+from kbsql.engine.postgres.postgres_source import settings as pg_settings
 from kbsql.interface.errors import KbsqlError
 
 BATCH = 5_000  # chunks per COPY
@@ -108,7 +109,7 @@ def _source(data_dir: Path, kb_id: int) -> _Exporting | None:
 
 def _target(url: str, table: str) -> _Exporting:
     """Table `table` of the catalog's database as a pgvector knowledge-base storage."""
-    return PgVectorBackend().open(StoragePlace(Path(), table, {"dsn": url}))
+    return PgVectorStorage(_own(url), table)
 
 
 def _check_empty(target: PgConnection, url: str) -> None:
@@ -174,6 +175,12 @@ def _copy_catalog(source: sqlite3.Connection, target: PgConnection, tables: dict
         target.execute("ROLLBACK")
         raise
     target.execute("COMMIT")
+
+
+def _own(url: str) -> dict[str, str]:
+    """libpq settings of the operator's own URL: its environment (PGPASSWORD, ~/.pgpass) may
+    fill what the URL leaves out, unlike a data source's."""
+    return pg_settings({"dsn": url}, own_only=False)
 
 
 def migrate(data_dir: str | Path, url: str, say: Callable[[str], None] = print) -> dict[str, Any]:

@@ -26,7 +26,6 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 from kbsql._version import __version__
 from kbsql.engine import outbound, validate
@@ -220,8 +219,9 @@ class Engine(FileTables, UploadedFiles, Databases, Views, KnowledgeBaseEditing, 
         if allowed is not None:
             own = [m.get("base_url") or m.get("api_base")
                    for m in (c.default_model, c.default_embedding_model or {})]
-            hosts = {urlsplit(str(u)).hostname for u in own if u}
-            allowed = (*allowed, *(h.lower() for h in hosts if h))
+            # HOST:PORT, never the bare host: the operator's loopback model opens its own port only
+            entries = {outbound.host_port(str(u)) for u in own if u}
+            allowed = (*allowed, *(e for e in entries if e))
         return outbound.Policy(allowed=allowed, confined=allowed is not None,
                                timeout=c.model_timeout or None,
                                concurrency=c.model_concurrency or outbound.DEFAULT_CONCURRENCY,

@@ -156,6 +156,10 @@ SETTINGS: tuple[Setting, ...] = (
             "public host); a flag repeats, the variable separates them with commas",
             "--allow-model-host", metavar="HOST[:PORT]",
             shown="anywhere; with a token or a public bind '*'"),
+    Setting("allowed_source_hosts", tuple, None, "hosts postgres and pgvector data sources may "
+            "connect to (HOST[:PORT]; '*': any public host); a flag repeats, the variable "
+            "separates them with commas", "--allow-source-host", metavar="HOST[:PORT]",
+            shown="anywhere; with a token or a public bind '*'"),
     Setting("max_chunks_per_row", int, 10_000, "chunks one inserted row may make (the insert "
             "fails beyond)", "--max-chunks-per-row", metavar="N"),
     Setting("background_inserts", int, 2, "INSERT ... SELECT ... USING batch_size statements "

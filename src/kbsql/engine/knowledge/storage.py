@@ -69,6 +69,15 @@ class KbStorage(SearchableStorage, Protocol):
         ...
 
 
+OPERATOR_URL = "kbsql_operator_url"
+"""A StoragePlace parameter set by kbsql only (never kept from a data source's PARAMETERS):
+these are the operator's own connection (the shared catalog), which may take what it leaves
+out from the server's libpq environment; a data source's never does (postgres_source.py)."""
+SOURCE_HOSTS = "kbsql_allowed_source_hosts"
+"""A StoragePlace parameter set by kbsql only: the hosts a data source's store may connect to
+(`allowed_source_hosts`; absent: anywhere)."""
+
+
 @dataclass(frozen=True)
 class StoragePlace:
     """Where one knowledge base's chunks live, as its storage backend is told: a directory of

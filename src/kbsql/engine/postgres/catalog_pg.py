@@ -29,6 +29,7 @@ from kbsql.engine.postgres.pg import (
     lock_key,
     psycopg_modules,
 )
+from kbsql.interface.secrets import mask_connection_string
 
 SCHEMA = "kbsql"
 WRITE_LOCK = lock_key("kbsql:catalog:write")
@@ -97,8 +98,9 @@ def is_postgres_url(value: object) -> bool:
 
 
 def where_of_url(url: str) -> str:
-    """The URL without its password, for messages."""
-    return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
+    """The URL without its password, for messages and log lines (interface/secrets.py's
+    masker: one for every URL)."""
+    return mask_connection_string(url)
 
 
 class Row(dict):

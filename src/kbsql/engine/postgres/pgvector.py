@@ -37,7 +37,13 @@ from typing import Any
 import numpy as np
 
 from kbsql.engine.knowledge.search import WORD, Condition, Conditions, FilterGroup, group_sql, op_sql
-from kbsql.engine.knowledge.storage import ChunkBatch, StoragePlace, stamped_batches
+from kbsql.engine.knowledge.storage import (
+    OPERATOR_URL,
+    SOURCE_HOSTS,
+    ChunkBatch,
+    StoragePlace,
+    stamped_batches,
+)
 from kbsql.engine.postgres import pg_hnsw
 from kbsql.engine.postgres.pg import (
     StorageUnavailable,
@@ -190,9 +196,14 @@ class PgVectorBackend:
     """Storage backend `pgvector`: a table in the database the place's PARAMETERS name."""
 
     def open(self, place: StoragePlace) -> PgVectorStorage:
-        from kbsql.engine.postgres.postgres_source import settings
+        from kbsql.engine.postgres.postgres_source import connection, settings
 
-        return PgVectorStorage(settings(place.parameters), place.table,
+        own = not place.parameters.get(OPERATOR_URL)  # a data source's: its own parameters only
+        found = settings(place.parameters, own_only=own)
+        hosts = place.parameters.get(SOURCE_HOSTS)  # a shared server: the source-host rule
+        if own and hosts is not None:
+            found = connection(found, tuple(hosts), f"pgvector storage {place.table}")
+        return PgVectorStorage(found, place.table,
                                str(place.parameters.get("schema") or "public"))
 
 

@@ -16,7 +16,7 @@ from kbsql.interface.control import Control
 from kbsql.interface.errors import InvalidParameter, MissingParameter
 from kbsql.interface.jsonable import dumps
 from kbsql.interface.results import ErrorResult, default_context
-from kbsql.server.lanes import controlled
+from kbsql.server.lanes import controlled, owner_key
 from kbsql.server.limits import check_sql_size
 from kbsql.server.routes.common import (
     api_of,
@@ -93,7 +93,8 @@ async def query(request: Request) -> Response:
 
     # its own worker lane; the service's deadline, or the request's if sooner; a client
     # that goes away stops it
-    answer = await controlled(lambda: disconnected(request), control, run, lane=lanes_of(request).sql)
+    answer = await controlled(lambda: disconnected(request), control, run, lane=lanes_of(request).sql,
+                              owner=owner_key(request.scope["headers"]))
     if response_format is None:
         return Response(answer, media_type="application/json")
     media = "text/event-stream" if response_format == "sse" else "application/jsonlines"

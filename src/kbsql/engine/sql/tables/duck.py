@@ -159,6 +159,9 @@ class DuckSession:
         if self.policy is not None:
             self.policy.check_source(record.engine, record.parameters)
         source = open_source(record, self.engines)
+        confine = getattr(source, "confine", None)  # a network source: the host policy
+        if confine is not None and self.policy is not None:
+            confine(self.policy.source_hosts)
         if not read_only:
             source.read_only = False  # type: ignore[attr-defined]
         pinned = self._pin_source(source)
