@@ -26,6 +26,8 @@ from kbsql.engine.sql.arrow_results import ArrowTableResult
 from kbsql.engine.sql.databases import info_schema
 from kbsql.engine.sql.tables.names import (
     INFORMATION_SCHEMA,
+    LOG_DATABASE,
+    NO_LOG_TABLES,
     RESERVED,
     Routed,
     find_project,
@@ -131,8 +133,12 @@ def filtered(session: SqlSession, table: pa.Table, statement: ast.Show,
 
 def show_databases(session: SqlSession, statement: ast.Show, ctx: dict[str, Any],
                    routed: Routed) -> SqlResult:
-    names = info_schema.databases(session).column("NAME")
-    return filtered(session, pa.table({"Database": names}), statement, ctx)
+    """SHOW [FULL] DATABASES: `Database`, and with FULL MindsDB's `TYPE` and `ENGINE`."""
+    listed = info_schema.databases(session)
+    columns = {"Database": listed.column("NAME")}
+    if "full" in [m.lower() for m in statement.modes or []]:
+        columns |= {"TYPE": listed.column("TYPE"), "ENGINE": listed.column("ENGINE")}
+    return filtered(session, pa.table(columns), statement, ctx)
 
 
 def show_tables(session: SqlSession, statement: ast.Show, ctx: dict[str, Any], routed: Routed) -> SqlResult:
@@ -142,6 +148,8 @@ def show_tables(session: SqlSession, statement: ast.Show, ctx: dict[str, Any], r
     project = find_project(session, database)
     if database.lower() == INFORMATION_SCHEMA:
         rows = [(t, "SYSTEM VIEW") for t in info_schema.TABLES]
+    elif database.lower() == LOG_DATABASE:
+        raise refusals.unsupported(NO_LOG_TABLES)
     elif project is not None:
         database = project
         rows = [(kb.name, "KNOWLEDGE BASE") for kb in catalog.knowledge_bases(project)]

@@ -32,7 +32,7 @@ from sqlglot import exp
 
 from kbsql.engine.datasources.confine import PathPolicy, Pinned
 from kbsql.engine.datasources.frame_store import FRAMES_SOURCE, FrameStore
-from kbsql.engine.datasources.registry import Engines, data_source_engines, open_source
+from kbsql.engine.datasources.registry import Engines, data_source_engines, normalize, open_source
 from kbsql.engine.datasources.scans import DataSource, FileScan, FrameScan, NativeTable, Scan
 from kbsql.engine.sql.tables import value_caps
 from kbsql.engine.sql.tables.duck_settings import DuckSettings, configure, setting, setting_bytes
@@ -158,6 +158,8 @@ class DuckSession:
         """Open, check (the path policy, at each attach) and attach a stored source."""
         if self.policy is not None:
             self.policy.check_source(record.engine, record.parameters)
+        if record.engine in self.engines:  # a source stored lazily (REST, no check_connection)
+            normalize(record.engine, dict(record.parameters), self.engines)  # may be incomplete
         source = open_source(record, self.engines)
         confine = getattr(source, "confine", None)  # a network source: the host policy
         if confine is not None and self.policy is not None:

@@ -30,7 +30,10 @@ if TYPE_CHECKING:
     from kbsql.engine.sql.session import SqlSession
 
 INFORMATION_SCHEMA = "information_schema"
-RESERVED = frozenset({INFORMATION_SCHEMA, FRAMES_SOURCE, UPLOADS_SOURCE})
+LOG_DATABASE = "log"  # MindsDB's system database of LLM calls and job runs: listed, no tables here
+NO_LOG_TABLES = ("log is MindsDB's log of LLM calls and job runs: kbsql keeps neither, so it has no "
+                 "tables here (information_schema.queries lists knowledge-base inserts)")
+RESERVED = frozenset({INFORMATION_SCHEMA, LOG_DATABASE, FRAMES_SOURCE, UPLOADS_SOURCE})
 
 
 @dataclass
