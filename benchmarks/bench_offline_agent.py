@@ -132,20 +132,25 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--label", default="after", help="the entry of the results file to write")
     parser.add_argument("--tickets", type=int, default=1000, help="tickets in tickets_kb")
+    parser.add_argument("--part", choices=("tune", "heldout"), action="append",
+                        help="only these parts (default both)")
+    parser.add_argument("--data-dir", help="keep the knowledge bases here and reuse them on the next run")
     args = parser.parse_args()
+    parts = args.part or ["tune", "heldout"]
     with tempfile.TemporaryDirectory(prefix="kbsql-bench-offline-") as home:
-        client = kbsql.connect(data_dir=home)
+        client = kbsql.connect(data_dir=args.data_dir or home)
         try:
-            build(client, args.tickets)
+            if "orders" not in [kb.name for kb in client.knowledge_bases.list()]:
+                build(client, args.tickets)
             started = time.perf_counter()
-            result = {part: run(client, items(part)) for part in ("tune", "heldout")}
+            result: dict[str, Any] = {part: run(client, items(part)) for part in parts}
             result["seconds"] = round(time.perf_counter() - started, 1)
         finally:
             client.close()
     saved = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
     saved[args.label] = result
     RESULTS.write_text(json.dumps(saved, indent=1) + "\n")
-    for part in ("tune", "heldout"):
+    for part in parts:
         summary = {k: v for k, v in result[part].items() if k not in ("misses", "counts")}
         print(part, summary, result[part]["counts"])
         for miss in result[part]["misses"]:
