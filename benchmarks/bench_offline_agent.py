@@ -97,12 +97,14 @@ def judge(item: dict[str, Any], answer: str) -> str:
     return "right"
 
 
-def run(client: kbsql.Client, items: list[dict[str, Any]]) -> dict[str, Any]:
-    """The rates over `items`, and each miss (question, knowledge base, verdict, answer)."""
+def run(client: kbsql.Client, items: list[dict[str, Any]],
+        agents: dict[str, list[str]] = AGENTS) -> dict[str, Any]:
+    """The rates over `items`, and each miss (question, knowledge base, verdict, answer);
+    `agents`: which knowledge bases each item's `kb` is asked of."""
     counts = {"answerable": 0, "right": 0, "refused": 0, "unanswerable": 0, "wrong_answered": 0}
     misses = []
     for item in items:
-        for kb in AGENTS[item["kb"]]:
+        for kb in agents[item["kb"]]:
             answer = ask(client, f"{kb}_agent", item["turns"])
             verdict = judge(item, answer)
             if item.get("expect"):
