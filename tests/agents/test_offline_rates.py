@@ -68,6 +68,7 @@ def test_a_follow_up_borrows_the_subject_and_still_refuses_what_nothing_answers(
     assert refused.startswith("Nothing in tickets_kb answers this question"), refused
 
 
+@pytest.mark.slow  # about 40 conversations: a minute on an idle machine
 def test_the_held_out_rates(client) -> None:
     """Over the held-out set, the Python questions asked of the hash-384 knowledge base only
     (the other model's case, and half the time): wrongly-refused <= 0.05 and wrongly-answered
