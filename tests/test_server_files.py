@@ -4,24 +4,34 @@ reads), MindsDB's titles and codes for what it refuses, and the files in SQL."""
 
 from __future__ import annotations
 
+import gzip
 import io
-from collections.abc import Iterator
+import os
+import zipfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pandas as pd
 import pytest
 
+from kbsql.server.process import ServerProcess
 from tests.conftest import start_server, stop_server
 from tests.files import makers
 
 
 @pytest.fixture(scope="module")
-def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerProcess, httpx.Client]]:
     proc, url = start_server(tmp_path_factory.mktemp("files") / "server")
     with httpx.Client(base_url=url, timeout=60) as http:
-        yield http
+        yield proc, http
     stop_server(proc)
+
+
+@pytest.fixture(scope="module")
+def client(served: tuple[ServerProcess, httpx.Client]) -> httpx.Client:
+    return served[1]
 
 
 def upload(client: httpx.Client, name: str, filename: str, raw: bytes, **fields: str) -> httpx.Response:
@@ -121,3 +131,100 @@ def test_files_in_sql_and_dataframes_stay_apart(client: httpx.Client) -> None:
     assert upload(client, "gone", "gone.csv", b"a\n1\n").status_code == 200
     assert client.delete("/api/files/gone").status_code == 200
     assert "not found" in sql(client, "SELECT * FROM files.gone")["error_message"]
+
+
+# --- upload bombs (issue 39): refused by a bound, at a cost bounded by it ------------------
+
+def cost(server: ServerProcess, send: Callable[[], httpx.Response]) -> tuple[httpx.Response, float, float]:
+    """(answer, server CPU-seconds, growth of the server's peak RSS in MB) of one request."""
+    pid = server.process.pid
+    Path(f"/proc/{pid}/clear_refs").write_text("5")  # the peak RSS starts again from now
+    status = Path(f"/proc/{pid}/status")
+
+    def peak_mb() -> float:
+        line = next(x for x in status.read_text().splitlines() if x.startswith("VmHWM:"))
+        return int(line.split()[1]) / 1024
+
+    def cpu_s() -> float:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    rss, cpu = Path(f"/proc/{pid}/statm").read_text().split()[1], cpu_s()
+    answer = send()
+    return answer, cpu_s() - cpu, peak_mb() - int(rss) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def shared_string_workbook() -> bytes:
+    """~3.5 KB of xlsx: one 1 MB shared string referenced by 150 cells (150 MB of values),
+    written by hand (openpyxl cuts a cell at 32,767 characters and writes strings inline)."""
+    main = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
+    rel = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+    parts = {
+        "[Content_Types].xml": '<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">'
+        '<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>'
+        '<Default Extension="xml" ContentType="application/xml"/><Override PartName="/xl/workbook.xml" '
+        'ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"/>'
+        '<Override PartName="/xl/worksheets/sheet1.xml" '
+        'ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"/>'
+        '<Override PartName="/xl/sharedStrings.xml" '
+        'ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sharedStrings+xml"/></Types>',
+        "_rels/.rels": f'<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">'
+        f'<Relationship Id="r1" Type="{rel}/officeDocument" Target="xl/workbook.xml"/></Relationships>',
+        "xl/workbook.xml": f'<workbook xmlns="{main}" xmlns:r="{rel}"><sheets>'
+        '<sheet name="s" sheetId="1" r:id="r1"/></sheets></workbook>',
+        "xl/_rels/workbook.xml.rels": '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/'
+        f'relationships"><Relationship Id="r1" Type="{rel}/worksheet" Target="worksheets/sheet1.xml"/>'
+        f'<Relationship Id="r2" Type="{rel}/sharedStrings" Target="sharedStrings.xml"/></Relationships>',
+        "xl/sharedStrings.xml": f'<sst xmlns="{main}" count="1" uniqueCount="1"><si><t>{"x" * 2**20}'
+        "</t></si></sst>",
+        "xl/worksheets/sheet1.xml": f'<worksheet xmlns="{main}"><sheetData>' + "".join(
+            f'<row r="{r}"><c r="A{r}" t="s"><v>0</v></c></row>' for r in range(1, 151))
+        + "</sheetData></worksheet>",
+    }
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, text in parts.items():
+            archive.writestr(name, text)
+    return out.getvalue()
+
+
+def zipped_csv(mb: int) -> bytes:
+    """`mb` MB of CSV rows zipped (written in pieces: the test never holds them)."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive, archive.open("big.csv", "w") as f:
+        f.write(b"id,product,notes\n")
+        for _ in range(mb):
+            f.write(b"1,Wireless Mouse,Request color black\n" * (2**20 // 37))
+    return out.getvalue()
+
+
+def gzipped_zeros(mb: int) -> bytes:
+    out = io.BytesIO()
+    with gzip.GzipFile(fileobj=out, mode="wb", compresslevel=1) as f:
+        for _ in range(mb):
+            f.write(bytes(2**20))
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("filename,make,detail", [
+    ("sheet.xlsx", shared_string_workbook, "kbsql serve --max-upload-decoded-mb"),
+    ("big.zip", lambda: zipped_csv(70), "kbsql serve --max-upload-decoded-mb"),
+    ("zeros.tar.gz", lambda: gzipped_zeros(80), "kbsql serve --max-upload-decoded-mb"),
+    ("wide.csv", lambda: (",".join(f"c{i}" for i in range(60_000)) + "\n" + "1," * 59_999 + "1\n").encode(),
+     "kbsql serve --max-upload-columns"),
+])
+def test_an_upload_bomb_is_refused_at_a_bounded_cost(served: tuple[ServerProcess, httpx.Client],
+                                                      filename: str, make: Callable[[], bytes],
+                                                      detail: str) -> None:
+    """The findings: the xlsx grew the server 442 MB, the zip was accepted (+272 MB), the
+    tar.gz cost 3.3 CPU-s per MB of it, the wide CSV 11 CPU-s and +575 MB."""
+    server, client = served
+    assert upload(client, "kept", "kept.csv", b"id,v\n1,a\n").status_code in (200, 400)
+    raw = make()
+    assert len(raw) < 1_000_000
+    answer, cpu, grown = cost(server, lambda: upload(client, "bomb", filename, raw))
+    problem(answer, "Error", detail)
+    assert "over this server's bound" in answer.json()["detail"]
+    assert grown < 160 and cpu < 3, (grown, cpu)
+    assert "bomb" not in [f["name"] for f in client.get("/api/files").json()]
+    assert sql(client, "SELECT v FROM files.kept")["data"] == [["a"]]  # nothing stored is lost

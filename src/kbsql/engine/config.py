@@ -78,6 +78,10 @@ class EngineConfig:
     """Model calls in flight per model host (engine/outbound.py lanes); None: 16."""
     max_chunks_per_row: int = 10_000
     """Chunks one row's text may make (knowledge/chunking.py MAX_CHUNKS_PER_ROW)."""
+    max_upload_decoded_mb: int = 64
+    """What one uploaded file may decode to (datasources/upload_formats.py UploadBounds)."""
+    max_upload_columns: int = 4096
+    max_upload_cells: int = 10_000_000
     agent_max_iterations: int = 12
     agent_wall_time_s: float = 300.0
     served: bool = False

@@ -34,7 +34,7 @@ from kbsql.engine.config import EngineConfig
 from kbsql.engine.datasources.confine import PathPolicy
 from kbsql.engine.datasources.frame_store import FrameStore
 from kbsql.engine.datasources.registry import data_source_engines
-from kbsql.engine.datasources.upload_formats import read_pages
+from kbsql.engine.datasources.upload_formats import UploadBounds, read_pages
 from kbsql.engine.datasources.upload_store import UploadStore
 from kbsql.engine.knowledge.bases import DEFAULT_VECTOR_DATABASE, KnowledgeBases
 from kbsql.engine.knowledge.service import KnowledgeService
@@ -308,7 +308,10 @@ class Engine(FileTables, UploadedFiles, Databases, KnowledgeBaseEditing, Knowled
         """`interface.api.UploadedFiles`: the file `filename` (csv, tsv, json, parquet, xlsx, txt,
         pdf, or one of those zipped) becomes `files.<name>`, read as MindsDB's file handler
         reads it (datasources/upload_formats.py); a name in use is a Conflict."""
-        pages = read_pages(raw, filename, max_table_bytes or MAX_UPLOADED_TABLE_BYTES)
+        config = self.config
+        bounds = UploadBounds(config.max_upload_decoded_mb * 2**20, config.max_upload_columns,
+                              config.max_upload_cells, config.note)
+        pages = read_pages(raw, filename, max_table_bytes or MAX_UPLOADED_TABLE_BYTES, bounds)
         record = self.uploads.save(name, pages, source_file or filename)
         self.sql.plans.clear()
         return record.meta()

@@ -145,6 +145,13 @@ SETTINGS: tuple[Setting, ...] = (
             shown="anywhere; with a token or a public bind '*'"),
     Setting("max_chunks_per_row", int, 10_000, "chunks one inserted row may make (the insert "
             "fails beyond)", "--max-chunks-per-row", metavar="N"),
+    Setting("max_upload_decoded_mb", int, 64, "most an uploaded file may decode to, in MB: an "
+            "archive's file, a workbook's XML and cell text, a PDF's text (400 beyond)",
+            "--max-upload-decoded-mb", metavar="MB"),
+    Setting("max_upload_columns", int, 4096, "columns an uploaded table may have (400 beyond)",
+            "--max-upload-columns", metavar="N"),
+    Setting("max_upload_cells", int, 10_000_000, "cells (rows x columns) an uploaded table may "
+            "have, counted before it is read (400 beyond)", "--max-upload-cells", metavar="N"),
     Setting("background_inserts", int, 2, "INSERT ... SELECT ... USING batch_size statements "
             "running at once in the background; more wait their turn", "--background-inserts",
             metavar="N"),
