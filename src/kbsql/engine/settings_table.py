@@ -191,6 +191,10 @@ SETTINGS: tuple[Setting, ...] = (
             in_file=False, metavar="MB"),
     Setting("max_sql_kb", float, 1024.0, "largest SQL text in KB, refused before parsing",
             "--max-sql-kb", in_file=False, metavar="KB"),
+    Setting("max_head_kb", float, 64.0, "largest request head (request line and headers) in KB, "
+            "counted before parsing (431 beyond)", "--max-head-kb", in_file=False, metavar="KB"),
+    Setting("max_headers", int, 200, "most header lines in one request head, counted before "
+            "parsing (431 beyond)", "--max-headers", in_file=False, metavar="N"),
     Setting("timeout", float, 30.0, "seconds for a request head to arrive and longest pause "
             "inside a body (408 beyond)", "--timeout", in_file=False, metavar="SECONDS"),
     Setting("shutdown_timeout", float, 30.0, "seconds requests in flight get to finish after "
