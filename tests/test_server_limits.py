@@ -325,3 +325,17 @@ def test_a_flood_of_tiny_headers_is_431_before_it_is_parsed(server: ServerProces
     assert many.startswith(b"HTTP/1.1 431 ") and b"--max-headers" in many, many[:200]
     fine = httpx.get(f"{server.url}/api/status", headers={f"x-h{i}": "1" for i in range(150)})
     assert fine.status_code == 200
+
+
+@pytest.mark.parametrize("setting", ["secret_directory", "temp_directory", "home_directory",
+                                     "extension_directory", "' || 'temp_directory"])
+def test_settings_naming_paths_or_secrets_are_refused(server: ServerProcess, setting: str) -> None:
+    """The finding: current_setting() showed the server's paths and DuckDB's secret
+    directory to any token holder."""
+    answer = httpx.post(f"{server.url}/api/sql/query",
+                        json={"query": f"SELECT current_setting('{setting}') AS s"}).json()
+    assert answer["type"] == "error" and "is not shown here" in answer["error_message"], answer
+    assert "/" not in answer["error_message"]
+    threads = httpx.post(f"{server.url}/api/sql/query",
+                         json={"query": "SELECT current_setting('threads') AS t"}).json()
+    assert threads["type"] == "table" and int(threads["data"][0][0]) >= 1, threads

@@ -21,6 +21,7 @@ from kbsql.engine.sql.arrow_results import JSON_COLUMNS, ArrowTableResult
 from kbsql.engine.sql.databases import info_schema
 from kbsql.engine.sql.tables import kb_tables, names, sqlglot_render
 from kbsql.engine.sql.tables.plans import Compiled
+from kbsql.engine.sql.tables.setting_reads import refuse_setting_reads
 from kbsql.engine.sql.tables.value_caps import cap_values
 from kbsql.interface.errors import SqlError
 from kbsql.interface.results import SqlResult
@@ -45,6 +46,7 @@ def compile_select(session: SqlSession, statement: ast.ASTNode, ctx: dict[str, A
         if column.args.get("db") is not None:
             column.set("db", None)
             column.set("catalog", None)
+    refuse_setting_reads(tree)  # current_setting('secret_directory') and the like
     cap_values(tree, session.duck.value_cap)  # repeat('x', 10**9) and the like: refused per row
     compiled.sql = sqlglot_render.to_duckdb(tree)
     return compiled
