@@ -339,3 +339,19 @@ def test_settings_naming_paths_or_secrets_are_refused(server: ServerProcess, set
     threads = httpx.post(f"{server.url}/api/sql/query",
                          json={"query": "SELECT current_setting('threads') AS t"}).json()
     assert threads["type"] == "table" and int(threads["data"][0][0]) >= 1, threads
+
+
+def test_an_insert_naming_an_unknown_column_is_refused_with_the_near_name(server: ServerProcess) -> None:
+    """The finding: `prodcut` answered "OK, 1 row affected" and stored `product` as null."""
+    def run(query: str) -> dict:
+        return httpx.post(f"{server.url}/api/sql/query", json={"query": query}).json()
+
+    made = run("CREATE KNOWLEDGE_BASE kb_meta USING embedding_model = {'provider': 'kbsql', "
+               "'model_name': 'hash-16'}, metadata_columns = ['product']")
+    assert made["type"] == "ok", made
+    answer = run("INSERT INTO kb_meta (id, content, prodcut) VALUES (1, 'a wireless mouse', 'mouse')")
+    assert answer["type"] == "error" and "did you mean 'product'?" in answer["error_message"], answer
+    assert run("SELECT id FROM kb_meta")["data"] == []  # nothing stored
+    fine = run("INSERT INTO kb_meta (id, content, product) VALUES (1, 'a wireless mouse', 'mouse')")
+    assert fine["type"] == "ok", fine
+    assert run("SELECT product FROM kb_meta")["data"] == [["mouse"]]
