@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 import io
 import os
+import time
 import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -23,7 +24,7 @@ from tests.files import makers
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerProcess, httpx.Client]]:
-    proc, url = start_server(tmp_path_factory.mktemp("files") / "server")
+    proc, url = start_server(tmp_path_factory.mktemp("files") / "server", env={"KBSQL_PDF_TIMEOUT": "6"})
     with httpx.Client(base_url=url, timeout=60) as http:
         yield proc, http
     stop_server(proc)
@@ -228,3 +229,45 @@ def test_an_upload_bomb_is_refused_at_a_bounded_cost(served: tuple[ServerProcess
     assert grown < 160 and cpu < 3, (grown, cpu)
     assert "bomb" not in [f["name"] for f in client.get("/api/files").json()]
     assert sql(client, "SELECT v FROM files.kept")["data"] == [["a"]]  # nothing stored is lost
+
+
+def shared_stream_pdf(pages: int = 12, operators: int = 90_000) -> bytes:
+    """A few KB of PDF: `pages` pages sharing one compressed content stream of `operators`
+    text operators (the finding: ~2 CPU-s a page, going on after the client left)."""
+    import zlib
+
+    stream = zlib.compress(b"BT /F1 1 Tf " + b"(a) Tj " * operators + b"ET", 9)
+    kids = " ".join(f"{4 + i} 0 R" for i in range(pages))
+    objects = [b"<< /Type /Catalog /Pages 2 0 R >>",
+               f"<< /Type /Pages /Kids [{kids}] /Count {pages} >>".encode(),
+               f"<< /Length {len(stream)} /Filter /FlateDecode >>\nstream\n".encode() + stream
+               + b"\nendstream"]
+    objects += [b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 3 0 R /Resources "
+                b"<< /Font << /F1 << /Type /Font /Subtype /Type1 /BaseFont /Helvetica >> >> >> >>"] * pages
+    out = io.BytesIO()
+    out.write(b"%PDF-1.4\n")
+    offsets = []
+    for number, obj in enumerate(objects, 1):
+        offsets.append(out.tell())
+        out.write(f"{number} 0 obj\n".encode() + obj + b"\nendobj\n")
+    xref = out.tell()
+    out.write(f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode())
+    out.write(b"".join(f"{o:010d} 00000 n \n".encode() for o in offsets))
+    out.write(f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode())
+    return out.getvalue()
+
+
+def test_a_pdf_that_parses_forever_is_stopped_at_its_deadline(
+        served: tuple[ServerProcess, httpx.Client]) -> None:
+    """Parsed in a process of its own (`--pdf-timeout`, 6 s here), killed at the deadline:
+    the answer comes in bounded time, the server spends no CPU on it, no process is left."""
+    server, client = served
+    raw = shared_stream_pdf()
+    assert len(raw) < 10_000
+    start = time.monotonic()
+    answer, cpu, _ = cost(server, lambda: upload(client, "slow_pdf", "slow.pdf", raw))
+    problem(answer, "Error", "kbsql serve --pdf-timeout")
+    assert time.monotonic() - start < 15 and cpu < 1.5, cpu
+    children = Path(f"/proc/{server.process.pid}/task/{server.process.pid}/children").read_text().split()
+    assert children == [], children
+    assert "slow_pdf" not in [f["name"] for f in client.get("/api/files").json()]

@@ -310,7 +310,7 @@ class Engine(FileTables, UploadedFiles, Databases, KnowledgeBaseEditing, Knowled
         reads it (datasources/upload_formats.py); a name in use is a Conflict."""
         config = self.config
         bounds = UploadBounds(config.max_upload_decoded_mb * 2**20, config.max_upload_columns,
-                              config.max_upload_cells, config.note)
+                              config.max_upload_cells, config.pdf_timeout, config.note)
         pages = read_pages(raw, filename, max_table_bytes or MAX_UPLOADED_TABLE_BYTES, bounds)
         record = self.uploads.save(name, pages, source_file or filename)
         self.sql.plans.clear()

@@ -152,6 +152,8 @@ SETTINGS: tuple[Setting, ...] = (
             "--max-upload-columns", metavar="N"),
     Setting("max_upload_cells", int, 10_000_000, "cells (rows x columns) an uploaded table may "
             "have, counted before it is read (400 beyond)", "--max-upload-cells", metavar="N"),
+    Setting("pdf_timeout", float, 60.0, "seconds an uploaded PDF's text extraction may take, in "
+            "a process of its own killed then (400 beyond)", "--pdf-timeout", metavar="SECONDS"),
     Setting("background_inserts", int, 2, "INSERT ... SELECT ... USING batch_size statements "
             "running at once in the background; more wait their turn", "--background-inserts",
             metavar="N"),

@@ -78,6 +78,8 @@ class UploadBounds:
     """Bytes an archive's file, a workbook's XML or cell values, or a PDF's text decode to."""
     columns: int = 4096
     cells: int = 10_000_000
+    pdf_seconds: float = 60.0
+    """Longest a PDF's text extraction may take (a process of its own, killed then)."""
     note: Callable[[str], str] = _config_note
 
     def refuse(self, what: str, key: str) -> FileProcessingError:
@@ -300,21 +302,16 @@ def _read_txt(raw: bytes, name: str, max_bytes: int, bounds: UploadBounds) -> Pa
 
 
 def _read_pdf(raw: bytes, name: str, max_bytes: int, bounds: UploadBounds) -> Pages:
-    try:
-        from pypdf import PdfReader
-        from pypdf.errors import PyPdfError
-    except ImportError:
-        raise FileProcessingError("Reading pdf needs pypdf (pip install pypdf)") from None
-    pages: list[str] = []
-    size = 0
-    try:  # pypdf bounds each stream it inflates (ZLIB_MAX_OUTPUT_LENGTH); the text is bounded here
-        for page in PdfReader(io.BytesIO(raw)).pages:
-            pages.append(page.extract_text() or "")
-            size += len(pages[-1])
-            if size > bounds.decoded:
-                raise bounds.refuse_decoded("The PDF's text is")
-    except (PyPdfError, ValueError, KeyError, OSError, RecursionError) as exc:
-        raise FileProcessingError(f"The PDF cannot be read: {type(exc).__name__}: {exc}") from None
+    from kbsql.engine.datasources.pdf_text import page_texts
+
+    def refuse(line: str) -> FileProcessingError:
+        if line.startswith("TOO_LONG"):
+            return bounds.refuse_decoded("The PDF's text is")
+        if line.startswith("reading the PDF took"):
+            return bounds.refuse(f"{line[0].upper()}{line[1:]}", "pdf_timeout")
+        return FileProcessingError(line)
+
+    pages = page_texts(raw, bounds.pdf_seconds, bounds.decoded, refuse)
     return {MAIN_PAGE: _text_rows(chr(12).join(pages), name, "pdf")}  # pages joined by \f
 
 
