@@ -84,6 +84,12 @@ class EngineConfig:
     read_only_sources: bool = False
     """Writes to connected data sources (CREATE TABLE, INSERT, UPDATE, DELETE, DROP TABLE)
     are refused; off by default, as MindsDB writes to the databases it connects."""
+    max_upload_decoded_mb: int = 64
+    """What one uploaded file may decode to (datasources/upload_formats.py UploadBounds)."""
+    max_upload_columns: int = 4096
+    max_upload_cells: int = 10_000_000
+    pdf_timeout: float = 60.0
+    """Seconds an uploaded PDF's text extraction may take (datasources/pdf_text.py)."""
     agent_max_iterations: int = 12
     agent_wall_time_s: float = 300.0
     served: bool = False

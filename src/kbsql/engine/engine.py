@@ -403,10 +403,13 @@ class Engine(FileTables, UploadedFiles, Databases, Views, KnowledgeBaseEditing, 
         """`interface.api.UploadedFiles`: the file `filename` (csv, tsv, json, parquet, xlsx, txt,
         pdf, or one of those zipped) becomes `files.<name>`, read as MindsDB's file handler
         reads it (datasources/upload_formats.py); a name in use is a Conflict."""
-        from kbsql.engine.datasources.upload_formats import read_pages
+        from kbsql.engine.datasources.upload_formats import UploadBounds, read_pages
         from kbsql.interface.frames import MAX_UPLOADED_TABLE_BYTES
 
-        pages = read_pages(raw, filename, max_table_bytes or MAX_UPLOADED_TABLE_BYTES)
+        config = self.config
+        bounds = UploadBounds(config.max_upload_decoded_mb * 2**20, config.max_upload_columns,
+                              config.max_upload_cells, config.pdf_timeout, config.note)
+        pages = read_pages(raw, filename, max_table_bytes or MAX_UPLOADED_TABLE_BYTES, bounds)
         record = self.uploads.save(name, pages, source_file or filename)
         self.sql.plans.clear()
         return record.meta()

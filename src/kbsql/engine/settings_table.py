@@ -162,6 +162,15 @@ SETTINGS: tuple[Setting, ...] = (
             shown="anywhere; with a token or a public bind '*'"),
     Setting("max_chunks_per_row", int, 10_000, "chunks one inserted row may make (the insert "
             "fails beyond)", "--max-chunks-per-row", metavar="N"),
+    Setting("max_upload_decoded_mb", int, 64, "most an uploaded file may decode to, in MB: an "
+            "archive's file, a workbook's XML and cell text, a PDF's text (400 beyond)",
+            "--max-upload-decoded-mb", metavar="MB"),
+    Setting("max_upload_columns", int, 4096, "columns an uploaded table may have (400 beyond)",
+            "--max-upload-columns", metavar="N"),
+    Setting("max_upload_cells", int, 10_000_000, "cells (rows x columns) an uploaded table may "
+            "have, counted before it is read (400 beyond)", "--max-upload-cells", metavar="N"),
+    Setting("pdf_timeout", float, 60.0, "seconds an uploaded PDF's text extraction may take, in "
+            "a process of its own killed then (400 beyond)", "--pdf-timeout", metavar="SECONDS"),
     Setting("background_inserts", int, 2, "INSERT ... SELECT ... USING batch_size statements "
             "running at once in the background; more wait their turn", "--background-inserts",
             metavar="N"),
@@ -204,6 +213,10 @@ SETTINGS: tuple[Setting, ...] = (
             in_file=False, metavar="MB"),
     Setting("max_sql_kb", float, 1024.0, "largest SQL text in KB, refused before parsing",
             "--max-sql-kb", in_file=False, metavar="KB"),
+    Setting("max_head_kb", float, 64.0, "largest request head (request line and headers) in KB, "
+            "counted before parsing (431 beyond)", "--max-head-kb", in_file=False, metavar="KB"),
+    Setting("max_headers", int, 200, "most header lines in one request head, counted before "
+            "parsing (431 beyond)", "--max-headers", in_file=False, metavar="N"),
     Setting("timeout", float, 30.0, "seconds for a request head to arrive and longest pause "
             "inside a body (408 beyond)", "--timeout", in_file=False, metavar="SECONDS"),
     Setting("shutdown_timeout", float, 30.0, "seconds requests in flight get to finish after "

@@ -161,7 +161,7 @@ def serve(open_backend: OpenBackend, host: str = "127.0.0.1", port: int = 47334,
     # believe it from loopback (a local user could then pick any client address)
     config = uvicorn.Config(app, log_level=log_level, access_log=False,
                             timeout_graceful_shutdown=max(1, round(shutdown_timeout)),
-                            http=head_timeout_protocol(limits.timeout),
+                            http=head_timeout_protocol(limits.timeout, limits.max_head, limits.max_headers),
                             h11_max_incomplete_event_size=64 * 1024,
                             proxy_headers=bool(forwarded_allow_ips),
                             forwarded_allow_ips=list(forwarded_allow_ips) or None)

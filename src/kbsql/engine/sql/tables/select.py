@@ -22,6 +22,7 @@ from kbsql.engine.sql.databases import info_schema
 from kbsql.engine.sql.parse import parsing
 from kbsql.engine.sql.tables import kb_tables, names, sqlglot_render
 from kbsql.engine.sql.tables.plans import Compiled
+from kbsql.engine.sql.tables.setting_reads import refuse_setting_reads
 from kbsql.engine.sql.tables.value_caps import cap_values
 from kbsql.interface.errors import SqlError
 from kbsql.interface.results import SqlResult
@@ -52,6 +53,7 @@ def compile_tree(session: SqlSession, statement: ast.ASTNode, ctx: dict[str, Any
         if column.args.get("db") is not None:
             column.set("db", None)
             column.set("catalog", None)
+    refuse_setting_reads(tree)  # current_setting('secret_directory') and the like
     cap_values(tree, session.duck.value_cap)  # repeat('x', 10**9) and the like: refused per row
     return tree
 
