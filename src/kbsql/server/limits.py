@@ -28,6 +28,7 @@ from typing import Any
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from kbsql.interface.errors import BadRequest, ServiceError
+from kbsql.server.door_bounds import Pending
 from kbsql.server.guard import App, Message, Receive, Scope, Send, send_problem
 
 log = logging.getLogger("kbsql.server")
@@ -203,8 +204,9 @@ def check_sql_size(query: str, limits: Limits) -> str | None:
             "(PUT .../knowledge_bases/{name} with rows) or split the statement")
 
 
-def head_timeout_protocol(timeout: float) -> type[HttpToolsProtocol]:
-    """uvicorn's httptools protocol with a deadline for the request head.
+def head_timeout_protocol(timeout: float, pending: Pending | None = None) -> type[HttpToolsProtocol]:
+    """uvicorn's httptools protocol with a deadline for the request head, and (`pending`) a
+    cap on connections whose first head has not arrived: past it the oldest is closed.
 
     uvicorn times out idle kept-alive connections but not a request whose head never
     completes (slowloris): each such connection would be held forever. The timer runs from
@@ -233,6 +235,8 @@ def head_timeout_protocol(timeout: float) -> type[HttpToolsProtocol]:
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
             self._arm()
+            if pending is not None:
+                pending.add(self, transport.abort)
 
         def on_message_begin(self) -> None:
             super().on_message_begin()
@@ -240,10 +244,14 @@ def head_timeout_protocol(timeout: float) -> type[HttpToolsProtocol]:
 
         def on_headers_complete(self) -> None:
             self._disarm()
+            if pending is not None:
+                pending.done(self)
             super().on_headers_complete()
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._disarm()
+            if pending is not None:
+                pending.done(self)
             super().connection_lost(exc)
 
     return HeadTimeoutProtocol
