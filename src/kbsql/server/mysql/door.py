@@ -40,6 +40,8 @@ log = logging.getLogger("kbsql.server")
 
 CLOSE_TIMEOUT_S = 5.0
 """How long a closing connection's last bytes may wait for a client that stopped reading."""
+TRIM_AFTER_S = 1.0
+"""Memory freed by stalled connections is given back this long after the first of them closed."""
 PACKET_MARGIN = 64 * 1024
 """Bytes a command may carry beyond the SQL size limit (a prepared statement's parameters,
 the command byte): anything larger is refused before it is read."""
@@ -68,6 +70,7 @@ class MysqlDoor:
         self._ids = itertools.count(1)
         self._server: asyncio.Server | None = None
         self._closing = False
+        self._trim: asyncio.TimerHandle | None = None
         self.defaults = server_variables(None)
 
     @property
@@ -173,4 +176,14 @@ class MysqlDoor:
                 pass
             if stalled:  # the rows of its answer are free now: give their pages back
                 del connection, session, stream
-                give_back_memory()
+                self._trim_soon()
+
+    def _trim_soon(self) -> None:
+        """`give_back_memory` in a second, once for all the connections closed meanwhile
+        (it runs on the event loop: a client must not make it run in a loop)."""
+        if self._trim is None:
+            self._trim = asyncio.get_running_loop().call_later(TRIM_AFTER_S, self._trimmed)
+
+    def _trimmed(self) -> None:
+        self._trim = None
+        give_back_memory()
