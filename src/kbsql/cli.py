@@ -71,6 +71,7 @@ def _serve(args: argparse.Namespace) -> int:
     from kbsql.engine.settings_table import SETTINGS, SettingError, resolve
     from kbsql.interface.secrets import mask_connection_string  # a --catalog URL's password
     from kbsql.server.auth import AuthSettings
+    from kbsql.server.door_bounds import MB, DoorBounds
     from kbsql.server.lanes import Lanes
     from kbsql.server.limits import Limits
     from kbsql.server.run import StartupError
@@ -94,12 +95,19 @@ def _serve(args: argparse.Namespace) -> int:
                     max_head=int(own["max_head_kb"] * 1024), max_headers=own["max_headers"])
     proxies = tuple(ip.strip() for value in own["forwarded_allow_ips"] for ip in value.split(",")
                     if ip.strip())
+    bounds = DoorBounds(max_pending=own["max_pending_connections"],
+                        mysql_idle_timeout=own["mysql_idle_timeout"],
+                        mysql_write_timeout=own["mysql_write_timeout"],
+                        mysql_max_prepared=own["mysql_max_prepared"],
+                        mysql_max_cursors=own["mysql_max_cursors"],
+                        mysql_held=int(own["mysql_held_mb"] * MB),
+                        mysql_total_held=int(own["mysql_total_held_mb"] * MB))
     try:
         run_server(functools.partial(open_engine, own["data_dir"], args.catalog_url, engine_given),
                    own["host"], own["port"], own["log_level"], own["allow_origin"], auth=auth,
                    limits=limits, allow_paths=own["allow_path"], shutdown_timeout=own["shutdown_timeout"],
                    forwarded_allow_ips=proxies, lanes=Lanes.sized(own["sql_workers"], own["model_workers"]),
-                   mysql_port=own["mysql_port"])
+                   mysql_port=own["mysql_port"], bounds=bounds)
     except StartupError as exc:
         print(f"kbsql serve: {mask_connection_string(str(exc))}", file=sys.stderr)
         return 1

@@ -226,6 +226,21 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("model_workers", int, 32, "requests that may call a model (completions, inserts, "
             "creating a knowledge base or agent) run at once (then 503)", "--model-workers",
             in_file=False, metavar="N"),
+    Setting("max_pending_connections", int, 256, "connections per door (HTTP, MySQL) that have "
+            "not yet sent a request head or logged in; one more closes the oldest (at most a quarter "
+            "of the descriptor limit)", "--max-pending-connections", in_file=False, metavar="N"),
+    Setting("mysql_idle_timeout", float, 900.0, "seconds a MySQL connection may wait between "
+            "commands before it is closed", "--mysql-idle-timeout", in_file=False, metavar="SECONDS"),
+    Setting("mysql_write_timeout", float, 60.0, "seconds a MySQL client may leave its answer unread "
+            "before its connection is closed", "--mysql-write-timeout", in_file=False, metavar="SECONDS"),
+    Setting("mysql_max_prepared", int, 64, "prepared statements one MySQL connection may keep",
+            "--mysql-max-prepared", in_file=False, metavar="N"),
+    Setting("mysql_max_cursors", int, 4, "open cursors (each holding a result) one MySQL connection "
+            "may keep", "--mysql-max-cursors", in_file=False, metavar="N"),
+    Setting("mysql_held_mb", float, 16.0, "MB one MySQL connection's prepared statements and their "
+            "long data may hold", "--mysql-held-mb", in_file=False, metavar="MB"),
+    Setting("mysql_total_held_mb", float, 64.0, "MB all MySQL connections' prepared statements and "
+            "long data may hold together", "--mysql-total-held-mb", in_file=False, metavar="MB"),
     Setting("forwarded_allow_ips", tuple, (), "proxies (comma-separated IPs, repeatable) whose "
             "X-Forwarded-For names the client", "--forwarded-allow-ips",
             in_file=False, metavar="IPS"),

@@ -22,12 +22,14 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import sys
 from dataclasses import dataclass
 from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from kbsql.interface.errors import BadRequest, ServiceError
+from kbsql.server.door_bounds import Pending
 from kbsql.server.guard import App, Message, Receive, Scope, Send, send_problem
 
 log = logging.getLogger("kbsql.server")
@@ -236,8 +238,11 @@ def _refuse_head(transport: asyncio.Transport, max_head: int, max_headers: int) 
 
 
 def head_timeout_protocol(timeout: float, max_head: int = DEFAULT_MAX_HEAD,
-                          max_headers: int = DEFAULT_MAX_HEADERS) -> type[HttpToolsProtocol]:
-    """uvicorn's httptools protocol with a deadline and a size bound for the request head.
+                          max_headers: int = DEFAULT_MAX_HEADERS,
+                          pending: Pending | None = None) -> type[HttpToolsProtocol]:
+    """uvicorn's httptools protocol with a deadline and a size bound for the request head,
+    and (`pending`) a cap on connections whose first head has not arrived: past it the
+    oldest is closed.
 
     uvicorn times out idle kept-alive connections but not a request whose head never
     completes (slowloris): each such connection would be held forever. The timer runs from
@@ -245,6 +250,8 @@ def head_timeout_protocol(timeout: float, max_head: int = DEFAULT_MAX_HEAD,
     bounds neither the bytes nor the number of headers (uvicorn keeps every one: 15 MB of
     3,000,000 tiny headers grew the server 345 MB before the 401), so the bytes and lines
     of a head are counted as they arrive, before the parser sees them: 431 and close."""
+
+    waiting = pending if pending is not None else Pending(sys.maxsize, "HTTP")  # no cap
 
     class HeadTimeoutProtocol(HttpToolsProtocol):
         _head_timer: asyncio.TimerHandle | None = None
@@ -273,6 +280,7 @@ def head_timeout_protocol(timeout: float, max_head: int = DEFAULT_MAX_HEAD,
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
             self._arm()
+            waiting.add(self, transport.abort)
 
         def data_received(self, data: bytes) -> None:
             if self._in_head:  # the bytes up to the blank line that ends the head
@@ -296,6 +304,7 @@ def head_timeout_protocol(timeout: float, max_head: int = DEFAULT_MAX_HEAD,
         def on_headers_complete(self) -> None:
             self._disarm()
             self._in_head, self._head_bytes, self._head_lines, self._tail = False, 0, 0, b""
+            waiting.done(self)
             super().on_headers_complete()
 
         def on_message_complete(self) -> None:
@@ -304,6 +313,7 @@ def head_timeout_protocol(timeout: float, max_head: int = DEFAULT_MAX_HEAD,
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._disarm()
+            waiting.done(self)
             super().connection_lost(exc)
 
     return HeadTimeoutProtocol
