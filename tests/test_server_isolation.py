@@ -145,7 +145,8 @@ def test_one_token_gets_a_fair_share_of_the_sql_lane(tmp_path: Path) -> None:
     third queues); another user's `SELECT 1`, sent meanwhile, answers at once instead of
     waiting for a worker until the heavy statements end (issue 39)."""
     with spawn(tmp_path / "d", args=("--token", TOKEN, "--user", "ann", "--password", "pw-ann",
-                                     "--sql-workers", "3", "--statement-timeout", "60")) as srv:
+                                     "--sql-workers", "3", "--statement-timeout", "60",
+                                     "--mysql-port", "0")) as srv:
         with kbsql.connect(srv.url, token=TOKEN) as client:
             client.register("n", pd.DataFrame({"x": range(3000)}))
         heavy = {"Authorization": f"Bearer {TOKEN}"}
@@ -167,6 +168,30 @@ def test_one_token_gets_a_fair_share_of_the_sql_lane(tmp_path: Path) -> None:
         assert other.json()["data"] == [[1]], other.text
         assert waited < 3.0, waited  # without a share: until the hogs leave (~6.5 s)
         assert all(thread.is_alive() for thread in hogs)  # the token's statements were still held
+        for thread in hogs:
+            thread.join(30)
+
+        # The same token over the MySQL door (its password) is the same owner, with the same share
+        import pymysql
+
+        def mysql_hog() -> None:  # leaves after 8 s, as above
+            with contextlib.suppress(pymysql.MySQLError):
+                conn = pymysql.connect(host="127.0.0.1", port=srv.mysql_port, user="any", password=TOKEN,
+                                       database="mindsdb", read_timeout=8)
+                with conn, conn.cursor() as cursor:
+                    cursor.execute(HEAVY)
+
+        hogs = [threading.Thread(target=mysql_hog, daemon=True) for _ in range(3)]
+        for thread in hogs:
+            thread.start()
+        time.sleep(1.5)
+        start = time.monotonic()
+        other = httpx.post(f"{srv.url}/api/sql/query", json={"query": "SELECT 1"}, timeout=30,
+                           headers={"Authorization": f"Bearer {session}"})
+        waited = time.monotonic() - start
+        assert other.json()["data"] == [[1]], other.text
+        assert waited < 3.0, waited
+        assert all(thread.is_alive() for thread in hogs)
         for thread in hogs:
             thread.join(30)
 

@@ -192,8 +192,14 @@ def owner_key(headers: Iterable[tuple[bytes, bytes]]) -> str | None:
         if name.lower() in (b"authorization", b"x-api-key") and value:
             scheme, _, rest = value.partition(b" ")  # the same token as Bearer or X-Api-Key: one owner
             secret = rest.strip() if scheme.lower() == b"bearer" and rest else value
-            return hashlib.sha256(secret).hexdigest()[:16]
+            return owner_of(secret)
     return None
+
+
+def owner_of(secret: bytes) -> str:
+    """The fair-share owner of a credential, the same on both doors (HTTP's token, the MySQL
+    door's password): a digest, so no secret is kept in the lanes."""
+    return hashlib.sha256(secret).hexdigest()[:16]
 
 
 async def controlled(gone: Callable[[], Awaitable[object]], control: Control,

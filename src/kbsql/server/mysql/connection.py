@@ -96,6 +96,8 @@ class DoorConnection(Connection):
         self.held_here = 0
         """What this one's hold (text and long data), counted in `held` too."""
         self.on_login: Any = None
+        self.owner: str | None = None
+        """The login's fair-share owner (`identity.DoorPassword.owner`), set once logged in."""
         """Called once the client has logged in (the door stops counting it as pending)."""
         self.evicted = False
         self.statements: dict[int, prepared.Prepared] = {}
@@ -108,14 +110,14 @@ class DoorConnection(Connection):
     # --- engine calls -----------------------------------------------------------------------
     async def in_lane(self, fn: Any, *args: Any) -> Any:
         """`fn(*args)` in a worker of the SQL lane."""
-        return await self.lane.run(fn, *args)
+        return await self.lane.run(fn, *args, owner=self.owner)
 
     async def statement_call(self, fn: Any, *args: Any) -> Any:
         """`in_lane` for a statement, under a `Control` the engine reads (its deadline too):
         when the client goes away while it runs, the statement is interrupted (as over
         HTTP, `lanes.controlled`). A MySQL client sends nothing while it waits for an answer,
         so an end of its stream means it is gone."""
-        return await controlled(self._gone, Control(), fn, *args, lane=self.lane)
+        return await controlled(self._gone, Control(), fn, *args, lane=self.lane, owner=self.owner)
 
     async def _gone(self) -> None:
         """Returns once the client's stream has ended (checked every `WATCH_AFTER_S`)."""

@@ -16,6 +16,7 @@ connections close at once, a connection in the middle of a statement finishes it
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import logging
 import socket
@@ -111,6 +112,12 @@ class MysqlDoor:
         if self._own_lanes:
             self.lanes.close()
 
+    def _logged_in(self, connection: DoorConnection, password: DoorPassword) -> None:
+        """No longer pending (the pre-auth cap); its statements take the SQL lane's fair
+        share of the credential it logged in with (a token: one owner on both doors)."""
+        self.pending.done(connection)
+        connection.owner = password.owner
+
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         peer = writer.get_extra_info("peername")
         client = client_key(peer)
@@ -122,7 +129,8 @@ class MysqlDoor:
                                timeout=self.limits.timeout, write_timeout=self.bounds.mysql_write_timeout,
                                idle_timeout=self.bounds.mysql_idle_timeout)
         session = DoorSession(self.api, self.limits, host, self.defaults)
-        identity = DoorIdentity(DoorPassword(self.auth, self.throttle, client, host))
+        password = DoorPassword(self.auth, self.throttle, client, host)
+        identity = DoorIdentity(password)
         connection = DoorConnection(stream=stream, session=session, control=self.control,
                                     identity_provider=identity, server_capabilities=CAPABILITIES,
                                     login_timeout=self.limits.timeout, lane=self.lanes.sql,
@@ -139,7 +147,7 @@ class MysqlDoor:
 
         self.pending.add(connection, evict)
         stalled = False
-        connection.on_login = lambda: self.pending.done(connection)
+        connection.on_login = functools.partial(self._logged_in, connection, password)
         try:
             await connection.start()
         except LoginFailed:
