@@ -8,6 +8,8 @@ import gzip
 import io
 import zipfile
 
+from tests.files.makers import pdf_file
+
 
 def shared_string_workbook() -> bytes:
     """~3.5 KB of xlsx: one 1 MB shared string referenced by 150 cells (150 MB of values),
@@ -74,14 +76,4 @@ def shared_stream_pdf(pages: int = 12, operators: int = 90_000) -> bytes:
                + b"\nendstream"]
     objects += [b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 3 0 R /Resources "
                 b"<< /Font << /F1 << /Type /Font /Subtype /Type1 /BaseFont /Helvetica >> >> >> >>"] * pages
-    out = io.BytesIO()
-    out.write(b"%PDF-1.4\n")
-    offsets = []
-    for number, obj in enumerate(objects, 1):
-        offsets.append(out.tell())
-        out.write(f"{number} 0 obj\n".encode() + obj + b"\nendobj\n")
-    xref = out.tell()
-    out.write(f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode())
-    out.write(b"".join(f"{o:010d} 00000 n \n".encode() for o in offsets))
-    out.write(f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode())
-    return out.getvalue()
+    return pdf_file(objects)

@@ -32,6 +32,7 @@ from kbsql.engine.sql.tables.names import (
     Routed,
     find_project,
     misspelt_knowledge_base,
+    project_table,
     table_parts,
 )
 from kbsql.engine.sql.tables.select import describe_sql, run_select
@@ -201,13 +202,10 @@ def _absent_project_table(session: SqlSession, table: Any, ctx: dict[str, Any]) 
     """Why a write to `[project.]name` found nothing, in MindsDB's words ("Table or Knowledge
     Base '...' doesn't exist", which its clients match on), when the project holds no
     knowledge base or agent of that name; None otherwise."""
-    parts = table_parts(table) if isinstance(table, ast.Identifier) else []
-    if len(parts) not in (1, 2):
+    found = project_table(session, table, ctx)
+    if found is None:
         return None
-    project = find_project(session, parts[0] if len(parts) == 2 else ctx["db"])
-    if project is None:
-        return None
-    name, catalog = parts[-1], session.catalog
+    (project, name), catalog = found, session.catalog
     held = [kb.name for kb in catalog.knowledge_bases(project)] + [a.name for a in catalog.agents(project)]
     if name.lower() in (h.lower() for h in held):
         return None

@@ -139,14 +139,22 @@ def resolve(session: SqlSession, parts: list[str], current: str) -> Resolved:
 def misspelt_knowledge_base(session: SqlSession, table: Any, ctx: dict[str, Any]) -> str | None:
     """The error for an INSERT or DELETE whose table is one edit from a knowledge base (a
     typo, rather than a write to a data source), None otherwise."""
+    found = project_table(session, table, ctx)
+    if found is None:
+        return None
+    project, name = found
+    hint = did_you_mean(name, [kb.name for kb in session.catalog.knowledge_bases(project)])
+    return f"Knowledge base '{name}' not found in project '{project}'{hint}" if hint else None
+
+
+def project_table(session: SqlSession, table: Any, ctx: dict[str, Any]) -> tuple[str, str] | None:
+    """(project, name) of a `[project.]name` table whose project exists (the current one from
+    `context.db` when unqualified); None for any other table (a data source's, a longer name)."""
     parts = table_parts(table) if isinstance(table, ast.Identifier) else []
     if len(parts) not in (1, 2):
         return None
     project = find_project(session, parts[0] if len(parts) == 2 else ctx["db"])
-    if project is None:
-        return None
-    hint = did_you_mean(parts[-1], [kb.name for kb in session.catalog.knowledge_bases(project)])
-    return f"Knowledge base '{parts[-1]}' not found in project '{project}'{hint}" if hint else None
+    return None if project is None else (project, parts[-1])
 
 
 SEARCH_COLUMNS = frozenset({"content", "chunk_content", "relevance", "distance", "hybrid_search",
