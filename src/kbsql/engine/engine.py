@@ -48,6 +48,7 @@ from kbsql.interface.api import (
     UploadedFiles,
     Views,
 )
+from kbsql.interface.errors import ServiceError
 from kbsql.interface.models import Agent, KnowledgeBase
 from kbsql.interface.progress import OnProgress
 from kbsql.interface.results import SqlResult
@@ -141,6 +142,8 @@ class Engine(FileTables, UploadedFiles, Databases, Views, KnowledgeBaseEditing, 
             return parts
         with self._wiring:
             if self._parts is None:
+                if self._closed.is_set():  # a call racing close(): nothing new to leave open
+                    raise ServiceError("This kbsql engine is closed", status=503)
                 self._parts = self._build_parts()
             return self._parts
 
