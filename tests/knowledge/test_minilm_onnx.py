@@ -45,17 +45,18 @@ def test_the_float32_graph_is_the_model_itself() -> None:
     model = minilm_onnx.OnnxMiniLM(minilm_mod.model_dir(), int8=False)
     cosines = (model.encode(REFERENCE["texts"]) * reference()).sum(axis=1)
     assert cosines.min() >= 0.9999, cosines
-    many = [t for t in REFERENCE["texts"] for _ in range(40)]  # several batches, run side by side
-    assert np.allclose(model.encode(many), model.encode(REFERENCE["texts"]).repeat(40, axis=0), atol=1e-5)
+    many = [t for t in REFERENCE["texts"] for _ in range(8)]  # several batches, run side by side
+    assert np.allclose(model.encode(many), model.encode(REFERENCE["texts"]).repeat(8, axis=0), atol=1e-5)
 
 
 def test_int8_keeps_the_nearest_neighbours(topics) -> None:
-    # the same question finds the same best topics with int8 as with the exact fp32 model
+    # the same question finds the same best topics with int8 as with the exact fp32 model (the
+    # fp32 graph: test_the_float32_graph_is_the_model_itself pins it to the model's own vectors)
     names = sorted(topics)[:60]
     texts = [topics[n][:1500] for n in names]
     questions = ["How do I define a function with default arguments?", "What does the with statement do?",
                  "How are exceptions raised and caught?", "How do I format strings?"]
-    exact = minilm_mod.MiniLM(minilm_mod.model_dir())
+    exact = minilm_onnx.OnnxMiniLM(minilm_mod.model_dir(), int8=False)
     int8 = minilm_onnx.OnnxMiniLM(minilm_mod.model_dir(), int8=True)
     for model_docs, model_q, label in ((int8.encode(texts), int8.encode(questions), "int8"),
                                        (exact.encode(texts), exact.encode(questions), "fp32")):

@@ -123,13 +123,19 @@ def _kb_rows(done: list[tuple[ToolCall, str]]) -> list[dict[str, str]]:
 
 
 def _bundled_encoder(context: Any) -> Callable[[], Any] | None:
-    """The engine's own MiniLM (loaded once per engine, shared with its knowledge bases), or
-    None when the weights are not installed or no engine lent its context."""
+    """The engine's own MiniLM (loaded once per engine, shared with its knowledge bases) with
+    the sentence vectors it already computed remembered (`sentence_cache`), or None when the
+    weights are not installed or no engine lent its context."""
     from kbsql.engine.models import minilm
+    from kbsql.engine.models.chat.sentence_cache import CachedSentences
 
     if context is None or not minilm.available():
         return None
-    return lambda: context.load_once(minilm.MODEL_NAME, minilm.load_model)
+    def encoder() -> CachedSentences:
+        model = context.load_once(minilm.MODEL_NAME, minilm.load_model)  # not inside the next load
+        return context.load_once(minilm.MODEL_NAME + ":offline-sentences", lambda: CachedSentences(model))
+
+    return encoder
 
 
 def answer(question: str, done: list[tuple[ToolCall, str]], search: str | None = None,
