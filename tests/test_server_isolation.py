@@ -231,6 +231,72 @@ def test_background_inserts_keep_the_deadline_and_stop_when_cancelled(server: Se
     assert sql(server.url, "SELECT count(*) FROM notes")["data"] == [[2]]  # nothing stored
 
 
+@contextlib.contextmanager
+def slow_question_writer(seconds: float) -> Iterator[tuple[str, list[float]]]:
+    """An OpenAI-compatible model on loopback that takes `seconds` to write each evaluation
+    question; yields its base URL and the times its calls came."""
+    calls: list[float] = []
+
+    class Slow(BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            calls.append(time.monotonic())
+            time.sleep(seconds)
+            content = json.dumps({"query": "what is it?", "reference_answer": "a note"})
+            data = json.dumps({"choices": [{"message": {"content": content}}]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Slow)
+    httpd.daemon_threads = True
+    threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}/v1", calls
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_evaluate_and_agent_sql_keep_the_statement_deadline(server: ServerProcess) -> None:
+    """EVALUATE asking a slow model 30 questions and `SELECT answer FROM agent` over a model
+    that writes slowly (issue 39: both ran 40 s past a 6 s deadline) answer the deadline's
+    line at 4 s, and no model call is made after it."""
+    with slow_question_writer(1.0) as (base_url, calls):
+        llm = f"{{'provider': 'openai', 'model_name': 'm1', 'base_url': '{base_url}', 'api_key': 'k'}}"
+        start = time.monotonic()
+        answer = sql(server.url, "EVALUATE KNOWLEDGE_BASE notes USING test_table = df.generated, "
+                                 "generate_data = {'from_sql': 'SELECT x AS id, x AS content FROM df.n', "
+                                 f"'count': 30}}, evaluate = false, llm = {llm}")
+        took = time.monotonic() - start
+        assert "time limit (4 s, kbsql serve --statement-timeout)" in answer.get("error_message", ""), answer
+        assert took < 7, took
+        made = len(calls)
+        time.sleep(2.0)
+        assert len(calls) == made < 7  # the questions stopped with the statement
+    with FakeLLM("openai", [text("a slow answer, written word by word " * 8)], delay=0.3) as llm_server:
+        made = httpx.post(f"{server.url}/api/projects/mindsdb/agents", json={"agent": {
+            "name": "writer", "model": {"provider": "openai", "model_name": "m1",
+                                        "base_url": llm_server.base_url, "api_key": "k"}}}, timeout=30)
+        assert made.status_code == 201, made.text
+        start = time.monotonic()
+        answer = sql(server.url, "SELECT answer FROM writer WHERE question = 'hi'")
+        took = time.monotonic() - start
+        assert "time limit (4 s, kbsql serve --statement-timeout)" in answer.get("error_message", ""), answer
+        assert took < 7, took
+        sent = llm_server.events_sent
+        time.sleep(1.0)
+        assert llm_server.events_sent <= sent + 1 and llm_server.finished_streams == 0  # closed
+    before = cpu_s(server)
+    time.sleep(1.0)
+    assert cpu_s(server) - before < 0.3
+
+
 def test_memory_bombs_are_refused_and_the_server_stays_small(server: ServerProcess) -> None:
     before = rss_mb(server)
     bombs = ["SELECT length(repeat('x', 600000000))", "SELECT length(lpad('x', 600000000, 'y'))",
