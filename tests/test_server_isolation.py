@@ -195,17 +195,41 @@ def test_one_token_gets_a_fair_share_of_the_sql_lane(tmp_path: Path) -> None:
         for thread in hogs:
             thread.join(30)
 
+        # Background inserts: the token's two long ones take one of the two workers (its
+        # share), so the other user's 5-row insert runs at once instead of after them
+        def start(query: str, secret: str) -> int:
+            answer = httpx.post(f"{srv.url}/api/sql/query", json={"query": query}, timeout=30,
+                                headers={"Authorization": f"Bearer {secret}"}).json()
+            return int(answer["data"][0][0])
+
+        made = httpx.post(f"{srv.url}{KBS}", headers=heavy, timeout=30, json={"knowledge_base": {
+            "name": "bulk", "embedding_model": {"provider": "kbsql", "model_name": "hash-64"}}})
+        assert made.status_code == 201, made.text
+        long_ones = [start("INSERT INTO bulk SELECT a.x AS id, 'c' AS content FROM df.n a, df.n b, df.n c "
+                           "WHERE a.x + b.x + c.x = -1 USING batch_size = 10", TOKEN) for _ in range(2)]
+        time.sleep(1.0)
+        small = start("INSERT INTO bulk SELECT x AS id, 'c' AS content FROM df.n WHERE x < 5 "
+                      "USING batch_size = 5", session)
+        waited, row = background_outcome(srv.url, small, within=20, token=session)
+        assert row["FINISHED_AT"] and row["PROCESSED_ROWS"] == 5 and waited < 8, (waited, row)
+        for query_id in long_ones:
+            httpx.post(f"{srv.url}/api/sql/query", json={"query": f"SELECT query_cancel({query_id})"},
+                       headers=heavy, timeout=30)
+
 
 def cpu_s(server: ServerProcess) -> float:
     fields = Path(f"/proc/{server.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def background_outcome(url: str, query_id: int, within: float) -> tuple[float, dict]:
+def background_outcome(url: str, query_id: int, within: float,
+                       token: str | None = None) -> tuple[float, dict]:
     """Seconds until background insert `query_id` ended (an ERROR or FINISHED_AT), and its row."""
     start = time.monotonic()
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
     while True:
-        answer = sql(url, f"SELECT * FROM information_schema.queries WHERE id = {query_id}")
+        answer = httpx.post(f"{url}/api/sql/query", headers=headers, timeout=30, json={
+            "query": f"SELECT * FROM information_schema.queries WHERE id = {query_id}"}).json()
         row = dict(zip(answer["column_names"], answer["data"][0], strict=True))
         if row["ERROR"] or row["FINISHED_AT"] or time.monotonic() - start > within:
             return time.monotonic() - start, row
