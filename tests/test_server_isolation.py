@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import select
 import socket
 import threading
 import time
@@ -53,9 +54,10 @@ def rss_mb(server: ServerProcess, key: str = "VmRSS") -> float:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    """A 4 s statement deadline and 256 MB for SQL (a 64 KB cap per generated value)."""
+    """A 4 s statement deadline, 256 MB for SQL (a 64 KB cap per generated value) and 24 MB
+    for answers left unread."""
     with spawn(tmp_path_factory.mktemp("isolation"),
-               args=("--statement-timeout", "4", "--sql-memory-mb", "256")) as proc:
+               args=("--statement-timeout", "4", "--sql-memory-mb", "256", "--http-unread-mb", "24")) as proc:
         with_frame(proc.url)
         with kbsql.connect(proc.url) as client:
             client.sql("CREATE KNOWLEDGE_BASE notes USING embedding_model = "
@@ -319,6 +321,61 @@ def test_evaluate_and_agent_sql_keep_the_statement_deadline(server: ServerProces
     before = cpu_s(server)
     time.sleep(1.0)
     assert cpu_s(server) - before < 0.3
+
+
+def read_answer(sock: socket.socket) -> tuple[int, int]:
+    """(bytes of the answer's body received, its Content-Length) once it is all in or the
+    server closed the connection."""
+    sock.settimeout(20)
+    data = b""
+    with contextlib.suppress(OSError):
+        while b"\r\n\r\n" not in data:
+            piece = sock.recv(1 << 16)
+            if not piece:
+                break
+            data += piece
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                   if line.lower().startswith(b"content-length:")), -1)
+    got = len(body)
+    with contextlib.suppress(OSError):
+        while got < length:
+            piece = sock.recv(1 << 20)
+            if not piece:
+                break
+            got += len(piece)
+    return got, length
+
+
+def test_answers_nobody_reads_are_bounded_by_bytes(server: ServerProcess) -> None:
+    """Six clients ask for ~13 MB answers and never read them (issue 39: six such clients
+    held their answers for good): past --http-unread-mb 24 the connections that waited
+    longest are closed and their answers freed; the others still get theirs whole."""
+    query = "SELECT a.x, repeat('y', 250) AS p FROM df.n a, df.n b WHERE b.x < 16"  # 48,000 rows
+    body = json.dumps({"query": query}).encode()
+    host, port = server.url.split("//", 1)[1].rsplit(":", 1)
+    clients = []
+    for _ in range(6):
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # takes next to nothing
+        sock.connect((host, int(port)))
+        sock.sendall(b"POST /api/sql/query HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json"
+                     b"\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+        clients.append(sock)
+        time.sleep(0.3)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # every answer written (or its connection closed)
+        if len(select.select(clients, [], [], 0.5)[0]) == len(clients):
+            break
+    time.sleep(1.0)
+    assert sql(server.url, "SELECT 1")["data"] == [[1]]
+    answers = [read_answer(sock) for sock in clients]
+    for sock in clients:
+        sock.close()
+    cut = [got for got, length in answers if got < length or length < 0]
+    assert len(cut) >= 2, answers  # without the bound all six came whole, however late
+    assert any(got == length > 10_000_000 for got, length in answers), answers  # the others: whole
+    assert "--http-unread-mb" in server.log_text()
 
 
 def test_memory_bombs_are_refused_and_the_server_stays_small(server: ServerProcess) -> None:
