@@ -4,14 +4,16 @@ working, and dropping it works); a full disk answers 507 and loses nothing ackno
 
 from __future__ import annotations
 
+import os
 import subprocess
+import time
 from pathlib import Path
 
 import httpx
 import pytest
 
 from kbsql.interface.errors import PROBLEM_TYPE_HEADER
-from kbsql.server.process import spawn
+from kbsql.server.process import ServerProcess, spawn
 
 KBS = "/api/projects/mindsdb/knowledge_bases"
 HASH = {"provider": "kbsql", "model_name": "hash-64"}
@@ -72,15 +74,40 @@ def test_a_damaged_store_is_named_with_the_way_out(tmp_path: Path) -> None:
         assert "Traceback" not in server.log_text()
 
 
-def small_disk(data: Path, megabytes: int) -> tuple[str, ...]:
-    """Run the server in its own mount namespace where `data` is a tmpfs of that size."""
+def small_disk(data: Path, megabytes: int, kb_megabytes: int | None = None) -> tuple[str, ...]:
+    """Run the server in its own mount namespace where `data` is a tmpfs of that size; with
+    `kb_megabytes`, its knowledge_bases folder is a tmpfs of its own (the catalog can then
+    fill while the chunk stores still have room)."""
     data.mkdir(parents=True, exist_ok=True)
     probe = subprocess.run(["unshare", "-m", "sh", "-c", f'mount -t tmpfs -o size=1m tmpfs "{data}"'],
                            capture_output=True, text=True, timeout=30)
     if probe.returncode != 0:
         pytest.skip(f"cannot mount a small file system here: {probe.stderr.strip()}")
-    return ("unshare", "-m", "sh", "-c",
-            f'mount -t tmpfs -o size={megabytes}m tmpfs "$0" && exec "$@"', str(data))
+    script = f'mount -t tmpfs -o size={megabytes}m tmpfs "$0"'
+    if kb_megabytes:
+        script += (f' && mkdir "$0/knowledge_bases"'
+                   f' && mount -t tmpfs -o size={kb_megabytes}m tmpfs "$0/knowledge_bases"')
+    return ("unshare", "-m", "sh", "-c", script + ' && exec "$@"', str(data))
+
+
+def fill(server: ServerProcess, data: Path) -> Path:
+    """Fill the server's data file system (seen through its mount namespace) to the last byte."""
+    filler = Path(f"/proc/{server.process.pid}/root") / data.relative_to("/") / "filler"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT)
+    try:
+        for size in (1 << 16, 1):  # then the last partial block
+            try:
+                while os.write(fd, b"\0" * size):
+                    pass
+            except OSError:
+                pass
+    finally:
+        os.close(fd)
+    return filler
+
+
+def count(url: str, kb: str) -> int:
+    return int(sql(url, f"SELECT COUNT(DISTINCT id) FROM {kb}")["data"][0][0])
 
 
 def test_a_full_disk_answers_507_and_keeps_what_was_acknowledged(tmp_path: Path) -> None:
@@ -103,8 +130,57 @@ def test_a_full_disk_answers_507_and_keeps_what_was_acknowledged(tmp_path: Path)
         assert full.headers[PROBLEM_TYPE_HEADER] == "urn:kbsql:problem:insufficient-storage"
         assert "disk is full" in full.json()["detail"] and acknowledged
         stored = {r[0] for r in sql(server.url, "SELECT id FROM kb")["data"]}
-        assert set(acknowledged) <= stored  # nothing acknowledged is lost
+        assert stored == set(acknowledged)  # nothing acknowledged is lost, nothing refused is in
         via_sql = sql(server.url, "INSERT INTO kb (id, content) VALUES ('s', '" + "w " * 20000 + "')")
         assert via_sql["type"] == "error" and "disk is full" in via_sql["error_message"], via_sql
         assert sql(server.url, "SELECT 1")["data"] == [[1]]  # and the server still answers
+        assert "Traceback" not in server.log_text()
+
+
+def test_a_batch_answered_507_left_nothing_of_itself(tmp_path: Path) -> None:
+    """The catalog's disk fills while the chunk stores still have room: the batch's chunks
+    used to commit before the catalog refused its bookkeeping, so a 507 "not stored" came
+    with all its rows stored. Now the batch is all or nothing, on every insert path."""
+    data = tmp_path / "data"
+    with spawn(data, prefix=small_disk(data, 8, kb_megabytes=24)) as server:
+        create_kb(server.url, "kb")
+        first = [{"id": f"a{i}", "content": f"first {i}"} for i in range(5)]
+        assert put_rows(server.url, "kb", first).is_success
+        filler = fill(server, data)
+        rows = [{"id": f"b{i}", "content": f"second batch row {i} " + "words " * 50} for i in range(300)]
+        full = put_rows(server.url, "kb", rows)
+        assert full.status_code == 507, full.text
+        assert "disk is full" in full.json()["detail"]
+        assert count(server.url, "kb") == 5  # nothing of the refused batch
+        values = ", ".join(f"('c{i}', 'third {i}')" for i in range(50))
+        via_sql = httpx.post(f"{server.url}/api/sql/query", timeout=60,
+                             json={"query": f"INSERT INTO kb (id, content) VALUES {values}"}).json()
+        assert via_sql["type"] == "error" and "disk is full" in via_sql["error_message"], via_sql
+        assert count(server.url, "kb") == 5
+        filler.unlink()
+        assert put_rows(server.url, "kb", rows).is_success  # sent again once there is room
+        assert count(server.url, "kb") == 305
+        assert "Traceback" not in server.log_text()
+
+
+def test_a_background_insert_stopped_by_a_full_disk_says_what_it_stored(tmp_path: Path) -> None:
+    """`INSERT ... USING batch_size` stores each batch on its own: when the disk fills in the
+    middle, its error says how many rows are in, and that is what the knowledge base holds."""
+    data = tmp_path / "data"
+    with spawn(data, prefix=small_disk(data, 8, kb_megabytes=1)) as server:
+        create_kb(server.url, "kb")
+        started = sql(server.url, "INSERT INTO kb SELECT id, 'row ' || id || repeat(' words', 300) "
+                                  "AS content FROM (SELECT unnest(range(3000)) AS id) USING batch_size = 50")
+        query_id = started["data"][0][0]
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            answer = sql(server.url, f"SELECT * FROM information_schema.queries WHERE id = {query_id}")
+            row = dict(zip(answer["column_names"], answer["data"][0], strict=True))
+            if row["ERROR"] or row["FINISHED_AT"]:
+                break
+            time.sleep(0.2)
+        assert "disk is full" in (row["ERROR"] or ""), row
+        stored = count(server.url, "kb")
+        assert 0 < stored < 3000 and f"{stored:,} of 3,000 rows stored" in row["ERROR"], (stored, row)
+        assert row["PROCESSED_ROWS"] == stored
         assert "Traceback" not in server.log_text()

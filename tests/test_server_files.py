@@ -4,8 +4,10 @@ reads), MindsDB's titles and codes for what it refuses, and the files in SQL."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
+import socket
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -189,6 +191,39 @@ def test_a_pdf_that_parses_forever_is_stopped_at_its_deadline(
     answer, cpu, _ = cost(server, lambda: upload(client, "slow_pdf", "slow.pdf", raw))
     problem(answer, "Error", "kbsql serve --pdf-timeout")
     assert time.monotonic() - start < 15 and cpu < 1.5, cpu
-    children = Path(f"/proc/{server.process.pid}/task/{server.process.pid}/children").read_text().split()
-    assert children == [], children
+    assert child_processes(server) == []
     assert "slow_pdf" not in [f["name"] for f in client.get("/api/files").json()]
+
+
+def child_processes(server: ServerProcess) -> list[str]:
+    """The server's child processes, whichever of its threads started them."""
+    found = []
+    for task in Path(f"/proc/{server.process.pid}/task").iterdir():
+        with contextlib.suppress(OSError):  # a thread that ended meanwhile
+            found += (task / "children").read_text().split()
+    return found
+
+
+def test_a_client_that_leaves_kills_its_pdf_extraction_at_once(
+        served: tuple[ServerProcess, httpx.Client]) -> None:
+    """The upload of a PDF that parses for long, its client gone a second in: the extraction
+    process is killed then (it used to run on to --pdf-timeout, 6 s here) and nothing is kept."""
+    server, client = served
+    request = client.build_request("PUT", "/api/files/left_pdf", data={"source_type": "file"},
+                                   files={"file": ("left.pdf", io.BytesIO(shared_stream_pdf()))})
+    head = ("PUT /api/files/left_pdf HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            + "".join(f"{k}: {v}\r\n" for k, v in request.headers.items() if k.lower() != "host")
+            + "\r\n").encode()
+    host, port = str(client.base_url).split("//", 1)[1].rstrip("/").rsplit(":", 1)
+    with socket.create_connection((host, int(port))) as raw:
+        raw.sendall(head + request.read())
+        deadline = time.monotonic() + 5
+        while not child_processes(server) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert child_processes(server), "the extraction never started"
+        time.sleep(0.5)
+    left = time.monotonic()
+    while child_processes(server) and time.monotonic() - left < 5:
+        time.sleep(0.05)
+    assert not child_processes(server) and time.monotonic() - left < 2.0, time.monotonic() - left
+    assert "left_pdf" not in [f["name"] for f in client.get("/api/files").json()]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import select
 import socket
 import threading
 import time
@@ -53,9 +54,10 @@ def rss_mb(server: ServerProcess, key: str = "VmRSS") -> float:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    """A 4 s statement deadline and 256 MB for SQL (a 64 KB cap per generated value)."""
+    """A 4 s statement deadline, 256 MB for SQL (a 64 KB cap per generated value) and 24 MB
+    for answers left unread."""
     with spawn(tmp_path_factory.mktemp("isolation"),
-               args=("--statement-timeout", "4", "--sql-memory-mb", "256")) as proc:
+               args=("--statement-timeout", "4", "--sql-memory-mb", "256", "--http-unread-mb", "24")) as proc:
         with_frame(proc.url)
         with kbsql.connect(proc.url) as client:
             client.sql("CREATE KNOWLEDGE_BASE notes USING embedding_model = "
@@ -195,17 +197,41 @@ def test_one_token_gets_a_fair_share_of_the_sql_lane(tmp_path: Path) -> None:
         for thread in hogs:
             thread.join(30)
 
+        # Background inserts: the token's two long ones take one of the two workers (its
+        # share), so the other user's 5-row insert runs at once instead of after them
+        def start(query: str, secret: str) -> int:
+            answer = httpx.post(f"{srv.url}/api/sql/query", json={"query": query}, timeout=30,
+                                headers={"Authorization": f"Bearer {secret}"}).json()
+            return int(answer["data"][0][0])
+
+        made = httpx.post(f"{srv.url}{KBS}", headers=heavy, timeout=30, json={"knowledge_base": {
+            "name": "bulk", "embedding_model": {"provider": "kbsql", "model_name": "hash-64"}}})
+        assert made.status_code == 201, made.text
+        long_ones = [start("INSERT INTO bulk SELECT a.x AS id, 'c' AS content FROM df.n a, df.n b, df.n c "
+                           "WHERE a.x + b.x + c.x = -1 USING batch_size = 10", TOKEN) for _ in range(2)]
+        time.sleep(1.0)
+        small = start("INSERT INTO bulk SELECT x AS id, 'c' AS content FROM df.n WHERE x < 5 "
+                      "USING batch_size = 5", session)
+        waited, row = background_outcome(srv.url, small, within=20, token=session)
+        assert row["FINISHED_AT"] and row["PROCESSED_ROWS"] == 5 and waited < 8, (waited, row)
+        for query_id in long_ones:
+            httpx.post(f"{srv.url}/api/sql/query", json={"query": f"SELECT query_cancel({query_id})"},
+                       headers=heavy, timeout=30)
+
 
 def cpu_s(server: ServerProcess) -> float:
     fields = Path(f"/proc/{server.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def background_outcome(url: str, query_id: int, within: float) -> tuple[float, dict]:
+def background_outcome(url: str, query_id: int, within: float,
+                       token: str | None = None) -> tuple[float, dict]:
     """Seconds until background insert `query_id` ended (an ERROR or FINISHED_AT), and its row."""
     start = time.monotonic()
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
     while True:
-        answer = sql(url, f"SELECT * FROM information_schema.queries WHERE id = {query_id}")
+        answer = httpx.post(f"{url}/api/sql/query", headers=headers, timeout=30, json={
+            "query": f"SELECT * FROM information_schema.queries WHERE id = {query_id}"}).json()
         row = dict(zip(answer["column_names"], answer["data"][0], strict=True))
         if row["ERROR"] or row["FINISHED_AT"] or time.monotonic() - start > within:
             return time.monotonic() - start, row
@@ -229,6 +255,127 @@ def test_background_inserts_keep_the_deadline_and_stop_when_cancelled(server: Se
     time.sleep(2.0)
     assert cpu_s(server) - before < 0.5  # nothing runs on (15 CPU-s in 25 s before)
     assert sql(server.url, "SELECT count(*) FROM notes")["data"] == [[2]]  # nothing stored
+
+
+@contextlib.contextmanager
+def slow_question_writer(seconds: float) -> Iterator[tuple[str, list[float]]]:
+    """An OpenAI-compatible model on loopback that takes `seconds` to write each evaluation
+    question; yields its base URL and the times its calls came."""
+    calls: list[float] = []
+
+    class Slow(BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            calls.append(time.monotonic())
+            time.sleep(seconds)
+            content = json.dumps({"query": "what is it?", "reference_answer": "a note"})
+            data = json.dumps({"choices": [{"message": {"content": content}}]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Slow)
+    httpd.daemon_threads = True
+    threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}/v1", calls
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_evaluate_and_agent_sql_keep_the_statement_deadline(server: ServerProcess) -> None:
+    """EVALUATE asking a slow model 30 questions and `SELECT answer FROM agent` over a model
+    that writes slowly (issue 39: both ran 40 s past a 6 s deadline) answer the deadline's
+    line at 4 s, and no model call is made after it."""
+    with slow_question_writer(1.0) as (base_url, calls):
+        llm = f"{{'provider': 'openai', 'model_name': 'm1', 'base_url': '{base_url}', 'api_key': 'k'}}"
+        start = time.monotonic()
+        answer = sql(server.url, "EVALUATE KNOWLEDGE_BASE notes USING test_table = df.generated, "
+                                 "generate_data = {'from_sql': 'SELECT x AS id, x AS content FROM df.n', "
+                                 f"'count': 30}}, evaluate = false, llm = {llm}")
+        took = time.monotonic() - start
+        assert "time limit (4 s, kbsql serve --statement-timeout)" in answer.get("error_message", ""), answer
+        assert took < 7, took
+        made = len(calls)
+        time.sleep(2.0)
+        assert len(calls) == made < 7  # the questions stopped with the statement
+    with FakeLLM("openai", [text("a slow answer, written word by word " * 8)], delay=0.3) as llm_server:
+        made = httpx.post(f"{server.url}/api/projects/mindsdb/agents", json={"agent": {
+            "name": "writer", "model": {"provider": "openai", "model_name": "m1",
+                                        "base_url": llm_server.base_url, "api_key": "k"}}}, timeout=30)
+        assert made.status_code == 201, made.text
+        start = time.monotonic()
+        answer = sql(server.url, "SELECT answer FROM writer WHERE question = 'hi'")
+        took = time.monotonic() - start
+        assert "time limit (4 s, kbsql serve --statement-timeout)" in answer.get("error_message", ""), answer
+        assert took < 7, took
+        sent = llm_server.events_sent
+        time.sleep(1.0)
+        assert llm_server.events_sent <= sent + 1 and llm_server.finished_streams == 0  # closed
+    before = cpu_s(server)
+    time.sleep(1.0)
+    assert cpu_s(server) - before < 0.3
+
+
+def read_answer(sock: socket.socket) -> tuple[int, int]:
+    """(bytes of the answer's body received, its Content-Length) once it is all in or the
+    server closed the connection."""
+    sock.settimeout(20)
+    data = b""
+    with contextlib.suppress(OSError):
+        while b"\r\n\r\n" not in data:
+            piece = sock.recv(1 << 16)
+            if not piece:
+                break
+            data += piece
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                   if line.lower().startswith(b"content-length:")), -1)
+    got = len(body)
+    with contextlib.suppress(OSError):
+        while got < length:
+            piece = sock.recv(1 << 20)
+            if not piece:
+                break
+            got += len(piece)
+    return got, length
+
+
+def test_answers_nobody_reads_are_bounded_by_bytes(server: ServerProcess) -> None:
+    """Six clients ask for ~13 MB answers and never read them (issue 39: six such clients
+    held their answers for good): past --http-unread-mb 24 the connections that waited
+    longest are closed and their answers freed; the others still get theirs whole."""
+    query = "SELECT a.x, repeat('y', 250) AS p FROM df.n a, df.n b WHERE b.x < 16"  # 48,000 rows
+    body = json.dumps({"query": query}).encode()
+    host, port = server.url.split("//", 1)[1].rsplit(":", 1)
+    clients = []
+    for _ in range(6):
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # takes next to nothing
+        sock.connect((host, int(port)))
+        sock.sendall(b"POST /api/sql/query HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json"
+                     b"\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+        clients.append(sock)
+        time.sleep(0.3)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # every answer written (or its connection closed)
+        if len(select.select(clients, [], [], 0.5)[0]) == len(clients):
+            break
+    time.sleep(1.0)
+    assert sql(server.url, "SELECT 1")["data"] == [[1]]
+    answers = [read_answer(sock) for sock in clients]
+    for sock in clients:
+        sock.close()
+    cut = [got for got, length in answers if got < length or length < 0]
+    assert len(cut) >= 2, answers  # without the bound all six came whole, however late
+    assert any(got == length > 10_000_000 for got, length in answers), answers  # the others: whole
+    assert "--http-unread-mb" in server.log_text()
 
 
 def test_memory_bombs_are_refused_and_the_server_stays_small(server: ServerProcess) -> None:

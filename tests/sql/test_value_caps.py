@@ -32,6 +32,7 @@ BOMBS = [
     "SELECT length(replace(repeat('x', 60000), 'x', repeat('y', 60000)))",
     "SELECT length(regexp_replace(repeat('x', 60000), 'x', repeat('y', 60000), 'g'))",
     "SELECT sum(length(repeat('x', 70000 + x * 0))) FROM df.n",  # each row under 1 MB
+    "SELECT length(repeat('x', 40000) || repeat('y', 40000) || 'z')",  # each part under the cap
 ]
 FINE = {
     "SELECT repeat('ab', 3)": [["ababab"]],
@@ -44,6 +45,10 @@ FINE = {
     "SELECT sum(length(repeat('x', 1000 + x * 0))) FROM df.n": [[5000 * 1000]],
     "SELECT replace('a-b-c', '-', '+'), regexp_replace('abc', '(b)', '<\\1>')": [["a+b+c", "a<b>c"]],
     "SELECT repeat('x', NULL) IS NULL, length(repeat('x', 60000))": [[True, 60000]],
+    "SELECT 'a' || 'b', 'a' || NULL, 1 || 2, list_value(1) || list_value(2, 3)":
+        [["ab", None, "12", [1, 2, 3]]],
+    "SELECT string_agg(CAST(x AS VARCHAR), ',') || '!' FROM df.n WHERE x < 3": [["0,1,2!"]],
+    "SELECT upper(CAST(x AS VARCHAR) || 'a') || 'b' FROM df.n WHERE x < 2": [["0Ab"], ["1Ab"]],
 }
 
 

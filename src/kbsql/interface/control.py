@@ -41,11 +41,14 @@ class Control:
     remove cannot be called after its block ended (a DuckDB cursor back in its pool must
     not be interrupted in its next user's statement)."""
 
-    __slots__ = ("_lock", "_stoppers", "deadline", "limit_note", "reason")
+    __slots__ = ("_lock", "_stoppers", "deadline", "limit_note", "owner", "reason")
 
     def __init__(self, deadline: float | None = None, limit_note: str = ""):
         self.deadline = deadline
         self.limit_note = limit_note  # names the limit in the deadline's message
+        self.owner: str | None = None
+        """Whose work this is (the server's fair-share owner, `lanes.owner_of`): work it
+        starts to run later (a background insert) keeps that user's share."""
         self.reason: str | None = None
         self._lock = threading.Lock()
         self._stoppers: list[Callable[[], None]] = []
@@ -118,3 +121,12 @@ CURRENT: ContextVar[Control | None] = ContextVar("kbsql_control", default=None)
 
 def current() -> Control | None:
     return CURRENT.get()
+
+
+def checkpoint() -> None:
+    """Raise `Stopped` if the work of this context must stop (its deadline passed, its
+    client left, it was cancelled): for loops of slow steps that no watchdog interrupts
+    (EVALUATE's questions, model calls), called between steps."""
+    control = CURRENT.get()
+    if control is not None:
+        control.check()

@@ -152,6 +152,8 @@ class InsufficientStorage(ServiceError):
     status = 507
     default_title = "Insufficient storage"
     problem_type = "urn:kbsql:problem:insufficient-storage"
+    stored: int | None = None
+    """The rows an insert stopped by it kept (its message says so too), None otherwise."""
 
 
 class Busy(ServiceError):

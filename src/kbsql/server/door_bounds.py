@@ -15,6 +15,13 @@ After the login, the MySQL door bounds what a connection may keep between its st
 prepared statements and their long data (`mysql_held`, per connection and for all of them),
 open cursors, an answer the client does not read (`mysql_write_timeout`), and the time it
 may sit idle (`mysql_idle_timeout`: MySQL's own 8 hours would let idle connections pile up).
+
+On HTTP an answer is written whole into the connection's buffer, so a client that asks for
+a big answer and never reads it holds it there for as long as it keeps the connection (six
+such clients of ~31 MB answers held that memory for good). `Unread` bounds the bytes all
+connections together hold in answers waiting for their clients (`http_unread`, counted in
+their send buffers whenever a socket is full): past it the connections that have waited
+longest are closed and their answers freed.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ import ctypes.util
 import gc
 import logging
 import resource
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -117,3 +125,44 @@ def give_back_memory() -> None:
         ctypes.CDLL(name).malloc_trim(0)
     except (OSError, AttributeError):  # not glibc
         pass
+
+
+class Unread:
+    """The answers all HTTP connections hold for clients that are not reading them: a
+    connection whose send buffer is full (`paused`, with a way to measure and to close it)
+    counts its buffered bytes until it drains (`resumed`) or closes. When the total is over
+    `limit`, the connections paused the longest are closed (one log line each) and the
+    memory is given back: a client reading its answer drains within moments, one that
+    never reads is the first to go. The newest is never closed for the bound: one answer
+    larger than it (a result near the result cap) is still delivered."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._paused: OrderedDict[object, tuple[float, Callable[[], int], Callable[[], None]]] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._paused)
+
+    def paused(self, key: object, size: Callable[[], int], close: Callable[[], None]) -> None:
+        if key not in self._paused:
+            self._paused[key] = (time.monotonic(), size, close)
+        self._enforce()
+
+    def resumed(self, key: object) -> None:
+        self._paused.pop(key, None)
+
+    def _enforce(self) -> None:
+        held = {key: size() for key, (_, size, _) in self._paused.items()}
+        total = sum(held.values())
+        if total <= self.limit:
+            return
+        for key in list(self._paused)[:-1]:  # the oldest first; the newest always stays, so
+            if total <= self.limit:              # one answer bigger than the bound still goes out
+                break
+            since, _, close = self._paused.pop(key)
+            total -= held[key]
+            log.warning("HTTP: answers left unread held %.0f MB (--http-unread-mb %.0f); closed the "
+                        "connection that waited longest (%.0f MB, %.0f s)", (total + held[key]) / MB,
+                        self.limit / MB, held[key] / MB, time.monotonic() - since)
+            close()
+        give_back_memory()

@@ -213,6 +213,7 @@ async def controlled(gone: Callable[[], Awaitable[object]], control: Control,
     watcher: list[asyncio.Task[None]] = []
     timer = loop.call_later(WATCH_AFTER_S, lambda: watcher.append(
         loop.create_task(_stop_when_gone(gone, control))))
+    control.owner = owner  # what the call starts for later keeps its owner (background inserts)
     token = CURRENT.set(control)
     try:
         return await lane.run(fn, *args, owner=owner)

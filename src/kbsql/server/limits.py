@@ -29,7 +29,7 @@ from typing import Any
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from kbsql.interface.errors import BadRequest, ServiceError
-from kbsql.server.door_bounds import Pending
+from kbsql.server.door_bounds import Pending, Unread
 from kbsql.server.guard import App, Message, Receive, Scope, Send, send_problem
 
 log = logging.getLogger("kbsql.server")
@@ -40,6 +40,7 @@ DEFAULT_MAX_SQL = 1 * MB
 DEFAULT_TIMEOUT_S = 30.0
 DEFAULT_MAX_HEAD = 64 * 1024
 DEFAULT_MAX_HEADERS = 200
+DEFAULT_MAX_UNREAD = 256 * MB
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,8 @@ class Limits:
     """Bytes of one request head (request line and headers), counted before parsing."""
     max_headers: int = DEFAULT_MAX_HEADERS
     """Header lines of one request head, counted before parsing."""
+    max_unread: int = DEFAULT_MAX_UNREAD
+    """Bytes all connections together may hold in answers their clients do not read."""
 
     @property
     def max_json_values(self) -> int:
@@ -237,12 +240,30 @@ def _refuse_head(transport: asyncio.Transport, max_head: int, max_headers: int) 
     transport.close()
 
 
+class _UnreadBound(HttpToolsProtocol):
+    """uvicorn's httptools protocol counting, in `unread`, what it holds of an answer while
+    its client does not take it (a full socket pauses the writes)."""
+
+    unread = Unread(sys.maxsize)
+
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        self.unread.paused(self, self.transport.get_write_buffer_size, self.transport.abort)
+
+    def resume_writing(self) -> None:
+        self.unread.resumed(self)
+        super().resume_writing()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.unread.resumed(self)
+        super().connection_lost(exc)
+
+
 def head_timeout_protocol(timeout: float, max_head: int = DEFAULT_MAX_HEAD,
-                          max_headers: int = DEFAULT_MAX_HEADERS,
-                          pending: Pending | None = None) -> type[HttpToolsProtocol]:
-    """uvicorn's httptools protocol with a deadline and a size bound for the request head,
-    and (`pending`) a cap on connections whose first head has not arrived: past it the
-    oldest is closed.
+                          max_headers: int = DEFAULT_MAX_HEADERS, pending: Pending | None = None,
+                          unread: Unread | None = None) -> type[HttpToolsProtocol]:
+    """uvicorn's httptools protocol with a deadline and a size bound for the request head, (`pending`) a
+    cap on connections whose first head has not come (past it the oldest is closed), and `_UnreadBound`.
 
     uvicorn times out idle kept-alive connections but not a request whose head never
     completes (slowloris): each such connection would be held forever. The timer runs from
@@ -250,10 +271,11 @@ def head_timeout_protocol(timeout: float, max_head: int = DEFAULT_MAX_HEAD,
     bounds neither the bytes nor the number of headers (uvicorn keeps every one: 15 MB of
     3,000,000 tiny headers grew the server 345 MB before the 401), so the bytes and lines
     of a head are counted as they arrive, before the parser sees them: 431 and close."""
-
     waiting = pending if pending is not None else Pending(sys.maxsize, "HTTP")  # no cap
+    bound = unread if unread is not None else _UnreadBound.unread
 
-    class HeadTimeoutProtocol(HttpToolsProtocol):
+    class HeadTimeoutProtocol(_UnreadBound):
+        unread = bound
         _head_timer: asyncio.TimerHandle | None = None
         _in_head = True
         _head_bytes = 0

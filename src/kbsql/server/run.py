@@ -30,7 +30,7 @@ from kbsql.interface.api import ServiceApi
 from kbsql.server import log_collapse
 from kbsql.server.app import build_app
 from kbsql.server.auth import AuthSettings
-from kbsql.server.door_bounds import DoorBounds, Pending
+from kbsql.server.door_bounds import DoorBounds, Pending, Unread
 from kbsql.server.guard import is_loopback_host
 from kbsql.server.lanes import Lanes
 from kbsql.server.limits import Limits, head_timeout_protocol
@@ -166,7 +166,8 @@ def serve(open_backend: OpenBackend, host: str = "127.0.0.1", port: int = 47334,
     config = uvicorn.Config(app, log_level=log_level, access_log=False,
                             timeout_graceful_shutdown=max(1, round(shutdown_timeout)),
                             http=head_timeout_protocol(limits.timeout, limits.max_head, limits.max_headers,
-                                                       Pending(pending_cap, "HTTP")),
+                                                       Pending(pending_cap, "HTTP"),
+                                                       Unread(limits.max_unread)),
                             backlog=min(2048, pending_cap),  # accepted at once: see door_bounds.py
                             h11_max_incomplete_event_size=64 * 1024,
                             proxy_headers=bool(forwarded_allow_ips),

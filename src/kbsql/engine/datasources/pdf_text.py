@@ -5,7 +5,8 @@ the file's size: a 3 KB PDF of 12 pages sharing one stream of 90,000 text operat
 a server worker busy ~2 CPU-s a page, and a thread cannot be stopped. In a child process
 (`python -m kbsql.engine.datasources.pdf_text`, the PDF on stdin, a JSON list of page
 texts on stdout) it is killed at the deadline, and RLIMIT_CPU stops it even if the parent
-is gone.
+is gone. It is killed at once, too, when the work it serves is stopped (the uploading
+client went away: `interface.control.CURRENT`); it used to go on to the deadline.
 """
 
 from __future__ import annotations
@@ -14,6 +15,10 @@ import json
 import subprocess
 import sys
 from collections.abc import Callable
+from contextlib import nullcontext
+
+from kbsql.interface.control import Stopped
+from kbsql.interface.control import current as current_control
 
 CHILD_MEMORY = 1 << 30  # address space of the child beyond which allocation fails
 
@@ -22,15 +27,25 @@ def page_texts(raw: bytes, seconds: float, max_chars: int,
                refuse: Callable[[str], Exception]) -> list[str]:
     """The text of each page of `raw`; `refuse(line)` makes the error for a PDF that
     cannot be read, is over `max_chars` of text, or takes more than `seconds`."""
-    try:
-        done = subprocess.run([sys.executable, "-m", __name__, str(max_chars), str(int(seconds) + 1)],
-                              input=raw, capture_output=True, timeout=seconds, check=False)
-    except subprocess.TimeoutExpired:  # run() has killed the child
-        raise refuse(f"reading the PDF took more than {seconds:g} s") from None
-    if done.returncode != 0:
-        last = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or ["killed"]
+    control = current_control()
+    with subprocess.Popen([sys.executable, "-m", __name__, str(max_chars), str(int(seconds) + 1)],
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as child:
+        try:
+            with control.stoppable(child.kill) if control is not None else nullcontext():
+                out, err = child.communicate(raw, timeout=seconds)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.communicate()
+            raise refuse(f"reading the PDF took more than {seconds:g} s") from None
+        except BaseException:  # stopped before it began, or interrupted: no child is left
+            child.kill()
+            raise
+    if control is not None and control.stopped:  # killed because its client left
+        raise Stopped(control.reason or "stopped")
+    if child.returncode != 0:
+        last = err.decode("utf-8", "replace").strip().splitlines()[-1:] or ["killed"]
         raise refuse(last[0][:300])
-    texts: list[str] = json.loads(done.stdout)
+    texts: list[str] = json.loads(out)
     return texts
 
 

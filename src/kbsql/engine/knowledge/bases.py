@@ -9,6 +9,7 @@ validate and store the same way.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,8 +17,10 @@ from kbsql.engine import validate
 from kbsql.engine.catalog import Catalog, KbRecord
 from kbsql.engine.knowledge import batch_insert
 from kbsql.engine.knowledge.service import DEFAULT_VECTOR_DATABASE, SHARED_VECTOR_DATABASE, KnowledgeService
-from kbsql.interface.errors import BadRequest, Conflict, Unavailable
+from kbsql.interface.errors import BadRequest, Conflict, InsufficientStorage, Unavailable
 from kbsql.interface.progress import OnProgress
+
+log = logging.getLogger(__name__)
 
 __all__ = ["DEFAULT_VECTOR_DATABASE", "KnowledgeBases"]
 
@@ -95,11 +98,18 @@ class KnowledgeBases:
                progress: OnProgress | None = None) -> tuple[int, KbRecord]:
         """`insert_rows`, answering also the record as stored after it (its new
         `updated_at`), for an answer that shows the knowledge base without reading it back.
-        The REST insert's policy: one transaction, row positions counted across the call."""
+        The REST insert's policy: one transaction, row positions counted across the call.
+        The record is touched inside that transaction, before it commits: a catalog that
+        cannot store it (a full disk) leaves nothing of the insert stored, so its 507 is true
+        (a commit failing after the touch leaves only updated_at moved)."""
         batches, total = self.service.row_batches(rows)
+        touched: list[KbRecord] = []
+
+        def touch() -> None:
+            touched.append(self.catalog.update_knowledge_base(record))
         count = batch_insert.insert(self.service, record, batches, total, batch_insert.Policy.ONE_TRANSACTION,
-                                    progress)
-        return count, self.catalog.update_knowledge_base(record)
+                                    progress, touch)
+        return count, touched[0] if touched else self.catalog.update_knowledge_base(record)
 
     def insert_batches(self, record: KbRecord, batches: Sequence[list[dict[str, Any]]], *,
                        threads: int = 1, skip: bool = False,
@@ -107,12 +117,22 @@ class KnowledgeBases:
                        total_rows: int | None = None) -> int:
         """`INSERT ... USING batch_size, threads, error`: batches embedded `threads` at a time,
         stored in order, one transaction each (knowledge/batch_insert.py)."""
+        total = total_rows if total_rows is not None else sum(len(b) for b in batches)
         try:
-            total = total_rows if total_rows is not None else sum(len(b) for b in batches)
-            return batch_insert.insert(self.service, record, batches, total,
-                                       batch_insert.Policy.per_batch(threads, skip), progress)
-        finally:  # batches stored before a failure are there: the record says so
+            count = batch_insert.insert(self.service, record, batches, total,
+                                        batch_insert.Policy.per_batch(threads, skip), progress)
+        except BaseException:  # batches stored before a failure are there: the record says so,
+            try:  # if it can; its error (a full disk's 507 with the rows kept) is the answer
+                self.catalog.update_knowledge_base(record)
+            except Exception as exc:
+                log.warning("knowledge base %s: updated_at not recorded after a failed insert: %s",
+                            record.name, exc)
+            raise
+        try:
             self.catalog.update_knowledge_base(record)
+        except InsufficientStorage as exc:  # every batch is stored: say so, not "not stored"
+            raise batch_insert.full_insert(f"{record.project_name}.{record.name}", count, count) from exc
+        return count
 
     def delete_rows(self, record: KbRecord, filters: Any) -> int:
         """`DELETE FROM kb WHERE ...`: remove matching rows, then bump the record."""

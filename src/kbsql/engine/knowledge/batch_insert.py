@@ -58,10 +58,10 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from kbsql.engine.catalog import KbRecord, now
-from kbsql.engine.faults import kb_faults
+from kbsql.engine.faults import disk_full, kb_faults
 from kbsql.engine.knowledge.service import Embedded, KnowledgeService
 from kbsql.interface import progress as progress_mod
-from kbsql.interface.errors import Interrupted, KbsqlError
+from kbsql.interface.errors import InsufficientStorage, Interrupted, KbsqlError
 from kbsql.interface.progress import OnProgress, Reporter
 
 log = logging.getLogger(__name__)
@@ -71,20 +71,33 @@ RETRYABLE = (KbsqlError, ValueError)
 """Failures `error = 'skip'` retries row by row (anything else, e.g. Ctrl-C, always stops)."""
 
 
-def interrupted_insert(name: str, stored: int, total: int, *, whole: bool) -> Interrupted:
-    """What Ctrl-C left of an insert into `name`: `stored` of `total` rows. `whole`: the
-    insert was one transaction (all or nothing); else batches were stored one by one."""
+def kept_rows(stored: int, total: int, *, whole: bool) -> str:
+    """What a stopped insert left: `stored` of `total` rows. `whole`: the insert was one
+    transaction (all or nothing); else batches were stored one by one."""
     if whole:
-        kept = ("nothing stored (an insert is stored whole or not at all)" if not stored else
-                f"all {stored:,} rows were stored (Ctrl-C came as they were committed)")
-    elif not stored:
-        kept = "nothing stored"
-    elif stored < total:
-        kept = (f"{stored:,} of {total:,} rows stored (each batch is stored on its own; run the "
+        return ("nothing stored (an insert is stored whole or not at all)" if not stored else
+                f"all {stored:,} rows were stored (it stopped as they were committed)")
+    if not stored:
+        return "nothing stored"
+    if stored < total:
+        return (f"{stored:,} of {total:,} rows stored (each batch is stored on its own; run the "
                 "INSERT again with USING kb_skip_existing = true to add the rest)")
-    else:
-        kept = f"all {stored:,} rows were stored"
-    return Interrupted(f"insert into {name}: {kept}", stored=stored)
+    return f"all {stored:,} rows were stored"
+
+
+def interrupted_insert(name: str, stored: int, total: int, *, whole: bool) -> Interrupted:
+    """What Ctrl-C left of an insert into `name` (`kept_rows`)."""
+    return Interrupted(f"insert into {name}: {kept_rows(stored, total, whole=whole)}", stored=stored)
+
+
+def full_insert(name: str, stored: int, total: int) -> InsufficientStorage:
+    """A full disk stopped an insert whose batches are stored one by one: the 507 says
+    exactly which rows are in (the batches before the one refused), never just "not
+    stored" while earlier batches are."""
+    error = InsufficientStorage(f"The disk is full: insert into {name}: "
+                                f"{kept_rows(stored, total, whole=False)}. Free some space on the server")
+    error.stored = stored  # information_schema.queries counts them
+    return error
 
 
 @dataclass(frozen=True)
@@ -134,19 +147,32 @@ class _Tally:
 
 @kb_faults  # the one transaction commits here: a full disk at COMMIT is a 507, not a fault
 def insert(service: KnowledgeService, record: KbRecord, batches: Iterable[list[dict[str, Any]]],
-           total_rows: int, policy: Policy, progress: OnProgress | None = None) -> int:
+           total_rows: int, policy: Policy, progress: OnProgress | None = None,
+           before_commit: Callable[[], Any] | None = None) -> int:
     """Insert `batches` (lists of row dicts, `total_rows` in all) as the module docstring
     describes; returns the rows stored. Each batch is read once, when its turn to embed
     comes (an iterable that builds batches on access holds only those in flight). Ctrl-C
     raises `Interrupted` saying what was kept: in one transaction nothing (all, when it came
-    as the transaction committed), per batch the batches committed before it."""
+    as the transaction committed), per batch the batches committed before it; a full disk
+    per batch raises the 507 of `full_insert`.
+
+    `before_commit` (one transaction only) runs after the last batch is written, before the
+    transaction commits: the caller's bookkeeping elsewhere (the catalog's updated_at). If
+    it fails, nothing of the insert is stored; it ran after the chunks committed and a full
+    catalog disk answered 507 "not stored" with every row stored."""
     if total_rows == 0:
         return 0
     if policy.skip and policy.one_transaction:
         raise ValueError("error = 'skip' retries rows in transactions of their own")
+    if before_commit is not None and not policy.one_transaction:
+        raise ValueError("before_commit is for an insert in one transaction")
     tally = _Tally()
     try:
-        return _insert(service, record, batches, total_rows, policy, progress, tally)
+        return _insert(service, record, batches, total_rows, policy, progress, tally, before_commit)
+    except Exception as exc:
+        if policy.one_transaction or not (disk_full(exc) or isinstance(exc, InsufficientStorage)):
+            raise
+        raise full_insert(f"{record.project_name}.{record.name}", tally.stored, total_rows) from exc
     except KeyboardInterrupt as exc:
         if policy.one_transaction:
             stored = tally.stored if tally.committing else 0
@@ -156,7 +182,8 @@ def insert(service: KnowledgeService, record: KbRecord, batches: Iterable[list[d
 
 
 def _insert(service: KnowledgeService, record: KbRecord, batches: Iterable[list[dict[str, Any]]],
-            total_rows: int, policy: Policy, progress: OnProgress | None, tally: _Tally) -> int:
+            total_rows: int, policy: Policy, progress: OnProgress | None, tally: _Tally,
+            before_commit: Callable[[], Any] | None) -> int:
     lock = threading.Lock()
     caller = threading.get_ident()
     with Reporter(progress, f"insert into {record.name}", total_rows,
@@ -193,6 +220,8 @@ def _insert(service: KnowledgeService, record: KbRecord, batches: Iterable[list[
                     with lock:
                         embedded = sum(tally.embedded.values())
                     report.update(progress_mod.STORING, embedded, committed)
+            if before_commit is not None:
+                before_commit()
             tally.committing = True
         report.update(progress_mod.STORING, total_rows, committed)  # committed
     _log(record, tally, total_rows)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import logging
 import os
 import socket
 import uuid
@@ -27,7 +28,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from kbsql.engine.catalog import TIMESTAMP_FORMAT, Catalog, now
-from kbsql.interface.errors import SqlError
+from kbsql.interface.errors import InsufficientStorage, SqlError
+
+log = logging.getLogger(__name__)
 
 COLUMNS = ["ID", "STARTED_AT", "FINISHED_AT", "PROCESSED_ROWS", "ERROR", "SQL", "DATABASE", "PARAMETERS",
            "CONTEXT", "UPDATED_AT"]
@@ -162,7 +165,12 @@ class QueryLog:
     @contextmanager
     def track(self, sql: str, database: str, parameters: dict[str, Any] | None = None,
               kb_id: int | None = None) -> Iterator[dict[str, Any]]:
-        """Record one statement run inline; the caller sets `row["PROCESSED_ROWS"]`."""
+        """Record one statement run inline; the caller sets `row["PROCESSED_ROWS"]`.
+
+        The statement's own answer wins over its record here: a failure it raises is raised
+        even when recording it fails too (a full disk refuses both), and a statement done
+        whose finish cannot be recorded answers a 507 that says what it did, never one that
+        reads as "nothing stored"."""
         record = self.create(sql, database, parameters, kb_id, started=True)
         row: dict[str, Any] = {"ID": record.id, "PROCESSED_ROWS": 0}
         try:
@@ -170,9 +178,20 @@ class QueryLog:
         except BaseException as exc:
             stored = getattr(exc, "stored", None)  # an interrupted insert says what it kept
             processed = stored if isinstance(stored, int) else row["PROCESSED_ROWS"]
-            self._update(record.id, error=first_line(exc), processed_rows=processed)
+            try:
+                self._update(record.id, error=first_line(exc), processed_rows=processed)
+            except Exception as logged:
+                log.warning("query %s: its error was not recorded: %s", record.id, logged)
             raise
-        self.finish(record.id, row["PROCESSED_ROWS"])
+        try:
+            self.finish(record.id, row["PROCESSED_ROWS"])
+        except InsufficientStorage as exc:
+            error = InsufficientStorage(
+                f"The disk is full: the statement was done ({row['PROCESSED_ROWS']:,} rows stored), but "
+                f"information_schema.queries could not record it (query {record.id} shows it running). "
+                "Free some space on the server")
+            error.stored = row["PROCESSED_ROWS"]
+            raise error from exc
 
     # reads -------------------------------------------------------------------------------
     def get(self, query_id: Any) -> QueryRecord:

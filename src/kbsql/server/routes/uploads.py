@@ -24,9 +24,12 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from kbsql.interface.api import FileTables, UploadedFiles
+from kbsql.interface.control import Control
 from kbsql.interface.errors import BadRequest, Conflict, NotFound
+from kbsql.server.lanes import controlled, owner_key
 from kbsql.server.routes.common import (
     capability,
+    disconnected,
     endpoint,
     json_response,
     lanes_of,
@@ -76,9 +79,13 @@ async def _upload_form(request: Request, name: str) -> Response:
     if PurePath(table).suffix:
         raise _error("Error", "File name cannot contain extension.")
     max_table = request.app.state.limits.max_upload_table
-    try:
-        await lanes_of(request).sql.run(lambda: api.upload_file(table, raw, filename, source_file=fields.get(
-            "original_file_name") or filename, max_table_bytes=max_table))
+    def store() -> None:
+        api.upload_file(table, raw, filename, source_file=fields.get("original_file_name") or filename,
+                        max_table_bytes=max_table)
+
+    try:  # a client that goes away stops its upload (a PDF's extraction process is killed)
+        await controlled(lambda: disconnected(request), Control(), store, lane=lanes_of(request).sql,
+                         owner=owner_key(request.scope["headers"]))
     except Conflict:
         raise _error("File already exists", f"File with name '{table}' already exists") from None
     return json_response("")

@@ -18,6 +18,12 @@ count is exact; MindsDB's `WHERE track > last` would instead skip the rest of su
 Without a tracked column, a query that stored some rows cannot resume (MindsDB: "Can't
 resume query without track_column").
 
+Fair share: an insert belongs to the credential that started it (`Control.owner`, the lanes'
+owner on both doors), and one owner runs at most half the pool at once (rounded up: 1 of
+the default 2); its further inserts wait while another user's take the free worker, where
+two long inserts of one token used to hold another user's 5-row insert queued 25 s and
+more. A freed worker goes to the longest-waiting insert whose owner is under its share.
+
 Bounds: a run holds its own `Control` (interface/control.py), so its SELECT and its batches
 stop like a statement's. The SELECT runs under the statement deadline (`--statement-timeout`),
 and so does each batch (the deadline is renewed when a batch is stored: a long insert of
@@ -93,10 +99,15 @@ class BackgroundInserts:
     def __init__(self, session: SqlSession, workers: int = DEFAULT_WORKERS):
         self.session = session
         self.queries: QueryLog = session.queries
-        self.pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="kbsql-insert")
+        self.workers = max(1, workers)
+        self.share = -(-self.workers // 2)
+        """Inserts one owner may run at once (see the module docstring)."""
+        self.pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="kbsql-insert")
         self._lock = threading.Lock()
         self._running: dict[int, tuple[Future[None], threading.Event]] = {}
         self._controls: dict[int, Control] = {}
+        self._waiting: list[_Job] = []  # submitted, not yet given a worker (oldest first)
+        self._held: dict[str | None, int] = {}  # owner -> inserts running
         self._closed = False
 
     # statements ------------------------------------------------------------------------------
@@ -143,15 +154,44 @@ class BackgroundInserts:
 
     # the pool --------------------------------------------------------------------------------
     def _submit(self, query_id: int) -> None:
-        stop = threading.Event()
+        """Queue the insert for a worker under its owner's share (the credential of the
+        request that started or resumed it: `Control.owner`)."""
+        request = CURRENT.get()
+        job = _Job(query_id, request.owner if request is not None else None)
         with self._lock:
             if self._closed:
                 raise SqlError("The engine is stopping: no new background insert")
             if query_id in self._running:
                 raise SqlError(f"The query {query_id} is running already")
-            control = self._controls[query_id] = Control()
-            future = self.pool.submit(self._run, query_id, stop, control)
-            self._running[query_id] = (future, stop)
+            self._controls[query_id] = job.control
+            self._running[query_id] = (job.done, job.stop)
+            self._waiting.append(job)
+            self._dispatch()
+
+    def _dispatch(self) -> None:
+        """Give free workers to the oldest waiting inserts whose owner is under its share
+        (lock held). No owner (no credential: an embedded engine, a server without
+        authentication) has no share, as in the lanes."""
+        for job in list(self._waiting):
+            if sum(self._held.values()) >= self.workers:
+                return
+            if job.owner is not None and self._held.get(job.owner, 0) >= self.share:
+                continue
+            self._waiting.remove(job)
+            self._held[job.owner] = self._held.get(job.owner, 0) + 1
+            self.pool.submit(self._work, job)
+
+    def _work(self, job: _Job) -> None:
+        try:
+            self._run(job.query_id, job.stop, job.control)
+        finally:
+            with self._lock:
+                self._held[job.owner] -= 1
+                if not self._held[job.owner]:
+                    del self._held[job.owner]
+                if not self._closed:
+                    self._dispatch()
+            job.done.set_result(None)
 
     def running(self) -> list[int]:
         with self._lock:
@@ -162,7 +202,14 @@ class BackgroundInserts:
         stopped, for query_resume), then the pool."""
         with self._lock:
             self._closed = True
+            waiting, self._waiting = self._waiting, []
+            for job in waiting:  # never started: recorded as stopped, for query_resume
+                self._running.pop(job.query_id, None)
+                self._controls.pop(job.query_id, None)
             running = list(self._running.items())
+        for job in waiting:
+            self.queries.fail(job.query_id, STOPPED.format(id=job.query_id))
+            job.done.set_result(None)
         for query_id, (_, stop) in running:
             stop.set()
             control = self._controls.get(query_id)
@@ -216,6 +263,16 @@ class BackgroundInserts:
                 control.deadline = time.monotonic() + seconds
                 control.limit_note = f"{seconds:g} s, {settings.timeout_note}"
         return renew
+
+
+class _Job:
+    """One insert given to the pool: whose it is, how to stop it, and when it is done."""
+
+    def __init__(self, query_id: int, owner: str | None):
+        self.query_id, self.owner = query_id, owner
+        self.stop = threading.Event()
+        self.control = Control()
+        self.done: Future[None] = Future()
 
 
 def _probe(session: SqlSession, statement: ast.Insert, ctx: dict[str, Any]) -> pd.DataFrame:

@@ -14,9 +14,14 @@ the size depends on the argument types) created once on the database, and the re
 runs on the query tree before DuckDB sees it, so a cached plan carries its checks.
 
 What is covered: repeat, lpad/rpad, printf/format widths, range/generate_series as values,
-list_resize/array_resize, bar, and replace/regexp_replace whose replacement multiplies the
-text. The statement watchdog (`watchdog.py`) stops a statement whose process grows past the
-limit some other way, between two vectors.
+list_resize/array_resize, bar, replace/regexp_replace whose replacement multiplies the
+text, and `||` chains (each operand may be a capped value: `x || repeat('y', 60000) || ...`
+four times over 3,000 rows grew a 256 MB server by 1.2 GB before the watchdog stopped it).
+A chain is checked once, on the sum of its operands' sizes, before it is built; its
+operands are evaluated once (bound to a lambda's struct, never copied into the check).
+`string_agg` and `list` need nothing here: DuckDB counts their states in its limit. The
+statement watchdog (`watchdog.py`) stops a statement whose process grows past the limit
+some other way, between two vectors.
 """
 
 from __future__ import annotations
@@ -65,6 +70,9 @@ def _call(name: str, *args: exp.Expression) -> exp.Expression:
 def cap_values(tree: exp.Expression, cap: int) -> None:
     """Put the checks into `tree` (in place) for every covered call."""
     limit = exp.Literal.number(cap)
+    for chain in list(tree.find_all(exp.DPipe)):
+        if not isinstance(chain.parent, exp.DPipe):  # the top of `a || b || c`
+            _cap_chain(chain, limit)
     for node in list(tree.find_all(exp.Func)):
         name = (node.name if isinstance(node, exp.Anonymous) else node.sql_name()).lower()
         what = exp.Literal.string(name)
@@ -140,3 +148,29 @@ def _cap_replace(node: exp.Expression, limit: exp.Expression, what: exp.Expressi
                 lengths, exp.Literal.number(0)]))), expression=rlen)
     text.replace(_call("__kbsql_replaced", text.copy(), grow, limit, what))
 
+
+def _operands(chain: exp.Expression) -> list[exp.Expression]:
+    if isinstance(chain, exp.DPipe):
+        return [*_operands(chain.this), *_operands(chain.expression)]
+    return [chain]
+
+
+def _cap_chain(chain: exp.DPipe, limit: exp.Expression) -> None:
+    """`a || b || c` as `list_extract(list_transform([{'p0': a, 'p1': b, 'p2': c}], s -> check(
+    s.p0 || s.p1 || s.p2, size(s.p0) + size(s.p1) + size(s.p2))), 1)`: each operand keeps its type
+    (strings, lists and blobs concatenate as before) and is evaluated once, outside the
+    lambda (aggregates and window functions may be operands)."""
+    operands = _operands(chain)
+    names = [f"__kbsql_p{i}" for i in range(len(operands))]
+    packed = exp.Struct(expressions=[exp.PropertyEQ(this=exp.to_identifier(name), expression=operand.pop())
+                                     for name, operand in zip(names, operands, strict=True)])
+    fields = [exp.Dot(this=exp.column("__kbsql_s"), expression=exp.to_identifier(n)) for n in names]
+    joined: exp.Expression = fields[0]
+    grow: exp.Expression = _call("__kbsql_size", fields[0].copy())
+    for field in fields[1:]:
+        joined = exp.DPipe(this=joined, expression=field, safe=True)
+        grow = exp.Add(this=grow, expression=_call("__kbsql_size", field.copy()))
+    body = _call("__kbsql_replaced", joined, grow, limit.copy(), exp.Literal.string("||"))
+    mapped = exp.Anonymous(this="list_transform", expressions=[
+        exp.Array(expressions=[packed]), exp.Lambda(this=body, expressions=[exp.to_identifier("__kbsql_s")])])
+    chain.replace(_call("list_extract", mapped, exp.Literal.number(1)))
