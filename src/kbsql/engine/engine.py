@@ -36,6 +36,8 @@ from kbsql.engine.datasources.frame_store import FrameStore
 from kbsql.engine.datasources.registry import data_source_engines
 from kbsql.engine.datasources.upload_formats import read_pages
 from kbsql.engine.datasources.upload_store import UploadStore
+from kbsql.engine.jobs.job_store import JobStore
+from kbsql.engine.jobs.scheduler import JobScheduler
 from kbsql.engine.knowledge.bases import DEFAULT_VECTOR_DATABASE, KnowledgeBases
 from kbsql.engine.knowledge.service import KnowledgeService
 from kbsql.engine.knowledge.storage import StorageBackend
@@ -117,6 +119,12 @@ class Engine(FileTables, UploadedFiles, Databases, KnowledgeBaseEditing, Knowled
                                self._sql_settings(), self.datasources)
         sql_port.target = self.sql  # the mutual recursion, closed here and only here
         self._closed = threading.Event()
+        # jobs (CREATE JOB) run here, in this process's own thread: a notebook kernel's or
+        # `kbsql serve`'s; with several servers the catalog gives each run to one of them
+        self.jobs = JobScheduler(JobStore(self.catalog), self.sql, self.config.jobs_poll_s or 0.0,
+                                 self.config.jobs_time_scale)
+        if self.config.jobs_poll_s and not self.config.read_only:
+            self.jobs.start()
 
     def _sql_settings(self) -> DuckSettings:
         """The SQL engine's bounds from the config; spills go to data_dir/tmp."""
@@ -156,6 +164,7 @@ class Engine(FileTables, UploadedFiles, Databases, KnowledgeBaseEditing, Knowled
     def close(self) -> None:
         if not self._closed.is_set():
             self._closed.set()
+            self.jobs.close()
             self.sql.close()
             self.knowledge.close(self._knowledge_base_ids())
             self.models.close()

@@ -148,6 +148,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("background_inserts", int, 2, "INSERT ... SELECT ... USING batch_size statements "
             "running at once in the background; more wait their turn", "--background-inserts",
             metavar="N"),
+    Setting("jobs_poll_s", float, 5.0, "seconds between two looks for due job runs (CREATE JOB); 0: "
+            "this process runs no jobs ('kbsql jobs run' from cron does)", "--jobs-poll-s",
+            positive=False, metavar="SECONDS"),
+    Setting("jobs_time_scale", float, 1.0, "for tests: every job period (EVERY) is multiplied by it "
+            "(1/60: a minute lasts a second)"),
     Setting("agent_max_iterations", int, 12, "tool calls one agent run may make"),
     Setting("agent_wall_time_s", float, 300.0, "seconds one agent run may take (an agent's "
             "params.timeout shortens its own)"),

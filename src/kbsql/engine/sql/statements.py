@@ -21,8 +21,10 @@ from mindsdb_sql_parser import ast
 from mindsdb_sql_parser.ast.mindsdb import (
     AlterDatabase,
     AlterKnowledgeBase,
+    CreateJob,
     CreateKnowledgeBase,
     CreateKnowledgeBaseIndex,
+    DropJob,
     DropKnowledgeBase,
     DropKnowledgeBaseIndex,
 )
@@ -31,7 +33,7 @@ from mindsdb_sql_parser.ast.mindsdb.create_database import CreateDatabase
 from mindsdb_sql_parser.ast.mindsdb.knowledge_base import EvaluateKnowledgeBase
 
 from kbsql.engine.sql.agent import agent_statements
-from kbsql.engine.sql.databases import builtin_tables, database_ops, database_statements
+from kbsql.engine.sql.databases import builtin_tables, database_ops, database_statements, job_statements
 from kbsql.engine.sql.kb import kb_index, kb_rows, kb_statements
 from kbsql.engine.sql.tables.select import select_tables
 
@@ -92,6 +94,10 @@ HANDLERS: dict[Kind, Handler] = {
     kind(ast.Insert): builtin_tables.insert_or_refuse,  # files.x appends; others refused
     kind(ast.Update): database_statements.refuse_write,
     kind(ast.Delete): database_statements.refuse_write,
+    # jobs (sql/databases/job_statements.py; run by engine/jobs/)
+    kind(CreateJob): job_statements.create_job,
+    kind(DropJob): job_statements.drop_job,
+    kind(ast.Show, "JOBS"): job_statements.show_jobs,
     # SELECT over tables (sql/tables/)
     kind(ast.Select): select_tables,
     kind(ast.Union): select_tables,

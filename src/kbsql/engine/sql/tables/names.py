@@ -34,7 +34,8 @@ RESERVED = frozenset({INFORMATION_SCHEMA, FRAMES_SOURCE, UPLOADS_SOURCE})
 
 @dataclass
 class Resolved:
-    """kind: 'data' (a data source table, `scan` set), 'kb' (`record` set), 'agent' or 'info'."""
+    """kind: 'data' (a data source table, `scan` set), 'kb' (`record` set), 'agent', 'info' or
+    'jobs' (`<project>.jobs`, `log.jobs_history`)."""
 
     kind: str
     database: str
@@ -89,6 +90,8 @@ def resolve(session: SqlSession, parts: list[str], current: str) -> Resolved:
     name = ".".join(rest)
     if database.lower() == INFORMATION_SCHEMA:
         return Resolved("info", INFORMATION_SCHEMA, rest[-1].lower())
+    if database.lower() == "log" and [r.lower() for r in rest] == ["jobs_history"]:
+        return Resolved("jobs", "log", "jobs_history")  # MindsDB's log of job runs
     catalog = session.catalog
     is_project = True
     if len(rest) == 1:  # the common case first: one read of the project, one of the KB
@@ -107,6 +110,8 @@ def resolve(session: SqlSession, parts: list[str], current: str) -> Resolved:
             return Resolved("agent", project, catalog.agent(project, rest[0]).name)
         except NotFound:
             pass
+        if rest[0].lower() == "jobs":  # the project's jobs (job_tables.py)
+            return Resolved("jobs", project, "jobs")
         known = [*(kb.name for kb in catalog.knowledge_bases(project)),
                  *(a.name for a in catalog.agents(project))]
         hint = did_you_mean(name, known) or (" (a table of a data source is named <data_source>.<table>)"
