@@ -90,12 +90,14 @@ CREATE TABLE IF NOT EXISTS jobs_history (
     job_id INTEGER NOT NULL,
     name TEXT NOT NULL,
     project TEXT NOT NULL,
+    due_at TEXT,
     run_start TEXT NOT NULL,
     run_end TEXT,
     error TEXT,
     query TEXT,
     owner TEXT
 );
+CREATE UNIQUE INDEX IF NOT EXISTS jobs_history_due ON jobs_history (job_id, due_at);
 CREATE TABLE IF NOT EXISTS jobs_last (
     job_id INTEGER NOT NULL,
     cond_key TEXT NOT NULL,

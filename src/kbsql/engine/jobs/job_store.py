@@ -124,9 +124,9 @@ class JobStore:
             else:
                 db.execute("UPDATE jobs SET next_run_at = ? WHERE id = ?", (stamp(next_run_at), job.id))
             history_id = int(db.execute(
-                "INSERT INTO jobs_history (job_id, name, project, run_start, owner)"
-                " VALUES (?, ?, ?, ?, ?) RETURNING id",
-                (job.id, job.name, job.project, stamp(utcnow()), self.owner)).fetchone()[0])
+                "INSERT INTO jobs_history (job_id, name, project, due_at, run_start, owner)"
+                " VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
+                (job.id, job.name, job.project, job.next_run_at, stamp(utcnow()), self.owner)).fetchone()[0])
             if self.shared:  # held past COMMIT, until `finish`; lost with the connection
                 db.execute("SELECT pg_advisory_lock(?)", (run_lock(history_id),))
         return history_id

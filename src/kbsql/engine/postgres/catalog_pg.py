@@ -89,7 +89,8 @@ MIGRATIONS: list[str] = [
     CREATE UNIQUE INDEX jobs_name ON {SCHEMA}.jobs (project_id, lower(name));
     CREATE TABLE {SCHEMA}.jobs_history (
         id bigserial PRIMARY KEY, job_id bigint NOT NULL, name text NOT NULL, project text NOT NULL,
-        run_start text NOT NULL, run_end text, error text, query text, owner text);
+        due_at text, run_start text NOT NULL, run_end text, error text, query text, owner text);
+    CREATE UNIQUE INDEX jobs_history_due ON {SCHEMA}.jobs_history (job_id, due_at);
     CREATE TABLE {SCHEMA}.jobs_last (
         job_id bigint NOT NULL, cond_key text NOT NULL, value text NOT NULL,
         PRIMARY KEY (job_id, cond_key));
