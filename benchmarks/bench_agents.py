@@ -9,7 +9,14 @@ baseline) is the agent's own overhead. Embedded (in-process) numbers are reporte
 The knowledge base uses the hash embedder (`kbsql`/`hash-256`) so the numbers measure the
 agent, not the embedding model.
 
-Usage: python benchmarks/bench_agents.py [--chunks 10000] [--repeat 20]
+`first_token`: a scripted streaming OpenAI-compatible model on loopback (tests/agents/fakes.py,
+one event every `--token-delay` seconds) answers; the `%agent` panel (`AgentStreamPanel`) is fed
+the stream of the in-process client and of the HTTP client, and the time its answer first
+shows text is compared with the moment the model sent its first text event. Target: within
+50 ms (`lag_ms`, median and worst). `model_total_ms` is how long the model took to write the
+whole answer, the wait a panel that showed text only at the end would impose.
+
+Usage: python benchmarks/bench_agents.py [--chunks 10000] [--repeat 20] [--token-delay 0.05]
 Prints JSON and writes benchmarks/results/agents.json.
 """
 
@@ -18,17 +25,26 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 from report import write_report  # benchmarks/report.py (the script's folder is on sys.path)
 
+import kbsql
 from kbsql.engine import Engine
 from kbsql.server.process import spawn
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' scripted model server
+from tests.agents.fakes import FakeLLM, text
+
 TARGET_FIRST_CHUNK_MS = 20.0
+TARGET_FIRST_TOKEN_LAG_MS = 50.0
+ANSWER = ("Pump 4321 needs new oil every ninety days; the manual also asks for a seal check "
+          "at each change, and a pressure test once a year.")
 QUESTION = "How often does pump 4321 need new oil?"
 WORDS = "pump valve fan boiler seal oil bearing motor filter pressure flow rpm".split()
 
@@ -61,6 +77,57 @@ def timed_stream(client: httpx.Client, url: str) -> tuple[float, float, list[dic
     return first * 1000, (time.perf_counter() - t0) * 1000, chunks
 
 
+def panel_first_token(client: Any, agent: str, fake: FakeLLM) -> tuple[float, float]:
+    """Feed one answer's stream to the `%agent` panel: (ms from the model's first text event
+    to the panel's answer first showing text, ms the model took from request to last event)."""
+    from kbsql.notebook.widgets import AgentStreamPanel
+
+    shown: list[float] = []
+    panel = AgentStreamPanel(question="How often?", agent=agent)
+
+    def on_answer(change: dict[str, Any]) -> None:
+        if not shown and ANSWER[:4] in change["new"]:  # the answer's first token is on screen
+            shown.append(time.perf_counter())
+
+    panel.answer.observe(on_answer, names="value")
+    fake.first_text_at = None
+    t0 = time.perf_counter()
+    panel.consume(client.agents.stream(agent, "How often?"))
+    assert panel.state.answer == ANSWER, panel.state.answer
+    assert fake.first_text_at is not None and shown
+    return (shown[0] - fake.first_text_at) * 1000, (time.perf_counter() - t0) * 1000
+
+
+def first_token(data_dir: Path, repeat: int, delay: float) -> dict[str, Any]:
+    """Time to first token in the panel, embedded and over HTTP, against the model's own."""
+    out: dict[str, Any] = {"model": "scripted OpenAI-compatible server on loopback",
+                           "token_delay_s": delay, "target_lag_ms": TARGET_FIRST_TOKEN_LAG_MS}
+    with FakeLLM("openai", [text(ANSWER)] * (2 * repeat + 2), delay=delay) as fake:
+        model = {"provider": "openai", "model_name": "m1", "base_url": fake.base_url}
+        with Engine(data_dir) as engine:
+            engine.create_agent("mindsdb", {"name": "writer", "model": model})
+        doors = {"embedded": lambda: kbsql.connect(data_dir=data_dir, progress=None)}
+        server = spawn(data_dir)
+        doors["http"] = lambda: kbsql.connect(server.url, progress=None)
+        try:
+            for door, connect in doors.items():
+                client = connect()
+                try:
+                    panel_first_token(client, "writer", fake)  # warm-up
+                    runs = [panel_first_token(client, "writer", fake) for _ in range(repeat)]
+                finally:
+                    client.close()
+                lags = [lag for lag, _ in runs]
+                out[door] = {"lag_ms": median(lags), "worst_lag_ms": round(max(lags), 3),
+                             "model_total_ms": median([total for _, total in runs])}
+        finally:
+            server.stop()
+    worst = max(out[d]["worst_lag_ms"] for d in doors)
+    out["ratio"] = round(max(out[d]["lag_ms"] for d in doors) / TARGET_FIRST_TOKEN_LAG_MS, 3)
+    out["ok"] = worst <= TARGET_FIRST_TOKEN_LAG_MS
+    return out
+
+
 def median(values: list[float]) -> float:
     return round(statistics.median(values), 3)
 
@@ -69,6 +136,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--chunks", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--token-delay", type=float, default=0.05,
+                        help="seconds between the scripted model's stream events")
     args = parser.parse_args()
     data_dir = Path(tempfile.mkdtemp(prefix="bench-agents-"))
     build_s = build(data_dir, args.chunks)
@@ -118,6 +187,8 @@ def main() -> None:
         "kinds": [c.get("type") or next(k for k in ("actions", "steps", "output") if k in c)
                   for c in chunks],
         "answer": chunks[-2].get("output", "")[:200] if len(chunks) > 1 else "",
+        "first_token": first_token(Path(tempfile.mkdtemp(prefix="bench-tokens-")),
+                                   max(3, args.repeat // 2), args.token_delay),
     }
     write_report("agents", result)
 

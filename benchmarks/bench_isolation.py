@@ -8,12 +8,18 @@ the same server, in the same run, in alternating phases:
 - load: the same four while 2 heavy statements (a three-way cross join of a registered
   frame, each stopped by the `timeout` it asks for, then sent again) and 20 slow model
   calls (agent completions against a scripted OpenAI-compatible server on loopback that
-  holds every chat call `--model-delay` seconds) run from other clients.
+  holds every chat call `--model-delay` seconds) run from other clients, one client
+  uploads bombs in a loop (issue 39: a 3.5 KB xlsx whose shared string fills 150 cells, a
+  zip of 70 MB of CSV, a tar.gz of zeros, a PDF whose pages parse for seconds), each
+  refused by an upload bound (`--upload-bombs 0` leaves them out), and
+  `--mysql-idlers` connections to the MySQL door that never answer its greeting (each
+  reopened when the server closes it: the pre-auth cap, `--max-pending-connections`).
 
 Figures: p50 and p99 of each kind per phase; targets: the p99 under load <= 5x the idle
 p99 and <= 50 ms. Server defaults throughout (the flags a user does not set).
 
 Usage: python benchmarks/bench_isolation.py [--rounds 3] [--calls 150] [--model-delay 20] [--docs 150]
+       [--mysql-idlers 600]
 Prints JSON and writes benchmarks/results/isolation.json.
 """
 
@@ -22,11 +28,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import socket
 import statistics
+import sys
 import tempfile
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -35,6 +44,10 @@ from report import write_report  # benchmarks/report.py (the script's folder is 
 
 import kbsql
 from kbsql.server.process import spawn
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/files/bombs.py
+
+from tests.files.bombs import gzipped_zeros, shared_stream_pdf, shared_string_workbook, zipped_csv
 
 CLIENTS = 4
 HEAVY = 2
@@ -145,14 +158,20 @@ def measure(url: str, calls: int) -> dict[str, list[float]]:
 class Load:
     """The heavy statements and slow model calls, looping until `stop`."""
 
-    def __init__(self, url: str, heavy_timeout: float):
+    def __init__(self, url: str, heavy_timeout: float, upload_bombs: int = 1,
+                 mysql_port: int | None = None, idlers: int = 0):
         self.url = url
+        self.mysql_port = mysql_port
         self.heavy_timeout = heavy_timeout
         self.stop = threading.Event()
         self.answers: dict[str, int] = {}
         self.lock = threading.Lock()
         self.threads = [threading.Thread(target=self._heavy, daemon=True) for _ in range(HEAVY)]
         self.threads += [threading.Thread(target=self._model, daemon=True) for _ in range(MODEL_CALLS)]
+        self.threads += [threading.Thread(target=self._bombs, daemon=True) for _ in range(upload_bombs)]
+        if mysql_port is not None and idlers:
+            self.threads += [threading.Thread(target=self._idlers, args=(idlers // 4,), daemon=True)
+                             for _ in range(4)]
 
     def _count(self, what: str) -> None:
         with self.lock:
@@ -180,6 +199,37 @@ class Load:
                 if answer.status_code == 503:
                     time.sleep(float(answer.headers.get("Retry-After", "1")))
 
+    def _bombs(self) -> None:
+        bombs = [("sheet.xlsx", shared_string_workbook()), ("big.zip", zipped_csv(70)),
+                 ("zeros.tar.gz", gzipped_zeros(80)), ("slow.pdf", shared_stream_pdf())]
+        with httpx.Client(base_url=self.url, timeout=300) as http:
+            while not self.stop.is_set():
+                for filename, raw in bombs:
+                    try:
+                        answer = http.put("/api/files/bomb", data={"source_type": "file"},
+                                          files={"file": (filename, raw)})
+                    except httpx.HTTPError:
+                        return
+                    self._count(f"upload bomb HTTP {answer.status_code}")
+    def _idlers(self, count: int) -> None:
+        """`count` connections to the MySQL door that never log in, reopened when closed."""
+        host = self.url.split("//", 1)[1].rsplit(":", 1)[0]
+        held: list[socket.socket] = []
+        while not self.stop.is_set():
+            for sock in [s for s in held if s.fileno() < 0 or _closed(s)]:
+                held.remove(sock)
+                sock.close()
+                self._count("mysql idler closed by the server")
+            while len(held) < count and not self.stop.is_set():
+                try:
+                    held.append(socket.create_connection((host, self.mysql_port), timeout=5))
+                except OSError:
+                    self._count("mysql idler not accepted")
+                    break
+            time.sleep(0.2)
+        for sock in held:
+            sock.close()
+
     def __enter__(self) -> Load:
         for thread in self.threads:
             thread.start()
@@ -190,6 +240,19 @@ class Load:
         self.stop.set()
 
 
+def _closed(sock: socket.socket) -> bool:
+    """Whether the server closed `sock` (its greeting, if any, is read away)."""
+    sock.setblocking(False)
+    try:
+        while True:
+            if not sock.recv(4096):
+                return True
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rounds", type=int, default=3, help="idle and load phases, alternating")
@@ -198,16 +261,20 @@ def main() -> None:
     parser.add_argument("--docs", type=int, default=150, help="pydoc topics in the searched knowledge base")
     parser.add_argument("--heavy-timeout", type=float, default=10.0,
                         help="the timeout each heavy statement asks for (then it is sent again)")
+    parser.add_argument("--upload-bombs", type=int, default=1, help="clients uploading bombs in a loop")
+    parser.add_argument("--mysql-idlers", type=int, default=600,
+                        help="connections to the MySQL door that never log in, during the load")
     args = parser.parse_args()
     model = SlowModel(args.model_delay)
     samples: dict[str, dict[str, list[float]]] = {"idle": {}, "load": {}}
     answers: dict[str, int] = {}
-    with tempfile.TemporaryDirectory() as tmp, spawn(tmp) as server:
+    with tempfile.TemporaryDirectory() as tmp, spawn(tmp, args=("--mysql-port", "0")) as server:
         prepare(server.url, model.url, args.docs)
         for _ in range(args.rounds):
             for phase in ("idle", "load"):
                 if phase == "load":
-                    with Load(server.url, args.heavy_timeout) as load:
+                    with Load(server.url, args.heavy_timeout, args.upload_bombs, server.mysql_port,
+                              args.mysql_idlers) as load:
                         got = measure(server.url, args.calls)
                     for key, count in load.answers.items():
                         answers[key] = answers.get(key, 0) + count
@@ -218,7 +285,8 @@ def main() -> None:
     model.close()
     result: dict[str, Any] = {"benchmark": "isolation", "clients": CLIENTS, "heavy_statements": HEAVY,
                               "slow_model_calls": MODEL_CALLS, "model_delay_s": args.model_delay,
-                              "rounds": args.rounds}
+                              "rounds": args.rounds, "upload_bombs": args.upload_bombs,
+                              "mysql_idlers": args.mysql_idlers}
     for kind in ("select_1", "kb_search"):
         idle, load = percentiles(samples["idle"][kind]), percentiles(samples["load"][kind])
         ratio = load["p99_ms"] / idle["p99_ms"]

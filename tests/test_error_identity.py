@@ -55,7 +55,7 @@ CASES: dict[str, tuple[type[KbsqlError], Callable[[kbsql.Client], object]]] = {
     "conflict": (Conflict, lambda c: c.agents.create("taken", model=OFFLINE)),
     "bad request": (BadRequest, lambda c: c.agents.create("information_schema", model=OFFLINE)),
     "invalid parameter": (InvalidParameter, lambda c: c.agents.create("bad name!", model=OFFLINE)),
-    "missing parameter": (MissingParameter, lambda c: c.sql("   ")),
+    "missing parameter": (MissingParameter, lambda c: c.agents.create("noprov", model={"model_name": "m"})),
     "provider": (ProviderError, lambda c: c.agents.create("dead", model=DEAD)),
     "sql": (SqlError, lambda c: c.sql("SELECT * FROM no_such_table")),
 }

@@ -71,6 +71,7 @@ def test_migrate_round_trip(tmp_path, pgvector_dsn):
         eng.create_agent("mindsdb", {"name": "helper", "data": {"knowledge_bases": ["mindsdb.docs"]}})
         eng.register_dataframe("sales", pd.DataFrame({"region": ["n", "s", "n"], "amount": [1, 2, 3]}))
         eng.upload_file("prices", b"item,price\ncard,3\nparcel,5\n", "prices.csv")  # files.prices
+        eng.query("CREATE VIEW team.cheap AS (SELECT item FROM files.prices WHERE price < 4)")
         notes_chunks = len(eng.query("SELECT chunk_id FROM team.notes").to_json()["data"])
     with kbsql.connect(data_dir=local) as before:
         expected = searches(before)
@@ -97,6 +98,7 @@ def test_migrate_round_trip(tmp_path, pgvector_dsn):
             assert len(after.sql("SELECT id FROM remote").to_pandas()) == 20
             assert after.query("SELECT sum(amount) AS s FROM df.sales")["s"].tolist() == [6]
             assert after.query("SELECT sum(price) AS s FROM files.prices")["s"].tolist() == [8]
+            assert after.query("SELECT item FROM team.cheap")["item"].tolist() == ["card"]  # views move
             assert [a.name for a in after.agents.list()] == ["helper"]
             assert {p["name"] for p in after.api.list_projects()} == {"mindsdb", "team"}
             after.knowledge_bases.insert("docs", [{"id": 1000, "content": "after the move", "grp": 1}])
@@ -142,3 +144,17 @@ def test_verify_finds_a_difference_and_a_failed_copy_leaves_nothing(tmp_path, pg
     with psycopg.connect(pgvector_dsn) as db:
         assert db.execute("SELECT to_regclass('public.kb_mindsdb_broken')").fetchone()[0] is None
         assert db.execute("SELECT count(*) FROM kbsql.knowledge_bases").fetchone()[0] == 0
+
+
+def test_both_built_in_storages_export_their_chunks_for_migrate():
+    """`kbsql migrate` reads and verifies chunks only through the storage protocol
+    (`kbsql.spi.ExportsChunks`), never through a storage's own tables."""
+    from kbsql.engine.knowledge.local import LocalStorage
+    from kbsql.engine.postgres.pgvector import PgVectorStorage
+    from kbsql.spi import ExportsChunks, KbStorage
+
+    for storage in (LocalStorage, PgVectorStorage):
+        assert {"export", "chunks_by_id"} <= set(vars(storage)), storage
+    assert ExportsChunks not in KbStorage.__mro__  # optional: a plugin storage need not have it
+    source = (Path(__file__).parents[1] / "src" / "kbsql" / "migrate.py").read_text()
+    assert "FROM chunks" not in source and "kb_mindsdb" not in source and "embedding" not in source

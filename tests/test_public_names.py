@@ -21,8 +21,9 @@ PUBLIC = {
     ],
     "kbsql.spi": [
         "DATASOURCES", "EMBEDDING_PROVIDERS", "GROUPS", "LLM_PROVIDERS", "RERANKERS", "STORAGE",
-        "ChatFactory", "ChatProvider", "ChecksParameters", "ChunkWriter", "Condition", "Conditions",
-        "DataSource", "DataSourceEngine", "Embedder", "EmbeddingFactory", "FileScan", "Filter",
+        "ChatFactory", "ChatProvider", "ChecksParameters", "ChunkBatch", "ChunkWriter", "Condition",
+        "Conditions", "DataSource", "DataSourceEngine", "Embedder", "EmbeddingFactory", "ExportsChunks",
+        "FileScan", "Filter",
         "FilterGroup", "FrameScan", "KbStorage", "Message", "ModelHttp", "NativeTable", "PluginError",
         "ProviderContext", "Reranker", "RerankerFactory", "RunControl", "Scan", "SearchRequest",
         "SearchableStorage", "StorageBackend", "StoragePlace", "ToolCall", "ToolSpec", "Turn",

@@ -150,6 +150,47 @@ def test_a_session_token_from_login_works_over_plain_http(server: ServerProcess)
     assert bad.status_code == 401 and bad.headers["content-type"].startswith(PROBLEM)
 
 
+def test_login_sets_mindsdbs_session_cookie_and_every_route_takes_it(server: ServerProcess) -> None:
+    """MindsDB's JavaScript SDK flow: POST /api/login, read `session` from Set-Cookie, then send
+    only `Cookie: session=...` (no token); /api/logout ends it."""
+    login = httpx.post(f"{server.url}/api/login", json={"username": "ann", "password": "pw-ann"})
+    assert login.status_code == 200
+    set_cookie = login.headers["set-cookie"]
+    attributes = [a.strip() for a in set_cookie.split(";")]
+    assert "HttpOnly" in attributes and "SameSite=Lax" in attributes and "Secure" not in attributes
+    value = attributes[0].removeprefix("session=")
+    assert value == login.json()["token"]
+    cookie = {"Cookie": f"session={value}"}
+    assert httpx.get(f"{server.url}/api/projects", headers=cookie).status_code == 200
+    query = httpx.post(f"{server.url}/api/sql/query", json={"query": "SELECT 3 AS n"}, headers=cookie)
+    assert query.json()["data"] == [[3]]
+    assert httpx.get(f"{server.url}/api/projects", headers={"Cookie": "session=made-up"}).status_code == 401
+    out = httpx.post(f"{server.url}/api/logout", headers=cookie)
+    assert out.status_code == 200 and "Max-Age=0" in out.headers["set-cookie"]
+    assert httpx.get(f"{server.url}/api/projects", headers=cookie).status_code == 401
+    assert httpx.get(f"{server.url}/api/projects", headers=bearer(TOKEN)).status_code == 200
+
+
+def test_the_session_cookie_is_secure_behind_tls(server: ServerProcess) -> None:
+    """A trusted proxy that ended TLS says so (X-Forwarded-Proto): the cookie is then Secure,
+    so a browser never sends it back over plain HTTP."""
+    login = httpx.post(f"{server.url}/api/login", json={"username": "ann", "password": "pw-ann"},
+                       headers={"X-Forwarded-Proto": "https"})
+    assert login.status_code == 200 and "; Secure" in login.headers["set-cookie"]
+
+
+def test_mindsdb_sdk_session_keeps_working_on_the_cookie_alone(server: ServerProcess) -> None:
+    """mindsdb_sdk keeps a requests.Session: after its login the cookie jar holds `session`,
+    which carries the calls even without the bearer header it also sets."""
+    import mindsdb_sdk
+
+    sdk = mindsdb_sdk.connect(server.url, login="ann", password="pw-ann")
+    api = sdk.api
+    assert api.session.cookies.get("session")
+    api.session.headers.pop("Authorization")
+    assert sdk.query("SELECT 9 AS nine").fetch()["nine"].tolist() == [9]
+
+
 def run_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "kbsql.cli", "serve", *args],
                           capture_output=True, text=True, timeout=timeout)

@@ -5,9 +5,14 @@ Real server on loopback; the embedded engine refuses its own files too."""
 from __future__ import annotations
 
 import os
+import re
+import socket
 import stat
+import struct
+import threading
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx
 import pandas as pd
@@ -19,6 +24,65 @@ from kbsql.server.process import ServerProcess, spawn
 
 TOKEN = "tok-confine"
 HEADERS = {"Authorization": f"Bearer {TOKEN}"}
+SERVER_PG_PASSWORD = "server-own-pg-pw"  # in the server's libpq environment: never a source's
+
+
+class PasswordListener:
+    """A loopback 'PostgreSQL' that asks every client for a cleartext password and records
+    what it was sent (None: the client had none to send), then refuses it."""
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.received: list[str | None] = []
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            with conn:
+                conn.settimeout(5)
+                try:
+                    self.received.append(self._session(conn))
+                except (OSError, struct.error):
+                    pass
+
+    @staticmethod
+    def _read(conn: socket.socket, n: int) -> bytes:
+        data = b""
+        while len(data) < n:
+            part = conn.recv(n - len(data))
+            if not part:
+                raise OSError("closed")
+            data += part
+        return data
+
+    def _session(self, conn: socket.socket) -> str | None:
+        while True:  # SSLRequest / GSSENCRequest: no; then the startup message
+            length, code = struct.unpack("!ii", self._read(conn, 8))
+            self._read(conn, length - 8)
+            if code in (80877103, 80877104):
+                conn.sendall(b"N")
+                continue
+            break
+        conn.sendall(b"R" + struct.pack("!ii", 8, 3))  # AuthenticationCleartextPassword
+        try:
+            kind = self._read(conn, 1)
+        except OSError:
+            return None  # no password to send
+        length = struct.unpack("!i", self._read(conn, 4))[0]
+        body = self._read(conn, length - 4)
+        error = b"SFATAL\x00C28P01\x00Mpassword authentication failed\x00\x00"
+        conn.sendall(b"E" + struct.pack("!i", len(error) + 4) + error)
+        return body.rstrip(b"\x00").decode() if kind == b"p" else None
+
+
+def _closed_port() -> int:
+    with socket.create_server(("127.0.0.1", 0)) as sock:
+        return int(sock.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -33,14 +97,32 @@ def folders(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 @pytest.fixture(scope="module")
-def server(folders: dict[str, Path]) -> Iterator[ServerProcess]:
-    with spawn(folders["data"], args=("--token", TOKEN, "--allow-path", str(folders["allowed"]))) \
-            as proc:
+def listener() -> PasswordListener:
+    return PasswordListener()
+
+
+@pytest.fixture(scope="module")
+def closed_port() -> int:
+    return _closed_port()
+
+
+@pytest.fixture(scope="module")
+def server(folders: dict[str, Path], listener: PasswordListener, closed_port: int) -> Iterator[ServerProcess]:
+    """The test PostgreSQL (loopback), the listener and one closed port are named with
+    --allow-source-host; PGPASSWORD in the server's environment is the operator's."""
+    hosts = [f"127.0.0.1:{listener.port}", f"127.0.0.1:{closed_port}"]
+    dsn = os.environ.get("KBSQL_TEST_POSTGRES_DSN")
+    if dsn:
+        hosts.append(f"{urlsplit(dsn).hostname}:{urlsplit(dsn).port or 5432}")
+    with spawn(folders["data"], args=("--token", TOKEN, "--allow-path", str(folders["allowed"]),
+                                      "--mysql-port", "0",
+                                      *(a for h in hosts for a in ("--allow-source-host", h))),
+               env={"PGPASSWORD": SERVER_PG_PASSWORD}) as proc:
         yield proc
 
 
 def sql(server: ServerProcess, query: str) -> dict:
-    answer = httpx.post(f"{server.url}/api/sql/query", json={"query": query}, headers=HEADERS)
+    answer = httpx.post(f"{server.url}/api/sql/query", json={"query": query}, headers=HEADERS, timeout=60)
     assert answer.status_code == 200, answer.text
     return answer.json()
 
@@ -114,6 +196,98 @@ def test_a_view_in_a_duckdb_file_cannot_read_past_allow_path(
     assert "sk-live" not in str(answer)
 
 
+def _pg(server: ServerProcess, name: str, host: str, port: int, password: str | None = None) -> str:
+    """CREATE DATABASE ENGINE='postgres' at host:port: '' when it worked, else the error."""
+    secret = f", \"password\": \"{password}\"" if password is not None else ""
+    answer = sql(server, f"CREATE DATABASE {name} WITH ENGINE = 'postgres', PARAMETERS = "
+                         f"{{\"host\": \"{host}\", \"port\": {port}, \"user\": \"postgres\", "
+                         f"\"database\": \"postgres\"{secret}}}")
+    return "" if answer["type"] == "ok" else answer["error_message"]
+
+
+def test_a_postgres_source_never_gets_the_servers_own_libpq_password(
+        server: ServerProcess, listener: PasswordListener) -> None:
+    refused = _pg(server, "nopw", "127.0.0.1", listener.port)
+    assert refused and len(refused.splitlines()) == 1
+    assert listener.received and SERVER_PG_PASSWORD not in listener.received  # it had none to send
+    _pg(server, "ownpw", "127.0.0.1", listener.port, password="the-sources-own")
+    assert listener.received[-1] == "the-sources-own"  # the listener does record what it is sent
+    dsn = os.environ.get("KBSQL_TEST_POSTGRES_DSN")
+    if dsn:  # the test PostgreSQL (loopback, named by the operator) with the source's own password
+        url = urlsplit(dsn)
+        assert _pg(server, "realpg", url.hostname or "", url.port or 5432, url.password) == ""
+        assert SERVER_PG_PASSWORD not in str(sql(server, "SELECT * FROM information_schema.databases"))
+
+
+def test_postgres_sources_follow_the_outbound_policy_and_fail_alike(
+        server: ServerProcess, listener: PasswordListener, closed_port: int) -> None:
+    """Loopback and private targets not named are refused before any connection; the named
+    targets that fail (a closed port, a listener refusing the password, a real PostgreSQL
+    with a wrong password) read the same: no port scanner."""
+    asked = len(listener.received)
+    for host, port in [("127.0.0.1", 9), ("127.0.0.2", listener.port), ("10.1.2.3", 5432),
+                       ("169.254.169.254", 80), ("localhost", listener.port)]:
+        refused = _pg(server, "scan", host, port, password="x")
+        assert "not allowed on this server" in refused and "--allow-source-host" in refused, refused
+    assert len(listener.received) == asked  # nothing was sent there
+    targets = [("127.0.0.1", closed_port), ("127.0.0.1", listener.port)]
+    dsn = os.environ.get("KBSQL_TEST_POSTGRES_DSN")
+    if dsn:
+        targets.append((urlsplit(dsn).hostname or "", urlsplit(dsn).port or 5432))
+    answers = {re.sub(r" at \S+: ", " at WHERE: ", _pg(server, "scan", h, p, password="wrong-pw"))
+               for h, p in targets}
+    assert len(answers) == 1 and "no connection" in answers.pop()
+    assert "scan" not in [r[0] for r in sql(server, "SHOW DATABASES")["data"]]
+
+
+def test_knowledge_base_storage_in_a_pgvector_source_follows_the_same_rules(
+        server: ServerProcess, listener: PasswordListener) -> None:
+    """A pgvector source as knowledge-base storage connects through psycopg, not DuckDB: the
+    same host rule and the same own-parameters-only connection hold there."""
+    for name, host, port in [("vdb_private", "10.1.2.3", 5432), ("vdb_listener", "127.0.0.1", listener.port)]:
+        made = httpx.post(f"{server.url}/api/databases", headers=HEADERS, timeout=60, json={"database": {
+            "name": name, "engine": "pgvector", "parameters": {
+                "host": host, "port": port, "user": "postgres", "database": "postgres"}}})
+        assert made.status_code == 201, made.text
+    asked = len(listener.received)
+    refused = sql(server, "CREATE KNOWLEDGE_BASE kb_private USING storage = vdb_private.chunks, "
+                          "embedding_model = {'provider': 'kbsql', 'model_name': 'hash-16'}")
+    assert refused["type"] == "error" and "not allowed on this server" in refused["error_message"], refused
+    failed = sql(server, "CREATE KNOWLEDGE_BASE kb_listener USING storage = vdb_listener.chunks, "
+                         "embedding_model = {'provider': 'kbsql', 'model_name': 'hash-16'}")
+    assert failed["type"] == "error", failed
+    assert len(listener.received) > asked and SERVER_PG_PASSWORD not in listener.received
+
+
+def test_source_passwords_are_masked_in_every_listing(server: ServerProcess) -> None:
+    secret = "pg-secret-4711"
+    for engine in ("postgres", "pgvector"):  # stored without connecting (MindsDB's REST)
+        made = httpx.post(f"{server.url}/api/databases", headers=HEADERS, json={"database": {
+            "name": f"masked_{engine}", "engine": engine, "parameters": {
+                "host": "db.example.com", "user": "u", "password": secret, "database": "d"}}})
+        assert made.status_code == 201, made.text
+        assert secret not in made.text
+    dsn_source = {"name": "masked_dsn", "engine": "postgres",
+                  "parameters": {"dsn": f"postgresql://u:{secret}@db.example.com/d"}}
+    assert httpx.post(f"{server.url}/api/databases", headers=HEADERS,
+                      json={"database": dsn_source}).status_code == 201
+    listed = httpx.get(f"{server.url}/api/databases", headers=HEADERS).text
+    assert "masked_pgvector" in listed and "******" in listed and secret not in listed
+    one = httpx.get(f"{server.url}/api/databases/masked_postgres", headers=HEADERS).text
+    assert "masked_postgres" in one and secret not in one
+    shown = str(sql(server, "SELECT * FROM information_schema.databases"))
+    assert "masked_dsn" in shown and secret not in shown
+    import pymysql
+
+    door = pymysql.connect(host="127.0.0.1", port=server.mysql_port, user="kbsql", password=TOKEN)
+    with door, door.cursor() as cursor:
+        cursor.execute("SELECT * FROM information_schema.databases")
+        rows = str(cursor.fetchall())
+        cursor.execute("SHOW DATABASES")
+        rows += str(cursor.fetchall())
+    assert "masked_pgvector" in rows and secret not in rows
+
+
 def test_the_embedded_engine_refuses_its_own_files(tmp_path: Path) -> None:
     with kbsql.connect(data_dir=tmp_path / "home") as client:
         client.register("frame", pd.DataFrame({"a": [1]}))
@@ -149,3 +323,4 @@ def test_the_data_directory_is_private(server: ServerProcess, folders: dict[str,
             seen.add(name)
             assert stat.S_IMODE((Path(folder) / name).stat().st_mode) == 0o600, name
     assert {"catalog.sqlite", "chunks.sqlite", "index.faiss", "frame.parquet"} <= seen
+

@@ -49,8 +49,17 @@ def test_list_and_get_built_in_databases(served: tuple[httpx.Client, Path]) -> N
                                              "engine": None, "visible": True, "deletable": False}
     assert by_name["mindsdb"]["type"] == "project" and isinstance(by_name["mindsdb"]["id"], int)
     assert by_name["mindsdb"]["deletable"] is False
-    assert by_name["files"]["type"] == "data" and by_name["files"]["engine"] == "files"
-    assert by_name["df"]["engine"] == "dataframe"
+    assert by_name["log"] == {"name": "log", "type": "system", "id": None, "engine": None, "visible": True,
+                              "deletable": False}
+    assert "files" not in by_name and "df" not in by_name  # MindsDB's list; they answer by name
+    assert client.get("/api/databases/files").json()["engine"] == "files"
+    # log holds the job runs (CREATE JOB); kbsql keeps no log of LLM calls
+    assert client.get("/api/databases/log/tables").json() == [{"name": "jobs_history", "type": "system view"}]
+    shown = sql(client, "SHOW FULL DATABASES")
+    assert shown["column_names"] == ["Database", "TYPE", "ENGINE"]
+    assert ["information_schema", "system", None] in shown["data"]
+    assert ["log", "system", None] in shown["data"]
+    assert ["files", "data", "files"] in shown["data"]  # kbsql's own, in SQL as in MindsDB's SHOW
     assert client.get("/api/databases/mindsdb").json() == {"name": "mindsdb", "type": "project",
                                                            "id": by_name["mindsdb"]["id"], "engine": None}
     problem(client.get("/api/databases/nowhere"), 404, "Database not found",
@@ -80,8 +89,11 @@ def test_create_a_source_in_rest_and_use_it_in_sql(served: tuple[httpx.Client, P
     assert client.get("/api/databases/shop/tables").json() == [{"name": "orders", "type": "data"}]
     assert client.get("/api/databases/shop/tables/orders").json() == {"name": "orders", "type": "data"}
     problem(client.get("/api/databases/shop/tables/nope"), 404, "Table not found")
-    problem(client.delete("/api/databases/shop/tables/orders"), 400, "Error",
-            "Database shop does not support dropping tables.")
+    big = {"name": "big", "select": "SELECT * FROM shop.orders WHERE n > 1"}
+    made = client.post("/api/databases/shop/tables", json={"table": big})
+    assert made.status_code == 201 and made.json() == {"name": "big", "type": "data"}, made.text
+    assert client.delete("/api/databases/shop/tables/big").status_code == 204  # written back, then dropped
+    assert client.get("/api/databases/shop/tables").json() == [{"name": "orders", "type": "data"}]
 
 
 def test_a_source_is_stored_without_connecting_unless_asked(served: tuple[httpx.Client, Path]) -> None:
@@ -100,6 +112,35 @@ def test_a_source_is_stored_without_connecting_unless_asked(served: tuple[httpx.
     assert status.status_code == 200 and status.json()["status"] == "connection_error"
     problem(client.post("/api/databases/status", json={"host": "x"}), 400, "Wrong argument")
     assert client.delete("/api/databases/pg_later").status_code == 204
+
+
+def test_incomplete_parameters_are_stored_and_fail_only_when_used(served: tuple[httpx.Client, Path]) -> None:
+    """MindsDB's own route tests: a postgres source with `{}` or only a user is stored (201)
+    and the record answers MindsDB's fields; using it fails in one line naming what is
+    missing (never a connection to a default local server)."""
+    client, _ = served
+    created = client.post("/api/databases", json={"database": {"name": "pg_bare", "engine": "postgres",
+                                                               "parameters": {}}})
+    assert created.status_code == 201, created.text
+    assert created.json() == {"name": "pg_bare", "engine": "postgres", "type": "data",
+                              "id": created.json()["id"]}
+    updated = client.put("/api/databases/pg_bare", json={"database": {"parameters": {"user": "bear",
+                                                                                       "password": "pw-9"}}})
+    assert updated.status_code == 200, updated.text
+    record = updated.json()
+    assert set(record) == {"id", "name", "type", "engine", "connection_data", "class_type", "permanent",
+                           "date_last_update"}
+    assert record["class_type"] == "sql" and record["permanent"] is False
+    assert record["connection_data"] == {"user": "bear", "password": "******"}  # masked, on purpose
+    used = sql(client, "SELECT * FROM pg_bare.t")
+    assert used["type"] == "error" and "needs PARAMETERS with host" in used["error_message"]
+    problem(client.get("/api/databases/pg_bare/tables"), 400, "Error", "needs PARAMETERS with host")
+    checked = client.post("/api/databases", json={"database": {"name": "pg_bare2", "engine": "postgres",
+                                                               "parameters": {}}, "check_connection": True})
+    assert checked.status_code == 200 and checked.json()["status"] == "connection_error"
+    problem(client.post("/api/databases", json={"database": {"name": "odd", "engine": "no_such_engine"}}),
+            400, "Wrong argument")
+    assert client.delete("/api/databases/pg_bare").status_code == 204
 
 
 def test_put_creates_updates_and_checks(served: tuple[httpx.Client, Path]) -> None:

@@ -5,23 +5,33 @@ reads), MindsDB's titles and codes for what it refuses, and the files in SQL."""
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator
+import os
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pandas as pd
 import pytest
 
+from kbsql.server.process import ServerProcess
 from tests.conftest import start_server, stop_server
 from tests.files import makers
+from tests.files.bombs import gzipped_zeros, shared_stream_pdf, shared_string_workbook, zipped_csv
 
 
 @pytest.fixture(scope="module")
-def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
-    proc, url = start_server(tmp_path_factory.mktemp("files") / "server")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerProcess, httpx.Client]]:
+    proc, url = start_server(tmp_path_factory.mktemp("files") / "server", env={"KBSQL_PDF_TIMEOUT": "6"})
     with httpx.Client(base_url=url, timeout=60) as http:
-        yield http
+        yield proc, http
     stop_server(proc)
+
+
+@pytest.fixture(scope="module")
+def client(served: tuple[ServerProcess, httpx.Client]) -> httpx.Client:
+    return served[1]
 
 
 def upload(client: httpx.Client, name: str, filename: str, raw: bytes, **fields: str) -> httpx.Response:
@@ -121,3 +131,64 @@ def test_files_in_sql_and_dataframes_stay_apart(client: httpx.Client) -> None:
     assert upload(client, "gone", "gone.csv", b"a\n1\n").status_code == 200
     assert client.delete("/api/files/gone").status_code == 200
     assert "not found" in sql(client, "SELECT * FROM files.gone")["error_message"]
+
+
+# --- upload bombs (issue 39): refused by a bound, at a cost bounded by it ------------------
+
+def cost(server: ServerProcess, send: Callable[[], httpx.Response]) -> tuple[httpx.Response, float, float]:
+    """(answer, server CPU-seconds, growth of the server's peak RSS in MB) of one request."""
+    pid = server.process.pid
+    Path(f"/proc/{pid}/clear_refs").write_text("5")  # the peak RSS starts again from now
+    status = Path(f"/proc/{pid}/status")
+
+    def peak_mb() -> float:
+        line = next(x for x in status.read_text().splitlines() if x.startswith("VmHWM:"))
+        return int(line.split()[1]) / 1024
+
+    def cpu_s() -> float:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    rss, cpu = Path(f"/proc/{pid}/statm").read_text().split()[1], cpu_s()
+    answer = send()
+    return answer, cpu_s() - cpu, peak_mb() - int(rss) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+@pytest.mark.parametrize("filename,make,detail", [
+    ("sheet.xlsx", shared_string_workbook, "kbsql serve --max-upload-decoded-mb"),
+    ("big.zip", lambda: zipped_csv(70), "kbsql serve --max-upload-decoded-mb"),
+    ("zeros.tar.gz", lambda: gzipped_zeros(80), "kbsql serve --max-upload-decoded-mb"),
+    ("wide.csv", lambda: (",".join(f"c{i}" for i in range(60_000)) + "\n" + "1," * 59_999 + "1\n").encode(),
+     "kbsql serve --max-upload-columns"),
+])
+def test_an_upload_bomb_is_refused_at_a_bounded_cost(served: tuple[ServerProcess, httpx.Client],
+                                                      filename: str, make: Callable[[], bytes],
+                                                      detail: str) -> None:
+    """The findings: the xlsx grew the server 442 MB, the zip was accepted (+272 MB), the
+    tar.gz cost 3.3 CPU-s per MB of it, the wide CSV 11 CPU-s and +575 MB."""
+    server, client = served
+    assert upload(client, "kept", "kept.csv", b"id,v\n1,a\n").status_code in (200, 400)
+    raw = make()
+    assert len(raw) < 1_000_000
+    answer, cpu, grown = cost(server, lambda: upload(client, "bomb", filename, raw))
+    problem(answer, "Error", detail)
+    assert "over this server's bound" in answer.json()["detail"]
+    assert grown < 160 and cpu < 3, (grown, cpu)
+    assert "bomb" not in [f["name"] for f in client.get("/api/files").json()]
+    assert sql(client, "SELECT v FROM files.kept")["data"] == [["a"]]  # nothing stored is lost
+
+
+def test_a_pdf_that_parses_forever_is_stopped_at_its_deadline(
+        served: tuple[ServerProcess, httpx.Client]) -> None:
+    """Parsed in a process of its own (`--pdf-timeout`, 6 s here), killed at the deadline:
+    the answer comes in bounded time, the server spends no CPU on it, no process is left."""
+    server, client = served
+    raw = shared_stream_pdf()
+    assert len(raw) < 10_000
+    start = time.monotonic()
+    answer, cpu, _ = cost(server, lambda: upload(client, "slow_pdf", "slow.pdf", raw))
+    problem(answer, "Error", "kbsql serve --pdf-timeout")
+    assert time.monotonic() - start < 15 and cpu < 1.5, cpu
+    children = Path(f"/proc/{server.process.pid}/task/{server.process.pid}/children").read_text().split()
+    assert children == [], children
+    assert "slow_pdf" not in [f["name"] for f in client.get("/api/files").json()]

@@ -94,6 +94,35 @@ def test_sql_errors_answer_200_with_type_error(http):
                    400)
 
 
+@pytest.mark.parametrize("query", ["", "   ", ";"])
+def test_an_empty_query_is_mindsdbs_error_result_not_a_400(http, query):
+    answer = http.post("/api/sql/query", json={"query": query})
+    assert answer.status_code == 200
+    body = answer.json()
+    assert body["type"] == "error" and body["error_message"].startswith("Empty input")
+    assert body["context"]["db"] == "mindsdb"
+
+
+MINDSDB_WORDS = [  # (statement, what MindsDB's own MySQL-API tests match in the error, lower case)
+    ("CREATE KNOWLEDGE_BASE bad_provider USING embedding_model = {'provider': 'non_existent_provider'}",
+     "wrong embedding provider"),
+    ("CREATE KNOWLEDGE_BASE dead_model USING embedding_model = {'provider': 'openai', "
+     "'api_key': 'this_is_a_fake_key', 'base_url': 'http://127.0.0.1:9/v1'}",
+     "problem with embedding model config"),
+    ("INSERT INTO non_existent_kb (content) VALUES ('some data')", "doesn't exist"),
+]
+
+
+@pytest.mark.parametrize("query, words", MINDSDB_WORDS)
+def test_common_errors_carry_mindsdbs_words_in_one_line(http, query, words):
+    body = http.post("/api/sql/query", json={"query": query}).json()
+    assert body["type"] == "error", body
+    message = body["error_message"]
+    assert words in message.lower() and len(message.splitlines()) == 1
+    assert "this_is_a_fake_key" not in message
+    assert "bad_provider" not in [k["name"] for k in http.get("/api/projects/mindsdb/knowledge_bases").json()]
+
+
 def test_sql_context_round_trip(http):
     answer = http.post("/api/sql/query", json={"query": "USE mindsdb", "context": {"db": "mindsdb"}})
     assert answer.json()["type"] == "ok"

@@ -288,3 +288,70 @@ def test_one_row_makes_a_bounded_number_of_chunks(server: ServerProcess) -> None
     assert count.json()["data"] == [[0]]
     small = {"id": "ok", "content": "a short text " * 10}  # a normal row still goes in
     assert httpx.put(f"{server.url}{KBS}/dense", json={"knowledge_base": {"rows": [small]}}).is_success
+
+
+def send_head(url: str, lines: Iterator[bytes]) -> tuple[bytes, int]:
+    """Send a request head line group by line group until the server closes; (its answer,
+    bytes sent)."""
+    host, port = url.split("//", 1)[1].rsplit(":", 1)
+    sent = 0
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        try:
+            sock.sendall(b"POST /api/sql/query HTTP/1.1\r\nHost: x\r\n")
+            for chunk in lines:
+                sock.sendall(chunk)
+                sent += len(chunk)
+        except OSError:  # closed under us: the answer is already on its way
+            pass
+        answer = b""
+        try:
+            while data := sock.recv(65536):
+                answer += data
+        except OSError:
+            pass
+    return answer, sent
+
+
+def test_a_flood_of_tiny_headers_is_431_before_it_is_parsed(server: ServerProcess) -> None:
+    """The finding: a 15 MB head of 3,000,000 tiny headers grew the server 345 MB before
+    its 401. Counted as it arrives, it is refused at 64 KB; other clients are unaffected."""
+    Path(f"/proc/{server.process.pid}/clear_refs").write_text("5")  # the peak starts from now
+    before = peak_rss_kb(server)
+    answer, sent = send_head(server.url, (b"a:b\r\n" * 10_000 for _ in range(300)))  # 15 MB
+    assert answer.startswith(b"HTTP/1.1 431 "), answer[:200]
+    assert b"--max-head-kb" in answer and sent < 4 * MB
+    assert peak_rss_kb(server) - before < 20 * 1024
+    many, _ = send_head(server.url, iter([b"x-h: 1\r\n" * 300, b"\r\n"]))  # 2.4 KB, 300 headers
+    assert many.startswith(b"HTTP/1.1 431 ") and b"--max-headers" in many, many[:200]
+    fine = httpx.get(f"{server.url}/api/status", headers={f"x-h{i}": "1" for i in range(150)})
+    assert fine.status_code == 200
+
+
+@pytest.mark.parametrize("setting", ["secret_directory", "temp_directory", "home_directory",
+                                     "extension_directory", "' || 'temp_directory"])
+def test_settings_naming_paths_or_secrets_are_refused(server: ServerProcess, setting: str) -> None:
+    """The finding: current_setting() showed the server's paths and DuckDB's secret
+    directory to any token holder."""
+    answer = httpx.post(f"{server.url}/api/sql/query",
+                        json={"query": f"SELECT current_setting('{setting}') AS s"}).json()
+    assert answer["type"] == "error" and "is not shown here" in answer["error_message"], answer
+    assert "/" not in answer["error_message"]
+    threads = httpx.post(f"{server.url}/api/sql/query",
+                         json={"query": "SELECT current_setting('threads') AS t"}).json()
+    assert threads["type"] == "table" and int(threads["data"][0][0]) >= 1, threads
+
+
+def test_an_insert_naming_an_unknown_column_is_refused_with_the_near_name(server: ServerProcess) -> None:
+    """The finding: `prodcut` answered "OK, 1 row affected" and stored `product` as null."""
+    def run(query: str) -> dict:
+        return httpx.post(f"{server.url}/api/sql/query", json={"query": query}).json()
+
+    made = run("CREATE KNOWLEDGE_BASE kb_meta USING embedding_model = {'provider': 'kbsql', "
+               "'model_name': 'hash-16'}, metadata_columns = ['product']")
+    assert made["type"] == "ok", made
+    answer = run("INSERT INTO kb_meta (id, content, prodcut) VALUES (1, 'a wireless mouse', 'mouse')")
+    assert answer["type"] == "error" and "did you mean 'product'?" in answer["error_message"], answer
+    assert run("SELECT id FROM kb_meta")["data"] == []  # nothing stored
+    fine = run("INSERT INTO kb_meta (id, content, product) VALUES (1, 'a wireless mouse', 'mouse')")
+    assert fine["type"] == "ok", fine
+    assert run("SELECT product FROM kb_meta")["data"] == [["mouse"]]

@@ -157,3 +157,34 @@ def test_a_file_swapped_back_and_forth_during_queries_never_leaks(place: dict) -
         stop.set()
         thread.join()
     assert seen["rows"] + seen["refused"] > 10, seen
+
+
+def test_a_write_checks_the_source_file_again(place: dict) -> None:
+    """A write to a data source opens it for writing at that statement, checked there: a
+    source swapped for a link to the catalog (or out of --allow-path) is refused, and neither
+    the catalog nor the outside file is written."""
+    path = place["allowed"] / "written.sqlite"
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE t (x INTEGER)")
+    duck_path, outside = place["allowed"] / "written.duckdb", place["outside"] / "kept.duckdb"
+    for file in (duck_path, outside):
+        with duckdb.connect(str(file)) as con:
+            con.execute("CREATE TABLE t (x INTEGER)")
+    assert sql(place, f"CREATE DATABASE wlite WITH ENGINE = 'sqlite', "
+                      f"PARAMETERS = {{\"db_file\": \"{path}\"}}")["type"] == "ok"
+    assert sql(place, f"CREATE DATABASE wduck WITH ENGINE = 'duckdb', "
+                      f"PARAMETERS = {{\"database\": \"{duck_path}\"}}")["type"] == "ok"
+    for db in ("wlite", "wduck"):
+        assert sql(place, f"INSERT INTO {db}.t (x) VALUES (1)")["affected_rows"] == 1
+    swap_to_link(path, place["data"] / "catalog.sqlite")
+    swap_to_link(duck_path, outside)
+    for query, why in [("DROP TABLE wlite.knowledge_bases", "data directory"),
+                       ("CREATE TABLE wlite.planted (SELECT 1 AS x)", "data directory"),
+                       ("INSERT INTO wduck.t (x) VALUES (2)", "--allow-path")]:
+        answer = sql(place, query)
+        no_secret(answer)
+        assert answer["type"] == "error" and why in answer["error_message"], (query, answer)
+    with duckdb.connect(str(outside), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM t").fetchone() == (0,)
+    listed = httpx.get(f"{place['server'].url}/api/projects/mindsdb/knowledge_bases", headers=HEADERS)
+    assert [kb["name"] for kb in listed.json()] == ["keyed"]  # the catalog is whole

@@ -89,3 +89,22 @@ def test_client_key() -> None:
 def test_nonsense_settings_are_refused() -> None:
     with pytest.raises(ValueError):
         FailureThrottle(limit=0)
+
+
+def test_an_address_block_is_locked_as_a_whole() -> None:
+    """Six addresses of one /24 (of 127.0.0.0/8 on loopback) get three addresses' worth of
+    guesses between them, not six; another block and IPv6 /64s are counted apart."""
+    clock = Clock()
+    throttle = FailureThrottle(limit=10, window_s=60, clock=clock)
+    for block, other in (("203.0.113.", "203.0.114.1"), ("127.0.", "128.0.0.1")):
+        guesses = 0
+        for n in range(60):
+            address = f"{block}{n % 6 + 1}" if block.count(".") == 3 else f"{block}{n % 6}.{n % 6 + 1}"
+            if throttle.retry_after(address) is None:
+                throttle.failed(address)
+                guesses += 1
+        assert guesses == 30
+        assert throttle.retry_after(f"{block}{200}" if block.count(".") == 3 else "127.255.0.1") == 60
+        assert throttle.retry_after(other) is None
+    throttle.failed("2001:db8:0:1::/64")
+    assert throttle.retry_after("2001:db8:0:2::/64") is None

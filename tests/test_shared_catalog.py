@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import random
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -22,7 +23,7 @@ import kbsql
 from kbsql.engine import Engine
 from kbsql.engine.catalog import Catalog
 from kbsql.engine.postgres.catalog_pg import MIGRATIONS
-from kbsql.interface import NotFound, ServiceError
+from kbsql.interface import NotFound, ServiceError, SqlError
 from kbsql.server.process import spawn
 
 HASH_MODEL = {"provider": "kbsql", "model_name": "hash-64"}
@@ -30,7 +31,9 @@ HASH_MODEL = {"provider": "kbsql", "model_name": "hash-64"}
 
 @pytest.fixture
 def two_servers(tmp_path, pgvector_dsn):
-    servers = [spawn(tmp_path / f"server{i}", env={"KBSQL_CATALOG_URL": pgvector_dsn}) for i in (1, 2)]
+    # the second server's operator made data sources read-only (nothing else differs)
+    servers = [spawn(tmp_path / f"server{i}", env={"KBSQL_CATALOG_URL": pgvector_dsn},
+                     args=("--read-only-sources",) if i == 2 else ()) for i in (1, 2)]
     yield servers
     for server in servers:
         server.stop()
@@ -65,6 +68,7 @@ def test_create_through_one_server_serve_through_the_other(two_servers, pgvector
         for i in (1, 2):
             assert not (tmp_path / f"server{i}" / "catalog.sqlite").exists()
             assert not list((tmp_path / f"server{i}").glob("knowledge_bases/*/chunks.sqlite"))
+        _views_and_writes_across_servers(one, two, tmp_path)
         # and a drop through one is seen by the other
         one.knowledge_bases.delete("docs")
         with pytest.raises(NotFound):
@@ -72,6 +76,31 @@ def test_create_through_one_server_serve_through_the_other(two_servers, pgvector
     finally:
         one.close()
         two.close()
+
+
+def _views_and_writes_across_servers(one: kbsql.Client, two: kbsql.Client, tmp_path) -> None:
+    """A view made through one server (a search joined with a table) is read through the
+    other; a write to a data source is refused in one line by the read-only server and done
+    by the other, whose rows the view then reads; a view dropped through one is gone."""
+    path = tmp_path / "notes.sqlite"
+    with sqlite3.connect(path) as lite:
+        lite.executescript("CREATE TABLE notes (doc TEXT, note TEXT); "
+                           "INSERT INTO notes VALUES ('1', 'card'), ('3', 'ship');")
+    one.sql(f"CREATE DATABASE notes_src WITH ENGINE = 'sqlite', PARAMETERS = {{'db_file': '{path}'}}")
+    one.sql("CREATE VIEW mindsdb.refund_notes AS (SELECT k.id, n.note FROM docs AS k JOIN notes_src.notes "
+            "AS n ON k.id = n.doc WHERE k.content = 'refund')")
+    assert two.query("SELECT id, note FROM refund_notes ORDER BY id").values.tolist() == [["1", "card"],
+                                                                                           ["3", "ship"]]
+    assert ["refund_notes"] == [r[0] for r in two.sql("SHOW VIEWS").to_pandas().values]
+    with pytest.raises(SqlError) as refused:
+        two.sql("INSERT INTO notes_src.notes (doc, note) VALUES ('2', 'gift')")
+    assert "--read-only-sources" in str(refused.value) and "\n" not in str(refused.value)
+    assert one.sql("INSERT INTO notes_src.notes (doc, note) VALUES ('2', 'gift')").affected_rows == 1
+    assert two.query("SELECT note FROM refund_notes ORDER BY id")["note"].tolist() == ["card", "gift", "ship"]
+    two.sql("DROP VIEW refund_notes")
+    with pytest.raises(SqlError):
+        one.sql("SELECT * FROM refund_notes")
+    one.sql("DROP DATABASE notes_src")
 
 
 INSERTER = textwrap.dedent("""
@@ -158,7 +187,8 @@ def test_embedded_engine_on_a_shared_catalog_and_its_errors(tmp_path, pgvector_d
     bad = "postgresql://postgres:wrong-pw@127.0.0.1:1/nothing"
     with pytest.raises(ServiceError) as exc:
         Engine(tmp_path / "c", catalog_url=bad)
-    assert "Cannot connect to the catalog at postgresql://postgres:***@127.0.0.1:1/nothing" in str(exc.value)
+    assert "Cannot connect to the catalog at postgresql://postgres:******@127.0.0.1:1/nothing" \
+        in str(exc.value)
     assert "wrong-pw" not in str(exc.value)
 
 
@@ -169,8 +199,29 @@ def test_serve_with_an_unreachable_catalog_stops_with_one_line(tmp_path):
     assert run.returncode == 1
     lines = run.stderr.strip().splitlines()
     assert len(lines) == 1
-    assert "Cannot connect to the catalog at postgresql://kb:***@127.0.0.1:1/kb" in lines[0]
+    assert "Cannot connect to the catalog at postgresql://kb:******@127.0.0.1:1/kb" in lines[0]
     assert "s3cret-pw" not in run.stderr + run.stdout
+
+
+def test_serve_and_migrate_never_print_a_urls_password(tmp_path):
+    """Passwords with '@', '/' or ':' unencoded, and a URI libpq cannot parse (its error
+    echoes the URI): not one character of the password in any output (issue 39)."""
+    import kbsql
+
+    with kbsql.connect(data_dir=tmp_path / "home") as client:
+        client.sql("CREATE PROJECT moved")
+    password = "pa@ss/w:rd-77"
+    urls = [f"postgresql://kb:{password}@127.0.0.1:1/kb",
+            f"postgresql://kb:{password}@[::1/kb"]  # unparsable: libpq quotes it back
+    for url in urls:
+        for command in (["serve", "--port", "0", "--data-dir", str(tmp_path / "d"), "--catalog", url],
+                        ["migrate", "--data-dir", str(tmp_path / "home"), "--to", url]):
+            run = subprocess.run([sys.executable, "-m", "kbsql.cli", *command],
+                                 capture_output=True, text=True, timeout=60)
+            shown = run.stdout + run.stderr
+            assert run.returncode == 1 and "******@" in shown, shown
+            for part in ("pa@ss", "ss/w", "w:rd", "rd-77"):
+                assert part not in shown, shown
 
 
 def test_files_queries_and_agent_params_are_shared_by_every_engine(tmp_path, pgvector_dsn):

@@ -11,7 +11,9 @@
  *
  * The answer is Markdown, rendered by JupyterLab's own Markdown renderer as an untrusted
  * output (sanitized: no script, no raw HTML handlers), as `%agent`'s panel renders it in the
- * notebook. A server's progress notes (MindsDB's "Generating Data Catalog...", kind
+ * notebook. It grows as the model writes: a streaming model's tokens come as partial
+ * `output` chunks and the rendered Markdown is redrawn with each. Stop keeps what arrived. A
+ * server's progress notes (MindsDB's "Generating Data Catalog...", kind
  * `context`) show as grey lines before the answer, as they arrive.
  */
 import { JupyterFrontEnd } from '@jupyterlab/application';
@@ -333,6 +335,7 @@ export class KbsqlChat extends Widget {
     }
     const renderer = this.rendermime.createRenderer('text/markdown');
     this.rendered.set(turn, renderer);
+    host.textContent = turn.answer; // shown at once while the Markdown renders: no blank flash as it grows
     renderer
       .renderModel(new MimeModel({ data: { 'text/markdown': turn.answer }, trusted: false }))
       .then(() => {
@@ -376,6 +379,7 @@ function apply(turn: ITurn, chunk: Chunk): void {
       turn.state = 'done';
     }
   } else if (Array.isArray(chunk.actions)) {
+    turn.answer = ''; // words streamed before a tool call were the model thinking aloud
     for (const action of chunk.actions) {
       turn.steps.push({ tool: String(action.tool ?? ''), input: String(action.tool_input ?? '') });
     }
@@ -394,6 +398,6 @@ function apply(turn: ITurn, chunk: Chunk): void {
       }
     }
   } else if (typeof chunk.output === 'string') {
-    turn.answer = chunk.output; // each output chunk is the whole answer so far
+    turn.answer += chunk.output; // partial: a streaming model's tokens, the answer their concatenation
   }
 }

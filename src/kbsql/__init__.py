@@ -14,10 +14,13 @@ internal and may change.
 import functools as _functools
 from typing import Any as _Any
 
+from kbsql import _parser_import
 from kbsql._version import __version__
 from kbsql.client import Client
 from kbsql.client import connect as _connect
 from kbsql.notebook.progress_bar import notebook_or_tqdm as _notebook_or_tqdm
+
+_parser_import.install()
 
 
 @_functools.wraps(_connect)

@@ -10,7 +10,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from kbsql.server.run import Backend
@@ -80,15 +80,20 @@ def _setting_flags(serve: argparse.ArgumentParser) -> None:
         shown = setting.default_text(served=True)
         where = [f"${setting.variable}"] if setting.variable else []
         where += [f"{setting.name} in config.json"] if setting.in_file else []
-        extra = {"action": "append"} if setting.kind is tuple else {"type": setting.kind}
+        extra: dict[str, Any] = {"action": "append"} if setting.kind is tuple else \
+            {"action": "store_const", "const": True} if setting.kind is bool else {"type": setting.kind}
         text = f"{setting.help} (default {shown}" + (f"; else {', '.join(where)})" if where else ")")
-        serve.add_argument(setting.flag, dest=setting.name, default=None, metavar=setting.metavar,
+        if setting.kind is not bool:
+            extra["metavar"] = setting.metavar
+        serve.add_argument(setting.flag, dest=setting.name, default=None,
                            help=text.replace("%", "%%"), **extra)
 
 
 def _serve(args: argparse.Namespace) -> int:
     from kbsql.engine.settings_table import SETTINGS, SettingError, resolve
+    from kbsql.interface.secrets import mask_connection_string  # a --catalog URL's password
     from kbsql.server.auth import AuthSettings
+    from kbsql.server.door_bounds import MB, DoorBounds
     from kbsql.server.lanes import Lanes
     from kbsql.server.limits import Limits
     from kbsql.server.run import StartupError
@@ -99,7 +104,7 @@ def _serve(args: argparse.Namespace) -> int:
         own = resolve(given, {}, served=True, environ=os.environ, where="kbsql serve",
                       names=[s.name for s in SETTINGS if s.flag and not s.in_file])
     except SettingError as exc:
-        print(f"kbsql serve: {exc}", file=sys.stderr)
+        print(f"kbsql serve: {mask_connection_string(str(exc))}", file=sys.stderr)
         return 2
     if bool(own["user"]) != bool(own["password"]):
         print("kbsql serve: --user and --password go together", file=sys.stderr)
@@ -108,17 +113,25 @@ def _serve(args: argparse.Namespace) -> int:
                     and s.name not in ("catalog_url",)}
     auth = AuthSettings(token=own["token"], user=own["user"], password=own["password"])
     limits = Limits(max_body=int(own["max_body_mb"] * 1024 * 1024),
-                    max_sql=int(own["max_sql_kb"] * 1024), timeout=own["timeout"])
+                    max_sql=int(own["max_sql_kb"] * 1024), timeout=own["timeout"],
+                    max_head=int(own["max_head_kb"] * 1024), max_headers=own["max_headers"])
     proxies = tuple(ip.strip() for value in own["forwarded_allow_ips"] for ip in value.split(",")
                     if ip.strip())
+    bounds = DoorBounds(max_pending=own["max_pending_connections"],
+                        mysql_idle_timeout=own["mysql_idle_timeout"],
+                        mysql_write_timeout=own["mysql_write_timeout"],
+                        mysql_max_prepared=own["mysql_max_prepared"],
+                        mysql_max_cursors=own["mysql_max_cursors"],
+                        mysql_held=int(own["mysql_held_mb"] * MB),
+                        mysql_total_held=int(own["mysql_total_held_mb"] * MB))
     try:
         run_server(functools.partial(open_engine, own["data_dir"], args.catalog_url, engine_given),
                    own["host"], own["port"], own["log_level"], own["allow_origin"], auth=auth,
                    limits=limits, allow_paths=own["allow_path"], shutdown_timeout=own["shutdown_timeout"],
                    forwarded_allow_ips=proxies, lanes=Lanes.sized(own["sql_workers"], own["model_workers"]),
-                   mysql_port=own["mysql_port"])
+                   mysql_port=own["mysql_port"], bounds=bounds)
     except StartupError as exc:
-        print(f"kbsql serve: {exc}", file=sys.stderr)
+        print(f"kbsql serve: {mask_connection_string(str(exc))}", file=sys.stderr)
         return 1
     return 0
 
@@ -129,6 +142,7 @@ def _migrate(args: argparse.Namespace) -> int:
     from kbsql.engine.config import resolve_data_dir
     from kbsql.engine.postgres.catalog_pg import is_postgres_url
     from kbsql.interface.errors import KbsqlError
+    from kbsql.interface.secrets import mask_connection_string
     from kbsql.migrate import migrate, verify
 
     if not is_postgres_url(args.to):
@@ -140,7 +154,7 @@ def _migrate(args: argparse.Namespace) -> int:
             migrate(data_dir, args.to)
         ok = verify(data_dir, args.to, sample=max(1, args.sample))["ok"]
     except (KbsqlError, sqlite3.Error, OSError) as exc:  # one line: what failed, nothing half-made
-        print(f"kbsql migrate: {exc}", file=sys.stderr)
+        print(f"kbsql migrate: {mask_connection_string(str(exc))}", file=sys.stderr)
         return 1
     if ok and not args.verify:
         print("done: start every server with KBSQL_CATALOG_URL set to this URL (see README, "
@@ -166,6 +180,8 @@ def open_engine(data_dir: str | None, catalog_url: str | None, settings: dict[st
         config = EngineConfig.load(data_dir, catalog_url, settings=settings, served=True)
         if confined and config.allowed_model_hosts is None:
             config.allowed_model_hosts = ("*",)
+        if confined and config.allowed_source_hosts is None:
+            config.allowed_source_hosts = ("*",)
         config.allowed_paths = allowed_paths
         engine = Engine(config=config)
     except SettingError as exc:

@@ -1,14 +1,18 @@
 """`kbsql migrate --to postgresql://...`: a local data directory into a shared catalog.
 
 What moves: the catalog (projects, knowledge bases, agents, data-source definitions, the
-records of uploaded files, with their ids and timestamps), registered DataFrames
-(`df.<name>`) and uploaded files' pages (`files.<name>`), and the chunks of every
-knowledge base in the local store, vectors included (never re-embedded: no model is called,
-no key needed), into a pgvector table of the catalog's database named as a shared catalog
-names it (`kb_<project>_<name>`), with its HNSW index built once at the end. Knowledge
-bases already stored in a pgvector database keep their table; only their record moves.
-The source directory is only read (stop the servers writing to it first). The query log
-(`information_schema.queries`) is history of this directory and stays behind.
+records of uploaded files, views, jobs with their LAST values, with their ids and
+timestamps), registered DataFrames (`df.<name>`) and uploaded files' pages (`files.<name>`),
+and the chunks of every knowledge base in the local store, vectors included (never
+re-embedded: no model is called, no key needed), into a pgvector table of the catalog's
+database named as a shared catalog names it (`kb_<project>_<name>`), with its HNSW index
+built once at the end. Knowledge bases already stored in a pgvector database keep their
+table; only their record moves. The chunks are read and written through the storage protocol
+(`kbsql.spi.KbStorage` and `ExportsChunks`: the local store's `export`, pgvector's `write`
+and `chunks_by_id`), never through a store's own tables; the catalog rows are copied between
+the two catalogs' tables, which share one schema. The source directory is only read (stop
+the servers writing to it first). The query log (`information_schema.queries`) and the job
+runs (`log.jobs_history`) are history of this directory and stay behind.
 
 The target must be empty (a fresh database, or one where servers started but nothing was
 created): migrating onto existing knowledge bases would have to choose between two
@@ -27,15 +31,16 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from kbsql.engine.datasources.frame_store import FrameStore
-from kbsql.engine.knowledge.ingest import Chunk
+from kbsql.engine.knowledge.local import LocalBackend
 from kbsql.engine.knowledge.service import DEFAULT_VECTOR_DATABASE, SHARED_VECTOR_DATABASE, shared_table
+from kbsql.engine.knowledge.storage import ExportsChunks, KbStorage, StoragePlace
 from kbsql.engine.postgres.catalog_pg import SCHEMA, PgConnection, where_of_url
 from kbsql.engine.postgres.frame_store_pg import PgFrameStore
 from kbsql.engine.postgres.pgvector import PgVectorStorage
@@ -43,7 +48,7 @@ from kbsql.engine.postgres.postgres_source import settings as pg_settings
 from kbsql.interface.errors import KbsqlError
 
 BATCH = 5_000  # chunks per COPY
-TABLES = ("projects", "knowledge_bases", "agents", "datasources", "files")
+TABLES = ("projects", "knowledge_bases", "agents", "datasources", "files", "views", "jobs")
 PLACES = {"frames": "table df.{}", "uploads": "pages {}"}  # FrameStores: DataFrames, uploaded files
 FILE_ENGINES = {"files", "sqlite", "duckdb"}  # their parameters name paths on this machine
 SEARCH_RECALL_MIN = 0.9  # tie-aware recall@10 of the sampled searches below which verify fails
@@ -61,8 +66,14 @@ def _source_db(path: Path) -> sqlite3.Connection:
     return db
 
 
-def _rows(db: sqlite3.Connection, table: str) -> list[dict[str, Any]]:
-    return [dict(r) for r in db.execute(f"SELECT * FROM {table} ORDER BY id")]
+def _rows(db: sqlite3.Connection, table: str, order: str = "id") -> list[dict[str, Any]]:
+    """The table's rows; none from a table the catalog's version did not have yet (views, jobs)."""
+    try:
+        return [dict(r) for r in db.execute(f"SELECT * FROM {table} ORDER BY {order}")]
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc):
+            return []
+        raise
 
 
 def _local_kbs(catalog: sqlite3.Connection) -> list[dict[str, Any]]:
@@ -79,30 +90,26 @@ def _is_local(kb: dict[str, Any]) -> bool:
     return kb["spec_obj"].get("vector_database") in (None, "", DEFAULT_VECTOR_DATABASE)
 
 
-def _chunk_batches(path: Path) -> Iterator[tuple[str, list[Chunk], np.ndarray]]:
-    """(updated_at, chunks, vectors) in insertion order, one stamp and at most BATCH each."""
-    db = _source_db(path)
+class _Exporting(KbStorage, ExportsChunks, Protocol):
+    """A storage that can also export its chunks (both built-in storages)."""
+
+
+def _source(data_dir: Path, kb_id: int) -> _Exporting | None:
+    """The local store of knowledge base `kb_id`, read only, through the storage backend's
+    own interface (None when it never stored a chunk)."""
+    directory = data_dir / "knowledge_bases" / str(kb_id)
+    if not (directory / "chunks.sqlite").exists():
+        return None
     try:
-        yield from _batches_of(db)
+        storage = LocalBackend().open(StoragePlace(directory, "", read_only=True))
     except sqlite3.Error as exc:
-        raise MigrationError(f"Cannot read {path}: {exc}") from None
-    finally:
-        db.close()
+        raise MigrationError(f"Cannot read {directory / 'chunks.sqlite'}: {exc}") from None
+    return storage
 
 
-def _batches_of(db: sqlite3.Connection) -> Iterator[tuple[str, list[Chunk], np.ndarray]]:
-    cursor = db.execute("SELECT id, chunk_id, content, metadata, embedding, updated_at FROM chunks "
-                        "ORDER BY seq")
-    while rows := cursor.fetchmany(BATCH):
-        start = 0
-        for i in range(1, len(rows) + 1):
-            if i == len(rows) or rows[i]["updated_at"] != rows[start]["updated_at"]:
-                part = rows[start:i]
-                chunks = [Chunk(r["id"], r["chunk_id"], r["content"], json.loads(r["metadata"]))
-                          for r in part]
-                yield (part[0]["updated_at"], chunks,
-                       np.stack([np.frombuffer(r["embedding"], np.float32) for r in part]))
-                start = i
+def _target(url: str, table: str) -> _Exporting:
+    """Table `table` of the catalog's database as a pgvector knowledge-base storage."""
+    return PgVectorStorage(_own(url), table)
 
 
 def _check_empty(target: PgConnection, url: str) -> None:
@@ -123,16 +130,17 @@ def _copy_chunks(kb: dict[str, Any], data_dir: Path, url: str, target: PgConnect
     if target.execute("SELECT to_regclass(?) AS t", (f"public.{table}",)).fetchone()[0] is not None:
         raise MigrationError(f"Table {table} already exists in the target database: drop it, or "
                              "migrate into an empty database")
-    storage = PgVectorStorage(pg_settings({"dsn": url}), table)
+    storage = _target(url, table)
+    source = None
     try:
-        path = data_dir / "knowledge_bases" / str(kb["id"]) / "chunks.sqlite"
+        source = _source(data_dir, kb["id"])
         copied = 0
         with storage.write() as writer:  # one transaction: the whole knowledge base or nothing
-            for stamp, chunks, vectors in _chunk_batches(path) if path.exists() else iter(()):
+            for batch in source.export(BATCH) if source is not None else iter(()):
                 if writer.dim is None:
-                    writer.set_dim(int(vectors.shape[1]))  # the HNSW index is built at the end
-                writer.replace([], chunks, vectors, stamp)
-                copied += len(chunks)
+                    writer.set_dim(int(batch.vectors.shape[1]))  # the HNSW index is built at the end
+                writer.replace([], batch.chunks, batch.vectors, batch.stamp)
+                copied += len(batch.chunks)
         storage.index_metadata(kb["spec_obj"].get("metadata_columns") or [])
         say(f"  knowledge base {kb['project']}.{kb['name']}: {copied} chunks -> table {table}")
     except BaseException:
@@ -140,6 +148,8 @@ def _copy_chunks(kb: dict[str, Any], data_dir: Path, url: str, target: PgConnect
         raise
     finally:
         storage.close()
+        if source is not None:
+            source.close()
     return table
 
 
@@ -161,10 +171,19 @@ def _copy_catalog(source: sqlite3.Connection, target: PgConnection, tables: dict
                                f"({', '.join('?' * len(columns))})", [row[c] for c in columns])
             target.execute(f"SELECT setval(pg_get_serial_sequence('{SCHEMA}.{name}', 'id'), "
                            f"coalesce((SELECT max(id) FROM {SCHEMA}.{name}), 0) + 1, false)")
+        for row in _rows(source, "jobs_last", order="job_id"):  # the jobs' LAST values move with them
+            target.execute(f"INSERT INTO {SCHEMA}.jobs_last (job_id, cond_key, value) VALUES (?, ?, ?)",
+                           [row["job_id"], row["cond_key"], row["value"]])
     except BaseException:
         target.execute("ROLLBACK")
         raise
     target.execute("COMMIT")
+
+
+def _own(url: str) -> dict[str, str]:
+    """libpq settings of the operator's own URL: its environment (PGPASSWORD, ~/.pgpass) may
+    fill what the URL leaves out, unlike a data source's."""
+    return pg_settings({"dsn": url}, own_only=False)
 
 
 def migrate(data_dir: str | Path, url: str, say: Callable[[str], None] = print) -> dict[str, Any]:
@@ -219,7 +238,7 @@ def migrate(data_dir: str | Path, url: str, say: Callable[[str], None] = print) 
 
 
 def _drop_table(url: str, table: str) -> None:
-    storage = PgVectorStorage(pg_settings({"dsn": url}), table)
+    storage = _target(url, table)
     try:
         storage.drop()
     finally:
@@ -268,29 +287,23 @@ def verify(data_dir: str | Path, url: str, sample: int = 10,
 def _verify_kb(kb: dict[str, Any], data_dir: Path, url: str, sample: int,
                fail: Callable[[str], None]) -> dict[str, Any]:
     label = f"{kb['project']}.{kb['name']}"
-    path = data_dir / "knowledge_bases" / str(kb["id"]) / "chunks.sqlite"
-    db = _source_db(path) if path.exists() else None
-    storage = PgVectorStorage(pg_settings({"dsn": url}), shared_table(kb["project"], kb["name"]))
+    source = _source(data_dir, kb["id"])
+    storage = _target(url, shared_table(kb["project"], kb["name"]))
     try:
-        count = int(db.execute("SELECT count(*) FROM chunks").fetchone()[0]) if db else 0
+        count = source.count() if source is not None else 0
         out: dict[str, Any] = {"rows": count, "target_rows": storage.count()}
         if out["target_rows"] != count:
             fail(f"{label}: {count} rows here, {out['target_rows']} there")
-        if not db or not count:
+        if source is None or not count:
             return out
-        step = max(1, count // sample)
-        picked = db.execute("SELECT chunk_id, id, content, metadata, embedding FROM chunks "
-                            "WHERE (seq % ?) = 0 ORDER BY seq LIMIT ?", (step, sample)).fetchall() or \
-            db.execute("SELECT chunk_id, id, content, metadata, embedding FROM chunks LIMIT ?",
-                       (sample,)).fetchall()
-        there = _target_rows(storage, [r["chunk_id"] for r in picked])
-        for r in picked:
-            got = there.get(r["chunk_id"])
-            if got is None or got[:3] != (r["id"], r["content"], json.loads(r["metadata"])) or \
-                    not np.array_equal(got[3], np.frombuffer(r["embedding"], np.float32)):
-                fail(f"{label}: row {r['chunk_id']} differs")
-        queries = np.stack([np.frombuffer(r["embedding"], np.float32) for r in picked])
-        kth, best = _exact_top(db, queries)
+        picked = _spread_sample(source, count, sample)
+        there = storage.chunks_by_id(list(picked))
+        for chunk_id, (doc_id, content, metadata, vector) in picked.items():
+            got = there.get(chunk_id)
+            if got is None or got[:3] != (doc_id, content, metadata) or not np.array_equal(got[3], vector):
+                fail(f"{label}: row {chunk_id} differs")
+        queries = np.stack([row[3] for row in picked.values()])
+        kth, best = _exact_top(source, queries)
         hits = found_best = 0
         for q, (k_score, b_score) in zip(queries, zip(kth, best, strict=True), strict=True):
             scores, _ = storage.vector_top(q, 10, [])
@@ -303,24 +316,28 @@ def _verify_kb(kb: dict[str, Any], data_dir: Path, url: str, sample: int,
         return out
     finally:
         storage.close()
-        if db:
-            db.close()
+        if source is not None:
+            source.close()
 
 
-def _target_rows(storage: PgVectorStorage, chunk_ids: list[str]) -> dict[str, tuple[Any, ...]]:
-    with storage.pool.connection() as conn:
-        rows = conn.execute(storage.q("SELECT chunk_id, id, content, metadata::text, embedding::text "
-                                      "FROM {t} WHERE chunk_id = ANY(%s)"), [chunk_ids]).fetchall()
-    return {r[0]: (r[1], r[2], json.loads(r[3]), np.array(json.loads(r[4]), np.float32)) for r in rows}
+def _spread_sample(source: _Exporting, count: int, sample: int) -> dict[str, tuple[Any, ...]]:
+    """About `sample` chunks spread over the whole store (every `count // sample`-th):
+    chunk_id -> (doc_id, content, metadata, vector)."""
+    step, seen = max(1, count // sample), 0
+    picked: dict[str, tuple[Any, ...]] = {}
+    for batch in source.export(BATCH):
+        for chunk, vector in zip(batch.chunks, batch.vectors, strict=True):
+            if seen % step == 0 and len(picked) < sample:
+                picked[chunk.chunk_id] = (chunk.doc_id, chunk.content, chunk.metadata, vector)
+            seen += 1
+    return picked
 
 
-def _exact_top(db: sqlite3.Connection, queries: np.ndarray, k: int = 10) -> tuple[np.ndarray, np.ndarray]:
+def _exact_top(source: _Exporting, queries: np.ndarray, k: int = 10) -> tuple[np.ndarray, np.ndarray]:
     """The 10th-best and best cosine similarity of each query over every stored vector
     (streamed in batches: memory stays flat for a million rows)."""
     top = np.full((len(queries), k), -np.inf, np.float32)
-    cursor = db.execute("SELECT embedding FROM chunks")
-    while batch := cursor.fetchmany(50_000):
-        vectors = np.stack([np.frombuffer(r[0], np.float32) for r in batch])
-        scores = queries @ vectors.T
+    for batch in source.export(50_000):
+        scores = queries @ batch.vectors.T
         top = np.sort(np.concatenate([top, scores], axis=1), axis=1)[:, -k:]
     return top[:, -min(k, top.shape[1])], top[:, -1]

@@ -39,7 +39,9 @@ from kbsql.engine.knowledge.search import (
 )
 from kbsql.engine.knowledge.storage import (
     ChecksParameters,
+    ChunkBatch,
     ChunkWriter,
+    ExportsChunks,
     KbStorage,
     StorageBackend,
     StoragePlace,
@@ -62,8 +64,8 @@ from kbsql.engine.plugins import (
 
 __all__ = [
     "DATASOURCES", "EMBEDDING_PROVIDERS", "GROUPS", "LLM_PROVIDERS", "RERANKERS", "STORAGE",
-    "ChatFactory", "ChatProvider", "ChecksParameters", "ChunkWriter", "Condition", "Conditions",
-    "DataSource", "DataSourceEngine", "Embedder", "EmbeddingFactory", "FileScan", "Filter",
+    "ChatFactory", "ChatProvider", "ChecksParameters", "ChunkBatch", "ChunkWriter", "Condition", "Conditions",
+    "DataSource", "DataSourceEngine", "Embedder", "EmbeddingFactory", "ExportsChunks", "FileScan", "Filter",
     "FilterGroup", "FrameScan", "KbStorage", "Message", "ModelHttp", "NativeTable", "PluginError",
     "ProviderContext", "Reranker", "RerankerFactory", "RunControl", "Scan", "SearchRequest",
     "SearchableStorage", "StorageBackend", "StoragePlace", "ToolCall", "ToolSpec", "Turn",

@@ -4,16 +4,22 @@ formats (streamed), so provider code is exercised over real HTTP without a netwo
 A script is a list of turns, served one per chat request: `text("...")`, `tools(("name",
 {args}), ...)`, or `error_mid_stream("...")` (some text, then the provider's error event).
 Once the script is used up, every further request gets `text("done")`. `chat_calls` and
-`requests` record what the agent sent.
+`requests` record what the agent sent. `delay` paces the events (a model writing token by
+token); `first_text_at` is when the first event carrying text left (`time.perf_counter()`),
+the model's own first token, which a streaming consumer's first token is measured against.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+TEXT_MARK = re.compile(r'"(content|text)": "[^"]')
+"""An event that carries some of the answer's text (any of the three wires)."""
 
 
 def text(content: str) -> dict[str, Any]:
@@ -43,6 +49,7 @@ class FakeLLM:
         self.chat_calls = 0
         self.events_sent = 0
         self.finished_streams = 0
+        self.first_text_at: float | None = None
         self._lock = threading.Lock()
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.server.daemon_threads = True
@@ -67,6 +74,13 @@ class FakeLLM:
             self.requests.append(body)
             self.headers.append(headers)
             return self.script.pop(0) if self.script else text("done")
+
+    def sent(self, event: str) -> None:
+        """Count an event that left; note when the first one with text did."""
+        with self._lock:
+            self.events_sent += 1
+            if self.first_text_at is None and TEXT_MARK.search(event):
+                self.first_text_at = time.perf_counter()
 
     # wire formats ---------------------------------------------------------------------
     def openai_events(self, turn: dict[str, Any]) -> list[str]:
@@ -186,8 +200,7 @@ class FakeLLM:
                     for event in events:
                         self.wfile.write(event.encode())
                         self.wfile.flush()
-                        with fake._lock:
-                            fake.events_sent += 1
+                        fake.sent(event)
                         if fake.delay:
                             time.sleep(fake.delay)
                 except OSError:  # the agent closed the stream: that is allowed

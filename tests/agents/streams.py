@@ -62,10 +62,19 @@ def check_shape(chunks: list[dict[str, Any]], question: str) -> list[str]:
     assert kinds[0] == "start" and chunks[0]["prompt"] == question
     assert kinds[-1] == "end" and kinds.count("end") == 1
     assert kinds[-2] in ("output", "error")
-    body = kinds[1:-2]
+    body = kinds[1:-1]
     i = 0
-    while i < len(body):  # (actions, steps for each action)*
+    while i < len(body):  # (output* actions, steps for each action)* output* [error]
+        said = ""
+        while i < len(body) and body[i] == "output":  # tokens, partial output chunks
+            said += chunks[1 + i]["output"]
+            i += 1
+        if i == len(body) or body[i] == "error":
+            assert i >= len(body) - 1, kinds
+            break
         assert body[i] == "actions", kinds
+        if said:  # words streamed before a tool call: the action's log repeats them
+            assert chunks[1 + i]["actions"][0]["log"].strip() == said.strip(), (said, chunks[1 + i])
         n = len(chunks[1 + i]["actions"])
         assert body[i + 1:i + 1 + n] == ["steps"] * n, kinds
         for j in range(n):
@@ -74,6 +83,22 @@ def check_shape(chunks: list[dict[str, Any]], question: str) -> list[str]:
     traces = {c["trace_id"] for c in chunks if "trace_id" in c}
     assert len(traces) == 1 and next(iter(traces))
     return kinds
+
+
+def collapse(kinds: list[str]) -> list[str]:
+    """The kinds with each run of partial `output` chunks (a streamed answer) as one."""
+    return [k for i, k in enumerate(kinds) if k != "output" or i == 0 or kinds[i - 1] != "output"]
+
+
+def answer_of(chunks: list[dict[str, Any]]) -> str:
+    """The answer: the output chunks after the last actions chunk, concatenated."""
+    text = ""
+    for chunk in chunks:
+        if "actions" in chunk:
+            text = ""
+        elif "output" in chunk:
+            text += chunk["output"]
+    return text
 
 
 def agent_url(base: str, agent: str, project: str = "mindsdb", stream: bool = True) -> str:

@@ -40,7 +40,7 @@ def test_offline_agent_streams_like_a_model(server_url: str) -> None:
     assert chunks[2]["steps"][0]["observation"] == '["manuals"]'
     query = chunks[3]["actions"][0]
     assert query["tool"] == "kb_query_tool"
-    assert query["tool_input"] == f"SELECT * FROM manuals WHERE content = '{question}' LIMIT 5"
+    assert query["tool_input"] == f"SELECT * FROM manuals WHERE content = '{question}' LIMIT 20"
     observation = chunks[4]["steps"][0]["observation"]
     assert observation.startswith("Output columns: 'id', 'chunk_id', 'chunk_content', 'metadata'")
     assert "_updated_at" in observation and "_chunk_index" in observation

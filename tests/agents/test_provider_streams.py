@@ -10,8 +10,9 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
+import kbsql
 from tests.agents.fakes import FakeLLM, error_mid_stream, text, tools
-from tests.agents.streams import agent_url, check_shape, create_agent, raw_stream
+from tests.agents.streams import agent_url, answer_of, check_shape, collapse, create_agent, raw_stream
 from tests.conftest import start_server, stop_server
 
 WIRES = ["openai", "anthropic", "ollama"]
@@ -59,14 +60,16 @@ def test_streamed_tool_calls_answer(server_url: str, wire: str) -> None:
                             {"messages": [{"question": "hi", "answer": "hello"},
                                           {"question": "Which pump?", "answer": ""}]})
         kinds = check_shape(chunks, "Which pump?")
-        assert kinds == ["start", "actions", "steps", "actions", "steps", "output", "end"]
+        # the answer's tokens leave as partial output chunks, as the model sends them
+        assert collapse(kinds) == ["start", "actions", "steps", "actions", "steps", "output", "end"]
+        assert kinds.count("output") == 5 and [c["output"] for c in chunks[5:7]] == ["Nothing", " connec"]
         assert chunks[1]["actions"][0]["tool"] == "kb_list_tool"
         assert chunks[1]["actions"][0]["tool_input"] == ""
         assert chunks[2]["steps"][0]["observation"] == "[]"
         # the argument JSON arrived in pieces and was reassembled into the SQL text
         assert chunks[3]["actions"][0]["tool_input"] == "SELECT * FROM secret_kb WHERE content = 'x'"
         assert "not allowed" in chunks[4]["steps"][0]["observation"]
-        assert chunks[5]["output"] == "Nothing connected yet, sorry."
+        assert answer_of(chunks) == "Nothing connected yet, sorry."
         assert fake.chat_calls == 3
         assert tool_results(fake, 1) == ["[]"]
         assert "not allowed" in tool_results(fake, 2)[-1]
@@ -87,9 +90,11 @@ def test_provider_error_mid_stream(server_url: str, wire: str) -> None:
                                          "data": {"knowledge_bases": ["mindsdb.*"]}}).status_code == 201
         chunks = raw_stream(agent_url(server_url, f"a2{wire}"), {"messages": [{"question": "q?"}]})
         kinds = check_shape(chunks, "q?")
-        assert kinds == ["start", "actions", "steps", "error", "end"]
-        assert "model overloaded" in chunks[3]["content"]
-        assert wire in chunks[3]["content"] and "m1" in chunks[3]["content"]
+        # the words that arrived before the error went out; the error ends the stream
+        assert kinds == ["start", "actions", "steps", "output", "error", "end"]
+        assert chunks[3]["output"] == "Let me"
+        assert "model overloaded" in chunks[4]["content"]
+        assert wire in chunks[4]["content"] and "m1" in chunks[4]["content"]
         assert "sk-test-123" not in json.dumps(chunks)
 
 
@@ -121,3 +126,23 @@ def test_unreachable_or_unknown_model_is_refused_at_create(server_url: str, wire
     response = create_agent(server_url, {"name": f"bad{wire}", "model": dead})
     assert response.status_code == 400 and wire in response.json()["detail"]
     assert httpx.get(f"{server_url}/api/projects/mindsdb/agents/bad{wire}").status_code == 404
+
+
+@pytest.mark.parametrize("wire", WIRES)
+def test_tokens_reach_the_http_client_before_the_model_ends(server_url: str, wire: str) -> None:
+    """A model writing slowly: its first words reach `client.agents.stream` over HTTP while it
+    is still writing, not all at once after it finished."""
+    answer = "Pump 4321 needs new oil every ninety days, says the manual."
+    with FakeLLM(wire, [text(answer)], delay=0.05) as fake:
+        assert create_agent(server_url, {"name": f"slow{wire}", "model": model(fake)}).status_code == 201
+        client = kbsql.connect(server_url, progress=None)
+        try:
+            chunks, finished_then = [], []
+            for chunk in client.agents.stream(f"slow{wire}", "How often?"):
+                chunks.append(chunk)
+                if "output" in chunk:
+                    finished_then.append(fake.finished_streams)
+        finally:
+            client.close()
+        assert finished_then[0] == 0 and len(finished_then) > 3  # tokens while the model wrote
+        assert answer_of(chunks) == answer

@@ -66,6 +66,28 @@ def test_custom_output_columns(doc: Doc, llm: FakeLLM) -> None:
     doc.refused("SELECT customer_name FROM offline_agent WHERE question = 'who?'", "columns")
 
 
+def test_custom_output_columns_are_validated_whole(doc: Doc, llm: FakeLLM) -> None:
+    """The model's rows are checked before any is returned: JSON found inside prose or a fence,
+    aliases and `question` beside the columns; a row missing a column, a cell holding a list,
+    or `answer` mixed with custom columns is one clear error, never a half-filled table."""
+    doc.sql(f"CREATE AGENT shaped USING model = {_model(llm)}")
+    ask = "FROM shaped WHERE question = 'Orders per customer?'"
+    llm.script.append(text('Totals [approx]:\n```json\n[{"Customer_Name": "Ann", "orders": 3}]\n```'))
+    rows = doc.rows(f"SELECT question, customer_name AS who, orders {ask}")
+    assert rows == [{"question": "Orders per customer?", "who": "Ann", "orders": 3}]
+    assert "customer_name" in llm.requests[-1]["messages"][-1]["content"]  # the columns were asked for
+    llm.script.append(text('[{"customer_name": "Ann", "orders": 3}, {"customer_name": "Bob"}]'))
+    message = doc.error(f"SELECT customer_name, orders {ask}")
+    assert "orders" in message and "row 2" in message
+    llm.script.append(text('[{"customer_name": "Ann", "orders": [1, 2]}]'))
+    assert "orders" in doc.error(f"SELECT customer_name, orders {ask}")
+    llm.script.append(text("[]"))
+    assert doc.rows(f"SELECT customer_name, orders {ask}") == []
+    calls = llm.chat_calls
+    assert "answer" in doc.error(f"SELECT answer, customer_name {ask}")
+    assert llm.chat_calls == calls  # refused before asking the model
+
+
 def test_select_using_overrides(doc: Doc, llm: FakeLLM) -> None:
     """agent_syntax.mdx: SELECT answer FROM my_agent WHERE question = ... USING model = {...},
     data = {...}, prompt_template = '...', timeout = 10 (this question only)."""

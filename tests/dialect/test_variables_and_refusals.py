@@ -73,7 +73,7 @@ def test_delete_with_or_and_between(doc: Doc) -> None:
     ("CREATE MODEL m PREDICT y USING engine = 'lightwood'", "ML models"),
     ("SHOW TRIGGERS", "triggers"),
     ("SHOW MODELS", "ML models"),
-    ("CREATE VIEW v AS (SELECT 1)", "views"),
+    ("SHOW SKILLS", "skills"),
 ])
 def test_hosted_only_statements_are_refused_in_one_line(doc: Doc, statement: str, what: str) -> None:
     doc.refused(statement, what)

@@ -61,6 +61,11 @@ def pdf_bytes(pages: list[list[str]]) -> bytes:
                        f"/Resources << /Font << /F1 {font} 0 R >> >> >>".encode())
         objects.append(f"<< /Length {len(body)} >>\nstream\n{body}\nendstream".encode())
     objects.append(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
+    return pdf_file(objects)
+
+
+def pdf_file(objects: list[bytes]) -> bytes:
+    """A PDF file of these numbered objects (1 is the catalog), with its xref table."""
     out = io.BytesIO()
     out.write(b"%PDF-1.4\n")
     offsets = []
@@ -69,8 +74,7 @@ def pdf_bytes(pages: list[list[str]]) -> bytes:
         out.write(f"{number} 0 obj\n".encode() + obj + b"\nendobj\n")
     xref = out.tell()
     out.write(f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode())
-    for offset in offsets:
-        out.write(f"{offset:010d} 00000 n \n".encode())
+    out.write(b"".join(f"{o:010d} 00000 n \n".encode() for o in offsets))
     out.write(f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode())
     return out.getvalue()
 

@@ -8,8 +8,10 @@ from __future__ import annotations
 import threading
 
 import numpy as np
+import pytest
 
 from kbsql.engine import Engine
+from kbsql.engine.knowledge import search as search_mod
 from kbsql.engine.knowledge.search import SearchRequest, search
 from kbsql.engine.models.embeddings import HashEmbedder
 from tests.knowledge.conftest import HASH_MODEL
@@ -18,7 +20,12 @@ DOCS = 200
 ROUNDS = 15
 
 
-def test_search_while_upserting_in_other_threads(kb_engine: Engine) -> None:
+@pytest.mark.parametrize("attempts", [search_mod.SEARCH_ATTEMPTS, 1])
+def test_search_while_upserting_in_other_threads(kb_engine: Engine, attempts: int,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """With one attempt, every search is the last: the writers always get a chance to win
+    between the index and the rows, and the held writers are what keeps the rows whole."""
+    monkeypatch.setattr(search_mod, "SEARCH_ATTEMPTS", attempts)
     kb_engine.create_knowledge_base("mindsdb", {"name": "kb", "embedding_model": HASH_MODEL})
     record = kb_engine.catalog.knowledge_base("mindsdb", "kb")
     topics = ["rivers", "mountains", "forests", "deserts"]

@@ -2,9 +2,10 @@
 headless Chromium: the settings point at a real `kbsql serve --token` (the token from
 $KBSQL_TOKEN); with a wrong token the sidebar shows the server's one-line 401 sentence, the
 right one typed into the settings editor brings the catalog; the chat streams an agent's
-steps and answer, inserts the answer and a tool's SQL as cells, keeps the conversation
-across a reload, starts over, and follows the dark theme. Neither token ever reaches the
-page text, the browser console, the Jupyter server's log or the saved notebook."""
+steps and answer (growing token by token; Stop keeps what arrived), inserts the answer and a
+tool's SQL as cells, keeps the conversation across a reload, starts over, and follows the
+dark theme. Neither token ever reaches the page text, the browser console, the Jupyter
+server's log or the saved notebook."""
 
 from __future__ import annotations
 
@@ -168,11 +169,21 @@ def test_chat_and_sidebar_on_a_served_engine(jupyterlab, browser_page, served, t
         chat.get_by_role("button", name="Ask").click()
         chat.locator(".kbsql-Chat-observation").wait_for(timeout=30_000)  # the first tool ran
         wait_for(lambda: fake.events_sent >= 10, "the long answer streaming")
+        # the answer grows as the model writes, rendered as Markdown while it runs
+        growing = chat.locator('.kbsql-Chat-turn[data-state="running"] '
+                               '.kbsql-Chat-answerText[data-rendered="markdown"]')
+        growing.wait_for(timeout=10_000)
+        seen = growing.inner_text()
+        assert seen.startswith("word"), seen
+        wait_for(lambda: len(growing.inner_text()) > len(seen), "the answer growing")
         chat.get_by_role("button", name="Stop").click()
         chat.locator('.kbsql-Chat-status[data-state="stopped"]').wait_for(timeout=5_000)
         assert chat.get_by_role("button", name="Ask").is_enabled()
+        kept = chat.locator(".kbsql-Chat-answerText").inner_text()  # what arrived stays
+        assert kept.startswith("word") and kept.count("word") < 100, kept
         time.sleep(5)  # longer than the whole long answer would take
         assert fake.chat_calls == 2, "the agent went on after Stop"
+        assert chat.locator(".kbsql-Chat-answerText").inner_text() == kept
     chat.get_by_label("Agent").select_option("mindsdb.helper")
     chat.locator(".kbsql-Chat-answerText").wait_for()  # helper's conversation is back
 

@@ -67,8 +67,7 @@ def test_sidebar_follows_the_notebooks_connection(jupyterlab, browser_page, serv
     assert sources(page)[2] == "%%kbsql\nSELECT * FROM mindsdb.docs WHERE content = 'refund policy' LIMIT 10"
 
     # Keyboard: the knowledge base is a button; Enter inserts a search cell, cursor in the quotes.
-    kb.locator("button").focus()
-    page.keyboard.press("Enter")
+    kb.locator("button").press("Enter")  # focus and key in one step (a re-render between two lost it)
     wait_for(lambda: len(sources(page)) == 6, "the knowledge-base cell")
     page.keyboard.type("shipping")
     assert sources(page)[3] == "%%kbsql\nSELECT * FROM mindsdb.docs WHERE content = 'shipping' LIMIT 10"

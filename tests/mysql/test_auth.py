@@ -133,3 +133,21 @@ def test_startup_rules(tmp_path: Path, capsys: pytest.CaptureFixture[str],
     assert main(["serve", "--port", "0", "--data-dir", str(tmp_path / "c")]) == 2
     assert "$KBSQL_MYSQL_PORT: mysql_port must be a number" in capsys.readouterr().err
     # a good $KBSQL_MYSQL_PORT opens the door: test_bad_input's server is started so
+
+
+def test_a_lockout_covers_the_address_block(guarded: ServerProcess) -> None:
+    """Six loopback addresses of 127.0.0.0/8 guessing ten times each (sixty guesses, none
+    refused before) get at most thirty guesses checked between them: then the whole /8 is
+    locked, on both doors, 127.0.0.1 too. Last in this file: it locks the module's server."""
+    answers = []
+    for n in range(60):
+        try:
+            connect(guarded, user="ann", password=f"block-{n}", bind_address=f"127.0.9.{n % 6 + 1}").close()
+            answers.append("in")
+        except pymysql.err.OperationalError as exc:
+            answers.append("locked" if "Too many failed logins" in exc.args[1] else str(exc.args[0]))
+    checked = answers.count("1045")
+    assert checked <= 30 and answers[-30:] == ["locked"] * 30, answers
+    assert "too many failed credentials from 127.0.0.0/8" in guarded.log_text()
+    answer = httpx.get(f"{guarded.url}/api/projects", headers={"Authorization": f"Bearer {TOKEN}"})
+    assert answer.status_code == 429

@@ -39,7 +39,7 @@ SAME_ANSWER = [
     "SELECT * FROM other_project.kb",
     "SELECT FROM kb",
     "SELECT @undefined_variable",
-    "INSERT INTO shop.orders (id) VALUES (9)",
+    "INSERT INTO shop.no_such_table (id) VALUES (9)",  # a write error (shop.orders is shared)
     "CREATE KNOWLEDGE_BASE kb USING embedding_model = {'provider': 'kbsql', 'model_name': 'hash-64'}",
     "DROP KNOWLEDGE_BASE no_such_kb",
     "SELECT * FROM kb WHERE content = 'x' AND no_such_column = 1",

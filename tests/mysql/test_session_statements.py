@@ -156,6 +156,14 @@ def test_information_schema_as_drivers_ask_it(run: Any) -> None:
                                                                   ("orders", "TABLE")]
     assert [r[3:] for r in run(JDBC_COLUMNS, ("shop", "orders", "%"))[1][:3]] == [
         ("id", 4, "INT", 1, 1), ("customer_id", 4, "INT", 1, 2), ("amount", 3, "DECIMAL", 1, 3)]
+    # MindsDB's extra column: the source's own type beside the MySQL one
+    names, rows = run("SELECT column_name, data_type, column_type, original_type FROM "
+                      "information_schema.columns WHERE table_name = 'orders' AND table_schema = 'shop' "
+                      "ORDER BY ordinal_position")
+    assert rows[0] == ("id", "int", "int", "integer") and rows[-1] == ("status", "text", "text", "varchar")
+    names, rows = run("SHOW FULL DATABASES")
+    assert [n.upper() for n in names] == ["DATABASE", "TYPE", "ENGINE"]
+    assert ("information_schema", "system", None) in rows and ("shop", "data", "duckdb") in rows
     keys = "SELECT COUNT(*) FROM information_schema.KEY_COLUMN_USAGE WHERE TABLE_SCHEMA = 'mindsdb'"
     assert run(keys)[1] == [(0,)]
     with pytest.raises(mysql.connector.Error):  # not a table MySQL or the engine has: an error, not rows

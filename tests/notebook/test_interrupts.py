@@ -23,6 +23,21 @@ from tests.knowledge.fakes import FakeProvider
 
 ROWS = 3000
 REMOTE_ROWS = 1000  # the server runs the whole insert on (the test waits for it)
+EMBED_DELAY = 0.3  # seconds each embedding call (128 rows) takes: inserts last seconds, as a
+# remote model's do, without the CPU of embedding thousands of rows locally (which made this
+# file 8 minutes of the suite on a loaded machine); what is stopped and kept is the same
+
+
+@pytest.fixture(scope="module")
+def model() -> Iterator[str]:
+    """An OpenAI-compatible embedding server on loopback (tests/knowledge/fakes.py), slow on
+    purpose; yields the `embedding_model` of the knowledge bases below."""
+    provider = FakeProvider()
+    provider.delay = EMBED_DELAY
+    yield (f"embedding_model = {{'provider': 'openai', 'model_name': 'emb-1', "
+           f"'base_url': '{provider.url}/v1', 'api_key': 'sk-test'}}")
+    provider.close()
+
 WATCH = """\
 from pathlib import Path
 from kbsql.notebook import current_client
@@ -143,12 +158,12 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path / "home"
 
 
-def test_interrupted_embedded_insert_and_statement(tmp_path: Path, home: Path):
+def test_interrupted_embedded_insert_and_statement(tmp_path: Path, home: Path, model: str):
     count = "print('count', client.query('SELECT count(DISTINCT id) AS n FROM tickets_kb')['n'][0])"
     nb = cells(
         "%load_ext kbsql\n" + WATCH,                                                  # 0
         FRAMES.format(rows=ROWS, big=200_000),                                        # 1
-        "%kbsql CREATE KNOWLEDGE_BASE tickets_kb USING content_columns = ['body']",  # 2
+        f"%kbsql CREATE KNOWLEDGE_BASE tickets_kb USING content_columns = ['body'], {model}",  # 2
         "%kbsql INSERT INTO tickets_kb SELECT id, body FROM df.tickets",              # 3: interrupted
         count,                                                                        # 4
         # USING without batch_size: in the statement, batches of 1,000 each stored on its own
@@ -226,7 +241,8 @@ def server(tmp_path: Path) -> Iterator[ServerProcess]:
         yield served
 
 
-def test_interrupted_remote_insert_and_statement(tmp_path: Path, home: Path, server: ServerProcess):
+def test_interrupted_remote_insert_and_statement(tmp_path: Path, home: Path, server: ServerProcess,
+                                                 model: str):
     watch = kbsql.connect(server.url)
 
     def inserts() -> Any:
@@ -239,7 +255,7 @@ def test_interrupted_remote_insert_and_statement(tmp_path: Path, home: Path, ser
     nb = cells(
         f"%load_ext kbsql\n%kbsql_connect {server.url} -a team",                     # 0
         FRAMES.format(rows=REMOTE_ROWS, big=25_000),                                  # 1
-        "%kbsql CREATE KNOWLEDGE_BASE tickets_kb USING content_columns = ['body']",  # 2
+        f"%kbsql CREATE KNOWLEDGE_BASE tickets_kb USING content_columns = ['body'], {model}",  # 2
         "%kbsql INSERT INTO tickets_kb SELECT id, body FROM df.tickets",              # 3: interrupted
         "print('alive')",                                                             # 4
     )
@@ -278,7 +294,7 @@ def test_interrupted_remote_insert_and_statement(tmp_path: Path, home: Path, ser
     nb = cells(
         f"%load_ext kbsql\n%kbsql_connect {server.url} -a team\n" + WATCH,             # 0
         FRAMES.format(rows=REMOTE_ROWS, big=10),                                      # 1
-        "%kbsql CREATE KNOWLEDGE_BASE later_kb USING content_columns = ['body']",    # 2
+        f"%kbsql CREATE KNOWLEDGE_BASE later_kb USING content_columns = ['body'], {model}",  # 2
         "%kbsql INSERT INTO later_kb SELECT id, body FROM df.tickets USING batch_size = 100",  # 3: int.
         WAIT_FOR_QUERIES + "print(client.query('SELECT count(DISTINCT id) AS n FROM later_kb')['n'][0])",  # 4
     )

@@ -33,7 +33,8 @@ def text_of(nb) -> str:
 
 
 TIMINGS = [
-    (re.compile(r"\b(done|failed)(,? .*?)? in [\d.,]+ (ms|s)\b"), r"\1\2 in T"),  # a bar's or agent's end
+    (re.compile(r"\b(done|failed)(,? .*?)? in (\d+ min )?[\d.,]+ (ms|s)\b"), r"\1\2 in T"),  # a bar's end
+    # or an agent's ("1 min 56 s" when the machine is loaded)
     (re.compile(r"\([\d.,]+ (rows|questions)/s\)"), r"(R \1/s)"),  # its rate
     (re.compile(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(\.\d+)?"), "TIMESTAMP"),  # _updated_at, created_at
     (re.compile(r"(avg_query_time(&quot;|\\?\")?:\s*)[\d.e-]+"), r"\1T"),  # EVALUATE's mean time, as JSON

@@ -44,7 +44,7 @@ def test_information_schema_lists_projects_sources_and_tables(engine: Engine, tm
     engine.register_dataframe("frame", pd.DataFrame({"a": [1]}))
     assert rows(engine, "SELECT NAME, TYPE FROM information_schema.databases ORDER BY NAME") == [
         ["crm", "data"], ["df", "data"], ["files", "data"], ["information_schema", "system"],
-        ["mindsdb", "project"], ["p2", "project"]]
+        ["log", "system"], ["mindsdb", "project"], ["p2", "project"]]
     tables = rows(engine, "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.tables "
                           "WHERE TABLE_TYPE = 'BASE TABLE' ORDER BY 1, 2")
     assert tables == [["crm", "customers"], ["crm", "products"], ["df", "frame"]]

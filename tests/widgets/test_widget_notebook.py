@@ -1,13 +1,16 @@
-"""A notebook executed headless (nbclient) and saved keeps the static snapshot of the steps."""
+"""A notebook executed headless (nbclient) and saved keeps the static snapshot of the steps;
+`%agent` over a slowly writing model shows its tokens as they come."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import nbformat
 import pytest
 from nbclient import NotebookClient
 
+from tests.agents.fakes import FakeLLM, text
 from tests.widgets.notebooks import write_demo_notebook
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
@@ -68,3 +71,58 @@ def test_without_widgets_the_live_html_display_ends_as_the_snapshot(saved_notebo
     assert "kbsql-snapshot" in html and 'data-status="done"' in html
     assert html.index("1. kb_list_tool") < html.index("2. kb_query_tool")
     assert "Shipping takes five business days" in html
+
+
+STREAMING_CELLS = [
+    """\
+%load_ext kbsql
+%kbsql_connect {data_dir}
+from kbsql.notebook import current_client
+current_client().agents.create("writer", model={{"provider": "openai", "model_name": "m1",
+                                                 "base_url": {base_url!r}}})
+""",
+    "%agent writer How long do refunds take?",
+]
+SLOW_ANSWER = "Refunds take five days to reach the card used for the purchase, the shop says."
+
+
+class WatchingClient(NotebookClient):
+    """nbclient that notes, for each widget update carrying part of the answer, whether the
+    scripted model had finished writing when the update reached the frontend."""
+
+    def __init__(self, nb: nbformat.NotebookNode, fake: FakeLLM, **kwargs: Any):
+        super().__init__(nb, **kwargs)
+        self.fake = fake
+        self.answer_updates: list[tuple[str, int]] = []
+
+    def handle_comm_msg(self, outs: list[Any], msg: dict[str, Any], cell_index: int) -> None:
+        value = str(msg["content"]["data"].get("state", {}).get("value", ""))
+        if "Refunds" in value and "kbsql-snapshot" not in value:
+            self.answer_updates.append((value, self.fake.finished_streams))
+        super().handle_comm_msg(outs, msg, cell_index)
+
+
+def test_agent_panel_shows_tokens_before_the_model_ends(tmp_path: Path):
+    """`%agent` over a model that writes slowly (0.1 s per event): the panel's answer shows its
+    first words while the model is still writing, grows, and the saved notebook keeps the
+    whole answer."""
+    with FakeLLM("openai", [text(SLOW_ANSWER)], delay=0.1) as fake:
+        nb = nbformat.v4.new_notebook()
+        nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+        nb.cells = [nbformat.v4.new_code_cell(c.format(data_dir=str(tmp_path / "data"),
+                                                       base_url=fake.base_url))
+                    for c in STREAMING_CELLS]
+        client = WatchingClient(nb, fake, timeout=120, kernel_name="python3",
+                                resources={"metadata": {"path": str(tmp_path)}})
+        client.execute()
+    updates = client.answer_updates
+    assert updates, "the panel never showed the answer"
+    first, finished_then = updates[0]
+    assert finished_then == 0 and "Refunds" in first and "the shop says" not in first
+    assert len(updates) >= 2  # it grew in more than one step
+    path = tmp_path / "saved.ipynb"
+    nbformat.write(nb, path)
+    outputs = nbformat.read(path, as_version=4).cells[1].outputs
+    snapshot = next(o["data"]["text/html"] for o in outputs
+                    if "kbsql-snapshot" in o.get("data", {}).get("text/html", ""))
+    assert SLOW_ANSWER in snapshot and 'data-status="done"' in snapshot

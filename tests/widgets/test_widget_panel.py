@@ -66,14 +66,16 @@ def test_updates_are_throttled_but_the_end_always_shows():
     stream = [s.start_chunk("q", "t")]
     for i in range(200):
         stream += [s.actions_chunk([act], "t"), s.steps_chunk(act, f"obs {i}", "t")]
-    stream += [s.output_chunk("fine", "t"), s.end_chunk()]
-    for chunk in stream[:-1]:
+    for chunk in stream:
         panel.feed(chunk)
     assert len(changes) <= 2  # start only (forced), not 400 updates
     assert panel.pending and len(panel.steps_box.children) == 0
-    panel.feed(stream[-1])
-    assert len(panel.steps_box.children) == 200 and "fine" in panel.answer.value
-    assert 'data-status="done"' in panel.status.value
+    panel.feed(s.output_chunk("fi", "t"))  # the first token shows at once
+    assert len(panel.steps_box.children) == 200 and "fi" in panel.answer.value
+    panel.feed(s.output_chunk("ne", "t"))  # later tokens wait for the interval
+    assert panel.pending and "fine" not in panel.answer.value
+    panel.feed(s.end_chunk())
+    assert "fine" in panel.answer.value and 'data-status="done"' in panel.status.value
 
 
 def test_a_quiet_stream_still_flushes_the_last_update():

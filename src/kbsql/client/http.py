@@ -267,8 +267,8 @@ class HttpApi(FileTables, KnowledgeBaseEditing):
     def complete(self, project: str, agent: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
         """The answer of `/completions`. A server whose non-stream endpoint fails with a 500
         (MindsDB 26.1 does: `KeyError: 'trace_id'`, a bug of that version) is asked on the
-        stream endpoint instead and the answer is its last `output` chunk (MindsDB's `data`
-        chunk, read through `normalize_chunk`)."""
+        stream endpoint instead and the answer is its `output` chunks after the last `actions`
+        (MindsDB's `data` chunk, read through `normalize_chunk`)."""
         path = f"{self._agents(project)}/{_seg(agent)}/completions"
         try:
             return self._json(self._send("POST", path, {"messages": messages}))
@@ -290,8 +290,10 @@ class HttpApi(FileTables, KnowledgeBaseEditing):
                 if first.detail and first.detail not in detail:
                     detail += f" (its /completions answered {first.status}: {first.title}: {first.detail})"
                 raise ServiceError(detail, title=first.title, status=500)
-            if kind == "output":
-                output = str(chunk.get("output") or "")
+            if kind == "actions":
+                output = None  # the text before a tool call was not the answer
+            if kind == "output":  # partial chunks: the answer is their concatenation
+                output = (output or "") + str(chunk.get("output") or "")
         if output is None:
             raise first
         return completion_answer(output, trace_id)

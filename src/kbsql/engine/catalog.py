@@ -35,7 +35,8 @@ RESERVED_NAMES = frozenset({"df", "files", "information_schema", DEFAULT_PROJECT
 """Names a knowledge base or agent may not take: SQL reads them as the built-in data
 sources (`df`, `files`), the system schema or the default project."""
 
-_KINDS = {"knowledge base": ("knowledge_bases", "Knowledge Base"), "agent": ("agents", "Agent")}
+_KINDS = {"knowledge base": ("knowledge_bases", "Knowledge Base"), "agent": ("agents", "Agent"),
+          "view": ("views", "View")}
 
 
 def _json_or_empty(row: Any, key: str) -> dict[str, Any]:
@@ -210,8 +211,11 @@ class Catalog:
                                title=f"{label} already exists")
             article = "An" if other == "agent" else "A"
             raise Conflict(f"{article} {other} named {name} already exists in project {project}; "
-                           "knowledge bases and agents share one namespace, so choose another "
-                           f"name for the {kind}", title="Name already in use")
+                           "knowledge bases, agents and views share one namespace, so choose "
+                           f"another name for the {kind}", title="Name already in use")
+
+    check_free_in = _check_free
+    """The same check inside a caller's transaction (view_store.py)."""
 
     def check_name_free(self, project: str, name: str, kind: str,
                         own_id: int | None = None) -> None:

@@ -74,6 +74,9 @@ class EngineConfig:
     """Seconds one model call (embedding, chat, rerank) may take; None: the providers' own."""
     allowed_model_hosts: tuple[str, ...] | None = None
     """Where model calls may go (engine/outbound.py); None: anywhere."""
+    allowed_source_hosts: tuple[str, ...] | None = None
+    """Where postgres/pgvector data sources may connect (engine/outbound.py's host rule);
+    None: anywhere."""
     model_concurrency: int | None = None
     """Model calls in flight per model host (engine/outbound.py lanes); None: 16."""
     max_chunks_per_row: int = 10_000
@@ -82,6 +85,15 @@ class EngineConfig:
     """Seconds between the scheduler's looks for due job runs; 0: no scheduler thread."""
     jobs_time_scale: float = 1.0
     """Test-only: job periods multiplied by it (engine/jobs/schedule.py)."""
+    read_only_sources: bool = False
+    """Writes to connected data sources (CREATE TABLE, INSERT, UPDATE, DELETE, DROP TABLE)
+    are refused; off by default, as MindsDB writes to the databases it connects."""
+    max_upload_decoded_mb: int = 64
+    """What one uploaded file may decode to (datasources/upload_formats.py UploadBounds)."""
+    max_upload_columns: int = 4096
+    max_upload_cells: int = 10_000_000
+    pdf_timeout: float = 60.0
+    """Seconds an uploaded PDF's text extraction may take (datasources/pdf_text.py)."""
     agent_max_iterations: int = 12
     agent_wall_time_s: float = 300.0
     served: bool = False
@@ -125,6 +137,8 @@ class EngineConfig:
         config.catalog_url = config.catalog_url or None
         if config.allowed_model_hosts is not None:
             config.allowed_model_hosts = _hosts(config.allowed_model_hosts)
+        if config.allowed_source_hosts is not None:
+            config.allowed_source_hosts = _hosts(config.allowed_source_hosts, "allowed_source_hosts")
         env_model = {key: os.environ[var] for var, key in _MODEL_ENV.items() if os.environ.get(var)}
         if env_model:
             if "provider" in env_model and env_model["provider"] != config.default_model.get("provider"):
@@ -133,11 +147,11 @@ class EngineConfig:
         return config
 
 
-def _hosts(entries: tuple[str, ...]) -> tuple[str, ...] | None:
-    """The allowed model hosts, normalized (engine/outbound.py); none named: None (anywhere)."""
+def _hosts(entries: tuple[str, ...], key: str = "allowed_model_hosts") -> tuple[str, ...] | None:
+    """Allowed model (or source) hosts, normalized (engine/outbound.py); none named: None (anywhere)."""
     from kbsql.engine.outbound import normalize_entry
 
     try:
         return tuple(normalize_entry(h) for h in entries) or None
     except ValueError as exc:
-        raise SettingError(f"allowed_model_hosts: {exc}") from None
+        raise SettingError(f"{key}: {exc}") from None

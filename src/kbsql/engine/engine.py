@@ -20,36 +20,23 @@ of HTTP, IPython or widgets; the server and the client are adapters over it.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-from urllib.parse import urlsplit
+from typing import TYPE_CHECKING, Any
 
 from kbsql._version import __version__
 from kbsql.engine import outbound, validate
-from kbsql.engine.agents.agent_service import AgentService
 from kbsql.engine.catalog import Catalog, KbRecord
 from kbsql.engine.config import EngineConfig
-from kbsql.engine.datasources.confine import PathPolicy
-from kbsql.engine.datasources.frame_store import FrameStore
-from kbsql.engine.datasources.registry import data_source_engines
-from kbsql.engine.datasources.upload_formats import read_pages
-from kbsql.engine.datasources.upload_store import UploadStore
-from kbsql.engine.jobs.job_store import JobStore
-from kbsql.engine.jobs.scheduler import JobScheduler
-from kbsql.engine.knowledge.bases import DEFAULT_VECTOR_DATABASE, KnowledgeBases
-from kbsql.engine.knowledge.service import KnowledgeService
 from kbsql.engine.knowledge.storage import StorageBackend
 from kbsql.engine.models.model_context import ProviderContext
 from kbsql.engine.models.model_http import ModelHttp
 from kbsql.engine.models.providers import BUILTINS, ModelProviders
 from kbsql.engine.plugins import STORAGE, Registry
 from kbsql.engine.ports import AgentOps, RunsSql
-from kbsql.engine.sql.databases.database_ops import DatabaseOps
-from kbsql.engine.sql.executor import SqlExecutor
-from kbsql.engine.sql.kb import kb_changes
-from kbsql.engine.sql.tables.duck_settings import DuckSettings
 from kbsql.engine.views import knowledge_base, knowledge_base_json
 from kbsql.interface.api import (
     INSERT_BATCH_ROWS,
@@ -59,13 +46,26 @@ from kbsql.interface.api import (
     KnowledgeBaseEditing,
     KnowledgeBaseVectors,
     UploadedFiles,
+    Views,
 )
-from kbsql.interface.frames import MAX_UPLOADED_TABLE_BYTES, read_uploaded
+from kbsql.interface.errors import ServiceError
 from kbsql.interface.models import Agent, KnowledgeBase
 from kbsql.interface.progress import OnProgress
 from kbsql.interface.results import SqlResult
 
-__all__ = ["DEFAULT_VECTOR_DATABASE", "Engine"]
+if TYPE_CHECKING:
+    from kbsql.engine.agents.agent_service import AgentService
+    from kbsql.engine.datasources.frame_store import FrameStore
+    from kbsql.engine.datasources.upload_store import UploadStore
+    from kbsql.engine.jobs.scheduler import JobScheduler
+    from kbsql.engine.knowledge.bases import KnowledgeBases
+    from kbsql.engine.knowledge.service import KnowledgeService
+    from kbsql.engine.sql.databases.database_ops import DatabaseOps
+    from kbsql.engine.sql.databases.view_ops import ViewOps
+    from kbsql.engine.sql.executor import SqlExecutor
+    from kbsql.engine.sql.tables.duck_settings import DuckSettings
+
+__all__ = ["Engine"]
 
 
 class _LateSql:
@@ -78,7 +78,30 @@ class _LateSql:
         return self.target.query(query, context)
 
 
-class Engine(FileTables, UploadedFiles, Databases, KnowledgeBaseEditing, KnowledgeBaseVectors):
+def _load_parsers() -> None:
+    """Import the two SQL parsers (pure Python: 25 MB, ~0.3 s) as the engine opens, so the
+    first statement pays only for DuckDB and Arrow (native, ~70 MB: those load on first use).
+    Here and not in a background thread: sqlglot's modules import each other, and a request
+    importing them while such a thread did deadlocked the import system (`_DeadlockError`)."""
+    if "sqlglot.dialects.duckdb" not in sys.modules:
+        import mindsdb_sql_parser.parser  # noqa: F401
+        import sqlglot.dialects.duckdb  # noqa: F401
+
+
+@dataclass(frozen=True)
+class _Parts:
+    """The parts that need the SQL and vector stack (DuckDB, Arrow, the SQL parsers, FAISS),
+    built together on first use (`Engine._wired`): an idle `kbsql serve` or a client that
+    only lists knowledge bases never loads them (issue #33 item 6)."""
+
+    knowledge: KnowledgeService
+    kbs: KnowledgeBases
+    agents: AgentService
+    uploads: UploadStore
+    sql: SqlExecutor
+
+
+class Engine(FileTables, UploadedFiles, Databases, Views, KnowledgeBaseEditing, KnowledgeBaseVectors):
     """Projects, knowledge bases, agents and SQL over a data directory: `ServiceApi`, plus
     the optional capabilities it declares (DataFrames and files as tables, MindsDB's
     databases, knowledge-base editing, chunk vectors for a notebook's map)."""
@@ -106,34 +129,122 @@ class Engine(FileTables, UploadedFiles, Databases, KnowledgeBaseEditing, Knowled
         loaded = models.context if models is not None else ProviderContext()
         self.models = ModelProviders(loaded.with_http(ModelHttp(policy=self._outbound_policy())))
         self.storage = Registry[StorageBackend]("storage backend", STORAGE, BUILTINS[STORAGE], instances=True)
-        self.datasources = data_source_engines()
-        self.knowledge = KnowledgeService(self.data_dir, self.config, self.models, self.storage,
-                                          self.catalog.find_datasource)
-        self.kbs = KnowledgeBases(self.catalog, self.knowledge)
-        sql_port = _LateSql()
-        self.agents = AgentService(self.catalog, self.config, sql_port, self.models)
-        agent_port: AgentOps = self.agents
-        self.uploads = UploadStore(self.catalog, self._frames("uploads"))
-        self.sql = SqlExecutor(self.catalog, self._frames(), self.kbs, agent_port, self.uploads,
-                               PathPolicy(self.config), self.config.background_inserts,
-                               self._sql_settings(), self.datasources)
-        sql_port.target = self.sql  # the mutual recursion, closed here and only here
+        self._parts: _Parts | None = None
+        self._wiring = threading.Lock()
         self._closed = threading.Event()
-        # jobs (CREATE JOB) run here, in this process's own thread: a notebook kernel's or
-        # `kbsql serve`'s; with several servers the catalog gives each run to one of them
-        self.jobs = JobScheduler(JobStore(self.catalog), self.sql, self.config.jobs_poll_s or 0.0,
-                                 self.config.jobs_time_scale)
-        if self.config.jobs_poll_s and not self.config.read_only:
+        # jobs (CREATE JOB) run in this process's own thread (a notebook kernel's, `kbsql
+        # serve`'s), made only once there is a job to run (engine/jobs/)
+        self._jobs: JobScheduler | None = None
+        _load_parsers()
+        self._start_jobs_if_any()
+
+    def _wired(self) -> _Parts:
+        """Build the knowledge service, agents, uploads and SQL executor once, on first use,
+        and connect them: the composition root's second half. SQL and agents need each
+        other; each gets the other as a port (`engine/ports.py`)."""
+        parts = self._parts
+        if parts is not None:
+            return parts
+        with self._wiring:
+            if self._parts is None:
+                if self._closed.is_set():  # a call racing close(): nothing new to leave open
+                    raise ServiceError("This kbsql engine is closed", status=503)
+                self._parts = self._build_parts()
+            return self._parts
+
+    def _build_parts(self) -> _Parts:
+        from kbsql.engine.agents.agent_service import AgentService
+        from kbsql.engine.datasources.confine import PathPolicy
+        from kbsql.engine.datasources.registry import data_source_engines
+        from kbsql.engine.datasources.upload_store import UploadStore
+        from kbsql.engine.knowledge.bases import KnowledgeBases
+        from kbsql.engine.knowledge.service import KnowledgeService
+        from kbsql.engine.sql.executor import SqlExecutor
+
+        knowledge = KnowledgeService(self.data_dir, self.config, self.models, self.storage,
+                                     self.catalog.find_datasource)
+        kbs = KnowledgeBases(self.catalog, knowledge)
+        sql_port = _LateSql()
+        agents = AgentService(self.catalog, self.config, sql_port, self.models)
+        agent_port: AgentOps = agents
+        uploads = UploadStore(self.catalog, self._frames("uploads"))
+        sql = SqlExecutor(self.catalog, self._frames(), kbs, agent_port, uploads,
+                          PathPolicy(self.config), self.config.background_inserts,
+                          self._sql_settings(), data_source_engines())
+        sql_port.target = sql  # the mutual recursion, closed here and only here
+        sql.jobs_created = self._start_jobs  # CREATE JOB starts this engine's scheduler
+        return _Parts(knowledge, kbs, agents, uploads, sql)
+
+    @property
+    def knowledge(self) -> KnowledgeService:
+        return self._wired().knowledge
+
+    @property
+    def kbs(self) -> KnowledgeBases:
+        return self._wired().kbs
+
+    @property
+    def agents(self) -> AgentService:
+        return self._wired().agents
+
+    @property
+    def uploads(self) -> UploadStore:
+        return self._wired().uploads
+
+    @property
+    def sql(self) -> SqlExecutor:
+        return self._wired().sql
+
+    @property
+    def jobs(self) -> JobScheduler:
+        """This engine's job scheduler, made on first use; its thread runs only once started
+        (`_start_jobs`); `kbsql jobs run` calls its `run_due` without one."""
+        from kbsql.engine.jobs.job_store import JobStore
+        from kbsql.engine.jobs.scheduler import JobScheduler
+
+        with self._wiring:
+            if self._jobs is None:
+                self._jobs = JobScheduler(JobStore(self.catalog), lambda: self.sql,
+                                          self.config.jobs_poll_s or 0.0, self.config.jobs_time_scale)
+            return self._jobs
+
+    def _start_jobs_if_any(self) -> None:
+        """On open: start the scheduler if the catalog holds a job, or may get one from
+        another server (a shared PostgreSQL catalog); an engine without jobs starts no thread."""
+        if not self.config.jobs_poll_s or self.config.read_only:
+            return
+        from kbsql.engine.jobs.job_store import JobStore
+
+        if self.catalog.shared_url is not None or JobStore(self.catalog).any():
+            self._start_jobs()
+
+    def _start_jobs(self) -> None:
+        """Run this engine's jobs in a thread of its own, from now until close() (once)."""
+        if self.config.jobs_poll_s and not self.config.read_only and not self._closed.is_set():
             self.jobs.start()
+
+    def _views(self) -> ViewOps:
+        from kbsql.engine.sql.databases.view_ops import ViewOps
+
+        return ViewOps(self.sql)
+
+    def _databases(self) -> DatabaseOps:
+        from kbsql.engine.sql.databases.database_ops import DatabaseOps
+
+        return DatabaseOps(self.sql)
 
     def _sql_settings(self) -> DuckSettings:
         """The SQL engine's bounds from the config; spills go to data_dir/tmp."""
+        from kbsql.engine.sql.tables.duck_settings import DuckSettings
+
         c = self.config
         return DuckSettings(memory_limit_mb=c.sql_memory_mb or None, spill_mb=c.sql_spill_mb,
                             temp_dir=self.data_dir / "tmp",
                             statement_timeout=c.statement_timeout or None,
                             limit_note=c.note("sql_memory_mb"), timeout_note=c.note("statement_timeout"),
-                            spill_note=c.note("sql_spill_mb"))
+                            spill_note=c.note("sql_spill_mb"),
+                            read_only_sources=c.read_only_sources,
+                            read_only_note=c.note("read_only_sources"))
 
     def _outbound_policy(self) -> outbound.Policy:
         """Where this engine's model calls may go, how many at once, for how long
@@ -144,8 +255,9 @@ class Engine(FileTables, UploadedFiles, Databases, KnowledgeBaseEditing, Knowled
         if allowed is not None:
             own = [m.get("base_url") or m.get("api_base")
                    for m in (c.default_model, c.default_embedding_model or {})]
-            hosts = {urlsplit(str(u)).hostname for u in own if u}
-            allowed = (*allowed, *(h.lower() for h in hosts if h))
+            # HOST:PORT, never the bare host: the operator's loopback model opens its own port only
+            entries = {outbound.host_port(str(u)) for u in own if u}
+            allowed = (*allowed, *(e for e in entries if e))
         return outbound.Policy(allowed=allowed, confined=allowed is not None,
                                timeout=c.model_timeout or None,
                                concurrency=c.model_concurrency or outbound.DEFAULT_CONCURRENCY,
@@ -159,14 +271,20 @@ class Engine(FileTables, UploadedFiles, Databases, KnowledgeBaseEditing, Knowled
             from kbsql.engine.postgres.frame_store_pg import PgFrameStore
 
             return PgFrameStore(self.catalog.shared_url, place)
+        from kbsql.engine.datasources.frame_store import FrameStore
+
         return FrameStore(self.data_dir, place)
 
     def close(self) -> None:
         if not self._closed.is_set():
             self._closed.set()
-            self.jobs.close()
-            self.sql.close()
-            self.knowledge.close(self._knowledge_base_ids())
+            with self._wiring:  # parts never built hold nothing to close or save
+                parts, jobs = self._parts, self._jobs
+            if jobs is not None:  # first: a run in flight is stopped and recorded
+                jobs.close()
+            if parts is not None:
+                parts.sql.close()
+                parts.knowledge.close(self._knowledge_base_ids())
             self.models.close()
             self.catalog.close()
 
@@ -242,12 +360,16 @@ class Engine(FileTables, UploadedFiles, Databases, KnowledgeBaseEditing, Knowled
 
     def alter_knowledge_base(self, project: str, name: str, changes: dict[str, Any]) -> KnowledgeBase:
         """`KnowledgeBaseEditing`: ALTER KNOWLEDGE_BASE with these fields (`kb_changes`)."""
+        from kbsql.engine.sql.kb import kb_changes
+
         kb_changes.alter(self.sql.run, project, name, changes)
         return self.get_knowledge_base(project, name)
 
     def insert_query_into_knowledge_base(self, project: str, name: str, query: str,
                                          options: dict[str, Any] | None = None) -> int:
         """`KnowledgeBaseEditing`: INSERT INTO kb <query> [USING options] (`kb_changes`)."""
+        from kbsql.engine.sql.kb import kb_changes
+
         return kb_changes.insert_query(self.sql.run, project, name, query, options)
 
     def insert_into_knowledge_base(self, project: str, name: str, rows: Any, *,
@@ -305,6 +427,8 @@ class Engine(FileTables, UploadedFiles, Databases, KnowledgeBaseEditing, Knowled
                       max_table_bytes: int | None = None) -> int:
         """Register an uploaded Parquet (or CSV) file as the table `df.<name>`; a Parquet
         file decoding to more than `max_table_bytes` (default 512 MB) is refused."""
+        from kbsql.interface.frames import MAX_UPLOADED_TABLE_BYTES, read_uploaded
+
         table = read_uploaded(raw, content_type, max_table_bytes or MAX_UPLOADED_TABLE_BYTES)
         return self.register_dataframe(name, table)
 
@@ -317,7 +441,13 @@ class Engine(FileTables, UploadedFiles, Databases, KnowledgeBaseEditing, Knowled
         """`interface.api.UploadedFiles`: the file `filename` (csv, tsv, json, parquet, xlsx, txt,
         pdf, or one of those zipped) becomes `files.<name>`, read as MindsDB's file handler
         reads it (datasources/upload_formats.py); a name in use is a Conflict."""
-        pages = read_pages(raw, filename, max_table_bytes or MAX_UPLOADED_TABLE_BYTES)
+        from kbsql.engine.datasources.upload_formats import UploadBounds, read_pages
+        from kbsql.interface.frames import MAX_UPLOADED_TABLE_BYTES
+
+        config = self.config
+        bounds = UploadBounds(config.max_upload_decoded_mb * 2**20, config.max_upload_columns,
+                              config.max_upload_cells, config.pdf_timeout, config.note)
+        pages = read_pages(raw, filename, max_table_bytes or MAX_UPLOADED_TABLE_BYTES, bounds)
         record = self.uploads.save(name, pages, source_file or filename)
         self.sql.plans.clear()
         return record.meta()
@@ -333,34 +463,50 @@ class Engine(FileTables, UploadedFiles, Databases, KnowledgeBaseEditing, Knowled
     # `Databases`: projects, data sources and their tables, over the catalog CREATE DATABASE
     # writes (sql/databases/database_ops.py)
     def list_databases(self) -> list[dict[str, Any]]:
-        return DatabaseOps(self.sql).list_databases()
+        return self._databases().list_databases()
 
     def get_database(self, name: str, check_connection: bool = False) -> dict[str, Any]:
-        return DatabaseOps(self.sql).get_database(name, check_connection)
+        return self._databases().get_database(name, check_connection)
 
     def create_database(self, name: str, engine: str, parameters: dict[str, Any] | None = None,
                         check_connection: bool = False) -> dict[str, Any]:
-        return DatabaseOps(self.sql).create_database(name, engine, parameters if parameters is not None
+        return self._databases().create_database(name, engine, parameters if parameters is not None
                                                      else {}, check_connection)
 
     def update_database(self, name: str, parameters: dict[str, Any],
                         check_connection: bool = False) -> dict[str, Any]:
-        return DatabaseOps(self.sql).update_database(name, parameters, check_connection)
+        return self._databases().update_database(name, parameters, check_connection)
 
     def delete_database(self, name: str) -> None:
-        DatabaseOps(self.sql).delete_database(name)
+        self._databases().delete_database(name)
 
     def check_database(self, engine: str, parameters: dict[str, Any]) -> str | None:
-        return DatabaseOps(self.sql).check_database(engine, parameters)
+        return self._databases().check_database(engine, parameters)
 
     def list_tables(self, database: str) -> list[dict[str, Any]]:
-        return DatabaseOps(self.sql).list_tables(database)
+        return self._databases().list_tables(database)
 
     def get_table(self, database: str, table: str) -> dict[str, Any]:
-        return DatabaseOps(self.sql).get_table(database, table)
+        return self._databases().get_table(database, table)
 
     def create_table(self, database: str, table: str, select: str, replace: bool = False) -> dict[str, Any]:
-        return DatabaseOps(self.sql).create_table(database, table, select, replace)
+        return self._databases().create_table(database, table, select, replace)
 
     def drop_table(self, database: str, table: str) -> None:
-        DatabaseOps(self.sql).drop_table(database, table)
+        self._databases().drop_table(database, table)
+
+    # `Views`: MindsDB's /api/projects/{project}/views, over the views CREATE VIEW keeps
+    def list_views(self, project: str) -> list[dict[str, Any]]:
+        return self._views().list_views(project)
+
+    def get_view(self, project: str, name: str) -> dict[str, Any]:
+        return self._views().get_view(project, name)
+
+    def create_view(self, project: str, name: str, query: str) -> dict[str, Any]:
+        return self._views().create_view(project, name, query)
+
+    def put_view(self, project: str, name: str, query: str | None) -> tuple[dict[str, Any], bool]:
+        return self._views().put_view(project, name, query)
+
+    def delete_view(self, project: str, name: str) -> None:
+        self._views().delete_view(project, name)

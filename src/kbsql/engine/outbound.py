@@ -100,6 +100,11 @@ def check_url(url: str, what: str = "base_url") -> None:
         raise InvalidParameter(f"{what} {url!r} is not a valid URL") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise InvalidParameter(f"{what} must be an http:// or https:// URL with a host")
+    try:  # the HTTP client's own reading: a host it cannot encode (IDNA) is refused here, not a 500
+        httpx.URL(url).host  # noqa: B018
+    except (httpx.InvalidURL, UnicodeError):
+        raise InvalidParameter(f"{what} {url!r} is not a valid URL (its host is not a valid "
+                               "name)") from None
     if parts.query or parts.fragment or "?" in url or "#" in url:
         raise InvalidParameter(f"{what} must not have a query (?...) or a fragment (#...): kbsql "
                                "appends the API path to it")
@@ -125,6 +130,29 @@ def check(current: Policy, url: str, who: str) -> None:
 def _named(current: Policy, host: str, port: int) -> bool:
     allowed = current.allowed or ()
     return host in allowed or f"{_shown(host)}:{port}" in allowed
+
+
+def allowed_address(allowed: tuple[str, ...], host: str, port: int) -> str | None:
+    """Where a connection to `host:port` may go under `allowed` (HOST[:PORT] entries, `*` any
+    public host): `host` itself when named, else one of its addresses checked public (connect
+    to that address, not to the name again: it could resolve elsewhere a moment later);
+    None: not allowed. Data sources' connections pass this rule (postgres_source.py)."""
+    name = host.lower().strip("[]")
+    if _named(Policy(allowed=allowed), name, port):
+        return host
+    return _public_address(name, port) if ANY_PUBLIC in allowed else None
+
+
+def host_port(url: str) -> str | None:
+    """`HOST:PORT` of a URL as an allowed-host entry (the scheme's port when none is given);
+    None for a URL without a host or with a port that is not a number."""
+    try:
+        parts = urlsplit(url)
+        host = (parts.hostname or "").lower()
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return None
+    return f"{_shown(host)}:{port}" if host else None
 
 
 def _shown(host: str) -> str:

@@ -35,7 +35,8 @@ class Setting:
     name: str
     """The `config.json` key, the `connect(settings=...)` key and the `EngineConfig` field."""
     kind: type
-    """float, int, str, tuple (several strings; a flag repeats) or dict (JSON object)."""
+    """float, int, str, bool (a flag takes no value), tuple (several strings; a flag repeats)
+    or dict (JSON object)."""
     default: Any
     help: str
     flag: str | None = None
@@ -84,6 +85,10 @@ class Setting:
             if isinstance(value, str):
                 return value
             raise SettingError(f"{where}: {self.name} must be a string, not {value!r}")
+        if self.kind is bool:
+            if isinstance(value, bool):
+                return value
+            raise SettingError(f"{where}: {self.name} must be true or false, not {value!r}")
         whole = self.kind is int
         number = isinstance(value, int | float) and not isinstance(value, bool)
         if not number or (whole and value != int(value)):
@@ -100,6 +105,8 @@ class Setting:
             return text
         if self.kind is tuple:
             return tuple(part.strip() for part in text.split(",") if part.strip())
+        if self.kind is bool and text.lower() in _BOOLS:
+            return _BOOLS[text.lower()]
         try:
             value = json.loads(text)
         except ValueError:
@@ -108,9 +115,15 @@ class Setting:
         return self.check(value, where)
 
 
+_BOOLS = {"1": True, "true": True, "yes": True, "on": True,
+          "0": False, "false": False, "no": False, "off": False}
+
+
 def _text(value: Any) -> str:
     if value in (None, ()):
         return "none"
+    if isinstance(value, bool):
+        return "on" if value else "off"
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
@@ -143,8 +156,21 @@ SETTINGS: tuple[Setting, ...] = (
             "public host); a flag repeats, the variable separates them with commas",
             "--allow-model-host", metavar="HOST[:PORT]",
             shown="anywhere; with a token or a public bind '*'"),
+    Setting("allowed_source_hosts", tuple, None, "hosts postgres and pgvector data sources may "
+            "connect to (HOST[:PORT]; '*': any public host); a flag repeats, the variable "
+            "separates them with commas", "--allow-source-host", metavar="HOST[:PORT]",
+            shown="anywhere; with a token or a public bind '*'"),
     Setting("max_chunks_per_row", int, 10_000, "chunks one inserted row may make (the insert "
             "fails beyond)", "--max-chunks-per-row", metavar="N"),
+    Setting("max_upload_decoded_mb", int, 64, "most an uploaded file may decode to, in MB: an "
+            "archive's file, a workbook's XML and cell text, a PDF's text (400 beyond)",
+            "--max-upload-decoded-mb", metavar="MB"),
+    Setting("max_upload_columns", int, 4096, "columns an uploaded table may have (400 beyond)",
+            "--max-upload-columns", metavar="N"),
+    Setting("max_upload_cells", int, 10_000_000, "cells (rows x columns) an uploaded table may "
+            "have, counted before it is read (400 beyond)", "--max-upload-cells", metavar="N"),
+    Setting("pdf_timeout", float, 60.0, "seconds an uploaded PDF's text extraction may take, in "
+            "a process of its own killed then (400 beyond)", "--pdf-timeout", metavar="SECONDS"),
     Setting("background_inserts", int, 2, "INSERT ... SELECT ... USING batch_size statements "
             "running at once in the background; more wait their turn", "--background-inserts",
             metavar="N"),
@@ -153,6 +179,9 @@ SETTINGS: tuple[Setting, ...] = (
             positive=False, metavar="SECONDS"),
     Setting("jobs_time_scale", float, 1.0, "for tests: every job period (EVERY) is multiplied by it "
             "(1/60: a minute lasts a second)"),
+    Setting("read_only_sources", bool, False, "refuse writes to connected data sources (CREATE "
+            "TABLE, INSERT, UPDATE, DELETE, DROP TABLE in a duckdb, sqlite or postgres source); "
+            "files and df stay writable", "--read-only-sources"),
     Setting("agent_max_iterations", int, 12, "tool calls one agent run may make"),
     Setting("agent_wall_time_s", float, 300.0, "seconds one agent run may take (an agent's "
             "params.timeout shortens its own)"),
@@ -189,6 +218,10 @@ SETTINGS: tuple[Setting, ...] = (
             in_file=False, metavar="MB"),
     Setting("max_sql_kb", float, 1024.0, "largest SQL text in KB, refused before parsing",
             "--max-sql-kb", in_file=False, metavar="KB"),
+    Setting("max_head_kb", float, 64.0, "largest request head (request line and headers) in KB, "
+            "counted before parsing (431 beyond)", "--max-head-kb", in_file=False, metavar="KB"),
+    Setting("max_headers", int, 200, "most header lines in one request head, counted before "
+            "parsing (431 beyond)", "--max-headers", in_file=False, metavar="N"),
     Setting("timeout", float, 30.0, "seconds for a request head to arrive and longest pause "
             "inside a body (408 beyond)", "--timeout", in_file=False, metavar="SECONDS"),
     Setting("shutdown_timeout", float, 30.0, "seconds requests in flight get to finish after "
@@ -198,6 +231,21 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("model_workers", int, 32, "requests that may call a model (completions, inserts, "
             "creating a knowledge base or agent) run at once (then 503)", "--model-workers",
             in_file=False, metavar="N"),
+    Setting("max_pending_connections", int, 256, "connections per door (HTTP, MySQL) that have "
+            "not yet sent a request head or logged in; one more closes the oldest (at most a quarter "
+            "of the descriptor limit)", "--max-pending-connections", in_file=False, metavar="N"),
+    Setting("mysql_idle_timeout", float, 900.0, "seconds a MySQL connection may wait between "
+            "commands before it is closed", "--mysql-idle-timeout", in_file=False, metavar="SECONDS"),
+    Setting("mysql_write_timeout", float, 60.0, "seconds a MySQL client may leave its answer unread "
+            "before its connection is closed", "--mysql-write-timeout", in_file=False, metavar="SECONDS"),
+    Setting("mysql_max_prepared", int, 64, "prepared statements one MySQL connection may keep",
+            "--mysql-max-prepared", in_file=False, metavar="N"),
+    Setting("mysql_max_cursors", int, 4, "open cursors (each holding a result) one MySQL connection "
+            "may keep", "--mysql-max-cursors", in_file=False, metavar="N"),
+    Setting("mysql_held_mb", float, 16.0, "MB one MySQL connection's prepared statements and their "
+            "long data may hold", "--mysql-held-mb", in_file=False, metavar="MB"),
+    Setting("mysql_total_held_mb", float, 64.0, "MB all MySQL connections' prepared statements and "
+            "long data may hold together", "--mysql-total-held-mb", in_file=False, metavar="MB"),
     Setting("forwarded_allow_ips", tuple, (), "proxies (comma-separated IPs, repeatable) whose "
             "X-Forwarded-For names the client", "--forwarded-allow-ips",
             in_file=False, metavar="IPS"),

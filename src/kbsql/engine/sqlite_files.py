@@ -39,9 +39,14 @@ class ReadOnlyData(PermissionDenied):
 
 
 def open_read_only(path: Path) -> sqlite3.Connection:
-    """A SQLite file in a directory that cannot be written, opened `immutable` (SQLite then
-    needs no -shm file, which it could not create). Refused when a write-ahead log holds
-    changes not merged into the file: reading without them would answer an older state."""
+    """A SQLite file opened for reading only. In a directory that can be written (only the
+    reader is read-only: `kbsql migrate`'s source) `mode=ro`, which reads the write-ahead log
+    too (it needs a -shm file beside it). In one that cannot, `immutable` (SQLite then needs
+    no -shm file, which it could not create), refused when a write-ahead log holds changes
+    not merged into the file: reading without them would answer an older state."""
+    if path.exists() and os.access(path.parent, os.W_OK):
+        return sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True,
+                               check_same_thread=False, isolation_level=None)
     wal = path.with_name(path.name + "-wal")
     if wal.exists() and wal.stat().st_size > 0:
         raise sqlite3.OperationalError(

@@ -180,6 +180,26 @@ class Databases(Protocol):
 
 
 @runtime_checkable
+class Views(Protocol):
+    """Optional: MindsDB's `/api/projects/{project}/views` (`{id, name, query}` per view), the
+    views `CREATE VIEW` makes."""
+
+    def list_views(self, project: str) -> list[dict[str, Any]]: ...
+
+    def get_view(self, project: str, name: str) -> dict[str, Any]: ...
+
+    def create_view(self, project: str, name: str, query: str) -> dict[str, Any]:
+        """A new view (a name in use: Conflict; a query that is no SELECT: BadRequest)."""
+        ...
+
+    def put_view(self, project: str, name: str, query: str | None) -> tuple[dict[str, Any], bool]:
+        """Create the view or give it a new query; (the view, whether it was created)."""
+        ...
+
+    def delete_view(self, project: str, name: str) -> None: ...
+
+
+@runtime_checkable
 class KnowledgeBaseEditing(Protocol):
     """Optional: what the reference's `PUT .../knowledge_bases/{kb}` does besides inserting
     rows (docs/rest/knowledge_bases/alter.mdx and insert.mdx)."""

@@ -268,6 +268,11 @@ class PathNotAllowed(_SqlKind, PermissionDenied):
     outside the folders `--allow-path` names): a permission, in SQL (MySQL 1227) and REST."""
 
 
+class ReadOnlySource(_SqlKind, PermissionDenied):
+    """A write to a connected data source on a server whose operator made them read-only
+    (`read_only_sources`): a permission, in SQL (MySQL 1227) and REST (403)."""
+
+
 @dataclass(frozen=True)
 class ErrorCodes:
     """What one kind of error is called on each wire: MindsDB's `error_code` (the MySQL number

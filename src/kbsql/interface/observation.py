@@ -55,7 +55,11 @@ def parse_table(text: str | None) -> ObservedTable | None:
         note.append(lines.pop(0))
     if not lines or (declared and _fields(lines[0]) != declared):
         lines, note = rest.split("\n"), []
-    body = [line for line in lines if line.strip()]
+    while lines and not lines[-1].strip():
+        lines.pop()
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    body = lines  # blank lines inside are a cell's own (a quoted paragraph break), kept
     if not body:
         return ObservedTable(columns=[], note="\n".join(note))
     try:

@@ -13,8 +13,10 @@ from typing import Any
 MASK = "******"
 SECRET_KEYS = ("password", "passwd", "api_key", "apikey", "secret", "token", "private_key", "key")
 CONNECTION_STRING_KEYS = ("dsn", "url", "uri", "connection_string", "conninfo")
-_URL_USERINFO = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.\-]*://)[^/@\s]*@")
-_URL_PASSWORD = re.compile(r"(://[^:/@\s]*:)[^@\s]*@")
+# A password may hold '@', '/' or ':' unencoded: everything up to the last '@' of the URL (a
+# run without spaces or quotes) is masked, so no part of such a password shows.
+_URL_USERINFO = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.\-]*://)[^\s\"'<>]*@")
+_URL_PASSWORD = re.compile(r"(://[^:/@\s\"'<>]*:)[^\s\"'<>]*@")
 _KV_PASSWORD = re.compile(r"(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)
 _SECRET_LIKE = re.compile(r"\b(sk-(?:ant-)?[A-Za-z0-9_\-]{6,})")
 

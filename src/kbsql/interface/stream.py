@@ -37,6 +37,9 @@ def steps_chunk(act: dict[str, Any], observation: str, trace_id: str) -> dict[st
 
 
 def output_chunk(output: str, trace_id: str) -> dict[str, Any]:
+    """The answer, or a part of it: a streaming model's tokens leave as partial output chunks
+    and the answer is the concatenation of the output chunks after the last `actions` chunk
+    (text before a tool call was the model thinking aloud: the action's `log` repeats it)."""
     return {"output": output, "messages": [{"content": output}], "trace_id": trace_id}
 
 
@@ -74,7 +77,7 @@ def normalize_chunk(chunk: Any) -> dict[str, Any]:
     - `{"type": "data", "text": answer, "trace_id": t}`: the answer in words, or
       `{"type": "data", "content": table, "trace_id": t}`: the final SQL query's result as a
       Markdown table. MindsDB's own non-stream answer is the last `data` chunk; here it becomes
-      an `output` chunk (a later one replaces the earlier, as in the contract);
+      an `output` chunk (MindsDB sends one);
     - `{"type": "error", "content": message, "trace_id": t}` (the contract's shape), or
       `{"error": message}` when its route itself fails; the latter becomes the former;
     - `{"type": "end", "trace_id": t}` and then `{"type": "end"}` (the first ends the stream).

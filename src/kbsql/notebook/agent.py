@@ -77,7 +77,7 @@ def ask(conn: Connection, agent: str, question: str, *, project: str | None = No
         close = getattr(chunks, "close", None)
         if close is not None:
             close()  # an interrupted cell stops the run on the server
-    if errors and not answer:
+    if errors:  # words that streamed before the error stay in the panel; the cell fails
         raise errors[0] if isinstance(errors[0], KbsqlError) else AgentError(errors[0])
     conn.history[key] = [*history, {"question": question, "answer": answer}]
     return AgentAnswer(answer)

@@ -9,8 +9,11 @@ bases. Two ways in, both ending in `Authorization: Bearer <token>` on every requ
 - `POST /api/login` with `{"username", "password"}` (what mindsdb_sdk's
   `connect(url, login=..., password=...)` sends) when the server was started with
   `--user` and `--password`: it answers `{"token": <session token>}`, which the SDK then
-  sends as a bearer token. Session tokens live in memory (a restart logs everyone out; the
-  SDK logs in again on a 401).
+  sends as a bearer token. The same answer sets MindsDB's `session` cookie (`HttpOnly`,
+  `SameSite=Lax`, `Secure` when the request came over TLS), which every route accepts as
+  it accepts the token: MindsDB's JavaScript SDK logs in and then sends only that cookie.
+  `POST /api/logout` ends the session (cookie or bearer) and clears the cookie. Session
+  tokens live in memory (a restart logs everyone out; the SDKs log in again on a 401).
 
 The server token is also accepted in `X-Api-Key`, which mindsdb_sdk's
 `connect(url, api_key=...)` sends.
@@ -41,6 +44,8 @@ log = logging.getLogger("kbsql.server")
 
 OPEN_PATHS = frozenset({"/api/status"})
 LOGIN_PATH = "/api/login"
+LOGOUT_PATH = "/api/logout"
+SESSION_COOKIE = "session"  # MindsDB's (Flask's SESSION_COOKIE_NAME)
 SESSION_TTL_S = 24 * 3600
 MAX_SESSIONS = 10_000
 FAILED_LOGIN_DELAY_S = 0.5  # slows password guessing without blocking other requests
@@ -95,6 +100,9 @@ class Sessions:
             return False
         return True
 
+    def end(self, token: str) -> None:
+        self._tokens.pop(token, None)
+
 
 class TokenAuth:
     """ASGI middleware: 401 problem+json for an /api request without a valid bearer token,
@@ -114,6 +122,9 @@ class TokenAuth:
         path = scope.get("path", "")
         if path == LOGIN_PATH:
             await self.login(scope, receive, send)
+            return
+        if path == LOGOUT_PATH:
+            await self.logout(scope, send)
             return
         if path.startswith("/api/") and path not in OPEN_PATHS:
             # no credentials at all is a client that has not logged in: never counted
@@ -166,6 +177,13 @@ class TokenAuth:
         return True
 
     def authorized(self, scope: Scope) -> bool:
+        """The server token (bearer or `X-Api-Key`), a session token as bearer, or the
+        `session` cookie `/api/login` set. A stale cookie (after a restart, a logout) is a
+        plain 401 and is not counted as a failure: browsers resend it on every call, and a
+        session token (256 random bits) cannot be guessed anyway."""
+        cookie = _session_cookie(scope)
+        if cookie is not None and self.sessions.valid(cookie):
+            return True
         for name, value in scope.get("headers") or []:
             if name.lower() == b"x-api-key" and self.settings.token:  # mindsdb_sdk's api_key=
                 return _same(value.decode("latin-1").strip(), self.settings.token)
@@ -207,16 +225,64 @@ class TokenAuth:
         password = credentials.get("password")
         if isinstance(user, str) and isinstance(password, str) and \
                 _same(user, self.settings.user or "") & _same(password, self.settings.password or ""):
-            payload = json.dumps({"token": self.sessions.issue()}).encode("utf-8")
-            await send({"type": "http.response.start", "status": 200,
-                        "headers": [(b"content-type", b"application/json"),
-                                    (b"content-length", str(len(payload)).encode("ascii"))]})
-            await send({"type": "http.response.body", "body": payload})
+            token = self.sessions.issue()
+            payload = json.dumps({"token": token}).encode("utf-8")
+            await _send_json(send, payload, _cookie_header(scope, token, SESSION_TTL_S))
             return
         log.warning("failed login for user %r", user if isinstance(user, str) else None)
         self.throttle.failed(client)
         await asyncio.sleep(FAILED_LOGIN_DELAY_S)
         await send_problem(send, 401, "Unauthorized", "Wrong username or password")
+
+    async def logout(self, scope: Scope, send: Send) -> None:
+        """`POST /api/logout`, MindsDB's: the session presented (cookie or bearer) ends and
+        the cookie is cleared; the server's own token is not a session and stays valid."""
+        if scope.get("method") != "POST":
+            await send_problem(send, 405, "Method not allowed", f"{scope.get('method')} {LOGOUT_PATH}")
+            return
+        presented = [_session_cookie(scope), _bearer(scope)]
+        for token in presented:
+            if token:
+                self.sessions.end(token)
+        await _send_json(send, b'""', _cookie_header(scope, "", 0))
+
+
+def _header_values(scope: Scope, wanted: bytes) -> list[str]:
+    return [value.decode("latin-1") for name, value in scope.get("headers") or [] if name.lower() == wanted]
+
+
+def _session_cookie(scope: Scope) -> str | None:
+    """The value of the request's `session` cookie, if it sent one."""
+    for header in _header_values(scope, b"cookie"):
+        for pair in header.split(";"):
+            key, sep, value = pair.strip().partition("=")
+            if sep and key == SESSION_COOKIE and value.strip():
+                return value.strip().strip('"')
+    return None
+
+
+def _bearer(scope: Scope) -> str | None:
+    for header in _header_values(scope, b"authorization"):
+        scheme, _, credential = header.strip().partition(" ")
+        if scheme.lower() == "bearer" and credential.strip():
+            return credential.strip()
+    return None
+
+
+def _cookie_header(scope: Scope, token: str, max_age: int) -> tuple[bytes, bytes]:
+    """MindsDB's `session` cookie: HttpOnly (page scripts cannot read it), SameSite=Lax
+    (another site's form cannot post with it), Secure when the request came over TLS
+    (directly, or through a trusted proxy's X-Forwarded-Proto)."""
+    secure = "; Secure" if scope.get("scheme") == "https" else ""
+    value = f"{SESSION_COOKIE}={token}; Path=/; Max-Age={max_age}; HttpOnly; SameSite=Lax{secure}"
+    return (b"set-cookie", value.encode("latin-1"))
+
+
+async def _send_json(send: Send, payload: bytes, *extra: tuple[bytes, bytes]) -> None:
+    await send({"type": "http.response.start", "status": 200,
+                "headers": [(b"content-type", b"application/json"),
+                            (b"content-length", str(len(payload)).encode("ascii")), *extra]})
+    await send({"type": "http.response.body", "body": payload})
 
 
 async def _read_small(receive: Receive, limit: int) -> bytes | None:

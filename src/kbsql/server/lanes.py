@@ -13,6 +13,11 @@ seconds for a slot, then fails with `Busy` (503 with Retry-After): a burst is qu
 briefly, a flood is refused rather than piled up. Admission is bookkeeping on the event
 loop (no lock, no task): the `SELECT 1` fast path pays two integer updates.
 
+Fair share: a call names its owner (`owner_key`: the credential it presented), and one
+owner holds at most `share` slots (half the lane, rounded up): one token running three long
+statements on `--sql-workers 3` used to take the whole lane from every other user. A freed
+slot goes to the longest-waiting call whose owner is under its share.
+
 The lanes belong to the app (`build_app`, `serve`), never to a module: both doors (HTTP and
 the MySQL door) take their catalog, SQL and model workers from the same `Lanes`, and
 `serve` closes them at shutdown. Nothing here knows Starlette: the MySQL door stands on
@@ -23,8 +28,9 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import hashlib
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -54,33 +60,51 @@ class Lane:
         self.wait = wait
         self.flag = flag  # the option that sizes it, named in a 503
         self.busy = 0
+        self.share = max(1, -(-size // 2))
+        """Slots one owner may hold at once (see the module docstring)."""
+        self.held: dict[str, int] = {}
         self.pool = ThreadPoolExecutor(size, thread_name_prefix=f"kbsql-{name}")
-        self._waiters: deque[asyncio.Future[None]] = deque()
+        self._waiters: deque[tuple[asyncio.Future[None], str | None]] = deque()
 
-    async def run(self, fn: Callable[..., Any], *args: Any) -> Any:
+    async def run(self, fn: Callable[..., Any], *args: Any, owner: str | None = None) -> Any:
         """`fn(*args)` in this lane's pool once a slot is free (see `slot` and `call`)."""
-        async with self.slot():
+        async with self.slot(owner):
             return await self.call(fn, *args)
 
     @asynccontextmanager
-    async def slot(self) -> AsyncIterator[None]:
+    async def slot(self, owner: str | None = None) -> AsyncIterator[None]:
         """One of the lane's `size` slots while the block runs."""
-        await self.acquire()
+        await self.acquire(owner)
         try:
             yield
         finally:
-            self.release()
+            self.release(owner)
 
-    async def acquire(self) -> None:
+    def _may_take(self, owner: str | None) -> bool:
+        return self.busy < self.size and (owner is None or self.held.get(owner, 0) < self.share)
+
+    def _take(self, owner: str | None) -> None:
+        self.busy += 1
+        if owner is not None:
+            self.held[owner] = self.held.get(owner, 0) + 1
+
+    async def acquire(self, owner: str | None = None) -> None:
         """Take a slot, waiting up to `wait` seconds (then `Busy`). A stream takes one for
-        all its calls (`release` when it ends): admitted once, never refused half-way."""
-        if self.busy < self.size and not self._waiters:
-            self.busy += 1
+        all its calls (`release` when it ends): admitted once, never refused half-way.
+        `owner` (None: unnamed, no share) holds at most `share` slots."""
+        if not self._waiters and self._may_take(owner):
+            self._take(owner)
         else:
-            await self._admit()  # the slot is taken on our behalf when we are woken
+            await self._admit(owner)  # the slot is taken on our behalf when we are woken
 
-    def release(self) -> None:
+    def release(self, owner: str | None = None) -> None:
         self.busy -= 1
+        if owner is not None:
+            left = self.held.get(owner, 1) - 1
+            if left > 0:
+                self.held[owner] = left
+            else:
+                self.held.pop(owner, None)
         self._wake()
 
     async def call(self, fn: Callable[..., Any], *args: Any) -> Any:
@@ -98,30 +122,45 @@ class Lane:
                 if future.cancelled():
                     raise
 
-    async def _admit(self) -> None:
+    async def _admit(self, owner: str | None) -> None:
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiters.append(waiter)
+        entry = (waiter, owner)
+        self._waiters.append(entry)
+        self._wake()  # a free slot that earlier waiters may not take (their share is used) is ours
         try:
             await asyncio.wait_for(asyncio.shield(waiter), self.wait)
         except (TimeoutError, asyncio.CancelledError) as exc:
             if waiter.done():  # a slot was taken for us just as we gave up: give it back
-                self.busy -= 1
-                self._wake()
+                self.release(owner)
             else:
                 waiter.cancel()
-                self._waiters.remove(waiter)
+                self._waiters.remove(entry)
             if isinstance(exc, asyncio.CancelledError):
                 raise
-            raise Busy(f"The server is busy: all {self.size} {self.name} workers are taken"
-                       f"{f' ({self.flag})' if self.flag else ''}; try again shortly",
-                       retry_after=max(1, round(self.wait))) from None
+            raise self._busy(owner) from None
+
+    def _busy(self, owner: str | None) -> Busy:
+        """The 503: the lane is full, or this owner holds its share of it."""
+        if owner is not None and self.held.get(owner, 0) >= self.share and self.busy < self.size:
+            return Busy(f"The server is busy: these credentials already hold {self.share} of the "
+                        f"{self.size} {self.name} workers (a fair share, half the lane"
+                        f"{f', {self.flag}' if self.flag else ''}); try again shortly",
+                        retry_after=max(1, round(self.wait)))
+        return Busy(f"The server is busy: all {self.size} {self.name} workers are taken"
+                    f"{f' ({self.flag})' if self.flag else ''}; try again shortly",
+                    retry_after=max(1, round(self.wait)))
 
     def _wake(self) -> None:
-        """Hand free slots to the longest waiting calls (taking each slot for it)."""
-        while self._waiters and self.busy < self.size:
-            waiter = self._waiters.popleft()
-            self.busy += 1
-            waiter.set_result(None)
+        """Hand free slots to the longest waiting calls whose owner is under its share
+        (taking each slot for it); a call over its share keeps its place in the queue."""
+        for entry in list(self._waiters):
+            if self.busy >= self.size:
+                return
+            waiter, owner = entry
+            if self._may_take(owner):
+                self._waiters.remove(entry)
+                self._take(owner)
+                waiter.set_result(None)
 
     def close(self) -> None:
         self.pool.shutdown(wait=False, cancel_futures=True)
@@ -145,8 +184,26 @@ class Lanes:
             lane.close()
 
 
+def owner_key(headers: Iterable[tuple[bytes, bytes]]) -> str | None:
+    """Whose call this is, for the lanes' fair share: a digest of the credential presented
+    (Authorization, X-Api-Key: a login session or a token; checked before this runs). None
+    without one (a server without authentication: one anonymous user, no share)."""
+    for name, value in headers:
+        if name.lower() in (b"authorization", b"x-api-key") and value:
+            scheme, _, rest = value.partition(b" ")  # the same token as Bearer or X-Api-Key: one owner
+            secret = rest.strip() if scheme.lower() == b"bearer" and rest else value
+            return owner_of(secret)
+    return None
+
+
+def owner_of(secret: bytes) -> str:
+    """The fair-share owner of a credential, the same on both doors (HTTP's token, the MySQL
+    door's password): a digest, so no secret is kept in the lanes."""
+    return hashlib.sha256(secret).hexdigest()[:16]
+
+
 async def controlled(gone: Callable[[], Awaitable[object]], control: Control,
-                     fn: Callable[..., Any], *args: Any, lane: Lane) -> Any:
+                     fn: Callable[..., Any], *args: Any, lane: Lane, owner: str | None = None) -> Any:
     """`lane.run(fn, *args)` under `control` (the service reads it as
     `interface.control.CURRENT`). When the call is still running after `WATCH_AFTER_S`,
     `gone()` is awaited beside it (it returns when the client has gone away: HTTP's
@@ -158,7 +215,7 @@ async def controlled(gone: Callable[[], Awaitable[object]], control: Control,
         loop.create_task(_stop_when_gone(gone, control))))
     token = CURRENT.set(control)
     try:
-        return await lane.run(fn, *args)
+        return await lane.run(fn, *args, owner=owner)
     finally:
         CURRENT.reset(token)
         timer.cancel()

@@ -22,12 +22,14 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import sys
 from dataclasses import dataclass
 from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from kbsql.interface.errors import BadRequest, ServiceError
+from kbsql.server.door_bounds import Pending
 from kbsql.server.guard import App, Message, Receive, Scope, Send, send_problem
 
 log = logging.getLogger("kbsql.server")
@@ -36,6 +38,8 @@ MB = 1024 * 1024
 DEFAULT_MAX_BODY = 64 * MB
 DEFAULT_MAX_SQL = 1 * MB
 DEFAULT_TIMEOUT_S = 30.0
+DEFAULT_MAX_HEAD = 64 * 1024
+DEFAULT_MAX_HEADERS = 200
 
 
 @dataclass(frozen=True)
@@ -44,6 +48,10 @@ class Limits:
     max_sql: int = DEFAULT_MAX_SQL
     timeout: float = DEFAULT_TIMEOUT_S
     """Seconds for the request head to arrive, and the longest pause inside a body."""
+    max_head: int = DEFAULT_MAX_HEAD
+    """Bytes of one request head (request line and headers), counted before parsing."""
+    max_headers: int = DEFAULT_MAX_HEADERS
+    """Header lines of one request head, counted before parsing."""
 
     @property
     def max_json_values(self) -> int:
@@ -203,15 +211,54 @@ def check_sql_size(query: str, limits: Limits) -> str | None:
             "(PUT .../knowledge_bases/{name} with rows) or split the statement")
 
 
-def head_timeout_protocol(timeout: float) -> type[HttpToolsProtocol]:
-    """uvicorn's httptools protocol with a deadline for the request head.
+def _head_part(tail: bytes, data: bytes) -> tuple[bytes, bytes]:
+    """(the part of `data` that belongs to the request head, the last 3 bytes seen): the
+    head ends at the first blank line, which may straddle two reads (`tail` is the end of
+    the previous one); a body sent in the same read is not counted."""
+    window = tail + data
+    end = window.find(b"\r\n\r\n")
+    part = data if end < 0 else data[:max(0, end + 4 - len(tail))]
+    return part, window[-3:]
+
+
+def _refuse_head(transport: asyncio.Transport, max_head: int, max_headers: int) -> None:
+    """431 problem+json for a head over its bounds, and the connection closed."""
+    if transport.is_closing():
+        return
+    log.warning("a request head passed %d bytes or %d headers; answered 431", max_head, max_headers)
+    detail = (f"The request head is over this server's limit of {max_head} bytes or "
+              f"{max_headers} headers (kbsql serve --max-head-kb, --max-headers)")
+    body = json.dumps({"type": "about:blank", "title": "Request header fields too large",
+                       "status": 431, "detail": detail}).encode()
+    transport.write(b"HTTP/1.1 431 Request Header Fields Too Large\r\n"
+                    b"content-type: application/problem+json\r\n"
+                    b"content-length: " + str(len(body)).encode() +
+                    b"\r\nconnection: close\r\n\r\n" + body)
+    transport.close()
+
+
+def head_timeout_protocol(timeout: float, max_head: int = DEFAULT_MAX_HEAD,
+                          max_headers: int = DEFAULT_MAX_HEADERS,
+                          pending: Pending | None = None) -> type[HttpToolsProtocol]:
+    """uvicorn's httptools protocol with a deadline and a size bound for the request head,
+    and (`pending`) a cap on connections whose first head has not arrived: past it the
+    oldest is closed.
 
     uvicorn times out idle kept-alive connections but not a request whose head never
     completes (slowloris): each such connection would be held forever. The timer runs from
-    the connection (or the start of the next request) to the end of the head."""
+    the connection (or the start of the next request) to the end of the head. httptools
+    bounds neither the bytes nor the number of headers (uvicorn keeps every one: 15 MB of
+    3,000,000 tiny headers grew the server 345 MB before the 401), so the bytes and lines
+    of a head are counted as they arrive, before the parser sees them: 431 and close."""
+
+    waiting = pending if pending is not None else Pending(sys.maxsize, "HTTP")  # no cap
 
     class HeadTimeoutProtocol(HttpToolsProtocol):
         _head_timer: asyncio.TimerHandle | None = None
+        _in_head = True
+        _head_bytes = 0
+        _head_lines = 0
+        _tail = b""
 
         def _arm(self) -> None:
             self._disarm()
@@ -233,6 +280,22 @@ def head_timeout_protocol(timeout: float) -> type[HttpToolsProtocol]:
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
             self._arm()
+            waiting.add(self, transport.abort)
+
+        def data_received(self, data: bytes) -> None:
+            if self._in_head:  # the bytes up to the blank line that ends the head
+                part, self._tail = _head_part(self._tail, data)
+                self._head_bytes += len(part)
+                self._head_lines += part.count(b"\n")
+                if self._head_bytes > max_head or self._head_lines > max_headers + 2:
+                    self._head_too_large()
+                    return
+            super().data_received(data)
+
+        def _head_too_large(self) -> None:
+            self._disarm()
+            self._in_head = False
+            _refuse_head(self.transport, max_head, max_headers)
 
         def on_message_begin(self) -> None:
             super().on_message_begin()
@@ -240,10 +303,17 @@ def head_timeout_protocol(timeout: float) -> type[HttpToolsProtocol]:
 
         def on_headers_complete(self) -> None:
             self._disarm()
+            self._in_head, self._head_bytes, self._head_lines, self._tail = False, 0, 0, b""
+            waiting.done(self)
             super().on_headers_complete()
+
+        def on_message_complete(self) -> None:
+            super().on_message_complete()
+            self._in_head = True  # the next request's head
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._disarm()
+            waiting.done(self)
             super().connection_lost(exc)
 
     return HeadTimeoutProtocol

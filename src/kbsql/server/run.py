@@ -30,6 +30,7 @@ from kbsql.interface.api import ServiceApi
 from kbsql.server import log_collapse
 from kbsql.server.app import build_app
 from kbsql.server.auth import AuthSettings
+from kbsql.server.door_bounds import DoorBounds, Pending
 from kbsql.server.guard import is_loopback_host
 from kbsql.server.lanes import Lanes
 from kbsql.server.limits import Limits, head_timeout_protocol
@@ -122,7 +123,7 @@ def serve(open_backend: OpenBackend, host: str = "127.0.0.1", port: int = 47334,
           auth: AuthSettings | None = None, limits: Limits | None = None,
           allow_paths: Iterable[str] = (), shutdown_timeout: float = 30,
           forwarded_allow_ips: tuple[str, ...] = (), lanes: Lanes | None = None,
-          mysql_port: int | None = None) -> None:
+          mysql_port: int | None = None, bounds: DoorBounds | None = None) -> None:
     """Serve until interrupted. With port 0 the OS picks a free port; the first line on
     stdout is `kbsql serving on http://HOST:PORT (where)` either way (tests read it).
     `allowed_origins`: browser origins allowed besides loopback ones (see server/guard.py).
@@ -133,8 +134,11 @@ def serve(open_backend: OpenBackend, host: str = "127.0.0.1", port: int = 47334,
     connection's own address always counts, for the login throttle too).
     `lanes`: the worker pools of SQL, model and catalog calls (server/lanes.py).
     `mysql_port`: also serve MySQL's wire protocol there (`server/mysql/`; 0 picks a port),
-    then named in the first line too: `... on http://HOST:PORT and mysql://HOST:PORT2 (...)`."""
+    then named in the first line too: `... on http://HOST:PORT and mysql://HOST:PORT2 (...)`.
+    `bounds`: what connections may hold on either door, logged in or not (`door_bounds.py`)."""
     auth = auth or AuthSettings()
+    bounds = bounds or DoorBounds()
+    pending_cap = bounds.pending_cap()
     limits = limits or Limits()
     check_exposure(host, auth)
     confined = auth.enabled or not is_loopback_host(host)
@@ -161,7 +165,9 @@ def serve(open_backend: OpenBackend, host: str = "127.0.0.1", port: int = 47334,
     # believe it from loopback (a local user could then pick any client address)
     config = uvicorn.Config(app, log_level=log_level, access_log=False,
                             timeout_graceful_shutdown=max(1, round(shutdown_timeout)),
-                            http=head_timeout_protocol(limits.timeout),
+                            http=head_timeout_protocol(limits.timeout, limits.max_head, limits.max_headers,
+                                                       Pending(pending_cap, "HTTP")),
+                            backlog=min(2048, pending_cap),  # accepted at once: see door_bounds.py
                             h11_max_incomplete_event_size=64 * 1024,
                             proxy_headers=bool(forwarded_allow_ips),
                             forwarded_allow_ips=list(forwarded_allow_ips) or None)
@@ -173,7 +179,7 @@ def serve(open_backend: OpenBackend, host: str = "127.0.0.1", port: int = 47334,
         from kbsql.server.mysql import MysqlDoor  # mysql-mimic only when the door is open
 
         server.mysql = MysqlDoor(backend.api, mysql_sock, auth=auth, limits=limits, throttle=throttle,
-                                 lanes=app.state.lanes)
+                                 lanes=app.state.lanes, bounds=bounds)
         doors += f" and mysql://{shown}:{mysql_sock.getsockname()[1]}"
     print(f"kbsql serving on {doors} ({backend.where})", flush=True)
     try:

@@ -28,6 +28,11 @@ Trade-offs, on purpose:
   `X-Forwarded-For` (a local user is not who this guards against).
 - IPv6 clients are counted per /64 network, since one host usually holds a whole /64 and
   could otherwise take a fresh address per guess.
+- Failures are also counted per address block (`address_block`: an IPv4 address's /24, a
+  loopback one's whole 127.0.0.0/8, where any local user may bind any address), at
+  `BLOCK_FACTOR` times the per-address limit: six addresses of one /24 could otherwise make
+  six times the guesses. A locked block refuses every address in it, the cost being that
+  colleagues behind one NAT (or on one machine) share a block's lock.
 - Memory is bounded: at most `max_addresses` addresses are tracked, the least recently
   failed go first, and an address's state expires `window_s` after its last failure or lock.
   An attacker with more addresses than that can push a locked address out; the limit then
@@ -52,6 +57,8 @@ log = logging.getLogger("kbsql.server")
 FAILED_ATTEMPTS_LIMIT = 10
 WINDOW_S = 60.0
 MAX_ADDRESSES = 10_000
+BLOCK_FACTOR = 3
+"""Failures one address block may make in a window, in multiples of the per-address limit."""
 
 
 @dataclass
@@ -78,6 +85,17 @@ def client_key(scope_client: object) -> str:
     return str(address)
 
 
+def address_block(key: str) -> str | None:
+    """The block `key` (a `client_key`) is counted under as well: its /24 (on loopback the
+    /8); None for an IPv6 key (already a /64 network) or one that is not an address."""
+    try:
+        address = ipaddress.IPv4Address(key)
+    except ValueError:
+        return None
+    prefix = 8 if address.is_loopback else 24
+    return str(ipaddress.IPv4Network((address, prefix), strict=False))
+
+
 class FailureThrottle:
     """Failed attempts per address; `retry_after` says whether (and how long) one is locked."""
 
@@ -87,6 +105,7 @@ class FailureThrottle:
         if limit < 1 or window_s <= 0 or max_addresses < 1:
             raise ValueError("limit and max_addresses must be >= 1 and window_s > 0")
         self.limit = limit
+        self.block_limit = limit * BLOCK_FACTOR
         self.window_s = window_s
         self.max_addresses = max_addresses
         self.clock = clock
@@ -97,18 +116,28 @@ class FailureThrottle:
 
     def retry_after(self, key: str) -> int | None:
         """Whole seconds until `key` may try again (at least 1), or None when it is not
-        locked. Check it before looking at the credentials."""
-        entry = self._entries.get(key)
-        if entry is None:
-            return None
-        remaining = entry.locked_until - self.clock()
+        locked (itself or its address block). Check it before looking at the credentials."""
+        block = address_block(key)
+        locked_until = max(entry.locked_until for entry in
+                           (self._entries.get(key), self._entries.get(block) if block else None, _Entry())
+                           if entry is not None)
+        remaining = locked_until - self.clock()
         return max(1, math.ceil(remaining)) if remaining > 0 else None
 
     def failed(self, key: str) -> None:
         """Count one failed attempt of `key`; the `limit`-th within a window locks it for
-        `window_s`. Call it before any delay, so parallel attempts are counted at once."""
+        `window_s`; so does the `block_limit`-th of its address block. Call it before any
+        delay, so parallel attempts are counted at once."""
         now = self.clock()
         self._expire(now)
+        self._count(key, self.limit, now)
+        block = address_block(key)
+        if block is not None:
+            self._count(block, self.block_limit, now)
+        while len(self._entries) > self.max_addresses:
+            self._entries.popitem(last=False)
+
+    def _count(self, key: str, limit: int, now: float) -> None:
         entry = self._entries.pop(key, None) or _Entry()
         self._entries[key] = entry  # now the most recently touched
         entry.touched = now
@@ -117,13 +146,11 @@ class FailureThrottle:
         while entry.failures and entry.failures[0] <= now - self.window_s:
             entry.failures.popleft()
         entry.failures.append(now)
-        if len(entry.failures) >= self.limit:
+        if len(entry.failures) >= limit:
             log.warning("too many failed credentials from %s: %d failed in %gs, refusing it for %gs",
                         key, len(entry.failures), self.window_s, self.window_s)
             entry.failures.clear()
             entry.locked_until = now + self.window_s
-        while len(self._entries) > self.max_addresses:
-            self._entries.popitem(last=False)
 
     def _expire(self, now: float) -> None:
         """Drop entries untouched for a window: their failures are too old to count and any

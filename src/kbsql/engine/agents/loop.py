@@ -3,16 +3,18 @@ until it answers. Bounded by a number of model calls and by wall time; when the 
 calls is reached the model is asked once more without tools so it must answer.
 
 It yields plain events; the runtime turns them into stream chunks. Nothing here knows HTTP.
+A streaming provider's text arrives as `Delta`s while the model writes (the answer's tokens,
+or the model's words before the tools it then asks for: the `Actions` that follow say which).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from kbsql.engine.agents.tools import Toolbox, tool_input
-from kbsql.engine.models.chat.base import Message, Provider, RunControl
+from kbsql.engine.models.chat.base import Message, Provider, RunControl, Turn, TurnStream, stream_turn
 from kbsql.interface.stream import action
 
 
@@ -28,11 +30,36 @@ class Step:
 
 
 @dataclass
-class Output:
+class Delta:
+    """A piece of the model's text as it arrived (leading blanks of a turn dropped)."""
+
     text: str
 
 
-Event = Actions | Step | Output
+@dataclass
+class Output:
+    text: str
+    streamed: bool = False
+    """True when the text already went out as `Delta`s (the stream sends no whole copy)."""
+
+
+Event = Actions | Step | Delta | Output
+
+
+def deltas(turn: TurnStream) -> Generator[Delta, None, tuple[Turn, bool]]:
+    """The turn's text pieces as `Delta`s (the first one left-stripped, blank ones skipped),
+    then the whole `Turn` and whether any piece went out."""
+    started = False
+    while True:
+        try:
+            piece = next(turn)
+        except StopIteration as stop:
+            return stop.value, started
+        if not started:
+            piece = piece.lstrip()
+        if piece:
+            started = True
+            yield Delta(piece)
 
 
 def run(provider: Provider, system: str, messages: list[Message], toolbox: Toolbox,
@@ -42,9 +69,9 @@ def run(provider: Provider, system: str, messages: list[Message], toolbox: Toolb
     for iteration in range(max_iterations + 1):
         control.check()
         tools = specs if iteration < max_iterations else []
-        turn = provider.chat(system, messages, tools, control)
+        turn, streamed = yield from deltas(stream_turn(provider, system, messages, tools, control))
         if not turn.tool_calls or not tools:
-            yield Output(turn.text.strip())
+            yield Output(turn.text.strip(), streamed)
             return
         acts = [action(call.name, tool_input(call.arguments),
                        turn.text.strip() or

@@ -2,7 +2,9 @@
 
 `stream()` validates cheaply and returns an `AgentStream` that does no model work until
 iterated: the server calls it before streaming starts (so a 404/400 is still a status), and
-the first chunk (start) leaves before any model call. Closing the stream (client gone)
+the first chunk (start) leaves before any model call. A streaming model's tokens leave as
+partial `output` chunks as they arrive (the answer is their concatenation; no whole copy
+follows). Closing the stream (client gone)
 cancels the run: no further model or tool call, and an open provider stream is closed.
 """
 
@@ -108,7 +110,7 @@ def chunk_of(event: loop.Event, trace_id: str) -> dict[str, Any]:
         return actions_chunk(event.actions, trace_id)
     if isinstance(event, loop.Step):
         return steps_chunk(event.action, event.observation, trace_id)
-    return output_chunk(event.text, trace_id)
+    return output_chunk(event.text, trace_id)  # a Delta is a partial output chunk
 
 
 def error_message(exc: BaseException) -> str:
@@ -145,7 +147,8 @@ class AgentStream:
         yield start_chunk(pairs[-1]["question"], trace_id)
         try:
             for event in runtime._events(record, pairs, provider, control):
-                yield chunk_of(event, trace_id)
+                if not (isinstance(event, loop.Output) and event.streamed):
+                    yield chunk_of(event, trace_id)
         except RunCancelled as exc:
             if control.cancelled:  # nobody is listening any more
                 return

@@ -97,6 +97,11 @@ class PathPolicy:
             raise PathNotAllowed(f"The {what} path {str(value)!r} is outside the folders this server "
                                  f"may read (--allow-path: {roots})")
 
+    @property
+    def source_hosts(self) -> tuple[str, ...] | None:
+        """Hosts network data sources may connect to (`allowed_source_hosts`; None: anywhere)."""
+        return getattr(self.config, "allowed_source_hosts", None)
+
     def check_source(self, engine: str, parameters: dict[str, Any]) -> None:
         key = FILE_PARAMETERS.get(engine.lower())
         if key is not None and isinstance(parameters.get(key), str):

@@ -1,4 +1,5 @@
-"""`ENGINE = 'duckdb'`: a DuckDB database file, ATTACHed read-only so DuckDB scans it natively."""
+"""`ENGINE = 'duckdb'`: a DuckDB database file, ATTACHed read-only so DuckDB scans it natively
+(read-write only for the length of one write: DuckSession.writable)."""
 
 from __future__ import annotations
 
@@ -45,6 +46,7 @@ class DuckdbFileSource:
     """PARAMETERS: `database` (path of the .duckdb file)."""
 
     engine = "duckdb"
+    read_only = True  # False only while a write runs (DuckSession.writable)
 
     def __init__(self, name: str, alias: str, parameters: dict[str, Any]):
         self.name = name
@@ -56,7 +58,8 @@ class DuckdbFileSource:
         return {**parameters, "database": existing_file(parameters, "database", "duckdb")}
 
     def attach(self, con: Any) -> None:
-        con.execute(f"ATTACH {duckdb_string_literal(self.path)} AS \"{self.alias}\" (READ_ONLY)")
+        mode = " (READ_ONLY)" if self.read_only else ""
+        con.execute(f"ATTACH {duckdb_string_literal(self.path)} AS \"{self.alias}\"{mode}")
 
     def detach(self, con: Any) -> None:
         con.execute(f"DETACH DATABASE IF EXISTS \"{self.alias}\"")

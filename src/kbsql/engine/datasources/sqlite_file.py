@@ -25,6 +25,7 @@ class SqliteFileSource:
     """PARAMETERS: `db_file` (or `database`): path of the SQLite file."""
 
     engine = "sqlite"
+    read_only = True  # False only while a write runs (DuckSession.writable)
 
     def __init__(self, name: str, alias: str, parameters: dict[str, Any]):
         self.name = name
@@ -43,7 +44,7 @@ class SqliteFileSource:
         load_extension(con, "sqlite_scanner")
         try:
             con.execute(f"ATTACH {duckdb_string_literal(self.path)} AS \"{self.alias}\" "
-                        "(TYPE sqlite, READ_ONLY)")
+                        f"(TYPE sqlite{', READ_ONLY' if self.read_only else ''})")
         except duckdb.Error as exc:
             raise SqlError(f"Cannot open SQLite file {self.path}: {exc}") from exc
 

@@ -17,6 +17,13 @@ signature of an xlsx or PDF, then JSON, then CSV), and turns each format into ro
   own recursive splitter (engine/knowledge/chunking.py) with MindsDB's sizes and separators,
   so they break at the same kinds of places, not necessarily at the same characters.
 
+Every file is read under bounds (`UploadBounds`, settings `max_upload_decoded_mb`,
+`max_upload_columns`, `max_upload_cells`): what an archive, a workbook's XML, its cell
+values or a PDF's text decode to, and the columns and cells of a table, each checked before
+the work it would cost is done (a 3.5 KB workbook of one 1 MB string in 150 cells, or 85 KB
+of zipped CSV, would otherwise take hundreds of MB). A refusal is one line naming the bound
+and where to raise it.
+
 Column names lose surrounding spaces and tabs and must then be unique and non-empty.
 Anything else (xls, an archive holding more than one file, a file that does not parse) is
 a 400 titled "Error", as MindsDB answers it. openpyxl (xlsx) and pypdf (pdf) are small
@@ -27,11 +34,14 @@ from __future__ import annotations
 
 import codecs
 import csv
+import gzip
 import io
 import json
 import tarfile
 import zipfile
+import zlib
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -55,18 +65,57 @@ class FileProcessingError(BadRequest):
     default_title = "Error"
 
 
-def read_pages(raw: bytes, filename: str, max_bytes: int = MAX_UPLOADED_TABLE_BYTES) -> Pages:
+def _config_note(key: str) -> str:
+    return f"{key} in config.json"
+
+
+@dataclass(frozen=True)
+class UploadBounds:
+    """What one uploaded file may cost (the engine fills it from its settings). `note`
+    names where a user raises a bound (`kbsql serve --flag` or a config.json key)."""
+
+    decoded: int = 64 * 1024 * 1024
+    """Bytes an archive's file, a workbook's XML or cell values, or a PDF's text decode to."""
+    columns: int = 4096
+    cells: int = 10_000_000
+    pdf_seconds: float = 60.0
+    """Longest a PDF's text extraction may take (a process of its own, killed then)."""
+    note: Callable[[str], str] = _config_note
+
+    def refuse(self, what: str, key: str) -> FileProcessingError:
+        return FileProcessingError(f"{what}: over this server's bound ({self.note(key)})")
+
+    def refuse_decoded(self, what: str) -> FileProcessingError:
+        return self.refuse(f"{what} more than {self.decoded // 2**20} MB", "max_upload_decoded_mb")
+
+    def check_shape(self, columns: int, cells: int) -> None:
+        if columns > self.columns:
+            raise self.refuse(f"The table has {columns} columns, more than {self.columns}",
+                              "max_upload_columns")
+        if cells > self.cells:
+            raise self.refuse(f"The table has {cells} cells, more than {self.cells}", "max_upload_cells")
+
+
+_BOUNDS = UploadBounds()
+
+
+def read_pages(raw: bytes, filename: str, max_bytes: int = MAX_UPLOADED_TABLE_BYTES,
+               bounds: UploadBounds = _BOUNDS) -> Pages:
     """The tables of an uploaded file named `filename` (its extension decides the format;
     without one, the content does). A `.zip` or `.tar.gz` holding exactly one file is
-    unpacked first, as MindsDB does; `max_bytes` bounds what any file may decode to."""
+    unpacked first, as MindsDB does; `max_bytes` bounds what a Parquet file may decode to,
+    `bounds` everything else."""
     lowered = filename.lower()
-    if lowered.endswith((".zip", ".tar.gz")):
-        filename, raw = _unpack(raw, lowered, max_bytes)
+    if lowered.endswith((".zip", ".tar.gz", ".tgz")):
+        filename, raw = _unpack(raw, lowered, bounds)
     fmt = format_of(raw, filename)
     reader = _READERS.get(fmt)
     if reader is None:
         raise FileProcessingError(f"Not supported format: {fmt} (kbsql reads {', '.join(FORMATS)})")
-    pages = reader(raw, PurePosixPath(filename).name, max_bytes)
+    pages = reader(raw, PurePosixPath(filename).name, max_bytes, bounds)
+    for table in pages.values():  # the formats not checked while reading (json, parquet)
+        columns = len(table.column_names if hasattr(table, "column_names") else table.columns)
+        bounds.check_shape(columns, columns * len(table))
     return {page: _clean_columns(table) for page, table in pages.items()}
 
 
@@ -97,28 +146,39 @@ def format_of(raw: bytes, filename: str) -> str:
     raise FileProcessingError(f"Unable to detect format: {filename}")
 
 
-def _unpack(raw: bytes, lowered: str, max_bytes: int) -> tuple[str, bytes]:
-    """The one file of a zip or tar.gz archive (its name and bytes); its unpacked size is
-    checked before it is read, so an archive bomb costs nothing."""
+def _unpack(raw: bytes, lowered: str, bounds: UploadBounds) -> tuple[str, bytes]:
+    """The one file of a zip or tar.gz archive (its name and bytes). A zip's file is
+    checked against `bounds.decoded` before it is read (zipfile stops at the size it
+    declares); a tar.gz is inflated only up to the bound, so a bomb costs what the bound
+    allows, not what it unpacks to."""
     try:
         if lowered.endswith(".zip"):
             with zipfile.ZipFile(io.BytesIO(raw)) as archive:
                 members = [m for m in archive.infolist() if not m.is_dir()]
                 _one_member([m.filename for m in members])
-                if members[0].file_size > max_bytes:
-                    raise FileProcessingError(f"The archive's file unpacks to more than "
-                                              f"{max_bytes // 2**20} MB")
+                if members[0].file_size > bounds.decoded:
+                    raise bounds.refuse_decoded("The archive's file unpacks to")
                 return members[0].filename, archive.read(members[0])
-        with tarfile.open(fileobj=io.BytesIO(raw), mode="r:gz") as archive:
+        tar = _gunzip_bounded(raw, bounds.decoded + 64 * 1024, bounds)  # headers and padding
+        with tarfile.open(fileobj=io.BytesIO(tar), mode="r:") as archive:
             files = [m for m in archive.getmembers() if m.isfile()]
             _one_member([m.name for m in files])
-            if files[0].size > max_bytes:
-                raise FileProcessingError(f"The archive's file unpacks to more than {max_bytes // 2**20} MB")
+            if files[0].size > bounds.decoded:
+                raise bounds.refuse_decoded("The archive's file unpacks to")
             extracted = archive.extractfile(files[0])
             assert extracted is not None
             return files[0].name, extracted.read()
-    except (zipfile.BadZipFile, tarfile.TarError, EOFError, OSError) as exc:
+    except (zipfile.BadZipFile, tarfile.TarError, EOFError, OSError, zlib.error) as exc:
         raise FileProcessingError(f"The archive cannot be read: {exc}") from None
+
+
+def _gunzip_bounded(raw: bytes, limit: int, bounds: UploadBounds) -> bytes:
+    """`raw` inflated, refused as soon as it passes `limit` bytes."""
+    with gzip.GzipFile(fileobj=io.BytesIO(raw)) as stream:
+        out = stream.read(limit + 1)
+    if len(out) > limit:
+        raise bounds.refuse_decoded("The archive unpacks to")
+    return out
 
 
 def _one_member(names: list[str]) -> None:
@@ -148,26 +208,31 @@ def _decode(raw: bytes) -> str:
     return raw.decode("utf-8", "replace")
 
 
-def _read_csv(raw: bytes, name: str, max_bytes: int, delimiter: str | None = None) -> Pages:
+def _read_csv(raw: bytes, name: str, max_bytes: int, bounds: UploadBounds,
+              delimiter: str | None = None) -> Pages:
     import pandas as pd
 
     text = _decode(raw)
-    header = text.splitlines()[0] if text else ""
+    header = text.split("\n", 1)[0] if text else ""
     try:
-        sep = csv.Sniffer().sniff(header, delimiters=delimiter or ",\t;").delimiter
+        sep = csv.Sniffer().sniff(header[:65536], delimiters=delimiter or ",\t;").delimiter
     except csv.Error:
         sep = delimiter or ","
+    # the shape before pandas builds it: columns from the header, cells from the lines (a
+    # quoted value spanning lines counts more than once: a bound, never an undercount)
+    columns = len(next(csv.reader([header.rstrip("\r")], delimiter=sep), []))
+    bounds.check_shape(columns, columns * max(0, text.count("\n") + (not text.endswith("\n")) - 1))
     try:
         return {MAIN_PAGE: pd.read_csv(io.StringIO(text), sep=sep, index_col=False)}
     except (ValueError, pd.errors.ParserError) as exc:  # EmptyDataError is a ValueError
         raise FileProcessingError(f"The file cannot be read as CSV: {exc}") from None
 
 
-def _read_tsv(raw: bytes, name: str, max_bytes: int) -> Pages:
-    return _read_csv(raw, name, max_bytes, "\t")
+def _read_tsv(raw: bytes, name: str, max_bytes: int, bounds: UploadBounds) -> Pages:
+    return _read_csv(raw, name, max_bytes, bounds, "\t")
 
 
-def _read_json(raw: bytes, name: str, max_bytes: int) -> Pages:
+def _read_json(raw: bytes, name: str, max_bytes: int, bounds: UploadBounds) -> Pages:
     import pandas as pd
 
     try:
@@ -180,7 +245,7 @@ def _read_json(raw: bytes, name: str, max_bytes: int) -> Pages:
         raise FileProcessingError(f"The JSON document cannot be read as rows: {exc}") from None
 
 
-def _read_parquet(raw: bytes, name: str, max_bytes: int) -> Pages:
+def _read_parquet(raw: bytes, name: str, max_bytes: int, bounds: UploadBounds) -> Pages:
     import pyarrow as pa
 
     try:
@@ -189,7 +254,7 @@ def _read_parquet(raw: bytes, name: str, max_bytes: int) -> Pages:
         raise FileProcessingError(f"The file cannot be read as Parquet: {exc}") from None
 
 
-def _read_xlsx(raw: bytes, name: str, max_bytes: int) -> Pages:
+def _read_xlsx(raw: bytes, name: str, max_bytes: int, bounds: UploadBounds) -> Pages:
     import pandas as pd
 
     try:
@@ -197,37 +262,56 @@ def _read_xlsx(raw: bytes, name: str, max_bytes: int) -> Pages:
             unpacked = sum(m.file_size for m in archive.infolist())
     except zipfile.BadZipFile:
         raise FileProcessingError("The file is not an xlsx workbook") from None
-    if unpacked > max_bytes:
-        raise FileProcessingError(f"The workbook unpacks to more than {max_bytes // 2**20} MB")
+    if unpacked > bounds.decoded:
+        raise bounds.refuse_decoded("The workbook unpacks to")
     try:
+        _scan_workbook(raw, bounds)
         with pd.ExcelFile(io.BytesIO(raw), engine="openpyxl") as book:
             return {str(sheet): pd.read_excel(book, sheet_name=sheet) for sheet in book.sheet_names}
     except ImportError:
         raise FileProcessingError("Reading xlsx needs openpyxl (pip install openpyxl)") from None
+    except FileProcessingError:
+        raise
     except Exception as exc:  # openpyxl raises many kinds for a damaged workbook
         raise FileProcessingError(f"The workbook cannot be read: {type(exc).__name__}: {exc}") from None
 
 
-def _read_txt(raw: bytes, name: str, max_bytes: int) -> Pages:
+def _scan_workbook(raw: bytes, bounds: UploadBounds) -> None:
+    """Count each sheet's cells and the text they hold before pandas copies them: one
+    shared string may be referenced by every cell, so a few KB of XML can stand for
+    GBs of values. openpyxl's read-only mode streams the rows and shares the strings."""
+    import openpyxl
+
+    book = openpyxl.load_workbook(io.BytesIO(raw), read_only=True, data_only=True)
+    try:
+        for sheet in book.worksheets:
+            cells = text = width = 0
+            for row in sheet.iter_rows(values_only=True):
+                width = max(width, len(row))
+                cells += len(row)
+                text += sum(len(v) for v in row if isinstance(v, str))
+                if text > bounds.decoded:
+                    raise bounds.refuse_decoded(f"The sheet '{sheet.title}' holds text of")
+                bounds.check_shape(width, cells)
+    finally:
+        book.close()
+
+
+def _read_txt(raw: bytes, name: str, max_bytes: int, bounds: UploadBounds) -> Pages:
     return {MAIN_PAGE: _text_rows(_decode(raw), name, "txt")}
 
 
-def _read_pdf(raw: bytes, name: str, max_bytes: int) -> Pages:
-    try:
-        from pypdf import PdfReader
-        from pypdf.errors import PyPdfError
-    except ImportError:
-        raise FileProcessingError("Reading pdf needs pypdf (pip install pypdf)") from None
-    pages: list[str] = []
-    size = 0
-    try:  # pypdf bounds each stream it inflates (ZLIB_MAX_OUTPUT_LENGTH); the text is bounded here
-        for page in PdfReader(io.BytesIO(raw)).pages:
-            pages.append(page.extract_text() or "")
-            size += len(pages[-1])
-            if size > max_bytes:
-                raise FileProcessingError(f"The PDF's text is longer than {max_bytes // 2**20} MB")
-    except (PyPdfError, ValueError, KeyError, OSError, RecursionError) as exc:
-        raise FileProcessingError(f"The PDF cannot be read: {type(exc).__name__}: {exc}") from None
+def _read_pdf(raw: bytes, name: str, max_bytes: int, bounds: UploadBounds) -> Pages:
+    from kbsql.engine.datasources.pdf_text import page_texts
+
+    def refuse(line: str) -> FileProcessingError:
+        if line.startswith("TOO_LONG"):
+            return bounds.refuse_decoded("The PDF's text is")
+        if line.startswith("reading the PDF took"):
+            return bounds.refuse(f"{line[0].upper()}{line[1:]}", "pdf_timeout")
+        return FileProcessingError(line)
+
+    pages = page_texts(raw, bounds.pdf_seconds, bounds.decoded, refuse)
     return {MAIN_PAGE: _text_rows(chr(12).join(pages), name, "pdf")}  # pages joined by \f
 
 
@@ -256,7 +340,7 @@ def _clean_columns(table: Any) -> Any:
     return table
 
 
-_READERS: dict[str, Callable[[bytes, str, int], Pages]] = {
+_READERS: dict[str, Callable[[bytes, str, int, UploadBounds], Pages]] = {
     "csv": _read_csv, "tsv": _read_tsv, "json": _read_json, "parquet": _read_parquet,
     "xlsx": _read_xlsx, "txt": _read_txt, "pdf": _read_pdf,
 }

@@ -100,6 +100,10 @@ class JobStore:
             db.execute("DELETE FROM jobs_last WHERE job_id = ?", (row[0],))
             db.execute("DELETE FROM jobs WHERE id = ?", (row[0],))
 
+    def any(self) -> bool:
+        """Whether the catalog holds a job (an engine starts its scheduler only then)."""
+        return bool(self.catalog.read("SELECT 1 FROM jobs LIMIT 1"))
+
     def jobs(self, project: str | None = None) -> list[JobRecord]:
         if project is None:
             return [_job(r) for r in self.catalog.read(_SELECT + " ORDER BY p.name, j.name")]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -27,16 +28,21 @@ if TYPE_CHECKING:
     from kbsql.engine.sql.executor import SqlExecutor
 
 log = logging.getLogger("kbsql.jobs")
+
+
 def first_line(text: str) -> str:
     return (str(text).strip().splitlines() or [""])[0]
 
 
 class JobScheduler:
-    """Claims and runs due jobs; `start` makes its thread (polling every `poll_s`)."""
+    """Claims and runs due jobs; `start` makes its thread (polling every `poll_s`). `sql`
+    gives the engine's executor when a run needs it: a scheduler that only polls builds
+    nothing (the engine's parts are lazy, `Engine._wired`)."""
 
-    def __init__(self, store: JobStore, sql: SqlExecutor, poll_s: float = 5.0, time_scale: float = 1.0):
+    def __init__(self, store: JobStore, sql: Callable[[], SqlExecutor], poll_s: float = 5.0,
+                 time_scale: float = 1.0):
         self.store = store
-        self.sql = sql
+        self._sql = sql
         self.poll_s = poll_s
         self.time_scale = time_scale
         self._stop = threading.Event()
@@ -44,9 +50,21 @@ class JobScheduler:
         self._running: dict[int, Control] = {}
         self._lock = threading.Lock()
 
+    @property
+    def sql(self) -> SqlExecutor:
+        return self._sql()
+
+    @property
+    def started(self) -> bool:
+        return self._thread is not None
+
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._loop, name="kbsql-jobs", daemon=True)
-        self._thread.start()
+        """Start the polling thread, once (later calls do nothing; none after close)."""
+        with self._lock:
+            if self._thread is not None or self._stop.is_set():
+                return
+            self._thread = threading.Thread(target=self._loop, name="kbsql-jobs", daemon=True)
+            self._thread.start()
 
     def close(self) -> None:
         """Stop the thread; a run in flight is stopped and recorded as failed."""

@@ -20,7 +20,7 @@ import numpy as np
 from kbsql.engine.knowledge.index import VectorIndex
 from kbsql.engine.knowledge.search import WORD, Conditions, Filter, FilterGroup, group_sql, op_sql
 from kbsql.engine.knowledge.settings import IndexSettings
-from kbsql.engine.knowledge.storage import StoragePlace
+from kbsql.engine.knowledge.storage import ChunkBatch, StoragePlace, stamped_batches
 from kbsql.engine.knowledge.store import FTS_DEFERRED, ChunkStore, metadata_expr
 from kbsql.engine.sqlite_files import ReadOnlyData
 
@@ -98,8 +98,37 @@ class LocalStorage:
     def sync(self) -> None:
         self.index.sync()
 
+    @contextmanager
+    def writers_held(self) -> Iterator[None]:
+        """No write of this process commits inside (search's last attempt reads the index
+        and the rows of one state under it; a search takes milliseconds)."""
+        with self.store.write_lock:
+            yield
+
     def count(self) -> int:
         return self.store.count()
+
+    def export(self, batch: int) -> Iterator[ChunkBatch]:
+        """`ExportsChunks`: pages by `seq` (each page one short read: searches go on)."""
+        dim, after = self.store.dim(), 0
+        while dim:
+            rows = self.store.query("SELECT seq, id, chunk_id, content, metadata, embedding, updated_at "
+                                    "FROM chunks WHERE seq > ? ORDER BY seq LIMIT ?", (after, int(batch)))
+            if not rows:
+                return
+            after = rows[-1][0]
+            yield from stamped_batches([(r[1], r[2], r[3], json.loads(r[4]), r[5], r[6]) for r in rows],
+                                       lambda blob: np.frombuffer(blob, np.float32))
+
+    def chunks_by_id(self, chunk_ids: list[str]) -> dict[str, tuple[str, str, dict[str, Any], np.ndarray]]:
+        found: dict[str, tuple[str, str, dict[str, Any], np.ndarray]] = {}
+        for start in range(0, len(chunk_ids), 500):
+            part = chunk_ids[start:start + 500]
+            rows = self.store.query("SELECT chunk_id, id, content, metadata, embedding FROM chunks "
+                                    f"WHERE chunk_id IN ({', '.join('?' * len(part))})", part)
+            found.update({r[0]: (r[1], r[2], json.loads(r[3]), np.frombuffer(r[4], np.float32))
+                          for r in rows})
+        return found
 
     def sample(self, limit: int) -> tuple[list[str], list[dict[str, Any]], np.ndarray]:
         dim = self.store.dim()

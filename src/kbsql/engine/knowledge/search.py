@@ -11,6 +11,7 @@ best first; distance is the cosine distance and, without a reranker, relevance =
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections.abc import Callable, Sequence
@@ -220,13 +221,18 @@ def search(storage: SearchableStorage, embedder: Any, reranker: Any,
     fetch = max(limit, 50) if (hybrid or use_reranker) else limit
     # The index and the rows are read one after the other: a writer committing in between
     # (another thread or process upserting) can remove rows the index still returned. Then
-    # the index is synced again and the search redone, so the rows come from one state;
-    # should writers keep winning, the last attempt keeps only the rows still there.
+    # the index is synced again and the search redone, so the rows come from one state.
+    # Should writers keep winning, the last attempt holds this process's writers off while
+    # it reads (a storage that can: `writers_held`), so it never answers with rows missing:
+    # under load two upserting threads won four times in a row and a search answered none.
     for attempt in range(SEARCH_ATTEMPTS):
-        storage.sync()
-        order, sims, keyword = _ranked(storage, query, fetch, request, hybrid)
-        rows = storage.load_rows(order)
-        if len(rows) == len(order) or attempt == SEARCH_ATTEMPTS - 1:
+        last = attempt == SEARCH_ATTEMPTS - 1
+        hold = getattr(storage, "writers_held", None) if last else None
+        with hold() if hold is not None else contextlib.nullcontext():
+            storage.sync()
+            order, sims, keyword = _ranked(storage, query, fetch, request, hybrid)
+            rows = storage.load_rows(order)
+        if len(rows) == len(order) or last:
             break
     out = []
     for seq in order:

@@ -27,7 +27,14 @@ from kbsql.engine.faults import damaged, kb_faults
 from kbsql.engine.knowledge import search as search_mod
 from kbsql.engine.knowledge.ingest import Chunk, RowChunker, check_metadata_columns
 from kbsql.engine.knowledge.search import Conditions, SearchRequest
-from kbsql.engine.knowledge.storage import ChunkWriter, KbStorage, StorageBackend, StoragePlace
+from kbsql.engine.knowledge.storage import (
+    OPERATOR_URL,
+    SOURCE_HOSTS,
+    ChunkWriter,
+    KbStorage,
+    StorageBackend,
+    StoragePlace,
+)
 from kbsql.engine.models.embeddings import CheckedEmbedder
 from kbsql.engine.models.providers import ModelProviders
 from kbsql.engine.models.rerank import Reranker
@@ -139,7 +146,7 @@ class KnowledgeService:
         a backend named directly; a clear error for any other name (a storage is never
         silently ignored)."""
         if database == SHARED_VECTOR_DATABASE and self.config.catalog_url:
-            return StorageChoice(PGVECTOR, {"dsn": self.config.catalog_url})
+            return StorageChoice(PGVECTOR, {"dsn": self.config.catalog_url, OPERATOR_URL: True})
         if not database or database == DEFAULT_VECTOR_DATABASE:
             if self.config.catalog_url:
                 raise BadRequest(f"This server shares its catalog: knowledge bases cannot use the "
@@ -149,7 +156,9 @@ class KnowledgeService:
             return StorageChoice(DEFAULT_VECTOR_DATABASE, {})
         found = self.datasources(database) if self.datasources else None
         if found is not None and found.engine in self.storage:
-            return StorageChoice(found.engine.lower(), dict(found.parameters))
+            own = {k: v for k, v in found.parameters.items() if k not in (OPERATOR_URL, SOURCE_HOSTS)}
+            hosts = getattr(self.config, "allowed_source_hosts", None)  # a shared server's bound
+            return StorageChoice(found.engine.lower(), own if hosts is None else {**own, SOURCE_HOSTS: hosts})
         if found is None and database in self.storage and database.lower() != PGVECTOR:
             return StorageChoice(database.lower(), {})  # a plugin backend that needs no PARAMETERS
         raise BadRequest(f"Storage database {database} is not a pgvector database: create it with "
@@ -240,9 +249,15 @@ class KnowledgeService:
         First the cheap checks (BadRequest): declared metadata columns must not be named like
         an internal metadata key. Then ProviderError when the embedding or reranking model
         cannot be reached: one real call for remote providers (as the reference does); the
-        local model is only checked to be installed (loading it costs a second)."""
+        local model is only checked to be installed (loading it costs a second). A failed
+        embedding check starts with MindsDB's "Problem with embedding model config", which
+        its clients match on."""
         check_metadata_columns(spec.get("metadata_columns"))
-        self.embedder(spec).check()
+        embedder = self.embedder(spec)
+        try:
+            embedder.check()
+        except ProviderError as exc:
+            raise ProviderError(f"Problem with embedding model config: {exc.detail}", exc.title) from None
         reranker = self.reranker(spec)
         if reranker is not None:
             reranker.check()

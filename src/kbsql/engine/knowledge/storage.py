@@ -15,6 +15,7 @@ Rows are addressed by an integer key (`seq`) that a storage hands out and never 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +23,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from kbsql.engine.knowledge.ingest import Chunk
 from kbsql.engine.knowledge.search import Conditions, SearchableStorage
 
 
@@ -67,6 +69,15 @@ class KbStorage(SearchableStorage, Protocol):
         ...
 
 
+OPERATOR_URL = "kbsql_operator_url"
+"""A StoragePlace parameter set by kbsql only (never kept from a data source's PARAMETERS):
+these are the operator's own connection (the shared catalog), which may take what it leaves
+out from the server's libpq environment; a data source's never does (postgres_source.py)."""
+SOURCE_HOSTS = "kbsql_allowed_source_hosts"
+"""A StoragePlace parameter set by kbsql only: the hosts a data source's store may connect to
+(`allowed_source_hosts`; absent: anywhere)."""
+
+
 @dataclass(frozen=True)
 class StoragePlace:
     """Where one knowledge base's chunks live, as its storage backend is told: a directory of
@@ -96,3 +107,44 @@ class ChecksParameters(Protocol):
 
     def normalize(self, parameters: dict[str, Any]) -> dict[str, Any]: ...
 
+
+
+@dataclass(frozen=True)
+class ChunkBatch:
+    """Chunks as stored, in insertion order, with one `updated_at` stamp for the batch:
+    `chunks` are (doc_id, chunk_id, content, metadata) records (`ChunkWriter.replace` takes
+    the same), `vectors` one float32 row per chunk."""
+
+    stamp: str
+    chunks: list[Any]
+    vectors: np.ndarray
+
+
+@runtime_checkable
+class ExportsChunks(Protocol):
+    """Optional, for a `KbStorage`: every chunk with its vector, for `kbsql migrate`, which
+    copies one knowledge base's chunks into another storage and verifies the copy through
+    these two methods and the search reads (never through the storage's own tables).
+    Both built-in storages have it; a plugin storage without it is left in place by
+    migrate, as a pgvector knowledge base is."""
+
+    def export(self, batch: int) -> Iterator[ChunkBatch]:
+        """All chunks in insertion order, at most `batch` a time, a batch never spanning two
+        stamps (so a copy keeps each chunk's `updated_at`)."""
+        ...
+
+    def chunks_by_id(self, chunk_ids: list[str]) -> dict[str, tuple[str, str, dict[str, Any], np.ndarray]]:
+        """chunk_id -> (doc_id, content, metadata, vector) for those of `chunk_ids` stored."""
+        ...
+
+
+def stamped_batches(rows: list[tuple[Any, ...]], vector: Callable[[Any], np.ndarray]) -> Iterator[ChunkBatch]:
+    """(doc_id, chunk_id, content, metadata, stored vector, updated_at) rows in order, as
+    batches of one stamp each (`ExportsChunks.export`; `vector` decodes a stored vector)."""
+    start = 0
+    for i in range(1, len(rows) + 1):
+        if i == len(rows) or rows[i][5] != rows[start][5]:
+            part = rows[start:i]
+            yield ChunkBatch(part[0][5], [Chunk(*r[:4]) for r in part],
+                             np.stack([vector(r[4]) for r in part]))
+            start = i

@@ -30,7 +30,7 @@ from typing import Any
 import httpx
 
 from kbsql.engine import outbound
-from kbsql.interface.errors import ProviderError
+from kbsql.interface.errors import InvalidParameter, ProviderError
 from kbsql.interface.secrets import scrub_secret
 
 TIMEOUT = httpx.Timeout(60.0, connect=5.0)
@@ -68,7 +68,11 @@ class ModelHttp:
         limit = self.policy.timeout
         if limit:
             chosen = _at_most(chosen, limit)
-        return self._pool().build_request(method, url, json=json, headers=headers, timeout=chosen)
+        try:
+            return self._pool().build_request(method, url, json=json, headers=headers, timeout=chosen)
+        except (httpx.InvalidURL, UnicodeError):  # a host the client cannot encode: the caller's, a 400
+            raise InvalidParameter(f"The model URL {url!r} is not a valid URL (its host is not a "
+                                   "valid name)") from None
 
     def send(self, request: httpx.Request, *, who: str = "model provider") -> httpx.Response:
         """Send one model request over the pool: the single place every model call leaves

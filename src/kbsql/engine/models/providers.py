@@ -107,8 +107,10 @@ class ModelProviders:
         provider = str(descriptor.get("provider") or "")
         factory = self.embedding.get(provider)
         if factory is None:
-            raise ProviderError(f"Embedding provider '{provider}' (model '{descriptor.get('model_name')}') "
-                                "is not supported: use openai (any OpenAI-compatible base_url), ollama or "
+            # "Wrong embedding provider" is MindsDB's wording, which its clients match on
+            raise ProviderError(f"Wrong embedding provider: '{provider}' (model "
+                                f"'{descriptor.get('model_name')}') is not supported: use openai (any "
+                                "OpenAI-compatible base_url), ollama or "
                                 f"kbsql (known here: {', '.join(self.embedding.names())})")
         built = factory(descriptor, self.context)
         with self._lock:

@@ -29,6 +29,7 @@ from kbsql.engine.postgres.pg import (
     lock_key,
     psycopg_modules,
 )
+from kbsql.interface.secrets import mask_connection_string
 
 SCHEMA = "kbsql"
 WRITE_LOCK = lock_key("kbsql:catalog:write")
@@ -79,7 +80,15 @@ MIGRATIONS: list[str] = [
         context text NOT NULL, updated_at text NOT NULL, owner text,
         cancel_requested int NOT NULL DEFAULT 0);
     """,
-    # 4: jobs (CREATE JOB), their runs (log.jobs_history) and LAST values (engine/jobs/)
+    # 4: views (view_store.py), as catalog_schema.py's SQLite schema
+    f"""
+    CREATE TABLE {SCHEMA}.views (
+        id bigserial PRIMARY KEY,
+        project_id bigint NOT NULL REFERENCES {SCHEMA}.projects(id) ON DELETE CASCADE,
+        name text NOT NULL, query text NOT NULL, created_at text NOT NULL);
+    CREATE UNIQUE INDEX views_name ON {SCHEMA}.views (project_id, lower(name));
+    """,
+    # 5: jobs (CREATE JOB), their runs (log.jobs_history) and LAST values (engine/jobs/)
     f"""
     CREATE TABLE {SCHEMA}.jobs (
         id bigserial PRIMARY KEY,
@@ -105,8 +114,9 @@ def is_postgres_url(value: object) -> bool:
 
 
 def where_of_url(url: str) -> str:
-    """The URL without its password, for messages."""
-    return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
+    """The URL without its password, for messages and log lines (interface/secrets.py's
+    masker: one for every URL)."""
+    return mask_connection_string(url)
 
 
 class Row(dict):

@@ -12,6 +12,7 @@ import threading
 from typing import Any
 
 from kbsql.interface.errors import BadRequest, Unavailable
+from kbsql.interface.secrets import mask_connection_string
 
 
 def psycopg_modules() -> tuple[Any, Any, Any]:
@@ -96,7 +97,9 @@ def release_pool(pool: Any) -> None:
 
 
 def first_line(exc: Exception) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    """The first line of a driver error, any connection string in it masked (libpq echoes
+    a URI it cannot parse, password and all)."""
+    return mask_connection_string((str(exc).strip().splitlines() or [type(exc).__name__])[0])
 
 
 def lock_key(text: str) -> int:

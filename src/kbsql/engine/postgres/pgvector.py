@@ -37,7 +37,13 @@ from typing import Any
 import numpy as np
 
 from kbsql.engine.knowledge.search import WORD, Condition, Conditions, FilterGroup, group_sql, op_sql
-from kbsql.engine.knowledge.storage import StoragePlace
+from kbsql.engine.knowledge.storage import (
+    OPERATOR_URL,
+    SOURCE_HOSTS,
+    ChunkBatch,
+    StoragePlace,
+    stamped_batches,
+)
 from kbsql.engine.postgres import pg_hnsw
 from kbsql.engine.postgres.pg import (
     StorageUnavailable,
@@ -190,9 +196,14 @@ class PgVectorBackend:
     """Storage backend `pgvector`: a table in the database the place's PARAMETERS name."""
 
     def open(self, place: StoragePlace) -> PgVectorStorage:
-        from kbsql.engine.postgres.postgres_source import settings
+        from kbsql.engine.postgres.postgres_source import connection, settings
 
-        return PgVectorStorage(settings(place.parameters), place.table,
+        own = not place.parameters.get(OPERATOR_URL)  # a data source's: its own parameters only
+        found = settings(place.parameters, own_only=own)
+        hosts = place.parameters.get(SOURCE_HOSTS)  # a shared server: the source-host rule
+        if own and hosts is not None:
+            found = connection(found, tuple(hosts), f"pgvector storage {place.table}")
+        return PgVectorStorage(found, place.table,
                                str(place.parameters.get("schema") or "public"))
 
 
@@ -307,6 +318,26 @@ class PgVectorStorage:
     def dim(self) -> int | None:
         with self._conn() as conn:
             return self.column_dim(conn)
+
+    def export(self, batch: int) -> Iterator[ChunkBatch]:
+        """`ExportsChunks`: pages by `seq`, one short read each."""
+        after = 0
+        while True:
+            with self._conn() as conn:
+                rows = conn.execute(self.q("SELECT seq, id, chunk_id, content, metadata::text, "
+                                           "embedding::text, updated_at FROM {t} WHERE seq > %s "
+                                           "ORDER BY seq LIMIT %s"), [after, int(batch)]).fetchall()
+            if not rows:
+                return
+            after = rows[-1][0]
+            yield from stamped_batches([(r[1], r[2], r[3], json.loads(r[4]), r[5], r[6]) for r in rows],
+                                       lambda text: np.array(json.loads(text), np.float32))
+
+    def chunks_by_id(self, chunk_ids: list[str]) -> dict[str, tuple[str, str, dict[str, Any], np.ndarray]]:
+        with self._conn() as conn:
+            rows = conn.execute(self.q("SELECT chunk_id, id, content, metadata::text, embedding::text "
+                                       "FROM {t} WHERE chunk_id = ANY(%s)"), [chunk_ids]).fetchall()
+        return {r[0]: (r[1], r[2], json.loads(r[3]), np.array(json.loads(r[4]), np.float32)) for r in rows}
 
     def sample(self, limit: int) -> tuple[list[str], list[dict[str, Any]], np.ndarray]:
         with self._conn() as conn:

@@ -8,16 +8,28 @@ through Python.
 Why a DuckDB SECRET holds host, user and password (and not the ATTACH string): DuckDB shows
 an ATTACH string in `duckdb_databases()` and in its connection errors, but redacts a
 secret's password. Errors raised here name host, port and database, never the password.
+
+Why a source connects with its own parameters only: libpq fills every setting not given from
+the server's environment (PGPASSWORD, PGUSER, PGSERVICE, PGPASSFILE, ~/.pgpass), so a source
+naming no password on a host that asks for one was sent the server's own. `settings` keeps the
+libpq keys a source may set, fills the rest explicitly (an empty password, a passfile
+that cannot exist) and requires a user. On a server others use (`allowed_source_hosts`, set by
+`kbsql serve --allow-source-host`, `*` by default with a token or a public bind) a source
+connects only to an allowed host (engine/outbound.py's rule: loopback and private addresses
+only when named), to the address just checked, and every failure to connect reads alike: a
+closed port, a silent host, another service and a refused password are not told apart.
 """
 
 from __future__ import annotations
 
+import os
 import shlex
 from typing import Any
 from urllib.parse import unquote, urlparse
 
 import duckdb
 
+from kbsql.engine import outbound
 from kbsql.engine.datasources.extensions import load_extension
 from kbsql.engine.datasources.scans import MASK, NativeTable, Scan, duckdb_string_literal, match_name
 from kbsql.interface.errors import SqlError
@@ -25,6 +37,11 @@ from kbsql.interface.errors import SqlError
 SECRET_FIELDS = {"host": "HOST", "port": "PORT", "user": "USER", "password": "PASSWORD",
                  "dbname": "DATABASE"}
 OPTION_KEYS = ("sslmode", "connect_timeout", "application_name", "options")
+CONNECTION_KEYS = ("hostaddr", "passfile")
+"""Set by kbsql only (a source's own value would undo the policy): in the ATTACH string."""
+CONNECT = "Cannot connect to"
+NO_PASSFILE = os.path.join(os.devnull, "kbsql-no-passfile")
+"""A passfile that cannot exist (libpq then reads none, silently; /dev/null itself warns)."""
 TABLES_SQL = ("SELECT table_schema, table_name FROM information_schema.tables "
               "WHERE table_schema NOT IN ('pg_catalog', 'information_schema') ORDER BY 1, 2")
 
@@ -50,15 +67,43 @@ def parse_dsn(dsn: str) -> dict[str, Any]:
     return dict(w.split("=", 1) for w in words if "=" in w)
 
 
-def settings(parameters: dict[str, Any]) -> dict[str, str]:
-    """The libpq settings: the dsn's, overridden by explicit PARAMETERS."""
+def settings(parameters: dict[str, Any], *, own_only: bool = True) -> dict[str, str]:
+    """The libpq settings: the dsn's, overridden by explicit PARAMETERS. `own_only` (a data
+    source, see the module docstring): nothing left for libpq to take from the server's
+    environment; False for the operator's own URL (`kbsql migrate`), where it may."""
     out: dict[str, Any] = parse_dsn(str(parameters["dsn"])) if parameters.get("dsn") else {}
     for key, value in parameters.items():
         key = "dbname" if key == "database" else key
         if value is not None and (key in SECRET_FIELDS or key in OPTION_KEYS):
             out[key] = value
     out.setdefault("connect_timeout", 5)
+    if own_only:
+        out = {k: v for k, v in out.items() if k in SECRET_FIELDS or k in OPTION_KEYS}
+        if not out.get("user"):
+            raise SqlError("A postgres data source needs a user (PARAMETERS user, or in the dsn): "
+                           "it connects with its own parameters only")
+        out.setdefault("port", 5432)
+        out.setdefault("dbname", out["user"])  # libpq's own default, said here so PGDATABASE is not read
+        out.setdefault("password", "")  # given (even empty), so PGPASSWORD is not read
+        out["passfile"] = NO_PASSFILE  # nor PGPASSFILE or ~/.pgpass
     return {k: str(v) for k, v in out.items()}
+
+
+def connection(settings: dict[str, str], allowed: tuple[str, ...] | None, what: str) -> dict[str, str]:
+    """The settings to connect with: under `allowed` (None: anywhere) the host must be
+    allowed, and an unnamed host is reached at the public address just checked (`hostaddr`)."""
+    s = dict(settings)
+    if allowed is None:
+        return s
+    host, port = s.get("host", ""), s.get("port", "5432")
+    address = outbound.allowed_address(allowed, host, int(port)) if port.isdigit() else None
+    if address is None:
+        raise SqlError(f"{what}: connections to {host}:{port} are not allowed on this server "
+                       "(loopback and private addresses only when the operator names them: "
+                       "kbsql serve --allow-source-host HOST[:PORT])")
+    if address != host:
+        s["hostaddr"] = address
+    return s
 
 
 def libpq_value(value: str) -> str:
@@ -70,6 +115,7 @@ class PostgresSource:
     optional sslmode, connect_timeout (seconds, default 5)."""
 
     engine = "postgres"
+    read_only = True  # False only while a write runs (DuckSession.writable)
 
     def __init__(self, name: str, alias: str, parameters: dict[str, Any]):
         self.name = name
@@ -77,6 +123,11 @@ class PostgresSource:
         self.parameters = self.normalize(parameters)
         self.schema = str(self.parameters.get("schema") or "public")
         self.settings = settings(self.parameters)
+        self.allowed: tuple[str, ...] | None = None
+
+    def confine(self, allowed: tuple[str, ...] | None) -> None:
+        """The hosts this source may connect to (None: anywhere), from the engine's config."""
+        self.allowed = allowed
 
     @staticmethod
     def normalize(parameters: dict[str, Any]) -> dict[str, Any]:
@@ -91,8 +142,14 @@ class PostgresSource:
         message = " ".join(str(exc).split())  # libpq's text spans lines: an error is one line
         if s.get("password"):
             message = message.replace(s["password"], MASK)
+        if self.allowed is not None and doing == CONNECT:  # a shared server: no network map
+            message = ("no connection (the host, port, database, user or password may be wrong, "
+                       "or the server down or too slow to answer)")
         where = f"{s.get('host', '')}:{s.get('port', 5432)}/{s.get('dbname', '')}"
         return SqlError(f"{doing} postgres data source {self.name} at {where}: {message}")
+
+    def _connection(self) -> dict[str, str]:
+        return connection(self.settings, self.allowed, f"postgres data source {self.name}")
 
     @property
     def _secret(self) -> str:
@@ -100,18 +157,20 @@ class PostgresSource:
 
     def attach(self, con: Any) -> None:
         load_extension(con, "postgres_scanner")
+        s = self._connection()
         fields = ", ".join(f"{SECRET_FIELDS[k]} {duckdb_string_literal(v)}"
-                           for k, v in self.settings.items() if k in SECRET_FIELDS)
-        options = " ".join(f"{k}={libpq_value(v)}" for k, v in self.settings.items()
-                           if k in OPTION_KEYS)
+                           for k, v in s.items() if k in SECRET_FIELDS and v)
+        options = " ".join(f"{k}={libpq_value(v)}" for k, v in s.items()
+                           if k in OPTION_KEYS + CONNECTION_KEYS or (k == "password" and not v))
         try:
             con.execute(f"CREATE OR REPLACE TEMPORARY SECRET \"{self._secret}\" "
                         f"(TYPE postgres{', ' if fields else ''}{fields})")
+            mode = ", READ_ONLY" if self.read_only else ""
             con.execute(f"ATTACH {duckdb_string_literal(options)} AS \"{self.alias}\" "
-                        f"(TYPE postgres, SECRET \"{self._secret}\", READ_ONLY)")
+                        f"(TYPE postgres, SECRET \"{self._secret}\"{mode})")
         except duckdb.Error as exc:
             self.detach(con)
-            raise self._error("Cannot connect to", exc) from None
+            raise self._error(CONNECT, exc) from None
 
     def detach(self, con: Any) -> None:
         con.execute(f"DETACH DATABASE IF EXISTS \"{self.alias}\"")

@@ -117,10 +117,10 @@ class SqlExecutor(SqlSession):
     def query(self, query: str, context: dict[str, Any] | None = None,
               params: dict[str, Any] | list[Any] | None = None,
               progress: OnProgress | None = None) -> SqlResult:
-        """`RunsSql.query`: one statement, failures as an `ErrorResult` (an empty text is a
-        request error, raised: there is no statement to answer)."""
-        if not isinstance(query, str) or not query.strip():
-            raise MissingParameter("'query' must be a non-empty SQL string")
+        """`RunsSql.query`: one statement, failures as an `ErrorResult` (an empty text too, as
+        MindsDB answers it; a text that is not a string is a request error, raised)."""
+        if not isinstance(query, str):
+            raise MissingParameter("'query' must be an SQL string")
         return self.execute(query, context, params, progress)
 
     def close(self) -> None:

@@ -28,14 +28,12 @@ _BY_TYPE: dict[type, str] = {
     md.CreateSkill: "skills (CREATE SKILL: connect knowledge bases and tables in the agent's data)",
     md.UpdateSkill: "skills (UPDATE SKILL)",
     md.DropSkill: "skills (DROP SKILL)",
-    md.CreateView: "views (CREATE VIEW)",
-    md.AlterView: "views (ALTER VIEW)",
     md.Evaluate: "EVALUATE of ML models (EVALUATE KNOWLEDGE_BASE is supported)",
 }
 _SHOW = {"CHATBOTS": "chatbots (SHOW CHATBOTS)",
          "MODELS": "ML models (SHOW MODELS)",
          "ML_ENGINES": "ML engines (SHOW ML_ENGINES)", "SKILLS": "skills (SHOW SKILLS)",
-         "TRIGGERS": "triggers (SHOW TRIGGERS)", "VIEWS": "views (SHOW VIEWS)",
+         "TRIGGERS": "triggers (SHOW TRIGGERS)",
          "HANDLERS": "handlers (SHOW HANDLERS)"}
 _FUNCTIONS = {"llm": "the llm() function", "to_markdown": "the to_markdown() function"}
 

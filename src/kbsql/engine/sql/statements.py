@@ -18,12 +18,15 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from mindsdb_sql_parser import ast
+from mindsdb_sql_parser.ast.drop import DropView
 from mindsdb_sql_parser.ast.mindsdb import (
     AlterDatabase,
     AlterKnowledgeBase,
+    AlterView,
     CreateJob,
     CreateKnowledgeBase,
     CreateKnowledgeBaseIndex,
+    CreateView,
     DropJob,
     DropKnowledgeBase,
     DropKnowledgeBaseIndex,
@@ -33,7 +36,13 @@ from mindsdb_sql_parser.ast.mindsdb.create_database import CreateDatabase
 from mindsdb_sql_parser.ast.mindsdb.knowledge_base import EvaluateKnowledgeBase
 
 from kbsql.engine.sql.agent import agent_statements
-from kbsql.engine.sql.databases import builtin_tables, database_ops, database_statements, job_statements
+from kbsql.engine.sql.databases import (
+    builtin_tables,
+    database_ops,
+    database_statements,
+    job_statements,
+    view_statements,
+)
 from kbsql.engine.sql.kb import kb_index, kb_rows, kb_statements
 from kbsql.engine.sql.tables.select import select_tables
 
@@ -92,8 +101,12 @@ HANDLERS: dict[Kind, Handler] = {
     kind(ast.Show, "FIELDS"): database_statements.show_columns,
     kind(ast.Describe): database_statements.describe,
     kind(ast.Insert): builtin_tables.insert_or_refuse,  # files.x appends; others refused
-    kind(ast.Update): database_statements.refuse_write,
-    kind(ast.Delete): database_statements.refuse_write,
+    kind(ast.Update): builtin_tables.change_or_refuse,  # data sources and files.x; others refused
+    kind(ast.Delete): builtin_tables.change_or_refuse,
+    kind(CreateView): view_statements.create_view,
+    kind(AlterView): view_statements.alter_view,
+    kind(DropView): view_statements.drop_view,
+    kind(ast.Show, "VIEWS"): view_statements.show_views,
     # jobs (sql/databases/job_statements.py; run by engine/jobs/)
     kind(CreateJob): job_statements.create_job,
     kind(DropJob): job_statements.drop_job,

@@ -57,9 +57,12 @@ class AgentStreamPanel(SnapshotDisplay, w.VBox):
     def feed(self, chunk: dict[str, Any]) -> str:
         """Apply one chunk to the model; the view follows, throttled."""
         with self._lock:
+            waiting = self.state.answer is None
             kind = self.state.feed(chunk)
             self._dirty = True
-        self.sync(force=self.state.finished or kind == "start")
+        # the first token shows at once (then tokens are batched every `min_interval`)
+        first_token = kind == "output" and waiting
+        self.sync(force=self.state.finished or kind == "start" or first_token)
         return kind
 
     def consume(self, chunks: Iterable[dict[str, Any]]) -> str | None:

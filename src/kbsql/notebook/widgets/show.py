@@ -8,6 +8,7 @@ output carries the static HTML snapshot, so a saved and reopened notebook shows 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from collections.abc import Iterable
@@ -119,17 +120,50 @@ def _show_html(chunks: Iterable[dict[str, Any]], question: str, agent: str,
 
 
 def _show_text(chunks: Iterable[dict[str, Any]], question: str, agent: str) -> StreamState:
-    """No IPython: print each new line of the text rendering as it appears."""
+    """No IPython: print each new line of the text rendering as it appears, and the answer
+    token by token as it streams (one growing `A:` line)."""
     state = StreamState(question=question, agent=agent)
-    printed: list[str] = []
+    out = _Printer()
 
     def on_change(final: bool) -> None:
-        lines = render.render_text(state).split("\n")[:-1]  # the status line prints at the end
+        # every line but the answer and the status line is only ever appended
+        out.lines(render.render_text(dataclasses.replace(state, answer=None)).split("\n")[:-1])
+        out.answer(state.answer)
         if final:
-            lines.append(f"[{state.status_text()}]")
-        for line in lines[len(printed):]:
-            print(line, flush=True)
-            printed.append(line)
+            out.end(f"[{state.status_text()}]")
 
     _drive(chunks, state, on_change)
     return state
+
+
+class _Printer:
+    """What a terminal already shows: lines printed, and the answer written so far (its line
+    left open while tokens may still come)."""
+
+    def __init__(self) -> None:
+        self.printed = 0
+        self.said = ""
+        self.open = False
+
+    def _close(self) -> None:
+        if self.open:
+            print(flush=True)
+            self.open = False
+
+    def lines(self, lines: list[str]) -> None:
+        for line in lines[self.printed:]:
+            self._close()
+            print(line, flush=True)
+        self.printed = max(self.printed, len(lines))
+
+    def answer(self, text: str | None) -> None:
+        if text is None or not text.startswith(self.said):  # words before a tool call: a new answer
+            self._close()
+            self.said = ""
+        if text and text != self.said:
+            print(("A: " if not self.said else "") + text[len(self.said):], end="", flush=True)
+            self.said, self.open = text, True
+
+    def end(self, status: str) -> None:
+        self._close()
+        print(status, flush=True)

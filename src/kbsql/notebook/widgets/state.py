@@ -100,6 +100,7 @@ class StreamState:
         if kind == "start":
             self.question = self.question or str(chunk.get("prompt") or "")
         elif kind == "actions":
+            self.answer = None  # text streamed before a tool call was the model thinking aloud
             for act in chunk.get("actions") or []:
                 self.steps.append(Step(tool=str(act.get("tool", "")),
                                        tool_input=str(act.get("tool_input", "")),
@@ -111,8 +112,8 @@ class StreamState:
             note = str(chunk.get("content") or "").strip()
             if note:
                 self.notes.append(note)
-        elif kind == "output":
-            self.answer = str(chunk.get("output") or "")
+        elif kind == "output":  # partial: a streaming model's tokens, the answer their concatenation
+            self.answer = (self.answer or "") + str(chunk.get("output") or "")
         elif kind == "error":
             self.error = str(chunk.get("content") or "error")
             self._finish(FAILED)

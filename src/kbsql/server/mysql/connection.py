@@ -36,6 +36,7 @@ from kbsql.interface.api import DEFAULT_PROJECT
 from kbsql.interface.control import Control
 from kbsql.interface.errors import Busy
 from kbsql.interface.literals import ParameterError
+from kbsql.server.door_bounds import MB, DoorBounds, HeldBytes
 from kbsql.server.lanes import WATCH_AFTER_S, Lane, controlled
 from kbsql.server.limits import check_sql_size
 from kbsql.server.mysql import error_codes, metadata, prepared
@@ -83,11 +84,22 @@ class DoorConnection(Connection):
     session: DoorSession
     stream: BoundedStream
 
-    def __init__(self, *args: Any, login_timeout: float, lane: Lane, **kwargs: Any):
+    def __init__(self, *args: Any, login_timeout: float, lane: Lane, bounds: DoorBounds, held: HeldBytes,
+                 **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.login_timeout = login_timeout
         self.lane = lane
         """Where this connection's engine calls run: the server's SQL lane."""
+        self.bounds = bounds
+        self.held = held
+        """What all connections' prepared statements hold (the door's)."""
+        self.held_here = 0
+        """What this one's hold (text and long data), counted in `held` too."""
+        self.on_login: Any = None
+        self.owner: str | None = None
+        """The login's fair-share owner (`identity.DoorPassword.owner`), set once logged in."""
+        """Called once the client has logged in (the door stops counting it as pending)."""
+        self.evicted = False
         self.statements: dict[int, prepared.Prepared] = {}
         self.cursors: dict[int, tuple[Encoded, list[bytes]]] = {}
         self.next_statement = 1
@@ -98,14 +110,14 @@ class DoorConnection(Connection):
     # --- engine calls -----------------------------------------------------------------------
     async def in_lane(self, fn: Any, *args: Any) -> Any:
         """`fn(*args)` in a worker of the SQL lane."""
-        return await self.lane.run(fn, *args)
+        return await self.lane.run(fn, *args, owner=self.owner)
 
     async def statement_call(self, fn: Any, *args: Any) -> Any:
         """`in_lane` for a statement, under a `Control` the engine reads (its deadline too):
         when the client goes away while it runs, the statement is interrupted (as over
         HTTP, `lanes.controlled`). A MySQL client sends nothing while it waits for an answer,
         so an end of its stream means it is gone."""
-        return await controlled(self._gone, Control(), fn, *args, lane=self.lane)
+        return await controlled(self._gone, Control(), fn, *args, lane=self.lane, owner=self.owner)
 
     async def _gone(self) -> None:
         """Returns once the client's stream has ended (checked every `WATCH_AFTER_S`)."""
@@ -124,6 +136,8 @@ class DoorConnection(Connection):
             raise ClientStalled(f"the client did not log in within {self.login_timeout:g} s") from None
         if self.session.username is None:
             raise LoginFailed()
+        if self.on_login is not None:
+            self.on_login()
         if not self.session.database:
             self.session.database = DEFAULT_PROJECT
         await self.session.init(self)
@@ -145,8 +159,7 @@ class DoorConnection(Connection):
         await super().handle_change_user(data)
         if self.session.username is None:
             raise LoginFailed()
-        self.statements.clear()
-        self.cursors.clear()
+        self.forget_statements()
         if not self.session.database:
             self.session.database = DEFAULT_PROJECT
 
@@ -204,8 +217,7 @@ class DoorConnection(Connection):
         elif command == Commands.COM_CHANGE_USER:
             await self.handle_change_user(rest)
         elif command == Commands.COM_RESET_CONNECTION:
-            self.statements.clear()
-            self.cursors.clear()
+            self.forget_statements()
             await self.stream.write(self.ok())
         elif command == Commands.COM_SET_OPTION:
             await self.stream.write(self.ok_or_eof())
@@ -225,11 +237,14 @@ class DoorConnection(Connection):
             await self.handle_stmt_prepare(rest)
         elif command == Commands.COM_STMT_CLOSE:
             statement_id = struct.unpack("<I", rest[:4])[0]
-            self.statements.pop(statement_id, None)
+            closed = self.statements.pop(statement_id, None)
+            if closed is not None:
+                self._unhold(closed.held)
             self.cursors.pop(statement_id, None)
         elif command == Commands.COM_STMT_RESET:
             statement = self.statement(struct.unpack("<I", rest[:4])[0])
-            statement.long_data.clear()
+            self._drop_long_data(statement)
+            statement.refused = None
             self.cursors.pop(statement.stmt_id, None)
             await self.stream.write(self.ok())
         elif command == Commands.COM_STMT_SEND_LONG_DATA:
@@ -322,11 +337,14 @@ class DoorConnection(Connection):
         if too_big is not None:
             await self.stream.write(self.error_of(error_codes.UNKNOWN_ERROR, too_big))
             return
-        if len(self.statements) >= prepared.MAX_PREPARED or \
-                self.held_bytes() + len(sql) > prepared.HELD_PACKETS * self.stream.max_packet:
+        if len(self.statements) >= self.bounds.mysql_max_prepared:
             await self.stream.write(self.error_of(
-                error_codes.UNKNOWN_ERROR, f"This connection holds {len(self.statements)} prepared "
-                "statements, as many or as large as it may: close some (COM_STMT_CLOSE)"))
+                error_codes.MAX_PREPARED, f"This connection holds {len(self.statements)} prepared "
+                "statements, the most it may (kbsql serve --mysql-max-prepared): close some"))
+            return
+        refusal = self._hold(len(sql))
+        if refusal is not None:
+            await self.stream.write(self.error_of(error_codes.UNKNOWN_ERROR, refusal))
             return
         statement = prepared.Prepared(self.next_statement, sql, prepared.placeholders(sql))
         self.next_statement += 1
@@ -340,33 +358,73 @@ class DoorConnection(Connection):
         self.stream.write_many(packets)
         await self.stream.drain()
 
-    def held_bytes(self) -> int:
-        """What this connection's prepared statements hold: their text and long data."""
-        return sum(len(s.sql) + sum(len(b) for b in s.long_data.values()) for s in self.statements.values())
+    def _hold(self, size: int) -> str | None:
+        """Count `size` more bytes of prepared statements; the refusal's one line instead
+        when that would pass this connection's bound or all connections' bound."""
+        mine, every = self.bounds.mysql_held, self.held.limit
+        if self.held_here + size > mine:
+            return (f"This connection's prepared statements and long data would hold "
+                    f"{(self.held_here + size) / MB:.2f} MB, over its limit of {mine / MB:g} MB "
+                    "(kbsql serve --mysql-held-mb): close some statements")
+        if not self.held.take(size):
+            return (f"All connections' prepared statements and long data hold {self.held.total / MB:.1f} MB, "
+                    f"near the server's limit of {every / MB:g} MB (kbsql serve --mysql-total-held-mb): "
+                    "close some statements or try again later")
+        self.held_here += size
+        return None
+
+    def _unhold(self, size: int) -> None:
+        size = min(size, self.held_here)
+        self.held_here -= size
+        self.held.give(size)
+
+    def _drop_long_data(self, statement: prepared.Prepared) -> None:
+        self._unhold(statement.held - len(statement.sql))
+        statement.long_data.clear()
+
+    def forget_statements(self) -> None:
+        """Close every prepared statement and cursor (a reset, a new user, the end)."""
+        self._unhold(self.held_here)
+        self.statements.clear()
+        self.cursors.clear()
 
     def long_data(self, data: bytes) -> None:
+        """COM_STMT_SEND_LONG_DATA, which has no answer: data past a bound is dropped and the
+        statement's next execute answers why (as MySQL does)."""
         statement_id, parameter = struct.unpack("<IH", data[:6])
         statement = self.statement(statement_id)
-        held = sum(len(b) for b in statement.long_data.values()) + len(data) - 6
-        if held > self.stream.max_packet or \
-                self.held_bytes() + len(data) > prepared.HELD_PACKETS * self.stream.max_packet:
-            raise PacketTooLarge(held, self.stream.max_packet)
+        if statement.refused is not None:
+            return
+        refusal = self._hold(len(data) - 6)
+        if refusal is not None:
+            self._drop_long_data(statement)
+            statement.refused = refusal
+            return
         statement.long_data.setdefault(parameter, bytearray()).extend(data[6:])
 
     async def handle_stmt_execute(self, data: bytes) -> None:
         reader = io.BytesIO(data)
         statement_id, flags, _iterations = struct.unpack("<IBI", reader.read(9))
         statement = self.statement(statement_id)
-        values = prepared.read_execute(statement, reader)
+        if statement.refused is not None:
+            refusal, statement.refused = statement.refused, None
+            await self.stream.write(self.error_of(error_codes.UNKNOWN_ERROR, refusal))
+            return
+        long_data = statement.held - len(statement.sql)
+        try:
+            values = prepared.read_execute(statement, reader)  # drops the long data
+        finally:
+            self._unhold(long_data)
         sql = prepared.bind(statement, values)
         answer = await self.statement_call(self._answer, sql, True)
         if not flags & 0x01 or not isinstance(answer, Encoded):  # no cursor asked, or no rows
             await self.send(answer, True)
             return
-        if statement_id not in self.cursors and len(self.cursors) >= prepared.MAX_CURSORS:
+        if statement_id not in self.cursors and len(self.cursors) >= self.bounds.mysql_max_cursors:
             await self.stream.write(self.error_of(
-                error_codes.UNKNOWN_ERROR, f"This connection has {prepared.MAX_CURSORS} cursors open, "
-                "each holding a result: fetch them to their end or reset their statements"))
+                error_codes.UNKNOWN_ERROR, f"This connection has {len(self.cursors)} cursors open, the "
+                "most it may (kbsql serve --mysql-max-cursors): fetch them to their end or reset "
+                "their statements"))
             return
         self.cursors[statement_id] = (answer, [])
         self.stream.write_many(self.result_header(answer.columns))

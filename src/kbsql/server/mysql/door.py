@@ -4,7 +4,10 @@ It runs on the HTTP server's event loop, in the same process, over the same `Ser
 (engine), limits and failed-login throttle. Each connection is one task; whatever ends it
 (the client's goodbye, a login refused, a malformed or oversized packet, a client that
 stalls or goes away in the middle of an answer) ends that connection only, with at most one
-log line naming the client address and the reason, never the statement (it may hold keys).
+log line naming the client address and the reason, never the statement (it may hold keys);
+so does a port probe (a connection closed before, or garbage sent instead of, a login).
+What connections may hold, logged in or not, is bounded by `DoorBounds` (`door_bounds.py`):
+past `--max-pending-connections` not yet logged in, the oldest is closed.
 
 Shutdown (SIGTERM/SIGINT, with HTTP's graceful timeout): the port stops accepting, idle
 connections close at once, a connection in the middle of a statement finishes it first.
@@ -13,15 +16,18 @@ connections close at once, a connection in the middle of a statement finishes it
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import logging
 import socket
 import struct
 
 from mysql_mimic.control import LocalControl
+from mysql_mimic.stream import ConnectionClosed
 
 from kbsql.interface.api import ServiceApi
 from kbsql.server.auth import AuthSettings
+from kbsql.server.door_bounds import DoorBounds, HeldBytes, Pending, give_back_memory
 from kbsql.server.lanes import Lanes
 from kbsql.server.limits import Limits
 from kbsql.server.mysql.connection import CAPABILITIES, DoorConnection, LoginFailed
@@ -35,6 +41,8 @@ log = logging.getLogger("kbsql.server")
 
 CLOSE_TIMEOUT_S = 5.0
 """How long a closing connection's last bytes may wait for a client that stopped reading."""
+TRIM_AFTER_S = 1.0
+"""Memory freed by stalled connections is given back this long after the first of them closed."""
 PACKET_MARGIN = 64 * 1024
 """Bytes a command may carry beyond the SQL size limit (a prepared statement's parameters,
 the command byte): anything larger is refused before it is read."""
@@ -45,7 +53,7 @@ class MysqlDoor:
 
     def __init__(self, api: ServiceApi, sock: socket.socket, *, auth: AuthSettings | None = None,
                  limits: Limits | None = None, throttle: FailureThrottle | None = None,
-                 lanes: Lanes | None = None):
+                 lanes: Lanes | None = None, bounds: DoorBounds | None = None):
         self.api = api
         self.sock = sock
         self.auth = auth or AuthSettings()
@@ -55,11 +63,15 @@ class MysqlDoor:
         # alone makes its own and closes them with itself
         self._own_lanes = lanes is None
         self.lanes = lanes if lanes is not None else Lanes.sized()
+        self.bounds = bounds or DoorBounds()
+        self.held = HeldBytes(self.bounds.mysql_total_held)
+        self.pending = Pending(self.bounds.pending_cap(), "MySQL")
         self.control = LocalControl()
         self.connections: dict[DoorConnection, asyncio.Task[None]] = {}
         self._ids = itertools.count(1)
         self._server: asyncio.Server | None = None
         self._closing = False
+        self._trim: asyncio.TimerHandle | None = None
         self.defaults = server_variables(None)
 
     @property
@@ -70,8 +82,10 @@ class MysqlDoor:
     async def start(self) -> None:
         status = await self.lanes.catalog.run(self.api.status)
         self.defaults = server_variables(str(status.get("version") or "") or None)
-        self.sock.listen(128)
-        self._server = await asyncio.start_server(self._accept, sock=self.sock)
+        # asyncio accepts up to `backlog` connections at once before any of them runs: more
+        # than the pending cap would pass it (and the descriptor limit) in one burst
+        backlog = min(128, self.pending.cap)
+        self._server = await asyncio.start_server(self._accept, sock=self.sock, backlog=backlog)
 
     def stop_accepting(self) -> None:
         self._closing = True
@@ -98,6 +112,12 @@ class MysqlDoor:
         if self._own_lanes:
             self.lanes.close()
 
+    def _logged_in(self, connection: DoorConnection, password: DoorPassword) -> None:
+        """No longer pending (the pre-auth cap); its statements take the SQL lane's fair
+        share of the credential it logged in with (a token: one owner on both doors)."""
+        self.pending.done(connection)
+        connection.owner = password.owner
+
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         peer = writer.get_extra_info("peername")
         client = client_key(peer)
@@ -106,16 +126,28 @@ class MysqlDoor:
             writer.close()
             return
         stream = BoundedStream(reader, writer, max_packet=self.limits.max_sql + PACKET_MARGIN,
-                               timeout=self.limits.timeout)
+                               timeout=self.limits.timeout, write_timeout=self.bounds.mysql_write_timeout,
+                               idle_timeout=self.bounds.mysql_idle_timeout)
         session = DoorSession(self.api, self.limits, host, self.defaults)
-        identity = DoorIdentity(DoorPassword(self.auth, self.throttle, client, host))
+        password = DoorPassword(self.auth, self.throttle, client, host)
+        identity = DoorIdentity(password)
         connection = DoorConnection(stream=stream, session=session, control=self.control,
                                     identity_provider=identity, server_capabilities=CAPABILITIES,
-                                    login_timeout=self.limits.timeout, lane=self.lanes.sql)
+                                    login_timeout=self.limits.timeout, lane=self.lanes.sql,
+                                    bounds=self.bounds, held=self.held)
         connection.connection_id = next(self._ids) % 2**32
         task = asyncio.current_task()
         assert task is not None
         self.connections[connection] = task
+
+        def evict() -> None:
+            connection.evicted = True
+            writer.transport.abort()  # its descriptor now, not once the task has run
+            task.cancel()
+
+        self.pending.add(connection, evict)
+        stalled = False
+        connection.on_login = functools.partial(self._logged_in, connection, password)
         try:
             await connection.start()
         except LoginFailed:
@@ -124,18 +156,24 @@ class MysqlDoor:
             log.warning("MySQL client %s sent %s; closed its connection", client, exc)
         except ClientStalled as exc:
             log.warning("MySQL client %s: %s; closed its connection", client, exc)
+            writer.transport.abort()  # what it did not read goes nowhere: no wait to flush it
+            stalled = True
         except (MalformedPacket, ValueError, struct.error, IndexError, AssertionError) as exc:
             log.warning("MySQL client %s sent a malformed packet (%s); closed its connection", client,
                         str(exc)[:200])
         except (ConnectionError, asyncio.IncompleteReadError) as exc:
             log.warning("MySQL client %s went away (%s)", client, type(exc).__name__)
+        except ConnectionClosed:  # before its login: a port probe, a health check
+            log.warning("MySQL client %s closed its connection without logging in", client)
         except asyncio.CancelledError:
-            if not self._closing:
+            if not (self._closing or connection.evicted):
                 raise
         except Exception:  # a fault of the door itself: this connection ends, the server goes on
             log.exception("MySQL connection from %s failed", client)
         finally:
             self.connections.pop(connection, None)
+            self.pending.done(connection)
+            connection.forget_statements()
             writer.close()
             try:  # what is still buffered goes out, unless the client has stopped reading
                 async with asyncio.timeout(CLOSE_TIMEOUT_S):
@@ -144,3 +182,16 @@ class MysqlDoor:
                 writer.transport.abort()
             except Exception:
                 pass
+            if stalled:  # the rows of its answer are free now: give their pages back
+                del connection, session, stream
+                self._trim_soon()
+
+    def _trim_soon(self) -> None:
+        """`give_back_memory` in a second, once for all the connections closed meanwhile
+        (it runs on the event loop: a client must not make it run in a loop)."""
+        if self._trim is None:
+            self._trim = asyncio.get_running_loop().call_later(TRIM_AFTER_S, self._trimmed)
+
+    def _trimmed(self) -> None:
+        self._trim = None
+        give_back_memory()

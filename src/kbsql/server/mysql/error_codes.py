@@ -39,12 +39,14 @@ UNKNOWN_STATEMENT = 1243
 UNKNOWN_SYSTEM_VARIABLE = 1193
 UNKNOWN_TABLE = 1109
 TOO_MANY_CONNECTIONS = 1040  # every SQL worker busy past the queue: try again (as HTTP's 503)
+MAX_PREPARED = 1461  # ER_MAX_PREPARED_STMT_COUNT_REACHED: --mysql-max-prepared
 
 SQLSTATES = {  # the door's own codes; the engine's kinds bring theirs from KINDS
     **{codes.mysql: codes.sqlstate.encode() for codes in KINDS.values()},
     EMPTY_QUERY: b"42000", ACCESS_DENIED: b"28000", HOST_BLOCKED: b"HY000",
     PACKET_TOO_LARGE: b"08S01", UNKNOWN_COMMAND: b"08S01", UNKNOWN_STATEMENT: b"HY000",
     UNKNOWN_SYSTEM_VARIABLE: b"HY000", UNKNOWN_TABLE: b"42S02", UNKNOWN_ERROR: b"HY000",
+    MAX_PREPARED: b"42000",
 }
 
 

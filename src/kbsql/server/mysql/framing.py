@@ -5,7 +5,8 @@ without end, and waits forever for a packet's body. This one refuses a command l
 the door's limit as soon as its header says so (the SQL size limit of HTTP plus room for a
 prepared statement's parameters), gives a packet's body `timeout` seconds to arrive once its
 header has, and gives a stalled reader `write_timeout` seconds to take an answer. An idle
-connection waits for its next command as long as MySQL's `wait_timeout` (8 hours).
+connection waits for its next command `idle_timeout` seconds (`--mysql-idle-timeout`, not
+MySQL's 8 hours: idle connections would pile up).
 
 `handshake_is_complete` and `change_user_is_complete` check the NUL-terminated fields of
 the two packets mysql-mimic parses itself: its reader of such a field never returns when the
@@ -24,8 +25,6 @@ from mysql_mimic.stream import ConnectionClosed, MysqlStream
 from mysql_mimic.types import Capabilities, read_uint_len
 
 MAX_PAYLOAD = 0xFFFFFF
-WAIT_TIMEOUT_S = 28800.0
-WRITE_TIMEOUT_S = 60.0
 
 
 class PacketTooLarge(Exception):
@@ -49,13 +48,14 @@ class BoundedStream:
     are written and framed by it, read here."""
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *,
-                 max_packet: int, timeout: float, write_timeout: float = WRITE_TIMEOUT_S):
+                 max_packet: int, timeout: float, write_timeout: float, idle_timeout: float):
         self.inner = MysqlStream(reader, writer)
         self.reader = reader
         self.writer = writer
         self.max_packet = max_packet
         self.timeout = timeout
         self.write_timeout = write_timeout
+        self.idle_timeout = idle_timeout
         self.check_next: Callable[[bytes], None] | None = None
         """Called with the next packet read, once (the handshake response is checked so)."""
 
@@ -73,14 +73,17 @@ class BoundedStream:
         first = True
         while True:
             try:
-                async with asyncio.timeout(WAIT_TIMEOUT_S if first else self.timeout):
+                async with asyncio.timeout(self.idle_timeout if first else self.timeout):
                     header = await self.reader.readexactly(4)
             except asyncio.IncompleteReadError as exc:
                 if first and not exc.partial:
                     raise ConnectionClosed() from None
                 raise ClientStalled("the client closed the connection inside a packet header") from None
             except TimeoutError:
-                raise ClientStalled("the client sent nothing for too long") from None
+                if first:
+                    raise ClientStalled(f"the client sent no command for {self.idle_timeout:g} s "
+                                        "(kbsql serve --mysql-idle-timeout)") from None
+                raise ClientStalled(f"a packet's header did not arrive in {self.timeout:g} s") from None
             first = False
             length = int.from_bytes(header[:3], "little")
             expected = next(self.inner.seq)
@@ -113,7 +116,8 @@ class BoundedStream:
             async with asyncio.timeout(self.write_timeout):
                 await self.inner.drain()
         except TimeoutError:
-            raise ClientStalled(f"the client did not read its answer for {self.write_timeout:g} s") from None
+            raise ClientStalled(f"the client did not read its answer for {self.write_timeout:g} s "
+                                "(kbsql serve --mysql-write-timeout)") from None
 
     def reset_seq(self) -> None:
         self.inner.reset_seq()

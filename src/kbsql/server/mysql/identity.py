@@ -38,6 +38,7 @@ from mysql_mimic.auth import (
 )
 
 from kbsql.server.auth import FAILED_LOGIN_DELAY_S, AuthSettings
+from kbsql.server.lanes import owner_of
 from kbsql.server.throttle import FailureThrottle
 
 log = logging.getLogger("kbsql.server")
@@ -63,6 +64,10 @@ class DoorPassword(NativePasswordAuthPlugin):
         self.throttle = throttle
         self.client = client
         self.host = host
+        self.owner: str | None = None
+        """Whose statements these are, for the lanes' fair share (`lanes.owner_of`): the
+        credential the login matched, so a token is one owner on both doors; None when the
+        server has no authentication."""
 
     def passwords(self, username: str) -> list[str]:
         allowed = []
@@ -92,8 +97,9 @@ class DoorPassword(NativePasswordAuthPlugin):
             yield Forbidden(f"Too many failed logins or wrong tokens from this address: try again "
                             f"in {wait} s")
             return
-        results = [scramble_matches(p, scramble, nonce) for p in self.passwords(username)]
-        if any(results):
+        matched = [p for p in self.passwords(username) if scramble_matches(p, scramble, nonce)]
+        if matched:
+            self.owner = owner_of(matched[0].encode("utf-8"))
             yield Success(username)
             return
         if scramble:

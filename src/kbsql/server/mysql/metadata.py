@@ -42,7 +42,7 @@ TABLES: dict[str, list[str]] = {
                 "COLUMN_DEFAULT", "IS_NULLABLE", "DATA_TYPE", "CHARACTER_MAXIMUM_LENGTH",
                 "CHARACTER_OCTET_LENGTH", "NUMERIC_PRECISION", "NUMERIC_SCALE", "DATETIME_PRECISION",
                 "CHARACTER_SET_NAME", "COLLATION_NAME", "COLUMN_TYPE", "COLUMN_KEY", "EXTRA", "PRIVILEGES",
-                "COLUMN_COMMENT", "GENERATION_EXPRESSION", "SRS_ID"],
+                "COLUMN_COMMENT", "GENERATION_EXPRESSION", "SRS_ID", "ORIGINAL_TYPE"],
     "engines": ["ENGINE", "SUPPORT", "COMMENT", "TRANSACTIONS", "XA", "SAVEPOINTS"],
     "character_sets": ["CHARACTER_SET_NAME", "DEFAULT_COLLATE_NAME", "DESCRIPTION", "MAXLEN"],
     "collations": ["COLLATION_NAME", "CHARACTER_SET_NAME", "ID", "IS_DEFAULT", "IS_COMPILED", "SORTLEN",
@@ -204,7 +204,7 @@ def _columns(catalog: EngineCatalog, scope: tuple[set[str] | None, set[str] | No
             rows.append(["def", schema, table, column, position, None, "YES", data_type, None, None, None,
                          None, None, "utf8mb4" if data_type == "text" else None,
                          "utf8mb4_0900_ai_ci" if data_type == "text" else None, column_type, "", "",
-                         "select", "", "", None])
+                         "select", "", "", None, engine_type.lower()])  # MindsDB's ORIGINAL_TYPE
     return rows
 
 

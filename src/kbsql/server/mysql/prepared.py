@@ -38,14 +38,6 @@ from mysql_mimic.types import (
 from kbsql.interface.literals import ParameterError, quote_literal
 from kbsql.interface.sqltext import segments
 
-MAX_PREPARED = 1000
-"""Prepared statements one connection may keep open (MySQL's max_prepared_stmt_count is
-per server; this bounds what one client can make the server hold)."""
-HELD_PACKETS = 8
-"""Their text and long data together: at most this many times the largest command."""
-MAX_CURSORS = 16
-"""Open cursors (COM_STMT_EXECUTE with a read-only cursor) per connection: each holds a result."""
-
 
 class BadParameters(ValueError):
     """The execute packet does not match its statement (a malformed packet)."""
@@ -60,6 +52,14 @@ class Prepared:
     types: list[tuple[int, bool]] = field(default_factory=list)
     """(type, unsigned) of each parameter, as last sent (a client may send them once)."""
     long_data: dict[int, bytearray] = field(default_factory=dict)
+    refused: str | None = None
+    """Why long data sent for it was dropped (over a bound): its next execute answers this
+    (COM_STMT_SEND_LONG_DATA has no answer of its own, as in MySQL)."""
+
+    @property
+    def held(self) -> int:
+        """Bytes it holds: its text and long data."""
+        return len(self.sql) + sum(len(b) for b in self.long_data.values())
 
 
 def placeholders(sql: str) -> list[int]:

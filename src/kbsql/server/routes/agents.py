@@ -13,7 +13,7 @@ from starlette.routing import Route
 
 from kbsql.interface.control import Control
 from kbsql.interface.stream import close_stream, end_chunk, error_chunk, sse_lines
-from kbsql.server.lanes import Lane, controlled
+from kbsql.server.lanes import Lane, controlled, owner_key
 from kbsql.server.routes.common import (
     api_of,
     disconnected,
@@ -59,7 +59,8 @@ async def completions(request: Request) -> Response:
     api, project, name = api_of(request), path(request, "project"), path(request, "name")
     messages = await messages_of(request)
     answer = await controlled(lambda: disconnected(request), Control(), api.complete, project, name, messages,
-                              lane=lanes_of(request).model)  # a client that leaves stops the run
+                              lane=lanes_of(request).model,  # a client that leaves stops the run
+                              owner=owner_key(request.scope["headers"]))
     return json_response(answer)
 
 
@@ -69,7 +70,8 @@ async def completions_stream(request: Request) -> Response:
     messages = await messages_of(request)
     lane = lanes_of(request).model
     chunks = await lane.run(api.stream, project, name, messages)  # 404 before streaming
-    return StreamingResponse(stream_events(chunks, request, lane), media_type="text/event-stream",
+    return StreamingResponse(stream_events(chunks, request, lane, owner_key(request.scope["headers"])),
+                             media_type="text/event-stream",
                              headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
 
@@ -83,7 +85,7 @@ async def _close_on_disconnect(chunks: Iterator[dict[str, Any]], request: Reques
 
 
 async def stream_events(chunks: Iterator[dict[str, Any]], request: Request | None,
-                        lane: Lane) -> AsyncIterator[str]:
+                        lane: Lane, owner: str | None = None) -> AsyncIterator[str]:
     """Send each chunk as soon as the service yields it. A failure mid-way becomes an error
     chunk then `end`; a client that goes away closes the generator, which stops the run.
     The stream holds one slot of its `lane` throughout: admitted once, never refused
@@ -94,7 +96,7 @@ async def stream_events(chunks: Iterator[dict[str, Any]], request: Request | Non
     held = False
     watcher = asyncio.ensure_future(_close_on_disconnect(chunks, request))
     try:
-        await lane.acquire()
+        await lane.acquire(owner)  # within the owner's fair share of the lane
         held = True
         while True:
             line = await lane.call(next, lines, sentinel)
@@ -109,7 +111,7 @@ async def stream_events(chunks: Iterator[dict[str, Any]], request: Request | Non
             yield tail
     finally:
         if held:
-            lane.release()
+            lane.release(owner)
         watcher.cancel()
         close_stream(chunks)
 

@@ -16,7 +16,7 @@ from kbsql.interface.control import Control
 from kbsql.interface.errors import InvalidParameter, MissingParameter
 from kbsql.interface.jsonable import dumps
 from kbsql.interface.results import ErrorResult, default_context
-from kbsql.server.lanes import controlled
+from kbsql.server.lanes import controlled, owner_key
 from kbsql.server.limits import check_sql_size
 from kbsql.server.routes.common import (
     api_of,
@@ -60,8 +60,8 @@ def _timeout_of(body: dict[str, Any]) -> float | None:
 def _checked(body: dict[str, Any]) -> tuple[str, Any, Any]:
     """(query, response_format, params) of a well-formed body, or a 400 saying what is wrong."""
     query = body.get("query")
-    if not isinstance(query, str) or not query.strip():
-        raise MissingParameter("'query' must be a non-empty SQL string")
+    if not isinstance(query, str):  # an empty text is MindsDB's error result, the engine's
+        raise MissingParameter("'query' must be an SQL string")
     response_format = body.get("response_format")
     if response_format not in RESPONSE_FORMATS:
         raise InvalidParameter(f"'response_format' must be null, 'sse' or 'jsonlines', not "
@@ -93,7 +93,8 @@ async def query(request: Request) -> Response:
 
     # its own worker lane; the service's deadline, or the request's if sooner; a client
     # that goes away stops it
-    answer = await controlled(lambda: disconnected(request), control, run, lane=lanes_of(request).sql)
+    answer = await controlled(lambda: disconnected(request), control, run, lane=lanes_of(request).sql,
+                              owner=owner_key(request.scope["headers"]))
     if response_format is None:
         return Response(answer, media_type="application/json")
     media = "text/event-stream" if response_format == "sse" else "application/jsonlines"

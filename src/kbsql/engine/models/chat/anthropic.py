@@ -10,7 +10,7 @@ from __future__ import annotations
 from contextlib import closing
 from typing import Any
 
-from kbsql.engine.models.chat.base import HttpProvider, Message, ToolCall, Turn
+from kbsql.engine.models.chat.base import HttpProvider, Message, ToolCall, Turn, TurnStream, drain
 from kbsql.engine.models.chat.base import RunControl as Control
 from kbsql.engine.models.chat.base import ToolSpec as Tool
 from kbsql.engine.models.chat.base import parse_arguments as arguments_of
@@ -34,6 +34,11 @@ class AnthropicProvider(HttpProvider):
         self.checked("GET", f"/v1/models/{self.model_name}", missing="no such model")
 
     def chat(self, system: str, messages: list[Message], tools: list[Tool], control: Control) -> Turn:
+        return drain(self.chat_stream(system, messages, tools, control))
+
+    def chat_stream(self, system: str, messages: list[Message], tools: list[Tool],
+                    control: Control) -> TurnStream:
+        """The turn's `text_delta`s as they come, then the whole turn."""
         body: dict[str, Any] = {"model": self.model_name, "system": system, "stream": True,
                                 "max_tokens": MAX_TOKENS, "messages": wire_messages(messages)}
         if tools:
@@ -51,10 +56,12 @@ class AnthropicProvider(HttpProvider):
                             "id": block.get("id", ""), "name": block.get("name", ""), "json": ""}
                     elif block.get("text"):
                         text.append(block["text"])
+                        yield block["text"]
                 elif kind == "content_block_delta":
                     delta = event.get("delta") or {}
-                    if delta.get("type") == "text_delta":
-                        text.append(delta.get("text", ""))
+                    if delta.get("type") == "text_delta" and delta.get("text"):
+                        text.append(delta["text"])
+                        yield delta["text"]
                     elif delta.get("type") == "input_json_delta" and event.get("index") in blocks:
                         blocks[event["index"]]["json"] += delta.get("partial_json", "")
                 elif kind == "message_stop":

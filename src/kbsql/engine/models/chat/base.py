@@ -130,6 +130,29 @@ class Provider(Protocol):
 ChatFactory = Callable[[dict[str, Any], ProviderContext], Provider]
 """What `kbsql.llm_providers` registers: `(agent model descriptor, context) -> ChatProvider`."""
 
+TurnStream = Generator[str, None, Turn]
+"""A model turn as it arrives: its text deltas, then (as the generator's return value) the
+whole `Turn`. A provider that streams offers `chat_stream(...) -> TurnStream` besides `chat`."""
+
+
+def stream_turn(provider: Provider, system: str, messages: list[Message], tools: list[ToolSpec],
+                control: RunControl) -> TurnStream:
+    """The provider's next turn, its text delta by delta when it can stream (`chat_stream`);
+    a provider with `chat` only (the offline one, a plugin's) gives its whole text at the end."""
+    streaming = getattr(provider, "chat_stream", None)
+    if streaming is None:
+        return provider.chat(system, messages, tools, control)
+    return (yield from streaming(system, messages, tools, control))
+
+
+def drain(turn: TurnStream) -> Turn:
+    """The `Turn` at the end of a turn stream, its deltas dropped (`chat` over `chat_stream`)."""
+    while True:
+        try:
+            next(turn)
+        except StopIteration as stop:
+            return stop.value
+
 
 def parse_arguments(raw: Any) -> dict[str, Any]:
     """Tool arguments arrive as a JSON string (OpenAI, Anthropic deltas) or an object (Ollama)."""

@@ -26,7 +26,7 @@ from kbsql.engine.models.chat.base import Message, RunControl, ToolCall, ToolSpe
 from kbsql.interface.errors import ProviderError
 from kbsql.interface.literals import quote_literal
 
-SEARCH_LIMIT = 5
+SEARCH_LIMIT = 20
 _FROM = re.compile(r"\bFROM\s+([\w.`\"]+)", re.IGNORECASE)
 MAX_KBS = 5
 MAX_TABLES = 3
@@ -143,7 +143,8 @@ def answer(question: str, done: list[tuple[ToolCall, str]], search: str | None =
                 f"wrong. SQL counts the whole knowledge base, for example `SELECT count(DISTINCT id) "
                 f"FROM {kb}` (with a WHERE clause on its metadata to narrow it).\n\n" + SWITCH_HINT)
     if rows:
-        return _extract(search or question, rows, searched, encoder) + "\n\n" + SWITCH_HINT
+        own = question if search and search != question else None
+        return _extract(search or question, rows, searched, encoder, own) + "\n\n" + SWITCH_HINT
     tables = [(c.arguments.get("query", ""), o) for c, o in done
               if c.name == "sql_db_query" and not o.startswith("Error")]
     if tables:
@@ -153,18 +154,32 @@ def answer(question: str, done: list[tuple[ToolCall, str]], search: str | None =
     return "I could not find anything about this in the data this agent is connected to."
 
 
+def _in_reading_order(best: list[offline_text.Sentence]) -> list[offline_text.Sentence]:
+    """Best first, but sentences of one chunk that come together keep the chunk's order, so
+    "It terminates the loop" follows the sentence it continues, as the text reads."""
+    out: list[offline_text.Sentence] = []
+    for s in best:
+        run = len(out)
+        while run and out[run - 1].chunk_id == s.chunk_id:
+            run -= 1
+        out[run:] = sorted([*out[run:], s], key=lambda x: x.position)
+    return out
+
+
 def _searched_kbs(done: list[tuple[ToolCall, str]]) -> list[str]:
     names = [_FROM.search(str(c.arguments.get("query", ""))) for c, _ in done if c.name == "kb_query_tool"]
     return list(dict.fromkeys(m.group(1) for m in names if m))
 
 
 def _extract(question: str, rows: list[dict[str, str]], searched: list[str],
-             encoder: Callable[[], Any] | None = None) -> str:
+             encoder: Callable[[], Any] | None = None, own: str | None = None) -> str:
     """Whole sentences that answer the question (offline_evidence.py), each cited, or a plain
-    statement that nothing retrieved answers it; rows arrive best first."""
+    statement that nothing retrieved answers it; rows arrive best first (by the knowledge
+    base's own model, which the judgement does not rely on)."""
     found = offline_text.sentences([(r["chunk_content"], r.get("chunk_id", "")) for r in rows])
-    best = [j.sentence for j in offline_evidence.answers(question, found, offline_text.MAX_SENTENCES,
-                                                       encoder)]
+    judged = offline_evidence.answers(question, found, offline_text.MAX_SENTENCES, encoder, own=own,
+                                      passages=[r["chunk_content"] for r in rows])
+    best = _in_reading_order([j.sentence for j in judged])
     if not best:
         where = ", ".join(searched) or "the connected knowledge bases"
         nearest = ", ".join(dict.fromkeys(r.get("chunk_id", "") for r in rows[:3] if r.get("chunk_id")))

@@ -16,6 +16,9 @@ from dataclasses import dataclass
 MAX_SENTENCES = 3
 MAX_SENTENCE_CHARS = 400
 MIN_SENTENCE_WORDS = 4
+MIN_FRAGMENT_WORDS = 2
+"""A chunk with no whole sentence (a delivery note "Gift wrap requested", a data row) is
+quoted whole from this many words: it may be the very answer."""
 
 _WORD = re.compile(r"[A-Za-z0-9][\w']*")
 STOP = frozenset("""a an and are as at be by can could do does did for from has have how i if in
@@ -28,15 +31,19 @@ PRONOUNS = frozenset("it its this that these those they them their there he she 
 FOLLOW_UP_OPENERS = ("and ", "and,", "what about", "how about", "also ", "but ", "then ", "so ")
 _ABBREVIATIONS = ("e.g.", "i.e.", "etc.", "vs.", "cf.", "Mr.", "Dr.", "No.", "approx.")
 _SPLIT = re.compile(r"(?<=[.!?])[\"')\]]?\s+(?=[\"'(\[`]?[A-Z0-9])")
+_CODE_START = re.compile(r"[\"`]\w+[\"`] ")
+"""A sentence may open with a quoted name in lower case: `"pass" is a null operation`."""
 _DEBRIS = re.compile(r"::=|\|.*\||^[\s\-=+*_#|:]+$|-{3,}|={3,}|\+-{2,}")
 
 
 def stem(word: str) -> str:
-    """A crude plural/tense fold so `timeouts`/`timeout` and `closing`/`closes` meet."""
-    for suffix in ("ing", "es", "ed", "s"):
+    """A crude plural/tense fold so `timeouts`/`timeout`, `closing`/`closes`,
+    `leave`/`leaving` and `assert`/`assertions` meet (a final `e` goes too)."""
+    for suffix in ("ions", "ion", "ing", "es", "ed", "s"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            return word[: -len(suffix)]
-    return word
+            word = word[: -len(suffix)]
+            break
+    return word[:-1] if word.endswith("e") and len(word) >= 4 else word
 
 
 def content_words(text: str) -> list[str]:
@@ -88,11 +95,17 @@ class Sentence:
 
 def _paragraphs(chunk: str) -> list[str]:
     """Paragraphs with their lines joined (a chunk wraps lines inside sentences), table and
-    grammar lines dropped."""
+    grammar lines dropped; such a line ends a paragraph, so a title underlined with `***`
+    does not glue itself to the sentence after it."""
     out = []
     for block in re.split(r"\n\s*\n", chunk):
-        lines = [ln.strip() for ln in block.splitlines()]
-        kept = [ln for ln in lines if ln and not _DEBRIS.search(ln)]
+        kept: list[str] = []
+        for line in (ln.strip() for ln in block.splitlines()):
+            if line and not _DEBRIS.search(line):
+                kept.append(line)
+            elif kept and line:
+                out.append(" ".join(kept))
+                kept = []
         if kept:
             out.append(" ".join(kept))
     return out
@@ -112,12 +125,12 @@ def _split(paragraph: str) -> list[str]:
 
 
 def is_whole(sentence: str) -> bool:
-    """Starts like a sentence, ends like one, is long enough to say something, and is words
-    (not code, numbers or a table row)."""
+    """Starts like a sentence (or with a quoted name), ends like one, is long enough to say
+    something, and is words (not code, numbers or a table row)."""
     if len(sentence) > MAX_SENTENCE_CHARS or len(sentence.split()) < MIN_SENTENCE_WORDS:
         return False
     first = sentence.lstrip("\"'(`[")[:1]
-    if not first or not (first.isupper() or first.isdigit()):
+    if not first or not (first.isupper() or first.isdigit() or _CODE_START.match(sentence)):
         return False
     if sentence.rstrip("\"')]`")[-1:] not in (".", "!", "?"):
         return False
@@ -128,7 +141,8 @@ def is_whole(sentence: str) -> bool:
 def sentences(chunks: list[tuple[str, str]]) -> list[Sentence]:
     """Whole sentences of the chunks (content, chunk_id), best chunk first, each sentence
     once: chunks overlap, so the same sentence often ends one and starts the next. A chunk
-    with no whole sentence (a data row, a line of code) stands as one, trimmed."""
+    of one paragraph with no whole sentence (a data row, a note) stands as one, trimmed; a
+    longer one without any is a title and grammar, not an answer."""
     seen: set[str] = set()
     out: list[Sentence] = []
     for rank, (content, chunk_id) in enumerate(chunks):
@@ -144,8 +158,9 @@ def sentences(chunks: list[tuple[str, str]]) -> list[Sentence]:
                 seen.add(key)
                 out.append(Sentence(text, chunk_id, rank, position))
                 position += 1
-        flat = " ".join(" ".join(_paragraphs(content)).split())  # grammar and table lines dropped
-        if not whole and len(flat.split()) >= MIN_SENTENCE_WORDS and \
+        paragraphs = _paragraphs(content)  # grammar and table lines dropped
+        flat = " ".join(" ".join(paragraphs).split())
+        if not whole and len(paragraphs) == 1 and len(flat.split()) >= MIN_FRAGMENT_WORDS and \
                 sum(c.isalpha() or c.isspace() for c in flat) >= 0.6 * len(flat):
             cut = flat if len(flat) <= MAX_SENTENCE_CHARS else \
                 flat[:MAX_SENTENCE_CHARS].rsplit(" ", 1)[0] + " …"

@@ -30,13 +30,20 @@ class OllamaProvider(HttpProvider):
 
     def chat(self, system: str, messages: list[Message], tools: list[ToolSpec],
              control: RunControl) -> Turn:
+        return base.drain(self.chat_stream(system, messages, tools, control))
+
+    def chat_stream(self, system: str, messages: list[Message], tools: list[ToolSpec],
+                    control: RunControl) -> base.TurnStream:
+        """The turn's text deltas line by line, then the whole turn."""
         body = base.function_tools_body(self.model_name, system, map(wire_message, messages), tools)
         text: list[str] = []
         calls: list[ToolCall] = []
         with closing(self.events("/api/chat", body, control, sse=False)) as events:
             for event in events:
                 message = event.get("message") or {}
-                text.append(message.get("content") or "")
+                if message.get("content"):
+                    text.append(message["content"])
+                    yield message["content"]
                 for call in message.get("tool_calls") or []:
                     fn = call.get("function") or {}
                     calls.append(ToolCall(call.get("id") or f"call_{len(calls)}", fn.get("name", ""),

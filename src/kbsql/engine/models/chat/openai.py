@@ -1,4 +1,4 @@
-"""OpenAI chat completions with native tool calling, streamed.
+"""OpenAI chat completions with native tool calling, streamed (text deltas passed on as they come).
 
 Any OpenAI-compatible server works through `base_url` (vLLM, LM Studio, llama.cpp server,
 Ollama's `/v1`): only `/models` and `/chat/completions` are used. Tool calls arrive as
@@ -34,6 +34,11 @@ class OpenAIProvider(base.HttpProvider):
 
     def chat(self, system: str, messages: list[Message], tools: list[base.ToolSpec],
              control: base.RunControl) -> Turn:
+        return base.drain(self.chat_stream(system, messages, tools, control))
+
+    def chat_stream(self, system: str, messages: list[Message], tools: list[base.ToolSpec],
+                    control: base.RunControl) -> base.TurnStream:
+        """The turn's text deltas as the server sends them, then the whole turn."""
         body = base.function_tools_body(self.model_name, system, map(wire_message, messages), tools)
         text: list[str] = []
         calls: dict[int, dict[str, Any]] = {}
@@ -42,6 +47,7 @@ class OpenAIProvider(base.HttpProvider):
                 delta = choice.get("delta") or {}
                 if delta.get("content"):
                     text.append(delta["content"])
+                    yield delta["content"]
                 for part in delta.get("tool_calls") or []:
                     slot = calls.setdefault(part.get("index", len(calls)),
                                             {"id": "", "name": "", "arguments": ""})

@@ -24,11 +24,12 @@ from kbsql.interface.errors import SqlError
 
 PLAIN = {"answer", "question"}
 USING_KEYS = {"model", "data", "prompt_template", "timeout", "mode"}
-_JSON = re.compile(r"\[.*\]|\{.*\}", re.DOTALL)
+_OPENERS = re.compile(r"[\[{]")
 
 
-def custom_columns(targets: list[Any]) -> list[str]:
-    """The selected names that are not `answer` / `question` (in order); [] for a plain ask."""
+def custom_columns(targets: list[Any]) -> list[tuple[str, str]]:
+    """(column, name shown) of the selected names that are not `answer` / `question`, in
+    order; [] for a plain ask."""
     out = []
     for target in targets or []:
         if isinstance(target, ast.Star):
@@ -37,7 +38,7 @@ def custom_columns(targets: list[Any]) -> list[str]:
             raise unsupported(f"selecting {target.to_string()} from an agent (select columns by name)")
         name = str(target.parts[-1])
         if name.lower() not in PLAIN:
-            out.append(name)
+            out.append((name, str(target.alias.parts[-1]) if target.alias is not None else name))
     return out
 
 
@@ -79,27 +80,46 @@ def ask(agents: Any, project: str, name: str, statement: ast.Select) -> tuple[li
     question = question_of(statement.where, name)
     overrides = overrides_of(getattr(statement, "using", None))
     columns = custom_columns(statement.targets)
-    messages = [{"question": question, "answer": ""}]
-    if not columns:
-        reply = agents.complete(project, name, messages, overrides)
-        answer = ((reply or {}).get("message") or {}).get("content")
-        names, values = [], []
-        for target in statement.targets:
-            if isinstance(target, ast.Star):
-                names += ["question", "answer"]
-                values += [question, answer]
-            else:
-                column = str(target.parts[-1])
-                names.append(str(target.alias.parts[-1]) if target.alias is not None else column)
-                values.append(answer if column.lower() == "answer" else question)
-        return names, [values]
+    if columns:
+        return structured(agents, project, name, statement, question, overrides)
+    reply = agents.complete(project, name, [{"question": question, "answer": ""}], overrides)
+    answer = ((reply or {}).get("message") or {}).get("content")
+    names, values = [], []
+    for target in statement.targets:
+        if isinstance(target, ast.Star):
+            names += ["question", "answer"]
+            values += [question, answer]
+        else:
+            column = str(target.parts[-1])
+            names.append(str(target.alias.parts[-1]) if target.alias is not None else column)
+            values.append(answer if column.lower() == "answer" else question)
+    return names, [values]
+
+
+def structured(agents: Any, project: str, name: str, statement: ast.Select, question: str,
+               overrides: dict[str, Any]) -> tuple[list[str], list[list[Any]]]:
+    """`SELECT col_a, col_b FROM agent WHERE question = ...`: the model is asked for rows of
+    those columns as JSON and its answer is validated whole (every row has every column, each
+    a single value) before any row is returned; `question` may be selected beside them and
+    carries the question."""
+    targets = statement.targets
+    if any(isinstance(t, ast.Star) or str(t.parts[-1]).lower() == "answer" for t in targets):
+        raise SqlError(f"Select either answer or your own columns from agent {name}, not both "
+                       f"(the model answers rows of {[c for c, _ in custom_columns(targets)]})")
+    asked = [c for c, _ in custom_columns(targets)]
     model = overrides.get("model") or agents.get_agent(project, name).to_json().get("model")
     if is_offline(model):
-        raise unsupported(f"custom output columns {columns} with the offline retrieval agent (it "
+        raise unsupported(f"custom output columns {asked} with the offline retrieval agent (it "
                           "answers with extracts; give the agent a language model)")
-    reply = agents.complete(project, name, [{"question": structured_question(question, columns),
+    reply = agents.complete(project, name, [{"question": structured_question(question, asked),
                                              "answer": ""}], overrides)
-    return columns, parse_rows(((reply or {}).get("message") or {}).get("content") or "", columns)
+    rows = parse_rows(((reply or {}).get("message") or {}).get("content") or "", asked)
+    names, picks = [], []
+    for target in targets:
+        column = str(target.parts[-1])
+        names.append(str(target.alias.parts[-1]) if target.alias is not None else column)
+        picks.append(None if column.lower() == "question" else asked.index(column))
+    return names, [[question if i is None else row[i] for i in picks] for row in rows]
 
 
 def is_offline(model: dict[str, Any] | None) -> bool:
@@ -108,25 +128,44 @@ def is_offline(model: dict[str, Any] | None) -> bool:
 
 def structured_question(question: str, columns: list[str]) -> str:
     return (f"{question}\n\nAnswer only with a JSON array of objects, one object per result row, "
-            f"each with exactly these keys: {json.dumps(columns)}. No text around the JSON.")
+            f"each with exactly these keys: {json.dumps(columns)}, each value a single string, "
+            f"number or null; [] when no row answers. No text around the JSON.")
+
+
+def first_json(text: str) -> Any:
+    """The first JSON array or object in a model's answer (prose or a ```json fence around
+    it allowed), or None."""
+    decoder = json.JSONDecoder()
+    for at in [m.start() for m in _OPENERS.finditer(text)][:50]:
+        try:
+            value, _ = decoder.raw_decode(text, at)
+        except ValueError:
+            continue
+        if isinstance(value, list | dict):
+            return value
+    return None
 
 
 def parse_rows(answer: str, columns: list[str]) -> list[list[Any]]:
-    """Rows of the requested columns from a model's JSON answer; an error when it is not one."""
-    match = _JSON.search(answer or "")
-    try:
-        data = json.loads(match.group(0)) if match else None
-    except ValueError:
-        data = None
+    """Rows of the requested columns from a model's JSON answer, checked whole: an answer that
+    is not a list of objects, a row without one of the columns, or a cell that is not a single
+    value fails in one line (never a half-filled table). `[]` is no rows."""
+    data = first_json(answer or "")
     if isinstance(data, dict):
         data = [data]
-    if not isinstance(data, list) or not data or not all(isinstance(d, dict) for d in data):
-        raise SqlError(f"The agent did not answer with rows of the columns {columns}: {answer[:200]!r}")
+    said = (answer or "")[:200]
+    if not isinstance(data, list) or not all(isinstance(d, dict) for d in data):
+        raise SqlError(f"The agent did not answer with rows of the columns {columns}: {said!r}")
     rows = []
-    for item in data:
+    for number, item in enumerate(data, start=1):
         lowered = {str(k).lower(): v for k, v in item.items()}
         missing = [c for c in columns if c.lower() not in lowered]
         if missing:
-            raise SqlError(f"The agent's answer has no column(s) {missing}: {answer[:200]!r}")
-        rows.append([lowered[c.lower()] for c in columns])
+            raise SqlError(f"The agent's answer has no column(s) {missing} in row {number}: {said!r}")
+        row = [lowered[c.lower()] for c in columns]
+        nested = [c for c, v in zip(columns, row, strict=True) if isinstance(v, dict | list)]
+        if nested:
+            raise SqlError(f"The agent's answer has more than one value in column(s) {nested} "
+                           f"of row {number}: {said!r}")
+        rows.append(row)
     return rows

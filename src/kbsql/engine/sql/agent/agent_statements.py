@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import pyarrow.compute as pc
 from mindsdb_sql_parser import ast
 from mindsdb_sql_parser.ast.mindsdb.agents import CreateAgent, DropAgent, UpdateAgent
 
@@ -74,6 +73,8 @@ def show_agents(session: SqlSession, statement: ast.Show, ctx: dict[str, Any], r
     source = statement.from_table or statement.in_table
     project = table_parts(source)[0] if source is not None else ctx["db"]
     session.catalog.project(project)  # a clear "project not found"
+    import pyarrow.compute as pc
+
     table = info_schema.agents(session)
     mask = pc.equal(pc.utf8_lower(table.column("PROJECT")), project.lower())
     return filtered(session, table.filter(mask), statement, ctx)

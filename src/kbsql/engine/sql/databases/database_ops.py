@@ -5,12 +5,16 @@ CREATE DATABASE writes, so SQL and REST see the same data sources.
 The shapes are MindsDB's: a listed database is `{name, type, id, engine, visible,
 deletable}` (plus `class_type`, `connection_data` for data sources), a data source on its
 own is its integration record (`id, name, type, class_type, engine, permanent,
-date_last_update, connection_data`), a table `{name, type}`. Differences, on purpose:
-connection parameters are shown with secrets masked (MindsDB shows them in clear); the
-built-in `files` and `df` have no id; `log` is not listed (kbsql keeps no LLM or job log).
-Errors carry MindsDB's titles ("Name conflict", "Database not found", "Connection
-error", ...). A data source is stored without connecting unless `check_connection` asks
-for it (CREATE DATABASE in SQL always checks, as MindsDB's does).
+date_last_update, connection_data`), a table `{name, type}`. The list is MindsDB's:
+`information_schema`, `log` (system), the projects, the user's data sources; kbsql's own
+`files` and `df` are not listed (a fresh MindsDB lists three databases, and clients count
+on it) but answer by name here, in SHOW DATABASES and in SQL. `log` has no tables: kbsql
+keeps no LLM or job log, and its tables route says so. Differences, on purpose: connection
+parameters are shown with secrets masked (MindsDB shows them in clear, to anyone who can
+call the route). Errors carry MindsDB's titles ("Name conflict", "Database not found",
+"Connection error", ...). A data source is stored without connecting, even with incomplete
+parameters, unless `check_connection` asks for it (CREATE DATABASE in SQL always checks, as
+MindsDB's does); the path confinement and the parameter checks run again when it is used.
 """
 
 from __future__ import annotations
@@ -25,12 +29,14 @@ from kbsql.engine.datasources.frame_store import FRAMES_SOURCE
 from kbsql.engine.datasources.upload_store import UPLOADS_SOURCE
 from kbsql.engine.sql.databases import builtin_tables, info_schema
 from kbsql.engine.sql.parse import parsing
-from kbsql.engine.sql.tables.names import INFORMATION_SCHEMA, find_project
+from kbsql.engine.sql.tables.names import INFORMATION_SCHEMA, LOG_DATABASE, LOG_TABLES, find_project
+from kbsql.engine.view_store import views
 from kbsql.interface.api import DEFAULT_PROJECT
 from kbsql.interface.errors import (
     BadRequest,
     Conflict,
     ConnectionFailed,
+    PermissionDenied,
     ServiceError,
     SqlError,
     UnknownDatabase,
@@ -43,6 +49,7 @@ if TYPE_CHECKING:
     from kbsql.engine.sql.session import SqlSession
 
 BUILTIN_ENGINES = {UPLOADS_SOURCE: "files", FRAMES_SOURCE: "dataframe"}
+CLASS_TYPE = "sql"  # MindsDB's class of a data handler answering SQL (every kbsql source)
 PROJECT_ENGINES = (None, "", "mindsdb")
 
 
@@ -65,14 +72,12 @@ class DatabaseOps:
     # databases ----------------------------------------------------------------------------
     def list_databases(self) -> list[dict[str, Any]]:
         catalog = self.session.catalog
-        out: list[dict[str, Any]] = [{"name": INFORMATION_SCHEMA, "type": "system", "id": None,
-                                      "engine": None, "visible": True, "deletable": False}]
+        out: list[dict[str, Any]] = [{"name": system, "type": "system", "id": None, "engine": None,
+                                      "visible": True, "deletable": False}
+                                     for system in (INFORMATION_SCHEMA, LOG_DATABASE)]
         out += [{"name": p.name, "type": "project", "id": p.id, "engine": None, "visible": True,
                  "deletable": p.name.lower() != DEFAULT_PROJECT} for p in catalog.projects()]
-        out += [{"name": name, "type": "data", "id": None, "engine": engine, "class_type": None,
-                 "connection_data": {}, "visible": True, "deletable": False}
-                for name, engine in BUILTIN_ENGINES.items()]
-        out += [{"name": d.name, "type": "data", "id": d.id, "engine": d.engine, "class_type": None,
+        out += [{"name": d.name, "type": "data", "id": d.id, "engine": d.engine, "class_type": CLASS_TYPE,
                  "connection_data": mask_secrets(d.parameters), "visible": True, "deletable": True}
                 for d in catalog.datasources()]
         return out
@@ -89,7 +94,7 @@ class DatabaseOps:
         if lowered == INFORMATION_SCHEMA:
             return {"name": INFORMATION_SCHEMA, "type": "system", "id": None, "engine": None}
         if lowered in BUILTIN_ENGINES:
-            answer = {"id": None, "name": lowered, "type": "data", "class_type": None,
+            answer = {"id": None, "name": lowered, "type": "data", "class_type": CLASS_TYPE,
                       "engine": BUILTIN_ENGINES[lowered], "permanent": True, "date_last_update": None,
                       "connection_data": {}}
         else:
@@ -113,10 +118,7 @@ class DatabaseOps:
             raise _not_parameters()
         if self._exists(name):
             raise Conflict(f"Database with name {name} already exists.", title="Name conflict")
-        try:
-            normalized = registry.normalize(engine, dict(parameters), self.session.duck.engines)
-        except SqlError as exc:
-            raise BadRequest(exc.message, title="Wrong argument") from None
+        normalized = self._normalized(engine, parameters, check_connection)
         self._check_policy(engine, normalized)
         record = self.session.catalog.create_datasource(name, engine.lower(), normalized)
         if check_connection:
@@ -139,11 +141,7 @@ class DatabaseOps:
         if not isinstance(parameters, dict):
             raise _not_parameters()
         record = self._datasource(name)
-        try:
-            merged = registry.normalize(record.engine, {**record.parameters, **parameters},
-                                        self.session.duck.engines)
-        except SqlError as exc:
-            raise ConnectionFailed(exc.message) from None
+        merged = self._normalized(record.engine, {**record.parameters, **parameters}, check_connection)
         self._check_policy(record.engine, merged)
         catalog = self.session.catalog
         catalog.update_datasource(record.name, merged)
@@ -158,7 +156,7 @@ class DatabaseOps:
 
     def delete_database(self, name: str) -> None:
         lowered = name.lower()
-        if lowered == INFORMATION_SCHEMA or lowered in BUILTIN_ENGINES:
+        if lowered in (INFORMATION_SCHEMA, LOG_DATABASE) or lowered in BUILTIN_ENGINES:
             raise _cannot_delete(name, "Unable to drop: is system database")
         catalog = self.session.catalog
         project = find_project(self.session, name)
@@ -190,14 +188,17 @@ class DatabaseOps:
     # tables -----------------------------------------------------------------------------
     def list_tables(self, database: str) -> list[dict[str, Any]]:
         session = self.session
+        if database.lower() == LOG_DATABASE:  # the job runs (CREATE JOB); no LLM log
+            return [{"name": t, "type": "system view"} for t in LOG_TABLES]
         if database.lower() == INFORMATION_SCHEMA:
             return [{"name": t.upper(), "type": "system view"} for t in info_schema.TABLES]
         project = find_project(session, database)
         if project is not None:
             catalog = session.catalog
             kbs = [{"name": kb.name, "type": "knowledge base"} for kb in catalog.knowledge_bases(project)]
+            kbs += [{"name": v.name, "type": "view"} for v in views(catalog, project)]
             return kbs + [{"name": a.name, "type": "agent"} for a in catalog.agents(project)]
-        source = session.duck.source(database)
+        source = self._source(database)
         if source is None:
             raise UnknownDatabase(f"Database with name {database} does not exist", title="Database not found")
         try:
@@ -214,9 +215,10 @@ class DatabaseOps:
         raise UnknownTable(f"Table with name {table} not found", title="Table not found")
 
     def create_table(self, database: str, table: str, select: str, replace: bool = False) -> dict[str, Any]:
-        """`CREATE [OR REPLACE] TABLE database.table (select)`, in `files` or `df`."""
+        """`CREATE [OR REPLACE] TABLE database.table (select)`, in `files`, `df` or a data
+        source (builtin_tables / source_writes)."""
         self._refuse_project(database, table, "create")
-        if self.session.duck.source(database) is None:
+        if self._source(database) is None:
             raise UnknownDatabase(f"Database with name {database} does not exist",
                                   title="Database not exists")
         if not replace and any(t["name"] == table for t in self.list_tables(database)):
@@ -234,11 +236,9 @@ class DatabaseOps:
 
     def drop_table(self, database: str, table: str) -> None:
         self._refuse_project(database, table, "delete")
-        if self.session.duck.source(database) is None:
+        if self._source(database) is None:
             raise UnknownDatabase(f"Database with name {database} not found", title="Database not found")
         self.get_table(database, table)
-        if database.lower() not in BUILTIN_ENGINES:
-            raise BadRequest(f"Database {database} does not support dropping tables.", title="Error")
         drop = ast.DropTables(tables=[ast.Identifier(parts=[database, table])], if_exists=True)
         self._sql(lambda ctx: builtin_tables.drop_table(self.session, drop, ctx))
 
@@ -250,16 +250,27 @@ class DatabaseOps:
                              f"the projects/{database}/models/{table} or projects/{database}/views/{table} "
                              "endpoints instead.", title="Error")
 
+    def _source(self, database: str) -> Any:
+        """The data source `database` (None when there is none); one that cannot be opened (its
+        stored parameters are incomplete, its file is gone) is a 400 "Error" saying why."""
+        try:
+            return self.session.duck.source(database)
+        except SqlError as exc:
+            raise BadRequest(exc.message, title="Error") from None
+
     def _sql(self, run: Any) -> None:
-        """Run a table statement; its SQL error becomes a 400 "Error" (MindsDB's answer)."""
+        """Run a table statement; its SQL error becomes a 400 "Error" (MindsDB's answer), but
+        a refused permission (read-only sources, a path not allowed) stays a 403."""
         try:
             run({"db": DEFAULT_PROJECT})
+        except PermissionDenied:
+            raise
         except SqlError as exc:
             raise BadRequest(exc.message, title="Error") from None
 
     def _exists(self, name: str) -> bool:
         lowered = name.lower()
-        return (lowered in BUILTIN_ENGINES or lowered == INFORMATION_SCHEMA or lowered == "log"
+        return (lowered in BUILTIN_ENGINES or lowered in (INFORMATION_SCHEMA, LOG_DATABASE)
                 or find_project(self.session, name) is not None
                 or self.session.catalog.find_datasource(name) is not None)
 
@@ -268,6 +279,22 @@ class DatabaseOps:
         if record is None:
             raise UnknownDatabase(f"Database with name {name} does not exist.", title="Database not found")
         return record
+
+    def _normalized(self, engine: str, parameters: dict[str, Any], check_connection: bool) -> dict[str, Any]:
+        """The parameters as the engine keeps them. Incomplete ones (a postgres source without
+        a host) are kept as given unless the connection is to be checked (then they are a
+        connection error), as MindsDB stores them: the source then fails, in the engine's
+        words, when it is used (DuckSources checks them again before attaching). An unknown
+        engine is a 400 either way."""
+        engines = self.session.duck.engines
+        try:
+            return registry.normalize(engine, dict(parameters), engines)
+        except SqlError as exc:
+            if engine.lower() not in engines:
+                raise BadRequest(exc.message, title="Wrong argument") from None
+            if check_connection:
+                raise ConnectionFailed(exc.message) from None
+            return dict(parameters)
 
     def _check_policy(self, engine: str, parameters: dict[str, Any]) -> None:
         policy = self.session.duck.policy
@@ -300,7 +327,7 @@ class DatabaseOps:
 
 def _integration(record: DatasourceRecord) -> dict[str, Any]:
     """A data source as MindsDB's integration record (secrets masked)."""
-    return {"id": record.id, "name": record.name, "type": "data", "class_type": None,
+    return {"id": record.id, "name": record.name, "type": "data", "class_type": CLASS_TYPE,
             "engine": record.engine, "permanent": False, "date_last_update": record.created_at,
             "connection_data": mask_secrets(record.parameters)}
 

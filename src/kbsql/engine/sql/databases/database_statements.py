@@ -26,15 +26,19 @@ from kbsql.engine.sql.arrow_results import ArrowTableResult
 from kbsql.engine.sql.databases import info_schema
 from kbsql.engine.sql.tables.names import (
     INFORMATION_SCHEMA,
+    LOG_DATABASE,
+    LOG_TABLES,
     RESERVED,
     Routed,
     find_project,
     misspelt_knowledge_base,
+    project_table,
     table_parts,
 )
 from kbsql.engine.sql.tables.select import describe_sql, run_select
+from kbsql.engine.view_store import views
 from kbsql.interface.api import DEFAULT_PROJECT
-from kbsql.interface.errors import Conflict, ServiceError, SqlError, UnknownDatabase
+from kbsql.interface.errors import Conflict, ServiceError, SqlError, UnknownDatabase, UnknownTable
 from kbsql.interface.results import OkResult, SqlResult
 
 if TYPE_CHECKING:
@@ -130,8 +134,12 @@ def filtered(session: SqlSession, table: pa.Table, statement: ast.Show,
 
 def show_databases(session: SqlSession, statement: ast.Show, ctx: dict[str, Any],
                    routed: Routed) -> SqlResult:
-    names = info_schema.databases(session).column("NAME")
-    return filtered(session, pa.table({"Database": names}), statement, ctx)
+    """SHOW [FULL] DATABASES: `Database`, and with FULL MindsDB's `TYPE` and `ENGINE`."""
+    listed = info_schema.databases(session)
+    columns = {"Database": listed.column("NAME")}
+    if "full" in [m.lower() for m in statement.modes or []]:
+        columns |= {"TYPE": listed.column("TYPE"), "ENGINE": listed.column("ENGINE")}
+    return filtered(session, pa.table(columns), statement, ctx)
 
 
 def show_tables(session: SqlSession, statement: ast.Show, ctx: dict[str, Any], routed: Routed) -> SqlResult:
@@ -141,10 +149,13 @@ def show_tables(session: SqlSession, statement: ast.Show, ctx: dict[str, Any], r
     project = find_project(session, database)
     if database.lower() == INFORMATION_SCHEMA:
         rows = [(t, "SYSTEM VIEW") for t in info_schema.TABLES]
+    elif database.lower() == LOG_DATABASE:  # the job runs (CREATE JOB); no LLM log
+        rows = [(t, "SYSTEM VIEW") for t in LOG_TABLES]
     elif project is not None:
         database = project
         rows = [(kb.name, "KNOWLEDGE BASE") for kb in catalog.knowledge_bases(project)]
         rows += [(a.name, "AGENT") for a in catalog.agents(project)]
+        rows += [(v.name, "VIEW") for v in views(catalog, project)]
     else:
         source = session.duck.source(database)
         if source is None:
@@ -179,9 +190,27 @@ def refuse_write(session: SqlSession, statement: ast.Insert | ast.Update | ast.D
         session, statement.table, ctx)
     if missing is not None:
         raise SqlError(missing)
+    absent = _absent_project_table(session, statement.table, ctx)
+    if absent is not None:
+        raise UnknownTable(absent)
     raise refusals.unsupported(f"{type(statement).__name__.upper()} of data-source tables: "
                                f"{statement.to_string()} (INSERT, UPDATE and DELETE write to "
                                "knowledge bases only)")
+
+
+def _absent_project_table(session: SqlSession, table: Any, ctx: dict[str, Any]) -> str | None:
+    """Why a write to `[project.]name` found nothing, in MindsDB's words ("Table or Knowledge
+    Base '...' doesn't exist", which its clients match on), when the project holds no
+    knowledge base or agent of that name; None otherwise."""
+    found = project_table(session, table, ctx)
+    if found is None:
+        return None
+    (project, name), catalog = found, session.catalog
+    held = [kb.name for kb in catalog.knowledge_bases(project)] + [a.name for a in catalog.agents(project)]
+    if name.lower() in (h.lower() for h in held):
+        return None
+    return (f"Table or Knowledge Base '{name}' doesn't exist in project '{project}'; SHOW KNOWLEDGE_BASES "
+            "lists them")
 
 
 def _missing_project(session: SqlSession, table: Any, ctx: dict[str, Any]) -> str | None:

@@ -16,7 +16,8 @@ from kbsql.engine.datasources.frame_store import FRAMES_SOURCE
 from kbsql.engine.datasources.upload_store import UPLOADS_SOURCE
 from kbsql.engine.sql import query_log
 from kbsql.engine.sql.databases import job_tables
-from kbsql.engine.sql.tables.names import INFORMATION_SCHEMA, not_found
+from kbsql.engine.sql.tables.names import INFORMATION_SCHEMA, LOG_DATABASE, not_found
+from kbsql.engine.view_store import views
 from kbsql.engine.views import knowledge_base_json
 from kbsql.interface.secrets import mask_secrets
 
@@ -36,7 +37,8 @@ INFO_COLUMNS = ["NAME", "PROJECT", "EMBEDDING_MODEL", "RERANKING_MODEL", "STORAG
 
 def databases(session: SqlSession) -> pa.Table:
     catalog = session.catalog
-    rows: list[tuple[str, str, Any, Any]] = [(INFORMATION_SCHEMA, "system", None, None)]
+    rows: list[tuple[str, str, Any, Any]] = [(INFORMATION_SCHEMA, "system", None, None),
+                                             (LOG_DATABASE, "system", None, None)]  # MindsDB's; no tables
     rows += [(p.name, "project", None, None) for p in catalog.projects()]
     rows.append((UPLOADS_SOURCE, "data", "files", "{}"))
     rows.append((FRAMES_SOURCE, "data", "dataframe", "{}"))
@@ -53,6 +55,7 @@ def tables(session: SqlSession) -> pa.Table:
     rows += [(kb.project_name, kb.name, "KNOWLEDGE BASE") for kb in catalog.knowledge_bases()]
     for project in catalog.projects():
         rows += [(project.name, a.name, "AGENT") for a in catalog.agents(project.name)]
+    rows += [(v.project_name, v.name, "VIEW") for v in views(catalog)]
     for name in [UPLOADS_SOURCE, FRAMES_SOURCE] + [d.name for d in catalog.datasources()]:
         try:
             source = session.duck.source(name)

@@ -64,6 +64,7 @@ def create_job(session: SqlSession, statement: md.CreateJob, ctx: dict[str, Any]
     job = JobRecord(0, project, name, statement.query_str, statement.if_query_str, stamp(start) or "",
                     stamp(end), statement.repeat_str, stamp(start), stamp(now) or "", creator)
     JobStore(session.catalog).create(job, bool(statement.if_not_exists))
+    session.jobs_created()  # this engine now has a job to run
     return OkResult(None, context=ctx)
 
 

@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from kbsql.engine.jobs.job_store import JobStore
+from kbsql.engine.sql.tables.names import LOG_DATABASE
 
 if TYPE_CHECKING:
     from kbsql.engine.sql.session import SqlSession
     from kbsql.engine.sql.tables.names import Resolved
 
-LOG_DATABASE = "log"
 JOB_COLUMNS = ["NAME", "PROJECT", "START_AT", "END_AT", "NEXT_RUN_AT", "SCHEDULE_STR", "QUERY",
                "IF_QUERY", "VARIABLES"]
 HISTORY_COLUMNS = ["name", "project", "run_start", "run_end", "error", "query"]

@@ -3,7 +3,7 @@ as MindsDB runs its partitioned inserts (insert_data.mdx, "Insert Data using Par
 
 The statement answers at once with one row describing the query (MindsDB's columns: ID,
 SQL, DATABASE, STARTED_AT, ...); the insert runs in a small pool of worker threads
-(`DEFAULT_WORKERS`, outside any request and its deadline), is listed in
+(`DEFAULT_WORKERS`, outside any request), is listed in
 information_schema.queries with its PROCESSED_ROWS as batches are stored, and shows in
 DESCRIBE KNOWLEDGE_BASE. `SELECT query_cancel(id)` stops it after the batch being stored
 (what was stored stays); `SELECT query_resume(id)` runs it again from where it stopped, as
@@ -17,12 +17,20 @@ are inserted again, which changes nothing (an insert of an id replaces it), so t
 count is exact; MindsDB's `WHERE track > last` would instead skip the rest of such a group.
 Without a tracked column, a query that stored some rows cannot resume (MindsDB: "Can't
 resume query without track_column").
+
+Bounds: a run holds its own `Control` (interface/control.py), so its SELECT and its batches
+stop like a statement's. The SELECT runs under the statement deadline (`--statement-timeout`),
+and so does each batch (the deadline is renewed when a batch is stored: a long insert of
+many batches may run for hours, no single step for longer than a statement may); query_cancel
+and the engine's close stop it at once, mid-SELECT included (a cross join used to go on for
+minutes after its cancel).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +42,7 @@ from kbsql.engine.sql.kb import kb_insert, kb_write
 from kbsql.engine.sql.parse import parsing
 from kbsql.engine.sql.query_log import CANCELLED, INFO_COLUMNS, QueryLog, QueryRecord, first_line
 from kbsql.engine.sql.tables import names
+from kbsql.interface.control import CURRENT, Control, Stopped
 from kbsql.interface.errors import KbsqlError, SqlError
 from kbsql.interface.progress import RUNNING, OnProgress, ProgressEvent
 from kbsql.interface.results import OkResult, SqlResult, default_context
@@ -87,6 +96,7 @@ class BackgroundInserts:
         self.pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="kbsql-insert")
         self._lock = threading.Lock()
         self._running: dict[int, tuple[Future[None], threading.Event]] = {}
+        self._controls: dict[int, Control] = {}
         self._closed = False
 
     # statements ------------------------------------------------------------------------------
@@ -118,7 +128,11 @@ class BackgroundInserts:
         with self._lock:
             running = self._running.get(record.id)
         if running is not None:
-            running[1].set()  # stops after the batch being stored
+            running[1].set()
+            with self._lock:
+                control = self._controls.get(record.id)
+            if control is not None:  # at once: mid-SELECT or mid-batch
+                control.stop(f"query_cancel({record.id}) stopped it")
         elif record.error is None and not (record.running and self.queries.owner_alive(record)):
             self.queries.fail(record.id, CANCELLED.format(id=record.id))  # nobody runs it
         return OkResult(None, context=ctx)
@@ -135,7 +149,8 @@ class BackgroundInserts:
                 raise SqlError("The engine is stopping: no new background insert")
             if query_id in self._running:
                 raise SqlError(f"The query {query_id} is running already")
-            future = self.pool.submit(self._run, query_id, stop)
+            control = self._controls[query_id] = Control()
+            future = self.pool.submit(self._run, query_id, stop, control)
             self._running[query_id] = (future, stop)
 
     def running(self) -> list[int]:
@@ -148,8 +163,11 @@ class BackgroundInserts:
         with self._lock:
             self._closed = True
             running = list(self._running.items())
-        for _, (_, stop) in running:
+        for query_id, (_, stop) in running:
             stop.set()
+            control = self._controls.get(query_id)
+            if control is not None:
+                control.stop("the engine stopped")
         for query_id, (future, _) in running:
             try:
                 future.result(timeout=timeout)
@@ -159,17 +177,23 @@ class BackgroundInserts:
                 pass
         self.pool.shutdown(wait=False, cancel_futures=True)
 
-    def _run(self, query_id: int, stop: threading.Event) -> None:
+    def _run(self, query_id: int, stop: threading.Event, control: Control) -> None:
         queries = self.queries
+        token = CURRENT.set(control)  # the SELECT and the batches read it (deadline, stop)
         try:
             if stop.is_set() or queries.get(query_id).cancel_requested:
                 raise InsertCancelled()
             record = queries.get(query_id)
             if record.started_at is None or record.owner != queries.owner:
                 queries.mark_as_run(record, alive=False)
-            processed = _Insert(self.session, queries.get(query_id), stop).run()
+            renew = self._deadline(control)
+            renew()
+            processed = _Insert(self.session, queries.get(query_id), stop, renew).run()
             queries.finish(query_id, processed)
-        except InsertCancelled:
+        except (InsertCancelled, Stopped) as exc:
+            if isinstance(exc, Stopped) and not stop.is_set():  # its deadline: a failure to say
+                queries.fail(query_id, first_line(exc))
+                return
             closing = self._closed and not queries.get(query_id).cancel_requested
             queries.fail(query_id, (STOPPED if closing else CANCELLED).format(id=query_id))
         except BaseException as exc:
@@ -177,8 +201,21 @@ class BackgroundInserts:
                 log.warning("background insert %s failed: %s", query_id, first_line(exc))
             queries.fail(query_id, first_line(exc))
         finally:
+            CURRENT.reset(token)
             with self._lock:
                 self._running.pop(query_id, None)
+                self._controls.pop(query_id, None)
+
+    def _deadline(self, control: Control) -> Any:
+        """A function that sets `control`'s deadline to the statement deadline from now."""
+        settings = self.session.duck.settings
+        seconds = settings.statement_timeout
+
+        def renew() -> None:
+            if seconds and seconds > 0:
+                control.deadline = time.monotonic() + seconds
+                control.limit_note = f"{seconds:g} s, {settings.timeout_note}"
+        return renew
 
 
 def _probe(session: SqlSession, statement: ast.Insert, ctx: dict[str, Any]) -> pd.DataFrame:
@@ -195,8 +232,10 @@ def _probe(session: SqlSession, statement: ast.Insert, ctx: dict[str, Any]) -> p
 class _Insert:
     """One run (a start or a resume) of a background insert."""
 
-    def __init__(self, session: SqlSession, query: QueryRecord, stop: threading.Event):
+    def __init__(self, session: SqlSession, query: QueryRecord, stop: threading.Event,
+                 renew: Any = None):
         self.session, self.query, self.stop = session, query, stop
+        self.renew = renew or (lambda: None)  # the deadline, anew for each batch
         self.context = dict(query.context)
         self.processed = 0
 
@@ -269,6 +308,7 @@ class _Insert:
                 if last is not None:
                     self.context["track_value"] = _plain(last)
             self.session.queries.progress(self.query.id, start + end, self.context)
+            self.renew()
             if self.stop.is_set() or self.session.queries.get(self.query.id).cancel_requested:
                 raise InsertCancelled()
 

@@ -125,8 +125,8 @@ def insert(session: SqlSession, statement: ast.Insert, ctx: dict[str, Any], rout
     record = _record(routed)
     progress = routed.progress
     if statement.from_select is None:
-        return OkResult(session.kbs.insert_rows(record, kb_write.values_rows(statement), progress),
-                        context=ctx)
+        rows = kb_write.values_rows(statement, record.spec)
+        return OkResult(session.kbs.insert_rows(record, rows, progress), context=ctx)
     sql = kb_write.logged_sql(statement)
     using = kb_write.take_using(statement)
     if kb_background.wanted(using) and not ctx.get(INLINE):

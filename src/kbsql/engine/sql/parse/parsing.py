@@ -42,12 +42,22 @@ _TOKENS = re.compile(r"""'(?:\\.|[^'])*(?:''(?:\\.|[^'])*)*'|"(?:\\.|[^"])*(?:""
 def parse(query: str) -> ast.ASTNode:
     """The statement's AST; an `SqlError` when it is too long for the parser, the parser's
     own exception when it is not SQL."""
+    if not query.strip().strip(";").strip():  # MindsDB's parser's words, said in full
+        raise ParseError("Empty input: the query has no SQL statement")
     check_comments(query)
     statement = parse_insert_values(query) or parse_in_lists(query)
     if statement is not None:
         return statement
     check_size(query)
+    match = _OR_REPLACE_VIEW.match(query)
+    if match is not None:  # MindsDB's documented `CREATE OR REPLACE VIEW`, which the parser
+        statement = parse_sql("CREATE VIEW" + query[match.end():])  # lacks: a CreateView
+        statement.is_replace = True  # marked to replace (sql/databases/view_statements.py)
+        return statement
     return parse_sql(query)
+
+
+_OR_REPLACE_VIEW = re.compile(r"^\s*create\s+or\s+replace\s+view\b", re.IGNORECASE)
 
 
 def check_comments(query: str) -> None:

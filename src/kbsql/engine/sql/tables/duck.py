@@ -32,7 +32,7 @@ from sqlglot import exp
 
 from kbsql.engine.datasources.confine import PathPolicy, Pinned
 from kbsql.engine.datasources.frame_store import FRAMES_SOURCE, FrameStore
-from kbsql.engine.datasources.registry import Engines, data_source_engines, open_source
+from kbsql.engine.datasources.registry import Engines, data_source_engines, normalize, open_source
 from kbsql.engine.datasources.scans import DataSource, FileScan, FrameScan, NativeTable, Scan
 from kbsql.engine.sql.tables import value_caps
 from kbsql.engine.sql.tables.duck_settings import DuckSettings, configure, setting, setting_bytes
@@ -42,7 +42,7 @@ from kbsql.interface.control import CURRENT, Control, Stopped
 from kbsql.interface.errors import SqlError
 
 if TYPE_CHECKING:
-    from kbsql.engine.catalog import Catalog
+    from kbsql.engine.catalog import Catalog, DatasourceRecord
 
 log = logging.getLogger("kbsql.sql")
 MB = 1024 * 1024
@@ -76,6 +76,7 @@ class DuckSession:
         self.settings = settings or DuckSettings()
         self.con = duckdb.connect(":memory:")
         self.lock = threading.RLock()  # attaching and detaching sources
+        self._write_lock = threading.Lock()  # one write to a data source at a time
         self._idle: list[_Cursor] = []
         self._pool_lock = threading.Lock()
         self._sources: dict[str, tuple[tuple[int, str], DataSource, Pinned | None]] = {}
@@ -151,18 +152,51 @@ class DuckSession:
                 return cached[1]
             if cached is not None:
                 self.forget(name)
-            if self.policy is not None:
-                self.policy.check_source(record.engine, record.parameters)
-            source = open_source(record, self.engines)
-            pinned = self._pin_source(source)
+            return self._attach(record, version, read_only=True)
+
+    def _attach(self, record: DatasourceRecord, version: tuple[int, str], read_only: bool) -> DataSource:
+        """Open, check (the path policy, at each attach) and attach a stored source."""
+        if self.policy is not None:
+            self.policy.check_source(record.engine, record.parameters)
+        if record.engine in self.engines:  # a source stored lazily (REST, no check_connection)
+            normalize(record.engine, dict(record.parameters), self.engines)  # may be incomplete
+        source = open_source(record, self.engines)
+        confine = getattr(source, "confine", None)  # a network source: the host policy
+        if confine is not None and self.policy is not None:
+            confine(self.policy.source_hosts)
+        if not read_only:
+            source.read_only = False  # type: ignore[attr-defined]
+        pinned = self._pin_source(source)
+        try:
+            source.attach(self.con)
+        except BaseException:
+            if pinned is not None:
+                pinned.close()
+            raise
+        self._sources[record.name.lower()] = (version, source, pinned)
+        return source
+
+    @contextmanager
+    def writable(self, name: str) -> Iterator[DataSource]:
+        """Source `name` attached read-write for one write, then read-only again.
+
+        Why not read-write always: an attached DuckDB file is locked against every other
+        process while it is open for writing (a second server on the same state, the user's
+        own notebook). So a write re-attaches the source (checked against the path policy
+        again, as any use is), runs, and detaches it; the next read attaches it read-only.
+        Writes run one at a time (`_write_lock`), reads go on meanwhile."""
+        with self._write_lock:
+            with self.lock:
+                record = self.catalog.find_datasource(name)
+                if record is None:
+                    raise SqlError(f"Database {name} does not exist")
+                self.forget(name)
+                source = self._attach(record, (record.id, repr(sorted(record.parameters.items()))),
+                                      read_only=False)
             try:
-                source.attach(self.con)
-            except BaseException:
-                if pinned is not None:
-                    pinned.close()
-                raise
-            self._sources[key] = (version, source, pinned)
-            return source
+                yield source
+            finally:
+                self.forget(name)
 
     def _pin_source(self, source: DataSource) -> Pinned | None:
         """Open a sqlite/duckdb source's file and check what was opened. SQLite reopens its

@@ -34,6 +34,9 @@ class DuckSettings:
     """Where the user sets the memory limit (the server names its flag)."""
     timeout_note: str = "statement_timeout in config.json"
     spill_note: str = "sql_spill_mb in config.json"
+    read_only_sources: bool = False
+    """Connected data sources are never written (source_writes refuses in one line)."""
+    read_only_note: str = "read_only_sources in config.json"
 
 
 def configure(con: duckdb.DuckDBPyConnection, s: DuckSettings) -> Path | None:

@@ -22,6 +22,7 @@ from kbsql.engine.datasources.frame_store import FRAMES_SOURCE
 from kbsql.engine.datasources.scans import Scan
 from kbsql.engine.datasources.upload_store import UPLOADS_SOURCE
 from kbsql.engine.spelling import did_you_mean
+from kbsql.engine.view_store import find_view, views
 from kbsql.interface.errors import NotFound, UnknownDatabase, UnknownTable
 from kbsql.interface.progress import OnProgress
 
@@ -29,19 +30,25 @@ if TYPE_CHECKING:
     from kbsql.engine.sql.session import SqlSession
 
 INFORMATION_SCHEMA = "information_schema"
-RESERVED = frozenset({INFORMATION_SCHEMA, FRAMES_SOURCE, UPLOADS_SOURCE})
+LOG_DATABASE = "log"  # MindsDB's system database of LLM calls and job runs
+LOG_TABLES = ("jobs_history",)  # the job runs (CREATE JOB); kbsql keeps no log of LLM calls
+NO_LOG_TABLES = ("log is MindsDB's log of LLM calls and job runs: kbsql keeps job runs only, in "
+                 "log.jobs_history (information_schema.queries lists knowledge-base inserts)")
+RESERVED = frozenset({INFORMATION_SCHEMA, LOG_DATABASE, FRAMES_SOURCE, UPLOADS_SOURCE})
 
 
 @dataclass
 class Resolved:
-    """kind: 'data' (a data source table, `scan` set), 'kb' (`record` set), 'agent', 'info' or
-    'jobs' (`<project>.jobs`, `log.jobs_history`)."""
+    """kind: 'data' (a data source table, `scan` set), 'kb' (`record` set), 'view' (`query`
+    set: the view's SELECT text, read in project `database`), 'agent', 'info' or 'jobs'
+    (`<project>.jobs`, `log.jobs_history`)."""
 
     kind: str
     database: str
     name: str
     scan: Scan | None = None
     record: KbRecord | None = None
+    query: str | None = None
 
 
 Resolutions = dict[tuple[str, ...], Resolved]
@@ -90,8 +97,10 @@ def resolve(session: SqlSession, parts: list[str], current: str) -> Resolved:
     name = ".".join(rest)
     if database.lower() == INFORMATION_SCHEMA:
         return Resolved("info", INFORMATION_SCHEMA, rest[-1].lower())
-    if database.lower() == "log" and [r.lower() for r in rest] == ["jobs_history"]:
-        return Resolved("jobs", "log", "jobs_history")  # MindsDB's log of job runs
+    if database.lower() == LOG_DATABASE:  # MindsDB's log of job runs; no LLM log here
+        if [r.lower() for r in rest] != list(LOG_TABLES):
+            raise not_found(name, LOG_DATABASE, f" ({NO_LOG_TABLES})")
+        return Resolved("jobs", LOG_DATABASE, "jobs_history")
     catalog = session.catalog
     is_project = True
     if len(rest) == 1:  # the common case first: one read of the project, one of the KB
@@ -106,6 +115,9 @@ def resolve(session: SqlSession, parts: list[str], current: str) -> Resolved:
     if project is not None:
         if len(rest) != 1:
             raise not_found(name, project)
+        view = find_view(catalog, project, rest[0])
+        if view is not None:
+            return Resolved("view", project, view.name, query=view.query)
         try:
             return Resolved("agent", project, catalog.agent(project, rest[0]).name)
         except NotFound:
@@ -113,7 +125,8 @@ def resolve(session: SqlSession, parts: list[str], current: str) -> Resolved:
         if rest[0].lower() == "jobs":  # the project's jobs (job_tables.py)
             return Resolved("jobs", project, "jobs")
         known = [*(kb.name for kb in catalog.knowledge_bases(project)),
-                 *(a.name for a in catalog.agents(project))]
+                 *(a.name for a in catalog.agents(project)),
+                 *(v.name for v in views(catalog, project))]
         hint = did_you_mean(name, known) or (" (a table of a data source is named <data_source>.<table>)"
                                              if len(parts) == 1 else "")
         raise not_found(name, project, hint)
@@ -134,14 +147,22 @@ def resolve(session: SqlSession, parts: list[str], current: str) -> Resolved:
 def misspelt_knowledge_base(session: SqlSession, table: Any, ctx: dict[str, Any]) -> str | None:
     """The error for an INSERT or DELETE whose table is one edit from a knowledge base (a
     typo, rather than a write to a data source), None otherwise."""
+    found = project_table(session, table, ctx)
+    if found is None:
+        return None
+    project, name = found
+    hint = did_you_mean(name, [kb.name for kb in session.catalog.knowledge_bases(project)])
+    return f"Knowledge base '{name}' not found in project '{project}'{hint}" if hint else None
+
+
+def project_table(session: SqlSession, table: Any, ctx: dict[str, Any]) -> tuple[str, str] | None:
+    """(project, name) of a `[project.]name` table whose project exists (the current one from
+    `context.db` when unqualified); None for any other table (a data source's, a longer name)."""
     parts = table_parts(table) if isinstance(table, ast.Identifier) else []
     if len(parts) not in (1, 2):
         return None
     project = find_project(session, parts[0] if len(parts) == 2 else ctx["db"])
-    if project is None:
-        return None
-    hint = did_you_mean(parts[-1], [kb.name for kb in session.catalog.knowledge_bases(project)])
-    return f"Knowledge base '{parts[-1]}' not found in project '{project}'{hint}" if hint else None
+    return None if project is None else (project, parts[-1])
 
 
 SEARCH_COLUMNS = frozenset({"content", "chunk_content", "relevance", "distance", "hybrid_search",

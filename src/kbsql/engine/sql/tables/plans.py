@@ -44,6 +44,7 @@ class Compiled:
     checks: list[tuple[list[str], Scan]] = field(default_factory=list)
     cacheable: bool = True
     kb_metadata: bool = False  # a knowledge base's `metadata` (JSON text in DuckDB) is read
+    views: int = 0  # views read (inlined as subqueries; select.MAX_VIEWS bounds them)
 
 
 class PlanCache:

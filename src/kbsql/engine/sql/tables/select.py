@@ -19,8 +19,10 @@ from sqlglot import exp
 from kbsql.engine.datasources.scans import FrameScan
 from kbsql.engine.sql.arrow_results import JSON_COLUMNS, ArrowTableResult
 from kbsql.engine.sql.databases import info_schema, job_tables
+from kbsql.engine.sql.parse import parsing
 from kbsql.engine.sql.tables import kb_tables, names, sqlglot_render
 from kbsql.engine.sql.tables.plans import Compiled
+from kbsql.engine.sql.tables.setting_reads import refuse_setting_reads
 from kbsql.engine.sql.tables.value_caps import cap_values
 from kbsql.interface.errors import SqlError
 from kbsql.interface.results import SqlResult
@@ -35,22 +37,58 @@ def compile_select(session: SqlSession, statement: ast.ASTNode, ctx: dict[str, A
                    resolved: names.Resolutions | None = None) -> Compiled:
     """DuckDB SQL for a SELECT (or UNION ...), with the frames and files it reads. `resolved`:
     table names the router already resolved for this statement (not resolved again)."""
-    tree = sqlglot_render.to_tree(statement)
-    _name_columns(tree, statement)
-    ctes = _rename_ctes(tree)
     compiled = Compiled("")
-    for table in list(tree.find_all(exp.Table)):
-        _rewrite(session, table, ctes, ctx, frames or {}, compiled, resolved or {})
-    for column in tree.find_all(exp.Column):  # ds.t.col -> t.col (t is the alias)
-        if column.args.get("db") is not None:
-            column.set("db", None)
-            column.set("catalog", None)
-    cap_values(tree, session.duck.value_cap)  # repeat('x', 10**9) and the like: refused per row
+    tree = compile_tree(session, statement, ctx, compiled, frames, resolved)
     compiled.sql = sqlglot_render.to_duckdb(tree)
     return compiled
 
 
-def _rename_ctes(tree: exp.Expression) -> dict[str, str]:
+def compile_tree(session: SqlSession, statement: ast.ASTNode, ctx: dict[str, Any], compiled: Compiled,
+                 frames: dict[str, Any] | None = None,
+                 resolved: names.Resolutions | None = None) -> exp.Expression:
+    """`compile_select`'s DuckDB query tree, before rendering (a write wraps it: source_writes);
+    the frames and files it reads go into `compiled`."""
+    tree = _tree(session, statement, ctx, compiled, frames, resolved)
+    for column in tree.find_all(exp.Column):  # ds.t.col -> t.col (t is the alias)
+        if column.args.get("db") is not None:
+            column.set("db", None)
+            column.set("catalog", None)
+    refuse_setting_reads(tree)  # current_setting('secret_directory') and the like
+    cap_values(tree, session.duck.value_cap)  # repeat('x', 10**9) and the like: refused per row
+    return tree
+
+
+def _tree(session: SqlSession, statement: ast.ASTNode, ctx: dict[str, Any], compiled: Compiled,
+          frames: dict[str, Any] | None, resolved: names.Resolutions | None) -> exp.Expression:
+    """The tree with every table reference rewritten (a view's own SELECT inlined)."""
+    tree = sqlglot_render.to_tree(statement)
+    _name_columns(tree, statement)
+    ctes = _rename_ctes(tree, f"__kbsql_v{compiled.views}_cte_" if compiled.views else "__kbsql_cte_")
+    for table in list(tree.find_all(exp.Table)):
+        _rewrite(session, table, ctes, ctx, frames or {}, compiled, resolved or {})
+    return tree
+
+
+MAX_VIEWS = 32
+"""Views one statement may read (a view reading views ...): past it, a view that reads itself."""
+
+
+def _view_item(session: SqlSession, target: names.Resolved, compiled: Compiled) -> exp.Expression:
+    """A view's SELECT as a subquery, compiled in the view's project (so its unqualified
+    names mean there what they meant when it was made)."""
+    compiled.views += 1
+    compiled.cacheable = False  # a view may be replaced: its readers are compiled again
+    if compiled.views > MAX_VIEWS:
+        raise SqlError(f"The statement reads more than {MAX_VIEWS} views: does view "
+                       f"{target.database}.{target.name} read itself?")
+    statement = parsing.parse(target.query or "")
+    if not isinstance(statement, (ast.Select, ast.Union, ast.Intersect, ast.Except)):
+        raise SqlError(f"View {target.database}.{target.name} is not a SELECT")
+    inner = _tree(session, statement, {"db": target.database}, compiled, None, None)
+    return exp.Subquery(this=inner)
+
+
+def _rename_ctes(tree: exp.Expression, prefix: str = "__kbsql_cte_") -> dict[str, str]:
     """Give every CTE a generated name; the map is (lower-cased) user name -> that name.
 
     Why: a reference named like a CTE is left for DuckDB to resolve, and DuckDB reads an
@@ -63,7 +101,7 @@ def _rename_ctes(tree: exp.Expression) -> dict[str, str]:
         alias = cte.args.get("alias")
         if alias is None:
             continue
-        safe = renamed.setdefault(cte.alias_or_name.lower(), f"__kbsql_cte_{len(renamed)}")
+        safe = renamed.setdefault(cte.alias_or_name.lower(), f"{prefix}{len(renamed)}")
         alias.set("this", exp.to_identifier(safe))
     return renamed
 
@@ -104,6 +142,8 @@ def _rewrite(session: SqlSession, table: exp.Table, ctes: dict[str, str], ctx: d
             assert target.scan is not None
             item = duck.from_item(target.scan, compiled)
             compiled.checks.append((parts, target.scan))
+        elif target.kind == "view":
+            item = _view_item(session, target, compiled)
         else:
             compiled.cacheable = False
             if target.kind == "info":

@@ -1,0 +1,164 @@
+"""How often the offline agent (no LLM) answers right, refuses wrongly, answers wrongly
+(issue #36 item 2), over the question set of benchmarks/offline_agent/: tune.json (the rules
+may be set on it) and heldout.json (written before tuning, never tuned on, reported apart).
+
+An answerable item is *answered right* when the answer quotes a sentence holding one of its
+`expect` strings (and, with `"first": true`, that sentence comes first), *wrongly refused*
+when the agent says nothing answers; an unanswerable item is *wrongly answered* when the
+agent quotes anything. The Python questions are asked of two knowledge bases of the same
+topics, one embedded with the bundled model and one with hash-384: the agent's judgement must
+not depend on which model embedded the data.
+
+    PYTHONPATH=src python benchmarks/bench_offline_agent.py [--label before] [--tickets 1000]
+
+writes benchmarks/results/offline_agent.json (one entry per label).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import kbsql
+from kbsql import quickstart
+from kbsql.engine.models.chat.offline import SWITCH_HINT
+from kbsql.interface.stream import chunk_kind
+
+HERE = Path(__file__).resolve().parent
+SET = HERE / "offline_agent"
+RESULTS = HERE / "results" / "offline_agent.json"
+NOTHING = "answers this question"
+HASH = '{"provider": "kbsql", "model_name": "hash-384"}'
+AGENTS = {"python": ["python_docs", "python_hash"], "tickets": ["tickets_kb"], "orders": ["orders"]}
+"""Which knowledge bases (one agent each) an item's `kb` is asked of."""
+
+
+def notebook_tickets(count: int = 1000) -> list[dict[str, Any]]:
+    """The tickets notebooks/search-your-own-csv.ipynb writes, read from the notebook itself
+    (its first code cell builds `rows`), so the set asks about the data the notebook shows."""
+    cell = json.loads((HERE.parent / "notebooks" / "search-your-own-csv.ipynb").read_text())["cells"][1]
+    source = "".join(cell["source"])
+    code = source[source.index("products = "):source.index("pd.DataFrame(rows)")]
+    scope: dict[str, Any] = {}
+    exec(code.replace("range(1000)", f"range({count})"), scope)  # our own notebook's code
+    return scope["rows"]
+
+
+def build(client: kbsql.Client, tickets: int = 1000) -> None:
+    """The knowledge bases of offline_agent/kbs.json and one offline agent over each."""
+    docs = quickstart.documents()
+    client.sql("CREATE KNOWLEDGE_BASE python_docs USING metadata_columns = ['topic']")
+    client.knowledge_bases.insert("python_docs", docs, progress=False)
+    client.sql(f"CREATE KNOWLEDGE_BASE python_hash USING embedding_model = {HASH}, "
+               "metadata_columns = ['topic']")
+    client.knowledge_bases.insert("python_hash", docs, progress=False)
+    client.sql("CREATE KNOWLEDGE_BASE tickets_kb USING content_columns = ['text'], "
+               "metadata_columns = ['category', 'priority'], id_column = 'ticket_id'")
+    client.knowledge_bases.insert("tickets_kb", notebook_tickets(tickets), progress=False)
+    client.sql(f"CREATE KNOWLEDGE_BASE orders USING embedding_model = {HASH}, "
+               "metadata_columns = ['customer']")
+    orders = json.loads((SET / "kbs.json").read_text())["orders"]
+    client.knowledge_bases.insert("orders", orders, progress=False)
+    for kbs in AGENTS.values():
+        for kb in kbs:
+            client.agents.create(f"{kb}_agent", data={"knowledge_bases": [f"mindsdb.{kb}"]})
+
+
+def ask(client: kbsql.Client, agent: str, turns: list[str]) -> str:
+    """The answer to the last of `turns`, the earlier ones asked first as the conversation."""
+    history: list[dict[str, str]] = []
+    text = ""
+    for question in turns:
+        out = [c["output"] for c in client.agents.stream(agent, question, history=history)
+               if chunk_kind(c) == "output"]
+        text = out[-1].split(SWITCH_HINT)[0].strip() if out else ""
+        history.append({"question": question, "answer": text})
+    return text
+
+
+def judge(item: dict[str, Any], answer: str) -> str:
+    """One of right, refused, wrong (answerable); right, wrong (unanswerable)."""
+    refused = NOTHING in answer or "Sources:" not in answer
+    expect = item.get("expect")
+    if not expect:
+        return "right" if refused else "wrong"
+    if refused:
+        return "refused"
+    body = answer.split("\n\nSources:", 1)[0].lower()
+    hits = [body.find(e.lower()) for e in expect if e.lower() in body]
+    if not hits:
+        return "wrong"
+    if item.get("first") and min(hits) > body.find("[") >= 0:  # the answer is not the first sentence
+        return "wrong"
+    return "right"
+
+
+def run(client: kbsql.Client, items: list[dict[str, Any]],
+        agents: dict[str, list[str]] = AGENTS) -> dict[str, Any]:
+    """The rates over `items`, and each miss (question, knowledge base, verdict, answer);
+    `agents`: which knowledge bases each item's `kb` is asked of."""
+    counts = {"answerable": 0, "right": 0, "refused": 0, "unanswerable": 0, "wrong_answered": 0}
+    misses = []
+    for item in items:
+        for kb in agents[item["kb"]]:
+            answer = ask(client, f"{kb}_agent", item["turns"])
+            verdict = judge(item, answer)
+            if item.get("expect"):
+                counts["answerable"] += 1
+                counts["right"] += verdict == "right"
+                counts["refused"] += verdict == "refused"
+            else:
+                counts["unanswerable"] += 1
+                counts["wrong_answered"] += verdict == "wrong"
+            if verdict != "right":
+                misses.append({"kb": kb, "turns": item["turns"], "verdict": verdict, "answer": answer[:400]})
+    return {**rates(counts), "counts": counts, "misses": misses}
+
+
+def rates(counts: dict[str, int]) -> dict[str, float]:
+    answerable, unanswerable = max(counts["answerable"], 1), max(counts["unanswerable"], 1)
+    return {"answered_right": round(counts["right"] / answerable, 3),
+            "wrongly_refused": round(counts["refused"] / answerable, 3),
+            "wrongly_answered": round(counts["wrong_answered"] / unanswerable, 3)}
+
+
+def items(part: str) -> list[dict[str, Any]]:
+    return json.loads((SET / f"{part}.json").read_text())["items"]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--label", default="after", help="the entry of the results file to write")
+    parser.add_argument("--tickets", type=int, default=1000, help="tickets in tickets_kb")
+    parser.add_argument("--part", choices=("tune", "heldout"), action="append",
+                        help="only these parts (default both)")
+    parser.add_argument("--data-dir", help="keep the knowledge bases here and reuse them on the next run")
+    args = parser.parse_args()
+    parts = args.part or ["tune", "heldout"]
+    with tempfile.TemporaryDirectory(prefix="kbsql-bench-offline-") as home:
+        client = kbsql.connect(data_dir=args.data_dir or home)
+        try:
+            if "orders" not in [kb.name for kb in client.knowledge_bases.list()]:
+                build(client, args.tickets)
+            started = time.perf_counter()
+            result: dict[str, Any] = {part: run(client, items(part)) for part in parts}
+            result["seconds"] = round(time.perf_counter() - started, 1)
+        finally:
+            client.close()
+    saved = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    saved[args.label] = result
+    RESULTS.write_text(json.dumps(saved, indent=1) + "\n")
+    for part in parts:
+        summary = {k: v for k, v in result[part].items() if k not in ("misses", "counts")}
+        print(part, summary, result[part]["counts"])
+        for miss in result[part]["misses"]:
+            shown = miss["answer"][:160].replace("\n", " ")
+            print("  ", miss["verdict"], miss["kb"], miss["turns"], "->", shown)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,119 @@
+"""What one connection may make the server hold, on both doors, before and after it logs in.
+
+Why: every connection costs a file descriptor, and the process has one limit for all of
+them (1,024 on many machines), shared by HTTP, MySQL, the data files and the models. 1,100
+connections that never finish a request head or a MySQL login would use it up, and nobody,
+an authenticated colleague included, could connect. So each door keeps at most
+`max_pending` connections that have not yet shown a complete request head (HTTP) or logged
+in (MySQL); one more closes the oldest of them, which a real client (whose head or login
+takes milliseconds) never is. Together both doors' caps stay below a quarter of the
+descriptor limit each, so there is always room for the connections that did get in; and
+each door's listen backlog is its cap, since asyncio accepts a whole backlog's worth of
+connections in one go before the cap can close any (a burst of 2,048 would pass it).
+
+After the login, the MySQL door bounds what a connection may keep between its statements:
+prepared statements and their long data (`mysql_held`, per connection and for all of them),
+open cursors, an answer the client does not read (`mysql_write_timeout`), and the time it
+may sit idle (`mysql_idle_timeout`: MySQL's own 8 hours would let idle connections pile up).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import gc
+import logging
+import resource
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+
+log = logging.getLogger("kbsql.server")
+
+MB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class DoorBounds:
+    """The bounds, each a setting of `engine/settings_table.py` (its flag in the name)."""
+
+    max_pending: int = 256
+    """--max-pending-connections: connections per door not yet past their head or login."""
+    mysql_idle_timeout: float = 900.0
+    """--mysql-idle-timeout: seconds a logged-in MySQL connection may wait between commands."""
+    mysql_write_timeout: float = 60.0
+    """--mysql-write-timeout: seconds a client may leave its answer unread."""
+    mysql_max_prepared: int = 64
+    """--mysql-max-prepared: prepared statements one connection keeps."""
+    mysql_max_cursors: int = 4
+    """--mysql-max-cursors: open cursors (each holding a result) one connection keeps."""
+    mysql_held: int = 16 * MB
+    """--mysql-held-mb: one connection's prepared statements' text and long data."""
+    mysql_total_held: int = 64 * MB
+    """--mysql-total-held-mb: the same, all connections together."""
+
+    def pending_cap(self) -> int:
+        """`max_pending`, but at most a quarter of the process's descriptor limit."""
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        if soft == resource.RLIM_INFINITY or soft <= 0:
+            return self.max_pending
+        return max(4, min(self.max_pending, soft // 4))
+
+
+class Pending:
+    """The connections of one door that have not yet shown a request head or logged in,
+    oldest first. `add` past the cap closes the oldest (one log line; repeated lines are
+    collapsed by `log_collapse`)."""
+
+    def __init__(self, cap: int, door: str) -> None:
+        self.cap = cap
+        self.door = door
+        self._open: OrderedDict[object, Callable[[], None]] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._open)
+
+    def add(self, key: object, close: Callable[[], None]) -> None:
+        while len(self._open) >= self.cap:
+            _, close_oldest = self._open.popitem(last=False)
+            log.warning("%s: %d connections had not yet %s (--max-pending-connections); closed the "
+                        "oldest", self.door, self.cap,
+                        "sent a request head" if self.door == "HTTP" else "logged in")
+            close_oldest()
+        self._open[key] = close
+
+    def done(self, key: object) -> None:
+        self._open.pop(key, None)
+
+
+class HeldBytes:
+    """Bytes all MySQL connections hold in prepared statements and long data together."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.total = 0
+
+    def take(self, size: int) -> bool:
+        if self.total + size > self.limit:
+            return False
+        self.total += size
+        return True
+
+    def give(self, size: int) -> None:
+        self.total = max(0, self.total - size)
+
+
+def give_back_memory() -> None:
+    """Return freed memory to the system (glibc's `malloc_trim`). The rows of an answer a
+    client left unread are freed when its connection closes, but glibc keeps the pages for
+    the process: six such answers kept the server 470 MB larger for good. The collection
+    first: the answer is held in reference cycles (the traceback of the timeout that ended
+    its connection), which reference counting alone never frees."""
+    gc.collect()
+    name = ctypes.util.find_library("c")
+    if name is None:
+        return
+    try:
+        ctypes.CDLL(name).malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc
+        pass

@@ -1,0 +1,235 @@
+"""Writing back to data sources and views, against the real server the MySQL door's tests
+share (`door`, tests/mysql/conftest.py): every write statement on each source kind (a
+DuckDB file, a SQLite file, a real PostgreSQL when KBSQL_TEST_POSTGRES_DSN is set, and the
+built-in `files`) through HTTP and through the MySQL door, a knowledge-base search joined
+with a table saved in one statement, views (in joins, listed where MindsDB lists them) and
+the REST tables routes. Everything made here is named `wb*` and removed at the end, so the
+door's other tests see the server as seeded.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import httpx
+import pymysql
+import pytest
+
+from kbsql.server.process import ServerProcess
+from tests.mysql.conftest import connect, http_sql
+
+PG_DSN = os.environ.get("KBSQL_TEST_POSTGRES_DSN")
+
+
+def _pg_parameters(dsn: str, schema: str) -> str:
+    return f"{{'dsn': '{dsn}', 'schema': '{schema}'}}"
+
+
+@pytest.fixture(scope="module")
+def sources(door: ServerProcess, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """Data sources `wb_duck`, `wb_lite` (each with table `base`: (1, 'x'), (2, 'y'), and
+    `wb_lite.paint`: a hex per document of `kb`) and, with a PostgreSQL, `wb_pg` (its own schema);
+    kind -> database name, plus the files to look into."""
+    folder = tmp_path_factory.mktemp("writeback")
+    duck_path, lite_path = folder / "wb.duckdb", folder / "wb.sqlite"
+    con = duckdb.connect(str(duck_path))
+    con.execute("CREATE TABLE base (id INTEGER, b TEXT); INSERT INTO base VALUES (1, 'x'), (2, 'y')")
+    con.close()
+    lite = sqlite3.connect(lite_path)
+    lite.executescript("CREATE TABLE base (id INTEGER, b TEXT); INSERT INTO base VALUES (1, 'x'), (2, 'y');"
+                       "CREATE TABLE paint (doc TEXT, hex TEXT);"
+                       "INSERT INTO paint VALUES ('1', '#f00'), ('3', '#00f'), ('4', '#0f0');")
+    lite.commit()
+    lite.close()
+    made = {"duckdb": "wb_duck", "sqlite": "wb_lite", "files": "files"}
+    statements = [
+        f"CREATE DATABASE wb_duck WITH ENGINE = 'duckdb', PARAMETERS = {{'database': '{duck_path}'}}",
+        f"CREATE DATABASE wb_lite WITH ENGINE = 'sqlite', PARAMETERS = {{'db_file': '{lite_path}'}}",
+        "CREATE PROJECT wb"]
+    schema = f"wb_{uuid.uuid4().hex[:10]}"
+    if PG_DSN:
+        import psycopg
+
+        with psycopg.connect(PG_DSN, autocommit=True) as pg:
+            pg.execute(f"CREATE SCHEMA {schema}")
+        statements.append(f"CREATE DATABASE wb_pg WITH ENGINE = 'postgres', PARAMETERS = "
+                          f"{_pg_parameters(PG_DSN, schema)}")
+        made["postgres"] = "wb_pg"
+    for query in statements:
+        body = http_sql(door.url, query)
+        assert body["type"] == "ok", body
+    yield {"db": made, "sqlite": lite_path, "duckdb": duck_path, "schema": schema}
+    for query in ("DROP VIEW IF EXISTS wb.red_docs", "DROP TABLE IF EXISTS files.wb_kept", "DROP DATABASE wb",
+                  "DROP DATABASE wb_duck", "DROP DATABASE wb_lite", "DROP DATABASE IF EXISTS wb_pg"):
+        http_sql(door.url, query)
+    if PG_DSN:
+        import psycopg
+
+        with psycopg.connect(PG_DSN, autocommit=True) as pg:
+            pg.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+def over_http(server: ServerProcess, query: str) -> tuple[str, Any]:
+    """("ok", affected rows) | ("table", rows as tuples) | ("error", message)."""
+    body = http_sql(server.url, query)
+    if body["type"] == "ok":
+        return "ok", body.get("affected_rows")
+    if body["type"] == "table":
+        return "table", [tuple(r) for r in body["data"]]
+    return "error", body["error_message"]
+
+
+def over_mysql(conn: pymysql.connections.Connection, query: str) -> tuple[str, Any]:
+    try:
+        with conn.cursor() as cursor:
+            affected = cursor.execute(query)
+            if cursor.description:
+                return "table", [tuple(r) for r in cursor.fetchall()]
+            return "ok", affected or None  # HTTP answers no count where MySQL says 0
+    except pymysql.MySQLError as exc:
+        return "error", str(exc.args[-1])
+
+
+def _writes(run: Any, db: str, table: str) -> None:
+    """Every write statement on `db.table`, each checked by what it answers and what is read
+    back after it (`run` is one of the two doors)."""
+    t = f"{db}.{table}"
+    assert run(f"DROP TABLE IF EXISTS {t}") == ("ok", None)
+    assert run(f"CREATE TABLE {t} (SELECT id, b FROM wb_duck.base)")[0] == "ok"
+    kind, message = run(f"CREATE TABLE {t} (SELECT 1 AS id)")
+    assert kind == "error" and f"Table '{table}' already exists" in message
+    assert run(f"INSERT INTO {t} SELECT id + 10 AS id, b FROM wb_lite.base") == ("ok", 2)
+    assert run(f"INSERT INTO {t} (id, b) VALUES (100, 'v')") == ("ok", 1)
+    assert run(f"UPDATE {t} SET b = upper(b), id = id + 1 WHERE id > 10") == ("ok", 3)
+    assert run(f"DELETE FROM {t} WHERE id = 1") == ("ok", 1)
+    read = run(f"SELECT id, b FROM {t} ORDER BY id")
+    assert read == ("table", [(2, "y"), (12, "X"), (13, "Y"), (101, "V")])
+    assert run(f"CREATE OR REPLACE TABLE {t} (SELECT 7 AS z)")[0] == "ok"
+    assert run(f"SELECT z FROM {t}") == ("table", [(7,)])
+    assert run(f"DROP TABLE {t}") == ("ok", None)
+    kind, message = run(f"DROP TABLE {t}")
+    assert kind == "error" and table in message
+    kind, message = run(f"SELECT * FROM {t}")
+    assert kind == "error" and "not found" in message
+
+
+def test_every_write_on_every_source_kind_through_both_doors(door: ServerProcess,
+                                                             sources: dict[str, Any]) -> None:
+    conn = connect(door)
+    try:
+        for kind, db in sources["db"].items():
+            _writes(lambda q: over_http(door, q), db, "wb_http")
+            _writes(lambda q: over_mysql(conn, q), db, "wb_mysql")
+            # written into the source itself: another program reads the rows
+            kept = over_mysql(conn, f"CREATE TABLE {db}.wb_kept (SELECT b FROM wb_lite.base)")
+            assert kept == ("ok", 2), kind
+    finally:
+        conn.close()
+    with sqlite3.connect(sources["sqlite"]) as lite:
+        assert sorted(lite.execute("SELECT b FROM wb_kept").fetchall()) == [("x",), ("y",)]
+    with duckdb.connect(str(sources["duckdb"]), read_only=True) as con:  # not held open for writing
+        assert sorted(con.execute("SELECT b FROM wb_kept").fetchall()) == [("x",), ("y",)]
+    if PG_DSN:
+        import psycopg
+
+        with psycopg.connect(PG_DSN) as pg:
+            rows = pg.execute(f"SELECT b FROM {sources['schema']}.wb_kept").fetchall()
+            assert sorted(rows) == [("x",), ("y",)]
+    # a write runs under the statement's deadline: stopped, nothing written, the source usable
+    slow = "CREATE TABLE wb_duck.wb_slow (SELECT sum(a.i + b.i) AS s FROM lab.big AS a, lab.big AS b)"
+    body = httpx.post(f"{door.url}/api/sql/query", json={"query": slow, "timeout": 1}, timeout=60).json()
+    assert body["type"] == "error" and "stopped" in body["error_message"], body
+    assert over_http(door, "SELECT * FROM wb_duck.wb_slow")[0] == "error"
+    assert over_http(door, "CREATE TABLE wb_duck.wb_slow (SELECT 1 AS s)")[0] == "ok"
+    assert over_http(door, "DROP TABLE wb_duck.wb_slow") == ("ok", None)
+    # a write to a project's name that is no knowledge base is refused in one line
+    kind, message = over_http(door, "INSERT INTO mindsdb.nothing_here (a) VALUES (1)")
+    assert kind == "error" and "\n" not in message
+
+
+def test_a_search_joined_with_a_table_is_saved_and_kept_as_a_view(door: ServerProcess,
+                                                                  sources: dict[str, Any]) -> None:
+    target = sources["db"].get("postgres", "wb_duck")
+    search = ("SELECT k.id, k.chunk_content, p.hex FROM mindsdb.kb AS k JOIN wb_lite.paint AS p "
+              "ON k.id = p.doc WHERE k.content = 'cats purr' LIMIT 2")
+    saved = over_http(door, f"CREATE OR REPLACE TABLE {target}.wb_hits ({search})")
+    assert saved[0] == "ok", saved
+    kind, rows = over_http(door, f"SELECT id, hex FROM {target}.wb_hits ORDER BY id")
+    assert kind == "table" and ("1", "#f00") in rows and len(rows) == 2
+    # MindsDB's UPDATE FROM SELECT, both forms: results written onto the rows they match
+    assert over_http(door, f"UPDATE {target}.wb_hits ON id FROM (SELECT k.id, 'seen' AS hex FROM mindsdb.kb "
+                           "AS k WHERE k.content = 'cats purr' LIMIT 1)") == ("ok", 1)
+    assert over_http(door, f"UPDATE {target}.wb_hits SET chunk_content = d.note FROM (SELECT '1' AS id, "
+                           "'noted' AS note) AS d WHERE id = d.id") == ("ok", 1)
+    assert over_http(door, f"SELECT hex, chunk_content FROM {target}.wb_hits WHERE id = '1'") == \
+        ("table", [("seen", "noted")])
+    # the same search as a view: read alone, joined with a table, through either door
+    assert over_http(door, f"CREATE VIEW wb.red_docs AS ({search})") == ("ok", None)
+    kind, message = over_http(door, "CREATE VIEW wb.red_docs AS (SELECT 1)")
+    assert kind == "error" and "already exists" in message
+    assert over_http(door, "CREATE OR REPLACE VIEW wb.red_docs AS "
+                           f"({search.replace('LIMIT 2', 'LIMIT 3')})") == ("ok", None)
+    kind, rows = over_http(door, "SELECT id, hex FROM wb.red_docs ORDER BY id")
+    assert kind == "table" and ("1", "#f00") in rows
+    conn = connect(door, database="wb")
+    try:
+        joined = over_mysql(conn, "SELECT v.id, t.b FROM red_docs AS v JOIN wb_duck.base AS t "
+                                  "ON v.id = CAST(t.id AS TEXT) ORDER BY v.id")
+        assert joined == ("table", [("1", "x")])
+        assert over_mysql(conn, "SHOW VIEWS") == ("table", [("red_docs",)])
+        assert ("red_docs", "VIEW") in over_mysql(conn, "SHOW FULL TABLES")[1]
+    finally:
+        conn.close()
+    kind, rows = over_http(door, "SELECT table_schema, table_name FROM information_schema.tables "
+                                 "WHERE table_type = 'VIEW'")
+    assert ("wb", "red_docs") in rows
+    listed = httpx.get(f"{door.url}/api/databases/wb/tables").json()
+    assert {"name": "red_docs", "type": "view"} in listed
+    _rest_views(door)
+    assert over_http(door, "DROP VIEW wb.red_docs") == ("ok", None)
+    kind, message = over_http(door, "DROP VIEW wb.red_docs")
+    assert kind == "error" and "does not exist" in message
+    assert over_http(door, "DROP VIEW IF EXISTS wb.red_docs") == ("ok", None)
+    assert over_http(door, "SELECT * FROM wb.red_docs")[0] == "error"
+
+
+def test_rest_tables_create_from_a_select_and_drop(door: ServerProcess, sources: dict[str, Any]) -> None:
+    base = f"{door.url}/api/databases/wb_lite/tables"
+    made = httpx.post(base, json={"table": {"name": "wb_rest",
+                                            "select": "SELECT id * 2 AS d FROM wb_duck.base"}})
+    assert made.status_code == 201, made.text
+    assert made.json() == {"name": "wb_rest", "type": "data"}
+    assert over_http(door, "SELECT d FROM wb_lite.wb_rest ORDER BY d") == ("table", [(2,), (4,)])
+    again = httpx.post(base, json={"table": {"name": "wb_rest", "select": "SELECT 1 AS d"}})
+    assert again.status_code == 409
+    replaced = httpx.post(base, json={"table": {"name": "wb_rest", "select": "SELECT 5 AS d",
+                                                "replace": True}})
+    assert replaced.status_code == 201
+    assert over_http(door, "SELECT d FROM wb_lite.wb_rest") == ("table", [(5,)])
+    assert httpx.delete(f"{base}/wb_rest").status_code == 204
+    assert "wb_rest" not in [t["name"] for t in httpx.get(base).json()]
+    assert Path(sources["sqlite"]).exists()
+
+
+def _rest_views(door: ServerProcess) -> None:
+    """MindsDB's /api/projects/{project}/views over the same views."""
+    base = f"{door.url}/api/projects/wb/views"
+    assert [v["name"] for v in httpx.get(base).json()] == ["red_docs"]
+    made = httpx.post(base, json={"view": {"name": "wb_rest_view", "query": "SELECT b FROM wb_lite.base"}})
+    assert made.status_code == 201 and set(made.json()) == {"id", "name", "query"}, made.text
+    assert httpx.post(base, json={"view": {"name": "wb_rest_view", "query": "SELECT 1"}}).status_code == 409
+    assert httpx.post(base, json={"view": {"name": "x"}}).status_code == 400
+    upper = {"view": {"query": "SELECT upper(b) AS b FROM wb_lite.base"}}
+    changed = httpx.put(f"{base}/wb_rest_view", json=upper)
+    assert changed.status_code == 200
+    assert over_http(door, "SELECT b FROM wb.wb_rest_view ORDER BY b") == ("table", [("X",), ("Y",)])
+    assert httpx.get(f"{base}/wb_rest_view").json()["query"].startswith("SELECT upper(b)")
+    assert httpx.delete(f"{base}/wb_rest_view").status_code == 204
+    assert httpx.get(f"{base}/wb_rest_view").status_code == 404
+    assert httpx.get(f"{door.url}/api/projects/nowhere/views").status_code == 404
