@@ -117,11 +117,16 @@ class JobStore:
 
     # runs -------------------------------------------------------------------------------
     def claim(self, job: JobRecord, next_run_at: datetime | None) -> int | None:
-        """Take the run `job.next_run_at` for this engine; None if another took it first.
-        The job's next run becomes `next_run_at`; None (no EVERY, or past END) ends it."""
+        """Take the run `job.next_run_at` for this engine; None if another took it first, or
+        if a run of this job is still in flight (runs of one job never overlap: two would
+        read the same LAST and apply the same rows twice; a dead server's run is ended by
+        `reap`). The job's next run becomes `next_run_at`; None (no EVERY, or past END) ends it."""
         with self.catalog.transaction() as db:
             row = db.execute("SELECT next_run_at FROM jobs WHERE id = ?", (job.id,)).fetchone()
             if row is None or row[0] != job.next_run_at:
+                return None
+            if db.execute("SELECT 1 FROM jobs_history WHERE job_id = ? AND run_end IS NULL",
+                          (job.id,)).fetchone():
                 return None
             if next_run_at is None:
                 db.execute("UPDATE jobs SET next_run_at = NULL WHERE id = ?", (job.id,))
