@@ -1,6 +1,6 @@
-"""What the sidebar shows: projects with their knowledge bases and agents, data sources with
-their tables, and a knowledge-base search. Run by the Jupyter server with the public kbsql
-client, so it reads the embedded engine and a server alike.
+"""What the sidebar shows: projects with their knowledge bases, agents and jobs (each with its
+last run and error), data sources with their tables, and a knowledge-base search. Run by the
+Jupyter server with the public kbsql client, so it reads the embedded engine and a server alike.
 
 Only names, columns, counts and model names (provider/model_name) leave this module: model
 descriptors may hold api keys and base URLs with credentials, so they stay on the server.
@@ -13,7 +13,7 @@ from typing import Any
 from kbsql.client.params import quote_name
 
 SEARCH_LIMIT = 10
-_SYSTEM_DATABASES = {"information_schema"}
+_SYSTEM_DATABASES = {"information_schema", "log"}  # log: the job runs, shown with each job
 
 
 def model_name(model: Any) -> str | None:
@@ -56,6 +56,26 @@ def agent(item: Any) -> dict[str, Any]:
             "tables": list(data.get("tables", []))}
 
 
+def jobs(client: Any, project: str) -> list[dict[str, Any]]:
+    """The project's jobs (CREATE JOB) with their schedule and last run (`log.jobs_history`).
+    A service without jobs (an older kbsql, MindsDB without the table) lists none."""
+    try:
+        listed = client.sql(f"SELECT name, schedule_str, next_run_at FROM {quote_name(project)}.jobs").data
+        runs = client.sql("SELECT name, project, run_start, run_end, error FROM log.jobs_history").data
+    except Exception:
+        return []
+    last: dict[str, list[Any]] = {}
+    for name, where, start, end, error in runs:  # in run order: the last one stays
+        if str(where).lower() == project.lower():
+            last[str(name).lower()] = [start, end, error]
+    out = []
+    for name, schedule, next_run in listed:
+        start, end, error = last.get(str(name).lower(), [None, None, None])
+        out.append({"name": name, "schedule": schedule, "next_run_at": next_run,
+                    "last_run": start, "last_run_end": end, "last_error": error})
+    return out
+
+
 def datasources(client: Any, projects: list[str]) -> list[dict[str, Any]]:
     """Every database that is not a project (data sources, `df`) with its tables."""
     known = {p.lower() for p in projects} | _SYSTEM_DATABASES
@@ -71,14 +91,15 @@ def datasources(client: Any, projects: list[str]) -> list[dict[str, Any]]:
 
 
 def fetch_catalog(client: Any) -> dict[str, Any]:
-    """Every project with its knowledge bases and agents, then the data sources."""
+    """Every project with its knowledge bases, agents and jobs, then the data sources."""
     projects = client.projects()
     return {
         "projects": [
             {"name": project,
              "knowledge_bases": [knowledge_base(client, project, kb)
                                  for kb in client.knowledge_bases.list(project=project)],
-             "agents": [agent(a) for a in client.agents.list(project=project)]}
+             "agents": [agent(a) for a in client.agents.list(project=project)],
+             "jobs": jobs(client, project)}
             for project in projects
         ],
         "datasources": datasources(client, projects),

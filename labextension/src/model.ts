@@ -42,10 +42,20 @@ export interface IAgent {
   tables: string[];
 }
 
+/** A job (CREATE JOB) with its schedule and last run (`log.jobs_history`); times in UTC. */
+export interface IJob {
+  name: string;
+  schedule: string | null;
+  next_run_at: string | null;
+  last_run: string | null;
+  last_run_end: string | null;
+  last_error: string | null;
+}
+
 export interface ICatalog {
   connection: { kind: 'embedded' | 'remote'; where: string; source: string; token: boolean };
   exists: boolean;
-  projects: { name: string; knowledge_bases: IKnowledgeBase[]; agents: IAgent[] }[];
+  projects: { name: string; knowledge_bases: IKnowledgeBase[]; agents: IAgent[]; jobs?: IJob[] }[];
   datasources: { name: string; tables: string[]; error?: string }[];
 }
 

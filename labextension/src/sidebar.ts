@@ -14,7 +14,7 @@ import { Message } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
 
 import { INSERT_CELL } from './commands';
-import { ICatalog, IKnowledgeBase, ident, KbsqlModel } from './model';
+import { ICatalog, IJob, IKnowledgeBase, ident, KbsqlModel } from './model';
 
 const ICON_SVG = `<svg xmlns="http://www.w3.org/2000/svg" width="16" height="16" viewBox="0 0 24 24">
 <g class="jp-icon3" fill="#616161"><ellipse cx="12" cy="5" rx="8" ry="3"/>
@@ -194,7 +194,11 @@ export class KbsqlSidebar extends Widget {
         ];
         section.append(this.item('agent', agent.name, '', sql, details));
       }
-      if (!project.knowledge_bases.length && !project.agents.length) {
+      for (const job of project.jobs ?? []) {
+        const sql = `SELECT * FROM log.jobs_history WHERE project = '${sqlText(project.name)}' AND name = '${sqlText(job.name)}'`;
+        section.append(this.item('job', job.name, lastRun(job), sql, jobDetails(job)));
+      }
+      if (!project.knowledge_bases.length && !project.agents.length && !project.jobs?.length) {
         section.append(el('div', 'kbsql-Sidebar-empty', 'No knowledge bases or agents'));
       }
       return section;
@@ -227,7 +231,7 @@ export class KbsqlSidebar extends Widget {
 
   /** One clickable row (a real button: Tab reaches it, Enter inserts) and its details. */
   private item(
-    kind: 'kb' | 'agent' | 'table',
+    kind: 'kb' | 'agent' | 'table' | 'job',
     name: string,
     summary: string,
     sql: string,
@@ -238,14 +242,18 @@ export class KbsqlSidebar extends Widget {
     const row = el('button', 'kbsql-Sidebar-item');
     row.type = 'button';
     row.title = `Insert a %%kbsql cell:\n${sql}`;
-    const badge = { kb: 'KB', agent: 'agent', table: 'table' }[kind];
+    const badge = { kb: 'KB', agent: 'agent', table: 'table', job: 'job' }[kind];
     // The name gets the whole line (cut with an ellipsis, whole on hover); the counts go
     // under it, so neither is clipped at the sidebar's default width.
     const line = el('span', 'kbsql-Sidebar-line');
     line.append(el('span', 'kbsql-Sidebar-badge', badge), ellipsised('span', 'kbsql-Sidebar-name', name));
     row.append(line);
     if (summary) {
-      row.append(ellipsised('span', 'kbsql-Sidebar-counts', summary));
+      const note = ellipsised('span', 'kbsql-Sidebar-counts', summary);
+      if (kind === 'job' && summary.startsWith('failed')) {
+        note.dataset.state = 'error';
+      }
+      row.append(note);
     }
     row.addEventListener('click', () => {
       if (!insertCell(this.app, { sql })) {
@@ -324,6 +332,35 @@ function kbDetails(kb: IKnowledgeBase): [string, string][] {
   ];
   if (kb.count_error) {
     rows.push(['counts', kb.count_error]);
+  }
+  return rows;
+}
+
+/** A text inside a SQL string literal ('' for '). */
+function sqlText(text: string): string {
+  return text.replace(/'/g, "''");
+}
+
+/** A job's last run in a few words: when, and whether it failed (the error is in its details). */
+function lastRun(job: IJob): string {
+  if (!job.last_run) {
+    return 'not run yet';
+  }
+  const when = job.last_run.slice(0, 16);
+  if (!job.last_run_end) {
+    return `running since ${when}`;
+  }
+  return job.last_error ? `failed ${when}` : `ran ${when}`;
+}
+
+function jobDetails(job: IJob): [string, string][] {
+  const rows: [string, string][] = [
+    ['schedule', job.schedule ?? 'once'],
+    ['next run', job.next_run_at ? `${job.next_run_at.slice(0, 19)} UTC` : '–'],
+    ['last run', job.last_run ? `${job.last_run.slice(0, 19)} UTC` : '–']
+  ];
+  if (job.last_error) {
+    rows.push(['error', job.last_error]);
   }
   return rows;
 }

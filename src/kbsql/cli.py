@@ -1,6 +1,6 @@
 """`kbsql` command line: `kbsql serve` runs the HTTP server (and, with --mysql-port, the
 MySQL door), `kbsql migrate` moves a data directory to a shared PostgreSQL catalog,
-`kbsql quickstart` runs a demo."""
+`kbsql jobs run` runs due jobs once (cron), `kbsql quickstart` runs a demo."""
 
 from __future__ import annotations
 
@@ -34,6 +34,12 @@ def main(argv: list[str] | None = None) -> int:
     move.add_argument("--verify", action="store_true", help="only compare the target with the directory")
     move.add_argument("--sample", type=int, default=10,
                       help="rows compared and searches run per knowledge base by the verify step")
+    jobs = sub.add_parser("jobs", help="jobs (CREATE JOB): 'kbsql jobs run' runs the due runs once "
+                                       "and exits (for cron, where no server runs them)")
+    jobs.add_argument("action", choices=["run"])
+    jobs.add_argument("--data-dir", default=None, help="the data directory (default $KBSQL_HOME or ./.kbsql)")
+    jobs.add_argument("--catalog", default=os.environ.get("KBSQL_CATALOG_URL") or None, metavar="URL",
+                      help="a shared postgresql:// catalog (default $KBSQL_CATALOG_URL)")
     quick = sub.add_parser("quickstart", help="build a small knowledge base and agent, query them")
     quick.add_argument("--data-dir", default=None)
     args = parser.parse_args(argv)
@@ -41,9 +47,25 @@ def main(argv: list[str] | None = None) -> int:
         return _serve(args)
     if args.command == "migrate":
         return _migrate(args)
+    if args.command == "jobs":
+        return _run_jobs(args)
     from kbsql.quickstart import run
 
     return run(args.data_dir)
+
+
+def _run_jobs(args: argparse.Namespace) -> int:
+    """`kbsql jobs run`: the due runs, once, claimed as a server claims them (so cron and
+    running servers never run one twice); prints how many ran."""
+    from kbsql.engine import Engine
+
+    engine = Engine(args.data_dir, catalog_url=args.catalog, settings={"jobs_poll_s": 0})
+    try:
+        ran = engine.jobs.run_due()
+    finally:
+        engine.close()
+    print(f"kbsql jobs run: {ran} run(s)")
+    return 0
 
 
 def _setting_flags(serve: argparse.ArgumentParser) -> None:

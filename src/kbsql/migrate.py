@@ -1,18 +1,18 @@
 """`kbsql migrate --to postgresql://...`: a local data directory into a shared catalog.
 
 What moves: the catalog (projects, knowledge bases, agents, data-source definitions, the
-records of uploaded files, with their ids and timestamps), registered DataFrames
-(`df.<name>`) and uploaded files' pages (`files.<name>`), and the chunks of every
-knowledge base in the local store, vectors included (never re-embedded: no model is called,
-no key needed), into a pgvector table of the catalog's database named as a shared catalog
-names it (`kb_<project>_<name>`), with its HNSW index built once at the end. Knowledge
-bases already stored in a pgvector database keep their table; only their record moves.
-The chunks are read and written through the storage protocol (`kbsql.spi.KbStorage` and
-`ExportsChunks`: the local store's `export`, pgvector's `write` and `chunks_by_id`), never
-through a store's own tables; the catalog rows are copied between the two catalogs' tables,
-which share one schema. The source directory is only read (stop the servers writing to it
-first). The query log
-(`information_schema.queries`) is history of this directory and stays behind.
+records of uploaded files, views, jobs with their LAST values, with their ids and
+timestamps), registered DataFrames (`df.<name>`) and uploaded files' pages (`files.<name>`),
+and the chunks of every knowledge base in the local store, vectors included (never
+re-embedded: no model is called, no key needed), into a pgvector table of the catalog's
+database named as a shared catalog names it (`kb_<project>_<name>`), with its HNSW index
+built once at the end. Knowledge bases already stored in a pgvector database keep their
+table; only their record moves. The chunks are read and written through the storage protocol
+(`kbsql.spi.KbStorage` and `ExportsChunks`: the local store's `export`, pgvector's `write`
+and `chunks_by_id`), never through a store's own tables; the catalog rows are copied between
+the two catalogs' tables, which share one schema. The source directory is only read (stop
+the servers writing to it first). The query log (`information_schema.queries`) and the job
+runs (`log.jobs_history`) are history of this directory and stay behind.
 
 The target must be empty (a fresh database, or one where servers started but nothing was
 created): migrating onto existing knowledge bases would have to choose between two
@@ -48,7 +48,7 @@ from kbsql.engine.postgres.postgres_source import settings as pg_settings
 from kbsql.interface.errors import KbsqlError
 
 BATCH = 5_000  # chunks per COPY
-TABLES = ("projects", "knowledge_bases", "agents", "datasources", "files", "views")
+TABLES = ("projects", "knowledge_bases", "agents", "datasources", "files", "views", "jobs")
 PLACES = {"frames": "table df.{}", "uploads": "pages {}"}  # FrameStores: DataFrames, uploaded files
 FILE_ENGINES = {"files", "sqlite", "duckdb"}  # their parameters name paths on this machine
 SEARCH_RECALL_MIN = 0.9  # tie-aware recall@10 of the sampled searches below which verify fails
@@ -66,10 +66,10 @@ def _source_db(path: Path) -> sqlite3.Connection:
     return db
 
 
-def _rows(db: sqlite3.Connection, table: str) -> list[dict[str, Any]]:
-    """The table's rows; none from a table the catalog's version did not have yet (views)."""
+def _rows(db: sqlite3.Connection, table: str, order: str = "id") -> list[dict[str, Any]]:
+    """The table's rows; none from a table the catalog's version did not have yet (views, jobs)."""
     try:
-        return [dict(r) for r in db.execute(f"SELECT * FROM {table} ORDER BY id")]
+        return [dict(r) for r in db.execute(f"SELECT * FROM {table} ORDER BY {order}")]
     except sqlite3.OperationalError as exc:
         if "no such table" in str(exc):
             return []
@@ -171,6 +171,9 @@ def _copy_catalog(source: sqlite3.Connection, target: PgConnection, tables: dict
                                f"({', '.join('?' * len(columns))})", [row[c] for c in columns])
             target.execute(f"SELECT setval(pg_get_serial_sequence('{SCHEMA}.{name}', 'id'), "
                            f"coalesce((SELECT max(id) FROM {SCHEMA}.{name}), 0) + 1, false)")
+        for row in _rows(source, "jobs_last", order="job_id"):  # the jobs' LAST values move with them
+            target.execute(f"INSERT INTO {SCHEMA}.jobs_last (job_id, cond_key, value) VALUES (?, ?, ?)",
+                           [row["job_id"], row["cond_key"], row["value"]])
     except BaseException:
         target.execute("ROLLBACK")
         raise

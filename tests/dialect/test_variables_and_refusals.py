@@ -71,7 +71,7 @@ def test_delete_with_or_and_between(doc: Doc) -> None:
 
 @pytest.mark.parametrize("statement,what", [
     ("CREATE MODEL m PREDICT y USING engine = 'lightwood'", "ML models"),
-    ("CREATE JOB j (SELECT 1) EVERY hour", "jobs"),
+    ("SHOW TRIGGERS", "triggers"),
     ("SHOW MODELS", "ML models"),
     ("SHOW SKILLS", "skills"),
 ])

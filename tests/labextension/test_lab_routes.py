@@ -33,6 +33,16 @@ def seed(target: str | Path, token: str | None = None) -> None:
         client.agents.create("helper", data={"knowledge_bases": ["mindsdb.docs"]})
 
 
+def seed_job(data_dir: Path) -> None:
+    """A daily job whose one run so far failed (its source does not exist)."""
+    from kbsql.engine import Engine
+
+    with Engine(data_dir, settings={"jobs_poll_s": 0}) as engine:
+        engine.sql.execute("CREATE JOB nightly (INSERT INTO docs SELECT id, body FROM gone.t "
+                           "WHERE id > LAST) EVERY day", {})
+        assert engine.jobs.run_due() == 1
+
+
 def post(lab: tuple[str, str, Path], route: str, body: dict) -> httpx.Response:
     url, token, _root = lab
     return httpx.post(f"{url}/kbsql/{route}", json=body, headers={"Authorization": f"token {token}"},
@@ -43,6 +53,7 @@ def test_embedded_catalog_search_and_agent_stream_of_the_notebooks_folder(jupyte
     _url, _token, root = jupyterlab
     (root / "work").mkdir()
     seed(root / "work" / ".kbsql")
+    seed_job(root / "work" / ".kbsql")
 
     answer = post(jupyterlab, "catalog", {"notebook": "work/a.ipynb"})
     assert answer.status_code != 404, "the server extension is not installed: pip install ./labextension"
@@ -60,6 +71,10 @@ def test_embedded_catalog_search_and_agent_stream_of_the_notebooks_folder(jupyte
     assert project["agents"] == [{"name": "helper", "model": "kbsql/retrieval",
                                   "knowledge_bases": ["mindsdb.docs"], "tables": []}]
     assert {"name": "df", "tables": []} in body["datasources"]
+    (job,) = project["jobs"]  # with its last run; log (the runs) is not listed as a data source
+    assert job["name"] == "nightly" and job["schedule"] == "every day" and job["last_run_end"]
+    assert "gone" in job["last_error"] and job["next_run_at"] > job["last_run"]
+    assert "log" not in {d["name"] for d in body["datasources"]}
 
     hits = post(jupyterlab, "search", {"notebook": "work/a.ipynb", "project": "mindsdb",
                                        "knowledge_base": "docs", "text": "how long do refunds take"})

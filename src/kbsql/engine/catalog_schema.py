@@ -3,7 +3,8 @@
 Kept apart from `catalog.py` (the reads and writes) because it also holds the tables of
 the parts that keep their records in the catalog without being the catalog's business:
 uploaded files (`datasources/upload_store.py`) and the queries of `information_schema.queries`
-(`engine/query_store.py`). Living in the catalog makes both server-wide: every connection,
+(`engine/query_store.py`), and jobs with their runs and LAST values (`engine/jobs/job_store.py`).
+Living in the catalog makes them server-wide: every connection,
 every process on the data directory and every server on a shared PostgreSQL catalog (whose
 copy of this schema is `catalog_pg.MIGRATIONS`) sees the same files and queries.
 """
@@ -77,6 +78,39 @@ CREATE TABLE IF NOT EXISTS queries (
     updated_at TEXT NOT NULL,
     owner TEXT,
     cancel_requested INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS jobs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    project_id INTEGER NOT NULL REFERENCES projects(id) ON DELETE CASCADE,
+    name TEXT NOT NULL COLLATE NOCASE,
+    query TEXT NOT NULL,
+    if_query TEXT,
+    start_at TEXT NOT NULL,
+    end_at TEXT,
+    schedule TEXT,
+    next_run_at TEXT,
+    created_at TEXT NOT NULL,
+    creator TEXT NOT NULL,
+    UNIQUE (project_id, name)
+);
+CREATE TABLE IF NOT EXISTS jobs_history (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    job_id INTEGER NOT NULL,
+    name TEXT NOT NULL,
+    project TEXT NOT NULL,
+    due_at TEXT,
+    run_start TEXT NOT NULL,
+    run_end TEXT,
+    error TEXT,
+    query TEXT,
+    owner TEXT
+);
+CREATE UNIQUE INDEX IF NOT EXISTS jobs_history_due ON jobs_history (job_id, due_at);
+CREATE TABLE IF NOT EXISTS jobs_last (
+    job_id INTEGER NOT NULL,
+    cond_key TEXT NOT NULL,
+    value TEXT NOT NULL,
+    PRIMARY KEY (job_id, cond_key)
 );
 """
 

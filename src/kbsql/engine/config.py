@@ -81,6 +81,10 @@ class EngineConfig:
     """Model calls in flight per model host (engine/outbound.py lanes); None: 16."""
     max_chunks_per_row: int = 10_000
     """Chunks one row's text may make (knowledge/chunking.py MAX_CHUNKS_PER_ROW)."""
+    jobs_poll_s: float = 5.0
+    """Seconds between the scheduler's looks for due job runs; 0: no scheduler thread."""
+    jobs_time_scale: float = 1.0
+    """Test-only: job periods multiplied by it (engine/jobs/schedule.py)."""
     read_only_sources: bool = False
     """Writes to connected data sources (CREATE TABLE, INSERT, UPDATE, DELETE, DROP TABLE)
     are refused; off by default, as MindsDB writes to the databases it connects."""

@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from kbsql.engine.agents.agent_service import AgentService
     from kbsql.engine.datasources.frame_store import FrameStore
     from kbsql.engine.datasources.upload_store import UploadStore
+    from kbsql.engine.jobs.scheduler import JobScheduler
     from kbsql.engine.knowledge.bases import KnowledgeBases
     from kbsql.engine.knowledge.service import KnowledgeService
     from kbsql.engine.sql.databases.database_ops import DatabaseOps
@@ -131,7 +132,11 @@ class Engine(FileTables, UploadedFiles, Databases, Views, KnowledgeBaseEditing, 
         self._parts: _Parts | None = None
         self._wiring = threading.Lock()
         self._closed = threading.Event()
+        # jobs (CREATE JOB) run in this process's own thread (a notebook kernel's, `kbsql
+        # serve`'s), made only once there is a job to run (engine/jobs/)
+        self._jobs: JobScheduler | None = None
         _load_parsers()
+        self._start_jobs_if_any()
 
     def _wired(self) -> _Parts:
         """Build the knowledge service, agents, uploads and SQL executor once, on first use,
@@ -167,6 +172,7 @@ class Engine(FileTables, UploadedFiles, Databases, Views, KnowledgeBaseEditing, 
                           PathPolicy(self.config), self.config.background_inserts,
                           self._sql_settings(), data_source_engines())
         sql_port.target = sql  # the mutual recursion, closed here and only here
+        sql.jobs_created = self._start_jobs  # CREATE JOB starts this engine's scheduler
         return _Parts(knowledge, kbs, agents, uploads, sql)
 
     @property
@@ -189,6 +195,34 @@ class Engine(FileTables, UploadedFiles, Databases, Views, KnowledgeBaseEditing, 
     def sql(self) -> SqlExecutor:
         return self._wired().sql
 
+    @property
+    def jobs(self) -> JobScheduler:
+        """This engine's job scheduler, made on first use; its thread runs only once started
+        (`_start_jobs`); `kbsql jobs run` calls its `run_due` without one."""
+        from kbsql.engine.jobs.job_store import JobStore
+        from kbsql.engine.jobs.scheduler import JobScheduler
+
+        with self._wiring:
+            if self._jobs is None:
+                self._jobs = JobScheduler(JobStore(self.catalog), lambda: self.sql,
+                                          self.config.jobs_poll_s or 0.0, self.config.jobs_time_scale)
+            return self._jobs
+
+    def _start_jobs_if_any(self) -> None:
+        """On open: start the scheduler if the catalog holds a job, or may get one from
+        another server (a shared PostgreSQL catalog); an engine without jobs starts no thread."""
+        if not self.config.jobs_poll_s or self.config.read_only:
+            return
+        from kbsql.engine.jobs.job_store import JobStore
+
+        if self.catalog.shared_url is not None or JobStore(self.catalog).any():
+            self._start_jobs()
+
+    def _start_jobs(self) -> None:
+        """Run this engine's jobs in a thread of its own, from now until close() (once)."""
+        if self.config.jobs_poll_s and not self.config.read_only and not self._closed.is_set():
+            self.jobs.start()
+
     def _views(self) -> ViewOps:
         from kbsql.engine.sql.databases.view_ops import ViewOps
 
@@ -196,7 +230,6 @@ class Engine(FileTables, UploadedFiles, Databases, Views, KnowledgeBaseEditing, 
 
     def _databases(self) -> DatabaseOps:
         from kbsql.engine.sql.databases.database_ops import DatabaseOps
-
 
         return DatabaseOps(self.sql)
 
@@ -246,7 +279,9 @@ class Engine(FileTables, UploadedFiles, Databases, Views, KnowledgeBaseEditing, 
         if not self._closed.is_set():
             self._closed.set()
             with self._wiring:  # parts never built hold nothing to close or save
-                parts = self._parts
+                parts, jobs = self._parts, self._jobs
+            if jobs is not None:  # first: a run in flight is stopped and recorded
+                jobs.close()
             if parts is not None:
                 parts.sql.close()
                 parts.knowledge.close(self._knowledge_base_ids())

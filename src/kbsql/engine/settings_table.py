@@ -174,6 +174,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("background_inserts", int, 2, "INSERT ... SELECT ... USING batch_size statements "
             "running at once in the background; more wait their turn", "--background-inserts",
             metavar="N"),
+    Setting("jobs_poll_s", float, 5.0, "seconds between two looks for due job runs (CREATE JOB); 0: "
+            "this process runs no jobs ('kbsql jobs run' from cron does)", "--jobs-poll-s",
+            positive=False, metavar="SECONDS"),
+    Setting("jobs_time_scale", float, 1.0, "for tests: every job period (EVERY) is multiplied by it "
+            "(1/60: a minute lasts a second)"),
     Setting("read_only_sources", bool, False, "refuse writes to connected data sources (CREATE "
             "TABLE, INSERT, UPDATE, DELETE, DROP TABLE in a duckdb, sqlite or postgres source); "
             "files and df stay writable", "--read-only-sources"),

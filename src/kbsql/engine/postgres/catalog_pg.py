@@ -88,6 +88,22 @@ MIGRATIONS: list[str] = [
         name text NOT NULL, query text NOT NULL, created_at text NOT NULL);
     CREATE UNIQUE INDEX views_name ON {SCHEMA}.views (project_id, lower(name));
     """,
+    # 5: jobs (CREATE JOB), their runs (log.jobs_history) and LAST values (engine/jobs/)
+    f"""
+    CREATE TABLE {SCHEMA}.jobs (
+        id bigserial PRIMARY KEY,
+        project_id bigint NOT NULL REFERENCES {SCHEMA}.projects(id) ON DELETE CASCADE,
+        name text NOT NULL, query text NOT NULL, if_query text, start_at text NOT NULL, end_at text,
+        schedule text, next_run_at text, created_at text NOT NULL, creator text NOT NULL);
+    CREATE UNIQUE INDEX jobs_name ON {SCHEMA}.jobs (project_id, lower(name));
+    CREATE TABLE {SCHEMA}.jobs_history (
+        id bigserial PRIMARY KEY, job_id bigint NOT NULL, name text NOT NULL, project text NOT NULL,
+        due_at text, run_start text NOT NULL, run_end text, error text, query text, owner text);
+    CREATE UNIQUE INDEX jobs_history_due ON {SCHEMA}.jobs_history (job_id, due_at);
+    CREATE TABLE {SCHEMA}.jobs_last (
+        job_id bigint NOT NULL, cond_key text NOT NULL, value text NOT NULL,
+        PRIMARY KEY (job_id, cond_key));
+    """,
 ]
 
 _PLACEHOLDER = re.compile(r"\?")

@@ -16,8 +16,6 @@ _BY_TYPE: dict[type, str] = {
     md.CreateChatBot: "chatbots (CREATE CHATBOT runs a hosted chat integration such as Slack)",
     md.UpdateChatBot: "chatbots (UPDATE CHATBOT)",
     md.DropChatBot: "chatbots (DROP CHATBOT)",
-    md.CreateJob: "jobs (CREATE JOB schedules statements on the reference server)",
-    md.DropJob: "jobs (DROP JOB)",
     md.CreateTrigger: "triggers (CREATE TRIGGER)",
     md.DropTrigger: "triggers (DROP TRIGGER)",
     md.CreatePredictor: "ML models (CREATE MODEL)",
@@ -32,7 +30,7 @@ _BY_TYPE: dict[type, str] = {
     md.DropSkill: "skills (DROP SKILL)",
     md.Evaluate: "EVALUATE of ML models (EVALUATE KNOWLEDGE_BASE is supported)",
 }
-_SHOW = {"CHATBOTS": "chatbots (SHOW CHATBOTS)", "JOBS": "jobs (SHOW JOBS)",
+_SHOW = {"CHATBOTS": "chatbots (SHOW CHATBOTS)",
          "MODELS": "ML models (SHOW MODELS)",
          "ML_ENGINES": "ML engines (SHOW ML_ENGINES)", "SKILLS": "skills (SHOW SKILLS)",
          "TRIGGERS": "triggers (SHOW TRIGGERS)",

@@ -11,7 +11,7 @@ back; `SqlExecutor` is a session that also parses and routes.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -54,6 +54,8 @@ class SqlSession:
     queries: QueryLog  # information_schema.queries, in the catalog: server-wide
     variables: Variables = field(default_factory=Variables)  # SET @name = ... (this engine's)
     background: Background = field(init=False, repr=False)  # set by the executor
+    jobs_created: Callable[[], None] = field(default=lambda: None, repr=False)
+    """Called after CREATE JOB: the engine starts its job scheduler (set by `Engine`)."""
 
 
 @contextmanager

@@ -23,9 +23,11 @@ from mindsdb_sql_parser.ast.mindsdb import (
     AlterDatabase,
     AlterKnowledgeBase,
     AlterView,
+    CreateJob,
     CreateKnowledgeBase,
     CreateKnowledgeBaseIndex,
     CreateView,
+    DropJob,
     DropKnowledgeBase,
     DropKnowledgeBaseIndex,
 )
@@ -34,7 +36,13 @@ from mindsdb_sql_parser.ast.mindsdb.create_database import CreateDatabase
 from mindsdb_sql_parser.ast.mindsdb.knowledge_base import EvaluateKnowledgeBase
 
 from kbsql.engine.sql.agent import agent_statements
-from kbsql.engine.sql.databases import builtin_tables, database_ops, database_statements, view_statements
+from kbsql.engine.sql.databases import (
+    builtin_tables,
+    database_ops,
+    database_statements,
+    job_statements,
+    view_statements,
+)
 from kbsql.engine.sql.kb import kb_index, kb_rows, kb_statements
 from kbsql.engine.sql.tables.select import select_tables
 
@@ -99,6 +107,10 @@ HANDLERS: dict[Kind, Handler] = {
     kind(AlterView): view_statements.alter_view,
     kind(DropView): view_statements.drop_view,
     kind(ast.Show, "VIEWS"): view_statements.show_views,
+    # jobs (sql/databases/job_statements.py; run by engine/jobs/)
+    kind(CreateJob): job_statements.create_job,
+    kind(DropJob): job_statements.drop_job,
+    kind(ast.Show, "JOBS"): job_statements.show_jobs,
     # SELECT over tables (sql/tables/)
     kind(ast.Select): select_tables,
     kind(ast.Union): select_tables,

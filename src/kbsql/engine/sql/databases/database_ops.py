@@ -29,7 +29,7 @@ from kbsql.engine.datasources.frame_store import FRAMES_SOURCE
 from kbsql.engine.datasources.upload_store import UPLOADS_SOURCE
 from kbsql.engine.sql.databases import builtin_tables, info_schema
 from kbsql.engine.sql.parse import parsing
-from kbsql.engine.sql.tables.names import INFORMATION_SCHEMA, LOG_DATABASE, NO_LOG_TABLES, find_project
+from kbsql.engine.sql.tables.names import INFORMATION_SCHEMA, LOG_DATABASE, LOG_TABLES, find_project
 from kbsql.engine.view_store import views
 from kbsql.interface.api import DEFAULT_PROJECT
 from kbsql.interface.errors import (
@@ -188,8 +188,8 @@ class DatabaseOps:
     # tables -----------------------------------------------------------------------------
     def list_tables(self, database: str) -> list[dict[str, Any]]:
         session = self.session
-        if database.lower() == LOG_DATABASE:
-            raise BadRequest(NO_LOG_TABLES, title="Error")
+        if database.lower() == LOG_DATABASE:  # the job runs (CREATE JOB); no LLM log
+            return [{"name": t, "type": "system view"} for t in LOG_TABLES]
         if database.lower() == INFORMATION_SCHEMA:
             return [{"name": t.upper(), "type": "system view"} for t in info_schema.TABLES]
         project = find_project(session, database)

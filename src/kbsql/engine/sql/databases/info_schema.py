@@ -15,6 +15,7 @@ import pyarrow as pa
 from kbsql.engine.datasources.frame_store import FRAMES_SOURCE
 from kbsql.engine.datasources.upload_store import UPLOADS_SOURCE
 from kbsql.engine.sql import query_log
+from kbsql.engine.sql.databases import job_tables
 from kbsql.engine.sql.tables.names import INFORMATION_SCHEMA, LOG_DATABASE, not_found
 from kbsql.engine.view_store import views
 from kbsql.engine.views import knowledge_base_json
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
     from kbsql.engine.sql.query_log import QueryRecord
     from kbsql.engine.sql.session import SqlSession
 
-TABLES = ("databases", "tables", "knowledge_bases", "agents", "queries")
+TABLES = ("databases", "tables", "knowledge_bases", "agents", "queries", "jobs")
 QUERY_COLUMNS = query_log.COLUMNS
 INFO_COLUMNS = ["NAME", "PROJECT", "EMBEDDING_MODEL", "RERANKING_MODEL", "STORAGE", "METADATA_COLUMNS",
                 "CONTENT_COLUMNS", "ID_COLUMN", "PARAMS", "INSERT_STARTED_AT", "INSERT_FINISHED_AT",
@@ -95,6 +96,8 @@ def frame(session: SqlSession, name: str, ctx: dict[str, Any]) -> Any:
         return agents(session)
     if name == "knowledge_bases":
         return knowledge_bases(session, ctx)
+    if name == "jobs":
+        return job_tables.jobs(session, None, upper=True)
     if name == "queries":  # insert_data.mdx: the INSERTs into knowledge bases
         rows = session.queries.rows()
         return pa.table({c: pa.array([r[i] for r in rows], pa.int64() if c in ("ID", "PROCESSED_ROWS")

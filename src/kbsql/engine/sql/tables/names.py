@@ -30,16 +30,18 @@ if TYPE_CHECKING:
     from kbsql.engine.sql.session import SqlSession
 
 INFORMATION_SCHEMA = "information_schema"
-LOG_DATABASE = "log"  # MindsDB's system database of LLM calls and job runs: listed, no tables here
-NO_LOG_TABLES = ("log is MindsDB's log of LLM calls and job runs: kbsql keeps neither, so it has no "
-                 "tables here (information_schema.queries lists knowledge-base inserts)")
+LOG_DATABASE = "log"  # MindsDB's system database of LLM calls and job runs
+LOG_TABLES = ("jobs_history",)  # the job runs (CREATE JOB); kbsql keeps no log of LLM calls
+NO_LOG_TABLES = ("log is MindsDB's log of LLM calls and job runs: kbsql keeps job runs only, in "
+                 "log.jobs_history (information_schema.queries lists knowledge-base inserts)")
 RESERVED = frozenset({INFORMATION_SCHEMA, LOG_DATABASE, FRAMES_SOURCE, UPLOADS_SOURCE})
 
 
 @dataclass
 class Resolved:
     """kind: 'data' (a data source table, `scan` set), 'kb' (`record` set), 'view' (`query`
-    set: the view's SELECT text, read in project `database`), 'agent' or 'info'."""
+    set: the view's SELECT text, read in project `database`), 'agent', 'info' or 'jobs'
+    (`<project>.jobs`, `log.jobs_history`)."""
 
     kind: str
     database: str
@@ -95,6 +97,10 @@ def resolve(session: SqlSession, parts: list[str], current: str) -> Resolved:
     name = ".".join(rest)
     if database.lower() == INFORMATION_SCHEMA:
         return Resolved("info", INFORMATION_SCHEMA, rest[-1].lower())
+    if database.lower() == LOG_DATABASE:  # MindsDB's log of job runs; no LLM log here
+        if [r.lower() for r in rest] != list(LOG_TABLES):
+            raise not_found(name, LOG_DATABASE, f" ({NO_LOG_TABLES})")
+        return Resolved("jobs", LOG_DATABASE, "jobs_history")
     catalog = session.catalog
     is_project = True
     if len(rest) == 1:  # the common case first: one read of the project, one of the KB
@@ -116,6 +122,8 @@ def resolve(session: SqlSession, parts: list[str], current: str) -> Resolved:
             return Resolved("agent", project, catalog.agent(project, rest[0]).name)
         except NotFound:
             pass
+        if rest[0].lower() == "jobs":  # the project's jobs (job_tables.py)
+            return Resolved("jobs", project, "jobs")
         known = [*(kb.name for kb in catalog.knowledge_bases(project)),
                  *(a.name for a in catalog.agents(project)),
                  *(v.name for v in views(catalog, project))]

@@ -18,7 +18,7 @@ from sqlglot import exp
 
 from kbsql.engine.datasources.scans import FrameScan
 from kbsql.engine.sql.arrow_results import JSON_COLUMNS, ArrowTableResult
-from kbsql.engine.sql.databases import info_schema
+from kbsql.engine.sql.databases import info_schema, job_tables
 from kbsql.engine.sql.parse import parsing
 from kbsql.engine.sql.tables import kb_tables, names, sqlglot_render
 from kbsql.engine.sql.tables.plans import Compiled
@@ -148,6 +148,8 @@ def _rewrite(session: SqlSession, table: exp.Table, ctes: dict[str, str], ctx: d
             compiled.cacheable = False
             if target.kind == "info":
                 frame = info_schema.frame(session, target.name, ctx)
+            elif target.kind == "jobs":
+                frame = job_tables.frame(session, target)
             else:
                 frame = kb_tables.materialize(session, table, target)
                 compiled.kb_metadata = compiled.kb_metadata or target.kind == "kb"

@@ -85,6 +85,7 @@
 }
 
 .kbsql-Sidebar-status[data-state='error'],
+.kbsql-Sidebar-counts[data-state='error'],
 .kbsql-Chat-note[data-state='error'],
 .kbsql-Sidebar-error,
 .kbsql-Chat-status[data-state='error'] {

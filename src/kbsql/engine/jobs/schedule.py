@@ -1,0 +1,77 @@
+"""START, END and EVERY of a job, as MindsDB reads them (interfaces/jobs/jobs_controller.py).
+
+Dates are `'%Y-%m-%d %H:%M:%S'` or `'%Y-%m-%d'` (or NOW), in UTC; a period is `[n] minute |
+hour | day | week | month` (plural and `min` too). `time_scale` (the `jobs_time_scale`
+setting, for tests) shrinks every period: 1/60 makes a minute last one second.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+
+from kbsql.interface.errors import SqlError
+
+_SECONDS = {"minute": 60, "minutes": 60, "min": 60, "hour": 3600, "hours": 3600,
+            "day": 86400, "days": 86400, "week": 604800, "weeks": 604800,
+            "month": 0, "months": 0}
+_DATE_FORMATS = ("%Y-%m-%d %H:%M:%S", "%Y-%m-%d")
+STORED = "%Y-%m-%d %H:%M:%S.%f"
+_STATEMENTS = re.compile(r"""((?:[^;"']|"[^"]*"|'[^']*')+)""")
+
+
+def split_sql(text: str) -> list[str]:
+    """A job's statements: split at `;` outside quotes (MindsDB's split_sql)."""
+    return [s.strip() for s in _STATEMENTS.findall(text) if s.strip()]
+
+
+def utcnow() -> datetime:
+    """Now in UTC, naive (the catalog stores UTC text)."""
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+def stamp(moment: datetime | None) -> str | None:
+    """A moment as the catalog stores it: text that sorts as time does."""
+    return None if moment is None else moment.strftime(STORED)
+
+
+def moment(text: str | None) -> datetime | None:
+    return None if text is None else datetime.strptime(text, STORED)
+
+
+def parse_date(text: str) -> datetime:
+    """A START or END date; one clear line for any other form."""
+    if text.strip().upper() == "NOW":
+        return utcnow()
+    for fmt in _DATE_FORMATS:
+        try:
+            return datetime.strptime(text.strip(), fmt)
+        except ValueError:
+            continue
+    raise SqlError(f"Can't parse date: {text!r} (use 'YYYY-MM-DD' or 'YYYY-MM-DD HH:MM:SS', UTC)")
+
+
+def parse_every(text: str) -> tuple[int, str]:
+    """`[n] period` -> (n, period); the refusal names the periods MindsDB knows."""
+    words = text.lower().split()
+    if len(words) == 1:
+        words = ["1", *words]
+    if len(words) != 2 or not re.fullmatch(r"\d+", words[0]) or words[1] not in _SECONDS:
+        raise SqlError(f"Can't parse EVERY {text!r}: write EVERY [number] minute | hour | day | "
+                       "week | month")
+    if int(words[0]) < 1:
+        raise SqlError(f"EVERY {text!r}: the number must be at least 1")
+    return int(words[0]), words[1]
+
+
+def next_run(every: str, base: datetime, time_scale: float = 1.0) -> datetime:
+    """The run after `base`: `base` + the period (a month is a calendar month)."""
+    count, period = parse_every(every)
+    seconds = _SECONDS[period]
+    if seconds == 0:  # months: the calendar's, unless scaled for a test
+        if time_scale == 1.0:
+            from dateutil.relativedelta import relativedelta
+
+            return base + relativedelta(months=count)
+        seconds = 30 * 86400
+    return base + timedelta(seconds=count * seconds * time_scale)

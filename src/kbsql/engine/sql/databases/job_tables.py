@@ -1,0 +1,50 @@
+"""The tables of jobs, with MindsDB's columns: `information_schema.jobs` (upper case, every
+project), `<project>.jobs` and SHOW JOBS (lower case, one project), `log.jobs_history`
+(mindsdb/interfaces/database/log.py: name, project, run_start, run_end, error, query)."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from kbsql.engine.jobs.job_store import JobStore
+from kbsql.engine.sql.tables.names import LOG_DATABASE
+
+if TYPE_CHECKING:
+    from kbsql.engine.sql.session import SqlSession
+    from kbsql.engine.sql.tables.names import Resolved
+
+JOB_COLUMNS = ["NAME", "PROJECT", "START_AT", "END_AT", "NEXT_RUN_AT", "SCHEDULE_STR", "QUERY",
+               "IF_QUERY", "VARIABLES"]
+HISTORY_COLUMNS = ["name", "project", "run_start", "run_end", "error", "query"]
+
+
+def _text_table(columns: list[str], rows: list[list[Any]]) -> pa.Table:
+    return pa.table({c: pa.array([r[i] for r in rows], pa.string()) for i, c in enumerate(columns)})
+
+
+def jobs(session: SqlSession, project: str | None, upper: bool) -> pa.Table:
+    """The jobs of `project` (None: all); `variables` shows each job's LAST values."""
+    store = JobStore(session.catalog)
+    rows = []
+    for job in store.jobs(project):
+        lasts = store.lasts(job.id)
+        rows.append([job.name, job.project, job.start_at, job.end_at, job.next_run_at,
+                     None if job.schedule is None else f"every {job.schedule}", job.query,
+                     job.if_query, json.dumps(lasts) if lasts else None])
+    columns = JOB_COLUMNS if upper else [c.lower() for c in JOB_COLUMNS]
+    return _text_table(columns, rows)
+
+
+def history(session: SqlSession) -> pa.Table:
+    rows = [list(r) for r in JobStore(session.catalog).history()]
+    return _text_table(HISTORY_COLUMNS, rows)
+
+
+def frame(session: SqlSession, target: Resolved) -> pa.Table:
+    """A `jobs` target of the name resolver: `log.jobs_history` or `<project>.jobs`."""
+    if target.database == LOG_DATABASE:
+        return history(session)
+    return jobs(session, target.database, upper=False)
