@@ -48,12 +48,15 @@ def test_a_hash_384_knowledge_base_right_answer_is_quoted(client) -> None:
 
 
 def test_the_answering_sentence_comes_first(client) -> None:
-    """The quickstart's question: `break` answers it, `continue` only looks like it."""
+    """The quickstart's question: `break` answers it, `continue` only looks like it; and its
+    answer "It terminates the nearest enclosing loop" comes after the sentence that says what
+    "it" is (it used to open the answer alone)."""
     for agent in ("python_docs_agent", "python_hash_agent"):
         answer = bench.ask(client, agent, ["how do I leave a loop early?"])
         assert cited(answer)[0].startswith("break:content:"), answer
         first = answer.split(" [", 1)[0]
-        assert "terminates the nearest enclosing loop" in first, answer
+        assert first.startswith('"break" may only occur') and \
+            'loop. It terminates the nearest enclosing loop' in first, answer
 
 
 def test_a_follow_up_borrows_the_subject_and_still_refuses_what_nothing_answers(client) -> None:
