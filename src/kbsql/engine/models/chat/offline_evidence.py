@@ -11,7 +11,8 @@ model the knowledge base itself uses. Without that model (not installed) the jud
 lexical only: most of the question's content words must be in the sentence.
 
 The thresholds were first set on tests/agents/data/offline_questions.json, then on
-benchmarks/offline_agent/tune.json (its held-out twin, heldout.json, is never tuned on):
+benchmarks/offline_agent/tune.json (its held-out parts, heldout.json and heldout2.json, are
+never tuned on):
 answers scored 0.41-0.79, the best sentence for an unanswerable question at most 0.37. The
 cosine alone misjudges the order ("how do I leave a loop early?" is closer to `continue`'s
 "It continues with the next cycle of the nearest enclosing loop" than to `break`'s "It
