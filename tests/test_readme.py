@@ -55,6 +55,25 @@ def test_quickstart_runs_and_finds_the_answer(tmp_path):
     assert answer.rstrip().endswith(SWITCH_HINT)
 
 
+def test_the_quickstart_prints_a_streaming_answer_token_by_token(capsys):
+    """A streaming model's answer arrives as partial output chunks: the quick start prints
+    them one after the other on the answer's line (each used to take a line of its own), the
+    tool calls before it on lines of their own; the README's loop prints the same way."""
+    from kbsql.interface.stream import action, actions_chunk, end_chunk, output_chunk, steps_chunk
+    from kbsql.quickstart import print_stream
+
+    call = action("kb_query_tool", "SELECT * FROM docs WHERE content = 'refunds'")
+    chunks = [actions_chunk([call], "t"), steps_chunk(call, "Refunds take 5 days.", "t"),
+              *(output_chunk(token, "t") for token in ("Refunds ", "take ", "5 days.")), end_chunk()]
+    assert print_stream(chunks) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "  tool  kb_query_tool(\"SELECT * FROM docs WHERE content = 'refunds'\")",
+        "  seen  Refunds take 5 days.", "answer: Refunds take 5 days."]
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    loop = re.search(r'for chunk in client\.agents\.stream\("helper".*?\n```', readme, re.S)
+    assert loop and 'end="", flush=True' in loop.group(0)
+
+
 def test_readme_names_the_options_as_the_cli_and_the_magic_spell_them():
     """Every `kbsql serve` option the README names exists, and the `%kbsql_connect` row of
     the magics table lists every option the magic takes."""

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import tempfile
 import time
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import kbsql
 from kbsql.interface.stream import chunk_kind
@@ -58,20 +60,36 @@ def _tour(home: Path, temporary: bool = False) -> int:
         client.agents.create("docs_agent", data={"knowledge_bases": ["mindsdb.python_docs"]},
                              prompt_template="Answer questions about Python statements.")
         print(f"\n%agent docs_agent {question}?")
-        for chunk in client.agents.stream("docs_agent", f"{question}?"):
-            kind = chunk_kind(chunk)
-            if kind == "actions":
-                for action in chunk["actions"]:
-                    print(f"  tool  {action['tool']}({action['tool_input']!r})")
-            elif kind == "steps":
-                for step in chunk["steps"]:
-                    first = step["observation"].strip().splitlines()[:1]
-                    print(f"  seen  {first[0][:90] if first else ''}")
-            elif kind == "output":
-                print(f"answer: {chunk['output']}")  # whole: its last line says how to get a real model
-            elif kind == "error":
-                print(f"error: {chunk['content']}")
-                return 1
-        return 0
+        return print_stream(client.agents.stream("docs_agent", f"{question}?"))
     finally:
         client.close()
+
+
+def print_stream(chunks: Iterable[dict[str, Any]]) -> int:
+    """Each step of an agent's stream on its own line, the answer as it grows: a streaming
+    model's tokens arrive as partial output chunks and print one after the other on one line
+    (the offline agent sends its answer whole; its last line says how to get a real model).
+    1 when the stream ended on an error."""
+    answering = False
+    for chunk in chunks:
+        kind = chunk_kind(chunk)
+        if kind == "output":
+            print("" if answering else "answer: ", chunk["output"], sep="", end="", flush=True)
+            answering = True
+            continue
+        if answering and kind in ("actions", "steps", "error"):  # text before a tool call: a thought
+            print()
+            answering = False
+        if kind == "actions":
+            for action in chunk["actions"]:
+                print(f"  tool  {action['tool']}({action['tool_input']!r})")
+        elif kind == "steps":
+            for step in chunk["steps"]:
+                first = step["observation"].strip().splitlines()[:1]
+                print(f"  seen  {first[0][:90] if first else ''}")
+        elif kind == "error":
+            print(f"error: {chunk['content']}")
+            return 1
+    if answering:
+        print()
+    return 0

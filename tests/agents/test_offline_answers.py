@@ -86,3 +86,20 @@ def test_sentences_skip_fragments_duplicates_and_debris():
     assert "When a timeout occurs, the call raises TimeoutError." in texts
     assert not any("|" in t for t in texts)
     assert [s.chunk_id for s in found].count("b") == 0  # b only repeats a, or is cut at its ends
+
+
+def test_a_sentence_that_refers_back_carries_the_sentences_it_leans_on():
+    """"It ..." is judged and quoted after what "it" is, across a paragraph break too; a title
+    or a line of code between them breaks the link, and a chain stops after two sentences."""
+    chunk = ("Pumps. The P2 pump must be primed before first use.\n\n"
+             "It runs dry for at most ten seconds. Otherwise, the seal overheats. "
+             "This voids the warranty.\n\n"
+             "Priming:\n\nIt takes half a litre of water.")
+    found = {s.text: s for s in sentences([(chunk, "p")])}
+    runs = found["It runs dry for at most ten seconds."]
+    assert runs.lead == ("The P2 pump must be primed before first use.",)
+    assert runs.unit == "The P2 pump must be primed before first use. It runs dry for at most ten seconds."
+    assert found["This voids the warranty."].lead == ("It runs dry for at most ten seconds.",
+                                                      "Otherwise, the seal overheats.")
+    assert found["It takes half a litre of water."].lead == ()  # "Priming:" is no sentence
+    assert found["The P2 pump must be primed before first use."].lead == ()

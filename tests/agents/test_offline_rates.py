@@ -48,12 +48,15 @@ def test_a_hash_384_knowledge_base_right_answer_is_quoted(client) -> None:
 
 
 def test_the_answering_sentence_comes_first(client) -> None:
-    """The quickstart's question: `break` answers it, `continue` only looks like it."""
+    """The quickstart's question: `break` answers it, `continue` only looks like it; and its
+    answer "It terminates the nearest enclosing loop" comes after the sentence that says what
+    "it" is (it used to open the answer alone)."""
     for agent in ("python_docs_agent", "python_hash_agent"):
         answer = bench.ask(client, agent, ["how do I leave a loop early?"])
         assert cited(answer)[0].startswith("break:content:"), answer
         first = answer.split(" [", 1)[0]
-        assert "terminates the nearest enclosing loop" in first, answer
+        assert first.startswith('"break" may only occur') and \
+            'loop. It terminates the nearest enclosing loop' in first, answer
 
 
 def test_a_follow_up_borrows_the_subject_and_still_refuses_what_nothing_answers(client) -> None:
@@ -71,15 +74,14 @@ def test_a_follow_up_borrows_the_subject_and_still_refuses_what_nothing_answers(
 @pytest.mark.slow  # about 40 conversations: a minute on an idle machine
 def test_the_held_out_rates(client) -> None:
     """Over the held-out set, the Python questions asked of the hash-384 knowledge base only
-    (the other model's case, and half the time): wrongly-refused <= 0.05 and wrongly-answered
-    <= 0.1 (the issue's targets); answered-right >= 0.85, the level measured on the whole set
-    (0.875 there, with 1,000 tickets: benchmarks/results/offline_agent.json), short of the
-    issue's 0.9 ("what kind of object can be raised?" is answered by "It must be ... an
-    instance of BaseException", a sentence whose subject is only in the one before)."""
+    (the other model's case, and half the time): the issue's targets, answered-right >= 0.9,
+    wrongly-refused <= 0.05 and wrongly-answered <= 0.1 (0.938 / 0.0 / 0.0 on the whole set
+    with 1,000 tickets since a referring sentence brings the one before it, 0.875 before:
+    benchmarks/results/offline_agent.json)."""
     agents = {**bench.AGENTS, "python": ["python_hash"]}
     result = bench.run(client, bench.items("heldout"), agents)
     misses = "\n".join(f"{m['verdict']} {m['kb']} {m['turns']}: {m['answer'][:200]}"
                        for m in result["misses"])
-    assert result["answered_right"] >= 0.85, misses
+    assert result["answered_right"] >= 0.9, misses
     assert result["wrongly_refused"] <= 0.05, misses
     assert result["wrongly_answered"] <= 0.1, misses

@@ -160,6 +160,24 @@ def answer(question: str, done: list[tuple[ToolCall, str]], search: str | None =
     return "I could not find anything about this in the data this agent is connected to."
 
 
+def _with_leads(best: list[offline_text.Sentence]) -> list[offline_text.Sentence]:
+    """Each chosen sentence preceded by its lead, the sentences it refers back to ("It must be
+    ..." needs the sentence that says what "it" is), each sentence quoted once; a later answer
+    whose sentences would pass MAX_QUOTED is left out (the best one never is)."""
+    out: list[offline_text.Sentence] = []
+    seen: set[str] = set()
+    for s in best:
+        lead = [offline_text.Sentence(text, s.chunk_id, s.rank, s.position - len(s.lead) + i)
+                for i, text in enumerate(s.lead)]
+        new = {offline_text.sentence_key(q.text): q for q in (*lead, s)}
+        new = {key: q for key, q in new.items() if key not in seen}
+        if out and len(out) + len(new) > offline_text.MAX_QUOTED:
+            continue
+        seen.update(new)
+        out += new.values()
+    return out
+
+
 def _in_reading_order(best: list[offline_text.Sentence]) -> list[offline_text.Sentence]:
     """Best first, but sentences of one chunk that come together keep the chunk's order, so
     "It terminates the loop" follows the sentence it continues, as the text reads."""
@@ -185,7 +203,7 @@ def _extract(question: str, rows: list[dict[str, str]], searched: list[str],
     found = offline_text.sentences([(r["chunk_content"], r.get("chunk_id", "")) for r in rows])
     judged = offline_evidence.answers(question, found, offline_text.MAX_SENTENCES, encoder, own=own,
                                       passages=[r["chunk_content"] for r in rows])
-    best = _in_reading_order([j.sentence for j in judged])
+    best = _in_reading_order(_with_leads([j.sentence for j in judged]))
     if not best:
         where = ", ".join(searched) or "the connected knowledge bases"
         nearest = ", ".join(dict.fromkeys(r.get("chunk_id", "") for r in rows[:3] if r.get("chunk_id")))

@@ -11,7 +11,8 @@ model the knowledge base itself uses. Without that model (not installed) the jud
 lexical only: most of the question's content words must be in the sentence.
 
 The thresholds were first set on tests/agents/data/offline_questions.json, then on
-benchmarks/offline_agent/tune.json (its held-out twin, heldout.json, is never tuned on):
+benchmarks/offline_agent/tune.json (its held-out parts, heldout.json and heldout2.json, are
+never tuned on):
 answers scored 0.41-0.79, the best sentence for an unanswerable question at most 0.37. The
 cosine alone misjudges the order ("how do I leave a loop early?" is closer to `continue`'s
 "It continues with the next cycle of the nearest enclosing loop" than to `break`'s "It
@@ -28,6 +29,8 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from kbsql.engine.models.chat.offline_text import Sentence, content_words, stem
 
@@ -77,26 +80,25 @@ def answers(question: str, found: list[Sentence], limit: int,
     if not statements:
         return []
     subject = subject_words(question)
-    shared = [len(subject & subject_words(s.text)) for s in statements]
+    # a sentence that refers back ("It must be ...") is judged with its lead: its words and
+    # its meaning are those of the pair
+    shared = [len(subject & subject_words(s.unit)) for s in statements]
     model = encoder() if encoder is not None else None
     if model is None:
         need = max(1, round(LEXICAL_SHARE * len(subject)))
         kept = [Judged(s, 0.0, n) for s, n in zip(statements, shared, strict=True) if subject and n >= need]
         return sorted(kept, key=lambda j: (-j.shared, j.sentence.rank, j.sentence.position))[:limit]
     asked = [question, own] if own else [question]
-    vectors = model.encode([*asked, *(s.text for s in statements)])
-    sentences = vectors[len(asked):]
-    closeness = (sentences @ vectors[0]).tolist()
+    closeness, to_own = _closeness(model, asked, statements)
     # each subject word shared past the first is evidence too: it lowers the bar a little
     kept = [Judged(s, c, n) for s, c, n in zip(statements, closeness, shared, strict=True)
             if c >= VERY_CLOSE or (n and c + SHARED_WEIGHT * (n - 1) >= CLOSE)]
     if own:
         follow = subject_words(own)
-        to_own = dict(zip((s.text for s in statements), (sentences @ vectors[1]).tolist(), strict=True))
-        kept = [j for j in kept if not follow or follow & subject_words(j.sentence.text)
-                or to_own[j.sentence.text] >= CLOSE]
-    words = [subject_words(j.sentence.text) for j in kept]
-    weight = _rarity(subject, [subject_words(s.text) for s in statements])
+        kept = [j for j in kept if not follow or follow & subject_words(j.sentence.unit)
+                or to_own[j.sentence.unit] >= CLOSE]
+    words = [subject_words(j.sentence.unit) for j in kept]
+    weight = _rarity(subject, [subject_words(s.unit) for s in statements])
     total = sum(weight.values()) or 1.0
     cover = [sum(weight[w] for w in subject & ws) / total for ws in words]
     share = [sum(weight[w] for w in subject & subject_words(p)) / total for p in passages]
@@ -108,6 +110,29 @@ def answers(question: str, found: list[Sentence], limit: int,
         -(kept[i].closeness + COVER_WEIGHT * cover[i] + PASSAGE_WEIGHT * in_passage[i]),
         kept[i].sentence.rank, kept[i].sentence.position))
     return [kept[i] for i in order][:limit]
+
+
+def _closeness(model: Any, asked: list[str],
+               statements: list[Sentence]) -> tuple[list[float], dict[str, float]]:
+    """Each statement's cosine to the question (`asked[0]`) and, for a follow-up, each unit's
+    cosine to the follow-up as asked (`asked[1]`). A sentence with a lead scores the better of
+    itself and its unit: the unit says what "It" is, the sentence alone is not diluted by it.
+    The unit's vector is its sentences' vectors summed by length (the encoder averages its
+    tokens, so this is close to encoding the unit's text): nothing is encoded twice, and a
+    lead is nearly always a sentence already being judged, so the cost does not grow."""
+    texts = list(dict.fromkeys([*(s.text for s in statements), *(t for s in statements for t in s.lead)]))
+    vectors = model.encode([*asked, *texts])
+    by_text = dict(zip(texts, vectors[len(asked):], strict=True))
+    best: dict[str, float] = {}
+    own: dict[str, float] = {}
+    for s in statements:
+        candidates = [by_text[s.text]]
+        if s.lead:
+            summed = sum(by_text[t] * len(t.split()) for t in (*s.lead, s.text))
+            candidates.append(summed / (float(np.linalg.norm(summed)) or 1.0))
+        best[s.unit] = max(float(v @ vectors[0]) for v in candidates)
+        own[s.unit] = max(float(v @ vectors[len(asked) - 1]) for v in candidates)
+    return [best[s.unit] for s in statements], own
 
 
 def _rarity(subject: set[str], sentences: list[set[str]]) -> dict[str, float]:

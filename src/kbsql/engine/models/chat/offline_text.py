@@ -14,6 +14,9 @@ import re
 from dataclasses import dataclass
 
 MAX_SENTENCES = 3
+MAX_QUOTED = 4
+"""Sentences an answer quotes at most, leads included; the best answer is quoted whole even
+when it and its lead are more."""
 MAX_SENTENCE_CHARS = 400
 MIN_SENTENCE_WORDS = 4
 MIN_FRAGMENT_WORDS = 2
@@ -33,6 +36,14 @@ _ABBREVIATIONS = ("e.g.", "i.e.", "etc.", "vs.", "cf.", "Mr.", "Dr.", "No.", "ap
 _SPLIT = re.compile(r"(?<=[.!?])[\"')\]]?\s+(?=[\"'(\[`]?[A-Z0-9])")
 _CODE_START = re.compile(r"[\"`]\w+[\"`] ")
 """A sentence may open with a quoted name in lower case: `"pass" is a null operation`."""
+_REFERS = re.compile(r"(It|Its|This|These|They|Their|Them|That|Those|Such|Otherwise|Thus|Hence|However|"
+                     r"He|She|Both|The (?:latter|former|same))\b")
+"""A sentence opening with one of these leans on the sentence before it: "It must be either a
+subclass or an instance of BaseException" says what must be so only after "Otherwise, raise
+evaluates the first expression as the exception object"."""
+MAX_LEAD = 2
+"""At most this many sentences before a referring one are brought with it (a lead that itself
+refers back brings its own predecessor: "Otherwise, ..." after "If there isn't ...")."""
 _DEBRIS = re.compile(r"::=|\|.*\||^[\s\-=+*_#|:]+$|-{3,}|={3,}|\+-{2,}")
 
 
@@ -91,6 +102,38 @@ class Sentence:
     rank: int
     """Retrieval rank of its chunk (0 = best match)."""
     position: int
+    lead: tuple[str, ...] = ()
+    """The sentences just before it in its chunk that it refers back to (empty unless it opens
+    with a referring word): judged and quoted with it, so "It ..." never stands alone."""
+
+    @property
+    def unit(self) -> str:
+        """The text judged and quoted: the sentence after its lead."""
+        return " ".join((*self.lead, self.text))
+
+
+def refers_back(sentence: str) -> bool:
+    return bool(_REFERS.match(sentence.lstrip("\"'(`[")))
+
+
+def _with_leads(paragraphs: list[str]) -> list[tuple[str, tuple[str, ...]]]:
+    """The whole sentences of a chunk's paragraphs, each with the sentences before it that it
+    leans on. A paragraph may open with "It ..." about the one before ("break" may only occur
+    in a loop. / It terminates the nearest enclosing loop), so a lead crosses paragraphs; it
+    never crosses a part that is not a whole sentence (a title, code, a line ending in ':')."""
+    out: list[tuple[str, tuple[str, ...]]] = []
+    run: list[str] = []  # the whole sentences since the last part that was not one
+    for paragraph in paragraphs:
+        for text in _split(paragraph):
+            if not is_whole(text):
+                run = []
+                continue
+            run.append(text)
+            start = k = len(run) - 1
+            while start > 0 and k - start < MAX_LEAD and refers_back(run[start]):
+                start -= 1
+            out.append((text, tuple(run[start:k])))
+    return out
 
 
 def _paragraphs(chunk: str) -> list[str]:
@@ -138,6 +181,11 @@ def is_whole(sentence: str) -> bool:
     return letters / len(sentence) >= 0.6
 
 
+def sentence_key(text: str) -> str:
+    """One sentence's identity across overlapping chunks (its words, lower-cased)."""
+    return " ".join(_WORD.findall(text.lower()))
+
+
 def sentences(chunks: list[tuple[str, str]]) -> list[Sentence]:
     """Whole sentences of the chunks (content, chunk_id), best chunk first, each sentence
     once: chunks overlap, so the same sentence often ends one and starts the next. A chunk
@@ -146,19 +194,15 @@ def sentences(chunks: list[tuple[str, str]]) -> list[Sentence]:
     seen: set[str] = set()
     out: list[Sentence] = []
     for rank, (content, chunk_id) in enumerate(chunks):
-        position = whole = 0
-        for paragraph in _paragraphs(content):
-            for text in _split(paragraph):
-                if not is_whole(text):
-                    continue
-                whole += 1
-                key = " ".join(_WORD.findall(text.lower()))
-                if key in seen:
-                    continue
-                seen.add(key)
-                out.append(Sentence(text, chunk_id, rank, position))
-                position += 1
+        whole = 0  # whole sentences so far: a sentence's position, its lead's just before it
         paragraphs = _paragraphs(content)  # grammar and table lines dropped
+        for text, lead in _with_leads(paragraphs):
+            whole += 1
+            key = sentence_key(text)
+            if key in seen:
+                continue
+            seen.add(key)
+            out.append(Sentence(text, chunk_id, rank, whole - 1, lead))
         flat = " ".join(" ".join(paragraphs).split())
         if not whole and len(paragraphs) == 1 and len(flat.split()) >= MIN_FRAGMENT_WORDS and \
                 sum(c.isalpha() or c.isspace() for c in flat) >= 0.6 * len(flat):
