@@ -31,8 +31,8 @@ _TYPES = (
     (re.compile(r"^JSON$|\[\]$|^(STRUCT|MAP|LIST|UNION)\b"), "json", "json"),
 )
 
-SHOW_COLUMNS = ["Field", "Type", "Null", "Key", "Default", "Extra"]
-SHOW_FULL_COLUMNS = [*SHOW_COLUMNS, "Collation", "Privileges", "Comment"]
+SHOW_COLUMNS = ("Field", "Type", "Null", "Key", "Default", "Extra")
+SHOW_FULL_COLUMNS = (*SHOW_COLUMNS, "Collation", "Privileges", "Comment")
 """MindsDB's `SHOW FULL COLUMNS` order: its three extra columns come last (MySQL's own
 order puts `Collation` third; kbsql's MySQL door keeps MySQL's, the HTTP door MindsDB's)."""
 
