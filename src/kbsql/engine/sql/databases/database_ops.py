@@ -8,8 +8,8 @@ own is its integration record (`id, name, type, class_type, engine, permanent,
 date_last_update, connection_data`), a table `{name, type}`. The list is MindsDB's:
 `information_schema`, `log` (system), the projects, the user's data sources; kbsql's own
 `files` and `df` are not listed (a fresh MindsDB lists three databases, and clients count
-on it) but answer by name here, in SHOW DATABASES and in SQL. `log` has no tables: kbsql
-keeps no LLM or job log, and its tables route says so. Differences, on purpose: connection
+on it) but answer by name here, in SHOW DATABASES and in SQL. `log` lists `llm_log` (the
+engine's model calls; kbsql runs no jobs, so no `jobs_history`). Differences, on purpose: connection
 parameters are shown with secrets masked (MindsDB shows them in clear, to anyone who can
 call the route). Errors carry MindsDB's titles ("Name conflict", "Database not found",
 "Connection error", ...). A data source is stored without connecting, even with incomplete
@@ -29,7 +29,7 @@ from kbsql.engine.datasources.frame_store import FRAMES_SOURCE
 from kbsql.engine.datasources.upload_store import UPLOADS_SOURCE
 from kbsql.engine.sql.databases import builtin_tables, info_schema
 from kbsql.engine.sql.parse import parsing
-from kbsql.engine.sql.tables.names import INFORMATION_SCHEMA, LOG_DATABASE, NO_LOG_TABLES, find_project
+from kbsql.engine.sql.tables.names import INFORMATION_SCHEMA, LOG_DATABASE, LOG_TABLES, find_project
 from kbsql.engine.view_store import views
 from kbsql.interface.api import DEFAULT_PROJECT
 from kbsql.interface.errors import (
@@ -189,7 +189,7 @@ class DatabaseOps:
     def list_tables(self, database: str) -> list[dict[str, Any]]:
         session = self.session
         if database.lower() == LOG_DATABASE:
-            raise BadRequest(NO_LOG_TABLES, title="Error")
+            return [{"name": t, "type": "system view"} for t in LOG_TABLES]
         if database.lower() == INFORMATION_SCHEMA:
             return [{"name": t.upper(), "type": "system view"} for t in info_schema.TABLES]
         project = find_project(session, database)

@@ -27,7 +27,7 @@ from kbsql.engine.sql.databases import info_schema
 from kbsql.engine.sql.tables.names import (
     INFORMATION_SCHEMA,
     LOG_DATABASE,
-    NO_LOG_TABLES,
+    LOG_TABLES,
     RESERVED,
     Routed,
     find_project,
@@ -151,7 +151,7 @@ def show_tables(session: SqlSession, statement: ast.Show, ctx: dict[str, Any], r
     if database.lower() == INFORMATION_SCHEMA:
         rows = [(t, "SYSTEM VIEW") for t in info_schema.TABLES]
     elif database.lower() == LOG_DATABASE:
-        raise refusals.unsupported(NO_LOG_TABLES)
+        rows = [(t, "SYSTEM VIEW") for t in LOG_TABLES]
     elif project is not None:
         database = project
         rows = [(kb.name, "KNOWLEDGE BASE") for kb in catalog.knowledge_bases(project)]

@@ -30,9 +30,11 @@ if TYPE_CHECKING:
     from kbsql.engine.sql.session import SqlSession
 
 INFORMATION_SCHEMA = "information_schema"
-LOG_DATABASE = "log"  # MindsDB's system database of LLM calls and job runs: listed, no tables here
-NO_LOG_TABLES = ("log is MindsDB's log of LLM calls and job runs: kbsql keeps neither, so it has no "
-                 "tables here (information_schema.queries lists knowledge-base inserts)")
+LOG_DATABASE = "log"  # MindsDB's system database of LLM calls (llm_log) and job runs (jobs_history)
+LOG_TABLES = ("llm_log",)
+NO_JOBS_HISTORY = ("log.jobs_history is MindsDB's log of job runs: kbsql runs no jobs, so it keeps none "
+                   "(log.llm_log lists the model calls, information_schema.queries the knowledge-base "
+                   "inserts)")
 RESERVED = frozenset({INFORMATION_SCHEMA, LOG_DATABASE, FRAMES_SOURCE, UPLOADS_SOURCE})
 
 
@@ -95,6 +97,12 @@ def resolve(session: SqlSession, parts: list[str], current: str) -> Resolved:
     name = ".".join(rest)
     if database.lower() == INFORMATION_SCHEMA:
         return Resolved("info", INFORMATION_SCHEMA, rest[-1].lower())
+    if database.lower() == LOG_DATABASE:
+        if name.lower() in LOG_TABLES:
+            return Resolved("log", LOG_DATABASE, name.lower())
+        if name.lower() == "jobs_history":
+            raise UnknownTable(NO_JOBS_HISTORY)
+        raise not_found(name, LOG_DATABASE, f" (known: {', '.join(LOG_TABLES)})")
     catalog = session.catalog
     is_project = True
     if len(rest) == 1:  # the common case first: one read of the project, one of the KB
