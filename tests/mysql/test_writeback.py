@@ -212,6 +212,11 @@ def test_rest_tables_create_from_a_select_and_drop(door: ServerProcess, sources:
     assert over_http(door, "SELECT d FROM wb_lite.wb_rest ORDER BY d") == ("table", [(2,), (4,)])
     again = httpx.post(base, json={"table": {"name": "wb_rest", "select": "SELECT 1 AS d"}})
     assert again.status_code == 409
+    # MindsDB's tables_test: a SELECT naming a column that does not exist is a 400, not a 500
+    for select in ("SELECT wattt FROM wb_duck.base", "SELECT AN ERROR AWWW YEAH"):
+        bad = httpx.post(base, json={"table": {"name": "wb_bad", "select": select, "replace": True}})
+        assert bad.status_code == 400 and bad.json()["title"] == "Error", bad.text
+        assert "\n" not in bad.json()["detail"]
     replaced = httpx.post(base, json={"table": {"name": "wb_rest", "select": "SELECT 5 AS d",
                                                 "replace": True}})
     assert replaced.status_code == 201

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import duckdb
 from mindsdb_sql_parser import ast
 
 from kbsql.engine.catalog import DatasourceRecord
@@ -259,14 +260,18 @@ class DatabaseOps:
             raise BadRequest(exc.message, title="Error") from None
 
     def _sql(self, run: Any) -> None:
-        """Run a table statement; its SQL error becomes a 400 "Error" (MindsDB's answer), but
-        a refused permission (read-only sources, a path not allowed) stays a 403."""
+        """Run a table statement; its SQL error becomes a 400 "Error" (MindsDB's answer), also
+        one DuckDB raises running it (a column the SELECT names that does not exist: MindsDB's
+        tables_test expects 400, not a 500), in one line; a refused permission (read-only
+        sources, a path not allowed) stays a 403."""
         try:
             run({"db": DEFAULT_PROJECT})
         except PermissionDenied:
             raise
         except SqlError as exc:
             raise BadRequest(exc.message, title="Error") from None
+        except duckdb.Error as exc:
+            raise BadRequest(str(exc).strip().splitlines()[0], title="Error") from None
 
     def _exists(self, name: str) -> bool:
         lowered = name.lower()
