@@ -60,3 +60,26 @@ def show_columns_rows(columns: list[tuple[str, str]], full: bool) -> list[list[o
         row: list[object] = [name, mysql_type(engine_type)[1], "YES", None, None, None]
         rows.append([*row, None, "select", None] if full else row)
     return rows
+
+
+_PRECISION = {"tinyint": (3, 0), "smallint": (5, 0), "int": (10, 0), "bigint": (19, 0), "double": (22, None)}
+_LENGTHS = {"text": 65535, "blob": 65535}
+_DECIMAL = re.compile(r"^decimal\((\d+),(\d+)\)$")
+
+
+def mysql_sizes(column_type: str) -> tuple[int | None, int | None, int | None, int | None, int | None]:
+    """(CHARACTER_MAXIMUM_LENGTH, CHARACTER_OCTET_LENGTH, NUMERIC_PRECISION, NUMERIC_SCALE,
+    DATETIME_PRECISION) of a column type, MySQL's defaults as MindsDB fills them
+    (`MYSQL_DATA_TYPE_COLUMNS_DEFAULT`): JDBC and ODBC drivers size their buffers by them."""
+    data_type = data_type_of(column_type)
+    decimal = _DECIMAL.match(column_type)
+    if decimal is not None:
+        return None, None, int(decimal.group(1)), int(decimal.group(2)), None
+    if data_type in _PRECISION:
+        precision, scale = _PRECISION[data_type]
+        return None, None, precision, scale, None
+    if data_type in _LENGTHS:
+        return _LENGTHS[data_type], _LENGTHS[data_type], None, None, None
+    if data_type in ("datetime", "time"):
+        return None, None, None, None, 0
+    return None, None, None, None, None

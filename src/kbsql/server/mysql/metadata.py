@@ -24,7 +24,7 @@ import sqlglot
 from sqlglot import expressions as exp
 
 from kbsql.interface.api import ServiceApi
-from kbsql.interface.column_types import data_type_of
+from kbsql.interface.column_types import data_type_of, mysql_sizes
 from kbsql.interface.results import ErrorResult, TableResult
 from kbsql.server.mysql.local_sql import run_local
 from kbsql.server.mysql.resultsets import Rows, arrow_rows
@@ -181,8 +181,8 @@ def _columns(catalog: EngineCatalog, scope: tuple[set[str] | None, set[str] | No
             continue
         for position, (column, column_type) in enumerate(columns, start=1):
             data_type = data_type_of(column_type)
-            rows.append(["def", schema, table, column, position, None, "YES", data_type, None, None, None,
-                         None, None, "utf8mb4" if data_type == "text" else None,
+            rows.append(["def", schema, table, column, position, None, "YES", data_type,
+                         *mysql_sizes(column_type), "utf8mb4" if data_type == "text" else None,
                          "utf8mb4_0900_ai_ci" if data_type == "text" else None, column_type, "", "",
                          "select", "", "", None, own.get(column, column_type)])  # MindsDB's ORIGINAL_TYPE
     return rows
