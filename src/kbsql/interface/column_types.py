@@ -62,8 +62,8 @@ def show_columns_rows(columns: list[tuple[str, str]], full: bool) -> list[list[o
     return rows
 
 
-_PRECISION = {"tinyint": (3, 0), "smallint": (5, 0), "int": (10, 0), "bigint": (19, 0), "double": (22, None)}
-_LENGTHS = {"text": 65535, "blob": 65535}
+_PRECISION = (("tinyint", 3, 0), ("smallint", 5, 0), ("int", 10, 0), ("bigint", 19, 0), ("double", 22, None))
+_LENGTHS = (("text", 65535), ("blob", 65535))
 _DECIMAL = re.compile(r"^decimal\((\d+),(\d+)\)$")
 
 
@@ -75,11 +75,12 @@ def mysql_sizes(column_type: str) -> tuple[int | None, int | None, int | None, i
     decimal = _DECIMAL.match(column_type)
     if decimal is not None:
         return None, None, int(decimal.group(1)), int(decimal.group(2)), None
-    if data_type in _PRECISION:
-        precision, scale = _PRECISION[data_type]
-        return None, None, precision, scale, None
-    if data_type in _LENGTHS:
-        return _LENGTHS[data_type], _LENGTHS[data_type], None, None, None
+    for name, precision, scale in _PRECISION:
+        if name == data_type:
+            return None, None, precision, scale, None
+    for name, length in _LENGTHS:
+        if name == data_type:
+            return length, length, None, None, None
     if data_type in ("datetime", "time"):
         return None, None, None, None, 0
     return None, None, None, None, None
