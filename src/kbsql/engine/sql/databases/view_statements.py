@@ -77,7 +77,7 @@ def alter_view(session: SqlSession, statement: AlterView, ctx: dict[str, Any], r
     """ALTER VIEW v AS (SELECT ...): a new SELECT for a view that exists."""
     project, name = _place(session, statement.name, ctx)
     if view_store.find_view(session.catalog, project, name) is None:
-        raise SqlError(f"View {name} does not exist in project {project}")
+        raise SqlError(f"View not found: {name} does not exist in project {project}")
     view_store.create_view(session.catalog, project, name, _checked_query(statement), replace=True)
     session.plans.clear()
     return OkResult(None, context=ctx)
@@ -92,10 +92,14 @@ def drop_view(session: SqlSession, statement: DropView, ctx: dict[str, Any], rou
 
 
 def show_views(session: SqlSession, statement: ast.Show, ctx: dict[str, Any], routed: Routed) -> SqlResult:
-    """SHOW VIEWS [FROM project]: the views of a project, as SHOW TABLES names its column."""
+    """SHOW VIEWS [FROM project] [LIKE | WHERE]: the views of a project in MindsDB's shape
+    (`SELECT * FROM information_schema.views WHERE project = ...`: NAME, PROJECT, QUERY; its
+    command executor's answer, which its MySQL-protocol tests read by `name`)."""
     source = statement.from_table or statement.in_table
     project, _ = _place(session, ast.Identifier(parts=[*table_parts(source), "_"]) if source
                         else ast.Identifier("_"), ctx)
-    names = [v.name for v in view_store.views(session.catalog, project)]
-    return filtered(session, pa.table({f"Tables_in_{project}": pa.array(names, pa.string())}),
+    found = view_store.views(session.catalog, project)
+    columns = {"NAME": [v.name for v in found], "PROJECT": [v.project_name for v in found],
+               "QUERY": [v.query for v in found]}
+    return filtered(session, pa.table({k: pa.array(v, pa.string()) for k, v in columns.items()}),
                     statement, ctx)
