@@ -177,6 +177,10 @@ def test_a_search_joined_with_a_table_is_saved_and_kept_as_a_view(door: ServerPr
     assert over_http(door, f"CREATE VIEW wb.red_docs AS ({search})") == ("ok", None)
     kind, message = over_http(door, "CREATE VIEW wb.red_docs AS (SELECT 1)")
     assert kind == "error" and "already exists" in message
+    # MindsDB's Project.create_view runs the SELECT once (LIMIT 1): a missing table refuses the view
+    kind, message = over_http(door, "CREATE VIEW wb.wb_bad AS (SELECT * FROM wb_duck.no_such_table)")
+    assert kind == "error" and "no_such_table" in message
+    assert over_http(door, "SELECT * FROM wb.wb_bad")[0] == "error"
     assert over_http(door, "CREATE OR REPLACE VIEW wb.red_docs AS "
                            f"({search.replace('LIMIT 2', 'LIMIT 3')})") == ("ok", None)
     kind, rows = over_http(door, "SELECT id, hex FROM wb.red_docs ORDER BY id")

@@ -3,9 +3,11 @@
 
 A view lives in a project (the current one when unqualified) and is kept in the catalog
 (view_store.py); `SELECT ... FROM project.v`, alone or joined with knowledge bases and
-tables, reads its SELECT as a subquery compiled in the view's project. The SELECT is checked
-to be one when the view is made; its tables are resolved when it is read (as MindsDB does:
-a view may name a table made later).
+tables, reads its SELECT as a subquery compiled in the view's project. CREATE VIEW runs a
+plain SELECT once with LIMIT 1 in the view's project, as MindsDB's `Project.create_view`
+does, so a view over a table that does not exist is refused when it is made; ALTER VIEW and
+a UNION are only checked to parse (MindsDB's too), and a view's tables are resolved again
+whenever it is read.
 """
 
 from __future__ import annotations
@@ -22,8 +24,9 @@ from kbsql.engine.sql import refusals
 from kbsql.engine.sql.databases.database_statements import filtered
 from kbsql.engine.sql.parse import parsing
 from kbsql.engine.sql.tables.names import find_project, table_parts
+from kbsql.engine.sql.tables.select import run_select
 from kbsql.interface.errors import SqlError, UnknownDatabase
-from kbsql.interface.results import OkResult, SqlResult
+from kbsql.interface.results import OkResult, SqlResult, default_context
 
 if TYPE_CHECKING:
     from kbsql.engine.sql.session import SqlSession
@@ -64,9 +67,20 @@ def checked_query(query: str) -> str:
     return query
 
 
+def _try_once(session: SqlSession, query: str, project: str) -> None:
+    """Run a view's plain SELECT with LIMIT 1 in its project: its tables must exist now
+    (MindsDB's check when a view is made); its error is the statement's."""
+    select = parsing.parse(query)
+    if isinstance(select, ast.Select):
+        select.limit = ast.Constant(1)
+        run_select(session, select, default_context(project))
+
+
 def create_view(session: SqlSession, statement: CreateView, ctx: dict[str, Any], routed: Routed) -> SqlResult:
     project, name = _place(session, statement.name, ctx)
-    view_store.create_view(session.catalog, project, name, _checked_query(statement),
+    query = _checked_query(statement)
+    _try_once(session, query, project)
+    view_store.create_view(session.catalog, project, name, query,
                            replace=bool(getattr(statement, "is_replace", False)),
                            if_not_exists=bool(statement.if_not_exists))
     session.plans.clear()
