@@ -152,7 +152,7 @@ def misspelt_knowledge_base(session: SqlSession, table: Any, ctx: dict[str, Any]
         return None
     project, name = found
     hint = did_you_mean(name, [kb.name for kb in session.catalog.knowledge_bases(project)])
-    return f"Knowledge base '{name}' not found in project '{project}'{hint}" if hint else None
+    return f"Knowledge base '{name}' doesn't exist in project '{project}'{hint}" if hint else None
 
 
 def project_table(session: SqlSession, table: Any, ctx: dict[str, Any]) -> tuple[str, str] | None:
@@ -194,7 +194,7 @@ def missing_knowledge_base(session: SqlSession, statement: ast.Select, ctx: dict
     if project is None:
         return
     known = [kb.name for kb in session.catalog.knowledge_bases(project)]
-    raise UnknownTable(f"Knowledge base '{parts[-1]}' not found in project '{project}'"
+    raise UnknownTable(f"Knowledge base '{parts[-1]}' doesn't exist in project '{project}'"  # MindsDB's words
                        f"{did_you_mean(parts[-1], known) or '; SHOW KNOWLEDGE_BASES lists them'}")
 
 
