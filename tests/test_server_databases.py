@@ -53,8 +53,9 @@ def test_list_and_get_built_in_databases(served: tuple[httpx.Client, Path]) -> N
                               "deletable": False}
     assert "files" not in by_name and "df" not in by_name  # MindsDB's list; they answer by name
     assert client.get("/api/databases/files").json()["engine"] == "files"
-    # log holds the job runs (CREATE JOB); kbsql keeps no log of LLM calls
-    assert client.get("/api/databases/log/tables").json() == [{"name": "jobs_history", "type": "system view"}]
+    assert client.get("/api/databases/log/tables").json() == [{"name": "llm_log", "type": "system view"},
+                                                              {"name": "jobs_history", "type": "system view"}]
+    assert sql(client, "SELECT COUNT(*) AS n FROM log.llm_log")["data"] == [[0]]  # no model called yet
     shown = sql(client, "SHOW FULL DATABASES")
     assert shown["column_names"] == ["Database", "TYPE", "ENGINE"]
     assert ["information_schema", "system", None] in shown["data"]

@@ -149,3 +149,25 @@ def test_a_provider_the_engine_lacks_is_refused_in_one_line(doc: Doc) -> None:
                           "{\"provider\": \"google\", \"model_name\": \"gemini-2.5-flash\", "
                           "\"api_key\": \"ABc123\"};", "google")
     assert "ABc123" not in message
+
+
+def test_model_calls_are_rows_of_log_llm_log_without_api_keys(doc: Doc, llm: FakeLLM) -> None:
+    """MindsDB's `log.llm_log` (mindsdb/interfaces/database/log.py, LLMLogTable): one row per
+    model call an agent makes, in its columns, readable with SELECT ... WHERE; the API key
+    is never shown, not even where the model echoed it."""
+    doc.sql(f"CREATE AGENT logged_agent USING model = {_model(llm)}")
+    llm.script.append(text("Your key sk-abc123 works; refunds take 5 days."))
+    doc.rows("SELECT answer FROM logged_agent WHERE question = 'How long do llm_log refunds take?'")
+    assert [r["Tables_in_log"] for r in doc.rows("SHOW TABLES FROM log")] == ["llm_log", "jobs_history"]
+    columns = doc.columns("SELECT * FROM log.llm_log LIMIT 0")
+    assert columns == ["API_KEY", "MODEL_NAME", "INPUT", "OUTPUT", "START_TIME", "END_TIME", "PROMPT_TOKENS",
+                       "COMPLETION_TOKENS", "TOTAL_TOKENS", "SUCCESS"]
+    rows = doc.rows("SELECT * FROM log.llm_log WHERE model_name = 'openai/gpt-4o' "
+                    "AND input LIKE '%llm_log refunds%' ORDER BY start_time")
+    assert len(rows) == 1, rows
+    row = rows[0]
+    assert row["SUCCESS"] is True and row["API_KEY"] is None and row["END_TIME"] >= row["START_TIME"]
+    assert "refunds take 5 days" in row["OUTPUT"] and "sk-abc123" not in json.dumps(rows, default=str)
+    assert "How long do llm_log refunds take?" in json.loads(row["INPUT"])["messages"][-1]["content"]
+    assert "known: llm_log, jobs_history" in doc.error("SELECT * FROM log.job_history")
+    doc.sql("DROP AGENT logged_agent")

@@ -302,15 +302,28 @@ def test_json_chunking(doc: Doc) -> None:
 
 
 def test_show_columns_and_describe(doc: Doc) -> None:
-    """SHOW COLUMNS FROM a knowledge base names what a SELECT can read (metadata columns too);
-    on a table it is DESCRIBE's answer; DESCRIBE KNOWLEDGE_BASE is create.mdx's listing."""
+    """SHOW [FULL] COLUMNS FROM a knowledge base or a table answers MindsDB's shape (its
+    command executor's `answer_show_columns`: MySQL type names, FULL's three columns last)
+    and names what a SELECT can read (metadata columns too); DESCRIBE keeps the engine's
+    types; DESCRIBE KNOWLEDGE_BASE is create.mdx's listing."""
     doc.orders_kb()
     columns = doc.rows("SHOW COLUMNS FROM my_kb")
-    assert [c["COLUMN_NAME"] for c in columns] == ["id", "chunk_id", "chunk_content", "metadata", "relevance",
-                                                   "distance", "product"]
+    assert [c["Field"] for c in columns] == ["id", "chunk_id", "chunk_content", "metadata", "relevance",
+                                             "distance", "product"]
+    assert list(columns[0]) == ["Field", "Type", "Null", "Key", "Default", "Extra"]
+    assert [c["Type"] for c in columns][3:5] == ["json", "double"]
     table = doc.rows("SHOW COLUMNS FROM sample_data.orders")
-    assert [c["COLUMN_NAME"] for c in table] == ["order_id", "product", "notes"]
-    assert doc.rows("DESCRIBE sample_data.orders") == table
+    assert [(c["Field"], c["Type"], c["Null"]) for c in table] == [
+        ("order_id", "text", "YES"), ("product", "text", "YES"), ("notes", "text", "YES")]
+    assert doc.rows("SHOW COLUMNS FROM orders FROM sample_data") == table
+    assert doc.rows("SHOW COLUMNS FROM orders IN sample_data") == table
+    full = doc.rows("SHOW FULL COLUMNS FROM sample_data.orders LIKE 'pro%'")
+    assert full == [{"Field": "product", "Type": "text", "Null": "YES", "Key": None, "Default": None,
+                     "Extra": None, "Collation": None, "Privileges": "select", "Comment": None}]
+    assert [c["Field"] for c in doc.rows("SHOW FIELDS FROM sample_data.orders WHERE Field <> 'notes'")] == [
+        "order_id", "product"]
+    described = doc.rows("DESCRIBE sample_data.orders")[0]
+    assert (described["COLUMN_NAME"], described["DATA_TYPE"]) == ("order_id", "VARCHAR")
     assert doc.rows("DESCRIBE KNOWLEDGE_BASE my_kb")[0]["NAME"] == "my_kb"
 
 

@@ -110,6 +110,13 @@ def test_reranker_scores_become_relevance(engine: Engine, fake: FakeProvider, st
     got = table(engine, "SELECT id FROM kb WHERE content = 'apples fruit salad' AND kind = 'road' "
                         "AND relevance >= 0.5")
     assert got == []  # 'trucks carry fruit' scores 1/3
+    logged = table(engine, "SELECT model_name, input, output, success FROM log.llm_log "
+                           "WHERE input LIKE '%trucks carry fruit%' AND output = '0.333'")
+    if style == "chat":  # each scoring call of a chat reranker is a model call MindsDB logs
+        assert logged and {r["MODEL_NAME"] for r in logged} == {"openai/judge"}
+        assert all(r["SUCCESS"] for r in logged)
+    else:
+        assert logged == []  # a rerank endpoint is no language-model call
 
 
 def test_unreachable_reranker_fails_the_create(engine: Engine) -> None:

@@ -161,6 +161,12 @@ def test_information_schema_as_drivers_ask_it(run: Any) -> None:
                       "information_schema.columns WHERE table_name = 'orders' AND table_schema = 'shop' "
                       "ORDER BY ordinal_position")
     assert rows[0] == ("id", "int", "int", "integer") and rows[-1] == ("status", "text", "text", "varchar")
+    # MySQL's sizes, as MindsDB fills them (its test_show_columns: numeric_precision of an int is set)
+    names, rows = run("SELECT column_name, numeric_precision, numeric_scale, character_maximum_length FROM "
+                      "information_schema.columns WHERE table_name = 'orders' AND table_schema = 'shop' "
+                      "ORDER BY ordinal_position")
+    assert rows[0] == ("id", 10, 0, None) and rows[2] == ("amount", 18, 3, None)
+    assert rows[-1] == ("status", None, None, 65535)
     names, rows = run("SHOW FULL DATABASES")
     assert [n.upper() for n in names] == ["DATABASE", "TYPE", "ENGINE"]
     assert ("information_schema", "system", None) in rows and ("shop", "data", "duckdb") in rows

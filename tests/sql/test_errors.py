@@ -165,18 +165,18 @@ def test_a_name_one_edit_away_gets_did_you_mean(connected: Engine, server_url: s
         # a search names a knowledge base: the error says one is missing, with the near name,
         # and nothing about data sources (off-topic there)
         assert said("SELECT * FROM tickest_kb WHERE content = 'late parcel'").endswith(
-            f"Knowledge base 'tickest_kb' not found in project 'mindsdb' {hint}")
+            f"Knowledge base 'tickest_kb' doesn't exist in project 'mindsdb' {hint}")
         assert said("SELECT * FROM tickets WHERE content = 'late parcel' AND relevance > 0.5").endswith(
-            f"Knowledge base 'tickets' not found in project 'mindsdb' {hint}")  # `_kb` left out
+            f"Knowledge base 'tickets' doesn't exist in project 'mindsdb' {hint}")  # `_kb` left out
         far = said("SELECT id FROM my_kb WHERE content = 'refund policy' LIMIT 5")
-        assert far.endswith("Knowledge base 'my_kb' not found in project 'mindsdb'; "
+        assert far.endswith("Knowledge base 'my_kb' doesn't exist in project 'mindsdb'; "
                             "SHOW KNOWLEDGE_BASES lists them"), far
         assert "data source" not in far and "did you mean" not in far
         assert said("SELECT * FROM mindsdb.ticket_kb").endswith(hint)
         assert said("DESCRIBE KNOWLEDGE_BASE tickets_kbb").endswith(hint)
         assert said("DROP KNOWLEDGE_BASE tickets_k").endswith(hint)
         assert said("INSERT INTO tickets_bk (id, content) VALUES (1, 'a')") == (
-            f"Knowledge base 'tickets_bk' not found in project 'mindsdb' {hint}")
+            f"Knowledge base 'tickets_bk' doesn't exist in project 'mindsdb' {hint}")
         assert said("SELECT answer FROM suport WHERE question = 'hi'").endswith("(did you mean 'support'?)")
         assert said("USE mindsbd").endswith("(did you mean 'mindsdb'?)")
         assert "(did you mean 'df'" in said("SELECT * FROM fd.t")  # (or 'fs', a source, embedded)

@@ -128,6 +128,7 @@ class Engine(FileTables, UploadedFiles, Databases, Views, KnowledgeBaseEditing, 
                                read_only=self.config.read_only)
         loaded = models.context if models is not None else ProviderContext()
         self.models = ModelProviders(loaded.with_http(ModelHttp(policy=self._outbound_policy())))
+        self.models.context.llm_log.keep(self.config.llm_log_rows)
         self.storage = Registry[StorageBackend]("storage backend", STORAGE, BUILTINS[STORAGE], instances=True)
         self._parts: _Parts | None = None
         self._wiring = threading.Lock()

@@ -182,6 +182,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("read_only_sources", bool, False, "refuse writes to connected data sources (CREATE "
             "TABLE, INSERT, UPDATE, DELETE, DROP TABLE in a duckdb, sqlite or postgres source); "
             "files and df stay writable", "--read-only-sources"),
+    Setting("llm_log_rows", int, 500, "language-model calls (agents' turns, chat rerankers') kept "
+            "in memory for log.llm_log, the newest; 0 keeps none", "--llm-log-rows", positive=False,
+            metavar="N"),
     Setting("agent_max_iterations", int, 12, "tool calls one agent run may make"),
     Setting("agent_wall_time_s", float, 300.0, "seconds one agent run may take (an agent's "
             "params.timeout shortens its own)"),

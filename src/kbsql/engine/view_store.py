@@ -84,5 +84,5 @@ def drop_view(catalog: Catalog, project: str, name: str, if_exists: bool = False
         done = db.execute("DELETE FROM views WHERE project_id = ? AND lower(name) = lower(?)",
                           (record.id, name))
     if not done.rowcount and not if_exists:
-        raise UnknownTable(f"View {name} does not exist in project {record.name}",
+        raise UnknownTable(f"View not found: {name} does not exist in project {record.name}",
                            title="View not found")

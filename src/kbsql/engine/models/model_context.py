@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
+from kbsql.engine.models.llm_log import LlmLog
 from kbsql.engine.models.model_http import ModelHttp
 from kbsql.interface.errors import ProviderError
 
@@ -55,18 +56,21 @@ def openai_base(descriptor: dict[str, Any]) -> str:
 @dataclass
 class ProviderContext:
     """What the engine lends every provider it builds (the second argument of a provider
-    factory): the pooled outbound HTTP client with the engine's outbound policy, and
+    factory): the pooled outbound HTTP client with the engine's outbound policy,
     `load_once` for what is costly to load and safe to share (a local model's weights),
-    kept for the engine's lifetime."""
+    kept for the engine's lifetime, and the engine's `llm_log` of language-model calls
+    (`log.llm_log`; a plugin's provider may record its own calls there)."""
 
     http: ModelHttp = field(default_factory=ModelHttp)
+    llm_log: LlmLog = field(default_factory=LlmLog)
     _loaded: dict[str, Any] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def with_http(self, http: ModelHttp) -> ProviderContext:
         """A context with this one's loaded models and another HTTP client: what two engines
         of one process may share (the weights), keeping apart what they must not (each
-        engine's client carries its own outbound policy and is closed with that engine)."""
+        engine's client carries its own outbound policy and is closed with that engine, and
+        each engine keeps its own log of model calls)."""
         return ProviderContext(http=http, _loaded=self._loaded, _lock=self._lock)
 
     def load_once(self, key: str, load: Callable[[], T]) -> T:

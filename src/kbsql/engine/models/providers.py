@@ -21,6 +21,7 @@ from typing import Any
 from kbsql.engine import plugins
 from kbsql.engine.config import OFFLINE_PROVIDER
 from kbsql.engine.models.chat.base import ChatFactory, Provider
+from kbsql.engine.models.chat.logged import LoggedProvider
 from kbsql.engine.models.embeddings import Embedder, EmbeddingFactory
 from kbsql.engine.models.model_context import (  # noqa: F401 (re-exported: the engine's callers)
     OPENAI_BASE,
@@ -127,14 +128,15 @@ class ModelProviders:
         return factory(descriptor, self.context)
 
     def chat_provider(self, model: dict[str, Any]) -> Provider:
-        """The chat provider of an agent's model descriptor; an unknown name is a 400."""
+        """The chat provider of an agent's model descriptor, each turn recorded in
+        `log.llm_log` (chat/logged.py); an unknown name is a 400."""
         name = str(model.get("provider") or "")
         factory = self.chat.get(name)
         if factory is None:
             raise InvalidParameter(f"not supported by the local engine: the model provider "
                                    f"'{model.get('provider')}' for an agent (the reference has more); "
                                    f"use one of {', '.join(self.chat.names())}")
-        return factory(model, self.context)
+        return LoggedProvider(factory(model, self.context), self.context.llm_log)
 
     def close(self) -> None:
         self.context.http.close()

@@ -44,6 +44,7 @@ class _Remote:
         self.model_name = str(descriptor.get("model_name") or "")
         self.api_key = descriptor.get("api_key")
         self.http = context.http
+        self.llm_log = context.llm_log
         self.what = f"Reranking provider '{self.provider}' model '{self.model_name}'"
 
     def check(self) -> None:
@@ -90,11 +91,18 @@ class ChatReranker(_Remote):
     def _chat(self, query: str, document: str) -> float:
         body = {"model": self.model_name, "temperature": 0, "max_tokens": 8,
                 "messages": [{"role": "user", "content": PROMPT.format(query=query, document=document)}]}
-        answer = self.http.post_json(f"{self.base_url}/chat/completions", body, self.api_key, self.what)
+        recording = self.llm_log.start(f"{self.provider}/{self.model_name}", body["messages"],
+                                       str(self.api_key) if self.api_key else None)  # log.llm_log
         try:
+            answer = self.http.post_json(f"{self.base_url}/chat/completions", body, self.api_key, self.what)
             text = answer["choices"][0]["message"]["content"] or ""
         except (KeyError, TypeError, IndexError) as exc:
+            recording.finish(None, None, False)
             raise ProviderError(f"{self.what} answered without a chat message ({exc!r})") from exc
+        except BaseException:
+            recording.finish(None, None, False)
+            raise
+        recording.finish(text, answer.get("usage") if isinstance(answer, dict) else None, True)
         match = _NUMBER.search(text)
         if match is None:
             lowered = text.strip().lower()

@@ -80,6 +80,10 @@ def _own_table(statement: ast.ASTNode) -> Any:
     if isinstance(statement, ast.Describe) and not getattr(statement, "type", None):
         return statement.value
     if isinstance(statement, ast.Show) and (statement.category or "").upper() in ("COLUMNS", "FIELDS"):
+        if statement.in_table is not None and statement.from_table is not None:  # FROM t IN db: db.t,
+            statement.from_table = ast.Identifier(  # folded once for the router and the handler
+                parts=[*statement.in_table.parts, statement.from_table.parts[-1]])
+            statement.in_table = None
         return statement.from_table
     if isinstance(statement, (ast.Insert, ast.Delete, ast.Update)):
         return statement.table

@@ -16,7 +16,6 @@ projects and uploaded files, never every data source's tables (MindsDB's scope r
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -25,6 +24,7 @@ import sqlglot
 from sqlglot import expressions as exp
 
 from kbsql.interface.api import ServiceApi
+from kbsql.interface.column_types import data_type_of, mysql_sizes
 from kbsql.interface.results import ErrorResult, TableResult
 from kbsql.server.mysql.local_sql import run_local
 from kbsql.server.mysql.resultsets import Rows, arrow_rows
@@ -89,34 +89,6 @@ COLLATIONS = [["utf8mb4_general_ci", "utf8mb4", 45, "Yes", "Yes", 1, "PAD SPACE"
               ["utf8mb3_general_ci", "utf8mb3", 33, "Yes", "Yes", 1, "PAD SPACE"]]
 FILES_DATABASES = ("df", "files")
 
-# engine (DuckDB) type names -> MySQL DATA_TYPE and COLUMN_TYPE
-_TYPES = (
-    (re.compile(r"^(TINYINT|INT1)$"), "tinyint", "tinyint"),
-    (re.compile(r"^(SMALLINT|INT2|SHORT|UTINYINT)$"), "smallint", "smallint"),
-    (re.compile(r"^(INTEGER|INT|INT4|SIGNED|USMALLINT)$"), "int", "int"),
-    (re.compile(r"^(BIGINT|INT8|LONG|UINTEGER)$"), "bigint", "bigint"),
-    (re.compile(r"^(HUGEINT|UBIGINT|UHUGEINT)$"), "decimal", "decimal(38,0)"),
-    (re.compile(r"^(DOUBLE|FLOAT8|REAL|FLOAT4|FLOAT)$"), "double", "double"),
-    (re.compile(r"^(DECIMAL|NUMERIC)(\(\d+,\s*\d+\))?$"), "decimal", None),
-    (re.compile(r"^BOOL(EAN)?$"), "tinyint", "tinyint(1)"),
-    (re.compile(r"^DATE$"), "date", "date"),
-    (re.compile(r"^TIMESTAMP( WITH TIME ZONE)?|^TIMESTAMPTZ$|^TIMESTAMP_(S|MS|NS)$|^DATETIME$"),
-     "datetime", "datetime"),
-    (re.compile(r"^TIME$"), "time", "time"),
-    (re.compile(r"^(BLOB|BYTEA|BINARY|VARBINARY)$"), "blob", "blob"),
-    (re.compile(r"^JSON$|\[\]$|^(STRUCT|MAP|LIST|UNION)\b"), "json", "json"),
-)
-
-
-def mysql_type(engine_type: str | None) -> tuple[str, str]:
-    """(DATA_TYPE, COLUMN_TYPE) of an engine column type; text for anything else."""
-    name = (engine_type or "").strip().upper()
-    for pattern, data_type, column_type in _TYPES:
-        if pattern.search(name):
-            return data_type, column_type or name.lower().replace(" ", "")
-    return "text", "text"
-
-
 def quote_name(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
@@ -156,9 +128,16 @@ class EngineCatalog:
         return self._tables
 
     def columns(self, schema: str, table: str) -> list[tuple[str, str]]:
-        """(name, engine type) of each column; the engine's error when the table is unknown."""
+        """(name, MySQL column type) of each column, as the engine's SHOW COLUMNS answers them
+        (interface/column_types.py); the engine's error when the table is unknown."""
         rows = self._rows(f"SHOW COLUMNS FROM {quote_name(schema)}.{quote_name(table)}")
         return [(str(r[0]), str(r[1])) for r in rows]
+
+    def own_types(self, schema: str, table: str) -> dict[str, str]:
+        """A data-source table's column types in the source's own words (lower case, as
+        DESCRIBE reads them): MindsDB's ORIGINAL_TYPE (`integer` beside MySQL's `int`)."""
+        rows = self._rows(f"DESCRIBE {quote_name(schema)}.{quote_name(table)}")
+        return {str(r[0]): str(r[1]).lower() for r in rows}
 
 
 def _schemata(catalog: EngineCatalog) -> list[list[Any]]:
@@ -193,18 +172,19 @@ def _columns(catalog: EngineCatalog, scope: tuple[set[str] | None, set[str] | No
         if schemas is None and names is None and kind.upper() == "BASE TABLE" and \
                 schema.lower() not in FILES_DATABASES:
             continue  # a data source's tables only when named: listing them all may be slow
-        wanted.append((schema, table))
-    for schema, table in wanted:
+        wanted.append((schema, table, kind.upper() == "BASE TABLE"))
+    for schema, table, of_source in wanted:
         try:
             columns = catalog.columns(schema, table)
+            own = catalog.own_types(schema, table) if of_source else {}
         except LookupError:  # dropped meanwhile, or a data source that cannot answer
             continue
-        for position, (column, engine_type) in enumerate(columns, start=1):
-            data_type, column_type = mysql_type(engine_type)
-            rows.append(["def", schema, table, column, position, None, "YES", data_type, None, None, None,
-                         None, None, "utf8mb4" if data_type == "text" else None,
+        for position, (column, column_type) in enumerate(columns, start=1):
+            data_type = data_type_of(column_type)
+            rows.append(["def", schema, table, column, position, None, "YES", data_type,
+                         *mysql_sizes(column_type), "utf8mb4" if data_type == "text" else None,
                          "utf8mb4_0900_ai_ci" if data_type == "text" else None, column_type, "", "",
-                         "select", "", "", None, engine_type.lower()])  # MindsDB's ORIGINAL_TYPE
+                         "select", "", "", None, own.get(column, column_type)])  # MindsDB's ORIGINAL_TYPE
     return rows
 
 
@@ -292,13 +272,13 @@ def show_columns(api: ServiceApi, db: str, table: str, schema: str | None, full:
         schema, table = table.split(".", 1)
     columns = EngineCatalog(api, db).columns(schema or db, table)
     if full:
-        return [[name, mysql_type(kind)[1], None, "YES", "", None, "", "select", ""]
-                for name, kind in columns]
-    return [[name, mysql_type(kind)[1], "YES", "", None, ""] for name, kind in columns]
+        return [[name, kind, None, "YES", "", None, "", "select", ""] for name, kind in columns]
+    return [[name, kind, "YES", "", None, ""] for name, kind in columns]
 
 
 SHOW_COLUMNS = ["Field", "Type", "Null", "Key", "Default", "Extra"]
 SHOW_FULL_COLUMNS = ["Field", "Type", "Collation", "Null", "Key", "Default", "Extra", "Privileges", "Comment"]
+"""MySQL's own order, kept on this door (MindsDB's puts the three FULL columns last)."""
 
 
 def create_table(api: ServiceApi, db: str, table: str, schema: str | None) -> str:
@@ -306,7 +286,7 @@ def create_table(api: ServiceApi, db: str, table: str, schema: str | None) -> st
     if schema is None and "." in table:
         schema, table = table.split(".", 1)
     columns = EngineCatalog(api, db).columns(schema or db, table)
-    lines = [f"  {quote_name(name)} {mysql_type(kind)[1]} DEFAULT NULL" for name, kind in columns]
+    lines = [f"  {quote_name(name)} {kind} DEFAULT NULL" for name, kind in columns]
     body = ",\n".join(lines)
     return f"CREATE TABLE {quote_name(table)} (\n{body}\n) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4"
 

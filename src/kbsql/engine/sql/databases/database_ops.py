@@ -8,8 +8,8 @@ own is its integration record (`id, name, type, class_type, engine, permanent,
 date_last_update, connection_data`), a table `{name, type}`. The list is MindsDB's:
 `information_schema`, `log` (system), the projects, the user's data sources; kbsql's own
 `files` and `df` are not listed (a fresh MindsDB lists three databases, and clients count
-on it) but answer by name here, in SHOW DATABASES and in SQL. `log` has no tables: kbsql
-keeps no LLM or job log, and its tables route says so. Differences, on purpose: connection
+on it) but answer by name here, in SHOW DATABASES and in SQL. `log` lists `llm_log` (the
+engine's model calls) and `jobs_history` (the job runs). Differences, on purpose: connection
 parameters are shown with secrets masked (MindsDB shows them in clear, to anyone who can
 call the route). Errors carry MindsDB's titles ("Name conflict", "Database not found",
 "Connection error", ...). A data source is stored without connecting, even with incomplete
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import duckdb
 from mindsdb_sql_parser import ast
 
 from kbsql.engine.catalog import DatasourceRecord
@@ -188,7 +189,7 @@ class DatabaseOps:
     # tables -----------------------------------------------------------------------------
     def list_tables(self, database: str) -> list[dict[str, Any]]:
         session = self.session
-        if database.lower() == LOG_DATABASE:  # the job runs (CREATE JOB); no LLM log
+        if database.lower() == LOG_DATABASE:
             return [{"name": t, "type": "system view"} for t in LOG_TABLES]
         if database.lower() == INFORMATION_SCHEMA:
             return [{"name": t.upper(), "type": "system view"} for t in info_schema.TABLES]
@@ -259,14 +260,18 @@ class DatabaseOps:
             raise BadRequest(exc.message, title="Error") from None
 
     def _sql(self, run: Any) -> None:
-        """Run a table statement; its SQL error becomes a 400 "Error" (MindsDB's answer), but
-        a refused permission (read-only sources, a path not allowed) stays a 403."""
+        """Run a table statement; its SQL error becomes a 400 "Error" (MindsDB's answer), also
+        one DuckDB raises running it (a column the SELECT names that does not exist: MindsDB's
+        tables_test expects 400, not a 500), in one line; a refused permission (read-only
+        sources, a path not allowed) stays a 403."""
         try:
             run({"db": DEFAULT_PROJECT})
         except PermissionDenied:
             raise
         except SqlError as exc:
             raise BadRequest(exc.message, title="Error") from None
+        except duckdb.Error as exc:
+            raise BadRequest(str(exc).strip().splitlines()[0], title="Error") from None
 
     def _exists(self, name: str) -> bool:
         lowered = name.lower()

@@ -38,6 +38,7 @@ from kbsql.engine.sql.tables.names import (
 from kbsql.engine.sql.tables.select import describe_sql, run_select
 from kbsql.engine.view_store import views
 from kbsql.interface.api import DEFAULT_PROJECT
+from kbsql.interface.column_types import SHOW_COLUMNS, SHOW_FULL_COLUMNS, show_columns_rows
 from kbsql.interface.errors import Conflict, ServiceError, SqlError, UnknownDatabase, UnknownTable
 from kbsql.interface.results import OkResult, SqlResult
 
@@ -149,7 +150,7 @@ def show_tables(session: SqlSession, statement: ast.Show, ctx: dict[str, Any], r
     project = find_project(session, database)
     if database.lower() == INFORMATION_SCHEMA:
         rows = [(t, "SYSTEM VIEW") for t in info_schema.TABLES]
-    elif database.lower() == LOG_DATABASE:  # the job runs (CREATE JOB); no LLM log
+    elif database.lower() == LOG_DATABASE:
         rows = [(t, "SYSTEM VIEW") for t in LOG_TABLES]
     elif project is not None:
         database = project
@@ -176,10 +177,25 @@ def describe(session: SqlSession, statement: ast.Describe, ctx: dict[str, Any], 
 
 
 def show_columns(session: SqlSession, statement: ast.Show, ctx: dict[str, Any], routed: Routed) -> SqlResult:
-    """SHOW COLUMNS (or FIELDS) FROM [db.]table, as DESCRIBE answers it."""
+    """SHOW [FULL] COLUMNS (or FIELDS) FROM [db.]table [FROM|IN db] [LIKE | WHERE] in
+    MindsDB's shape (`Field, Type, Null, Key, Default, Extra`, FULL adds `Collation,
+    Privileges, Comment`; `Type` in MySQL's words): what its clients read, over HTTP too."""
     if statement.from_table is None:
         raise refusals.fallback(statement)
-    return describe(session, ast.Describe(statement.from_table), ctx, routed)
+    table = describe_sql(session, table_parts(statement.from_table), ctx, routed.resolutions)
+    pairs = list(zip(table.column(0).to_pylist(), table.column(1).to_pylist(), strict=True))
+    return show_columns_answer(session, pairs, statement, ctx)
+
+
+def show_columns_answer(session: SqlSession, pairs: list[tuple[str, str]], statement: ast.Show,
+                        ctx: dict[str, Any]) -> SqlResult:
+    """The SHOW [FULL] COLUMNS answer of (name, engine type) pairs, its LIKE (on `Field`) or
+    WHERE applied."""
+    full = "full" in [m.lower() for m in statement.modes or []]
+    names = SHOW_FULL_COLUMNS if full else SHOW_COLUMNS
+    rows = show_columns_rows(pairs, full)
+    table = pa.table({n: pa.array([r[i] for r in rows], pa.string()) for i, n in enumerate(names)})
+    return filtered(session, table, statement, ctx)
 
 
 def refuse_write(session: SqlSession, statement: ast.Insert | ast.Update | ast.Delete, ctx: dict[str, Any],

@@ -14,9 +14,10 @@ import pyarrow as pa
 
 from kbsql.engine.datasources.frame_store import FRAMES_SOURCE
 from kbsql.engine.datasources.upload_store import UPLOADS_SOURCE
+from kbsql.engine.models import llm_log as llm_log_columns
 from kbsql.engine.sql import query_log
 from kbsql.engine.sql.databases import job_tables
-from kbsql.engine.sql.tables.names import INFORMATION_SCHEMA, LOG_DATABASE, not_found
+from kbsql.engine.sql.tables.names import INFORMATION_SCHEMA, LOG_DATABASE, LOG_TABLES, not_found
 from kbsql.engine.view_store import views
 from kbsql.engine.views import knowledge_base_json
 from kbsql.interface.secrets import mask_secrets
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from kbsql.engine.sql.session import SqlSession
 
 TABLES = ("databases", "tables", "knowledge_bases", "agents", "queries", "jobs")
+LLM_LOG_COLUMNS = llm_log_columns.COLUMNS
 QUERY_COLUMNS = query_log.COLUMNS
 INFO_COLUMNS = ["NAME", "PROJECT", "EMBEDDING_MODEL", "RERANKING_MODEL", "STORAGE", "METADATA_COLUMNS",
                 "CONTENT_COLUMNS", "ID_COLUMN", "PARAMS", "INSERT_STARTED_AT", "INSERT_FINISHED_AT",
@@ -38,7 +40,7 @@ INFO_COLUMNS = ["NAME", "PROJECT", "EMBEDDING_MODEL", "RERANKING_MODEL", "STORAG
 def databases(session: SqlSession) -> pa.Table:
     catalog = session.catalog
     rows: list[tuple[str, str, Any, Any]] = [(INFORMATION_SCHEMA, "system", None, None),
-                                             (LOG_DATABASE, "system", None, None)]  # MindsDB's; no tables
+                                             (LOG_DATABASE, "system", None, None)]  # MindsDB's: llm_log
     rows += [(p.name, "project", None, None) for p in catalog.projects()]
     rows.append((UPLOADS_SOURCE, "data", "files", "{}"))
     rows.append((FRAMES_SOURCE, "data", "dataframe", "{}"))
@@ -52,6 +54,7 @@ def tables(session: SqlSession) -> pa.Table:
     """Tables of every database. A data source that cannot be listed is skipped."""
     catalog = session.catalog
     rows: list[tuple[str, str, str]] = [(INFORMATION_SCHEMA, t.upper(), "SYSTEM VIEW") for t in TABLES]
+    rows += [(LOG_DATABASE, t, "SYSTEM VIEW") for t in LOG_TABLES]
     rows += [(kb.project_name, kb.name, "KNOWLEDGE BASE") for kb in catalog.knowledge_bases()]
     for project in catalog.projects():
         rows += [(project.name, a.name, "AGENT") for a in catalog.agents(project.name)]
@@ -103,6 +106,15 @@ def frame(session: SqlSession, name: str, ctx: dict[str, Any]) -> Any:
         return pa.table({c: pa.array([r[i] for r in rows], pa.int64() if c in ("ID", "PROCESSED_ROWS")
                                      else pa.string()) for i, c in enumerate(QUERY_COLUMNS)})
     raise not_found(name, INFORMATION_SCHEMA, f" (known: {', '.join(TABLES)})")
+
+
+def llm_log(session: SqlSession) -> pa.Table:
+    """`log.llm_log` in MindsDB's columns: this engine's newest model calls (models/llm_log.py)."""
+    rows = session.kbs.service.models.context.llm_log.rows()
+    types = {"START_TIME": pa.timestamp("us"), "END_TIME": pa.timestamp("us"), "SUCCESS": pa.bool_(),
+             "PROMPT_TOKENS": pa.int64(), "COMPLETION_TOKENS": pa.int64(), "TOTAL_TOKENS": pa.int64()}
+    return pa.table({c: pa.array([r[i] for r in rows], types.get(c, pa.string()))
+                     for i, c in enumerate(LLM_LOG_COLUMNS)})
 
 
 def _info_row(record: KbRecord, last: QueryRecord | None) -> list[Any]:

@@ -3,9 +3,11 @@
 
 A view lives in a project (the current one when unqualified) and is kept in the catalog
 (view_store.py); `SELECT ... FROM project.v`, alone or joined with knowledge bases and
-tables, reads its SELECT as a subquery compiled in the view's project. The SELECT is checked
-to be one when the view is made; its tables are resolved when it is read (as MindsDB does:
-a view may name a table made later).
+tables, reads its SELECT as a subquery compiled in the view's project. CREATE VIEW runs a
+plain SELECT once with LIMIT 1 in the view's project, as MindsDB's `Project.create_view`
+does, so a view over a table that does not exist is refused when it is made; ALTER VIEW and
+a UNION are only checked to parse (MindsDB's too), and a view's tables are resolved again
+whenever it is read.
 """
 
 from __future__ import annotations
@@ -22,8 +24,9 @@ from kbsql.engine.sql import refusals
 from kbsql.engine.sql.databases.database_statements import filtered
 from kbsql.engine.sql.parse import parsing
 from kbsql.engine.sql.tables.names import find_project, table_parts
+from kbsql.engine.sql.tables.select import run_select
 from kbsql.interface.errors import SqlError, UnknownDatabase
-from kbsql.interface.results import OkResult, SqlResult
+from kbsql.interface.results import OkResult, SqlResult, default_context
 
 if TYPE_CHECKING:
     from kbsql.engine.sql.session import SqlSession
@@ -64,9 +67,20 @@ def checked_query(query: str) -> str:
     return query
 
 
+def _try_once(session: SqlSession, query: str, project: str) -> None:
+    """Run a view's plain SELECT with LIMIT 1 in its project: its tables must exist now
+    (MindsDB's check when a view is made); its error is the statement's."""
+    select = parsing.parse(query)
+    if isinstance(select, ast.Select):
+        select.limit = ast.Constant(1)
+        run_select(session, select, default_context(project))
+
+
 def create_view(session: SqlSession, statement: CreateView, ctx: dict[str, Any], routed: Routed) -> SqlResult:
     project, name = _place(session, statement.name, ctx)
-    view_store.create_view(session.catalog, project, name, _checked_query(statement),
+    query = _checked_query(statement)
+    _try_once(session, query, project)
+    view_store.create_view(session.catalog, project, name, query,
                            replace=bool(getattr(statement, "is_replace", False)),
                            if_not_exists=bool(statement.if_not_exists))
     session.plans.clear()
@@ -77,7 +91,7 @@ def alter_view(session: SqlSession, statement: AlterView, ctx: dict[str, Any], r
     """ALTER VIEW v AS (SELECT ...): a new SELECT for a view that exists."""
     project, name = _place(session, statement.name, ctx)
     if view_store.find_view(session.catalog, project, name) is None:
-        raise SqlError(f"View {name} does not exist in project {project}")
+        raise SqlError(f"View not found: {name} does not exist in project {project}")
     view_store.create_view(session.catalog, project, name, _checked_query(statement), replace=True)
     session.plans.clear()
     return OkResult(None, context=ctx)
@@ -92,10 +106,14 @@ def drop_view(session: SqlSession, statement: DropView, ctx: dict[str, Any], rou
 
 
 def show_views(session: SqlSession, statement: ast.Show, ctx: dict[str, Any], routed: Routed) -> SqlResult:
-    """SHOW VIEWS [FROM project]: the views of a project, as SHOW TABLES names its column."""
+    """SHOW VIEWS [FROM project] [LIKE | WHERE]: the views of a project in MindsDB's shape
+    (`SELECT * FROM information_schema.views WHERE project = ...`: NAME, PROJECT, QUERY; its
+    command executor's answer, which its MySQL-protocol tests read by `name`)."""
     source = statement.from_table or statement.in_table
     project, _ = _place(session, ast.Identifier(parts=[*table_parts(source), "_"]) if source
                         else ast.Identifier("_"), ctx)
-    names = [v.name for v in view_store.views(session.catalog, project)]
-    return filtered(session, pa.table({f"Tables_in_{project}": pa.array(names, pa.string())}),
+    found = view_store.views(session.catalog, project)
+    columns = {"NAME": [v.name for v in found], "PROJECT": [v.project_name for v in found],
+               "QUERY": [v.query for v in found]}
+    return filtered(session, pa.table({k: pa.array(v, pa.string()) for k, v in columns.items()}),
                     statement, ctx)

@@ -9,7 +9,6 @@ DELETE) are in `kb_rows`. Names resolve in the current project (`ctx["db"]`) or 
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Any
 
 from mindsdb_sql_parser import ast
@@ -21,6 +20,7 @@ from kbsql.engine.catalog import KbRecord
 from kbsql.engine.knowledge.ingest import INTERNAL_KEYS
 from kbsql.engine.knowledge.search import SearchRequest
 from kbsql.engine.sql.arrow_results import ArrowTableResult
+from kbsql.engine.sql.databases.database_statements import show_columns_answer
 from kbsql.engine.sql.databases.info_schema import INFO_COLUMNS, knowledge_bases_frame
 from kbsql.engine.sql.kb import kb_evaluate
 from kbsql.engine.sql.kb.kb_rows import run_over
@@ -172,8 +172,8 @@ def describe(session: SqlSession, statement: ast.Describe, ctx: dict[str, Any],
 
 
 def columns(session: SqlSession, statement: ast.Show, ctx: dict[str, Any], routed: Routed) -> SqlResult:
-    """SHOW COLUMNS FROM kb: the columns a SELECT on it can name (the same two columns as
-    DESCRIBE of a table), metadata columns included, declared or seen in its rows."""
+    """SHOW [FULL] COLUMNS FROM kb: the columns a SELECT on it can name, metadata columns
+    included (declared or seen in its rows), in MindsDB's shape as for a table."""
     record = routed.record
     assert record is not None  # the router sends only a knowledge base here
     names = [("id", "VARCHAR"), ("chunk_id", "VARCHAR"), ("chunk_content", "VARCHAR"), ("metadata", "JSON"),
@@ -183,8 +183,4 @@ def columns(session: SqlSession, statement: ast.Show, ctx: dict[str, Any], route
         rows = session.kbs.service.search(record, SearchRequest(limit=1000))
         keys = sorted({k for r in rows for k in (r[3] or {})} - set(INTERNAL_KEYS))
     names += [(k, "VARCHAR") for k in keys]
-    frame_rows = [[n, t] for n, t in names]
-    if statement.like is not None:
-        pattern = str(statement.like).replace("%", ".*").replace("_", ".")
-        frame_rows = [r for r in frame_rows if re.fullmatch(pattern, r[0], re.IGNORECASE)]
-    return TableResult(["COLUMN_NAME", "DATA_TYPE"], frame_rows, context=ctx)
+    return show_columns_answer(session, names, statement, ctx)

@@ -18,6 +18,7 @@ from mindsdb_sql_parser import ast, parse_sql
 
 from kbsql.engine.sql.parse.in_fastpath import parse_in_lists
 from kbsql.engine.sql.parse.values_fastpath import parse_insert_values
+from kbsql.engine.sql.parse.write_shapes import parse_write_shape
 from kbsql.engine.sql.refusals import PREFIX
 from kbsql.interface.errors import LimitExceeded, ParseError
 from kbsql.interface.sqltext import segments
@@ -54,7 +55,13 @@ def parse(query: str) -> ast.ASTNode:
         statement = parse_sql("CREATE VIEW" + query[match.end():])  # lacks: a CreateView
         statement.is_replace = True  # marked to replace (sql/databases/view_statements.py)
         return statement
-    return parse_sql(query)
+    try:
+        return parse_sql(query)
+    except Exception:
+        statement = parse_write_shape(query)  # MindsDB's documented writes its parser refuses
+        if statement is None:
+            raise
+        return statement
 
 
 _OR_REPLACE_VIEW = re.compile(r"^\s*create\s+or\s+replace\s+view\b", re.IGNORECASE)

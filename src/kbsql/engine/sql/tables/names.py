@@ -30,10 +30,8 @@ if TYPE_CHECKING:
     from kbsql.engine.sql.session import SqlSession
 
 INFORMATION_SCHEMA = "information_schema"
-LOG_DATABASE = "log"  # MindsDB's system database of LLM calls and job runs
-LOG_TABLES = ("jobs_history",)  # the job runs (CREATE JOB); kbsql keeps no log of LLM calls
-NO_LOG_TABLES = ("log is MindsDB's log of LLM calls and job runs: kbsql keeps job runs only, in "
-                 "log.jobs_history (information_schema.queries lists knowledge-base inserts)")
+LOG_DATABASE = "log"  # MindsDB's system database of LLM calls (llm_log) and job runs (jobs_history)
+LOG_TABLES = ("llm_log", "jobs_history")
 RESERVED = frozenset({INFORMATION_SCHEMA, LOG_DATABASE, FRAMES_SOURCE, UPLOADS_SOURCE})
 
 
@@ -92,15 +90,20 @@ def not_found(table: str, database: str, hint: str = "") -> UnknownTable:
     return UnknownTable(f"Table '{table}' not found in database '{database}'{hint}")
 
 
+def _log_table(name: str) -> Resolved:
+    """A table of MindsDB's `log` database: llm_log (the model calls) or jobs_history (the job runs)."""
+    if name.lower() not in LOG_TABLES:
+        raise not_found(name, LOG_DATABASE, f" (known: {', '.join(LOG_TABLES)})")
+    return Resolved("log" if name.lower() == "llm_log" else "jobs", LOG_DATABASE, name.lower())
+
+
 def resolve(session: SqlSession, parts: list[str], current: str) -> Resolved:
     database, rest = (current, parts) if len(parts) == 1 else (parts[0], parts[1:])
     name = ".".join(rest)
     if database.lower() == INFORMATION_SCHEMA:
         return Resolved("info", INFORMATION_SCHEMA, rest[-1].lower())
-    if database.lower() == LOG_DATABASE:  # MindsDB's log of job runs; no LLM log here
-        if [r.lower() for r in rest] != list(LOG_TABLES):
-            raise not_found(name, LOG_DATABASE, f" ({NO_LOG_TABLES})")
-        return Resolved("jobs", LOG_DATABASE, "jobs_history")
+    if database.lower() == LOG_DATABASE:
+        return _log_table(name)
     catalog = session.catalog
     is_project = True
     if len(rest) == 1:  # the common case first: one read of the project, one of the KB
@@ -152,7 +155,7 @@ def misspelt_knowledge_base(session: SqlSession, table: Any, ctx: dict[str, Any]
         return None
     project, name = found
     hint = did_you_mean(name, [kb.name for kb in session.catalog.knowledge_bases(project)])
-    return f"Knowledge base '{name}' not found in project '{project}'{hint}" if hint else None
+    return f"Knowledge base '{name}' doesn't exist in project '{project}'{hint}" if hint else None
 
 
 def project_table(session: SqlSession, table: Any, ctx: dict[str, Any]) -> tuple[str, str] | None:
@@ -194,7 +197,7 @@ def missing_knowledge_base(session: SqlSession, statement: ast.Select, ctx: dict
     if project is None:
         return
     known = [kb.name for kb in session.catalog.knowledge_bases(project)]
-    raise UnknownTable(f"Knowledge base '{parts[-1]}' not found in project '{project}'"
+    raise UnknownTable(f"Knowledge base '{parts[-1]}' doesn't exist in project '{project}'"  # MindsDB's words
                        f"{did_you_mean(parts[-1], known) or '; SHOW KNOWLEDGE_BASES lists them'}")
 
 

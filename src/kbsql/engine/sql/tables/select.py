@@ -150,6 +150,8 @@ def _rewrite(session: SqlSession, table: exp.Table, ctes: dict[str, str], ctx: d
                 frame = info_schema.frame(session, target.name, ctx)
             elif target.kind == "jobs":
                 frame = job_tables.frame(session, target)
+            elif target.kind == "log":
+                frame = info_schema.llm_log(session)
             else:
                 frame = kb_tables.materialize(session, table, target)
                 compiled.kb_metadata = compiled.kb_metadata or target.kind == "kb"
