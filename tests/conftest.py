@@ -18,20 +18,29 @@ from tests import pgvector_server
 pytest_plugins = ["tests.jupyterlab_fixtures"]
 
 ROOT = Path(__file__).resolve().parents[1]
+BROWSER_FILES = (
+    # JupyterLab + Chromium: one unit of work for pytest-xdist (pytest_xdist_make_scheduler),
+    # so they run one after the other on one worker while the other worker runs the rest; side
+    # by side on 2 cores they starve each other's pages (jupyterlab_fixtures.one_at_a_time
+    # still serializes them under any other scheduling).
+    "tests/widgets/test_widget_jupyterlab.py", "tests/labextension/test_lab_fit.py",
+    "tests/widgets/test_saved_state.py", "tests/labextension/test_lab_highlight.py",
+    "tests/labextension/test_lab_chat.py", "tests/labextension/test_lab_sidebar.py",
+    "tests/labextension/test_lab_routes.py",
+)
 FIRST = (
     # The files that take longest (per-file time of a whole run), handed out first so that
     # pytest-xdist's two workers finish together instead of one waiting on a long file at the
-    # end; browser files (one at a time: jupyterlab_fixtures.one_at_a_time) alternate with others.
-    "tests/test_benchmarks_smoke.py", "tests/widgets/test_widget_jupyterlab.py",
-    "tests/test_server_isolation.py", "tests/labextension/test_lab_fit.py",
-    "tests/notebook/test_notebooks.py", "tests/widgets/test_saved_state.py",
-    "tests/agents/test_offline_rates.py", "tests/labextension/test_lab_highlight.py",
-    "tests/test_server_lifecycle.py", "tests/labextension/test_lab_chat.py",
-    "tests/test_contract.py", "tests/labextension/test_lab_sidebar.py",
-    "tests/knowledge/test_minilm_onnx.py", "tests/labextension/test_lab_routes.py",
-    "tests/notebook/test_interrupts.py", "tests/test_server_http.py", "tests/test_readme.py",
-    "tests/agents/test_offline_knows.py", "tests/mysql/test_isolation.py",
-    "tests/widgets/test_widget_real_streams.py", "tests/knowledge/test_crash.py", "tests/test_scaleout.py",
+    # end (pyproject's --no-loadscope-reorder keeps this order: xdist's default reorders files
+    # by their number of tests). The browser files, one unit, come first: the longest.
+    *BROWSER_FILES,
+    "tests/test_benchmarks_smoke.py", "tests/test_server_isolation.py", "tests/notebook/test_notebooks.py",
+    "tests/test_server_lifecycle.py", "tests/test_contract.py", "tests/agents/test_offline_knows.py",
+    "tests/test_readme.py", "tests/notebook/test_interrupts.py", "tests/test_jobs.py",
+    "tests/test_server_http.py", "tests/knowledge/test_minilm_onnx.py", "tests/agents/test_offline_rates.py",
+    "tests/mysql/test_isolation.py", "tests/widgets/test_widget_real_streams.py",
+    "tests/knowledge/test_crash.py", "tests/test_scaleout.py", "tests/test_shared_catalog.py",
+    "tests/knowledge/test_e5.py",
 )
 
 
@@ -46,15 +55,32 @@ def pytest_configure(config: pytest.Config) -> None:
         compileall.compile_dir(ROOT / "src" / "kbsql", quiet=1)
 
 
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """pytest-xdist's `--dist loadfile` (a file is a unit of work: its module fixtures start
+    once), except that BROWSER_FILES are one unit together."""
+    from xdist.scheduler import LoadFileScheduling
+
+    class FilesAndBrowser(LoadFileScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            scope = super()._split_scope(nodeid)
+            return "browser tests" if scope in BROWSER_FILES else scope
+
+    return FilesAndBrowser(config, log) if config.getvalue("dist") == "loadfile" else None
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The long files first, in FIRST's order (a stable sort: every worker collects the same
-    order, which pytest-xdist requires); the rest keep theirs."""
+    order, which pytest-xdist requires); the rest keep theirs. A test that takes the browser
+    lock must be in BROWSER_FILES (else it would wait on the lock beside the other worker's)."""
     rank = {name: i for i, name in enumerate(FIRST)}
 
-    def key(item: pytest.Item) -> int:
-        return rank.get(Path(str(item.path)).relative_to(ROOT).as_posix(), len(FIRST))
+    def name(item: pytest.Item) -> str:
+        return Path(str(item.path)).relative_to(ROOT).as_posix()
 
-    items.sort(key=key)
+    items.sort(key=lambda item: rank.get(name(item), len(FIRST)))
+    stray = {name(i) for i in items if "one_at_a_time" in getattr(i, "fixturenames", ())} - set(BROWSER_FILES)
+    if stray:
+        raise pytest.UsageError(f"browser tests outside tests/conftest.py BROWSER_FILES: {sorted(stray)}")
 
 
 def start_server(data_dir: Path, env: dict[str, str] | None = None) -> tuple[ServerProcess, str]:
