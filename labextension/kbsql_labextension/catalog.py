@@ -58,22 +58,31 @@ def agent(item: Any) -> dict[str, Any]:
 
 def jobs(client: Any, project: str) -> list[dict[str, Any]]:
     """The project's jobs (CREATE JOB) with their schedule and last run (`log.jobs_history`).
-    A service without jobs (an older kbsql, MindsDB without the table) lists none."""
+    A service without jobs (an older kbsql, MindsDB without the table, a server answering
+    another shape) lists none rather than failing the whole catalog."""
     try:
-        listed = client.sql(f"SELECT name, schedule_str, next_run_at FROM {quote_name(project)}.jobs").data
-        runs = client.sql("SELECT name, project, run_start, run_end, error FROM log.jobs_history").data
-    except Exception:
+        listed = _records(client.sql(
+            f"SELECT name, schedule_str, next_run_at FROM {quote_name(project)}.jobs"))
+        runs = _records(client.sql("SELECT name, project, run_start, run_end, error FROM log.jobs_history"))
+        last: dict[str, dict[str, Any]] = {}
+        for run in runs:  # in run order: the last one stays
+            if str(run["project"]).lower() == project.lower():
+                last[str(run["name"]).lower()] = run
+        out = []
+        for job in listed:
+            run = last.get(str(job["name"]).lower(), {})
+            out.append({"name": job["name"], "schedule": job["schedule_str"],
+                        "next_run_at": job["next_run_at"], "last_run": run.get("run_start"), "last_run_end": run.get("run_end"),
+                        "last_error": run.get("error")})
+        return out
+    except Exception:  # any failure or other shape: no jobs shown, the rest still is
         return []
-    last: dict[str, list[Any]] = {}
-    for name, where, start, end, error in runs:  # in run order: the last one stays
-        if str(where).lower() == project.lower():
-            last[str(name).lower()] = [start, end, error]
-    out = []
-    for name, schedule, next_run in listed:
-        start, end, error = last.get(str(name).lower(), [None, None, None])
-        out.append({"name": name, "schedule": schedule, "next_run_at": next_run,
-                    "last_run": start, "last_run_end": end, "last_error": error})
-    return out
+
+
+def _records(result: Any) -> list[dict[str, Any]]:
+    """A table result's rows by lower-cased column name (KeyError when a column is missing)."""
+    names = [str(c).lower() for c in result.column_names]
+    return [dict(zip(names, row, strict=True)) for row in result.data]
 
 
 def datasources(client: Any, projects: list[str]) -> list[dict[str, Any]]:
