@@ -121,12 +121,3 @@ CURRENT: ContextVar[Control | None] = ContextVar("kbsql_control", default=None)
 
 def current() -> Control | None:
     return CURRENT.get()
-
-
-def checkpoint() -> None:
-    """Raise `Stopped` if the work of this context must stop (its deadline passed, its
-    client left, it was cancelled): for loops of slow steps that no watchdog interrupts
-    (EVALUATE's questions, model calls), called between steps."""
-    control = CURRENT.get()
-    if control is not None:
-        control.check()

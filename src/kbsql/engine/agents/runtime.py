@@ -68,8 +68,6 @@ class AgentRuntime:
                     if isinstance(event, loop.Output):
                         output = event.text
         except RunCancelled as exc:
-            if request is not None:  # the statement's deadline or its client: its own words
-                request.check()
             raise ProviderError(f"The agent {record.name} stopped: {exc}",
                                 title="Agent run stopped") from exc
         return completion_answer(output, trace_id)
@@ -80,15 +78,8 @@ class AgentRuntime:
 
     def control(self, record: AgentRecord) -> RunControl:
         """The run's deadline: the agent's `params.timeout` (agent_syntax.mdx: the seconds it
-        has to answer) within the engine's own limit (`agent_wall_time_s`), and within what
-        is left of the request's (`SELECT answer FROM agent` keeps the statement deadline)."""
+        has to answer) within the engine's own limit (`agent_wall_time_s`)."""
         timeout = record.params.get("timeout")
-        left = request.remaining() if (request := current_control()) is not None else None
-        if request is not None and left is not None and \
-                left < min(self.limits.wall_time_s, float(timeout or "inf")):
-            control = RunControl(0.0, request.limit_note or "its time limit")
-            control.deadline = request.deadline or control.deadline  # the very same instant
-            return control
         if timeout is not None and float(timeout) < self.limits.wall_time_s:
             return RunControl(float(timeout), f"its timeout of {timeout} s (params.timeout)")
         return RunControl(self.limits.wall_time_s)

@@ -18,26 +18,18 @@ apply their own, where one process-wide policy let the last engine built set bot
 Failures become a `ProviderError` in one line naming the provider and model (`what`) and
 the URL's origin, never the key (`scrub_secret`); a call that got no answer reads the same
 whatever the reason, and on a shared server an error answer's body is not shown.
-
-Every call also keeps the deadline of the work it serves (`interface.control.CURRENT`: an SQL
-statement's, a background insert batch's): it is not sent once that has passed or the work
-was stopped, it waits no longer than the time left, and a call cut short by either raises
-`Stopped` (the statement's "ran past its time limit" line), not "no answer". EVALUATE and
-`SELECT answer FROM agent` ran 40 s past a 6 s deadline before (issue 39).
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from typing import Any
 
 import httpx
 
 from kbsql.engine import outbound
-from kbsql.interface.control import checkpoint
-from kbsql.interface.control import current as current_control
 from kbsql.interface.errors import InvalidParameter, ProviderError
 from kbsql.interface.secrets import scrub_secret
 
@@ -76,9 +68,6 @@ class ModelHttp:
         limit = self.policy.timeout
         if limit:
             chosen = _at_most(chosen, limit)
-        left = _time_left()
-        if left is not None:  # no call outlives the statement it serves
-            chosen = _at_most(chosen, max(left, 0.05))
         try:
             return self._pool().build_request(method, url, json=json, headers=headers, timeout=chosen)
         except (httpx.InvalidURL, UnicodeError):  # a host the client cannot encode: the caller's, a 400
@@ -90,7 +79,7 @@ class ModelHttp:
         the engine, after the outbound policy (`who` names the provider in its errors)."""
         url = str(request.url)
         outbound.check(self.policy, url, who)
-        with _controlled(), self._lanes.lane(url, who):
+        with self._lanes.lane(url, who):
             return self._pool().send(request)
 
     @contextmanager
@@ -99,12 +88,10 @@ class ModelHttp:
         response is closed (on exit)."""
         url = str(request.url)
         outbound.check(self.policy, url, who)
-        with _controlled(), self._lanes.lane(url, who):
+        with self._lanes.lane(url, who):
             response = self._pool().send(request, stream=True)
-            control = current_control()
-            try:  # stopping the work closes the stream its thread reads
-                with control.stoppable(response.close) if control is not None else nullcontext():
-                    yield response
+            try:
+                yield response
             finally:
                 response.close()
 
@@ -142,24 +129,6 @@ class ModelHttp:
             client, self._client = self._client, None
         if client is not None:
             client.close()
-
-
-def _time_left() -> float | None:
-    """Seconds left before the deadline of the work this call serves (None: no deadline)."""
-    control = current_control()
-    return control.remaining() if control is not None else None
-
-
-@contextmanager
-def _controlled() -> Iterator[None]:
-    """A model call under the work's control: not started once the work must stop, and a
-    failure that comes with (or from) its deadline or a stop raises `Stopped` instead."""
-    checkpoint()
-    try:
-        yield
-    except (httpx.HTTPError, httpx.StreamError):
-        checkpoint()
-        raise
 
 
 def _at_most(timeout: httpx.Timeout | float, limit: float) -> httpx.Timeout:

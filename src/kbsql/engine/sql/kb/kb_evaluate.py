@@ -21,7 +21,6 @@ from kbsql.engine.models.model_http import ModelHttp
 from kbsql.engine.models.rerank import Reranker
 from kbsql.engine.sql.refusals import unsupported
 from kbsql.interface import progress as progress_mod
-from kbsql.interface.control import checkpoint
 from kbsql.interface.errors import SqlError
 from kbsql.interface.progress import OnProgress, Reporter
 
@@ -102,14 +101,9 @@ def run(params: dict[str, Any], ports: EvaluatePorts) -> tuple[list[str], list[l
         return ["name", "generated_rows"], [[ports.kb_name, len(tests) if generate else 0]]
 
     tests = ports.rows_of(f"SELECT * FROM {database}.{table}")
-
-    def search(request: SearchRequest) -> list[list[Any]]:
-        checkpoint()  # a question at a time under the statement's deadline and its client
-        return ports.search(request)
-
     if version == "doc_id":
         def ids(question: str, k: int) -> list[Any]:
-            return [r[0] for r in search(SearchRequest(query=question, limit=k))]
+            return [r[0] for r in ports.search(SearchRequest(query=question, limit=k))]
 
         result = _stepped(ports.progress, f"evaluate {ports.kb_name}", len(tests), progress_mod.EVALUATING,
                           lambda step: metrics.evaluate_doc_id(tests, ids, step))
@@ -122,7 +116,7 @@ def run(params: dict[str, Any], ports: EvaluatePorts) -> tuple[list[str], list[l
         scorer = ports.reranker(judge)
 
         def texts(question: str, k: int) -> list[str]:
-            return [r[2] for r in search(SearchRequest(query=question, limit=k, rerank=False))]
+            return [r[2] for r in ports.search(SearchRequest(query=question, limit=k, rerank=False))]
 
         result = _stepped(ports.progress, f"evaluate {ports.kb_name}", len(tests), progress_mod.EVALUATING,
                           lambda step: metrics.evaluate_relevancy(tests, texts, scorer.score, step))
