@@ -1,7 +1,7 @@
 """The index candidates of issue 37, measured on the queries people type, before choosing.
 
 Run: `python benchmarks/bench_index_curve.py [--docs 100000] [--queries 100]
-[--only ivf,adaptive,rerank,hnsw_coarse,hnsw]`. Prints JSON and writes
+[--only ivf,adaptive,rerank,hnsw_coarse,hnsw] [--cells 1,2,4]`. Prints JSON and writes
 benchmarks/results/index_curve.json (above 100k docs: index_curve_<N>k.json).
 
 Vectors: kbsql's `hash-384` over the near-duplicate corpus (benchmarks/neardup.py), the same
@@ -133,12 +133,12 @@ def adaptive_search(index, floor: int, cap: int, ratio: float, fetch: int) -> Se
     return search
 
 
-def sweep_ivf(x: np.ndarray, sets: dict, only: set[str]) -> dict[str, list]:
+def sweep_ivf(x: np.ndarray, sets: dict, only: set[str], mults: tuple[int, ...]) -> dict[str, list]:
     """kbsql's IVF: cells (1, 2, 4 sqrt(N)) x nprobe at the same scanned share, a larger
     re-score pool, and cells chosen per query from the centroid scores."""
     curves: dict[str, list] = {}
     root = math.sqrt(len(x))
-    for mult in (1, 2, 4) if "ivf" in only else (4,):
+    for mult in mults if "ivf" in only else (4,):
         index = ivf_index(x, int(mult * root))
         if "ivf" in only:  # 4%, 8%, 15%, 30% of the cells
             for share in (0.04, 0.08, 0.15, 0.3):
@@ -193,6 +193,7 @@ def main() -> None:
     parser.add_argument("--docs", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=100, help="per kind, tuning seed")
     parser.add_argument("--only", default="ivf,adaptive,rerank,hnsw_coarse,hnsw")
+    parser.add_argument("--cells", default="1,2,4", help="IVF cells swept, in sqrt(N)s (4: kbsql's)")
     args = parser.parse_args()
     from report import write_report
 
@@ -207,7 +208,8 @@ def main() -> None:
         q = emb.embed(texts)
         sets[kind] = (q, exact(x, q))
     faiss.omp_set_num_threads(1)
-    curves = sweep_ivf(x, sets, only) if only & {"ivf", "rerank", "adaptive"} else {}
+    mults = tuple(int(m) for m in args.cells.split(","))
+    curves = sweep_ivf(x, sets, only, mults) if only & {"ivf", "rerank", "adaptive"} else {}
     if "hnsw_coarse" in only:
         curves["hnsw_coarse"] = sweep_hnsw_coarse(x, sets)
     if "hnsw" in only:
