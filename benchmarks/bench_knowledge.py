@@ -7,7 +7,9 @@ the same run, on the same machine, on the same data:
 - ingest (default model, real text from pydoc_data): chunks/s through `insert_rows` vs the
   model's own `encode` on the same chunk texts (target >= 85%);
 - search over 100k chunks (hash embedder): engine p50/p99 vs embedding the query + a bare
-  FAISS search of the same vectors in an index of the same type (target overhead <= 1 ms);
+  FAISS search of the same vectors in an index of the same type (target overhead <= 1 ms),
+  and recall@10 per kind of query people type (near-copies, phrases, questions, paraphrases,
+  queries far from any document; a held-out set apart), mean and worst decile;
 - optionally the numpy MiniLM vs sentence-transformers (when `KBSQL_ST_PYTHON` or
   /tmp/stvenv/bin/python has sentence-transformers).
 """
@@ -24,6 +26,7 @@ import time
 from pathlib import Path
 
 import faiss
+import neardup  # benchmarks/neardup.py: the kinds of query people type (issue 37)
 import numpy as np
 from report import write_report  # benchmarks/report.py (the script's folder is on sys.path)
 
@@ -171,7 +174,7 @@ def bench_threshold(sizes: list[int], dim: int = 384, queries: int = 200) -> dic
 
 
 # search over 100k chunks -----------------------------------------------------------------
-def bench_search(n: int, queries: int) -> dict:
+def bench_search(n: int, queries: int, per_kind: int) -> dict:
     rng = np.random.default_rng(1)
     words = np.array(WORDS)
     texts = [" ".join(words[rng.integers(0, len(words), 12)]) for _ in range(n)]
@@ -244,11 +247,33 @@ def bench_search(n: int, queries: int) -> dict:
             got = eng.knowledge.search(record, SearchRequest(query=text, limit=10))
             hits += sum(1 - r[5] >= scores[0][-1] - 1e-6 for r in got)
         result["engine_recall_at_10"] = round(hits / (10 * min(100, len(qtexts))), 3)
+        result["recall_by_kind"] = recall_by_kind(eng, record, exact, texts, per_kind)
         overhead = timings["engine"]["p50_ms"] - timings["bare_faiss"]["p50_ms"]
         result["engine_overhead_p50_ms"] = round(overhead, 3)
         result["target_overhead_ms"] = 1.0
         result["meets_target"] = overhead <= 1.0
     return result
+
+
+def recall_by_kind(eng: Engine, record, exact, texts: list[str], per_kind: int) -> dict:
+    """Tie-aware recall@10 of the engine's search per kind of query people type (issue 37:
+    benchmarks/neardup.py's generators, drawn from this corpus), mean and worst decile; the
+    held-out queries (their own fixed seed, never tuned on) apart."""
+    embedder = HashEmbedder(384)
+    out = {}
+    for name, seed in (("tuning", neardup.TUNING_SEED), ("heldout", neardup.HELDOUT_SEED)):
+        for kind, queries in neardup.workloads(per_kind, seed, docs=texts).items():
+            got_ids, got_scores, e_ids, e_scores = [], [], [], []
+            for text in queries:
+                scores, ids = exact.search(embedder.embed([text]), 10)
+                rows = eng.knowledge.search(record, SearchRequest(query=text, limit=10))
+                got_ids.append(np.array([int(r[0]) for r in rows]))
+                got_scores.append(np.array([1 - r[5] for r in rows]))  # re-scored exactly
+                e_ids.append(ids[0])
+                e_scores.append(scores[0])
+            ties, _ = neardup.recall_per_query(got_ids, got_scores, np.array(e_ids), np.array(e_scores))
+            out[f"{name}:{kind}"] = neardup.summary(ties)
+    return out
 
 
 def _filter(column: str, op: str, value: object):
@@ -268,8 +293,8 @@ def main() -> None:
     report = {
         "machine": {"cpus": os.cpu_count(), "load_avg_at_start": os.getloadavg()[0]},
         "ingest_default_model": bench_ingest(16, 1) if args.smoke else bench_ingest(60 if quick else 240),
-        "search_100k_hash": bench_search(2_000, 30) if args.smoke else bench_search(
-            5_000 if quick else 100_000, 100 if quick else 500),
+        "search_100k_hash": bench_search(2_000, 30, 5) if args.smoke else bench_search(
+            5_000 if quick else 100_000, 100 if quick else 500, 20 if quick else 50),
         # 25k: past APPROX_THRESHOLD (20k), so the smoke run builds and searches an IVF index too
         "index_threshold": bench_threshold([25_000], queries=50) if args.smoke else bench_threshold(
             [10_000, 25_000] if quick else [10_000, 25_000, 50_000, 100_000]),

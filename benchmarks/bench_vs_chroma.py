@@ -1,7 +1,7 @@
 """kbsql against Chroma, side by side, on the near-duplicate corpus of issue 17.
 
-Run: `python benchmarks/bench_vs_chroma.py [--docs 100000] [--queries 300]
-[--chroma-python /work/venvs/chroma/bin/python] [--hnsw-curve]`. Prints JSON and writes
+Run: `python benchmarks/bench_vs_chroma.py [--docs 100000] [--queries 100] [--heldout 50]
+[--chroma-python /work/venvs/chroma/bin/python]`. Prints JSON and writes
 benchmarks/results/vs_chroma.json (above 100k docs: vs_chroma_<N>k.json, e.g. _1000k at 1M).
 
 Both sides get identical vectors: kbsql embeds with its `hash-384` model; Chroma (embedded,
@@ -10,13 +10,21 @@ once and read back by its process in batches. Documents come from benchmarks/nea
 (pydoc paragraphs repeated with a unique token each), one chunk per document, a metadata
 column `g` = id % 10 for the filtered searches (10% of rows). Each phase (ingest, open, search)
 runs in its own process so its peak RSS is its own; both sides insert in batches of
-`--batch` rows. Search: p50/p99 of single queries, unfiltered and filtered, and recall@10
-against exact search over the same vectors, strict (ids) and tie-aware (a result scoring at
-least the exact 10th score counts: near-duplicates tie). kbsql's search is timed at the
+`--batch` rows.
+
+Queries (issue 37): `--queries` of each kind of `neardup.workloads` (near-copies of
+documents, short phrases, questions, paraphrases, queries far from any document), plus
+`--heldout` of each kind from the held-out seed, which no setting was tuned on (reported
+apart, `heldout:<kind>`). Search: p50/p99 of single queries, unfiltered (every query) and
+filtered (the first third of each kind), and per kind the tie-aware recall@10 mean and
+worst decile (the mean of its lowest 10% of queries: a mean hides the queries that find
+nothing) against exact search over the same vectors. `recall_at_10` is the mean over the
+tuning queries, `worst_decile` the lowest of their kinds'. kbsql's search is timed at the
 service call (`engine.knowledge.search`, text in, rows with content and metadata out: the
 level of Chroma's `collection.query`, which here also returns documents and metadatas)
-and through SQL (`engine.query`). kbsql's recall-vs-latency curve over `nprobe` is
-recorded too; `--hnsw-curve` adds FAISS HNSW on the same vectors (the index kbsql used before).
+and through SQL (the first 100 short phrases). kbsql's recall-vs-latency curve over
+`nprobe` is recorded too; the other index candidates (HNSW, an HNSW coarse quantizer, cells
+chosen per query, a larger re-score pool) are measured by bench_index_curve.py.
 
 Chroma is an optional extra (`pip install '.[bench]'`, best in its own venv: it pins its own
 dependencies): it runs under `--chroma-python` (default `$KBSQL_CHROMA_PYTHON`, else
@@ -25,16 +33,11 @@ side is skipped and the report says so (CI's smoke run has no chromadb).
 
 Recall@10 has one definition here, the same as the outside harness of issue 24: a returned
 id is a hit when its exact cosine to the query (recomputed from the vectors, not the index's
-approximate score) is at least the exact 10th best minus 1e-5; a query's recall is hits / 10,
-averaged over queries. `search.unfiltered` applies it to the service call over all
-`--queries`; `search.sql_unfiltered` to the SQL route (`SELECT id FROM dups WHERE content =
-... LIMIT 10`) over the first 100 queries, as the harness searches. The two routes return
-the same rows (one search function); what moved the figures apart is the workload: the
-harness's 0.942 came from its own 100 queries and vectors, this script's (0.99+) from the
-queries of neardup.py.
+approximate score) is at least the exact 10th best minus 1e-5; a query's recall is hits / 10.
 
-Targets (issues 17, 24): tie-aware recall@10 >= 0.97 at 100k (>= 0.95 at 1M); kbsql search
-p50 <= half of Chroma's; kbsql peak RSS <= Chroma's in each phase; ingest >= 2x Chroma's.
+Targets (issues 17, 24, 37): per kind, tie-aware recall@10 mean >= 0.97 and worst decile
+>= 0.8 at 100k (mean >= 0.95 at 1M), filtered and unfiltered; kbsql search p50 <= half of
+Chroma's; kbsql peak RSS <= Chroma's in each phase; ingest >= 2x Chroma's.
 """
 
 from __future__ import annotations
@@ -59,7 +62,7 @@ import neardup  # noqa: E402  (benchmarks/neardup.py; also imported by the Chrom
 DIM = 384
 GROUPS = 10
 FILTER_GROUP = 3
-CURVE_NPROBE = [4, 8, 16, 32, 48, 64, 128]
+CURVE_NPROBE = [16, 32, 48, 96, 192, 384]
 
 
 def peak_rss_mb() -> float:
@@ -111,6 +114,7 @@ def kbsql_child(phase: str, folder: Path, docs: int, batch: int, work: Path) -> 
         return out
     record = eng.catalog.knowledge_base("mindsdb", "dups")
     texts = json.loads((work / "queries.json").read_text())
+    plan = json.loads((work / "plan.json").read_text())
     t0 = time.perf_counter()
     first = eng.knowledge.search(record, SearchRequest(query=texts[0], limit=10))
     out["first_search_ms"] = round((time.perf_counter() - t0) * 1000, 1)
@@ -121,16 +125,6 @@ def kbsql_child(phase: str, folder: Path, docs: int, batch: int, work: Path) -> 
     # the settings (nlist 0: automatic) and the cells the index really has
     out["index"] = {**handle.index.settings.as_dict(), "kind": handle.index.kind,
                     "cells": getattr(handle.index.index, "nlist", None)}
-
-    def timed(fn, items):
-        for item in items[:20]:
-            fn(item)  # warm
-        times, answers = [], []
-        for item in items:
-            t = time.perf_counter()
-            answers.append(fn(item))
-            times.append(time.perf_counter() - t)
-        return times, answers
 
     def plain(text):
         return [int(r[0]) for r in eng.knowledge.search(record, SearchRequest(query=text, limit=10))]
@@ -144,23 +138,31 @@ def kbsql_child(phase: str, folder: Path, docs: int, batch: int, work: Path) -> 
         assert len(result.data) == 10, result
         return [int(r[0]) for r in result.data]
 
-    times, answers = timed(plain, texts)
-    out["unfiltered"] = {"p50_ms": pct(times, 50), "p99_ms": pct(times, 99), "ids": answers}
-    ftexts = texts[: max(20, len(texts) // 3)]
-    times, answers = timed(filtered, ftexts)
-    out["filtered"] = {"p50_ms": pct(times, 50), "p99_ms": pct(times, 99), "ids": answers}
-    times, answers = timed(via_sql, texts[:100])
-    out["sql_unfiltered"] = {"p50_ms": pct(times, 50), "p99_ms": pct(times, 99), "ids": answers}
+    out["unfiltered"] = timed(plain, [texts[i] for i in plan["unfiltered"]])
+    out["filtered"] = timed(filtered, [texts[i] for i in plan["filtered"]])
+    out["sql_unfiltered"] = timed(via_sql, [texts[i] for i in plan["sql"]])
     curve = []
     default = handle.index.settings.nprobe
     if handle.index.kind == "ivf":
         for nprobe in CURVE_NPROBE:
             handle.index.settings.nprobe = nprobe
-            times, answers = timed(plain, texts)
-            curve.append({"nprobe": nprobe, "p50_ms": pct(times, 50), "ids": answers})
+            curve.append({"nprobe": nprobe, **timed(plain, [texts[i] for i in plan["unfiltered"]])})
         handle.index.settings.nprobe = default
     out["curve"] = curve
     return out
+
+
+def timed(fn, items: list) -> dict:
+    """Each item searched once after 20 warm-up calls: every answer and its seconds (the
+    parent groups them by query kind)."""
+    for item in items[:20]:
+        fn(item)
+    times, answers = [], []
+    for item in items:
+        t = time.perf_counter()
+        answers.append(fn(item))
+        times.append(time.perf_counter() - t)
+    return {"seconds": times, "ids": answers}
 
 
 # Chroma side (runs in the interpreter that has chromadb) ---------------------------------
@@ -183,6 +185,7 @@ def chroma_child(phase: str, folder: Path, docs: int, batch: int, work: Path) ->
         return out
     collection = client.get_collection("dups")
     queries = np.load(work / "queries.npy")
+    plan = json.loads((work / "plan.json").read_text())
     include = ["documents", "metadatas", "distances"]
     t0 = time.perf_counter()
     assert len(collection.query(query_embeddings=queries[:1], n_results=10, include=include)["ids"][0]) == 10
@@ -190,21 +193,14 @@ def chroma_child(phase: str, folder: Path, docs: int, batch: int, work: Path) ->
     if phase == "open":
         return out
 
-    def timed(where, qs):
-        for q in qs[:20]:
-            collection.query(query_embeddings=q[None], n_results=10, where=where, include=include)
-        times, answers = [], []
-        for q in qs:
-            t = time.perf_counter()
+    def search(where):
+        def one(q):
             res = collection.query(query_embeddings=q[None], n_results=10, where=where, include=include)
-            times.append(time.perf_counter() - t)
-            answers.append([int(i) for i in res["ids"][0]])
-        return times, answers
+            return [int(i) for i in res["ids"][0]]
+        return one
 
-    times, answers = timed(None, queries)
-    out["unfiltered"] = {"p50_ms": pct(times, 50), "p99_ms": pct(times, 99), "ids": answers}
-    times, answers = timed({"g": FILTER_GROUP}, queries[: max(20, len(queries) // 3)])
-    out["filtered"] = {"p50_ms": pct(times, 50), "p99_ms": pct(times, 99), "ids": answers}
+    out["unfiltered"] = timed(search(None), list(queries[plan["unfiltered"]]))
+    out["filtered"] = timed(search({"g": FILTER_GROUP}), list(queries[plan["filtered"]]))
     return out
 
 
@@ -216,15 +212,34 @@ def child_main(side: str, phase: str, folder: Path, docs: int, batch: int, work:
 
 
 # the parent: data, exact answers, phases, recall -----------------------------------------
-def prepare(work: Path, docs: int, queries: int) -> dict:
-    """Query texts and vectors; every document's vector (for Chroma); exact top-10 per query,
+def query_sets(per_kind: int, heldout: int) -> tuple[list[str], list[str], dict]:
+    """Every query text, its label (`tuning:<kind>` or `heldout:<kind>`), and which of them
+    each route searches: all of them unfiltered; the first third of every label (20 at
+    least) filtered (a filtered Chroma search takes ~100 ms); the first 100 short phrases
+    through SQL (the harness of issue 37 typed phrases)."""
+    texts, labels = [], []
+    for name, seed, count in (("tuning", neardup.TUNING_SEED, per_kind),
+                              ("heldout", neardup.HELDOUT_SEED, heldout)):
+        for kind, block in neardup.workloads(count, seed).items() if count else ():
+            texts += block
+            labels += [f"{name}:{kind}"] * len(block)
+    plan: dict[str, list[int]] = {"unfiltered": list(range(len(texts))), "filtered": [], "sql": []}
+    for label in dict.fromkeys(labels):
+        rows = [i for i, lab in enumerate(labels) if lab == label]
+        plan["filtered"] += rows[:max(20, len(rows) // 3)]
+    plan["sql"] = [i for i, lab in enumerate(labels) if lab == "tuning:phrase"][:100]
+    return texts, labels, plan
+
+
+def prepare(work: Path, docs: int, texts: list[str], plan: dict) -> dict:
+    """Query vectors; every document's vector (for Chroma); exact top-10 per query,
     unfiltered and filtered, streamed batch by batch."""
     from kbsql.engine.models.embeddings import HashEmbedder
 
     emb = HashEmbedder(DIM)
-    texts = neardup.queries(queries)
     q = emb.embed(texts)
     (work / "queries.json").write_text(json.dumps(texts))
+    (work / "plan.json").write_text(json.dumps(plan))
     np.save(work / "queries.npy", q)
     best = {name: (np.full((len(q), 10), -np.inf, np.float32), np.full((len(q), 10), -1, np.int64))
             for name in ("unfiltered", "filtered")}
@@ -244,18 +259,34 @@ def prepare(work: Path, docs: int, queries: int) -> dict:
     return {name: (s, i) for name, (s, i) in best.items()}
 
 
-def recall(answers: list[list[int]], exact: tuple[np.ndarray, np.ndarray], qvec: np.ndarray) -> dict:
+def grade(result: dict, rows: list[int], labels: list[str], exact: tuple[np.ndarray, np.ndarray],
+          qvec: np.ndarray) -> dict:
+    """A route's answers (`result`: ids and seconds of queries `rows`) graded per label:
+    tie-aware recall@10 mean and worst decile, p50; overall: tuning queries' mean recall
+    (strict too), the lowest worst decile of any tuning kind, p50/p99 of every query."""
     from kbsql.engine.models.embeddings import HashEmbedder
 
     emb = HashEmbedder(DIM)
     e_scores, e_ids = exact
+    answers = result.pop("ids")
     got_scores = []
-    for row, ids in enumerate(answers):
+    for row, ids in zip(rows, answers, strict=True):
         vectors = emb.embed([neardup.documents(1, i)[0] for i in ids]) if ids else np.zeros((0, DIM))
         got_scores.append(vectors @ qvec[row])
-    tie, strict = neardup.recall_at_k([np.array(a) for a in answers], got_scores,
-                                      e_ids[:len(answers)], e_scores[:len(answers)])
-    return {"recall_at_10": round(tie, 4), "recall_at_10_strict": round(strict, 4)}
+    tie, strict = neardup.recall_per_query([np.array(a) for a in answers], got_scores,
+                                           e_ids[rows], e_scores[rows])
+    seconds = np.array(result.pop("seconds"))
+    row_labels = np.array([labels[r] for r in rows])
+    by_label = {}
+    for label in dict.fromkeys(row_labels):
+        mask = row_labels == label
+        by_label[label] = {**neardup.summary(tie[mask]), "p50_ms": pct(list(seconds[mask]), 50)}
+    tuning = np.char.startswith(row_labels.astype(str), "tuning:")
+    return {"p50_ms": pct(list(seconds), 50), "p99_ms": pct(list(seconds), 99),
+            "recall_at_10": round(float(tie[tuning].mean()), 4),
+            "recall_at_10_strict": round(float(strict[tuning].mean()), 4),
+            "worst_decile": min(v["worst_decile"] for k, v in by_label.items() if k.startswith("tuning:")),
+            "by_kind": by_label}
 
 
 def chroma_python(explicit: str | None) -> str | None:
@@ -277,41 +308,14 @@ def run_phase(python: str, side: str, phase: str, folder: Path, args, work: Path
     return json.loads(run.stdout[run.stdout.rindex("RESULT ") + 7:])
 
 
-def hnsw_curve(work: Path, docs: int, exact, qvec: np.ndarray) -> list[dict]:
-    """FAISS HNSW over the same vectors (kbsql's index before issue 17), efSearch swept."""
-    import faiss
-
-    x = read_vectors(work / "vectors.f32", 0, docs)
-    out = []
-    for m, ef_construction in ((32, 64), (32, 200)):
-        index = faiss.IndexHNSWFlat(DIM, m, faiss.METRIC_INNER_PRODUCT)
-        index.hnsw.efConstruction = ef_construction
-        faiss.omp_set_num_threads(os.cpu_count() or 1)
-        t0 = time.perf_counter()
-        index.add(x)
-        build = round(time.perf_counter() - t0, 1)
-        faiss.omp_set_num_threads(1)
-        for ef in (64, 128, 256, 512):
-            params = faiss.SearchParametersHNSW(efSearch=ef)
-            times, answers = [], []
-            for row in range(len(qvec)):
-                t = time.perf_counter()
-                _, ids = index.search(qvec[row:row + 1], 10, params=params)
-                times.append(time.perf_counter() - t)
-                answers.append([int(i) for i in ids[0] if i >= 0])
-            out.append({"M": m, "efConstruction": ef_construction, "efSearch": ef, "build_s": build,
-                        "bare_p50_ms": pct(times, 50), **recall(answers, exact, qvec)})
-    return out
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--docs", type=int, default=100_000)
-    parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--queries", type=int, default=100, help="per query kind (neardup.KINDS)")
+    parser.add_argument("--heldout", type=int, help="held-out queries per kind (default: half --queries)")
     parser.add_argument("--batch", type=int, default=5_000, help="rows per insert call, both sides")
     parser.add_argument("--chroma-python")
     parser.add_argument("--no-chroma", action="store_true")
-    parser.add_argument("--hnsw-curve", action="store_true")
     parser.add_argument("--timeout", type=int, default=7200)
     parser.add_argument("--child", nargs=3, metavar=("SIDE", "PHASE", "DIR"))
     parser.add_argument("--work")
@@ -322,14 +326,19 @@ def main() -> None:
         return
     from report import write_report  # benchmarks/report.py
 
+    heldout = args.queries // 2 if args.heldout is None else args.heldout
+    texts, labels, plan = query_sets(args.queries, heldout)
     report: dict = {"machine": {"cpus": os.cpu_count(), "load_avg_at_start": os.getloadavg()[0]},
-                    "workload": {"docs": args.docs, "queries": args.queries, "batch": args.batch,
+                    "workload": {"docs": args.docs, "queries_per_kind": args.queries,
+                                 "heldout_per_kind": heldout, "kinds": list(neardup.KINDS),
+                                 "seeds": {"tuning": neardup.TUNING_SEED, "heldout": neardup.HELDOUT_SEED},
+                                 "batch": args.batch,
                                  "embedder": "kbsql hash-384 (identical vectors on both sides)",
                                  "corpus": "pydoc paragraphs + a unique token each (benchmarks/neardup.py)",
                                  "filter": f"g = {FILTER_GROUP} ({100 // GROUPS}% of rows)"}}
     work = Path(tempfile.mkdtemp(prefix="kbsql-vs-chroma-"))
     try:
-        exact = prepare(work, args.docs, args.queries)
+        exact = prepare(work, args.docs, texts, plan)
         qvec = np.load(work / "queries.npy")
         sides = {"kbsql": sys.executable}
         chroma = None if args.no_chroma else chroma_python(args.chroma_python)
@@ -338,25 +347,7 @@ def main() -> None:
         else:
             report["chroma"] = "skipped: no interpreter with chromadb (pip install '.[bench]')"
         for side, python in sides.items():
-            folder = work / side
-            res = {"ingest": run_phase(python, side, "ingest", folder, args, work)}
-            res["disk_mb"] = dir_mb(folder)
-            res["open"] = run_phase(python, side, "open", folder, args, work)
-            search = run_phase(python, side, "search", folder, args, work)
-            for kind in ("unfiltered", "filtered"):
-                search[kind].update(recall(search[kind].pop("ids"), exact[kind], qvec))
-            if "sql_unfiltered" in search:  # the harness's definition: SQL route, first 100 queries
-                search["sql_unfiltered"].update(recall(search["sql_unfiltered"].pop("ids"),
-                                                       exact["unfiltered"], qvec))
-            for point in search.get("curve", []):
-                point.update(recall(point.pop("ids"), exact["unfiltered"], qvec))
-            res["search"] = search
-            res["peak_rss_mb"] = {p: res[p]["peak_rss_mb"] if p != "search" else search["peak_rss_mb"]
-                                  for p in ("ingest", "open", "search")}
-            report[side] = res
-            shutil.rmtree(folder, ignore_errors=True)
-        if args.hnsw_curve:
-            report["faiss_hnsw_curve"] = hnsw_curve(work, args.docs, exact["unfiltered"], qvec)
+            report[side] = run_side(python, side, work / side, args, work, (labels, plan, exact, qvec))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     report["targets"] = targets(report, args.docs)
@@ -365,12 +356,40 @@ def main() -> None:
     write_report("vs_chroma" if args.docs <= 100_000 else f"vs_chroma_{args.docs // 1000}k", report)
 
 
+def run_side(python: str, side: str, folder: Path, args, work: Path, truth: tuple) -> dict:
+    """One side's three phases, each in its own process, and its answers graded."""
+    labels, plan, exact, qvec = truth
+    res = {"ingest": run_phase(python, side, "ingest", folder, args, work)}
+    res["disk_mb"] = dir_mb(folder)
+    res["open"] = run_phase(python, side, "open", folder, args, work)
+    search = run_phase(python, side, "search", folder, args, work)
+    for route, rows, kind in (("unfiltered", plan["unfiltered"], "unfiltered"),
+                              ("filtered", plan["filtered"], "filtered"),
+                              ("sql_unfiltered", plan["sql"], "unfiltered")):
+        if route in search:  # sql_unfiltered: the harness's route (kbsql only)
+            search[route] = grade(search[route], rows, labels, exact[kind], qvec)
+    for point in search.get("curve", []):
+        point.update(grade(point, plan["unfiltered"], labels, exact["unfiltered"], qvec))
+    res["search"] = search
+    res["peak_rss_mb"] = {p: res[p]["peak_rss_mb"] if p != "search" else search["peak_rss_mb"]
+                          for p in ("ingest", "open", "search")}
+    shutil.rmtree(folder, ignore_errors=True)
+    return res
+
+
 def targets(report: dict, docs: int) -> dict:
+    """Recall per query kind (tuning queries; the held-out ones apart), filtered and not: the
+    mean >= 0.97 at 100k (0.95 at 1M) and, at 100k, the worst decile >= 0.8; then the ratios
+    to Chroma measured in the same run."""
     k = report["kbsql"]
-    floor = 0.97 if docs <= 100_000 else 0.95
-    out = {"target_recall_at_10": floor,
-           "recall_met": k["search"]["unfiltered"]["recall_at_10"] >= floor,
-           "recall_sql_route_met": k["search"].get("sql_unfiltered", {}).get("recall_at_10", 1.0) >= floor}
+    floor, decile = (0.97, 0.8) if docs <= 100_000 else (0.95, 0.0)
+    out: dict = {"target_recall_at_10": floor, "target_worst_decile": decile}
+    for route in ("unfiltered", "filtered", "sql_unfiltered"):
+        for name in ("tuning", "heldout"):
+            kinds = {key: v for key, v in k["search"][route]["by_kind"].items() if key.startswith(name)}
+            if kinds:
+                out[f"recall_{route}_{name}_met"] = all(
+                    v["mean"] >= floor and v["worst_decile"] >= decile for v in kinds.values())
     c = report.get("chroma")
     if isinstance(c, dict):
         for kind in ("unfiltered", "filtered"):
