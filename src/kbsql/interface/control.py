@@ -115,6 +115,12 @@ class Control:
                 self._stoppers.remove(stopper)
 
 
+def owner_share(slots: int) -> int:
+    """Slots of a pool of `slots` one owner (`Control.owner`) may hold at once: half, rounded
+    up, at least one. One rule for the server's lanes and the engine's background inserts."""
+    return max(1, -(-slots // 2))
+
+
 CURRENT: ContextVar[Control | None] = ContextVar("kbsql_control", default=None)
 """The control of the request being served in this context (None: an embedded call)."""
 

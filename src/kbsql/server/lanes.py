@@ -36,7 +36,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from kbsql.interface.control import CLIENT_GONE, CURRENT, Control
+from kbsql.interface.control import CLIENT_GONE, CURRENT, Control, owner_share
 from kbsql.interface.errors import Busy
 
 DEFAULT_SQL_WORKERS = 32
@@ -60,7 +60,7 @@ class Lane:
         self.wait = wait
         self.flag = flag  # the option that sizes it, named in a 503
         self.busy = 0
-        self.share = max(1, -(-size // 2))
+        self.share = owner_share(size)
         """Slots one owner may hold at once (see the module docstring)."""
         self.held: dict[str, int] = {}
         self.pool = ThreadPoolExecutor(size, thread_name_prefix=f"kbsql-{name}")

@@ -81,9 +81,8 @@ class JobScheduler:
                 self.run_due()
             except Exception as exc:  # a catalog away for a while: try again at the next poll
                 # one line, no traceback: a PostgreSQL restart would print one every poll
-                first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
                 log.warning("jobs: looking for due runs failed (%s: %s); trying again in %s s",
-                            type(exc).__name__, first, self.poll_s)
+                            type(exc).__name__, first_line(str(exc)), self.poll_s)
 
     def run_due(self, now: datetime | None = None) -> int:
         """Claim and run every run due at `now` (default: the clock); returns how many ran."""

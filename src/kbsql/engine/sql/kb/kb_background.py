@@ -48,7 +48,7 @@ from kbsql.engine.sql.kb import kb_insert, kb_write
 from kbsql.engine.sql.parse import parsing
 from kbsql.engine.sql.query_log import CANCELLED, INFO_COLUMNS, QueryLog, QueryRecord, first_line
 from kbsql.engine.sql.tables import names
-from kbsql.interface.control import CURRENT, Control, Stopped
+from kbsql.interface.control import CURRENT, Control, Stopped, owner_share
 from kbsql.interface.errors import KbsqlError, SqlError
 from kbsql.interface.progress import RUNNING, OnProgress, ProgressEvent
 from kbsql.interface.results import OkResult, SqlResult, default_context
@@ -100,7 +100,7 @@ class BackgroundInserts:
         self.session = session
         self.queries: QueryLog = session.queries
         self.workers = max(1, workers)
-        self.share = -(-self.workers // 2)
+        self.share = owner_share(self.workers)
         """Inserts one owner may run at once (see the module docstring)."""
         self.pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="kbsql-insert")
         self._lock = threading.Lock()
