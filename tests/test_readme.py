@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.jupyterlab_fixtures import jupyter_env
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -131,14 +133,14 @@ def test_the_way_into_jupyterlab_installs_jupyterlab_a_kernel_and_the_extension(
     jupyter = Path(sys.executable).with_name("jupyter")
 
     def said(*args: str) -> str:  # what a `jupyter` command prints, colours taken out
-        done = subprocess.run([str(jupyter), *args], capture_output=True, text=True, timeout=120)
+        done = subprocess.run([str(jupyter), *args], capture_output=True, text=True, timeout=120,
+                              env=jupyter_env())
         return re.sub(r"\x1b\[[0-9;]*m", "", done.stdout + done.stderr)
 
     listed = said("labextension", "list")
     assert re.search(r"kbsql-labextension v\S+ enabled\s+OK", listed), listed
     assert re.search(r"kbsql_labextension enabled", said("server", "extension", "list"))
-    specs = json.loads(subprocess.run([str(jupyter), "kernelspec", "list", "--json"], capture_output=True,
-                                      text=True, timeout=120, check=True).stdout)["kernelspecs"]
+    specs = json.loads(said("kernelspec", "list", "--json"))["kernelspecs"]
     argv = specs["python3"]["spec"]["argv"]
     python = sys.executable if argv[0] in ("python", "python3") else argv[0]
     imported = subprocess.run([python, "-c", "import kbsql, ipykernel; print(kbsql.__version__)"],

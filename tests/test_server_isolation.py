@@ -496,7 +496,7 @@ def spill_bytes(data_dir: Path) -> int:
 
 
 def test_a_statement_spills_into_the_data_directory_up_to_its_cap(tmp_path: Path) -> None:
-    """64 MB for SQL: sorting 4M hashes (~250 MB) spills into <data-dir>/tmp. With 16 MB of
+    """64 MB for SQL: sorting 2.25M hashes (~140 MB) spills into <data-dir>/tmp. With 16 MB of
     spill space it answers one line naming both limits; with 1 GB it answers."""
     sort = ("SELECT count(*), min(h) FROM (SELECT md5(CAST(a.x * 3000 + b.x AS VARCHAR)) AS h "
             "FROM df.n a, df.n b ORDER BY h) s")
@@ -504,7 +504,7 @@ def test_a_statement_spills_into_the_data_directory_up_to_its_cap(tmp_path: Path
         data = tmp_path / f"d{spill_mb}"
         with spawn(data, args=("--sql-memory-mb", "64", "--sql-spill-mb", spill_mb)) as srv:
             with kbsql.connect(srv.url) as client:
-                client.register("n", pd.DataFrame({"x": range(2000)}))
+                client.register("n", pd.DataFrame({"x": range(1500)}))
             thread, out = in_background(sql, srv.url, sort, 300)
             most = 0
             while thread.is_alive():
@@ -513,7 +513,7 @@ def test_a_statement_spills_into_the_data_directory_up_to_its_cap(tmp_path: Path
             answer = out["answer"]
             assert most > 4 * 1024 * 1024, most  # it did spill, into the data directory
             if fits:
-                assert answer["data"][0][0] == 4_000_000, answer
+                assert answer["data"][0][0] == 2_250_000, answer
             else:
                 message = answer["error_message"]
                 assert len(message.splitlines()) == 1, message
