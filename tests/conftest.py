@@ -55,14 +55,21 @@ def pytest_configure(config: pytest.Config) -> None:
         compileall.compile_dir(ROOT / "src" / "kbsql", quiet=1)
 
 
+SPLIT_FILES = ("tests/test_benchmarks_smoke.py",)
+"""Files whose tests share no module fixture and each take long (a benchmark script each): every
+test is its own unit of work, so both workers take them instead of one running the file."""
+
+
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """pytest-xdist's `--dist loadfile` (a file is a unit of work: its module fixtures start
-    once), except that BROWSER_FILES are one unit together."""
+    once), except that BROWSER_FILES are one unit together and SPLIT_FILES one unit a test."""
     from xdist.scheduler import LoadFileScheduling
 
     class FilesAndBrowser(LoadFileScheduling):  # type: ignore[misc]
         def _split_scope(self, nodeid: str) -> str:
             scope = super()._split_scope(nodeid)
+            if scope in SPLIT_FILES:
+                return nodeid
             return "browser tests" if scope in BROWSER_FILES else scope
 
     return FilesAndBrowser(config, log) if config.getvalue("dist") == "loadfile" else None
