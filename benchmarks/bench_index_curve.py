@@ -53,7 +53,7 @@ import neardup  # noqa: E402
 from kbsql.engine.knowledge import index as index_mod  # noqa: E402
 from kbsql.engine.models.embeddings import HashEmbedder  # noqa: E402
 
-DIM = 384
+DIM = 384  # hash-384, as bench_vs_chroma; --dim N measures hash-N (fewer bucket collisions)
 K = 10
 Search = Callable[[np.ndarray], np.ndarray]  # one query vector -> candidate ids
 
@@ -212,13 +212,16 @@ def main() -> None:
     parser.add_argument("--only", default="ivf,adaptive,rerank,hnsw_coarse,hnsw,spill,collapse,boosted")
     parser.add_argument("--cells", default="1,2,4", help="IVF cells swept, in sqrt(N)s (4: kbsql's)")
     parser.add_argument("--keep", action="store_true", help="keep the results file's other curves")
+    parser.add_argument("--dim", type=int, default=DIM, help="hash-N vectors (results file _hashN)")
     args = parser.parse_args()
+    globals()["DIM"] = args.dim
     from report import write_report
 
     only = set(args.only.split(","))
     report: dict = {"machine": {"cpus": os.cpu_count(), "load_avg_at_start": os.getloadavg()[0]},
                     "workload": {"docs": args.docs, "queries_per_kind": args.queries,
-                                 "kinds": list(neardup.KINDS), "seed": neardup.TUNING_SEED}}
+                                 "kinds": list(neardup.KINDS), "seed": neardup.TUNING_SEED,
+                                 "vectors": f"hash-{args.dim}"}}
     emb = HashEmbedder(DIM)
     x = corpus(args.docs)
     sets = {}
@@ -235,6 +238,7 @@ def main() -> None:
     curves.update(index_structures.sweep(x, sets, only, measure, ivf_index))
     report["machine"]["load_avg_at_end"] = os.getloadavg()[0]
     name = "index_curve" if args.docs <= 100_000 else f"index_curve_{args.docs // 1000}k"
+    name += "" if args.dim == 384 else f"_hash{args.dim}"
     load = [round(report["machine"]["load_avg_at_start"], 2), round(report["machine"]["load_avg_at_end"], 2)]
     report["curves"], report["loads"] = curves, dict.fromkeys(curves, load)
     if args.keep:
