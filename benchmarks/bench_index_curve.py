@@ -1,8 +1,10 @@
 """The index candidates of issue 37, measured on the queries people type, before choosing.
 
 Run: `python benchmarks/bench_index_curve.py [--docs 100000] [--queries 100]
-[--only ivf,adaptive,rerank,hnsw_coarse,hnsw] [--cells 1,2,4]`. Prints JSON and writes
-benchmarks/results/index_curve.json (above 100k docs: index_curve_<N>k.json).
+[--only ivf,adaptive,rerank,hnsw_coarse,hnsw,spill,collapse,boosted] [--cells 1,2,4] [--keep]`.
+Prints JSON and writes benchmarks/results/index_curve.json (above 100k docs:
+index_curve_<N>k.json); `--keep` keeps the curves of that file that this run did not measure
+(each curve says the load it was measured under in `loads`).
 
 Vectors: kbsql's `hash-384` over the near-duplicate corpus (benchmarks/neardup.py), the same
 as bench_vs_chroma's. Queries: `neardup.workloads` (near-copies, short phrases, questions,
@@ -20,6 +22,13 @@ Candidates (issue 37, item 2):
 - `rerank`: a larger exact re-score pool (rerank x 10 candidates) at the default nprobe;
 - `hnsw_coarse`: IVF whose coarse quantizer is an HNSW graph, with more (smaller) cells;
 - `hnsw`: FAISS HNSW flat (M 32), efSearch swept.
+Structures (the step after those, index_structures.py):
+- `spill`: each vector in its two IVF cells (the second chosen SOAR-like), results deduped;
+- `collapse`: near-identical vectors grouped under one representative, the groups of the
+  best-scoring representatives expanded and re-scored;
+- `boosted`: not an index, the reason: per kind, the share of the exact top 10 that score
+  above their own paragraph's other copies (hash-384 put their unique token in the bucket of
+  a query word), needles no cell or group structure can point to.
 """
 
 from __future__ import annotations
@@ -38,12 +47,13 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+import index_structures  # noqa: E402
 import neardup  # noqa: E402
 
 from kbsql.engine.knowledge import index as index_mod  # noqa: E402
 from kbsql.engine.models.embeddings import HashEmbedder  # noqa: E402
 
-DIM = 384
+DIM = 384  # hash-384, as bench_vs_chroma; --dim N measures hash-N (fewer bucket collisions)
 K = 10
 Search = Callable[[np.ndarray], np.ndarray]  # one query vector -> candidate ids
 
@@ -199,15 +209,19 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--docs", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=100, help="per kind, tuning seed")
-    parser.add_argument("--only", default="ivf,adaptive,rerank,hnsw_coarse,hnsw")
+    parser.add_argument("--only", default="ivf,adaptive,rerank,hnsw_coarse,hnsw,spill,collapse,boosted")
     parser.add_argument("--cells", default="1,2,4", help="IVF cells swept, in sqrt(N)s (4: kbsql's)")
+    parser.add_argument("--keep", action="store_true", help="keep the results file's other curves")
+    parser.add_argument("--dim", type=int, default=DIM, help="hash-N vectors (results file _hashN)")
     args = parser.parse_args()
+    globals()["DIM"] = args.dim
     from report import write_report
 
     only = set(args.only.split(","))
     report: dict = {"machine": {"cpus": os.cpu_count(), "load_avg_at_start": os.getloadavg()[0]},
                     "workload": {"docs": args.docs, "queries_per_kind": args.queries,
-                                 "kinds": list(neardup.KINDS), "seed": neardup.TUNING_SEED}}
+                                 "kinds": list(neardup.KINDS), "seed": neardup.TUNING_SEED,
+                                 "vectors": f"hash-{args.dim}"}}
     emb = HashEmbedder(DIM)
     x = corpus(args.docs)
     sets = {}
@@ -221,9 +235,15 @@ def main() -> None:
         curves["hnsw_coarse"] = sweep_hnsw_coarse(x, sets)
     if "hnsw" in only:
         curves["hnsw"] = sweep_hnsw(x, sets)
-    report["curves"] = curves
+    curves.update(index_structures.sweep(x, sets, only, measure, ivf_index))
     report["machine"]["load_avg_at_end"] = os.getloadavg()[0]
-    write_report("index_curve" if args.docs <= 100_000 else f"index_curve_{args.docs // 1000}k", report)
+    name = "index_curve" if args.docs <= 100_000 else f"index_curve_{args.docs // 1000}k"
+    name += "" if args.dim == 384 else f"_hash{args.dim}"
+    load = [round(report["machine"]["load_avg_at_start"], 2), round(report["machine"]["load_avg_at_end"], 2)]
+    report["curves"], report["loads"] = curves, dict.fromkeys(curves, load)
+    if args.keep:
+        index_structures.keep_others(name, report)
+    write_report(name, report)
 
 
 if __name__ == "__main__":

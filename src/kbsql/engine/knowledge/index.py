@@ -32,8 +32,16 @@ targets (0.97 mean, 0.8 worst decile per kind) only by scanning about 30% of the
 190), several times the latency budget (half of Chroma's p50); a larger re-score pool
 changed nothing (the misses are cells never probed), cells chosen per query from the
 centroid scores gained < 0.02 in the mean and nothing on far queries, and FAISS HNSW
-(M 32, efSearch up to 512) found 0.37-0.97 with worst deciles of 0-0.7. So the defaults
-stay; a knowledge base that wants more recall raises nprobe with CREATE INDEX.
+(M 32, efSearch up to 512) found 0.37-0.97 with worst deciles of 0-0.7. Changing what the
+index holds did not either (benchmarks/index_structures.py): each vector in two cells
+(SOAR-like) reached 0.94/0.57 on far queries at nprobe 96 for twice the codes, and
+near-identical vectors collapsed into one entry, the entries searched exactly, 0.97-0.98
+mean but worst deciles 0.64-0.8. The reason is in the vectors: 54% of a question's and 65%
+of a far query's true top 10 are copies whose unique token hash-384 put in the bucket of a
+query word (384 buckets), so they outscore their own paragraph's other copies and sit
+anywhere; only scanning finds them (they are 70-89% of the top-10 rows the shipped nprobe
+misses on phrases, questions and far queries). So the defaults stay; a knowledge base that
+wants more recall raises nprobe with CREATE INDEX.
 
 Tuning: `settings.py` (CREATE INDEX ON KNOWLEDGE_BASE ... WITH (nprobe = .., rerank = ..)).
 """
