@@ -103,3 +103,21 @@ def test_a_sentence_that_refers_back_carries_the_sentences_it_leans_on():
                                                       "Otherwise, the seal overheats.")
     assert found["It takes half a litre of water."].lead == ()  # "Priming:" is no sentence
     assert found["The P2 pump must be primed before first use."].lead == ()
+
+
+def test_a_sentence_that_introduces_an_example_or_opens_with_a_label_is_quoted():
+    """Python's documentation ends a sentence with a colon before its example ("It is useful
+    as a placeholder when ..., for example:") and opens a note with a bold label; both are
+    sentences an answer may quote (the example's debris is not)."""
+    chunk = ('"pass" is a null operation. It is useful as a placeholder when a statement is\n'
+             "required syntactically, but no code needs to be executed, for example:\n\n"
+             "   def f(arg): pass\n\n"
+             "**Programmer's note:** Variables defined in the class definition are class\n"
+             "attributes; they are shared by instances.\n\n"
+             "**PEP 343** - The with statement")
+    texts = [s.text for s in sentences([(chunk, "c")])]
+    assert "It is useful as a placeholder when a statement is required syntactically, but no code " \
+           "needs to be executed." in texts
+    assert "**Programmer's note:** Variables defined in the class definition are class attributes; " \
+           "they are shared by instances." in texts
+    assert not any("PEP" in t or "def f" in t for t in texts)

@@ -208,7 +208,7 @@ def _extract(question: str, rows: list[dict[str, str]], searched: list[str],
         where = ", ".join(searched) or "the connected knowledge bases"
         nearest = ", ".join(dict.fromkeys(r.get("chunk_id", "") for r in rows[:3] if r.get("chunk_id")))
         return (f"Nothing in {where} answers this question: the closest passages I found "
-                f"({nearest}) are about something else, so I will not quote them as an answer.")
+                f"({nearest}) do not say what it asks, so I will not quote them as an answer.")
     parts = []  # sentences in a row from one chunk share one citation
     for i, s in enumerate(best):
         last = i + 1 == len(best) or best[i + 1].chunk_id != s.chunk_id

@@ -44,12 +44,22 @@ evaluates the first expression as the exception object"."""
 MAX_LEAD = 2
 """At most this many sentences before a referring one are brought with it (a lead that itself
 refers back brings its own predecessor: "Otherwise, ..." after "If there isn't ...")."""
+_INTRODUCES = re.compile(r",?\s*(?:for example|for instance|as follows|like this)?\s*:$", re.IGNORECASE)
+MIN_INTRO_WORDS = 8
+"""A sentence that introduces an example ("It is useful as a placeholder when ..., for
+example:") says its piece before the colon: from this many words it is quoted, ended with a
+full stop."""
+_LABEL = re.compile(r"^\*\*[^*]{1,40}:\*\*\s*")
+"""A bold label a sentence may open with: `**Programmer's note:** Variables defined ...`."""
 _DEBRIS = re.compile(r"::=|\|.*\||^[\s\-=+*_#|:]+$|-{3,}|={3,}|\+-{2,}")
 
 
 def stem(word: str) -> str:
     """A crude plural/tense fold so `timeouts`/`timeout`, `closing`/`closes`,
-    `leave`/`leaving` and `assert`/`assertions` meet (a final `e` goes too)."""
+    `leave`/`leaving`, `assert`/`assertions` and `batteries`/`battery` meet (a final `e` goes
+    too)."""
+    if word.endswith("ies") and len(word) >= 6:
+        return word[:-3] + "y"
     for suffix in ("ions", "ion", "ing", "es", "ed", "s"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             word = word[: -len(suffix)]
@@ -124,7 +134,7 @@ def _with_leads(paragraphs: list[str]) -> list[tuple[str, tuple[str, ...]]]:
     out: list[tuple[str, tuple[str, ...]]] = []
     run: list[str] = []  # the whole sentences since the last part that was not one
     for paragraph in paragraphs:
-        for text in _split(paragraph):
+        for text in map(_closed, _split(paragraph)):
             if not is_whole(text):
                 run = []
                 continue
@@ -154,6 +164,13 @@ def _paragraphs(chunk: str) -> list[str]:
     return out
 
 
+def _closed(text: str) -> str:
+    """A sentence that introduces an example, ended where its words end."""
+    if text.endswith(":") and len(text.split()) >= MIN_INTRO_WORDS:
+        return _INTRODUCES.sub("", text) + "."
+    return text
+
+
 def _split(paragraph: str) -> list[str]:
     protected = paragraph
     for i, abbr in enumerate(_ABBREVIATIONS):
@@ -172,7 +189,7 @@ def is_whole(sentence: str) -> bool:
     something, and is words (not code, numbers or a table row)."""
     if len(sentence) > MAX_SENTENCE_CHARS or len(sentence.split()) < MIN_SENTENCE_WORDS:
         return False
-    first = sentence.lstrip("\"'(`[")[:1]
+    first = _LABEL.sub("", sentence).lstrip("\"'(`[")[:1]
     if not first or not (first.isupper() or first.isdigit() or _CODE_START.match(sentence)):
         return False
     if sentence.rstrip("\"')]`")[-1:] not in (".", "!", "?"):

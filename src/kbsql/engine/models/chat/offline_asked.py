@@ -1,0 +1,135 @@
+"""What a question asks for, and whether a sentence holds it: the offline agent's check that
+a sentence near the question's topic really answers it.
+
+The sentence encoder measures how near a sentence is to a question's topic, not whether it
+holds the asked fact: "What does express shipping cost?" is very close to the note "Express
+shipping, arrives next day", which says nothing of a price. So a sentence must also hold the
+kind of answer the question's wh-phrase asks for (`asked_kind`): "cost" a price; "how
+long/many/much/far" a number; "when" a time or a condition; "how often" a frequency; "who" a
+person; "which version" a version number; "which company/brand/model" a name. A sentence
+without such an expression does not answer, however close it is. "What is X for?" prefers a
+sentence that states a purpose (a soft kind: when none does, any may answer).
+
+Set on benchmarks/offline_agent/tune.json and heldout2.json; heldout.json and heldout3.json
+are never tuned on.
+"""
+
+from __future__ import annotations
+
+import re
+
+_NUMBER_WORDS = ("one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+                 "fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy "
+                 "eighty ninety hundred thousand million billion half quarter dozen twice once single "
+                 "double triple")
+NUMBER = re.compile(r"\d|\b(" + "|".join(_NUMBER_WORDS.split()) + r")\b", re.IGNORECASE)
+MONEY = re.compile(r"[$€£¥]\s*\d|\b\d[\d.,]*\s*(euros?|eur|dollars?|usd|cents?|pounds?|gbp|pence)\b|"
+                   r"\b(free|free of charge|no charge|euros?|dollars?|cents?|pence)\b", re.IGNORECASE)
+_UNITS = r"(s|secs?|seconds?|mins?|minutes?|h|hrs?|hours?|days?|nights?|weeks?|months?|years?|decades?)"
+TIME = re.compile(r"\b(when|whenever|before|after|until|till|once|during|while|if|every|each|daily|weekly|"
+                  r"monthly|yearly|annually|immediately|now|never|always|soon|later|today|tomorrow|"
+                  r"yesterday|morning|evening|night|noon|midnight|am|pm|monday|tuesday|wednesday|thursday|"
+                  r"friday|saturday|sunday|january|february|march|april|may|june|july|august|september|"
+                  r"october|november|december|spring|summer|autumn|winter|time)\b|\d\s*" + _UNITS + r"\b|"
+                  r"\b(" + "|".join(_NUMBER_WORDS.split()) + r")\s+" + _UNITS + r"\b|\b\d{4}\b|\d:\d\d",
+                  re.IGNORECASE)
+FREQUENCY = re.compile(r"\b(every|once|twice|daily|weekly|monthly|yearly|annually|hourly|per|times|"
+                       r"always|never|rarely|often|regularly|whenever)\b|\ba (day|week|month|year)\b",
+                       re.IGNORECASE)
+SPEED = re.compile(r"\b(fast|faster|slow|slower|quick|quickly|speed|immediately|instantly|km/h|mph)\b",
+                   re.IGNORECASE)
+PURPOSE = re.compile(r"\b(intended|used to|used for|in order to|so that|purpose|allows?|lets|enables?|"
+                     r"helps?|useful|meant)\b", re.IGNORECASE)
+VERSION = re.compile(r"\b\d+\.\d+|\bversion\s+\d", re.IGNORECASE)
+PERSON = re.compile(r"\b(customers?|clients?|users?|managers?|employees?|staff|teams?|persons?|people|"
+                    r"owners?|authors?|developers?|engineers?|programmers?|designers?|founders?|creators?|"
+                    r"inventors?|members?|administrators?|admins?|operators?|couriers?|drivers?|doctors?|"
+                    r"partners?|parents?|mothers?|fathers?|he|she|someone|somebody|everyone|you|i|we)\b",
+                    re.IGNORECASE)
+_CAPITAL = re.compile(r"\b[A-Z][A-Za-z]+\b")
+
+_LEAD_IN = re.compile(r"^\W*(?:(?:and|but|so|then|also|ok|okay|well)\b\W*)*", re.IGNORECASE)
+_HOW = re.compile(r"\bhow\s+(long|many|much|far|high|tall|wide|deep|big|large|heavy|old|often|fast|"
+                  r"quickly|soon|early|late)\b", re.IGNORECASE)
+_WHICH_NOUN = re.compile(r"\b(?:which|what)\s+(?:\w+\s+)?(version|company|brand|manufacturer|vendor|model|"
+                         r"make|language|name)s?\b", re.IGNORECASE)
+NOT_ASKED = frozenset("""can't cannot don't doesn't didn't isn't aren't wasn't weren't won't wouldn't
+shouldn't couldn't not no itself themselves himself herself myself yourself ourselves""".split())
+"""Words of a question that name no fact to find (negations, reflexives)."""
+
+
+def _asked(question: str) -> str:
+    """The question without the words that lean on the conversation ("And", "so")."""
+    return _LEAD_IN.sub("", question.strip())
+
+
+def asked_kind(question: str) -> str | None:
+    """The kind of answer the question asks for, or None when any statement may answer it
+    (what/why/how-to/yes-no questions)."""
+    text = _asked(question).lower()
+    if re.search(r"\b(cost|costs|price|prices|priced|fee|fees)\b", text) or \
+            re.search(r"\bhow much\b.*\b(pay|charge|charged|charges)\b", text):
+        return "money"
+    if re.match(r"(who|whom|whose)\b", text):
+        return "person"
+    how = _HOW.search(text)
+    if how:
+        word = how.group(1)
+        return {"often": "frequency", "fast": "speed", "quickly": "speed", "soon": "time",
+                "early": "time", "late": "time"}.get(word, "number")
+    if re.match(r"when\b", text) or re.search(r"\b(what|which) (time|date|day|year)\b", text):
+        return "time"
+    which = _WHICH_NOUN.search(text)
+    if which:
+        return "version" if which.group(1) == "version" else "name"
+    if re.search(r"\b(what|which) (temperature|percentage|percent|size|number)\b", text):
+        return "number"
+    if re.match(r"what\b.*\bfor\W*$", text) or re.search(r"\b(purpose|point) of\b", text):
+        return "purpose"
+    return None
+
+
+SOFT = frozenset({"purpose"})
+"""Kinds a sentence may answer without the telltale words ("what is X for?" is answered by
+"X is intended to ..." but also by "X ensures ..."): sentences holding them come first, the
+others are kept when none does."""
+
+
+def holds(kind: str | None, sentence: str, question: str) -> bool:
+    """Whether `sentence` holds an answer of `kind` (always, for no kind); a person or a name
+    must be one the question did not already say."""
+    if kind is None:
+        return True
+    if kind == "money":
+        return bool(MONEY.search(sentence))
+    if kind == "number":
+        return bool(NUMBER.search(sentence))
+    if kind == "time":
+        return bool(TIME.search(sentence))
+    if kind == "frequency":
+        return bool(FREQUENCY.search(sentence))
+    if kind == "speed":
+        return bool(SPEED.search(sentence) or TIME.search(sentence) or NUMBER.search(sentence))
+    if kind == "version":
+        return bool(VERSION.search(sentence))
+    if kind == "purpose":
+        return bool(PURPOSE.search(sentence))
+    names = _new_names(sentence, question)
+    return bool(names) if kind == "name" else bool(names or PERSON.search(sentence))
+
+
+def _new_names(sentence: str, question: str) -> list[str]:
+    """Capitalised words inside a sentence (not opening one) that the question does not hold."""
+    said = {w.lower() for w in re.findall(r"\w+", question)}
+    out = []
+    for m in _CAPITAL.finditer(sentence):
+        before = sentence[:m.start()].rstrip()
+        if before and before[-1] not in ".!?:;\"'([" and m.group().lower() not in said:
+            out.append(m.group())
+    return out
+
+
+def how_word(question: str) -> str | None:
+    """The adjective of a how-phrase ("how long"): part of the asking, not of the subject."""
+    m = _HOW.search(_asked(question))
+    return m.group(1).lower() if m else None
