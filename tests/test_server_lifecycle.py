@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -53,12 +54,25 @@ def stop_with(server: ServerProcess, sig: int) -> int:
 
 
 def sigterm_during_insert(server: ServerProcess, kb: str, rows: list[dict]) -> list[httpx.Response]:
-    """Send SIGTERM half a second into a REST insert; the server must exit 0. The insert's
-    answer, if it got one."""
+    """Send SIGTERM a quarter of a second after a REST insert's body was sent (the request is
+    in the server's hands then, however loaded the machine: a fixed delay from the start
+    sometimes stopped the server before the client had sent it); the server must exit 0.
+    The insert's answer, if it got one."""
+    body = json.dumps({"knowledge_base": {"rows": rows}}).encode()
+    sent = threading.Event()
+
+    def chunks() -> Iterator[bytes]:
+        for start in range(0, len(body), 1 << 16):
+            yield body[start:start + (1 << 16)]
+        sent.set()
+
     answers: list[httpx.Response] = []
-    worker = threading.Thread(target=lambda: answers.append(insert(server.url, kb, rows)))
+    worker = threading.Thread(target=lambda: answers.append(httpx.put(
+        f"{server.url}{KBS}/{kb}", content=chunks(), timeout=120,
+        headers={"content-type": "application/json", "content-length": str(len(body))})))
     worker.start()
-    time.sleep(0.5)
+    assert sent.wait(60), "the insert's body was not sent"
+    time.sleep(0.25)
     assert stop_with(server, signal.SIGTERM) == 0
     worker.join(timeout=60)
     return answers

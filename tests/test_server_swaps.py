@@ -145,9 +145,9 @@ def test_a_file_swapped_back_and_forth_during_queries_never_leaks(place: dict) -
     thread = threading.Thread(target=swapper, daemon=True)
     thread.start()
     seen = {"rows": 0, "refused": 0}
-    deadline = time.monotonic() + 3
-    try:
-        while time.monotonic() < deadline:
+    deadline, cap = time.monotonic() + 3, time.monotonic() + 60
+    try:  # 3 s of races, and at least 11 answers however loaded the machine is
+        while time.monotonic() < deadline or (sum(seen.values()) <= 10 and time.monotonic() < cap):
             answer = sql(place, "SELECT * FROM racy.t")
             no_secret(answer)
             seen["rows" if answer["type"] == "table" else "refused"] += 1
