@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+import httpx
 import pandas as pd
 import pytest
 
@@ -31,6 +32,7 @@ from kbsql.engine.jobs.job_store import STOPPED
 from kbsql.engine.jobs.schedule import utcnow
 from kbsql.interface.results import ErrorResult
 from kbsql.server.process import ServerProcess, spawn
+from tests.knowledge.fakes import FakeProvider
 from tests.notebook.conftest import Cells, global_shell
 
 HASH = '{"provider": "kbsql", "model_name": "hash-64"}'
@@ -223,6 +225,51 @@ def wait_for(check: Callable[[], Any], timeout: float = 30) -> Any:
         if value or time.monotonic() > deadline:
             return value
         time.sleep(0.1)
+
+
+def test_one_users_long_jobs_never_hold_another_users_due_run(tmp_path: Path) -> None:
+    """Two job workers (the default): a token's two jobs each wait 6 s on a slow model; a job
+    another user (ann's login) creates meanwhile runs at once, not after both (issue 39: one
+    thread ran every due run in turn), and the token's second run waits for its first (its
+    share is one of the two workers)."""
+    provider = FakeProvider()
+    token = "tok-jobs"
+    args = ("--token", token, "--user", "ann", "--password", "pw-ann",
+            "--allow-model-host", provider.url.split("//", 1)[1])
+    try:
+        with spawn(tmp_path / "d", env=FAST, args=args) as srv:
+            session = httpx.post(f"{srv.url}/api/login", json={"username": "ann", "password": "pw-ann"},
+                                 timeout=30).json()["token"]
+
+            def sql(credential: str, text: str) -> Any:
+                answer = httpx.post(f"{srv.url}/api/sql/query", json={"query": text}, timeout=60,
+                                    headers={"Authorization": f"Bearer {credential}"}).json()
+                assert answer["type"] != "error", (text, answer)
+                return answer
+
+            def ended() -> dict[str, tuple[str, str]]:
+                rows = sql(token, "SELECT name, run_start, run_end FROM log.jobs_history")["data"]
+                return {name: (start, end) for name, start, end in rows if end}
+
+            sql(token, "CREATE KNOWLEDGE_BASE slow_kb USING embedding_model = {'provider': 'openai', "
+                       f"'model_name': 'emb-1', 'base_url': '{provider.url}/v1', 'api_key': 'k'}}")
+            sql(token, "INSERT INTO slow_kb (id, content) VALUES (1, 'refunds take five days')")
+            provider.delay = 6.0  # every search's embedding call from now on
+            for name in ("slow1", "slow2"):
+                sql(token, f"CREATE JOB {name} (SELECT id FROM slow_kb WHERE content = 'refund')")
+            assert wait_for(lambda: provider.active >= 1, timeout=10)
+            created = time.monotonic()
+            sql(session, "CREATE JOB quick (SELECT 1)")
+            assert wait_for(lambda: "quick" in ended(), timeout=15), ended()
+            assert time.monotonic() - created < 3  # while the token's first run still waits
+            assert not {"slow1", "slow2"} & set(ended()) and provider.active == 1
+            runs = wait_for(lambda: len(ended()) == 3 and ended(), timeout=40)
+            assert runs, ended()
+            first, second = sorted([runs["slow1"], runs["slow2"]])
+            assert second[0] >= first[1] and provider.max_active == 1  # one at a time: its share
+    finally:
+        provider.delay = 0.0
+        provider.close()
 
 
 @pytest.fixture

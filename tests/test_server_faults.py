@@ -4,15 +4,19 @@ working, and dropping it works); a full disk answers 507 and loses nothing ackno
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
+import sqlite3
 import subprocess
 import time
 from pathlib import Path
 
+import duckdb
 import httpx
 import pytest
 
-from kbsql.interface.errors import PROBLEM_TYPE_HEADER
+from kbsql.interface.errors import KINDS, PROBLEM_TYPE_HEADER, InsufficientStorage
 from kbsql.server.process import ServerProcess, spawn
 
 KBS = "/api/projects/mindsdb/knowledge_bases"
@@ -74,10 +78,12 @@ def test_a_damaged_store_is_named_with_the_way_out(tmp_path: Path) -> None:
         assert "Traceback" not in server.log_text()
 
 
-def small_disk(data: Path, megabytes: int, kb_megabytes: int | None = None) -> tuple[str, ...]:
+def small_disk(data: Path, megabytes: int, kb_megabytes: int | None = None,
+               sources: tuple[Path, int] | None = None) -> tuple[str, ...]:
     """Run the server in its own mount namespace where `data` is a tmpfs of that size; with
     `kb_megabytes`, its knowledge_bases folder is a tmpfs of its own (the catalog can then
-    fill while the chunk stores still have room)."""
+    fill while the chunk stores still have room); with `sources` (folder, size), a folder
+    for data-source files (never inside the data directory) is one too."""
     data.mkdir(parents=True, exist_ok=True)
     probe = subprocess.run(["unshare", "-m", "sh", "-c", f'mount -t tmpfs -o size=1m tmpfs "{data}"'],
                            capture_output=True, text=True, timeout=30)
@@ -87,6 +93,8 @@ def small_disk(data: Path, megabytes: int, kb_megabytes: int | None = None) -> t
     if kb_megabytes:
         script += (f' && mkdir "$0/knowledge_bases"'
                    f' && mount -t tmpfs -o size={kb_megabytes}m tmpfs "$0/knowledge_bases"')
+    if sources:
+        script += f' && mkdir -p "{sources[0]}" && mount -t tmpfs -o size={sources[1]}m tmpfs "{sources[0]}"'
     return ("unshare", "-m", "sh", "-c", script + ' && exec "$@"', str(data))
 
 
@@ -183,4 +191,52 @@ def test_a_background_insert_stopped_by_a_full_disk_says_what_it_stored(tmp_path
         stored = count(server.url, "kb")
         assert 0 < stored < 3000 and f"{stored:,} of 3,000 rows stored" in row["ERROR"], (stored, row)
         assert row["PROCESSED_ROWS"] == stored
+        assert "Traceback" not in server.log_text()
+
+
+BIG = ("SELECT x.a * 1000 + y.c AS id, md5(CAST(x.a * 1000 + y.c AS VARCHAR)) AS b "
+       "FROM (SELECT unnest(range(400)) AS a) AS x, (SELECT unnest(range(1000)) AS c) AS y")
+"""400,000 rows, ~13 MB of text that does not compress (a range as a value is capped: two small ones)."""
+
+
+def test_a_write_into_a_data_source_on_a_full_disk_stores_nothing(tmp_path: Path) -> None:
+    """CREATE TABLE src.t (SELECT ...) and INSERT INTO src.t SELECT ... larger than the 2 MB
+    left on the disk of a DuckDB and a SQLite source (issue 39): each answers the 507 kind
+    saying nothing was stored, and nothing is (the write is rolled back whole); the sources
+    take a small write after it, and the server answers on."""
+    data = tmp_path / "data"
+    sources = tmp_path / "sources"
+    with spawn(data, prefix=small_disk(data, 8, sources=(sources, 16))) as server:
+        with duckdb.connect(str(tmp_path / "src.duckdb")) as made:
+            made.execute("CREATE TABLE base AS SELECT 1 AS id, 'x' AS b")
+        with contextlib.closing(sqlite3.connect(tmp_path / "src.sqlite")) as lite:
+            lite.executescript("CREATE TABLE base (id INTEGER, b TEXT); INSERT INTO base VALUES (1, 'x');")
+        folder = Path(f"/proc/{server.process.pid}/root") / sources.relative_to("/")
+        for name in ("src.duckdb", "src.sqlite"):  # onto the server's small disk (its namespace)
+            shutil.copyfile(tmp_path / name, folder / name)
+        room = os.statvfs(folder)
+        with (folder / "filler").open("wb") as filler:  # 2 MB left
+            filler.write(b"\0" * (room.f_bavail * room.f_frsize - (2 << 20)))
+        for made in (sql(server.url, "CREATE DATABASE wduck WITH ENGINE = 'duckdb', PARAMETERS = "
+                                     f"{{'database': '{sources}/src.duckdb'}}"),
+                     sql(server.url, "CREATE DATABASE wlite WITH ENGINE = 'sqlite', PARAMETERS = "
+                                     f"{{'db_file': '{sources}/src.sqlite'}}")):
+            assert made["type"] == "ok", made
+        full_code = KINDS[InsufficientStorage.problem_type].mindsdb
+        for db in ("wduck", "wlite"):
+            for write, what in ((f"CREATE TABLE {db}.t ({BIG})", f"CREATE TABLE {db}.t"),
+                                (f"INSERT INTO {db}.base {BIG}", f"INSERT INTO {db}.base")):
+                answer = sql(server.url, write)
+                assert answer["type"] == "error" and answer["error_code"] == full_code, (write, answer)
+                message = answer["error_message"]
+                assert message.startswith(f"The disk is full: {what} stored nothing"), message
+                assert "src." not in message and len(message.splitlines()) == 1, message  # no server path
+            tables = sql(server.url, f"SHOW TABLES FROM {db}")["data"]
+            assert [row[0] for row in tables] == ["base"], tables  # no half-made table
+            assert sql(server.url, f"SELECT count(*) FROM {db}.base")["data"] == [[1]]  # no row of it
+        (folder / "filler").unlink()  # room again: the sources are whole and take writes
+        for db in ("wduck", "wlite"):
+            assert sql(server.url, f"INSERT INTO {db}.base (id, b) VALUES (2, 'y')")["type"] == "ok"
+            assert sql(server.url, f"SELECT count(*) FROM {db}.base")["data"] == [[2]]
+        assert sql(server.url, "SELECT 1")["data"] == [[1]]
         assert "Traceback" not in server.log_text()

@@ -257,6 +257,134 @@ def test_background_inserts_keep_the_deadline_and_stop_when_cancelled(server: Se
     assert sql(server.url, "SELECT count(*) FROM notes")["data"] == [[2]]  # nothing stored
 
 
+class Stalling:
+    """An OpenAI-compatible model on loopback that sends nothing for `seconds` after each
+    call (before the first byte of its answer; settable), then `content`; `calls` holds when
+    each call came and when its caller hung up (None: it waited for the answer)."""
+
+    def __init__(self, seconds: float, content: str):
+        self.seconds = seconds
+        self.calls: list[dict[str, float | None]] = []
+        stalling = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:  # the model list a check asks for
+                self.answer({"data": [{"id": "m1"}]})
+
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                call: dict[str, float | None] = {"at": time.monotonic(), "hung_up": None}
+                stalling.calls.append(call)
+                until = time.monotonic() + stalling.seconds
+                while time.monotonic() < until:
+                    ready, _, _ = select.select([self.connection], [], [], 0.05)
+                    if ready and not self.connection.recv(1, socket.MSG_PEEK):
+                        call["hung_up"] = time.monotonic()
+                        return
+                self.answer({"choices": [{"message": {"content": content}}]})
+
+            def answer(self, body: Any) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self.model = {"provider": "openai", "model_name": "m1", "base_url": self.base_url, "api_key": "k"}
+        threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True).start()
+
+    def __enter__(self) -> Stalling:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def past_deadline(url: str, query: str) -> float:
+    """Seconds `query` took to answer the 4 s deadline's line (asserted)."""
+    start = time.monotonic()
+    answer = sql(url, query)
+    took = time.monotonic() - start
+    assert "time limit (4 s, kbsql serve --statement-timeout)" in answer.get("error_message", ""), answer
+    assert len(answer["error_message"].splitlines()) == 1 and took < 7, (took, answer)
+    return took
+
+
+def make_agent(url: str, name: str, model: dict[str, Any]) -> None:
+    made = httpx.post(f"{url}/api/projects/mindsdb/agents", json={"agent": {"name": name, "model": model}},
+                      timeout=30)
+    assert made.status_code == 201, made.text
+
+
+def test_model_calls_keep_the_statement_deadline(server: ServerProcess) -> None:
+    """EVALUATE asking a slow model 30 questions, `SELECT answer FROM agent` over a model
+    that never answers or writes word by word, and a search whose reranking model never
+    answers (issue 39: EVALUATE and agents ran 40 s past a 6 s deadline) answer the
+    deadline's line at 4 s; the model sees its call dropped then, no call is made after,
+    and the server is idle."""
+    question = json.dumps({"query": "what is it?", "reference_answer": "a note"})
+    with Stalling(1.0, question) as writer:
+        past_deadline(server.url, "EVALUATE KNOWLEDGE_BASE notes USING test_table = df.generated, "
+                                  "generate_data = {'from_sql': 'SELECT x AS id, x AS content FROM df.n', "
+                                  f"'count': 30}}, evaluate = false, llm = {writer.model}")
+        made = len(writer.calls)
+        time.sleep(1.5)
+        assert len(writer.calls) == made < 7  # the questions stopped with the statement
+    with Stalling(60.0, "never sent") as silent:
+        make_agent(server.url, "silent", silent.model)
+        took = past_deadline(server.url, "SELECT answer FROM silent WHERE question = 'hi'")
+        hung_up = silent.calls[0]["hung_up"]  # the call blocked before its first byte was cut
+        assert hung_up is not None and hung_up - silent.calls[0]["at"] < took + 1, silent.calls
+    with Stalling(0.0, "0.9") as judge:  # answers its check, then never again
+        made = sql(server.url, "CREATE KNOWLEDGE_BASE judged USING embedding_model = {'provider': "
+                               f"'kbsql', 'model_name': 'hash-64'}}, reranking_model = {judge.model}")
+        assert made["type"] == "ok", made
+        sql(server.url, "INSERT INTO judged (id, content) VALUES (1, 'refunds take five days')")
+        judge.seconds, calls = 60.0, len(judge.calls)
+        past_deadline(server.url, "SELECT id FROM judged WHERE content = 'refund'")
+        assert len(judge.calls) == calls + 1 and judge.calls[-1]["hung_up"] is not None, judge.calls
+    with FakeLLM("openai", [text("a slow answer, written word by word " * 8)], delay=0.3) as llm:
+        make_agent(server.url, "writer", {"provider": "openai", "model_name": "m1",
+                                          "base_url": llm.base_url, "api_key": "k"})
+        past_deadline(server.url, "SELECT answer FROM writer WHERE question = 'hi'")
+        sent = llm.events_sent
+        time.sleep(1.0)
+        assert llm.events_sent <= sent + 1 and llm.finished_streams == 0  # closed
+    before = cpu_s(server)
+    time.sleep(1.0)
+    assert cpu_s(server) - before < 0.3
+
+
+def test_a_model_call_is_cut_when_its_client_leaves(server: ServerProcess) -> None:
+    """A completion whose model has not sent a byte yet (issue 39: only the model timeout,
+    120 s, cut it), whole or streamed: the client leaves after 1 s, and the model sees the
+    call dropped within a second or two, not at its timeout."""
+    with Stalling(60.0, "never sent") as silent:
+        make_agent(server.url, "stalled", silent.model)
+        url = f"{server.url}/api/projects/mindsdb/agents/stalled/completions"
+        body = {"messages": [{"question": "hi", "answer": ""}]}
+        for route in (url, url + "/stream"):
+            calls = len(silent.calls)
+            with pytest.raises(httpx.ReadTimeout), \
+                    httpx.stream("POST", route, json=body, timeout=1.0) as sent:
+                for _ in sent.iter_bytes():  # the stream's first chunk leaves before the model call
+                    pass
+            left = time.monotonic()
+            deadline = left + 10
+            while len(silent.calls) == calls or silent.calls[-1]["hung_up"] is None:
+                assert time.monotonic() < deadline, (route, silent.calls)
+                time.sleep(0.05)
+            assert silent.calls[-1]["hung_up"] - left < 3, (route, silent.calls)
+
+
 def read_answer(sock: socket.socket) -> tuple[int, int]:
     """(bytes of the answer's body received, its Content-Length) once it is all in or the
     server closed the connection."""

@@ -83,6 +83,8 @@ class EngineConfig:
     """Chunks one row's text may make (knowledge/chunking.py MAX_CHUNKS_PER_ROW)."""
     jobs_poll_s: float = 5.0
     """Seconds between the scheduler's looks for due job runs; 0: no scheduler thread."""
+    job_workers: int = 2
+    """Job runs at once in one engine (engine/jobs/scheduler.py); one creator's take half."""
     jobs_time_scale: float = 1.0
     """Test-only: job periods multiplied by it (engine/jobs/schedule.py)."""
     read_only_sources: bool = False

@@ -32,8 +32,13 @@ def disk_full(exc: BaseException) -> bool:
         return True
     if isinstance(exc, sqlite3.DatabaseError) and getattr(exc, "sqlite_errorcode", None) == SQLITE_FULL:
         return True
-    return isinstance(exc, OSError | sqlite3.DatabaseError) and \
-        any(w in str(exc).lower() for w in _FULL_WORDS)
+    return isinstance(exc, OSError | sqlite3.DatabaseError) and says_disk_full(str(exc))
+
+
+def says_disk_full(message: str) -> bool:
+    """Whether an error's text says the disk (or the quota) is full: DuckDB's errors (a write
+    into a data source's file or its SQLite file) and PostgreSQL's carry no errno."""
+    return any(w in message.lower() for w in _FULL_WORDS)
 
 
 def damaged(exc: BaseException) -> bool:

@@ -23,6 +23,10 @@ target's answer came back. So:
 - `transport(policy)`: the same host rule again when the connection is made, on the address
   connected to. A name checked as public could resolve to 127.0.0.1 a moment later (DNS
   rebinding); the connection is made to an address checked at that moment.
+- Its connections belong to the work in progress (`interface.control.CURRENT`: a statement,
+  a request; `_CutStream`): no read or write waits past the work's deadline, and stopping the
+  work (its client left, its deadline passed) shuts the socket at once, so a call blocked
+  before the first byte of its answer stops then, not at the model timeout (issue 39).
 
 The policy is per engine, never per process: each engine's one model client (`ModelHttp`,
 engine/models/model_http.py) holds its `Policy` and its `Lanes`, and every check here takes the
@@ -47,6 +51,8 @@ import httpcore
 import httpx
 
 from kbsql.engine.settings_table import BY_NAME
+from kbsql.interface.control import Control
+from kbsql.interface.control import current as current_control
 from kbsql.interface.errors import Busy, InvalidParameter, ProviderError
 
 ANY_PUBLIC = "*"
@@ -271,7 +277,68 @@ class _CheckedBackend(httpcore.SyncBackend):
             if address is None:
                 raise httpcore.ConnectError(f"{_shown(name)}:{port} is not an allowed model host")
             host = address
-        return super().connect_tcp(host, port, timeout, local_address, socket_options)
+        work = current_control()
+        if work is not None:  # no connecting past the work's deadline either
+            timeout = _within(work, timeout)
+        return _CutStream(super().connect_tcp(host, port, timeout, local_address, socket_options))
+
+
+class _CutStream(httpcore.NetworkStream):
+    """A model connection whose reads and writes belong to the work that makes them (the
+    context's `Control`, read at each one): each waits at most the work's time left, and
+    stopping the work shuts the socket, which wakes the thread blocked on it (before the
+    answer's first byte too: httpx offers no way to cut such a call). A cut connection is
+    closed by httpcore, never reused. Without work (an embedded call, an insert's
+    embeddings: `batch_insert`) it is the plain connection."""
+
+    def __init__(self, stream: httpcore.NetworkStream):
+        self._stream = stream
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._controlled(lambda wait: self._stream.read(max_bytes, wait), timeout)
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._controlled(lambda wait: self._stream.write(buffer, wait), timeout)
+
+    def _controlled(self, step: Any, timeout: float | None) -> Any:
+        work = current_control()
+        if work is None:
+            return step(timeout)
+        try:
+            with work.stoppable(self._cut):
+                done = step(_within(work, timeout))
+        except (httpcore.TimeoutException, httpcore.NetworkError):
+            work.check()  # its deadline or its stop: the work's own line, not "no answer"
+            raise
+        work.check()  # a read the cut ended early (an empty read is not the answer's end)
+        return done
+
+    def _cut(self) -> None:
+        sock = self._stream.get_extra_info("socket")
+        if sock is not None:  # the plain socket's shutdown (an SSLSocket's drops its state)
+            try:
+                socket.socket.shutdown(sock, socket.SHUT_RDWR)
+            except OSError:  # closed already
+                pass
+
+    def close(self) -> None:
+        self._stream.close()
+
+    def start_tls(self, ssl_context: Any, server_hostname: str | None = None,
+                  timeout: float | None = None) -> httpcore.NetworkStream:
+        return _CutStream(self._stream.start_tls(ssl_context, server_hostname, timeout))
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._stream.get_extra_info(info)
+
+
+def _within(work: Control, timeout: float | None) -> float | None:
+    """`timeout` cut to the time `work` has left; past its deadline (or stopped): `Stopped`."""
+    work.check()
+    left = work.remaining()
+    if left is None:
+        return timeout
+    return left if timeout is None else min(timeout, left)
 
 
 def transport(policy: Policy, **kwargs: Any) -> httpx.HTTPTransport:

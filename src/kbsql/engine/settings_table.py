@@ -177,6 +177,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("jobs_poll_s", float, 5.0, "seconds between two looks for due job runs (CREATE JOB); 0: "
             "this process runs no jobs ('kbsql jobs run' from cron does)", "--jobs-poll-s",
             positive=False, metavar="SECONDS"),
+    Setting("job_workers", int, 2, "job runs (CREATE JOB) running at once in this process; one "
+            "job creator's runs take at most half, the rest wait their turn", "--job-workers",
+            metavar="N"),
     Setting("jobs_time_scale", float, 1.0, "for tests: every job period (EVERY) is multiplied by it "
             "(1/60: a minute lasts a second)"),
     Setting("read_only_sources", bool, False, "refuse writes to connected data sources (CREATE "

@@ -127,3 +127,24 @@ CURRENT: ContextVar[Control | None] = ContextVar("kbsql_control", default=None)
 
 def current() -> Control | None:
     return CURRENT.get()
+
+
+def checkpoint() -> None:
+    """Raise `Stopped` if the work of this context must stop (its deadline passed, its
+    client left, it was cancelled): for loops of slow steps no watchdog interrupts
+    (EVALUATE's questions), called between steps."""
+    control = CURRENT.get()
+    if control is not None:
+        control.check()
+
+
+@contextmanager
+def bound(control: Control | None) -> Iterator[None]:
+    """Run the block as work of `control` (None: of no one, so nothing it starts is stopped
+    by the surrounding work's deadline or client). Set and reset in one frame: never around
+    a `yield` of a generator, whose next step may run in another context."""
+    token = CURRENT.set(control)
+    try:
+        yield
+    finally:
+        CURRENT.reset(token)

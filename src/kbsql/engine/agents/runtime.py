@@ -68,6 +68,8 @@ class AgentRuntime:
                     if isinstance(event, loop.Output):
                         output = event.text
         except RunCancelled as exc:
+            if request is not None:  # its statement's deadline or its client: that work's line
+                request.check()
             raise ProviderError(f"The agent {record.name} stopped: {exc}",
                                 title="Agent run stopped") from exc
         return completion_answer(output, trace_id)
@@ -78,8 +80,14 @@ class AgentRuntime:
 
     def control(self, record: AgentRecord) -> RunControl:
         """The run's deadline: the agent's `params.timeout` (agent_syntax.mdx: the seconds it
-        has to answer) within the engine's own limit (`agent_wall_time_s`)."""
+        has to answer) within the engine's own limit (`agent_wall_time_s`), and within what
+        is left of the work that asks (`SELECT answer FROM agent` keeps its statement's)."""
         timeout = record.params.get("timeout")
+        request = current_control()
+        left = request.remaining() if request is not None else None
+        if request is not None and request.deadline is not None and left is not None and \
+                left < min(self.limits.wall_time_s, float(timeout or "inf")):
+            return RunControl(0.0, request.limit_note or "its time limit", deadline=request.deadline)
         if timeout is not None and float(timeout) < self.limits.wall_time_s:
             return RunControl(float(timeout), f"its timeout of {timeout} s (params.timeout)")
         return RunControl(self.limits.wall_time_s)

@@ -7,6 +7,14 @@ through the engine's SQL door, as the job's creator would run them: in the job's
 under the deadline the creator's request had (`creator["timeout"]`) and this engine's own
 statement timeout, memory limit and model lanes. The first failing statement ends the run;
 its error, one line, goes to `log.jobs_history` and LAST does not move.
+
+Fair share: the thread only looks for due runs; each runs in a small pool (`job_workers`,
+default 2) as its creator's work (`creator["owner"]`, the credential of the request that
+made the job, as in the server's lanes), and one owner runs at most half the pool at once
+(`owner_share`). A due run over its owner's share, or of a job still running here, waits in
+the catalog (it stays due) and starts when a worker frees. One thread used to run every
+run in turn, so one user's long job held every other user's due runs (issue 39).
+`run_due` (cron, tests) still runs the due runs in turn in the calling thread.
 """
 
 from __future__ import annotations
@@ -14,6 +22,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -21,13 +30,15 @@ from kbsql.engine.jobs import last_values
 from kbsql.engine.jobs.job_store import JobRecord, JobStore
 from kbsql.engine.jobs.schedule import moment, next_run, split_sql, utcnow
 from kbsql.engine.sql.parse import parsing
-from kbsql.interface.control import CURRENT, Control
+from kbsql.interface.control import CURRENT, Control, owner_share
 from kbsql.interface.results import ErrorResult
 
 if TYPE_CHECKING:
     from kbsql.engine.sql.executor import SqlExecutor
 
 log = logging.getLogger("kbsql.jobs")
+DEFAULT_WORKERS = 2
+STOP_WAIT_S = 30.0
 
 
 def first_line(text: str) -> str:
@@ -40,14 +51,22 @@ class JobScheduler:
     nothing (the engine's parts are lazy, `Engine._wired`)."""
 
     def __init__(self, store: JobStore, sql: Callable[[], SqlExecutor], poll_s: float = 5.0,
-                 time_scale: float = 1.0):
+                 time_scale: float = 1.0, workers: int = DEFAULT_WORKERS):
         self.store = store
         self._sql = sql
         self.poll_s = poll_s
         self.time_scale = time_scale
+        self.workers = max(1, workers)
+        self.share = owner_share(self.workers)
+        """Runs one owner may have in the pool at once (see the module docstring)."""
         self._stop = threading.Event()
+        self._wake = threading.Event()  # a worker freed: look for due runs now
         self._thread: threading.Thread | None = None
+        self._pool: ThreadPoolExecutor | None = None
         self._running: dict[int, Control] = {}
+        self._held: dict[str | None, int] = {}  # owner -> runs in the pool
+        self._taken: set[int] = set()  # jobs with a run in the pool
+        self._futures: set[Future[None]] = set()
         self._lock = threading.Lock()
 
     @property
@@ -63,22 +82,32 @@ class JobScheduler:
         with self._lock:
             if self._thread is not None or self._stop.is_set():
                 return
+            self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="kbsql-job")
             self._thread = threading.Thread(target=self._loop, name="kbsql-jobs", daemon=True)
             self._thread.start()
 
     def close(self) -> None:
         """Stop the thread; a run in flight is stopped and recorded as failed."""
         self._stop.set()
+        self._wake.set()
         with self._lock:
             for control in self._running.values():
                 control.stop("the server stopped")
+            futures = set(self._futures)
         if self._thread is not None:
-            self._thread.join(timeout=30)
+            self._thread.join(timeout=STOP_WAIT_S)
+        wait(futures, timeout=STOP_WAIT_S)  # each records its run as stopped
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
 
     def _loop(self) -> None:
-        while not self._stop.wait(self.poll_s):
+        while not self._stop.is_set():
+            self._wake.wait(self.poll_s)
+            self._wake.clear()
+            if self._stop.is_set():
+                return
             try:
-                self.run_due()
+                self._dispatch(utcnow())
             except Exception as exc:  # a catalog away for a while: try again at the next poll
                 # one line, no traceback: a PostgreSQL restart would print one every poll
                 log.warning("jobs: looking for due runs failed (%s: %s); trying again in %s s",
@@ -101,6 +130,48 @@ class JobScheduler:
             ran += 1
         return ran
 
+    def _dispatch(self, now: datetime) -> None:
+        """Hand due runs to free workers, each under its owner's share; a run that cannot go
+        now stays due in the catalog for the next look."""
+        with self._lock:
+            running = set(self._running)
+        self.store.reap(running)
+        for job in self.store.due(now):
+            owner = job.creator.get("owner")
+            with self._lock:
+                if self._stop.is_set() or sum(self._held.values()) >= self.workers:
+                    return
+                if job.id in self._taken or (owner is not None and self._held.get(owner, 0) >= self.share):
+                    continue
+                self._taken.add(job.id)
+                self._held[owner] = self._held.get(owner, 0) + 1
+                assert self._pool is not None
+                future = self._pool.submit(self._take, job, owner)
+                self._futures.add(future)
+                future.add_done_callback(self._futures.discard)
+
+    def _take(self, job: JobRecord, owner: str | None) -> None:
+        """In a worker: claim the run (claim and finish on one thread: a shared catalog's run
+        lock belongs to its connection) and run it; then free the worker."""
+        ran = False
+        try:
+            following = self._following(job, utcnow())
+            history_id = self.store.claim(job, following)
+            if history_id is not None:  # else another server (or thread) took this run
+                self._run(job, history_id, done=following is None)
+                ran = True
+        except Exception as exc:  # a catalog away: the run stays due for the next look
+            log.warning("jobs: running %s failed (%s: %s)", job.name, type(exc).__name__,
+                        first_line(str(exc)))
+        finally:
+            with self._lock:
+                self._taken.discard(job.id)
+                self._held[owner] -= 1
+                if not self._held[owner]:
+                    del self._held[owner]
+            if ran:  # a worker is free: the runs waiting for it go now (not after a poll)
+                self._wake.set()
+
     def _following(self, job: JobRecord, now: datetime) -> datetime | None:
         """The run after this one: never in the past; None without EVERY or beyond END."""
         current = moment(job.next_run_at)
@@ -112,6 +183,7 @@ class JobScheduler:
 
     def _run(self, job: JobRecord, history_id: int, done: bool) -> None:
         control = Control.after(job.creator.get("timeout"), "the creating request's timeout")
+        control.owner = job.creator.get("owner")  # what it starts (a background insert) keeps its share
         with self._lock:
             self._running[history_id] = control
         executed: list[str] = []

@@ -44,6 +44,14 @@ moves after every batch's transaction (a background insert records its PROCESSED
 tracked value there, sql/kb/kb_background.py); in one transaction, at the end. What the
 callback raises stops the insert there, as a failure of the next batch would (a cancelled
 background insert stops after the batch just stored).
+
+Model calls: the embeddings of an insert belong to no statement or request
+(`interface.control.bound(None)`), so a server insert whose client stopped waiting, or which
+passed the statement deadline while embedding, goes on to its end and is stored whole, as the
+notebook's line for it says; a background insert stops between batches. Before, the embedding
+calls of the calling thread took the request's deadline and client (issue 39, the reverted
+f2ddee7): a server insert whose notebook client left was stopped, and with `threads = N` its
+pool threads were not, so what an insert did depended on its threads.
 """
 
 from __future__ import annotations
@@ -61,6 +69,7 @@ from kbsql.engine.catalog import KbRecord, now
 from kbsql.engine.faults import disk_full, kb_faults
 from kbsql.engine.knowledge.service import Embedded, KnowledgeService
 from kbsql.interface import progress as progress_mod
+from kbsql.interface.control import bound
 from kbsql.interface.errors import InsufficientStorage, Interrupted, KbsqlError
 from kbsql.interface.progress import OnProgress, Reporter
 
@@ -168,7 +177,8 @@ def insert(service: KnowledgeService, record: KbRecord, batches: Iterable[list[d
         raise ValueError("before_commit is for an insert in one transaction")
     tally = _Tally()
     try:
-        return _insert(service, record, batches, total_rows, policy, progress, tally, before_commit)
+        with bound(None):  # see "Model calls" above
+            return _insert(service, record, batches, total_rows, policy, progress, tally, before_commit)
     except Exception as exc:
         if policy.one_transaction or not (disk_full(exc) or isinstance(exc, InsufficientStorage)):
             raise

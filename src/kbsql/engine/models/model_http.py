@@ -18,18 +18,26 @@ apply their own, where one process-wide policy let the last engine built set bot
 Failures become a `ProviderError` in one line naming the provider and model (`what`) and
 the URL's origin, never the key (`scrub_secret`); a call that got no answer reads the same
 whatever the reason, and on a shared server an error answer's body is not shown.
+
+Every call belongs to the work that makes it (`interface.control.CURRENT`: an SQL statement,
+a request; or the `work` given, an agent run's): it is not sent once that work must stop,
+waits no longer than its time left, and is cut when it is stopped (`outbound._CutStream`),
+raising `Stopped` in the work's words. EVALUATE and `SELECT answer FROM agent` ran 40 s
+past a 6 s deadline before (issue 39). An insert's embeddings belong to no work
+(`batch_insert`): an insert is stored whole, whether or not its client still waits.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any
 
 import httpx
 
 from kbsql.engine import outbound
+from kbsql.interface.control import Control, bound, checkpoint
 from kbsql.interface.errors import InvalidParameter, ProviderError
 from kbsql.interface.secrets import scrub_secret
 
@@ -74,22 +82,29 @@ class ModelHttp:
             raise InvalidParameter(f"The model URL {url!r} is not a valid URL (its host is not a "
                                    "valid name)") from None
 
-    def send(self, request: httpx.Request, *, who: str = "model provider") -> httpx.Response:
+    def send(self, request: httpx.Request, *, who: str = "model provider",
+             work: Control | None = None) -> httpx.Response:
         """Send one model request over the pool: the single place every model call leaves
-        the engine, after the outbound policy (`who` names the provider in its errors)."""
+        the engine, after the outbound policy (`who` names the provider in its errors), as
+        part of `work` (default: the context's, see the module docstring)."""
         url = str(request.url)
         outbound.check(self.policy, url, who)
-        with self._lanes.lane(url, who):
+        with self._lanes.lane(url, who), bound(work) if work is not None else nullcontext():
+            checkpoint()
             return self._pool().send(request)
 
     @contextmanager
-    def stream(self, request: httpx.Request, *, who: str = "model provider") -> Iterator[httpx.Response]:
+    def stream(self, request: httpx.Request, *, who: str = "model provider",
+               work: Control | None = None) -> Iterator[httpx.Response]:
         """`send` with the body read as it arrives, holding the host's lane slot until the
-        response is closed (on exit)."""
+        response is closed (on exit). `work` holds until the answer's head has come; the
+        body's reads belong to the context's work (the caller closes the response to stop)."""
         url = str(request.url)
         outbound.check(self.policy, url, who)
         with self._lanes.lane(url, who):
-            response = self._pool().send(request, stream=True)
+            with bound(work) if work is not None else nullcontext():
+                checkpoint()
+                response = self._pool().send(request, stream=True)
             try:
                 yield response
             finally:

@@ -22,6 +22,7 @@ import httpx
 from kbsql.engine import outbound
 from kbsql.engine.models.model_context import ProviderContext, base_url_of
 from kbsql.engine.models.model_http import ModelHttp
+from kbsql.interface.control import Control, Stopped
 from kbsql.interface.errors import MissingParameter, ProviderError
 from kbsql.interface.secrets import scrub_secret
 
@@ -67,9 +68,12 @@ class RunControl:
     """Cancellation and deadline shared across threads: `cancel()` may come from the thread
     that closes the stream while the run thread is blocked reading the provider."""
 
-    def __init__(self, wall_time: float, limit: str = "its time limit"):
-        self.deadline = time.monotonic() + wall_time
+    def __init__(self, wall_time: float, limit: str = "its time limit", deadline: float | None = None):
+        self.deadline = time.monotonic() + wall_time if deadline is None else deadline
         self.limit = limit
+        self.work = Control(self.deadline, limit)
+        """The run as `interface.control` work: its model calls belong to it (`ModelHttp`), so
+        `cancel()` cuts one blocked before its answer's first byte, and none outlives the run."""
         self._cancelled = threading.Event()
         self._lock = threading.Lock()
         self._response: httpx.Response | None = None
@@ -90,6 +94,7 @@ class RunControl:
 
     def cancel(self) -> None:
         self._cancelled.set()
+        self.work.stop("the client stopped listening")
         with self._lock:
             response = self._response
         if response is not None:
@@ -243,16 +248,19 @@ class HttpProvider:
         request = self.http.request("POST", url, json=body, headers=self.headers(),
                                     timeout=self.timeout(control))
         try:
-            with self.http.stream(request, who=self.who) as response:
+            with self.http.stream(request, who=self.who, work=control.work) as response:
                 if response.status_code >= 400:
                     response.read()
                     raise self.http.refused(self.who, url, response.status_code,
                                            scrub_secret(error_text(response), self.api_key))
                 with control.attach(response):
                     yield response
-        except (httpx.HTTPError, httpx.StreamError) as exc:
+        except (httpx.HTTPError, httpx.StreamError, Stopped) as exc:
             if control.cancelled:
                 raise RunCancelled("the client stopped listening") from exc
+            control.check()  # cut at the run's deadline: RunCancelled in the run's words
+            if isinstance(exc, Stopped):  # the work around the run (its statement) stopped
+                raise RunCancelled(exc.reason) from exc
             raise outbound.unreachable(self.who, url) from exc
 
     def events(self, path: str, body: dict[str, Any], control: RunControl, *,

@@ -60,7 +60,9 @@ def create_job(session: SqlSession, statement: md.CreateJob, ctx: dict[str, Any]
         raise SqlError(f"Wrong end date: END {stamp(end)} is before START {stamp(start)}")
     control = current_control()
     remaining = control.remaining() if control is not None else None
-    creator = {"timeout": round(remaining, 3)} if remaining else {}
+    creator: dict[str, Any] = {"timeout": round(remaining, 3)} if remaining else {}
+    if control is not None and control.owner is not None:  # its runs take this owner's share
+        creator["owner"] = control.owner
     job = JobRecord(0, project, name, statement.query_str, statement.if_query_str, stamp(start) or "",
                     stamp(end), statement.repeat_str, stamp(start), stamp(now) or "", creator)
     JobStore(session.catalog).create(job, bool(statement.if_not_exists))

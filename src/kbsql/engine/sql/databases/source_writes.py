@@ -17,16 +17,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import duckdb
 from mindsdb_sql_parser import ast
 from sqlglot import exp
 
 from kbsql.engine.datasources.scans import DataSource, NativeTable
+from kbsql.engine.faults import says_disk_full
 from kbsql.engine.sql.kb.kb_conditions import constant
 from kbsql.engine.sql.kb.kb_write import column_names
 from kbsql.engine.sql.tables import sqlglot_render
 from kbsql.engine.sql.tables.plans import Compiled
 from kbsql.engine.sql.tables.select import compile_tree
-from kbsql.interface.errors import ReadOnlySource, SqlError, UnknownTable
+from kbsql.interface.errors import InsufficientStorage, ReadOnlySource, SqlError, UnknownTable
 from kbsql.interface.results import OkResult, SqlResult
 
 if TYPE_CHECKING:
@@ -59,12 +61,23 @@ def _target(source: Any, schema: str, table: str) -> str:
     return exp.table_(table, db=schema, catalog=alias, quoted=True).sql("duckdb")
 
 
-def _run(session: SqlSession, sql: str, compiled: Compiled | None = None) -> int | None:
-    """Run one write on a cursor (deadline, memory limit, frames registered); rows written."""
+def _run(session: SqlSession, sql: str, compiled: Compiled | None = None, *, what: str) -> int | None:
+    """Run one write on a cursor (deadline, memory limit, frames registered); rows written.
+    A full disk (the source's file system, or its PostgreSQL server's) is the typed 507
+    saying nothing of `what` was stored: DuckDB rolls the failed statement back (checked by
+    tests/test_server_faults.py), where its raw error named the server's file and read as
+    any other failure."""
     plan = compiled or Compiled("")
     plan.sql = sql
     plan.cacheable = False
-    table = session.duck.run(plan)
+    try:
+        table = session.duck.run(plan)
+    except duckdb.Error as exc:
+        if not says_disk_full(str(exc)):
+            raise
+        raise InsufficientStorage(f"The disk is full: {what} stored nothing (the write is rolled back "
+                                  "whole; the table is as it was). Free some space where the data "
+                                  "source keeps its data and run it again") from None
     if table.num_columns and table.num_rows:
         value = table.column(0)[0].as_py()
         return int(value) if isinstance(value, int) else None
@@ -97,11 +110,13 @@ def create_table(session: SqlSession, statement: ast.CreateTable, parts: list[st
             columns = ", ".join(f"{exp.to_identifier(c.name, quoted=True).sql('duckdb')} "
                                 f"{exp.DataType.build(str(c.type or 'TEXT'), dialect='duckdb').sql('duckdb')}"
                                 for c in statement.columns or [])
-            _run(session, f"{verb} {_target(source, schema, table)} ({columns})")
+            _run(session, f"{verb} {_target(source, schema, table)} ({columns})",
+                 what=f"{verb} {'.'.join(parts)}")
             return OkResult(None, context=ctx)
         compiled = Compiled("")
         select = sqlglot_render.to_duckdb(compile_tree(session, statement.from_select, ctx, compiled))
-        count = _run(session, f"{verb} {_target(source, schema, table)} AS {select}", compiled)
+        count = _run(session, f"{verb} {_target(source, schema, table)} AS {select}", compiled,
+                     what=f"{verb} {'.'.join(parts)}")
     session.plans.clear()
     return OkResult(count, context=ctx)
 
@@ -132,7 +147,8 @@ def insert(session: SqlSession, statement: ast.Insert, parts: list[str], ctx: di
                                     for c in column_names(statement.columns)) + ") "
         by_name = "" if names else "BY NAME "
         count = _run(session, f"INSERT INTO {_target(source, found.schema, found.table)} {by_name}{names}"
-                              f"{sqlglot_render.to_duckdb(tree)}", compiled)
+                              f"{sqlglot_render.to_duckdb(tree)}", compiled,
+                     what=f"INSERT INTO {'.'.join(parts)}")
     session.plans.clear()
     return OkResult(count, context=ctx)
 
@@ -179,7 +195,7 @@ def update(session: SqlSession, statement: ast.Update, parts: list[str], ctx: di
         pairs = [exp.EQ(this=exp.column(name, quoted=True), expression=value)
                  for name, value in zip(sets, values, strict=True)]
         update = exp.Update(this=item, expressions=pairs, where=where_tree, from_=source_from)
-        count = _run(session, update.sql("duckdb"), compiled)
+        count = _run(session, update.sql("duckdb"), compiled, what=f"UPDATE {'.'.join(parts)}")
     session.plans.clear()
     return OkResult(count, context=ctx)
 
@@ -226,7 +242,8 @@ def delete(session: SqlSession, statement: ast.Delete, parts: list[str], ctx: di
     with _writable(session, parts, "DELETE"):
         compiled = Compiled("")
         item, where, _ = _where_and_sets(session, parts, statement.where, {}, ctx, compiled)
-        count = _run(session, exp.Delete(this=item, where=where).sql("duckdb"), compiled)
+        count = _run(session, exp.Delete(this=item, where=where).sql("duckdb"), compiled,
+                     what=f"DELETE FROM {'.'.join(parts)}")
     session.plans.clear()
     return OkResult(count, context=ctx)
 
@@ -239,5 +256,6 @@ def drop_table(session: SqlSession, parts: list[str], if_exists: bool) -> None:
                 return
             raise UnknownTable(f"Can't drop table '{parts[-1]}': it does not exist in database "
                                f"'{parts[0]}'")
-        _run(session, f"DROP TABLE {_target(source, found.schema, found.table)}")
+        _run(session, f"DROP TABLE {_target(source, found.schema, found.table)}",
+             what=f"DROP TABLE {'.'.join(parts)}")
     session.plans.clear()

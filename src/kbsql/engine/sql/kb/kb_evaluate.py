@@ -21,6 +21,7 @@ from kbsql.engine.models.model_http import ModelHttp
 from kbsql.engine.models.rerank import Reranker
 from kbsql.engine.sql.refusals import unsupported
 from kbsql.interface import progress as progress_mod
+from kbsql.interface.control import checkpoint
 from kbsql.interface.errors import SqlError
 from kbsql.interface.progress import OnProgress, Reporter
 
@@ -64,12 +65,21 @@ call), so even the default 20 take long enough to want one."""
 def _stepped(progress: OnProgress | None, description: str, total: int, phase: str,
              work: Callable[[Any], Any]) -> Any:
     """Run `work(step)` as a task of `total` questions reported to `progress` per question
-    (`step(done, total)`) in `phase`, ending done or failed."""
+    (`step(done, total)`) in `phase`, ending done or failed. Each step is also where the
+    statement's deadline and its client are checked (`checkpoint`): a question at a time,
+    EVALUATE stops with its statement (a question's model call is cut by `ModelHttp`)."""
+    def checked(done: int, count: int) -> None:
+        checkpoint()
+
     if progress is None:
-        return work(None)
+        return work(checked)
     with Reporter(progress, description, total, unit="question", min_total=EVALUATE_MIN_QUESTIONS) as report:
         report.update(phase, 0)
-        return work(lambda done, count: report.update(phase, done))
+
+        def step(done: int, count: int) -> None:
+            report.update(phase, done)
+            checkpoint()
+        return work(step)
 
 
 def run(params: dict[str, Any], ports: EvaluatePorts) -> tuple[list[str], list[list[Any]]]:
