@@ -181,6 +181,8 @@ def test_a_search_joined_with_a_table_is_saved_and_kept_as_a_view(door: ServerPr
     kind, message = over_http(door, "CREATE VIEW wb.wb_bad AS (SELECT * FROM wb_duck.no_such_table)")
     assert kind == "error" and "no_such_table" in message
     assert over_http(door, "SELECT * FROM wb.wb_bad")[0] == "error"
+    kind, message = over_http(door, "CREATE VIEW wb.wb_bad AS (SELECT * FROM wb_nowhere.t)")
+    assert kind == "error" and "not found in the database" in message  # MindsDB's words
     assert over_http(door, "CREATE OR REPLACE VIEW wb.red_docs AS "
                            f"({search.replace('LIMIT 2', 'LIMIT 3')})") == ("ok", None)
     kind, rows = over_http(door, "SELECT id, hex FROM wb.red_docs ORDER BY id")
