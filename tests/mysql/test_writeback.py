@@ -249,3 +249,33 @@ def _rest_views(door: ServerProcess) -> None:
     assert httpx.delete(f"{base}/wb_rest_view").status_code == 204
     assert httpx.get(f"{base}/wb_rest_view").status_code == 404
     assert httpx.get(f"{door.url}/api/projects/nowhere/views").status_code == 404
+
+
+def test_a_postgres_tables_columns_in_mindsdbs_mysql_types(door: ServerProcess,
+                                                          sources: dict[str, Any]) -> None:
+    """MindsDB's postgres handler tells `varchar(n)` from `text` and reads `json` as JSON
+    (DuckDB reads all three as VARCHAR): SHOW COLUMNS and information_schema.COLUMNS (what
+    DBeaver, JDBC and SQLAlchemy size their fields by) show them apart, as in its
+    test_mysql_api.py::test_show_columns."""
+    if "postgres" not in sources["db"]:
+        pytest.skip("no postgres server: set KBSQL_TEST_POSTGRES_DSN to run this test")
+    import psycopg
+
+    with psycopg.connect(PG_DSN, autocommit=True) as pg:
+        pg.execute(f"CREATE TABLE {sources['schema']}.wb_typed (n integer, location character varying(100), "
+                   "free character varying, note text, doc jsonb)")
+    kind, shown = over_http(door, "SHOW COLUMNS FROM wb_pg.wb_typed")
+    assert kind == "table" and [r[:2] for r in shown] == [
+        ("n", "int"), ("location", "varchar(100)"), ("free", "varchar(1024)"), ("note", "text"),
+        ("doc", "json")]
+    conn = connect(door)
+    try:
+        kind, rows = over_mysql(conn, "SELECT column_name, data_type, column_type, character_maximum_length, "
+                                      "character_octet_length, numeric_precision "
+                                      "FROM information_schema.columns WHERE table_schema = 'wb_pg' "
+                                      "AND table_name = 'wb_typed' ORDER BY ordinal_position")
+    finally:
+        conn.close()
+    assert kind == "table" and rows[:2] == [("n", "int", "int", None, None, 10),
+                                            ("location", "varchar", "varchar(100)", 100, 400, None)]
+    assert over_http(door, "DROP TABLE wb_pg.wb_typed") == ("ok", None)

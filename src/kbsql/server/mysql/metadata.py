@@ -88,6 +88,7 @@ COLLATIONS = [["utf8mb4_general_ci", "utf8mb4", 45, "Yes", "Yes", 1, "PAD SPACE"
               ["utf8mb4_bin", "utf8mb4", 46, "", "Yes", 1, "PAD SPACE"],
               ["utf8mb3_general_ci", "utf8mb3", 33, "Yes", "Yes", 1, "PAD SPACE"]]
 FILES_DATABASES = ("df", "files")
+TEXTS = ("text", "varchar")
 
 def quote_name(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
@@ -182,8 +183,8 @@ def _columns(catalog: EngineCatalog, scope: tuple[set[str] | None, set[str] | No
         for position, (column, column_type) in enumerate(columns, start=1):
             data_type = data_type_of(column_type)
             rows.append(["def", schema, table, column, position, None, "YES", data_type,
-                         *mysql_sizes(column_type), "utf8mb4" if data_type == "text" else None,
-                         "utf8mb4_0900_ai_ci" if data_type == "text" else None, column_type, "", "",
+                         *mysql_sizes(column_type), "utf8mb4" if data_type in TEXTS else None,
+                         "utf8mb4_0900_ai_ci" if data_type in TEXTS else None, column_type, "", "",
                          "select", "", "", None, own.get(column, column_type)])  # MindsDB's ORIGINAL_TYPE
     return rows
 
