@@ -365,7 +365,12 @@ class DuckSession:
     def _fetch(self, con: duckdb.DuckDBPyConnection, sql: str, control: Control) -> pa.Table:
         """The result in Arrow batches, refused past `result_cap` bytes (a silently cut
         result would be a wrong answer)."""
-        reader = con.execute(sql).to_arrow_reader(BATCH_ROWS)
+        con.execute(sql)
+        names = [str(d[0]) for d in con.description or []]
+        zoned = [str(d[0]) for d in con.description or [] if str(d[1]) == "TIME WITH TIME ZONE"]
+        if zoned and len(set(names)) == len(names):
+            con.execute(_times_in_utc(sql, zoned))
+        reader = con.to_arrow_reader(BATCH_ROWS)
         batches = []
         size = 0
         for batch in reader:
@@ -396,6 +401,17 @@ class DuckSession:
         if pinned:
             return SqlError(message)
         return exc
+
+
+def _times_in_utc(sql: str, zoned: list[str]) -> str:
+    """`sql` with its TIME WITH TIME ZONE columns read in UTC: DuckDB's Arrow export keeps a
+    TIMETZ's clock time and drops its offset (PostgreSQL's 14:30:45+03 would read 14:30:45,
+    a silently wrong time); MindsDB answers such a column in UTC (11:30:45)."""
+    def ident(name: str) -> str:
+        return '"' + name.replace('"', '""') + '"'
+
+    replaced = ", ".join(f"CAST(timezone('UTC', {ident(n)}) AS TIME) AS {ident(n)}" for n in zoned)
+    return f"SELECT * REPLACE ({replaced}) FROM ({sql})"
 
 
 def _quote(text: str) -> str:
