@@ -366,10 +366,9 @@ class DuckSession:
         """The result in Arrow batches, refused past `result_cap` bytes (a silently cut
         result would be a wrong answer)."""
         con.execute(sql)
-        names = [str(d[0]) for d in con.description or []]
-        zoned = [str(d[0]) for d in con.description or [] if str(d[1]) == "TIME WITH TIME ZONE"]
-        if zoned and len(set(names)) == len(names):
-            con.execute(_times_in_utc(sql, zoned))
+        columns = [(str(d[0]), str(d[1]) == "TIME WITH TIME ZONE") for d in con.description or []]
+        if any(zoned for _, zoned in columns):
+            con.execute(_times_in_utc(sql, columns))
         reader = con.to_arrow_reader(BATCH_ROWS)
         batches = []
         size = 0
@@ -403,15 +402,17 @@ class DuckSession:
         return exc
 
 
-def _times_in_utc(sql: str, zoned: list[str]) -> str:
-    """`sql` with its TIME WITH TIME ZONE columns read in UTC: DuckDB's Arrow export keeps a
-    TIMETZ's clock time and drops its offset (PostgreSQL's 14:30:45+03 would read 14:30:45,
-    a silently wrong time); MindsDB answers such a column in UTC (11:30:45)."""
+def _times_in_utc(sql: str, columns: list[tuple[str, bool]]) -> str:
+    """`sql` with its TIME WITH TIME ZONE columns (name, zoned) read in UTC: DuckDB's Arrow
+    export keeps a TIMETZ's clock time and drops its offset (PostgreSQL's 14:30:45+03 would
+    read 14:30:45, a silently wrong time); MindsDB answers such a column in UTC (11:30:45).
+    Columns are taken by position, so two of one name stay apart."""
     def ident(name: str) -> str:
         return '"' + name.replace('"', '""') + '"'
 
-    replaced = ", ".join(f"CAST(timezone('UTC', {ident(n)}) AS TIME) AS {ident(n)}" for n in zoned)
-    return f"SELECT * REPLACE ({replaced}) FROM ({sql})"
+    targets = [f"CAST(timezone('UTC', #{i}) AS TIME) AS {ident(name)}" if zoned else f"#{i} AS {ident(name)}"
+               for i, (name, zoned) in enumerate(columns, start=1)]
+    return f"SELECT {', '.join(targets)} FROM ({sql})"
 
 
 def _quote(text: str) -> str:
