@@ -271,11 +271,15 @@ def test_a_postgres_tables_columns_in_mindsdbs_mysql_types(door: ServerProcess,
     conn = connect(door)
     try:
         kind, rows = over_mysql(conn, "SELECT column_name, data_type, column_type, character_maximum_length, "
-                                      "character_octet_length, numeric_precision "
+                                      "character_octet_length, numeric_precision, original_type "
                                       "FROM information_schema.columns WHERE table_schema = 'wb_pg' "
                                       "AND table_name = 'wb_typed' ORDER BY ordinal_position")
     finally:
         conn.close()
-    assert kind == "table" and rows[:2] == [("n", "int", "int", None, None, 10),
-                                            ("location", "varchar", "varchar(100)", 100, 400, None)]
+    assert kind == "table" and rows[:2] == [("n", "int", "int", None, None, 10, "integer"),
+                                            ("location", "varchar", "varchar(100)", 100, 400, None,
+                                             "character varying")]
+    # DESCRIBE: DuckDB's types (what SQL over the table uses) beside PostgreSQL's own
+    kind, described = over_http(door, "DESCRIBE wb_pg.wb_typed")
+    assert kind == "table" and described[1] == ("location", "VARCHAR", "character varying")
     assert over_http(door, "DROP TABLE wb_pg.wb_typed") == ("ok", None)

@@ -135,10 +135,11 @@ class EngineCatalog:
         return [(str(r[0]), str(r[1])) for r in rows]
 
     def own_types(self, schema: str, table: str) -> dict[str, str]:
-        """A data-source table's column types in the source's own words (lower case, as
-        DESCRIBE reads them): MindsDB's ORIGINAL_TYPE (`integer` beside MySQL's `int`)."""
+        """A data-source table's column types in the source's own words (DESCRIBE's
+        ORIGINAL_TYPE): MindsDB's ORIGINAL_TYPE (`integer` beside MySQL's `int`, PostgreSQL's
+        `character varying` beside `varchar`)."""
         rows = self._rows(f"DESCRIBE {quote_name(schema)}.{quote_name(table)}")
-        return {str(r[0]): str(r[1]).lower() for r in rows}
+        return {str(r[0]): str(r[2] if len(r) > 2 else r[1]).lower() for r in rows}
 
 
 def _schemata(catalog: EngineCatalog) -> list[list[Any]]:

@@ -173,9 +173,18 @@ def show_tables(session: SqlSession, statement: ast.Show, ctx: dict[str, Any], r
 
 
 def describe(session: SqlSession, statement: ast.Describe, ctx: dict[str, Any], routed: Routed) -> SqlResult:
-    """DESCRIBE [db.]table: its columns and DuckDB types."""
-    table = describe_sql(session, table_parts(statement.value), ctx, routed.resolutions)
-    return ArrowTableResult(table.rename_columns(["COLUMN_NAME", "DATA_TYPE"]), ctx)
+    """DESCRIBE [db.]table: its columns, their DuckDB types (what SQL over the table uses) and
+    ORIGINAL_TYPE, the type in the source's own words where the source tells it
+    (PostgreSQL's `character varying`; MindsDB's information_schema.COLUMNS column of that
+    name), else the DuckDB type in lower case."""
+    parts = table_parts(statement.value)
+    table = describe_sql(session, parts, ctx, routed.resolutions)
+    own = _own_types(session, parts, ctx, routed)
+    names, kinds = table.column(0).to_pylist(), table.column(1).to_pylist()
+    original = [own[n][0] if n in own else str(k).lower() for n, k in zip(names, kinds, strict=True)]
+    return ArrowTableResult(pa.table({"COLUMN_NAME": pa.array(names, pa.string()),
+                                      "DATA_TYPE": pa.array(kinds, pa.string()),
+                                      "ORIGINAL_TYPE": pa.array(original, pa.string())}), ctx)
 
 
 def show_columns(session: SqlSession, statement: ast.Show, ctx: dict[str, Any], routed: Routed) -> SqlResult:
