@@ -102,6 +102,8 @@ def test_mindsdb_refusals_with_its_titles(client: httpx.Client) -> None:
     problem(upload(client, "fetch", "fetch.csv", csv, source_type="url"), "URL file upload is disabled.")
     problem(client.put("/api/files/fetch", json={"source_type": "url", "source": "http://127.0.0.1:9/x.csv"}),
             "URL file upload is disabled.")
+    problem(client.put("/api/files/fetch", json={"source_type": "url", "source": "not_a_url"}), "Invalid URL",
+            "The URL is not valid: not_a_url")
     problem(client.put("/api/files/nofile", data={"source_type": "file"},
                        files={"other": ("x.csv", io.BytesIO(csv))}), "Invalid request parameters")
     problem(client.put("/api/files/nofile", json={"source_type": "file"}), "File field is missed")

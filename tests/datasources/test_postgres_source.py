@@ -122,3 +122,22 @@ def test_postgres_dsn_password_is_masked_and_kept_out_of_errors(engine: Engine, 
         result.error_message
     assert "not-the-pw-42" not in result.error_message
     assert ["pgbad"] not in rows(engine, "SHOW DATABASES")
+
+
+def test_a_time_with_time_zone_reads_in_utc(engine: Engine, postgres_dsn: str, pg_schema: str) -> None:
+    """PostgreSQL's `timetz` 14:30:45+03 is 11:30:45 UTC, as MindsDB answers it (its
+    test_mysql_api.py::test_response_types); DuckDB's Arrow export would drop the offset and
+    say 14:30:45, a silently wrong time."""
+    import psycopg
+
+    with psycopg.connect(postgres_dsn, autocommit=True) as db:
+        db.execute(f'CREATE TABLE "{pg_schema}".shifts (id int, starts timetz, plain time)')
+        db.execute(f"INSERT INTO \"{pg_schema}\".shifts VALUES (1, '14:30:45+03:00', '14:30:45'), "
+                   "(2, NULL, NULL)")
+    ok(engine, f"CREATE DATABASE pg ENGINE = 'postgres', PARAMETERS = "
+               f"{json.dumps(_params(postgres_dsn, pg_schema))}")
+    assert rows(engine, "SELECT id, starts, plain FROM pg.shifts ORDER BY id") == [
+        [1, "11:30:45.000000", "14:30:45.000000"], [2, None, None]]
+    # two columns of one name stay apart (each read in UTC, by position)
+    assert rows(engine, "SELECT a.starts, b.starts FROM pg.shifts AS a JOIN pg.shifts AS b ON a.id = b.id "
+                        "WHERE a.id = 1") == [["11:30:45.000000", "11:30:45.000000"]]

@@ -181,6 +181,8 @@ def test_a_search_joined_with_a_table_is_saved_and_kept_as_a_view(door: ServerPr
     kind, message = over_http(door, "CREATE VIEW wb.wb_bad AS (SELECT * FROM wb_duck.no_such_table)")
     assert kind == "error" and "no_such_table" in message
     assert over_http(door, "SELECT * FROM wb.wb_bad")[0] == "error"
+    kind, message = over_http(door, "CREATE VIEW wb.wb_bad AS (SELECT * FROM wb_nowhere.t)")
+    assert kind == "error" and "not found in the database" in message  # MindsDB's words
     assert over_http(door, "CREATE OR REPLACE VIEW wb.red_docs AS "
                            f"({search.replace('LIMIT 2', 'LIMIT 3')})") == ("ok", None)
     kind, rows = over_http(door, "SELECT id, hex FROM wb.red_docs ORDER BY id")
@@ -247,3 +249,37 @@ def _rest_views(door: ServerProcess) -> None:
     assert httpx.delete(f"{base}/wb_rest_view").status_code == 204
     assert httpx.get(f"{base}/wb_rest_view").status_code == 404
     assert httpx.get(f"{door.url}/api/projects/nowhere/views").status_code == 404
+
+
+def test_a_postgres_tables_columns_in_mindsdbs_mysql_types(door: ServerProcess,
+                                                          sources: dict[str, Any]) -> None:
+    """MindsDB's postgres handler tells `varchar(n)` from `text` and reads `json` as JSON
+    (DuckDB reads all three as VARCHAR): SHOW COLUMNS and information_schema.COLUMNS (what
+    DBeaver, JDBC and SQLAlchemy size their fields by) show them apart, as in its
+    test_mysql_api.py::test_show_columns."""
+    if "postgres" not in sources["db"]:
+        pytest.skip("no postgres server: set KBSQL_TEST_POSTGRES_DSN to run this test")
+    import psycopg
+
+    with psycopg.connect(PG_DSN, autocommit=True) as pg:
+        pg.execute(f"CREATE TABLE {sources['schema']}.wb_typed (n integer, location character varying(100), "
+                   "free character varying, note text, doc jsonb)")
+    kind, shown = over_http(door, "SHOW COLUMNS FROM wb_pg.wb_typed")
+    assert kind == "table" and [r[:2] for r in shown] == [
+        ("n", "int"), ("location", "varchar(100)"), ("free", "varchar(1024)"), ("note", "text"),
+        ("doc", "json")]
+    conn = connect(door)
+    try:
+        kind, rows = over_mysql(conn, "SELECT column_name, data_type, column_type, character_maximum_length, "
+                                      "character_octet_length, numeric_precision, original_type "
+                                      "FROM information_schema.columns WHERE table_schema = 'wb_pg' "
+                                      "AND table_name = 'wb_typed' ORDER BY ordinal_position")
+    finally:
+        conn.close()
+    assert kind == "table" and rows[:2] == [("n", "int", "int", None, None, 10, "integer"),
+                                            ("location", "varchar", "varchar(100)", 100, 400, None,
+                                             "character varying")]
+    # DESCRIBE: DuckDB's types (what SQL over the table uses) beside PostgreSQL's own
+    kind, described = over_http(door, "DESCRIBE wb_pg.wb_typed")
+    assert kind == "table" and described[1] == ("location", "VARCHAR", "character varying")
+    assert over_http(door, "DROP TABLE wb_pg.wb_typed") == ("ok", None)

@@ -29,7 +29,26 @@ _TYPES = (
     (re.compile(r"^TIME$"), "time", "time"),
     (re.compile(r"^(BLOB|BYTEA|BINARY|VARBINARY)$"), "blob", "blob"),
     (re.compile(r"^JSON$|\[\]$|^(STRUCT|MAP|LIST|UNION)\b"), "json", "json"),
+    (re.compile(r"^VARCHAR\(\d+\)$"), "varchar", None),
 )
+
+VARCHAR_DEFAULT = 1024
+"""MindsDB's CHARACTER_MAXIMUM_LENGTH of a varchar without one (`MYSQL_DATA_TYPE_COLUMNS_DEFAULT`)."""
+
+
+def with_own_type(engine_type: str, own: tuple[str, int | None] | None) -> str:
+    """The engine type of a data-source column, sharpened by the source's own type where
+    DuckDB's reading loses what MindsDB's MySQL shape shows (its postgres handler's map):
+    `character varying(n)` is `VARCHAR(n)` (MySQL `varchar(n)`, not `text`), `json` and
+    `jsonb` are `JSON`. Any other column keeps the engine's type."""
+    if own is None:
+        return engine_type
+    name, length = own[0].lower(), own[1]
+    if name in ("character varying", "varchar"):
+        return f"VARCHAR({length or VARCHAR_DEFAULT})"
+    if name in ("json", "jsonb"):
+        return "JSON"
+    return engine_type
 
 SHOW_COLUMNS = ("Field", "Type", "Null", "Key", "Default", "Extra")
 SHOW_FULL_COLUMNS = (*SHOW_COLUMNS, "Collation", "Privileges", "Comment")
@@ -65,6 +84,7 @@ def show_columns_rows(columns: list[tuple[str, str]], full: bool) -> list[list[o
 _PRECISION = (("tinyint", 3, 0), ("smallint", 5, 0), ("int", 10, 0), ("bigint", 19, 0), ("double", 22, None))
 _LENGTHS = (("text", 65535), ("blob", 65535))
 _DECIMAL = re.compile(r"^decimal\((\d+),(\d+)\)$")
+_VARCHAR = re.compile(r"^varchar\((\d+)\)$")
 
 
 def mysql_sizes(column_type: str) -> tuple[int | None, int | None, int | None, int | None, int | None]:
@@ -75,6 +95,9 @@ def mysql_sizes(column_type: str) -> tuple[int | None, int | None, int | None, i
     decimal = _DECIMAL.match(column_type)
     if decimal is not None:
         return None, None, int(decimal.group(1)), int(decimal.group(2)), None
+    varchar = _VARCHAR.match(column_type)
+    if varchar is not None:  # MindsDB's octet length: four bytes a character (utf8mb4)
+        return int(varchar.group(1)), 4 * int(varchar.group(1)), None, None, None
     for name, precision, scale in _PRECISION:
         if name == data_type:
             return None, None, precision, scale, None

@@ -188,6 +188,21 @@ class PostgresSource:
     def tables(self, con: Any) -> list[str]:
         return [t if s == self.schema else f"{s}.{t}" for s, t in self._table_list(con)]
 
+    def own_types(self, con: Any, table: NativeTable) -> dict[str, tuple[str, int | None]]:
+        """column -> (PostgreSQL's own type name, its character maximum length) of a table this
+        source scanned, asked of the server: DuckDB reads `varchar(100)`, `text` and `json`
+        all as VARCHAR, and MindsDB's clients read them apart (`SHOW COLUMNS`)."""
+        def literal(value: str) -> str:
+            return "'" + value.replace("'", "''") + "'"
+
+        sql = ("SELECT column_name, data_type, character_maximum_length FROM information_schema.columns "
+               f"WHERE table_schema = {literal(table.schema)} AND table_name = {literal(table.table)}")
+        try:
+            rows = con.execute("SELECT * FROM postgres_query(?, ?)", [self.alias, sql]).fetchall()
+        except duckdb.Error as exc:
+            raise self._error("Reading the columns of", exc) from None
+        return {str(r[0]): (str(r[1]), None if r[2] is None else int(r[2])) for r in rows}
+
     def scan(self, con: Any, parts: list[str]) -> Scan | None:
         schema, table = (parts[0], parts[1]) if len(parts) == 2 else (self.schema, parts[-1])
         known = self._table_list(con)

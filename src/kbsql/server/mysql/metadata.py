@@ -88,6 +88,7 @@ COLLATIONS = [["utf8mb4_general_ci", "utf8mb4", 45, "Yes", "Yes", 1, "PAD SPACE"
               ["utf8mb4_bin", "utf8mb4", 46, "", "Yes", 1, "PAD SPACE"],
               ["utf8mb3_general_ci", "utf8mb3", 33, "Yes", "Yes", 1, "PAD SPACE"]]
 FILES_DATABASES = ("df", "files")
+TEXTS = ("text", "varchar")
 
 def quote_name(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
@@ -134,10 +135,11 @@ class EngineCatalog:
         return [(str(r[0]), str(r[1])) for r in rows]
 
     def own_types(self, schema: str, table: str) -> dict[str, str]:
-        """A data-source table's column types in the source's own words (lower case, as
-        DESCRIBE reads them): MindsDB's ORIGINAL_TYPE (`integer` beside MySQL's `int`)."""
+        """A data-source table's column types in the source's own words (DESCRIBE's
+        ORIGINAL_TYPE): MindsDB's ORIGINAL_TYPE (`integer` beside MySQL's `int`, PostgreSQL's
+        `character varying` beside `varchar`)."""
         rows = self._rows(f"DESCRIBE {quote_name(schema)}.{quote_name(table)}")
-        return {str(r[0]): str(r[1]).lower() for r in rows}
+        return {str(r[0]): str(r[2] if len(r) > 2 else r[1]).lower() for r in rows}
 
 
 def _schemata(catalog: EngineCatalog) -> list[list[Any]]:
@@ -182,8 +184,8 @@ def _columns(catalog: EngineCatalog, scope: tuple[set[str] | None, set[str] | No
         for position, (column, column_type) in enumerate(columns, start=1):
             data_type = data_type_of(column_type)
             rows.append(["def", schema, table, column, position, None, "YES", data_type,
-                         *mysql_sizes(column_type), "utf8mb4" if data_type == "text" else None,
-                         "utf8mb4_0900_ai_ci" if data_type == "text" else None, column_type, "", "",
+                         *mysql_sizes(column_type), "utf8mb4" if data_type in TEXTS else None,
+                         "utf8mb4_0900_ai_ci" if data_type in TEXTS else None, column_type, "", "",
                          "select", "", "", None, own.get(column, column_type)])  # MindsDB's ORIGINAL_TYPE
     return rows
 

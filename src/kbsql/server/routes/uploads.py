@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from pathlib import PurePath
 from typing import Any
+from urllib.parse import urlsplit
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -99,7 +100,7 @@ async def _upload_json(request: Request) -> Response:
     except BadRequest:
         raise _error("Invalid request parameters", "Unexpected parameters in request") from None
     _check_fields(set(body), JSON_FIELDS)
-    _check_source(body.get("source_type", "file"), False)
+    _check_source(body.get("source_type", "file"), False, body.get("source"))
     raise _error("File field is missed", 'The "field" field is missed in the form')
 
 
@@ -111,11 +112,16 @@ def _check_fields(given: set[str], allowed: set[str]) -> None:
                      f"{', '.join(sorted(unexpected))}. Allowed parameters: {', '.join(shown)}")
 
 
-def _check_source(source_type: Any, has_file: bool) -> None:
+def _check_source(source_type: Any, has_file: bool, source: Any = None) -> None:
+    """MindsDB's checks of the source fields; a URL source is then refused, after a malformed
+    URL is named as one ("Invalid URL", MindsDB's title when its URL uploads are on)."""
     if source_type not in ("file", "url"):
         raise _error("Wrong file source type", f'Only "file" and "url" supported as file source, '
                      f'got "{source_type}"')
     if source_type == "url":
+        parsed = urlsplit(source) if isinstance(source, str) else None
+        if source is not None and not (parsed and parsed.scheme and parsed.netloc):
+            raise _error("Invalid URL", f"The URL is not valid: {source}")
         raise _error("URL file upload is disabled.", "URL file upload is disabled.")
     if not has_file:
         raise _error("File field is missed", 'The "field" field is missed in the form')

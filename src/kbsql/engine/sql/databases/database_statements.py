@@ -20,6 +20,7 @@ from mindsdb_sql_parser.ast.mindsdb.create_database import CreateDatabase
 
 from kbsql.engine.datasources import registry
 from kbsql.engine.datasources.frame_store import FRAMES_SOURCE
+from kbsql.engine.datasources.scans import NativeTable
 from kbsql.engine.spelling import did_you_mean
 from kbsql.engine.sql import refusals
 from kbsql.engine.sql.arrow_results import ArrowTableResult
@@ -33,12 +34,13 @@ from kbsql.engine.sql.tables.names import (
     find_project,
     misspelt_knowledge_base,
     project_table,
+    resolve,
     table_parts,
 )
 from kbsql.engine.sql.tables.select import describe_sql, run_select
 from kbsql.engine.view_store import views
 from kbsql.interface.api import DEFAULT_PROJECT
-from kbsql.interface.column_types import SHOW_COLUMNS, SHOW_FULL_COLUMNS, show_columns_rows
+from kbsql.interface.column_types import SHOW_COLUMNS, SHOW_FULL_COLUMNS, show_columns_rows, with_own_type
 from kbsql.interface.errors import Conflict, ServiceError, SqlError, UnknownDatabase, UnknownTable
 from kbsql.interface.results import OkResult, SqlResult
 
@@ -171,9 +173,18 @@ def show_tables(session: SqlSession, statement: ast.Show, ctx: dict[str, Any], r
 
 
 def describe(session: SqlSession, statement: ast.Describe, ctx: dict[str, Any], routed: Routed) -> SqlResult:
-    """DESCRIBE [db.]table: its columns and DuckDB types."""
-    table = describe_sql(session, table_parts(statement.value), ctx, routed.resolutions)
-    return ArrowTableResult(table.rename_columns(["COLUMN_NAME", "DATA_TYPE"]), ctx)
+    """DESCRIBE [db.]table: its columns, their DuckDB types (what SQL over the table uses) and
+    ORIGINAL_TYPE, the type in the source's own words where the source tells it
+    (PostgreSQL's `character varying`; MindsDB's information_schema.COLUMNS column of that
+    name), else the DuckDB type in lower case."""
+    parts = table_parts(statement.value)
+    table = describe_sql(session, parts, ctx, routed.resolutions)
+    own = _own_types(session, parts, ctx, routed)
+    names, kinds = table.column(0).to_pylist(), table.column(1).to_pylist()
+    original = [own[n][0] if n in own else str(k).lower() for n, k in zip(names, kinds, strict=True)]
+    return ArrowTableResult(pa.table({"COLUMN_NAME": pa.array(names, pa.string()),
+                                      "DATA_TYPE": pa.array(kinds, pa.string()),
+                                      "ORIGINAL_TYPE": pa.array(original, pa.string())}), ctx)
 
 
 def show_columns(session: SqlSession, statement: ast.Show, ctx: dict[str, Any], routed: Routed) -> SqlResult:
@@ -182,9 +193,29 @@ def show_columns(session: SqlSession, statement: ast.Show, ctx: dict[str, Any], 
     Privileges, Comment`; `Type` in MySQL's words): what its clients read, over HTTP too."""
     if statement.from_table is None:
         raise refusals.fallback(statement)
-    table = describe_sql(session, table_parts(statement.from_table), ctx, routed.resolutions)
+    parts = table_parts(statement.from_table)
+    table = describe_sql(session, parts, ctx, routed.resolutions)
     pairs = list(zip(table.column(0).to_pylist(), table.column(1).to_pylist(), strict=True))
+    own = _own_types(session, parts, ctx, routed)
+    if own:
+        pairs = [(name, with_own_type(kind, own.get(name))) for name, kind in pairs]
     return show_columns_answer(session, pairs, statement, ctx)
+
+
+def _own_types(session: SqlSession, parts: list[str], ctx: dict[str, Any],
+               routed: Routed) -> dict[str, tuple[str, int | None]]:
+    """The source's own column types of a data-source table, when its source can tell them
+    (`own_types`: PostgreSQL's `character varying(100)`, which DuckDB reads as VARCHAR);
+    empty for anything else."""
+    found = routed.resolutions.get(tuple(parts)) or resolve(session, parts, ctx["db"])
+    if found.kind != "data" or not isinstance(found.scan, NativeTable):
+        return {}
+    source = session.duck.source(found.database)
+    own_types = getattr(source, "own_types", None)
+    if own_types is None:
+        return {}
+    with session.duck.cursor() as con:
+        return dict(own_types(con, found.scan))
 
 
 def show_columns_answer(session: SqlSession, pairs: list[tuple[str, str]], statement: ast.Show,

@@ -365,7 +365,11 @@ class DuckSession:
     def _fetch(self, con: duckdb.DuckDBPyConnection, sql: str, control: Control) -> pa.Table:
         """The result in Arrow batches, refused past `result_cap` bytes (a silently cut
         result would be a wrong answer)."""
-        reader = con.execute(sql).to_arrow_reader(BATCH_ROWS)
+        con.execute(sql)
+        columns = [(str(d[0]), str(d[1]) == "TIME WITH TIME ZONE") for d in con.description or []]
+        if any(zoned for _, zoned in columns):
+            con.execute(_times_in_utc(sql, columns))
+        reader = con.to_arrow_reader(BATCH_ROWS)
         batches = []
         size = 0
         for batch in reader:
@@ -396,6 +400,19 @@ class DuckSession:
         if pinned:
             return SqlError(message)
         return exc
+
+
+def _times_in_utc(sql: str, columns: list[tuple[str, bool]]) -> str:
+    """`sql` with its TIME WITH TIME ZONE columns (name, zoned) read in UTC: DuckDB's Arrow
+    export keeps a TIMETZ's clock time and drops its offset (PostgreSQL's 14:30:45+03 would
+    read 14:30:45, a silently wrong time); MindsDB answers such a column in UTC (11:30:45).
+    Columns are taken by position, so two of one name stay apart."""
+    def ident(name: str) -> str:
+        return '"' + name.replace('"', '""') + '"'
+
+    targets = [f"CAST(timezone('UTC', #{i}) AS TIME) AS {ident(name)}" if zoned else f"#{i} AS {ident(name)}"
+               for i, (name, zoned) in enumerate(columns, start=1)]
+    return f"SELECT {', '.join(targets)} FROM ({sql})"
 
 
 def _quote(text: str) -> str:

@@ -136,9 +136,11 @@ def resolve(session: SqlSession, parts: list[str], current: str) -> Resolved:
     source = session.duck.source(database)
     if source is None:
         known = [p.name for p in catalog.projects()] + [d.name for d in catalog.datasources()]
-        raise UnknownDatabase(f"Database '{database}' not found (in table reference '{'.'.join(parts)}')"
-                       f"{did_you_mean(database, [*known, FRAMES_SOURCE, INFORMATION_SCHEMA])}; "
-                       "SHOW DATABASES lists them")
+        # "not found in the database": MindsDB's words for a table it cannot place, which
+        # its clients (and its own tests) match on
+        hint = did_you_mean(database, [*known, FRAMES_SOURCE, INFORMATION_SCHEMA])
+        raise UnknownDatabase(f"Database '{database}' not found (table '{'.'.join(parts)}' not found in the "
+                              f"databases here){hint}; SHOW DATABASES lists them")
     with session.duck.cursor() as con:  # native sources ask DuckDB's catalog
         scan = source.scan(con, rest)
         known = [] if scan is not None else source.tables(con)
