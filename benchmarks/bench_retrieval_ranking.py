@@ -19,13 +19,15 @@ scored as bench_retrieval does (recall@1, recall@5, MRR).
 Rankings (`dense` is the shipped one):
 - `sentence-<w>-top<N>`: each of the first N chunks scored (1 - w) x its cosine + w x its best
   sentence's (whole sentences as the offline agent reads them, `offline_text.sentences`;
-  embedded at query time by the same model, so the cost is bounded by N);
-- `fusion-a<alpha>-k<k>`: weighted reciprocal rank fusion of the vector and keyword rankings
-  (`search.weights`, with RRF_K = k);
+  embedded at query time by the same model: the cost grows with N, not with the knowledge base);
 - `sentmax-top<N>`: each of the first N chunks scored by the better of its cosine and its best
   sentence's;
 - `sentrank-<w>-k<k>-top<N>`: reciprocal rank fusion of the chunks' own ranking and their
   ranking by best sentence (weight w, RRF_K = k) over the first N chunks;
+- `plain<ranking>` (`plainsentence-...`, `plainsentrank-...`, `plainsentmax-...`): the same with
+  sentences cut plainly (`plain_units`: nothing dropped);
+- `fusion-a<alpha>-k<k>`: weighted reciprocal rank fusion of the vector and keyword rankings
+  (`search.weights`, with RRF_K = k);
 - `maxsim-<w>-top<N>`: a reranker built on the bundled model: token-level late interaction
   (each query token's best cosine among the chunk's tokens, the model's last hidden states
   in fp32, averaged), mixed with the chunk's cosine as above.
@@ -33,6 +35,10 @@ A ranking wins when its MRR is above `dense`'s on every set, held out included, 
 recall@5 is nowhere below. Cost: p50 of the shipped search through the embedded client, and
 the median of each ranking's own work a question (its model calls on the top N, from
 nothing: no vector known), timed on the first COST_SAMPLE questions of each set.
+The misses (questions whose answer did not come first) are kept for `dense` and the winners.
+The committed results/retrieval_ranking.json merges runs of this script over subsets of the
+rankings (its `runs`: which, with each run's search p50, costs and load; `dense` identical in
+each), and says in `conclusion` what was kept and why.
 
 Usage: python benchmarks/bench_retrieval_ranking.py [--rankings all] [--smoke] [--cache DIR]
 Writes benchmarks/results/retrieval_ranking.json.
@@ -43,6 +49,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import re
 import statistics
 import sys
 import tempfile
@@ -110,6 +117,7 @@ class Rankers:
     def __init__(self, model: Any, tokens: TokenMiniLM | None, cache: Path | None):
         self.model, self.token_model = model, tokens
         self.vectors = CachedModel(model, "default_units", cache)
+        self.plain_vectors = CachedModel(model, "default_sent", cache)
         self.token_vectors: dict[str, np.ndarray] = {}
         self.cost_ms: dict[str, list[float]] = {}
         self.timed: set[tuple[str, str, str]] = set()
@@ -123,15 +131,18 @@ class Rankers:
         cold()
         self.cost_ms.setdefault(f"{name}|{q.q.set}", []).append((time.perf_counter() - start) * 1000)
 
-    def sentence_best(self, q: Question, n: int) -> list[float]:
+    def sentence_best(self, q: Question, n: int, plain: bool = False) -> list[float]:
         """Each of the first n chunks' best sentence cosine (its own cosine when it has no
-        whole sentence); the sentences of all n chunks go to the model in one call."""
-        units = [[s.unit for s in offline_text.sentences([(content, chunk_id)])]
+        sentence); the sentences of all n chunks go to the model in one call. Sentences: the
+        offline agent's whole ones (`offline_text.sentences`), or `plain_units`."""
+        units = [plain_units(content) if plain else
+                 [s.unit for s in offline_text.sentences([(content, chunk_id)])]
                  for _, chunk_id, content, _ in q.vector[:n]]
         flat = [u for chunk in units for u in chunk]
-        self._cost(f"sentence-top{n}", q, lambda: self.model.encode(flat))
-        query = self.vectors.encode([q.text])[0]  # the search has it already
-        sims = self.vectors.encode(flat) @ query if flat else np.zeros(0)
+        self._cost(f"{'plain' if plain else ''}sentence-top{n}", q, lambda: self.model.encode(flat))
+        vectors = self.plain_vectors if plain else self.vectors
+        query = vectors.encode([q.text])[0]  # the search has it already
+        sims = vectors.encode(flat) @ query if flat else np.zeros(0)
         out, at = [], 0
         for chunk, (_, _, _, sim) in zip(units, q.vector[:n], strict=False):
             out.append(float(sims[at:at + len(chunk)].max()) if chunk else sim)
@@ -149,6 +160,19 @@ class Rankers:
                     self.token_vectors[text] = model.tokens(text)
         query = self.token_vectors[q.text]
         return [float((query @ self.token_vectors[c].T).max(1).mean()) for c in contents]
+
+
+def plain_units(content: str, most_words: int = 60) -> list[str]:
+    """A chunk's sentences cut plainly: paragraphs (blank lines) with their lines joined, cut
+    after every . ! ? : ; and every `most_words` words; pieces of 3 words or more, grammar
+    and titles included (`offline_text.sentences` drops what is not a whole sentence)."""
+    out = []
+    for block in re.split(r"\n\s*\n", content):
+        for piece in re.split(r"(?<=[.!?:;])\s+", " ".join(block.split())):
+            words = piece.split()
+            out += [" ".join(words[i:i + most_words]) for i in range(0, len(words), most_words)
+                    if len(words[i:i + most_words]) >= 3]
+    return out
 
 
 def mixed(q: Question, n: int, w: float, other: list[float]) -> list[str]:
@@ -185,6 +209,8 @@ def fusion(q: Question, alpha: float, k: int) -> list[str]:
 
 RANKINGS = ("dense", "sentence-0.25-top10", "sentence-0.5-top10", "sentence-1.0-top10",
             "sentrank-0.5-k5-top10", "sentrank-0.5-k5-top20", "sentrank-0.4-k10-top20",
+            "sentmax-top5", "sentmax-top10", "plainsentence-0.25-top10", "plainsentence-0.5-top10",
+            "plainsentrank-0.5-k5-top20", "plainsentrank-0.4-k8-top20", "plainsentmax-top10",
             "fusion-a0.5-k5", "fusion-a0.6-k30", "fusion-a0.8-k10", "maxsim-0.5-top3",
             "maxsim-1.0-top3")
 
@@ -192,18 +218,20 @@ RANKINGS = ("dense", "sentence-0.25-top10", "sentence-0.5-top10", "sentence-1.0-
 def ranked(name: str, q: Question, rankers: Rankers) -> list[str]:
     """Documents of question `q`'s candidates in the order of ranking `name`."""
     kind, *parts = name.split("-")
+    plain = kind.startswith("plain")  # sentences cut at every stop, nothing dropped (plain_units)
+    kind = kind.removeprefix("plain")
     if kind == "dense":
         return [c[0] for c in q.vector]
     if kind == "fusion":
         return fusion(q, float(parts[0][1:]), int(parts[1][1:]))
     w, n = float(parts[0]) if len(parts) > 1 else 1.0, int(parts[-1].removeprefix("top"))
     if kind == "sentmax":  # sentmax-top<N>: the better of the chunk's cosine and its best sentence's
-        best = rankers.sentence_best(q, n)
+        best = rankers.sentence_best(q, n, plain)
         return mixed(q, n, 1.0, [max(c[3], b) for c, b in zip(q.vector[:n], best, strict=True)])
     if kind == "sentrank":
-        return sentence_rank(q, n, w, int(parts[1][1:]), rankers.sentence_best(q, n))
+        return sentence_rank(q, n, w, int(parts[1][1:]), rankers.sentence_best(q, n, plain))
     if kind == "sentence":
-        return mixed(q, n, w, rankers.sentence_best(q, n))
+        return mixed(q, n, w, rankers.sentence_best(q, n, plain))
     if kind == "maxsim":
         return mixed(q, n, w, rankers.maxsim(q, n))
     raise SystemExit(f"unknown ranking {name!r}")
@@ -287,6 +315,7 @@ def run(names: list[str], smoke: bool, cache: Path | None) -> dict[str, Any]:
             results[set_name][name] = score(documents, [q.q for q in qs])
             print(f"{set_name} {name}: MRR {results[set_name][name]['mrr']}", file=sys.stderr, flush=True)
     rankers.vectors.save()
+    rankers.plain_vectors.save()
     search_p50 = statistics.median(latency)
     cost: dict[str, Any] = {}
     for key in sorted({k.split("|")[0] for k in rankers.cost_ms}):
@@ -310,6 +339,11 @@ def main() -> None:
     started = time.perf_counter()
     out = run(list(dict.fromkeys(names)), args.smoke, args.cache)
     results = out.pop("results")
+    winners = [n for n, v in verdicts(results, names).items() if v["wins"]]
+    for by_ranking in results.values():  # the questions each missed: the shipped ranking's and winners'
+        for name, figures in by_ranking.items():
+            if name != "dense" and name not in winners:
+                figures.pop("misses")
     report: dict[str, Any] = {
         "benchmark": "retrieval_ranking",
         "questions": {s: len(corpora.questions(s)) for s in corpora.SETS},
@@ -320,6 +354,7 @@ def main() -> None:
         "tuning_sets": {s: r for s, r in results.items() if s != "heldout"},
         "heldout": results.get("heldout"),
         "verdicts": verdicts(results, names),
+        "winners": winners,
         "target": "MRR above dense on every set (held out included), recall@5 nowhere below",
         **out,
         "seconds": round(time.perf_counter() - started, 1),
