@@ -22,9 +22,12 @@ BROWSER_FILES = (
     # JupyterLab + Chromium: one unit of work for pytest-xdist (pytest_xdist_make_scheduler),
     # so they run one after the other on one worker while the other worker runs the rest; side
     # by side on 2 cores they starve each other's pages (jupyterlab_fixtures.one_at_a_time
-    # still serializes them under any other scheduling).
-    "tests/widgets/test_widget_jupyterlab.py", "tests/labextension/test_lab_fit.py",
-    "tests/widgets/test_saved_state.py", "tests/labextension/test_lab_highlight.py",
+    # still serializes them under any other scheduling). They share one JupyterLab server and
+    # one Chromium (jupyterlab_fixtures.Shared), kept while the next test uses them: so the
+    # file whose first tests run nbclient (asyncio, which a live Playwright breaks) comes first,
+    # the browser files next, and the one that needs the server but no browser last.
+    "tests/widgets/test_saved_state.py", "tests/widgets/test_widget_jupyterlab.py",
+    "tests/labextension/test_lab_fit.py", "tests/labextension/test_lab_highlight.py",
     "tests/labextension/test_lab_chat.py", "tests/labextension/test_lab_sidebar.py",
     "tests/labextension/test_lab_routes.py",
 )

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import nbformat
 
-from tests.jupyterlab_fixtures import free_port  # noqa: F401 - re-exported for the tests
+from tests.jupyterlab_fixtures import Lab, free_port  # noqa: F401 - free_port re-exported for the tests
 
 SOURCES_JS = """() => window.jupyterapp.shell.currentWidget.content.widgets
   .map(cell => cell.model.sharedModel.getSource())"""
@@ -22,9 +22,10 @@ def write_notebook(path: Path) -> None:
     nbformat.write(nb, path)
 
 
-def open_notebook(page, url: str, token: str, name: str) -> None:
-    """Open `name` in JupyterLab and check that the extension's plugins are active."""
-    page.goto(f"{url}/lab/tree/{name}?token={token}", wait_until="domcontentloaded")
+def open_notebook(page, lab: Lab, name: str) -> None:
+    """Open `name` (in the test's folder) in the test's JupyterLab workspace and check that the
+    extension's plugins are active."""
+    page.goto(lab.page_url(name), wait_until="domcontentloaded")
     page.wait_for_function("() => window.jupyterapp && window.jupyterapp.shell.currentWidget"
                            " && document.querySelector('.jp-Notebook .jp-Cell .cm-content')", timeout=30_000)
     plugins = [f"kbsql-labextension:{name}" for name in ("highlight", "insert-cell", "connection", "sidebar",

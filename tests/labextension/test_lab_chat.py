@@ -54,7 +54,7 @@ def assert_no_secret(where: str, content: str) -> None:
         assert secret not in content, f"a token in {where}"
 
 
-def test_chat_and_sidebar_on_a_served_engine(jupyterlab, browser_page, served, tmp_path, artifacts):
+def test_chat_and_sidebar_on_a_served_engine(jupyterlab, browser_page, served, artifacts):
     url, token, root = jupyterlab
     server_url = served.url
     seed(server_url, token=TOKEN)
@@ -66,7 +66,7 @@ def test_chat_and_sidebar_on_a_served_engine(jupyterlab, browser_page, served, t
     page.on("console", lambda msg: console.append(msg.text))
     failed: list[str] = []  # the page's requests that got an error status
     page.on("response", lambda r: r.status >= 400 and failed.append(f"{r.status} {r.url}"))
-    open_notebook(page, url, token, "chat.ipynb")
+    open_notebook(page, jupyterlab, "chat.ipynb")
 
     # A wrong token: the sidebar says what the server said (its 401 sentence), in one line.
     show(page, "kbsql-sidebar")
@@ -147,7 +147,7 @@ def test_chat_and_sidebar_on_a_served_engine(jupyterlab, browser_page, served, t
 
     # The conversation survives a reload (per agent), then Start over forgets it.
     page.reload(wait_until="domcontentloaded")
-    open_notebook(page, url, token, "chat.ipynb")
+    open_notebook(page, jupyterlab, "chat.ipynb")
     show(page, "kbsql-chat")
     chat.locator('.kbsql-Chat-answerText[data-rendered="markdown"]').wait_for(timeout=30_000)
     assert chat.locator(".kbsql-Chat-answerText").inner_text() == answer
@@ -202,7 +202,7 @@ def test_chat_and_sidebar_on_a_served_engine(jupyterlab, browser_page, served, t
     chat.get_by_role("button", name="Start over").click()
     assert chat.locator(".kbsql-Chat-turn").count() == 0
     page.reload(wait_until="domcontentloaded")
-    open_notebook(page, url, token, "chat.ipynb")
+    open_notebook(page, jupyterlab, "chat.ipynb")
     show(page, "kbsql-chat")
     chat.get_by_label("Agent").wait_for()
     assert chat.locator(".kbsql-Chat-turn").count() == 0
@@ -211,7 +211,7 @@ def test_chat_and_sidebar_on_a_served_engine(jupyterlab, browser_page, served, t
     assert_no_secret("the page text", page.inner_text("body"))
     assert_no_secret("the page's HTML", page.content())  # no settings editor open now
     assert_no_secret("the browser console", "\n".join(console))
-    assert_no_secret("the Jupyter server log", (tmp_path / "jupyterlab.log").read_text())
+    assert_no_secret("the Jupyter server log", jupyterlab.log.read_text())
     assert_no_secret("the saved notebook", (root / "chat.ipynb").read_text())
     assert_no_secret("the kbsql server log", served.log_text())
     assert not errors and not failed, (errors, failed)

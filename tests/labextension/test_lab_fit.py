@@ -20,7 +20,7 @@ import pytest
 
 import kbsql
 from kbsql.server.process import ServerProcess, spawn
-from tests.labextension.helpers import open_notebook, save_settings, wait_for, watch_console
+from tests.labextension.helpers import Lab, open_notebook, save_settings, wait_for, watch_console
 from tests.labextension.test_lab_routes import HASH, TOKEN, seed
 from tests.test_mindsdb_stream_compat import ANSWER, MindsDB261, serving
 
@@ -54,12 +54,11 @@ def assert_fits(page, panel: str) -> list[str]:
     return node.evaluate(ELLIPSISED)
 
 
-def opened(page, lab: tuple[str, str, Path], name: str, *cells: str) -> list[str]:
+def opened(page, lab: Lab, name: str, *cells: str) -> list[str]:
     """Write notebook `name` with `cells`, open it in JupyterLab; the console's errors."""
-    url, token, root = lab
-    python_notebook(root / name, *cells)
+    python_notebook(lab.root / name, *cells)
     errors = watch_console(page)
-    open_notebook(page, url, token, name)
+    open_notebook(page, lab, name)
     return errors
 
 
@@ -144,7 +143,8 @@ def test_sidebar_and_chat_fit_and_the_answer_is_markdown(jupyterlab, browser_pag
 
 @pytest.fixture
 def no_token_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The Jupyter server (started after this) knows no token: only the notebook has one."""
+    """No token in this test's environment, nor in the shared Jupyter server's (started without
+    these: jupyterlab_fixtures.HIDDEN_ENV): only the notebook has one."""
     for name in ("KBSQL_TOKEN", "KBSQL_API_KEY", "TEAM_TOKEN"):
         monkeypatch.delenv(name, raising=False)
 
@@ -156,7 +156,7 @@ def served(tmp_path: Path) -> Iterator[ServerProcess]:
 
 
 def test_the_notebooks_token_serves_the_sidebar_and_chat_and_never_the_page(
-        no_token_env, jupyterlab, browser_page, served, tmp_path, artifacts):
+        no_token_env, jupyterlab, browser_page, served, artifacts):
     root = jupyterlab[2]
     seed(served.url, token=TOKEN)
     (root / "token.txt").write_text(TOKEN)  # read by the notebook: the token is not in its cells
@@ -171,7 +171,8 @@ def test_the_notebooks_token_serves_the_sidebar_and_chat_and_never_the_page(
     show(page, "kbsql-sidebar")
     sidebar = page.locator("#kbsql-sidebar")
     connection = sidebar.locator(".kbsql-Sidebar-connection")
-    wait_for(lambda: connection.inner_text() == "embedded .kbsql", "the notebook folder's engine first", 60)
+    here = f"embedded {jupyterlab.path('.kbsql')}"  # the notebook folder's, from the Jupyter root
+    wait_for(lambda: connection.inner_text() == here, "the notebook folder's engine first", 60)
 
     page.wait_for_function("() => window.jupyterapp.shell.currentWidget.sessionContext.session?.kernel"
                            "?.status === 'idle'", timeout=90_000)
@@ -202,7 +203,7 @@ def test_the_notebooks_token_serves_the_sidebar_and_chat_and_never_the_page(
     page.wait_for_function("() => !window.jupyterapp.shell.currentWidget.context.model.dirty", timeout=30_000)
     for where, text in [("the page text", page.inner_text("body")), ("the page's HTML", page.content()),
                         ("the page's requests", "\n".join(sent)), ("the console", "\n".join(console)),
-                        ("the Jupyter server log", (tmp_path / "jupyterlab.log").read_text()),
+                        ("the Jupyter server log", jupyterlab.log.read_text()),
                         ("the saved notebook", (root / "team.ipynb").read_text()),
                         ("the kbsql server log", served.log_text())]:
         assert TOKEN not in text, f"the token in {where}"

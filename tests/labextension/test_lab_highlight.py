@@ -43,10 +43,10 @@ def new_cell_below(page) -> None:
 
 
 def test_kbsql_cells_are_highlighted_as_sql_and_the_insert_command_works(jupyterlab, browser_page, tmp_path):
-    url, token, root = jupyterlab
+    root = jupyterlab.root
     write_notebook(root / "lab.ipynb")
     page = browser_page
-    open_notebook(page, url, token, "lab.ipynb")
+    open_notebook(page, jupyterlab, "lab.ipynb")
 
     # Cell 0: a %%kbsql cell typed by hand.
     page.locator(".jp-Notebook .jp-Cell .cm-content").first.click()

@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 import kbsql
-from tests.labextension.helpers import free_port
+from tests.labextension.helpers import Lab, free_port
 
 HASH = {"provider": "kbsql", "model_name": "hash-64"}
 TOKEN = "tok-3f9c1e-never-shown"
@@ -43,7 +43,7 @@ def seed_job(data_dir: Path) -> None:
         assert engine.jobs.run_due() == 1
 
 
-def post(lab: tuple[str, str, Path], route: str, body: dict) -> httpx.Response:
+def post(lab: Lab, route: str, body: dict) -> httpx.Response:
     url, token, _root = lab
     return httpx.post(f"{url}/kbsql/{route}", json=body, headers={"Authorization": f"token {token}"},
                       timeout=60)
@@ -55,12 +55,12 @@ def test_embedded_catalog_search_and_agent_stream_of_the_notebooks_folder(jupyte
     seed(root / "work" / ".kbsql")
     seed_job(root / "work" / ".kbsql")
 
-    answer = post(jupyterlab, "catalog", {"notebook": "work/a.ipynb"})
+    answer = post(jupyterlab, "catalog", {"notebook": jupyterlab.path("work/a.ipynb")})
     assert answer.status_code != 404, "the server extension is not installed: pip install ./labextension"
     assert answer.status_code == 200, answer.text
     body = answer.json()
-    assert body["connection"] == {"kind": "embedded", "where": "work/.kbsql", "source": "notebook folder",
-                                  "token": False}
+    assert body["connection"] == {"kind": "embedded", "where": jupyterlab.path("work/.kbsql"),
+                                  "source": "notebook folder", "token": False}
     (project,) = [p for p in body["projects"] if p["name"] == "mindsdb"]
     (kb,) = project["knowledge_bases"]
     chunks = kbsql.connect(root / "work" / ".kbsql").sql("SELECT chunk_id FROM docs").data
@@ -76,7 +76,7 @@ def test_embedded_catalog_search_and_agent_stream_of_the_notebooks_folder(jupyte
     assert "gone" in job["last_error"] and job["next_run_at"] > job["last_run"]
     assert "log" not in {d["name"] for d in body["datasources"]}
 
-    hits = post(jupyterlab, "search", {"notebook": "work/a.ipynb", "project": "mindsdb",
+    hits = post(jupyterlab, "search", {"notebook": jupyterlab.path("work/a.ipynb"), "project": "mindsdb",
                                        "knowledge_base": "docs", "text": "how long do refunds take"})
     assert hits.status_code == 200, hits.text
     found = hits.json()
@@ -85,22 +85,23 @@ def test_embedded_catalog_search_and_agent_stream_of_the_notebooks_folder(jupyte
     assert all(0 < h["relevance"] <= 1 for h in found["hits"])
 
     # Another folder has no data directory: an empty catalog, and looking does not create one.
-    empty = post(jupyterlab, "catalog", {"notebook": "other/b.ipynb"}).json()
+    empty = post(jupyterlab, "catalog", {"notebook": jupyterlab.path("other/b.ipynb")}).json()
     assert empty["exists"] is False and empty["projects"] == []
     assert not (root / "other" / ".kbsql").exists()
     # Outside the server's root: refused.
     outside = post(jupyterlab, "catalog", {"notebook": "../../x.ipynb"})
     assert outside.status_code == 400 and "outside" in outside.json()["detail"]
     # Bad searches say what is wrong.
-    blank = post(jupyterlab, "search", {"notebook": "work/a.ipynb", "project": "mindsdb",
+    blank = post(jupyterlab, "search", {"notebook": jupyterlab.path("work/a.ipynb"), "project": "mindsdb",
                                         "knowledge_base": "docs", "text": "  "})
     assert blank.status_code == 400 and blank.json()["detail"] == "Type something to search for"
-    missing = post(jupyterlab, "search", {"notebook": "work/a.ipynb", "project": "mindsdb",
+    missing = post(jupyterlab, "search", {"notebook": jupyterlab.path("work/a.ipynb"), "project": "mindsdb",
                                           "knowledge_base": "nope", "text": "x"})
     assert missing.status_code == 400 and "nope" in missing.json()["detail"]
 
     # The agent stream: the contract's chunks, one JSON object a line, history accepted.
-    answer = post(jupyterlab, "agents/stream", {"notebook": "work/a.ipynb", "project": "mindsdb",
+    notebook = jupyterlab.path("work/a.ipynb")
+    answer = post(jupyterlab, "agents/stream", {"notebook": notebook, "project": "mindsdb",
                                                 "agent": "helper", "question": "How long do refunds take?",
                                                 "history": [{"question": "hi", "answer": "hello"}]})
     assert answer.status_code == 200, answer.text
@@ -114,7 +115,7 @@ def test_embedded_catalog_search_and_agent_stream_of_the_notebooks_folder(jupyte
     assert query["tool_input"].upper().startswith("SELECT") and "FROM docs" in query["tool_input"]
     assert "five days" in chunks[kinds.index("output")]["output"]
 
-    unknown = post(jupyterlab, "agents/stream", {"notebook": "work/a.ipynb", "project": "mindsdb",
+    unknown = post(jupyterlab, "agents/stream", {"notebook": notebook, "project": "mindsdb",
                                                  "agent": "nobody", "question": "q"})
     assert unknown.status_code == 400 and "nobody" in unknown.json()["detail"]
 
@@ -164,8 +165,7 @@ def recorder() -> Iterator[str]:
     server.server_close()
 
 
-def test_remote_catalog_sends_the_token_as_bearer_and_never_echoes_it(jupyterlab, recorder, server_url,
-                                                                     tmp_path):
+def test_remote_catalog_sends_the_token_as_bearer_and_never_echoes_it(jupyterlab, recorder, server_url):
     answer = post(jupyterlab, "catalog", {"url": recorder, "token": TOKEN})
     assert answer.status_code == 200, answer.text
     assert Recorder.seen and set(Recorder.seen) == {f"Bearer {TOKEN}"}
@@ -207,4 +207,4 @@ def test_remote_catalog_sends_the_token_as_bearer_and_never_echoes_it(jupyterlab
     assert project["knowledge_bases"][0]["rows"] == 3 and project["knowledge_bases"][0]["chunks"] > 3
     assert [a["name"] for a in project["agents"]] == ["helper"]
     # Jupyter's own log never holds the token (it travelled in POST bodies only).
-    assert TOKEN not in (tmp_path / "jupyterlab.log").read_text()
+    assert TOKEN not in jupyterlab.log.read_text()

@@ -32,21 +32,23 @@ def knowledge_base(target, name: str) -> None:
 
 
 def test_sidebar_follows_the_notebooks_connection(jupyterlab, browser_page, server_url, tmp_path, artifacts):
-    url, token, root = jupyterlab
+    root = jupyterlab.root
     seed(root / ".kbsql")
     knowledge_base(server_url, "served_only")
     knowledge_base(root / "other", "other_only")
     kernel_notebook(root / "side.ipynb", f"%kbsql_connect {server_url}", "%kbsql_connect ./other")
     page = browser_page
     errors = watch_console(page)
-    open_notebook(page, url, token, "side.ipynb")
+    open_notebook(page, jupyterlab, "side.ipynb")
 
     page.locator('.jp-SideBar [data-id="kbsql-sidebar"]').click()
     sidebar = page.locator("#kbsql-sidebar")
     # Loaded on open: nothing was pressed.
     kb = sidebar.locator('.kbsql-Sidebar-kb[data-name="docs"]')
     kb.wait_for(timeout=30_000)
-    assert sidebar.locator(".kbsql-Sidebar-connection").inner_text() == "embedded .kbsql"
+    # where: from the Jupyter server's root (this test's folder is a sub-folder of it)
+    embedded = {name: f"embedded {jupyterlab.path(name)}" for name in (".kbsql", "other", "team-kb")}
+    assert sidebar.locator(".kbsql-Sidebar-connection").inner_text() == embedded[".kbsql"]
     text = kb.inner_text()
     assert "3 rows" in text and "chunks" in text, text
     for shown in ["body", "product", "kbsql/hash-64"]:
@@ -99,7 +101,7 @@ def test_sidebar_follows_the_notebooks_connection(jupyterlab, browser_page, serv
     # ... then to another data directory (%kbsql_connect DIR): that directory's catalog.
     page.keyboard.press("Shift+Enter")
     sidebar.locator('.kbsql-Sidebar-kb[data-name="other_only"]').wait_for(timeout=30_000)
-    assert connection.inner_text() == "embedded other"
+    assert connection.inner_text() == embedded["other"]
     assert sidebar.locator('.kbsql-Sidebar-kb[data-name="served_only"]').count() == 0
 
     # Another notebook (its own kernel, no %kbsql_connect, not even %load_ext) in a project whose
@@ -109,10 +111,12 @@ def test_sidebar_follows_the_notebooks_connection(jupyterlab, browser_page, serv
     (root / "proj" / "pyproject.toml").write_text('[tool.kbsql]\ndefault_connection = "../team-kb"\n')
     knowledge_base(root / "team-kb", "team_only")
     write_notebook(root / "proj" / "plain.ipynb")
-    page.evaluate("() => window.jupyterapp.commands.execute('docmanager:open', {path: 'proj/plain.ipynb'})")
+    page.evaluate("path => window.jupyterapp.commands.execute('docmanager:open', {path})",
+                  jupyterlab.path("proj/plain.ipynb"))
     sidebar.locator('.kbsql-Sidebar-kb[data-name="team_only"]').wait_for(timeout=60_000)
-    assert connection.inner_text() == "embedded team-kb"
-    page.evaluate("() => window.jupyterapp.commands.execute('docmanager:open', {path: 'side.ipynb'})")
-    wait_for(lambda: connection.inner_text() == "embedded other", "side.ipynb's connection again", 30)
+    assert connection.inner_text() == embedded["team-kb"]
+    page.evaluate("path => window.jupyterapp.commands.execute('docmanager:open', {path})",
+                  jupyterlab.path("side.ipynb"))
+    wait_for(lambda: connection.inner_text() == embedded["other"], "side.ipynb's connection again", 30)
     sidebar.locator('.kbsql-Sidebar-kb[data-name="other_only"]').wait_for(timeout=30_000)
     assert not errors, errors

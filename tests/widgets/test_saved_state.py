@@ -15,7 +15,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from tests.jupyterlab_fixtures import CHROMIUM, CHROMIUM_ARGS, needs_chromium
+from tests.jupyterlab_fixtures import needs_chromium
 from tests.widgets.notebooks import write_saved_state_notebook
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
@@ -98,34 +98,28 @@ def test_nbconvert_html_shows_every_widget_state(saved: Path, tmp_path: Path):
 
 
 @needs_chromium
-def test_reopened_in_jupyterlab_without_a_kernel(saved: Path, jupyterlab, tmp_path: Path):
+def test_reopened_in_jupyterlab_without_a_kernel(saved: Path, jupyterlab, browser_page, tmp_path: Path):
     """What a colleague sees opening the saved file: the snapshots, no dead widget text."""
-    from playwright.sync_api import sync_playwright
-
-    url, token, root = jupyterlab
+    root = jupyterlab.root
     (root / "saved.ipynb").write_text(saved.read_text())
     shot = tmp_path / "reopened.png"
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 2400})
-            page.goto(f"{url}/lab/tree/saved.ipynb?token={token}", wait_until="domcontentloaded")
-            # An untrusted (reopened) notebook's HTML is sanitized: classes and text stay,
-            # data-* attributes and <style> go, so this checks classes and text only.
-            progress = page.locator(".kbsql-progress", has_text="done, 1,200 rows")
-            progress.wait_for(state="visible", timeout=90_000)
-            for selector in (".kbsql-panel.kbsql-snapshot", ".kbsql-chat-snapshot",
-                             ".kbsql-browser-snapshot"):
-                snapshot = page.locator(selector).first
-                snapshot.scroll_into_view_if_needed(timeout=30_000)  # JupyterLab renders cells lazily
-                snapshot.wait_for(state="visible", timeout=30_000)
-            assert "And refunds?" in page.locator(".kbsql-chat-snapshot").inner_text()
-            for dead_text in ("Loading widget...", "Error displaying widget"):
-                dead = page.get_by_text(dead_text)
-                assert all(not dead.nth(i).is_visible() for i in range(dead.count()))
-            body = page.locator(".jp-Notebook").inner_text()
-            assert not WIDGET_REPR.search(body), body[:500]
-            page.screenshot(path=str(shot), full_page=True)
-        finally:
-            browser.close()
+    page = browser_page
+    page.set_viewport_size({"width": 1280, "height": 2400})
+    page.goto(jupyterlab.page_url("saved.ipynb"), wait_until="domcontentloaded")
+    # An untrusted (reopened) notebook's HTML is sanitized: classes and text stay,
+    # data-* attributes and <style> go, so this checks classes and text only.
+    progress = page.locator(".kbsql-progress", has_text="done, 1,200 rows")
+    progress.wait_for(state="visible", timeout=90_000)
+    for selector in (".kbsql-panel.kbsql-snapshot", ".kbsql-chat-snapshot",
+                     ".kbsql-browser-snapshot"):
+        snapshot = page.locator(selector).first
+        snapshot.scroll_into_view_if_needed(timeout=30_000)  # JupyterLab renders cells lazily
+        snapshot.wait_for(state="visible", timeout=30_000)
+    assert "And refunds?" in page.locator(".kbsql-chat-snapshot").inner_text()
+    for dead_text in ("Loading widget...", "Error displaying widget"):
+        dead = page.get_by_text(dead_text)
+        assert all(not dead.nth(i).is_visible() for i in range(dead.count()))
+    body = page.locator(".jp-Notebook").inner_text()
+    assert not WIDGET_REPR.search(body), body[:500]
+    page.screenshot(path=str(shot), full_page=True)
     assert shot.stat().st_size > 10_000
