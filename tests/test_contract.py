@@ -10,8 +10,10 @@ import re
 
 import pytest
 
+import kbsql
 from kbsql.interface import Agent, BadRequest, Conflict, KnowledgeBase, NotFound, SqlError
 from kbsql.interface.results import OkResult, TableResult
+from tests.conftest import start_server, stop_server
 
 TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{6}$")
 KB_FIELDS_CREATE = ["id", "name", "project_id", "vector_database", "vector_database_table",
@@ -20,17 +22,41 @@ KB_FIELDS_CREATE = ["id", "name", "project_id", "vector_database", "vector_datab
 HASH_MODEL = {"provider": "kbsql", "model_name": "hash-64", "api_key": "sk-secret-embedding"}
 
 
+@pytest.fixture(scope="module")
+def server_url_for_file(tmp_path_factory):
+    """One `kbsql serve` for the file's http cases (~1.2 CPU-s a start): the `client` fixture
+    hands each case an empty catalog, as a fresh server would."""
+    proc, url = start_server(tmp_path_factory.mktemp("contract") / "server")
+    yield url
+    stop_server(proc)
+
+
+@pytest.fixture
+def client_on_shared_server(server_url_for_file):
+    """A new client (its own context) on the file's server; what the case created is dropped
+    afterwards, so the next case starts on an empty catalog (asserted)."""
+    c = kbsql.connect(server_url_for_file)
+    assert c.knowledge_bases.list() == [] and c.agents.list() == []
+    yield c
+    for agent in c.agents.list():
+        c.agents.delete(agent.name)
+    for kb in c.knowledge_bases.list():
+        c.knowledge_bases.delete(kb.name)
+    c.close()
+
+
 @pytest.fixture(params=["embedded", "http", "pgvector"])
 def client(request, tmp_path, monkeypatch):
-    """The conftest's two transports, plus an embedded engine on a shared PostgreSQL
-    catalog, where every knowledge base is stored in pgvector: the contract must not
-    depend on where the chunks live."""
-    if request.param != "pgvector":
-        yield request.getfixturevalue("client_" + request.param)
+    """The conftest's embedded client, a real `kbsql serve`, plus an embedded engine on a
+    shared PostgreSQL catalog, where every knowledge base is stored in pgvector: the contract
+    must not depend on where the chunks live."""
+    if request.param == "embedded":
+        yield request.getfixturevalue("client_embedded")
+        return
+    if request.param == "http":
+        yield request.getfixturevalue("client_on_shared_server")
         return
     monkeypatch.setenv("KBSQL_CATALOG_URL", request.getfixturevalue("pgvector_dsn"))
-    import kbsql
-
     c = kbsql.connect(data_dir=tmp_path / "shared")
     yield c
     c.close()

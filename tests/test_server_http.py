@@ -10,10 +10,22 @@ from tests.conftest import start_server, stop_server
 PROBLEM = "application/problem+json"
 
 
+@pytest.fixture(scope="module")
+def module_url(tmp_path_factory):
+    """One `kbsql serve` for the wire-level tests: each leaves the catalog as it found it (what
+    it creates it drops, and asserts the listing empty again), so a fresh server per test (~1.2
+    CPU-s each) shows nothing more. The restart and environment tests start their own."""
+    proc, url = start_server(tmp_path_factory.mktemp("http") / "server")
+    yield url
+    stop_server(proc)
+
+
 @pytest.fixture
-def http(server_url):
-    with httpx.Client(base_url=server_url, timeout=30) as c:
+def http(module_url):
+    with httpx.Client(base_url=module_url, timeout=30) as c:
         yield c
+        assert c.get("/api/projects/mindsdb/knowledge_bases").json() == []  # left as found
+        assert c.get("/api/projects/mindsdb/agents").json() == []
 
 
 def assert_problem(response: httpx.Response, status: int, title: str | None = None) -> dict:

@@ -120,17 +120,24 @@ def test_a_request_may_ask_for_less_time_never_more(server: ServerProcess) -> No
     assert bad.status_code == 400 and "timeout" in bad.json()["detail"]
 
 
+def raw_heavy_query(url: str, token: str | None = None) -> socket.socket:
+    """Send HEAVY on a bare socket and return it unread: closing it is a client that leaves."""
+    host, port = url.split("//", 1)[1].rsplit(":", 1)
+    body = json.dumps({"query": HEAVY}).encode()
+    auth = f"Authorization: Bearer {token}\r\n".encode() if token else b""
+    raw = socket.create_connection((host, int(port)))
+    raw.sendall(b"POST /api/sql/query HTTP/1.1\r\nHost: 127.0.0.1\r\n" + auth + b"Content-Type: "
+                b"application/json\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+    return raw
+
+
 def test_a_client_that_leaves_gets_its_statement_interrupted(tmp_path: Path) -> None:
     """One SQL worker and a 60 s deadline: the next statement can only run once the first
     one's worker is free. The first client goes away after a second; the second client's
     `SELECT 1` answers within about a second of that, not after the deadline."""
     with spawn(tmp_path / "d", args=("--sql-workers", "1", "--statement-timeout", "60")) as srv:
         with_frame(srv.url)
-        host, port = srv.url.split("//", 1)[1].rsplit(":", 1)
-        body = json.dumps({"query": HEAVY}).encode()
-        raw = socket.create_connection((host, int(port)))
-        raw.sendall(b"POST /api/sql/query HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
-                    b"application/json\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+        raw = raw_heavy_query(srv.url)
         time.sleep(1.0)
         thread, second = in_background(sql, srv.url, "SELECT 1")
         time.sleep(0.5)
@@ -152,14 +159,9 @@ def test_one_token_gets_a_fair_share_of_the_sql_lane(tmp_path: Path) -> None:
         with kbsql.connect(srv.url, token=TOKEN) as client:
             client.register("n", pd.DataFrame({"x": range(3000)}))
         heavy = {"Authorization": f"Bearer {TOKEN}"}
-
-        def hog() -> None:  # gives up after 8 s: a client that leaves stops its statement
-            with contextlib.suppress(httpx.HTTPError):
-                httpx.post(f"{srv.url}/api/sql/query", json={"query": HEAVY}, headers=heavy, timeout=8)
-
-        hogs = [threading.Thread(target=hog, daemon=True) for _ in range(3)]
-        for thread in hogs:
-            thread.start()
+        # the token's three heavy statements, left once the check is done (a client that
+        # leaves stops its statement), not burning two cores until a client timeout
+        hogs = [raw_heavy_query(srv.url, TOKEN) for _ in range(3)]
         session = httpx.post(f"{srv.url}/api/login", json={"username": "ann", "password": "pw-ann"},
                              timeout=30).json()["token"]
         time.sleep(1.5)  # the token's statements hold their workers by now
@@ -168,22 +170,22 @@ def test_one_token_gets_a_fair_share_of_the_sql_lane(tmp_path: Path) -> None:
                            headers={"Authorization": f"Bearer {session}"})
         waited = time.monotonic() - start
         assert other.json()["data"] == [[1]], other.text
-        assert waited < 3.0, waited  # without a share: until the hogs leave (~6.5 s)
-        assert all(thread.is_alive() for thread in hogs)  # the token's statements were still held
-        for thread in hogs:
-            thread.join(30)
+        assert waited < 3.0, waited  # without a share: until the hogs leave (60 s deadline)
+        assert not select.select(hogs, [], [], 0)[0]  # the token's statements were still held
+        for raw in hogs:
+            raw.close()
 
         # The same token over the MySQL door (its password) is the same owner, with the same share
         import pymysql
 
-        def mysql_hog() -> None:  # leaves after 8 s, as above
-            with contextlib.suppress(pymysql.MySQLError):
-                conn = pymysql.connect(host="127.0.0.1", port=srv.mysql_port, user="any", password=TOKEN,
-                                       database="mindsdb", read_timeout=8)
-                with conn, conn.cursor() as cursor:
-                    cursor.execute(HEAVY)
+        conns = [pymysql.connect(host="127.0.0.1", port=srv.mysql_port, user="any", password=TOKEN,
+                                 database="mindsdb", read_timeout=30) for _ in range(3)]
 
-        hogs = [threading.Thread(target=mysql_hog, daemon=True) for _ in range(3)]
+        def mysql_hog(conn: Any) -> None:  # ends when the check below shuts its socket: it leaves
+            with contextlib.suppress(pymysql.MySQLError, OSError), conn.cursor() as cursor:
+                cursor.execute(HEAVY)
+
+        hogs = [threading.Thread(target=mysql_hog, args=(conn,), daemon=True) for conn in conns]
         for thread in hogs:
             thread.start()
         time.sleep(1.5)
@@ -194,6 +196,8 @@ def test_one_token_gets_a_fair_share_of_the_sql_lane(tmp_path: Path) -> None:
         assert other.json()["data"] == [[1]], other.text
         assert waited < 3.0, waited
         assert all(thread.is_alive() for thread in hogs)
+        for conn in conns:
+            conn._sock.shutdown(socket.SHUT_RDWR)  # the client leaves mid-statement
         for thread in hogs:
             thread.join(30)
 

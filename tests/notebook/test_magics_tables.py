@@ -5,17 +5,31 @@ long text opens on a click or with --full, and an error names the connection tha
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 import httpx
 import pytest
 
+from tests.conftest import start_server, stop_server
+
 LONG = "The pump moves water from the lower tank to the roof every night at two. " * 4
 
 
+@pytest.fixture(scope="module")
+def file_server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One `kbsql serve` for the file's http cases (~1.2 CPU-s a start); `where` drops the
+    knowledge base it made, so each case meets an empty catalog as on a fresh server."""
+    proc, url = start_server(tmp_path_factory.mktemp("tables") / "server")
+    yield url
+    stop_server(proc)
+
+
 @pytest.fixture(params=["embedded", "http"])
-def where(request: pytest.FixtureRequest, cells) -> str:
+def where(request: pytest.FixtureRequest, cells) -> Iterator[str]:
     if request.param == "http":
-        url = request.getfixturevalue("server_url")
+        url = request.getfixturevalue("file_server_url")
+        kbs = httpx.get(f"{url}/api/projects/mindsdb/knowledge_bases", timeout=30).json()
+        assert kbs == [], kbs  # the previous case left nothing
         result, out = cells.run(f"%kbsql_connect {url} -a remote")
         assert result.success, out
         request.node.server_url = url
@@ -24,7 +38,11 @@ def where(request: pytest.FixtureRequest, cells) -> str:
     values = ", ".join(f"({i}, 'note {i} about the pump', 'r{i % 3}')" for i in range(14))
     cells.ok(f"%kbsql INSERT INTO notes (id, content, room) VALUES {values}")
     cells.ok(f"%kbsql INSERT INTO notes (id, content, room) VALUES (99, '{LONG.strip()}', 'attic')")
-    return request.param
+    yield request.param
+    if request.param == "http":
+        dropped = httpx.delete(f"{request.node.server_url}/api/projects/mindsdb/knowledge_bases/notes",
+                               timeout=30)
+        assert dropped.status_code == 200, dropped.text
 
 
 def test_a_search_cut_by_the_default_limit_says_so(cells, where, request):

@@ -2,12 +2,26 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import httpx
 import pandas as pd
+import pytest
 
 import kbsql
 from kbsql.engine import Engine
+from tests.conftest import start_server, stop_server
 from tests.datasources.makers import rows
+
+
+@pytest.fixture(scope="module")
+def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One `kbsql serve` for the file's four wire checks (~1.2 CPU-s a start): they ask for
+    errors and constants; only the did-you-mean test creates objects, and no other test
+    reads the catalog, so a fresh server each shows nothing more."""
+    proc, url = start_server(tmp_path_factory.mktemp("errors") / "server")
+    yield url
+    stop_server(proc)
 
 
 def error(engine: Engine, query: str) -> str:
