@@ -70,7 +70,8 @@ CAPABILITIES = (Capabilities.CLIENT_PROTOCOL_41 | Capabilities.CLIENT_DEPRECATE_
 _NUMERIC = {ColumnType.TINY, ColumnType.SHORT, ColumnType.LONG, ColumnType.LONGLONG, ColumnType.DOUBLE,
             ColumnType.NEWDECIMAL, ColumnType.FLOAT, ColumnType.INT24, ColumnType.DECIMAL}
 _LENGTHS = {ColumnType.TINY: 4, ColumnType.SHORT: 6, ColumnType.LONG: 11, ColumnType.LONGLONG: 20,
-            ColumnType.DOUBLE: 22, ColumnType.NEWDECIMAL: 65, ColumnType.DATE: 10, ColumnType.DATETIME: 26,
+            ColumnType.DOUBLE: 22, ColumnType.FLOAT: 12, ColumnType.NEWDECIMAL: 65, ColumnType.DATE: 10,
+            ColumnType.DATETIME: 26,
             ColumnType.TIMESTAMP: 26, ColumnType.TIME: 17}
 
 
@@ -293,7 +294,7 @@ class DoorConnection(Connection):
             server_charset=self.server_charset, name=column.name, column_type=kind,
             character_set=CharacterSet.binary if binary else column.character_set,
             column_length=_LENGTHS.get(kind, 262140), flags=flags,
-            decimals=31 if kind == ColumnType.DOUBLE else 0)
+            decimals=31 if kind in (ColumnType.DOUBLE, ColumnType.FLOAT) else 0)
 
     def result_header(self, columns: list[ResultColumn]) -> list[bytes]:
         return [make_column_count(self.capabilities, len(columns)),

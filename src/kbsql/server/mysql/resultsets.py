@@ -7,7 +7,8 @@ event loop never spends long on one client's rows. Rows read from JSON (a result
 Arrow) are typed from their values.
 
 Types follow what a MySQL client can use: integers as TINY/SHORT/LONG/LONGLONG, floats as
-DOUBLE (NaN as NULL, as the HTTP answer has it), decimals as NEWDECIMAL, dates as DATE,
+DOUBLE (4-byte ones as FLOAT, as MindsDB sends a PostgreSQL real; NaN as NULL, as the HTTP
+answer has it), decimals as NEWDECIMAL, dates as DATE,
 timestamps as DATETIME (TIMESTAMP, in UTC, when they carry a time zone), times as TIME, text
 as VAR_STRING, bytes as BLOB, and JSON objects (a knowledge base's `metadata`), lists and
 structs as JSON text.
@@ -156,8 +157,8 @@ def arrow_column_type(kind: pa.DataType) -> ColumnType:
         return _INTEGERS[kind.bit_width]
     if pa.types.is_unsigned_integer(kind):  # one size up, signed; a UBIGINT may not fit one
         return _INTEGERS[kind.bit_width * 2] if kind.bit_width < 64 else ColumnType.NEWDECIMAL
-    if pa.types.is_floating(kind):
-        return ColumnType.DOUBLE
+    if pa.types.is_floating(kind):  # a 4-byte float (PostgreSQL's real) as MindsDB's FLOAT
+        return ColumnType.FLOAT if kind.bit_width == 32 else ColumnType.DOUBLE
     if pa.types.is_decimal(kind):
         return ColumnType.NEWDECIMAL
     if pa.types.is_date(kind):
@@ -221,7 +222,7 @@ def _python_value(kind: ColumnType, value: Any) -> Any:
         return None
     if kind == ColumnType.JSON:
         return value if isinstance(value, str) else _json_text(value)
-    if kind == ColumnType.DOUBLE and isinstance(value, float) and value != value:
+    if kind in (ColumnType.DOUBLE, ColumnType.FLOAT) and isinstance(value, float) and value != value:
         return None  # NaN: null, as in the HTTP answer
     if kind == ColumnType.NEWDECIMAL and isinstance(value, decimal.Decimal):
         return format(value, "f")
