@@ -40,7 +40,7 @@ CASES = {
     "threads": (["--docs", "200", "--batch", "20", "--rounds", "1"], ["baseline_threads_1_docs_per_s"]),
     "inlist": (["--ids", "2000", "--repeat", "1"], ["in_list"]),
     "isolation": (["--rounds", "1", "--calls", "5", "--model-delay", "2", "--docs", "20",
-                   "--heavy-timeout", "2"],
+                   "--heavy-timeout", "2", "--mysql-idlers", "40"],  # the flood's path, not its size
                   ["select_1", "kb_search", "load_answers"]),
     "mysql": (["--calls", "10", "--rounds", "1", "--docs", "20", "--model", "hash-64"],
               ["select_1", "search", "meets_target"]),
