@@ -292,7 +292,7 @@ def main() -> None:
     quick = args.quick or args.smoke
     report = {
         "machine": {"cpus": os.cpu_count(), "load_avg_at_start": os.getloadavg()[0]},
-        "ingest_default_model": bench_ingest(16, 1) if args.smoke else bench_ingest(60 if quick else 240),
+        "ingest_default_model": bench_ingest(4, 1) if args.smoke else bench_ingest(60 if quick else 240),
         "search_100k_hash": bench_search(2_000, 30, 5) if args.smoke else bench_search(
             5_000 if quick else 100_000, 100 if quick else 500, 20 if quick else 50),
         # 25k: past APPROX_THRESHOLD (20k), so the smoke run builds and searches an IVF index too

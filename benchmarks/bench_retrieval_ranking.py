@@ -59,7 +59,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from bench_retrieval import SMOKE_CHARS, CachedModel, engine_with, quote, score
+from bench_retrieval import CachedModel, engine_with, quote, score, smoke_rows
 from report import write_report
 from retrieval import corpora
 
@@ -256,7 +256,7 @@ def ingest(folder: Path, smoke: bool, cache: Path | None) -> None:
         for name in corpora.CORPORA:
             rows = corpora.corpus(name).rows
             if smoke:
-                rows = [{**row, "content": row["content"][:SMOKE_CHARS]} for row in rows[:12]]
+                rows = smoke_rows(rows)
             engine.query(f"CREATE KNOWLEDGE_BASE {name}_kb")
             engine.insert_rows(engine.catalog.knowledge_base("mindsdb", f"{name}_kb"), rows)
     if cache:
@@ -332,7 +332,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rankings", default="all")
-    parser.add_argument("--smoke", action="store_true", help="3 questions a set, 12 short documents a corpus")
+    parser.add_argument("--smoke", action="store_true", help="3 questions a set, 6 short documents a corpus")
     parser.add_argument("--cache", type=Path, help="keep the corpora's vectors here across runs")
     args = parser.parse_args()
     names = list(RANKINGS) if args.rankings == "all" else ["dense", *args.rankings.split(",")]

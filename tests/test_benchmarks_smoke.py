@@ -28,7 +28,7 @@ CASES = {
     "pgvector": (["--chunks", "1500", "--queries", "20"], ["search_ingest"]),
     "memory": (["--rounds", "1"], ["kbsql_serve", "baseline_bare_starlette_uvicorn_mb", "baseline_commit"]),
     "insert": (["--docs", "300", "--batch", "100"], ["baseline_rest_insert_docs_per_s"]),
-    "embed": (["--chunks", "16", "--rounds", "1", "--variants", "onnx-int8"],
+    "embed": (["--chunks", "4", "--rounds", "1", "--variants", "onnx-int8"],
               ["ingest_chunks_per_s", "cosine_to_fp32", "variants_encode_alone"]),
     "retrieval": (["--smoke", "--configs", "default,fp32-dense,default-hybrid"],
                   ["tuning_sets", "heldout", "verdicts", "defaults"]),

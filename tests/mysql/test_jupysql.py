@@ -38,7 +38,10 @@ def test_jupysql_notebook(door: ServerProcess) -> None:
     assert "error" not in {o["output_type"] for o in outputs}
     text = "\n".join(str(o.get("text", "")) + str(o.get("data", {}).get("text/plain", "")) for o in outputs)
     assert "2 rows affected." in text  # the insert
-    printed = [o["text"] for o in outputs if o["output_type"] == "stream" and o.get("name") == "stdout"]
+    # per cell: one print may reach the notebook as several stream outputs
+    printed = ["".join(o["text"] for o in cell.get("outputs", [])
+                       if o["output_type"] == "stream" and o.get("name") == "stdout") for cell in nb.cells]
+    printed = [text for text in printed if text]
     columns_line, metadata_line = printed[0].splitlines()[:2]
     assert columns_line.startswith("['id', 'chunk_content', 'metadata', 'relevance'] ['2'")
     assert columns_line.endswith("float64")
