@@ -80,10 +80,12 @@ def cells(*sources: str) -> Any:
 
 
 def run(nb: Any, cwd: Path, interrupts: dict[int, Callable[[], bool]],
-        timeout: float = 600) -> dict[int, float]:
+        timeout: float = 600, starting: dict[int, Callable[[], None]] | None = None) -> dict[int, float]:
     """Execute `nb` (errors allowed, as Run All shows them); cell i in `interrupts` gets a
-    kernel interrupt once its condition holds (polled every 50 ms, at most 120 s). Returns
-    when each interrupt was sent (time.monotonic) and, under key -i-1, when that cell ended."""
+    kernel interrupt once its condition holds (polled every 50 ms, at most 120 s); `starting[i]`
+    runs just before cell i is sent to the kernel (so no work of the cell can come first).
+    Returns when each interrupt was sent (time.monotonic) and, under key -i-1, when that cell
+    ended."""
     times: dict[int, float] = {}
     client: NotebookClient
 
@@ -97,6 +99,8 @@ def run(nb: Any, cwd: Path, interrupts: dict[int, Callable[[], bool]],
     tasks: list[asyncio.Task[None]] = []
 
     async def on_execute(cell: Any, cell_index: int) -> None:
+        if cell_index in (starting or {}):
+            (starting or {})[cell_index]()
         if cell_index in interrupts:
             tasks.append(asyncio.ensure_future(interrupt_when(cell_index, interrupts[cell_index])))
 
@@ -329,8 +333,10 @@ def test_interrupted_search_and_agent_answer(tmp_path: Path, home: Path):
             "%agent slow and how long do refunds take?",                                             # 4
         )
 
-        def searching() -> bool:  # called first as the cell starts: the model turns slow then
-            provider.delay = 20.0  # every embedding call from now on takes 20 s
+        def slow_model() -> None:  # as the search's cell starts: every embedding call takes 20 s
+            provider.delay = 20.0
+
+        def searching() -> bool:
             return provider.active > 0
 
         calls: list[int] = []
@@ -341,7 +347,7 @@ def test_interrupted_search_and_agent_answer(tmp_path: Path, home: Path):
                 return True
             return False
 
-        times = run(nb, tmp_path, {2: searching, 3: answering})
+        times = run(nb, tmp_path, {2: searching, 3: answering}, starting={2: slow_model})
         provider.delay = 0.0
         provider.close()
     c = nb.cells
