@@ -10,6 +10,7 @@ import socket
 import stat
 import struct
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -36,6 +37,14 @@ class PasswordListener:
         self.port = self.sock.getsockname()[1]
         self.received: list[str | None] = []
         threading.Thread(target=self._serve, daemon=True).start()
+
+    def seen(self, more_than: int, within: float = 5.0) -> list[str | None]:
+        """What was received, once more than `more_than` sessions ended: the server answers
+        its client as the refusal arrives, which can be before this thread records it."""
+        until = time.monotonic() + within
+        while len(self.received) <= more_than and time.monotonic() < until:
+            time.sleep(0.02)
+        return self.received
 
     def _serve(self) -> None:
         while True:
@@ -207,11 +216,14 @@ def _pg(server: ServerProcess, name: str, host: str, port: int, password: str | 
 
 def test_a_postgres_source_never_gets_the_servers_own_libpq_password(
         server: ServerProcess, listener: PasswordListener) -> None:
+    asked = len(listener.received)
     refused = _pg(server, "nopw", "127.0.0.1", listener.port)
     assert refused and len(refused.splitlines()) == 1
-    assert listener.received and SERVER_PG_PASSWORD not in listener.received  # it had none to send
+    got = listener.seen(asked)
+    assert len(got) > asked and SERVER_PG_PASSWORD not in got  # it had none to send
+    asked = len(listener.received)
     _pg(server, "ownpw", "127.0.0.1", listener.port, password="the-sources-own")
-    assert listener.received[-1] == "the-sources-own"  # the listener does record what it is sent
+    assert listener.seen(asked)[-1] == "the-sources-own"  # the listener does record what it is sent
     dsn = os.environ.get("KBSQL_TEST_POSTGRES_DSN")
     if dsn:  # the test PostgreSQL (loopback, named by the operator) with the source's own password
         url = urlsplit(dsn)
@@ -256,7 +268,7 @@ def test_knowledge_base_storage_in_a_pgvector_source_follows_the_same_rules(
     failed = sql(server, "CREATE KNOWLEDGE_BASE kb_listener USING storage = vdb_listener.chunks, "
                          "embedding_model = {'provider': 'kbsql', 'model_name': 'hash-16'}")
     assert failed["type"] == "error", failed
-    assert len(listener.received) > asked and SERVER_PG_PASSWORD not in listener.received
+    assert len(listener.seen(asked)) > asked and SERVER_PG_PASSWORD not in listener.received
 
 
 def test_source_passwords_are_masked_in_every_listing(server: ServerProcess) -> None:
