@@ -20,7 +20,7 @@ pytest_plugins = ["tests.jupyterlab_fixtures"]
 ROOT = Path(__file__).resolve().parents[1]
 BROWSER_FILES = (
     # JupyterLab + Chromium: one unit of work for pytest-xdist (pytest_xdist_make_scheduler),
-    # so they run one after the other on one worker while the other worker runs the rest; side
+    # so they run one after the other on one worker while the other workers run the rest; side
     # by side on 2 cores they starve each other's pages (jupyterlab_fixtures.one_at_a_time
     # still serializes them under any other scheduling). They share one JupyterLab server and
     # one Chromium (jupyterlab_fixtures.Shared), kept while the next test uses them: so the
@@ -33,7 +33,7 @@ BROWSER_FILES = (
 )
 FIRST = (
     # The files that take longest (per-file time of a whole run), handed out first so that
-    # pytest-xdist's two workers finish together instead of one waiting on a long file at the
+    # pytest-xdist's workers finish together instead of one waiting on a long file at the
     # end (pyproject's --no-loadscope-reorder keeps this order: xdist's default reorders files
     # by their number of tests). The browser files, one unit, come first: the longest.
     *BROWSER_FILES,

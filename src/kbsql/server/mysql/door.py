@@ -9,6 +9,17 @@ so does a port probe (a connection closed before, or garbage sent instead of, a 
 What connections may hold, logged in or not, is bounded by `DoorBounds` (`door_bounds.py`):
 past `--max-pending-connections` not yet logged in, the oldest is closed.
 
+A flood of connections that never log in (clients reconnecting as fast as the cap closes
+them: 600 measured at ~500 a second) would keep the shared event loop busy greeting them,
+~0.85 ms of CPU each, and HTTP's answers would wait behind it (SELECT 1's p99 went from
+33 ms to 1.6 s). So the door accepts one connection at a time (`_accept_loop`), and once the
+cap has closed a cap's worth of one address block's connections (a /24, on loopback the /8;
+an IPv6 /64) within a second, that block's new connections are closed as they are accepted,
+with no greeting and no log line each, for FLOOD_HOLD_S after its last eviction: a client
+there gets "lost connection" and may retry; clients of other blocks are served as before.
+While more than FLOOD_PAUSE_RATE connections a second are closed so, the door also stops
+accepting for FLOOD_PAUSE_S, leaving the rest in the kernel's listen backlog at no cost.
+
 Shutdown (SIGTERM/SIGINT, with HTTP's graceful timeout): the port stops accepting, idle
 connections close at once, a connection in the middle of a statement finishes it first.
 """
@@ -16,11 +27,14 @@ connections close at once, a connection in the middle of a statement finishes it
 from __future__ import annotations
 
 import asyncio
+import collections
+import errno
 import functools
 import itertools
 import logging
 import socket
 import struct
+import time
 
 from mysql_mimic.control import LocalControl
 from mysql_mimic.stream import ConnectionClosed
@@ -35,7 +49,7 @@ from kbsql.server.mysql.framing import BoundedStream, ClientStalled, MalformedPa
 from kbsql.server.mysql.identity import DoorIdentity, DoorPassword
 from kbsql.server.mysql.router import DoorSession
 from kbsql.server.mysql.sysvars import server_variables
-from kbsql.server.throttle import FailureThrottle, client_key
+from kbsql.server.throttle import FailureThrottle, address_block, client_key
 
 log = logging.getLogger("kbsql.server")
 
@@ -43,9 +57,22 @@ CLOSE_TIMEOUT_S = 5.0
 """How long a closing connection's last bytes may wait for a client that stopped reading."""
 TRIM_AFTER_S = 1.0
 """Memory freed by stalled connections is given back this long after the first of them closed."""
+FLOOD_HOLD_S = 1.0
+"""How long after its last eviction a flooding block's connections are closed at accept."""
+FLOOD_PAUSE_RATE = 500
+"""Connections closed at accept in a second past which the door pauses accepting."""
+FLOOD_PAUSE_S = 0.1
+"""How long that pause lasts (see the module's docstring)."""
+OUT_OF_DESCRIPTORS = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
 PACKET_MARGIN = 64 * 1024
 """Bytes a command may carry beyond the SQL size limit (a prepared statement's parameters,
 the command byte): anything larger is refused before it is read."""
+
+
+def block_of(peer: object) -> str:
+    """The address block a peer's connections are counted under (throttle's blocks)."""
+    key = client_key(peer)
+    return address_block(key) or key
 
 
 class MysqlDoor:
@@ -69,7 +96,10 @@ class MysqlDoor:
         self.control = LocalControl()
         self.connections: dict[DoorConnection, asyncio.Task[None]] = {}
         self._ids = itertools.count(1)
-        self._server: asyncio.Server | None = None
+        self._acceptor: asyncio.Task[None] | None = None
+        self._starting: set[asyncio.Task[None]] = set()
+        self._evictions: dict[str, collections.deque[float]] = {}  # per address block
+        self._refused: collections.deque[float] = collections.deque()  # closed at accept
         self._closing = False
         self._trim: asyncio.TimerHandle | None = None
         self.defaults = server_variables(None)
@@ -82,15 +112,81 @@ class MysqlDoor:
     async def start(self) -> None:
         status = await self.lanes.catalog.run(self.api.status)
         self.defaults = server_variables(str(status.get("version") or "") or None)
-        # asyncio accepts up to `backlog` connections at once before any of them runs: more
-        # than the pending cap would pass it (and the descriptor limit) in one burst
-        backlog = min(128, self.pending.cap)
-        self._server = await asyncio.start_server(self._accept, sock=self.sock, backlog=backlog)
+        self.sock.setblocking(False)
+        self.sock.listen(min(128, self.pending.cap))
+        self._acceptor = asyncio.create_task(self._accept_loop())
+        self._acceptor.add_done_callback(self._stopped_accepting)
+
+    def _stopped_accepting(self, task: asyncio.Task[None]) -> None:
+        self.sock.close()
+        if not task.cancelled() and task.exception() is not None:
+            log.error("MySQL: the door stopped accepting connections: %s", task.exception())
 
     def stop_accepting(self) -> None:
         self._closing = True
-        if self._server is not None:
-            self._server.close()
+        if self._acceptor is not None:
+            self._acceptor.cancel()
+
+    async def _accept_loop(self) -> None:
+        """Accept one connection at a time (asyncio's server accepts a whole backlog in one
+        go, past the pending cap and the descriptor limit before the cap can close any),
+        pausing while a flood of connections that never log in goes on."""
+        loop = asyncio.get_running_loop()
+        while not self._closing:
+            if len(self._refused) >= FLOOD_PAUSE_RATE and self._refused[0] > time.monotonic() - 1.0:
+                await asyncio.sleep(FLOOD_PAUSE_S)
+                continue
+            try:
+                conn, peer = await loop.sock_accept(self.sock)
+            except OSError as exc:
+                if exc.errno not in OUT_OF_DESCRIPTORS:
+                    raise
+                log.warning("MySQL: no file descriptor left for a new connection (%s); accepting "
+                            "again in 1 s (raise `ulimit -n` or lower --max-pending-connections)",
+                            exc.strerror)
+                await asyncio.sleep(1.0)
+                continue
+            if self._flooding(block_of(peer)):
+                conn.close()  # no greeting, no task, no log line: the cheapest refusal there is
+                self._refused.append(time.monotonic())
+                if len(self._refused) > FLOOD_PAUSE_RATE:
+                    self._refused.popleft()
+                continue
+            task = asyncio.create_task(self._open(conn))
+            self._starting.add(task)
+            task.add_done_callback(self._starting.discard)
+
+    def _evicted(self, block: str) -> None:
+        """The pending cap closed a connection of `block`; when that makes the block flood
+        (`_flooding`), say so once (repeats are collapsed by log_collapse)."""
+        now = time.monotonic()
+        was = self._flooding(block, now)
+        times = self._evictions.setdefault(block, collections.deque(maxlen=self.pending.cap))
+        times.append(now)
+        if not was and self._flooding(block, now):
+            log.warning("MySQL: %d connections from %s closed unauthenticated within a second "
+                        "(--max-pending-connections); its new connections are closed at once "
+                        "until it stops", self.pending.cap, block)
+        if len(self._evictions) > 4096:  # blocks that stopped flooding are forgotten
+            for key in [k for k, t in self._evictions.items() if t[-1] < now - FLOOD_HOLD_S]:
+                del self._evictions[key]
+
+    def _flooding(self, block: str, now: float | None = None) -> bool:
+        """Whether `block` had a cap's worth of connections closed by the pending cap within
+        one second, the last of them less than FLOOD_HOLD_S ago."""
+        times = self._evictions.get(block)
+        if not times or len(times) < (times.maxlen or 0):
+            return False
+        now = time.monotonic() if now is None else now
+        return times[-1] - times[0] <= 1.0 and now - times[-1] <= FLOOD_HOLD_S
+
+    async def _open(self, conn: socket.socket) -> None:
+        try:
+            reader, writer = await asyncio.open_connection(sock=conn)
+        except OSError:
+            conn.close()
+            return
+        await self._accept(reader, writer)
 
     async def close(self, timeout: float) -> None:
         """Stop accepting; close idle connections now, busy ones after their statement (or
@@ -107,8 +203,8 @@ class MysqlDoor:
                 task.cancel()
             if pending:
                 await asyncio.wait(pending)
-        if self._server is not None:
-            await self._server.wait_closed()
+        if self._acceptor is not None:
+            await asyncio.wait([self._acceptor])
         if self._own_lanes:
             self.lanes.close()
 
@@ -141,6 +237,7 @@ class MysqlDoor:
         self.connections[connection] = task
 
         def evict() -> None:
+            self._evicted(block_of(peer))
             connection.evicted = True
             writer.transport.abort()  # its descriptor now, not once the task has run
             task.cancel()

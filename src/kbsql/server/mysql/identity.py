@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import logging
+import os
 from collections.abc import Sequence
 from hashlib import sha1
 from typing import Any
@@ -44,6 +45,20 @@ from kbsql.server.throttle import FailureThrottle
 log = logging.getLogger("kbsql.server")
 
 NATIVE = NativePasswordAuthPlugin.name
+NONCE_CHARS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"  # mysql_mimic's
+
+
+def fresh_nonce(size: int = 20) -> bytes:
+    """A login challenge of `size` letters and digits from the OS's random source.
+
+    Why not mysql_mimic's `utils.nonce`: it builds a `SystemRandom` per character, ~0.2 ms
+    of the shared event loop per connection, a third of what a connection that never logs
+    in costs (a flood of them stalled HTTP). Bytes >= 248 are dropped, so each of the 62
+    characters is equally likely (248 = 4 x 62)."""
+    out = bytearray()
+    while len(out) < size:
+        out.extend(NONCE_CHARS[b % 62] for b in os.urandom(2 * size) if b < 248)
+    return bytes(out[:size])
 
 
 def scramble_matches(password: str, scramble: bytes, nonce: bytes) -> bool:
@@ -82,9 +97,7 @@ class DoorPassword(NativePasswordAuthPlugin):
         if auth_info and auth_info.handshake_plugin_name == self.name and auth_info.handshake_auth_data:
             nonce = auth_info.handshake_auth_data.rstrip(b"\x00")  # reused from the handshake
         else:
-            from mysql_mimic import utils
-
-            nonce = utils.nonce(20)
+            nonce = fresh_nonce()
             auth_info = yield nonce + b"\x00"
         assert auth_info is not None
         username, scramble = auth_info.username, auth_info.data
