@@ -13,10 +13,12 @@ A flood of connections that never log in (clients reconnecting as fast as the ca
 them: 600 measured at ~500 a second) would keep the shared event loop busy greeting them,
 ~0.85 ms of CPU each, and HTTP's answers would wait behind it (SELECT 1's p99 went from
 33 ms to 1.6 s). So the door accepts one connection at a time (`_accept_loop`), and once the
-cap has closed a cap's worth of one address block's connections (a /24, on loopback the /8;
-an IPv6 /64) within a second, that block's new connections are closed as they are accepted,
-with no greeting and no log line each, for FLOOD_HOLD_S after its last eviction: a client
-there gets "lost connection" and may retry; clients of other blocks are served as before.
+cap has closed FLOOD_EVICTIONS of one address block's connections (a /24, on loopback the
+/8; an IPv6 /64) within a second, that block's new connections are closed as they are accepted,
+with no greeting and no log line each, until the block has gone below that rate for
+FLOOD_HOLD_S: a client there gets "lost connection" and may retry once the flood stops (a
+client retrying now and then does not keep the block closed); clients of other blocks are
+served as before.
 While more than FLOOD_PAUSE_RATE connections a second are closed so, the door also stops
 accepting for FLOOD_PAUSE_S, leaving the rest in the kernel's listen backlog at no cost.
 
@@ -58,7 +60,10 @@ CLOSE_TIMEOUT_S = 5.0
 TRIM_AFTER_S = 1.0
 """Memory freed by stalled connections is given back this long after the first of them closed."""
 FLOOD_HOLD_S = 1.0
-"""How long after its last eviction a flooding block's connections are closed at accept."""
+"""How long after its last connection a flooding block's new ones are still closed at accept."""
+FLOOD_EVICTIONS = 32
+"""Connections of one block the pending cap closes within a second that make it a flood (a
+client that logs in is never closed by the cap: only connections that stay silent are)."""
 FLOOD_PAUSE_RATE = 500
 """Connections closed at accept in a second past which the door pauses accepting."""
 FLOOD_PAUSE_S = 0.1
@@ -99,6 +104,7 @@ class MysqlDoor:
         self._acceptor: asyncio.Task[None] | None = None
         self._starting: set[asyncio.Task[None]] = set()
         self._evictions: dict[str, collections.deque[float]] = {}  # per address block
+        self._flood_until: dict[str, float] = {}  # blocks whose connections are closed at accept
         self._refused: collections.deque[float] = collections.deque()  # closed at accept
         self._closing = False
         self._trim: asyncio.TimerHandle | None = None
@@ -146,7 +152,9 @@ class MysqlDoor:
                             exc.strerror)
                 await asyncio.sleep(1.0)
                 continue
-            if self._flooding(block_of(peer)):
+            block = block_of(peer)
+            if self._flooding(block):
+                self._still_flooding(block)
                 conn.close()  # no greeting, no task, no log line: the cheapest refusal there is
                 self._refused.append(time.monotonic())
                 if len(self._refused) > FLOOD_PAUSE_RATE:
@@ -155,30 +163,43 @@ class MysqlDoor:
             task = asyncio.create_task(self._open(conn))
             self._starting.add(task)
             task.add_done_callback(self._starting.discard)
+            # a connection waiting is accepted without a pause, so without this a burst of them
+            # would all be greeted before HTTP's next turn: one each, between HTTP's turns
+            await asyncio.sleep(0)
 
     def _evicted(self, block: str) -> None:
-        """The pending cap closed a connection of `block`; when that makes the block flood
-        (`_flooding`), say so once (repeats are collapsed by log_collapse)."""
+        """The pending cap closed a connection of `block`: FLOOD_EVICTIONS of them within a
+        second make the block flood (its new connections closed at accept until it has
+        been quiet for FLOOD_HOLD_S), said once in the log."""
         now = time.monotonic()
-        was = self._flooding(block, now)
-        times = self._evictions.setdefault(block, collections.deque(maxlen=self.pending.cap))
+        times = self._evictions.setdefault(block, collections.deque(maxlen=min(FLOOD_EVICTIONS,
+                                                                              self.pending.cap)))
         times.append(now)
-        if not was and self._flooding(block, now):
-            log.warning("MySQL: %d connections from %s closed unauthenticated within a second "
-                        "(--max-pending-connections); its new connections are closed at once "
-                        "until it stops", self.pending.cap, block)
-        if len(self._evictions) > 4096:  # blocks that stopped flooding are forgotten
-            for key in [k for k, t in self._evictions.items() if t[-1] < now - FLOOD_HOLD_S]:
+        if len(times) == times.maxlen and now - times[0] <= 1.0:
+            if not self._flooding(block):
+                log.warning("MySQL: the pending cap (--max-pending-connections %d) closed %d "
+                            "connections from %s within a second; its new connections are closed "
+                            "at once until it stops", self.pending.cap, len(times), block)
+            self._flood_until[block] = now + FLOOD_HOLD_S
+        if len(self._evictions) > 4096:  # blocks that stopped are forgotten
+            for key in [k for k, t in self._evictions.items() if t[-1] < now - 1.0]:
                 del self._evictions[key]
+        if len(self._flood_until) > 4096:
+            for key in [k for k, until in self._flood_until.items() if until < now]:
+                del self._flood_until[key]
 
-    def _flooding(self, block: str, now: float | None = None) -> bool:
-        """Whether `block` had a cap's worth of connections closed by the pending cap within
-        one second, the last of them less than FLOOD_HOLD_S ago."""
-        times = self._evictions.get(block)
-        if not times or len(times) < (times.maxlen or 0):
-            return False
-        now = time.monotonic() if now is None else now
-        return times[-1] - times[0] <= 1.0 and now - times[-1] <= FLOOD_HOLD_S
+    def _flooding(self, block: str) -> bool:
+        return self._flood_until.get(block, 0.0) > time.monotonic()
+
+    def _still_flooding(self, block: str) -> None:
+        """A connection of a flooding block was closed at accept: as long as they still come
+        at the flood's rate (FLOOD_EVICTIONS a second) the block stays closed; a client
+        retrying now and then does not keep it so."""
+        now = time.monotonic()
+        times = self._evictions.setdefault(block, collections.deque(maxlen=FLOOD_EVICTIONS))
+        times.append(now)
+        if len(times) == times.maxlen and now - times[0] <= 1.0:
+            self._flood_until[block] = now + FLOOD_HOLD_S
 
     async def _open(self, conn: socket.socket) -> None:
         try:
