@@ -124,3 +124,12 @@ def test_a_second_start_loads_the_saved_graph_and_embeds_the_same(tmp_path) -> N
     assert np.array_equal(first, third)
     assert saved.stat().st_size > 1_000_000
     assert not list((cache / "kbsql" / "onnx").glob(".*.tmp"))
+
+
+def test_an_unwritable_cache_still_loads_the_model(tmp_path, monkeypatch) -> None:
+    not_a_dir = tmp_path / "file"
+    not_a_dir.write_text("x")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(not_a_dir))
+    model = minilm_onnx.OnnxMiniLM(minilm_mod.model_dir())
+    cosines = (model.encode(REFERENCE["texts"]) * reference()).sum(axis=1)
+    assert cosines.min() >= 0.99

@@ -16,6 +16,7 @@ the graph rebuilt (and saved again), so a corrupt cache costs one slow start, ne
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import platform
@@ -51,7 +52,8 @@ def session(ort: Any, make_options: Callable[[], Any], key: str, build: Callable
         try:
             return ort.InferenceSession(str(path), fast, providers=providers)
         except Exception:  # a corrupt or foreign file: rebuild it
-            path.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                path.unlink(missing_ok=True)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError:  # a read-only home: no cache, the same session
@@ -59,10 +61,15 @@ def session(ort: Any, make_options: Callable[[], Any], key: str, build: Callable
     tmp = path.with_name(f".{key}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
     saving = make_options()
     saving.optimized_model_filepath = str(tmp)
+    graph = build()
     try:
-        result = ort.InferenceSession(build(), saving, providers=providers)
-        if tmp.is_file():
-            os.replace(tmp, path)  # atomic: another process sees the old file, the new one or none
+        try:
+            result = ort.InferenceSession(graph, saving, providers=providers)
+        except Exception:  # the cache cannot be written (full disk, no permission): no cache
+            return ort.InferenceSession(graph, make_options(), providers=providers)
+        with contextlib.suppress(OSError):  # atomic: others see the old file, the new one or none
+            os.replace(tmp, path)
         return result
     finally:
-        tmp.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
