@@ -90,3 +90,46 @@ def test_a_texts_vector_does_not_depend_on_its_batch(minilm, topics) -> None:
     for i in (0, 7, len(texts) - 1):
         alone = minilm.encode([texts[i]])[0]
         assert float(alone @ together[i]) >= 0.99999
+
+
+_EMBED = """
+import sys
+import numpy as np
+from kbsql.engine.models import minilm
+texts = [f"text {i} about topic {i % 17}, with a few more words" for i in range(200)]
+np.save(sys.argv[1], minilm.load_model().encode(texts))
+"""
+
+
+def _embed_in_a_new_process(cache: Path, out: Path) -> np.ndarray:
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache)}
+    subprocess.run([sys.executable, "-c", _EMBED, str(out)], env=env, check=True, timeout=300)
+    return np.load(out)
+
+
+def test_a_second_start_loads_the_saved_graph_and_embeds_the_same(tmp_path) -> None:
+    cache = tmp_path / "xdg"
+    first = _embed_in_a_new_process(cache, tmp_path / "1.npy")
+    [saved] = list((cache / "kbsql" / "onnx").glob("*.onnx"))
+    stamp = saved.stat().st_mtime_ns
+    second = _embed_in_a_new_process(cache, tmp_path / "2.npy")
+    assert saved.stat().st_mtime_ns == stamp  # read, not rewritten
+    assert np.array_equal(first, second)
+    saved.write_bytes(b"not an onnx graph")  # corrupt: ignored, rebuilt, saved again
+    third = _embed_in_a_new_process(cache, tmp_path / "3.npy")
+    assert np.array_equal(first, third)
+    assert saved.stat().st_size > 1_000_000
+    assert not list((cache / "kbsql" / "onnx").glob(".*.tmp"))
+
+
+def test_an_unwritable_cache_still_loads_the_model(tmp_path, monkeypatch) -> None:
+    not_a_dir = tmp_path / "file"
+    not_a_dir.write_text("x")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(not_a_dir))
+    model = minilm_onnx.OnnxMiniLM(minilm_mod.model_dir())
+    cosines = (model.encode(REFERENCE["texts"]) * reference()).sum(axis=1)
+    assert cosines.min() >= 0.99

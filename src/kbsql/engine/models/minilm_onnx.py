@@ -28,6 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from kbsql.engine.models import onnx_cache
+
 OPSET = 17
 MS = "com.microsoft"  # ONNX Runtime's contrib ops: MatMulIntegerToFloat, BiasGelu, SkipLayerNormalization
 GELU_FLOOR = 0.17  # min over x of x * Phi(x) is -0.16997
@@ -228,6 +230,31 @@ def build_model(directory: Path, quant: Quantization | None = ALL_INT8) -> bytes
     return model.SerializeToString()
 
 
+def _variant(quant: Quantization | None) -> str:
+    """The quantisation as stable text (a frozenset's repr depends on the hash seed)."""
+    if quant is None:
+        return "fp32"
+    layers = "all" if quant.layers is None else ",".join(map(str, sorted(quant.layers)))
+    return (f"int8 {','.join(sorted(quant.products))} layers={layers} w={quant.weight_max} "
+            f"a={quant.act_max} g={quant.gelu_max} opset={OPSET}")
+
+
+def _session_options(ort: Any) -> Any:
+    """The session's options (graph optimisation ENABLE_ALL; onnx_cache turns it off for a
+    graph it saved already optimised)."""
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    # one thread per run, and the batches of one encode() run side by side on `workers`
+    # threads (ONNX Runtime's run is thread-safe and releases the GIL): no barrier between
+    # the threads at every op, so nothing spin-waits on a shared machine (2-thread BLAS
+    # collapsed that way for the numpy model); 1.2-1.3x the 2-thread session measured
+    # under load in alternating rounds
+    options.intra_op_num_threads = 1
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    options.log_severity_level = 3
+    return options
+
+
 class OnnxMiniLM:
     """Same interface as minilm.MiniLM: `encode(texts)` -> L2-normalised float32 rows."""
 
@@ -247,21 +274,13 @@ class OnnxMiniLM:
         self.tokenizer = Tokenizer.from_file(str(directory / "tokenizer.json"))
         self.tokenizer.enable_truncation(self.max_length)
         self.tokenizer.no_padding()
-        options = ort.SessionOptions()
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        # one thread per run, and the batches of one encode() run side by side on `workers`
-        # threads (ONNX Runtime's run is thread-safe and releases the GIL): no barrier between
-        # the threads at every op, so nothing spin-waits on a shared machine (2-thread BLAS
-        # collapsed that way for the numpy model); 1.2-1.3x the 2-thread session measured
-        # under load in alternating rounds
-        options.intra_op_num_threads = 1
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self.workers = threads or max(1, min(2, os.cpu_count() or 1))
         self._pool: ThreadPoolExecutor | None = None
-        options.log_severity_level = 3
         chosen = quant if int8 is None else (ALL_INT8 if int8 else None)
-        self.session = ort.InferenceSession(build_model(directory, chosen), options,
-                                            providers=["CPUExecutionProvider"])
+        key = onnx_cache.cache_key(directory / "model.safetensors", Path(__file__), _variant(chosen),
+                                   ort.__version__)
+        self.session = onnx_cache.session(ort, lambda: _session_options(ort), key,
+                                          lambda: build_model(directory, chosen))
 
     def encode(self, texts: list[str]) -> np.ndarray:
         """Embed texts; sorted by length so each batch pads little, results in input order."""
