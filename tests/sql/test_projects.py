@@ -49,6 +49,15 @@ def test_information_schema_lists_projects_sources_and_tables(engine: Engine, tm
                           "WHERE TABLE_TYPE = 'BASE TABLE' ORDER BY 1, 2")
     assert tables == [["crm", "customers"], ["crm", "products"], ["df", "frame"]]
     assert rows(engine, "SHOW DATABASES WHERE `Database` LIKE 'p%'") == [["p2"]]
+    # MySQL's information_schema tables, in-process as on the MySQL door (MindsDB answers them everywhere)
+    assert rows(engine, "SELECT SCHEMA_NAME, DEFAULT_CHARACTER_SET_NAME FROM information_schema.SCHEMATA "
+                        "WHERE SCHEMA_NAME LIKE 'p%'") == [["p2", "utf8mb4"]]
+    assert rows(engine, "SELECT COLUMN_NAME, ORDINAL_POSITION, DATA_TYPE FROM information_schema.COLUMNS "
+                        "WHERE TABLE_SCHEMA = 'crm' AND TABLE_NAME = 'customers'") == [
+        ["id", 1, "bigint"], ["name", 2, "text"], ["country", 3, "text"]]
+    assert rows(engine, "SELECT TABLE_CATALOG, TABLE_TYPE, TABLE_COLLATION FROM information_schema.TABLES "
+                        "WHERE TABLE_SCHEMA = 'crm' AND TABLE_NAME = 'products'") == [
+        ["def", "BASE TABLE", "utf8mb4_0900_ai_ci"]]
 
 
 def test_reference_sdk_flow_over_http(server_url: str) -> None:
@@ -74,6 +83,17 @@ def test_reference_sdk_flow_over_http(server_url: str) -> None:
         assert shown["type"] == "table" and shown["column_names"] == ["Tables_in_my_proj"]
         assert shown["data"] == []
         assert sql("SHOW DATABASES")["column_names"] == ["Database"]
+        # MySQL's information_schema over HTTP, as MindsDB's /api/sql/query answers it
+        schemata = sql("SELECT * FROM information_schema.schemata WHERE SCHEMA_NAME = 'my_proj'")
+        assert schemata["column_names"] == ["CATALOG_NAME", "SCHEMA_NAME", "DEFAULT_CHARACTER_SET_NAME",
+                                            "DEFAULT_COLLATION_NAME", "SQL_PATH"]
+        assert schemata["data"] == [["def", "my_proj", "utf8mb4", "utf8mb4_0900_ai_ci", None]]
+        listed = sql("SELECT TABLE_NAME FROM information_schema.TABLES "
+                     "WHERE TABLE_SCHEMA = 'information_schema' "
+                     "AND TABLE_NAME IN ('COLUMNS', 'SCHEMATA', 'ENGINES') ORDER BY 1")
+        assert listed["data"] == [["COLUMNS"], ["ENGINES"], ["SCHEMATA"]]
+        engines = sql("SELECT ENGINE, SUPPORT FROM information_schema.ENGINES")
+        assert engines["data"] == [["InnoDB", "DEFAULT"]]
         assert sql("DROP DATABASE my_proj")["type"] == "ok"
         assert projects() == ["mindsdb"]
         assert http.get("/api/projects").json() == [{"name": "mindsdb"}]

@@ -108,6 +108,18 @@ def _check(text: str) -> None:
                                "(SHOW ... WHERE, information_schema)")
 
 
+def having_as_where(sql: str) -> str | None:
+    """A SELECT's text with MySQL's HAVING-without-GROUP-BY made a WHERE (Connector/J's
+    getTables sends it on information_schema), for the engine to run again; None when the
+    statement has no such HAVING."""
+    try:
+        tree = sqlglot.parse_one(sql, read="mysql")
+    except sqlglot.errors.ParseError:
+        return None
+    rewritten = _having_as_where(tree)
+    return None if rewritten is tree else rewritten.sql(dialect="mysql")
+
+
 def _having_as_where(tree: exp.Expression) -> exp.Expression:
     """MySQL's HAVING without GROUP BY filters the select list's rows, by their aliases
     (JDBC's getTables does so); DuckDB wants it as a WHERE on the aliased expressions."""

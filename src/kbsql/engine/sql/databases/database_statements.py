@@ -20,11 +20,10 @@ from mindsdb_sql_parser.ast.mindsdb.create_database import CreateDatabase
 
 from kbsql.engine.datasources import registry
 from kbsql.engine.datasources.frame_store import FRAMES_SOURCE
-from kbsql.engine.datasources.scans import NativeTable
 from kbsql.engine.spelling import did_you_mean
 from kbsql.engine.sql import refusals
 from kbsql.engine.sql.arrow_results import ArrowTableResult
-from kbsql.engine.sql.databases import info_schema
+from kbsql.engine.sql.databases import info_schema, mysql_schema
 from kbsql.engine.sql.tables.names import (
     INFORMATION_SCHEMA,
     LOG_DATABASE,
@@ -34,7 +33,6 @@ from kbsql.engine.sql.tables.names import (
     find_project,
     misspelt_knowledge_base,
     project_table,
-    resolve,
     table_parts,
 )
 from kbsql.engine.sql.tables.select import describe_sql, run_select
@@ -204,18 +202,7 @@ def show_columns(session: SqlSession, statement: ast.Show, ctx: dict[str, Any], 
 
 def _own_types(session: SqlSession, parts: list[str], ctx: dict[str, Any],
                routed: Routed) -> dict[str, tuple[str, int | None]]:
-    """The source's own column types of a data-source table, when its source can tell them
-    (`own_types`: PostgreSQL's `character varying(100)`, which DuckDB reads as VARCHAR);
-    empty for anything else."""
-    found = routed.resolutions.get(tuple(parts)) or resolve(session, parts, ctx["db"])
-    if found.kind != "data" or not isinstance(found.scan, NativeTable):
-        return {}
-    source = session.duck.source(found.database)
-    own_types = getattr(source, "own_types", None)
-    if own_types is None:
-        return {}
-    with session.duck.cursor() as con:
-        return dict(own_types(con, found.scan))
+    return mysql_schema.own_types_of(session, parts, ctx, routed.resolutions)
 
 
 def show_columns_answer(session: SqlSession, pairs: list[tuple[str, str]], statement: ast.Show,

@@ -11,12 +11,13 @@ import json
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+from sqlglot import expressions as exp
 
 from kbsql.engine.datasources.frame_store import FRAMES_SOURCE
 from kbsql.engine.datasources.upload_store import UPLOADS_SOURCE
 from kbsql.engine.models import llm_log as llm_log_columns
 from kbsql.engine.sql import query_log
-from kbsql.engine.sql.databases import job_tables
+from kbsql.engine.sql.databases import job_tables, mysql_schema
 from kbsql.engine.sql.tables.names import INFORMATION_SCHEMA, LOG_DATABASE, LOG_TABLES, not_found
 from kbsql.engine.view_store import views
 from kbsql.engine.views import knowledge_base_json
@@ -29,7 +30,9 @@ if TYPE_CHECKING:
     from kbsql.engine.sql.query_log import QueryRecord
     from kbsql.engine.sql.session import SqlSession
 
-TABLES = ("databases", "tables", "knowledge_bases", "agents", "queries", "jobs")
+TABLES = ("databases", "tables", "knowledge_bases", "agents", "queries", "jobs",
+          *mysql_schema.COLUMNS)
+"""kbsql's and MindsDB's own tables, then MySQL's (mysql_schema.py), as MindsDB lists them."""
 LLM_LOG_COLUMNS = llm_log_columns.COLUMNS
 QUERY_COLUMNS = query_log.COLUMNS
 INFO_COLUMNS = ["NAME", "PROJECT", "EMBEDDING_MODEL", "RERANKING_MODEL", "STORAGE", "METADATA_COLUMNS",
@@ -51,7 +54,8 @@ def databases(session: SqlSession) -> pa.Table:
 
 
 def tables(session: SqlSession) -> pa.Table:
-    """Tables of every database. A data source that cannot be listed is skipped."""
+    """Tables of every database, in MySQL's columns (mysql_schema.TABLE_COLUMNS). A data
+    source that cannot be listed is skipped."""
     catalog = session.catalog
     rows: list[tuple[str, str, str]] = [(INFORMATION_SCHEMA, t.upper(), "SYSTEM VIEW") for t in TABLES]
     rows += [(LOG_DATABASE, t, "SYSTEM VIEW") for t in LOG_TABLES]
@@ -67,8 +71,7 @@ def tables(session: SqlSession) -> pa.Table:
         except Exception:  # an unreachable server must not hide the other tables
             continue
         rows += [(name, t, "BASE TABLE") for t in listed]
-    return pa.table({"TABLE_SCHEMA": [r[0] for r in rows], "TABLE_NAME": [r[1] for r in rows],
-                     "TABLE_TYPE": [r[2] for r in rows]})
+    return mysql_schema.arrow(mysql_schema.TABLE_COLUMNS, [mysql_schema.table_row(*r) for r in rows])
 
 
 def agents(session: SqlSession) -> pa.Table:
@@ -90,7 +93,17 @@ def knowledge_bases(session: SqlSession, ctx: dict[str, Any]) -> Any:
     return knowledge_bases_frame(session, session.catalog.knowledge_bases())
 
 
-def frame(session: SqlSession, name: str, ctx: dict[str, Any]) -> Any:
+def frame(session: SqlSession, name: str, ctx: dict[str, Any], node: exp.Expression | None = None,
+          describe: mysql_schema.Describe | None = None) -> Any:
+    """One information_schema table; `node`, the table in the statement, scopes COLUMNS to
+    the tables its conditions name; `describe` reads their columns (select.describe_sql)."""
+    if name in mysql_schema.COLUMNS:
+        if name == "schemata":
+            return mysql_schema.schemata(databases(session))
+        if name == "columns" and describe is not None:
+            select = node.find_ancestor(exp.Select) if node is not None else None
+            return mysql_schema.columns(session, tables(session), select, ctx, describe)
+        return mysql_schema.constant(name)
     if name == "databases":
         return databases(session)
     if name == "tables":

@@ -17,9 +17,9 @@ from mindsdb_sql_parser.ast.mindsdb.knowledge_base import EvaluateKnowledgeBase
 
 from kbsql.engine import validate
 from kbsql.engine.catalog import KbRecord
-from kbsql.engine.knowledge.ingest import INTERNAL_KEYS
 from kbsql.engine.knowledge.search import SearchRequest
 from kbsql.engine.sql.arrow_results import ArrowTableResult
+from kbsql.engine.sql.databases import mysql_schema
 from kbsql.engine.sql.databases.database_statements import show_columns_answer
 from kbsql.engine.sql.databases.info_schema import INFO_COLUMNS, knowledge_bases_frame
 from kbsql.engine.sql.kb import kb_evaluate
@@ -176,11 +176,4 @@ def columns(session: SqlSession, statement: ast.Show, ctx: dict[str, Any], route
     included (declared or seen in its rows), in MindsDB's shape as for a table."""
     record = routed.record
     assert record is not None  # the router sends only a knowledge base here
-    names = [("id", "VARCHAR"), ("chunk_id", "VARCHAR"), ("chunk_content", "VARCHAR"), ("metadata", "JSON"),
-             ("relevance", "DOUBLE"), ("distance", "DOUBLE")]
-    keys = record.metadata_columns
-    if keys is None:  # inferred metadata: the keys its rows hold
-        rows = session.kbs.service.search(record, SearchRequest(limit=1000))
-        keys = sorted({k for r in rows for k in (r[3] or {})} - set(INTERNAL_KEYS))
-    names += [(k, "VARCHAR") for k in keys]
-    return show_columns_answer(session, names, statement, ctx)
+    return show_columns_answer(session, mysql_schema.kb_columns(session, record), statement, ctx)

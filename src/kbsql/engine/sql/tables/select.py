@@ -147,7 +147,7 @@ def _rewrite(session: SqlSession, table: exp.Table, ctes: dict[str, str], ctx: d
         else:
             compiled.cacheable = False
             if target.kind == "info":
-                frame = info_schema.frame(session, target.name, ctx)
+                frame = info_schema.frame(session, target.name, ctx, table, describe_sql)
             elif target.kind == "jobs":
                 frame = job_tables.frame(session, target)
             elif target.kind == "log":
