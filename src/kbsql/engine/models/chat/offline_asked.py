@@ -74,7 +74,7 @@ _LEAD_IN = re.compile(r"^\W*(?:(?:and|but|so|then|also|ok|okay|well)\b\W*)*", re
 _HOW = re.compile(r"\bhow\s+(long|many|much|far|high|tall|wide|deep|big|large|heavy|old|often|fast|"
                   r"quickly|soon|early|late)\b", re.IGNORECASE)
 _WHICH_NOUN = re.compile(r"\b(?:which|what)\s+(?:\w+\s+)?(version|company|brand|manufacturer|vendor|model|"
-                         r"make|language|name|store|shop|courier|carrier|provider|supplier|bank|sensor|chip|processor|"
+                         r"make|language|name|store|shop|courier|carrier|provider|supplier|bank|"
                          r"country|city)s?\b", re.IGNORECASE)
 NOT_ASKED = frozenset("""can't cannot don't doesn't didn't isn't aren't wasn't weren't won't wouldn't
 shouldn't couldn't not no itself themselves himself herself myself yourself ourselves""".split())
