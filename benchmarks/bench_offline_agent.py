@@ -1,7 +1,7 @@
 """How often the offline agent (no LLM) answers right, refuses wrongly, answers wrongly
 (issue #36 item 2), over the question set of benchmarks/offline_agent/: tune.json (the rules
-may be set on it; heldout2.json became tuning data once seen), heldout.json and heldout3.json
-(each written before a round of tuning, never tuned on, reported apart).
+may be set on it; heldout2.json and heldout3.json became tuning data once seen), heldout.json and
+heldout4.json (each written before a round of tuning, never tuned on, reported apart).
 
 An answerable item is *answered right* when the answer quotes a sentence holding one of its
 `expect` strings (and, with `"first": true`, that sentence comes first), *wrongly refused*
@@ -10,7 +10,8 @@ agent quotes anything. The Python questions are asked of two knowledge bases of 
 topics, one embedded with the bundled model and one with hash-384: the agent's judgement must
 not depend on which model embedded the data; the thermostat manual of heldout2 is embedded with
 multilingual-e5-small (hash-384 where its package is not installed), and so is heldout3's e-bike
-guide; its staff handbook is embedded with hash-384. Each part also reports the
+guide and heldout4's camera guide; the staff handbook (heldout3) and the library guide
+(heldout4) are embedded with hash-384. Each part also reports the
 seconds one answer takes (the agent's whole stream, median and slowest); `--cost` measures only
 that, in wall and process CPU seconds (CPU is what the method costs; wall moves with the machine's
 load), over tune.json's single-turn Python questions asked of python_docs.
@@ -43,7 +44,8 @@ NOTHING = "answers this question"
 HASH = '{"provider": "kbsql", "model_name": "hash-384"}'
 E5 = '{"provider": "kbsql", "model_name": "multilingual-e5-small"}'
 AGENTS = {"python": ["python_docs", "python_hash"], "tickets": ["tickets_kb"], "orders": ["orders"],
-          "manual": ["manual"], "handbook": ["handbook"], "bike": ["bike"]}
+          "manual": ["manual"], "handbook": ["handbook"], "bike": ["bike"],
+          "library": ["library"], "camera": ["camera"]}
 """Which knowledge bases (one agent each) an item's `kb` is asked of."""
 
 
@@ -83,6 +85,12 @@ def build(client: kbsql.Client, tickets: int = 1000) -> None:
     client.sql(f"CREATE KNOWLEDGE_BASE bike USING embedding_model = {model}, "
                "metadata_columns = ['section']")
     client.knowledge_bases.insert("bike", data["bike"], progress=False)
+    client.sql(f"CREATE KNOWLEDGE_BASE library USING embedding_model = {HASH}, "
+               "metadata_columns = ['section']")
+    client.knowledge_bases.insert("library", data["library"], progress=False)
+    client.sql(f"CREATE KNOWLEDGE_BASE camera USING embedding_model = {model}, "
+               "metadata_columns = ['section']")
+    client.knowledge_bases.insert("camera", data["camera"], progress=False)
     for kbs in AGENTS.values():
         for kb in kbs:
             client.agents.create(f"{kb}_agent", data={"knowledge_bases": [f"mindsdb.{kb}"]})
@@ -168,7 +176,7 @@ def rates(counts: dict[str, int]) -> dict[str, float]:
             "wrongly_answered": round(counts["wrong_answered"] / unanswerable, 3)}
 
 
-PARTS = ("tune", "heldout", "heldout2", "heldout3")
+PARTS = ("tune", "heldout", "heldout2", "heldout3", "heldout4")
 
 
 def items(part: str) -> list[dict[str, Any]]:
@@ -187,7 +195,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="kbsql-bench-offline-") as home:
         client = kbsql.connect(data_dir=args.data_dir or home)
         try:
-            if "bike" not in [kb.name for kb in client.knowledge_bases.list()]:
+            if "camera" not in [kb.name for kb in client.knowledge_bases.list()]:
                 build(client, args.tickets)
             started = time.perf_counter()
             if args.cost:

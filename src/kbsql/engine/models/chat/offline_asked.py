@@ -7,11 +7,13 @@ shipping, arrives next day", which says nothing of a price. So a sentence must a
 kind of answer the question's wh-phrase asks for (`asked_kind`): "cost" a price; "how
 long/many/much/far" a number; "when" a time or a condition; "how often" a frequency; "who" a
 person; "which version" a version number; "which company/brand/model" a name. A sentence
-without such an expression does not answer, however close it is. "What is X for?" prefers a
+without such an expression does not answer, however close it is. An amount of a given kind
+(`_measured_kind`: "how heavy" a weight, "how far" a length, "in watts" that unit, "how much
+memory" the thing named or a measure) is not answered by a bare count. "What is X for?" prefers a
 sentence that states a purpose (a soft kind: when none does, any may answer).
 
-Set on benchmarks/offline_agent/tune.json and heldout2.json; heldout.json and heldout3.json
-are never tuned on.
+Set on benchmarks/offline_agent/tune.json, heldout2.json and heldout3.json; heldout.json and
+heldout4.json are never tuned on.
 """
 
 from __future__ import annotations
@@ -36,7 +38,8 @@ TIME = re.compile(r"\b(when|whenever|before|after|until|till|once|during|while|i
 FREQUENCY = re.compile(r"\b(every|once|twice|daily|weekly|monthly|yearly|annually|hourly|per|times|"
                        r"always|never|rarely|often|regularly|whenever)\b|\ba (day|week|month|year)\b",
                        re.IGNORECASE)
-SPEED = re.compile(r"\b(fast|faster|slow|slower|quick|quickly|speed|immediately|instantly|km/h|mph)\b",
+SPEED = re.compile(r"\b(fast|faster|slow|slower|quick|quickly|speed|immediately|instantly|km/h|mph|rpm|"
+                   r"per (second|minute|hour|day))\b",
                    re.IGNORECASE)
 PURPOSE = re.compile(r"\b(intended|used to|used for|in order to|so that|purpose|allows?|lets|enables?|"
                      r"helps?|useful|meant)\b", re.IGNORECASE)
@@ -47,12 +50,32 @@ PERSON = re.compile(r"\b(customers?|clients?|users?|managers?|employees?|staff|t
                     r"partners?|parents?|mothers?|fathers?|he|she|someone|somebody|everyone|you|i|we)\b",
                     re.IGNORECASE)
 _CAPITAL = re.compile(r"\b[A-Z][A-Za-z]+\b")
+_AMOUNT = r"(?:\d[\d.,]*|\b(?:" + "|".join(_NUMBER_WORDS.split()) + r"))\s*-?\s*"
+LENGTH = re.compile(_AMOUNT + r"(mm|cm|m|km|metres?|meters?|millimetres?|centimetres?|kilometres?|"
+                    r"kilometers?|inch|inches|in|feet|foot|ft|miles?|yards?)\b", re.IGNORECASE)
+WEIGHT = re.compile(_AMOUNT + r"(g|kg|grams?|kilos?|kilograms?|pounds?|lbs?|oz|ounces?|tonnes?|tons?)\b",
+                    re.IGNORECASE)
+MEASURE = re.compile(_AMOUNT + r"(%|percent|mm|cm|m|km|metres?|meters?|millimetres?|centimetres?|"
+                     r"kilometres?|kilometers?|inch|inches|feet|foot|ft|miles?|g|kg|grams?|kilos?|"
+                     r"kilograms?|pounds?|lbs?|oz|ounces?|bytes?|kb|mb|gb|tb|mah|wh|kwh|w|watts?|v|volts?|"
+                     r"a|amps?|bar|psi|degrees?|litres?|liters?|ml|hz|khz|mhz|ghz|km/h|mph|fps|frames?|"
+                     r"pixels?|dpi|by)\b", re.IGNORECASE)
+DURATION = re.compile(_AMOUNT + r"(?:\w+\s+)?" + _UNITS + r"\b", re.IGNORECASE)
+"""Amounts with a unit: "how heavy" is answered by a weight, "how far" by a length, "what
+size" or "how much space" by some measure; a bare count ("two screws") answers none of them."""
+_HOW_MUCH_NOUN = re.compile(r"\bhow much (?!(?:does|do|did|is|are|was|were|will|would|can|could|should|"
+                            r"must|has|have|had|it|they|i|we|you|he|she|more|less|longer|time)\b)(\w+)",
+                            re.IGNORECASE)
+_IN_UNIT = re.compile(r"\bin (watts|volts|amps|kilograms|grams|pounds|metres|meters|kilometres|miles|inches|"
+                      r"centimetres|millimetres|litres|bytes|gigabytes|megabytes|hertz|degrees)\b",
+                      re.IGNORECASE)
 
 _LEAD_IN = re.compile(r"^\W*(?:(?:and|but|so|then|also|ok|okay|well)\b\W*)*", re.IGNORECASE)
 _HOW = re.compile(r"\bhow\s+(long|many|much|far|high|tall|wide|deep|big|large|heavy|old|often|fast|"
                   r"quickly|soon|early|late)\b", re.IGNORECASE)
 _WHICH_NOUN = re.compile(r"\b(?:which|what)\s+(?:\w+\s+)?(version|company|brand|manufacturer|vendor|model|"
-                         r"make|language|name)s?\b", re.IGNORECASE)
+                         r"make|language|name|store|shop|courier|carrier|provider|supplier|bank|"
+                         r"country|city)s?\b", re.IGNORECASE)
 NOT_ASKED = frozenset("""can't cannot don't doesn't didn't isn't aren't wasn't weren't won't wouldn't
 shouldn't couldn't not no itself themselves himself herself myself yourself ourselves""".split())
 """Words of a question that name no fact to find (negations, reflexives)."""
@@ -67,6 +90,9 @@ def asked_kind(question: str) -> str | None:
     """The kind of answer the question asks for, or None when any statement may answer it
     (what/why/how-to/yes-no questions)."""
     text = _asked(question).lower()
+    measured = _measured_kind(text)
+    if measured:
+        return measured
     if re.search(r"\b(cost|costs|price|prices|priced|fee|fees)\b", text) or \
             re.search(r"\bhow much\b.*\b(pay|charge|charged|charges)\b", text):
         return "money"
@@ -86,6 +112,26 @@ def asked_kind(question: str) -> str | None:
         return "number"
     if re.match(r"what\b.*\bfor\W*$", text) or re.search(r"\b(purpose|point) of\b", text):
         return "purpose"
+    return None
+
+
+def _measured_kind(text: str) -> str | None:
+    """A question asking for an amount of a given kind, which a bare number does not answer:
+    a weight, a length, a measure in a named unit, or an amount of a named thing ("how much
+    memory": the sentence must name memory or give a measure)."""
+    if re.search(r"\bhow heavy\b|\bweigh(s|t)?\b", text):
+        return "weight"
+    if re.search(r"\bhow (far|deep|tall|wide)\b", text):
+        return "length"
+    unit = _IN_UNIT.search(text)
+    if unit:
+        return "unit:" + unit.group(1)
+    if re.search(r"\bhow (big|large)\b|\bwhat size\b", text):
+        return "measure"
+    noun = _HOW_MUCH_NOUN.search(text)
+    if noun and not re.search(r"\b(cost|costs|price|prices|priced|fee|fees|pay|charge|charged|charges)\b",
+                              text):
+        return "amount:" + noun.group(1)
     return None
 
 
@@ -109,13 +155,36 @@ def holds(kind: str | None, sentence: str, question: str) -> bool:
     if kind == "frequency":
         return bool(FREQUENCY.search(sentence))
     if kind == "speed":
-        return bool(SPEED.search(sentence) or TIME.search(sentence) or NUMBER.search(sentence))
+        # a time's connectives ("while", "if") and a bare "one" say nothing of speed: a word of
+        # speed or a duration ("within 24 hours", "within one working day") does
+        return bool(SPEED.search(sentence) or DURATION.search(sentence) or MEASURE.search(sentence))
     if kind == "version":
         return bool(VERSION.search(sentence))
+    if kind in ("weight", "length", "measure") or kind.startswith(("unit:", "amount:")):
+        return _holds_measure(kind, sentence)
     if kind == "purpose":
         return bool(PURPOSE.search(sentence))
     names = _new_names(sentence, question)
     return bool(names) if kind == "name" else bool(names or PERSON.search(sentence))
+
+
+def _holds_measure(kind: str, sentence: str) -> bool:
+    """Whether `sentence` gives the amount a measured kind asks for (`_measured_kind`)."""
+    if kind == "weight":
+        return bool(WEIGHT.search(sentence))
+    if kind == "length":
+        return bool(LENGTH.search(sentence))
+    if kind == "measure":
+        return bool(MEASURE.search(sentence))
+    name = kind.split(":", 1)[1].lower()
+    words = {_fold(w) for w in re.findall(r"\w+", sentence.lower())}
+    if kind.startswith("unit:"):
+        return _fold(name) in words
+    return _fold(name) in words or bool(MEASURE.search(sentence))
+
+
+def _fold(word: str) -> str:
+    return word[:-1] if word.endswith("s") and len(word) > 3 else word
 
 
 def _new_names(sentence: str, question: str) -> list[str]:
@@ -124,6 +193,9 @@ def _new_names(sentence: str, question: str) -> list[str]:
     out = []
     for m in _CAPITAL.finditer(sentence):
         before = sentence[:m.start()].rstrip()
+        # a capital after an amount is its unit or size ("2.4 GHz", "two AA batteries"), no name
+        if NUMBER.search(before.rsplit(" ", 1)[-1]):
+            continue
         if before and before[-1] not in ".!?:;\"'([" and m.group().lower() not in said:
             out.append(m.group())
     return out

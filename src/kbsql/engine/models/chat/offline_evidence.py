@@ -49,11 +49,17 @@ they neither make a sentence relevant nor must be in it."""
 _COUNT = re.compile(r"\b(how many|how much in total|number of|count|total|in all|on average|average)\b",
                     re.IGNORECASE)
 
+_MEASURED = re.compile(r"\bhow many (seconds|minutes|hours|days|nights|weeks|months|years|times|euros|"
+                       r"dollars|cents|pounds|metres|meters|kilometres|kilometers|miles|percent|degrees)\b",
+                       re.IGNORECASE)
+"""A "how many" that asks for an amount one sentence states ("how many days of leave"), not
+a count of rows."""
+
 
 def asks_to_count(question: str) -> bool:
     """A question whose answer needs every row (a count, a total, an average): a search
     reads only the best matches, so the offline agent cannot answer it from one."""
-    return bool(_COUNT.search(question))
+    return bool(_COUNT.search(question)) and not _MEASURED.search(question)
 
 
 def subject_words(text: str) -> set[str]:

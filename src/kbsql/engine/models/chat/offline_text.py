@@ -56,15 +56,16 @@ _DEBRIS = re.compile(r"::=|\|.*\||^[\s\-=+*_#|:]+$|-{3,}|={3,}|\+-{2,}")
 
 def stem(word: str) -> str:
     """A crude plural/tense fold so `timeouts`/`timeout`, `closing`/`closes`,
-    `leave`/`leaving`, `assert`/`assertions` and `batteries`/`battery` meet (a final `e` goes
-    too)."""
+    `leave`/`leaving`, `assert`/`assertions` and `batteries`/`battery` meet (final `e`s go too)."""
     if word.endswith("ies") and len(word) >= 6:
         return word[:-3] + "y"
     for suffix in ("ions", "ion", "ing", "es", "ed", "s"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             word = word[: -len(suffix)]
             break
-    return word[:-1] if word.endswith("e") and len(word) >= 4 else word
+    while word.endswith("e") and len(word) >= 4:  # `employee`/`employees`, `degree`/`degrees`
+        word = word[:-1]
+    return word
 
 
 def content_words(text: str) -> list[str]:
