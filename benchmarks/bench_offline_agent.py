@@ -76,21 +76,12 @@ def build(client: kbsql.Client, tickets: int = 1000) -> None:
     data = json.loads((SET / "kbs.json").read_text())
     client.knowledge_bases.insert("orders", data["orders"], progress=False)
     model = E5 if e5.available() and e5.cpu_can_run() else HASH
-    client.sql(f"CREATE KNOWLEDGE_BASE manual USING embedding_model = {model}, "
-               "metadata_columns = ['section']")
-    client.knowledge_bases.insert("manual", data["manual"], progress=False)
-    client.sql(f"CREATE KNOWLEDGE_BASE handbook USING embedding_model = {HASH}, "
-               "metadata_columns = ['section']")
-    client.knowledge_bases.insert("handbook", data["handbook"], progress=False)
-    client.sql(f"CREATE KNOWLEDGE_BASE bike USING embedding_model = {model}, "
-               "metadata_columns = ['section']")
-    client.knowledge_bases.insert("bike", data["bike"], progress=False)
-    client.sql(f"CREATE KNOWLEDGE_BASE library USING embedding_model = {HASH}, "
-               "metadata_columns = ['section']")
-    client.knowledge_bases.insert("library", data["library"], progress=False)
-    client.sql(f"CREATE KNOWLEDGE_BASE camera USING embedding_model = {model}, "
-               "metadata_columns = ['section']")
-    client.knowledge_bases.insert("camera", data["camera"], progress=False)
+    # the written knowledge bases, each embedded by a model other than the default
+    for name, embedder in (("manual", model), ("handbook", HASH), ("bike", model), ("library", HASH),
+                           ("camera", model)):
+        client.sql(f"CREATE KNOWLEDGE_BASE {name} USING embedding_model = {embedder}, "
+                   "metadata_columns = ['section']")
+        client.knowledge_bases.insert(name, data[name], progress=False)
     for kbs in AGENTS.values():
         for kb in kbs:
             client.agents.create(f"{kb}_agent", data={"knowledge_bases": [f"mindsdb.{kb}"]})

@@ -5,6 +5,7 @@ graphs (all products, or a selection) stay within cosine 0.99 of it."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -133,3 +134,17 @@ def test_an_unwritable_cache_still_loads_the_model(tmp_path, monkeypatch) -> Non
     model = minilm_onnx.OnnxMiniLM(minilm_mod.model_dir())
     cosines = (model.encode(REFERENCE["texts"]) * reference()).sum(axis=1)
     assert cosines.min() >= 0.99
+
+
+def test_the_graph_cache_keeps_only_the_most_recent_graphs(tmp_path) -> None:
+    # ~70 MB each: an upgrade's old graphs must not pile up in the user's cache folder
+    from kbsql.engine.models import onnx_cache
+
+    for i in range(onnx_cache.KEEP + 2):
+        graph = tmp_path / f"{i}.onnx"
+        graph.write_bytes(b"x")
+        os.utime(graph, ns=(i * 10**9, i * 10**9))
+    (tmp_path / "other.txt").write_text("kept")
+    onnx_cache.prune(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [f"{i}.onnx" for i in range(2, onnx_cache.KEEP + 2)] + ["other.txt"])

@@ -12,6 +12,8 @@ onnxruntime version and the machine. It lives under `$XDG_CACHE_HOME/kbsql/onnx`
 `~/.cache`). Two processes may write it at once: each writes its own temp file and renames it
 into place (a reader sees a whole file or none). A file ONNX Runtime cannot load is removed and
 the graph rebuilt (and saved again), so a corrupt cache costs one slow start, never an error.
+Each graph is ~70 MB: saving one keeps only the KEEP most recently saved (an upgrade's old
+graphs go; a graph still in use that was pruned costs one slow start).
 """
 
 from __future__ import annotations
@@ -24,6 +26,9 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+KEEP = 6
+"""Graphs kept in the cache folder (the default model, plus a few variants or versions)."""
 
 
 def cache_dir() -> Path:
@@ -69,7 +74,16 @@ def session(ort: Any, make_options: Callable[[], Any], key: str, build: Callable
             return ort.InferenceSession(graph, make_options(), providers=providers)
         with contextlib.suppress(OSError):  # atomic: others see the old file, the new one or none
             os.replace(tmp, path)
+            prune(path.parent)
         return result
     finally:
         with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)
+
+
+def prune(folder: Path, keep: int = KEEP) -> None:
+    """Remove all but the `keep` most recently saved graphs of `folder`."""
+    graphs = sorted(folder.glob("*.onnx"), key=lambda p: p.stat().st_mtime_ns, reverse=True)
+    for old in graphs[keep:]:
+        with contextlib.suppress(OSError):
+            old.unlink()
