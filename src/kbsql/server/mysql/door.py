@@ -105,7 +105,7 @@ class MysqlDoor:
         self._starting: set[asyncio.Task[None]] = set()
         self._evictions: dict[str, collections.deque[float]] = {}  # per address block
         self._flood_until: dict[str, float] = {}  # blocks whose connections are closed at accept
-        self._refused: collections.deque[float] = collections.deque()  # closed at accept
+        self._refused: collections.deque[float] = collections.deque(maxlen=FLOOD_PAUSE_RATE)  # at accept
         self._closing = False
         self._trim: asyncio.TimerHandle | None = None
         self.defaults = server_variables(None)
@@ -139,7 +139,7 @@ class MysqlDoor:
         pausing while a flood of connections that never log in goes on."""
         loop = asyncio.get_running_loop()
         while not self._closing:
-            if len(self._refused) >= FLOOD_PAUSE_RATE and self._refused[0] > time.monotonic() - 1.0:
+            if len(self._refused) == self._refused.maxlen and self._refused[0] > time.monotonic() - 1.0:
                 await asyncio.sleep(FLOOD_PAUSE_S)
                 continue
             try:
@@ -154,11 +154,9 @@ class MysqlDoor:
                 continue
             block = block_of(peer)
             if self._flooding(block):
-                self._still_flooding(block)
+                self._flood_rate_reached(block)  # still coming at that rate: the block stays closed
                 conn.close()  # no greeting, no task, no log line: the cheapest refusal there is
                 self._refused.append(time.monotonic())
-                if len(self._refused) > FLOOD_PAUSE_RATE:
-                    self._refused.popleft()
                 continue
             task = asyncio.create_task(self._open(conn))
             self._starting.add(task)
@@ -170,16 +168,23 @@ class MysqlDoor:
     def _evicted(self, block: str) -> None:
         """The pending cap closed a connection of `block`: FLOOD_EVICTIONS of them within a
         second make the block flood (its new connections closed at accept until it has
-        been quiet for FLOOD_HOLD_S), said once in the log."""
+        been below that rate for FLOOD_HOLD_S), said once in the log."""
+        was = self._flooding(block)
+        if self._flood_rate_reached(block) and not was:
+            log.warning("MySQL: the pending cap (--max-pending-connections %d) closed %d "
+                        "connections from %s within a second; its new connections are closed "
+                        "at once until it stops", self.pending.cap, len(self._evictions[block]), block)
+
+    def _flood_rate_reached(self, block: str) -> bool:
+        """Count one connection of `block` closed unauthenticated (by the cap, or at accept
+        while it floods); at FLOOD_EVICTIONS within a second (at most the cap) the block
+        floods for FLOOD_HOLD_S more. A client retrying now and then never reaches it."""
         now = time.monotonic()
-        times = self._evictions.setdefault(block, collections.deque(maxlen=min(FLOOD_EVICTIONS,
-                                                                              self.pending.cap)))
+        times = self._evictions.setdefault(block, collections.deque(
+            maxlen=min(FLOOD_EVICTIONS, self.pending.cap)))
         times.append(now)
-        if len(times) == times.maxlen and now - times[0] <= 1.0:
-            if not self._flooding(block):
-                log.warning("MySQL: the pending cap (--max-pending-connections %d) closed %d "
-                            "connections from %s within a second; its new connections are closed "
-                            "at once until it stops", self.pending.cap, len(times), block)
+        reached = len(times) == times.maxlen and now - times[0] <= 1.0
+        if reached:
             self._flood_until[block] = now + FLOOD_HOLD_S
         if len(self._evictions) > 4096:  # blocks that stopped are forgotten
             for key in [k for k, t in self._evictions.items() if t[-1] < now - 1.0]:
@@ -187,19 +192,10 @@ class MysqlDoor:
         if len(self._flood_until) > 4096:
             for key in [k for k, until in self._flood_until.items() if until < now]:
                 del self._flood_until[key]
+        return reached
 
     def _flooding(self, block: str) -> bool:
         return self._flood_until.get(block, 0.0) > time.monotonic()
-
-    def _still_flooding(self, block: str) -> None:
-        """A connection of a flooding block was closed at accept: as long as they still come
-        at the flood's rate (FLOOD_EVICTIONS a second) the block stays closed; a client
-        retrying now and then does not keep it so."""
-        now = time.monotonic()
-        times = self._evictions.setdefault(block, collections.deque(maxlen=FLOOD_EVICTIONS))
-        times.append(now)
-        if len(times) == times.maxlen and now - times[0] <= 1.0:
-            self._flood_until[block] = now + FLOOD_HOLD_S
 
     async def _open(self, conn: socket.socket) -> None:
         try:

@@ -112,8 +112,12 @@ class DoorSession(BaseSession):
         except ServiceError as exc:  # a request error the engine raises (an empty statement)
             return Failed(exc.detail, code_of(exc.problem_type))
         if isinstance(result, ErrorResult):
-            rewritten = having_as_where(sql) if word == "SELECT" else None
-            if rewritten is not None:  # MySQL's HAVING on aliases, which the engine's SQL refuses
+            # MySQL's HAVING on aliases without GROUP BY, which the engine's SQL refuses: drivers
+            # send it on information_schema (Connector/J's getTables), small tables to read
+            # again; any other failed SELECT (a deadline, a memory limit) is never run twice
+            metadata_read = word == "SELECT" and "information_schema" in sql.lower()
+            rewritten = having_as_where(sql) if metadata_read else None
+            if rewritten is not None:
                 return self.engine(rewritten)
             return Failed(result.error_message, code_of(result.kind))
         if isinstance(result, OkResult):

@@ -177,7 +177,7 @@ def describe(session: SqlSession, statement: ast.Describe, ctx: dict[str, Any], 
     name), else the DuckDB type in lower case."""
     parts = table_parts(statement.value)
     table = describe_sql(session, parts, ctx, routed.resolutions)
-    own = _own_types(session, parts, ctx, routed)
+    own = mysql_schema.own_types_of(session, parts, ctx, routed.resolutions)
     names, kinds = table.column(0).to_pylist(), table.column(1).to_pylist()
     original = [own[n][0] if n in own else str(k).lower() for n, k in zip(names, kinds, strict=True)]
     return ArrowTableResult(pa.table({"COLUMN_NAME": pa.array(names, pa.string()),
@@ -194,15 +194,10 @@ def show_columns(session: SqlSession, statement: ast.Show, ctx: dict[str, Any], 
     parts = table_parts(statement.from_table)
     table = describe_sql(session, parts, ctx, routed.resolutions)
     pairs = list(zip(table.column(0).to_pylist(), table.column(1).to_pylist(), strict=True))
-    own = _own_types(session, parts, ctx, routed)
+    own = mysql_schema.own_types_of(session, parts, ctx, routed.resolutions)
     if own:
         pairs = [(name, with_own_type(kind, own.get(name))) for name, kind in pairs]
     return show_columns_answer(session, pairs, statement, ctx)
-
-
-def _own_types(session: SqlSession, parts: list[str], ctx: dict[str, Any],
-               routed: Routed) -> dict[str, tuple[str, int | None]]:
-    return mysql_schema.own_types_of(session, parts, ctx, routed.resolutions)
 
 
 def show_columns_answer(session: SqlSession, pairs: list[tuple[str, str]], statement: ast.Show,

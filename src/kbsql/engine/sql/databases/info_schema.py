@@ -93,16 +93,16 @@ def knowledge_bases(session: SqlSession, ctx: dict[str, Any]) -> Any:
     return knowledge_bases_frame(session, session.catalog.knowledge_bases())
 
 
-def frame(session: SqlSession, name: str, ctx: dict[str, Any], node: exp.Expression | None = None,
-          describe: mysql_schema.Describe | None = None) -> Any:
+def frame(session: SqlSession, name: str, ctx: dict[str, Any], node: exp.Expression,
+          describe: mysql_schema.Describe) -> Any:
     """One information_schema table; `node`, the table in the statement, scopes COLUMNS to
     the tables its conditions name; `describe` reads their columns (select.describe_sql)."""
     if name in mysql_schema.COLUMNS:
         if name == "schemata":
             return mysql_schema.schemata(databases(session))
-        if name == "columns" and describe is not None:
-            select = node.find_ancestor(exp.Select) if node is not None else None
-            return mysql_schema.columns(session, tables(session), select, ctx, describe)
+        if name == "columns":
+            return mysql_schema.columns(session, tables(session), node.find_ancestor(exp.Select), ctx,
+                                        describe)
         return mysql_schema.constant(name)
     if name == "databases":
         return databases(session)
