@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import re
 
+from kbsql.engine.models.chat.offline_text import stem
+
 _NUMBER_WORDS = ("one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
                  "fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy "
                  "eighty ninety hundred thousand million billion half quarter dozen twice once single "
@@ -177,14 +179,10 @@ def _holds_measure(kind: str, sentence: str) -> bool:
     if kind == "measure":
         return bool(MEASURE.search(sentence))
     name = kind.split(":", 1)[1].lower()
-    words = {_fold(w) for w in re.findall(r"\w+", sentence.lower())}
+    words = {stem(w) for w in re.findall(r"\w+", sentence.lower())}
     if kind.startswith("unit:"):
-        return _fold(name) in words
-    return _fold(name) in words or bool(MEASURE.search(sentence))
-
-
-def _fold(word: str) -> str:
-    return word[:-1] if word.endswith("s") and len(word) > 3 else word
+        return stem(name) in words
+    return stem(name) in words or bool(MEASURE.search(sentence))
 
 
 def _new_names(sentence: str, question: str) -> list[str]:
