@@ -55,6 +55,10 @@ def test_information_schema_lists_projects_sources_and_tables(engine: Engine, tm
     assert rows(engine, "SELECT COLUMN_NAME, ORDINAL_POSITION, DATA_TYPE FROM information_schema.COLUMNS "
                         "WHERE TABLE_SCHEMA = 'crm' AND TABLE_NAME = 'customers'") == [
         ["id", 1, "bigint"], ["name", 2, "text"], ["country", 3, "text"]]
+    # a condition under NOT or OR does not narrow the tables described (it did: fewer rows than asked)
+    others = rows(engine, "SELECT DISTINCT TABLE_SCHEMA, TABLE_NAME FROM information_schema.COLUMNS "
+                          "WHERE NOT TABLE_SCHEMA = 'crm' ORDER BY 1, 2")
+    assert ["df", "frame"] in others and all(schema != "crm" for schema, _ in others), others
     assert rows(engine, "SELECT TABLE_CATALOG, TABLE_TYPE, TABLE_COLLATION FROM information_schema.TABLES "
                         "WHERE TABLE_SCHEMA = 'crm' AND TABLE_NAME = 'products'") == [
         ["def", "BASE TABLE", "utf8mb4_0900_ai_ci"]]

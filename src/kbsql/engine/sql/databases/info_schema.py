@@ -93,7 +93,7 @@ def knowledge_bases(session: SqlSession, ctx: dict[str, Any]) -> Any:
     return knowledge_bases_frame(session, session.catalog.knowledge_bases())
 
 
-def frame(session: SqlSession, name: str, ctx: dict[str, Any], node: exp.Expression,
+def frame(session: SqlSession, name: str, ctx: dict[str, Any], node: exp.Table,
           describe: mysql_schema.Describe) -> Any:
     """One information_schema table; `node`, the table in the statement, scopes COLUMNS to
     the tables its conditions name; `describe` reads their columns (select.describe_sql)."""
@@ -101,8 +101,7 @@ def frame(session: SqlSession, name: str, ctx: dict[str, Any], node: exp.Express
         if name == "schemata":
             return mysql_schema.schemata(databases(session))
         if name == "columns":
-            return mysql_schema.columns(session, tables(session), node.find_ancestor(exp.Select), ctx,
-                                        describe)
+            return mysql_schema.columns(session, tables(session), node, ctx, describe)
         return mysql_schema.constant(name)
     if name == "databases":
         return databases(session)

@@ -102,21 +102,32 @@ def schemata(databases: pa.Table) -> pa.Table:
     return arrow(COLUMNS["schemata"], [["def", n, "utf8mb4", COLLATION, None] for n in names])
 
 
-def scope(node: exp.Expression | None) -> tuple[set[str] | None, set[str] | None]:
-    """The schemas and table names a statement's conditions name (lower case), None where it
-    names none: `TABLE_SCHEMA = 'x'`, `TABLE_NAME IN ('a', 'b')`."""
+def scope(table: exp.Table) -> tuple[set[str] | None, set[str] | None]:
+    """The schemas and table names the statement's WHERE restricts `table` (the COLUMNS table
+    in it) to, lower case; None where it does not: `TABLE_SCHEMA = 'x'`, `TABLE_NAME IN ('a',
+    'b')`. Only the WHERE's top-level AND terms on this table's own columns restrict: under an
+    OR or a NOT, or on a joined table, a condition does not bound the rows the statement needs
+    (reading it there answered fewer rows than asked for)."""
+    select = table.find_ancestor(exp.Select)
+    where = select.args.get("where") if select is not None else None
+    top = where.this if where is not None else None
+    terms = list(top.flatten()) if isinstance(top, exp.And) else [top] if top is not None else []
+    alias = table.alias_or_name.lower()
     found: dict[str, set[str]] = {}
-    for cond in node.find_all(exp.EQ, exp.In, exp.Like) if node is not None else ():
+    for cond in terms:
+        if not isinstance(cond, (exp.EQ, exp.In, exp.Like)):
+            continue
         column = cond.this if isinstance(cond.this, exp.Column) else None
-        if column is None or column.name.upper() not in ("TABLE_SCHEMA", "TABLE_NAME"):
+        if column is None or column.name.upper() not in ("TABLE_SCHEMA", "TABLE_NAME") or \
+                (column.table and column.table.lower() != alias):
             continue
         key = column.name.upper()
         values = [cond.expression] if not isinstance(cond, exp.In) else list(cond.expressions)
         literals = [v.name.lower() for v in values if isinstance(v, exp.Literal) and v.is_string]
         if len(literals) != len(values) or (isinstance(cond, exp.Like) and any("%" in v or "_" in v
                                                                                 for v in literals)):
-            return (None, None) if key == "TABLE_SCHEMA" else (found.get("TABLE_SCHEMA"), None)
-        found.setdefault(key, set()).update(literals)
+            continue  # not a fixed set of names: no bound from this term
+        found[key] = found[key] & set(literals) if key in found else set(literals)
     return found.get("TABLE_SCHEMA"), found.get("TABLE_NAME")
 
 
@@ -190,10 +201,10 @@ def _described(session: SqlSession, schema: str, table: str, kind: str, ctx: dic
     return rows
 
 
-def columns(session: SqlSession, tables: pa.Table, node: exp.Expression | None,
+def columns(session: SqlSession, tables: pa.Table, table: exp.Table,
             ctx: dict[str, Any], describe: Describe) -> pa.Table:
-    """`information_schema.COLUMNS` of the tables the statement around `node` names."""
-    schemas, names = scope(node)
+    """`information_schema.COLUMNS` of the tables the statement around `table` names."""
+    schemas, names = scope(table)
     rows: list[list[Any]] = []
     for schema, table, kind in _wanted(tables, schemas, names):
         try:
