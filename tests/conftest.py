@@ -12,8 +12,10 @@ import pytest
 
 import kbsql
 from kbsql.engine import Engine
+from kbsql.server import process
 from kbsql.server.process import ServerProcess, spawn
 from tests import pgvector_server
+from tests.zygote import Zygote
 
 pytest_plugins = ["tests.jupyterlab_fixtures"]
 
@@ -47,11 +49,32 @@ FIRST = (
 )
 
 
+_zygote: list[Zygote] = []
+
+
+def _launch(args: list[str], **how: Any) -> Any:
+    """`kbsql.server.process.spawn`'s launcher in the tests: a fork of this worker's warm
+    zygote (tests/zygote.py, started on the first server), or the real command where a fork
+    cannot stand in for it."""
+    if not _zygote:
+        _zygote.append(Zygote())
+    return _zygote[0].launch(args, **how)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    while _zygote:
+        _zygote.pop().close()
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Compile kbsql's sources once per run (in the controller, before any worker): every
     `kbsql serve`, kernel and script the tests start imports them, and where
     PYTHONDONTWRITEBYTECODE is set (as on CI's machines) each would compile ~120 modules
-    anew, ~0.3-0.5 s of CPU a process. Python reads the cached files whatever that setting."""
+    anew, ~0.3-0.5 s of CPU a process. Python reads the cached files whatever that setting.
+    Every worker starts its `kbsql serve` processes as forks of a warm zygote (tests/zygote.py:
+    ~1 CPU-s less a server); KBSQL_TEST_FORK_SERVERS=0 starts each with the real command."""
+    if os.environ.get("KBSQL_TEST_FORK_SERVERS", "1") != "0":
+        process.launcher = _launch
     if not hasattr(config, "workerinput"):
         import compileall
 

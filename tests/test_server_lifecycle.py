@@ -114,7 +114,7 @@ def test_sigterm_finishes_the_request_in_flight_saves_indexes_and_exits_0(tmp_pa
     assert index_header(small_index)["version"] == store_version(small_index.parent / "chunks.sqlite")
     with spawn(tmp_path / "data") as again:
         stored = httpx.post(f"{again.url}/api/sql/query",
-                            json={"query": "SELECT id FROM big LIMIT 10000"}).json()
+                            json={"query": "SELECT id FROM big LIMIT 10000"}, timeout=60).json()
         assert len(stored["data"]) == 4_000, stored
 
 
@@ -162,7 +162,7 @@ def test_a_request_past_the_shutdown_timeout_still_finishes_before_the_engine_cl
         server.stop()
     with spawn(tmp_path / "data") as again:
         stored = httpx.post(f"{again.url}/api/sql/query",
-                            json={"query": "SELECT count(*) AS n FROM big"}).json()
+                            json={"query": "SELECT count(*) AS n FROM big"}, timeout=60).json()
         assert stored["data"] == [[20_000]], stored
 
 
