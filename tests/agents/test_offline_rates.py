@@ -88,6 +88,16 @@ agent refuses (it used to quote them). The same knowledge bases still
     assert heavy.startswith("Nothing in bike answers this question"), heavy
 
 
+def test_a_feature_the_data_never_names_is_not_answered_and_a_stated_number_is_no_count(client) -> None:
+    """No camera passage names GPS: "The K5 has a removable battery" is about the K5 but does
+    not answer whether it has GPS (it used to be quoted); "how many languages" is answered by
+    the sentence giving eleven of them, not refused as a count of rows (it used to be)."""
+    gps = bench.ask(client, "camera_agent", ["Does the K5 have GPS?"])
+    assert gps.startswith("Nothing in camera answers this question"), gps
+    many = bench.ask(client, "camera_agent", ["How many languages does voice control understand?"])
+    assert "eleven languages" in many.split("\n\nSources:", 1)[0], many
+
+
 def rates_of(client: kbsql.Client, part: str) -> tuple[dict, str]:
     """The rates of one held-out part, the Python questions asked of the hash-384 knowledge
     base only (the other model's case, and half the time), and its misses as text."""
@@ -111,14 +121,15 @@ def test_the_held_out_rates(client) -> None:
 
 
 @pytest.mark.slow  # about 50 conversations
-def test_the_third_held_out_rates(client) -> None:
-    """The third held-out set (benchmarks/offline_agent/heldout3.json, written before the
-    round that made heldout2 tuning data; tuning data itself since heldout4.json was written),
-    asserted at what the agent honestly reaches, which is short of the issue's targets on
-    near-topic questions the data does not answer: 0.909 / 0.061 / 0.174 on the whole set with
-    1,000 tickets (0.879 / 0.061 / 0.348 before the measured-amount check, 0.848 / 0.091 /
-    0.783 before the answer-kind check; benchmarks/results/offline_agent.json)."""
-    result, misses = rates_of(client, "heldout3")
-    assert result["answered_right"] >= 0.85, misses
-    assert result["wrongly_refused"] <= 0.075, misses
-    assert result["wrongly_answered"] <= 0.3, misses
+def test_the_fourth_held_out_rates(client) -> None:
+    """The fourth held-out set (benchmarks/offline_agent/heldout4.json, written before the
+    round that made heldout3 tuning data; tuning data itself since heldout5.json was written,
+    which the benchmark alone measures): its near-topic questions the data does not answer
+    ("Does the K5 have GPS?", "Which sensor does the K5 use?") are refused since the
+    specific-words check (offline_specific.py), to the issue's targets: answered-right >=
+    0.9, wrongly-refused <= 0.05, wrongly-answered <= 0.1 (0.821 / 0.107 / 0.5 before;
+    benchmarks/results/offline_agent.json)."""
+    result, misses = rates_of(client, "heldout4")
+    assert result["answered_right"] >= 0.9, misses
+    assert result["wrongly_refused"] <= 0.05, misses
+    assert result["wrongly_answered"] <= 0.1, misses
