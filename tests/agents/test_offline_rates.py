@@ -88,10 +88,10 @@ agent refuses (it used to quote them). The same knowledge bases still
     assert heavy.startswith("Nothing in bike answers this question"), heavy
 
 
-def rates_of(client: kbsql.Client, part: str) -> tuple[dict, str]:
-    """The rates of one held-out part, the Python questions asked of the hash-384 knowledge
+def rates_of(client: kbsql.Client, items: list[dict]) -> tuple[dict, str]:
+    """The rates over held-out items, the Python questions asked of the hash-384 knowledge
     base only (the other model's case, and half the time), and its misses as text."""
-    result = bench.run(client, bench.items(part), {**bench.AGENTS, "python": ["python_hash"]})
+    result = bench.run(client, items, {**bench.AGENTS, "python": ["python_hash"]})
     misses = "\n".join(f"{m['verdict']} {m['kb']} {m['turns']}: {m['answer'][:200]}"
                        for m in result["misses"])
     return result, misses
@@ -104,21 +104,26 @@ def test_the_held_out_rates(client) -> None:
     wrongly-refused <= 0.05 and wrongly-answered <= 0.1 (0.938 / 0.0 / 0.0 on the whole set
     with 1,000 tickets since a referring sentence brings the one before it, 0.875 before:
     benchmarks/results/offline_agent.json)."""
-    result, misses = rates_of(client, "heldout")
+    result, misses = rates_of(client, bench.items("heldout"))
     assert result["answered_right"] >= 0.9, misses
     assert result["wrongly_refused"] <= 0.05, misses
     assert result["wrongly_answered"] <= 0.1, misses
 
 
-@pytest.mark.slow  # about 50 conversations
-def test_the_third_held_out_rates(client) -> None:
-    """The third held-out set (benchmarks/offline_agent/heldout3.json, written before the
-    round that made heldout2 tuning data; tuning data itself since heldout4.json was written),
-    asserted at what the agent honestly reaches, which is short of the issue's targets on
-    near-topic questions the data does not answer: 0.909 / 0.061 / 0.174 on the whole set with
-    1,000 tickets (0.879 / 0.061 / 0.348 before the measured-amount check, 0.848 / 0.091 /
-    0.783 before the answer-kind check; benchmarks/results/offline_agent.json)."""
-    result, misses = rates_of(client, "heldout3")
-    assert result["answered_right"] >= 0.85, misses
-    assert result["wrongly_refused"] <= 0.075, misses
-    assert result["wrongly_answered"] <= 0.3, misses
+@pytest.mark.slow  # about 30 conversations
+def test_the_fourth_held_out_rates(client) -> None:
+    """Every other item of the fourth held-out set (benchmarks/offline_agent/heldout4.json,
+    tuning data since heldout5.json was written, which the benchmark alone measures), "Does
+    the K5 have GPS?" (refused: no passage names GPS, and "The K5 has a removable battery"
+    used to be quoted) and "How many languages does voice control understand?" (answered by
+    "eleven languages", it used to be refused as a count) among them: the issue's targets,
+    answered-right >= 0.9, wrongly-refused <= 0.05, wrongly-answered <= 0.1 (the whole set:
+    0.964 / 0.0 / 0.042 since the specific-words check of offline_specific.py, 0.821 / 0.107
+    / 0.5 before; benchmarks/results/offline_agent.json)."""
+    sample = bench.items("heldout4")[::2]
+    assert {"Does the K5 have GPS?", "How many languages does voice control understand?"} <= \
+        {i["turns"][-1] for i in sample}
+    result, misses = rates_of(client, sample)
+    assert result["answered_right"] >= 0.9, misses
+    assert result["wrongly_refused"] <= 0.05, misses
+    assert result["wrongly_answered"] <= 0.1, misses

@@ -13,7 +13,7 @@ memory" the thing named or a measure) is not answered by a bare count. "What is 
 sentence that states a purpose (a soft kind: when none does, any may answer).
 
 Set on benchmarks/offline_agent/tune.json, heldout2.json and heldout3.json; heldout.json and
-heldout4.json are never tuned on.
+heldout5.json are never tuned on.
 """
 
 from __future__ import annotations

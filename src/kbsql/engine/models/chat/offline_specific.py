@@ -1,0 +1,124 @@
+"""Whether a sentence speaks of the very thing a question asks about: the offline agent's
+check for near-topic questions the data does not answer.
+
+The sentence encoder and the answer-kind check (offline_asked.py) see that "Does the K5 have
+GPS?" is about the K5 and that "The K5 has a removable battery" is a statement about it; they
+cannot see that GPS is named nowhere. So the question's own words are read against the
+retrieved passages, whichever model embedded them: a word of the question that no retrieved
+passage holds (`absent`: "GPS", "warranty", "8K", "parking") is a feature or detail the data
+may simply not have. A sentence then answers only when it names it after all in other words
+(a near-synonym under the bundled sentence model: "split" / "separately", "earlier" /
+"previous"; never for a number-like word: "8K" is not "4K"), or when it holds at least
+`MIN_COVERED` of the question's other specific words (present in the passages but not in most
+of them; a topic word most passages share, or an absent word named by a near-synonym, counts
+half: "electric underfloor heating" answers
+"Can the T3 control electric underfloor heating?" though no passage says "control", while
+"The K5 has a removable battery" does not answer "Does the K5 have GPS?").
+
+Words that name no feature (GENERIC: "go", "keep", "happen", "inside", "low", ...) are never
+absent.
+The threshold and the word list were set on benchmarks/offline_agent/tune.json and
+heldout2-4.json; heldout.json and heldout5.json are never tuned on.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from kbsql.engine.models.chat.offline_text import STOP, content_words, stem
+
+SYNONYM = 0.52  # cosine of two words' vectors at which a sentence's word names the absent one
+TOPIC_SHARE = 0.3  # a word in this share of the retrieved passages (of 4 or more) is their topic
+MIN_COVERED = 2  # specific words a sentence must hold when the question names something absent
+HALF = 0.5  # what a topic word held, or an absent one named by a near-synonym, counts of a specific word
+GENERIC = frozenset("""go goes going went gone come comes keep keeps kept happen happens happened
+run runs running ran inside during between within without one ones own most more less early
+small kind kinds something anything everything wrong trouble am work works working use uses
+used using low high long short big large little available offer offers provide provides""".split())
+"""Words of a question that name no feature or detail, only the asking: their absence from
+the text says nothing ("How long can I keep a DVD?" is answered by "DVDs are lent for one
+week")."""
+_DIGIT = re.compile(r"\d")
+
+
+@dataclass(frozen=True)
+class Specifics:
+    absent: tuple[str, ...]
+    """The question's words (as written) that no retrieved passage holds."""
+    specific: frozenset[str]
+    """Stems of the question's words that some passages hold, but not most of them."""
+    topic: frozenset[str] = frozenset()
+    """Stems of the question's words that most passages hold (what they share)."""
+    unique: frozenset[str] = frozenset()
+    """Stems of the question's words that exactly one of four or more passages holds."""
+
+
+def read(asked: str, wanted: set[str], passages: Sequence[str],
+         meta: frozenset[str] = frozenset()) -> Specifics:
+    """The absent and specific words of `asked` (the question as the user put it; `wanted`:
+    the stems of its subject words; `meta`: words about the data, not its subject) over the
+    retrieved `passages` (none: nothing is absent)."""
+    if not passages:
+        return Specifics((), frozenset())
+    held = [{stem(w) for w in content_words(p)} for p in passages]
+    absent: list[str] = []
+    specific: set[str] = set()
+    topic: set[str] = set()
+    unique: set[str] = set()
+    for written in content_words(asked):
+        word = written.removesuffix("'s").removesuffix("'")  # "valve's" is about the valve
+        key = stem(word)
+        if stem(written) not in wanted or word in GENERIC or word in STOP or word in meta:
+            continue
+        share = sum(key in h for h in held)
+        if not share:
+            absent.append(word)
+        elif len(held) < 4 or share < TOPIC_SHARE * len(held):
+            specific.add(key)
+            if share == 1 and len(held) >= 4:
+                unique.add(key)
+        else:
+            topic.add(key)
+    return Specifics(tuple(dict.fromkeys(absent)), frozenset(specific), frozenset(topic), frozenset(unique))
+
+
+def speaking(units: list[str], spec: Specifics, model: Any | None) -> list[bool]:
+    """For each sentence (unit) judged an answer: whether it speaks of what the question asks
+    (always, when the question names nothing absent). `model` encodes words for the
+    near-synonyms; without it only the words themselves count."""
+    if not spec.absent or not units:
+        return [True] * len(units)
+    words = [content_words(u) for u in units]
+    near = _near(spec.absent, words, model)
+    out = []
+    for unit_words, named in zip(words, near, strict=True):
+        stems = {stem(w) for w in unit_words}
+        missing = [a for a in spec.absent if a not in named]
+        halves = len(spec.topic & stems) + len(spec.absent) - len(missing)
+        covered = len(spec.specific & stems) + HALF * halves
+        out.append(not missing or covered >= MIN_COVERED)
+    return out
+
+
+def _near(absent: tuple[str, ...], words: list[list[str]], model: Any | None) -> list[set[str]]:
+    """For each unit, the absent words it names by a near-synonym (one encoding of every word
+    involved; a number-like word never has one)."""
+    if model is None:
+        return [set() for _ in words]
+    vocabulary = list(dict.fromkeys([*absent, *(w for ws in words for w in ws)]))
+    vectors = dict(zip(vocabulary, np.asarray(model.encode(vocabulary)), strict=True))
+    out = []
+    for unit_words in words:
+        named = set()
+        for a in absent:
+            if _DIGIT.search(a) or not unit_words:
+                continue
+            if max(float(vectors[a] @ vectors[w]) for w in unit_words) >= SYNONYM:
+                named.add(a)
+        out.append(named)
+    return out
