@@ -75,7 +75,7 @@ class _Server(uvicorn.Server):
 
     mysql: MysqlDoor | None = None
     brake: FloodBrake | None = None
-    _acceptors: list[asyncio.Task[None]]
+    _acceptors: tuple[asyncio.Task[None], ...] = ()
 
     stopped_by: str | None = None
 
@@ -91,11 +91,13 @@ class _Server(uvicorn.Server):
             await super().startup(sockets)
             return
         await super().startup([])  # the lifespan and state, no asyncio server: accepted below
-        self._acceptors = []
         for sock in sockets:
             sock.setblocking(False)
             sock.listen(self.config.backlog)
-            self._acceptors.append(asyncio.create_task(accept_loop(sock, self.brake, self._open_http)))
+        self._acceptors = tuple(asyncio.create_task(accept_loop(sock, self.brake, self._open_http))
+                                for sock in sockets)
+        for task in self._acceptors:
+            task.add_done_callback(_stopped_accepting)
 
     async def _open_http(self, conn: socket.socket) -> None:
         """An accepted connection served by uvicorn's protocol (as its server would)."""
@@ -108,13 +110,18 @@ class _Server(uvicorn.Server):
             conn.close()
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
-        for task in getattr(self, "_acceptors", []):  # stop accepting first
+        for task in self._acceptors:  # stop accepting first
             task.cancel()
         if self.mysql is None:
             await super().shutdown(sockets)
             return
         await asyncio.gather(super().shutdown(sockets),
                              self.mysql.close(self.config.timeout_graceful_shutdown or 30))
+
+
+def _stopped_accepting(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("HTTP: the server stopped accepting connections: %s", task.exception())
 
 
 def check_exposure(host: str, auth: AuthSettings) -> None:
