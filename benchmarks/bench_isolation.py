@@ -226,8 +226,10 @@ class Load:
                     try:
                         answer = http.put("/api/files/bomb", data={"source_type": "file"},
                                           files={"file": (filename, raw)})
-                    except httpx.HTTPError:
-                        return
+                    except httpx.HTTPError:  # a refusal closes the connection; a new one is
+                        self._count("upload bomb not connected")  # closed at accept while the
+                        time.sleep(0.5)  # HTTP idlers' block (loopback) floods
+                        continue
                     self._count(f"upload bomb HTTP {answer.status_code}")
     def __enter__(self) -> Load:
         if "mysql" in self.floods:

@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import errno
+import functools
 import logging
 import socket
 import time
@@ -52,7 +53,16 @@ MAX_BLOCKS = 4096
 
 def block_of(peer: object) -> str:
     """The address block a peer's connections are counted under (the lockouts' blocks)."""
+    if isinstance(peer, tuple) and peer and isinstance(peer[0], str):
+        return _block_of_host(peer[0])
     key = client_key(peer)
+    return address_block(key) or key
+
+
+@functools.lru_cache(maxsize=MAX_BLOCKS)
+def _block_of_host(host: str) -> str:
+    """Parsing an address takes ~50 us: a flood's connections come from few hosts, each parsed once."""
+    key = client_key((host, 0))
     return address_block(key) or key
 
 
@@ -141,6 +151,7 @@ async def accept_loop(sock: socket.socket, brake: FloodBrake,
             continue
         if brake.refused(peer):
             conn.close()  # no protocol, no task, no log line: the cheapest refusal there is
+            await asyncio.sleep(0)  # a backlog of them is not refused in one turn either
             continue
         task = asyncio.ensure_future(open_connection(conn))
         starting.add(task)
