@@ -15,13 +15,18 @@ the same server, in the same run, in alternating phases:
   `--mysql-idlers` connections to the MySQL door that never answer its greeting (each
   reopened when the server closes it: the pre-auth cap, `--max-pending-connections`), from a
   process of their own, as an attacker's would be (as threads here they took the measuring
-  clients' interpreter lock, and their own reconnecting was timed as the server's slowness).
+  clients' interpreter lock, and their own reconnecting was timed as the server's slowness),
+  and as many (`--http-idlers`) to the HTTP port that never send a request head, from
+  another process, started once the four clients are connected: on loopback they are all of
+  one address block, whose new connections the server closes at accept while it floods
+  (server/flood.py), so a client connecting then would be refused (one already connected is
+  served).
 
 Figures: p50 and p99 of each kind per phase; targets: the p99 under load <= 5x the idle
 p99 and <= 50 ms. Server defaults throughout (the flags a user does not set).
 
 Usage: python benchmarks/bench_isolation.py [--rounds 3] [--calls 150] [--model-delay 20] [--docs 150]
-       [--mysql-idlers 600]
+       [--mysql-idlers 600] [--http-idlers 600]
 Prints JSON and writes benchmarks/results/isolation.json.
 """
 
@@ -37,6 +42,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -130,10 +136,12 @@ def prepare(url: str, model_url: str, docs: int) -> None:
                    f"'base_url': '{model_url}', 'api_key': 'sk-bench'}}")
 
 
-def measure(url: str, calls: int) -> dict[str, list[float]]:
-    """`calls` rounds of SELECT 1 then the search, from each of the four clients at once."""
+def measure(url: str, calls: int, connected: Callable[[], None] = lambda: None) -> dict[str, list[float]]:
+    """`calls` rounds of SELECT 1 then the search, from each of the four clients at once;
+    `connected` is called once all four are connected and warm."""
     out: dict[str, list[float]] = {"select_1": [], "kb_search": []}
     lock = threading.Lock()
+    warm = threading.Barrier(CLIENTS, action=connected)
 
     def client_loop() -> None:
         mine: dict[str, list[float]] = {"select_1": [], "kb_search": []}
@@ -141,6 +149,7 @@ def measure(url: str, calls: int) -> dict[str, list[float]]:
             for _ in range(5):  # warm: connection, caches
                 client.sql("SELECT 1")
                 client.sql(SEARCH_SQL)
+            warm.wait()
             for _ in range(calls):
                 for kind, query in (("select_1", "SELECT 1"), ("kb_search", SEARCH_SQL)):
                     start = time.perf_counter()
@@ -162,7 +171,7 @@ class Load:
     """The heavy statements and slow model calls, looping until `stop`."""
 
     def __init__(self, url: str, heavy_timeout: float, upload_bombs: int = 1,
-                 mysql_port: int | None = None, idlers: int = 0):
+                 mysql_port: int | None = None, idlers: int = 0, http_idlers: int = 0):
         self.url = url
         self.mysql_port = mysql_port
         self.heavy_timeout = heavy_timeout
@@ -172,14 +181,15 @@ class Load:
         self.threads = [threading.Thread(target=self._heavy, daemon=True) for _ in range(HEAVY)]
         self.threads += [threading.Thread(target=self._model, daemon=True) for _ in range(MODEL_CALLS)]
         self.threads += [threading.Thread(target=self._bombs, daemon=True) for _ in range(upload_bombs)]
-        self.idlers: multiprocessing.process.BaseProcess | None = None
-        if mysql_port is not None and idlers:
-            fork = multiprocessing.get_context("fork")  # before any thread of this Load starts
-            self.idlers_stop = fork.Event()
-            self.idlers_counts = (fork.Value("l", 0), fork.Value("l", 0))
-            host = url.split("//", 1)[1].rsplit(":", 1)[0]
-            self.idlers = fork.Process(target=_idlers, daemon=True, args=(
-                host, mysql_port, idlers, self.idlers_stop, *self.idlers_counts))
+        fork = multiprocessing.get_context("fork")  # before any thread of this Load starts
+        self.idlers_stop = fork.Event()
+        host, port = url.split("//", 1)[1].rsplit(":", 1)
+        self.floods: dict[str, tuple[multiprocessing.process.BaseProcess, Any, Any]] = {}
+        for door, at, count in (("mysql", mysql_port, idlers), ("http", int(port), http_idlers)):
+            if at is not None and count:
+                counts = (fork.Value("l", 0), fork.Value("l", 0))
+                self.floods[door] = (fork.Process(target=_idlers, daemon=True, args=(
+                    host, at, count, self.idlers_stop, *counts)), *counts)
 
     def _count(self, what: str) -> None:
         with self.lock:
@@ -216,30 +226,37 @@ class Load:
                     try:
                         answer = http.put("/api/files/bomb", data={"source_type": "file"},
                                           files={"file": (filename, raw)})
-                    except httpx.HTTPError:
-                        return
+                    except httpx.HTTPError:  # a refusal closes the connection; a new one is
+                        self._count("upload bomb not connected")  # closed at accept while the
+                        time.sleep(0.5)  # HTTP idlers' block (loopback) floods
+                        continue
                     self._count(f"upload bomb HTTP {answer.status_code}")
     def __enter__(self) -> Load:
-        if self.idlers is not None:
-            self.idlers.start()
+        if "mysql" in self.floods:
+            self.floods["mysql"][0].start()
         for thread in self.threads:
             thread.start()
         time.sleep(3)  # the heavy statements running, the model calls held
         return self
 
+    def flood_http(self) -> None:
+        """The HTTP idlers start (the measuring clients are connected by now)."""
+        if "http" in self.floods:
+            self.floods["http"][0].start()
+
     def __exit__(self, *exc: object) -> None:
         self.stop.set()
-        if self.idlers is not None:
-            self.idlers_stop.set()
-            self.idlers.join(30)
-            closed, refused = (int(v.value) for v in self.idlers_counts)
-            self.answers.update({"mysql idler closed by the server": closed,
-                                 "mysql idler not accepted": refused})
+        self.idlers_stop.set()
+        for door, (process, closed, refused) in self.floods.items():
+            if process.pid is not None:
+                process.join(30)
+            self.answers.update({f"{door} idler closed by the server": int(closed.value),
+                                 f"{door} idler not accepted": int(refused.value)})
 
 
 def _idlers(host: str, port: int, count: int, stop: Any, closed: Any, refused: Any) -> None:
-    """`count` connections to the MySQL door that never log in, reopened when closed (in a
-    process of their own; counts in the shared `closed` and `refused` values)."""
+    """`count` connections to a door that never log in or send a head, reopened when closed
+    (in a process of their own; counts in the shared `closed` and `refused` values)."""
     held: list[socket.socket] = []
     while not stop.is_set():
         for sock in [s for s in held if s.fileno() < 0 or _closed(s)]:
@@ -281,6 +298,8 @@ def main() -> None:
     parser.add_argument("--upload-bombs", type=int, default=1, help="clients uploading bombs in a loop")
     parser.add_argument("--mysql-idlers", type=int, default=600,
                         help="connections to the MySQL door that never log in, during the load")
+    parser.add_argument("--http-idlers", type=int, default=600,
+                        help="connections to the HTTP port that never send a head, during the load")
     args = parser.parse_args()
     model = SlowModel(args.model_delay)
     samples: dict[str, dict[str, list[float]]] = {"idle": {}, "load": {}}
@@ -291,8 +310,8 @@ def main() -> None:
             for phase in ("idle", "load"):
                 if phase == "load":
                     with Load(server.url, args.heavy_timeout, args.upload_bombs, server.mysql_port,
-                              args.mysql_idlers) as load:
-                        got = measure(server.url, args.calls)
+                              args.mysql_idlers, args.http_idlers) as load:
+                        got = measure(server.url, args.calls, load.flood_http)
                     for key, count in load.answers.items():
                         answers[key] = answers.get(key, 0) + count
                 else:
@@ -303,7 +322,7 @@ def main() -> None:
     result: dict[str, Any] = {"benchmark": "isolation", "clients": CLIENTS, "heavy_statements": HEAVY,
                               "slow_model_calls": MODEL_CALLS, "model_delay_s": args.model_delay,
                               "rounds": args.rounds, "upload_bombs": args.upload_bombs,
-                              "mysql_idlers": args.mysql_idlers}
+                              "mysql_idlers": args.mysql_idlers, "http_idlers": args.http_idlers}
     for kind in ("select_1", "kb_search"):
         idle, load = percentiles(samples["idle"][kind]), percentiles(samples["load"][kind])
         ratio = load["p99_ms"] / idle["p99_ms"]

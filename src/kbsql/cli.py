@@ -124,7 +124,9 @@ def _serve(args: argparse.Namespace) -> int:
                         mysql_max_prepared=own["mysql_max_prepared"],
                         mysql_max_cursors=own["mysql_max_cursors"],
                         mysql_held=int(own["mysql_held_mb"] * MB),
-                        mysql_total_held=int(own["mysql_total_held_mb"] * MB))
+                        mysql_total_held=int(own["mysql_total_held_mb"] * MB),
+                        flood_closes=own["flood_closes"], flood_hold=own["flood_hold"],
+                        flood_pause_rate=own["flood_pause_rate"])
     try:
         run_server(functools.partial(open_engine, own["data_dir"], args.catalog_url, engine_given),
                    own["host"], own["port"], own["log_level"], own["allow_origin"], auth=auth,

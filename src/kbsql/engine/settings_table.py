@@ -243,6 +243,16 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("max_pending_connections", int, 256, "connections per door (HTTP, MySQL) that have "
             "not yet sent a request head or logged in; one more closes the oldest (at most a quarter "
             "of the descriptor limit)", "--max-pending-connections", in_file=False, metavar="N"),
+    Setting("flood_closes", int, 32, "connections of one address block (IPv4 /24, loopback /8, "
+            "IPv6 /64) the pending cap may close within a second on a door; past it the block's new "
+            "connections are closed at accept until it stops, 0 = never", "--flood-closes",
+            in_file=False, positive=False, metavar="N"),
+    Setting("flood_hold", float, 1.0, "seconds a flooding address block's new connections stay "
+            "closed at accept after it went below --flood-closes", "--flood-hold", in_file=False,
+            metavar="SECONDS"),
+    Setting("flood_pause_rate", int, 500, "connections closed at accept a second past which a door "
+            "stops accepting for 0.1 s, 0 = never", "--flood-pause-rate", in_file=False,
+            positive=False, metavar="N"),
     Setting("mysql_idle_timeout", float, 900.0, "seconds a MySQL connection may wait between "
             "commands before it is closed", "--mysql-idle-timeout", in_file=False, metavar="SECONDS"),
     Setting("mysql_write_timeout", float, 60.0, "seconds a MySQL client may leave its answer unread "

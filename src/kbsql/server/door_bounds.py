@@ -59,6 +59,13 @@ class DoorBounds:
     """--mysql-held-mb: one connection's prepared statements' text and long data."""
     mysql_total_held: int = 64 * MB
     """--mysql-total-held-mb: the same, all connections together."""
+    flood_closes: int = 32
+    """--flood-closes: connections of one address block the pending cap closes within a
+    second that make the block flood (its new ones closed at accept, `flood.py`); 0: never."""
+    flood_hold: float = 1.0
+    """--flood-hold: seconds a flooding block's new connections stay closed after the rate."""
+    flood_pause_rate: int = 500
+    """--flood-pause-rate: closes at accept a second past which a door pauses accepting."""
 
     def pending_cap(self) -> int:
         """`max_pending`, but at most a quarter of the process's descriptor limit."""

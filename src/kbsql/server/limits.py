@@ -30,6 +30,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from kbsql.interface.errors import BadRequest, ServiceError
 from kbsql.server.door_bounds import Pending, Unread
+from kbsql.server.flood import FloodBrake
 from kbsql.server.guard import App, Message, Receive, Scope, Send, send_problem
 
 log = logging.getLogger("kbsql.server")
@@ -242,9 +243,17 @@ def _refuse_head(transport: asyncio.Transport, max_head: int, max_headers: int) 
 
 class _UnreadBound(HttpToolsProtocol):
     """uvicorn's httptools protocol counting, in `unread`, what it holds of an answer while
-    its client does not take it (a full socket pauses the writes)."""
+    its client does not take it (a full socket pauses the writes), and in `flood` its
+    closing by the pending cap."""
 
     unread = Unread(sys.maxsize)
+    flood: FloodBrake | None = None
+
+    def evicted(self) -> None:
+        """Closed by the pending cap: counted by the flood brake (its block's rate)."""
+        if self.flood is not None:
+            self.flood.evicted(self.transport.get_extra_info("peername"))
+        self.transport.abort()
 
     def pause_writing(self) -> None:
         super().pause_writing()
@@ -261,13 +270,13 @@ class _UnreadBound(HttpToolsProtocol):
 
 def head_timeout_protocol(timeout: float, max_head: int = DEFAULT_MAX_HEAD,
                           max_headers: int = DEFAULT_MAX_HEADERS, pending: Pending | None = None,
-                          unread: Unread | None = None) -> type[HttpToolsProtocol]:
-    """uvicorn's httptools protocol with a deadline and a size bound for the request head, (`pending`) a
-    cap on connections whose first head has not come (past it the oldest is closed), and `_UnreadBound`.
+                          unread: Unread | None = None, brake: FloodBrake | None = None
+                          ) -> type[HttpToolsProtocol]:
+    """uvicorn's httptools protocol with a deadline and a size bound for the request head, (`pending`) a cap
+    on connections whose first head has not come (the oldest closed, counted by `brake`), `_UnreadBound`.
 
-    uvicorn times out idle kept-alive connections but not a request whose head never
-    completes (slowloris): each such connection would be held forever. The timer runs from
-    the connection (or the start of the next request) to the end of the head. httptools
+    uvicorn times out idle kept-alive connections but not a request whose head never completes
+    (slowloris): the timer runs from the connection (or the next request) to the end of the head. httptools
     bounds neither the bytes nor the number of headers (uvicorn keeps every one: 15 MB of
     3,000,000 tiny headers grew the server 345 MB before the 401), so the bytes and lines
     of a head are counted as they arrive, before the parser sees them: 431 and close."""
@@ -275,7 +284,7 @@ def head_timeout_protocol(timeout: float, max_head: int = DEFAULT_MAX_HEAD,
     bound = unread if unread is not None else _UnreadBound.unread
 
     class HeadTimeoutProtocol(_UnreadBound):
-        unread = bound
+        unread, flood = bound, brake
         _head_timer: asyncio.TimerHandle | None = None
         _in_head = True
         _head_bytes = 0
@@ -302,7 +311,7 @@ def head_timeout_protocol(timeout: float, max_head: int = DEFAULT_MAX_HEAD,
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
             self._arm()
-            waiting.add(self, transport.abort)
+            waiting.add(self, self.evicted)
 
         def data_received(self, data: bytes) -> None:
             if self._in_head:  # the bytes up to the blank line that ends the head

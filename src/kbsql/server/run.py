@@ -31,6 +31,7 @@ from kbsql.server import log_collapse
 from kbsql.server.app import build_app
 from kbsql.server.auth import AuthSettings
 from kbsql.server.door_bounds import DoorBounds, Pending, Unread
+from kbsql.server.flood import FloodBrake, accept_loop
 from kbsql.server.guard import is_loopback_host
 from kbsql.server.lanes import Lanes
 from kbsql.server.limits import Limits, head_timeout_protocol
@@ -68,9 +69,13 @@ class _Server(uvicorn.Server):
     """uvicorn re-raises a caught SIGTERM/SIGINT after its graceful shutdown, which makes
     the exit status 143/130 (and a KeyboardInterrupt traceback for SIGINT). A stop we
     asked for is a success: forget the signal once the shutdown has been started.
-    `mysql`: the MySQL door, started and stopped with HTTP on the same event loop."""
+    `mysql`: the MySQL door, started and stopped with HTTP on the same event loop.
+    `brake`: HTTP's flood brake; connections are accepted by `flood.accept_loop`, one at a
+    time, not by uvicorn's asyncio server (which takes a whole backlog in one go)."""
 
     mysql: MysqlDoor | None = None
+    brake: FloodBrake | None = None
+    _acceptors: tuple[asyncio.Task[None], ...] = ()
 
     stopped_by: str | None = None
 
@@ -82,14 +87,41 @@ class _Server(uvicorn.Server):
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         if self.mysql is not None:
             await self.mysql.start()
-        await super().startup(sockets)
+        if self.brake is None or not sockets:
+            await super().startup(sockets)
+            return
+        await super().startup([])  # the lifespan and state, no asyncio server: accepted below
+        for sock in sockets:
+            sock.setblocking(False)
+            sock.listen(self.config.backlog)
+        self._acceptors = tuple(asyncio.create_task(accept_loop(sock, self.brake, self._open_http))
+                                for sock in sockets)
+        for task in self._acceptors:
+            task.add_done_callback(_stopped_accepting)
+
+    async def _open_http(self, conn: socket.socket) -> None:
+        """An accepted connection served by uvicorn's protocol (as its server would)."""
+        def protocol() -> asyncio.Protocol:
+            return self.config.http_protocol_class(  # type: ignore[call-arg]
+                config=self.config, server_state=self.server_state, app_state=self.lifespan.state)
+        try:
+            await asyncio.get_running_loop().connect_accepted_socket(protocol, sock=conn)
+        except OSError:
+            conn.close()
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        for task in self._acceptors:  # stop accepting first
+            task.cancel()
         if self.mysql is None:
             await super().shutdown(sockets)
             return
         await asyncio.gather(super().shutdown(sockets),
                              self.mysql.close(self.config.timeout_graceful_shutdown or 30))
+
+
+def _stopped_accepting(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("HTTP: the server stopped accepting connections: %s", task.exception())
 
 
 def check_exposure(host: str, auth: AuthSettings) -> None:
@@ -161,19 +193,21 @@ def serve(open_backend: OpenBackend, host: str = "127.0.0.1", port: int = 47334,
     throttle = FailureThrottle()  # one lockout per address for both doors
     app = build_app(backend.api, bind_host=host, allowed_origins=allowed_origins, auth=auth,
                     limits=limits, lanes=lanes, throttle=throttle)
+    brake = FloodBrake("HTTP", bounds, pending_cap)
     # X-Forwarded-For is believed only from the proxies named; uvicorn's own default would
     # believe it from loopback (a local user could then pick any client address)
     config = uvicorn.Config(app, log_level=log_level, access_log=False,
                             timeout_graceful_shutdown=max(1, round(shutdown_timeout)),
                             http=head_timeout_protocol(limits.timeout, limits.max_head, limits.max_headers,
                                                        Pending(pending_cap, "HTTP"),
-                                                       Unread(limits.max_unread)),
-                            backlog=min(2048, pending_cap),  # accepted at once: see door_bounds.py
+                                                       Unread(limits.max_unread), brake),
+                            backlog=min(2048, pending_cap),
                             h11_max_incomplete_event_size=64 * 1024,
                             proxy_headers=bool(forwarded_allow_ips),
                             forwarded_allow_ips=list(forwarded_allow_ips) or None)
     collapse = log_collapse.install()  # after uvicorn's logging setup: its handlers too
     server = _Server(config)
+    server.brake = brake
     shown = f"[{host}]" if ":" in host else host  # an IPv6 address needs brackets in a URL
     doors = f"http://{shown}:{bound_port}"
     if mysql_sock is not None:

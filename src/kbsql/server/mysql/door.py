@@ -10,17 +10,11 @@ What connections may hold, logged in or not, is bounded by `DoorBounds` (`door_b
 past `--max-pending-connections` not yet logged in, the oldest is closed.
 
 A flood of connections that never log in (clients reconnecting as fast as the cap closes
-them: 600 measured at ~500 a second) would keep the shared event loop busy greeting them,
-~0.85 ms of CPU each, and HTTP's answers would wait behind it (SELECT 1's p99 went from
-33 ms to 1.6 s). So the door accepts one connection at a time (`_accept_loop`), and once the
-cap has closed FLOOD_EVICTIONS of one address block's connections (a /24, on loopback the
-/8; an IPv6 /64) within a second, that block's new connections are closed as they are accepted,
-with no greeting and no log line each, until the block has gone below that rate for
-FLOOD_HOLD_S: a client there gets "lost connection" and may retry once the flood stops (a
-client retrying now and then does not keep the block closed); clients of other blocks are
-served as before.
-While more than FLOOD_PAUSE_RATE connections a second are closed so, the door also stops
-accepting for FLOOD_PAUSE_S, leaving the rest in the kernel's listen backlog at no cost.
+them: 600 measured at ~500 a second, each greeted at ~0.85 ms of CPU) would keep the shared
+event loop busy, and HTTP's answers would wait behind it (SELECT 1's p99 went from 33 ms to
+1.6 s). So the door accepts one connection at a time and closes a flooding address block's
+new connections at accept, as HTTP does: `server/flood.py` (`--flood-closes`, `--flood-hold`,
+`--flood-pause-rate`); a client there gets "lost connection" and may retry once the flood stops.
 
 Shutdown (SIGTERM/SIGINT, with HTTP's graceful timeout): the port stops accepting, idle
 connections close at once, a connection in the middle of a statement finishes it first.
@@ -29,14 +23,11 @@ connections close at once, a connection in the middle of a statement finishes it
 from __future__ import annotations
 
 import asyncio
-import collections
-import errno
 import functools
 import itertools
 import logging
 import socket
 import struct
-import time
 
 from mysql_mimic.control import LocalControl
 from mysql_mimic.stream import ConnectionClosed
@@ -44,6 +35,7 @@ from mysql_mimic.stream import ConnectionClosed
 from kbsql.interface.api import ServiceApi
 from kbsql.server.auth import AuthSettings
 from kbsql.server.door_bounds import DoorBounds, HeldBytes, Pending, give_back_memory
+from kbsql.server.flood import FloodBrake, accept_loop
 from kbsql.server.lanes import Lanes
 from kbsql.server.limits import Limits
 from kbsql.server.mysql.connection import CAPABILITIES, DoorConnection, LoginFailed
@@ -51,7 +43,7 @@ from kbsql.server.mysql.framing import BoundedStream, ClientStalled, MalformedPa
 from kbsql.server.mysql.identity import DoorIdentity, DoorPassword
 from kbsql.server.mysql.router import DoorSession
 from kbsql.server.mysql.sysvars import server_variables
-from kbsql.server.throttle import FailureThrottle, address_block, client_key
+from kbsql.server.throttle import FailureThrottle, client_key
 
 log = logging.getLogger("kbsql.server")
 
@@ -59,25 +51,9 @@ CLOSE_TIMEOUT_S = 5.0
 """How long a closing connection's last bytes may wait for a client that stopped reading."""
 TRIM_AFTER_S = 1.0
 """Memory freed by stalled connections is given back this long after the first of them closed."""
-FLOOD_HOLD_S = 1.0
-"""How long after its last connection a flooding block's new ones are still closed at accept."""
-FLOOD_EVICTIONS = 32
-"""Connections of one block the pending cap closes within a second that make it a flood (a
-client that logs in is never closed by the cap: only connections that stay silent are)."""
-FLOOD_PAUSE_RATE = 500
-"""Connections closed at accept in a second past which the door pauses accepting."""
-FLOOD_PAUSE_S = 0.1
-"""How long that pause lasts (see the module's docstring)."""
-OUT_OF_DESCRIPTORS = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
 PACKET_MARGIN = 64 * 1024
 """Bytes a command may carry beyond the SQL size limit (a prepared statement's parameters,
 the command byte): anything larger is refused before it is read."""
-
-
-def block_of(peer: object) -> str:
-    """The address block a peer's connections are counted under (throttle's blocks)."""
-    key = client_key(peer)
-    return address_block(key) or key
 
 
 class MysqlDoor:
@@ -102,10 +78,7 @@ class MysqlDoor:
         self.connections: dict[DoorConnection, asyncio.Task[None]] = {}
         self._ids = itertools.count(1)
         self._acceptor: asyncio.Task[None] | None = None
-        self._starting: set[asyncio.Task[None]] = set()
-        self._evictions: dict[str, collections.deque[float]] = {}  # per address block
-        self._flood_until: dict[str, float] = {}  # blocks whose connections are closed at accept
-        self._refused: collections.deque[float] = collections.deque(maxlen=FLOOD_PAUSE_RATE)  # at accept
+        self.brake = FloodBrake("MySQL", self.bounds, self.pending.cap)
         self._closing = False
         self._trim: asyncio.TimerHandle | None = None
         self.defaults = server_variables(None)
@@ -120,7 +93,7 @@ class MysqlDoor:
         self.defaults = server_variables(str(status.get("version") or "") or None)
         self.sock.setblocking(False)
         self.sock.listen(min(128, self.pending.cap))
-        self._acceptor = asyncio.create_task(self._accept_loop())
+        self._acceptor = asyncio.create_task(accept_loop(self.sock, self.brake, self._open))
         self._acceptor.add_done_callback(self._stopped_accepting)
 
     def _stopped_accepting(self, task: asyncio.Task[None]) -> None:
@@ -132,70 +105,6 @@ class MysqlDoor:
         self._closing = True
         if self._acceptor is not None:
             self._acceptor.cancel()
-
-    async def _accept_loop(self) -> None:
-        """Accept one connection at a time (asyncio's server accepts a whole backlog in one
-        go, past the pending cap and the descriptor limit before the cap can close any),
-        pausing while a flood of connections that never log in goes on."""
-        loop = asyncio.get_running_loop()
-        while not self._closing:
-            if len(self._refused) == self._refused.maxlen and self._refused[0] > time.monotonic() - 1.0:
-                await asyncio.sleep(FLOOD_PAUSE_S)
-                continue
-            try:
-                conn, peer = await loop.sock_accept(self.sock)
-            except OSError as exc:
-                if exc.errno not in OUT_OF_DESCRIPTORS:
-                    raise
-                log.warning("MySQL: no file descriptor left for a new connection (%s); accepting "
-                            "again in 1 s (raise `ulimit -n` or lower --max-pending-connections)",
-                            exc.strerror)
-                await asyncio.sleep(1.0)
-                continue
-            block = block_of(peer)
-            if self._flooding(block):
-                self._flood_rate_reached(block)  # still coming at that rate: the block stays closed
-                conn.close()  # no greeting, no task, no log line: the cheapest refusal there is
-                self._refused.append(time.monotonic())
-                continue
-            task = asyncio.create_task(self._open(conn))
-            self._starting.add(task)
-            task.add_done_callback(self._starting.discard)
-            # a connection waiting is accepted without a pause, so without this a burst of them
-            # would all be greeted before HTTP's next turn: one each, between HTTP's turns
-            await asyncio.sleep(0)
-
-    def _evicted(self, block: str) -> None:
-        """The pending cap closed a connection of `block`: FLOOD_EVICTIONS of them within a
-        second make the block flood (its new connections closed at accept until it has
-        been below that rate for FLOOD_HOLD_S), said once in the log."""
-        was = self._flooding(block)
-        if self._flood_rate_reached(block) and not was:
-            log.warning("MySQL: the pending cap (--max-pending-connections %d) closed %d "
-                        "connections from %s within a second; its new connections are closed "
-                        "at once until it stops", self.pending.cap, len(self._evictions[block]), block)
-
-    def _flood_rate_reached(self, block: str) -> bool:
-        """Count one connection of `block` closed unauthenticated (by the cap, or at accept
-        while it floods); at FLOOD_EVICTIONS within a second (at most the cap) the block
-        floods for FLOOD_HOLD_S more. A client retrying now and then never reaches it."""
-        now = time.monotonic()
-        times = self._evictions.setdefault(block, collections.deque(
-            maxlen=min(FLOOD_EVICTIONS, self.pending.cap)))
-        times.append(now)
-        reached = len(times) == times.maxlen and now - times[0] <= 1.0
-        if reached:
-            self._flood_until[block] = now + FLOOD_HOLD_S
-        if len(self._evictions) > 4096:  # blocks that stopped are forgotten
-            for key in [k for k, t in self._evictions.items() if t[-1] < now - 1.0]:
-                del self._evictions[key]
-        if len(self._flood_until) > 4096:
-            for key in [k for k, until in self._flood_until.items() if until < now]:
-                del self._flood_until[key]
-        return reached
-
-    def _flooding(self, block: str) -> bool:
-        return self._flood_until.get(block, 0.0) > time.monotonic()
 
     async def _open(self, conn: socket.socket) -> None:
         try:
@@ -254,7 +163,7 @@ class MysqlDoor:
         self.connections[connection] = task
 
         def evict() -> None:
-            self._evicted(block_of(peer))
+            self.brake.evicted(peer)
             connection.evicted = True
             writer.transport.abort()  # its descriptor now, not once the task has run
             task.cancel()
