@@ -176,6 +176,12 @@ def run_select(session: SqlSession, statement: ast.ASTNode, ctx: dict[str, Any],
         plan = compile_select(session, statement, ctx, frames, resolved)
         if query:
             session.plans.put(query, ctx["db"], plan)
+    return run_plan(session, plan)
+
+
+def run_plan(session: SqlSession, plan: Compiled) -> pa.Table:
+    """Run a compiled SELECT (fresh or from the plan cache); its columns marked as the
+    result reads them: a source's own types (source_columns), a knowledge base's JSON."""
     table = session.duck.run(plan)
     if plan.lineage:
         table = source_columns.mark(session.duck, table, plan.lineage)
