@@ -103,7 +103,7 @@ def mark(duck: Sources, table: pa.Table, columns: list[ColumnLineage]) -> pa.Tab
         positions = range(len(fields)) if lin.position is None else [lin.position]
         for position in positions:
             name = fields[position].name if lin.position is None else lin.column
-            found = types.get(name)
+            found = _named(types, name)
             field = fields[position]
             if found is None or (not _is_text(field.type) and found[0] != "bytea"):
                 continue
@@ -124,6 +124,16 @@ def _own_types(duck: Sources, source: SourceItem) -> dict[str, tuple[str, int | 
         return {}
     with duck.cursor() as con:
         return dict(own_types(con, source.scan))
+
+
+def _named(types: dict[str, tuple[str, int | None]], name: str) -> tuple[str, int | None] | None:
+    """The column's own type: by its exact name, else the one column of that name in any
+    case (`T_TEXT` names PostgreSQL's t_text, as DuckDB resolves it)."""
+    found = types.get(name)
+    if found is not None:
+        return found
+    matches = [kind for column, kind in types.items() if column.lower() == name.lower()]
+    return matches[0] if len(matches) == 1 else None
 
 
 def _is_text(kind: pa.DataType) -> bool:
