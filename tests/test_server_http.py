@@ -135,6 +135,26 @@ def test_common_errors_carry_mindsdbs_words_in_one_line(http, query, words):
     assert "bad_provider" not in [k["name"] for k in http.get("/api/projects/mindsdb/knowledge_bases").json()]
 
 
+def test_parametrize_constants_names_each_constant_as_mindsdb_does(http):
+    """MindsDB's GUI helper (its test_queries.py::test_parameter_extract): constants become
+    `:name` parameters named by alias, compared column or set column; nothing runs."""
+    url = "/api/sql/query/utils/parametrize_constants"
+    update = "UPDATE pg.products SET price = 10 WHERE price = 11 AND brand = 'X'"
+    body = http.post(url, json={"query": update})
+    assert body.status_code == 200
+    assert body.json() == {
+        "query": "update pg.products set price=:price where price = :price2 AND brand = :brand",
+        "parameters": [{"name": "price", "value": 10, "type": "int"},
+                       {"name": "price2", "value": 11, "type": "int"},
+                       {"name": "brand", "value": "X", "type": "str"}],
+        "databases": {"pg": ["products"]}}
+    select = http.post(url, json={"query": "SELECT 1 AS year FROM db.t WHERE total = 2.5"}).json()
+    assert select["query"] == "SELECT :year FROM db.t WHERE total = :total"
+    assert [p["type"] for p in select["parameters"]] == ["int", "float"]
+    assert_problem(http.post(url, json={"query": "SELEC nothing"}), 400)
+    assert_problem(http.post(url, json={}), 400)
+
+
 def test_sql_context_round_trip(http):
     answer = http.post("/api/sql/query", json={"query": "USE mindsdb", "context": {"db": "mindsdb"}})
     assert answer.json()["type"] == "ok"

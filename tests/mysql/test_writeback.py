@@ -283,3 +283,39 @@ def test_a_postgres_tables_columns_in_mindsdbs_mysql_types(door: ServerProcess,
     kind, described = over_http(door, "DESCRIBE wb_pg.wb_typed")
     assert kind == "table" and described[1] == ("location", "VARCHAR", "character varying")
     assert over_http(door, "DROP TABLE wb_pg.wb_typed") == ("ok", None)
+
+
+def test_a_postgres_columns_result_types_are_mindsdbs(door: ServerProcess, sources: dict[str, Any]) -> None:
+    """A SELECT's columns that are PostgreSQL columns as stored go over the MySQL door with
+    MindsDB's types (its test_response_types): text, char(n) and money as TEXT (252, BLOB
+    flag, text), json/jsonb as JSON (245), bytea as BINARY (254), varchar as VARCHAR; a
+    char(n) keeps its padding, as PostgreSQL and MindsDB answer it (DuckDB trims it). A
+    computed column keeps its engine type: no guessing."""
+    if "postgres" not in sources["db"]:
+        pytest.skip("no postgres server: set KBSQL_TEST_POSTGRES_DSN to run this test")
+    import psycopg
+
+    with psycopg.connect(PG_DSN, autocommit=True) as pg:
+        pg.execute(f"CREATE TABLE {sources['schema']}.wb_wire (c char(6), v varchar(20), t text, j jsonb, "
+                   "b bytea, m money, n integer)")
+        pg.execute(f"INSERT INTO {sources['schema']}.wb_wire VALUES ('ab', 'ab', 'ab', '{{\"k\": 1}}', "
+                   "'\\x6869', 2.5, 7)")
+    conn = connect(door)
+    try:
+        with conn.cursor() as cursor:
+            for _ in range(2):  # the second run's plan comes from the plan cache
+                cursor.execute("SELECT w.c, v, t AS tt, j, b, m, n, upper(t) AS up FROM wb_pg.wb_wire w")
+                row = cursor.fetchone()
+                fields = [(f.name, f.type_code, f.flags & 0xF0) for f in cursor._result.fields]
+            cursor.execute("SELECT * FROM wb_pg.wb_wire")
+            star = [(f.name, f.type_code) for f in cursor._result.fields]
+    finally:
+        conn.close()
+    blob, binary = 16, 128
+    assert fields == [("c", 252, blob), ("v", 253, 0), ("tt", 252, blob), ("j", 245, blob | binary),
+                      ("b", 254, binary), ("m", 252, blob), ("n", 3, 0), ("up", 253, 0)]
+    assert row[0] == "ab    " and row[2] == "ab" and row[4] == b"hi" and row[7] == "AB"
+    assert star == [("c", 252), ("v", 253), ("t", 252), ("j", 245), ("b", 254), ("m", 252), ("n", 3)]
+    kind, rows = over_http(door, "SELECT c FROM wb_pg.wb_wire")
+    assert (kind, rows) == ("table", [("ab    ",)])  # the padded value on every door
+    assert over_http(door, "DROP TABLE wb_pg.wb_wire") == ("ok", None)

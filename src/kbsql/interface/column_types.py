@@ -50,6 +50,24 @@ def with_own_type(engine_type: str, own: tuple[str, int | None] | None) -> str:
         return "JSON"
     return engine_type
 
+
+OWN_TYPE_KEY = b"kbsql.own_type"
+"""Arrow field metadata: the source's own type name of a result column that is a source's
+column as stored (engine/sql/tables/source_columns.py); the MySQL door maps it."""
+
+_OWN_WIRE = (("text", frozenset({"text", "character", "char", "bpchar", "money"})),
+             ("json", frozenset({"json", "jsonb"})), ("binary", frozenset({"bytea"})))
+
+
+def own_wire_type(own_type: str | None) -> str | None:
+    """MindsDB's MySQL result type of a source column with this own type, where it is not
+    what the engine's type gives: `text` (TEXT; `character(n)` and `money` too), `json`
+    (JSON) or `binary` (BINARY, for `bytea`), as its postgres handler maps them
+    (`_map_type`); None for any other type, which keeps the engine type's mapping."""
+    name = (own_type or "").lower()
+    return next((wire for wire, names in _OWN_WIRE if name in names), None)
+
+
 SHOW_COLUMNS = ("Field", "Type", "Null", "Key", "Default", "Extra")
 SHOW_FULL_COLUMNS = (*SHOW_COLUMNS, "Collation", "Privileges", "Comment")
 """MindsDB's `SHOW FULL COLUMNS` order: its three extra columns come last (MySQL's own

@@ -43,7 +43,7 @@ from kbsql.engine.sql.tables import names
 from kbsql.engine.sql.tables.duck import DuckSession
 from kbsql.engine.sql.tables.duck_settings import DuckSettings
 from kbsql.engine.sql.tables.plans import PlanCache
-from kbsql.engine.sql.tables.select import cached_plan, select_frame
+from kbsql.engine.sql.tables.select import cached_plan, run_plan, select_frame
 from kbsql.interface.api import DEFAULT_PROJECT
 from kbsql.interface.control import CURRENT, Control, Stopped
 from kbsql.interface.control import current as current_control
@@ -166,7 +166,7 @@ class SqlExecutor(SqlSession):
             query = self.variables.expand(query, params if isinstance(params, dict) else None)
             plan = None if params else cached_plan(self, query, ctx["db"])  # a repeated SELECT over stable
             if plan is not None:                             # tables skips both parsers
-                return ArrowTableResult(self.duck.run(plan), ctx)
+                return ArrowTableResult(run_plan(self, plan), ctx)
             try:  # long VALUES rows and IN lists skip sly; too many tokens are refused
                 statement = parsing.parse(query)
             except SqlError:

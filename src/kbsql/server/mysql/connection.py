@@ -69,6 +69,11 @@ CAPABILITIES = (Capabilities.CLIENT_PROTOCOL_41 | Capabilities.CLIENT_DEPRECATE_
 
 _NUMERIC = {ColumnType.TINY, ColumnType.SHORT, ColumnType.LONG, ColumnType.LONGLONG, ColumnType.DOUBLE,
             ColumnType.NEWDECIMAL, ColumnType.FLOAT, ColumnType.INT24, ColumnType.DECIMAL}
+_NUM_FLAG = ColumnDefinition.PART_KEY_FLAG
+"""MySQL's NUM_FLAG (32768, mysql_com.h); mysql-mimic's enum swaps it with PART_KEY_FLAG.
+Numbers carry it alone and dates and times carry BINARY_FLAG, as MindsDB sends them (its
+`DATA_C_TYPE_MAP`, taken from a MySQL server's answers; its test_response_types checks them)."""
+
 _LENGTHS = {ColumnType.TINY: 4, ColumnType.SHORT: 6, ColumnType.LONG: 11, ColumnType.LONGLONG: 20,
             ColumnType.DOUBLE: 22, ColumnType.FLOAT: 12, ColumnType.NEWDECIMAL: 65, ColumnType.DATE: 10,
             ColumnType.DATETIME: 26,
@@ -283,11 +288,14 @@ class DoorConnection(Connection):
         flags = ColumnDefinition(0)
         kind = column.type
         if kind in _NUMERIC:
-            flags |= ColumnDefinition.NUM_FLAG | ColumnDefinition.BINARY_FLAG
+            flags |= _NUM_FLAG
+        if kind in (ColumnType.DATE, ColumnType.DATETIME, ColumnType.TIMESTAMP, ColumnType.TIME):
+            flags |= ColumnDefinition.BINARY_FLAG
         if kind in (ColumnType.BLOB, ColumnType.JSON):
             flags |= ColumnDefinition.BLOB_FLAG
-        if kind == ColumnType.BLOB:
-            flags |= ColumnDefinition.BINARY_FLAG
+        if kind == ColumnType.JSON or (kind in (ColumnType.BLOB, ColumnType.STRING)
+                                       and column.character_set == CharacterSet.binary):
+            flags |= ColumnDefinition.BINARY_FLAG  # bytes; JSON as MindsDB flags it (TEXT: a text BLOB)
         binary = kind in _NUMERIC or kind in (ColumnType.DATE, ColumnType.DATETIME, ColumnType.TIMESTAMP,
                                               ColumnType.TIME, ColumnType.NULL)
         return make_column_definition_41(

@@ -31,6 +31,7 @@ from mysql_mimic.packets import make_binary_resultrow, make_text_resultset_row
 from mysql_mimic.results import ResultColumn
 from mysql_mimic.types import ColumnType
 
+from kbsql.interface.column_types import OWN_TYPE_KEY, own_wire_type
 from kbsql.interface.results import TableResult
 
 BATCH_ROWS = 1000
@@ -243,7 +244,7 @@ def _arrow_values(column: pa.Array, kind: ColumnType) -> list[Any]:
     if pa.types.is_dictionary(arrow_type):
         column = column.cast(arrow_type.value_type)
         arrow_type = column.type
-    if kind == ColumnType.JSON and not _is_text(arrow_type):
+    if kind == ColumnType.JSON and not _is_text(arrow_type) and not pa.types.is_binary(arrow_type):
         return [_json_text(v) for v in column.to_pylist()]
     if pa.types.is_floating(arrow_type):
         column = pc.if_else(pc.is_nan(column), pa.scalar(None, arrow_type), column)
@@ -305,13 +306,18 @@ def table_rows(result: TableResult) -> Rows:
         python = result.python_columns
         kinds = [ColumnType.JSON if i in python else arrow_column_type(table.field(i).type)
                  for i in range(table.num_columns)]
+        owned = [_own_kind(table.field(i)) for i in range(table.num_columns)]
+        kinds = [kind if own is None else own[0] for kind, own in zip(kinds, owned, strict=True)]
+        for i, own in enumerate(owned):
+            if own is not None and own[0] == ColumnType.JSON and _is_text(table.field(i).type):
+                table = table.set_column(i, table.field(i).with_type(pa.binary()),
+                                         pc.cast(table.column(i), pa.binary()))
         batches = _arrow_batches(table, kinds, python)
-    else:
-        data = result.data
-        kinds = [python_column_type([row[i] for row in data]) if data else ColumnType.VAR_STRING
-                 for i in range(len(names))]
-        batches = _python_batches(data, kinds)
-    return Rows(columns_of(names, kinds), batches)
+        return Rows(columns_of(names, kinds, [None if own is None else own[1] for own in owned]), batches)
+    data = result.data
+    kinds = [python_column_type([row[i] for row in data]) if data else ColumnType.VAR_STRING
+             for i in range(len(names))]
+    return Rows(columns_of(names, kinds), _python_batches(data, kinds))
 
 
 def arrow_rows(table: pa.Table) -> Rows:
@@ -321,9 +327,30 @@ def arrow_rows(table: pa.Table) -> Rows:
     return Rows(columns_of(table.column_names, kinds), _arrow_batches(table, kinds, {}))
 
 
-def columns_of(names: Sequence[str], kinds: Sequence[ColumnType]) -> list[ResultColumn]:
-    return [_column(name, kind, CharacterSet.binary if kind == ColumnType.BLOB else CharacterSet.utf8mb4)
-            for name, kind in zip(names, kinds, strict=True)]
+def columns_of(names: Sequence[str], kinds: Sequence[ColumnType],
+               charsets: Sequence[CharacterSet | None] | None = None) -> list[ResultColumn]:
+    """Result columns; a BLOB is binary unless `charsets` says otherwise (a source's `text`)."""
+    charsets = charsets or [None] * len(kinds)
+    return [_column(name, kind, charset if charset is not None else
+                    CharacterSet.binary if kind == ColumnType.BLOB else CharacterSet.utf8mb4)
+            for name, kind, charset in zip(names, kinds, charsets, strict=True)]
+
+
+_OWN_KINDS = {"text": (ColumnType.BLOB, CharacterSet.utf8mb4),
+              "json": (ColumnType.JSON, CharacterSet.binary),
+              "binary": (ColumnType.STRING, CharacterSet.binary)}
+"""MindsDB's wire types of a source's own types (`column_types.own_wire_type`): TEXT is a
+BLOB with a text character set; BINARY holds bytes; JSON goes as MySQL sends a JSON column
+(binary character set: a driver's binary protocol hands bytes, as MindsDB's test expects).
+A knowledge base's `metadata` and DuckDB's own JSON keep a text character set (kbsql's
+text and binary protocols answer them alike)."""
+
+
+def _own_kind(field: pa.Field) -> tuple[ColumnType, CharacterSet] | None:
+    """The MySQL type of a column the engine marked with its source's own type, if that
+    type maps to another wire type than the Arrow type's (`column_types.OWN_TYPE_KEY`)."""
+    own = (field.metadata or {}).get(OWN_TYPE_KEY)
+    return None if own is None else _OWN_KINDS.get(own_wire_type(own.decode()) or "")
 
 
 def local_rows(names: Sequence[str], rows: Sequence[Sequence[Any]],

@@ -70,6 +70,7 @@ def _run(session: SqlSession, sql: str, compiled: Compiled | None = None, *, wha
     plan = compiled or Compiled("")
     plan.sql = sql
     plan.cacheable = False
+    plan.query = False
     try:
         table = session.duck.run(plan)
     except duckdb.Error as exc:

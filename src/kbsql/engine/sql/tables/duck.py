@@ -296,8 +296,8 @@ class DuckSession:
             control.check()
             with control.stoppable(cursor.con.interrupt), self.watchdog.watching(control):
                 if threading.current_thread() is threading.main_thread():
-                    return self._fetch_interruptibly(cursor.con, prefix + sql, control)
-                return self._fetch(cursor.con, prefix + sql, control)
+                    return self._fetch_interruptibly(cursor.con, prefix + sql, control, plan.query)
+                return self._fetch(cursor.con, prefix + sql, control, plan.query)
         except duckdb.Error as exc:
             raise self._error(exc, control, pinned) from None
         except RuntimeError as exc:  # Ctrl-C seen by DuckDB itself: it stopped the query
@@ -340,7 +340,7 @@ class DuckSession:
         return sql
 
     def _fetch_interruptibly(self, con: duckdb.DuckDBPyConnection, sql: str,
-                             control: Control) -> pa.Table:
+                             control: Control, query: bool) -> pa.Table:
         """`_fetch` for the main thread (a notebook's kernel, a script), where Ctrl-C lands.
 
         DuckDB notices a SIGINT only when it polls between two of its tasks, and a task of a
@@ -351,7 +351,7 @@ class DuckSession:
         only in the main thread; the server runs statements in its worker threads.)"""
         if self._relay is None:
             self._relay = ThreadPoolExecutor(1, thread_name_prefix="kbsql-sql-main")
-        future = self._relay.submit(self._fetch, con, sql, control)
+        future = self._relay.submit(self._fetch, con, sql, control, query)
         try:
             return future.result()
         except KeyboardInterrupt:
@@ -362,14 +362,22 @@ class DuckSession:
                 pass
             raise
 
-    def _fetch(self, con: duckdb.DuckDBPyConnection, sql: str, control: Control) -> pa.Table:
+    def _fetch(self, con: duckdb.DuckDBPyConnection, sql: str, control: Control,
+               query: bool = True) -> pa.Table:
         """The result in Arrow batches, refused past `result_cap` bytes (a silently cut
-        result would be a wrong answer)."""
-        con.execute(sql)
-        columns = [(str(d[0]), str(d[1]) == "TIME WITH TIME ZONE") for d in con.description or []]
-        if any(zoned for _, zoned in columns):
-            con.execute(_times_in_utc(sql, columns))
-        reader = con.to_arrow_reader(BATCH_ROWS)
+        result would be a wrong answer). A query is bound first (a relation: its column
+        types, nothing run yet), so a result with a TIME WITH TIME ZONE column is run once,
+        already wrapped to read it in UTC."""
+        if query:
+            relation = con.sql(sql)
+            columns = [(str(name), str(kind) == "TIME WITH TIME ZONE")
+                       for name, kind in zip(relation.columns, relation.types, strict=True)]
+            if any(zoned for _, zoned in columns):
+                relation = con.sql(_times_in_utc(sql, columns))
+            reader = relation.to_arrow_reader(BATCH_ROWS)
+        else:  # a write: run now (its answer is the rows written)
+            con.execute(sql)
+            reader = con.to_arrow_reader(BATCH_ROWS)
         batches = []
         size = 0
         for batch in reader:

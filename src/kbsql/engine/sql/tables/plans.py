@@ -12,10 +12,13 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kbsql.engine.datasources.scans import Scan
 from kbsql.interface.errors import SqlError
+
+if TYPE_CHECKING:
+    from kbsql.engine.sql.tables.source_columns import ColumnLineage, SourceItem
 
 PLAN_CACHE_SIZE = 256
 PLAN_CACHE_MAX_TEXT = 64 * 1024
@@ -45,6 +48,9 @@ class Compiled:
     cacheable: bool = True
     kb_metadata: bool = False  # a knowledge base's `metadata` (JSON text in DuckDB) is read
     views: int = 0  # views read (inlined as subqueries; select.MAX_VIEWS bounds them)
+    query: bool = True  # False: a write (source_writes), run at once rather than bound first
+    sources: list[SourceItem] = field(default_factory=list)  # FROM items reading a source's table
+    lineage: list[ColumnLineage] = field(default_factory=list)  # output columns that are source columns
 
 
 class PlanCache:

@@ -16,11 +16,11 @@ import pyarrow as pa
 from mindsdb_sql_parser import ast
 from sqlglot import exp
 
-from kbsql.engine.datasources.scans import FrameScan
+from kbsql.engine.datasources.scans import FrameScan, NativeTable
 from kbsql.engine.sql.arrow_results import JSON_COLUMNS, ArrowTableResult
 from kbsql.engine.sql.databases import info_schema, job_tables
 from kbsql.engine.sql.parse import parsing
-from kbsql.engine.sql.tables import kb_tables, names, sqlglot_render
+from kbsql.engine.sql.tables import kb_tables, names, source_columns, sqlglot_render
 from kbsql.engine.sql.tables.plans import Compiled
 from kbsql.engine.sql.tables.setting_reads import refuse_setting_reads
 from kbsql.engine.sql.tables.value_caps import cap_values
@@ -39,6 +39,7 @@ def compile_select(session: SqlSession, statement: ast.ASTNode, ctx: dict[str, A
     table names the router already resolved for this statement (not resolved again)."""
     compiled = Compiled("")
     tree = compile_tree(session, statement, ctx, compiled, frames, resolved)
+    compiled.lineage = source_columns.lineage(tree, compiled.sources)
     compiled.sql = sqlglot_render.to_duckdb(tree)
     return compiled
 
@@ -142,6 +143,8 @@ def _rewrite(session: SqlSession, table: exp.Table, ctes: dict[str, str], ctx: d
             assert target.scan is not None
             item = duck.from_item(target.scan, compiled)
             compiled.checks.append((parts, target.scan))
+            if isinstance(target.scan, NativeTable) and target.database:
+                compiled.sources.append(source_columns.SourceItem(item, target.database, target.scan))
         elif target.kind == "view":
             item = _view_item(session, target, compiled)
         else:
@@ -173,7 +176,15 @@ def run_select(session: SqlSession, statement: ast.ASTNode, ctx: dict[str, Any],
         plan = compile_select(session, statement, ctx, frames, resolved)
         if query:
             session.plans.put(query, ctx["db"], plan)
+    return run_plan(session, plan)
+
+
+def run_plan(session: SqlSession, plan: Compiled) -> pa.Table:
+    """Run a compiled SELECT (fresh or from the plan cache); its columns marked as the
+    result reads them: a source's own types (source_columns), a knowledge base's JSON."""
     table = session.duck.run(plan)
+    if plan.lineage:
+        table = source_columns.mark(session.duck, table, plan.lineage)
     if plan.kb_metadata and "metadata" in table.column_names:
         # the contract's `metadata` is an object: mark the column so the result parses it back
         table = table.replace_schema_metadata({**(table.schema.metadata or {}), JSON_COLUMNS: b"metadata"})
