@@ -39,10 +39,12 @@ HALF = 0.5  # what a topic word held, or an absent one named by a near-synonym, 
 GENERIC = frozenset("""go goes going went gone come comes keep keeps kept happen happens happened
 run runs running ran inside during between within without one ones own most more less early
 small kind kinds something anything everything wrong trouble am work works working use uses
-used using low high long short big large little available offer offers provide provides""".split())
-"""Words of a question that name no feature or detail, only the asking: their absence from
-the text says nothing ("How long can I keep a DVD?" is answered by "DVDs are lent for one
-week")."""
+used using low high long short big large little available offer offers provide provides
+policy policies rule rules terms procedure process""".split())
+"""Words of a question that name no feature or detail, only the asking, or the kind of answer
+asked for: their absence from the text says nothing ("How long can I keep a DVD?" is answered
+by "DVDs are lent for one week", "What is the refund policy?" by "Refunds are accepted within
+30 days")."""
 _DIGIT = re.compile(r"\d")
 
 
