@@ -39,9 +39,14 @@ from pathlib import Path
 from typing import IO, Any
 
 ROOT = Path(__file__).resolve().parents[1]
-IMPORT_TIME_ENV = ("PYTHON", "LD_", "MALLOC", "OMP_", "MKL_", "OPENBLAS_", "ORT_", "KMP_")
-"""Variables read at import time by the interpreter or a native library: a server asked with
-a different value of one of these is started for real."""
+IMPORT_TIME_ENV = ("PYTHON", "LD_", "MALLOC", "OMP_", "MKL_", "OPENBLAS_", "GOTO_")
+"""Variables read at load time by the interpreter or a library the zygote has loaded (numpy's
+OpenBLAS): a server asked with a different value of one of these is started for real. ONNX
+Runtime's (ORT_*) and OpenMP's (KMP_*, faiss) are read when a server loads them, after the fork
+(`_warm` refuses to serve if they were loaded), so they may differ: kbsql itself sets
+ORT_DISABLE_TELEMETRY in a test worker that embeds in-process, and counting it sent ~90 of the
+~140 servers of a run to the real command."""
+NOT_LOADED = ("onnxruntime", "faiss")
 
 
 def _differs_at_import(env: dict[str, str], base: dict[str, str]) -> bool:
@@ -199,6 +204,9 @@ def _warm() -> int:
     from mindsdb_sql_parser import parse_sql
 
     parse_sql("SELECT 1")
+    loaded = [name for name in NOT_LOADED if name in sys.modules]
+    if loaded:
+        raise RuntimeError(f"the zygote loaded {loaded}: their variables would be read before the fork")
     return len(os.listdir("/proc/self/task"))
 
 
