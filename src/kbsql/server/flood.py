@@ -159,3 +159,17 @@ async def accept_loop(sock: socket.socket, brake: FloodBrake,
         # a connection waiting is accepted without a pause, so without this a burst of them
         # would all be set up before anything else's turn: one each, between other turns
         await asyncio.sleep(0)
+
+
+def start_accepting(sock: socket.socket, brake: FloodBrake,
+                    open_connection: Callable[[socket.socket], Awaitable[None]]) -> asyncio.Task[None]:
+    """`accept_loop` as a task of the running loop. Its end by an error (not by a cancel, the
+    door's own stop) is one log line naming the door, since nothing else would say it."""
+    task = asyncio.create_task(accept_loop(sock, brake, open_connection))
+    task.add_done_callback(functools.partial(_said_if_stopped, brake.door))
+    return task
+
+
+def _said_if_stopped(door: str, task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("%s: the door stopped accepting connections: %s", door, task.exception())

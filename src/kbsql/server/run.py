@@ -31,7 +31,7 @@ from kbsql.server import log_collapse
 from kbsql.server.app import build_app
 from kbsql.server.auth import AuthSettings
 from kbsql.server.door_bounds import DoorBounds, Pending, Unread
-from kbsql.server.flood import FloodBrake, accept_loop
+from kbsql.server.flood import FloodBrake, start_accepting
 from kbsql.server.guard import is_loopback_host
 from kbsql.server.lanes import Lanes
 from kbsql.server.limits import Limits, head_timeout_protocol
@@ -94,10 +94,7 @@ class _Server(uvicorn.Server):
         for sock in sockets:
             sock.setblocking(False)
             sock.listen(self.config.backlog)
-        self._acceptors = tuple(asyncio.create_task(accept_loop(sock, self.brake, self._open_http))
-                                for sock in sockets)
-        for task in self._acceptors:
-            task.add_done_callback(_stopped_accepting)
+        self._acceptors = tuple(start_accepting(sock, self.brake, self._open_http) for sock in sockets)
 
     async def _open_http(self, conn: socket.socket) -> None:
         """An accepted connection served by uvicorn's protocol (as its server would)."""
@@ -117,11 +114,6 @@ class _Server(uvicorn.Server):
             return
         await asyncio.gather(super().shutdown(sockets),
                              self.mysql.close(self.config.timeout_graceful_shutdown or 30))
-
-
-def _stopped_accepting(task: asyncio.Task[None]) -> None:
-    if not task.cancelled() and task.exception() is not None:
-        log.error("HTTP: the server stopped accepting connections: %s", task.exception())
 
 
 def check_exposure(host: str, auth: AuthSettings) -> None:

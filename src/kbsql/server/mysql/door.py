@@ -35,7 +35,7 @@ from mysql_mimic.stream import ConnectionClosed
 from kbsql.interface.api import ServiceApi
 from kbsql.server.auth import AuthSettings
 from kbsql.server.door_bounds import DoorBounds, HeldBytes, Pending, give_back_memory
-from kbsql.server.flood import FloodBrake, accept_loop
+from kbsql.server.flood import FloodBrake, start_accepting
 from kbsql.server.lanes import Lanes
 from kbsql.server.limits import Limits
 from kbsql.server.mysql.connection import CAPABILITIES, DoorConnection, LoginFailed
@@ -93,13 +93,8 @@ class MysqlDoor:
         self.defaults = server_variables(str(status.get("version") or "") or None)
         self.sock.setblocking(False)
         self.sock.listen(min(128, self.pending.cap))
-        self._acceptor = asyncio.create_task(accept_loop(self.sock, self.brake, self._open))
-        self._acceptor.add_done_callback(self._stopped_accepting)
-
-    def _stopped_accepting(self, task: asyncio.Task[None]) -> None:
-        self.sock.close()
-        if not task.cancelled() and task.exception() is not None:
-            log.error("MySQL: the door stopped accepting connections: %s", task.exception())
+        self._acceptor = start_accepting(self.sock, self.brake, self._open)
+        self._acceptor.add_done_callback(lambda _: self.sock.close())
 
     def stop_accepting(self) -> None:
         self._closing = True
