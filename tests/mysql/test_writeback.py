@@ -309,6 +309,11 @@ def test_a_postgres_columns_result_types_are_mindsdbs(door: ServerProcess, sourc
                 fields = [(f.name, f.type_code, f.flags & 0xF0) for f in cursor._result.fields]
             cursor.execute("SELECT * FROM wb_pg.wb_wire")
             star = [(f.name, f.type_code) for f in cursor._result.fields]
+            # a column after a star is marked where it is in the result, not at its place in the
+            # select list (which named `v`: varchar padded as char(6) would be a wrong value)
+            cursor.execute("SELECT w.*, w.c AS c2 FROM wb_pg.wb_wire w")
+            after_star = cursor.fetchone()
+            after_types = [(f.name, f.type_code) for f in cursor._result.fields]
     finally:
         conn.close()
     blob, binary = 16, 128
@@ -316,6 +321,8 @@ def test_a_postgres_columns_result_types_are_mindsdbs(door: ServerProcess, sourc
                       ("b", 254, binary), ("m", 252, blob), ("n", 3, 0), ("up", 253, 0)]
     assert row[0] == "ab    " and row[2] == "ab" and row[4] == b"hi" and row[7] == "AB"
     assert star == [("c", 252), ("v", 253), ("t", 252), ("j", 245), ("b", 254), ("m", 252), ("n", 3)]
+    assert after_star[1] == "ab" and after_star[-1] == "ab    ", after_star
+    assert after_types[1] == ("v", 253) and after_types[-1] == ("c2", 252), after_types
     kind, rows = over_http(door, "SELECT c FROM wb_pg.wb_wire")
     assert (kind, rows) == ("table", [("ab    ",)])  # the padded value on every door
     assert over_http(door, "DROP TABLE wb_pg.wb_wire") == ("ok", None)

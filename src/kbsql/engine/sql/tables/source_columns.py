@@ -47,7 +47,8 @@ class SourceItem:
 
 @dataclass(frozen=True)
 class ColumnLineage:
-    """Output column `position` (None: every output column, by name, of a lone `*`) is
+    """Output column `position` (None: every output column, by name, of a lone `*`; negative:
+    counted from the end, for a column after a `*` whose width only the result knows) is
     column `column` of `source`'s table as it is stored."""
 
     position: int | None
@@ -75,11 +76,17 @@ def lineage(tree: exp.Expression, items: list[SourceItem]) -> list[ColumnLineage
     projections = tree.expressions
     if lone is not None and len(projections) == 1 and isinstance(projections[0], exp.Star):
         return [ColumnLineage(None, lone, "*")]
+    stars = [i for i, p in enumerate(projections) if isinstance(p, exp.Star)
+             or (isinstance(p, exp.Column) and isinstance(p.this, exp.Star))]
     out: list[ColumnLineage] = []
-    for position, projection in enumerate(projections):
+    for index, projection in enumerate(projections):
         column = projection.this if isinstance(projection, exp.Alias) else projection
         if not isinstance(column, exp.Column) or isinstance(column.this, exp.Star):
             continue
+        if stars and stars[0] < index < stars[-1]:
+            continue  # between two stars: its place in the result is not known here
+        # after a star, counted from the end: the star's width is the result's to tell
+        position = index - len(projections) if stars and index > stars[-1] else index
         source = by_alias.get(column.table.lower()) if column.table else lone
         if source is not None:
             out.append(ColumnLineage(position, source, column.name))
