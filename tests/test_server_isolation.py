@@ -494,7 +494,7 @@ def test_memory_bombs_are_refused_and_the_server_stays_small(server: ServerProce
     before = rss_mb(server)
     bombs = ["SELECT length(repeat('x', 600000000))", "SELECT length(lpad('x', 600000000, 'y'))",
              "SELECT len(range(80000000))", "SELECT length(printf('%600000000d', 1))",
-             "SELECT sum(length(repeat('x', 70000 + x * 0))) FROM df.n"]
+             "SELECT sum(length(repeat('x', 140000 + x * 0))) FROM df.n"]  # over 256 MB / 2048 rows
     for bomb in bombs:
         answer = sql(server.url, bomb)
         assert answer["type"] == "error" and len(answer["error_message"].splitlines()) == 1, answer

@@ -67,6 +67,8 @@ class EngineConfig:
     """Seconds one SQL statement may run before it is interrupted; None or 0: no limit."""
     sql_memory_mb: int | None = None
     """DuckDB's memory limit; None: DuckDB's default (80% of RAM). Spills go to data_dir/tmp."""
+    sql_threads: int | None = None
+    """Threads one SQL statement may use (DuckDB's `threads`); None: every core."""
     sql_spill_mb: int | None = None
     """The most DuckDB may spill to disk; None: 4x the memory limit, at most a quarter of
     the free disk space."""

@@ -241,7 +241,7 @@ class Engine(FileTables, UploadedFiles, Databases, Views, KnowledgeBaseEditing, 
 
         c = self.config
         return DuckSettings(memory_limit_mb=c.sql_memory_mb or None, spill_mb=c.sql_spill_mb,
-                            temp_dir=self.data_dir / "tmp",
+                            threads=c.sql_threads, temp_dir=self.data_dir / "tmp",
                             statement_timeout=c.statement_timeout or None,
                             limit_note=c.note("sql_memory_mb"), timeout_note=c.note("statement_timeout"),
                             spill_note=c.note("sql_spill_mb"),

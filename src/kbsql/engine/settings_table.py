@@ -127,6 +127,13 @@ def _text(value: Any) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
+def _half_the_cores() -> int:
+    """Half the machine's cores (at least 1): the served SQL engine's threads. A statement
+    given every core leaves none for the next user's `SELECT 1` (bench_isolation: two heavy
+    statements and DuckDB's shared workers kept both cores busy)."""
+    return max(1, (os.cpu_count() or 2) // 2)
+
+
 def _fair_share_mb() -> int:
     """A quarter of the machine's memory (at least 256 MB): the served SQL engine's limit."""
     try:
@@ -147,6 +154,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("sql_spill_mb", int, None, "most the SQL engine may spill into the data directory's tmp, in MB",
             "--sql-spill-mb", positive=False, metavar="MB",
             shown="4x the memory limit, at most a quarter of the free disk"),
+    Setting("sql_threads", int, None, "threads one SQL statement may use (DuckDB's worker "
+            "threads)", "--sql-threads", served=_half_the_cores(), metavar="N",
+            shown="embedded: every core; served: half the cores (at least 1)"),
     Setting("model_timeout", float, None, "longest one model call (embedding, chat, rerank) may "
             "take, in seconds", "--model-timeout", served=120.0, metavar="SECONDS",
             shown="embedded: the providers' own; served: 120"),
