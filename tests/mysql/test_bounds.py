@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import socket
 import struct
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,9 +19,10 @@ import pytest
 
 import kbsql
 from kbsql.server.process import ServerProcess, spawn
+from tests.flooding import flood
 from tests.mysql.conftest import connect, fetch
 from tests.mysql.raw import handshake_response, logged_in, packet, read_packet
-from tests.test_server_isolation import cpu_s, rss_mb
+from tests.test_server_isolation import rss_mb
 
 NOFILE = 256
 BOUNDS = ("--max-sql-kb", "512", "--mysql-held-mb", "2", "--mysql-total-held-mb", "8",
@@ -256,36 +256,14 @@ def test_a_flood_of_reconnecting_idlers_costs_little_and_stops_at_its_block(boun
     loop HTTP shares). Now their block's new connections are closed at accept: the server
     spends under a third of a core on them, HTTP answers meanwhile, the block is named once,
     and a client of that block logs in once the flood has stopped (a second after it)."""
-    stop = time.monotonic() + 3.0
-    made = [0]
-
-    def idler() -> None:
-        while time.monotonic() < stop:
-            try:
-                with socket.create_connection(("127.0.0.1", bounded.mysql_port or 0), timeout=2) as sock:
-                    made[0] += 1
-                    while sock.recv(4096):
-                        pass
-            except OSError:
-                time.sleep(0.01)
-
-    before_log, before_cpu, start = len(bounded.log_text()), cpu_s(bounded), time.monotonic()
-    threads = [threading.Thread(target=idler, daemon=True) for _ in range(60)]
-    for thread in threads:
-        thread.start()
-    answered = []
     with httpx.Client(base_url=bounded.url, timeout=10) as client:
-        while time.monotonic() < stop:
-            answered.append(client.post("/api/sql/query", json={"query": "SELECT 1"}).status_code)
-            time.sleep(0.05)
-    used, took = cpu_s(bounded) - before_cpu, time.monotonic() - start
-    for thread in threads:
-        thread.join(5)
-    assert made[0] > 200 and set(answered) == {200}, (made, answered)
-    assert used < took / 3, (used, took, made)
+        got = flood(bounded, bounded.mysql_port or 0, [b""] * 60,
+                    lambda: client.post("/api/sql/query", json={"query": "SELECT 1"}).status_code)
+    assert got.made > 200 and set(got.answered) == {200}, got
+    assert got.cpu_s < got.took_s / 3, got
     # named once (the same line within 10 s of an earlier test's is collapsed: log_collapse)
     named = "connections from 127.0.0.0/8 within a second; its new connections are closed"
-    assert bounded.log_text()[before_log:].count(named) <= 1 and named in bounded.log_text()
+    assert bounded.log_text()[got.log_from:].count(named) <= 1 and named in bounded.log_text()
     log_in_after_a_flood(bounded)
 
 
