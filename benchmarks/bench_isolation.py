@@ -11,7 +11,9 @@ the same server, in the same run, in alternating phases:
   holds every chat call `--model-delay` seconds) run from other clients, one client
   uploads bombs in a loop (issue 39: a 3.5 KB xlsx whose shared string fills 150 cells, a
   zip of 70 MB of CSV, a tar.gz of zeros, a PDF whose pages parse for seconds), each
-  refused by an upload bound (`--upload-bombs 0` leaves them out), and
+  refused by an upload bound (`--upload-bombs 0` leaves them out), `--background` inserts
+  (`INSERT INTO docs SELECT <the cross join> USING batch_size`, in the background lane, each
+  stopped by query_cancel after `--heavy-timeout` seconds, then sent again), and
   `--mysql-idlers` connections to the MySQL door that never answer its greeting (each
   reopened when the server closes it: the pre-auth cap, `--max-pending-connections`), from a
   process of their own, as an attacker's would be (as threads here they took the measuring
@@ -26,7 +28,7 @@ Figures: p50 and p99 of each kind per phase; targets: the p99 under load <= 5x t
 p99 and <= 50 ms. Server defaults throughout (the flags a user does not set).
 
 Usage: python benchmarks/bench_isolation.py [--rounds 3] [--calls 150] [--model-delay 20] [--docs 150]
-       [--mysql-idlers 600] [--http-idlers 600]
+       [--mysql-idlers 600] [--http-idlers 600] [--background 1]
 Prints JSON and writes benchmarks/results/isolation.json.
 """
 
@@ -64,6 +66,8 @@ MODEL_CALLS = 20
 TARGET_RATIO = 5.0
 TARGET_P99_MS = 50.0
 HEAVY_SQL = "SELECT count(*) FROM df.n a, df.n b, df.n c WHERE a.x + b.x + c.x = -1"
+BACKGROUND_SQL = ("INSERT INTO docs SELECT a.x AS id, 'c' AS content FROM df.n a, df.n b, df.n c "
+                  "WHERE a.x + b.x + c.x = -1 USING batch_size = 10")
 SEARCH_SQL = "SELECT id, chunk_content FROM docs WHERE content = 'how do I sort a list' LIMIT 5"
 
 
@@ -171,7 +175,8 @@ class Load:
     """The heavy statements and slow model calls, looping until `stop`."""
 
     def __init__(self, url: str, heavy_timeout: float, upload_bombs: int = 1,
-                 mysql_port: int | None = None, idlers: int = 0, http_idlers: int = 0):
+                 mysql_port: int | None = None, idlers: int = 0, http_idlers: int = 0,
+                 background: int = 1):
         self.url = url
         self.mysql_port = mysql_port
         self.heavy_timeout = heavy_timeout
@@ -181,6 +186,7 @@ class Load:
         self.threads = [threading.Thread(target=self._heavy, daemon=True) for _ in range(HEAVY)]
         self.threads += [threading.Thread(target=self._model, daemon=True) for _ in range(MODEL_CALLS)]
         self.threads += [threading.Thread(target=self._bombs, daemon=True) for _ in range(upload_bombs)]
+        self.threads += [threading.Thread(target=self._background, daemon=True) for _ in range(background)]
         fork = multiprocessing.get_context("fork")  # before any thread of this Load starts
         self.idlers_stop = fork.Event()
         host, port = url.split("//", 1)[1].rsplit(":", 1)
@@ -204,6 +210,33 @@ class Load:
                 except httpx.HTTPError:  # the server stopping under it at the end
                     return
                 self._count("heavy stopped" if answer.get("type") == "error" else "heavy done")
+
+    def _background(self) -> None:
+        """A background insert whose SELECT is the cross join (its own lane, `--background-inserts`),
+        cancelled with query_cancel after the heavy statements' timeout, then sent again. Its
+        row is polled meanwhile, which also keeps the connection open: a new one would be closed
+        at accept while the HTTP idlers flood (they are of this client's address block)."""
+        with httpx.Client(base_url=self.url, timeout=120) as http:
+            def ask(query: str) -> Any:
+                return http.post("/api/sql/query", json={"query": query}).json()["data"]
+
+            while not self.stop.is_set():
+                try:
+                    query_id = ask(BACKGROUND_SQL)[0][0]
+                    cancel_at = time.monotonic() + self.heavy_timeout
+                    while not self.stop.is_set():
+                        if cancel_at and time.monotonic() >= cancel_at:
+                            http.post("/api/sql/query", json={"query": f"SELECT query_cancel({query_id})"})
+                            cancel_at = 0.0
+                        error, finished = ask("SELECT error, finished_at FROM information_schema.queries "
+                                              f"WHERE id = {query_id}")[0]
+                        if error is not None or finished is not None:
+                            self._count("background insert cancelled" if error else "background insert done")
+                            break
+                        time.sleep(0.5)
+                except (httpx.HTTPError, KeyError, IndexError, TypeError):  # the server stopping
+                    self._count("background insert not connected")
+                    return
 
     def _model(self) -> None:
         body = {"messages": [{"question": "hi", "answer": ""}]}
@@ -298,6 +331,8 @@ def main() -> None:
     parser.add_argument("--upload-bombs", type=int, default=1, help="clients uploading bombs in a loop")
     parser.add_argument("--mysql-idlers", type=int, default=600,
                         help="connections to the MySQL door that never log in, during the load")
+    parser.add_argument("--background", type=int, default=1,
+                        help="background inserts over the cross join, each cancelled after --heavy-timeout")
     parser.add_argument("--http-idlers", type=int, default=600,
                         help="connections to the HTTP port that never send a head, during the load")
     args = parser.parse_args()
@@ -310,7 +345,7 @@ def main() -> None:
             for phase in ("idle", "load"):
                 if phase == "load":
                     with Load(server.url, args.heavy_timeout, args.upload_bombs, server.mysql_port,
-                              args.mysql_idlers, args.http_idlers) as load:
+                              args.mysql_idlers, args.http_idlers, args.background) as load:
                         got = measure(server.url, args.calls, load.flood_http)
                     for key, count in load.answers.items():
                         answers[key] = answers.get(key, 0) + count
@@ -322,7 +357,8 @@ def main() -> None:
     result: dict[str, Any] = {"benchmark": "isolation", "clients": CLIENTS, "heavy_statements": HEAVY,
                               "slow_model_calls": MODEL_CALLS, "model_delay_s": args.model_delay,
                               "rounds": args.rounds, "upload_bombs": args.upload_bombs,
-                              "mysql_idlers": args.mysql_idlers, "http_idlers": args.http_idlers}
+                              "mysql_idlers": args.mysql_idlers, "http_idlers": args.http_idlers,
+                              "background_inserts": args.background}
     for kind in ("select_1", "kb_search"):
         idle, load = percentiles(samples["idle"][kind]), percentiles(samples["load"][kind])
         ratio = load["p99_ms"] / idle["p99_ms"]
