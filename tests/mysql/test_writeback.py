@@ -21,6 +21,7 @@ import httpx
 import pymysql
 import pytest
 
+from kbsql.engine.settings_table import BY_NAME
 from kbsql.server.process import ServerProcess, spawn
 from tests.mysql.conftest import connect, http_sql
 
@@ -123,6 +124,12 @@ def _writes(run: Any, db: str, table: str) -> None:
     assert kind == "error" and "not found" in message
 
 
+def _bytes(size: str) -> float:
+    """DuckDB's '3.8 GiB' in bytes."""
+    number, unit = size.split()
+    return float(number) * {"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}[unit]
+
+
 def test_every_write_on_every_source_kind_through_both_doors(door: ServerProcess,
                                                              sources: dict[str, Any]) -> None:
     conn = connect(door)
@@ -152,6 +159,15 @@ def test_every_write_on_every_source_kind_through_both_doors(door: ServerProcess
     assert over_http(door, "SELECT * FROM wb_duck.wb_slow")[0] == "error"
     assert over_http(door, "CREATE TABLE wb_duck.wb_slow (SELECT 1 AS s)")[0] == "ok"
     assert over_http(door, "DROP TABLE wb_duck.wb_slow") == ("ok", None)
+    # and under the served SQL memory limit (a quarter of the machine), as a read is: a write on
+    # a connection of its own would have DuckDB's default, 80% of the machine's memory
+    limit = "SELECT current_setting('memory_limit') AS m"
+    assert over_http(door, f"CREATE TABLE wb_duck.wb_mem ({limit})") == ("ok", 1)
+    kind, rows = over_http(door, "SELECT m FROM wb_duck.wb_mem")
+    assert kind == "table" and rows == over_http(door, limit)[1]
+    served_mb = BY_NAME["sql_memory_mb"].default_for(served=True)
+    assert _bytes(rows[0][0]) <= served_mb * (1 << 20) * 1.01, rows
+    assert over_http(door, "DROP TABLE wb_duck.wb_mem") == ("ok", None)
     # a write to a project's name that is no knowledge base is refused in one line
     kind, message = over_http(door, "INSERT INTO mindsdb.nothing_here (a) VALUES (1)")
     assert kind == "error" and "\n" not in message
