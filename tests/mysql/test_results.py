@@ -88,7 +88,7 @@ def test_types_over_the_text_protocol(door: ServerProcess) -> None:
         "ti": FIELD_TYPE.TINY, "si": FIELD_TYPE.SHORT, "i": FIELD_TYPE.LONG, "bi": FIELD_TYPE.LONGLONG,
         "hi": FIELD_TYPE.NEWDECIMAL, "ub": FIELD_TYPE.NEWDECIMAL, "f": FIELD_TYPE.FLOAT,
         "d": FIELD_TYPE.DOUBLE, "nan": FIELD_TYPE.DOUBLE, "dec": FIELD_TYPE.NEWDECIMAL, "b": FIELD_TYPE.TINY,
-        "day": FIELD_TYPE.DATE, "tm": FIELD_TYPE.TIME, "ts": FIELD_TYPE.DATETIME, "tz": FIELD_TYPE.TIMESTAMP,
+        "day": FIELD_TYPE.DATE, "tm": FIELD_TYPE.TIME, "ts": FIELD_TYPE.DATETIME, "tz": FIELD_TYPE.DATETIME,
         "iv": FIELD_TYPE.VAR_STRING, "bl": FIELD_TYPE.BLOB, "l": FIELD_TYPE.JSON, "st": FIELD_TYPE.JSON,
         "s": FIELD_TYPE.VAR_STRING, "n": FIELD_TYPE.LONG}
     assert row == {

@@ -21,7 +21,8 @@ import httpx
 import pymysql
 import pytest
 
-from kbsql.server.process import ServerProcess
+from kbsql.engine.settings_table import BY_NAME
+from kbsql.server.process import ServerProcess, spawn
 from tests.mysql.conftest import connect, http_sql
 
 PG_DSN = os.environ.get("KBSQL_TEST_POSTGRES_DSN")
@@ -123,6 +124,12 @@ def _writes(run: Any, db: str, table: str) -> None:
     assert kind == "error" and "not found" in message
 
 
+def _bytes(size: str) -> float:
+    """DuckDB's '3.8 GiB' in bytes."""
+    number, unit = size.split()
+    return float(number) * {"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}[unit]
+
+
 def test_every_write_on_every_source_kind_through_both_doors(door: ServerProcess,
                                                              sources: dict[str, Any]) -> None:
     conn = connect(door)
@@ -152,6 +159,15 @@ def test_every_write_on_every_source_kind_through_both_doors(door: ServerProcess
     assert over_http(door, "SELECT * FROM wb_duck.wb_slow")[0] == "error"
     assert over_http(door, "CREATE TABLE wb_duck.wb_slow (SELECT 1 AS s)")[0] == "ok"
     assert over_http(door, "DROP TABLE wb_duck.wb_slow") == ("ok", None)
+    # and under the served SQL memory limit (a quarter of the machine), as a read is: a write on
+    # a connection of its own would have DuckDB's default, 80% of the machine's memory
+    limit = "SELECT current_setting('memory_limit') AS m"
+    assert over_http(door, f"CREATE TABLE wb_duck.wb_mem ({limit})") == ("ok", 1)
+    kind, rows = over_http(door, "SELECT m FROM wb_duck.wb_mem")
+    assert kind == "table" and rows == over_http(door, limit)[1]
+    served_mb = BY_NAME["sql_memory_mb"].default_for(served=True)
+    assert _bytes(rows[0][0]) <= served_mb * (1 << 20) * 1.01, rows
+    assert over_http(door, "DROP TABLE wb_duck.wb_mem") == ("ok", None)
     # a write to a project's name that is no knowledge base is refused in one line
     kind, message = over_http(door, "INSERT INTO mindsdb.nothing_here (a) VALUES (1)")
     assert kind == "error" and "\n" not in message
@@ -211,26 +227,44 @@ def test_a_search_joined_with_a_table_is_saved_and_kept_as_a_view(door: ServerPr
 
 
 def test_rest_tables_create_from_a_select_and_drop(door: ServerProcess, sources: dict[str, Any]) -> None:
-    base = f"{door.url}/api/databases/wb_lite/tables"
+    """MindsDB's /api/databases/{db}/tables on every source kind: POST a table from a SELECT
+    (409 when it exists, `replace` to overwrite, 400 for a bad SELECT), DELETE it."""
+    for kind, db in sources["db"].items():
+        _rest_tables(door, db, kind, sources)
+
+
+def _sqlite_tables(path: Path) -> list[str]:
+    with sqlite3.connect(path) as lite:
+        return [r[0] for r in lite.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+
+
+def _rest_tables(door: ServerProcess, db: str, kind: str, sources: dict[str, Any]) -> None:
+    base = f"{door.url}/api/databases/{db}/tables"
     made = httpx.post(base, json={"table": {"name": "wb_rest",
                                             "select": "SELECT id * 2 AS d FROM wb_duck.base"}})
-    assert made.status_code == 201, made.text
+    assert made.status_code == 201, (kind, made.text)
     assert made.json() == {"name": "wb_rest", "type": "data"}
-    assert over_http(door, "SELECT d FROM wb_lite.wb_rest ORDER BY d") == ("table", [(2,), (4,)])
+    assert over_http(door, f"SELECT d FROM {db}.wb_rest ORDER BY d") == ("table", [(2,), (4,)]), kind
+    assert {"name": "wb_rest", "type": "data"} in httpx.get(base).json(), kind
+    if kind == "sqlite":  # written into the source's own file
+        assert "wb_rest" in _sqlite_tables(sources["sqlite"])
     again = httpx.post(base, json={"table": {"name": "wb_rest", "select": "SELECT 1 AS d"}})
-    assert again.status_code == 409
+    assert again.status_code == 409, kind
     # MindsDB's tables_test: a SELECT naming a column that does not exist is a 400, not a 500
     for select in ("SELECT wattt FROM wb_duck.base", "SELECT AN ERROR AWWW YEAH"):
         bad = httpx.post(base, json={"table": {"name": "wb_bad", "select": select, "replace": True}})
-        assert bad.status_code == 400 and bad.json()["title"] == "Error", bad.text
+        assert bad.status_code == 400 and bad.json()["title"] == "Error", (kind, bad.text)
         assert "\n" not in bad.json()["detail"]
     replaced = httpx.post(base, json={"table": {"name": "wb_rest", "select": "SELECT 5 AS d",
                                                 "replace": True}})
-    assert replaced.status_code == 201
-    assert over_http(door, "SELECT d FROM wb_lite.wb_rest") == ("table", [(5,)])
-    assert httpx.delete(f"{base}/wb_rest").status_code == 204
-    assert "wb_rest" not in [t["name"] for t in httpx.get(base).json()]
-    assert Path(sources["sqlite"]).exists()
+    assert replaced.status_code == 201, kind
+    assert over_http(door, f"SELECT d FROM {db}.wb_rest") == ("table", [(5,)]), kind
+    assert httpx.delete(f"{base}/wb_rest").status_code == 204, kind
+    assert "wb_rest" not in [t["name"] for t in httpx.get(base).json()], kind
+    assert httpx.delete(f"{base}/wb_rest").status_code == 404, kind
+    assert over_http(door, f"SELECT d FROM {db}.wb_rest")[0] == "error", kind
+    if kind == "sqlite":
+        assert "wb_rest" not in _sqlite_tables(sources["sqlite"])
 
 
 def _rest_views(door: ServerProcess) -> None:
@@ -326,3 +360,82 @@ def test_a_postgres_columns_result_types_are_mindsdbs(door: ServerProcess, sourc
     kind, rows = over_http(door, "SELECT c FROM wb_pg.wb_wire")
     assert (kind, rows) == ("table", [("ab    ",)])  # the padded value on every door
     assert over_http(door, "DROP TABLE wb_pg.wb_wire") == ("ok", None)
+
+
+@pytest.fixture(scope="module")
+def read_only(tmp_path_factory: pytest.TempPathFactory
+              ) -> Iterator[tuple[ServerProcess, dict[str, str], Path]]:
+    """A server whose operator made data sources read-only (`--read-only-sources`), with its
+    own duckdb, sqlite and (with a PostgreSQL) postgres source, each holding `base`: (1, 'x'),
+    (2, 'y'). Own files and schema: the door's writes never meet its attachments."""
+    folder = tmp_path_factory.mktemp("read-only")
+    lite_path = folder / "ro.sqlite"
+    base = "CREATE TABLE base (id INTEGER, b TEXT); INSERT INTO base VALUES (1, 'x'), (2, 'y');"
+    with sqlite3.connect(lite_path) as lite:
+        lite.executescript(base)
+    duck = duckdb.connect(str(folder / "ro.duckdb"))
+    duck.execute(base)
+    duck.close()
+    made = {"duckdb": "ro_duck", "sqlite": "ro_lite"}
+    statements = [f"CREATE DATABASE ro_duck WITH ENGINE = 'duckdb', PARAMETERS = {{'database': "
+                  f"'{folder / 'ro.duckdb'}'}}",
+                  f"CREATE DATABASE ro_lite WITH ENGINE = 'sqlite', PARAMETERS = "
+                  f"{{'db_file': '{lite_path}'}}"]
+    schema = f"ro_{uuid.uuid4().hex[:10]}"
+    if PG_DSN:
+        import psycopg
+
+        with psycopg.connect(PG_DSN, autocommit=True) as pg:
+            pg.execute(f"CREATE SCHEMA {schema}; SET search_path TO {schema}; {base}")
+        statements.append(f"CREATE DATABASE ro_pg WITH ENGINE = 'postgres', PARAMETERS = "
+                          f"{_pg_parameters(PG_DSN, schema)}")
+        made["postgres"] = "ro_pg"
+    try:
+        with spawn(folder / "data", args=("--mysql-port", "0", "--read-only-sources")) as server:
+            for query in statements:
+                assert http_sql(server.url, query)["type"] == "ok"
+            yield server, made, lite_path
+    finally:
+        if PG_DSN:
+            import psycopg
+
+            with psycopg.connect(PG_DSN, autocommit=True) as pg:
+                pg.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+READ_ONLY_WRITES = ["CREATE TABLE {t}_new (SELECT 1 AS id)", "CREATE OR REPLACE TABLE {t} (SELECT 1 AS id)",
+                    "INSERT INTO {t} (id, b) VALUES (3, 'z')", "INSERT INTO {t} SELECT id + 10, b FROM {t}",
+                    "UPDATE {t} SET b = 'w' WHERE id = 1", "DELETE FROM {t} WHERE id = 1", "DROP TABLE {t}",
+                    "DROP TABLE IF EXISTS {t}"]
+
+
+def test_read_only_sources_refuse_every_write_on_every_door(
+        read_only: tuple[ServerProcess, dict[str, str], Path]) -> None:
+    """`--read-only-sources`: every write to a data source, on every source kind, is refused in
+    one line naming the flag (HTTP's error result, MySQL's 1227, REST's 403) and changes
+    nothing; reads go on, and `files` stays writable (it is kbsql's own store)."""
+    server, made, lite_path = read_only
+    conn = connect(server)
+    try:
+        for kind, db in made.items():
+            for write in READ_ONLY_WRITES:
+                query = write.format(t=f"{db}.base")
+                answer, message = over_http(server, query)
+                assert answer == "error" and "--read-only-sources" in message, (kind, query, message)
+                assert "\n" not in message
+                with pytest.raises(pymysql.MySQLError) as refused, conn.cursor() as cursor:
+                    cursor.execute(query)
+                assert refused.value.args[0] == 1227 and "--read-only-sources" in refused.value.args[1]
+            kept = over_http(server, f"SELECT id, b FROM {db}.base ORDER BY id")
+            assert kept == ("table", [(1, "x"), (2, "y")]), kind
+    finally:
+        conn.close()
+    rest = f"{server.url}/api/databases/ro_lite/tables"
+    posted = httpx.post(rest, json={"table": {"name": "ro_new", "select": "SELECT 1 AS a"}})
+    assert posted.status_code == 403 and "--read-only-sources" in posted.json()["detail"], posted.text
+    assert httpx.delete(f"{rest}/base").status_code == 403
+    with sqlite3.connect(lite_path) as lite:  # the source's file as it was
+        assert lite.execute("SELECT id, b FROM base ORDER BY id").fetchall() == [(1, "x"), (2, "y")]
+        assert _sqlite_tables(lite_path) == ["base"]
+    assert over_http(server, "CREATE TABLE files.ro_kept (SELECT 1 AS a)") == ("ok", 1)
+    assert over_http(server, "SELECT a FROM files.ro_kept") == ("table", [(1,)])

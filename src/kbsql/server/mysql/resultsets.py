@@ -8,10 +8,12 @@ Arrow) are typed from their values.
 
 Types follow what a MySQL client can use: integers as TINY/SHORT/LONG/LONGLONG, floats as
 DOUBLE (4-byte ones as FLOAT, as MindsDB sends a PostgreSQL real; NaN as NULL, as the HTTP
-answer has it), decimals as NEWDECIMAL, dates as DATE,
-timestamps as DATETIME (TIMESTAMP, in UTC, when they carry a time zone), times as TIME, text
-as VAR_STRING, bytes as BLOB, and JSON objects (a knowledge base's `metadata`), lists and
-structs as JSON text.
+answer has it), decimals as NEWDECIMAL, dates as DATE, timestamps as DATETIME (a time-zoned
+one as its UTC wall time, as MindsDB sends a PostgreSQL timestamptz: the session's time_zone
+is UTC and cannot be set otherwise, so the text names the same instant either way, and
+information_schema already calls such a column datetime), times as TIME, text as VAR_STRING,
+bytes as BLOB, and JSON objects (a knowledge base's `metadata`), lists and structs as JSON
+text.
 """
 
 from __future__ import annotations
@@ -165,7 +167,7 @@ def arrow_column_type(kind: pa.DataType) -> ColumnType:
     if pa.types.is_date(kind):
         return ColumnType.DATE
     if pa.types.is_timestamp(kind):
-        return ColumnType.TIMESTAMP if kind.tz else ColumnType.DATETIME
+        return ColumnType.DATETIME
     if pa.types.is_time(kind) or pa.types.is_duration(kind):
         return ColumnType.TIME
     if pa.types.is_null(kind):
@@ -193,7 +195,7 @@ def python_column_type(values: Sequence[Any]) -> ColumnType:
     if isinstance(value, decimal.Decimal):
         return ColumnType.NEWDECIMAL
     if isinstance(value, dt.datetime):
-        return ColumnType.TIMESTAMP if value.tzinfo else ColumnType.DATETIME
+        return ColumnType.DATETIME
     if isinstance(value, dt.date):
         return ColumnType.DATE
     if isinstance(value, dt.time | dt.timedelta):
