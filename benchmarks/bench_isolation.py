@@ -172,7 +172,9 @@ def measure(url: str, calls: int, connected: Callable[[], None] = lambda: None) 
 
 
 class Load:
-    """The heavy statements and slow model calls, looping until `stop`."""
+    """The heavy statements, slow model calls, upload bombs and background inserts, looping
+    until the load ends, from threads in a process of their own (as other users' would be: as
+    threads of this process they took the measuring clients' interpreter lock), and the idlers."""
 
     def __init__(self, url: str, heavy_timeout: float, upload_bombs: int = 1,
                  mysql_port: int | None = None, idlers: int = 0, http_idlers: int = 0,
@@ -188,6 +190,9 @@ class Load:
         self.threads += [threading.Thread(target=self._bombs, daemon=True) for _ in range(upload_bombs)]
         self.threads += [threading.Thread(target=self._background, daemon=True) for _ in range(background)]
         fork = multiprocessing.get_context("fork")  # before any thread of this Load starts
+        self.load_stop = fork.Event()
+        self.answered: Any = fork.Queue()
+        self.users = fork.Process(target=self._users, daemon=True)
         self.idlers_stop = fork.Event()
         host, port = url.split("//", 1)[1].rsplit(":", 1)
         self.floods: dict[str, tuple[multiprocessing.process.BaseProcess, Any, Any]] = {}
@@ -264,11 +269,20 @@ class Load:
                         time.sleep(0.5)  # HTTP idlers' block (loopback) floods
                         continue
                     self._count(f"upload bomb HTTP {answer.status_code}")
+    def _users(self) -> None:
+        """The other users' threads (in the forked process), until `load_stop`; their answers' counts
+        go back through `answered`."""
+        for thread in self.threads:
+            thread.start()
+        self.load_stop.wait()
+        self.stop.set()
+        with self.lock:
+            self.answered.put(dict(self.answers))
+
     def __enter__(self) -> Load:
         if "mysql" in self.floods:
             self.floods["mysql"][0].start()
-        for thread in self.threads:
-            thread.start()
+        self.users.start()
         time.sleep(3)  # the heavy statements running, the model calls held
         return self
 
@@ -278,7 +292,9 @@ class Load:
             self.floods["http"][0].start()
 
     def __exit__(self, *exc: object) -> None:
-        self.stop.set()
+        self.load_stop.set()
+        self.answers.update(self.answered.get(timeout=60))
+        self.users.join(30)
         self.idlers_stop.set()
         for door, (process, closed, refused) in self.floods.items():
             if process.pid is not None:
