@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
@@ -115,7 +114,8 @@ async def parametrize(request: Request) -> Response:
     if too_big is not None:
         raise InvalidParameter(too_big)
     try:
-        answer = await run_in_threadpool(parametrize_constants, text)
+        answer = await lanes_of(request).sql.run(  # parsing is the SQL lane's work, with its fair share
+            parametrize_constants, text, owner=owner_key(request.scope["headers"]))
     except Exception as exc:  # the parser's own error: the client's text
         first = (str(exc).splitlines() or [type(exc).__name__])[0]
         raise InvalidParameter(f"The query does not parse: {first}") from None
