@@ -163,11 +163,22 @@ def measure(url: str, calls: int, connected: Callable[[], None] = lambda: None) 
             for kind, values in mine.items():
                 out[kind] += values
 
-    threads = [threading.Thread(target=client_loop) for _ in range(CLIENTS)]
+    failed: list[BaseException] = []
+
+    def guarded() -> None:
+        try:
+            client_loop()
+        except BaseException as exc:  # a measuring client that fails fails the run, never a smaller sample
+            failed.append(exc)
+            warm.abort()
+
+    threads = [threading.Thread(target=guarded) for _ in range(CLIENTS)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
+    if failed:
+        raise failed[0]
     return out
 
 
@@ -188,6 +199,7 @@ class Load:
         self.threads = [threading.Thread(target=self._heavy, daemon=True) for _ in range(HEAVY)]
         self.threads += [threading.Thread(target=self._model, daemon=True) for _ in range(MODEL_CALLS)]
         self.threads += [threading.Thread(target=self._bombs, daemon=True) for _ in range(upload_bombs)]
+        self.background = background
         self.threads += [threading.Thread(target=self._background, daemon=True) for _ in range(background)]
         fork = multiprocessing.get_context("fork")  # before any thread of this Load starts
         self.load_stop = fork.Event()
@@ -228,9 +240,14 @@ class Load:
             while not self.stop.is_set():
                 try:
                     query_id = ask(BACKGROUND_SQL)[0][0]
-                    cancel_at = time.monotonic() + self.heavy_timeout
-                    while not self.stop.is_set():
-                        if cancel_at and time.monotonic() >= cancel_at:
+                except (httpx.HTTPError, KeyError, IndexError, TypeError):  # the server stopping
+                    self._count("background insert not started")
+                    return
+                cancel_at = time.monotonic() + self.heavy_timeout
+                try:
+                    while True:
+                        if cancel_at and (self.stop.is_set() or time.monotonic() >= cancel_at):
+                            # when the load ends too: a background insert outlives its client
                             http.post("/api/sql/query", json={"query": f"SELECT query_cancel({query_id})"})
                             cancel_at = 0.0
                         error, finished = ask("SELECT error, finished_at FROM information_schema.queries "
@@ -238,9 +255,9 @@ class Load:
                         if error is not None or finished is not None:
                             self._count("background insert cancelled" if error else "background insert done")
                             break
-                        time.sleep(0.5)
-                except (httpx.HTTPError, KeyError, IndexError, TypeError):  # the server stopping
-                    self._count("background insert not connected")
+                        time.sleep(0.2)
+                except (httpx.HTTPError, KeyError, IndexError, TypeError):
+                    self._count("background insert lost")
                     return
 
     def _model(self) -> None:
@@ -276,6 +293,8 @@ class Load:
             thread.start()
         self.load_stop.wait()
         self.stop.set()
+        for thread in self.threads[-self.background:] if self.background else []:
+            thread.join(10)  # its insert cancelled, not left running into the idle phase
         with self.lock:
             self.answered.put(dict(self.answers))
 
@@ -301,6 +320,20 @@ class Load:
                 process.join(30)
             self.answers.update({f"{door} idler closed by the server": int(closed.value),
                                  f"{door} idler not accepted": int(refused.value)})
+
+
+def let_in(url: str, within: float = 15.0) -> None:
+    """Wait until a new connection is answered: after the HTTP idlers' flood the server closes
+    their block's new connections (loopback: every client here) for the flood plus a second."""
+    deadline = time.monotonic() + within
+    while True:
+        try:
+            httpx.get(f"{url}/api/status", timeout=5).raise_for_status()
+            return
+        except httpx.HTTPError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
 
 
 def _idlers(host: str, port: int, count: int, stop: Any, closed: Any, refused: Any) -> None:
@@ -365,6 +398,7 @@ def main() -> None:
                         got = measure(server.url, args.calls, load.flood_http)
                     for key, count in load.answers.items():
                         answers[key] = answers.get(key, 0) + count
+                    let_in(server.url)  # the next phase's clients connect anew
                 else:
                     got = measure(server.url, args.calls)
                 for kind, values in got.items():
