@@ -123,7 +123,7 @@ def _measured_kind(text: str) -> str | None:
     memory": the sentence must name memory or give a measure)."""
     if re.search(r"\bhow heavy\b|\bweigh(s|t)?\b", text):
         return "weight"
-    if re.search(r"\bhow (far|deep|tall|wide)\b", text):
+    if re.search(r"\bhow (far(?! ahead| in advance| before)|deep|tall|wide)\b", text):
         return "length"
     unit = _IN_UNIT.search(text)
     if unit:
@@ -137,6 +137,10 @@ def _measured_kind(text: str) -> str | None:
     return None
 
 
+AMOUNTS = frozenset({"number", "money", "time", "frequency", "speed", "weight", "length", "measure"})
+"""Kinds a sentence holds only by stating an amount, a time or a frequency: holding one is
+evidence that it answers a follow-up asking it ("And how often is it needed?": "... usually
+every 200 to 300 cups"), unlike a name or a person, which any sentence may happen to hold."""
 SOFT = frozenset({"purpose"})
 """Kinds a sentence may answer without the telltale words ("what is X for?" is answered by
 "X is intended to ..." but also by "X ensures ..."): sentences holding them come first, the
@@ -154,8 +158,8 @@ def holds(kind: str | None, sentence: str, question: str) -> bool:
         return bool(NUMBER.search(sentence))
     if kind == "time":
         return bool(TIME.search(sentence))
-    if kind == "frequency":
-        return bool(FREQUENCY.search(sentence))
+    if kind == "frequency":  # "how often": "every two months", or the period it lasts ("lasts two months")
+        return bool(FREQUENCY.search(sentence) or DURATION.search(sentence))
     if kind == "speed":
         # a time's connectives ("while", "if") and a bare "one" say nothing of speed: a word of
         # speed or a duration ("within 24 hours", "within one working day") does

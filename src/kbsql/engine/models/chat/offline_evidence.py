@@ -43,6 +43,7 @@ SHARED_WEIGHT = 0.05  # closeness a subject word shared with the question is wor
 RARE_WEIGHT = 0.05  # closeness a question's word only one retrieved passage holds is worth
 COVER_WEIGHT = 0.5  # closeness a sentence holding all the question's subject words is worth
 PASSAGE_WEIGHT = 0.2  # closeness a chunk holding all the question's subject words is worth
+SAME_WORD = 0.6  # cosine of two words at which a sentence's word is the question's ("bike" / "bicycle")
 LEXICAL_SHARE = 0.6  # without the encoder: share of the question's content words it must hold
 META = frozenset("""say says said tell told mention mentions mentioned complain complaint complaints
 ask asks asked people customer customers user users anyone someone somebody there thing things
@@ -59,7 +60,8 @@ _MEASURED = re.compile(r"\bhow many (seconds|minutes|hours|days|nights|weeks|mon
 a count of rows."""
 
 
-_HOW_MANY = re.compile(r"\bhow many ([\w-]+)", re.IGNORECASE)
+_HOW_MANY = re.compile(r"\bhow many ([\w-]+)(?: ([\w-]+))?", re.IGNORECASE)
+""""how many X" or "how many X Y": the thing counted ("how many grind settings": settings)."""
 _WHOLE = re.compile(r"\b(total|in all|on average|average|altogether)\b", re.IGNORECASE)
 
 
@@ -70,15 +72,14 @@ def asks_to_count(question: str, passages: Sequence[str] = ()) -> bool:
     people", "eleven languages"): one sentence answers it."""
     if not _COUNT.search(question) or _MEASURED.search(question):
         return False
-    many = _HOW_MANY.search(question)
-    stated = many is not None and any(_states_amount(many.group(1), p) for p in passages)
+    stated = any(_gives_count(question, p) for p in passages)
     return not (stated and not _WHOLE.search(question))
 
 
 def _gives_count(question: str, sentence: str) -> bool:
     """Whether `sentence` gives the number a "how many X" question asks for."""
     many = _HOW_MANY.search(question)
-    return bool(many and _states_amount(many.group(1), sentence))
+    return bool(many and any(_states_amount(w, sentence) for w in many.groups() if w))
 
 
 def _states_amount(thing: str, passage: str) -> bool:
@@ -135,15 +136,17 @@ def answers(question: str, found: list[Sentence], limit: int,
         return sorted(kept, key=lambda j: (-j.shared, j.sentence.rank, j.sentence.position))[:limit]
     asked = [question, own] if own else [question]
     closeness, to_own = _closeness(model, asked, statements)
+    shared = _with_synonyms(model, question, subject, statements, shared, closeness)
     # each subject word shared past the first is evidence too, and so is a word of the
     # question only one retrieved passage holds ("DVD"): each lowers the bar a little
     rare = [RARE_WEIGHT * bool(spec.unique & subject_words(s.unit)) for s in statements]
     kept = [Judged(s, c, n) for s, c, n, r in zip(statements, closeness, shared, rare, strict=True)
             if c >= VERY_CLOSE or (n and c + r + SHARED_WEIGHT * (n - 1) >= CLOSE)]
     if own:
-        follow = asked_words(own)
+        follow, kind = asked_words(own), offline_asked.asked_kind(own)
         kept = [j for j in kept if not follow or follow & subject_words(j.sentence.unit)
-                or to_own[j.sentence.unit] >= CLOSE or _gives_count(own, j.sentence.unit)]
+                or to_own[j.sentence.unit] >= CLOSE or _gives_count(own, j.sentence.unit)
+                or (kind in offline_asked.AMOUNTS and offline_asked.holds(kind, j.sentence.unit, own))]
     kept = _speaking(_to_the_point(kept, own or question), own or question, spec, model)
     words = [subject_words(j.sentence.unit) for j in kept]
     weight = _rarity(subject, [subject_words(s.unit) for s in statements])
@@ -163,6 +166,26 @@ def answers(question: str, found: list[Sentence], limit: int,
         -(kept[i].closeness + COVER_WEIGHT * cover[i] + PASSAGE_WEIGHT * in_passage[i]),
         kept[i].sentence.rank, kept[i].sentence.position))
     return [kept[i] for i in order][:limit]
+
+
+def _with_synonyms(model: Any, question: str, subject: set[str], statements: list[Sentence],
+                   shared: list[int], closeness: list[float]) -> list[int]:
+    """`shared` plus, for a sentence near the question, the question's words it names in other
+    words (offline_specific.named_by: "bike" / "bicycle", "fast" / "faster", "swim" / "water"):
+    a user rarely asks in the text's own words. Only the words of sentences that one more shared
+    word could lift over the bar are encoded (and remembered), so the cost stays small."""
+    near = CLOSE - 2 * SHARED_WEIGHT
+    wanted = [i for i, c in enumerate(closeness) if c >= near]
+    words = [content_words(statements[i].unit) for i in wanted]
+    asked = [w for w in content_words(question) if stem(w) in subject]  # as written: "bike", not "bik"
+    if not wanted or not asked:
+        return shared
+    out = list(shared)
+    named_words = offline_specific.named_by(asked, words, model, SAME_WORD)
+    for i, ws, named in zip(wanted, words, named_words, strict=True):
+        held = {stem(w) for w in ws}
+        out[i] += sum(stem(w) not in held for w in named)
+    return out
 
 
 def _to_the_point(kept: list[Judged], asked: str) -> list[Judged]:
