@@ -13,7 +13,7 @@ memory" the thing named or a measure) is not answered by a bare count. "What is 
 sentence that states a purpose (a soft kind: when none does, any may answer).
 
 Set on benchmarks/offline_agent/tune.json, heldout2.json and heldout3.json; heldout.json and
-heldout5.json are never tuned on.
+heldout6.json are never tuned on (heldout5.json, seen, is tuning data too).
 """
 
 from __future__ import annotations
@@ -123,7 +123,7 @@ def _measured_kind(text: str) -> str | None:
     memory": the sentence must name memory or give a measure)."""
     if re.search(r"\bhow heavy\b|\bweigh(s|t)?\b", text):
         return "weight"
-    if re.search(r"\bhow (far(?! ahead| in advance| before)|deep|tall|wide)\b", text):
+    if re.search(r"\bhow (far|deep|tall|wide)\b", text):
         return "length"
     unit = _IN_UNIT.search(text)
     if unit:

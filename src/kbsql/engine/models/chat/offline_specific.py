@@ -18,7 +18,7 @@ half: "electric underfloor heating" answers
 Words that name no feature (GENERIC: "go", "keep", "happen", "inside", "low", ...) are never
 absent.
 The threshold and the word list were set on benchmarks/offline_agent/tune.json and
-heldout2-4.json; heldout.json and heldout5.json are never tuned on.
+heldout2-5.json; heldout.json and heldout6.json are never tuned on.
 """
 
 from __future__ import annotations
