@@ -28,7 +28,7 @@ sys.path.pop(0)
 @pytest.fixture(scope="module")
 def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[kbsql.Client]:
     client = kbsql.connect(data_dir=tmp_path_factory.mktemp("rates"))
-    bench.build(client, tickets=128)
+    bench.build(client, tickets=128, skip=bench.NEWEST)  # heldout6's: the benchmark measures them
     yield client
     client.close()
 
@@ -86,6 +86,16 @@ agent refuses (it used to quote them). The same knowledge bases still
     assert "eighteen months" in lasts.split("\n\nSources:", 1)[0], lasts
     heavy = bench.ask(client, "bike_agent", ["How heavy is the Volta C2?"])  # a weight, not "4 A"
     assert heavy.startswith("Nothing in bike answers this question"), heavy
+
+
+def test_a_question_in_other_words_than_its_answer_is_answered(client) -> None:
+    """A user asks in their own words: "bike" for the guide's "Bicycle racks", "too fast" for
+    "If it runs faster"; both were refused as nothing that answers (heldout5.json), since a
+    sentence near the question counts the words it names by a near-synonym."""
+    bike = bench.ask(client, "gym_agent", ["Where can I leave my bike?"])
+    assert bike.startswith("Bicycle racks are by the main entrance."), bike
+    fast = bench.ask(client, "espresso_agent", ["My espresso runs through too fast, what do I do?"])
+    assert "If it runs faster, grind finer" in fast.split("\n\nSources:", 1)[0], fast
 
 
 def rates_of(client: kbsql.Client, items: list[dict]) -> tuple[dict, str]:

@@ -62,6 +62,8 @@ def stem(word: str) -> str:
     for suffix in ("ions", "ion", "ing", "es", "ed", "s"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             word = word[: -len(suffix)]
+            if suffix in ("ing", "ed") and len(word) >= 4 and word[-1] == word[-2] and word[-1] not in "lsz":
+                word = word[:-1]  # `swimming`/`swim`, `stopped`/`stop` (not `spelling`, `passed`)
             break
     while word.endswith("e") and len(word) >= 4:  # `employee`/`employees`, `degree`/`degrees`
         word = word[:-1]
