@@ -689,8 +689,9 @@ def test_a_statement_spills_into_the_data_directory_up_to_its_cap(tmp_path: Path
                 most = max(most, spill_bytes(data))
                 time.sleep(0.05)
             answer = out["answer"]
-            assert most > 4 * 1024 * 1024, most  # it did spill, into the data directory
-            if fits:
+            if fits:  # it did spill, into the data directory (with a 16 MB cap DuckDB may stop
+                # before writing much: one thread's sorted run can be bigger than the cap)
+                assert most > 4 * 1024 * 1024, (most, answer)
                 assert answer["data"][0][0] == 2_250_000, answer
             else:
                 message = answer["error_message"]
