@@ -32,6 +32,27 @@ def _pg_parameters(dsn: str, schema: str) -> str:
     return f"{{'dsn': '{dsn}', 'schema': '{schema}'}}"
 
 
+def _attach(prefix: str, duck_path: Path, lite_path: Path, pg_sql: str = ""
+            ) -> tuple[dict[str, str], list[str], str]:
+    """(kind -> database name, the CREATE DATABASE statements, the PostgreSQL schema) of the
+    sources `<prefix>_duck`, `<prefix>_lite` and, with a PostgreSQL, `<prefix>_pg` in a schema
+    of its own (made here, `pg_sql` run in it)."""
+    made = {"duckdb": f"{prefix}_duck", "sqlite": f"{prefix}_lite"}
+    statements = [
+        f"CREATE DATABASE {prefix}_duck WITH ENGINE = 'duckdb', PARAMETERS = {{'database': '{duck_path}'}}",
+        f"CREATE DATABASE {prefix}_lite WITH ENGINE = 'sqlite', PARAMETERS = {{'db_file': '{lite_path}'}}"]
+    schema = f"{prefix}_{uuid.uuid4().hex[:10]}"
+    if PG_DSN:
+        import psycopg
+
+        with psycopg.connect(PG_DSN, autocommit=True) as pg:
+            pg.execute(f"CREATE SCHEMA {schema}; SET search_path TO {schema}; {pg_sql}")
+        statements.append(f"CREATE DATABASE {prefix}_pg WITH ENGINE = 'postgres', PARAMETERS = "
+                          f"{_pg_parameters(PG_DSN, schema)}")
+        made["postgres"] = f"{prefix}_pg"
+    return made, statements, schema
+
+
 @pytest.fixture(scope="module")
 def sources(door: ServerProcess, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """Data sources `wb_duck`, `wb_lite` (each with table `base`: (1, 'x'), (2, 'y'), and
@@ -48,20 +69,9 @@ def sources(door: ServerProcess, tmp_path_factory: pytest.TempPathFactory) -> It
                        "INSERT INTO paint VALUES ('1', '#f00'), ('3', '#00f'), ('4', '#0f0');")
     lite.commit()
     lite.close()
-    made = {"duckdb": "wb_duck", "sqlite": "wb_lite", "files": "files"}
-    statements = [
-        f"CREATE DATABASE wb_duck WITH ENGINE = 'duckdb', PARAMETERS = {{'database': '{duck_path}'}}",
-        f"CREATE DATABASE wb_lite WITH ENGINE = 'sqlite', PARAMETERS = {{'db_file': '{lite_path}'}}",
-        "CREATE PROJECT wb"]
-    schema = f"wb_{uuid.uuid4().hex[:10]}"
-    if PG_DSN:
-        import psycopg
-
-        with psycopg.connect(PG_DSN, autocommit=True) as pg:
-            pg.execute(f"CREATE SCHEMA {schema}")
-        statements.append(f"CREATE DATABASE wb_pg WITH ENGINE = 'postgres', PARAMETERS = "
-                          f"{_pg_parameters(PG_DSN, schema)}")
-        made["postgres"] = "wb_pg"
+    made, statements, schema = _attach("wb", duck_path, lite_path)
+    made["files"] = "files"
+    statements.append("CREATE PROJECT wb")
     for query in statements:
         body = http_sql(door.url, query)
         assert body["type"] == "ok", body
@@ -376,20 +386,7 @@ def read_only(tmp_path_factory: pytest.TempPathFactory
     duck = duckdb.connect(str(folder / "ro.duckdb"))
     duck.execute(base)
     duck.close()
-    made = {"duckdb": "ro_duck", "sqlite": "ro_lite"}
-    statements = [f"CREATE DATABASE ro_duck WITH ENGINE = 'duckdb', PARAMETERS = {{'database': "
-                  f"'{folder / 'ro.duckdb'}'}}",
-                  f"CREATE DATABASE ro_lite WITH ENGINE = 'sqlite', PARAMETERS = "
-                  f"{{'db_file': '{lite_path}'}}"]
-    schema = f"ro_{uuid.uuid4().hex[:10]}"
-    if PG_DSN:
-        import psycopg
-
-        with psycopg.connect(PG_DSN, autocommit=True) as pg:
-            pg.execute(f"CREATE SCHEMA {schema}; SET search_path TO {schema}; {base}")
-        statements.append(f"CREATE DATABASE ro_pg WITH ENGINE = 'postgres', PARAMETERS = "
-                          f"{_pg_parameters(PG_DSN, schema)}")
-        made["postgres"] = "ro_pg"
+    made, statements, schema = _attach("ro", folder / "ro.duckdb", lite_path, base)
     try:
         with spawn(folder / "data", args=("--mysql-port", "0", "--read-only-sources")) as server:
             for query in statements:
