@@ -8,6 +8,7 @@ import contextlib
 import io
 import os
 import socket
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -25,7 +26,8 @@ from tests.files.bombs import gzipped_zeros, shared_stream_pdf, shared_string_wo
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerProcess, httpx.Client]]:
-    proc, url = start_server(tmp_path_factory.mktemp("files") / "server", env={"KBSQL_PDF_TIMEOUT": "6"})
+    proc, url = start_server(tmp_path_factory.mktemp("files") / "server",
+                             env={"KBSQL_PDF_TIMEOUT": "6", "KBSQL_PDF_WORKERS": "1"})
     with httpx.Client(base_url=url, timeout=60) as http:
         yield proc, http
     stop_server(proc)
@@ -195,6 +197,35 @@ def test_a_pdf_that_parses_forever_is_stopped_at_its_deadline(
     assert time.monotonic() - start < 15 and cpu < 1.5, cpu
     assert child_processes(server) == []
     assert "slow_pdf" not in [f["name"] for f in client.get("/api/files").json()]
+
+
+def test_pdfs_are_read_a_few_at_a_time(served: tuple[ServerProcess, httpx.Client]) -> None:
+    """Each PDF extraction is a process taking a core: three slow PDFs sent at once on a
+    server with --pdf-workers 1 run one at a time (16 at once used to mean 16 processes),
+    and each answers within its --pdf-timeout (6 s here, the wait for a slot included):
+    the deadline's 400, or a 503 naming --pdf-workers for one that never got a slot."""
+    server, client = served
+    raw = shared_stream_pdf()
+    answers: list[httpx.Response] = []
+
+    def send(n: int) -> None:
+        with httpx.Client(base_url=client.base_url, timeout=60) as own:
+            answers.append(upload(own, f"queued_pdf_{n}", "slow.pdf", raw))
+
+    threads = [threading.Thread(target=send, args=(n,)) for n in range(3)]
+    start = time.monotonic()
+    for thread in threads:
+        thread.start()
+    most = 0
+    while any(thread.is_alive() for thread in threads):
+        most = max(most, len(child_processes(server)))
+        time.sleep(0.05)
+    took = time.monotonic() - start
+    assert most == 1 and took < 12, (most, took)
+    kinds = sorted((a.status_code, "--pdf-workers" in a.text or "--pdf-timeout" in a.text) for a in answers)
+    assert all(named for _, named in kinds) and {code for code, _ in kinds} <= {400, 503}, kinds
+    assert (503, True) in kinds, [a.text for a in answers]
+    assert int(next(a for a in answers if a.status_code == 503).headers["Retry-After"]) >= 1
 
 
 def child_processes(server: ServerProcess) -> list[str]:

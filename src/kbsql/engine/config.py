@@ -98,6 +98,9 @@ class EngineConfig:
     max_upload_cells: int = 10_000_000
     pdf_timeout: float = 60.0
     """Seconds an uploaded PDF's text extraction may take (datasources/pdf_text.py)."""
+    pdf_workers: int = 1
+    """PDF text extractions at once (each a process taking a core); the table's default is
+    half the cores."""
     llm_log_rows: int = 500
     """Language-model calls kept for `log.llm_log` (engine/models/llm_log.py); 0: none."""
     agent_max_iterations: int = 12

@@ -181,6 +181,9 @@ SETTINGS: tuple[Setting, ...] = (
             "have, counted before it is read (400 beyond)", "--max-upload-cells", metavar="N"),
     Setting("pdf_timeout", float, 60.0, "seconds an uploaded PDF's text extraction may take, in "
             "a process of its own killed then (400 beyond)", "--pdf-timeout", metavar="SECONDS"),
+    Setting("pdf_workers", int, _half_the_cores(), "uploaded PDFs whose text is extracted at once "
+            "(each a process taking a core); more wait within their --pdf-timeout, then 503",
+            "--pdf-workers", metavar="N", shown="half the cores (at least 1)"),
     Setting("background_inserts", int, 2, "INSERT ... SELECT ... USING batch_size statements "
             "running at once in the background; more wait their turn", "--background-inserts",
             metavar="N"),

@@ -15,11 +15,15 @@ import json
 import os
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Callable
 from contextlib import nullcontext
+from typing import Any
 
 from kbsql.interface.control import Stopped
 from kbsql.interface.control import current as current_control
+from kbsql.interface.errors import Busy
 
 CHILD_MEMORY = 1 << 30  # address space of the child beyond which allocation fails
 EXTRACTION_NICE = 10
@@ -27,16 +31,52 @@ EXTRACTION_NICE = 10
 3.7 KB file at the default 60 s) takes a core, and the server's own requests come first."""
 
 
-def page_texts(raw: bytes, seconds: float, max_chars: int,
-               refuse: Callable[[str], Exception]) -> list[str]:
+def page_texts(raw: bytes, seconds: float, max_chars: int, refuse: Callable[[str], Exception],
+               slots: threading.Semaphore | None = None, slots_note: str = "") -> list[str]:
     """The text of each page of `raw`; `refuse(line)` makes the error for a PDF that
-    cannot be read, is over `max_chars` of text, or takes more than `seconds`."""
+    cannot be read, is over `max_chars` of text, or takes more than `seconds`. `slots`: the
+    extractions that may run at once (each child takes a core); the wait for one counts
+    toward `seconds`, and one not had by then is a `Busy` naming `slots_note`."""
     control = current_control()
-    with subprocess.Popen([sys.executable, "-m", __name__, str(max_chars), str(int(seconds) + 1)],
+    start = time.monotonic()
+    if slots is not None and not _wait_for(slots, seconds, control):
+        raise Busy(f"The server is reading as many PDFs as it may at once ({slots_note}); try "
+                   f"again shortly", retry_after=max(1, round(seconds / 4)))
+    try:
+        left = max(0.1, seconds - (time.monotonic() - start))
+        out, err, returncode = _extract(raw, max_chars, seconds, left, control, refuse)
+    finally:
+        if slots is not None:
+            slots.release()
+    if control is not None and control.stopped:  # killed because its client left
+        raise Stopped(control.reason or "stopped")
+    if returncode != 0:
+        last = err.decode("utf-8", "replace").strip().splitlines()[-1:] or ["killed"]
+        raise refuse(last[0][:300])
+    texts: list[str] = json.loads(out)
+    return texts
+
+
+def _wait_for(slots: threading.Semaphore, seconds: float, control: Any) -> bool:
+    """A slot within `seconds`, looking every 0.2 s whether the work was stopped meanwhile."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if control is not None and control.stopped:
+            raise Stopped(control.reason or "stopped")
+        if slots.acquire(timeout=min(0.2, max(0.0, deadline - time.monotonic()))):
+            return True
+    return False
+
+
+def _extract(raw: bytes, max_chars: int, seconds: float, left: float, control: Any,
+             refuse: Callable[[str], Exception]) -> tuple[bytes, bytes, int]:
+    """The child's stdout, stderr and exit code; killed after `left` seconds (the deadline
+    named is `seconds`), or at once when `control` stops."""
+    with subprocess.Popen([sys.executable, "-m", __name__, str(max_chars), str(int(left) + 1)],
                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as child:
         try:
             with control.stoppable(child.kill) if control is not None else nullcontext():
-                out, err = child.communicate(raw, timeout=seconds)
+                out, err = child.communicate(raw, timeout=left)
         except subprocess.TimeoutExpired:
             child.kill()
             child.communicate()
@@ -44,13 +84,7 @@ def page_texts(raw: bytes, seconds: float, max_chars: int,
         except BaseException:  # stopped before it began, or interrupted: no child is left
             child.kill()
             raise
-    if control is not None and control.stopped:  # killed because its client left
-        raise Stopped(control.reason or "stopped")
-    if child.returncode != 0:
-        last = err.decode("utf-8", "replace").strip().splitlines()[-1:] or ["killed"]
-        raise refuse(last[0][:300])
-    texts: list[str] = json.loads(out)
-    return texts
+    return out, err, child.returncode
 
 
 def _main(max_chars: int, cpu_seconds: int) -> None:

@@ -38,6 +38,7 @@ import gzip
 import io
 import json
 import tarfile
+import threading
 import zipfile
 import zlib
 from collections.abc import Callable
@@ -79,7 +80,10 @@ class UploadBounds:
     columns: int = 4096
     cells: int = 10_000_000
     pdf_seconds: float = 60.0
-    """Longest a PDF's text extraction may take (a process of its own, killed then)."""
+    """Longest a PDF's text extraction may take (a process of its own, killed then), its wait
+    for a slot included."""
+    pdf_slots: threading.Semaphore | None = None
+    """The engine's PDF extractions at once (`pdf_workers`); None: no bound."""
     note: Callable[[str], str] = _config_note
 
     def refuse(self, what: str, key: str) -> FileProcessingError:
@@ -311,7 +315,8 @@ def _read_pdf(raw: bytes, name: str, max_bytes: int, bounds: UploadBounds) -> Pa
             return bounds.refuse(f"{line[0].upper()}{line[1:]}", "pdf_timeout")
         return FileProcessingError(line)
 
-    pages = page_texts(raw, bounds.pdf_seconds, bounds.decoded, refuse)
+    pages = page_texts(raw, bounds.pdf_seconds, bounds.decoded, refuse, bounds.pdf_slots,
+                       bounds.note("pdf_workers"))
     return {MAIN_PAGE: _text_rows(chr(12).join(pages), name, "pdf")}  # pages joined by \f
 
 
