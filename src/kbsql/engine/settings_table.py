@@ -128,9 +128,10 @@ def _text(value: Any) -> str:
 
 
 def _half_the_cores() -> int:
-    """Half the machine's cores (at least 1): the served SQL engine's threads. A statement
-    given every core leaves none for the next user's `SELECT 1` (bench_isolation: two heavy
-    statements and DuckDB's shared workers kept both cores busy)."""
+    """Half the machine's cores (at least 1): the served SQL engine's threads, and the PDF
+    extractions at once (each a process at a core). Work given every core leaves none for the
+    next user's `SELECT 1` (bench_isolation: two heavy statements and DuckDB's shared workers
+    kept both cores busy)."""
     return max(1, (os.cpu_count() or 2) // 2)
 
 

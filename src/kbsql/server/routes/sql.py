@@ -13,7 +13,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from kbsql.interface.control import Control
-from kbsql.interface.errors import InvalidParameter, MissingParameter
+from kbsql.interface.errors import InvalidParameter, MissingParameter, ServiceError
 from kbsql.interface.jsonable import dumps
 from kbsql.interface.parametrize import parametrize_constants
 from kbsql.interface.results import ErrorResult, default_context
@@ -116,6 +116,8 @@ async def parametrize(request: Request) -> Response:
     try:
         answer = await lanes_of(request).sql.run(  # parsing is the SQL lane's work, with its fair share
             parametrize_constants, text, owner=owner_key(request.scope["headers"]))
+    except ServiceError:  # the lane's own answer (503 Busy: full, or this owner's share taken)
+        raise
     except Exception as exc:  # the parser's own error: the client's text
         first = (str(exc).splitlines() or [type(exc).__name__])[0]
         raise InvalidParameter(f"The query does not parse: {first}") from None
