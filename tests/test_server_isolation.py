@@ -107,44 +107,6 @@ def test_a_heavy_statement_never_delays_another_clients_select(server: ServerPro
     assert len(message.splitlines()) == 1 and 3 < heavy["seconds"] < 15
 
 
-GC_PAUSES = """
-import gc, json, time
-from kbsql.server.gc_pauses import keep_pauses_short
-
-def full():
-    start = time.perf_counter()
-    gc.collect()
-    return (time.perf_counter() - start) * 1000
-
-keep_pauses_short()  # as `kbsql serve` does before serving
-gc.disable()  # no automatic collection while it is built: the first full one below walks it all
-state = [[i] for i in range(2_000_000)]  # long-lived state made after startup (a model's worth)
-gc.enable()
-first, second = full(), full()
-loop = []
-loop.append(loop)  # garbage made after the freeze is still collected
-del loop
-print(json.dumps({"first": first, "second": second, "cycles": gc.collect(), "frozen": gc.get_freeze_count()}))
-"""
-
-
-def test_a_servers_full_garbage_collections_stay_short() -> None:
-    """A full collection walks every object the process holds, with the interpreter lock held:
-    130,000 of them in a server after its first search stalled every request 50-120 ms, the
-    p99 of bench_isolation. `kbsql serve` freezes its long-lived state, so the next full
-    collection after a slow one walks only what came since (run in a process of its own: a
-    freeze is for the life of the process)."""
-    import subprocess
-    import sys
-
-    run = subprocess.run([sys.executable, "-c", GC_PAUSES], capture_output=True, text=True, timeout=120)
-    assert run.returncode == 0, run.stderr
-    got = json.loads(run.stdout)
-    assert got["first"] > 20 and got["frozen"] >= 2_000_000, got  # 2M lists: a slow full collection
-    assert got["second"] < got["first"] / 5, got  # then short: the survivors were frozen
-    assert got["cycles"] >= 1, got  # new garbage cycles are still freed
-
-
 def test_a_request_may_ask_for_less_time_never_more(server: ServerProcess) -> None:
     start = time.monotonic()
     answer = sql(server.url, HEAVY, timeout=1)

@@ -32,7 +32,6 @@ from kbsql.server.app import build_app
 from kbsql.server.auth import AuthSettings
 from kbsql.server.door_bounds import DoorBounds, Pending, Unread
 from kbsql.server.flood import FloodBrake, start_accepting
-from kbsql.server.gc_pauses import keep_pauses_short
 from kbsql.server.guard import is_loopback_host
 from kbsql.server.lanes import Lanes
 from kbsql.server.limits import Limits, head_timeout_protocol
@@ -209,7 +208,6 @@ def serve(open_backend: OpenBackend, host: str = "127.0.0.1", port: int = 47334,
         server.mysql = MysqlDoor(backend.api, mysql_sock, auth=auth, limits=limits, throttle=throttle,
                                  lanes=app.state.lanes, bounds=bounds)
         doors += f" and mysql://{shown}:{mysql_sock.getsockname()[1]}"
-    keep_pauses_short()  # what startup made is frozen: full collections stay short
     print(f"kbsql serving on {doors} ({backend.where})", flush=True)
     try:
         server.run(sockets=[sock])
