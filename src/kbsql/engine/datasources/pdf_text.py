@@ -39,6 +39,10 @@ EXTRACTION_NICE = 10
 3.7 KB file at the default 60 s) takes a core, and the server's own requests come first."""
 CPU_FLOOR_S = 2
 """CPU-seconds any PDF may take, however small (starting the child takes ~0.3)."""
+RUN_AT_LEAST_S = 1.0
+"""A PDF waits for a slot until this much of its deadline is left (at most half of it), then
+answers 503 Busy: started with less, the extraction (~0.3 s to start) would be refused by the
+deadline after a fraction of a second, naming the wrong cause."""
 CPU_KILLED = (-signal.SIGXCPU, -signal.SIGKILL)
 """Exit codes of a child stopped by RLIMIT_CPU (its soft limit, then its hard one)."""
 
@@ -55,13 +59,13 @@ def page_texts(raw: bytes, seconds: float, max_chars: int, refuse: Callable[[str
     cannot be read, is over `max_chars` of text, takes more than `seconds`, or more than
     `cpu_seconds` of CPU (None: as many as `seconds`; the line then starts "CPU"). `slots`:
     the extractions that may run at once (each child takes a core), shared fairly between
-    owners; the wait for one counts toward `seconds`, and one not had by then is a `Busy`
-    naming `slots_note`."""
+    owners; the wait for one counts toward `seconds`, and one not had while `RUN_AT_LEAST_S`
+    of them are left is a `Busy` naming `slots_note`."""
     control = current_control()
     owner = control.owner if control is not None else None
     start = time.monotonic()
     stopped = (lambda: control.stopped) if control is not None else (lambda: False)
-    if slots is not None and not slots.acquire(owner, seconds, stopped):
+    if slots is not None and not slots.acquire(owner, seconds - min(RUN_AT_LEAST_S, seconds / 2), stopped):
         if control is not None and control.stopped:
             raise Stopped(control.reason or "stopped")
         raise Busy(f"The server is reading as many PDFs as it may at once ({slots_note}); try "

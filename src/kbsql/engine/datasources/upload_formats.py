@@ -21,8 +21,10 @@ Every file is read under bounds (`UploadBounds`, settings `max_upload_decoded_mb
 `max_upload_columns`, `max_upload_cells`): what an archive, a workbook's XML, its cell
 values or a PDF's text decode to, and the columns and cells of a table, each checked before
 the work it would cost is done (a 3.5 KB workbook of one 1 MB string in 150 cells, or 85 KB
-of zipped CSV, would otherwise take hundreds of MB). A refusal is one line naming the bound
-and where to raise it.
+of zipped CSV, would otherwise take hundreds of MB). A PDF's text is extracted under a
+deadline (`pdf_timeout`) and a CPU budget proportional to the file (`pdf_cpu_per_mb`), a few
+at once (`pdf_workers`, shared fairly between users): datasources/pdf_text.py. A refusal is
+one line naming the bound and where to raise it.
 
 Column names lose surrounding spaces and tabs and must then be unique and non-empty.
 Anything else (xls, an archive holding more than one file, a file that does not parse) is
