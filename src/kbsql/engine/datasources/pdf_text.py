@@ -57,7 +57,7 @@ def page_texts(raw: bytes, seconds: float, max_chars: int, refuse: Callable[[str
                cpu_seconds: int | None = None) -> list[str]:
     """The text of each page of `raw`; `refuse(line)` makes the error for a PDF that
     cannot be read, is over `max_chars` of text, takes more than `seconds`, or more than
-    `cpu_seconds` of CPU (None: as many as `seconds`; the line then starts "CPU"). `slots`:
+    `cpu_seconds` of CPU (its line starts "CPU: "; None: no bound but the deadline's). `slots`:
     the extractions that may run at once (each child takes a core), shared fairly between
     owners; the wait for one counts toward `seconds`, and one not had while `RUN_AT_LEAST_S`
     of them are left is a `Busy` naming `slots_note`."""
