@@ -63,9 +63,12 @@ def gzipped_zeros(mb: int) -> bytes:
     return out.getvalue()
 
 
-def shared_stream_pdf(pages: int = 12, operators: int = 90_000) -> bytes:
+def shared_stream_pdf(pages: int = 12, operators: int = 90_000, padding: int = 0) -> bytes:
     """A few KB of PDF: `pages` pages sharing one compressed content stream of `operators`
-    text operators (the finding: ~2 CPU-s a page, going on after the client left)."""
+    text operators (the finding: ~2 CPU-s a page, going on after the client left).
+    `padding`: bytes of random data in an object no page uses, so the file is that much
+    larger (its CPU budget, `--pdf-cpu-per-mb`, grows with it) but parses as long."""
+    import os
     import zlib
 
     stream = zlib.compress(b"BT /F1 1 Tf " + b"(a) Tj " * operators + b"ET", 9)
@@ -76,4 +79,6 @@ def shared_stream_pdf(pages: int = 12, operators: int = 90_000) -> bytes:
                + b"\nendstream"]
     objects += [b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 3 0 R /Resources "
                 b"<< /Font << /F1 << /Type /Font /Subtype /Type1 /BaseFont /Helvetica >> >> >> >>"] * pages
+    if padding:
+        objects.append(f"<< /Length {padding} >>\nstream\n".encode() + os.urandom(padding) + b"\nendstream")
     return pdf_file(objects)

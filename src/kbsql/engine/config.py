@@ -101,6 +101,9 @@ class EngineConfig:
     pdf_workers: int = 1
     """PDF text extractions at once (each a process taking a core); the table's default is
     half the cores."""
+    pdf_cpu_per_mb: float = 60.0
+    """CPU-seconds a PDF's text extraction may take per MB of the file, at least 2
+    (datasources/pdf_text.py cpu_budget)."""
     llm_log_rows: int = 500
     """Language-model calls kept for `log.llm_log` (engine/models/llm_log.py); 0: none."""
     agent_max_iterations: int = 12

@@ -31,6 +31,7 @@ from kbsql._version import __version__
 from kbsql.engine import outbound, validate
 from kbsql.engine.catalog import Catalog, KbRecord
 from kbsql.engine.config import EngineConfig
+from kbsql.engine.fair_slots import FairSlots
 from kbsql.engine.knowledge.storage import StorageBackend
 from kbsql.engine.models.model_context import ProviderContext
 from kbsql.engine.models.model_http import ModelHttp
@@ -134,7 +135,7 @@ class Engine(FileTables, UploadedFiles, Databases, Views, KnowledgeBaseEditing, 
         self._wiring = threading.Lock()
         self._closed = threading.Event()
         # uploaded PDFs read at once, each in a process taking a core (datasources/pdf_text.py)
-        self._pdf_slots = threading.BoundedSemaphore(max(1, self.config.pdf_workers))
+        self._pdf_slots = FairSlots(self.config.pdf_workers)  # shared fairly between users
         # jobs (CREATE JOB) run in this process's own thread (a notebook kernel's, `kbsql
         # serve`'s), made only once there is a job to run (engine/jobs/)
         self._jobs: JobScheduler | None = None
@@ -450,7 +451,8 @@ class Engine(FileTables, UploadedFiles, Databases, Views, KnowledgeBaseEditing, 
 
         config = self.config
         bounds = UploadBounds(config.max_upload_decoded_mb * 2**20, config.max_upload_columns,
-                              config.max_upload_cells, config.pdf_timeout, self._pdf_slots, config.note)
+                              config.max_upload_cells, config.pdf_timeout, self._pdf_slots,
+                              config.pdf_cpu_per_mb, config.note)
         pages = read_pages(raw, filename, max_table_bytes or MAX_UPLOADED_TABLE_BYTES, bounds)
         record = self.uploads.save(name, pages, source_file or filename)
         self.sql.plans.clear()

@@ -183,8 +183,12 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("pdf_timeout", float, 60.0, "seconds an uploaded PDF's text extraction may take, in "
             "a process of its own killed then (400 beyond)", "--pdf-timeout", metavar="SECONDS"),
     Setting("pdf_workers", int, _half_the_cores(), "uploaded PDFs whose text is extracted at once "
-            "(each a process taking a core); more wait within their --pdf-timeout, then 503",
+            "(each a process taking a core), shared fairly between users; more wait within their "
+            "--pdf-timeout, then 503",
             "--pdf-workers", metavar="N", shown="half the cores (at least 1)"),
+    Setting("pdf_cpu_per_mb", float, 60.0, "CPU-seconds an uploaded PDF's text extraction may take "
+            "per MB of the file, at least 2 (a few KB of costly pages parsed for 35 CPU-s); 400 "
+            "beyond", "--pdf-cpu-per-mb", metavar="SECONDS"),
     Setting("background_inserts", int, 2, "INSERT ... SELECT ... USING batch_size statements "
             "running at once in the background; more wait their turn", "--background-inserts",
             metavar="N"),

@@ -21,8 +21,10 @@ Every file is read under bounds (`UploadBounds`, settings `max_upload_decoded_mb
 `max_upload_columns`, `max_upload_cells`): what an archive, a workbook's XML, its cell
 values or a PDF's text decode to, and the columns and cells of a table, each checked before
 the work it would cost is done (a 3.5 KB workbook of one 1 MB string in 150 cells, or 85 KB
-of zipped CSV, would otherwise take hundreds of MB). A refusal is one line naming the bound
-and where to raise it.
+of zipped CSV, would otherwise take hundreds of MB). A PDF's text is extracted under a
+deadline (`pdf_timeout`) and a CPU budget proportional to the file (`pdf_cpu_per_mb`), a few
+at once (`pdf_workers`, shared fairly between users): datasources/pdf_text.py. A refusal is
+one line naming the bound and where to raise it.
 
 Column names lose surrounding spaces and tabs and must then be unique and non-empty.
 Anything else (xls, an archive holding more than one file, a file that does not parse) is
@@ -38,7 +40,6 @@ import gzip
 import io
 import json
 import tarfile
-import threading
 import zipfile
 import zlib
 from collections.abc import Callable
@@ -46,6 +47,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
+from kbsql.engine.fair_slots import FairSlots
 from kbsql.interface.errors import BadRequest
 from kbsql.interface.frames import MAX_UPLOADED_TABLE_BYTES, read_parquet_bounded
 
@@ -82,8 +84,11 @@ class UploadBounds:
     pdf_seconds: float = 60.0
     """Longest a PDF's text extraction may take (a process of its own, killed then), its wait
     for a slot included."""
-    pdf_slots: threading.Semaphore | None = None
-    """The engine's PDF extractions at once (`pdf_workers`); None: no bound."""
+    pdf_slots: FairSlots | None = None
+    """The engine's PDF extractions at once (`pdf_workers`), shared fairly between owners;
+    None: no bound."""
+    pdf_cpu_per_mb: float = 60.0
+    """CPU-seconds a PDF's text extraction may take per MB of the file (pdf_text.cpu_budget)."""
     note: Callable[[str], str] = _config_note
 
     def refuse(self, what: str, key: str) -> FileProcessingError:
@@ -306,17 +311,20 @@ def _read_txt(raw: bytes, name: str, max_bytes: int, bounds: UploadBounds) -> Pa
 
 
 def _read_pdf(raw: bytes, name: str, max_bytes: int, bounds: UploadBounds) -> Pages:
-    from kbsql.engine.datasources.pdf_text import page_texts
+    from kbsql.engine.datasources.pdf_text import CPU_FLOOR_S, cpu_budget, page_texts
 
     def refuse(line: str) -> FileProcessingError:
         if line.startswith("TOO_LONG"):
             return bounds.refuse_decoded("The PDF's text is")
         if line.startswith("reading the PDF took"):
             return bounds.refuse(f"{line[0].upper()}{line[1:]}", "pdf_timeout")
+        if line.startswith("CPU: "):
+            return bounds.refuse(f"{line[5].upper()}{line[6:]} ({bounds.pdf_cpu_per_mb:g} per MB of "
+                                 f"the file, at least {CPU_FLOOR_S})", "pdf_cpu_per_mb")
         return FileProcessingError(line)
 
     pages = page_texts(raw, bounds.pdf_seconds, bounds.decoded, refuse, bounds.pdf_slots,
-                       bounds.note("pdf_workers"))
+                       bounds.note("pdf_workers"), cpu_budget(len(raw), bounds.pdf_cpu_per_mb))
     return {MAIN_PAGE: _text_rows(chr(12).join(pages), name, "pdf")}  # pages joined by \f
 
 

@@ -1,0 +1,85 @@
+"""A few slots shared fairly between owners, for work that blocks a thread while it waits.
+
+Why: at most `--pdf-workers` PDF extractions run at once (each a process taking a core), and
+a plain semaphore hands a freed slot to whichever waiter the OS wakes: one token sending PDFs
+without pause kept another token's one PDF waiting until its deadline (503). Here a freed
+slot goes to a waiting owner holding the fewest slots, among those to the owner served
+longest ago (round robin), and within one owner to its oldest call: an owner holding slots
+waits while another owner waits with fewer, and a lone owner may still use every slot.
+
+The owner is the lanes' (`interface.control.Control.owner`: a digest of the credential the
+request presented, the same on both doors); None (an embedded engine, a server without
+authentication) is one owner like any other. The server's lanes (server/lanes.py) follow the
+same rule of half the slots per owner on the event loop, without a thread; this is the
+engine's form, waited for in the worker thread that runs the upload.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections.abc import Callable
+
+POLL_S = 0.2
+"""How often a waiter looks whether its work was stopped meanwhile (its client left)."""
+REMEMBERED = 256
+"""Owners whose last turn is kept beyond those holding or waiting (login sessions come and go)."""
+
+
+class FairSlots:
+    """`size` slots; `acquire(owner, seconds)` waits for one in the order the docstring says."""
+
+    def __init__(self, size: int):
+        self.size = max(1, size)
+        self.busy = 0
+        self._held: dict[str | None, int] = {}
+        self._waiting: list[list[str | None]] = []  # one ticket per waiting call, oldest first
+        self._last: dict[str | None, int] = {}  # owner -> when it last got a slot
+        self._turns = itertools.count()
+        self._changed = threading.Condition()
+
+    def acquire(self, owner: str | None, seconds: float,
+                stopped: Callable[[], bool] = lambda: False) -> bool:
+        """Take a slot for `owner` within `seconds`; False when none came in time or
+        `stopped()` turned true meanwhile (the caller tells the two apart)."""
+        deadline = time.monotonic() + seconds
+        ticket = [owner]
+        with self._changed:
+            self._waiting.append(ticket)
+            try:
+                while self._next() is not ticket:
+                    left = deadline - time.monotonic()
+                    if left <= 0 or stopped():
+                        return False
+                    self._changed.wait(min(POLL_S, left))
+                self.busy += 1
+                self._held[owner] = self._held.get(owner, 0) + 1
+                self._last[owner] = next(self._turns)
+                if len(self._last) > REMEMBERED:
+                    active = set(self._held) | {t[0] for t in self._waiting}
+                    self._last = {o: n for o, n in self._last.items() if o in active}
+                return True
+            finally:
+                self._waiting.remove(ticket)
+                self._changed.notify_all()  # the next in line may be another call now
+
+    def release(self, owner: str | None) -> None:
+        with self._changed:
+            self.busy -= 1
+            left = self._held.get(owner, 1) - 1
+            if left > 0:
+                self._held[owner] = left
+            else:
+                self._held.pop(owner, None)
+            self._changed.notify_all()
+
+    def held(self, owner: str | None) -> int:
+        with self._changed:
+            return self._held.get(owner, 0)
+
+    def _next(self) -> list[str | None] | None:
+        """The waiting call a free slot goes to (None: no slot is free); lock held."""
+        if self.busy >= self.size or not self._waiting:
+            return None
+        return min(self._waiting, key=lambda t: (self._held.get(t[0], 0), self._last.get(t[0], -1)))
