@@ -35,8 +35,12 @@ from kbsql.interface.errors import Busy
 
 CHILD_MEMORY = 1 << 30  # address space of the child beyond which allocation fails
 EXTRACTION_NICE = 10
-"""The child's CPU priority, lowered: a PDF that parses for its whole deadline (35 CPU-s for a
-3.7 KB file at the default 60 s) takes a core, and the server's own requests come first."""
+"""The child's CPU priority once it has used `DEMOTE_AFTER_S` of CPU, lowered: a PDF that parses
+for its whole budget takes a core, and the server's own requests come first then."""
+DEMOTE_AFTER_S = 1.0
+"""CPU-seconds a child runs at the server's priority. An ordinary PDF is read in less (~0.3-0.6
+CPU-s for tens of pages): niced from its start, it got ~7% of a core on a busy 2-core machine
+and was refused by the deadline (a 2-page PDF took over 6 s) while nothing else was wrong."""
 CPU_FLOOR_S = 2
 """CPU-seconds any PDF may take, however small (starting the child takes ~0.3)."""
 RUN_AT_LEAST_S = 1.0
@@ -111,7 +115,8 @@ def _main(max_chars: int, cpu_seconds: int) -> None:
     import io
     import resource
 
-    os.nice(EXTRACTION_NICE)
+    signal.signal(signal.SIGPROF, lambda *_: os.nice(EXTRACTION_NICE))
+    signal.setitimer(signal.ITIMER_PROF, DEMOTE_AFTER_S)  # counts this process's CPU time
     resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 1))
     resource.setrlimit(resource.RLIMIT_AS, (CHILD_MEMORY, CHILD_MEMORY))
     try:
