@@ -47,3 +47,39 @@ def test_catalog_routes_run_on_the_apps_catalog_lane(tmp_path: Path) -> None:
         mine.close()
         other.close()
         engine.close()
+
+
+def test_a_freed_slot_goes_to_the_user_waiting_with_fewest_not_back_to_the_flood() -> None:
+    """`--sql-workers 2` (one slot a user): A and B each run a statement, A queues three more,
+    then C queues one. A's slot, once free, goes to C, who has none and was never served, not
+    to A's calls queued first (first in, first out made C wait behind A's whole flood)."""
+    import asyncio
+
+    async def scenario() -> list[str]:
+        lane = Lane("sql-fair", 2, SQL_WAIT_S)
+        order: list[str] = []
+        release: dict[str, asyncio.Event] = {}
+
+        async def statement(owner: str, name: str) -> None:
+            async with lane.slot(owner):
+                order.append(name)
+                release[name] = asyncio.Event()
+                await release[name].wait()
+
+        tasks = [asyncio.create_task(statement("A", "a1")), asyncio.create_task(statement("B", "b1"))]
+        await asyncio.sleep(0)
+        for name in ("a2", "a3", "a4"):
+            tasks.append(asyncio.create_task(statement("A", name)))
+        await asyncio.sleep(0)
+        tasks.append(asyncio.create_task(statement("C", "c1")))
+        await asyncio.sleep(0)
+        for done in ("a1", "b1", "c1", "a2", "a3", "a4"):  # each ends once it has started
+            while done not in release:
+                await asyncio.sleep(0.01)
+            release[done].set()
+        await asyncio.wait_for(asyncio.gather(*tasks), 10)
+        lane.close()
+        return order
+
+    order = asyncio.run(scenario())
+    assert order.index("c1") < order.index("a2"), order

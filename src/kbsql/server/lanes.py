@@ -16,7 +16,8 @@ loop (no lock, no task): the `SELECT 1` fast path pays two integer updates.
 Fair share: a call names its owner (`owner_key`: the credential it presented), and one
 owner holds at most `share` slots (half the lane, rounded up): one token running three long
 statements on `--sql-workers 3` used to take the whole lane from every other user. A freed
-slot goes to the longest-waiting call whose owner is under its share.
+slot goes to a waiting call whose owner is under its share: the owner holding fewest, then
+the one served longest ago, then the longest-waiting call (`_wake`).
 
 The lanes belong to the app (`build_app`, `serve`), never to a module: both doors (HTTP and
 the MySQL door) take their catalog, SQL and model workers from the same `Lanes`, and
@@ -29,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import hashlib
+import itertools
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -45,6 +47,8 @@ CATALOG_WORKERS = 8
 SQL_WAIT_S = 30.0  # a statement queues longer than a model call: nothing slow holds it
 MODEL_WAIT_S = 5.0
 CATALOG_WAIT_S = 30.0
+REMEMBERED = 256
+"""Owners whose last turn is kept beyond those holding or waiting (login sessions come and go)."""
 WATCH_AFTER_S = 0.2
 """A call still running after this long gets its client watched: one that goes away stops
 it (`controlled`). Later than 0 so a fast statement (the keep-alive `SELECT 1`) starts no
@@ -65,6 +69,8 @@ class Lane:
         self.held: dict[str, int] = {}
         self.pool = ThreadPoolExecutor(size, thread_name_prefix=f"kbsql-{name}")
         self._waiters: deque[tuple[asyncio.Future[None], str | None]] = deque()
+        self._served: dict[str, int] = {}  # owner -> its last turn (`_wake`)
+        self._turns = itertools.count()
 
     async def run(self, fn: Callable[..., Any], *args: Any, owner: str | None = None) -> Any:
         """`fn(*args)` in this lane's pool once a slot is free (see `slot` and `call`)."""
@@ -87,6 +93,10 @@ class Lane:
         self.busy += 1
         if owner is not None:
             self.held[owner] = self.held.get(owner, 0) + 1
+            self._served[owner] = next(self._turns)
+            if len(self._served) > REMEMBERED:  # owners neither holding nor waiting are forgotten
+                active = set(self.held) | {o for _, o in self._waiters}
+                self._served = {o: n for o, n in self._served.items() if o in active}
 
     async def acquire(self, owner: str | None = None) -> None:
         """Take a slot, waiting up to `wait` seconds (then `Busy`). A stream takes one for
@@ -151,16 +161,27 @@ class Lane:
                     retry_after=max(1, round(self.wait)))
 
     def _wake(self) -> None:
-        """Hand free slots to the longest waiting calls whose owner is under its share
-        (taking each slot for it); a call over its share keeps its place in the queue."""
-        for entry in list(self._waiters):
-            if self.busy >= self.size:
+        """Hand free slots to waiting calls whose owner is under its share (taking each slot
+        for it): first the owner holding fewest slots, then the one served longest ago, then
+        the longest waiting call. A call over its share keeps its place in the queue.
+        Without the middle rule a small lane (`--sql-workers 2`: one slot an owner) went
+        first in, first out: an owner's freed slot went back to its own calls queued before
+        another user's one, so the other user waited behind the whole flood."""
+        while self.busy < self.size:
+            best: tuple[int, int] | None = None
+            chosen = None
+            for entry in self._waiters:
+                owner = entry[1]
+                if not self._may_take(owner):
+                    continue
+                key = (self.held.get(owner, 0), self._served.get(owner, -1)) if owner else (0, -1)
+                if best is None or key < best:
+                    best, chosen = key, entry
+            if chosen is None:
                 return
-            waiter, owner = entry
-            if self._may_take(owner):
-                self._waiters.remove(entry)
-                self._take(owner)
-                waiter.set_result(None)
+            self._waiters.remove(chosen)
+            self._take(chosen[1])
+            chosen[0].set_result(None)
 
     def close(self) -> None:
         self.pool.shutdown(wait=False, cancel_futures=True)
