@@ -32,6 +32,7 @@ from kbsql.server.app import build_app
 from kbsql.server.auth import AuthSettings
 from kbsql.server.door_bounds import DoorBounds, Pending, Unread
 from kbsql.server.flood import FloodBrake, start_accepting
+from kbsql.server.gc_pauses import ImportFreezer
 from kbsql.server.guard import is_loopback_host
 from kbsql.server.lanes import Lanes
 from kbsql.server.limits import Limits, head_timeout_protocol
@@ -75,7 +76,9 @@ class _Server(uvicorn.Server):
 
     mysql: MysqlDoor | None = None
     brake: FloodBrake | None = None
+    lanes: Lanes | None = None
     _acceptors: tuple[asyncio.Task[None], ...] = ()
+    _freezer: asyncio.Task[None] | None = None
 
     stopped_by: str | None = None
 
@@ -84,7 +87,15 @@ class _Server(uvicorn.Server):
         self._captured_signals.clear()
         self.stopped_by = self.stopped_by or signal.Signals(sig).name
 
+    def quiet(self) -> bool:
+        """No connection open on either door and no lane running a call (gc_pauses.py)."""
+        lanes = self.lanes
+        return (not self.server_state.connections
+                and (self.mysql is None or not self.mysql.connections)
+                and (lanes is None or not (lanes.sql.busy or lanes.model.busy or lanes.catalog.busy)))
+
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        self._freezer = asyncio.create_task(ImportFreezer(self.quiet).watch())
         if self.mysql is not None:
             await self.mysql.start()
         if self.brake is None or not sockets:
@@ -109,6 +120,8 @@ class _Server(uvicorn.Server):
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         for task in self._acceptors:  # stop accepting first
             task.cancel()
+        if self._freezer is not None:
+            self._freezer.cancel()
         if self.mysql is None:
             await super().shutdown(sockets)
             return
@@ -200,6 +213,7 @@ def serve(open_backend: OpenBackend, host: str = "127.0.0.1", port: int = 47334,
     collapse = log_collapse.install()  # after uvicorn's logging setup: its handlers too
     server = _Server(config)
     server.brake = brake
+    server.lanes = app.state.lanes
     shown = f"[{host}]" if ":" in host else host  # an IPv6 address needs brackets in a URL
     doors = f"http://{shown}:{bound_port}"
     if mysql_sock is not None:
