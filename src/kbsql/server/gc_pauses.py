@@ -11,9 +11,12 @@ classes and tables live as long as the process, like what startup imported.
 Freezing (`gc.freeze`) takes every object alive at that moment out of later collections, so
 one alive then that later becomes garbage in a reference cycle is never freed: a freeze while
 a client held an unread answer kept that answer for good (stop 38). So a freeze happens only
-when new modules were imported since the last one and the server is quiet: no connection open
-on either door and no lane running a call. Then only the server's own long-lived state is
-alive. A busy server that never has such a moment keeps collecting as before.
+when new modules were imported since the last one and the server is quiet (`_Server.quiet`):
+no HTTP request in flight, no unread answer, no MySQL connection, no lane running a call.
+Then only the server's own long-lived state is alive, and the small objects of idle HTTP
+keep-alive connections (if one of those later ends in a reference cycle, a few KB stay). It
+happens a handful of times in a server's life (the first statement, the first search, the
+first upload of a kind...); a server that never has such a moment collects as before.
 """
 
 from __future__ import annotations
