@@ -353,7 +353,7 @@ def test_a_user_sending_pdfs_without_pause_leaves_another_user_a_turn(
     deadline = time.monotonic() + 5
     while not child_processes(server) and time.monotonic() < deadline:
         time.sleep(0.02)
-    time.sleep(0.2)  # the token's other five are queued by now
+    time.sleep(0.2)  # the token's other fifteen are queued by now
     start = time.monotonic()
     send("bea", session, "bea_pdf", manual(2))
     for thread in flood:
@@ -366,4 +366,3 @@ def test_a_user_sending_pdfs_without_pause_leaves_another_user_a_turn(
     assert all(a.status_code == 200 or (a.status_code == 503 and "--pdf-workers" in a.text)
                or (a.status_code == 400 and "--pdf-timeout" in a.text) for a in theirs), \
         [a.text for a in theirs]
-    assert any(a.status_code != 200 for a in theirs)  # the token's excess waited, then was refused

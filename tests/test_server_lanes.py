@@ -83,3 +83,44 @@ def test_a_freed_slot_goes_to_the_user_waiting_with_fewest_not_back_to_the_flood
 
     order = asyncio.run(scenario())
     assert order.index("c1") < order.index("a2"), order
+
+
+def test_calls_naming_no_owner_do_not_jump_ahead_of_a_named_one() -> None:
+    """Some calls name no owner (an upload's raw body, a knowledge base's rows): they count as
+    one owner in the order: B, queued before five of them while A and C run, gets the second
+    slot freed (the unnamed calls, never served, the first), not a slot after all five."""
+    import asyncio
+
+    async def scenario() -> list[str]:
+        lane = Lane("sql-unnamed", 2, SQL_WAIT_S)
+        order: list[str] = []
+        release: dict[str, asyncio.Event] = {}
+
+        async def call(owner: str | None, name: str) -> None:
+            async with lane.slot(owner):
+                order.append(name)
+                release[name] = asyncio.Event()
+                await release[name].wait()
+
+        tasks = [asyncio.create_task(call("B", "b0"))]
+        await asyncio.sleep(0)
+        release["b0"].set()  # B has been served once
+        await asyncio.gather(*tasks)
+        tasks = [asyncio.create_task(call("A", "a1")), asyncio.create_task(call("C", "c1"))]
+        await asyncio.sleep(0)  # both slots taken
+        tasks.append(asyncio.create_task(call("B", "b1")))
+        await asyncio.sleep(0)
+        for n in range(5):
+            tasks.append(asyncio.create_task(call(None, f"n{n}")))
+        await asyncio.sleep(0)
+        while len(order) < 9 or not all(e.is_set() for e in release.values()):  # end each in start order
+            started = [name for name in order if not release[name].is_set()]
+            if started:
+                release[started[0]].set()
+            await asyncio.sleep(0.01)
+        await asyncio.wait_for(asyncio.gather(*tasks), 10)
+        lane.close()
+        return order
+
+    order = asyncio.run(scenario())
+    assert order.index("b1") <= order.index("n1"), order

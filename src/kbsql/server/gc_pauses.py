@@ -14,7 +14,9 @@ a client held an unread answer kept that answer for good (stop 38). So a freeze 
 when new modules were imported since the last one and the server is quiet (`_Server.quiet`):
 no HTTP request in flight, no unread answer, no MySQL connection, no lane running a call.
 Then only the server's own long-lived state is alive, and the small objects of idle HTTP
-keep-alive connections (if one of those later ends in a reference cycle, a few KB stay). It
+keep-alive connections (if one of those later ends in a reference cycle, a few KB stay).
+Work outside the lanes is not seen: a background insert or a job running then has its objects
+frozen too (none was found in a reference cycle; one that is would stay). It
 happens a handful of times in a server's life (the first statement, the first search, the
 first upload of a kind...); a server that never has such a moment collects as before.
 """
@@ -56,4 +58,7 @@ class ImportFreezer:
         """`check` every CHECK_S seconds until cancelled (the server's shutdown)."""
         while True:
             await asyncio.sleep(CHECK_S)
-            self.check()
+            try:
+                self.check()
+            except Exception:  # never the end of the watch: the next quiet moment tries again
+                log.exception("freezing what new imports made failed")

@@ -66,10 +66,10 @@ class Lane:
         self.busy = 0
         self.share = owner_share(size)
         """Slots one owner may hold at once (see the module docstring)."""
-        self.held: dict[str, int] = {}
+        self.held: dict[str | None, int] = {}  # None: the calls that name no owner (no share)
         self.pool = ThreadPoolExecutor(size, thread_name_prefix=f"kbsql-{name}")
         self._waiters: deque[tuple[asyncio.Future[None], str | None]] = deque()
-        self._served: dict[str, int] = {}  # owner -> its last turn (`_wake`)
+        self._served: dict[str | None, int] = {}  # owner -> its last turn (`_wake`)
         self._turns = itertools.count()
 
     async def run(self, fn: Callable[..., Any], *args: Any, owner: str | None = None) -> Any:
@@ -91,12 +91,11 @@ class Lane:
 
     def _take(self, owner: str | None) -> None:
         self.busy += 1
-        if owner is not None:
-            self.held[owner] = self.held.get(owner, 0) + 1
-            self._served[owner] = next(self._turns)
-            if len(self._served) > REMEMBERED:  # owners neither holding nor waiting are forgotten
-                active = set(self.held) | {o for _, o in self._waiters}
-                self._served = {o: n for o, n in self._served.items() if o in active}
+        self.held[owner] = self.held.get(owner, 0) + 1
+        self._served[owner] = next(self._turns)
+        if len(self._served) > REMEMBERED:  # owners neither holding nor waiting are forgotten
+            active = set(self.held) | {o for _, o in self._waiters}
+            self._served = {o: n for o, n in self._served.items() if o in active}
 
     async def acquire(self, owner: str | None = None) -> None:
         """Take a slot, waiting up to `wait` seconds (then `Busy`). A stream takes one for
@@ -109,12 +108,11 @@ class Lane:
 
     def release(self, owner: str | None = None) -> None:
         self.busy -= 1
-        if owner is not None:
-            left = self.held.get(owner, 1) - 1
-            if left > 0:
-                self.held[owner] = left
-            else:
-                self.held.pop(owner, None)
+        left = self.held.get(owner, 1) - 1
+        if left > 0:
+            self.held[owner] = left
+        else:
+            self.held.pop(owner, None)
         self._wake()
 
     async def call(self, fn: Callable[..., Any], *args: Any) -> Any:
@@ -163,7 +161,8 @@ class Lane:
     def _wake(self) -> None:
         """Hand free slots to waiting calls whose owner is under its share (taking each slot
         for it): first the owner holding fewest slots, then the one served longest ago, then
-        the longest waiting call. A call over its share keeps its place in the queue.
+        the longest waiting call. A call over its share keeps its place in the queue. Calls
+        naming no owner count as one owner in this order (they have no share).
         Without the middle rule a small lane (`--sql-workers 2`: one slot an owner) went
         first in, first out: an owner's freed slot went back to its own calls queued before
         another user's one, so the other user waited behind the whole flood."""
@@ -174,7 +173,7 @@ class Lane:
                 owner = entry[1]
                 if not self._may_take(owner):
                     continue
-                key = (self.held.get(owner, 0), self._served.get(owner, -1)) if owner else (0, -1)
+                key = (self.held.get(owner, 0), self._served.get(owner, -1))  # None: one owner too
                 if best is None or key < best:
                     best, chosen = key, entry
             if chosen is None:

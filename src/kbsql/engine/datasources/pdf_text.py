@@ -118,6 +118,7 @@ def _main(max_chars: int, cpu_seconds: int) -> None:
     signal.signal(signal.SIGPROF, lambda *_: os.nice(EXTRACTION_NICE))
     signal.setitimer(signal.ITIMER_PROF, DEMOTE_AFTER_S)  # counts this process's CPU time
     resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 1))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # SIGXCPU would dump a core of the child
     resource.setrlimit(resource.RLIMIT_AS, (CHILD_MEMORY, CHILD_MEMORY))
     try:
         from pypdf import PdfReader
