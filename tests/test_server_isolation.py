@@ -689,31 +689,3 @@ def test_the_served_engine_leaves_its_imports_out_of_full_collections() -> None:
     assert frozen > 40_000 and walked < frozen / 2, (frozen, walked)
     assert collected >= 1
 
-
-def test_new_imports_are_frozen_only_when_the_server_is_quiet() -> None:
-    """After startup the first statements import DuckDB, Arrow, pandas...: `kbsql serve` freezes
-    what they made (out of every later full collection) at a moment with no connection open and
-    no call running, never while a client's objects are alive; nothing new, no freeze."""
-    import gc
-    import importlib
-
-    from kbsql.server.gc_pauses import ImportFreezer
-
-    quiet = [False]
-    freezer = ImportFreezer(lambda: quiet[0])
-    assert not freezer.check()  # nothing imported since
-    fresh = next(name for name in ("xml.dom.minidom", "email.mime.text", "wave", "tabnanny")
-                 if name not in sys.modules)
-    importlib.import_module(fresh)
-    frozen = gc.get_freeze_count()
-    try:
-        assert not freezer.check() and gc.get_freeze_count() == frozen  # a client's work is alive
-        quiet[0] = True
-        assert freezer.check() and gc.get_freeze_count() > frozen
-        assert not freezer.check()  # once per batch of imports
-        cycle: list[object] = []
-        cycle.append(cycle)
-        del cycle
-        assert gc.collect() >= 1  # what comes after is collected as before
-    finally:
-        gc.unfreeze()  # this test process is not a server

@@ -32,7 +32,6 @@ from kbsql.server.app import build_app
 from kbsql.server.auth import AuthSettings
 from kbsql.server.door_bounds import DoorBounds, Pending, Unread
 from kbsql.server.flood import FloodBrake, start_accepting
-from kbsql.server.gc_pauses import ImportFreezer
 from kbsql.server.guard import is_loopback_host
 from kbsql.server.lanes import Lanes
 from kbsql.server.limits import Limits, head_timeout_protocol
@@ -84,10 +83,7 @@ class _Server(uvicorn.Server):
 
     mysql: MysqlDoor | None = None
     brake: FloodBrake | None = None
-    lanes: Lanes | None = None
-    unread: Unread | None = None
     _acceptors: tuple[asyncio.Task[None], ...] = ()
-    _freezer: asyncio.Task[None] | None = None
 
     stopped_by: str | None = None
 
@@ -96,18 +92,7 @@ class _Server(uvicorn.Server):
         self._captured_signals.clear()
         self.stopped_by = self.stopped_by or signal.Signals(sig).name
 
-    def quiet(self) -> bool:
-        """Nothing of a client's alive but what an idle HTTP connection holds (gc_pauses.py):
-        no HTTP request in flight, no answer waiting for a client that does not read it, no
-        MySQL connection (an idle one may hold prepared statements and long data), no lane
-        running a call."""
-        lanes = self.lanes
-        return (not self.server_state.tasks and (self.unread is None or not len(self.unread))
-                and (self.mysql is None or not self.mysql.connections)
-                and (lanes is None or not (lanes.sql.busy or lanes.model.busy or lanes.catalog.busy)))
-
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-        self._freezer = asyncio.create_task(ImportFreezer(self.quiet).watch())
         if self.mysql is not None:
             await self.mysql.start()
         if self.brake is None or not sockets:
@@ -132,8 +117,6 @@ class _Server(uvicorn.Server):
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         for task in self._acceptors:  # stop accepting first
             task.cancel()
-        if self._freezer is not None:
-            self._freezer.cancel()
         if self.mysql is None:
             await super().shutdown(sockets)
             return
@@ -212,14 +195,13 @@ def serve(open_backend: OpenBackend, host: str = "127.0.0.1", port: int = 47334,
     app = build_app(backend.api, bind_host=host, allowed_origins=allowed_origins, auth=auth,
                     limits=limits, lanes=lanes, throttle=throttle)
     brake = FloodBrake("HTTP", bounds, pending_cap)
-    unread = Unread(limits.max_unread)
     # X-Forwarded-For is believed only from the proxies named; uvicorn's own default would
     # believe it from loopback (a local user could then pick any client address)
     config = uvicorn.Config(app, log_level=log_level, access_log=False,
                             timeout_graceful_shutdown=max(1, round(shutdown_timeout)),
                             http=head_timeout_protocol(limits.timeout, limits.max_head, limits.max_headers,
                                                        Pending(pending_cap, "HTTP"),
-                                                       unread, brake),
+                                                       Unread(limits.max_unread), brake),
                             backlog=min(2048, pending_cap),
                             h11_max_incomplete_event_size=64 * 1024,
                             proxy_headers=bool(forwarded_allow_ips),
@@ -227,7 +209,6 @@ def serve(open_backend: OpenBackend, host: str = "127.0.0.1", port: int = 47334,
     collapse = log_collapse.install()  # after uvicorn's logging setup: its handlers too
     server = _Server(config)
     server.brake = brake
-    server.lanes, server.unread = app.state.lanes, unread
     shown = f"[{host}]" if ":" in host else host  # an IPv6 address needs brackets in a URL
     doors = f"http://{shown}:{bound_port}"
     if mysql_sock is not None:
