@@ -10,21 +10,20 @@ waits while another owner waits with fewer, and a lone owner may still use every
 The owner is the lanes' (`interface.control.Control.owner`: a digest of the credential the
 request presented, the same on both doors); None (an embedded engine, a server without
 authentication) is one owner like any other. The server's lanes (server/lanes.py) follow the
-same rule of half the slots per owner on the event loop, without a thread; this is the
-engine's form, waited for in the worker thread that runs the upload.
+same rule of half the slots per owner and the same order (`interface.control.Turns`) on the
+event loop, without a thread; this is the engine's form, waited for in the worker thread that runs the upload.
 """
 
 from __future__ import annotations
 
-import itertools
 import threading
 import time
 from collections.abc import Callable
 
+from kbsql.interface.control import Turns
+
 POLL_S = 0.2
 """How often a waiter looks whether its work was stopped meanwhile (its client left)."""
-REMEMBERED = 256
-"""Owners whose last turn is kept beyond those holding or waiting (login sessions come and go)."""
 
 
 class FairSlots:
@@ -33,10 +32,8 @@ class FairSlots:
     def __init__(self, size: int):
         self.size = max(1, size)
         self.busy = 0
-        self._held: dict[str | None, int] = {}
         self._waiting: list[list[str | None]] = []  # one ticket per waiting call, oldest first
-        self._last: dict[str | None, int] = {}  # owner -> when it last got a slot
-        self._turns = itertools.count()
+        self._turns = Turns()
         self._changed = threading.Condition()
 
     def acquire(self, owner: str | None, seconds: float,
@@ -54,11 +51,7 @@ class FairSlots:
                         return False
                     self._changed.wait(min(POLL_S, left))
                 self.busy += 1
-                self._held[owner] = self._held.get(owner, 0) + 1
-                self._last[owner] = next(self._turns)
-                if len(self._last) > REMEMBERED:
-                    active = set(self._held) | {t[0] for t in self._waiting}
-                    self._last = {o: n for o, n in self._last.items() if o in active}
+                self._turns.take(owner, (t[0] for t in self._waiting))
                 return True
             finally:
                 self._waiting.remove(ticket)
@@ -67,19 +60,15 @@ class FairSlots:
     def release(self, owner: str | None) -> None:
         with self._changed:
             self.busy -= 1
-            left = self._held.get(owner, 1) - 1
-            if left > 0:
-                self._held[owner] = left
-            else:
-                self._held.pop(owner, None)
+            self._turns.give_back(owner)
             self._changed.notify_all()
 
     def held(self, owner: str | None) -> int:
         with self._changed:
-            return self._held.get(owner, 0)
+            return self._turns.held.get(owner, 0)
 
     def _next(self) -> list[str | None] | None:
         """The waiting call a free slot goes to (None: no slot is free); lock held."""
         if self.busy >= self.size or not self._waiting:
             return None
-        return min(self._waiting, key=lambda t: (self._held.get(t[0], 0), self._last.get(t[0], -1)))
+        return min(self._waiting, key=lambda t: self._turns.order(t[0]))

@@ -13,9 +13,10 @@ or makes its own for an embedded call. Plain data, a lock and callbacks: no thre
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
@@ -119,6 +120,40 @@ def owner_share(slots: int) -> int:
     """Slots of a pool of `slots` one owner (`Control.owner`) may hold at once: half, rounded
     up, at least one. One rule for the server's lanes and the engine's background inserts."""
     return max(1, -(-slots // 2))
+
+
+class Turns:
+    """Whose waiting call a freed slot goes to: the owner holding fewest slots, then the one
+    served longest ago (ties: the caller's oldest call first). One rule for the server's lanes
+    and the engine's PDF slots; None (no owner named) counts as one owner. The caller keeps
+    its own queue and lock: this is the bookkeeping of who holds what and who came last."""
+
+    REMEMBERED = 256
+    """Owners whose last turn is kept beyond those holding or waiting (login sessions come and go)."""
+
+    def __init__(self) -> None:
+        self.held: dict[str | None, int] = {}
+        self._last: dict[str | None, int] = {}  # owner -> its last turn
+        self._count = itertools.count()
+
+    def take(self, owner: str | None, waiting: Iterable[str | None]) -> None:
+        """`owner` got a slot; `waiting`: the owners of the calls still waiting."""
+        self.held[owner] = self.held.get(owner, 0) + 1
+        self._last[owner] = next(self._count)
+        if len(self._last) > self.REMEMBERED:  # owners neither holding nor waiting are forgotten
+            active = set(self.held) | set(waiting)
+            self._last = {o: n for o, n in self._last.items() if o in active}
+
+    def give_back(self, owner: str | None) -> None:
+        left = self.held.get(owner, 1) - 1
+        if left > 0:
+            self.held[owner] = left
+        else:
+            self.held.pop(owner, None)
+
+    def order(self, owner: str | None) -> tuple[int, int]:
+        """The sort key of `owner`'s waiting call: the smallest goes first."""
+        return self.held.get(owner, 0), self._last.get(owner, -1)
 
 
 CURRENT: ContextVar[Control | None] = ContextVar("kbsql_control", default=None)

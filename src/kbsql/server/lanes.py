@@ -30,7 +30,6 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import hashlib
-import itertools
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -38,7 +37,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from kbsql.interface.control import CLIENT_GONE, CURRENT, Control, owner_share
+from kbsql.interface.control import CLIENT_GONE, CURRENT, Control, Turns, owner_share
 from kbsql.interface.errors import Busy
 
 DEFAULT_SQL_WORKERS = 32
@@ -47,8 +46,6 @@ CATALOG_WORKERS = 8
 SQL_WAIT_S = 30.0  # a statement queues longer than a model call: nothing slow holds it
 MODEL_WAIT_S = 5.0
 CATALOG_WAIT_S = 30.0
-REMEMBERED = 256
-"""Owners whose last turn is kept beyond those holding or waiting (login sessions come and go)."""
 WATCH_AFTER_S = 0.2
 """A call still running after this long gets its client watched: one that goes away stops
 it (`controlled`). Later than 0 so a fast statement (the keep-alive `SELECT 1`) starts no
@@ -66,11 +63,9 @@ class Lane:
         self.busy = 0
         self.share = owner_share(size)
         """Slots one owner may hold at once (see the module docstring)."""
-        self.held: dict[str | None, int] = {}  # None: the calls that name no owner (no share)
         self.pool = ThreadPoolExecutor(size, thread_name_prefix=f"kbsql-{name}")
         self._waiters: deque[tuple[asyncio.Future[None], str | None]] = deque()
-        self._served: dict[str | None, int] = {}  # owner -> its last turn (`_wake`)
-        self._turns = itertools.count()
+        self.turns = Turns()  # who holds how many slots, who was served last (`_wake`)
 
     async def run(self, fn: Callable[..., Any], *args: Any, owner: str | None = None) -> Any:
         """`fn(*args)` in this lane's pool once a slot is free (see `slot` and `call`)."""
@@ -87,15 +82,11 @@ class Lane:
             self.release(owner)
 
     def _may_take(self, owner: str | None) -> bool:
-        return self.busy < self.size and (owner is None or self.held.get(owner, 0) < self.share)
+        return self.busy < self.size and (owner is None or self.turns.held.get(owner, 0) < self.share)
 
     def _take(self, owner: str | None) -> None:
         self.busy += 1
-        self.held[owner] = self.held.get(owner, 0) + 1
-        self._served[owner] = next(self._turns)
-        if len(self._served) > REMEMBERED:  # owners neither holding nor waiting are forgotten
-            active = set(self.held) | {o for _, o in self._waiters}
-            self._served = {o: n for o, n in self._served.items() if o in active}
+        self.turns.take(owner, (o for _, o in self._waiters))
 
     async def acquire(self, owner: str | None = None) -> None:
         """Take a slot, waiting up to `wait` seconds (then `Busy`). A stream takes one for
@@ -108,11 +99,7 @@ class Lane:
 
     def release(self, owner: str | None = None) -> None:
         self.busy -= 1
-        left = self.held.get(owner, 1) - 1
-        if left > 0:
-            self.held[owner] = left
-        else:
-            self.held.pop(owner, None)
+        self.turns.give_back(owner)
         self._wake()
 
     async def call(self, fn: Callable[..., Any], *args: Any) -> Any:
@@ -149,7 +136,7 @@ class Lane:
 
     def _busy(self, owner: str | None) -> Busy:
         """The 503: the lane is full, or this owner holds its share of it."""
-        if owner is not None and self.held.get(owner, 0) >= self.share and self.busy < self.size:
+        if owner is not None and self.turns.held.get(owner, 0) >= self.share and self.busy < self.size:
             return Busy(f"The server is busy: these credentials already hold {self.share} of the "
                         f"{self.size} {self.name} workers (a fair share, half the lane"
                         f"{f', {self.flag}' if self.flag else ''}); try again shortly",
@@ -173,7 +160,7 @@ class Lane:
                 owner = entry[1]
                 if not self._may_take(owner):
                     continue
-                key = (self.held.get(owner, 0), self._served.get(owner, -1))  # None: one owner too
+                key = self.turns.order(owner)
                 if best is None or key < best:
                     best, chosen = key, entry
             if chosen is None:
