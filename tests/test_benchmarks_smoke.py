@@ -42,6 +42,7 @@ CASES = {
     "isolation": (["--rounds", "1", "--calls", "5", "--model-delay", "2", "--docs", "20",
                    "--heavy-timeout", "2", "--mysql-idlers", "40"],  # the flood's path, not its size
                   ["select_1", "kb_search", "load_answers"]),
+    "uploads": (["--seconds", "1", "--rows", "200"], ["workbook", "xlsx_bomb", "targets"]),
     "mysql": (["--calls", "10", "--rounds", "1", "--docs", "20", "--model", "hash-64"],
               ["select_1", "search", "meets_target"]),
 }

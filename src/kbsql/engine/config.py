@@ -104,6 +104,11 @@ class EngineConfig:
     pdf_cpu_per_mb: float = 60.0
     """CPU-seconds a PDF's text extraction may take per MB of the file, at least 2
     (datasources/pdf_text.py cpu_budget)."""
+    upload_processes: int = 0
+    """Uploaded files parsed at once, each in a process of its own
+    (datasources/parse_process.py); 0: in the calling thread (the embedded default)."""
+    upload_timeout: float = 60.0
+    """Seconds the parse of an uploaded file in its process may take, its wait included."""
     llm_log_rows: int = 500
     """Language-model calls kept for `log.llm_log` (engine/models/llm_log.py); 0: none."""
     agent_max_iterations: int = 12

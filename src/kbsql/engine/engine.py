@@ -136,6 +136,8 @@ class Engine(FileTables, UploadedFiles, Databases, Views, KnowledgeBaseEditing, 
         self._closed = threading.Event()
         # uploaded PDFs read at once, each in a process taking a core (datasources/pdf_text.py)
         self._pdf_slots = FairSlots(self.config.pdf_workers)  # shared fairly between users
+        # uploads parsed at once, each in a process of its own (datasources/parse_process.py)
+        self._parse_slots = FairSlots(self.config.upload_processes) if self.config.upload_processes else None
         # jobs (CREATE JOB) run in this process's own thread (a notebook kernel's, `kbsql
         # serve`'s), made only once there is a job to run (engine/jobs/)
         self._jobs: JobScheduler | None = None
@@ -446,14 +448,20 @@ class Engine(FileTables, UploadedFiles, Databases, Views, KnowledgeBaseEditing, 
         """`interface.api.UploadedFiles`: the file `filename` (csv, tsv, json, parquet, xlsx, txt,
         pdf, or one of those zipped) becomes `files.<name>`, read as MindsDB's file handler
         reads it (datasources/upload_formats.py); a name in use is a Conflict."""
-        from kbsql.engine.datasources.upload_formats import UploadBounds, read_pages
+        from kbsql.engine.datasources.upload_formats import Parse, UploadBounds, read_pages
         from kbsql.interface.frames import MAX_UPLOADED_TABLE_BYTES
 
         config = self.config
         bounds = UploadBounds(config.max_upload_decoded_mb * 2**20, config.max_upload_columns,
                               config.max_upload_cells, config.pdf_timeout, self._pdf_slots,
-                              config.pdf_cpu_per_mb, config.note)
-        pages = read_pages(raw, filename, max_table_bytes or MAX_UPLOADED_TABLE_BYTES, bounds)
+                              config.pdf_cpu_per_mb, self._parse_slots, config.upload_timeout,
+                              config.note)
+        parse: Parse | None = None
+        if self._parse_slots is not None:  # a process of its own (served: --upload-processes)
+            from kbsql.engine.datasources.parse_process import parse_apart
+
+            parse = parse_apart
+        pages = read_pages(raw, filename, max_table_bytes or MAX_UPLOADED_TABLE_BYTES, bounds, parse)
         record = self.uploads.save(name, pages, source_file or filename)
         self.sql.plans.clear()
         return record.meta()

@@ -18,12 +18,19 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
-from kbsql.interface.control import Turns
+from kbsql.interface.control import Stopped, Turns
+from kbsql.interface.control import current as current_control
+from kbsql.interface.errors import Busy
 
 POLL_S = 0.2
 """How often a waiter looks whether its work was stopped meanwhile (its client left)."""
+RUN_AT_LEAST_S = 1.0
+"""Work waits for a slot until this much of its deadline is left (at most half of it), then
+answers 503 Busy: started with less, a child process (~0.3 s to start) would be refused by the
+deadline after a fraction of a second, naming the wrong cause."""
 
 
 class FairSlots:
@@ -72,3 +79,24 @@ class FairSlots:
         if self.busy >= self.size or not self._waiting:
             return None
         return min(self._waiting, key=lambda t: self._turns.order(t[0]))
+
+
+@contextmanager
+def slot_within(slots: FairSlots | None, seconds: float, busy: str) -> Iterator[float]:
+    """Hold one of `slots` (None: no bound) for the current work's owner while the block runs;
+    yields the seconds left of `seconds`, the wait included. A slot not had while
+    `RUN_AT_LEAST_S` of them are left is a `Busy` saying "The server is <busy>"; work stopped
+    while it waits (its client left) is `Stopped`."""
+    control = current_control()
+    owner = control.owner if control is not None else None
+    start = time.monotonic()
+    stopped = (lambda: control.stopped) if control is not None else (lambda: False)
+    if slots is not None and not slots.acquire(owner, seconds - min(RUN_AT_LEAST_S, seconds / 2), stopped):
+        if control is not None and control.stopped:
+            raise Stopped(control.reason or "stopped")
+        raise Busy(f"The server is {busy}; try again shortly", retry_after=max(1, round(seconds / 4)))
+    try:
+        yield max(0.1, seconds - (time.monotonic() - start))
+    finally:
+        if slots is not None:
+            slots.release(owner)

@@ -189,6 +189,15 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("pdf_cpu_per_mb", float, 60.0, "CPU-seconds an uploaded PDF's text extraction may take "
             "per MB of the file, at least 2 (a few KB of costly pages parsed for 35 CPU-s); 400 "
             "beyond", "--pdf-cpu-per-mb", metavar="SECONDS"),
+    Setting("upload_processes", int, 0, "uploaded files (csv, tsv, json, parquet, xlsx, txt, an "
+            "archive of one) parsed at once, each in a process of its own killed at "
+            "--upload-timeout or when its client leaves, shared fairly between users; more wait "
+            "within their --upload-timeout, then 503 (0: in the server's own threads)",
+            "--upload-processes", served=_half_the_cores(), positive=False, metavar="N",
+            shown="embedded: 0; served: half the cores (at least 1)"),
+    Setting("upload_timeout", float, 60.0, "seconds the parse of an uploaded file in its process "
+            "may take, its wait for a process included (400 beyond)", "--upload-timeout",
+            metavar="SECONDS"),
     Setting("background_inserts", int, 2, "INSERT ... SELECT ... USING batch_size statements "
             "running at once in the background; more wait their turn", "--background-inserts",
             metavar="N"),

@@ -19,36 +19,20 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from contextlib import nullcontext
 from typing import Any
 
-from kbsql.engine.fair_slots import FairSlots
+from kbsql.engine.datasources.child_limits import CPU_KILLED, limit_this_process
+from kbsql.engine.fair_slots import FairSlots, slot_within
 from kbsql.interface.control import Stopped
 from kbsql.interface.control import current as current_control
-from kbsql.interface.errors import Busy
 
 CHILD_MEMORY = 1 << 30  # address space of the child beyond which allocation fails
-EXTRACTION_NICE = 10
-"""The child's CPU priority once it has used `DEMOTE_AFTER_S` of CPU, lowered: a PDF that parses
-for its whole budget takes a core, and the server's own requests come first then."""
-DEMOTE_AFTER_S = 1.0
-"""CPU-seconds a child runs at the server's priority. An ordinary PDF is read in less (~0.3-0.6
-CPU-s for tens of pages): niced from its start, it got ~7% of a core on a busy 2-core machine
-and was refused by the deadline (a 2-page PDF took over 6 s) while nothing else was wrong."""
 CPU_FLOOR_S = 2
 """CPU-seconds any PDF may take, however small (starting the child takes ~0.3)."""
-RUN_AT_LEAST_S = 1.0
-"""A PDF waits for a slot until this much of its deadline is left (at most half of it), then
-answers 503 Busy: started with less, the extraction (~0.3 s to start) would be refused by the
-deadline after a fraction of a second, naming the wrong cause."""
-CPU_KILLED = (-signal.SIGXCPU, -signal.SIGKILL)
-"""Exit codes of a child stopped by RLIMIT_CPU (its soft limit, then its hard one)."""
 
 
 def cpu_budget(size: int, per_mb: float) -> int:
@@ -66,21 +50,9 @@ def page_texts(raw: bytes, seconds: float, max_chars: int, refuse: Callable[[str
     owners; the wait for one counts toward `seconds`, and one not had while `RUN_AT_LEAST_S`
     of them are left is a `Busy` naming `slots_note`."""
     control = current_control()
-    owner = control.owner if control is not None else None
-    start = time.monotonic()
-    stopped = (lambda: control.stopped) if control is not None else (lambda: False)
-    if slots is not None and not slots.acquire(owner, seconds - min(RUN_AT_LEAST_S, seconds / 2), stopped):
-        if control is not None and control.stopped:
-            raise Stopped(control.reason or "stopped")
-        raise Busy(f"The server is reading as many PDFs as it may at once ({slots_note}); try "
-                   f"again shortly", retry_after=max(1, round(seconds / 4)))
-    try:
-        left = max(0.1, seconds - (time.monotonic() - start))
+    with slot_within(slots, seconds, f"reading as many PDFs as it may at once ({slots_note})") as left:
         cpu = int(left) + 1 if cpu_seconds is None else min(cpu_seconds, int(left) + 1)
         out, err, returncode = _extract(raw, max_chars, seconds, left, cpu, control, refuse)
-    finally:
-        if slots is not None:
-            slots.release(owner)
     if control is not None and control.stopped:  # killed because its client left
         raise Stopped(control.reason or "stopped")
     if returncode in CPU_KILLED and cpu_seconds is not None and cpu == cpu_seconds:
@@ -113,13 +85,8 @@ def _extract(raw: bytes, max_chars: int, seconds: float, left: float, cpu: int, 
 
 def _main(max_chars: int, cpu_seconds: int) -> None:
     import io
-    import resource
 
-    signal.signal(signal.SIGPROF, lambda *_: os.nice(EXTRACTION_NICE))
-    signal.setitimer(signal.ITIMER_PROF, DEMOTE_AFTER_S)  # counts this process's CPU time
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 1))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # SIGXCPU would dump a core of the child
-    resource.setrlimit(resource.RLIMIT_AS, (CHILD_MEMORY, CHILD_MEMORY))
+    limit_this_process(cpu_seconds, CHILD_MEMORY)
     try:
         from pypdf import PdfReader
     except ImportError:

@@ -23,8 +23,11 @@ values or a PDF's text decode to, and the columns and cells of a table, each che
 the work it would cost is done (a 3.5 KB workbook of one 1 MB string in 150 cells, or 85 KB
 of zipped CSV, would otherwise take hundreds of MB). A PDF's text is extracted under a
 deadline (`pdf_timeout`) and a CPU budget proportional to the file (`pdf_cpu_per_mb`), a few
-at once (`pdf_workers`, shared fairly between users): datasources/pdf_text.py. A refusal is
-one line naming the bound and where to raise it.
+at once (`pdf_workers`, shared fairly between users): datasources/pdf_text.py. Under `kbsql
+serve` every other file is parsed in a process of its own too (`upload_processes`,
+`upload_timeout`: datasources/parse_process.py), so no upload's Python holds the server's
+interpreter lock.
+A refusal is one line naming the bound and where to raise it.
 
 Column names lose surrounding spaces and tabs and must then be unique and non-empty.
 Anything else (xls, an archive holding more than one file, a file that does not parse) is
@@ -62,6 +65,10 @@ Pages = dict[str, Any]
 single-table file, else the sheets in workbook order."""
 
 
+Parse = Callable[[bytes, str, int, "UploadBounds"], "Pages | PdfFile"]
+"""`parse_file`, or a function running it elsewhere: (raw, filename, max_bytes, bounds)."""
+
+
 class FileProcessingError(BadRequest):
     """400 "Error": the file cannot be read as a table (MindsDB's FileProcessingError)."""
 
@@ -89,6 +96,12 @@ class UploadBounds:
     None: no bound."""
     pdf_cpu_per_mb: float = 60.0
     """CPU-seconds a PDF's text extraction may take per MB of the file (pdf_text.cpu_budget)."""
+    parse_slots: FairSlots | None = None
+    """The engine's uploads parsed at once in processes of their own (`upload_processes`,
+    parse_process.py), shared fairly between owners; None: no bound."""
+    parse_seconds: float = 60.0
+    """Longest the parse of a file in its process may take (killed then), its wait for a slot
+    included."""
     note: Callable[[str], str] = _config_note
 
     def refuse(self, what: str, key: str) -> FileProcessingError:
@@ -108,20 +121,47 @@ class UploadBounds:
 _BOUNDS = UploadBounds()
 
 
+@dataclass(frozen=True)
+class PdfFile:
+    """What `parse_file` gives for a PDF: its text is read in a process of its own
+    (pdf_text.py) under the PDF bounds, after the parse."""
+
+    name: str
+    raw: bytes
+
+
 def read_pages(raw: bytes, filename: str, max_bytes: int = MAX_UPLOADED_TABLE_BYTES,
-               bounds: UploadBounds = _BOUNDS) -> Pages:
+               bounds: UploadBounds = _BOUNDS, parse: Parse | None = None) -> Pages:
     """The tables of an uploaded file named `filename` (its extension decides the format;
     without one, the content does). A `.zip` or `.tar.gz` holding exactly one file is
     unpacked first, as MindsDB does; `max_bytes` bounds what a Parquet file may decode to,
-    `bounds` everything else."""
+    `bounds` everything else. `parse` runs `parse_file` where it should (in this thread by
+    default; parse_process.parse_apart: in a process of its own)."""
+    suffix = PurePosixPath(filename).suffix.lower()
+    if suffix == ".pdf" or (not suffix and raw[:5] == b"%PDF-"):  # format_of's answer, at no cost
+        parsed: Pages | PdfFile = PdfFile(PurePosixPath(filename).name, raw)
+    else:
+        parsed = (parse or parse_file)(raw, filename, max_bytes, bounds)
+    if isinstance(parsed, PdfFile):
+        return _checked({MAIN_PAGE: _read_pdf(parsed.raw, parsed.name, bounds)}, bounds)
+    return parsed
+
+
+def parse_file(raw: bytes, filename: str, max_bytes: int, bounds: UploadBounds) -> Pages | PdfFile:
+    """`read_pages` but for a PDF's text, wherever it runs."""
     lowered = filename.lower()
     if lowered.endswith((".zip", ".tar.gz", ".tgz")):
         filename, raw = _unpack(raw, lowered, bounds)
     fmt = format_of(raw, filename)
+    if fmt == "pdf":
+        return PdfFile(PurePosixPath(filename).name, raw)
     reader = _READERS.get(fmt)
     if reader is None:
         raise FileProcessingError(f"Not supported format: {fmt} (kbsql reads {', '.join(FORMATS)})")
-    pages = reader(raw, PurePosixPath(filename).name, max_bytes, bounds)
+    return _checked(reader(raw, PurePosixPath(filename).name, max_bytes, bounds), bounds)
+
+
+def _checked(pages: Pages, bounds: UploadBounds) -> Pages:
     for table in pages.values():  # the formats not checked while reading (json, parquet)
         columns = len(table.column_names if hasattr(table, "column_names") else table.columns)
         bounds.check_shape(columns, columns * len(table))
@@ -310,7 +350,7 @@ def _read_txt(raw: bytes, name: str, max_bytes: int, bounds: UploadBounds) -> Pa
     return {MAIN_PAGE: _text_rows(_decode(raw), name, "txt")}
 
 
-def _read_pdf(raw: bytes, name: str, max_bytes: int, bounds: UploadBounds) -> Pages:
+def _read_pdf(raw: bytes, name: str, bounds: UploadBounds) -> Any:
     from kbsql.engine.datasources.pdf_text import CPU_FLOOR_S, cpu_budget, page_texts
 
     def refuse(line: str) -> FileProcessingError:
@@ -325,7 +365,7 @@ def _read_pdf(raw: bytes, name: str, max_bytes: int, bounds: UploadBounds) -> Pa
 
     pages = page_texts(raw, bounds.pdf_seconds, bounds.decoded, refuse, bounds.pdf_slots,
                        bounds.note("pdf_workers"), cpu_budget(len(raw), bounds.pdf_cpu_per_mb))
-    return {MAIN_PAGE: _text_rows(chr(12).join(pages), name, "pdf")}  # pages joined by \f
+    return _text_rows(chr(12).join(pages), name, "pdf")  # pages joined by \f
 
 
 def _text_rows(text: str, name: str, fmt: str) -> Any:
@@ -355,5 +395,5 @@ def _clean_columns(table: Any) -> Any:
 
 _READERS: dict[str, Callable[[bytes, str, int, UploadBounds], Pages]] = {
     "csv": _read_csv, "tsv": _read_tsv, "json": _read_json, "parquet": _read_parquet,
-    "xlsx": _read_xlsx, "txt": _read_txt, "pdf": _read_pdf,
-}
+    "xlsx": _read_xlsx, "txt": _read_txt,
+}  # and pdf: `PdfFile`
