@@ -4,18 +4,22 @@ past its deadline or whose client left is killed, and a slow parse leaves other 
 
 from __future__ import annotations
 
+import contextlib
 import io
+import os
+import signal
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import httpx
 import pytest
 
 from kbsql.server.process import ServerProcess
 from tests.conftest import start_server, stop_server
-from tests.files.served import child_processes, cost, parse_cpu_s, problem, sql, upload
+from tests.files.served import ZYGOTE, _children, child_processes, cost, parse_cpu_s, problem, sql, upload
 
 TOKEN = "parse-token"
 
@@ -71,6 +75,9 @@ def test_a_parse_past_its_deadline_is_killed_and_nothing_is_kept(
     problem(answer, "Error", "Parsing the file took more than 3 s: over this server's bound "
             "(kbsql serve --upload-timeout)")
     assert time.monotonic() - start < 6
+    gone = time.monotonic() + 1
+    while child_processes(server) and time.monotonic() < gone:  # the zygote reaps it
+        time.sleep(0.02)
     assert child_processes(server) == []
     assert "slow_book" not in [f["name"] for f in client.get("/api/files").json()]
     assert upload(client, "after", "after.csv", b"id\n7\n").status_code == 200
@@ -131,3 +138,90 @@ def test_another_users_upload_gets_the_next_turn(served: tuple[ServerProcess, ht
     assert len(between) <= 1, (between, answered - sent)
     assert sql(client, "SELECT v FROM files.small")["data"] == [["x"]]
     assert {status for who, status, _ in done} <= {200, 503}, done  # 503: waited past its turn
+
+
+def zygote_of(server: ServerProcess) -> int:
+    for pid in _children(str(server.process.pid)):
+        with contextlib.suppress(OSError):
+            if ZYGOTE in Path(f"/proc/{pid}/cmdline").read_bytes():
+                return int(pid)
+    raise AssertionError("no parse zygote")
+
+
+def running(pid: int) -> bool:
+    """The process exists and is not a zombie."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_a_stopped_or_killed_zygote_is_replaced(served: tuple[ServerProcess, httpx.Client]) -> None:
+    """The zygote that forks the parses stopped (SIGSTOP): an upload still answers within its
+    --upload-timeout, that zygote is killed, and the next upload has a new one; killed, the
+    same. A child whose zygote died mid-parse is still killed at its deadline."""
+    server, client = served
+    assert upload(client, "z0", "z0.csv", b"id\n1\n").status_code == 200
+    stopped = zygote_of(server)
+    os.kill(stopped, signal.SIGSTOP)
+    start = time.monotonic()
+    problem(upload(client, "z1", "z1.csv", b"id\n1\n"), "Error", "kbsql serve --upload-timeout")
+    assert time.monotonic() - start < 5
+    assert upload(client, "z2", "z2.csv", b"id\n2\n").status_code == 200
+    assert not running(stopped) and zygote_of(server) != stopped
+    os.kill(zygote_of(server), signal.SIGKILL)
+    assert upload(client, "z3", "z3.csv", b"id\n3\n").status_code == 200
+    assert sql(client, "SELECT id FROM files.z3")["data"] == [[3]]
+
+    slow: list[httpx.Response] = []
+    raw = workbook(60_000)
+    sender = threading.Thread(target=lambda: slow.append(upload(client, "orphan", "o.xlsx", raw)))
+    sender.start()
+    deadline = time.monotonic() + 5
+    while not child_processes(server) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    child = int(child_processes(server)[0])
+    os.kill(zygote_of(server), signal.SIGKILL)  # the child is the init process's now
+    sender.join()
+    problem(slow[0], "Error", "kbsql serve --upload-timeout")
+    gone = time.monotonic() + 2
+    while running(child) and time.monotonic() < gone:
+        time.sleep(0.02)
+    assert not running(child)
+
+
+def test_stopping_the_server_stops_a_parse_after_the_grace_period(tmp_path: Path) -> None:
+    """SIGTERM while a workbook is parsed (for ~6 s, --upload-timeout 60): the request has the
+    1 s grace period (--shutdown-timeout), then the parse is killed and the server is gone,
+    not after the parse or its deadline (it stored the file 47 s after the signal)."""
+    server, url = start_server(tmp_path / "server", env={"KBSQL_UPLOAD_PROCESSES": "1",
+                                                         "KBSQL_SHUTDOWN_TIMEOUT": "1"})
+    try:
+        with httpx.Client(base_url=url, timeout=60) as client:
+            sender = threading.Thread(target=lambda: _quietly(lambda: upload(client, "late", "l.xlsx",
+                                                                             workbook(60_000))))
+            sender.start()
+            deadline = time.monotonic() + 5
+            while not child_processes(server) and time.monotonic() < deadline:
+                time.sleep(0.02)
+            children = [int(pid) for pid in child_processes(server)]
+            assert children, "the parse never started"
+            signalled = time.monotonic()
+            server.process.terminate()
+            server.process.wait(timeout=10)
+            took = time.monotonic() - signalled
+            sender.join()
+        assert took < 4, took
+        assert not any(running(pid) for pid in children)
+    finally:
+        stop_server(server)
+    again, url = start_server(tmp_path / "server")
+    try:
+        assert "late" not in [f["name"] for f in httpx.get(f"{url}/api/files").json()]
+    finally:
+        stop_server(again)
+
+
+def _quietly(send: Callable[[], object]) -> None:
+    with contextlib.suppress(httpx.HTTPError):
+        send()

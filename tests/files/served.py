@@ -15,6 +15,8 @@ import httpx
 
 from kbsql.server.process import ServerProcess
 
+ZYGOTE = b"kbsql.engine.datasources.parse_process"
+
 
 def upload(client: httpx.Client, name: str, filename: str, raw: bytes, **fields: str) -> httpx.Response:
     """As mindsdb_sdk and MindsDB's GUI send it: a multipart form with a `file` part."""
@@ -58,11 +60,11 @@ def children_cpu_s(server: ServerProcess) -> float:
 
 
 def parse_cpu_s(server: ServerProcess) -> float:
-    """CPU-seconds of the ended children of the server's forkserver (the uploads it parsed);
+    """CPU-seconds of the ended children of the server's parse zygote (the uploads it parsed);
     0 before the first upload started it."""
     for pid in _children(str(server.process.pid)):
         with contextlib.suppress(OSError):
-            if b"multiprocessing.forkserver" in Path(f"/proc/{pid}/cmdline").read_bytes():
+            if ZYGOTE in Path(f"/proc/{pid}/cmdline").read_bytes():
                 fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
                 return (int(fields[13]) + int(fields[14])) / os.sysconf("SC_CLK_TCK")
     return 0.0
@@ -70,15 +72,14 @@ def parse_cpu_s(server: ServerProcess) -> float:
 
 def child_processes(server: ServerProcess) -> list[str]:
     """The processes doing an upload's work: the server's children, whichever of its threads
-    started them, and the children of its forkserver (datasources/parse_process.py), but not
-    the forkserver and multiprocessing's resource tracker themselves, which stay."""
+    started them, and the children of its parse zygote (datasources/parse_process.py), but not
+    the zygote itself, which stays."""
     found = []
     for pid in _children(str(server.process.pid)):
         with contextlib.suppress(OSError):  # ended meanwhile
-            command = Path(f"/proc/{pid}/cmdline").read_bytes()
-            if b"multiprocessing.forkserver" in command:
+            if ZYGOTE in Path(f"/proc/{pid}/cmdline").read_bytes():
                 found += _children(pid)
-            elif b"multiprocessing.resource_tracker" not in command:
+            else:
                 found.append(pid)
     return found
 

@@ -34,7 +34,7 @@ FILES: list[tuple[str, Callable[[], bytes]]] = [
     ("two.zip", lambda: makers.zipped("a.csv", b"a\n1\n", {"b.csv": b"b\n2\n"})),
     ("old.xls", lambda: b"\xd0\xcf\x11\xe0"), ("broken.json", lambda: b"[{"),
     ("bad.parquet", lambda: b"PAR1xxPAR1"),
-    ("dup.csv", lambda: b"a, a\n1,2\n"),
+    ("dup.csv", lambda: b"a, a\n1,2\n"), ("deep.json", lambda: b"[" * 100_000 + b"]" * 100_000),
 ]
 
 

@@ -24,6 +24,7 @@ from kbsql.interface.errors import KbsqlError
 
 CLIENT_GONE = "the client disconnected"
 INTERRUPTED = "interrupted (Ctrl-C); nothing is left half-written"
+SERVER_STOPPING = "the server is stopping"
 
 
 class Stopped(KbsqlError):

@@ -37,7 +37,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from kbsql.interface.control import CLIENT_GONE, CURRENT, Control, Turns, owner_share
+from kbsql.interface.control import CLIENT_GONE, CURRENT, SERVER_STOPPING, Control, Turns, owner_share
 from kbsql.interface.errors import Busy
 
 DEFAULT_SQL_WORKERS = 32
@@ -107,7 +107,9 @@ class Lane:
         holding a slot. Like Starlette's threadpool, the call cannot be cancelled halfway: a
         request cancelled at the end of a graceful shutdown waits for its call (the service
         is closed right after the last request, never under a write; a committed insert
-        must not answer 500)."""
+        must not answer 500). Its control is stopped then, so what can stop at once does
+        (a statement is interrupted and rolled back, an upload's parse or PDF extraction
+        killed): a stop is never longer than the grace period plus a moment."""
         context = contextvars.copy_context()
         future = asyncio.get_running_loop().run_in_executor(self.pool, context.run, fn, *args)
         while True:
@@ -116,6 +118,9 @@ class Lane:
             except asyncio.CancelledError:
                 if future.cancelled():
                     raise
+                control = context.get(CURRENT, None)
+                if control is not None:
+                    control.stop(SERVER_STOPPING)
 
     async def _admit(self, owner: str | None) -> None:
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()

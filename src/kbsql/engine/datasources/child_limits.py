@@ -20,6 +20,17 @@ CPU-s for tens of pages): niced from its start, it got ~7% of a core on a busy 2
 and was refused by the deadline (a 2-page PDF took over 6 s) while nothing else was wrong."""
 CPU_KILLED = (-signal.SIGXCPU, -signal.SIGKILL)
 """Exit codes of a child stopped by RLIMIT_CPU (its soft limit, then its hard one)."""
+KEPT_ENV = ("PATH", "HOME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "PYTHONPATH", "PYTHONHOME",
+            "VIRTUAL_ENV")
+"""The server's environment variables a reading child keeps (and LC_*): what Python needs to
+start, none of the server's secrets (its token, password, API keys, libpq's PGPASSWORD)."""
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    """The environment of a process that reads a stranger's file."""
+    env = {k: v for k, v in os.environ.items() if k in KEPT_ENV or k.startswith("LC_")}
+    env.update(extra)
+    return env
 
 
 def limit_this_process(cpu_seconds: int, memory: int | None = None) -> None:

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from contextlib import nullcontext
 from typing import Any
 
-from kbsql.engine.datasources.child_limits import CPU_KILLED, limit_this_process
+from kbsql.engine.datasources.child_limits import CPU_KILLED, child_env, limit_this_process
 from kbsql.engine.fair_slots import FairSlots, slot_within
 from kbsql.interface.control import Stopped
 from kbsql.interface.control import current as current_control
@@ -68,7 +68,7 @@ def _extract(raw: bytes, max_chars: int, seconds: float, left: float, cpu: int, 
              refuse: Callable[[str], Exception]) -> tuple[bytes, bytes, int]:
     """The child's stdout, stderr and exit code; killed after `left` seconds (the deadline
     named is `seconds`) or `cpu` CPU-seconds, or at once when `control` stops."""
-    with subprocess.Popen([sys.executable, "-m", __name__, str(max_chars), str(cpu)],
+    with subprocess.Popen([sys.executable, "-m", __name__, str(max_chars), str(cpu)], env=child_env(),
                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as child:
         try:
             with control.stoppable(child.kill) if control is not None else nullcontext():

@@ -286,11 +286,11 @@ def _read_json(raw: bytes, name: str, max_bytes: int, bounds: UploadBounds) -> P
 
     try:
         document = json.loads(_decode(raw))
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: nesting deeper than Python's stack
         raise FileProcessingError(f"The file is not valid JSON: {exc}") from None
     try:
         return {MAIN_PAGE: pd.json_normalize(document, max_level=0)}
-    except (ValueError, TypeError, AttributeError, NotImplementedError) as exc:
+    except (ValueError, TypeError, AttributeError, NotImplementedError, OverflowError, RecursionError) as exc:
         raise FileProcessingError(f"The JSON document cannot be read as rows: {exc}") from None
 
 
