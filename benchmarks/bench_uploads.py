@@ -40,22 +40,10 @@ from kbsql.server.process import spawn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/files/bombs.py
 from tests.files.bombs import shared_string_workbook
+from tests.files.makers import workbook
 
 TARGET_VS_BASELINE = 1 / 3
 TARGET_VS_IDLE = 5.0
-
-
-def workbook(rows: int) -> bytes:
-    import openpyxl
-
-    book = openpyxl.Workbook(write_only=True)
-    sheet = book.create_sheet("orders")
-    sheet.append(["order_id", "product", "price", "notes", "qty"])
-    for i in range(rows):
-        sheet.append([i, f"product {i}", i * 0.5, "gift wrap" if i % 7 == 0 else "none", i % 9])
-    buffer = io.BytesIO()
-    book.save(buffer)
-    return buffer.getvalue()
 
 
 def percentiles(samples: list[float]) -> dict[str, float]:

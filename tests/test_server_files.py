@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -20,7 +19,16 @@ from kbsql.server.process import ServerProcess
 from tests.conftest import start_server, stop_server
 from tests.files import makers
 from tests.files.bombs import gzipped_zeros, shared_stream_pdf, shared_string_workbook, zipped_csv
-from tests.files.served import child_processes, children_cpu_s, cost, parse_cpu_s, problem, sql, upload
+from tests.files.served import (
+    child_processes,
+    children_cpu_s,
+    cost,
+    parse_cpu_s,
+    problem,
+    sql,
+    upload,
+    upload_then_leave,
+)
 
 TOKEN = "files-token"
 LATE_PDF = 200_000
@@ -247,19 +255,7 @@ def test_a_client_that_leaves_kills_its_pdf_extraction_at_once(
     """The upload of a PDF that parses for long, its client gone a second in: the extraction
     process is killed then (it used to run on to --pdf-timeout, 6 s here) and nothing is kept."""
     server, client = served
-    raw = shared_stream_pdf(padding=LATE_PDF)
-    request = client.build_request("PUT", "/api/files/left_pdf", data={"source_type": "file"},
-                                   files={"file": ("left.pdf", io.BytesIO(raw))})
-    head = ("PUT /api/files/left_pdf HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-            + "".join(f"{k}: {v}\r\n" for k, v in request.headers.items() if k.lower() != "host")
-            + "\r\n").encode()
-    host, port = str(client.base_url).split("//", 1)[1].rstrip("/").rsplit(":", 1)
-    with socket.create_connection((host, int(port))) as raw:
-        raw.sendall(head + request.read())
-        deadline = time.monotonic() + 5
-        while not child_processes(server) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert child_processes(server), "the extraction never started"
+    with upload_then_leave(server, client, "left_pdf", "left.pdf", shared_stream_pdf(padding=LATE_PDF)):
         nice, seen = niceness(server), time.monotonic()
         while len(nice) == 2 and nice[1] < min(19, nice[0] + 10) and time.monotonic() - seen < 10:
             time.sleep(0.05)  # set once the child has used child_limits.DEMOTE_AFTER_S of CPU

@@ -7,7 +7,9 @@ from __future__ import annotations
 import contextlib
 import io
 import os
-from collections.abc import Callable
+import socket
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +24,26 @@ def upload(client: httpx.Client, name: str, filename: str, raw: bytes, **fields:
     """As mindsdb_sdk and MindsDB's GUI send it: a multipart form with a `file` part."""
     return client.put(f"/api/files/{name}", data={"source_type": "file", **fields},
                       files={"file": (filename, io.BytesIO(raw))})
+
+
+@contextlib.contextmanager
+def upload_then_leave(server: ServerProcess, client: httpx.Client, name: str, filename: str,
+                      raw: bytes) -> Iterator[None]:
+    """Send an upload on a connection of its own, wait until a process works on it, and close
+    the connection (the client leaves) when the block ends."""
+    request = client.build_request("PUT", f"/api/files/{name}", data={"source_type": "file"},
+                                   files={"file": (filename, io.BytesIO(raw))})
+    head = (f"PUT /api/files/{name} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            + "".join(f"{k}: {v}\r\n" for k, v in request.headers.items() if k.lower() != "host")
+            + "\r\n").encode()
+    host, port = str(client.base_url).split("//", 1)[1].rstrip("/").rsplit(":", 1)
+    with socket.create_connection((host, int(port))) as conn:
+        conn.sendall(head + request.read())
+        deadline = time.monotonic() + 5
+        while not child_processes(server) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert child_processes(server), "no process ever worked on the upload"
+        yield
 
 
 def sql(client: httpx.Client, query: str) -> dict[str, Any]:
