@@ -1,7 +1,9 @@
 """The index candidates of issue 37, measured on the queries people type, before choosing.
 
 Run: `python benchmarks/bench_index_curve.py [--docs 100000] [--queries 100]
-[--only ivf,adaptive,rerank,hnsw_coarse,hnsw,spill,collapse,boosted] [--cells 1,2,4] [--keep]`.
+[--only ivf,adaptive,rerank,hnsw_coarse,hnsw,spill,collapse,boosted,
+ pqfs,pqfs_rot,pqfs_refine,ivfpqfs,binary,rabitq,sq]
+[--cells 1,2,4] [--keep]`.
 Prints JSON and writes benchmarks/results/index_curve.json (above 100k docs:
 index_curve_<N>k.json); `--keep` keeps the curves of that file that this run did not measure
 (each curve says the load it was measured under in `loads`).
@@ -29,6 +31,8 @@ Structures (the step after those, index_structures.py):
 - `boosted`: not an index, the reason: per kind, the share of the exact top 10 that score
   above their own paragraph's other copies (hash-384 put their unique token in the bucket of
   a query word), needles no cell or group structure can point to.
+Scans (the step after those, index_scans.py): every row's short code read (4-bit PQ fast
+scan, sign bits, RaBitQ, 8/4-bit scalar codes), a pool of k_factor x 10 re-scored exactly.
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+import index_scans  # noqa: E402
 import index_structures  # noqa: E402
 import neardup  # noqa: E402
 
@@ -236,6 +241,7 @@ def main() -> None:
     if "hnsw" in only:
         curves["hnsw"] = sweep_hnsw(x, sets)
     curves.update(index_structures.sweep(x, sets, only, measure, ivf_index))
+    curves.update(index_scans.sweep(x, sets, only, measure))
     report["machine"]["load_avg_at_end"] = os.getloadavg()[0]
     name = "index_curve" if args.docs <= 100_000 else f"index_curve_{args.docs // 1000}k"
     name += "" if args.dim == 384 else f"_hash{args.dim}"

@@ -24,7 +24,9 @@ service call (`engine.knowledge.search`, text in, rows with content and metadata
 level of Chroma's `collection.query`, which here also returns documents and metadatas)
 and through SQL (the first 100 short phrases). kbsql's recall-vs-latency curve over
 `nprobe` is recorded too; the other index candidates (HNSW, an HNSW coarse quantizer, cells
-chosen per query, a larger re-score pool) are measured by bench_index_curve.py.
+chosen per query, a larger re-score pool, scans of short codes) are measured by
+bench_index_curve.py; `--index-candidate SPEC` runs the kbsql side with one of them in place
+of the IVF (scan_candidate.py; report in vs_chroma_candidate.json, defaults untouched).
 
 Chroma is an optional extra (`pip install '.[bench]'`, best in its own venv: it pins its own
 dependencies): it runs under `--chroma-python` (default `$KBSQL_CHROMA_PYTHON`, else
@@ -63,6 +65,7 @@ DIM = 384
 GROUPS = 10
 FILTER_GROUP = 3
 CURVE_NPROBE = [16, 32, 48, 96, 192, 384]
+CANDIDATE = "KBSQL_BENCH_INDEX_CANDIDATE"
 
 
 def peak_rss_mb() -> float:
@@ -96,6 +99,9 @@ def kbsql_child(phase: str, folder: Path, docs: int, batch: int, work: Path) -> 
     from kbsql.engine import Engine
     from kbsql.engine.knowledge.search import Filter, SearchRequest
 
+    if os.environ.get(CANDIDATE):  # --index-candidate: scan_candidate.py's index, not the IVF
+        import scan_candidate
+        scan_candidate.install(os.environ[CANDIDATE])
     eng = Engine(folder)
     out: dict = {}
     if phase == "ingest":
@@ -143,7 +149,7 @@ def kbsql_child(phase: str, folder: Path, docs: int, batch: int, work: Path) -> 
     out["sql_unfiltered"] = timed(via_sql, [texts[i] for i in plan["sql"]])
     curve = []
     default = handle.index.settings.nprobe
-    if handle.index.kind == "ivf":
+    if handle.index.kind == "ivf" and not os.environ.get(CANDIDATE):  # (a candidate has no nprobe)
         for nprobe in CURVE_NPROBE:
             handle.index.settings.nprobe = nprobe
             curve.append({"nprobe": nprobe, **timed(plain, [texts[i] for i in plan["unfiltered"]])})
@@ -316,6 +322,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=5_000, help="rows per insert call, both sides")
     parser.add_argument("--chroma-python")
     parser.add_argument("--no-chroma", action="store_true")
+    parser.add_argument("--index-candidate", help="FAISS spec: scan_candidate.py's index on the kbsql side")
     parser.add_argument("--timeout", type=int, default=7200)
     parser.add_argument("--child", nargs=3, metavar=("SIDE", "PHASE", "DIR"))
     parser.add_argument("--work")
@@ -325,6 +332,9 @@ def main() -> None:
         child_main(side, phase, Path(folder), args.docs, args.batch, Path(args.work))
         return
     from report import write_report  # benchmarks/report.py
+
+    if args.index_candidate:  # the children inherit it; the report goes to vs_chroma_candidate
+        os.environ[CANDIDATE] = args.index_candidate
 
     heldout = args.queries // 2 if args.heldout is None else args.heldout
     texts, labels, plan = query_sets(args.queries, heldout)
@@ -353,7 +363,10 @@ def main() -> None:
     report["targets"] = targets(report, args.docs)
     report["machine"]["load_avg_at_end"] = os.getloadavg()[0]
     # 100k (and the smoke runs) in vs_chroma.json; 1M beside it, so both sizes stay on record
-    write_report("vs_chroma" if args.docs <= 100_000 else f"vs_chroma_{args.docs // 1000}k", report)
+    name = "vs_chroma" if args.docs <= 100_000 else f"vs_chroma_{args.docs // 1000}k"
+    if args.index_candidate:
+        report["index_candidate"] = args.index_candidate
+    write_report(name.replace("vs_chroma", "vs_chroma_candidate") if args.index_candidate else name, report)
 
 
 def run_side(python: str, side: str, folder: Path, args, work: Path, truth: tuple) -> dict:
