@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 from kbsql.engine.models.chat.offline import SWITCH_HINT
+from kbsql.engine.models.chat.offline_subject import asked_subject, gives_for
 from kbsql.engine.models.chat.offline_text import is_whole, search_text, sentences
 from kbsql.interface.stream import chunk_kind
 
@@ -121,3 +122,26 @@ def test_a_sentence_that_introduces_an_example_or_opens_with_a_label_is_quoted()
     assert "**Programmer's note:** Variables defined in the class definition are class attributes; " \
            "they are shared by instances." in texts
     assert not any("PEP" in t or "def f" in t for t in texts)
+
+
+def test_the_subject_an_amount_is_asked_about_must_be_the_sentences():
+    """The noun phrase a price or a duration is asked about, head last, and whether a sentence
+    gives its amount for it: by naming it before the amount, or under a passage title naming it;
+    a pronoun or the asker names no subject (nothing is checked)."""
+    assert asked_subject("How much is a taxi from the station to the harbour?") == ["taxi"]
+    assert asked_subject("How long does the chili keep in the freezer?") == ["chili"]
+    assert asked_subject("How much does the Standard plan cost per month?") == ["standard", "plan"]
+    assert asked_subject("How much does it cost to dump rubble?") == ["rubble"]
+    assert asked_subject("How long do they keep?") == asked_subject("How long do I have?") == []
+    assert asked_subject("how do I leave a loop early?") == []
+    taxi = asked_subject("How much is a taxi from the station to the harbour?")
+    bikes = "Bikes can be hired at the station for 15 pounds a day."
+    assert not gives_for(taxi, bikes, "money", "Getting around.")
+    assert gives_for(taxi, "A taxi to the harbour costs 12 pounds.", "money", "Getting around.")
+    chili = asked_subject("How long does the chili keep in the freezer?")
+    assert gives_for(chili, "It freezes for three months.", "number", "Bean chili.")
+    soup = "The soup keeps for three days in the fridge."
+    assert not gives_for(chili, soup, "number", "Roasted tomato soup.")
+    ferry = asked_subject("How much is the ferry ticket without a day pass?")
+    assert not gives_for(ferry, "A day ticket for the town buses costs 5 pounds and also covers the ferry.",
+                         "money", "Getting around.")

@@ -202,7 +202,7 @@ def _extract(question: str, rows: list[dict[str, str]], searched: list[str],
     base's own model, which the judgement does not rely on)."""
     found = offline_text.sentences([(r["chunk_content"], r.get("chunk_id", "")) for r in rows])
     judged = offline_evidence.answers(question, found, offline_text.MAX_SENTENCES, encoder, own=own,
-                                      passages=[r["chunk_content"] for r in rows])
+                                      passages=[r["chunk_content"] for r in rows], names=searched)
     best = _in_reading_order(_with_leads([j.sentence for j in judged]))
     if not best:
         where = ", ".join(searched) or "the connected knowledge bases"
