@@ -58,3 +58,47 @@ def test_a_file_parsed_apart_is_what_it_is_in_the_thread(filename: str, make: Ca
         assert list(apart) == list(here)
         for page, frame in here.items():
             pd.testing.assert_frame_equal(apart[page], frame)
+
+
+def test_a_child_whose_zygote_died_before_answering_ends_and_the_upload_is_parsed(monkeypatch: Any) -> None:
+    """The zygote forks a child and dies before handing back its pidfd (killed, out of memory):
+    the upload is parsed by a new zygote's child on a socket of its own, and the orphan, which
+    the server cannot name, reads the end of its socket and ends (it shared the retry's socket
+    and garbled the file once)."""
+    import os
+    import socket
+    import time
+    from pathlib import Path
+
+    from kbsql.engine.datasources import parse_process
+
+    real = parse_process._Zygote.fork
+    orphans: list[int] = []
+    sockets: list[int] = []  # the inode of the socket each attempt hands a child
+
+    def dies_after_forking(self: Any, sock: socket.socket, deadline: float) -> int:
+        sockets.append(os.fstat(sock.fileno()).st_ino)
+        if orphans:
+            return real(self, sock, deadline)
+        socket.send_fds(self.channel, [b"F"], [sock.fileno()])
+        children = Path(f"/proc/{self.process.pid}/task/{self.process.pid}/children")
+        until = time.monotonic() + 10  # the zygote imports the readers first
+        while not children.read_text().split() and time.monotonic() < until:
+            time.sleep(0.01)
+        orphans.extend(int(pid) for pid in children.read_text().split())
+        self.process.kill()
+        raise EOFError("the zygote forked no child")
+
+    monkeypatch.setattr(parse_process._Zygote, "fork", dies_after_forking)
+    bounds = UploadBounds(**{**SMALL.__dict__, "parse_slots": FairSlots(1)})
+    pages = read_pages(makers.csv_bytes(), "orders.csv", 64 * 2**20, bounds, parse_apart)
+    pd.testing.assert_frame_equal(to_arrow(pages["main"]).to_pandas(), makers.frame())
+    assert len(orphans) == 1 and len(set(sockets)) == 2, sockets  # the retry's socket is not the orphan's
+    until = time.monotonic() + 2
+    while os.path.exists(f"/proc/{orphans[0]}") and time.monotonic() < until:
+        state = Path(f"/proc/{orphans[0]}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        if state == "Z":
+            break
+        time.sleep(0.02)
+    assert not os.path.exists(f"/proc/{orphans[0]}") or \
+        Path(f"/proc/{orphans[0]}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"

@@ -71,21 +71,20 @@ def parse_apart(raw: bytes, filename: str, max_bytes: int, bounds: UploadBounds)
 
 def _run(raw: bytes, filename: str, max_bytes: int, bounds: UploadBounds, deadline: float) -> Pages | PdfFile:
     control = current_control()
-    ours, theirs = socket.socketpair()
-    child: list[int] = []  # the child's pidfd, once the zygote has forked it
+    child: list[tuple[socket.socket, int]] = []  # our end of the child's socket, its pidfd
 
     def kill() -> None:  # from any thread: the child dies, our socket's waits end at once
-        for pidfd in child:
+        for sock, pidfd in child:
             _kill(pidfd)
-        try:
-            ours.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
 
     try:
         with control.stoppable(kill) if control is not None else nullcontext():
-            child.append(_fork(theirs, deadline))
-            theirs.close()
+            child.append(_fork(deadline))
+            ours = child[0][0]
             job = {"filename": filename, "max_bytes": max_bytes, "size": len(raw),
                    "cpu": int(deadline - time.monotonic()) + 1, "bounds": _plain(bounds)}
             _send(ours, json.dumps(job).encode(), deadline)
@@ -106,12 +105,11 @@ def _run(raw: bytes, filename: str, max_bytes: int, bounds: UploadBounds, deadli
         raise FileProcessingError("The file cannot be read: its parser ended without an answer (it may "
                                   "have run out of memory)") from None
     finally:
-        for pidfd in child:
+        for sock, pidfd in child:
             _kill(pidfd)
             _ended(pidfd, 1.0)
             os.close(pidfd)
-        ours.close()
-        theirs.close()
+            sock.close()
 
 
 def _plain(bounds: UploadBounds) -> dict[str, Any]:
@@ -220,18 +218,23 @@ class _Zygote:
         self.channel.close()
 
 
-def _fork(sock: socket.socket, deadline: float) -> int:
-    """A pidfd of a new child serving `sock`, from the running zygote (started if none is).
-    A zygote found gone is replaced once; one too slow (stopped) is killed, and the next
-    upload starts another."""
+def _fork(deadline: float) -> tuple[socket.socket, int]:
+    """Our end of a new child's socket and the child's pidfd, from the running zygote
+    (started if none is). A zygote found gone is replaced once; one too slow (stopped) is
+    killed, and the next upload starts another. Each attempt has a socket of its own: a child
+    forked by a zygote that died before answering reads the end of its socket and ends."""
     for attempt in (1, 2):
+        ours, theirs = socket.socketpair()
         zygote = _running()
         try:
-            return zygote.fork(sock, deadline)
+            return ours, zygote.fork(theirs, deadline)
         except (OSError, EOFError) as exc:
+            ours.close()
             _forget(zygote)
             if attempt == 2 or isinstance(exc, TimeoutError):
                 raise
+        finally:
+            theirs.close()
     raise AssertionError("unreachable")
 
 
