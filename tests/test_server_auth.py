@@ -326,3 +326,53 @@ def httpx_status(url: str) -> int:
         return httpx.get(url, timeout=5).status_code
     except httpx.TransportError:
         return 0
+
+
+def test_bodies_dripped_after_a_refusal_count_against_the_pending_cap(server: ServerProcess) -> None:
+    """60 tokenless POSTs whose complete heads promise 100 KB of body, then send a byte every
+    0.3 s. Each is answered 401 at once; the connection then waits for the rest of its body,
+    and 1,100 such connections kept both doors from new clients (a 1,024-descriptor limit).
+    Answered before its body came, a connection counts as one not let in: the pending cap
+    (40 here) closes the oldest, and a client connected before is answered throughout."""
+    import socket
+    import threading
+
+    port = int(server.url.rsplit(":", 1)[1])
+    head = (b"POST /api/sql/query HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\n"
+            b"content-length: 100000\r\n\r\n")
+    answers: list[bytes] = []
+    open_at_end: list[bool] = []
+    stop = threading.Event()
+
+    def drip() -> None:
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+            sock.sendall(head + b"{")
+            answers.append(sock.recv(4096)[:12])
+            sock.settimeout(0.3)
+            closed = False
+            while not stop.is_set() and not closed:
+                try:
+                    sock.sendall(b" ")
+                    closed = sock.recv(4096) == b""
+                except TimeoutError:
+                    continue
+                except OSError:
+                    closed = True
+            open_at_end.append(not closed)
+
+    with httpx.Client(base_url=server.url, headers=bearer(TOKEN), timeout=10) as client:
+        assert client.post("/api/sql/query", json={"query": "SELECT 1"}).status_code == 200
+        threads = [threading.Thread(target=drip, daemon=True) for _ in range(60)]
+        for thread in threads:
+            thread.start()
+            time.sleep(0.01)
+        polled = []
+        for _ in range(20):
+            polled.append(client.post("/api/sql/query", json={"query": "SELECT 1"}).status_code)
+            time.sleep(0.1)
+        stop.set()
+        for thread in threads:
+            thread.join(5)
+    assert answers.count(b"HTTP/1.1 401") == 60, answers
+    assert set(polled) == {200}, polled
+    assert sum(open_at_end) <= 40, sum(open_at_end)  # the cap closed the oldest 20 or more

@@ -265,7 +265,37 @@ class _UnreadBound(HttpToolsProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.unread.resumed(self)
+        self._drained()
         super().connection_lost(exc)
+
+    # a request answered before its body has all come (a 401 without a token, a 413) ----------
+    not_let_in = Pending(sys.maxsize, "HTTP")
+    drain_s = DEFAULT_TIMEOUT_S
+    _drain_timer: asyncio.TimerHandle | None = None
+    _body_open = False  # a head has come, its body has not all come yet
+
+    def on_response_complete(self) -> None:
+        """Answered before its body has all come: the rest of the body has `drain_s`, and the
+        connection counts as one not let in (`not_let_in`, the pending cap), so bodies dripped
+        after a refusal cannot hold the descriptors the cap keeps for everyone (1,100 tokenless
+        POSTs sending a byte every 3 s kept both doors from new clients)."""
+        super().on_response_complete()
+        if self._body_open and not self.transport.is_closing():
+            self._drain_timer = self.loop.call_later(self.drain_s, self._drain_expired)
+            self.not_let_in.add(self, self.evicted)
+
+    def _drain_expired(self) -> None:
+        self._drain_timer = None
+        if not self.transport.is_closing():
+            log.warning("a client did not finish a request body it was answered for in %.0f s; closed",
+                        self.drain_s)
+            self.transport.close()
+
+    def _drained(self) -> None:
+        if self._drain_timer is not None:
+            self._drain_timer.cancel()
+            self._drain_timer = None
+        self.not_let_in.done(self)
 
 
 def head_timeout_protocol(timeout: float, max_head: int = DEFAULT_MAX_HEAD,
@@ -284,7 +314,7 @@ def head_timeout_protocol(timeout: float, max_head: int = DEFAULT_MAX_HEAD,
     bound = unread if unread is not None else _UnreadBound.unread
 
     class HeadTimeoutProtocol(_UnreadBound):
-        unread, flood = bound, brake
+        unread, flood, not_let_in, drain_s = bound, brake, waiting, timeout
         _head_timer: asyncio.TimerHandle | None = None
         _in_head = True
         _head_bytes = 0
@@ -335,12 +365,14 @@ def head_timeout_protocol(timeout: float, max_head: int = DEFAULT_MAX_HEAD,
         def on_headers_complete(self) -> None:
             self._disarm()
             self._in_head, self._head_bytes, self._head_lines, self._tail = False, 0, 0, b""
+            self._body_open = True
             waiting.done(self)
             super().on_headers_complete()
 
         def on_message_complete(self) -> None:
             super().on_message_complete()
-            self._in_head = True  # the next request's head
+            self._in_head, self._body_open = True, False  # the next request's head
+            self._drained()
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._disarm()
