@@ -357,3 +357,20 @@ def test_an_insert_naming_an_unknown_column_is_refused_with_the_near_name(server
     fine = run("INSERT INTO kb_meta (id, content, product) VALUES (1, 'a wireless mouse', 'mouse')")
     assert fine["type"] == "ok", fine
     assert run("SELECT product FROM kb_meta")["data"] == [["mouse"]]
+    # every other way an insert names its columns (the audit found each stored product as null)
+    for named in ("INSERT INTO kb_meta SELECT 2 AS id, 'a mouse pad' AS content, 'pad' AS prodcut",
+                  "INSERT INTO kb_meta (id, content, prodcut) SELECT 2, 'a mouse pad', 'pad'",
+                  "INSERT INTO kb_meta (id, content, prodcut) SELECT 2, 'a mouse pad', 'pad' "
+                  "USING batch_size = 5"):
+        answer = run(named)
+        assert answer["type"] == "error" and "did you mean 'product'?" in answer["error_message"], \
+            (named, answer)
+    row = {"id": 2, "content": "a mouse pad", "prodcut": "pad"}
+    rest = httpx.put(f"{server.url}/api/projects/mindsdb/knowledge_bases/kb_meta",
+                     json={"knowledge_base": {"rows": [row]}})
+    assert rest.status_code == 400 and "did you mean 'product'?" in rest.json()["detail"], rest.text
+    assert run("SELECT id FROM kb_meta")["data"] == [["1"]]  # nothing of them stored
+    # a column a SELECT brings without naming it goes as MindsDB takes it (not refused)
+    brought = run("INSERT INTO kb_meta SELECT * FROM "
+                  "(SELECT 3 AS id, 'a cable' AS content, 'cable' AS product)")
+    assert brought["type"] == "ok", brought

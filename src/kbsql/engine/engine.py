@@ -347,7 +347,8 @@ class Engine(FileTables, UploadedFiles, Databases, Views, KnowledgeBaseEditing, 
         report the same count as an embedded one. The view is the record the insert
         stored: the catalog is read once per batch, to find the knowledge base."""
         record = self.catalog.knowledge_base(project, name)
-        stored, record = self.kbs.insert(record, validate.rows(rows))
+        _check_placed(validate.rows(rows), record)
+        stored, record = self.kbs.insert(record, rows)
         return {**knowledge_base_json(record, "get"), "inserted_rows": stored}
 
     def knowledge_base_vectors(self, project: str, name: str, limit: int = 5000,
@@ -387,6 +388,7 @@ class Engine(FileTables, UploadedFiles, Databases, Views, KnowledgeBaseEditing, 
         and reports its phases to `progress`."""
         sent = len(rows) if hasattr(rows, "__len__") else None
         record = self.catalog.knowledge_base(project, name)
+        _check_placed(rows, record)
         return InsertCounts(sent, self.kbs.insert_rows(record, rows, progress))
 
     def insert_rows(self, record: KbRecord, rows: Any, progress: OnProgress | None = None) -> int:
@@ -524,3 +526,18 @@ class Engine(FileTables, UploadedFiles, Databases, Views, KnowledgeBaseEditing, 
 
     def delete_view(self, project: str, name: str) -> None:
         self._views().delete_view(project, name)
+
+
+def _check_placed(rows: Any, record: KbRecord) -> None:
+    """Rows sent to a knowledge base name each of their columns: one it has no place for is
+    a 400 in one line, as in SQL (knowledge/ingest.unplaced_column), never a dropped value."""
+    from kbsql.engine.knowledge.ingest import unplaced_column
+    from kbsql.interface.errors import InvalidParameter
+
+    if hasattr(rows, "columns"):  # a DataFrame
+        names: list[Any] = list(rows.columns)
+    else:
+        names = list(dict.fromkeys(key for row in rows if isinstance(row, dict) for key in row))
+    refusal = unplaced_column(names, record.spec)
+    if refusal is not None:
+        raise InvalidParameter(refusal)

@@ -316,10 +316,7 @@ def head_timeout_protocol(timeout: float, max_head: int = DEFAULT_MAX_HEAD,
     class HeadTimeoutProtocol(_UnreadBound):
         unread, flood, not_let_in, drain_s = bound, brake, waiting, timeout
         _head_timer: asyncio.TimerHandle | None = None
-        _in_head = True
-        _head_bytes = 0
-        _head_lines = 0
-        _tail = b""
+        _in_head, _head_bytes, _head_lines, _tail = True, 0, 0, b""
 
         def _arm(self) -> None:
             self._disarm()

@@ -98,6 +98,24 @@ def check_metadata_columns(columns: list[str] | None) -> None:
                                f"({sorted(INTERNAL_KEYS)}): rename the column(s)")
 
 
+def unplaced_column(names: Any, spec: dict[str, Any]) -> str | None:
+    """The one line refusing a column an insert names that the knowledge base has no place
+    for (with `metadata_columns` declared, neither content, metadata nor the id): it would be
+    dropped, as `prodcut` was ("OK, 1 row affected", `product` stored as null). None: every
+    name has a place (without `metadata_columns` every other column is metadata)."""
+    from kbsql.engine.spelling import did_you_mean
+
+    declared = spec.get("metadata_columns")
+    if declared is None:
+        return None
+    known = [*(spec.get("content_columns") or ["content"]), *declared, spec.get("id_column") or "id"]
+    for name in names:
+        if name not in known:
+            return (f"column '{name}' is neither a content, metadata nor id column of this "
+                    f"knowledge base{did_you_mean(str(name), known) or f' (its columns: {known})'}")
+    return None
+
+
 class RowChunker:
     """Turns rows into chunks following one knowledge base's spec."""
 

@@ -116,7 +116,7 @@ class BackgroundInserts:
         """Check the statement (options, SELECT, tracked column), record the query and
         answer its row; the insert itself runs in the pool."""
         options = kb_insert.options_of(using)
-        probe = _probe(self.session, statement, ctx)
+        probe = _probe(self.session, statement, ctx, record.spec)
         if options["track_column"] is not None and \
                 options["track_column"].lower() not in {str(c).lower() for c in probe.columns}:
             raise SqlError(f"track_column {options['track_column']!r} is not a column of the inserted "
@@ -275,7 +275,8 @@ class _Job:
         self.done: Future[None] = Future()
 
 
-def _probe(session: SqlSession, statement: ast.Insert, ctx: dict[str, Any]) -> pd.DataFrame:
+def _probe(session: SqlSession, statement: ast.Insert, ctx: dict[str, Any],
+           spec: dict[str, Any]) -> pd.DataFrame:
     """The SELECT's columns without its rows (LIMIT 0): unknown tables or columns, and a
     column list of the wrong length, fail the statement itself, not the background run."""
     import copy
@@ -283,7 +284,7 @@ def _probe(session: SqlSession, statement: ast.Insert, ctx: dict[str, Any]) -> p
     probe = copy.deepcopy(statement)
     if isinstance(probe.from_select, ast.Select):
         probe.from_select.limit = ast.Constant(0)
-    return kb_write.frame_of(session, probe, ctx)
+    return kb_write.frame_of(session, probe, ctx, spec)
 
 
 class _Insert:
@@ -306,7 +307,7 @@ class _Insert:
         target = names.target_of(session, statement.table, ctx)
         if target is None or target.kind != "kb" or target.record is None:
             raise SqlError(f"The knowledge base of query {query.id} no longer exists")
-        frame = kb_write.frame_of(session, statement, ctx)
+        frame = kb_write.frame_of(session, statement, ctx, target.record.spec)
         track = options["track_column"] or _id_column(target.record, frame)
         columns = {str(c).lower(): c for c in frame.columns}
         if track is not None:

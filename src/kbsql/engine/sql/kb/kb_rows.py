@@ -132,7 +132,7 @@ def insert(session: SqlSession, statement: ast.Insert, ctx: dict[str, Any], rout
     if kb_background.wanted(using) and not ctx.get(INLINE):
         return session.background.start(record, statement, sql, using or {}, ctx)
     with session.queries.track(sql, ctx["db"], using, record.id) as logged:
-        frame = kb_write.frame_of(session, statement, ctx)
+        frame = kb_write.frame_of(session, statement, ctx, record.spec)
         if using:
             count = kb_write.insert_frame(session, record, frame, kb_insert.options_of(using), progress)
         else:

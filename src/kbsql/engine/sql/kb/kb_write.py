@@ -16,9 +16,8 @@ from typing import TYPE_CHECKING, Any
 from mindsdb_sql_parser import ast
 
 from kbsql.engine.catalog import KbRecord
-from kbsql.engine.knowledge.ingest import RowChunker
+from kbsql.engine.knowledge.ingest import RowChunker, unplaced_column
 from kbsql.engine.knowledge.search import Filter, SearchRequest
-from kbsql.engine.spelling import did_you_mean
 from kbsql.engine.sql.kb import kb_insert
 from kbsql.engine.sql.kb.kb_conditions import constant
 from kbsql.engine.sql.tables.select import select_frame
@@ -44,9 +43,16 @@ def take_using(statement: ast.Insert) -> dict[str, Any] | None:
     return using
 
 
-def frame_of(session: SqlSession, statement: ast.Insert, ctx: dict[str, Any]) -> pd.DataFrame:
+def frame_of(session: SqlSession, statement: ast.Insert, ctx: dict[str, Any],
+             spec: dict[str, Any] | None = None) -> pd.DataFrame:
     """The rows of `INSERT INTO kb [(a, b)] SELECT ...` (USING already taken off), named by
-    the column list when there is one (by position, as SQL does)."""
+    the column list when there is one (by position, as SQL does). With the knowledge base's
+    `spec`, a column the statement names (in its column list, or as an alias in its SELECT)
+    that the knowledge base has no place for is refused (`check_named_columns`); columns a
+    `SELECT *` or a plain column brings are not named here, and go as MindsDB takes them."""
+    if spec is not None:
+        check_named_columns(column_names(statement.columns) if statement.columns
+                            else aliases(statement.from_select), spec)
     frame = select_frame(session, statement.from_select, ctx)
     if statement.columns:
         names = column_names(statement.columns)
@@ -54,6 +60,12 @@ def frame_of(session: SqlSession, statement: ast.Insert, ctx: dict[str, Any]) ->
             raise SqlError(f"INSERT names {len(names)} columns but its SELECT returns {len(frame.columns)}")
         frame.columns = names
     return frame
+
+
+def aliases(select: Any) -> list[str]:
+    """The names a SELECT gives its columns with `AS` (none for a UNION or a star)."""
+    return [str(t.alias.parts[-1]) for t in getattr(select, "targets", None) or []
+            if getattr(t, "alias", None) is not None]
 
 
 def values_rows(statement: ast.Insert, spec: dict[str, Any] | None = None) -> list[dict[str, Any]]:
@@ -74,17 +86,11 @@ def values_rows(statement: ast.Insert, spec: dict[str, Any] | None = None) -> li
 
 
 def check_named_columns(names: list[str], spec: dict[str, Any]) -> None:
-    """With `metadata_columns` declared, a named column that is neither content, metadata
-    nor the id would be dropped: `(id, content, prodcut)` answered "1 row affected" and
-    stored `product` as null. Refused in one line, with the near name."""
-    declared = spec.get("metadata_columns")
-    if declared is None:  # every other column is metadata: nothing is dropped
-        return
-    known = [*(spec.get("content_columns") or ["content"]), *declared, spec.get("id_column") or "id"]
-    for name in names:
-        if name not in known:
-            raise SqlError(f"column '{name}' is neither a content, metadata nor id column of this "
-                           f"knowledge base{did_you_mean(name, known) or f' (its columns: {known})'}")
+    """A named column the knowledge base has no place for is refused in one line, with the
+    near name (knowledge/ingest.unplaced_column)."""
+    refusal = unplaced_column(names, spec)
+    if refusal is not None:
+        raise SqlError(refusal)
 
 
 def insert_frame(session: SqlSession, record: KbRecord, frame: Any, options: dict[str, Any],
