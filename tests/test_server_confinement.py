@@ -336,3 +336,26 @@ def test_the_data_directory_is_private(server: ServerProcess, folders: dict[str,
             assert stat.S_IMODE((Path(folder) / name).stat().st_mode) == 0o600, name
     assert {"catalog.sqlite", "chunks.sqlite", "index.faiss", "frame.parquet"} <= seen
 
+
+
+def test_a_postgres_sources_own_connect_timeout_stays_within_the_statements_deadline(tmp_path: Path) -> None:
+    """A source asking `connect_timeout` 100 of a host that takes the connection and never
+    answers (a listening socket nobody reads) held a statement with a 5 s deadline for 100 s,
+    and its connection after the client had left. It now waits what is left of the deadline."""
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)
+    port = silent.getsockname()[1]
+    try:
+        with spawn(tmp_path / "data", args=("--token", TOKEN, "--statement-timeout", "3",
+                                            "--allow-source-host", f"127.0.0.1:{port}")) as proc:
+            start = time.monotonic()
+            answer = sql(proc, "CREATE DATABASE silent WITH ENGINE = 'postgres', PARAMETERS = "
+                               f"{{\"host\": \"127.0.0.1\", \"port\": {port}, \"user\": \"postgres\", "
+                               "\"password\": \"x\", \"connect_timeout\": 100}")
+            took = time.monotonic() - start
+            assert answer["type"] == "error", answer
+            assert took < 8, took
+            assert "silent" not in [r[0] for r in sql(proc, "SHOW DATABASES")["data"]]
+    finally:
+        silent.close()
