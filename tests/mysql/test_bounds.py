@@ -282,3 +282,36 @@ def log_in_after_a_flood(server: ServerProcess) -> None:
         except pymysql.err.OperationalError:
             assert time.monotonic() < deadline
             time.sleep(0.2)
+
+
+def test_unread_answers_are_bounded_in_bytes_as_on_http(tmp_path: Path) -> None:
+    """Clients that never read their answer held it for the whole --mysql-write-timeout (60 s):
+    twelve 45 MB results took +735 MB. Now the answers held for clients not reading count
+    against --http-unread-mb (64 here) on this door too: the connection that waited longest is
+    closed in one log line and its result freed, while the newest is still served."""
+    with spawn(tmp_path / "data", args=("--mysql-port", "0", "--http-unread-mb", "64")) as server:
+        with kbsql.connect(server.url) as client:
+            client.register("n", pd.DataFrame({"x": range(300), "s": ["x" * 500] * 300}))
+        before = len(server.log_text())
+        start = rss_mb(server)
+        readers = []
+        try:
+            for n in range(6):
+                sock = login_from(server, f"127.0.0.{31 + n}")
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+                sock.sendall(packet(0, b"\x03SELECT a.x, a.s FROM df.n a, df.n b"))  # 45 MB each
+                readers.append(sock)
+                time.sleep(0.5)
+            named = wait_for(server, before, "MySQL: answers left unread held", within=30)
+            assert named and "(--http-unread-mb 64)" in named[0], server.log_text()[before:]
+            gone = wait_for(server, before, "went away", 4, within=20)  # well before the 60 s timeout
+            assert len(gone) >= 4, server.log_text()[before:]
+            deadline = time.monotonic() + 10  # memory is given back as each closes; a loaded
+            while rss_mb(server) - start >= 200 and time.monotonic() < deadline:  # machine lags
+                time.sleep(0.25)
+            held = rss_mb(server) - start
+            assert held < 200, held  # six results held until the write timeout: ~300 MB and more
+            assert "Traceback" not in server.log_text()[before:]
+        finally:
+            for sock in readers:
+                sock.close()

@@ -256,7 +256,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("max_headers", int, 200, "most header lines in one request head, counted before "
             "parsing (431 beyond)", "--max-headers", in_file=False, metavar="N"),
     Setting("http_unread_mb", float, 256.0, "MB all HTTP connections together may hold in answers "
-            "their clients do not read; past it the ones waiting longest are closed",
+            "their clients do not read, and all MySQL ones apart; past it the ones waiting longest "
+            "are closed",
             "--http-unread-mb", in_file=False, metavar="MB"),
     Setting("timeout", float, 30.0, "seconds for a request head to arrive and longest pause "
             "inside a body (408 beyond)", "--timeout", in_file=False, metavar="SECONDS"),

@@ -135,7 +135,7 @@ def give_back_memory() -> None:
 
 
 class Unread:
-    """The answers all HTTP connections hold for clients that are not reading them: a
+    """The answers all connections of a door hold for clients that are not reading them: a
     connection whose send buffer is full (`paused`, with a way to measure and to close it)
     counts its buffered bytes until it drains (`resumed`) or closes. When the total is over
     `limit`, the connections paused the longest are closed (one log line each) and the
@@ -143,8 +143,9 @@ class Unread:
     never reads is the first to go. The newest is never closed for the bound: one answer
     larger than it (a result near the result cap) is still delivered."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, door: str = "HTTP") -> None:
         self.limit = limit
+        self.door = door
         self._paused: OrderedDict[object, tuple[float, Callable[[], int], Callable[[], None]]] = OrderedDict()
 
     def __len__(self) -> int:
@@ -168,8 +169,8 @@ class Unread:
                 break
             since, _, close = self._paused.pop(key)
             total -= held[key]
-            log.warning("HTTP: answers left unread held %.0f MB (--http-unread-mb %.0f); closed the "
-                        "connection that waited longest (%.0f MB, %.0f s)", (total + held[key]) / MB,
-                        self.limit / MB, held[key] / MB, time.monotonic() - since)
+            log.warning("%s: answers left unread held %.0f MB (--http-unread-mb %.0f); closed the "
+                        "connection that waited longest (%.0f MB, %.0f s)", self.door,
+                        (total + held[key]) / MB, self.limit / MB, held[key] / MB, time.monotonic() - since)
             close()
         give_back_memory()

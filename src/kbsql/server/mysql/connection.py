@@ -22,6 +22,7 @@ import asyncio
 import io
 import logging
 import struct
+import sys
 from typing import Any
 
 from mysql_mimic.charset import CharacterSet
@@ -36,7 +37,7 @@ from kbsql.interface.api import DEFAULT_PROJECT
 from kbsql.interface.control import Control
 from kbsql.interface.errors import Busy
 from kbsql.interface.literals import ParameterError
-from kbsql.server.door_bounds import MB, DoorBounds, HeldBytes
+from kbsql.server.door_bounds import MB, DoorBounds, HeldBytes, Unread
 from kbsql.server.lanes import WATCH_AFTER_S, Lane, controlled
 from kbsql.server.limits import check_sql_size
 from kbsql.server.mysql import error_codes, metadata, prepared
@@ -56,6 +57,8 @@ _STATEMENT_COMMANDS = frozenset({
     Commands.COM_STMT_RESET, Commands.COM_STMT_SEND_LONG_DATA, Commands.COM_STMT_FETCH,
 })
 
+UNREAD_AFTER_S = 1.0
+"""A client that has not taken a batch of its answer in this long counts as not reading it."""
 log = logging.getLogger("kbsql.server")
 
 # mysql-mimic's set, without query attributes (no use here, and one more way to send bytes)
@@ -91,8 +94,10 @@ class DoorConnection(Connection):
     stream: BoundedStream
 
     def __init__(self, *args: Any, login_timeout: float, lane: Lane, bounds: DoorBounds, held: HeldBytes,
-                 **kwargs: Any):
+                 unread: Unread | None = None, **kwargs: Any):
         super().__init__(*args, **kwargs)
+        self.unread = unread if unread is not None else Unread(sys.maxsize, "MySQL")
+        """The answers all connections hold for clients not reading them (the door's)."""
         self.login_timeout = login_timeout
         self.lane = lane
         """Where this connection's engine calls run: the server's SQL lane."""
@@ -324,13 +329,33 @@ class DoorConnection(Connection):
         packets = answer.next_batch()
         while packets:
             self.stream.write_many(packets)
-            await self.stream.drain()
+            await self._drain_holding(answer.held)
             try:
                 packets = await self.in_lane(answer.next_batch)
             except Unsendable as exc:  # an error packet in place of the next row ends the result
                 await self.stream.write(self.error_of(error_codes.UNKNOWN_ERROR, str(exc)))
                 return
         await self.stream.write(self.ok_or_eof())
+
+    async def _drain_holding(self, held: int) -> None:
+        """Wait until the client takes what is written. One that has not taken a batch within
+        `UNREAD_AFTER_S` is counted in the door's unread answers with the whole result it
+        holds: past --http-unread-mb, the connection that waited longest is closed and its
+        result freed (12 clients that never read a 45 MB result held +735 MB for the 60 s
+        write timeout)."""
+        drained = asyncio.ensure_future(self.stream.drain())
+        try:
+            done, _ = await asyncio.wait({drained}, timeout=UNREAD_AFTER_S)
+            if drained not in done:
+                transport = self.stream.writer.transport
+                self.unread.paused(self, lambda: held + self.stream.waiting(), transport.abort)
+                try:
+                    await asyncio.shield(drained)
+                finally:
+                    self.unread.resumed(self)
+            drained.result()
+        finally:
+            drained.cancel()  # only if this task was cancelled while it waited
 
     # --- prepared statements ----------------------------------------------------------------
     def statement(self, statement_id: int) -> prepared.Prepared:

@@ -34,7 +34,7 @@ from mysql_mimic.stream import ConnectionClosed
 
 from kbsql.interface.api import ServiceApi
 from kbsql.server.auth import AuthSettings
-from kbsql.server.door_bounds import DoorBounds, HeldBytes, Pending, give_back_memory
+from kbsql.server.door_bounds import DoorBounds, HeldBytes, Pending, Unread, give_back_memory
 from kbsql.server.flood import FloodBrake, start_accepting
 from kbsql.server.lanes import Lanes
 from kbsql.server.limits import Limits
@@ -73,6 +73,7 @@ class MysqlDoor:
         self.lanes = lanes if lanes is not None else Lanes.sized()
         self.bounds = bounds or DoorBounds()
         self.held = HeldBytes(self.bounds.mysql_total_held)
+        self.unread = Unread(self.limits.max_unread, "MySQL")  # answers not taken: --http-unread-mb too
         self.pending = Pending(self.bounds.pending_cap(), "MySQL")
         self.control = LocalControl()
         self.connections: dict[DoorConnection, asyncio.Task[None]] = {}
@@ -151,7 +152,7 @@ class MysqlDoor:
         connection = DoorConnection(stream=stream, session=session, control=self.control,
                                     identity_provider=identity, server_capabilities=CAPABILITIES,
                                     login_timeout=self.limits.timeout, lane=self.lanes.sql,
-                                    bounds=self.bounds, held=self.held)
+                                    bounds=self.bounds, held=self.held, unread=self.unread)
         connection.connection_id = next(self._ids) % 2**32
         task = asyncio.current_task()
         assert task is not None

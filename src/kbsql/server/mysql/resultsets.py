@@ -37,6 +37,8 @@ from kbsql.interface.column_types import OWN_TYPE_KEY, own_wire_type
 from kbsql.interface.results import TableResult
 
 BATCH_ROWS = 1000
+PYTHON_VALUE_BYTES = 64
+"""What one value of a result held as Python objects is counted as (an object and its slot)."""
 """Rows converted and written at a time: small enough that a batch of long texts stays a few MB."""
 
 
@@ -61,9 +63,11 @@ class Rows:
 
     columns: list[ResultColumn]
     batches: Iterator[list[Sequence[Any]]]
+    held: int = 0
+    """Bytes of the result the batches are drawn from (kept until the last is sent)."""
 
     def encoded(self, binary: bool) -> Encoded:
-        return Encoded(self.columns, self.batches, binary)
+        return Encoded(self.columns, self.batches, binary, held=self.held)
 
 
 @dataclass
@@ -75,6 +79,7 @@ class Encoded:
     batches: Iterator[list[Sequence[Any]]]
     binary: bool
     first: list[bytes] | None = field(default=None)
+    held: int = 0
 
     def next_batch(self) -> list[bytes] | None:
         """The next batch's packets, or None once the rows are done."""
@@ -315,11 +320,13 @@ def table_rows(result: TableResult) -> Rows:
                 table = table.set_column(i, table.field(i).with_type(pa.binary()),
                                          pc.cast(table.column(i), pa.binary()))
         batches = _arrow_batches(table, kinds, python)
-        return Rows(columns_of(names, kinds, [None if own is None else own[1] for own in owned]), batches)
+        return Rows(columns_of(names, kinds, [None if own is None else own[1] for own in owned]), batches,
+                    table.nbytes)
     data = result.data
     kinds = [python_column_type([row[i] for row in data]) if data else ColumnType.VAR_STRING
              for i in range(len(names))]
-    return Rows(columns_of(names, kinds), _python_batches(data, kinds))
+    return Rows(columns_of(names, kinds), _python_batches(data, kinds),
+                PYTHON_VALUE_BYTES * len(data) * len(names))
 
 
 def arrow_rows(table: pa.Table) -> Rows:
