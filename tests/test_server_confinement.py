@@ -276,7 +276,8 @@ def test_source_passwords_are_masked_in_every_listing(server: ServerProcess) -> 
     for engine in ("postgres", "pgvector"):  # stored without connecting (MindsDB's REST)
         made = httpx.post(f"{server.url}/api/databases", headers=HEADERS, json={"database": {
             "name": f"masked_{engine}", "engine": engine, "parameters": {
-                "host": "db.example.com", "user": "u", "password": secret, "database": "d"}}})
+                "host": "db.example.com", "user": "u", "password": secret, "database": "d",
+                "sslpassword": secret}}})  # libpq's key's password: shown in clear before
         assert made.status_code == 201, made.text
         assert secret not in made.text
     dsn_source = {"name": "masked_dsn", "engine": "postgres",

@@ -12,6 +12,8 @@ from typing import Any
 
 MASK = "******"
 SECRET_KEYS = ("password", "passwd", "api_key", "apikey", "secret", "token", "private_key", "key")
+SECRET_ENDINGS = ("password", "passwd", "secret", "token")
+"""A key ending so is a secret whatever comes before (libpq's `sslpassword`, `dbpassword`)."""
 CONNECTION_STRING_KEYS = ("dsn", "url", "uri", "connection_string", "conninfo")
 # A password may hold '@', '/' or ':' unencoded: everything up to the last '@' of the URL (a
 # run without spaces or quotes) is masked, so no part of such a password shows.
@@ -39,13 +41,19 @@ def mask_secrets(parameters: dict[str, Any] | None) -> dict[str, Any]:
     for key, value in (parameters or {}).items():
         if isinstance(value, dict):
             out[key] = mask_secrets(value)
-        elif any(s == key.lower() or key.lower().endswith("_" + s) for s in SECRET_KEYS):
+        elif is_secret_key(key):
             out[key] = MASK
         elif isinstance(value, str) and key.lower() in CONNECTION_STRING_KEYS:
             out[key] = mask_connection_string(value)
         else:
             out[key] = value
     return out
+
+
+def is_secret_key(key: str) -> bool:
+    lowered = key.lower()
+    return any(s == lowered or lowered.endswith("_" + s) for s in SECRET_KEYS) or \
+        lowered.endswith(SECRET_ENDINGS)
 
 
 def mask_connection_string(text: str) -> str:
