@@ -55,6 +55,9 @@ def test_a_workbook_is_parsed_by_a_child_not_by_the_server(
     before = parse_cpu_s(server)
     answer, cpu, _ = cost(server, lambda: upload(client, "orders", "orders.xlsx", raw))
     assert answer.status_code == 200, answer.text
+    reaped = time.monotonic() + 3  # the child's CPU counts once the zygote has reaped it
+    while parse_cpu_s(server) - before <= 0.3 and time.monotonic() < reaped:
+        time.sleep(0.05)
     parsing = parse_cpu_s(server) - before
     assert parsing > 0.3 and cpu < parsing / 2, (cpu, parsing)
     rows = sql(client, "SELECT count(*), sum(qty), max(product) FROM files.orders")["data"]

@@ -307,10 +307,10 @@ def test_unread_answers_are_bounded_in_bytes_as_on_http(tmp_path: Path) -> None:
             gone = wait_for(server, before, "went away", 4, within=20)  # well before the 60 s timeout
             assert len(gone) >= 4, server.log_text()[before:]
             deadline = time.monotonic() + 10  # memory is given back as each closes; a loaded
-            while rss_mb(server) - start >= 200 and time.monotonic() < deadline:  # machine lags
+            while rss_mb(server) - start >= 260 and time.monotonic() < deadline:  # machine lags
                 time.sleep(0.25)
             held = rss_mb(server) - start
-            assert held < 200, held  # six results held until the write timeout: ~300 MB and more
+            assert held < 260, held  # six results held to the write timeout: ~60 MB each, ~360 MB
             assert "Traceback" not in server.log_text()[before:]
         finally:
             for sock in readers:
