@@ -47,7 +47,7 @@ def page_texts(raw: bytes, seconds: float, max_chars: int, refuse: Callable[[str
     cannot be read, is over `max_chars` of text, takes more than `seconds`, or more than
     `cpu_seconds` of CPU (its line starts "CPU: "; None: no bound but the deadline's). `slots`:
     the extractions that may run at once (each child takes a core), shared fairly between
-    owners; the wait for one counts toward `seconds`, and one not had while `RUN_AT_LEAST_S`
+    owners; the wait for one counts toward `seconds`, and one not had while `fair_slots.RUN_AT_LEAST_S`
     of them are left is a `Busy` naming `slots_note`."""
     control = current_control()
     with slot_within(slots, seconds, f"reading as many PDFs as it may at once ({slots_note})") as left:

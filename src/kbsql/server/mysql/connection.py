@@ -342,12 +342,16 @@ class DoorConnection(Connection):
         `UNREAD_AFTER_S` is counted in the door's unread answers with the whole result it
         holds: past --http-unread-mb, the connection that waited longest is closed and its
         result freed (12 clients that never read a 45 MB result held +735 MB for the 60 s
-        write timeout)."""
+        write timeout). An answer the transport's buffer takes whole cannot wait (most are:
+        `SELECT 1`), so it is drained without the timer and the task the wait needs."""
+        transport = self.stream.writer.transport
+        if self.stream.waiting() <= transport.get_write_buffer_limits()[1]:
+            await self.stream.drain()
+            return
         drained = asyncio.ensure_future(self.stream.drain())
         try:
             done, _ = await asyncio.wait({drained}, timeout=UNREAD_AFTER_S)
             if drained not in done:
-                transport = self.stream.writer.transport
                 self.unread.paused(self, lambda: held + self.stream.waiting(), transport.abort)
                 try:
                     await asyncio.shield(drained)
