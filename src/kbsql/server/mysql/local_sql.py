@@ -30,7 +30,10 @@ TIMEOUT_S = 10.0
 MAX_RESULT_BYTES = 64 * 1024 * 1024
 CONFIG: dict[str, str | bool | int | float | list[str]] = {
     "enable_external_access": False, "memory_limit": "64MiB", "threads": 1,
-    "max_temp_directory_size": "0MiB", "lock_configuration": True}
+    "max_temp_directory_size": "0MiB", "lock_configuration": True,
+    "allocator_background_threads": True}
+"""`allocator_background_threads`: DuckDB's allocator is one per process, and a database opened
+without it turns off the thread that gives freed memory back (the SQL engine sets it too)."""
 GENERATORS = frozenset({
     "repeat", "space", "lpad", "rpad", "printf", "format", "range", "generate_series",
     "list_resize", "array_resize", "bar", "replace", "regexp_replace", "string_agg",

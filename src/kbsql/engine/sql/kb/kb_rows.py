@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import duckdb
 from mindsdb_sql_parser import ast
 
 from kbsql.engine.catalog import KbRecord
@@ -20,11 +19,12 @@ from kbsql.engine.sql.databases.info_schema import knowledge_bases_frame
 from kbsql.engine.sql.kb import kb_background, kb_insert, kb_select, kb_update, kb_write
 from kbsql.engine.sql.kb.kb_write import unquote_identifier  # noqa: F401 (its old home)
 from kbsql.engine.sql.refusals import unsupported
-from kbsql.engine.sql.tables.select import select_frame
+from kbsql.engine.sql.tables.select import run_select, select_frame
 from kbsql.interface.results import OkResult, SqlResult
 
 if TYPE_CHECKING:
     import pandas as pd
+    import pyarrow as pa
 
     from kbsql.engine.sql.session import SqlSession
     from kbsql.engine.sql.tables.names import Routed
@@ -66,7 +66,8 @@ def is_info_schema_kbs(table: Any) -> bool:
 def select_info_schema(session: SqlSession, statement: ast.Select, ctx: dict[str, Any],
                        routed: Routed) -> SqlResult:
     """`SELECT ... FROM information_schema.knowledge_bases` on its own."""
-    return run_over(knowledge_bases_frame(session, session.catalog.knowledge_bases()), statement, ctx)
+    frame = knowledge_bases_frame(session, session.catalog.knowledge_bases())
+    return run_over(session, frame, statement, ctx)
 
 
 def select(session: SqlSession, statement: ast.Select, ctx: dict[str, Any], routed: Routed) -> SqlResult:
@@ -79,7 +80,8 @@ def select(session: SqlSession, statement: ast.Select, ctx: dict[str, Any], rout
         search=lambda request: service.search(record, request),
         total=lambda: service.count(record),
         subquery=lambda select: subquery_values(session, select, ctx),
-        extra_keys=metadata_keys(record.spec))
+        extra_keys=metadata_keys(record.spec),
+        run=lambda query, frame: run_frame(session, query, ctx, frame))
     result = ArrowTableResult.from_rows(names, rows, ctx)  # Arrow like every other SELECT
     # a plain search without LIMIT stops at the documented default: say so when it may have
     # (a notebook shows a note under the table; joins and aggregates are never capped)
@@ -141,10 +143,15 @@ def insert(session: SqlSession, statement: ast.Insert, ctx: dict[str, Any], rout
     return OkResult(count, context=ctx)
 
 
-def run_over(frame: pd.DataFrame, statement: ast.Select, ctx: dict[str, Any]) -> SqlResult:
-    """Run a SELECT (its WHERE, targets, ORDER, LIMIT) over one frame, in a private DuckDB."""
+def run_over(session: SqlSession, frame: pd.DataFrame, statement: ast.Select, ctx: dict[str, Any]
+             ) -> SqlResult:
+    """Run a SELECT (its WHERE, targets, ORDER, LIMIT) over one frame, as every SELECT runs:
+    under the SQL memory limit, the per-value caps and the statement's deadline."""
     statement.from_table = ast.Identifier("kb_frame")
-    with duckdb.connect(":memory:") as con:
-        con.register("kb_frame", frame)
-        table = con.execute(statement.to_string()).to_arrow_table()
-    return ArrowTableResult(table, ctx)
+    return ArrowTableResult(run_frame(session, statement, ctx, frame), ctx)
+
+
+def run_frame(session: SqlSession, statement: ast.Select, ctx: dict[str, Any], frame: pd.DataFrame
+              ) -> pa.Table:
+    """`statement`, whose table `kb_frame` is `frame`, on the engine's SQL session."""
+    return run_select(session, statement, ctx, frames={"kb_frame": frame})

@@ -2,8 +2,8 @@
 
 The WHERE clause becomes searches and filters (`kb_where`). A SELECT of columns (`*`, `id`,
 `chunk_content`, a metadata column by name) is answered from those rows directly; anything
-else (`count(*)`, aggregates, GROUP BY, ORDER BY, DISTINCT, expressions) runs in a private
-DuckDB over every row the WHERE selects: then a search is not capped at the default 10
+else (`count(*)`, aggregates, GROUP BY, ORDER BY, DISTINCT, expressions) runs on the engine's
+SQL session over every row the WHERE selects: then a search is not capped at the default 10
 rows, which would quietly corrupt a count or an order. Names are case-insensitive and an
 unknown column is an error, never a column of nulls.
 """
@@ -26,6 +26,8 @@ from kbsql.interface.errors import SqlError
 from kbsql.interface.results import KB_COLUMNS
 
 Row = list[Any]
+RunOver = Callable[[ast.Select, Any], Any]
+"""(statement reading `kb_frame`, that frame) -> its answer as an Arrow table."""
 _MISSING = re.compile(r'column "?([^"\s]+)"? not found', re.IGNORECASE)
 
 
@@ -40,7 +42,7 @@ def is_plain(statement: ast.Select) -> bool:
 
 
 def select_rows(statement: ast.Select, name: str, metadata_columns: list[str] | None, search: Search,
-                total: Callable[[], int], subquery: Subquery | None = None,
+                total: Callable[[], int], run: RunOver, subquery: Subquery | None = None,
                 extra_keys: tuple[str, ...] = ()) -> tuple[list[str], list[Row]]:
     """(column names, rows) of a SELECT on knowledge base `name`."""
     limit = count(statement.limit, "LIMIT") if statement.limit is not None else None
@@ -57,7 +59,7 @@ def select_rows(statement: ast.Select, name: str, metadata_columns: list[str] | 
         return project(statement.targets, rows[offset:], metadata_columns)
     rows = run_where(statement.where, search, metadata_columns, subquery=subquery, extra_keys=extra_keys,
                      limit=None, cap=max(total(), 1))
-    return run_in_duckdb(statement, name, rows, metadata_columns)
+    return run_in_duckdb(statement, name, rows, metadata_columns, run)
 
 
 def _first_seen(rows: list[Row]) -> list[Row]:
@@ -130,8 +132,12 @@ def _frame(rows: list[Row], metadata_columns: list[str] | None) -> Any:
     return frame
 
 
-def run_in_duckdb(statement: ast.Select, name: str, rows: list[Row],
-                  metadata_columns: list[str] | None) -> tuple[list[str], list[Row]]:
+def run_in_duckdb(statement: ast.Select, name: str, rows: list[Row], metadata_columns: list[str] | None,
+                  run: RunOver) -> tuple[list[str], list[Row]]:
+    """The statement over the rows as table `kb_frame`, run by `run` (the engine's SQL
+    session: the memory limit, per-value caps and deadline of every SELECT hold here too; a
+    private DuckDB had none of them, and `length(repeat(content, 20000000))` over two rows
+    ran past a 3 s deadline and grew a 256 MB engine by 1 GB)."""
     query = copy.deepcopy(statement)
     alias = statement.from_table.alias if getattr(statement.from_table, "alias", None) is not None \
         else ast.Identifier(str(statement.from_table.parts[-1]))
@@ -144,22 +150,21 @@ def run_in_duckdb(statement: ast.Select, name: str, rows: list[Row],
         else:
             targets.append(target)
     query.targets = targets
-    with duckdb.connect(":memory:") as con:
-        con.register("kb_frame", _frame(rows, metadata_columns))
-        try:
-            cursor = con.execute(query.to_string())
-        except duckdb.BinderException as exc:
-            missing = _MISSING.search(str(exc))
-            if missing:
-                raise SqlError(f"Unknown column {missing.group(1)!r} in knowledge base {name}: the "
-                               f"columns are {list(KB_COLUMNS)} and the metadata columns "
-                               f"{metadata_columns if metadata_columns is not None else 'of its rows'}"
-                               ) from None
-            raise SqlError(_first_line(exc)) from None
-        except duckdb.Error as exc:
-            raise SqlError(_first_line(exc)) from None
-        names = [d[0] for d in cursor.description]
-        out = [list(r) for r in cursor.fetchall()]
+    try:
+        table = run(query, _frame(rows, metadata_columns))
+    except duckdb.BinderException as exc:
+        missing = _MISSING.search(str(exc))
+        if missing:
+            raise SqlError(f"Unknown column {missing.group(1)!r} in knowledge base {name}: the "
+                           f"columns are {list(KB_COLUMNS)} and the metadata columns "
+                           f"{metadata_columns if metadata_columns is not None else 'of its rows'}"
+                           ) from None
+        raise SqlError(_first_line(exc)) from None
+    except duckdb.Error as exc:
+        raise SqlError(_first_line(exc)) from None
+    names = list(table.column_names)
+    out = [list(r) for r in zip(*(c.to_pylist() for c in table.columns), strict=True)] \
+        if names else []
     if "metadata" in names:
         i = names.index("metadata")
         for row in out:

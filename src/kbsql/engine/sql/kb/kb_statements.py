@@ -159,7 +159,7 @@ def show(session: SqlSession, statement: ast.Show, ctx: dict[str, Any], routed: 
     if statement.like is not None:
         like = ast.BinaryOperation("like", args=[ast.Identifier("NAME"), ast.Constant(statement.like)])
         where = like if where is None else ast.BinaryOperation("and", args=[where, like])
-    return run_over(frame, ast.Select(targets=[ast.Star()], where=where), ctx)
+    return run_over(session, frame, ast.Select(targets=[ast.Star()], where=where), ctx)
 
 
 def describe(session: SqlSession, statement: ast.Describe, ctx: dict[str, Any],
