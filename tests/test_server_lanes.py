@@ -13,7 +13,7 @@ from starlette.testclient import TestClient
 
 from kbsql.engine import Engine
 from kbsql.server.app import build_app
-from kbsql.server.lanes import CATALOG_WAIT_S, MODEL_WAIT_S, SQL_WAIT_S, Lane, Lanes
+from kbsql.server.lanes import CATALOG_WAIT_S, MODEL_WAIT_S, SQL_WAIT_S, UPLOAD_WAIT_S, Lane, Lanes
 
 CATALOG_ROUTES = ("/api/status", "/api/projects", "/api/projects/mindsdb",
                   "/api/projects/mindsdb/knowledge_bases", "/api/projects/mindsdb/agents",
@@ -22,7 +22,7 @@ CATALOG_ROUTES = ("/api/status", "/api/projects", "/api/projects/mindsdb",
 
 def lanes_named(tag: str) -> Lanes:
     return Lanes(Lane(f"sql-{tag}", 2, SQL_WAIT_S), Lane(f"model-{tag}", 2, MODEL_WAIT_S),
-                 Lane(f"catalog-{tag}", 2, CATALOG_WAIT_S))
+                 Lane(f"catalog-{tag}", 2, CATALOG_WAIT_S), Lane(f"upload-{tag}", 2, UPLOAD_WAIT_S))
 
 
 def threads_of(lane: Lane) -> list[str]:

@@ -212,3 +212,35 @@ def test_stopping_the_server_stops_a_parse_after_the_grace_period(tmp_path: Path
 def _quietly(send: Callable[[], object]) -> None:
     with contextlib.suppress(httpx.HTTPError):
         send()
+
+
+def test_uploads_waiting_for_a_parse_hold_no_sql_worker(tmp_path: Path) -> None:
+    """Uploads have a lane of their own (--upload-workers): four of one token's workbooks
+    waiting for the one parse process leave that token's SELECT 1 instant on --sql-workers 2.
+    In the SQL lane, each waiting upload held an SQL worker (issue 39: 32 uploads of two tokens
+    held every one), so the statement queued behind the parses."""
+    server, url = start_server(tmp_path / "server", env={
+        "KBSQL_UPLOAD_PROCESSES": "1", "KBSQL_UPLOAD_TIMEOUT": "30", "KBSQL_SQL_WORKERS": "2",
+        "KBSQL_TOKEN": TOKEN})
+    try:
+        with httpx.Client(base_url=url, timeout=60, headers={"Authorization": f"Bearer {TOKEN}"}) as client:
+            raw = workbook(20_000)  # a few CPU-s each, one at a time
+            answers: list[int] = []
+            threads = [threading.Thread(target=lambda n=n: answers.append(
+                upload(client, f"book_{n}", "b.xlsx", raw).status_code)) for n in range(4)]
+            for thread in threads:
+                thread.start()
+            deadline = time.monotonic() + 10
+            while not child_processes(server) and time.monotonic() < deadline:
+                time.sleep(0.02)
+            time.sleep(0.2)  # the other three wait for the parse process by now
+            for _ in range(3):
+                start = time.monotonic()
+                assert sql(client, "SELECT 1")["data"] == [[1]]
+                assert time.monotonic() - start < 1.0, time.monotonic() - start
+            for thread in threads:
+                thread.join()
+            assert answers == [200] * 4, answers
+            assert sql(client, "SELECT count(*) FROM files.book_3")["data"] == [[20_000]]
+    finally:
+        stop_server(server)

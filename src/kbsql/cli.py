@@ -127,11 +127,12 @@ def _serve(args: argparse.Namespace) -> int:
                         mysql_total_held=int(own["mysql_total_held_mb"] * MB),
                         flood_closes=own["flood_closes"], flood_hold=own["flood_hold"],
                         flood_pause_rate=own["flood_pause_rate"])
+    lanes = Lanes.sized(own["sql_workers"], own["model_workers"], own["upload_workers"])
     try:
         run_server(functools.partial(open_engine, own["data_dir"], args.catalog_url, engine_given),
                    own["host"], own["port"], own["log_level"], own["allow_origin"], auth=auth,
                    limits=limits, allow_paths=own["allow_path"], shutdown_timeout=own["shutdown_timeout"],
-                   forwarded_allow_ips=proxies, lanes=Lanes.sized(own["sql_workers"], own["model_workers"]),
+                   forwarded_allow_ips=proxies, lanes=lanes,
                    mysql_port=own["mysql_port"], bounds=bounds)
     except StartupError as exc:
         print(f"kbsql serve: {mask_connection_string(str(exc))}", file=sys.stderr)

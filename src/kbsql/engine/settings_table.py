@@ -268,6 +268,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("model_workers", int, 32, "requests that may call a model (completions, inserts, "
             "creating a knowledge base or agent) run at once (then 503)", "--model-workers",
             in_file=False, metavar="N"),
+    Setting("upload_workers", int, 8, "file uploads handled at once, each waiting for its parse "
+            "or PDF process (--upload-processes, --pdf-workers) in a pool of its own, never an SQL "
+            "worker; one credential holds at most half (more wait, then 503)", "--upload-workers",
+            in_file=False, metavar="N"),
     Setting("max_pending_connections", int, 256, "connections per door (HTTP, MySQL) that have "
             "not yet sent a request head or logged in; one more closes the oldest (at most a quarter "
             "of the descriptor limit)", "--max-pending-connections", in_file=False, metavar="N"),

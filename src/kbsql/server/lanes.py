@@ -3,7 +3,9 @@
 Why: every service call ran on one pool of 40 threads, so 45 completions held by a slow
 model (25 s each) made `SELECT 1` and the knowledge-base list wait 22 s. Now:
 
-- `sql`: statements (`POST /api/sql/query`) and file uploads;
+- `sql`: statements (`POST /api/sql/query`);
+- `upload`: file uploads, which wait for a parse or PDF process (`--upload-timeout`): in the
+  SQL lane, 32 uploads of two tokens waiting for one parse process held every SQL worker;
 - `model`: what may call a model (completions and their streams, creating or changing an
   agent or a knowledge base, inserting rows, which embeds them);
 - `catalog`: status, projects, listing, reading and dropping knowledge bases and agents.
@@ -42,9 +44,11 @@ from kbsql.interface.errors import Busy
 
 DEFAULT_SQL_WORKERS = 32
 DEFAULT_MODEL_WORKERS = 32
+DEFAULT_UPLOAD_WORKERS = 8
 CATALOG_WORKERS = 8
 SQL_WAIT_S = 30.0  # a statement queues longer than a model call: nothing slow holds it
 MODEL_WAIT_S = 5.0
+UPLOAD_WAIT_S = 30.0
 CATALOG_WAIT_S = 30.0
 WATCH_AFTER_S = 0.2
 """A call still running after this long gets its client watched: one that goes away stops
@@ -183,16 +187,19 @@ class Lanes:
     sql: Lane
     model: Lane
     catalog: Lane
+    upload: Lane
 
     @classmethod
     def sized(cls, sql_workers: int = DEFAULT_SQL_WORKERS,
-              model_workers: int = DEFAULT_MODEL_WORKERS) -> Lanes:
+              model_workers: int = DEFAULT_MODEL_WORKERS,
+              upload_workers: int = DEFAULT_UPLOAD_WORKERS) -> Lanes:
         return cls(Lane("SQL", sql_workers, SQL_WAIT_S, "kbsql serve --sql-workers"),
                    Lane("model", model_workers, MODEL_WAIT_S, "kbsql serve --model-workers"),
-                   Lane("catalog", CATALOG_WORKERS, CATALOG_WAIT_S))
+                   Lane("catalog", CATALOG_WORKERS, CATALOG_WAIT_S),
+                   Lane("upload", upload_workers, UPLOAD_WAIT_S, "kbsql serve --upload-workers"))
 
     def close(self) -> None:
-        for lane in (self.sql, self.model, self.catalog):
+        for lane in (self.sql, self.model, self.catalog, self.upload):
             lane.close()
 
 

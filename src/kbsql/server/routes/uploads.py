@@ -64,7 +64,8 @@ async def upload(request: Request) -> Response:
     api = _file_tables(request)  # kbsql's own: a Parquet or CSV body becomes df.<name>
     raw = await request.body()
     max_table = request.app.state.limits.max_upload_table
-    rows = await lanes_of(request).sql.run(api.register_file, name, raw, media, max_table)
+    rows = await lanes_of(request).upload.run(api.register_file, name, raw, media, max_table,
+                                              owner=owner_key(request.scope["headers"]))
     return json_response({"name": name, "table": f"df.{name}", "rows": rows})
 
 
@@ -85,7 +86,7 @@ async def _upload_form(request: Request, name: str) -> Response:
                         max_table_bytes=max_table)
 
     try:  # a client that goes away stops its upload (a PDF's extraction process is killed)
-        await controlled(lambda: disconnected(request), Control(), store, lane=lanes_of(request).sql,
+        await controlled(lambda: disconnected(request), Control(), store, lane=lanes_of(request).upload,
                          owner=owner_key(request.scope["headers"]))
     except Conflict:
         raise _error("File already exists", f"File with name '{table}' already exists") from None
