@@ -204,23 +204,25 @@ def test_serve_with_an_unreachable_catalog_stops_with_one_line(tmp_path):
 
 
 def test_serve_and_migrate_never_print_a_urls_password(tmp_path):
-    """Passwords with '@', '/' or ':' unencoded, and a URI libpq cannot parse (its error
-    echoes the URI): not one character of the password in any output (issue 39)."""
+    """Passwords with '@', '/' or ':' unencoded or a raw newline, and a URI libpq cannot parse
+    (its error echoes the URI): not one character of the password in any output (issue 39)."""
     import kbsql
 
     with kbsql.connect(data_dir=tmp_path / "home") as client:
         client.sql("CREATE PROJECT moved")
     password = "pa@ss/w:rd-77"
-    urls = [f"postgresql://kb:{password}@127.0.0.1:1/kb",
-            f"postgresql://kb:{password}@[::1/kb"]  # unparsable: libpq quotes it back
-    for url in urls:
+    parts = ("pa@ss", "ss/w", "w:rd", "rd-77")
+    urls = [(f"postgresql://kb:{password}@127.0.0.1:1/kb", parts),
+            (f"postgresql://kb:{password}@[::1/kb", parts),  # unparsable: libpq quotes it back
+            ("postgresql://kb:nlx7\npass-88@127.0.0.1:1/kb", ("nlx7", "pass-88"))]  # a raw newline
+    for url, parts in urls:
         for command in (["serve", "--port", "0", "--data-dir", str(tmp_path / "d"), "--catalog", url],
                         ["migrate", "--data-dir", str(tmp_path / "home"), "--to", url]):
             run = subprocess.run([sys.executable, "-m", "kbsql.cli", *command],
                                  capture_output=True, text=True, timeout=60)
             shown = run.stdout + run.stderr
             assert run.returncode == 1 and "******@" in shown, shown
-            for part in ("pa@ss", "ss/w", "w:rd", "rd-77"):
+            for part in parts:
                 assert part not in shown, shown
 
 

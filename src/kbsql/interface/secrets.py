@@ -18,7 +18,9 @@ CONNECTION_STRING_KEYS = ("dsn", "url", "uri", "connection_string", "conninfo")
 # A password may hold '@', '/' or ':' unencoded: everything up to the last '@' of the URL (a
 # run without spaces or quotes) is masked, so no part of such a password shows.
 _URL_USERINFO = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.\-]*://)[^\s\"'<>]*@")
-_URL_PASSWORD = re.compile(r"(://[^:/@\s\"'<>]*:)[^\s\"'<>]*@")
+_URL_PASSWORD = re.compile(r"(://[^:/@\s\"'<>]*:)(?:[^\s\"'<>]*|[^\"'<>@/]{0,256}?)@")
+"""`://user:password@`: the password up to the last `@` of a run without spaces, else (a
+password holding a raw newline or space, which libpq is given as it is) up to the next `@`."""
 _KV_PASSWORD = re.compile(r"(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)
 _SECRET_LIKE = re.compile(r"\b(sk-(?:ant-)?[A-Za-z0-9_\-]{6,})")
 
