@@ -188,7 +188,7 @@ def test_stopping_the_server_stops_a_parse_after_the_grace_period(tmp_path: Path
             sender = threading.Thread(target=lambda: _quietly(lambda: upload(client, "late", "l.xlsx",
                                                                              workbook(60_000))))
             sender.start()
-            deadline = time.monotonic() + 5
+            deadline = time.monotonic() + 20  # the zygote starts at the first upload
             while not child_processes(server) and time.monotonic() < deadline:
                 time.sleep(0.02)
             children = [int(pid) for pid in child_processes(server)]
@@ -230,7 +230,7 @@ def test_uploads_waiting_for_a_parse_hold_no_sql_worker(tmp_path: Path) -> None:
                 upload(client, f"book_{n}", "b.xlsx", raw).status_code)) for n in range(4)]
             for thread in threads:
                 thread.start()
-            deadline = time.monotonic() + 10
+            deadline = time.monotonic() + 20
             while not child_processes(server) and time.monotonic() < deadline:
                 time.sleep(0.02)
             time.sleep(0.2)  # the other three wait for the parse process by now

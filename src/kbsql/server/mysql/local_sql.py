@@ -86,7 +86,7 @@ def run_local(sql: str | exp.Expression, tables: dict[str, pa.Table]) -> pa.Tabl
 
 
 def _fetch(cursor: duckdb.DuckDBPyConnection, text: str) -> pa.Table:
-    reader = cursor.execute(text).fetch_record_batch()
+    reader = cursor.execute(text).to_arrow_reader(1_000_000)
     batches, size = [], 0
     for batch in reader:
         size += batch.nbytes
