@@ -102,3 +102,44 @@ def test_a_child_whose_zygote_died_before_answering_ends_and_the_upload_is_parse
         time.sleep(0.02)
     assert not os.path.exists(f"/proc/{orphans[0]}") or \
         Path(f"/proc/{orphans[0]}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+
+
+_MEASURE = """
+import resource, sys
+import {preload}
+from kbsql.engine.datasources.upload_formats import read_pages
+from kbsql.interface.errors import ServiceError
+raw = open(sys.argv[1], "rb").read()
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+try:
+    read_pages(raw, sys.argv[2])  # the default bounds, as a served upload's child has them
+    print("parsed", end=" ")
+except ServiceError as exc:
+    print("refused", end=" ")
+print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) // 1024)
+"""
+
+
+@pytest.mark.parametrize("filename,make", [
+    ("sheet.xlsx", shared_string_workbook), ("big.zip", lambda: zipped_csv(70)),
+    ("zeros.tar.gz", lambda: gzipped_zeros(80)),
+    ("wide.csv", lambda: (",".join(f"c{i}" for i in range(60_000)) + "\n" + "1," * 59_999 + "1\n").encode()),
+], ids=["xlsx", "zip", "tar.gz", "wide"])
+def test_a_bomb_costs_its_parse_process_little_memory(tmp_path: Any, filename: str,
+                                                      make: Callable[[], bytes]) -> None:
+    """The server-side test (test_server_files) measures the server; the parse now runs in a
+    child, so this measures what the child grows by on the same bombs, from where the zygote
+    left it (its imports): the findings grew a process by 272-575 MB."""
+    import subprocess
+    import sys
+
+    from kbsql.engine.datasources.parse_process import PRELOAD
+
+    path = tmp_path / "bomb"
+    path.write_bytes(make())
+    script = _MEASURE.format(preload=", ".join(PRELOAD))
+    run = subprocess.run([sys.executable, "-c", script, str(path), filename],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    outcome_, grown = run.stdout.split()
+    assert outcome_ == "refused" and int(grown) < 160, run.stdout
