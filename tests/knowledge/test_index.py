@@ -116,6 +116,18 @@ def test_a_repeated_filter_sees_every_write_whoever_made_it(tmp_path: Path) -> N
                 assert [g["id"] for g in table(eng, query)] == before
 
 
+def test_filters_equal_in_python_but_not_in_sqlite_are_kept_apart(engine: Engine) -> None:
+    """1 == 1.0 in Python, but SQLite's LIKE compares their text ('1' and '1.0'): the rows
+    kept for `group LIKE 1` must not answer `group LIKE 1.0` (they did, before the kept
+    filters were told apart by type and repr)."""
+    _kb(engine, _rows(60))
+    query = "SELECT id FROM kb WHERE content = 'river' AND group LIKE {} LIMIT 60"
+    ones = {g["id"] for g in table(engine, query.format(1))}
+    assert ones == {str(i) for i in range(60) if i % 7 == 1}
+    assert table(engine, query.format("1.0")) == []
+    assert {g["id"] for g in table(engine, query.format(1))} == ones
+
+
 def test_a_stale_or_broken_cache_file_is_caught_up(tmp_path: Path) -> None:
     rows = _rows(400)
     data = tmp_path / "e"

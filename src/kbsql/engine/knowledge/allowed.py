@@ -7,8 +7,8 @@ read every time: applications repeat their filters (one tenant, one source, one 
 the seqs are kept per filter, tagged with the store's `version`; each search reads the version
 (one tiny read) and re-reads the seqs once any write, of this process or another, has committed
 since. The answer is the one a fresh read gives: same rows, same order, same distances.
-Bounded: at most KEEP filters and KEEP_IDS seqs in all (8 bytes each); a filter matching more
-is read every time.
+Bounded: at most KEEP filters and KEEP_IDS seqs in all (8 bytes each); a filter matching more,
+or with more than KEEP_ARGS values (a pasted id list), is read every time.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from kbsql.engine.knowledge.store import ChunkStore
 
 KEEP = 8
 KEEP_IDS = 2_000_000  # 16 MB of seqs
+KEEP_ARGS = 1_000  # values in one kept filter (its key is kept too)
 
 
 class AllowedSeqs:
@@ -35,10 +36,14 @@ class AllowedSeqs:
         self.read = read
         self.lock = threading.Lock()
         self.version = -1
-        self.kept: OrderedDict[tuple[str, tuple[Any, ...]], np.ndarray] = OrderedDict()
+        self.kept: OrderedDict[tuple[Any, ...], np.ndarray] = OrderedDict()
 
     def seqs(self, where: str, args: list[Any]) -> np.ndarray:
-        key = (where, tuple(args))
+        if len(args) > KEEP_ARGS:
+            return self.read(self.store, where, args)
+        # each value by type and repr: 1, 1.0, True and 0.0, -0.0 are equal keys, but SQLite's
+        # text of them differs (`g LIKE 1.0` matches no row `g LIKE 1` matches)
+        key = (where, tuple((type(a), repr(a)) for a in args))
         version = self.store.version()
         with self.lock:
             hit = self.kept.get(key) if version == self.version else None
