@@ -50,6 +50,10 @@ def test_a_repeated_shape_gives_the_full_parsers_statement(literal: str) -> None
     "SELECT @'var', 'v' FROM t",
     "SELECT * FROM kb WHERE content = '__kbsql_lit_0__'",
     "SELECT 1 FROM t WHERE a = -1 AND b = 2.5 AND c IS NULL AND d = TRUE",
+    "SELECT CAST(a AS INTEGER), CAST('1' AS DATE) FROM t WHERE b = 'q'",
+    "SELECT count(*) OVER (PARTITION BY a ORDER BY b) FROM t WHERE c = 'q'",
+    "SELECT metadata->>'k' FROM kb WHERE content = 'q' AND x BETWEEN 'a' AND 'b'",
+    "SELECT * FROM t1 JOIN t2 ON t1.a = t2.a WHERE t1.b = 'q' UNION SELECT * FROM t3 WHERE c = 'v'",
 ])
 def test_every_shape_parses_as_the_full_parser_says(text: str) -> None:
     cache = ShapeCache()
@@ -90,3 +94,17 @@ def test_the_engine_parser_uses_it() -> None:
              for i in range(4)]
     for text in texts:
         assert same(parse(text), parse_sql(text))
+
+
+def test_a_copy_that_fails_gives_the_parsers_statement(monkeypatch) -> None:
+    cache = ShapeCache()
+    text = "SELECT id FROM kb WHERE content = 'one' LIMIT 10"
+    for _ in range(2):
+        cache.parse(text)  # kept
+
+    def broken(*args, **kwargs):
+        raise TypeError("cannot copy")
+
+    monkeypatch.setattr(shape_cache.copy, "deepcopy", broken)
+    assert same(cache.parse(text), parse_sql(text))
+    assert list(cache._shapes.values()) == [None]  # the full parser from now on

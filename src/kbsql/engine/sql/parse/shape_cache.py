@@ -75,7 +75,12 @@ class ShapeCache:
             if not first:
                 self._shapes.move_to_end(shape)
         if kept is not None and kept is not _SEEN:
-            return _filled(kept, literals)
+            try:
+                return _filled(kept, literals)
+            except Exception:  # never an error the parser would not give: this shape goes to it
+                with self._lock:
+                    self._shapes[shape] = None
+                return parse_sql(query)
         statement = parse_sql(query)  # the real text first: its errors are the ones to report
         if not first and kept is None:
             return statement  # a shape that cannot be reused
@@ -94,7 +99,13 @@ def _template(shape: str, count: int) -> tuple[ast.ASTNode, list[ast.Constant]] 
     except Exception:
         return None
     marks = _mark_constants(template, count)
-    return None if marks is None else (template, marks)
+    if marks is None:
+        return None
+    try:
+        copy.deepcopy(template)  # every later statement of the shape is a copy of it
+    except Exception:
+        return None
+    return template, marks
 
 
 def _split(query: str) -> tuple[str, list[str]] | None:
