@@ -14,8 +14,8 @@ A shape is kept only when every mark comes back exactly once, as the value of a 
 and nowhere else (not in a name, an alias, a variable, a comment, a dict): a literal used
 any other way (`INTERVAL '1' DAY`, a string alias) makes the shape uncached and the statement
 goes to the full parser, as does any statement that is not a SELECT, any text holding the
-mark's prefix, a shape sly refuses (the full parser then reports the error on the real text)
-and any text over MAX_TEXT. tests/sql/test_shape_cache.py compares both on hostile literals.
+mark's prefix or a backslash, a shape sly refuses (the full parser then reports the error on
+the real text) and any text over MAX_TEXT. tests/sql/test_shape_cache.py compares both on hostile literals.
 """
 
 from __future__ import annotations
@@ -32,7 +32,10 @@ from mindsdb_sql_parser import ast, parse_sql
 from kbsql.engine.sql.parse.values_fastpath import literal_constant
 
 SHAPES = 256
-MAX_TEXT = 16 * 1024  # a longer statement is parsed every time (its shape would be kept whole)
+MAX_TEXT = 512
+"""A longer statement is parsed every time. A kept shape is its whole parse tree, ~230 bytes per
+character of SQL (a 16 KB SELECT kept 3.7 MB: 256 shapes of it, ~0.95 GB for the process's
+life); a search typed in SQL is 100-300 characters, so 256 shapes hold at most ~30 MB."""
 _PREFIX = "__kbsql_lit_"
 _MARK = _PREFIX + "{}__"
 
@@ -63,8 +66,9 @@ class ShapeCache:
 
     def parse(self, query: str) -> ast.ASTNode:
         """The statement `parse_sql(query)` builds (its exception too)."""
-        if len(query) > MAX_TEXT or _PREFIX in query or not _SELECT.match(query):
-            return parse_sql(query)
+        if len(query) > MAX_TEXT or _PREFIX in query or "\\" in query or not _SELECT.match(query):
+            return parse_sql(query)  # a backslash: `_SCAN`'s strings read it two ways, which
+            # backtracks exponentially on an unclosed literal of backslashes (38 of them: 15 s)
         split = _split(query)
         if split is None:
             return parse_sql(query)
