@@ -90,6 +90,44 @@ def test_a_second_engine_sees_writes_of_the_first(tmp_path: Path) -> None:
             assert "9999" not in {g["id"] for g in got} and len(got) == 200
 
 
+def test_a_repeated_filter_sees_every_write_whoever_made_it(tmp_path: Path) -> None:
+    """The rows a filter allows are kept between searches (knowledge/allowed.py): the same
+    filtered search after an insert, an upsert moving a row out of the filter, a delete,
+    from this engine or another one, answers from the rows as they are now."""
+    rows = _rows(300)
+    query = "SELECT id FROM kb WHERE content = 'zebra unicorn' AND group = 1 LIMIT 3"
+    with Engine(tmp_path / "shared") as a:
+        _kb(a, rows)
+        record = a.catalog.knowledge_base("mindsdb", "kb")
+        with Engine(tmp_path / "shared") as b:
+            before = [g["id"] for g in table(b, query)]
+            assert before == [g["id"] for g in table(b, query)] and "9999" not in before
+            a.insert_rows(record, [{"id": 9999, "content": "zebra unicorn zebra", "group": 1, "tag": "x"}])
+            for eng in (a, b):
+                assert [g["id"] for g in table(eng, query)] == ["9999", *before[:2]]
+            a.insert_rows(record, [{"id": 9999, "content": "zebra unicorn zebra", "group": 2, "tag": "x"}])
+            for eng in (a, b):
+                assert [g["id"] for g in table(eng, query)] == before
+                assert table(eng, query.replace("group = 1", "group = 2"))[0]["id"] == "9999"
+            b.insert_rows(record, [{"id": 9999, "content": "zebra unicorn zebra", "group": 1, "tag": "x"}])
+            assert [g["id"] for g in table(a, query)] == ["9999", *before[:2]]
+            sql(b, "DELETE FROM kb WHERE id = 9999")
+            for eng in (a, b):
+                assert [g["id"] for g in table(eng, query)] == before
+
+
+def test_filters_equal_in_python_but_not_in_sqlite_are_kept_apart(engine: Engine) -> None:
+    """1 == 1.0 in Python, but SQLite's LIKE compares their text ('1' and '1.0'): the rows
+    kept for `group LIKE 1` must not answer `group LIKE 1.0` (they did, before the kept
+    filters were told apart by type and repr)."""
+    _kb(engine, _rows(60))
+    query = "SELECT id FROM kb WHERE content = 'river' AND group LIKE {} LIMIT 60"
+    ones = {g["id"] for g in table(engine, query.format(1))}
+    assert ones == {str(i) for i in range(60) if i % 7 == 1}
+    assert table(engine, query.format("1.0")) == []
+    assert {g["id"] for g in table(engine, query.format(1))} == ones
+
+
 def test_a_stale_or_broken_cache_file_is_caught_up(tmp_path: Path) -> None:
     rows = _rows(400)
     data = tmp_path / "e"

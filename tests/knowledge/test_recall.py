@@ -77,6 +77,22 @@ def test_filtered_search_on_near_duplicates_is_exact(near_duplicate_kb) -> None:
     assert _recall(eng, record, docs, neardup.queries(60), group=3) == 1.0
 
 
+def test_a_filter_of_a_few_rows_finds_its_true_top_10(near_duplicate_kb) -> None:
+    """A filter on 40 scattered ids (FAISS gets them as a batch, not a bitmap: index.id_selector)
+    answers the exact top 10 of those rows, with their exact distances."""
+    eng, record, docs = near_duplicate_kb
+    emb = HashEmbedder(384)
+    picked = np.arange(7, DOCS, DOCS // 40)[:40]
+    vectors = emb.embed([docs[i] for i in picked])
+    for text in neardup.queries(20):
+        scores = vectors @ emb.embed([text])[0]
+        best = np.lexsort((picked, -scores))[:10]
+        rows = eng.knowledge.search(record, SearchRequest(query=text, limit=10, filters=[
+            Filter("id", "in", [str(i) for i in picked])]))
+        assert [int(r[0]) for r in rows] == picked[best].tolist()
+        assert [1 - r[5] for r in rows] == pytest.approx(scores[best].tolist(), abs=1e-5)
+
+
 def test_a_wide_filter_probes_more_cells_and_keeps_recall(near_duplicate_kb, monkeypatch) -> None:
     eng, record, docs = near_duplicate_kb
     monkeypatch.setattr(index_mod, "EXACT_SUBSET", 100)  # g = 3 (1,000 rows) takes the IVF path

@@ -10,13 +10,15 @@ from __future__ import annotations
 import json
 import logging
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from kbsql.engine.knowledge.allowed import AllowedSeqs
 from kbsql.engine.knowledge.index import VectorIndex
 from kbsql.engine.knowledge.search import WORD, Conditions, Filter, FilterGroup, group_sql, op_sql
 from kbsql.engine.knowledge.settings import IndexSettings
@@ -69,6 +71,7 @@ class LocalStorage:
         self.read_only = read_only
         self.store = ChunkStore(directory / "chunks.sqlite", read_only=read_only)
         self.index = VectorIndex(directory / "index.faiss", self.store)
+        self.allowed = AllowedSeqs(self.store, matching_seqs)
 
     @contextmanager
     def write(self) -> Iterator[_Writer]:
@@ -142,7 +145,7 @@ class LocalStorage:
         return plain_rows(self.store, filters, limit, offset)
 
     def vector_top(self, query: np.ndarray, k: int, filters: Conditions) -> tuple[np.ndarray, np.ndarray]:
-        return vector_top(self.store, self.index, query, k, filters)
+        return vector_top(self.store, self.index, query, k, filters, self.allowed.seqs)
 
     def keyword_top(self, text: str, k: int, filters: Conditions) -> dict[int, float]:
         return keyword_top(self.store, text, k, filters)
@@ -249,10 +252,17 @@ def plain_rows(store: ChunkStore, filters: Conditions, limit: int | None,
     return [[r[0], r[1], r[2], json.loads(r[3]), None, None] for r in store.query(sql, args)]
 
 
-def matching_seqs(store: ChunkStore, filters: Conditions) -> np.ndarray:
-    where, args = filter_sql(filters)
-    rows = store.query(f"SELECT seq FROM chunks WHERE {where}", args)
-    return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+def matching_seqs(store: ChunkStore, where: str, args: list[Any]) -> np.ndarray:
+    """The seqs of the rows matching a rendered filter (`filter_sql`), in no set order. One
+    text of them all, parsed by numpy: fetching one row per seq built a tuple each (2.8 ms for
+    10k seqs; 1.6 ms this way); the count of commas checks the parse took every one."""
+    text = store.query(f"SELECT group_concat(seq) FROM chunks WHERE {where}", args)[0][0]
+    if not text:
+        return np.empty(0, np.int64)
+    seqs = np.fromstring(text, dtype=np.int64, sep=",")
+    if len(seqs) != text.count(",") + 1:
+        raise ValueError(f"unreadable seq list from the chunk store: {text[:80]!r}")
+    return seqs
 
 
 def _exact(store: ChunkStore, query: np.ndarray, seqs: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -276,10 +286,12 @@ def _exact(store: ChunkStore, query: np.ndarray, seqs: np.ndarray, k: int) -> tu
     return scores[top], ids[top]
 
 
-def vector_top(store: ChunkStore, index: VectorIndex, query: np.ndarray, k: int,
-               filters: Conditions) -> tuple[np.ndarray, np.ndarray]:
-    """(cosine similarities, seqs) of the true top-k among rows matching `filters`."""
-    allowed = matching_seqs(store, filters) if filters else None
+def vector_top(store: ChunkStore, index: VectorIndex, query: np.ndarray, k: int, filters: Conditions,
+               allowed_seqs: Callable[[str, list[Any]], np.ndarray] | None = None,
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """(cosine similarities, seqs) of the true top-k among rows matching `filters`, whose
+    seqs come from `allowed_seqs` (the storage's AllowedSeqs; None: read here)."""
+    allowed = (allowed_seqs or partial(matching_seqs, store))(*filter_sql(filters)) if filters else None
     if allowed is not None and len(allowed) == 0:
         return np.empty(0, np.float32), np.empty(0, np.int64)
     scores, ids, exact = index.search(query, k, allowed)

@@ -7,7 +7,10 @@ limit one statement could otherwise hold a worker thread and a core for minutes.
 1. a long `INSERT ... VALUES` and long `IN (literal, ...)` lists skip sly for their
    literals (`values_fastpath`, `in_fastpath`: the same AST, measured to be ~30x faster);
 2. whatever is left for the full parser is refused before parsing when it has more than
-   `MAX_TOKENS` tokens, with one line naming the limit and the alternative.
+   `MAX_TOKENS` tokens, with one line naming the limit and the alternative;
+3. a SELECT of a shape met before (the same text but for its string literals: a search
+   asked again with another question) is the kept statement with its literals put back
+   (`shape_cache`, the same AST, ~0.4 ms less per statement).
 """
 
 from __future__ import annotations
@@ -17,12 +20,14 @@ import re
 from mindsdb_sql_parser import ast, parse_sql
 
 from kbsql.engine.sql.parse.in_fastpath import parse_in_lists
+from kbsql.engine.sql.parse.shape_cache import ShapeCache
 from kbsql.engine.sql.parse.values_fastpath import parse_insert_values
 from kbsql.engine.sql.parse.write_shapes import parse_write_shape
 from kbsql.engine.sql.refusals import PREFIX
 from kbsql.interface.errors import LimitExceeded, ParseError
 from kbsql.interface.sqltext import segments
 
+SHAPES = ShapeCache()
 MAX_TOKENS = 60_000
 """The most tokens a statement may hand to the full parser.
 
@@ -56,7 +61,7 @@ def parse(query: str) -> ast.ASTNode:
         statement.is_replace = True  # marked to replace (sql/databases/view_statements.py)
         return statement
     try:
-        return parse_sql(query)
+        return SHAPES.parse(query)  # parse_sql's statement, a repeated SELECT shape without sly
     except Exception:
         statement = parse_write_shape(query)  # MindsDB's documented writes its parser refuses
         if statement is None:
