@@ -17,7 +17,7 @@ A "how many X" question's subject is X and what X is counted of or in ("How many
 Team plan have?": team, plan, users): "up to 20 people" of the free tour is not the private
 tour's limit.
 
-Set on benchmarks/offline_agent/tune.json and heldout2-9.json; heldout10.json is never tuned on.
+Set on benchmarks/offline_agent/tune.json and heldout2-10.json; heldout12.json is never tuned on.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from kbsql.engine.models.chat import offline_asked
+from kbsql.engine.models.chat import offline_asked, offline_text
 from kbsql.engine.models.chat.offline_text import stem
 
 _DETERMINERS = frozenset("a an the my your our his her their its this that these those each every any some "
@@ -131,9 +131,13 @@ def _phrase(words: list[str], be: bool) -> list[str]:
 
 
 def title(passage: str) -> str:
-    """The short fragment a passage opens with ("Bean chili.", "Section 4: Excess."), or ''."""
-    first = re.split(r"(?<=[.!?])\s+", passage.strip(), maxsplit=1)[0]
-    return first if len(first.split()) <= 8 else ""
+    """The short fragment a passage opens with ("Bean chili.", "Section 4: Excess.", a
+    heading line "## Fees" or "Meeting rooms" over its bullets), or ''. Read from the passage's
+    paragraphs as its sentences are (offline_text.paragraphs_of): a heading line is a
+    paragraph of its own."""
+    paragraphs = offline_text.paragraphs_of(passage)
+    first = re.split(r"(?<=[.!?])\s+", paragraphs[0] if paragraphs else "", maxsplit=1)[0]
+    return first if len(first.split()) <= offline_text.MAX_TITLE_WORDS else ""
 
 
 def gives_for(subject: Sequence[str], unit: str, kind: str | None, heading: str,

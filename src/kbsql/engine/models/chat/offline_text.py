@@ -4,7 +4,10 @@ whole sentences chosen across the retrieved chunks.
 Why this care for a model that is "only" retrieval: its answer is what a new user reads
 first. Splitting chunks on every newline gave fragments ("When a timeout occurs,"), the
 overlap between chunks gave the same sentence twice, markdown tables and grammar lines gave
-debris, and "and how do I set a timeout on it?" searched for "it". Everything here is plain
+debris, a passage of `- ` bullet lines without full stops was one "sentence" of the whole
+passage (a markdown `## Heading` glued to the first sentence), a table written as text
+("Oak pod | 4 | £85 | 2 nights" under "Pod | Sleeps | Per night | Minimum stay") was debris
+or one fragment, and "and how do I set a timeout on it?" searched for "it". Everything here is plain
 deterministic text processing: the same question over the same data gives the same answer.
 """
 
@@ -71,12 +74,19 @@ def stem(word: str) -> str:
 
 
 def content_words(text: str) -> list[str]:
-    """Lower-cased words that carry meaning, in order, without repeats."""
+    """Lower-cased words that carry meaning, in order, without repeats; a hyphenated word is
+    also read joined ("Wi-Fi" holds "wifi", "e-mail" "email"), as people type it."""
     seen: dict[str, None] = {}
-    for word in _WORD.findall(text.lower()):
+    lowered = text.lower()
+    for word in _WORD.findall(lowered):
         if word not in STOP and len(word) > 1:
             seen.setdefault(word, None)
+    for joined in _HYPHENATED.findall(lowered):
+        seen.setdefault(joined.replace("-", ""), None)
     return list(seen)
+
+
+_HYPHENATED = re.compile(r"(?<![\w-])[a-z]+(?:-[a-z]+)+(?![\w-])")
 
 
 def is_follow_up(question: str) -> bool:
@@ -133,10 +143,21 @@ def _with_leads(paragraphs: list[str]) -> list[tuple[str, tuple[str, ...]]]:
     """The whole sentences of a chunk's paragraphs, each with the sentences before it that it
     leans on. A paragraph may open with "It ..." about the one before ("break" may only occur
     in a loop. / It terminates the nearest enclosing loop), so a lead crosses paragraphs; it
-    never crosses a part that is not a whole sentence (a title, code, a line ending in ':')."""
+    never crosses a part that is not a whole sentence (a title, code, a line ending in ':').
+    A table row is a statement whose lead is its table's header ("Pod | Sleeps | Per night |
+    Minimum stay:"): judged with it ("minimum stay in the family lodge") and quoted under it, so
+    the reader sees what each cell is."""
     out: list[tuple[str, tuple[str, ...]]] = []
     run: list[str] = []  # the whole sentences since the last part that was not one
+    header: list[str] = []  # the cells of the table the rows read now belong to
     for paragraph in paragraphs:
+        cells = paragraph.split(" | ") if _ROW.match(paragraph) else []
+        if cells and len(cells) == len(header) and len(paragraph) <= MAX_SENTENCE_CHARS:
+            out.append((_item_closed(paragraph), (" | ".join(header) + ":",)))
+            continue
+        header, run = cells, [] if cells else run
+        if cells:
+            continue
         for text in map(_closed, _split(paragraph)):
             if not is_whole(text):
                 run = []
@@ -149,22 +170,62 @@ def _with_leads(paragraphs: list[str]) -> list[tuple[str, tuple[str, ...]]]:
     return out
 
 
-def _paragraphs(chunk: str) -> list[str]:
+def paragraphs_of(chunk: str) -> list[str]:
     """Paragraphs with their lines joined (a chunk wraps lines inside sentences), table and
     grammar lines dropped; such a line ends a paragraph, so a title underlined with `***`
-    does not glue itself to the sentence after it."""
+    does not glue itself to the sentence after it. A line is a paragraph of its own, not a
+    wrapped piece of the one before, when it is a markdown heading (`## Fees`), a bullet
+    (`- The Snug seats 4`), a capitalised line after a bullet, or the line after a short
+    unpunctuated first line (a title: "Opening hours" over "We are open ..."): joined, a
+    passage of bullet lines with no full stops was one "sentence" of a whole passage, too
+    long to quote and too diluted to be close to any question."""
     out = []
     for block in re.split(r"\n\s*\n", chunk):
         kept: list[str] = []
-        for line in (ln.strip() for ln in block.splitlines()):
-            if line and not _DEBRIS.search(line):
-                kept.append(line)
-            elif kept and line:
-                out.append(" ".join(kept))
-                kept = []
+        item = False  # `kept` is a bullet's text
+        for n, line in enumerate(ln.strip() for ln in block.splitlines()):
+            if not line:
+                continue
+            row = bool(_ROW.match(line))
+            debris = not row and bool(_DEBRIS.search(line))
+            marked = _MARKED.match(line)
+            if kept and (debris or marked or row or (item and line[:1].isupper()) or
+                         (n == 1 and _is_title(kept[0]) and line[:1].isupper())):
+                out.append(_item_closed(" ".join(kept)) if item else " ".join(kept))
+                kept, item = [], False
+            if row:
+                out.append(" | ".join(_CELL.split(line)))
+                continue
+            if debris:
+                continue
+            if marked:
+                item = marked.group(1) is not None  # a heading stands alone, a bullet is a statement
+                line = line[marked.end():]
+            kept.append(line)
         if kept:
-            out.append(" ".join(kept))
+            out.append(_item_closed(" ".join(kept)) if item else " ".join(kept))
     return out
+
+
+_ROW = re.compile(r"^[^|\s](?:[^|]*\S)?(?:\s+\|\s+\S(?:[^|]*\S)?)+$")
+"""A table line written as text: cells between ` | ` ("Oak pod | 4 | £85 | 2 nights"), with no
+outer pipes (a markdown or grid table of the docs is still debris). Each is a paragraph: the
+first of a run is the header its rows are read with (`_with_leads`)."""
+_CELL = re.compile(r"\s+\|\s+")
+_MARKED = re.compile(r"^(?:#{1,6}|([-*\u2022]))\s+")
+"""A markdown heading's `#`s, or a bullet (group 1)."""
+MAX_TITLE_WORDS = 8
+
+
+def _is_title(line: str) -> bool:
+    """A short line that ends without punctuation: a title, not a sentence wrapped over lines."""
+    return len(line.split()) <= MAX_TITLE_WORDS and line[-1:].isalnum()
+
+
+def _item_closed(text: str) -> str:
+    """A bullet's text, ended with a full stop where it ends without one: each bullet is a
+    statement ("Day pass: £25, any open desk from 8 am to 6 pm")."""
+    return text + "." if text[-1:].isalnum() or text[-1:] in ")%" else text
 
 
 def _closed(text: str) -> str:
@@ -215,7 +276,7 @@ def sentences(chunks: list[tuple[str, str]]) -> list[Sentence]:
     out: list[Sentence] = []
     for rank, (content, chunk_id) in enumerate(chunks):
         whole = 0  # whole sentences so far: a sentence's position, its lead's just before it
-        paragraphs = _paragraphs(content)  # grammar and table lines dropped
+        paragraphs = paragraphs_of(content)  # grammar and table lines dropped
         for text, lead in _with_leads(paragraphs):
             whole += 1
             key = sentence_key(text)
@@ -224,7 +285,8 @@ def sentences(chunks: list[tuple[str, str]]) -> list[Sentence]:
             seen.add(key)
             out.append(Sentence(text, chunk_id, rank, whole - 1, lead))
         flat = " ".join(" ".join(paragraphs).split())
-        if not whole and len(paragraphs) == 1 and len(flat.split()) >= MIN_FRAGMENT_WORDS and \
+        titled = len(paragraphs) == 2 and _is_title(paragraphs[0])  # a title over one paragraph
+        if not whole and (len(paragraphs) == 1 or titled) and len(flat.split()) >= MIN_FRAGMENT_WORDS and \
                 sum(c.isalpha() or c.isspace() for c in flat) >= 0.6 * len(flat):
             cut = flat if len(flat) <= MAX_SENTENCE_CHARS else \
                 flat[:MAX_SENTENCE_CHARS].rsplit(" ", 1)[0] + " …"
