@@ -20,6 +20,13 @@ from kbsql.engine.catalog import KbRecord, now
 from kbsql.engine.knowledge.ingest import Chunk
 from kbsql.engine.knowledge.search import Conditions, Filter, SearchRequest
 from kbsql.engine.knowledge.service import KnowledgeService
+from kbsql.interface.control import checkpoint
+
+STEP = 256
+"""Documents read, or chunks embedded, between two looks at the statement's deadline and its
+client: an UPDATE over 200,000 chunks ran 21.8 s (and grew the server by 746 MB) past a 3 s
+deadline, none of its steps asking. Nothing is written before the last step, so a stopped
+UPDATE leaves every chunk as it was."""
 
 
 def update_chunks(service: KnowledgeService, record: KbRecord, filters: Conditions,
@@ -33,7 +40,9 @@ def update_chunks(service: KnowledgeService, record: KbRecord, filters: Conditio
     if not touched:
         return 0
     chunks: list[Chunk] = []
-    for doc_id, chunk_ids in touched.items():
+    for done, (doc_id, chunk_ids) in enumerate(touched.items()):
+        if done % STEP == 0:
+            checkpoint()
         for row in service.search(record, SearchRequest(filters=[Filter("id", "=", doc_id)], limit=None)):
             text, meta = str(row[2]), dict(row[3] or {})
             if str(row[1]) in chunk_ids:
@@ -41,7 +50,13 @@ def update_chunks(service: KnowledgeService, record: KbRecord, filters: Conditio
                 meta.update(metadata)
             chunks.append(Chunk(doc_id, str(row[1]), text, meta))
     embedder = service.embedder(record.spec)
-    vectors = np.asarray(embedder.embed([c.content for c in chunks]), dtype=np.float32)
+    parts = []
+    for start in range(0, len(chunks), STEP):
+        checkpoint()
+        parts.append(np.asarray(embedder.embed([c.content for c in chunks[start:start + STEP]]),
+                                dtype=np.float32))
+    vectors = np.concatenate(parts)
+    checkpoint()
     with service.handle(record).write() as writer:
         writer.replace(list(touched), chunks, vectors, now())
     return sum(len(ids) for ids in touched.values())

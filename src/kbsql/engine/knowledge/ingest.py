@@ -157,10 +157,14 @@ class RowChunker:
         """json_chunking: chunks from the JSON structure (offsets span each chunk's own text,
         as the reference's JSONChunkingPreprocessor writes them)."""
         assert self.json is not None
-        out = []
+        out: list[Chunk] = []
         for column, text in texts.items():
             pieces = [(c, m) for c, m in json_chunking.chunks(text, self.json, f"row {index} column {column}")
                       if c.strip()]
+            if len(out) + len(pieces) > self.max_chunks:  # as split_text's bound on a text
+                raise TooManyChunks(f"row {index}: the JSON would make more than {self.max_chunks} chunks "
+                                    "(json_chunking: one per item or field), the most one row may make "
+                                    "(max_chunks_per_row); split it into several rows")
             for n, (content, extracted) in enumerate(pieces):
                 meta = {**extracted, **(user_meta if self.json.include_metadata else {})}
                 meta.update({"chunk_index": n, "content_column": column, "start_char": 0,

@@ -27,6 +27,11 @@ from sqlglot.tokens import TokenType
 from kbsql.interface.control import current
 
 TIMEOUT_S = 10.0
+MAX_TEXT = 32 * 1024
+"""Characters of a statement this door's metadata database reads (a SHOW ... WHERE or LIKE):
+sqlglot parses the text in Python before any deadline can act, and a 1 MB `SHOW VARIABLES
+WHERE 1=1 AND ...` held a worker for 34 CPU-s and another client's SELECT 1 for 17 s (the
+engine's 60,000-token bound never saw it). A tool's filter is a few hundred characters."""
 MAX_RESULT_BYTES = 64 * 1024 * 1024
 CONFIG: dict[str, str | bool | int | float | list[str]] = {
     "enable_external_access": False, "memory_limit": "64MiB", "threads": 1,
@@ -55,6 +60,9 @@ def run_local(sql: str | exp.Expression, tables: dict[str, pa.Table]) -> pa.Tabl
     """A MySQL statement over in-memory tables (their names as the statement uses them), in
     DuckDB: a cursor of one shared in-memory database, so each call costs ~1 ms."""
     global _duck
+    if isinstance(sql, str) and len(sql) > MAX_TEXT:
+        raise LocalRefused(f"A SHOW ... WHERE or LIKE on this door may be at most {MAX_TEXT // 1024} KB "
+                           f"long; this one is {len(sql) // 1024} KB")
     tree = sqlglot.parse_one(sql, read="mysql") if isinstance(sql, str) else sql
     tree = _having_as_where(tree.transform(lambda node: exp.ILike(this=node.this, expression=node.expression)
                                            if isinstance(node, exp.Like) else node))

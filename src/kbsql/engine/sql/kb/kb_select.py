@@ -22,6 +22,7 @@ from mindsdb_sql_parser import ast
 from kbsql.engine.knowledge.search import DEFAULT_LIMIT
 from kbsql.engine.sql.kb.kb_conditions import count
 from kbsql.engine.sql.kb.kb_where import Columns, Search, Subquery, run_where
+from kbsql.engine.sql.tables.sqlglot_render import walk
 from kbsql.interface.errors import SqlError
 from kbsql.interface.results import KB_COLUMNS
 
@@ -113,12 +114,14 @@ def project(targets: list[ast.ASTNode], rows: list[Row], metadata_columns: list[
     return [n for n, _ in picks], out
 
 
-def _frame(rows: list[Row], metadata_columns: list[str] | None) -> Any:
-    """The rows as a DataFrame: the KB columns, `content`, and one column per metadata key."""
+def _frame(rows: list[Row], metadata_columns: list[str] | None, wanted: set[str]) -> Any:
+    """The rows as a DataFrame: the KB columns, `content`, and one column per metadata key the
+    statement names (`wanted`, lower case). Every key of every row made rows x keys cells: 6,000
+    chunks of one key each (JSON chunking) took a 256 MB server to 1.1 GB before the query ran."""
     import pandas as pd
 
     keys = list(metadata_columns) if metadata_columns is not None else \
-        list(dict.fromkeys(k for r in rows for k in (r[3] or {})))
+        list(dict.fromkeys(k for r in rows for k in (r[3] or {}) if k.lower() in wanted))
     taken = {c.lower() for c in KB_COLUMNS} | {"content"}
     keys = [k for k in keys if k.lower() not in taken]
     data: dict[str, list[Any]] = {c: [r[i] for r in rows] for i, c in enumerate(KB_COLUMNS)}
@@ -151,7 +154,9 @@ def run_in_duckdb(statement: ast.Select, name: str, rows: list[Row], metadata_co
             targets.append(target)
     query.targets = targets
     try:
-        table = run(query, _frame(rows, metadata_columns))
+        wanted = {str(part).lower() for node in walk(query) if isinstance(node, ast.Identifier)
+                  for part in node.parts}
+        table = run(query, _frame(rows, metadata_columns, wanted))
     except duckdb.BinderException as exc:
         missing = _MISSING.search(str(exc))
         if missing:
