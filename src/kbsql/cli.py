@@ -227,7 +227,8 @@ def open_engine(data_dir: str | None, catalog_url: str | None, settings: dict[st
         from kbsql.engine.postgres.catalog_pg import where_of_url
 
         where += f", catalog: {where_of_url(engine.catalog.shared_url)}"
-    return Backend(engine, where, read_only=engine.config.read_only)
+    return Backend(engine, where, read_only=engine.config.read_only,
+                   statement_timeout=engine.config.statement_timeout)
 
 
 if __name__ == "__main__":

@@ -149,3 +149,21 @@ def test_metadata_statements_read_no_file_and_make_no_big_value(tmp_path: Path) 
         assert fetch(conn, "SHOW VARIABLES WHERE Variable_name = 'autocommit'")[1] == [("autocommit", "ON")]
         assert fetch(conn, "SHOW DATABASES LIKE 'mind%'")[1] == [("mindsdb",)]
         conn.close()
+
+
+def test_a_metadata_statement_keeps_the_servers_statement_timeout(tmp_path: Path) -> None:
+    """The door's own SHOW ... WHERE ran up to a fixed 10 s whatever --statement-timeout said
+    (the stop-49 audit: a cross join of the variables answered after 6.1 s under a 3 s flag,
+    four of them took both cores for 10 s). Under --statement-timeout 2 it stops at 2 s."""
+    joined = ", ".join(f"__show__ t{i}" for i in range(6))
+    values = ", ".join(f"t{i}.Value" for i in range(6))
+    heavy = f"SHOW VARIABLES WHERE (SELECT count(*) FROM {joined} WHERE hash(concat({values})) % 7 = 3) > 0"
+    with spawn(tmp_path / "d", args=("--mysql-port", "0", "--statement-timeout", "2")) as server:
+        conn = connect(server)
+        start = time.monotonic()
+        with pytest.raises(pymysql.err.MySQLError) as failed:
+            fetch(conn, heavy)
+        took = time.monotonic() - start
+        assert "ran past the 2 s" in str(failed.value.args[-1]) and took < 5, (took, failed.value)
+        assert fetch(conn, "SHOW VARIABLES WHERE Variable_name = 'autocommit'")[1] == [("autocommit", "ON")]
+        conn.close()

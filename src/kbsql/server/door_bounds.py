@@ -66,6 +66,9 @@ class DoorBounds:
     """--flood-hold: seconds a flooding block's new connections stay closed after the rate."""
     flood_pause_rate: int = 500
     """--flood-pause-rate: closes at accept a second past which a door pauses accepting."""
+    metadata_timeout: float = 10.0
+    """Seconds the MySQL door's own metadata statements (SHOW ... WHERE) may run: 10, or the
+    engine's --statement-timeout when that is less (`serve` sets it from the engine)."""
 
     def pending_cap(self) -> int:
         """`max_pending`, but at most a quarter of the process's descriptor limit."""

@@ -12,6 +12,7 @@ and the exit code is 0.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import errno
 import logging
 import os
@@ -56,6 +57,9 @@ class Backend:
     """Shown after the URL: `data: DIR` (and the shared catalog, password masked)."""
     read_only: bool = False
     """The data cannot be written: the server says it serves reads only."""
+    statement_timeout: float | None = None
+    """The engine's statement timeout (None or 0: none): the MySQL door's own metadata
+    statements keep it too."""
 
 
 OpenBackend = Callable[[tuple[Path, ...] | None, bool], Backend]
@@ -214,8 +218,12 @@ def serve(open_backend: OpenBackend, host: str = "127.0.0.1", port: int = 47334,
     if mysql_sock is not None:
         from kbsql.server.mysql import MysqlDoor  # mysql-mimic only when the door is open
 
+        door_bounds = bounds
+        if backend.statement_timeout and backend.statement_timeout > 0:
+            door_bounds = dataclasses.replace(door_bounds, metadata_timeout=min(
+                door_bounds.metadata_timeout, backend.statement_timeout))
         server.mysql = MysqlDoor(backend.api, mysql_sock, auth=auth, limits=limits, throttle=throttle,
-                                 lanes=app.state.lanes, bounds=bounds)
+                                 lanes=app.state.lanes, bounds=door_bounds)
         doors += f" and mysql://{shown}:{mysql_sock.getsockname()[1]}"
     print(f"kbsql serving on {doors} ({backend.where})", flush=True)
     try:

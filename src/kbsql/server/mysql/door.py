@@ -147,6 +147,7 @@ class MysqlDoor:
                                timeout=self.limits.timeout, write_timeout=self.bounds.mysql_write_timeout,
                                idle_timeout=self.bounds.mysql_idle_timeout)
         session = DoorSession(self.api, self.limits, host, self.defaults)
+        session.metadata_timeout = self.bounds.metadata_timeout
         password = DoorPassword(self.auth, self.throttle, client, host)
         identity = DoorIdentity(password)
         connection = DoorConnection(stream=stream, session=session, control=self.control,

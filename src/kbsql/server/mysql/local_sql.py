@@ -56,9 +56,10 @@ _lock = threading.Lock()
 _duck: duckdb.DuckDBPyConnection | None = None
 
 
-def run_local(sql: str | exp.Expression, tables: dict[str, pa.Table]) -> pa.Table:
+def run_local(sql: str | exp.Expression, tables: dict[str, pa.Table], timeout: float = TIMEOUT_S) -> pa.Table:
     """A MySQL statement over in-memory tables (their names as the statement uses them), in
-    DuckDB: a cursor of one shared in-memory database, so each call costs ~1 ms."""
+    DuckDB: a cursor of one shared in-memory database, so each call costs ~1 ms. `timeout`:
+    the most it may run (the door gives the server's --statement-timeout when that is less)."""
     global _duck
     if isinstance(sql, str) and len(sql) > MAX_TEXT:
         raise LocalRefused(f"A SHOW ... WHERE or LIKE on this door may be at most {MAX_TEXT // 1024} KB "
@@ -73,7 +74,7 @@ def run_local(sql: str | exp.Expression, tables: dict[str, pa.Table]) -> pa.Tabl
             _duck = duckdb.connect(config=CONFIG)
         cursor = _duck.cursor()
     control = current()
-    timer = threading.Timer(TIMEOUT_S, cursor.interrupt)
+    timer = threading.Timer(timeout, cursor.interrupt)
     timer.daemon = True
     try:
         for name, table in tables.items():
@@ -86,8 +87,8 @@ def run_local(sql: str | exp.Expression, tables: dict[str, pa.Table]) -> pa.Tabl
     except duckdb.InterruptException:
         if control is not None:
             control.check()  # the client's reason (it went away), when it is that
-        raise LocalRefused(f"The statement ran past the {TIMEOUT_S:g} s a metadata statement "
-                           "may take on this door") from None
+        raise LocalRefused(f"The statement ran past the {timeout:g} s a metadata statement "
+                           "may take on this door (at most 10, kbsql serve --statement-timeout)") from None
     finally:
         timer.cancel()
         cursor.close()

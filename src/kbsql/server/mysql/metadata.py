@@ -15,7 +15,7 @@ import pyarrow as pa
 from kbsql.interface.api import ServiceApi
 from kbsql.interface.mysql_charsets import CHARACTER_SETS, COLLATIONS, ENGINES
 from kbsql.interface.results import ErrorResult, TableResult
-from kbsql.server.mysql.local_sql import run_local
+from kbsql.server.mysql.local_sql import TIMEOUT_S, run_local
 from kbsql.server.mysql.resultsets import Rows, arrow_rows
 
 __all__ = ["CHARACTER_SETS", "COLLATIONS", "ENGINES"]
@@ -100,7 +100,7 @@ def create_table(api: ServiceApi, db: str, table: str, schema: str | None) -> st
 
 
 def filtered(names: list[str], rows: Iterable[Sequence[Any]], like: str | None, where: str | None,
-             integers: Iterable[str] = ()) -> Rows:
+             integers: Iterable[str] = (), timeout: float = TIMEOUT_S) -> Rows:
     """A SHOW answer with its `LIKE` (on the first column) or `WHERE` applied."""
     rows = list(rows)
     ints = set(integers)
@@ -109,4 +109,4 @@ def filtered(names: list[str], rows: Iterable[Sequence[Any]], like: str | None, 
     if like is None and where is None:
         return arrow_rows(table)
     condition = f"`{names[0]}` LIKE {like}" if like is not None else where
-    return arrow_rows(run_local(f"SELECT * FROM __show__ WHERE {condition}", {"__show__": table}))
+    return arrow_rows(run_local(f"SELECT * FROM __show__ WHERE {condition}", {"__show__": table}, timeout))

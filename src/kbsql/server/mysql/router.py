@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import duckdb
@@ -35,8 +36,8 @@ from kbsql.interface.results import ErrorResult, OkResult, SqlResult, TableResul
 from kbsql.server.limits import Limits, check_sql_size
 from kbsql.server.mysql import chatter, metadata
 from kbsql.server.mysql.error_codes import EMPTY_QUERY, NOT_SUPPORTED, PARSE_ERROR, code_of
-from kbsql.server.mysql.local_sql import LocalRefused, having_as_where
-from kbsql.server.mysql.resultsets import Answer, Failed, Ok, local_rows, table_rows
+from kbsql.server.mysql.local_sql import TIMEOUT_S, LocalRefused, having_as_where
+from kbsql.server.mysql.resultsets import Answer, Failed, Ok, Rows, local_rows, table_rows
 from kbsql.server.mysql.sysvars import SessionVariables, shown
 
 log = logging.getLogger("kbsql.server")
@@ -92,6 +93,9 @@ class DoorSession(BaseSession):
         self.username: str | None = None
         self.database: str | None = DEFAULT_PROJECT
         self.connection_id = 0
+        self.metadata_timeout = TIMEOUT_S
+        """Seconds a SHOW ... WHERE may run here (the door sets the server's statement timeout
+        when that is less)."""
 
     @property
     def db(self) -> str:
@@ -194,14 +198,18 @@ class DoorSession(BaseSession):
         like, where = rest.group("like"), rest.group("where")
         return self._show(kind, "FULL" in mods, rest.group("target"), rest.group("db"), like, where)
 
+    def _filtered(self, names: list[str], rows: Iterable[Sequence[Any]], like: str | None,
+                  where: str | None, integers: Iterable[str] = ()) -> Rows:
+        return metadata.filtered(names, rows, like, where, integers, timeout=self.metadata_timeout)
+
     def _show(self, kind: str, full: bool, target: str | None, db: str | None, like: str | None,
               where: str | None) -> Answer:
         if kind == "VARIABLES":
             rows = [[name, shown(value)] for name, value in self.variables.list()]
-            return metadata.filtered(["Variable_name", "Value"], rows, like, where)
+            return self._filtered(["Variable_name", "Value"], rows, like, where)
         if kind == "STATUS":
             rows = [["Ssl_cipher", ""], ["Ssl_version", ""], ["Threads_connected", "1"]]
-            return metadata.filtered(["Variable_name", "Value"], rows, like, where)
+            return self._filtered(["Variable_name", "Value"], rows, like, where)
         if kind in ("WARNINGS", "ERRORS"):
             return local_rows(STATUS_COLUMNS, [],
                               [ColumnType.VAR_STRING, ColumnType.LONG, ColumnType.VAR_STRING])
@@ -209,17 +217,17 @@ class DoorSession(BaseSession):
             name = "@@session.warning_count" if kind.endswith("WARNINGS") else "@@session.error_count"
             return local_rows([name], [[0]])
         if kind == "ENGINES":
-            return metadata.filtered(["Engine", "Support", "Comment", "Transactions", "XA", "Savepoints"],
+            return self._filtered(["Engine", "Support", "Comment", "Transactions", "XA", "Savepoints"],
                                      metadata.ENGINES, like, where)
         if kind in ("CHARSET", "CHARACTER SET"):
             charsets: list[list[Any]] = [[c[0], c[2], c[1], c[3]] for c in metadata.CHARACTER_SETS]
-            return metadata.filtered(["Charset", "Description", "Default collation", "Maxlen"], charsets,
+            return self._filtered(["Charset", "Description", "Default collation", "Maxlen"], charsets,
                                      like, where, ["Maxlen"])
         if kind == "COLLATION":
-            return metadata.filtered(["Collation", "Charset", "Id", "Default", "Compiled", "Sortlen",
+            return self._filtered(["Collation", "Charset", "Id", "Default", "Compiled", "Sortlen",
                                       "Pad_attribute"], metadata.COLLATIONS, like, where, ["Id", "Sortlen"])
         if kind in ("FUNCTION STATUS", "PROCEDURE STATUS"):
-            return metadata.filtered(ROUTINE_COLUMNS, [], like, where)
+            return self._filtered(ROUTINE_COLUMNS, [], like, where)
         if kind == "TABLE STATUS":
             return self._table_status(unquote(target) if target else self.db, like, where)
         if target is None:
@@ -229,13 +237,13 @@ class DoorSession(BaseSession):
         if kind in ("COLUMNS", "FIELDS"):
             rows = metadata.show_columns(self.api, self.db, table, schema, full)
             names = metadata.SHOW_FULL_COLUMNS if full else metadata.SHOW_COLUMNS
-            return metadata.filtered(names, rows, like, where)
+            return self._filtered(names, rows, like, where)
         metadata.show_columns(self.api, self.db, table, schema, False)  # INDEX: the table must exist
-        return metadata.filtered(INDEX_COLUMNS, [], like, where)
+        return self._filtered(INDEX_COLUMNS, [], like, where)
 
     def _table_status(self, schema: str, like: str | None, where: str | None) -> Answer:
         tables = metadata.EngineCatalog(self.api, self.db).tables()
         rows = [[name, "InnoDB", "10", "Dynamic", None, None, None, None, None, None, None, None, None, None,
                  "utf8mb4_0900_ai_ci", None, "", kind.lower() if kind != "BASE TABLE" else ""]
                 for s, name, kind in tables if s.lower() == schema.lower()]
-        return metadata.filtered(TABLE_STATUS_COLUMNS, rows, like, where, ["Rows"])
+        return self._filtered(TABLE_STATUS_COLUMNS, rows, like, where, ["Rows"])
