@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import dataclasses
 import gc
 import logging
 import resource
@@ -69,6 +70,13 @@ class DoorBounds:
     metadata_timeout: float = 10.0
     """Seconds the MySQL door's own metadata statements (SHOW ... WHERE) may run: 10, or the
     engine's --statement-timeout when that is less (`serve` sets it from the engine)."""
+
+    def with_statement_timeout(self, seconds: float | None) -> DoorBounds:
+        """These bounds, the metadata statements' time cut to the engine's statement timeout
+        (None or 0: none) when that is less."""
+        if seconds and 0 < seconds < self.metadata_timeout:
+            return dataclasses.replace(self, metadata_timeout=seconds)
+        return self
 
     def pending_cap(self) -> int:
         """`max_pending`, but at most a quarter of the process's descriptor limit."""

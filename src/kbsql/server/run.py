@@ -12,7 +12,6 @@ and the exit code is 0.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import errno
 import logging
 import os
@@ -218,12 +217,9 @@ def serve(open_backend: OpenBackend, host: str = "127.0.0.1", port: int = 47334,
     if mysql_sock is not None:
         from kbsql.server.mysql import MysqlDoor  # mysql-mimic only when the door is open
 
-        door_bounds = bounds
-        if backend.statement_timeout and backend.statement_timeout > 0:
-            door_bounds = dataclasses.replace(door_bounds, metadata_timeout=min(
-                door_bounds.metadata_timeout, backend.statement_timeout))
         server.mysql = MysqlDoor(backend.api, mysql_sock, auth=auth, limits=limits, throttle=throttle,
-                                 lanes=app.state.lanes, bounds=door_bounds)
+                                 lanes=app.state.lanes,
+                                 bounds=bounds.with_statement_timeout(backend.statement_timeout))
         doors += f" and mysql://{shown}:{mysql_sock.getsockname()[1]}"
     print(f"kbsql serving on {doors} ({backend.where})", flush=True)
     try:
