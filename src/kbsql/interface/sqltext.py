@@ -58,3 +58,10 @@ def segments(sql: str) -> Iterator[tuple[int, int, bool]]:
         i = start = end
     if start < n:
         yield start, n, True
+
+
+def closed(sql: str, start: int, end: int) -> bool:
+    """Whether the quoted token `segments` gave as `sql[start:end]` ends with its closing
+    quote: one that runs to the end of the text may not (`'abc`, `'abc\\'`, `'abc''`). Read
+    again with one more character after it, a closed token still ends where it did."""
+    return end < len(sql) or _quoted_end(sql + " ", start) == end

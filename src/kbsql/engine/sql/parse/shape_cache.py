@@ -30,6 +30,7 @@ from typing import Any
 from mindsdb_sql_parser import ast, parse_sql
 
 from kbsql.engine.sql.parse.values_fastpath import literal_constant
+from kbsql.interface.sqltext import QUOTES, closed, segments
 
 SHAPES = 256
 MAX_TEXT = 512
@@ -39,14 +40,6 @@ life); a search typed in SQL is 100-300 characters, so 256 shapes hold at most ~
 _PREFIX = "__kbsql_lit_"
 _MARK = _PREFIX + "{}__"
 
-# A single-quoted literal (mindsdb_sql_parser.lexer's QUOTE_STRING), or what the lexer reads
-# as a whole and may hold a quote (double-quoted strings, backquoted names, comments), or
-# anything else up to the next of those.
-_SCAN = re.compile(r"""
-    (?P<string>'(?:\\.|[^'])*(?:''(?:\\.|[^'])*)*')
-  | (?P<keep>"(?:\\.|[^"])*(?:""(?:\\.|[^"])*)*" | `[^`]+` | /\*[\s\S]*?\*/ | --[^\n]*)
-  | (?P<other>[^'"`/\-]+ | [/\-])
-""", re.VERBOSE)
 _SELECT = re.compile(r"\s*\(*\s*(SELECT|WITH)\b", re.IGNORECASE)
 
 
@@ -67,8 +60,8 @@ class ShapeCache:
     def parse(self, query: str) -> ast.ASTNode:
         """The statement `parse_sql(query)` builds (its exception too)."""
         if len(query) > MAX_TEXT or _PREFIX in query or "\\" in query or not _SELECT.match(query):
-            return parse_sql(query)  # a backslash: `_SCAN`'s strings read it two ways, which
-            # backtracks exponentially on an unclosed literal of backslashes (38 of them: 15 s)
+            return parse_sql(query)  # a backslash: kept out since the first scanner (a regex)
+            # backtracked exponentially on an unclosed literal of backslashes (38 of them: 15 s)
         split = _split(query)
         if split is None:
             return parse_sql(query)
@@ -114,21 +107,29 @@ def _template(shape: str, count: int) -> tuple[ast.ASTNode, list[ast.Constant]] 
 
 def _split(query: str) -> tuple[str, list[str]] | None:
     """(the text with each single-quoted literal swapped for its mark, the literals' texts),
-    or None if the text ends inside a quote or a comment (the full parser says where)."""
+    or None if the text ends inside a quote or a comment (the full parser says where). The
+    literals are found by the one scanner of quoted tokens and comments (`sqltext.segments`,
+    the lexer's rules, linear in the text)."""
     pieces: list[str] = []
     literals: list[str] = []
-    pos, n = 0, len(query)
-    while pos < n:
-        m = _SCAN.match(query, pos)
-        if m is None:
+    for start, end, is_code in segments(query):
+        piece = query[start:end]
+        if not is_code and _unended(query, start, end):
             return None
-        if m.lastgroup == "string":
+        if not is_code and piece[0] == "'":
             pieces.append(f"'{_MARK.format(len(literals))}'")
-            literals.append(m.group())
+            literals.append(piece)
         else:
-            pieces.append(m.group())
-        pos = m.end()
+            pieces.append(piece)
     return "".join(pieces), literals
+
+
+def _unended(query: str, start: int, end: int) -> bool:
+    """Whether the quoted token or comment at `query[start:end]` runs unclosed to the end."""
+    piece = query[start:end]
+    if piece[0] in QUOTES:
+        return not closed(query, start, end)
+    return piece.startswith("/*") and (len(piece) < 4 or not piece.endswith("*/"))
 
 
 def _strings(item: Any) -> Iterator[tuple[Any, str]]:
