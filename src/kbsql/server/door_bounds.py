@@ -40,6 +40,8 @@ from dataclasses import dataclass
 log = logging.getLogger("kbsql.server")
 
 MB = 1024 * 1024
+METADATA_TIMEOUT_S = 10.0
+"""Seconds the MySQL door's own metadata statements (SHOW ... WHERE) may run at most."""
 
 
 @dataclass(frozen=True)
@@ -67,7 +69,7 @@ class DoorBounds:
     """--flood-hold: seconds a flooding block's new connections stay closed after the rate."""
     flood_pause_rate: int = 500
     """--flood-pause-rate: closes at accept a second past which a door pauses accepting."""
-    metadata_timeout: float = 10.0
+    metadata_timeout: float = METADATA_TIMEOUT_S
     """Seconds the MySQL door's own metadata statements (SHOW ... WHERE) may run: 10, or the
     engine's --statement-timeout when that is less (`serve` sets it from the engine)."""
 

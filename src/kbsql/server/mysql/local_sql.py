@@ -25,8 +25,9 @@ from sqlglot import expressions as exp
 from sqlglot.tokens import TokenType
 
 from kbsql.interface.control import current
+from kbsql.server.door_bounds import METADATA_TIMEOUT_S
 
-TIMEOUT_S = 10.0
+TIMEOUT_S = METADATA_TIMEOUT_S  # its one home is door_bounds, beside the door's other bounds
 MAX_TEXT = 32 * 1024
 """Characters of a statement this door's metadata database reads (a SHOW ... WHERE or LIKE):
 sqlglot parses the text in Python before any deadline can act, and a 1 MB `SHOW VARIABLES
@@ -87,8 +88,8 @@ def run_local(sql: str | exp.Expression, tables: dict[str, pa.Table], timeout: f
     except duckdb.InterruptException:
         if control is not None:
             control.check()  # the client's reason (it went away), when it is that
-        raise LocalRefused(f"The statement ran past the {timeout:g} s a metadata statement "
-                           "may take on this door (at most 10, kbsql serve --statement-timeout)") from None
+        raise LocalRefused(f"The statement ran past the {timeout:g} s a metadata statement may take "
+                           f"on this door (at most {TIMEOUT_S:g}, kbsql serve --statement-timeout)") from None
     finally:
         timer.cancel()
         cursor.close()

@@ -218,14 +218,14 @@ class DoorSession(BaseSession):
             return local_rows([name], [[0]])
         if kind == "ENGINES":
             return self._filtered(["Engine", "Support", "Comment", "Transactions", "XA", "Savepoints"],
-                                     metadata.ENGINES, like, where)
+                                  metadata.ENGINES, like, where)
         if kind in ("CHARSET", "CHARACTER SET"):
             charsets: list[list[Any]] = [[c[0], c[2], c[1], c[3]] for c in metadata.CHARACTER_SETS]
             return self._filtered(["Charset", "Description", "Default collation", "Maxlen"], charsets,
-                                     like, where, ["Maxlen"])
+                                  like, where, ["Maxlen"])
         if kind == "COLLATION":
             return self._filtered(["Collation", "Charset", "Id", "Default", "Compiled", "Sortlen",
-                                      "Pad_attribute"], metadata.COLLATIONS, like, where, ["Id", "Sortlen"])
+                                   "Pad_attribute"], metadata.COLLATIONS, like, where, ["Id", "Sortlen"])
         if kind in ("FUNCTION STATUS", "PROCEDURE STATUS"):
             return self._filtered(ROUTINE_COLUMNS, [], like, where)
         if kind == "TABLE STATUS":
