@@ -45,6 +45,7 @@ from kbsql.engine.knowledge.storage import (
     KbStorage,
     StorageBackend,
     StoragePlace,
+    StreamsChunks,
 )
 from kbsql.engine.models.chat.base import ChatFactory, Message, RunControl, ToolCall, ToolSpec, Turn
 from kbsql.engine.models.chat.base import Provider as ChatProvider
@@ -68,5 +69,5 @@ __all__ = [
     "DataSource", "DataSourceEngine", "Embedder", "EmbeddingFactory", "ExportsChunks", "FileScan", "Filter",
     "FilterGroup", "FrameScan", "KbStorage", "Message", "ModelHttp", "NativeTable", "PluginError",
     "ProviderContext", "Reranker", "RerankerFactory", "RunControl", "Scan", "SearchRequest",
-    "SearchableStorage", "StorageBackend", "StoragePlace", "ToolCall", "ToolSpec", "Turn",
+    "SearchableStorage", "StorageBackend", "StoragePlace", "StreamsChunks", "ToolCall", "ToolSpec", "Turn",
 ]

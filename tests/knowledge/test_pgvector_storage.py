@@ -17,6 +17,7 @@ import psycopg
 import pytest
 
 from kbsql.engine import Engine
+from kbsql.engine.knowledge.service import KnowledgeService
 from kbsql.engine.models.providers import ModelProviders
 from kbsql.engine.postgres import pgvector
 from tests.knowledge.conftest import HASH_MODEL, background, sql, sql_error, table
@@ -291,3 +292,31 @@ def test_threaded_insert_writes_each_batch_once_in_row_order(pg_engine, pgvector
         got = dict(db.execute("SELECT id, content FROM kb_chunks").fetchall())
         assert db.execute("SELECT count(*) FROM kb_chunks").fetchone()[0] == 9
     assert got == {str(r["id"]): r["content"] for r in rows}  # later rows replace earlier ones
+
+
+def test_queries_over_every_chunk_read_them_in_batches(pg_engine, monkeypatch):
+    """count, GROUP BY, DISTINCT and a join over a pgvector knowledge base read its chunks
+    on a server-side cursor in batches (kb_stream), and answer as the whole-frame path did."""
+    record = pg_engine.catalog.knowledge_base("mindsdb", "kb")
+    pg_engine.insert_rows(record, rows_of(60))
+    statements = ["SELECT count(*) FROM kb",
+                  "SELECT color, count(*) AS c, sum(n) AS s FROM kb GROUP BY color ORDER BY color",
+                  "SELECT DISTINCT color FROM kb", "SELECT count(*) FROM kb WHERE n >= 30",
+                  "SELECT a.metadata->>'color' AS c, count(*) FROM kb AS a "
+                  "JOIN (SELECT 1 AS x) AS t ON t.x = 1 GROUP BY 1 ORDER BY 1"]
+    read: list[int] = []
+    batches = pgvector.PgVectorStorage.plain_batches
+
+    def counted(self, filters, size):
+        read.append(size)
+        yield from batches(self, filters, size)
+
+    monkeypatch.setattr(pgvector.PgVectorStorage, "plain_batches", counted)
+    streamed = [sql(pg_engine, s).data for s in statements]
+    assert len(read) >= len(statements)
+    assert streamed[0] == [[60]] and streamed[3] == [[30]]
+    assert streamed[1] == [["blue", 20, sum(range(2, 60, 3))], ["green", 20, sum(range(1, 60, 3))],
+                           ["red", 20, sum(range(0, 60, 3))]]
+    assert streamed[2] == [["red"], ["green"], ["blue"]]
+    monkeypatch.setattr(KnowledgeService, "plain_batches", lambda *args: None)  # the whole-frame path
+    assert [sql(pg_engine, s).data for s in statements] == streamed

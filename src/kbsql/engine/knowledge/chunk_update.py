@@ -33,10 +33,13 @@ def update_chunks(service: KnowledgeService, record: KbRecord, filters: Conditio
                   content: str | None, metadata: dict[str, Any]) -> int:
     """Set `content` (None: keep it) and the `metadata` keys of the chunks matching
     `filters`; returns the number of chunks updated."""
-    matches = service.search(record, SearchRequest(filters=list(filters), limit=None))
     touched: dict[str, set[str]] = {}
-    for row in matches:
-        touched.setdefault(str(row[0]), set()).add(str(row[1]))
+    batches = service.plain_batches(record, list(filters), 16 * STEP) or \
+        iter([service.search(record, SearchRequest(filters=list(filters), limit=None))])
+    for batch in batches:  # read in batches: 40,000 matches took 4 s at load 8 before any look
+        checkpoint()
+        for row in batch:
+            touched.setdefault(str(row[0]), set()).add(str(row[1]))
     if not touched:
         return 0
     chunks: list[Chunk] = []

@@ -144,6 +144,13 @@ class LocalStorage:
     def plain_rows(self, filters: Conditions, limit: int | None, offset: int = 0) -> list[list[Any]]:
         return plain_rows(self.store, filters, limit, offset)
 
+    def plain_batches(self, filters: Conditions, size: int) -> Iterator[list[tuple[Any, ...]]]:
+        """`StreamsChunks`: (id, chunk_id, content, metadata JSON text) of the matching rows,
+        in seq order, `size` at a time, from one committed state."""
+        where, args = filter_sql(filters)
+        sql = "SELECT id, chunk_id, content, metadata FROM chunks" + (f" WHERE {where}" if where else "")
+        return self.store.batches(sql + " ORDER BY seq", args, size)
+
     def vector_top(self, query: np.ndarray, k: int, filters: Conditions) -> tuple[np.ndarray, np.ndarray]:
         return vector_top(self.store, self.index, query, k, filters, self.allowed.seqs)
 

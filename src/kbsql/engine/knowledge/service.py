@@ -34,6 +34,7 @@ from kbsql.engine.knowledge.storage import (
     KbStorage,
     StorageBackend,
     StoragePlace,
+    StreamsChunks,
 )
 from kbsql.engine.models.embeddings import CheckedEmbedder
 from kbsql.engine.models.providers import ModelProviders
@@ -333,6 +334,13 @@ class KnowledgeService:
         storage = self.handle(record)
         embedder = self.embedder(record.spec) if request.query is not None else None
         return search_mod.search(storage, embedder, self.reranker(record.spec), request)
+
+    def plain_batches(self, record: KbRecord, filters: Conditions, size: int
+                      ) -> Iterator[list[tuple[Any, ...]]] | None:
+        """(id, chunk_id, content, metadata JSON text) of every chunk matching `filters`, in
+        batches from one committed state (a `StreamsChunks` storage), else None."""
+        storage = self.handle(record)
+        return storage.plain_batches(filters, size) if isinstance(storage, StreamsChunks) else None
 
     @kb_faults
     def create_index(self, record: KbRecord, params: dict[str, Any]) -> dict[str, int]:

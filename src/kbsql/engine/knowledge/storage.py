@@ -138,6 +138,19 @@ class ExportsChunks(Protocol):
         ...
 
 
+@runtime_checkable
+class StreamsChunks(Protocol):
+    """Optional, for a `KbStorage`: the chunks matching filters in batches, for a query that
+    reads them all (count, GROUP BY, DISTINCT, a join: sql/kb/kb_stream), which then holds
+    one batch of Python rows at a time. Both built-in storages have it; without it such a
+    query reads the rows whole (`plain_rows`)."""
+
+    def plain_batches(self, filters: Conditions, size: int) -> Iterator[list[tuple[Any, ...]]]:
+        """(id, chunk_id, content, metadata as JSON text) of the matching chunks in insertion
+        order, `size` at a time, from one committed state; a new read at every call."""
+        ...
+
+
 def stamped_batches(rows: list[tuple[Any, ...]], vector: Callable[[Any], np.ndarray]) -> Iterator[ChunkBatch]:
     """(doc_id, chunk_id, content, metadata, stored vector, updated_at) rows in order, as
     batches of one stamp each (`ExportsChunks.export`; `vector` decodes a stored vector)."""

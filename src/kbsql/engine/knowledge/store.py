@@ -152,6 +152,22 @@ class ChunkStore:
             finally:
                 self.reader.execute("COMMIT")
 
+    def batches(self, sql: str, args: Any, size: int) -> Iterator[list[tuple[Any, ...]]]:
+        """The rows of one SELECT, `size` at a time, from one committed state, on a connection
+        of their own: a long read (every chunk of a knowledge base, streamed into DuckDB) holds
+        neither the shared reader's lock, which every search of this knowledge base takes, nor
+        more than one batch of rows in Python. The connection closes when the read ends or is
+        abandoned (a statement stopped mid-scan)."""
+        db = open_read_only(self.path) if self.read_only else \
+            sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=60)
+        try:
+            db.execute("BEGIN")
+            cursor = db.execute(sql, args)
+            while rows := cursor.fetchmany(size):
+                yield rows
+        finally:
+            db.close()
+
     def index_metadata(self, columns: list[str]) -> None:
         """An expression index per declared metadata column, so `WHERE col = x` (and IN,
         ranges) reads a few rows instead of parsing every row's JSON (130 ms at 100k chunks).

@@ -359,6 +359,16 @@ class PgVectorStorage:
             rows = conn.execute(self.q(text), args).fetchall()
         return [[r[0], r[1], r[2], json.loads(r[3]), None, None] for r in rows]
 
+    def plain_batches(self, filters: Conditions, size: int) -> Iterator[list[tuple[Any, ...]]]:
+        """`plain_rows` in batches of `size` (metadata as JSON text), on a server-side cursor:
+        one snapshot, and one batch at a time in Python (kb_stream)."""
+        where, args = filter_sql(filters)
+        text = "SELECT id, chunk_id, content, metadata::text FROM {t}" + (f" WHERE {where}" if where else "")
+        with self._conn() as conn, conn.transaction(), conn.cursor(name="kbsql_chunks") as cursor:
+            cursor.execute(self.q(text + " ORDER BY seq"), args)
+            while rows := cursor.fetchmany(size):
+                yield rows
+
     def vector_top(self, query: np.ndarray, k: int, filters: Conditions) -> tuple[np.ndarray, np.ndarray]:
         if k <= 0:
             return _EMPTY

@@ -16,7 +16,7 @@ from kbsql.engine.knowledge.json_chunking import metadata_keys
 from kbsql.engine.knowledge.search import DEFAULT_LIMIT
 from kbsql.engine.sql.arrow_results import ArrowTableResult
 from kbsql.engine.sql.databases.info_schema import knowledge_bases_frame
-from kbsql.engine.sql.kb import kb_background, kb_insert, kb_select, kb_update, kb_write
+from kbsql.engine.sql.kb import kb_background, kb_insert, kb_select, kb_stream, kb_update, kb_write
 from kbsql.engine.sql.kb.kb_write import unquote_identifier  # noqa: F401 (its old home)
 from kbsql.engine.sql.refusals import unsupported
 from kbsql.engine.sql.tables.select import run_select, select_frame
@@ -81,7 +81,9 @@ def select(session: SqlSession, statement: ast.Select, ctx: dict[str, Any], rout
         total=lambda: service.count(record),
         subquery=lambda select: subquery_values(session, select, ctx),
         extra_keys=metadata_keys(record.spec),
-        run=lambda query, frame: run_frame(session, query, ctx, frame))
+        run=lambda query, frame: run_frame(session, query, ctx, frame),
+        stream=lambda filters: service.plain_batches(record, filters, kb_stream.BATCH),
+        read_bound=session.duck.memory_limit // 2)
     result = ArrowTableResult.from_rows(names, rows, ctx)  # Arrow like every other SELECT
     # a plain search without LIMIT stops at the documented default: say so when it may have
     # (a notebook shows a note under the table; joins and aggregates are never capped)

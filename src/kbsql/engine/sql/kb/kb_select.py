@@ -13,15 +13,16 @@ from __future__ import annotations
 import copy
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import duckdb
 from mindsdb_sql_parser import ast
 
 from kbsql.engine.knowledge.search import DEFAULT_LIMIT
+from kbsql.engine.sql.kb import kb_stream
 from kbsql.engine.sql.kb.kb_conditions import count
-from kbsql.engine.sql.kb.kb_where import Columns, Search, Subquery, run_where
+from kbsql.engine.sql.kb.kb_where import Columns, Search, Subquery, read_filters, run_where
 from kbsql.engine.sql.tables.sqlglot_render import walk
 from kbsql.interface.control import checkpoint
 from kbsql.interface.errors import SqlError
@@ -30,6 +31,9 @@ from kbsql.interface.results import KB_COLUMNS
 Row = list[Any]
 RunOver = Callable[[ast.Select, Any], Any]
 """(statement reading `kb_frame`, that frame) -> its answer as an Arrow table."""
+Stream = Callable[[list[Any]], "Iterator[list[kb_stream.Raw]] | None"]
+"""Filters -> a new read of the chunks they keep, in batches (None: the storage cannot)."""
+KnownKeys = tuple[dict[str, str], bool]
 _MISSING = re.compile(r'column "?([^"\s]+)"? not found', re.IGNORECASE)
 
 
@@ -45,10 +49,21 @@ def is_plain(statement: ast.Select) -> bool:
 
 def select_rows(statement: ast.Select, name: str, metadata_columns: list[str] | None, search: Search,
                 total: Callable[[], int], run: RunOver, subquery: Subquery | None = None,
-                extra_keys: tuple[str, ...] = ()) -> tuple[list[str], list[Row]]:
-    """(column names, rows) of a SELECT on knowledge base `name`."""
+                extra_keys: tuple[str, ...] = (), stream: Stream | None = None, read_bound: int = 0
+                ) -> tuple[list[str], list[Row]]:
+    """(column names, rows) of a SELECT on knowledge base `name`. `stream` (filters -> the
+    matching chunks in batches, or None when the storage cannot) lets a statement that reads
+    every chunk the WHERE keeps, without a content search, read them in batches into Arrow
+    columns of at most `read_bound` bytes (kb_stream)."""
     limit = count(statement.limit, "LIMIT") if statement.limit is not None else None
     offset = count(statement.offset, "OFFSET") if statement.offset is not None else 0
+    if statement.distinct or not is_plain(statement):
+        read = _reader(statement.where, stream, metadata_columns, subquery, extra_keys)
+        if read is not None and is_plain(statement):
+            return _distinct_streamed(statement.targets, read, metadata_columns, offset, limit)
+        if read is not None:
+            return _run_over(statement, name, metadata_columns, run, lambda wanted: kb_stream.chunk_table(
+                read, wanted, metadata_columns, read_bound))
     if is_plain(statement) and statement.distinct:
         rows = run_where(statement.where, search, metadata_columns, subquery=subquery, extra_keys=extra_keys,
                          limit=None, cap=max(total(), 1))
@@ -64,6 +79,43 @@ def select_rows(statement: ast.Select, name: str, metadata_columns: list[str] | 
                      limit=None, cap=max(total(), 1))
     checkpoint()  # before the rows become a frame (a SELECT DISTINCT over 400,000 answered 3 s late)
     return run_in_duckdb(statement, name, rows, metadata_columns, run)
+
+
+def _reader(where: ast.ASTNode | None, stream: Stream | None, metadata_columns: list[str] | None,
+            subquery: Subquery | None, extra_keys: tuple[str, ...]) -> kb_stream.Reader | None:
+    """A fresh read of the chunks a WHERE without a content search keeps, or None (a search:
+    its rows are the search's; or a storage that cannot stream)."""
+    if stream is None:
+        return None
+    filters = read_filters(where, metadata_columns, subquery=subquery, extra_keys=extra_keys)
+    if filters is None or stream(filters) is None:  # a generator: nothing is read yet
+        return None
+    return lambda: stream(filters) or iter(())
+
+
+def _distinct_streamed(targets: list[ast.ASTNode], read: kb_stream.Reader, metadata_columns: list[str] | None,
+                       offset: int, limit: int | None) -> tuple[list[str], list[Row]]:
+    """SELECT DISTINCT of columns over every chunk, in batches, first-seen order: Python holds
+    the distinct rows only, and a LIMIT stops the read once it has them."""
+    wanted = {str(t.parts[-1]).lower() for t in targets if isinstance(t, ast.Identifier)}
+    known, seen_any = kb_stream.row_keys(read, wanted) if metadata_columns is None else ({}, False)
+    names: list[str] = []
+    seen: set[str] = set()
+    unique: list[Row] = []
+    for batch in read():
+        checkpoint()
+        rows = [[r[0], r[1], r[2], json.loads(r[3]), None, None] for r in batch]
+        names, out = project(targets, rows, metadata_columns, (known, seen_any or bool(rows)))
+        for row in out:
+            key = json.dumps(row, sort_keys=True, default=str)
+            if key not in seen:
+                seen.add(key)
+                unique.append(row)
+        if limit is not None and len(unique) >= offset + limit:
+            break
+    if not names:
+        names, _ = project(targets, [], metadata_columns, (known, seen_any))
+    return names, unique[offset:] if limit is None else unique[offset:offset + limit]
 
 
 def _first_seen(rows: list[Row]) -> list[Row]:
@@ -84,25 +136,28 @@ def _row_column(name: str) -> int | None:
     return KB_COLUMNS.index(lowered) if lowered in KB_COLUMNS else None
 
 
-def _metadata_key(name: str, rows: list[Row], metadata_columns: list[str] | None) -> str:
-    """The metadata key a selected name reads, or an error naming what exists."""
+def _metadata_key(name: str, rows: list[Row], metadata_columns: list[str] | None,
+                  known: KnownKeys | None = None) -> str:
+    """The metadata key a selected name reads, or an error naming what exists. `known`: the
+    keys of every row (lower case -> key) and whether there was any, when `rows` are one batch."""
     if metadata_columns is not None:
         try:
             return Columns(metadata_columns).resolve(name)
         except SqlError:
             pass
     else:
-        keys = {k.lower(): k for r in rows for k in (r[3] or {})}
-        if name.lower() in keys or not rows:
+        keys, any_row = known if known is not None else \
+            ({k.lower(): k for r in rows for k in (r[3] or {})}, bool(rows))
+        if name.lower() in keys or not any_row:
             return keys.get(name.lower(), name)
-    known = metadata_columns if metadata_columns is not None else \
-        sorted({k for r in rows for k in (r[3] or {})})
+    known_names = metadata_columns if metadata_columns is not None else \
+        sorted(known[0].values()) if known is not None else sorted({k for r in rows for k in (r[3] or {})})
     raise SqlError(f"Unknown column {name!r} in a knowledge base: the columns are {list(KB_COLUMNS)} "
-                   f"and the metadata columns {known}")
+                   f"and the metadata columns {known_names}")
 
 
-def project(targets: list[ast.ASTNode], rows: list[Row], metadata_columns: list[str] | None
-            ) -> tuple[list[str], list[Row]]:
+def project(targets: list[ast.ASTNode], rows: list[Row], metadata_columns: list[str] | None,
+            known: KnownKeys | None = None) -> tuple[list[str], list[Row]]:
     """Keep the selected columns; a name that is not a result column reads a metadata key."""
     if len(targets) == 1 and isinstance(targets[0], ast.Star):
         return list(KB_COLUMNS), rows
@@ -114,7 +169,8 @@ def project(targets: list[ast.ASTNode], rows: list[Row], metadata_columns: list[
         column = str(target.parts[-1])
         name = str(target.alias.parts[-1]) if target.alias is not None else column
         index = _row_column(column)
-        picks.append((name, index if index is not None else _metadata_key(column, rows, metadata_columns)))
+        picks.append((name, index if index is not None else
+                      _metadata_key(column, rows, metadata_columns, known)))
     out = [[row[p] if isinstance(p, int) else (row[3] or {}).get(p) for _, p in picks] for row in rows]
     return [n for n, _ in picks], out
 
@@ -142,10 +198,17 @@ def _frame(rows: list[Row], metadata_columns: list[str] | None, wanted: set[str]
 
 def run_in_duckdb(statement: ast.Select, name: str, rows: list[Row], metadata_columns: list[str] | None,
                   run: RunOver) -> tuple[list[str], list[Row]]:
-    """The statement over the rows as table `kb_frame`, run by `run` (the engine's SQL
-    session: the memory limit, per-value caps and deadline of every SELECT hold here too; a
-    private DuckDB had none of them, and `length(repeat(content, 20000000))` over two rows
-    ran past a 3 s deadline and grew a 256 MB engine by 1 GB)."""
+    """The statement over rows already read (a search's) as table `kb_frame`."""
+    return _run_over(statement, name, metadata_columns, run,
+                     lambda wanted: _frame(rows, metadata_columns, wanted))
+
+
+def _run_over(statement: ast.Select, name: str, metadata_columns: list[str] | None, run: RunOver,
+              table: Callable[[set[str]], Any]) -> tuple[list[str], list[Row]]:
+    """The statement over `table(names it mentions)` as table `kb_frame`, run by `run` (the
+    engine's SQL session: the memory limit, per-value caps and deadline of every SELECT hold
+    here too; a private DuckDB had none of them, and `length(repeat(content, 20000000))` over
+    two rows ran past a 3 s deadline and grew a 256 MB engine by 1 GB)."""
     query = copy.deepcopy(statement)
     alias = statement.from_table.alias if getattr(statement.from_table, "alias", None) is not None \
         else ast.Identifier(str(statement.from_table.parts[-1]))
@@ -161,7 +224,7 @@ def run_in_duckdb(statement: ast.Select, name: str, rows: list[Row], metadata_co
     try:
         wanted = {str(part).lower() for node in walk(query) if isinstance(node, ast.Identifier)
                   for part in node.parts}
-        table = run(query, _frame(rows, metadata_columns, wanted))
+        answer = run(query, table(wanted))
     except duckdb.BinderException as exc:
         missing = _MISSING.search(str(exc))
         if missing:
@@ -172,8 +235,8 @@ def run_in_duckdb(statement: ast.Select, name: str, rows: list[Row], metadata_co
         raise SqlError(_first_line(exc)) from None
     except duckdb.Error as exc:
         raise SqlError(_first_line(exc)) from None
-    names = list(table.column_names)
-    out = [list(r) for r in zip(*(c.to_pylist() for c in table.columns), strict=True)] \
+    names = list(answer.column_names)
+    out = [list(r) for r in zip(*(c.to_pylist() for c in answer.columns), strict=True)] \
         if names else []
     if "metadata" in names:
         i = names.index("metadata")

@@ -344,3 +344,20 @@ def run_where(where: ast.ASTNode | None, search: Search, metadata_columns: list[
         rows = sort_by_relevance(rows)
         return rows[:cap if limit is None else limit]
     return rows if limit is None else rows[:limit]
+
+
+def read_filters(where: ast.ASTNode | None, metadata_columns: list[str] | None, *,
+                 subquery: Subquery | None = None, extra_keys: tuple[str, ...] = ()) -> list[Any] | None:
+    """The filters of a WHERE clause that searches nothing (the rows it keeps are a plain
+    read, as `run_where` would read them), or None when it holds a content search."""
+    _, node = split_options(where)
+    if node is None:
+        return []
+
+    def no_search(request: SearchRequest) -> list[Row]:
+        raise AssertionError("read_filters runs no search")
+
+    runner = KbWhere(no_search, Columns(metadata_columns, extra_keys), Options(), 0, None, subquery)
+    node = runner._push_not(node)
+    return None if _has_content(node) else [runner.to_filter(node)]
+
