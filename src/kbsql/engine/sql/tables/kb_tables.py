@@ -85,7 +85,8 @@ def _streamed(session: SqlSession, record: KbRecord, table: exp.Table, where: as
     if filters is None or service.plain_batches(record, filters, BATCH) is None:  # a generator: unread
         return None
     root = table.root()
-    wanted = None if root.find(exp.Star) is not None else \
+    every = any(not isinstance(star.parent, exp.Count) for star in root.find_all(exp.Star))  # not count(*)
+    wanted = None if every else \
         {str(i.this).lower() for i in root.find_all(exp.Identifier)}
     return chunk_table(lambda: service.plain_batches(record, filters, BATCH) or iter(()), wanted, None,
                        session.duck.memory_limit // 2, content=False)
