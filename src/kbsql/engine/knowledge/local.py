@@ -25,6 +25,7 @@ from kbsql.engine.knowledge.settings import IndexSettings
 from kbsql.engine.knowledge.storage import ChunkBatch, StoragePlace, stamped_batches
 from kbsql.engine.knowledge.store import FTS_DEFERRED, ChunkStore, metadata_expr
 from kbsql.engine.sqlite_files import ReadOnlyData
+from kbsql.interface.control import checkpoint
 
 log = logging.getLogger(__name__)
 
@@ -278,6 +279,7 @@ def _exact(store: ChunkStore, query: np.ndarray, seqs: np.ndarray, k: int) -> tu
     scores_all, ids_all = [], []
     dim = query.shape[0]
     for start in range(0, len(seqs), 20000):
+        checkpoint()  # a search for every row (one feeding an aggregate) scores them all
         part = seqs[start:start + 20000].tolist()
         rows = store.query(f"SELECT seq, embedding FROM chunks WHERE seq IN ({','.join('?' * len(part))})",
                            part)
@@ -337,6 +339,8 @@ def similarities(store: ChunkStore, query: np.ndarray, seqs: list[int]) -> dict[
 def load_rows(store: ChunkStore, seqs: list[int]) -> dict[int, tuple[Any, ...]]:
     out: dict[int, tuple[Any, ...]] = {}
     for start in range(0, len(seqs), 900):
+        if start % 18000 == 0:
+            checkpoint()
         part = seqs[start:start + 900]
         for r in store.query("SELECT seq, id, chunk_id, content, metadata FROM chunks WHERE seq IN "
                              f"({','.join('?' * len(part))})", part):

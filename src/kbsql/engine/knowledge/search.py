@@ -21,6 +21,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from kbsql.engine.models.embeddings import embed_query
+from kbsql.interface.control import checkpoint
 from kbsql.interface.errors import BadRequest
 
 DEFAULT_LIMIT = 10
@@ -235,7 +236,9 @@ def search(storage: SearchableStorage, embedder: Any, reranker: Any,
         if len(rows) == len(order) or last:
             break
     out = []
-    for seq in order:
+    for n, seq in enumerate(order):
+        if n % 4096 == 4095:
+            checkpoint()
         if seq not in rows:
             continue
         doc_id, chunk_id, content, metadata = rows[seq]

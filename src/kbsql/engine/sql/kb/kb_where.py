@@ -361,3 +361,16 @@ def read_filters(where: ast.ASTNode | None, metadata_columns: list[str] | None, 
     node = runner._push_not(node)
     return None if _has_content(node) else [runner.to_filter(node)]
 
+
+def one_search(where: ast.ASTNode | None) -> bool:
+    """Whether a WHERE clause is one plain vector search (`content = 'x'` or LIKE, one text)
+    ANDed with filters: its rows come best relevance first, and the first n of a search for n
+    are the first n of a search for every row. Not so for a union, an intersection or an
+    exclusion of searches, nor for hybrid search (its order is the fused one)."""
+    options, node = split_options(where)
+    if node is None or options.hybrid:
+        return False
+    leaves = [item for item in _flatten(node, "and") if _has_content(item)]
+    return len(leaves) == 1 and _content_leaf(leaves[0]) and leaves[0].op.lower() in ("=", "like") and \
+        not isinstance(leaves[0].args[1], ast.Tuple)
+
