@@ -31,6 +31,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
         for name in ("ek", "rk"):
             assert sql(proc, f"CREATE KNOWLEDGE_BASE {name} USING embedding_model = {HASH}")["type"] == "ok"
         sql(proc, "INSERT INTO ek (id, content) VALUES ('warm', 'the first insert loads the store')")
+        assert sql(proc, "SELECT count(*) AS n FROM rk")["data"] == [[0]]  # a cold first read took 1.9 s
         yield proc
 
 
@@ -55,8 +56,8 @@ def test_an_inline_insert_select_keeps_the_deadline_and_stores_nothing(served: S
     message = body.get("error_message", "")
     assert body["type"] == "error" and "time limit (3 s" in message, body
     assert "nothing stored" in message and "USING batch_size" in message, message
-    assert seconds < 8 and cpu < 10, (seconds, cpu)  # 59 s, 52 CPU-s before
-    assert grown < 200, grown  # +543 MB before
+    assert seconds < 10 and cpu < 10, (seconds, cpu)  # 59 s, 52 CPU-s before (3.05 s, 2.1 now)
+    assert grown < 200, grown  # +543 MB before (+60 MB now)
     assert sql(served, "SELECT count(*) AS n FROM ek")["data"] == [[1]]  # the warm-up row only
     logged = sql(served, "SELECT ERROR, FINISHED_AT FROM information_schema.queries "
                          "WHERE SQL LIKE 'INSERT INTO ek%' ORDER BY ID DESC LIMIT 1")["data"][0]
@@ -78,8 +79,8 @@ def test_a_rest_insert_of_many_rows_keeps_the_deadline(served: ServerProcess) ->
     assert answer.status_code >= 400, answer.text
     detail = answer.json()["detail"]
     assert "time limit (3 s" in detail and "nothing stored" in detail, detail
-    assert seconds < 8 and cpu < 10, (seconds, cpu)
-    assert grown < 250, grown
+    assert seconds < 10 and cpu < 10, (seconds, cpu)  # 45 s, 44 CPU-s before (5.3 s at load 10 now)
+    assert grown < 200, grown  # the parsed body: +90 MB (+210 MB for the audit's 17 MB body)
     assert sql(served, "SELECT count(*) AS n FROM rk")["data"] == [[0]]
     batch = {"knowledge_base": {"rows": [{"content": f"b {i}"} for i in range(1000)]}}
     fine = httpx.put(f"{served.url}{KBS}/rk", json=batch, timeout=60)
@@ -94,7 +95,7 @@ def test_evaluate_reads_only_the_rows_it_samples(served: ServerProcess) -> None:
     answer, _, grown = cost(served, lambda: post(served, query))
     body = answer.json()
     assert body.get("type") == "table" and body["data"] == [["mindsdb.ek", 5]], body
-    assert grown < 120, grown
+    assert grown < 120, grown  # +310 MB before (+25 to +35 MB now)
     again = post(served, query).json()
     assert again["data"] == body["data"]
     assert sql(served, "SELECT count(*) AS n FROM df.gen")["data"] == [[5]]
