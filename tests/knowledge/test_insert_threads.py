@@ -11,7 +11,9 @@ import json
 import logging
 import random
 import threading
+import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -222,3 +224,24 @@ def test_batches_are_read_once_each_and_only_a_few_ahead_of_storing(engine: Engi
     for index, stored in zip(reads, stored_before, strict=True):  # rows stored before batch i was read
         assert stored >= (index - 2 * 3 - 1) * 20
     assert len(table(engine, "SELECT id FROM kb LIMIT 10000")) == 400
+
+
+@pytest.mark.parametrize("using", ["", "USING threads = 1", "USING threads = 4"])
+def test_an_inline_insert_stops_at_its_deadline_whatever_the_threads(tmp_path: Path, fake: FakeProvider,
+                                                                     using: str) -> None:
+    """The statement deadline is checked by the calling thread between batches (issue 39):
+    an inline insert of 2,000 rows whose embedding takes longer than its 1 s stops with the
+    deadline's line and stores nothing, one transaction or batches of 1,000 embedded by 1 or
+    4 threads alike. Before, each went on to its end and stored every row."""
+    (tmp_path / "config.json").write_text(json.dumps({"statement_timeout": 1}))
+    with Engine(tmp_path) as engine:
+        _kb(engine, fake, "kb")
+        _register(engine, _rows(2000))
+        fake.delay = 0.2
+        start = time.monotonic()
+        message = sql_error(engine, f"INSERT INTO kb SELECT * FROM df.src {using}")
+        assert "time limit (1 s" in message and "nothing stored" in message, message
+        assert "USING batch_size" in message, message
+        assert time.monotonic() - start < 6  # at most a batch late (8 calls of 0.2 s with threads = 1)
+        fake.delay = 0.0
+        assert table(engine, "SELECT count(*) AS n FROM kb") == [{"n": 0}]

@@ -49,6 +49,7 @@ from kbsql.interface.api import (
     UploadedFiles,
     Views,
 )
+from kbsql.interface.control import Stopped
 from kbsql.interface.errors import ServiceError
 from kbsql.interface.models import Agent, KnowledgeBase
 from kbsql.interface.progress import OnProgress
@@ -345,10 +346,17 @@ class Engine(FileTables, UploadedFiles, Databases, Views, KnowledgeBaseEditing, 
         """The REST insert. Answers the knowledge base (get view) plus `inserted_rows`, the
         rows actually stored (rows without content are skipped), so a remote client can
         report the same count as an embedded one. The view is the record the insert
-        stored: the catalog is read once per batch, to find the knowledge base."""
+        stored: the catalog is read once per batch, to find the knowledge base. The insert
+        keeps the statement deadline and the request's client (a 17 MB PUT ran 45 s with
+        neither): past either, nothing is stored and the error says so."""
         record = self.catalog.knowledge_base(project, name)
         _check_placed(validate.rows(rows), record)
-        stored, record = self.kbs.insert(record, rows)
+        try:
+            with self.sql.deadline():  # a statement's time, checked between batches (issue 39)
+                stored, record = self.kbs.insert(record, rows)
+        except Stopped as exc:
+            raise Stopped(f"{exc.reason}. Send the rows in several PUTs (kbsql's client sends "
+                          f"{INSERT_BATCH_ROWS:,} rows a PUT)") from None
         return {**knowledge_base_json(record, "get"), "inserted_rows": stored}
 
     def knowledge_base_vectors(self, project: str, name: str, limit: int = 5000,

@@ -2,8 +2,8 @@
 
 Both sides batch the rows of an insert: the HTTP client into PUTs of `batch_size`, the
 engine into the batches it chunks and embeds (knowledge/batch_insert.py). One function does
-it for both, with one rule for what rows may be: a DataFrame (sliced, never converted whole)
-or a list, tuple or other iterable of objects (read as it goes). Anything else, and any row
+it for both, with one rule for what rows may be: a DataFrame or an Arrow table (sliced, never
+converted whole) or a list, tuple or other iterable of objects (read as it goes). Anything else, and any row
 that is not an object, is an `InvalidParameter` naming what was wrong.
 """
 
@@ -20,6 +20,10 @@ def row_batches(rows: Any, size: int) -> Iterator[list[dict[str, Any]]]:
     if hasattr(rows, "iloc") and hasattr(rows, "columns"):  # a DataFrame, sliced lazily
         for start in range(0, len(rows), size):
             yield rows.iloc[start:start + size].to_dict("records")
+        return
+    if hasattr(rows, "slice") and hasattr(rows, "schema"):  # an Arrow table: the same dicts as
+        for start in range(0, len(rows), size):                # its frame's, a batch at a time
+            yield rows.slice(start, size).to_pandas().to_dict("records")
         return
     if isinstance(rows, str | bytes | Mapping) or not isinstance(rows, Iterable):
         raise InvalidParameter("rows must be a list of objects or a DataFrame")

@@ -30,6 +30,10 @@ SERVER_STOPPING = "the server is stopping"
 class Stopped(KbsqlError):
     """The work was stopped on purpose: `reason` says why, in a few words a user reads."""
 
+    stored: int | None = None
+    """The rows a stopped insert kept (its reason says so too; information_schema.queries
+    counts them), None otherwise."""
+
     def __init__(self, reason: str):
         self.reason = reason
         super().__init__(reason)

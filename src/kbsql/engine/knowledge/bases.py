@@ -17,6 +17,7 @@ from kbsql.engine import validate
 from kbsql.engine.catalog import Catalog, KbRecord
 from kbsql.engine.knowledge import batch_insert
 from kbsql.engine.knowledge.service import DEFAULT_VECTOR_DATABASE, SHARED_VECTOR_DATABASE, KnowledgeService
+from kbsql.interface.control import Control, current
 from kbsql.interface.errors import BadRequest, Conflict, InsufficientStorage, Unavailable
 from kbsql.interface.progress import OnProgress
 
@@ -101,26 +102,29 @@ class KnowledgeBases:
         The REST insert's policy: one transaction, row positions counted across the call.
         The record is touched inside that transaction, before it commits: a catalog that
         cannot store it (a full disk) leaves nothing of the insert stored, so its 507 is true
-        (a commit failing after the touch leaves only updated_at moved)."""
+        (a commit failing after the touch leaves only updated_at moved). The statement's or
+        request's deadline and cancellation (`control.current()`) stop it between batches,
+        with nothing stored (batch_insert.py)."""
         batches, total = self.service.row_batches(rows)
         touched: list[KbRecord] = []
 
         def touch() -> None:
             touched.append(self.catalog.update_knowledge_base(record))
         count = batch_insert.insert(self.service, record, batches, total, batch_insert.Policy.ONE_TRANSACTION,
-                                    progress, touch)
+                                    progress, touch, watch=current())
         return count, touched[0] if touched else self.catalog.update_knowledge_base(record)
 
     def insert_batches(self, record: KbRecord, batches: Sequence[list[dict[str, Any]]], *,
                        threads: int = 1, skip: bool = False,
                        progress: OnProgress | None = None,
-                       total_rows: int | None = None) -> int:
+                       total_rows: int | None = None, watch: Control | None = None) -> int:
         """`INSERT ... USING batch_size, threads, error`: batches embedded `threads` at a time,
-        stored in order, one transaction each (knowledge/batch_insert.py)."""
+        stored in order, one transaction each (knowledge/batch_insert.py); `watch` stops it
+        between batches (an inline insert's statement; a background one stops itself)."""
         total = total_rows if total_rows is not None else sum(len(b) for b in batches)
         try:
             count = batch_insert.insert(self.service, record, batches, total,
-                                        batch_insert.Policy.per_batch(threads, skip), progress)
+                                        batch_insert.Policy.per_batch(threads, skip), progress, watch=watch)
         except BaseException:  # batches stored before a failure are there: the record says so,
             try:  # if it can; its error (a full disk's 507 with the rows kept) is the answer
                 self.catalog.update_knowledge_base(record)

@@ -46,12 +46,18 @@ callback raises stops the insert there, as a failure of the next batch would (a 
 background insert stops after the batch just stored).
 
 Model calls: the embeddings of an insert belong to no statement or request
-(`interface.control.bound(None)`), so a server insert whose client stopped waiting, or which
-passed the statement deadline while embedding, goes on to its end and is stored whole, as the
-notebook's line for it says; a background insert stops between batches. Before, the embedding
+(`interface.control.bound(None)`): a call is never cut in the middle. Before, the embedding
 calls of the calling thread took the request's deadline and client (issue 39, the reverted
-f2ddee7): a server insert whose notebook client left was stopped, and with `threads = N` its
-pool threads were not, so what an insert did depended on its threads.
+f2ddee7), and with `threads = N` its pool threads did not, so what an insert did depended on
+its threads.
+
+Deadline and cancellation: the caller's `watch` (the statement's or the request's `Control`)
+is checked by the calling thread between batches, before each batch is stored, whatever the
+threads. An insert in one transaction that must stop rolls back and stores nothing (the
+statement is all or nothing: a 1.1 M-row `INSERT ... SELECT` ran 56 s past a 3 s deadline and
+stored it all, issue 39); per batch, the batches committed before stay. Either way the error
+(`Stopped`) says what was kept. A background insert passes no `watch`: it stops between
+batches through its own progress callback (sql/kb/kb_background.py).
 """
 
 from __future__ import annotations
@@ -69,7 +75,7 @@ from kbsql.engine.catalog import KbRecord, now
 from kbsql.engine.faults import disk_full, kb_faults
 from kbsql.engine.knowledge.service import Embedded, KnowledgeService
 from kbsql.interface import progress as progress_mod
-from kbsql.interface.control import bound
+from kbsql.interface.control import Control, Stopped, bound
 from kbsql.interface.errors import InsufficientStorage, Interrupted, KbsqlError
 from kbsql.interface.progress import OnProgress, Reporter
 
@@ -92,6 +98,14 @@ def kept_rows(stored: int, total: int, *, whole: bool) -> str:
         return (f"{stored:,} of {total:,} rows stored (each batch is stored on its own; run the "
                 "INSERT again with USING kb_skip_existing = true to add the rest)")
     return f"all {stored:,} rows were stored"
+
+
+def stopped_insert(name: str, stored: int, total: int, stop: Stopped, *, whole: bool) -> Stopped:
+    """What a deadline, a client that left or a cancel left of an insert into `name`: the
+    stop's reason, then `kept_rows`."""
+    error = Stopped(f"{stop.reason}: insert into {name}: {kept_rows(stored, total, whole=whole)}")
+    error.stored = stored
+    return error
 
 
 def interrupted_insert(name: str, stored: int, total: int, *, whole: bool) -> Interrupted:
@@ -157,7 +171,7 @@ class _Tally:
 @kb_faults  # the one transaction commits here: a full disk at COMMIT is a 507, not a fault
 def insert(service: KnowledgeService, record: KbRecord, batches: Iterable[list[dict[str, Any]]],
            total_rows: int, policy: Policy, progress: OnProgress | None = None,
-           before_commit: Callable[[], Any] | None = None) -> int:
+           before_commit: Callable[[], Any] | None = None, watch: Control | None = None) -> int:
     """Insert `batches` (lists of row dicts, `total_rows` in all) as the module docstring
     describes; returns the rows stored. Each batch is read once, when its turn to embed
     comes (an iterable that builds batches on access holds only those in flight). Ctrl-C
@@ -168,7 +182,10 @@ def insert(service: KnowledgeService, record: KbRecord, batches: Iterable[list[d
     `before_commit` (one transaction only) runs after the last batch is written, before the
     transaction commits: the caller's bookkeeping elsewhere (the catalog's updated_at). If
     it fails, nothing of the insert is stored; it ran after the chunks committed and a full
-    catalog disk answered 507 "not stored" with every row stored."""
+    catalog disk answered 507 "not stored" with every row stored.
+
+    `watch`: the work whose deadline and cancellation stop the insert between batches (see
+    the module docstring); its `Stopped` says what was kept (`stopped_insert`)."""
     if total_rows == 0:
         return 0
     if policy.skip and policy.one_transaction:
@@ -178,7 +195,11 @@ def insert(service: KnowledgeService, record: KbRecord, batches: Iterable[list[d
     tally = _Tally()
     try:
         with bound(None):  # see "Model calls" above
-            return _insert(service, record, batches, total_rows, policy, progress, tally, before_commit)
+            return _insert(service, record, batches, total_rows, policy, progress, tally, before_commit,
+                           watch)
+    except Stopped as exc:  # only `watch` stops it (the embedding calls belong to no work)
+        stored = 0 if policy.one_transaction else tally.stored
+        raise stopped_insert(record.name, stored, total_rows, exc, whole=policy.one_transaction) from None
     except Exception as exc:
         if policy.one_transaction or not (disk_full(exc) or isinstance(exc, InsufficientStorage)):
             raise
@@ -193,7 +214,7 @@ def insert(service: KnowledgeService, record: KbRecord, batches: Iterable[list[d
 
 def _insert(service: KnowledgeService, record: KbRecord, batches: Iterable[list[dict[str, Any]]],
             total_rows: int, policy: Policy, progress: OnProgress | None, tally: _Tally,
-            before_commit: Callable[[], Any] | None) -> int:
+            before_commit: Callable[[], Any] | None, watch: Control | None) -> int:
     lock = threading.Lock()
     caller = threading.get_ident()
     with Reporter(progress, f"insert into {record.name}", total_rows,
@@ -221,6 +242,8 @@ def _insert(service: KnowledgeService, record: KbRecord, batches: Iterable[list[
         with _writer(service, record, policy) as (writer, stamp), \
                 closing(_in_order(batches, embed, policy, redraw)) as ordered:
             for index, rows, done in ordered:
+                if watch is not None:  # before the batch goes in: a stop rolls back, or keeps
+                    watch.check()      # the batches committed before it
                 with lock:
                     tally.embedded[index] = len(rows)
                 redraw(progress_mod.STORING)

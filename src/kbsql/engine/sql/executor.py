@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import duckdb
@@ -143,6 +145,14 @@ class SqlExecutor(SqlSession):
         if problem is not None:  # answered with the default context, never the bad value
             return ErrorResult(problem, context=default_context())
         ctx = context_of(context)
+        with self.deadline():
+            return self._execute(query, ctx, params, progress)
+
+    @contextmanager
+    def deadline(self) -> Iterator[None]:
+        """The block runs under the statement deadline: an embedded call's own, or the
+        server's request's, brought to the statement timeout when that is sooner. A REST
+        insert of rows is held to it too (Engine.insert_knowledge_base_rows)."""
         settings = self.duck.settings
         note = f"{settings.statement_timeout:g} s, {settings.timeout_note}" \
             if settings.statement_timeout else ""
@@ -153,7 +163,7 @@ class SqlExecutor(SqlSession):
         else:  # the server's request: its deadline, or this server's if that is sooner
             control.tighten(settings.statement_timeout, note)
         try:
-            return self._execute(query, ctx, params, progress)
+            yield
         finally:
             if token is not None:
                 CURRENT.reset(token)

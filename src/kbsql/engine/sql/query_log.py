@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kbsql.engine.catalog import TIMESTAMP_FORMAT, Catalog, now
+from kbsql.interface.control import Stopped
 from kbsql.interface.errors import InsufficientStorage, SqlError
 
 log = logging.getLogger(__name__)
@@ -178,8 +179,10 @@ class QueryLog:
         except BaseException as exc:
             stored = getattr(exc, "stored", None)  # an interrupted insert says what it kept
             processed = stored if isinstance(stored, int) else row["PROCESSED_ROWS"]
+            # stopped (its deadline, its client gone): over for good, as a finished row says;
+            ended = {"finished_at": now()} if isinstance(exc, Stopped) else {}  # else resumable
             try:
-                self._update(record.id, error=first_line(exc), processed_rows=processed)
+                self._update(record.id, error=first_line(exc), processed_rows=processed, **ended)
             except Exception as logged:
                 log.warning("query %s: its error was not recorded: %s", record.id, logged)
             raise

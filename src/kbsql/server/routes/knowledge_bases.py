@@ -20,9 +20,12 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from kbsql.interface.api import KnowledgeBaseEditing, ServiceApi
+from kbsql.interface.control import Control
 from kbsql.interface.errors import BadRequest, InvalidParameter, MissingParameter, SqlError
+from kbsql.server.lanes import controlled
 from kbsql.server.routes.common import (
     api_of,
+    disconnected,
     endpoint,
     json_response,
     lanes_of,
@@ -64,9 +67,14 @@ async def put(request: Request) -> Response:
     api, project, name = api_of(request), path(request, "project"), path(request, "name")
     body = await read_body(request, "knowledge_base")
     lane = lanes_of(request).model  # inserting embeds the rows
+    # a client that leaves stops the insert between batches, as the statement deadline does
+    # (nothing is stored: knowledge/batch_insert.py)
     if set(body) == {"rows"}:  # one insert batch of a client
-        return json_response(await lane.run(api.insert_knowledge_base_rows, project, name, body["rows"]))
-    return json_response(await lane.run(put_knowledge_base, api, project, name, body))
+        return json_response(await controlled(lambda: disconnected(request), Control(),
+                                              api.insert_knowledge_base_rows, project, name, body["rows"],
+                                              lane=lane))
+    return json_response(await controlled(lambda: disconnected(request), Control(),
+                                          put_knowledge_base, api, project, name, body, lane=lane))
 
 
 def check_put(body: dict[str, Any]) -> None:

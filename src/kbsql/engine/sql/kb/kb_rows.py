@@ -20,6 +20,7 @@ from kbsql.engine.sql.kb import kb_background, kb_insert, kb_select, kb_stream, 
 from kbsql.engine.sql.kb.kb_write import unquote_identifier  # noqa: F401 (its old home)
 from kbsql.engine.sql.refusals import unsupported
 from kbsql.engine.sql.tables.select import run_select, select_frame
+from kbsql.interface.control import Stopped
 from kbsql.interface.results import OkResult, SqlResult
 
 if TYPE_CHECKING:
@@ -136,11 +137,21 @@ def insert(session: SqlSession, statement: ast.Insert, ctx: dict[str, Any], rout
     if kb_background.wanted(using) and not ctx.get(INLINE):
         return session.background.start(record, statement, sql, using or {}, ctx)
     with session.queries.track(sql, ctx["db"], using, record.id) as logged:
-        frame = kb_write.frame_of(session, statement, ctx, record.spec)
-        if using:
-            count = kb_write.insert_frame(session, record, frame, kb_insert.options_of(using), progress)
-        else:
-            count = session.kbs.insert_rows(record, frame, progress)
+        try:
+            if using:
+                frame = kb_write.frame_of(session, statement, ctx, record.spec)
+                count = kb_write.insert_frame(session, record, frame, kb_insert.options_of(using), progress)
+            else:  # its batches read from the SELECT's Arrow answer, one at a time
+                table = kb_write.table_of(session, statement, ctx, record.spec)
+                count = session.kbs.insert_rows(record, table, progress)
+        except Stopped as exc:  # the deadline or the client, between batches: say how a long one runs
+            if ctx.get(INLINE):
+                raise
+            said = Stopped(f"{exc.reason}. A long INSERT ... SELECT runs in the background with "
+                           f"USING batch_size = {kb_insert.DEFAULT_BATCH} (information_schema.queries "
+                           "follows it)")
+            said.stored = exc.stored
+            raise said from None
         logged["PROCESSED_ROWS"] = count
     return OkResult(count, context=ctx)
 

@@ -26,7 +26,7 @@ from kbsql.engine.sql.kb import kb_evaluate
 from kbsql.engine.sql.kb.kb_rows import run_over
 from kbsql.engine.sql.parse import parsing
 from kbsql.engine.sql.session import missing_ok
-from kbsql.engine.sql.tables.select import select_frame
+from kbsql.engine.sql.tables.select import run_select, select_frame
 from kbsql.interface.errors import SqlError
 from kbsql.interface.results import OkResult, SqlResult, TableResult
 
@@ -133,6 +133,11 @@ def evaluate(session: SqlSession, statement: EvaluateKnowledgeBase, ctx: dict[st
         frame = select_frame(session, parsing.parse(sql), ctx)
         return frame.to_dict("records")
 
+    def sample_of(sql: str, count: int) -> list[dict[str, Any]]:
+        """The rows of `sql` questions are written from: only those become dicts."""
+        table = run_select(session, parsing.parse(sql), ctx)
+        return table.take(kb_evaluate.sampled(table.num_rows, count)).to_pandas().to_dict("records")
+
     def save(name: str, rows: list[dict[str, Any]]) -> None:
         session.frames.register(name, pd.DataFrame(rows))
 
@@ -141,6 +146,7 @@ def evaluate(session: SqlSession, statement: EvaluateKnowledgeBase, ctx: dict[st
         search=lambda request: service.search(record, request),
         reranking_model=record.spec.get("reranking_model") or None,
         rows_of=rows_of,
+        sample_of=sample_of,
         save=save,
         reranker=service.models.reranker,
         http=service.models.context.http,

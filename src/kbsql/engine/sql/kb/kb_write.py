@@ -20,12 +20,14 @@ from kbsql.engine.knowledge.ingest import RowChunker, unplaced_column
 from kbsql.engine.knowledge.search import Filter, SearchRequest
 from kbsql.engine.sql.kb import kb_insert
 from kbsql.engine.sql.kb.kb_conditions import constant
-from kbsql.engine.sql.tables.select import select_frame
+from kbsql.engine.sql.tables.select import run_select
+from kbsql.interface.control import current
 from kbsql.interface.errors import SqlError
 from kbsql.interface.progress import OnProgress
 
 if TYPE_CHECKING:
     import pandas as pd
+    import pyarrow as pa
 
     from kbsql.engine.sql.session import SqlSession
 
@@ -45,21 +47,30 @@ def take_using(statement: ast.Insert) -> dict[str, Any] | None:
 
 def frame_of(session: SqlSession, statement: ast.Insert, ctx: dict[str, Any],
              spec: dict[str, Any] | None = None) -> pd.DataFrame:
-    """The rows of `INSERT INTO kb [(a, b)] SELECT ...` (USING already taken off), named by
-    the column list when there is one (by position, as SQL does). With the knowledge base's
-    `spec`, a column the statement names (in its column list, or as an alias in its SELECT)
-    that the knowledge base has no place for is refused (`check_named_columns`); columns a
-    `SELECT *` or a plain column brings are not named here, and go as MindsDB takes them."""
+    """`table_of` as one pandas frame (an insert with `USING` options sorts and filters it)."""
+    return table_of(session, statement, ctx, spec).to_pandas()
+
+
+def table_of(session: SqlSession, statement: ast.Insert, ctx: dict[str, Any],
+             spec: dict[str, Any] | None = None) -> pa.Table:
+    """The rows of `INSERT INTO kb [(a, b)] SELECT ...` (USING already taken off) as the
+    SELECT's Arrow answer (within the result cap), named by the column list when there is one
+    (by position, as SQL does). An inline insert reads its batches from it one at a time
+    (interface/batches.py): a pandas frame of every row beside it was ~5x its size. With the
+    knowledge base's `spec`, a column the statement names (in its column list, or as an alias
+    in its SELECT) that the knowledge base has no place for is refused (`check_named_columns`);
+    columns a `SELECT *` or a plain column brings are not named here, and go as MindsDB takes
+    them."""
     if spec is not None:
         check_named_columns(column_names(statement.columns) if statement.columns
                             else aliases(statement.from_select), spec)
-    frame = select_frame(session, statement.from_select, ctx)
+    table = run_select(session, statement.from_select, ctx)
     if statement.columns:
         names = column_names(statement.columns)
-        if len(names) != len(frame.columns):
-            raise SqlError(f"INSERT names {len(names)} columns but its SELECT returns {len(frame.columns)}")
-        frame.columns = names
-    return frame
+        if len(names) != table.num_columns:
+            raise SqlError(f"INSERT names {len(names)} columns but its SELECT returns {table.num_columns}")
+        table = table.rename_columns(names)
+    return table
 
 
 def aliases(select: Any) -> list[str]:
@@ -96,7 +107,8 @@ def check_named_columns(names: list[str], spec: dict[str, Any]) -> None:
 def insert_frame(session: SqlSession, record: KbRecord, frame: Any, options: dict[str, Any],
                  progress: OnProgress | None = None, observe: BatchObserver | None = None) -> int:
     """Store `frame` with checked `USING` options (kb_insert.options_of); the rows stored.
-    Progress goes to `observe(batches)` when given, else to `progress`."""
+    Progress goes to `observe(batches)` when given (a background insert, which stops itself
+    there), else to `progress`, and the statement's deadline stops it between batches."""
     def doc_ids(rows: Any) -> list[str | None]:
         chunker = RowChunker(record.spec, session.kbs.service.config.max_chunks_per_row)
         out = []
@@ -114,7 +126,8 @@ def insert_frame(session: SqlSession, record: KbRecord, frame: Any, options: dic
     def insert_batches(batches: kb_insert.FrameBatches, threads: int, skip: bool) -> int:
         listener = observe(batches) if observe is not None else progress
         return session.kbs.insert_batches(record, batches, threads=threads, skip=skip,
-                                          total_rows=batches.rows, progress=listener)
+                                          total_rows=batches.rows, progress=listener,
+                                          watch=current() if observe is None else None)
 
     return kb_insert.insert_frame(frame, options, insert_batches, doc_ids, stored)
 

@@ -211,6 +211,7 @@ def cached_plan(session: SqlSession, query: str, db: str) -> Compiled | None:
 
 
 def select_frame(session: SqlSession, statement: ast.ASTNode, ctx: dict[str, Any]) -> pd.DataFrame:
-    """Run a SELECT over tables and return ONE pandas DataFrame of all its rows (used by
-    `INSERT INTO kb SELECT ...`, which batches the rows itself)."""
+    """Run a SELECT over tables and return ONE pandas DataFrame of all its rows (subqueries'
+    values, EVALUATE's test table; an inline `INSERT INTO kb SELECT ...` reads the Arrow
+    answer a batch at a time instead, kb_write.table_of)."""
     return run_select(session, statement, ctx).to_pandas()
