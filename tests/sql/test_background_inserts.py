@@ -218,3 +218,24 @@ def test_an_insert_waiting_for_a_worker_is_recorded_stopped_when_the_engine_clos
         assert rows(second, "SELECT count(*) AS n FROM kb2") == [{"n": ROWS}] and count(second) == ROWS
     finally:
         second.close()
+
+
+@pytest.mark.parametrize(("delay", "stored"), [(0.5, ROWS // 4), (1.6, 0)])
+def test_each_background_batch_runs_under_the_statement_deadline(tmp_path: Path, fake: FakeProvider,
+                                                                 delay: float, stored: int) -> None:
+    """README: a background insert's deadline is renewed when a batch is stored, so each batch
+    runs under it. Three batches of 10 rows at 0.5 s a model call under a 1 s deadline all go
+    in (1.5 s in all); at 1.6 s the first batch runs past it and the insert fails saying so, with
+    nothing stored (before, every batch went in whatever it took)."""
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "config.json").write_text(json.dumps({"statement_timeout": 1}))
+    with Engine(tmp_path / "data") as eng:
+        _setup(eng, fake, rows=ROWS // 4)
+        fake.delay = delay
+        query_id = rows(eng, "INSERT INTO kb SELECT pk, grp, body FROM df.src USING batch_size = 10")[0]["ID"]
+        done = wait(eng, query_id, ended)
+        assert count(eng) == stored == done["PROCESSED_ROWS"], done
+        if stored:
+            assert done["ERROR"] is None and done["FINISHED_AT"] is not None, done
+        else:
+            assert "time limit (1 s" in done["ERROR"], done

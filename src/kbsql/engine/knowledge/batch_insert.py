@@ -56,8 +56,9 @@ is checked by the calling thread between batches, before each batch is stored, w
 threads. An insert in one transaction that must stop rolls back and stores nothing (the
 statement is all or nothing: a 1.1 M-row `INSERT ... SELECT` ran 56 s past a 3 s deadline and
 stored it all, issue 39); per batch, the batches committed before stay. Either way the error
-(`Stopped`) says what was kept. A background insert passes no `watch`: it stops between
-batches through its own progress callback (sql/kb/kb_background.py).
+(`Stopped`) says what was kept. A background insert passes its own `Control`, whose deadline
+is renewed when a batch is stored (sql/kb/kb_background.py): each batch runs under the
+statement deadline, and a cancel stops it before the next batch is stored.
 """
 
 from __future__ import annotations

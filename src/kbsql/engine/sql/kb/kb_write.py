@@ -127,7 +127,7 @@ def insert_frame(session: SqlSession, record: KbRecord, frame: Any, options: dic
         listener = observe(batches) if observe is not None else progress
         return session.kbs.insert_batches(record, batches, threads=threads, skip=skip,
                                           total_rows=batches.rows, progress=listener,
-                                          watch=current() if observe is None else None)
+                                          watch=current())  # a background insert: its own, renewed per batch
 
     return kb_insert.insert_frame(frame, options, insert_batches, doc_ids, stored)
 
