@@ -32,6 +32,7 @@ from report import write_report  # benchmarks/report.py (the script's folder is 
 
 from kbsql.engine import Engine
 from kbsql.engine.knowledge import index as index_mod
+from kbsql.engine.knowledge import scan
 from kbsql.engine.knowledge.chunking import ChunkingConfig, split_text
 from kbsql.engine.knowledge.search import SearchRequest
 from kbsql.engine.models import minilm
@@ -201,18 +202,24 @@ def bench_search(n: int, queries: int, per_kind: int) -> dict:
         ids = np.concatenate([i for i, _ in handle.store.vectors_after(0, dim)])
         vectors = np.concatenate([v for _, v in handle.store.vectors_after(0, dim)])
         settings = handle.index.settings
-        bare = index_mod.make_index(dim, handle.index.kind, vectors, getattr(handle.index.index, "nlist", 0))
+        kind, NO_DEAD = handle.index.kind, np.empty(0, np.int64)
+        sample = vectors[np.arange(min(n, index_mod.SCAN_SAMPLE)) * n // min(n, index_mod.SCAN_SAMPLE)] \
+            if kind == "scan" else vectors
+        bare = index_mod.make_index(dim, kind, sample, getattr(handle.index.index, "nlist", 0))
         bare.add_with_ids(vectors, ids)
 
         def bare_search(text: str) -> None:
             q = embedder.embed([text])
-            if handle.index.kind == "ivf":  # the same candidates, re-scored from memory
+            if kind == "flat":
+                bare.search(q, 10)
+                return
+            if kind == "scan":  # the same candidates, re-scored from memory
+                cand = scan.search(bare, q[0], 10 * settings.rerank, settings.refine, NO_DEAD)[1]
+            else:
                 _, cand = bare.search(q, 10 * settings.rerank,
                                       params=faiss.SearchParametersIVF(nprobe=settings.nprobe))
                 cand = cand[0][cand[0] >= 0]
-                np.argsort(-(vectors[np.searchsorted(ids, cand)] @ q[0]))[:10]
-            else:
-                bare.search(q, 10)
+            np.argsort(-(vectors[np.searchsorted(ids, cand)] @ q[0]))[:10]
 
         def engine_search(text: str) -> None:
             rows = eng.knowledge.search(record, SearchRequest(query=text, limit=10))

@@ -40,7 +40,7 @@ def install(spec: str, k_factor: int = K_FACTOR) -> None:
 
     def scan_search(self, query: np.ndarray, k: int,
                     allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, bool]:
-        if self.kind != "ivf":
+        if self.kind == "flat":  # (the candidate replaces whichever approximate kind, scan or IVF)
             return search(self, query, k, allowed)
         f = m.faiss
         empty = np.empty(0, np.float32), np.empty(0, np.int64), True

@@ -1,5 +1,6 @@
-"""The FAISS cache and the SQLite rows always agree: true filtered top-k on flat and IVF
-indexes, deletes, a stale cache file, and a second engine on the same data directory."""
+"""The FAISS cache and the SQLite rows always agree: true filtered top-k on flat, scan and IVF
+indexes, deletes, a stale cache file, and a second engine on the same data directory (the
+scan's own deletes, updates and reopening: test_scan_index.py)."""
 
 from __future__ import annotations
 
@@ -38,9 +39,10 @@ def _brute(rows: list[dict], query: str, keep, k: int) -> list[str]:
     return [round(float(sims[i]), 5) for i in order[:k]]
 
 
-@pytest.mark.parametrize("kind", ["flat", "ivf"])
+@pytest.mark.parametrize("kind", ["flat", "scan", "ivf"])
 def test_filtered_search_is_the_true_top_k(tmp_path: Path, monkeypatch, kind: str) -> None:
-    monkeypatch.setattr(index_mod, "APPROX_THRESHOLD", 500 if kind == "ivf" else 10**9)
+    monkeypatch.setattr(index_mod, "APPROX_THRESHOLD", 10**9 if kind == "flat" else 500)
+    monkeypatch.setattr(index_mod, "SCAN_ROWS", 0 if kind == "ivf" else 10**9)
     rows = _rows(1500)
     with Engine(tmp_path / "e") as eng:
         _kb(eng, rows)
@@ -60,6 +62,7 @@ def test_filtered_search_is_the_true_top_k(tmp_path: Path, monkeypatch, kind: st
 
 def test_ivf_deletes_leave_the_index_then_it_turns_exact(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr(index_mod, "APPROX_THRESHOLD", 400)
+    monkeypatch.setattr(index_mod, "SCAN_ROWS", 0)
     rows = _rows(1000)
     with Engine(tmp_path / "e") as eng:
         _kb(eng, rows)

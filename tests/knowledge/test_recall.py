@@ -2,10 +2,10 @@
 are set by `CREATE INDEX ON KNOWLEDGE_BASE ... WITH (...)`.
 
 10,000 documents from the benchmark's near-duplicate corpus (benchmarks/neardup.py: pydoc
-paragraphs repeated with one unique token each), the IVF index forced on by a low threshold,
-searched through the engine; recall@10 is measured against exact search over the same
-vectors, counting ties at the 10th score as hits. HNSW as tuned before this test existed
-scored 0.86 on this corpus."""
+paragraphs repeated with one unique token each), each approximate index kind (IVF, scan)
+forced on by a low threshold, searched through the engine; recall@10 is measured against
+exact search over the same vectors, counting ties at the 10th score as hits. HNSW as tuned
+before this test existed scored 0.86 on this corpus."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ import pytest
 from kbsql.engine import Engine
 from kbsql.engine.knowledge import index as index_mod
 from kbsql.engine.knowledge.search import Filter, SearchRequest
-from kbsql.engine.knowledge.settings import NPROBE, RERANK
+from kbsql.engine.knowledge.settings import NPROBE, REFINE, RERANK
 from kbsql.engine.models.embeddings import HashEmbedder
 from tests.knowledge.conftest import sql, sql_error
 
@@ -31,10 +31,11 @@ _spec.loader.exec_module(neardup)
 DOCS = 10_000
 
 
-@pytest.fixture(scope="module")
-def near_duplicate_kb(tmp_path_factory):
+@pytest.fixture(scope="module", params=["ivf", "scan"])
+def near_duplicate_kb(tmp_path_factory, request):
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(index_mod, "APPROX_THRESHOLD", 2_000)
+        mp.setattr(index_mod, "SCAN_ROWS", 0 if request.param == "ivf" else 10**9)
         eng = Engine(tmp_path_factory.mktemp("recall") / "e")
         eng.create_knowledge_base("mindsdb", {"name": "dups", "embedding_model": {
             "provider": "kbsql", "model_name": "hash-384"}, "preprocessing": neardup.ONE_CHUNK,
@@ -68,7 +69,7 @@ def _recall(eng: Engine, record, docs: list[str], queries: list[str], group: int
 
 def test_recall_at_10_on_near_duplicates_is_at_least_097(near_duplicate_kb) -> None:
     eng, record, docs = near_duplicate_kb
-    assert eng.knowledge.handle(record).index.kind == "ivf"  # the approximate path is measured
+    assert eng.knowledge.handle(record).index.kind in ("ivf", "scan")  # the approximate path is measured
     assert _recall(eng, record, docs, neardup.queries(200)) >= 0.97
 
 
@@ -78,7 +79,7 @@ def test_filtered_search_on_near_duplicates_is_exact(near_duplicate_kb) -> None:
 
 
 def test_a_filter_of_a_few_rows_finds_its_true_top_10(near_duplicate_kb) -> None:
-    """A filter on 40 scattered ids (FAISS gets them as a batch, not a bitmap: index.id_selector)
+    """A filter on 40 scattered ids (FAISS gets them as a batch, not a bitmap: allowed.id_selector)
     answers the exact top 10 of those rows, with their exact distances."""
     eng, record, docs = near_duplicate_kb
     emb = HashEmbedder(384)
@@ -95,6 +96,8 @@ def test_a_filter_of_a_few_rows_finds_its_true_top_10(near_duplicate_kb) -> None
 
 def test_a_wide_filter_probes_more_cells_and_keeps_recall(near_duplicate_kb, monkeypatch) -> None:
     eng, record, docs = near_duplicate_kb
+    if eng.knowledge.handle(record).index.kind != "ivf":
+        pytest.skip("a scan scores every allowed row, whatever the filter's size")
     monkeypatch.setattr(index_mod, "EXACT_SUBSET", 100)  # g = 3 (1,000 rows) takes the IVF path
     assert _recall(eng, record, docs, neardup.queries(60), group=3) >= 0.97
 
@@ -102,6 +105,8 @@ def test_a_wide_filter_probes_more_cells_and_keeps_recall(near_duplicate_kb, mon
 def test_create_index_sets_the_knobs_and_refuses_unknown_ones(near_duplicate_kb) -> None:
     eng, record, docs = near_duplicate_kb
     index = eng.knowledge.handle(record).index
+    if index.kind != "ivf":
+        pytest.skip("the scan's knobs: test_create_index_tunes_the_scan")
     sql(eng, "CREATE INDEX ON KNOWLEDGE_BASE dups WITH (nprobe = 1, rerank = 1, nlist = 400)")
     assert (index.settings.nprobe, index.settings.rerank, index.index.nlist) == (1, 1, 250)
     low = _recall(eng, record, docs, neardup.queries(60))
@@ -124,3 +129,21 @@ def test_create_index_sets_the_knobs_and_refuses_unknown_ones(near_duplicate_kb)
     assert (index.settings.nprobe, index.settings.rerank) == (NPROBE, 3)
     sql(eng, "DROP INDEX ON KNOWLEDGE_BASE dups")
     assert json.loads(saved.read_text()) == {}
+
+
+def test_create_index_tunes_the_scan(near_duplicate_kb) -> None:
+    """refine 1 re-scores only the candidates' own float16 codes (recall drops); scan = 1
+    turns the scan into IVF; DROP INDEX brings the scan with its measured refine back."""
+    eng, record, docs = near_duplicate_kb
+    index = eng.knowledge.handle(record).index
+    if index.kind != "scan":
+        pytest.skip("the IVF's knobs: test_create_index_sets_the_knobs_and_refuses_unknown_ones")
+    questions = neardup.workloads(30)["question"]
+    full = _recall(eng, record, docs, questions)
+    sql(eng, "CREATE INDEX ON KNOWLEDGE_BASE dups WITH (refine = 1, rerank = 1)")
+    assert index.kind == "scan" and _recall(eng, record, docs, questions) < full
+    sql(eng, "CREATE INDEX ON KNOWLEDGE_BASE dups WITH (scan = 1)")
+    assert index.kind == "ivf"
+    sql(eng, "DROP INDEX ON KNOWLEDGE_BASE dups")
+    assert index.kind == "scan" and index.settings.refine == REFINE
+    assert _recall(eng, record, docs, questions) == full

@@ -6,8 +6,8 @@ and catches up: rows with a higher seq are added, tombstones newer than the tag 
 the index and the rows always agree, whoever wrote (this process or another one), and a
 crash can at worst leave a stale cache file that the next open catches up.
 
-Index type by size: exact `IndexIDMap2(IndexFlatIP)` below `APPROX_THRESHOLD` live vectors;
-above, IVF over float16 codes (`IndexIVFScalarQuantizer` QT_fp16, inner product), whose
+Index types: exact `IndexIDMap2(IndexFlatIP)` for few rows, the `scan` of scan.py, and for the
+most rows IVF over float16 codes (`IndexIVFScalarQuantizer` QT_fp16, inner product), whose
 candidates (`rerank` x k of them) are re-scored exactly from the float32 vectors in SQLite
 (search.py). Why IVF and not HNSW (measured in benchmarks/bench_vs_chroma.py, curve in
 benchmarks/results/vs_chroma.json): on a corpus of near-duplicates HNSW (M=32) topped out at
@@ -17,33 +17,26 @@ paragraph's copies together, so probing a few cells finds them (0.99). Why float
 8-bit codes (error ~1e-3) ranked the true top 10 out of any short candidate list (recall
 0.91 even re-scoring 100 candidates); float16 gave 0.996. The codes are half the float32
 vectors, so the full-precision vectors are stored once (in SQLite) and the index adds 768
-bytes per vector of 384 dimensions. IVF removes ids in place (no tombstones), and the index
-is retrained when the rows outgrow the training it was built on (`RETRAIN_GROWTH`).
+bytes per vector of 384 dimensions. IVF removes ids in place (the scan keeps tombstones:
+scan.py); either is retrained when the rows outgrow the training it was built on
+(`RETRAIN_GROWTH`).
 Vectors are L2-normalised: cosine distance = 1 - inner product.
 
-On the queries people type rather than copies of documents (issue 37: short phrases,
-questions, paraphrases, queries far from any document; benchmarks/bench_index_curve.py,
-results in benchmarks/results/index_curve.json and vs_chroma.json) the shipped nprobe finds
-0.82-0.95 of the true top 10 on average for phrases, questions and far queries at 100k
-near-duplicates (worst decile 0.16-0.58; paraphrases 0.98+, near-copies 1.0), above
-Chroma's HNSW on the same vectors (0.30-0.67). Every candidate measured reached the issue's
-targets (0.97 mean, 0.8 worst decile per kind) only by scanning about 30% of the rows
-(nprobe 379 of 1,264 cells; an HNSW coarse quantizer at nprobe 256; 2 sqrt(N) cells at
-190), several times the latency budget (half of Chroma's p50); a larger re-score pool
-changed nothing (the misses are cells never probed), cells chosen per query from the
-centroid scores gained < 0.02 in the mean and nothing on far queries, and FAISS HNSW
-(M 32, efSearch up to 512) found 0.37-0.97 with worst deciles of 0-0.7. Changing what the
-index holds did not either (benchmarks/index_structures.py): each vector in two cells
-(SOAR-like) reached 0.94/0.57 on far queries at nprobe 96 for twice the codes, and
-near-identical vectors collapsed into one entry, the entries searched exactly, 0.97-0.98
-mean but worst deciles 0.64-0.8. The reason is in the vectors: 54% of a question's and 65%
-of a far query's true top 10 are copies whose unique token hash-384 put in the bucket of a
-query word (384 buckets), so they outscore their own paragraph's other copies and sit
-anywhere; only scanning finds them (they are 70-89% of the top-10 rows the shipped nprobe
-misses on phrases, questions and far queries). So the defaults stay; a knowledge base that
-wants more recall raises nprobe with CREATE INDEX.
+Index kind by size (`_want`): flat below `APPROX_THRESHOLD` live rows, the scan up to
+`SCAN_ROWS`, IVF above. Why the scan (issue 37): on the queries people type (short phrases,
+questions, far queries) the IVF found 0.95 mean / 0.30 worst decile of the true top 10 at
+100k near-duplicates, and every cell or graph structure measured needed ~30% of the rows
+probed for 0.97 / 0.8 (benchmarks/index_structures.py, index_scans.py: most missed rows are
+copies whose unique token hash-384 put in a query word's bucket, in no cell near the query).
+The scan finds them anywhere: 0.997 / 0.85 on the tuning kinds, 0.999 / 0.96 held out
+(bench_vs_chroma at 100k). Its cost grows with the rows faster than the IVF's
+(benchmarks/bench_scan_range.py, results/scan_range.json, FAISS alone): 1.12-1.19x the IVF's
+p50 at 100k (1.10-1.19x through the engine's search, paired), 1.13-1.42x at 150k, 1.57x at
+200k, 1.4-1.8x at 250-300k; hence SCAN_ROWS, past which a knowledge base that wants more
+recall raises nprobe with CREATE INDEX. An IVF cache of a size the scan now takes (written
+before it existed) is rebuilt as a scan when opened.
 
-Tuning: `settings.py` (CREATE INDEX ON KNOWLEDGE_BASE ... WITH (nprobe = .., rerank = ..)).
+Tuning: `settings.py` (CREATE INDEX ON KNOWLEDGE_BASE ... WITH (nprobe = .., scan = .., ...)).
 """
 
 from __future__ import annotations
@@ -60,16 +53,20 @@ from typing import Any
 
 import numpy as np
 
+from kbsql.engine.knowledge import scan
+from kbsql.engine.knowledge.allowed import id_selector
 from kbsql.engine.knowledge.settings import IndexSettings
 from kbsql.engine.knowledge.store import ChunkStore
 
 APPROX_THRESHOLD = 20_000
+SCAN_ROWS = 120_000  # live rows up to which the approximate index is a scan (module docstring)
 RETRAIN_GROWTH = 2  # rebuild (new cells) when the live rows pass this multiple of the training
 TRAIN_PER_LIST = 40  # training vectors per IVF cell (faiss wants >= 39)
 ENCODER_SAMPLE = 1_000  # vectors IVF's train gets once the cells are trained (see make_index)
 PERSIST_EVERY = 5_000  # changed vectors before the cache file is rewritten (also on close) ...
 PERSIST_FRACTION = 0.25  # ... and at least this share of the index (total writes stay O(N))
-_MAGIC = b"KBSQLIDX2\n"
+_MAGIC = b"KBSQLIDX2\n"  # flat and IVF caches: as before the scan, so an upgrade keeps them
+_MAGIC_SCAN = b"KBSQLIDX3\n"  # a scan's: an older kbsql, which knows no tombstones, rebuilds it
 log = logging.getLogger(__name__)
 
 
@@ -92,6 +89,7 @@ FILTER_MARGIN = 64  # extra candidates re-scored exactly under such a filter
 # a wider filter probes nprobe * FILTER_WIDEN / (share of rows allowed) cells: a 10% filter
 # at 200k near-duplicates found 0.75 of the true top 10 with nprobe 32, 0.98 with 320, 1.0 with 500+
 FILTER_WIDEN = 2
+SCAN_SAMPLE = 50_000  # rows a scan's rotation and codebooks are trained on (index_scans.TRAIN)
 BULK = 2_000  # adds at least this big use every core (training and assignment are CPU-bound)
 
 
@@ -125,11 +123,13 @@ def auto_nlist(rows: int) -> int:
 
 
 def make_index(dim: int, kind: str, sample: np.ndarray | None = None, nlist: int = 0) -> Any:
-    """An empty index of `kind`: exact flat, or IVF over float16 codes whose cells are trained
-    on `sample` (the benchmarks build their bare baselines with this too)."""
+    """An empty index of `kind`: exact flat, a scan (scan.py), or IVF over float16 codes whose
+    cells are trained on `sample` (the benchmarks build their bare baselines with this too)."""
     if kind == "flat":
         return faiss.IndexIDMap2(faiss.IndexFlatIP(dim))
     assert sample is not None
+    if kind == "scan":
+        return scan.make_scan(dim, sample)
     nlist = nlist or min(auto_nlist(len(sample)), max(1, len(sample) // TRAIN_PER_LIST))
     index = faiss.IndexIVFScalarQuantizer(faiss.IndexFlatIP(dim), dim, nlist,
                                           faiss.ScalarQuantizer.QT_fp16, faiss.METRIC_INNER_PRODUCT)
@@ -145,21 +145,6 @@ def make_index(dim: int, kind: str, sample: np.ndarray | None = None, nlist: int
     return index
 
 
-def id_selector(allowed: np.ndarray, max_seq: int) -> Any:
-    """The FAISS selector of the `allowed` ids (none above `max_seq`): a bitmap of every id up
-    to max_seq when it is no bigger than the ids themselves (8 bytes each), else a batch.
-
-    Why: a filtered IVF search tests every code of the probed cells against the selector. A
-    batch (hash set + bloom filter) of 10k ids took 0.38 ms to build and its lookups made the
-    search ~0.14 ms slower than a bitmap's, which builds in 0.02 ms (10% filter at 100k rows,
-    benchmarks/bench_vs_chroma.py's; the same ids pass either way, so the answers are the same)."""
-    if max_seq + 1 > 64 * len(allowed):  # sparse: a bitmap would outweigh the id list
-        return faiss.IDSelectorBatch(allowed)
-    bits = np.zeros(max_seq + 1, dtype=bool)
-    bits[allowed] = True
-    return faiss.IDSelectorBitmap(np.packbits(bits, bitorder="little"))  # bit i of byte i >> 3
-
-
 class VectorIndex:
     def __init__(self, path: Path, store: ChunkStore, threshold: int | None = None):
         self.path = path
@@ -171,7 +156,8 @@ class VectorIndex:
         self.kind = "flat"
         self.version = -1
         self.max_seq = 0
-        self.trained_on = 0  # live rows when the IVF cells were trained
+        self.trained_on = 0  # live rows when the IVF cells (the scan's codebooks) were trained
+        self.dead = np.empty(0, np.int64)  # a scan's tombstones, sorted (scan.py)
         self.unsaved = 0
         self._load()
 
@@ -179,30 +165,41 @@ class VectorIndex:
     def approx_threshold(self) -> int:
         return self.threshold or self.settings.threshold or APPROX_THRESHOLD
 
+    @property
+    def scan_rows(self) -> int:
+        return self.settings.scan or SCAN_ROWS
+
     # persistence ------------------------------------------------------------------------
     def _load(self) -> None:
         """Read the cache streaming from the file (never the whole file in memory twice)."""
         try:
             with open(self.path, "rb") as f:
-                if f.read(len(_MAGIC)) != _MAGIC:
+                magic = f.read(len(_MAGIC))
+                if magic not in (_MAGIC, _MAGIC_SCAN):
                     return  # no cache, an old format or a bad one: rebuilt from the rows by sync()
                 header = json.loads(f.readline())
+                if (header.get("kind") == "scan") != (magic == _MAGIC_SCAN):
+                    return
                 index = faiss.read_index(faiss.PyCallbackIOReader(f.read))
         except (OSError, ValueError, RuntimeError):
             return
         version, max_seq = int(header["version"]), int(header["max_seq"])
+        dead = np.array(header.get("dead", []), np.int64)
         stored_version, stored_seq = self.store.version(), self.store.max_seq()
         if version > stored_version or max_seq > stored_seq or (
-                version == stored_version and index.ntotal != self.store.count()):
+                version == stored_version and index.ntotal - len(dead) != self.store.count()):
             # the cache describes rows this store does not have (a restored backup of the
             # rows, a lost write): its ids could name other rows. Rebuild from the rows.
             log.warning("the vector index %s is ahead of its rows (index version %d, seq %d; "
                         "rows version %d, seq %d): rebuilding it from the rows", self.path,
                         version, max_seq, stored_version, stored_seq)
             return
+        if header["kind"] == "ivf" and self._want(index.ntotal, index.d) == "scan" \
+                and int(header.get("trained_on", 0)) <= self.scan_rows:
+            return  # an IVF of a size the scan now takes (built before it existed): rebuilt by sync()
         self.index, self.kind = index, header["kind"]
         self.version, self.max_seq = version, max_seq
-        self.trained_on = int(header.get("trained_on", 0))
+        self.trained_on, self.dead = int(header.get("trained_on", 0)), dead
 
     def save(self) -> None:
         """Write the cache: temp file + fsync + os.replace, so a reader sees old or new."""
@@ -210,10 +207,11 @@ class VectorIndex:
             if self.index is None or self.unsaved == 0:
                 return
             header = {"kind": self.kind, "version": self.version, "max_seq": self.max_seq,
-                      "trained_on": self.trained_on}
+                      "trained_on": self.trained_on, "dead": self.dead.tolist()}
             tmp = self.path.with_suffix(".tmp")
             with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as f:
-                f.write(_MAGIC + json.dumps(header).encode() + b"\n")
+                magic = _MAGIC_SCAN if self.kind == "scan" else _MAGIC
+                f.write(magic + json.dumps(header).encode() + b"\n")
                 faiss.write_index(self.index, faiss.PyCallbackIOWriter(f.write))
                 f.flush()
                 os.fsync(f.fileno())
@@ -236,6 +234,7 @@ class VectorIndex:
         """Forget the in-memory index; the next sync() rebuilds it from the rows."""
         with self.lock:
             self.index, self.version, self.max_seq, self.trained_on = None, -1, 0, 0
+            self.dead = np.empty(0, np.int64)
 
     def _maybe_save(self) -> None:
         total = 0 if self.index is None else self.index.ntotal
@@ -259,7 +258,9 @@ class VectorIndex:
                 with self.store.snapshot():  # one consistent state of rows and tombstones
                     version = self.store.version()
                     removed = self.store.removed_since(self.version, self.max_seq)
-                    if len(removed):
+                    if len(removed) and self.kind == "scan":  # no remove_ids: tombstones
+                        self.dead = np.union1d(self.dead, removed)
+                    elif len(removed):
                         self.index.remove_ids(faiss.IDSelectorBatch(removed))
                     for ids, vectors in self.store.vectors_after(self.max_seq, dim):
                         with _all_cores(len(ids)):
@@ -271,16 +272,30 @@ class VectorIndex:
             self._maybe_switch(dim)
             self._maybe_save()
 
-    def _want(self, live: int) -> str:
-        return "ivf" if live >= self.approx_threshold else "flat"
+    def _want(self, live: int, dim: int) -> str:
+        if live < self.approx_threshold:
+            return "flat"
+        return "scan" if live <= self.scan_rows and scan.usable(dim) else "ivf"
 
     def _maybe_switch(self, dim: int) -> None:
-        live = self.index.ntotal
-        threshold = self.approx_threshold
-        if self.kind == "flat" and live >= threshold:
-            self._rebuild(dim, "ivf")
-        elif self.kind == "ivf" and (live < threshold // 2 or live > RETRAIN_GROWTH * self.trained_on):
-            self._rebuild(dim)
+        """Rebuild as another kind when the live rows cross a kind's bounds, with slack so a
+        size near a bound does not flip back and forth: flat -> approximate at the threshold,
+        back under half of it; scan -> IVF past SCAN_ROWS, back under half of it. Either
+        approximate kind is retrained once the rows double its training, and a scan is rebuilt
+        when its tombstones pass scan.compact_due."""
+        live = self.live
+        approx = "scan" if live <= self.scan_rows and scan.usable(dim) else "ivf"
+        grown = live > RETRAIN_GROWTH * self.trained_on
+        if self.kind == "flat":
+            if live >= self.approx_threshold:
+                self._rebuild(dim, approx)
+        elif live < self.approx_threshold // 2:
+            self._rebuild(dim, "flat")
+        elif self.kind == "scan" and (approx == "ivf" or grown
+                                      or scan.compact_due(len(self.dead), self.index.ntotal)):
+            self._rebuild(dim, approx)
+        elif self.kind == "ivf" and (grown or (approx == "scan" and live < self.scan_rows // 2)):
+            self._rebuild(dim, approx)
 
     def rebuild(self) -> None:
         """Build the index again from the rows (CREATE INDEX ON KNOWLEDGE_BASE; new settings)."""
@@ -294,10 +309,10 @@ class VectorIndex:
         """A fresh index from the rows, in bounded batches (memory: one batch + the index).
         The old index is let go first (callers hold the lock): two in memory at once made
         the peak of a 1M-row ingest 2.6 GB. Should the build fail, the next sync() retries."""
-        self.index, self.version = None, -1
+        self.index, self.version, self.dead = None, -1, np.empty(0, np.int64)
         with self.store.snapshot():
             live = self.store.count()
-            kind = kind or self._want(live)
+            kind = kind or self._want(live, dim)
             index = self._new_index(dim, kind, live)
             version = self.store.version()
             max_seq = 0
@@ -306,12 +321,14 @@ class VectorIndex:
                     index.add_with_ids(vectors, ids)
                 max_seq = int(ids[-1])
         self.index, self.kind, self.version, self.max_seq = index, kind, version, max_seq
-        self.trained_on = live if kind == "ivf" else 0
+        self.trained_on = live if kind != "flat" else 0
         self.unsaved = max(1, index.ntotal)
 
     def _new_index(self, dim: int, kind: str, live: int) -> Any:
         if kind == "flat":
             return make_index(dim, "flat")
+        if kind == "scan":
+            return make_index(dim, kind, self._training_sample(dim, live, SCAN_SAMPLE))
         nlist = min(self.settings.nlist or auto_nlist(live), max(1, live // TRAIN_PER_LIST))
         return make_index(dim, "ivf", self._training_sample(dim, live, nlist * TRAIN_PER_LIST), nlist)
 
@@ -343,15 +360,25 @@ class VectorIndex:
         is the true one. (Reading 10k float32 vectors back from SQLite instead took 100+ ms.)
         Under a wider filter the probed cells grow as the allowed share shrinks
         (`FILTER_WIDEN`), and the caller falls back to exact search if k rows do not come
-        back."""
+        back. A scan answers candidates the same way, from every row's code (scan.py); under
+        a filter, from every allowed row's float16 code, whatever the filter's size."""
         empty = np.empty(0, np.float32), np.empty(0, np.int64), True
         with self.lock:
-            if self.index is None or self.index.ntotal == 0 or k <= 0:
+            if self.index is None or self.live == 0 or k <= 0:
                 return empty
             if allowed is not None:  # rows committed by another process after our last sync
                 allowed = allowed[allowed <= self.max_seq]
+                if len(self.dead):  # (a deleted row is in no filter's rows; kept out all the same)
+                    allowed = allowed[scan.alive(allowed, self.dead)]
                 if len(allowed) == 0:
                     return empty
+            if self.kind == "scan":
+                fetch = min(max(k + FILTER_MARGIN if allowed is not None else k, self.settings.rerank * k),
+                            self.live)
+                where = None if allowed is None else \
+                    id_selector(scan.positions(self.index, allowed), self.index.ntotal - 1)
+                scores, ids = scan.search(self.index, query, fetch, self.settings.refine, self.dead, where)
+                return scores, ids, False
             selector = id_selector(allowed, self.max_seq) if allowed is not None else None
             if self.kind == "ivf":
                 fetch = min(max(k + FILTER_MARGIN if allowed is not None else k, self.settings.rerank * k),
@@ -374,4 +401,4 @@ class VectorIndex:
 
     @property
     def live(self) -> int:
-        return 0 if self.index is None else self.index.ntotal
+        return 0 if self.index is None else self.index.ntotal - len(self.dead)

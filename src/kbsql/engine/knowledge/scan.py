@@ -1,0 +1,133 @@
+"""The `scan` kind of the vector index (index.py): every row's 4-bit code scanned, no cells.
+
+What it is: `IndexIDMap2(IndexRefine(RR{d},PQ{d/2}x4fs, SQfp16))`. The vectors are turned by a
+random rotation, each pair of dimensions gets a 4-bit product-quantizer code (d/2 half bytes,
+96 bytes a row at 384 dimensions) that FAISS scans with in-register lookup tables; the best
+`refine` (settings.py) x fetch rows by that code are re-scored from float16 codes held in memory (the same
+codes the IVF holds), and the best fetch (`rerank` x k) of those are re-scored exactly from
+SQLite by the caller, as the IVF's candidates are.
+
+Why (issue 37): on the queries people type (phrases, questions, far queries) many true top-10
+rows are copies whose unique token hashed into a query word's bucket; they sit in no IVF cell
+near the query, so the shipped IVF found 0.95 mean / 0.30 worst decile at 100k and reached
+0.97 / 0.8 only by probing ~30% of the cells. A scan finds them wherever they are. Without the
+rotation the 4-bit codes of sparse hash vectors were too coarse (0.969 / 0.42 re-scoring
+1,000); rotated and refined from float16 (refine 10): 0.998 mean, worst decile 0.93, 0.57 ms at
+100k with FAISS alone (benchmarks/index_scans.py, results/index_curve.json). The cost of a
+scan grows with the rows (9-10 ms at 1M against the IVF's ~1-2), hence `index.SCAN_ROWS`.
+
+What FAISS cannot do here, and what is done instead:
+- Remove ids (neither IndexRefine nor the fast scan implements remove_ids). Deleted rows
+  stay in the index as tombstones (`dead`) that a search never answers: the code scan asks
+  for refine x fetch + len(dead) rows, drops the dead ones and re-scores the best refine x
+  fetch live ones, the very pool an index without the dead rows would have had
+  (`_search_past`). The index is rebuilt once the dead pass `compact_due`: the scan's heap
+  grows with them (+0.1 ms a search at 1,000 tombstones in 100k rows, +0.4 at 5,000).
+- Take a selector (a fast scan has none). A filtered search scans the float16 codes of the
+  allowed rows only, as the filtered IVF search scores every allowed row's code:
+  k + FILTER_MARGIN candidates, far more than the float16 error (~1e-4 in cosine) can
+  reorder. The selector is of the rows' positions in the codes (`positions`), not of their
+  ids through FAISS's IDSelectorTranslated, whose two lookups for each of the 100k rows
+  made a 10% filter's search ~1.7 ms (20%) slower than the IVF's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+DEAD_SHARE = 0.01  # rebuild once this share of the index is tombstones ...
+DEAD_FLOOR = 256  # ... and at least this many (a small index is rebuilt in milliseconds anyway)
+
+
+def _faiss() -> Any:
+    """faiss, imported at first use (index.py's _LazyFaiss says why)."""
+    import faiss
+
+    return faiss
+
+
+def usable(dim: int) -> bool:
+    """A 4-bit code per pair of dimensions needs an even dimension."""
+    return dim % 2 == 0
+
+
+def make_scan(dim: int, sample: np.ndarray) -> Any:
+    """An empty scan index whose rotation and codebooks are trained on `sample`.
+
+    Trained on one thread: FAISS's PQ training on 2 threads of this 2-core machine took
+    16-45 s for 50k rows against 1.3-2.2 s on one (index9's report). (One thread is also
+    what index.py keeps outside its bulk adds.)"""
+    faiss = _faiss()
+    faiss.omp_set_num_threads(1)
+    inner = faiss.index_factory(dim, f"RR{dim},PQ{dim // 2}x4fs,Refine(SQfp16)", faiss.METRIC_INNER_PRODUCT)
+    inner.train(np.ascontiguousarray(sample, dtype=np.float32))
+    return faiss.IndexIDMap2(inner)
+
+
+def compact_due(dead: int, total: int) -> bool:
+    return dead > max(DEAD_FLOOR, DEAD_SHARE * total)
+
+
+def positions(index: Any, ids: np.ndarray) -> np.ndarray:
+    """The positions in the codes of `ids` (rows of the index; others are dropped): the id map
+    is ascending, since rows are added in seq order and a scan never removes one."""
+    id_map = _id_map(index)
+    at = np.minimum(np.searchsorted(id_map, ids), len(id_map) - 1)
+    return at[id_map[at] == ids]
+
+
+def alive(ids: np.ndarray, dead: np.ndarray) -> np.ndarray:
+    """Which of `ids` are not tombstones (`dead`, sorted): a binary search each, so a filter's
+    10k rows against 2k tombstones cost ~0.1 ms, not a sort of both."""
+    if len(dead) == 0 or len(ids) == 0:
+        return np.ones(len(ids), bool)
+    return dead[np.minimum(np.searchsorted(dead, ids), len(dead) - 1)] != ids
+
+
+def search(index: Any, query: np.ndarray, fetch: int, refine: int, dead: np.ndarray,
+           selector: Any = None) -> tuple[np.ndarray, np.ndarray]:
+    """(float16 scores, ids) of the best `fetch` live rows: among all of them, or among those
+    `selector` (a FAISS selector of `positions`) lets through. `dead`: the tombstones, sorted."""
+    faiss = _faiss()
+    q = query.reshape(1, -1)
+    if selector is not None:  # the allowed rows' float16 codes, each one scored
+        codes = faiss.downcast_index(faiss.downcast_index(index.index).refine_index)
+        scores, inner = codes.search(q, fetch, params=faiss.SearchParameters(sel=selector))
+        inner = inner[0][inner[0] >= 0]
+        return scores[0][:len(inner)], _id_map(index)[inner]
+    if len(dead) == 0:
+        params = faiss.IndexRefineSearchParameters(k_factor=float(refine))
+        scores, ids = index.search(q, fetch, params=params)
+        keep = ids[0] >= 0
+        return scores[0][keep], ids[0][keep]
+    return _search_past(index, query, fetch, refine * fetch, dead)
+
+
+def _id_map(index: Any) -> np.ndarray:
+    """The ids of the rows by position: a view of the IndexIDMap2's own array (no copy; valid
+    until the index changes, which the caller's lock prevents)."""
+    return _faiss().rev_swig_ptr(index.id_map.data(), index.ntotal)
+
+
+def _search_past(index: Any, query: np.ndarray, fetch: int, pool: int,
+                 dead: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The search with tombstones: the code scan asks for len(dead) more rows, the dead ones
+    are dropped, and the best `pool` live rows by code (at least those an index without the
+    dead rows would have pooled) are scored from their float16 codes here. (IndexRefine
+    itself would re-score the dead ones too: with 1,000 tombstones that cost +1.1 ms a search
+    at 100k rows, this +0.1 ms.)"""
+    faiss = _faiss()
+    refined = faiss.downcast_index(index.index)
+    base, codes = faiss.downcast_index(refined.base_index), faiss.downcast_index(refined.refine_index)
+    _, inner = base.search(query.reshape(1, -1), min(pool + len(dead), index.ntotal))
+    inner = inner[0][inner[0] >= 0]
+    ids = _id_map(index)[inner]
+    keep = alive(ids, dead)
+    inner, ids = inner[keep][:pool], ids[keep][:pool]
+    dim = query.shape[0]
+    half = faiss.rev_swig_ptr(codes.codes.data(), index.ntotal * codes.code_size)
+    scores = half.view(np.float16).reshape(index.ntotal, dim)[inner].astype(np.float32) @ query
+    best = np.argsort(-scores, kind="stable")[:fetch]
+    return scores[best], ids[best]

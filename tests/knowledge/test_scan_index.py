@@ -1,0 +1,130 @@
+"""The scan index kind (knowledge/scan.py) answers only live rows, whatever was written: FAISS
+cannot remove from it, so deletes and updates leave tombstones that no search may answer,
+that survive a reopen (and a stale cache file), and that a rebuild clears past a share."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from kbsql.engine import Engine
+from kbsql.engine.knowledge import index as index_mod
+from kbsql.engine.knowledge import scan
+from kbsql.engine.knowledge.search import Filter, SearchRequest
+from tests.knowledge.conftest import sql, table
+from tests.knowledge.test_index import _brute, _kb, _rows
+
+QUERY = "SELECT id, metadata, distance FROM kb WHERE content = 'ocean lake castle' LIMIT 20"
+
+
+@pytest.fixture
+def scan_sizes(monkeypatch):
+    monkeypatch.setattr(index_mod, "APPROX_THRESHOLD", 400)
+    monkeypatch.setattr(index_mod, "SCAN_ROWS", 10**9)
+
+
+def _index(eng: Engine) -> index_mod.VectorIndex:
+    return eng.knowledge.handle(eng.catalog.knowledge_base("mindsdb", "kb")).index
+
+
+def _answers_live_rows(eng: Engine, rows: list[dict]) -> None:
+    """Every answer is a live row, with the true top-20 distances of the live rows (the pool
+    of a 1,000-row scan holds them all), unfiltered and under a filter."""
+    live = {r["id"]: r for r in rows}
+    for where, keep in [("", lambda r: True), (" AND group = 3", lambda r: r["group"] == 3)]:
+        got = table(eng, QUERY.replace(" LIMIT", where + " LIMIT"))
+        assert all(int(g["id"]) in live and keep(live[int(g["id"])]) for g in got)
+        expected = _brute(list(live.values()), "ocean lake castle", keep, 20)
+        assert [round(1 - g["distance"], 5) for g in got] == pytest.approx(expected, abs=1e-4)
+
+
+def test_deleted_and_updated_rows_are_never_answered(tmp_path: Path, scan_sizes) -> None:
+    rows = _rows(1000)
+    with Engine(tmp_path / "e") as eng:
+        _kb(eng, rows)
+        index = _index(eng)
+        assert index.kind == "scan"
+        sql(eng, "DELETE FROM kb WHERE group = 0")
+        rows = [r for r in rows if r["group"] != 0]
+        assert index.kind == "scan" and index.index.ntotal == 1000  # tombstones, no rebuild
+        assert index.live == len(rows) and len(index.dead) == 1000 - len(rows)
+        _answers_live_rows(eng, rows)
+        # an update is a delete and an insert: the old text must not answer, the new must
+        moved = {**rows[1], "content": "ocean lake castle ocean lake castle", "group": 3}
+        eng.insert_rows(eng.catalog.knowledge_base("mindsdb", "kb"), [moved])
+        rows[1] = moved
+        assert table(eng, QUERY)[0]["id"] == str(moved["id"])
+        _answers_live_rows(eng, rows)
+        record = eng.catalog.knowledge_base("mindsdb", "kb")
+        hits = eng.knowledge.search(record, SearchRequest(query="ocean lake castle", limit=5,
+                                                          filters=[Filter("group", "=", 1)]))
+        assert str(moved["id"]) not in {str(h[0]) for h in hits}
+
+
+def test_tombstones_survive_a_reopen_and_a_stale_cache(tmp_path: Path, scan_sizes) -> None:
+    rows = _rows(1000)
+    data = tmp_path / "e"
+    with Engine(data) as eng:
+        _kb(eng, rows)
+        kb_dir = eng.knowledge.storage_dir(eng.catalog.knowledge_base("mindsdb", "kb"))
+    old = tmp_path / "old.faiss"
+    shutil.copy(kb_dir / "index.faiss", old)  # the cache before any delete
+    with Engine(data) as eng:
+        sql(eng, "DELETE FROM kb WHERE group = 0")
+        dead = _index(eng).dead.copy()
+    rows = [r for r in rows if r["group"] != 0]
+    with Engine(data) as eng:
+        index = _index(eng)
+        assert index.kind == "scan" and index.index.ntotal == 1000  # loaded, not rebuilt
+        assert index.dead.tolist() == dead.tolist()
+        _answers_live_rows(eng, rows)
+    shutil.copy(old, kb_dir / "index.faiss")  # as if the process died before rewriting it
+    with Engine(data) as eng:
+        _answers_live_rows(eng, rows)
+        assert _index(eng).dead.tolist() == dead.tolist()
+
+
+def test_many_tombstones_rebuild_the_scan_and_its_size_picks_the_kind(tmp_path: Path, scan_sizes,
+                                                                     monkeypatch) -> None:
+    monkeypatch.setattr(scan, "DEAD_FLOOR", 100)
+    rows = _rows(1000)
+    with Engine(tmp_path / "e") as eng:
+        _kb(eng, rows)
+        index = _index(eng)
+        sql(eng, "DELETE FROM kb WHERE id < 90")
+        assert len(index.dead) == 90
+        sql(eng, "DELETE FROM kb WHERE id < 200")  # past the floor: rebuilt without them
+        rows = [r for r in rows if r["id"] >= 200]
+        assert index.kind == "scan" and len(index.dead) == 0 and index.index.ntotal == len(rows)
+        _answers_live_rows(eng, rows)
+        monkeypatch.setattr(index_mod, "SCAN_ROWS", 700)  # more rows than a scan takes: IVF
+        eng.insert_rows(eng.catalog.knowledge_base("mindsdb", "kb"), _rows(1200)[1000:])
+        assert index.kind == "ivf"
+        sql(eng, "DELETE FROM kb WHERE id >= 500")  # under half of SCAN_ROWS: a scan again
+        assert index.kind == "scan" and index.live == 300
+        sql(eng, "DELETE FROM kb WHERE id >= 350")  # under half the threshold: exact
+        assert index.kind == "flat" and index.live == 150
+
+
+def test_an_ivf_cache_of_a_size_the_scan_takes_is_rebuilt_as_a_scan(tmp_path: Path, monkeypatch) -> None:
+    """A knowledge base indexed before the scan existed (its cache an IVF at a scan's size)
+    gets the scan at its next open; an IVF the settings ask for (scan = 1) is kept."""
+    monkeypatch.setattr(index_mod, "APPROX_THRESHOLD", 400)
+    monkeypatch.setattr(index_mod, "SCAN_ROWS", 0)
+    rows = _rows(1000)
+    with Engine(tmp_path / "e") as eng:
+        _kb(eng, rows)
+        assert _index(eng).kind == "ivf"
+    monkeypatch.setattr(index_mod, "SCAN_ROWS", 10**9)
+    with Engine(tmp_path / "e") as eng:
+        index = _index(eng)
+        assert index.index is None  # the cache was not taken
+        _answers_live_rows(eng, rows)
+        assert index.kind == "scan"
+        sql(eng, "CREATE INDEX ON KNOWLEDGE_BASE kb WITH (scan = 1)")
+        assert index.kind == "ivf"
+    with Engine(tmp_path / "e") as eng:
+        assert _index(eng).kind == "ivf" and _index(eng).index is not None
+        _answers_live_rows(eng, rows)
