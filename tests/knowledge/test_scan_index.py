@@ -5,6 +5,8 @@ that survive a reopen (and a stale cache file), and that a rebuild clears past a
 from __future__ import annotations
 
 import shutil
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -127,4 +129,42 @@ def test_an_ivf_cache_of_a_size_the_scan_takes_is_rebuilt_as_a_scan(tmp_path: Pa
         assert index.kind == "ivf"
     with Engine(tmp_path / "e") as eng:
         assert _index(eng).kind == "ivf" and _index(eng).index is not None
+        _answers_live_rows(eng, rows)
+
+
+def test_a_compaction_holds_no_search_and_keeps_what_is_written_meanwhile(tmp_path: Path, scan_sizes,
+                                                                         monkeypatch) -> None:
+    """Tombstones past the share are compacted away beside the index searches keep using:
+    built under the index's lock, deleting 1,100 of 100,000 rows held every search of the
+    knowledge base 7.9 s. A search during the compaction answers, and a row inserted and one
+    deleted meanwhile are in the compacted index as they are in the rows."""
+    monkeypatch.setattr(scan, "DEAD_FLOOR", 100)
+    rows = _rows(1001)
+    extra, rows = rows[1000], rows[:1000]
+    during: dict[str, float] = {}
+    built = scan.compacted
+
+    def meanwhile(fresh: object, batches: object, dim: int) -> object:
+        answer = built(fresh, batches, dim)  # type: ignore[arg-type]
+
+        def other() -> None:
+            started = time.monotonic()
+            table(eng, QUERY)
+            during["search_s"] = time.monotonic() - started
+            eng.insert_rows(eng.catalog.knowledge_base("mindsdb", "kb"), [extra])
+            sql(eng, "DELETE FROM kb WHERE id = 500")
+
+        worker = threading.Thread(target=other)
+        worker.start()
+        worker.join(60)
+        return answer
+
+    with Engine(tmp_path / "e") as eng:
+        _kb(eng, rows)
+        index = _index(eng)
+        monkeypatch.setattr(scan, "compacted", meanwhile)
+        sql(eng, "DELETE FROM kb WHERE id < 200")  # past the floor: compacted
+        assert during.get("search_s", 99) < 10, during
+        rows = [r for r in [*rows, extra] if r["id"] >= 200 and r["id"] != 500]
+        assert index.kind == "scan" and index.live == len(rows) and len(index.dead) == 1  # id 500, after
         _answers_live_rows(eng, rows)

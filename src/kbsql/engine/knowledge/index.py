@@ -159,6 +159,9 @@ class VectorIndex:
         self.trained_on = 0  # live rows when the IVF cells (the scan's codebooks) were trained
         self.dead = np.empty(0, np.int64)  # a scan's tombstones, sorted (scan.py)
         self.unsaved = 0
+        self.compact_wanted = False  # a scan's tombstones passed scan.compact_due (compact())
+        self.compacting = False  # one compaction at a time
+        self.builds = 0  # indexes built: a compaction swaps in only over the one it copied
         self._load()
 
     @property
@@ -255,22 +258,54 @@ class VectorIndex:
             if self.index is None or self.index.d != dim:
                 self._rebuild(dim)
             else:
-                with self.store.snapshot():  # one consistent state of rows and tombstones
-                    version = self.store.version()
-                    removed = self.store.removed_since(self.version, self.max_seq)
-                    if len(removed) and self.kind == "scan":  # no remove_ids: tombstones
-                        self.dead = np.union1d(self.dead, removed)
-                    elif len(removed):
-                        self.index.remove_ids(faiss.IDSelectorBatch(removed))
-                    for ids, vectors in self.store.vectors_after(self.max_seq, dim):
-                        with _all_cores(len(ids)):
-                            self.index.add_with_ids(vectors, ids)
-                        self.max_seq = int(ids[-1])
-                        self.unsaved += len(ids)
-                self.version = version
-                self.unsaved += len(removed)
+                self._catch_up(dim)
             self._maybe_switch(dim)
             self._maybe_save()
+        if self.compact_wanted:
+            self.compact()
+
+    def _catch_up(self, dim: int) -> None:
+        """Apply the rows and tombstones newer than the index's tag (the lock is held)."""
+        with self.store.snapshot():  # one consistent state of rows and tombstones
+            version = self.store.version()
+            removed = self.store.removed_since(self.version, self.max_seq)
+            if len(removed) and self.kind == "scan":  # no remove_ids: tombstones
+                self.dead = np.union1d(self.dead, removed)
+            elif len(removed):
+                self.index.remove_ids(faiss.IDSelectorBatch(removed))
+            for ids, vectors in self.store.vectors_after(self.max_seq, dim):
+                with _all_cores(len(ids)):
+                    self.index.add_with_ids(vectors, ids)
+                self.max_seq = int(ids[-1])
+                self.unsaved += len(ids)
+        self.version = version
+        self.unsaved += len(removed)
+
+    def compact(self) -> None:
+        """A scan without its tombstones, built beside the one searches keep using: the same
+        codebooks (no retraining), every row added again from one committed state read on a
+        connection of its own, then swapped in and caught up with what was written meanwhile.
+        Built under the lock with retraining, deleting 1,100 of 100,000 rows took 7.9 s,
+        every search of the knowledge base waiting that long (IVF: 0.21 s)."""
+        with self.lock:
+            if not self.compact_wanted or self.compacting or self.kind != "scan" or self.index is None:
+                return
+            self.compact_wanted, self.compacting = False, True
+            builds, dim, old = self.builds, self.index.d, self.index
+            fresh = scan.emptied(old)
+        try:
+            with _all_cores(BULK):
+                fresh, version, max_seq = scan.compacted(fresh, self.store.every_vector(), dim)
+            with self.lock:
+                if self.builds != builds or self.index is not old:
+                    return  # rebuilt meanwhile (another kind, new settings): that one stands
+                self.index, self.version, self.max_seq = fresh, version, max_seq
+                self.dead, self.builds = np.empty(0, np.int64), self.builds + 1
+                self._catch_up(dim)
+                self.unsaved = max(1, fresh.ntotal)
+                self._maybe_save()
+        finally:
+            self.compacting = False
 
     def _want(self, live: int, dim: int) -> str:
         if live < self.approx_threshold:
@@ -291,9 +326,11 @@ class VectorIndex:
                 self._rebuild(dim, approx)
         elif live < self.approx_threshold // 2:
             self._rebuild(dim, "flat")
-        elif self.kind == "scan" and (approx == "ivf" or grown
-                                      or scan.compact_due(len(self.dead), self.index.ntotal)):
+        elif self.kind == "scan" and (approx == "ivf" or grown):
             self._rebuild(dim, approx)
+        elif self.kind == "scan" and not self.compacting and \
+                scan.compact_due(len(self.dead), self.index.ntotal):
+            self.compact_wanted = True  # built once the lock is let go (compact)
         elif self.kind == "ivf" and (grown or (approx == "scan" and live < self.scan_rows // 2)):
             self._rebuild(dim, approx)
 
@@ -321,6 +358,7 @@ class VectorIndex:
                     index.add_with_ids(vectors, ids)
                 max_seq = int(ids[-1])
         self.index, self.kind, self.version, self.max_seq = index, kind, version, max_seq
+        self.builds += 1
         self.trained_on = live if kind != "flat" else 0
         self.unsaved = max(1, index.ntotal)
 

@@ -33,6 +33,7 @@ What FAISS cannot do here, and what is done instead:
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -68,6 +69,27 @@ def make_scan(dim: int, sample: np.ndarray) -> Any:
 
 def compact_due(dead: int, total: int) -> bool:
     return dead > max(DEAD_FLOOR, DEAD_SHARE * total)
+
+
+def emptied(index: Any) -> Any:
+    """A copy of the scan `index` without its rows: the same rotation and codebooks (a clone,
+    emptied), so a compaction need not train again. The caller holds the index's lock."""
+    fresh = _faiss().clone_index(index)
+    fresh.reset()
+    return fresh
+
+
+def compacted(fresh: Any, batches: Iterator[list[tuple[Any, ...]]], dim: int) -> tuple[Any, int, int]:
+    """(`fresh`, an `emptied` scan, holding the rows of `batches`; their store version; their
+    highest seq). `batches`: (seq, embedding, version) rows in seq order from one committed
+    state. Built without the index's lock, so searches go on meanwhile on the old one
+    (VectorIndex.compact)."""
+    version = max_seq = 0
+    for rows in batches:
+        ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        fresh.add_with_ids(np.frombuffer(b"".join(r[1] for r in rows), np.float32).reshape(-1, dim), ids)
+        version, max_seq = int(rows[0][2]), int(ids[-1])
+    return fresh, version, max_seq
 
 
 def positions(index: Any, ids: np.ndarray) -> np.ndarray:

@@ -168,6 +168,12 @@ class ChunkStore:
         finally:
             db.close()
 
+    def every_vector(self, size: int = 4096) -> Iterator[list[tuple[Any, ...]]]:
+        """(seq, embedding, store version) of every row in seq order, `size` at a time, from
+        one committed state on a connection of its own (a scan's compaction, index.py)."""
+        return self.batches("SELECT seq, embedding, (SELECT value FROM meta WHERE key = 'version') "
+                            "FROM chunks ORDER BY seq", (), size)
+
     def index_metadata(self, columns: list[str]) -> None:
         """An expression index per declared metadata column, so `WHERE col = x` (and IN,
         ranges) reads a few rows instead of parsing every row's JSON (130 ms at 100k chunks).
