@@ -258,8 +258,13 @@ def _run_over(statement: ast.Select, name: str, metadata_columns: list[str] | No
             targets.append(target)
     query.targets = targets
     try:
-        wanted = {str(part).lower() for node in walk(query) if isinstance(node, ast.Identifier)
+        nodes = [n for n in walk(query) if n is not alias]
+        wanted = {str(part).lower() for node in nodes if isinstance(node, ast.Identifier)
                   for part in node.parts}
+        own = [str(alias.parts[-1]).lower()]
+        if any((isinstance(n, ast.Identifier) and [str(p).lower() for p in n.parts] == own) or
+               (isinstance(n, ast.Function) and str(n.op).lower() == "columns") for n in nodes):
+            wanted = {"*"}  # `to_json(kb)`, `COLUMNS('chunk_.*')`: whole rows, though no column is named
         answer = run(query, table(wanted))
     except duckdb.BinderException as exc:
         missing = _MISSING.search(str(exc))
