@@ -218,3 +218,31 @@ def test_order_by_relevance_with_a_limit_searches_for_the_limit(engine: Engine,
         scored = {r[0]: r[1] for r in every}
         assert all(scored[r[0]] == r[1] for r in new["data"]), sql
     assert len(fast[0]["data"]) == 3 and fast[0]["data"][0][0] == "7", fast[0]
+
+
+SPARSE = [  # the search's first row lacks `rare`, and holds `v` as a number where a later row has text
+    "SELECT id, rare, relevance FROM sparse WHERE content = 'alpha beta' ORDER BY relevance DESC LIMIT 1",
+    "SELECT id, upper(v) AS u, relevance FROM sparse WHERE content = 'alpha beta' ORDER BY relevance DESC LIMIT 1",
+    "SELECT id, rare, relevance FROM sparse WHERE content = 'alpha beta' ORDER BY relevance DESC LIMIT 0",
+]
+
+
+def test_a_search_for_its_limit_answers_as_a_search_for_every_row(engine: Engine,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The frame of a search's first n rows is typed from them alone: on a knowledge base
+    without declared metadata columns a key they lack was an unknown column, and a key they
+    hold as numbers refused upper(), where the search for every row answered; such a
+    statement is answered from every row."""
+    from kbsql.engine.sql.kb import kb_select
+
+    engine.query(f"CREATE KNOWLEDGE_BASE sparse USING embedding_model = {HASH}")
+    engine.insert_knowledge_base_rows("mindsdb", "sparse", [
+        {"id": "1", "content": "alpha beta", "v": 1}, {"id": "2", "content": "gamma delta", "rare": "x", "v": "one"},
+        {"id": "3", "content": "epsilon", "v": 2}])
+    first = [engine.query(sql).to_json() for sql in SPARSE]
+    monkeypatch.setattr(kb_select, "_in_search_order", lambda statement: False)
+    every = [engine.query(sql).to_json() for sql in SPARSE]
+    assert first == every, (first, every)
+    assert [a["type"] for a in first] == ["table"] * 3, first
+    assert first[0]["data"][0][:2] == ["1", None] and first[1]["data"][0][:2] == ["1", "1"], first
+    assert first[2]["data"] == [], first
