@@ -46,6 +46,11 @@ SAME_ANSWERS = [
     "SELECT a.metadata->>'s' AS s, count(*) FROM {kb} AS a JOIN (SELECT 1 AS x) AS t ON t.x = 1 GROUP BY 1 "
     "ORDER BY 1",
     "SELECT a.* FROM {kb} AS a JOIN (SELECT '7' AS id) AS t ON t.id = a.id",
+    # whole rows named by no column: the knowledge base's own name as a value, COLUMNS(...)
+    "SELECT to_json(r) AS j FROM {kb} AS r ORDER BY r.chunk_id LIMIT 2",
+    "SELECT COLUMNS('chunk_.*') FROM {kb} ORDER BY 1 LIMIT 2",
+    "SELECT to_json(a) AS j FROM {kb} AS a JOIN (SELECT 1 AS x) AS t ON t.x = 1 ORDER BY a.chunk_id LIMIT 2",
+    "SELECT COLUMNS('chunk_.*') FROM {kb} AS a JOIN (SELECT 1 AS x) AS t ON t.x = 1 ORDER BY 1 LIMIT 2",
 ]
 
 
@@ -80,6 +85,8 @@ def test_streamed_answers_equal_the_frames(engine: Engine, kb: str, monkeypatch:
     assert streamed[17]["data"] == [[ROWS]]  # a self-join reads the rows once per side
     assert streamed[18]["data"] == [[19]]  # a column named only in a condition DuckDB keeps is read
     assert "Unknown column 'nope'" in str(streamed[15].get("error_message")), streamed[15]
+    for whole in streamed[22:]:  # each read its chunks, not columns of nulls
+        assert "text number 0" in json.dumps(whole["data"]), whole
 
 
 def test_a_key_of_mixed_kinds_is_text(engine: Engine) -> None:
@@ -211,3 +218,31 @@ def test_order_by_relevance_with_a_limit_searches_for_the_limit(engine: Engine,
         scored = {r[0]: r[1] for r in every}
         assert all(scored[r[0]] == r[1] for r in new["data"]), sql
     assert len(fast[0]["data"]) == 3 and fast[0]["data"][0][0] == "7", fast[0]
+
+
+SPARSE = [  # the search's first row lacks `rare`, and holds `v` as a number where a later row has text
+    "SELECT id, rare, relevance FROM sparse WHERE content = 'alpha beta' ORDER BY relevance DESC LIMIT 1",
+    "SELECT id, upper(v) AS u, relevance FROM sparse WHERE content = 'alpha beta' ORDER BY relevance DESC LIMIT 1",
+    "SELECT id, rare, relevance FROM sparse WHERE content = 'alpha beta' ORDER BY relevance DESC LIMIT 0",
+]
+
+
+def test_a_search_for_its_limit_answers_as_a_search_for_every_row(engine: Engine,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The frame of a search's first n rows is typed from them alone: on a knowledge base
+    without declared metadata columns a key they lack was an unknown column, and a key they
+    hold as numbers refused upper(), where the search for every row answered; such a
+    statement is answered from every row."""
+    from kbsql.engine.sql.kb import kb_select
+
+    engine.query(f"CREATE KNOWLEDGE_BASE sparse USING embedding_model = {HASH}")
+    engine.insert_knowledge_base_rows("mindsdb", "sparse", [
+        {"id": "1", "content": "alpha beta", "v": 1}, {"id": "2", "content": "gamma delta", "rare": "x", "v": "one"},
+        {"id": "3", "content": "epsilon", "v": 2}])
+    first = [engine.query(sql).to_json() for sql in SPARSE]
+    monkeypatch.setattr(kb_select, "_in_search_order", lambda statement: False)
+    every = [engine.query(sql).to_json() for sql in SPARSE]
+    assert first == every, (first, every)
+    assert [a["type"] for a in first] == ["table"] * 3, first
+    assert first[0]["data"][0][:2] == ["1", None] and first[1]["data"][0][:2] == ["1", "1"], first
+    assert first[2]["data"] == [], first

@@ -38,6 +38,12 @@ KnownKeys = tuple[dict[str, str], bool]
 _MISSING = re.compile(r'column "?([^"\s]+)"? not found', re.IGNORECASE)
 
 
+class FrameColumns(SqlError):
+    """DuckDB refused the statement over the rows' frame for its columns: a name it lacks, or
+    a type that does not fit. A frame of a search's first rows only (`_in_search_order`) is
+    typed from those rows, so its caller reads every row before answering so."""
+
+
 def is_plain(statement: ast.Select) -> bool:
     """Only columns selected, nothing to group, order or aggregate (DISTINCT is kept here, so
     `SELECT DISTINCT id ... LIMIT 1` keeps the best-first order of a search)."""
@@ -82,6 +88,13 @@ def select_rows(statement: ast.Select, name: str, metadata_columns: list[str] | 
     rows = run_where(statement.where, search, metadata_columns, subquery=subquery, extra_keys=extra_keys,
                      limit=first, cap=max(total(), 1))
     checkpoint()  # before the rows become a frame (a SELECT DISTINCT over 400,000 answered 3 s late)
+    if first is not None:
+        try:
+            return run_in_duckdb(statement, name, rows, metadata_columns, run)
+        except FrameColumns:  # the first rows lack a key others have, or hold it as another kind
+            rows = run_where(statement.where, search, metadata_columns, subquery=subquery,
+                             extra_keys=extra_keys, limit=None, cap=max(total(), 1))
+            checkpoint()
     return run_in_duckdb(statement, name, rows, metadata_columns, run)
 
 
@@ -258,17 +271,24 @@ def _run_over(statement: ast.Select, name: str, metadata_columns: list[str] | No
             targets.append(target)
     query.targets = targets
     try:
-        wanted = {str(part).lower() for node in walk(query) if isinstance(node, ast.Identifier)
+        nodes = [n for n in walk(query) if n is not alias]
+        wanted = {str(part).lower() for node in nodes if isinstance(node, ast.Identifier)
                   for part in node.parts}
+        own = [str(alias.parts[-1]).lower()]
+        if any((isinstance(n, ast.Identifier) and [str(p).lower() for p in n.parts] == own) or
+               (isinstance(n, ast.Function) and str(n.op).lower() == "columns") for n in nodes):
+            wanted = {"*"}  # `to_json(kb)`, `COLUMNS('chunk_.*')`: whole rows, though no column is named
         answer = run(query, table(wanted))
     except duckdb.BinderException as exc:
         missing = _MISSING.search(str(exc))
         if missing:
-            raise SqlError(f"Unknown column {missing.group(1)!r} in knowledge base {name}: the "
-                           f"columns are {list(KB_COLUMNS)} and the metadata columns "
-                           f"{metadata_columns if metadata_columns is not None else 'of its rows'}"
-                           ) from None
-        raise SqlError(_first_line(exc)) from None
+            raise FrameColumns(f"Unknown column {missing.group(1)!r} in knowledge base {name}: the "
+                               f"columns are {list(KB_COLUMNS)} and the metadata columns "
+                               f"{metadata_columns if metadata_columns is not None else 'of its rows'}"
+                               ) from None
+        raise FrameColumns(_first_line(exc)) from None
+    except duckdb.ConversionException as exc:
+        raise FrameColumns(_first_line(exc)) from None
     except duckdb.Error as exc:
         raise SqlError(_first_line(exc)) from None
     names = list(answer.column_names)

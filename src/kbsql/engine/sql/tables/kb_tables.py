@@ -85,7 +85,10 @@ def _streamed(session: SqlSession, record: KbRecord, table: exp.Table, where: as
     if filters is None or service.plain_batches(record, filters, BATCH) is None:  # a generator: unread
         return None
     root = table.root()
-    every = any(not isinstance(star.parent, exp.Count) for star in root.find_all(exp.Star))  # not count(*)
+    own = table.alias_or_name.lower()  # `to_json(k)`, `COLUMNS('chunk_.*')` read whole rows too
+    every = any(not isinstance(star.parent, exp.Count) for star in root.find_all(exp.Star)) or \
+        root.find(exp.Columns) is not None or \
+        any(not c.table and c.name.lower() == own for c in root.find_all(exp.Column))
     wanted = None if every else \
         {str(i.this).lower() for i in root.find_all(exp.Identifier)}
     return chunk_table(lambda: service.plain_batches(record, filters, BATCH) or iter(()), wanted, None,
