@@ -51,6 +51,7 @@ SAME_ANSWERS = [
     "SELECT COLUMNS('chunk_.*') FROM {kb} ORDER BY 1 LIMIT 2",
     "SELECT to_json(a) AS j FROM {kb} AS a JOIN (SELECT 1 AS x) AS t ON t.x = 1 ORDER BY a.chunk_id LIMIT 2",
     "SELECT COLUMNS('chunk_.*') FROM {kb} AS a JOIN (SELECT 1 AS x) AS t ON t.x = 1 ORDER BY 1 LIMIT 2",
+    "SELECT k, count(*) FROM {kb} AS a JOIN (SELECT 1 AS k) AS t ON t.k = 1 GROUP BY k",  # t's k
 ]
 
 
@@ -85,7 +86,8 @@ def test_streamed_answers_equal_the_frames(engine: Engine, kb: str, monkeypatch:
     assert streamed[17]["data"] == [[ROWS]]  # a self-join reads the rows once per side
     assert streamed[18]["data"] == [[19]]  # a column named only in a condition DuckDB keeps is read
     assert "Unknown column 'nope'" in str(streamed[15].get("error_message")), streamed[15]
-    for whole in streamed[22:]:  # each read its chunks, not columns of nulls
+    assert streamed[26]["data"] == [[1, ROWS]]  # k is the other table's: no key of a joined knowledge base
+    for whole in streamed[22:26]:  # each read its chunks, not columns of nulls
         assert "text number 0" in json.dumps(whole["data"]), whole
 
 
@@ -222,7 +224,8 @@ def test_order_by_relevance_with_a_limit_searches_for_the_limit(engine: Engine,
 
 SPARSE = [  # the search's first row lacks `rare`, and holds `v` as a number where a later row has text
     "SELECT id, rare, relevance FROM sparse WHERE content = 'alpha beta' ORDER BY relevance DESC LIMIT 1",
-    "SELECT id, upper(v) AS u, relevance FROM sparse WHERE content = 'alpha beta' ORDER BY relevance DESC LIMIT 1",
+    "SELECT id, upper(v) AS u, relevance FROM sparse WHERE content = 'alpha beta' "
+    "ORDER BY relevance DESC LIMIT 1",
     "SELECT id, rare, relevance FROM sparse WHERE content = 'alpha beta' ORDER BY relevance DESC LIMIT 0",
 ]
 
@@ -237,7 +240,8 @@ def test_a_search_for_its_limit_answers_as_a_search_for_every_row(engine: Engine
 
     engine.query(f"CREATE KNOWLEDGE_BASE sparse USING embedding_model = {HASH}")
     engine.insert_knowledge_base_rows("mindsdb", "sparse", [
-        {"id": "1", "content": "alpha beta", "v": 1}, {"id": "2", "content": "gamma delta", "rare": "x", "v": "one"},
+        {"id": "1", "content": "alpha beta", "v": 1},
+        {"id": "2", "content": "gamma delta", "rare": "x", "v": "one"},
         {"id": "3", "content": "epsilon", "v": 2}])
     first = [engine.query(sql).to_json() for sql in SPARSE]
     monkeypatch.setattr(kb_select, "_in_search_order", lambda statement: False)

@@ -89,8 +89,10 @@ def _streamed(session: SqlSession, record: KbRecord, table: exp.Table, where: as
     every = any(not isinstance(star.parent, exp.Count) for star in root.find_all(exp.Star)) or \
         root.find(exp.Columns) is not None or \
         any(not c.table and c.name.lower() == own for c in root.find_all(exp.Column))
+    # the contract's columns only: a metadata key is no column of a joined knowledge base (its
+    # name would make another table's column of that name ambiguous)
     wanted = None if every else \
-        {str(i.this).lower() for i in root.find_all(exp.Identifier)}
+        {str(i.this).lower() for i in root.find_all(exp.Identifier)} & set(KB_COLUMNS)
     return chunk_table(lambda: service.plain_batches(record, filters, BATCH) or iter(()), wanted, None,
                        session.duck.memory_limit // 2, content=False)
 
