@@ -11,10 +11,12 @@ the model's own first token, which a streaming consumer's first token is measure
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import threading
 import time
+from collections.abc import Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -32,6 +34,16 @@ def tools(*calls: tuple[str, dict[str, Any]]) -> dict[str, Any]:
 
 def error_mid_stream(message: str) -> dict[str, Any]:
     return {"error": message}
+
+
+def flood(size: int) -> dict[str, Any]:
+    """A model server that never ends its answer: text deltas of `size` characters for ever
+    (OpenAI wire); `line(size)`: one delta of `size` characters, on one line."""
+    return {"flood": size}
+
+
+def line(size: int) -> dict[str, Any]:
+    return {"line": size}
 
 
 def pieces(value: str, size: int = 7) -> list[str]:
@@ -83,10 +95,14 @@ class FakeLLM:
                 self.first_text_at = time.perf_counter()
 
     # wire formats ---------------------------------------------------------------------
-    def openai_events(self, turn: dict[str, Any]) -> list[str]:
+    def openai_events(self, turn: dict[str, Any]) -> Iterable[str]:
         def data(delta: dict[str, Any], finish: str | None = None) -> str:
             return "data: " + json.dumps({"id": "c1", "object": "chat.completion.chunk", "choices": [
                 {"index": 0, "delta": delta, "finish_reason": finish}]}) + "\n\n"
+        if "flood" in turn:
+            return itertools.repeat(data({"content": "y" * turn["flood"]}))
+        if "line" in turn:
+            return [data({"content": "x" * turn["line"]}), "data: [DONE]\n\n"]
         out = [data({"role": "assistant", "content": ""})]
         if "error" in turn:
             out.append(data({"content": "Let me"}))
