@@ -52,6 +52,12 @@ def row_keys(read: Reader, wanted: set[str]) -> tuple[dict[str, str], bool]:
     return keys, seen
 
 
+def row_cost(row: Raw) -> int:
+    """About the bytes a stored chunk takes as a Python row (its texts, and its metadata as a
+    dict: about 4 times its JSON text; measured 1,050 bytes for a row of 211)."""
+    return len(row[0]) + len(row[1]) + len(row[2]) + 4 * len(row[3]) + 200
+
+
 def _arrow_type(kinds: set[type], span: tuple[int, int] | None) -> pa.DataType:
     """The column type of a key's values, as pandas and DuckDB typed the old frame: numbers
     of one kind keep it, ints with floats are doubles, anything mixed (or nested) is text."""
