@@ -179,7 +179,8 @@ def test_a_select_of_every_chunk_is_bounded(tmp_path: Path) -> None:
                          "(SELECT unnest(range(400)) AS b) AS y").to_json()
         assert made.get("affected_rows") == 80_000, made
     (tmp_path / "config.json").write_text(json.dumps({"sql_memory_mb": 64}))
-    statements = ["SELECT * FROM rk", "SELECT id, chunk_content FROM rk WHERE id IN ('5', '7')"]
+    statements = ["SELECT * FROM rk", "SELECT id, chunk_content FROM rk WHERE id IN ('5', '7')",
+                  "SELECT id FROM rk"]
     done = subprocess.run([sys.executable, "-c", CHILD, str(tmp_path), *statements], capture_output=True,
                           text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -188,6 +189,7 @@ def test_a_select_of_every_chunk_is_bounded(tmp_path: Path) -> None:
     assert isinstance(message, str) and "more than 32 MB" in message and "sql_memory_mb" in message, grown
     assert mb < 50, mb
     assert sorted(grown[statements[1]][1]) == [["5", "a 5"], ["7", "a 7"]], grown
+    assert len(grown[statements[2]][1]) == 80_000, grown  # the ids alone fit: only what is kept counts
 
 
 IN_SEARCH_ORDER = [

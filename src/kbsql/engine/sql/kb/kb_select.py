@@ -170,13 +170,13 @@ def _plain_streamed(targets: list[ast.ASTNode], read: kb_stream.Reader, metadata
     size = 0
     for batch in read():
         checkpoint()
-        size += sum(kb_stream.row_cost(r) for r in batch)
+        rows = [[r[0], r[1], r[2], json.loads(r[3]), None, None] for r in batch]
+        names, kept = project(targets, rows, metadata_columns, (known, seen_any or bool(rows)))
+        size += sum(kb_stream.row_cost(r) for r in kept)  # what the answer keeps: the columns named
         if size > bound:
             raise LimitExceeded(f"The statement answers more than {bound // 2**20} MB of the knowledge "
                                 "base's chunks (half the SQL memory limit, sql_memory_mb); narrow it with a "
                                 "WHERE on id or metadata, or a LIMIT")
-        rows = [[r[0], r[1], r[2], json.loads(r[3]), None, None] for r in batch]
-        names, kept = project(targets, rows, metadata_columns, (known, seen_any or bool(rows)))
         out.extend(kept)
     if not names:
         names, _ = project(targets, [], metadata_columns, (known, seen_any))
