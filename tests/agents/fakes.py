@@ -62,6 +62,8 @@ class FakeLLM:
         self.events_sent = 0
         self.finished_streams = 0
         self.first_text_at: float | None = None
+        self.embedding_size = 8
+        """Numbers in each vector `/v1/embeddings` answers (OpenAI wire)."""
         self._lock = threading.Lock()
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.server.daemon_threads = True
@@ -165,7 +167,18 @@ class FakeLLM:
                                "done": True, "done_reason": "stop"}) + "\n")
         return out
 
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
+    def embeddings(self, out: Any, count: int) -> None:
+        """`count` vectors of `embedding_size` numbers (a hostile server: millions), to `out`."""
+        row = b"[" + b"0.1," * (self.embedding_size - 1) + b"0.1]"
+        try:
+            out.write(b'{"data": [')
+            for i in range(count):
+                out.write(b'%s{"index": %d, "embedding": %s}' % (b"," if i else b"", i, row))
+            out.write(b"]}")
+        except OSError:  # the client stopped reading: that is allowed
+            pass
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:  # noqa: C901 (one route per wire, flat)
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -200,6 +213,11 @@ class FakeLLM:
                     if body.get("model") in fake.models:
                         return self.send_json(200, {"details": {}})
                     return self.send_json(404, {"error": f"model '{body.get('model')}' not found"})
+                if self.path == "/v1/embeddings":  # one vector per input (OpenAI wire)
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.end_headers()
+                    return fake.embeddings(self.wfile, len(body.get("input") or [1]))
                 chat_path = {"openai": "/v1/chat/completions", "anthropic": "/v1/messages",
                              "ollama": "/api/chat"}[fake.wire]
                 if self.path != chat_path:

@@ -79,3 +79,32 @@ def test_a_long_answer_under_the_bound_still_arrives(served: ServerProcess) -> N
         answer = ask(served, "completions", "long_ok")
     assert answer.status_code == 200, answer.text[:300]
     assert answer.json()["message"]["content"] == "a" * MB + "b" * MB
+
+
+def test_an_embedding_answer_is_bounded_by_what_was_asked(served: ServerProcess) -> None:
+    """An embedding server answering one text with a vector of 25 M numbers (100 MB): an
+    insert grew the server by 1,243 MB and a search by 1,146 MB, answering 3.2 s past its
+    deadline while another client waited 4.5 s; now refused once what one vector may take
+    (8,192 numbers) has come, while ordinary vectors still embed."""
+    with FakeLLM("openai", []) as fake:
+        fake.embedding_size = 25_000_000
+        model = ("{'provider': 'openai', 'model_name': 'e1', 'api_key': 'sk-test-123', "
+                 f"'base_url': '{fake.base_url}'}}")
+        made = httpx.post(f"{served.url}/api/sql/query", timeout=60, json={
+            "query": f"CREATE KNOWLEDGE_BASE huge_emb USING embedding_model = {model}"}).json()
+        if made.get("type") == "error":  # the embedding check at create time already fails
+            assert "more than 8 MB (kbsql serve --model-answer-mb)" in made["error_message"], made
+            fake.embedding_size = 8
+            made = httpx.post(f"{served.url}/api/sql/query", timeout=60, json={
+                "query": f"CREATE KNOWLEDGE_BASE huge_emb USING embedding_model = {model}"}).json()
+            assert made["type"] == "ok", made
+            fake.embedding_size = 25_000_000
+        answer, _, grown = cost(served, lambda: httpx.post(
+            f"{served.url}/api/sql/query", timeout=120,
+            json={"query": "INSERT INTO huge_emb (id, content) VALUES ('1', 'hello')"}))
+        assert "more than 8 MB (kbsql serve --model-answer-mb)" in answer.text, answer.text[:500]
+        assert grown < 150, grown
+        fake.embedding_size = 8
+        ok = httpx.post(f"{served.url}/api/sql/query", timeout=60, json={
+            "query": "INSERT INTO huge_emb (id, content) VALUES ('2', 'hello')"}).json()
+        assert ok.get("affected_rows") == 1, ok

@@ -57,5 +57,17 @@ def head(response: httpx.Response, limit: int) -> str:
     return b"".join(chunks)[:limit].decode("utf-8", "replace")
 
 
+def whole(response: httpx.Response, limit: int) -> bytes:
+    """The whole body, failing with `TooLong` once more than `limit` bytes have come."""
+    chunks: list[bytes] = []
+    size = 0
+    for chunk in response.iter_bytes():
+        size += len(chunk)
+        if size > limit:
+            raise TooLong(f"more than {limit} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
 def too_long(limit: int, note: str) -> str:
     return f"it answered more than {limit / 2**20:g} MB ({note})"
