@@ -11,10 +11,12 @@ the model's own first token, which a streaming consumer's first token is measure
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import threading
 import time
+from collections.abc import Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -34,6 +36,16 @@ def error_mid_stream(message: str) -> dict[str, Any]:
     return {"error": message}
 
 
+def flood(size: int) -> dict[str, Any]:
+    """A model server that never ends its answer: text deltas of `size` characters for ever
+    (OpenAI wire); `line(size)`: one delta of `size` characters, on one line."""
+    return {"flood": size}
+
+
+def line(size: int) -> dict[str, Any]:
+    return {"line": size}
+
+
 def pieces(value: str, size: int = 7) -> list[str]:
     return [value[i:i + size] for i in range(0, len(value), size)] or [""]
 
@@ -50,6 +62,8 @@ class FakeLLM:
         self.events_sent = 0
         self.finished_streams = 0
         self.first_text_at: float | None = None
+        self.embedding_size = 8
+        """Numbers in each vector `/v1/embeddings` answers (OpenAI wire)."""
         self._lock = threading.Lock()
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.server.daemon_threads = True
@@ -83,10 +97,14 @@ class FakeLLM:
                 self.first_text_at = time.perf_counter()
 
     # wire formats ---------------------------------------------------------------------
-    def openai_events(self, turn: dict[str, Any]) -> list[str]:
+    def openai_events(self, turn: dict[str, Any]) -> Iterable[str]:
         def data(delta: dict[str, Any], finish: str | None = None) -> str:
             return "data: " + json.dumps({"id": "c1", "object": "chat.completion.chunk", "choices": [
                 {"index": 0, "delta": delta, "finish_reason": finish}]}) + "\n\n"
+        if "flood" in turn:
+            return itertools.repeat(data({"content": "y" * turn["flood"]}))
+        if "line" in turn:
+            return [data({"content": "x" * turn["line"]}), "data: [DONE]\n\n"]
         out = [data({"role": "assistant", "content": ""})]
         if "error" in turn:
             out.append(data({"content": "Let me"}))
@@ -149,7 +167,18 @@ class FakeLLM:
                                "done": True, "done_reason": "stop"}) + "\n")
         return out
 
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
+    def embeddings(self, out: Any, count: int) -> None:
+        """`count` vectors of `embedding_size` numbers (a hostile server: millions), to `out`."""
+        row = b"[" + b"0.1," * (self.embedding_size - 1) + b"0.1]"
+        try:
+            out.write(b'{"data": [')
+            for i in range(count):
+                out.write(b'%s{"index": %d, "embedding": %s}' % (b"," if i else b"", i, row))
+            out.write(b"]}")
+        except OSError:  # the client stopped reading: that is allowed
+            pass
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:  # noqa: C901 (one route per wire, flat)
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -184,6 +213,11 @@ class FakeLLM:
                     if body.get("model") in fake.models:
                         return self.send_json(200, {"details": {}})
                     return self.send_json(404, {"error": f"model '{body.get('model')}' not found"})
+                if self.path == "/v1/embeddings":  # one vector per input (OpenAI wire)
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.end_headers()
+                    return fake.embeddings(self.wfile, len(body.get("input") or [1]))
                 chat_path = {"openai": "/v1/chat/completions", "anthropic": "/v1/messages",
                              "ollama": "/api/chat"}[fake.wire]
                 if self.path != chat_path:

@@ -52,6 +52,10 @@ SAME_ANSWERS = [
     "SELECT to_json(a) AS j FROM {kb} AS a JOIN (SELECT 1 AS x) AS t ON t.x = 1 ORDER BY a.chunk_id LIMIT 2",
     "SELECT COLUMNS('chunk_.*') FROM {kb} AS a JOIN (SELECT 1 AS x) AS t ON t.x = 1 ORDER BY 1 LIMIT 2",
     "SELECT k, count(*) FROM {kb} AS a JOIN (SELECT 1 AS k) AS t ON t.k = 1 GROUP BY k",  # t's k
+    "SELECT * FROM {kb}",
+    "SELECT id, s, metadata FROM {kb} WHERE k = 1",
+    "SELECT chunk_content, k FROM {kb} WHERE id IN ('4', '5', '77')",
+    "SELECT nope FROM {kb}",
 ]
 
 
@@ -170,6 +174,31 @@ def test_a_read_past_half_the_memory_limit_is_refused_in_one_line(tmp_path: Path
         assert count["type"] == "table" and count["data"] == [[6000]], count
         some = eng.query("SELECT max(length(chunk_content)) FROM big WHERE id = 'd3'").to_json()
         assert some["type"] == "table" and 7000 < some["data"][0][0] <= 8000, some
+
+
+def test_a_select_of_every_chunk_is_bounded(tmp_path: Path) -> None:
+    """`SELECT * FROM kb` with no LIMIT over 80,000 small chunks read them all into Python rows
+    (+170 MB here; on a server with 256 MB for SQL, 200,000 chunks took +427 MB and answered
+    11.4 s past a 3 s deadline); now in batches, refused in one line past half the SQL memory
+    limit. A narrower one answers as before."""
+    with Engine(tmp_path) as eng:
+        eng.query(f"CREATE KNOWLEDGE_BASE rk USING embedding_model = {HASH}")
+        made = eng.query("INSERT INTO rk (id, content) SELECT CAST(a * 400 + b AS VARCHAR) AS id, "
+                         "'a ' || (a * 400 + b) AS content FROM (SELECT unnest(range(200)) AS a) AS x, "
+                         "(SELECT unnest(range(400)) AS b) AS y").to_json()
+        assert made.get("affected_rows") == 80_000, made
+    (tmp_path / "config.json").write_text(json.dumps({"sql_memory_mb": 64}))
+    statements = ["SELECT * FROM rk", "SELECT id, chunk_content FROM rk WHERE id IN ('5', '7')",
+                  "SELECT id FROM rk"]
+    done = subprocess.run([sys.executable, "-c", CHILD, str(tmp_path), *statements], capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    grown = json.loads(done.stdout.strip().splitlines()[-1])
+    mb, message = grown[statements[0]]
+    assert isinstance(message, str) and "more than 32 MB" in message and "sql_memory_mb" in message, grown
+    assert mb < 50, mb
+    assert sorted(grown[statements[1]][1]) == [["5", "a 5"], ["7", "a 7"]], grown
+    assert len(grown[statements[2]][1]) == 80_000, grown  # the ids alone fit: only what is kept counts
 
 
 IN_SEARCH_ORDER = [

@@ -73,6 +73,8 @@ class EngineConfig:
     """The most DuckDB may spill to disk; None: 4x the memory limit, at most a quarter of
     the free disk space."""
     model_timeout: float | None = None
+    model_answer_mb: int = 8
+    """Most one model answer may send (engine/models/answer_bound.py)."""
     """Seconds one model call (embedding, chat, rerank) may take; None: the providers' own."""
     allowed_model_hosts: tuple[str, ...] | None = None
     """Where model calls may go (engine/outbound.py); None: anywhere."""

@@ -267,7 +267,7 @@ class Engine(FileTables, UploadedFiles, Databases, Views, KnowledgeBaseEditing, 
             entries = {outbound.host_port(str(u)) for u in own if u}
             allowed = (*allowed, *(e for e in entries if e))
         return outbound.Policy(allowed=allowed, confined=allowed is not None,
-                               timeout=c.model_timeout or None,
+                               timeout=c.model_timeout or None, answer_mb=c.model_answer_mb,
                                concurrency=c.model_concurrency or outbound.DEFAULT_CONCURRENCY,
                                served=c.served)
 

@@ -67,6 +67,8 @@ class Policy:
     confined: bool = False
     """A server others use: error bodies are not shown, failures read alike."""
     timeout: float | None = None
+    answer_mb: int = 8
+    """Most one model answer may send, in MB (engine/models/answer_bound.py)."""
     concurrency: int = DEFAULT_CONCURRENCY
     queue_wait: float = DEFAULT_QUEUE_WAIT_S
     served: bool = True  # set by `kbsql serve`'s flags, else by an embedded engine's config
@@ -77,6 +79,12 @@ class Policy:
         if self.served:
             return f"kbsql serve {BY_NAME['allowed_model_hosts'].flag}"
         return "the allowed_model_hosts setting (config.json or kbsql.connect(settings=...))"
+
+    @property
+    def answer_note(self) -> str:
+        """Where the operator raises the bound on a model answer, as a refusal names it."""
+        setting = BY_NAME["model_answer_mb"]
+        return f"kbsql serve {setting.flag}" if self.served else f"{setting.name} in config.json"
 
     @property
     def place(self) -> str:

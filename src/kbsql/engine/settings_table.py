@@ -161,6 +161,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("model_timeout", float, None, "longest one model call (embedding, chat, rerank) may "
             "take, in seconds", "--model-timeout", served=120.0, metavar="SECONDS",
             shown="embedded: the providers' own; served: 120"),
+    Setting("model_answer_mb", int, 8, "most one model answer (an agent's turn, streamed) may "
+            "send, in MB; the call fails beyond", "--model-answer-mb", metavar="MB"),
     Setting("model_concurrency", int, 16, "model calls in flight to one model host (then 503)",
             "--model-concurrency", metavar="N"),
     Setting("allowed_model_hosts", tuple, None, "hosts model calls may go to (HOST[:PORT]; '*': any "

@@ -166,7 +166,8 @@ class _RemoteEmbedder:
 
     def vectors(self, url: str, body: dict[str, Any], read: Callable[[Any], Any], count: int) -> np.ndarray:
         """POST `body`, read the vectors out of the answer (`read`), check and normalise them."""
-        answer = self.http.post_json(url, body, self.api_key, self.what)
+        # a vector of up to 8,192 numbers of up to 24 characters each, per text
+        answer = self.http.post_json(url, body, self.api_key, self.what, most=count * 8192 * 24 + (64 << 10))
         try:
             vectors = np.array(read(answer), dtype=np.float32)
         except (KeyError, TypeError, ValueError) as exc:

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 import httpx
 
 from kbsql.engine import outbound
+from kbsql.engine.models import answer_bound
 from kbsql.engine.models.model_context import ProviderContext, base_url_of
 from kbsql.engine.models.model_http import ModelHttp
 from kbsql.interface.control import Control, Stopped
@@ -236,7 +237,7 @@ class HttpProvider:
             raise self.fail(missing)
         if response.status_code >= 400:
             raise self.http.refused(self.who, self.base_url + path, response.status_code,
-                                   f"{what} refused: {scrub_secret(error_text(response), self.api_key)}")
+                                   f"{what} refused: {scrub_secret(error_text(response.text), self.api_key)}")
         return response
 
     @contextmanager
@@ -249,10 +250,10 @@ class HttpProvider:
                                     timeout=self.timeout(control))
         try:
             with self.http.stream(request, who=self.who, work=control.work) as response:
-                if response.status_code >= 400:
-                    response.read()
+                if response.status_code >= 400:  # its words only, never more than 64 KB of them
+                    said = answer_bound.head(response, 64 << 10)
                     raise self.http.refused(self.who, url, response.status_code,
-                                           scrub_secret(error_text(response), self.api_key))
+                                           scrub_secret(error_text(said), self.api_key))
                 with control.attach(response):
                     yield response
         except (httpx.HTTPError, httpx.StreamError, Stopped) as exc:
@@ -267,10 +268,12 @@ class HttpProvider:
                sse: bool = True) -> Generator[dict[str, Any], None, None]:
         """The JSON events of a streamed answer: server-sent `data:` lines up to `[DONE]`
         (OpenAI, Anthropic) or JSON lines (`sse=False`, Ollama). An error event raises;
-        `control` is checked between events. Use in `closing()` when stopping early."""
+        `control` is checked between reads. More than `model_answer_mb` fails the call
+        (`answer_bound`). Use in `closing()` when stopping early."""
+        policy = self.http.policy
         with self.open_stream(path, body, control) as response:
-            for line in response.iter_lines():
-                control.check()
+            lines = answer_bound.lines(response, policy.answer_mb << 20, control.check, policy.answer_note)
+            for line in _bounded(lines, self.fail):
                 if sse and not line.startswith("data:"):
                     continue
                 payload = line[5:].strip() if sse else line.strip()
@@ -285,12 +288,20 @@ class HttpProvider:
                 yield event
 
 
-def error_text(response: httpx.Response) -> str:
-    """The provider's own error sentence when its body has one, else the raw text (short)."""
+def _bounded(lines: Iterator[str], fail: Callable[[str], ProviderError]) -> Iterator[str]:
+    """`lines`, an answer over its bound failing in the provider's words."""
     try:
-        body = response.json()
+        yield from lines
+    except answer_bound.TooLong as exc:
+        raise fail(str(exc)) from None
+
+
+def error_text(text: str) -> str:
+    """The provider's own error sentence when its body (`text`) has one, else the raw text (short)."""
+    try:
+        body = json.loads(text)
     except ValueError:
-        return response.text[:300]
+        return text[:300]
     return stream_error(body) or json.dumps(body)[:300]
 
 
