@@ -77,3 +77,15 @@ def test_a_provider_error_echoing_the_key_is_masked(server_url: str, wire: str) 
     for text_shown in (detail, error):
         assert key not in text_shown and "sk-zzzzzzzzzz" not in text_shown
         assert "******" in text_shown
+
+
+def test_a_short_key_is_masked_as_a_token_not_inside_words() -> None:
+    """doors13: with api_key `k`, every provider error read "(******bsql serve
+    --model-answer-mb)". A short key is still masked where it stands on its own."""
+    from kbsql.interface.secrets import scrub_secret
+
+    line = "openai model 'm1': it answered more than 8 MB (kbsql serve --model-answer-mb); key k refused"
+    assert scrub_secret(line, "k") == line.replace("key k refused", "key ****** refused")
+    assert scrub_secret("Incorrect API key provided: k.", "k") == "Incorrect API key provided: ******."
+    long_key = "abcdefghij-0123"
+    assert scrub_secret(f"bad key:{long_key}xyz", long_key) == "bad key:******xyz"  # a long key anywhere

@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 MASK = "******"
+SHORT_KEY = 8  # keys shorter than this are masked as whole tokens only (scrub_secret)
 SECRET_KEYS = ("password", "passwd", "api_key", "apikey", "secret", "token", "private_key", "key")
 SECRET_ENDINGS = ("password", "passwd", "secret", "token")
 """A key ending so is a secret whatever comes before (libpq's `sslpassword`, `dbpassword`)."""
@@ -67,7 +68,11 @@ def mask_connection_string(text: str) -> str:
 def scrub_secret(text: str, api_key: str | None) -> str:
     """Provider error text with the key masked: a provider (or a proxy in front of it) may
     echo the key it refused, and this text reaches answers, stream error chunks and SQL
-    errors. Anything shaped like an OpenAI/Anthropic key (`sk-...`) is masked too."""
-    if api_key:
+    errors. Anything shaped like an OpenAI/Anthropic key (`sk-...`) is masked too. A key
+    shorter than `SHORT_KEY` is masked where it stands as a token of its own, not inside
+    words: an api_key of `k` made every error read "(******bsql serve ...)"."""
+    if api_key and len(api_key) < SHORT_KEY:
+        text = re.sub(rf"(?<![\w-]){re.escape(api_key)}(?![\w-])", MASK, text)
+    elif api_key:
         text = text.replace(api_key, MASK)
     return _SECRET_LIKE.sub(MASK, text)
