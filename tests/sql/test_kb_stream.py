@@ -130,24 +130,44 @@ print(json.dumps(out))
 """
 
 
-def test_reading_every_chunk_holds_batches_not_rows(tmp_path: Path) -> None:
-    """80,000 small chunks: the frame took ~200 MB for count(*) and ~210 MB for a GROUP BY
-    of a metadata key (2.5 KB a row, measured before); now a few MB."""
-    with Engine(tmp_path) as eng:
+@pytest.fixture(scope="module")
+def small_chunks(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A data directory whose knowledge base `rk` holds 80,000 chunks of a few characters
+    (built once for the tests of this module that measure memory; `--dist loadfile` keeps a
+    module on one worker)."""
+    folder = tmp_path_factory.mktemp("small_chunks")
+    with Engine(folder) as eng:
         eng.query(f"CREATE KNOWLEDGE_BASE rk USING embedding_model = {HASH}")
         made = eng.query("INSERT INTO rk (id, content) SELECT CAST(a * 400 + b AS VARCHAR) AS id, "
                          "'a ' || (a * 400 + b) AS content FROM (SELECT unnest(range(200)) AS a) AS x, "
                          "(SELECT unnest(range(400)) AS b) AS y").to_json()
         assert made.get("affected_rows") == 80_000, made
+    return folder
+
+
+def _peaks(folder: Path, statements: list[str], config: dict[str, object] | None = None) -> dict[str, list]:
+    """Peak RSS growth (MB) and answer per statement, in a child process over `folder`
+    (with `config` as its config.json for the run)."""
+    path = folder / "config.json"
+    path.write_text(json.dumps(config or {}))
+    try:
+        done = subprocess.run([sys.executable, "-c", CHILD, str(folder), *statements], capture_output=True,
+                              text=True, timeout=300, check=False)
+    finally:
+        path.unlink()
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_reading_every_chunk_holds_batches_not_rows(small_chunks: Path) -> None:
+    """80,000 small chunks: the frame took ~200 MB for count(*) and ~210 MB for a GROUP BY
+    of a metadata key (2.5 KB a row, measured before); now a few MB."""
     statements = ["SELECT count(*) FROM rk",
                   "SELECT original_doc_id, count(*) AS n FROM rk GROUP BY original_doc_id ORDER BY n DESC, "
                   "original_doc_id LIMIT 1",
                   "SELECT DISTINCT metadata FROM rk LIMIT 1",
                   "SELECT count(*) FROM rk AS k JOIN (SELECT 1 AS x) AS t ON t.x = 1"]
-    done = subprocess.run([sys.executable, "-c", CHILD, str(tmp_path), *statements], capture_output=True,
-                          text=True, timeout=300, check=False)
-    assert done.returncode == 0, done.stderr[-2000:]
-    grown = json.loads(done.stdout.strip().splitlines()[-1])
+    grown = _peaks(small_chunks, statements)
     assert grown[statements[0]][1] == [[80_000]] and grown[statements[3]][1] == [[80_000]], grown
     assert grown[statements[1]][1] == [["0", 1]], grown
     assert len(grown[statements[2]][1]) == 1, grown
@@ -163,37 +183,27 @@ def test_a_read_past_half_the_memory_limit_is_refused_in_one_line(tmp_path: Path
                   "preprocessing = {'chunk_size': 8000, 'chunk_overlap': 0}")
         made = eng.query("INSERT INTO big (id, content) SELECT 'd' || i AS id, "
                          "repeat('word ', 200000) AS content "
-                         "FROM (SELECT unnest(range(48)) AS i) AS t").to_json()
-        assert made.get("affected_rows") == 48, made
-    (tmp_path / "config.json").write_text(json.dumps({"sql_memory_mb": 64}))
+                         "FROM (SELECT unnest(range(24)) AS i) AS t").to_json()
+        assert made.get("affected_rows") == 24, made
+    (tmp_path / "config.json").write_text(json.dumps({"sql_memory_mb": 32}))
     with Engine(tmp_path) as eng:
         answer = eng.query("SELECT max(length(chunk_content)) FROM big").to_json()
-        assert answer["type"] == "error" and "more than 32 MB" in answer["error_message"], answer
+        assert answer["type"] == "error" and "more than 16 MB" in answer["error_message"], answer
         assert len(answer["error_message"].splitlines()) == 1
         count = eng.query("SELECT count(*) FROM big").to_json()
-        assert count["type"] == "table" and count["data"] == [[6000]], count
+        assert count["type"] == "table" and count["data"] == [[3000]], count
         some = eng.query("SELECT max(length(chunk_content)) FROM big WHERE id = 'd3'").to_json()
         assert some["type"] == "table" and 7000 < some["data"][0][0] <= 8000, some
 
 
-def test_a_select_of_every_chunk_is_bounded(tmp_path: Path) -> None:
+def test_a_select_of_every_chunk_is_bounded(small_chunks: Path) -> None:
     """`SELECT * FROM kb` with no LIMIT over 80,000 small chunks read them all into Python rows
     (+170 MB here; on a server with 256 MB for SQL, 200,000 chunks took +427 MB and answered
     11.4 s past a 3 s deadline); now in batches, refused in one line past half the SQL memory
     limit. A narrower one answers as before."""
-    with Engine(tmp_path) as eng:
-        eng.query(f"CREATE KNOWLEDGE_BASE rk USING embedding_model = {HASH}")
-        made = eng.query("INSERT INTO rk (id, content) SELECT CAST(a * 400 + b AS VARCHAR) AS id, "
-                         "'a ' || (a * 400 + b) AS content FROM (SELECT unnest(range(200)) AS a) AS x, "
-                         "(SELECT unnest(range(400)) AS b) AS y").to_json()
-        assert made.get("affected_rows") == 80_000, made
-    (tmp_path / "config.json").write_text(json.dumps({"sql_memory_mb": 64}))
     statements = ["SELECT * FROM rk", "SELECT id, chunk_content FROM rk WHERE id IN ('5', '7')",
                   "SELECT id FROM rk"]
-    done = subprocess.run([sys.executable, "-c", CHILD, str(tmp_path), *statements], capture_output=True,
-                          text=True, timeout=300, check=False)
-    assert done.returncode == 0, done.stderr[-2000:]
-    grown = json.loads(done.stdout.strip().splitlines()[-1])
+    grown = _peaks(small_chunks, statements, {"sql_memory_mb": 64})
     mb, message = grown[statements[0]]
     assert isinstance(message, str) and "more than 32 MB" in message and "sql_memory_mb" in message, grown
     assert mb < 50, mb
