@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from kbsql.engine import Engine
+from tests.sql.small_chunks import store_small_chunks
 
 HASH = "{'provider': 'kbsql', 'model_name': 'hash-64'}"
 
@@ -25,14 +26,9 @@ def engine(tmp_path: Path) -> Iterator[Engine]:
 
 
 def _stored(state: Path, timeout: float) -> Engine:
-    """An engine over 40,000 chunks in `rk`, stored with no deadline (a loaded CI machine once
-    ran the inline INSERT past 0.1 s), then opened again under `timeout`."""
-    with Engine(state) as eng:
-        eng.query(f"CREATE KNOWLEDGE_BASE rk USING embedding_model = {HASH}")
-        made = eng.query("INSERT INTO rk (id, content) SELECT CAST(a * 200 + b AS VARCHAR) AS id, "
-                         "'a ' || (a * 200 + b) AS content FROM (SELECT unnest(range(200)) AS a) AS x, "
-                         "(SELECT unnest(range(200)) AS b) AS y").to_json()
-        assert made.get("affected_rows") == 40_000, made
+    """An engine over 40,000 chunks in `rk`, stored with no deadline, then opened again under
+    `timeout`."""
+    store_small_chunks(state, 40_000)
     (state / "config.json").write_text(json.dumps({"statement_timeout": timeout}))
     return Engine(state)
 

@@ -16,6 +16,7 @@ import pytest
 
 from kbsql.engine import Engine
 from kbsql.engine.knowledge.service import KnowledgeService
+from tests.sql.small_chunks import store_small_chunks
 
 HASH = "{'provider': 'kbsql', 'model_name': 'hash-64'}"
 ROWS = 120
@@ -136,12 +137,7 @@ def small_chunks(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (built once for the tests of this module that measure memory; `--dist loadfile` keeps a
     module on one worker)."""
     folder = tmp_path_factory.mktemp("small_chunks")
-    with Engine(folder) as eng:
-        eng.query(f"CREATE KNOWLEDGE_BASE rk USING embedding_model = {HASH}")
-        made = eng.query("INSERT INTO rk (id, content) SELECT CAST(a * 400 + b AS VARCHAR) AS id, "
-                         "'a ' || (a * 400 + b) AS content FROM (SELECT unnest(range(200)) AS a) AS x, "
-                         "(SELECT unnest(range(400)) AS b) AS y").to_json()
-        assert made.get("affected_rows") == 80_000, made
+    store_small_chunks(folder, 80_000)
     return folder
 
 
