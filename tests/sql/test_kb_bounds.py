@@ -35,11 +35,13 @@ def _stored(state: Path, timeout: float) -> Engine:
 
 def test_an_update_over_many_chunks_keeps_the_deadline_and_changes_nothing(tmp_path: Path) -> None:
     """40,000 chunks matched: it read, then embedded, all of them without looking at the
-    deadline (2.96 s under a 1 s one, then stored); a server's 200,000 took 21.8 s past 3."""
-    with _stored(tmp_path, 1) as engine:
+    deadline (2.96 s under a 1 s one, then stored); a server's 200,000 took 21.8 s past 3.
+    Under 0.2 s: reading the matches in batches made the steps before the write fit in 1 s on
+    a quiet machine (the whole UPDATE, write and index included, takes 3.7 s)."""
+    with _stored(tmp_path, 0.2) as engine:
         start = time.monotonic()
         answer = engine.query("UPDATE rk SET content = 'zz yy' WHERE chunk_content LIKE 'a%'").to_json()
-        assert answer["type"] == "error" and "time limit (1 s" in answer["error_message"], answer
+        assert answer["type"] == "error" and "time limit (0.2 s" in answer["error_message"], answer
         assert time.monotonic() - start < 4.0  # loaded machines: 2.8 s; the fix's proof is the line below
         zz = engine.query("SELECT count(*) FROM rk WHERE chunk_content LIKE 'zz%'").to_json()
         assert zz["data"] == [[0]], zz
