@@ -308,8 +308,10 @@ class VectorIndex:
             self.compacting = False
 
     def _want(self, live: int, dim: int) -> str:
-        if live < self.approx_threshold:
-            return "flat"
+        return "flat" if live < self.approx_threshold else self._approx(live, dim)
+
+    def _approx(self, live: int, dim: int) -> str:
+        """The approximate kind for `live` rows: the scan up to SCAN_ROWS, IVF above."""
         return "scan" if live <= self.scan_rows and scan.usable(dim) else "ivf"
 
     def _maybe_switch(self, dim: int) -> None:
@@ -319,7 +321,7 @@ class VectorIndex:
         approximate kind is retrained once the rows double its training, and a scan is rebuilt
         when its tombstones pass scan.compact_due."""
         live = self.live
-        approx = "scan" if live <= self.scan_rows and scan.usable(dim) else "ivf"
+        approx = self._approx(live, dim)
         grown = live > RETRAIN_GROWTH * self.trained_on
         if self.kind == "flat":
             if live >= self.approx_threshold:

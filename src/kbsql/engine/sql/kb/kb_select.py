@@ -138,34 +138,39 @@ def _reader(where: ast.ASTNode | None, stream: Stream | None, metadata_columns: 
     its rows are the search's; or a storage that cannot stream)."""
     if stream is None:
         return None
-    filters = read_filters(where, metadata_columns, subquery=subquery, extra_keys=extra_keys)
-    if filters is None or stream(filters) is None:  # a generator: nothing is read yet
-        return None
-    return lambda: stream(filters) or iter(())
+    return kb_stream.reader(read_filters(where, metadata_columns, subquery=subquery, extra_keys=extra_keys),
+                            stream)
+
+
+def _projected(targets: list[ast.ASTNode], read: kb_stream.Reader, metadata_columns: list[str] | None
+               ) -> tuple[list[str], Iterator[list[Row]]]:
+    """(column names, each batch's rows projected to them) of a SELECT of columns over every
+    chunk, under the deadline. A name is resolved against the keys of every row (a first read
+    of them, `row_keys`, for a knowledge base without declared metadata columns), not of one
+    batch, so a key only later rows hold is no "unknown column"."""
+    wanted = {str(t.parts[-1]).lower() for t in targets if isinstance(t, ast.Identifier)}
+    known = kb_stream.row_keys(read, wanted) if metadata_columns is None else ({}, False)
+    names, _ = project(targets, [], metadata_columns, known)  # an unknown name fails here, before a read
+
+    def batches() -> Iterator[list[Row]]:
+        for batch in read():
+            checkpoint()
+            rows = [[r[0], r[1], r[2], json.loads(r[3]), None, None] for r in batch]
+            yield project(targets, rows, metadata_columns, known)[1]
+    return names, batches()
 
 
 def _distinct_streamed(targets: list[ast.ASTNode], read: kb_stream.Reader, metadata_columns: list[str] | None,
                        offset: int, limit: int | None) -> tuple[list[str], list[Row]]:
     """SELECT DISTINCT of columns over every chunk, in batches, first-seen order: Python holds
     the distinct rows only, and a LIMIT stops the read once it has them."""
-    wanted = {str(t.parts[-1]).lower() for t in targets if isinstance(t, ast.Identifier)}
-    known, seen_any = kb_stream.row_keys(read, wanted) if metadata_columns is None else ({}, False)
-    names: list[str] = []
+    names, batches = _projected(targets, read, metadata_columns)
     seen: set[str] = set()
     unique: list[Row] = []
-    for batch in read():
-        checkpoint()
-        rows = [[r[0], r[1], r[2], json.loads(r[3]), None, None] for r in batch]
-        names, out = project(targets, rows, metadata_columns, (known, seen_any or bool(rows)))
-        for row in out:
-            key = json.dumps(row, sort_keys=True, default=str)
-            if key not in seen:
-                seen.add(key)
-                unique.append(row)
+    for rows in batches:
+        unique.extend(_first_seen(rows, seen))
         if limit is not None and len(unique) >= offset + limit:
             break
-    if not names:
-        names, _ = project(targets, [], metadata_columns, (known, seen_any))
     return names, unique[offset:] if limit is None else unique[offset:offset + limit]
 
 
@@ -176,28 +181,22 @@ def _plain_streamed(targets: list[ast.ASTNode], read: kb_stream.Reader, metadata
     `bound` bytes. It was read whole into Python rows with no look at either: over 200,000
     chunks `SELECT * FROM kb` answered 11.4 s past a 3 s deadline and grew a server with
     256 MB for SQL by 427 MB (doors13)."""
-    wanted = {str(t.parts[-1]).lower() for t in targets if isinstance(t, ast.Identifier)}
-    known, seen_any = kb_stream.row_keys(read, wanted) if metadata_columns is None else ({}, False)
-    names: list[str] = []
+    names, batches = _projected(targets, read, metadata_columns)
     out: list[Row] = []
     size = 0
-    for batch in read():
-        checkpoint()
-        rows = [[r[0], r[1], r[2], json.loads(r[3]), None, None] for r in batch]
-        names, kept = project(targets, rows, metadata_columns, (known, seen_any or bool(rows)))
+    for kept in batches:
         size += sum(kb_stream.row_cost(r) for r in kept)  # what the answer keeps: the columns named
         if size > bound:
             raise LimitExceeded(f"The statement answers more than {bound // 2**20} MB of the knowledge "
                                 "base's chunks (half the SQL memory limit, sql_memory_mb); narrow it with a "
                                 "WHERE on id or metadata, or a LIMIT")
         out.extend(kept)
-    if not names:
-        names, _ = project(targets, [], metadata_columns, (known, seen_any))
     return names, out[offset:]
 
 
-def _first_seen(rows: list[Row]) -> list[Row]:
-    seen: set[str] = set()
+def _first_seen(rows: list[Row], seen: set[str] | None = None) -> list[Row]:
+    """The rows not seen before, in order (`seen`: the keys of rows seen before, added to)."""
+    seen = set() if seen is None else seen
     out = []
     for n, row in enumerate(rows):
         if n % 4096 == 0:
@@ -261,8 +260,7 @@ def _frame(rows: list[Row], metadata_columns: list[str] | None, wanted: set[str]
 
     keys = list(metadata_columns) if metadata_columns is not None else \
         list(dict.fromkeys(k for r in rows for k in (r[3] or {}) if k.lower() in wanted))
-    taken = {c.lower() for c in KB_COLUMNS} | {"content"}
-    keys = [k for k in keys if k.lower() not in taken]
+    keys = [k for k in keys if k.lower() not in kb_stream.FRAME_COLUMNS]
     data: dict[str, list[Any]] = {c: [r[i] for r in rows] for i, c in enumerate(KB_COLUMNS)}
     data["metadata"] = [None if r[3] is None else json.dumps(r[3], default=str) for r in rows]
     data["content"] = data["chunk_content"]

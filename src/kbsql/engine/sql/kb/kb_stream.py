@@ -32,6 +32,19 @@ Raw = tuple[Any, ...]
 Reader = Callable[[], Iterator[list[Raw]]]
 """A fresh read of the chunks a statement selects, in batches (each call reads again)."""
 _TEXT_COLUMNS = ("id", "chunk_id", "chunk_content", "metadata")
+FRAME_COLUMNS = frozenset({*KB_COLUMNS, "content"})
+"""The columns of a knowledge base's frame that are not metadata keys (KB_COLUMNS are lower case)."""
+
+
+def reader(filters: list[Any] | None, open_read: Callable[[list[Any]], Iterator[list[Raw]] | None]
+           ) -> Reader | None:
+    """A fresh read, at each call, of the chunks `filters` keep (`open_read`: the storage's
+    `plain_batches`, None when it cannot stream), or None: no filters (a WHERE with a content
+    search, whose rows are the search's) or no streaming. Asking opens nothing: a read is a
+    generator, which touches the storage only when iterated."""
+    if filters is None or open_read(filters) is None:
+        return None
+    return lambda: open_read(filters) or iter(())
 _INT64 = (-(2**63), 2**63 - 1)
 
 
@@ -40,7 +53,7 @@ def row_keys(read: Reader, wanted: set[str]) -> tuple[dict[str, str], bool]:
     knowledge base without declared metadata columns whose statement names one: its name is
     resolved against the keys of all rows, not of one batch. Nothing is read when the
     statement names only the knowledge base's own columns."""
-    if not wanted - ({c.lower() for c in KB_COLUMNS} | {"content"}):
+    if not wanted - FRAME_COLUMNS:
         return {}, False
     keys: dict[str, str] = {}
     seen = False
@@ -91,11 +104,10 @@ def chunk_table(read: Reader, wanted: set[str] | None, declared: list[str] | Non
     then deadlocked or crashed the interpreter at exit (measured, DuckDB 1.5.5)."""
     if wanted is not None and "*" in wanted:  # `kb.*`: every column
         wanted = None
-    taken = {c.lower() for c in KB_COLUMNS} | {"content"}
     if wanted is None:  # every column: a declared metadata column is one too
-        named = {c.lower() for c in declared or ()} - taken
+        named = {c.lower() for c in declared or ()} - FRAME_COLUMNS
     else:
-        named = wanted - taken
+        named = wanted - FRAME_COLUMNS
     need = [c for c in _TEXT_COLUMNS if wanted is None or c in wanted or
             (c == "chunk_content" and content and "content" in wanted)]
     parts: dict[str, list[pa.Array]] = {c: [] for c in need}

@@ -22,7 +22,7 @@ from sqlglot import exp
 from kbsql.engine.knowledge.json_chunking import metadata_keys
 from kbsql.engine.knowledge.search import DEFAULT_LIMIT
 from kbsql.engine.sql.kb.kb_conditions import MAX_COUNT
-from kbsql.engine.sql.kb.kb_stream import BATCH, chunk_table
+from kbsql.engine.sql.kb.kb_stream import BATCH, chunk_table, reader
 from kbsql.engine.sql.kb.kb_where import read_filters, run_where
 from kbsql.interface.errors import LimitExceeded, SqlError
 from kbsql.interface.results import KB_COLUMNS
@@ -81,8 +81,9 @@ def _streamed(session: SqlSession, record: KbRecord, table: exp.Table, where: as
     `count(*)` over 400,000 small chunks in a join grew a server with a 256 MB limit by
     809 MB. None: a search, or a storage that cannot stream."""
     service = session.kbs.service
-    filters = read_filters(where, record.metadata_columns, extra_keys=metadata_keys(record.spec))
-    if filters is None or service.plain_batches(record, filters, BATCH) is None:  # a generator: unread
+    read = reader(read_filters(where, record.metadata_columns, extra_keys=metadata_keys(record.spec)),
+                  lambda filters: service.plain_batches(record, filters, BATCH))
+    if read is None:
         return None
     root = table.root()
     own = table.alias_or_name.lower()  # `to_json(k)`, `COLUMNS('chunk_.*')` read whole rows too
@@ -93,8 +94,7 @@ def _streamed(session: SqlSession, record: KbRecord, table: exp.Table, where: as
     # name would make another table's column of that name ambiguous)
     wanted = None if every else \
         {str(i.this).lower() for i in root.find_all(exp.Identifier)} & set(KB_COLUMNS)
-    return chunk_table(lambda: service.plain_batches(record, filters, BATCH) or iter(()), wanted, None,
-                       session.duck.memory_limit // 2, content=False)
+    return chunk_table(read, wanted, None, session.duck.memory_limit // 2, content=False)
 
 
 def _agent_frame(session: SqlSession, table: exp.Table, target: Resolved) -> pa.Table:
