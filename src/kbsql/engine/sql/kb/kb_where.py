@@ -195,7 +195,7 @@ class KbWhere:
     search_limit: int
     read_limit: int | None
     subquery: Subquery | None = None
-    searched: bool = False
+    searches: int = 0  # content searches run (`_find`)
 
     # conditions -> filters ---------------------------------------------------------------
     def to_filter(self, node: ast.ASTNode) -> Filter | FilterGroup:
@@ -245,7 +245,7 @@ class KbWhere:
         return self.search(self.options.request(None, filters, self.read_limit))
 
     def _find(self, text: str, filters: list[Any], extra: int = 0) -> list[Row]:
-        self.searched = True
+        self.searches += 1
         return self.search(self.options.request(text, filters, self.search_limit + extra))
 
     def _rows(self, node: ast.ASTNode, filters: list[Any]) -> list[Row]:
@@ -340,8 +340,9 @@ def run_where(where: ast.ASTNode | None, search: Search, metadata_columns: list[
     runner = KbWhere(search, Columns(metadata_columns, extra_keys), options,
                      search_limit=cap if limit is None else limit, read_limit=limit, subquery=subquery)
     rows = runner.run(node)
-    if runner.searched:
+    if runner.searches > 1:  # a union or intersection: best relevance first
         rows = sort_by_relevance(rows)
+    if runner.searches:  # one search keeps its own order (hybrid: the fused ranking, not relevance)
         return rows[:cap if limit is None else limit]
     return rows if limit is None else rows[:limit]
 
