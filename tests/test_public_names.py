@@ -22,7 +22,8 @@ PUBLIC = {
     "kbsql.spi": [
         "DATASOURCES", "EMBEDDING_PROVIDERS", "GROUPS", "LLM_PROVIDERS", "RERANKERS", "STORAGE",
         "ChatFactory", "ChatProvider", "ChecksParameters", "ChunkBatch", "ChunkWriter", "Condition",
-        "Conditions", "DataSource", "DataSourceEngine", "Embedder", "EmbeddingFactory", "ExportsChunks",
+        "Conditions", "CountsChunks", "DataSource", "DataSourceEngine", "Embedder", "EmbeddingFactory",
+        "ExportsChunks",
         "FileScan", "Filter",
         "FilterGroup", "FrameScan", "KbStorage", "Message", "ModelHttp", "NativeTable", "PluginError",
         "ProviderContext", "Reranker", "RerankerFactory", "RunControl", "Scan", "SearchRequest",

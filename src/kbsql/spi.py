@@ -41,6 +41,7 @@ from kbsql.engine.knowledge.storage import (
     ChecksParameters,
     ChunkBatch,
     ChunkWriter,
+    CountsChunks,
     ExportsChunks,
     KbStorage,
     StorageBackend,
@@ -66,6 +67,7 @@ from kbsql.engine.plugins import (
 __all__ = [
     "DATASOURCES", "EMBEDDING_PROVIDERS", "GROUPS", "LLM_PROVIDERS", "RERANKERS", "STORAGE",
     "ChatFactory", "ChatProvider", "ChecksParameters", "ChunkBatch", "ChunkWriter", "Condition", "Conditions",
+    "CountsChunks",
     "DataSource", "DataSourceEngine", "Embedder", "EmbeddingFactory", "ExportsChunks", "FileScan", "Filter",
     "FilterGroup", "FrameScan", "KbStorage", "Message", "ModelHttp", "NativeTable", "PluginError",
     "ProviderContext", "Reranker", "RerankerFactory", "RunControl", "Scan", "SearchRequest",

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from kbsql.engine import Engine
+from kbsql.engine.knowledge.store import ChunkStore
 from tests.sql.small_chunks import store_small_chunks
 
 HASH = "{'provider': 'kbsql', 'model_name': 'hash-64'}"
@@ -80,12 +81,28 @@ def test_a_json_row_makes_at_most_max_chunks_per_row(engine: Engine) -> None:
     assert fine["type"] == "ok", fine
 
 
-def test_a_distinct_over_every_chunk_keeps_the_deadline(tmp_path: Path) -> None:
+def test_a_distinct_over_every_chunk_keeps_the_deadline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                        ) -> None:
     """SELECT DISTINCT reads every chunk and compares them in Python, where no deadline was
     looked at (400,000 chunks answered 3.3 s past a 3 s deadline); 40,000 under 0.1 s now stop.
-    With a LIMIT it stops reading once it has the rows (it read all 400,000 first)."""
+    With a LIMIT it stops reading once it has the rows (it read all 400,000 first): one batch
+    of the 10 here (counted, not timed: a loaded machine read that batch past 0.1 s)."""
     with _stored(tmp_path, 0.1) as eng:
         answer = eng.query("SELECT DISTINCT metadata FROM rk").to_json()
         assert answer["type"] == "error" and "time limit (0.1 s" in answer["error_message"], answer
+    (tmp_path / "config.json").write_text(json.dumps({"statement_timeout": 60}))
+    read: list[int] = []
+    batches = ChunkStore.batches
+
+    def counted(self: ChunkStore, sql: str, args: object, size: int) -> Iterator[list[tuple[object, ...]]]:
+        for rows in batches(self, sql, args, size):
+            read.append(len(rows))
+            yield rows
+
+    monkeypatch.setattr(ChunkStore, "batches", counted)
+    with Engine(tmp_path) as eng:
         first = eng.query("SELECT DISTINCT metadata FROM rk LIMIT 1").to_json()
         assert first["type"] == "table" and len(first["data"]) == 1, first
+        assert len(read) == 1, read
+        assert eng.query("SELECT count(DISTINCT metadata) FROM rk").to_json()["data"] == [[40_000]]
+        assert sum(read) == 40_000 + read[0]  # every batch, for a count of them

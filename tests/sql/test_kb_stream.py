@@ -9,13 +9,18 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from kbsql.engine import Engine
+from kbsql.engine.knowledge.search import Filter
 from kbsql.engine.knowledge.service import KnowledgeService
+from kbsql.engine.knowledge.storage import CountsChunks
+from kbsql.engine.knowledge.store import ChunkStore
+from kbsql.interface.control import Control, Stopped, bound
 from tests.sql.small_chunks import store_small_chunks
 
 HASH = "{'provider': 'kbsql', 'model_name': 'hash-64'}"
@@ -94,6 +99,44 @@ def test_streamed_answers_equal_the_frames(engine: Engine, kb: str, monkeypatch:
     assert streamed[26]["data"] == [[1, ROWS]]  # k is the other table's: no key of a joined knowledge base
     for whole in streamed[22:26]:  # each read its chunks, not columns of nulls
         assert "text number 0" in json.dumps(whole["data"]), whole
+
+
+def test_a_count_reads_no_chunk(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A statement that names no column of the chunks (`count(*)`, with or without a metadata
+    filter, with an alias) is counted by SQLite: 200,000 chunks were read into Python for it
+    (1.0 s in-process; beside a background insert it hit a server's 3 s deadline); now 11 ms.
+    A statement that names a column still reads them."""
+    def no_reads(*args: object) -> Iterator[list[tuple[object, ...]]]:
+        raise AssertionError("the chunks were read")
+        yield []  # a generator, as the store's: asking for a read opens nothing
+
+    monkeypatch.setattr(ChunkStore, "batches", no_reads)
+    for kb in ("free", "typed"):
+        assert engine.query(f"SELECT count(*) FROM {kb}").to_json()["data"] == [[ROWS]]
+        assert engine.query(f"SELECT count(*) AS n FROM {kb} WHERE k = 1").to_json()["data"] == [[ROWS // 3]]
+        assert engine.query(f"SELECT count(*) + 1 AS n FROM {kb} WHERE s = 'x0' AND k = 0"
+                            ).to_json()["data"] == [[len(range(0, ROWS, 12)) + 1]]
+    grouped = engine.query("SELECT k, count(*) FROM typed GROUP BY k").to_json()
+    assert grouped["type"] == "error" and "the chunks were read" in grouped["error_message"], grouped
+
+
+def test_a_count_stops_at_the_deadline(small_chunks: Path) -> None:
+    """The count SQLite runs is stopped by the statement's deadline and cancel (SQLite asks
+    every 10,000 steps), with the deadline's line."""
+    with Engine(small_chunks) as eng:
+        record = eng.catalog.knowledge_base("mindsdb", "rk")
+        storage = eng.kbs.service.handle(record)
+        assert isinstance(storage, CountsChunks)
+        every = [Filter("nokey", "is", None)]  # a metadata key: every row's JSON is read
+        assert storage.count_matching([]) == storage.count_matching(every) == 80_000
+        work = Control()
+        work.stop("it was cancelled")
+        with bound(work), pytest.raises(Stopped, match="cancelled"):
+            storage.count_matching(every)
+        late = Control.after(0.001)
+        time.sleep(0.01)
+        with bound(late), pytest.raises(Stopped, match="time limit"):
+            storage.count_matching(every)
 
 
 def test_a_key_of_mixed_kinds_is_text(engine: Engine) -> None:

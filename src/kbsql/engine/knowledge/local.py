@@ -152,6 +152,10 @@ class LocalStorage:
         sql = "SELECT id, chunk_id, content, metadata FROM chunks" + (f" WHERE {where}" if where else "")
         return self.store.batches(sql + " ORDER BY seq", args, size)
 
+    def count_matching(self, filters: Conditions) -> int:
+        """`CountsChunks`: the matching rows counted by SQLite, none of them read."""
+        return self.store.count_where(*filter_sql(filters))
+
     def vector_top(self, query: np.ndarray, k: int, filters: Conditions) -> tuple[np.ndarray, np.ndarray]:
         return vector_top(self.store, self.index, query, k, filters, self.allowed.seqs)
 

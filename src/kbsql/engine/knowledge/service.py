@@ -31,6 +31,7 @@ from kbsql.engine.knowledge.storage import (
     OPERATOR_URL,
     SOURCE_HOSTS,
     ChunkWriter,
+    CountsChunks,
     KbStorage,
     StorageBackend,
     StoragePlace,
@@ -341,6 +342,13 @@ class KnowledgeService:
         batches from one committed state (a `StreamsChunks` storage), else None."""
         storage = self.handle(record)
         return storage.plain_batches(filters, size) if isinstance(storage, StreamsChunks) else None
+
+    @kb_faults
+    def count_matching(self, record: KbRecord, filters: Conditions) -> int | None:
+        """How many chunks match `filters`, counted by the storage without reading them (a
+        `CountsChunks` storage), else None."""
+        storage = self.handle(record)
+        return storage.count_matching(filters) if isinstance(storage, CountsChunks) else None
 
     @kb_faults
     def create_index(self, record: KbRecord, params: dict[str, Any]) -> dict[str, int]:

@@ -151,6 +151,18 @@ class StreamsChunks(Protocol):
         ...
 
 
+@runtime_checkable
+class CountsChunks(Protocol):
+    """Optional, for a `KbStorage`: how many chunks match filters, without reading them, for a
+    query that names no column of them (`SELECT count(*) FROM kb [WHERE <metadata>]`). Both
+    built-in storages have it; without it the count reads every matching chunk."""
+
+    def count_matching(self, filters: Conditions) -> int:
+        """The number of chunks matching `filters` (all of them for none), in one committed
+        state, under the statement's deadline."""
+        ...
+
+
 def stamped_batches(rows: list[tuple[Any, ...]], vector: Callable[[Any], np.ndarray]) -> Iterator[ChunkBatch]:
     """(doc_id, chunk_id, content, metadata, stored vector, updated_at) rows in order, as
     batches of one stamp each (`ExportsChunks.export`; `vector` decodes a stored vector)."""

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from kbsql.engine.sqlite_files import ReadOnlyData, open_read_only, private_file
+from kbsql.interface.control import checkpoint, current
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS chunks (
@@ -158,13 +159,35 @@ class ChunkStore:
         neither the shared reader's lock, which every search of this knowledge base takes, nor
         more than one batch of rows in Python. The connection closes when the read ends or is
         abandoned (a statement stopped mid-scan)."""
-        db = open_read_only(self.path) if self.read_only else \
-            sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=60)
+        db = self._own_connection()
         try:
             db.execute("BEGIN")
             cursor = db.execute(sql, args)
             while rows := cursor.fetchmany(size):
                 yield rows
+        finally:
+            db.close()
+
+    def _own_connection(self) -> sqlite3.Connection:
+        """A connection for one long read, apart from the shared reader and its lock."""
+        return open_read_only(self.path) if self.read_only else \
+            sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=60)
+
+    def count_where(self, where: str, args: Any) -> int:
+        """count(*) of the chunks `where` keeps, without reading them (`SELECT count(*) FROM
+        kb` over 200,000 chunks read every row into Python: 1.2-2.8 s), on a connection of
+        its own. The statement's deadline and cancel stop it: SQLite asks the handler every
+        10,000 steps, and a nonzero answer interrupts the count."""
+        db = self._own_connection()
+        work = current()
+        if work is not None:
+            db.set_progress_handler(lambda: int(work.stopped or work.expired()), 10_000)
+        try:
+            sql = "SELECT count(*) FROM chunks" + (f" WHERE {where}" if where else "")
+            return int(db.execute(sql, args).fetchone()[0])
+        except sqlite3.OperationalError:
+            checkpoint()  # interrupted by the handler: the deadline's (or the cancel's) line
+            raise
         finally:
             db.close()
 

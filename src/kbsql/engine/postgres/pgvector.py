@@ -56,6 +56,7 @@ from kbsql.engine.postgres.pg import (
     where_of,
 )
 from kbsql.engine.postgres.pg_hnsw import HnswSettings
+from kbsql.interface.control import checkpoint, current
 from kbsql.interface.errors import BadRequest
 
 EXACT_MAX = 2_000  # pgvector < 0.8: filtered searches over at most this many rows are exact
@@ -358,6 +359,24 @@ class PgVectorStorage:
         with self._conn() as conn:
             rows = conn.execute(self.q(text), args).fetchall()
         return [[r[0], r[1], r[2], json.loads(r[3]), None, None] for r in rows]
+
+    def count_matching(self, filters: Conditions) -> int:
+        """`CountsChunks`: the matching rows counted by PostgreSQL, none of them sent, within
+        what is left of the statement's deadline (`statement_timeout` for this one count)."""
+        where, args = filter_sql(filters)
+        work = current()
+        left = work.remaining() if work is not None else None
+        psycopg, _, _ = psycopg_modules()
+        with self._conn() as conn, conn.transaction():
+            if left is not None:
+                conn.execute(f"SET LOCAL statement_timeout = {max(1, int(left * 1000))}")
+            try:
+                row = conn.execute(self.q("SELECT count(*) FROM {t}" + (f" WHERE {where}" if where else "")),
+                                   args).fetchone()
+            except psycopg.errors.QueryCanceled:
+                checkpoint()  # the deadline's line
+                raise
+        return int(row[0])
 
     def plain_batches(self, filters: Conditions, size: int) -> Iterator[list[tuple[Any, ...]]]:
         """`plain_rows` in batches of `size` (metadata as JSON text), on a server-side cursor:

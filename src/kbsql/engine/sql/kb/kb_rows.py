@@ -84,6 +84,7 @@ def select(session: SqlSession, statement: ast.Select, ctx: dict[str, Any], rout
         extra_keys=metadata_keys(record.spec),
         run=lambda query, frame: run_frame(session, query, ctx, frame),
         stream=lambda filters: service.plain_batches(record, filters, kb_stream.BATCH),
+        counter=lambda filters: service.count_matching(record, filters),
         read_bound=session.duck.memory_limit // 2, ranked=not record.spec.get("reranking_model"))
     result = ArrowTableResult.from_rows(names, rows, ctx)  # Arrow like every other SELECT
     # a plain search without LIMIT stops at the documented default: say so when it may have

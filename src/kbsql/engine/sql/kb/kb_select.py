@@ -57,17 +57,18 @@ def is_plain(statement: ast.Select) -> bool:
 def select_rows(statement: ast.Select, name: str, metadata_columns: list[str] | None, search: Search,
                 total: Callable[[], int], run: RunOver, subquery: Subquery | None = None,
                 extra_keys: tuple[str, ...] = (), stream: Stream | None = None, read_bound: int = 0,
-                ranked: bool = False) -> tuple[list[str], list[Row]]:
+                ranked: bool = False, counter: kb_stream.Count | None = None) -> tuple[list[str], list[Row]]:
     """(column names, rows) of a SELECT on knowledge base `name`. `stream` (filters -> the
     matching chunks in batches, or None when the storage cannot) lets a statement that reads
     every chunk the WHERE keeps, without a content search, read them in batches into Arrow
     columns of at most `read_bound` bytes (kb_stream). `ranked`: a search's rows come ordered by
     their relevance (no reranker reorders them), so an ORDER BY relevance with a LIMIT reads
-    only the search's first rows."""
+    only the search's first rows. `counter` (filters -> the number of chunks they keep, or None)
+    answers a statement that names no column of the chunks (`count(*)`) without reading them."""
     limit = count(statement.limit, "LIMIT") if statement.limit is not None else None
     offset = count(statement.offset, "OFFSET") if statement.offset is not None else 0
     if statement.distinct or not is_plain(statement) or limit is None:
-        read = _reader(statement.where, stream, metadata_columns, subquery, extra_keys)
+        read = _reader(statement.where, stream, metadata_columns, subquery, extra_keys, counter)
         if read is not None and is_plain(statement) and not statement.distinct:
             return _plain_streamed(statement.targets, read, metadata_columns, offset, read_bound)
         if read is not None and is_plain(statement):
@@ -133,13 +134,14 @@ def _in_search_order(statement: ast.Select) -> bool:
 
 
 def _reader(where: ast.ASTNode | None, stream: Stream | None, metadata_columns: list[str] | None,
-            subquery: Subquery | None, extra_keys: tuple[str, ...]) -> kb_stream.Reader | None:
+            subquery: Subquery | None, extra_keys: tuple[str, ...], counter: kb_stream.Count | None = None
+            ) -> kb_stream.Reader | None:
     """A fresh read of the chunks a WHERE without a content search keeps, or None (a search:
     its rows are the search's; or a storage that cannot stream)."""
     if stream is None:
         return None
     return kb_stream.reader(read_filters(where, metadata_columns, subquery=subquery, extra_keys=extra_keys),
-                            stream)
+                            stream, counter)
 
 
 def _projected(targets: list[ast.ASTNode], read: kb_stream.Reader, metadata_columns: list[str] | None
@@ -298,7 +300,8 @@ def _run_over(statement: ast.Select, name: str, metadata_columns: list[str] | No
             targets.append(target)
     query.targets = targets
     try:
-        nodes = [n for n in walk(query) if n is not alias]
+        names_only = {id(alias), id(query.from_table), *(id(t.alias) for t in targets if t.alias is not None)}
+        nodes = [n for n in walk(query) if id(n) not in names_only]  # the table's and the answer's own names
         wanted = {str(part).lower() for node in nodes if isinstance(node, ast.Identifier)
                   for part in node.parts}
         own = [str(alias.parts[-1]).lower()]

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -29,22 +30,38 @@ from kbsql.interface.results import KB_COLUMNS
 BATCH = 4096
 Raw = tuple[Any, ...]
 """(id, chunk_id, content, metadata JSON text) of one stored chunk."""
-Reader = Callable[[], Iterator[list[Raw]]]
-"""A fresh read of the chunks a statement selects, in batches (each call reads again)."""
+Count = Callable[[list[Any]], "int | None"]
+"""Filters -> how many chunks they keep, counted by the storage without reading them (None:
+the storage cannot)."""
+
+
+@dataclass(frozen=True)
+class Reader:
+    """A fresh read of the chunks a statement selects, in batches, at each call; `count()`
+    their number without reading them (None: the storage cannot count them so)."""
+
+    batches: Callable[[], Iterator[list[Raw]]]
+    count: Callable[[], int | None] = lambda: None
+
+    def __call__(self) -> Iterator[list[Raw]]:
+        return self.batches()
+
+
 _TEXT_COLUMNS = ("id", "chunk_id", "chunk_content", "metadata")
 FRAME_COLUMNS = frozenset({*KB_COLUMNS, "content"})
 """The columns of a knowledge base's frame that are not metadata keys (KB_COLUMNS are lower case)."""
 
 
-def reader(filters: list[Any] | None, open_read: Callable[[list[Any]], Iterator[list[Raw]] | None]
-           ) -> Reader | None:
+def reader(filters: list[Any] | None, open_read: Callable[[list[Any]], Iterator[list[Raw]] | None],
+           count: Count | None = None) -> Reader | None:
     """A fresh read, at each call, of the chunks `filters` keep (`open_read`: the storage's
-    `plain_batches`, None when it cannot stream), or None: no filters (a WHERE with a content
-    search, whose rows are the search's) or no streaming. Asking opens nothing: a read is a
-    generator, which touches the storage only when iterated."""
+    `plain_batches`, None when it cannot stream; `count`: its `count_matching`), or None: no
+    filters (a WHERE with a content search, whose rows are the search's) or no streaming.
+    Asking opens nothing: a read is a generator, which touches the storage only when iterated."""
     if filters is None or open_read(filters) is None:
         return None
-    return lambda: open_read(filters) or iter(())
+    return Reader(lambda: open_read(filters) or iter(()),
+                  (lambda: count(filters)) if count is not None else lambda: None)
 _INT64 = (-(2**63), 2**63 - 1)
 
 
@@ -106,16 +123,19 @@ def chunk_table(read: Reader, wanted: set[str] | None, declared: list[str] | Non
         wanted = None
     if wanted is None:  # every column: a declared metadata column is one too
         named = {c.lower() for c in declared or ()} - FRAME_COLUMNS
-    else:
+    else:  # of a knowledge base with declared metadata columns, only those are keys
         named = wanted - FRAME_COLUMNS
+        named = named if declared is None else named & {c.lower() for c in declared}
     need = [c for c in _TEXT_COLUMNS if wanted is None or c in wanted or
             (c == "chunk_content" and content and "content" in wanted)]
     parts: dict[str, list[pa.Array]] = {c: [] for c in need}
     values: dict[str, list[Any]] = {}
     kinds: dict[str, set[type]] = {}
     ints: dict[str, tuple[int, int]] = {}
+    # a statement that names no column (`count(*)`) needs only how many rows there are
+    counted = read.count() if not need and not named else None
     total = size = 0
-    for rows in read():
+    for rows in read() if counted is None else ():
         checkpoint()
         for c in need:
             array = pa.array([r[_TEXT_COLUMNS.index(c)] for r in rows], pa.string())
@@ -128,6 +148,7 @@ def chunk_table(read: Reader, wanted: set[str] | None, declared: list[str] | Non
             raise LimitExceeded(f"The statement reads more than {bound // 2**20} MB of the knowledge base's "
                                 "chunks into the SQL engine (half its memory limit, sql_memory_mb); narrow "
                                 "it with a WHERE on id or metadata, or name fewer columns")
+    total = total if counted is None else counted
     arrays: list[Any] = []
     names: list[str] = []
     for c in KB_COLUMNS:

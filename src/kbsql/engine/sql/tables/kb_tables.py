@@ -82,7 +82,8 @@ def _streamed(session: SqlSession, record: KbRecord, table: exp.Table, where: as
     809 MB. None: a search, or a storage that cannot stream."""
     service = session.kbs.service
     read = reader(read_filters(where, record.metadata_columns, extra_keys=metadata_keys(record.spec)),
-                  lambda filters: service.plain_batches(record, filters, BATCH))
+                  lambda filters: service.plain_batches(record, filters, BATCH),
+                  lambda filters: service.count_matching(record, filters))
     if read is None:
         return None
     root = table.root()
