@@ -168,3 +168,33 @@ def test_a_compaction_holds_no_search_and_keeps_what_is_written_meanwhile(tmp_pa
         rows = [r for r in [*rows, extra] if r["id"] >= 200 and r["id"] != 500]
         assert index.kind == "scan" and index.live == len(rows) and len(index.dead) == 1  # id 500, after
         _answers_live_rows(eng, rows)
+
+
+def test_a_search_that_finds_another_process_deletes_does_not_compact_in_its_thread(
+        tmp_path: Path, scan_sizes, monkeypatch) -> None:
+    """Deletes made by another process (here a second engine on the same folder) are found by
+    this one's next search: its compaction (~3 s at 100,000 rows) runs in a thread of its own
+    while the search answers live rows from the tombstoned index, then swaps in."""
+    monkeypatch.setattr(scan, "DEAD_FLOOR", 100)
+    rows = _rows(1000)
+    release = threading.Event()
+    built = scan.compacted
+
+    def held(fresh: object, batches: object, dim: int) -> object:
+        release.wait(60)
+        return built(fresh, batches, dim)  # type: ignore[arg-type]
+
+    with Engine(tmp_path / "e") as reader:
+        _kb(reader, rows)
+        index = _index(reader)
+        with Engine(tmp_path / "e") as writer:
+            sql(writer, "DELETE FROM kb WHERE id < 200")  # the writer's own compaction, its own index
+        monkeypatch.setattr(scan, "compacted", held)
+        rows = [r for r in rows if r["id"] >= 200]
+        _answers_live_rows(reader, rows)  # answered while the compaction waits on `release`
+        assert index.compactor is not None and index.compactor.is_alive()
+        assert len(index.dead) == 200  # not compacted yet: tombstones, skipped
+        release.set()
+        index.wait_compaction()
+        assert len(index.dead) == 0 and index.index.ntotal == len(rows)
+        _answers_live_rows(reader, rows)

@@ -162,6 +162,7 @@ class VectorIndex:
         self.compact_wanted = False  # a scan's tombstones passed scan.compact_due (compact())
         self.compacting = False  # one compaction at a time
         self.builds = 0  # indexes built: a compaction swaps in only over the one it copied
+        self.compactor: threading.Thread | None = None  # a compaction a search asked for (sync)
         self._load()
 
     @property
@@ -245,8 +246,11 @@ class VectorIndex:
             self.try_save()
 
     # catching up ------------------------------------------------------------------------
-    def sync(self) -> None:
-        """Bring the index to the store's current state (cheap when nothing changed)."""
+    def sync(self, compact_here: bool = True) -> None:
+        """Bring the index to the store's current state (cheap when nothing changed).
+        `compact_here`: a compaction this finds due runs in this thread (a writer's, which
+        pays for its deletes), else in a thread of its own (a search's, which found another
+        process's deletes and would have waited ~3 s at 100,000 rows)."""
         version = self.store.version()
         with self.lock:
             if version == self.version and self.index is not None:
@@ -261,8 +265,31 @@ class VectorIndex:
                 self._catch_up(dim)
             self._maybe_switch(dim)
             self._maybe_save()
-        if self.compact_wanted:
+        if self.compact_wanted and compact_here:
             self.compact()
+        elif self.compact_wanted:
+            self._compact_aside()
+
+    def _compact_aside(self) -> None:
+        with self.lock:
+            if self.compactor is not None and self.compactor.is_alive():
+                return
+            self.compactor = threading.Thread(target=self._compact_logged, name="kbsql-compaction",
+                                              daemon=True)
+            self.compactor.start()
+
+    def _compact_logged(self) -> None:
+        try:
+            self.compact()
+        except Exception as exc:  # the tombstones stay filtered at search: nothing is wrong, only slower
+            log.warning("compacting the vector index %s failed (%s); its deleted rows stay skipped "
+                        "at search until the next compaction", self.path, exc)
+
+    def wait_compaction(self, timeout: float = 120.0) -> None:
+        """Let a compaction running in its own thread end (before closing the store it reads)."""
+        worker = self.compactor
+        if worker is not None:
+            worker.join(timeout)
 
     def _catch_up(self, dim: int) -> None:
         """Apply the rows and tombstones newer than the index's tag (the lock is held)."""

@@ -100,7 +100,8 @@ class LocalStorage:
         self.store.index_metadata(columns)
 
     def sync(self) -> None:
-        self.index.sync()
+        """Before a search: a compaction found due runs aside, not in the searching thread."""
+        self.index.sync(compact_here=False)
 
     @contextmanager
     def writers_held(self) -> Iterator[None]:
@@ -189,6 +190,7 @@ class LocalStorage:
 
     def close(self) -> None:
         try:
+            self.index.wait_compaction()
             if not self.read_only:
                 self.index.try_save()
         finally:
@@ -198,6 +200,7 @@ class LocalStorage:
         """Close without saving the index: its knowledge base is gone (dropped here or by
         another process on the same catalog), and a save would only fail on the removed
         folder, or write into a folder a new knowledge base has taken."""
+        self.index.wait_compaction()
         self.index.reset()
         self.store.close()
 
