@@ -456,9 +456,8 @@ class VectorIndex:
                 elif allowed is not None:  # probe as many cells as it takes to meet k allowed rows
                     share = len(allowed) / max(self.index.ntotal, 1)
                     nprobe = min(self.index.nlist, math.ceil(FILTER_WIDEN * nprobe / share))
-                params = faiss.SearchParametersIVF(nprobe=nprobe)
-                if selector is not None:
-                    params.sel = selector
+                params = scan.shared_params("nprobe", nprobe) if selector is None else \
+                    faiss.SearchParametersIVF(nprobe=nprobe, sel=selector)
             else:
                 fetch = min(k, self.index.ntotal)
                 params = faiss.SearchParameters(sel=selector) if selector is not None else None

@@ -6,7 +6,8 @@ here they tune the IVF index (index.py). The defaults are measured on the near-d
 corpus (benchmarks/bench_vs_chroma.py, curve in benchmarks/results/vs_chroma.json):
 
 - `nprobe`: IVF cells visited per query. More is slower and closer to exact.
-- `rerank`: candidates per requested row re-scored exactly from the stored vectors.
+- `rerank`: candidates per requested row the approximate index answers, re-scored exactly from the
+  stored vectors (those whose float16 score can still reach the top k: local._rescored).
 - `nlist`: IVF cells (0 = automatic, 4 sqrt(rows), re-chosen as the rows grow; index.auto_nlist
   says why with nprobe 48).
 - `threshold`: rows from which the index is approximate rather than exact (0 = the default, 20,000).
