@@ -246,11 +246,11 @@ class VectorIndex:
             self.try_save()
 
     # catching up ------------------------------------------------------------------------
-    def sync(self, compact_here: bool = True) -> None:
-        """Bring the index to the store's current state (cheap when nothing changed).
-        `compact_here`: a compaction this finds due runs in this thread (a writer's, which
-        pays for its deletes), else in a thread of its own (a search's, which found another
-        process's deletes and would have waited ~3 s at 100,000 rows)."""
+    def sync(self) -> None:
+        """Bring the index to the store's current state (cheap when nothing changed). A
+        compaction found due runs in a thread of its own (`compact`): run here, it held the
+        deleting statement ~3 s at 100,000 rows (~9 s at 300,000), or a search that found
+        another process's deletes as long."""
         version = self.store.version()
         with self.lock:
             if version == self.version and self.index is not None:
@@ -265,9 +265,7 @@ class VectorIndex:
                 self._catch_up(dim)
             self._maybe_switch(dim)
             self._maybe_save()
-        if self.compact_wanted and compact_here:
-            self.compact()
-        elif self.compact_wanted:
+        if self.compact_wanted:
             self._compact_aside()
 
     def _compact_aside(self) -> None:

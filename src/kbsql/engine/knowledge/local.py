@@ -100,8 +100,7 @@ class LocalStorage:
         self.store.index_metadata(columns)
 
     def sync(self) -> None:
-        """Before a search: a compaction found due runs aside, not in the searching thread."""
-        self.index.sync(compact_here=False)
+        self.index.sync()
 
     @contextmanager
     def writers_held(self) -> Iterator[None]:
