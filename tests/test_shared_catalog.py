@@ -7,6 +7,7 @@ per test) and real `kbsql serve` processes on loopback, each with its own data d
 from __future__ import annotations
 
 import json
+import os
 import random
 import sqlite3
 import subprocess
@@ -23,6 +24,7 @@ import kbsql
 from kbsql.engine import Engine
 from kbsql.engine.catalog import Catalog
 from kbsql.engine.postgres.catalog_pg import MIGRATIONS
+from kbsql.engine.settings_table import SettingError
 from kbsql.interface import NotFound, ServiceError, SqlError
 from kbsql.server.process import spawn
 
@@ -201,6 +203,24 @@ def test_serve_with_an_unreachable_catalog_stops_with_one_line(tmp_path):
     assert len(lines) == 1
     assert "Cannot connect to the catalog at postgresql://kb:******@127.0.0.1:1/kb" in lines[0]
     assert "s3cret-pw" not in run.stderr + run.stdout
+
+
+def test_a_catalog_that_is_no_postgresql_url_is_refused_not_made_a_local_file(tmp_path):
+    """`--catalog 'host=... password=...'` (libpq's key=value form): it used to be taken for a
+    SQLite path, so the server started on a new local catalog file named after the string,
+    password and all, in its working directory, not on the shared catalog the operator named
+    (audit51). Now it stops with one line, the password nowhere, no file made."""
+    dsn = "host=127.0.0.1 port=1 user=kb password=kv-s3cret-55 dbname=kb"
+    for how in (["--catalog", dsn], []):
+        run = subprocess.run([sys.executable, "-m", "kbsql.cli", "serve", "--port", "0", "--data-dir",
+                              str(tmp_path / "d"), *how], capture_output=True, text=True, timeout=60,
+                             cwd=tmp_path, env={**os.environ, "KBSQL_CATALOG_URL": dsn})
+        shown = run.stdout + run.stderr
+        assert run.returncode == 1 and len(run.stderr.strip().splitlines()) == 1, shown
+        assert "must be a postgresql:// URL" in shown and "kv-s3cret" not in shown, shown
+        assert [p.name for p in tmp_path.iterdir() if p.name != "d"] == [], list(tmp_path.iterdir())
+    with pytest.raises(SettingError, match="must be a postgresql:// URL"):
+        Engine(tmp_path / "e", catalog_url=dsn)
 
 
 def test_serve_and_migrate_never_print_a_urls_password(tmp_path):

@@ -154,6 +154,8 @@ class EngineConfig:
             if key != "default_model" and values[key] is not None:
                 setattr(config, key, values[key])
         config.catalog_url = config.catalog_url or None
+        if config.catalog_url is not None:
+            _check_catalog_url(config.catalog_url)
         if config.allowed_model_hosts is not None:
             config.allowed_model_hosts = _hosts(config.allowed_model_hosts)
         if config.allowed_source_hosts is not None:
@@ -174,3 +176,16 @@ def _hosts(entries: tuple[str, ...], key: str = "allowed_model_hosts") -> tuple[
         return tuple(normalize_entry(h) for h in entries) or None
     except ValueError as exc:
         raise SettingError(f"{key}: {exc}") from None
+
+
+def _check_catalog_url(url: str) -> None:
+    """Only a postgresql:// URL names a shared catalog. Anything else (libpq's `host=...
+    password=...` form) was taken for a SQLite path: the server started alone on a new file
+    named after it, password and all, in its working directory. The value is not echoed: it
+    may hold a password in a form the URL masker does not know."""
+    from kbsql.engine.postgres.catalog_pg import is_postgres_url
+
+    if not is_postgres_url(url):
+        raise SettingError("catalog_url (kbsql serve --catalog, $KBSQL_CATALOG_URL) must be a "
+                           "postgresql:// URL; without one the catalog is catalog.sqlite in the "
+                           "data directory")
