@@ -163,10 +163,15 @@ def answer(question: str, done: list[tuple[ToolCall, str]], search: str | None =
 def _with_leads(best: list[offline_text.Sentence]) -> list[offline_text.Sentence]:
     """Each chosen sentence preceded by its lead, the sentences it refers back to ("It must be
     ..." needs the sentence that says what "it" is), each sentence quoted once; a later answer
-    whose sentences would pass MAX_QUOTED is left out (the best one never is)."""
+    whose sentences would pass MAX_QUOTED is left out (the best one never is), and so is a line
+    of a list already quoted whole (offline_text.sentences reads a list both ways); the whole list
+    after its line is kept, the line's context."""
     out: list[offline_text.Sentence] = []
     seen: set[str] = set()
     for s in best:
+        key = f" {offline_text.sentence_key(s.text)} "
+        if any(q.chunk_id == s.chunk_id and key in f" {offline_text.sentence_key(q.text)} " for q in out):
+            continue
         lead = [offline_text.Sentence(text, s.chunk_id, s.rank, s.position - len(s.lead) + i)
                 for i, text in enumerate(s.lead)]
         new = {offline_text.sentence_key(q.text): q for q in (*lead, s)}

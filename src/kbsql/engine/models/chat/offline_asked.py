@@ -18,11 +18,17 @@ any may answer). "Do your prices include tax?" asks no amount, but what a price 
 A price for a span ("£40 an hour") is no span; "how big" is also answered by how many a room
 takes ("seats 12"); "how much to print" and "how much for a day" ask a price or a number, not
 an amount of "to" or "for". "How much extra for a dog" asks a price, and a share of one
-("Deposit | 25% when you book") answers a price question.
+("Deposit | 25% when you book") answers a price question, and so does "how much is X". "Results
+the same day" says how long; "parking after 2 hours" asks past the limit "free for 2 hours" sets
+(`past_its_limit`), and so does "from 10 miles away" past "within 5 miles". "How many people fit
+in the hall" asks a capacity (`asks_capacity`). "How much is a bag for an infant" asks the price
+for someone the sentence must name (`asked_for`).
 
 Set on benchmarks/offline_agent/tune.json and heldout2-11.json (the spans of "how long" in round
-11, rates and capacities in round 12, shares and "how much extra" in round 13); heldout.json and
-heldout12.json are never tuned on.
+11, rates and capacities in round 12, shares and "how much extra" in round 13) and heldout2-13.json
+("same day", the limit, "how much is" and capacities in round 15) and heldout2-14.json (an amount
+past the limit and the price for someone in round 16); heldout.json and heldout15.json are never
+tuned on.
 """
 
 from __future__ import annotations
@@ -77,11 +83,27 @@ PERCENT = re.compile(r"\d\s*(?:%|percent\b)", re.IGNORECASE)
 CAPACITY = re.compile(r"\b(?:seats|sleeps|holds|fits|takes)\s+(?:up to\s+)?" + _AMOUNT + r"|" + _AMOUNT +
                       r"(?:people|persons|guests|seats|passengers)\b", re.IGNORECASE)
 """How many a room, a vehicle or a venue takes: the size "how big" asks of it."""
+_ASKS_CAPACITY = re.compile(r"\bhow many\b(?:\s+[\w'-]+){0,4}?\s+(?:fit|fits|seat|seats|sleep|sleeps|hold|"
+                            r"holds|accommodate|accommodates)\b", re.IGNORECASE)
+_CAPACITY_WORD = re.compile(r"\b(?:seats|sleeps|holds|fits|capacity|accommodates)\b", re.IGNORECASE)
+
+
+def asks_capacity(question: str) -> bool:
+    """"How many people fit in the hall", "how many does it seat": the size of one room or
+    vehicle, which one sentence states, not a count of rows."""
+    return bool(_ASKS_CAPACITY.search(question))
+
+
+def gives_capacity(sentence: str) -> bool:
+    """Whether `sentence` says how many a thing takes: "holds 150 standing", "seats 30", or a
+    table row under a "Sleeps" column ("Pod | Sleeps | ...: Oak pod | 4 | ...")."""
+    return bool(CAPACITY.search(sentence) or (_CAPACITY_WORD.search(sentence) and NUMBER.search(sentence)))
 DURATION = re.compile(_AMOUNT + r"(?:\w+\s+)?" + _UNITS + r"\b", re.IGNORECASE)
 """Amounts with a unit: "how heavy" is answered by a weight, "how far" by a length, "what
 size" or "how much space" by some measure; a bare count ("two screws") answers none of them."""
 _A_SPAN = re.compile(r"\b(?:a|an|a few|a couple of|several)\s+" + _UNITS + r"\b|\b(?:until|till|unlimited|"
-                     r"indefinitely|forever)\b", re.IGNORECASE)
+                     r"indefinitely|forever|same day)\b", re.IGNORECASE)
+"""A span said without a number: "a week", "until 6 pm", "results the same day"."""
 _LEAD_TIME = re.compile(r"^'?s?'?\s*(?:notice|ahead|in advance|beforehand|before|earlier)\b", re.IGNORECASE)
 """A duration that says how early, not how long a thing lasts: "with two weeks' notice" does
 not say how long the tour takes, and only it says how far ahead to book."""
@@ -120,6 +142,12 @@ _WHAT_PRICES_HOLD = re.compile(r"(?:do|does|did|will|would)\s+(?:the|your|our|my
 are shown without VAT" answers it)."""
 
 
+_HOW_MUCH_IS = re.compile(r"\bhow much (?:is|are|was|were|will|would)\b(?!\s+(?:included|left|allowed|there|"
+                          r"needed|used|enough)\b)")
+""""How much is an electric bike for one hour?": a price (an amount of a named thing, "how much
+memory is there", is read first, `_measured_kind`)."""
+
+
 def asked_kind(question: str) -> str | None:
     """The kind of answer the question asks for, or None when any statement may answer it
     (what/why/how-to/yes-no questions)."""
@@ -130,7 +158,8 @@ def asked_kind(question: str) -> str | None:
     if _WHAT_PRICES_HOLD.match(text):
         return None
     if re.search(r"\b(cost|costs|price|prices|priced|fee|fees)\b", text) or \
-            re.search(r"\bhow much\b.*\b(pay|charge|charged|charges)\b|\bhow much extra\b", text):
+            re.search(r"\bhow much\b.*\b(pay|charge|charged|charges)\b|\bhow much extra\b", text) or \
+            _HOW_MUCH_IS.search(text):
         return "money"
     if re.match(r"(who|whom|whose)\b", text):
         return "person"
@@ -259,3 +288,63 @@ def how_word(question: str) -> str | None:
     """The adjective of a how-phrase ("how long"): part of the asking, not of the subject."""
     m = _HOW.search(_asked(question))
     return m.group(1).lower() if m else None
+
+
+_NUM = r"(\d+(?:\.\d+)?|" + "|".join(_NUMBER_WORDS.split()) + r")"
+_PAST = re.compile(r"\b(?:after|more than|over|beyond|longer than|further than|past)\s+"
+                   r"(?:the\s+)?(?:first\s+)?" + _NUM + r"\s*-?\s*([a-z]+)", re.IGNORECASE)
+_UP_TO = r"\b(?:for|within|up to|under|less than|no more than|the first|first)\s+(?:the\s+)?(?:first\s+)?"
+
+
+_CAP = r"\b(?:within|up to|under|less than|no more than|at most)\s+" + _NUM + r"\s*-?\s*(?:[a-z]+\s+)?"
+_AN_AMOUNT = re.compile(r"\b" + _NUM + r"\s*-?\s*([a-z]+)", re.IGNORECASE)
+_VALUES = {w: float(i) for i, w in enumerate("zero one two three four five six seven eight nine ten eleven "
+                                              "twelve thirteen fourteen fifteen sixteen seventeen eighteen "
+                                              "nineteen twenty".split())}
+
+
+def _value(number: str) -> float | None:
+    """A number as written ("10", "2.5", "five"), None for a word that is no plain number."""
+    return float(number) if number[0].isdigit() else _VALUES.get(number.lower())
+
+
+def past_its_limit(question: str, sentence: str) -> bool:
+    """Whether the question asks beyond the very limit the sentence sets: "parking after 2
+    hours" of "Parking - free for 2 hours", "a home visit more than 5 miles away" of "within 5
+    miles", "freeze for longer than 3 months" of "for up to 3 months", "after 10 days" of "within
+    10 working days", and an amount past it, "collection from 10 miles away" of "within 5 miles".
+    The sentence gives the amount up to its limit, the neighbouring thing; what lies beyond it
+    the text does not say."""
+    for found in _PAST.finditer(question):
+        number, unit = found.group(1).lower(), found.group(2).lower().rstrip("s")
+        if re.search(_UP_TO + re.escape(number) + r"\s*-?\s*(?:[a-z]+\s+)?" + re.escape(unit) + r"s?\b",
+                     sentence, re.IGNORECASE):
+            return True
+    for found in _AN_AMOUNT.finditer(question):
+        asked, unit = _value(found.group(1)), found.group(2).lower().rstrip("s")
+        if asked is None or len(unit) < 2:
+            continue
+        for limit in re.finditer(_CAP + re.escape(unit) + r"s?\b", sentence, re.IGNORECASE):
+            most = _value(limit.group(1))
+            if most is not None and asked > most:
+                return True
+    return False
+
+
+_FOR = re.compile(r"\b(?:for|on)\s+(?:an?\s+|the\s+|my\s+|our\s+|your\s+)?([a-z][\w'-]*)", re.IGNORECASE)
+_PER = frozenset(stem(w) for w in """day days hour hours night nights week weeks month months year years
+minute minutes person people each one everyone whole full half entire single morning mornings afternoon
+afternoons evening evenings weekend weekends weekday weekdays monday tuesday wednesday thursday friday
+saturday sunday""".split())
+"""What a price is "for" that names no one it is for: a span, a time, everyone."""
+
+
+def asked_for(question: str) -> list[str]:
+    """Whom or what a price question asks it for ("for an infant", "on the NHS", "for
+    non-members"), as written; a span or time ("for the day", "on a Tuesday") is no one. A
+    sentence that names none of them gives another's price (offline_specific.names_all)."""
+    if asked_kind(question) != "money":
+        return []
+    words = (found.group(1).lower().removesuffix("'s") for found in _FOR.finditer(question))
+    return [w for w in words if stem(w) not in _PER and not NUMBER.search(w) and
+            w not in ("a", "an", "the", "it", "me", "us", "you", "them", "this", "that")]

