@@ -1,7 +1,8 @@
 """Where the scan index kind stops paying (issue 37): index.SCAN_ROWS.
 
-Run: `python benchmarks/bench_scan_range.py [--sizes 100000,200000,300000,500000] [--queries 50]`.
-Writes benchmarks/results/scan_range.json.
+Run: `python benchmarks/bench_scan_range.py [--sizes 100000,200000,300000,500000] [--queries 50]
+[--nprobes 96,192] [--out scan_range]`. Writes benchmarks/results/<out>.json. `--nprobes` adds IVF
+variants probing more cells (`ivf_<nprobe>`), timed in the same alternation.
 
 At each size, the first N rows of bench_index_curve's near-duplicate corpus (hash-384) are
 indexed twice as the engine builds them: the shipped IVF (index.make_index, cells trained on
@@ -47,6 +48,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", default="100000,200000,300000,500000")
     parser.add_argument("--queries", type=int, default=50, help="per kind, tuning seed")
+    parser.add_argument("--nprobes", default="", help="more IVF variants: cells probed, comma-separated")
+    parser.add_argument("--out", default="scan_range", help="benchmarks/results/<out>.json")
     args = parser.parse_args()
     from report import write_report
 
@@ -63,7 +66,9 @@ def main() -> None:
         ivf, flat = curve.ivf_index(x), scan_index(x)
         searches = {"ivf": curve.ivf_search(ivf, min(NPROBE, ivf.nlist), FETCH),
                     "scan": lambda row, index=flat: scan.search(index, row, FETCH, REFINE, NO_DEAD)[1]}
-        runs: dict[str, list[dict]] = {"ivf": [], "scan": []}
+        for probes in (int(p) for p in args.nprobes.split(",") if p):
+            searches[f"ivf_{probes}"] = curve.ivf_search(ivf, min(probes, ivf.nlist), FETCH)
+        runs: dict[str, list[dict]] = {name: [] for name in searches}
         for _ in range(2):
             for name, search in searches.items():
                 runs[name].append(curve.measure(search, x, sets))
@@ -73,10 +78,11 @@ def main() -> None:
             best = min((first, second), key=lambda r: r["all"]["p50_ms"])
             point[name] = {**best, "p50_ms_passes": [first["all"]["p50_ms"], second["all"]["p50_ms"]]}
         point["scan_p50_over_ivf"] = round(point["scan"]["all"]["p50_ms"] / point["ivf"]["all"]["p50_ms"], 3)
-        print(n, point["scan_p50_over_ivf"], point["ivf"]["all"], point["scan"]["all"], file=sys.stderr)
+        print(n, {name: (point[name]["all"]["mean_of_kinds"], point[name]["all"]["worst_decile_min"],
+                         point[name]["all"]["p50_ms"]) for name in runs}, file=sys.stderr, flush=True)
         points.append(point)
         del ivf, flat
-    write_report("scan_range", {"machine": {"cpus": os.cpu_count()},
+    write_report(args.out, {"machine": {"cpus": os.cpu_count()},
                                 "workload": {"queries_per_kind": args.queries, "kinds": list(neardup.KINDS),
                                              "vectors": f"hash-{curve.DIM}", "nprobe": NPROBE,
                                              "refine": REFINE, "fetch": FETCH},

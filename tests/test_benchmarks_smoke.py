@@ -43,6 +43,7 @@ CASES = {
                    "--heavy-timeout", "2", "--mysql-idlers", "40"],  # the flood's path, not its size
                   ["select_1", "kb_search", "load_answers"]),
     "uploads": (["--seconds", "1", "--rows", "200"], ["workbook", "xlsx_bomb", "targets"]),
+    "scan_engine": (["--docs", "2000", "--queries", "4"], ["runs", "meets_target"]),
     "mysql": (["--calls", "10", "--rounds", "1", "--docs", "20", "--model", "hash-64"],
               ["select_1", "search", "meets_target"]),
 }

@@ -30,11 +30,18 @@ probed for 0.97 / 0.8 (benchmarks/index_structures.py, index_scans.py: most miss
 copies whose unique token hash-384 put in a query word's bucket, in no cell near the query).
 The scan finds them anywhere: 0.997 / 0.85 on the tuning kinds, 0.999 / 0.96 held out
 (bench_vs_chroma at 100k). Its cost grows with the rows faster than the IVF's
-(benchmarks/bench_scan_range.py, results/scan_range.json, FAISS alone): 1.12-1.19x the IVF's
-p50 at 100k (1.10-1.19x through the engine's search, paired), 1.13-1.42x at 150k, 1.57x at
-200k, 1.4-1.8x at 250-300k; hence SCAN_ROWS, past which a knowledge base that wants more
-recall raises nprobe with CREATE INDEX. An IVF cache of a size the scan now takes (written
-before it existed) is rebuilt as a scan when opened.
+(benchmarks/bench_scan_range.py, results/scan_range*.json, FAISS alone): 1.12-1.19x the IVF's
+p50 at 100k, 1.2-1.4x at 150k, 1.5-1.6x at 200-300k, 2.3x at 400k, 4x at 600k. Past 120k the
+IVF's recall falls apart while the scan's holds: 0.95 / 0.38 at 150k, 0.78 / 0.0 at 250k,
+0.89 / 0.12 at 300k (mean of kinds / worst decile) against the scan's 0.99 / 0.7-0.88, and more
+probes do not buy it back (nprobe 192 at 250k: 0.88 / 0.16 at 2.3x the scan's time). Through the
+engine's SQL search (bench_scan_engine.py, results/scan_engine.json) the statement's own path
+hides most of the difference: p50 2.5-2.9 ms either kind at 150k; at 250k the IVF's 2.6-3.1 ms
+against the scan's 3.5-3.7, for recall per kind of 0.55-1.0 (worst decile down to 0.0) against
+0.97-1.0 (worst decile 0.8 or more). Hence SCAN_ROWS = 300k, where the
+scan's FAISS time (~1.8 ms) is still of the order of the path around it; above, the IVF, with
+the recall a knowledge base of that size gets from it (0.95-0.97 at 400-600k). An IVF cache of
+a size the scan now takes (written before it existed) is rebuilt as a scan when opened.
 
 Tuning: `settings.py` (CREATE INDEX ON KNOWLEDGE_BASE ... WITH (nprobe = .., scan = .., ...)).
 """
@@ -59,7 +66,7 @@ from kbsql.engine.knowledge.settings import IndexSettings
 from kbsql.engine.knowledge.store import ChunkStore
 
 APPROX_THRESHOLD = 20_000
-SCAN_ROWS = 120_000  # live rows up to which the approximate index is a scan (module docstring)
+SCAN_ROWS = 300_000  # live rows up to which the approximate index is a scan (module docstring)
 RETRAIN_GROWTH = 2  # rebuild (new cells) when the live rows pass this multiple of the training
 TRAIN_PER_LIST = 40  # training vectors per IVF cell (faiss wants >= 39)
 ENCODER_SAMPLE = 1_000  # vectors IVF's train gets once the cells are trained (see make_index)

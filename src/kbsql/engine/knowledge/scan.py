@@ -14,7 +14,8 @@ near the query, so the shipped IVF found 0.95 mean / 0.30 worst decile at 100k a
 rotation the 4-bit codes of sparse hash vectors were too coarse (0.969 / 0.42 re-scoring
 1,000); rotated and refined from float16 (refine 10): 0.998 mean, worst decile 0.93, 0.57 ms at
 100k with FAISS alone (benchmarks/index_scans.py, results/index_curve.json). The cost of a
-scan grows with the rows (9-10 ms at 1M against the IVF's ~1-2), hence `index.SCAN_ROWS`.
+scan grows with the rows (4.9 ms at 600k, 9-10 ms at 1M, against the IVF's ~1-2), hence
+`index.SCAN_ROWS`.
 
 What FAISS cannot do here, and what is done instead:
 - Remove ids (neither IndexRefine nor the fast scan implements remove_ids). Deleted rows
