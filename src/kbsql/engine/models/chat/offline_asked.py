@@ -35,13 +35,8 @@ from __future__ import annotations
 
 import re
 
-from kbsql.engine.models.chat.offline_text import stem
+from kbsql.engine.models.chat.offline_text import NUMBER, NUMBER_WORDS, stem
 
-_NUMBER_WORDS = ("one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
-                 "fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy "
-                 "eighty ninety hundred thousand million billion half quarter dozen twice once single "
-                 "double triple")
-NUMBER = re.compile(r"\d|\b(" + "|".join(_NUMBER_WORDS.split()) + r")\b", re.IGNORECASE)
 MONEY = re.compile(r"[$€£¥]\s*\d|\b\d[\d.,]*\s*(euros?|eur|dollars?|usd|cents?|pounds?|gbp|pence)\b|"
                    r"\b(free|free of charge|no charge|euros?|dollars?|cents?|pence)\b", re.IGNORECASE)
 _UNITS = r"(s|secs?|seconds?|mins?|minutes?|h|hrs?|hours?|days?|nights?|weeks?|months?|years?|decades?)"
@@ -51,7 +46,7 @@ TIME = re.compile(r"\b(when|whenever|before|after|until|till|once|during|while|i
                   r"friday|saturday|sunday|january|february|march|april|may|june|july|august|september|"
                   r"october|november|december|spring|summer|autumn|winter|time)\b|\d\s*" + _UNITS + r"\b|"
                   r"\b(?:at|by|from) the (?:end|start|beginning)\b|"
-                  r"\b(" + "|".join(_NUMBER_WORDS.split()) + r")\s+" + _UNITS + r"\b|\b\d{4}\b|\d:\d\d",
+                  r"\b(" + "|".join(NUMBER_WORDS.split()) + r")\s+" + _UNITS + r"\b|\b\d{4}\b|\d:\d\d",
                   re.IGNORECASE)
 FREQUENCY = re.compile(r"\b(every|once|twice|daily|weekly|monthly|yearly|annually|hourly|per|times|"
                        r"always|never|rarely|often|regularly|whenever)\b|\ba (day|week|month|year)\b",
@@ -69,7 +64,7 @@ PERSON = re.compile(r"\b(customers?|clients?|users?|managers?|employees?|staff|t
                     r"holders?|he|she|someone|somebody|everyone|you|i|we)\b",
                     re.IGNORECASE)
 _CAPITAL = re.compile(r"\b[A-Z][A-Za-z]+\b")
-_AMOUNT = r"(?:\d[\d.,]*|\b(?:" + "|".join(_NUMBER_WORDS.split()) + r"))\s*-?\s*"
+_AMOUNT = r"(?:\d[\d.,]*|\b(?:" + "|".join(NUMBER_WORDS.split()) + r"))\s*-?\s*"
 LENGTH = re.compile(_AMOUNT + r"(mm|cm|m|km|metres?|meters?|millimetres?|centimetres?|kilometres?|"
                     r"kilometers?|inch|inches|in|feet|foot|ft|miles?|yards?)\b", re.IGNORECASE)
 WEIGHT = re.compile(_AMOUNT + r"(g|kg|grams?|kilos?|kilograms?|pounds?|lbs?|oz|ounces?|tonnes?|tons?)\b",
@@ -290,7 +285,7 @@ def how_word(question: str) -> str | None:
     return m.group(1).lower() if m else None
 
 
-_NUM = r"(\d+(?:\.\d+)?|" + "|".join(_NUMBER_WORDS.split()) + r")"
+_NUM = r"(\d+(?:\.\d+)?|" + "|".join(NUMBER_WORDS.split()) + r")"
 _PAST = re.compile(r"\b(?:after|more than|over|beyond|longer than|further than|past)\s+"
                    r"(?:the\s+)?(?:first\s+)?" + _NUM + r"\s*-?\s*([a-z]+)", re.IGNORECASE)
 _UP_TO = r"\b(?:for|within|up to|under|less than|no more than|the first|first)\s+(?:the\s+)?(?:first\s+)?"

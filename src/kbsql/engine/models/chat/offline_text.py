@@ -20,6 +20,12 @@ import re
 from dataclasses import dataclass
 
 MAX_SENTENCES = 3
+NUMBER_WORDS = ("one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+                 "fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy "
+                 "eighty ninety hundred thousand million billion half quarter dozen twice once single "
+                 "double triple")
+NUMBER = re.compile(r"\d|\b(" + "|".join(NUMBER_WORDS.split()) + r")\b", re.IGNORECASE)
+"""An amount, in digits or in words (offline_asked reads it too)."""
 MAX_QUOTED = 4
 """Sentences an answer quotes at most, leads included; the best answer is quoted whole even
 when it and its lead are more."""
@@ -273,8 +279,6 @@ MAX_HEADING_WORDS = 4
 
 def _is_heading(line: str) -> bool:
     """A list's heading line: a few words, no amount, no label or separator of a value."""
-    from kbsql.engine.models.chat.offline_asked import NUMBER  # it reads this module's stem
-
     return len(line.split()) <= MAX_HEADING_WORDS and not re.search(r": | - ", line) and \
         not NUMBER.search(line)
 
