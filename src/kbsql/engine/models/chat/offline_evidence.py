@@ -55,7 +55,7 @@ from typing import Any
 import numpy as np
 
 from kbsql.engine.models.chat import offline_asked, offline_specific, offline_subject
-from kbsql.engine.models.chat.offline_text import STOP, Sentence, content_words, stem
+from kbsql.engine.models.chat.offline_text import STOP, Sentence, asks, content_words, restates, stem
 
 CLOSE = 0.40  # cosine at which a sentence sharing a content word with the question answers it
 SHARED_WEIGHT = 0.05  # closeness a subject word shared with the question is worth
@@ -168,7 +168,7 @@ def answers(question: str, found: list[Sentence], limit: int,
     `passages`: the retrieved chunks by rank; the share of the question's words a sentence's
     chunk holds orders sentences of equal closeness (the answer sits among them). `names`: the
     knowledge bases searched, whose names say what every passage is about ("gym")."""
-    statements = [s for s in found if not s.text.rstrip("\"')]` ").endswith("?")]
+    statements = [s for s in found if not asks(s.text)]
     if not statements:
         return []
     subject = asked_words(question)
@@ -387,9 +387,11 @@ def _closeness(model: Any, asked: list[str],
     own: dict[str, float] = {}
     for s in statements:
         candidates = [by_text[s.text]]
-        if s.lead and not s.lead[0].endswith("?"):
+        if s.lead and not asks(s.lead[0]):
             summed = sum(by_text[t] * len(t.split()) for t in (*s.lead, s.text))
             candidates.append(summed / (float(np.linalg.norm(summed)) or 1.0))
+        else:  # an entry's answer ("Fix: ...") is as close as the labelled line it answers
+            candidates += [by_text[t] for t in s.lead if restates(t)]
         best[s.unit] = max(float(v @ vectors[0]) for v in candidates)
         own[s.unit] = max(float(v @ vectors[len(asked) - 1]) for v in candidates)
     return [best[s.unit] for s in statements], own

@@ -63,6 +63,10 @@ example:") says its piece before the colon: from this many words it is quoted, e
 full stop."""
 _LABEL = re.compile(r"^\*\*[^*]{1,40}:\*\*\s*")
 """A bold label a sentence may open with: `**Programmer's note:** Variables defined ...`."""
+_ASKING = re.compile(r"^(?:Symptoms?|Problems?|Issues?|Faults?|Complaints?|Questions?|Q)\s*:\s")
+"""A line that states the asker's side, labelled ("Symptom: The machine shakes when spinning.",
+"Problem: ...", "Q: ..."): it restates the question, so it is never the answer; the lines after
+it ("Cause: ...", "Fix: ...", "A: ...") are, read under it as a FAQ's answer under its question."""
 _DEBRIS = re.compile(r"::=|\|.*\||^[\s\-=+*_#|:]+$|-{3,}|={3,}|\+-{2,}")
 
 
@@ -145,12 +149,25 @@ class Sentence:
         """A FAQ's answer, read under the question it answers (`_with_leads`): the question lends
         it the topic's words ("Who can drive the courtesy car?"), so only the answer itself can
         name a word the user adds ("abroad")."""
-        return any(t.endswith("?") for t in self.lead)
+        return any(asks(t) for t in self.lead)
 
     @property
     def unit(self) -> str:
         """The text judged and quoted: the sentence after its lead."""
         return " ".join((*self.lead, self.text))
+
+
+def asks(sentence: str) -> bool:
+    """A question, or a line labelled as the asker's side (`restates`): never quoted as an
+    answer, the lead of the answer after it."""
+    return sentence.rstrip("\"')]` ").endswith("?") or restates(sentence)
+
+
+def restates(sentence: str) -> bool:
+    """A line labelled as the asker's side ("Symptom: Clothes come out very wet."): what the
+    user asks, in the text's words, so its closeness to the question is that of the entry it
+    opens (offline_evidence._closeness)."""
+    return bool(_ASKING.match(sentence))
 
 
 def refers_back(sentence: str) -> bool:
@@ -191,8 +208,8 @@ def _with_leads(paragraphs: list[str]) -> list[tuple[str, tuple[str, ...]]]:
             start = k = len(run) - 1
             while start > 0 and k - start < MAX_LEAD and refers_back(run[start]):
                 start -= 1
-            asked = [i for i in range(max(k - MAX_LEAD, 0), k) if run[i].endswith("?")]
-            if asked and not text.endswith("?"):  # a FAQ's answer: judged and quoted under its question
+            asked = [i for i in range(max(k - MAX_LEAD, 0), k) if asks(run[i])]
+            if asked and not asks(text):  # a FAQ's answer: judged and quoted under its question
                 start = min(start, asked[-1])
             out.append((text, tuple(run[start:k])))
     return out
