@@ -420,8 +420,8 @@ def test_a_labelled_symptom_restates_the_question_and_the_fix_after_it_answers(c
     client.knowledge_bases.create("washer", embedding_model={"provider": "kbsql", "model_name": "hash-256"})
     client.knowledge_bases.insert("washer", [{"id": i, "content": c} for i, c in GUIDE])
     client.agents.create("washer_desk", data={"knowledge_bases": ["mindsdb.washer"]})
-    answer = [c["output"] for c in client.agents.stream("washer_desk", "machine jumping around the kitchen on spin")
-              if chunk_kind(c) == "output"][-1]
+    chunks = client.agents.stream("washer_desk", "machine jumping around the kitchen on spin")
+    answer = [c["output"] for c in chunks if chunk_kind(c) == "output"][-1]
     body = " ".join(_body(answer))
     assert "Remove the four transit bolts" in body, answer
     assert "Drum Clean" not in body, answer
