@@ -360,3 +360,26 @@ def test_a_postgres_sources_own_connect_timeout_stays_within_the_statements_dead
             assert "silent" not in [r[0] for r in sql(proc, "SHOW DATABASES")["data"]]
     finally:
         silent.close()
+
+
+def test_a_postgres_sources_connect_is_bounded_by_the_server_whatever_the_deadline(tmp_path: Path) -> None:
+    """Under a long deadline (the served default is 120 s), a source asking `connect_timeout`
+    100 of a silent host held a worker 100 s, after its client had left too: libpq's wait
+    cannot be interrupted (audit51). `--source-connect-timeout` (default 10 s) bounds it."""
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)
+    port = silent.getsockname()[1]
+    try:
+        with spawn(tmp_path / "data", args=("--token", TOKEN, "--statement-timeout", "60",
+                                            "--source-connect-timeout", "1",
+                                            "--allow-source-host", f"127.0.0.1:{port}")) as proc:
+            start = time.monotonic()
+            answer = sql(proc, "CREATE DATABASE silent WITH ENGINE = 'postgres', PARAMETERS = "
+                               f"{{\"host\": \"127.0.0.1\", \"port\": {port}, \"user\": \"postgres\", "
+                               "\"password\": \"x\", \"connect_timeout\": 100}")
+            took = time.monotonic() - start
+            assert answer["type"] == "error", answer
+            assert took < 6, took  # 100 s before
+    finally:
+        silent.close()

@@ -81,6 +81,8 @@ class EngineConfig:
     allowed_source_hosts: tuple[str, ...] | None = None
     """Where postgres/pgvector data sources may connect (engine/outbound.py's host rule);
     None: anywhere."""
+    source_connect_timeout: float = 10.0
+    """Seconds a postgres data source's connection attempt may take (postgres_source.py)."""
     model_concurrency: int | None = None
     """Model calls in flight per model host (engine/outbound.py lanes); None: 16."""
     max_chunks_per_row: int = 10_000

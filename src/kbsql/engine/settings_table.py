@@ -173,6 +173,10 @@ SETTINGS: tuple[Setting, ...] = (
             "connect to (HOST[:PORT]; '*': any public host); a flag repeats, the variable "
             "separates them with commas", "--allow-source-host", metavar="HOST[:PORT]",
             shown="anywhere; with a token or a public bind '*'"),
+    Setting("source_connect_timeout", float, 10.0, "longest a postgres data source's connection "
+            "attempt may take, in seconds (its own connect_timeout is cut to it): libpq's wait "
+            "cannot be interrupted, so it holds a worker after its client has left",
+            "--source-connect-timeout", metavar="SECONDS"),
     Setting("max_chunks_per_row", int, 10_000, "chunks one inserted row may make (the insert "
             "fails beyond)", "--max-chunks-per-row", metavar="N"),
     Setting("max_upload_decoded_mb", int, 64, "most an uploaded file may decode to, in MB: an "

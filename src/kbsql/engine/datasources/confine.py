@@ -98,6 +98,12 @@ class PathPolicy:
                                  f"may read (--allow-path: {roots})")
 
     @property
+    def source_connect_s(self) -> float | None:
+        """The longest a network data source's connection attempt may take
+        (`source_connect_timeout`)."""
+        return getattr(self.config, "source_connect_timeout", None)
+
+    @property
     def source_hosts(self) -> tuple[str, ...] | None:
         """Hosts network data sources may connect to (`allowed_source_hosts`; None: anywhere)."""
         return getattr(self.config, "allowed_source_hosts", None)

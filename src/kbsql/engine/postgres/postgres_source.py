@@ -108,17 +108,19 @@ def connection(settings: dict[str, str], allowed: tuple[str, ...] | None, what: 
     return s
 
 
-def within_deadline(settings: dict[str, str]) -> dict[str, str]:
+def within_deadline(settings: dict[str, str], most: float | None = None) -> dict[str, str]:
     """The source's own `connect_timeout`, brought within what is left of the statement's
-    deadline (`--statement-timeout`): libpq's wait for a host that never answers cannot be
-    interrupted, and a source asking for 100 s held a 5 s statement for 100 s, and its
-    connection after its client had left."""
+    deadline (`--statement-timeout`) and within `most` (`--source-connect-timeout`): libpq's
+    wait for a host that never answers cannot be interrupted, and a source asking for 100 s
+    held a 5 s statement for 100 s, and, under the served 120 s deadline, its connection for
+    100 s after its client had left (audit51)."""
     control = current_control()
     left = control.remaining() if control is not None else None
-    if left is None:
+    bounds = [b for b in (left, most) if b is not None and b > 0]
+    if not bounds:
         return settings
     asked = int(settings["connect_timeout"]) if settings.get("connect_timeout", "").isdigit() else 5
-    return {**settings, "connect_timeout": str(max(1, min(asked, math.ceil(left))))}
+    return {**settings, "connect_timeout": str(max(1, min(asked, math.ceil(min(bounds)))))}
 
 
 def libpq_value(value: str) -> str:
@@ -139,10 +141,12 @@ class PostgresSource:
         self.schema = str(self.parameters.get("schema") or "public")
         self.settings = settings(self.parameters)
         self.allowed: tuple[str, ...] | None = None
+        self.connect_s: float | None = None
 
-    def confine(self, allowed: tuple[str, ...] | None) -> None:
-        """The hosts this source may connect to (None: anywhere), from the engine's config."""
-        self.allowed = allowed
+    def confine(self, allowed: tuple[str, ...] | None, connect_s: float | None = None) -> None:
+        """The hosts this source may connect to (None: anywhere) and the longest a connection
+        attempt may take (`--source-connect-timeout`), from the engine's config."""
+        self.allowed, self.connect_s = allowed, connect_s
 
     @staticmethod
     def normalize(parameters: dict[str, Any]) -> dict[str, Any]:
@@ -164,7 +168,8 @@ class PostgresSource:
         return SqlError(f"{doing} postgres data source {self.name} at {where}: {message}")
 
     def _connection(self) -> dict[str, str]:
-        return within_deadline(connection(self.settings, self.allowed, f"postgres data source {self.name}"))
+        return within_deadline(connection(self.settings, self.allowed, f"postgres data source {self.name}"),
+                               self.connect_s)
 
     @property
     def _secret(self) -> str:

@@ -163,7 +163,7 @@ class DuckSession:
         source = open_source(record, self.engines)
         confine = getattr(source, "confine", None)  # a network source: the host policy
         if confine is not None and self.policy is not None:
-            confine(self.policy.source_hosts)
+            confine(self.policy.source_hosts, self.policy.source_connect_s)
         if not read_only:
             source.read_only = False  # type: ignore[attr-defined]
         pinned = self._pin_source(source)
