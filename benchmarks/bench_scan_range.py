@@ -1,8 +1,12 @@
 """Where the scan index kind stops paying (issue 37): index.SCAN_ROWS.
 
 Run: `python benchmarks/bench_scan_range.py [--sizes 100000,200000,300000,500000] [--queries 50]
-[--nprobes 96,192] [--out scan_range]`. Writes benchmarks/results/<out>.json. `--nprobes` adds IVF
-variants probing more cells (`ivf_<nprobe>`), timed in the same alternation.
+[--nprobes 96,192] [--reranks 5,10] [--cells 2,8] [--refines 25,50] [--pq 96] [--no-scan] [--no-ivf]
+[--out scan_range]`. Writes benchmarks/results/<out>.json. The options add variants timed in the
+same alternation (issue 37's candidates past SCAN_ROWS): IVFs probing more cells (`ivf_<nprobe>`),
+re-scoring a larger pool (`ivf_<nprobe>_r<rerank>`), with other cells (`ivf_c<mult>_<nprobe>`);
+scans re-scoring more from float16 (`scan_f<refine>`) or with fewer 4-bit sub-quantizers
+(`scan_pq<M>_f<refine>`). At 1M: results/ivf_range_1000k.json, scan_range_1000k.json.
 
 At each size, the first N rows of bench_index_curve's near-duplicate corpus (hash-384) are
 indexed twice as the engine builds them: the shipped IVF (index.make_index, cells trained on
@@ -37,9 +41,17 @@ FETCH = RERANK * curve.K
 NO_DEAD = np.empty(0, np.int64)
 
 
-def scan_index(x: np.ndarray) -> object:
+def scan_index(x: np.ndarray, pq: int = 0) -> object:
+    """The engine's scan (`pq` 0), or one with `pq` 4-bit sub-quantizers instead of d/2."""
     size = min(len(x), index_mod.SCAN_SAMPLE)
-    index = scan.make_scan(x.shape[1], x[np.arange(size, dtype=np.int64) * len(x) // size])
+    sample = x[np.arange(size, dtype=np.int64) * len(x) // size]
+    if pq:
+        inner = curve.faiss.index_factory(x.shape[1], f"RR{x.shape[1]},PQ{pq}x4fs,Refine(SQfp16)",
+                                          curve.faiss.METRIC_INNER_PRODUCT)
+        inner.train(sample)
+        index = curve.faiss.IndexIDMap2(inner)
+    else:
+        index = scan.make_scan(x.shape[1], sample)
     index.add_with_ids(x, np.arange(len(x), dtype=np.int64))
     return index
 
@@ -49,6 +61,16 @@ def main() -> None:
     parser.add_argument("--sizes", default="100000,200000,300000,500000")
     parser.add_argument("--queries", type=int, default=50, help="per kind, tuning seed")
     parser.add_argument("--nprobes", default="", help="more IVF variants: cells probed, comma-separated")
+    parser.add_argument("--reranks", default="", help="IVF variants re-scoring more: rerank x 10 candidates, "
+                        "at the default nprobe and each of --nprobes (`ivf_<nprobe>_r<rerank>`)")
+    parser.add_argument("--cells", default="", help="more IVFs with other cells: multiples of sqrt(N) "
+                        "(`ivf_c<mult>_<nprobe>`, at the default nprobe and each of --nprobes)")
+    parser.add_argument("--no-scan", action="store_true", help="measure the IVF variants only")
+    parser.add_argument("--refines", default="", help="scan variants re-scoring more from float16: "
+                        "refine values (`scan_f<refine>`)")
+    parser.add_argument("--pq", default="", help="scans with fewer 4-bit sub-quantizers (d/2 ships): "
+                        "`scan_pq<M>_f<refine>` at the default refine and each of --refines")
+    parser.add_argument("--no-ivf", action="store_true", help="the shipped IVF only, no IVF variants")
     parser.add_argument("--out", default="scan_range", help="benchmarks/results/<out>.json")
     args = parser.parse_args()
     from report import write_report
@@ -63,11 +85,32 @@ def main() -> None:
         load = [os.getloadavg()[0]]
         sets = {kind: (q, curve.exact(x, q)) for kind, q in queries.items()}
         curve.faiss.omp_set_num_threads(1)
-        ivf, flat = curve.ivf_index(x), scan_index(x)
-        searches = {"ivf": curve.ivf_search(ivf, min(NPROBE, ivf.nlist), FETCH),
-                    "scan": lambda row, index=flat: scan.search(index, row, FETCH, REFINE, NO_DEAD)[1]}
-        for probes in (int(p) for p in args.nprobes.split(",") if p):
+        ivf = curve.ivf_index(x)
+        searches = {"ivf": curve.ivf_search(ivf, min(NPROBE, ivf.nlist), FETCH)}
+        if not args.no_scan:
+            flat = scan_index(x)
+            searches["scan"] = lambda row, index=flat: scan.search(index, row, FETCH, REFINE, NO_DEAD)[1]
+            refines = [int(r) for r in args.refines.split(",") if r]
+            for refine in refines:
+                searches[f"scan_f{refine}"] = \
+                    lambda row, i=flat, r=refine: scan.search(i, row, FETCH, r, NO_DEAD)[1]
+            for pq in (int(m) for m in args.pq.split(",") if m):
+                small = scan_index(x, pq)
+                for refine in [REFINE, *refines]:
+                    searches[f"scan_pq{pq}_f{refine}"] = \
+                        lambda row, i=small, r=refine: scan.search(i, row, FETCH, r, NO_DEAD)[1]
+        nprobes = [] if args.no_ivf else [int(p) for p in args.nprobes.split(",") if p]
+        for probes in nprobes:
             searches[f"ivf_{probes}"] = curve.ivf_search(ivf, min(probes, ivf.nlist), FETCH)
+        for probes in [NPROBE, *nprobes]:
+            for rerank in (int(r) for r in args.reranks.split(",") if r and not args.no_ivf):
+                searches[f"ivf_{probes}_r{rerank}"] = curve.ivf_search(ivf, min(probes, ivf.nlist),
+                                                                       rerank * curve.K)
+        others = {mult: curve.ivf_index(x, int(mult * np.sqrt(n))) for mult in
+                  (float(c) for c in args.cells.split(",") if c)}
+        for mult, other in others.items():
+            for probes in [NPROBE, *nprobes]:
+                searches[f"ivf_c{mult:g}_{probes}"] = curve.ivf_search(other, min(probes, other.nlist), FETCH)
         runs: dict[str, list[dict]] = {name: [] for name in searches}
         for _ in range(2):
             for name, search in searches.items():
@@ -77,11 +120,14 @@ def main() -> None:
         for name, (first, second) in runs.items():
             best = min((first, second), key=lambda r: r["all"]["p50_ms"])
             point[name] = {**best, "p50_ms_passes": [first["all"]["p50_ms"], second["all"]["p50_ms"]]}
-        point["scan_p50_over_ivf"] = round(point["scan"]["all"]["p50_ms"] / point["ivf"]["all"]["p50_ms"], 3)
+        if "scan" in point:
+            ratio = point["scan"]["all"]["p50_ms"] / point["ivf"]["all"]["p50_ms"]
+            point["scan_p50_over_ivf"] = round(ratio, 3)
+        point["other_cells"] = {f"c{mult:g}": other.nlist for mult, other in others.items()}
         print(n, {name: (point[name]["all"]["mean_of_kinds"], point[name]["all"]["worst_decile_min"],
                          point[name]["all"]["p50_ms"]) for name in runs}, file=sys.stderr, flush=True)
         points.append(point)
-        del ivf, flat
+        del ivf, others, searches
     write_report(args.out, {"machine": {"cpus": os.cpu_count()},
                                 "workload": {"queries_per_kind": args.queries, "kinds": list(neardup.KINDS),
                                              "vectors": f"hash-{curve.DIM}", "nprobe": NPROBE,

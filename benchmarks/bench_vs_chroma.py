@@ -1,8 +1,13 @@
 """kbsql against Chroma, side by side, on the near-duplicate corpus of issue 17.
 
 Run: `python benchmarks/bench_vs_chroma.py [--docs 100000] [--queries 100] [--heldout 50]
-[--chroma-python /work/venvs/chroma/bin/python]`. Prints JSON and writes
+[--chroma-python /work/venvs/chroma/bin/python] [--reuse DIR]`. Prints JSON and writes
 benchmarks/results/vs_chroma.json (above 100k docs: vs_chroma_<N>k.json, e.g. _1000k at 1M).
+`--reuse DIR` keeps the vectors, the exact answers and each side's ingested data in DIR, and a
+later run with the same DIR searches them again without ingesting (its report repeats the
+first run's ingest figures, marked `reused`): at 1M the ingest is ~10 minutes, so the index
+settings and candidates are measured on one ingest (remove the index cache file to have it
+rebuilt at open).
 
 Both sides get identical vectors: kbsql embeds with its `hash-384` model; Chroma (embedded,
 persisted, its default HNSW settings, cosine space) is fed the same vectors, computed here
@@ -23,10 +28,11 @@ tuning queries, `worst_decile` the lowest of their kinds'. kbsql's search is tim
 service call (`engine.knowledge.search`, text in, rows with content and metadata out: the
 level of Chroma's `collection.query`, which here also returns documents and metadatas)
 and through SQL (the first 100 short phrases). kbsql's recall-vs-latency curve over
-`nprobe` is recorded too; the other index candidates (HNSW, an HNSW coarse quantizer, cells
-chosen per query, a larger re-score pool, scans of short codes) are measured by
-bench_index_curve.py; `--index-candidate SPEC` runs the kbsql side with one of them in place
-of the IVF (scan_candidate.py; report in vs_chroma_candidate.json, defaults untouched).
+`nprobe` is recorded too, and over a larger exact re-score pool (`rerank` 5 and 10); the
+other index candidates (HNSW, an HNSW coarse quantizer, cells chosen per query, scans of short
+codes) are measured by bench_index_curve.py; `--index-candidate SPEC` runs the kbsql side with
+one of them in place of the IVF (scan_candidate.py; report in vs_chroma_candidate.json,
+defaults untouched).
 
 Chroma is an optional extra (`pip install '.[bench]'`, best in its own venv: it pins its own
 dependencies): it runs under `--chroma-python` (default `$KBSQL_CHROMA_PYTHON`, else
@@ -65,6 +71,7 @@ DIM = 384
 GROUPS = 10
 FILTER_GROUP = 3
 CURVE_NPROBE = [16, 32, 48, 96, 192, 384]
+CURVE_RERANK = [5, 10]  # a larger exact re-score pool at the default nprobe (issue 37's candidates)
 CANDIDATE = "KBSQL_BENCH_INDEX_CANDIDATE"
 
 
@@ -154,6 +161,11 @@ def kbsql_child(phase: str, folder: Path, docs: int, batch: int, work: Path) -> 
             handle.index.settings.nprobe = nprobe
             curve.append({"nprobe": nprobe, **timed(plain, [texts[i] for i in plan["unfiltered"]])})
         handle.index.settings.nprobe = default
+        for rerank in CURVE_RERANK:
+            handle.index.settings.rerank, before = rerank, handle.index.settings.rerank
+            curve.append({"nprobe": default, "rerank": rerank,
+                          **timed(plain, [texts[i] for i in plan["unfiltered"]])})
+            handle.index.settings.rerank = before
     out["curve"] = curve
     return out
 
@@ -244,6 +256,10 @@ def prepare(work: Path, docs: int, texts: list[str], plan: dict) -> dict:
 
     emb = HashEmbedder(DIM)
     q = emb.embed(texts)
+    cached = work / "exact.npz"  # --reuse: the vectors and exact answers of an earlier run
+    if cached.exists() and (work / "queries.json").read_text() == json.dumps(texts):
+        saved = np.load(cached)
+        return {name: (saved[f"{name}_s"], saved[f"{name}_i"]) for name in ("unfiltered", "filtered")}
     (work / "queries.json").write_text(json.dumps(texts))
     (work / "plan.json").write_text(json.dumps(plan))
     np.save(work / "queries.npy", q)
@@ -262,6 +278,8 @@ def prepare(work: Path, docs: int, texts: list[str], plan: dict) -> dict:
                 for row in range(len(q)):
                     top = np.lexsort((i_all[row], -s_all[row]))[:10]
                     s_old[row], i_old[row] = s_all[row][top], i_all[row][top]
+    np.savez(cached, **{f"{name}_{part}": arr for name, (s, i) in best.items()
+                        for part, arr in (("s", s), ("i", i))})
     return {name: (s, i) for name, (s, i) in best.items()}
 
 
@@ -326,6 +344,7 @@ def main() -> None:
     parser.add_argument("--timeout", type=int, default=7200)
     parser.add_argument("--child", nargs=3, metavar=("SIDE", "PHASE", "DIR"))
     parser.add_argument("--work")
+    parser.add_argument("--reuse", help="keep the vectors and kbsql's data here; a later run reuses them")
     args = parser.parse_args()
     if args.child:
         side, phase, folder = args.child
@@ -346,7 +365,8 @@ def main() -> None:
                                  "embedder": "kbsql hash-384 (identical vectors on both sides)",
                                  "corpus": "pydoc paragraphs + a unique token each (benchmarks/neardup.py)",
                                  "filter": f"g = {FILTER_GROUP} ({100 // GROUPS}% of rows)"}}
-    work = Path(tempfile.mkdtemp(prefix="kbsql-vs-chroma-"))
+    work = Path(args.reuse or tempfile.mkdtemp(prefix="kbsql-vs-chroma-"))
+    work.mkdir(parents=True, exist_ok=True)
     try:
         exact = prepare(work, args.docs, texts, plan)
         qvec = np.load(work / "queries.npy")
@@ -359,7 +379,8 @@ def main() -> None:
         for side, python in sides.items():
             report[side] = run_side(python, side, work / side, args, work, (labels, plan, exact, qvec))
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        if not args.reuse:
+            shutil.rmtree(work, ignore_errors=True)
     report["targets"] = targets(report, args.docs)
     report["machine"]["load_avg_at_end"] = os.getloadavg()[0]
     # 100k (and the smoke runs) in vs_chroma.json; 1M beside it, so both sizes stay on record
@@ -372,7 +393,11 @@ def main() -> None:
 def run_side(python: str, side: str, folder: Path, args, work: Path, truth: tuple) -> dict:
     """One side's three phases, each in its own process, and its answers graded."""
     labels, plan, exact, qvec = truth
-    res = {"ingest": run_phase(python, side, "ingest", folder, args, work)}
+    done = folder / "ingest.json"  # --reuse: the data of an earlier run, and its ingest figures
+    if not (args.reuse and done.exists()):
+        shutil.rmtree(folder, ignore_errors=True)
+        done.write_text(json.dumps(run_phase(python, side, "ingest", folder, args, work)))
+    res = {"ingest": {**json.loads(done.read_text()), "reused": bool(args.reuse)}}
     res["disk_mb"] = dir_mb(folder)
     res["open"] = run_phase(python, side, "open", folder, args, work)
     search = run_phase(python, side, "search", folder, args, work)
@@ -386,7 +411,8 @@ def run_side(python: str, side: str, folder: Path, args, work: Path, truth: tupl
     res["search"] = search
     res["peak_rss_mb"] = {p: res[p]["peak_rss_mb"] if p != "search" else search["peak_rss_mb"]
                           for p in ("ingest", "open", "search")}
-    shutil.rmtree(folder, ignore_errors=True)
+    if not args.reuse:
+        shutil.rmtree(folder, ignore_errors=True)
     return res
 
 

@@ -8,9 +8,11 @@ processes. The shipped default is not changed: the engine's code is patched in t
 processes only, and their report goes to vs_chroma_candidate.json, not vs_chroma.json.
 
 SPEC is a FAISS factory string ending in `Refine(...)` (index_scans.py's `pqfs_refine`, e.g.
-`RR384,PQ192x4fs,Refine(SQfp16)`): every row's code scanned, the best `k_factor` x fetch
-re-scored from the refine codes, the best `rerank` x k of those (the engine's default pool)
-re-scored exactly by the engine from SQLite. Wrapped in IndexIDMap2 for the engine's ids.
+`RR384,PQ192x4fs,Refine(SQfp16)`), optionally followed by `@K`, the refine pool's k_factor
+(default K_FACTOR; e.g. `RR384,PQ96x4fs,Refine(SQfp16)@50`): every row's code scanned, the
+best `k_factor` x fetch re-scored from the refine codes, the best `rerank` x k of those (the
+engine's default pool) re-scored exactly by the engine from SQLite. Wrapped in IndexIDMap2
+for the engine's ids.
 A fast scan takes no selector, so a filtered search scans the refine codes of the allowed
 rows instead (the IVF's filtered path scores every allowed row's code too). Deleting rows
 (remove_ids) is not supported by this wrapper: the benchmark never deletes.
@@ -27,6 +29,10 @@ K_FACTOR = 10  # refine pool, in fetched candidates (index_curve.json: pqfs_refi
 
 def install(spec: str, k_factor: int = K_FACTOR) -> None:
     from kbsql.engine.knowledge import index as m
+
+    if "@" in spec:
+        spec, factor = spec.rsplit("@", 1)
+        k_factor = int(factor)
 
     make, search = m.make_index, m.VectorIndex.search
 
