@@ -40,7 +40,10 @@ hides most of the difference: p50 2.5-2.9 ms either kind at 150k; at 250k the IV
 against the scan's 3.5-3.7, for recall per kind of 0.55-1.0 (worst decile down to 0.0) against
 0.97-1.0 (worst decile 0.8 or more). Hence SCAN_ROWS = 300k, where the
 scan's FAISS time (~1.8 ms) is still of the order of the path around it; above, the IVF, with
-the recall a knowledge base of that size gets from it (0.95-0.97 at 400-600k). An IVF cache of
+the recall a knowledge base of that size gets from it (FAISS alone 0.95-0.97 mean at 400-600k;
+through the engine at 1M 0.90-0.97 per kind with cells trained as inserts grew it, 0.77 with
+cells trained at 1M: results/vs_chroma_1000k_kbsql*.json; a scan of PQ d/4 codes refined 50x
+met 0.95 on every kind there in a benchmark wrapper, not yet built in). An IVF cache of
 a size the scan now takes (written before it existed) is rebuilt as a scan when opened.
 
 Tuning: `settings.py` (CREATE INDEX ON KNOWLEDGE_BASE ... WITH (nprobe = .., scan = .., ...)).
