@@ -339,47 +339,42 @@ def test_the_data_directory_is_private(server: ServerProcess, folders: dict[str,
 
 
 
-def test_a_postgres_sources_own_connect_timeout_stays_within_the_statements_deadline(tmp_path: Path) -> None:
-    """A source asking `connect_timeout` 100 of a host that takes the connection and never
-    answers (a listening socket nobody reads) held a statement with a 5 s deadline for 100 s,
-    and its connection after the client had left. It now waits what is left of the deadline."""
+def _connect_to_a_silent_host(tmp_path: Path, flags: tuple[str, ...]) -> tuple[dict, float, list]:
+    """(the answer, its seconds, SHOW DATABASES' rows) of CREATE DATABASE of a postgres source
+    asking `connect_timeout` 100 of a host that takes the connection and never answers (a
+    listening socket nobody reads), on a server started with `flags`."""
     silent = socket.socket()
     silent.bind(("127.0.0.1", 0))
     silent.listen(8)
     port = silent.getsockname()[1]
     try:
-        with spawn(tmp_path / "data", args=("--token", TOKEN, "--statement-timeout", "3",
-                                            "--allow-source-host", f"127.0.0.1:{port}")) as proc:
+        with spawn(tmp_path / "data", args=("--token", TOKEN, "--allow-source-host", f"127.0.0.1:{port}",
+                                            *flags)) as proc:
             start = time.monotonic()
             answer = sql(proc, "CREATE DATABASE silent WITH ENGINE = 'postgres', PARAMETERS = "
                                f"{{\"host\": \"127.0.0.1\", \"port\": {port}, \"user\": \"postgres\", "
                                "\"password\": \"x\", \"connect_timeout\": 100}")
             took = time.monotonic() - start
-            assert answer["type"] == "error", answer
-            assert took < 8, took
-            assert "silent" not in [r[0] for r in sql(proc, "SHOW DATABASES")["data"]]
+            return answer, took, sql(proc, "SHOW DATABASES")["data"]
     finally:
         silent.close()
+
+
+def test_a_postgres_sources_own_connect_timeout_stays_within_the_statements_deadline(tmp_path: Path) -> None:
+    """A source asking `connect_timeout` 100 of a silent host held a statement with a 5 s
+    deadline for 100 s, and its connection after the client had left. It now waits what is
+    left of the deadline."""
+    answer, took, databases = _connect_to_a_silent_host(tmp_path, ("--statement-timeout", "3"))
+    assert answer["type"] == "error", answer
+    assert took < 8, took
+    assert "silent" not in [r[0] for r in databases]
 
 
 def test_a_postgres_sources_connect_is_bounded_by_the_server_whatever_the_deadline(tmp_path: Path) -> None:
     """Under a long deadline (the served default is 120 s), a source asking `connect_timeout`
     100 of a silent host held a worker 100 s, after its client had left too: libpq's wait
     cannot be interrupted (audit51). `--source-connect-timeout` (default 10 s) bounds it."""
-    silent = socket.socket()
-    silent.bind(("127.0.0.1", 0))
-    silent.listen(8)
-    port = silent.getsockname()[1]
-    try:
-        with spawn(tmp_path / "data", args=("--token", TOKEN, "--statement-timeout", "60",
-                                            "--source-connect-timeout", "1",
-                                            "--allow-source-host", f"127.0.0.1:{port}")) as proc:
-            start = time.monotonic()
-            answer = sql(proc, "CREATE DATABASE silent WITH ENGINE = 'postgres', PARAMETERS = "
-                               f"{{\"host\": \"127.0.0.1\", \"port\": {port}, \"user\": \"postgres\", "
-                               "\"password\": \"x\", \"connect_timeout\": 100}")
-            took = time.monotonic() - start
-            assert answer["type"] == "error", answer
-            assert took < 6, took  # 100 s before
-    finally:
-        silent.close()
+    answer, took, _ = _connect_to_a_silent_host(tmp_path, ("--statement-timeout", "60",
+                                                           "--source-connect-timeout", "1"))
+    assert answer["type"] == "error", answer
+    assert took < 6, took  # 100 s before
