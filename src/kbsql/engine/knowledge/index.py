@@ -170,9 +170,8 @@ class VectorIndex:
         self.dead = np.empty(0, np.int64)  # a scan's tombstones, sorted (scan.py)
         self.unsaved = 0
         self.compact_wanted = False  # a scan's tombstones passed scan.compact_due (compact())
-        self.compacting = False  # one compaction at a time
         self.builds = 0  # indexes built: a compaction swaps in only over the one it copied
-        self.compactor: threading.Thread | None = None  # a compaction a search asked for (sync)
+        self.compactor: threading.Thread | None = None  # the thread of the last compaction (sync)
         self._load()
 
     @property
@@ -278,9 +277,15 @@ class VectorIndex:
         if self.compact_wanted:
             self._compact_aside()
 
+    @property
+    def compacting(self) -> bool:
+        """A compaction is running: in its own thread, one at a time (`_compact_aside`)."""
+        worker = self.compactor
+        return worker is not None and worker.is_alive()
+
     def _compact_aside(self) -> None:
         with self.lock:
-            if self.compactor is not None and self.compactor.is_alive():
+            if self.compacting:
                 return
             self.compactor = threading.Thread(target=self._compact_logged, name="kbsql-compaction",
                                               daemon=True)
@@ -321,26 +326,24 @@ class VectorIndex:
         codebooks (no retraining), every row added again from one committed state read on a
         connection of its own, then swapped in and caught up with what was written meanwhile.
         Built under the lock with retraining, deleting 1,100 of 100,000 rows took 7.9 s,
-        every search of the knowledge base waiting that long (IVF: 0.21 s)."""
+        every search of the knowledge base waiting that long (IVF: 0.21 s). Runs only in the
+        compaction's own thread (`_compact_aside`), so never twice at once."""
         with self.lock:
-            if not self.compact_wanted or self.compacting or self.kind != "scan" or self.index is None:
+            if not self.compact_wanted or self.kind != "scan" or self.index is None:
                 return
-            self.compact_wanted, self.compacting = False, True
+            self.compact_wanted = False
             builds, dim, old = self.builds, self.index.d, self.index
             fresh = scan.emptied(old)
-        try:
-            with _all_cores(BULK):
-                fresh, version, max_seq = scan.compacted(fresh, self.store.every_vector(), dim)
-            with self.lock:
-                if self.builds != builds or self.index is not old:
-                    return  # rebuilt meanwhile (another kind, new settings): that one stands
-                self.index, self.version, self.max_seq = fresh, version, max_seq
-                self.dead, self.builds = np.empty(0, np.int64), self.builds + 1
-                self._catch_up(dim)
-                self.unsaved = max(1, fresh.ntotal)
-                self._maybe_save()
-        finally:
-            self.compacting = False
+        with _all_cores(BULK):
+            fresh, version, max_seq = scan.compacted(fresh, self.store.every_vector(), dim)
+        with self.lock:
+            if self.builds != builds or self.index is not old:
+                return  # rebuilt meanwhile (another kind, new settings): that one stands
+            self.index, self.version, self.max_seq = fresh, version, max_seq
+            self.dead, self.builds = np.empty(0, np.int64), self.builds + 1
+            self._catch_up(dim)
+            self.unsaved = max(1, fresh.ntotal)
+            self._maybe_save()
 
     def _want(self, live: int, dim: int) -> str:
         return "flat" if live < self.approx_threshold else self._approx(live, dim)
