@@ -36,9 +36,9 @@ IVF's recall falls apart while the scan's holds: 0.95 / 0.38 at 150k, 0.78 / 0.0
 0.89 / 0.12 at 300k (mean of kinds / worst decile) against the scan's 0.99 / 0.7-0.88, and more
 probes do not buy it back (nprobe 192 at 250k: 0.88 / 0.16 at 2.3x the scan's time). Through the
 engine's SQL search (bench_scan_engine.py, results/scan_engine.json) the statement's own path
-hides most of the difference: p50 2.5-2.9 ms either kind at 150k; at 250k the IVF's 2.6-3.1 ms
-against the scan's 3.5-3.7, for recall per kind of 0.55-1.0 (worst decile down to 0.0) against
-0.97-1.0 (worst decile 0.8 or more). Hence SCAN_ROWS = 300k, where the
+hides most of the difference: at 250k the IVF's p50 2.4-3.0 ms against the scan's 2.9-3.0, for
+recall per kind of 0.55-1.0 mean (worst decile down to 0.0) against 0.97-1.0 (worst decile 0.7
+or more; quiet machine, load 0.3-0.5). Hence SCAN_ROWS = 300k, where the
 scan's FAISS time (~1.8 ms) is still of the order of the path around it; above, the IVF, with
 the recall a knowledge base of that size gets from it (FAISS alone 0.95-0.97 mean at 400-600k;
 through the engine at 1M 0.90-0.97 per kind with cells trained as inserts grew it, 0.77 with
