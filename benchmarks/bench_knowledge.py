@@ -205,7 +205,7 @@ def bench_search(n: int, queries: int, per_kind: int) -> dict:
         kind, NO_DEAD = handle.index.kind, np.empty(0, np.int64)
         sample = vectors[np.arange(min(n, index_mod.SCAN_SAMPLE)) * n // min(n, index_mod.SCAN_SAMPLE)] \
             if kind == "scan" else vectors
-        bare = index_mod.make_index(dim, kind, sample, getattr(handle.index.index, "nlist", 0))
+        bare = index_mod.make_index(dim, kind, sample, getattr(handle.index.index, "nlist", 0), rows=n)
         bare.add_with_ids(vectors, ids)
 
         def bare_search(text: str) -> None:
@@ -214,7 +214,7 @@ def bench_search(n: int, queries: int, per_kind: int) -> dict:
                 bare.search(q, 10)
                 return
             if kind == "scan":  # the same candidates, re-scored from memory
-                cand = scan.search(bare, q[0], 10 * settings.rerank, settings.refine, NO_DEAD)[1]
+                cand = scan.search(bare, q[0], 10 * settings.rerank, handle.index.refine, NO_DEAD)[1]
             else:
                 _, cand = bare.search(q, 10 * settings.rerank,
                                       params=faiss.SearchParametersIVF(nprobe=settings.nprobe))

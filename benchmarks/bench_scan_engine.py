@@ -1,16 +1,17 @@
-"""The scan against the IVF past index.SCAN_ROWS, through the path users take (issue 37).
+"""The scan against the IVF, and other index settings, through the path users take (issue 37).
 
 bench_scan_range compares the two index kinds with FAISS alone; this asks the engine, through
 `kbsql.connect(data_dir=...)` (embedded), `SELECT id, distance FROM kb WHERE content = '<q>'
 LIMIT 10`, the statement a notebook sends, over a knowledge base of `--docs` near-duplicate
 documents (bench_index_curve's corpus, hash-384, one chunk each). The index is set with CREATE
-INDEX ON KNOWLEDGE_BASE (scan = 1: the IVF; scan = N: the scan up to N rows), alternated twice,
-so load drift falls on both. Per kind of query (tuning and held-out seeds): tie-aware recall@10
-mean / worst decile (the mean of the lowest tenth: neardup.summary) against exact scores
-computed with numpy from the stored vectors; p50 of all searches; the time of the CREATE INDEX
-plus the first search.
+INDEX ON KNOWLEDGE_BASE over the defaults (`--variants`; by default the IVF, scan = 1, and the
+shipped index), each alternated twice, so load drift falls on all. Per kind of query (tuning
+and held-out seeds): tie-aware recall@10 mean / worst decile (the mean of the lowest tenth:
+neardup.summary) against exact scores computed with numpy from the stored vectors; p50 of all
+searches; the time of the CREATE INDEX plus the first search.
 
 Run: python benchmarks/bench_scan_engine.py [--docs 150000] [--queries 30] [--data-dir DIR]
+[--variants 'ivf:scan = 1;scan:;scan_f10:refine = 10']
 Writes benchmarks/results/scan_engine.json.
 """
 
@@ -80,6 +81,9 @@ def main() -> None:
     parser.add_argument("--docs", type=int, default=150_000)
     parser.add_argument("--queries", type=int, default=30, help="per kind (held out: half as many)")
     parser.add_argument("--data-dir", default="", help="keep the knowledge base here (built once)")
+    parser.add_argument("--variants", default="ivf:scan = 1;scan:",
+                        help="NAME:PARAMS;... each index as CREATE INDEX ... WITH (PARAMS) sets it "
+                             "over the defaults (empty: the defaults)")
     args = parser.parse_args()
     folder = Path(args.data_dir or tempfile.mkdtemp(prefix="scan-engine-"))
     client = kbsql.connect(data_dir=folder)
@@ -88,11 +92,13 @@ def main() -> None:
     held = neardup.workloads(args.queries // 2, neardup.HELDOUT_SEED)
     sets = {**neardup.workloads(args.queries), **{f"heldout:{k}": v for k, v in held.items()}}
     tenth = exact_tenth(folder, sets)
-    runs: dict[str, list[dict]] = {"ivf": [], "scan": []}
+    variants = dict(v.split(":", 1) for v in args.variants.split(";"))
+    runs: dict[str, list[dict]] = {name: [] for name in variants}
     for _ in range(2):
-        for name, scan in (("ivf", 1), ("scan", 10 * args.docs)):
+        for name, params in variants.items():
             start = time.monotonic()
-            client.query(f"CREATE INDEX ON KNOWLEDGE_BASE {KB} WITH (scan = {scan})")
+            client.query(f"DROP INDEX ON KNOWLEDGE_BASE {KB}")  # the defaults, then the variant's
+            client.query(f"CREATE INDEX ON KNOWLEDGE_BASE {KB}" + (f" WITH ({params})" if params else ""))
             client.query(f"SELECT id FROM {KB} WHERE content = 'warm up' LIMIT 1")
             result = {"index_s": round(time.monotonic() - start, 2), "load": round(os.getloadavg()[0], 2),
                       **measure(client, sets, tenth)}

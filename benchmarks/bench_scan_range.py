@@ -10,9 +10,10 @@ scans re-scoring more from float16 (`scan_f<refine>`) or with fewer 4-bit sub-qu
 
 At each size, the first N rows of bench_index_curve's near-duplicate corpus (hash-384) are
 indexed twice as the engine builds them: the shipped IVF (index.make_index, cells trained on
-40 rows each spread over the rows, nprobe 48, 20 candidates) and the scan (scan.make_scan
-trained on index.SCAN_SAMPLE rows spread over the rows, scan.search with the default refine,
-20 candidates); both re-scored exactly (bench_index_curve.measure: the tuning queries of
+40 rows each spread over the rows, nprobe 48, 20 candidates) and the scan (scan.make_scan for
+that many rows, trained on index.SCAN_SAMPLE rows spread over them: its codes and its refine
+pool as the engine picks them at that size, scan.sub_quantizers and scan.auto_refine, reported
+as `scan_index`; 20 candidates); both re-scored exactly (bench_index_curve.measure: the tuning queries of
 every kind, tie-aware recall@10 mean / worst decile, p50 / p90 of candidates + re-score on one
 thread). The two indexes of a size are timed alternately, twice each, so load drift falls on
 both; the reported p50 is the lower of a kind's two passes.
@@ -34,7 +35,7 @@ import neardup  # noqa: E402
 
 from kbsql.engine.knowledge import index as index_mod  # noqa: E402
 from kbsql.engine.knowledge import scan  # noqa: E402
-from kbsql.engine.knowledge.settings import NPROBE, REFINE, RERANK  # noqa: E402
+from kbsql.engine.knowledge.settings import NPROBE, RERANK  # noqa: E402
 from kbsql.engine.models.embeddings import HashEmbedder  # noqa: E402
 
 FETCH = RERANK * curve.K
@@ -42,7 +43,8 @@ NO_DEAD = np.empty(0, np.int64)
 
 
 def scan_index(x: np.ndarray, pq: int = 0) -> object:
-    """The engine's scan (`pq` 0), or one with `pq` 4-bit sub-quantizers instead of d/2."""
+    """The engine's scan for len(x) rows (`pq` 0: its codes by scan.sub_quantizers), or one
+    with `pq` 4-bit sub-quantizers."""
     size = min(len(x), index_mod.SCAN_SAMPLE)
     sample = x[np.arange(size, dtype=np.int64) * len(x) // size]
     if pq:
@@ -51,9 +53,31 @@ def scan_index(x: np.ndarray, pq: int = 0) -> object:
         inner.train(sample)
         index = curve.faiss.IndexIDMap2(inner)
     else:
-        index = scan.make_scan(x.shape[1], sample)
+        index = scan.make_scan(x.shape[1], sample, len(x))
     index.add_with_ids(x, np.arange(len(x), dtype=np.int64))
     return index
+
+
+def default_refine(index: object, rows: int) -> int:
+    """The refine the engine uses for `index` at `rows` rows (settings: refine 0, automatic)."""
+    return scan.auto_refine(scan.code_length(index), index.d, rows)  # type: ignore[attr-defined]
+
+
+def scan_searches(x: np.ndarray, args: argparse.Namespace, searches: dict) -> dict:
+    """Add the scan and its variants to `searches`; the engine's scan's codes and refine."""
+    n = len(x)
+    flat = scan_index(x)
+    auto = default_refine(flat, n)
+    searches["scan"] = lambda row, index=flat, r=auto: scan.search(index, row, FETCH, r, NO_DEAD)[1]
+    refines = [int(r) for r in args.refines.split(",") if r]
+    for refine in refines:
+        searches[f"scan_f{refine}"] = lambda row, i=flat, r=refine: scan.search(i, row, FETCH, r, NO_DEAD)[1]
+    for pq in (int(m) for m in args.pq.split(",") if m):
+        small = scan_index(x, pq)
+        for refine in [default_refine(small, n), *refines]:
+            searches[f"scan_pq{pq}_f{refine}"] = \
+                lambda row, i=small, r=refine: scan.search(i, row, FETCH, r, NO_DEAD)[1]
+    return {"codes": scan.code_length(flat), "refine": auto}
 
 
 def main() -> None:
@@ -69,7 +93,7 @@ def main() -> None:
     parser.add_argument("--refines", default="", help="scan variants re-scoring more from float16: "
                         "refine values (`scan_f<refine>`)")
     parser.add_argument("--pq", default="", help="scans with fewer 4-bit sub-quantizers (d/2 ships): "
-                        "`scan_pq<M>_f<refine>` at the default refine and each of --refines")
+                        "`scan_pq<M>_f<refine>` at the engine's refine for such codes and each of --refines")
     parser.add_argument("--no-ivf", action="store_true", help="the shipped IVF only, no IVF variants")
     parser.add_argument("--out", default="scan_range", help="benchmarks/results/<out>.json")
     args = parser.parse_args()
@@ -87,18 +111,7 @@ def main() -> None:
         curve.faiss.omp_set_num_threads(1)
         ivf = curve.ivf_index(x)
         searches = {"ivf": curve.ivf_search(ivf, min(NPROBE, ivf.nlist), FETCH)}
-        if not args.no_scan:
-            flat = scan_index(x)
-            searches["scan"] = lambda row, index=flat: scan.search(index, row, FETCH, REFINE, NO_DEAD)[1]
-            refines = [int(r) for r in args.refines.split(",") if r]
-            for refine in refines:
-                searches[f"scan_f{refine}"] = \
-                    lambda row, i=flat, r=refine: scan.search(i, row, FETCH, r, NO_DEAD)[1]
-            for pq in (int(m) for m in args.pq.split(",") if m):
-                small = scan_index(x, pq)
-                for refine in [REFINE, *refines]:
-                    searches[f"scan_pq{pq}_f{refine}"] = \
-                        lambda row, i=small, r=refine: scan.search(i, row, FETCH, r, NO_DEAD)[1]
+        shipped_scan = None if args.no_scan else scan_searches(x, args, searches)
         nprobes = [] if args.no_ivf else [int(p) for p in args.nprobes.split(",") if p]
         for probes in nprobes:
             searches[f"ivf_{probes}"] = curve.ivf_search(ivf, min(probes, ivf.nlist), FETCH)
@@ -117,6 +130,8 @@ def main() -> None:
                 runs[name].append(curve.measure(search, x, sets))
         load.append(os.getloadavg()[0])
         point: dict = {"docs": n, "cells": ivf.nlist, "load": [round(v, 2) for v in load]}
+        if shipped_scan is not None:
+            point["scan_index"] = shipped_scan
         for name, (first, second) in runs.items():
             best = min((first, second), key=lambda r: r["all"]["p50_ms"])
             point[name] = {**best, "p50_ms_passes": [first["all"]["p50_ms"], second["all"]["p50_ms"]]}
@@ -131,7 +146,7 @@ def main() -> None:
     write_report(args.out, {"machine": {"cpus": os.cpu_count()},
                                 "workload": {"queries_per_kind": args.queries, "kinds": list(neardup.KINDS),
                                              "vectors": f"hash-{curve.DIM}", "nprobe": NPROBE,
-                                             "refine": REFINE, "fetch": FETCH},
+                                             "refine": "scan.auto_refine", "fetch": FETCH},
                                 "points": points})
 
 

@@ -28,7 +28,8 @@ tuning queries, `worst_decile` the lowest of their kinds'. kbsql's search is tim
 service call (`engine.knowledge.search`, text in, rows with content and metadata out: the
 level of Chroma's `collection.query`, which here also returns documents and metadatas)
 and through SQL (the first 100 short phrases). kbsql's recall-vs-latency curve over
-`nprobe` is recorded too, and over a larger exact re-score pool (`rerank` 5 and 10); the
+`nprobe` is recorded too, and over a larger exact re-score pool (`rerank` 5 and 10), or for
+a scan over its refine pool (`refine`; the default grows with the rows: scan.auto_refine); the
 other index candidates (HNSW, an HNSW coarse quantizer, cells chosen per query, scans of short
 codes) are measured by bench_index_curve.py; `--index-candidate SPEC` runs the kbsql side with
 one of them in place of the IVF (scan_candidate.py; report in vs_chroma_candidate.json,
@@ -72,6 +73,7 @@ GROUPS = 10
 FILTER_GROUP = 3
 CURVE_NPROBE = [16, 32, 48, 96, 192, 384]
 CURVE_RERANK = [5, 10]  # a larger exact re-score pool at the default nprobe (issue 37's candidates)
+CURVE_REFINE = [10, 25, 50, 100, 200]  # a scan's refine pools (the default is scan.auto_refine's)
 CANDIDATE = "KBSQL_BENCH_INDEX_CANDIDATE"
 
 
@@ -104,6 +106,7 @@ def read_vectors(path: Path, start: int, count: int) -> np.ndarray:
 def kbsql_child(phase: str, folder: Path, docs: int, batch: int, work: Path) -> dict:
     from kbsql.client.params import bind
     from kbsql.engine import Engine
+    from kbsql.engine.knowledge import scan
     from kbsql.engine.knowledge.search import Filter, SearchRequest
 
     if os.environ.get(CANDIDATE):  # --index-candidate: scan_candidate.py's index, not the IVF
@@ -135,9 +138,12 @@ def kbsql_child(phase: str, folder: Path, docs: int, batch: int, work: Path) -> 
     if phase == "open":
         return out
     handle = eng.knowledge.handle(record)
-    # the settings (nlist 0: automatic) and the cells the index really has
-    out["index"] = {**handle.index.settings.as_dict(), "kind": handle.index.kind,
-                    "cells": getattr(handle.index.index, "nlist", None)}
+    # the settings (nlist 0, refine 0: automatic) and what the index really has and uses
+    index = handle.index
+    out["index"] = {**index.settings.as_dict(), "kind": index.kind,
+                    "cells": getattr(index.index, "nlist", None)}
+    if index.kind == "scan" and not os.environ.get(CANDIDATE):
+        out["index"].update(codes=scan.code_length(index.index), refine_used=index.refine)
 
     def plain(text):
         return [int(r[0]) for r in eng.knowledge.search(record, SearchRequest(query=text, limit=10))]
@@ -166,6 +172,11 @@ def kbsql_child(phase: str, folder: Path, docs: int, batch: int, work: Path) -> 
             curve.append({"nprobe": default, "rerank": rerank,
                           **timed(plain, [texts[i] for i in plan["unfiltered"]])})
             handle.index.settings.rerank = before
+    if handle.index.kind == "scan" and not os.environ.get(CANDIDATE):
+        for refine in (r for r in CURVE_REFINE if r != handle.index.refine):
+            handle.index.settings.refine = refine
+            curve.append({"refine": refine, **timed(plain, [texts[i] for i in plan["unfiltered"]])})
+        handle.index.settings.refine = 0
     out["curve"] = curve
     return out
 

@@ -79,18 +79,21 @@ def test_the_question_sets_are_large_and_name_real_answers(bench_retrieval) -> N
 def test_index_results_were_measured_with_the_shipped_index_defaults(name: str) -> None:
     """The committed comparisons with Chroma searched an index built and probed as a user's
     is: the kind the engine picks at that size (a scan up to SCAN_ROWS, IVF above), the
-    default nprobe, rerank and refine, cells chosen by the automatic rule. (The 1M report
-    predates the scan's settings, `scan` and `refine`, which an IVF does not read.)"""
-    from kbsql.engine.knowledge.index import RETRAIN_GROWTH, SCAN_ROWS, auto_nlist
+    default settings; a scan's codes and refine pool as the engine picks them for its rows
+    (trained somewhere between the last doubling and now), an IVF's cells by the automatic
+    rule."""
+    from kbsql.engine.knowledge import scan
+    from kbsql.engine.knowledge.index import RETRAIN_GROWTH, SCAN_ROWS
+    from kbsql.engine.knowledge.ivf import auto_nlist
     from kbsql.engine.knowledge.settings import IndexSettings
 
     report = json.loads((RESULTS / name).read_text())
     index = report["kbsql"]["search"]["index"]
-    shipped = IndexSettings().as_dict()
     docs = report["workload"]["docs"]
     assert index["kind"] == ("scan" if docs <= SCAN_ROWS else "ivf")
-    unread = {"scan", "refine"} - set(index) if index["kind"] == "ivf" else set()
-    assert {k: index[k] for k in shipped if k not in unread} == {k: v for k, v in shipped.items()
-                                                                 if k not in unread}
+    assert {k: index[k] for k in IndexSettings().as_dict()} == IndexSettings().as_dict()
+    if index["kind"] == "scan":
+        assert index["codes"] in {scan.sub_quantizers(384, rows) for rows in (docs // RETRAIN_GROWTH, docs)}
+        assert index["refine_used"] == scan.auto_refine(index["codes"], 384, docs)
     if index.get("cells"):  # trained at some size between the last retrain and now
         assert auto_nlist(docs // RETRAIN_GROWTH) <= index["cells"] <= auto_nlist(docs)

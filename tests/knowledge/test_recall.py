@@ -18,6 +18,7 @@ import pytest
 
 from kbsql.engine import Engine
 from kbsql.engine.knowledge import index as index_mod
+from kbsql.engine.knowledge import ivf as ivf_mod
 from kbsql.engine.knowledge.search import Filter, SearchRequest
 from kbsql.engine.knowledge.settings import NPROBE, REFINE, RERANK
 from kbsql.engine.models.embeddings import HashEmbedder
@@ -98,7 +99,7 @@ def test_a_wide_filter_probes_more_cells_and_keeps_recall(near_duplicate_kb, mon
     eng, record, docs = near_duplicate_kb
     if eng.knowledge.handle(record).index.kind != "ivf":
         pytest.skip("a scan scores every allowed row, whatever the filter's size")
-    monkeypatch.setattr(index_mod, "EXACT_SUBSET", 100)  # g = 3 (1,000 rows) takes the IVF path
+    monkeypatch.setattr(ivf_mod, "EXACT_SUBSET", 100)  # g = 3 (1,000 rows) takes the IVF path
     assert _recall(eng, record, docs, neardup.queries(60), group=3) >= 0.97
 
 

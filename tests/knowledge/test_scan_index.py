@@ -111,6 +111,35 @@ def test_many_tombstones_rebuild_the_scan_and_its_size_picks_the_kind(tmp_path: 
         assert index.kind == "flat" and index.live == 150
 
 
+def test_a_large_scan_scans_shorter_codes_and_refines_a_larger_pool(tmp_path: Path, scan_sizes,
+                                                                     monkeypatch) -> None:
+    """Past scan.FINE_ROWS rows a scan is built with d/4 sub-quantizers (half the code to scan)
+    and re-scores a pool that grows with the rows (scan.auto_refine): still the true top 20.
+    A scan trained below the bound gets the shorter codes when its rows double; a `refine`
+    the knowledge base sets is used as it is."""
+    monkeypatch.setattr(scan, "FINE_ROWS", 700)
+    rows = _rows(1400)
+    with Engine(tmp_path / "e") as eng:
+        _kb(eng, rows[:600])
+        index = _index(eng)
+        assert index.kind == "scan" and scan.code_length(index.index) == index.index.d // 2
+        eng.insert_rows(eng.catalog.knowledge_base("mindsdb", "kb"), rows[600:])
+        assert index.kind == "scan" and scan.code_length(index.index) == index.index.d // 4
+        assert index.refine == scan.auto_refine(index.index.d // 4, index.index.d, 1400)
+        _answers_live_rows(eng, rows)
+        sql(eng, "CREATE INDEX ON KNOWLEDGE_BASE kb WITH (refine = 3)")
+        assert index.refine == 3
+    with Engine(tmp_path / "e") as eng:  # the short codes are kept in the cache
+        assert scan.code_length(_index(eng).index) == _index(eng).index.d // 4
+
+
+def test_the_refine_pool_grows_with_the_rows_and_is_larger_for_short_codes() -> None:
+    fine, coarse = [[scan.auto_refine(m, 384, rows) for rows in (20_000, 300_000, 1_000_000)]
+                    for m in (192, 96)]
+    assert fine == sorted(fine) and coarse == sorted(coarse) and fine[-1] > fine[0]
+    assert all(c > f for c, f in zip(coarse, fine, strict=True))
+
+
 def test_an_ivf_cache_of_a_size_the_scan_takes_is_rebuilt_as_a_scan(tmp_path: Path, monkeypatch) -> None:
     """A knowledge base indexed before the scan existed (its cache an IVF at a scan's size)
     gets the scan at its next open; an IVF the settings ask for (scan = 1) is kept."""

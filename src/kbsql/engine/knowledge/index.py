@@ -6,45 +6,32 @@ and catches up: rows with a higher seq are added, tombstones newer than the tag 
 the index and the rows always agree, whoever wrote (this process or another one), and a
 crash can at worst leave a stale cache file that the next open catches up.
 
-Index types: exact `IndexIDMap2(IndexFlatIP)` for few rows, the `scan` of scan.py, and for the
-most rows IVF over float16 codes (`IndexIVFScalarQuantizer` QT_fp16, inner product), whose
-candidates (`rerank` x k of them) are re-scored exactly from the float32 vectors in SQLite
-(search.py). Why IVF and not HNSW (measured in benchmarks/bench_vs_chroma.py, curve in
-benchmarks/results/vs_chroma.json): on a corpus of near-duplicates HNSW (M=32) topped out at
-recall@10 0.96-0.98 even with efSearch 512, and builds 10x slower; IVF cells hold a
-paragraph's copies together, so probing a few cells finds them (0.99). Why float16 and not
-8-bit codes: at 1M near-duplicates hundreds of copies score within 1e-3 of each other and
-8-bit codes (error ~1e-3) ranked the true top 10 out of any short candidate list (recall
-0.91 even re-scoring 100 candidates); float16 gave 0.996. The codes are half the float32
-vectors, so the full-precision vectors are stored once (in SQLite) and the index adds 768
-bytes per vector of 384 dimensions. IVF removes ids in place (the scan keeps tombstones:
-scan.py); either is retrained when the rows outgrow the training it was built on
-(`RETRAIN_GROWTH`).
-Vectors are L2-normalised: cosine distance = 1 - inner product.
+Index types: exact `IndexIDMap2(IndexFlatIP)` for few rows, then the `scan` of scan.py (every
+row's short code scanned, the best re-scored), and IVF over float16 codes
+(`IndexIVFScalarQuantizer` QT_fp16, inner product) where the settings ask for it (`scan = N`:
+IVF past N rows) or the dimension is odd. Either approximate kind answers `rerank` x k
+candidates that the caller re-scores exactly from the float32 vectors in SQLite (search.py).
+The float16 codes are half the float32 vectors, so the full-precision vectors are stored once
+(in SQLite) and an index adds ~768 bytes per vector of 384 dimensions. IVF removes ids in place
+(the scan keeps tombstones: scan.py); either is retrained when the rows outgrow the training it
+was built on (`RETRAIN_GROWTH`). Vectors are L2-normalised: cosine distance = 1 - inner product.
 
 Index kind by size (`_want`): flat below `APPROX_THRESHOLD` live rows, the scan up to
-`SCAN_ROWS`, IVF above. Why the scan (issue 37): on the queries people type (short phrases,
-questions, far queries) the IVF found 0.95 mean / 0.30 worst decile of the true top 10 at
-100k near-duplicates, and every cell or graph structure measured needed ~30% of the rows
-probed for 0.97 / 0.8 (benchmarks/index_structures.py, index_scans.py: most missed rows are
-copies whose unique token hash-384 put in a query word's bucket, in no cell near the query).
-The scan finds them anywhere: 0.997 / 0.85 on the tuning kinds, 0.999 / 0.96 held out
-(bench_vs_chroma at 100k). Its cost grows with the rows faster than the IVF's
-(benchmarks/bench_scan_range.py, results/scan_range*.json, FAISS alone): 1.12-1.19x the IVF's
-p50 at 100k, 1.2-1.4x at 150k, 1.5-1.6x at 200-300k, 2.3x at 400k, 4x at 600k. Past 120k the
-IVF's recall falls apart while the scan's holds: 0.95 / 0.38 at 150k, 0.78 / 0.0 at 250k,
-0.89 / 0.12 at 300k (mean of kinds / worst decile) against the scan's 0.99 / 0.7-0.88, and more
-probes do not buy it back (nprobe 192 at 250k: 0.88 / 0.16 at 2.3x the scan's time). Through the
-engine's SQL search (bench_scan_engine.py, results/scan_engine.json) the statement's own path
-hides most of the difference: at 250k the IVF's p50 2.4-3.0 ms against the scan's 2.9-3.0, for
-recall per kind of 0.55-1.0 mean (worst decile down to 0.0) against 0.97-1.0 (worst decile 0.7
-or more; quiet machine, load 0.3-0.5). Hence SCAN_ROWS = 300k, where the
-scan's FAISS time (~1.8 ms) is still of the order of the path around it; above, the IVF, with
-the recall a knowledge base of that size gets from it (FAISS alone 0.95-0.97 mean at 400-600k;
-through the engine at 1M 0.90-0.97 per kind with cells trained as inserts grew it, 0.77 with
-cells trained at 1M: results/vs_chroma_1000k_kbsql*.json; a scan of PQ d/4 codes refined 50x
-met 0.95 on every kind there in a benchmark wrapper, not yet built in). An IVF cache of
-a size the scan now takes (written before it existed) is rebuilt as a scan when opened.
+`SCAN_ROWS`, IVF above. Why the scan and not the IVF (issue 37): on the queries people type
+(short phrases, questions, paraphrases, far queries) many true top-10 rows are copies that sit
+in no IVF cell near the query. The IVF found 0.95 mean / 0.22 worst decile of the true top 10 at
+100k near-duplicates, 0.78 / 0.0 at 250k, 0.76 / 0.0 at 1M, and more probes do not buy it back
+(nprobe 192 at 250k: 0.88 / 0.16); the scan, its codes shortened and its refine pool grown with
+the rows (scan.py), holds 0.98-1.0 mean and 0.8 or more worst decile on every kind from 100k to
+2M (FAISS alone: benchmarks/bench_scan_range.py, results/scan_range*.json). It costs more time
+than the IVF, 1.1x its FAISS time at 100k, ~2x at 1M (3.3 ms against 1.7), which the path
+around the index (embedding, re-score, rows) dilutes, and 5x at 2M (12 ms against 2.4, the
+IVF's recall back to 0.975 mean there, worst decile 0.56; results/scan_range_2000k.json):
+hence SCAN_ROWS. Why IVF over float16 and not 8-bit codes,
+and not HNSW (results/vs_chroma.json's history): on near-duplicates 8-bit codes ranked the true
+top 10 out of any short candidate list, and HNSW topped out at recall 0.96-0.98 building 10x
+slower. An IVF cache of a size the scan now takes (written before it did) is rebuilt as a scan
+when opened (16 s at 1M rows).
 
 Tuning: `settings.py` (CREATE INDEX ON KNOWLEDGE_BASE ... WITH (nprobe = .., scan = .., ...)).
 """
@@ -52,9 +39,7 @@ Tuning: `settings.py` (CREATE INDEX ON KNOWLEDGE_BASE ... WITH (nprobe = .., sca
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
-import math
 import os
 import threading
 from collections.abc import Iterator
@@ -63,20 +48,16 @@ from typing import Any
 
 import numpy as np
 
-from kbsql.engine.knowledge import scan
+from kbsql.engine.knowledge import index_file, ivf, scan
 from kbsql.engine.knowledge.allowed import id_selector
 from kbsql.engine.knowledge.settings import IndexSettings
 from kbsql.engine.knowledge.store import ChunkStore
 
 APPROX_THRESHOLD = 20_000
-SCAN_ROWS = 300_000  # live rows up to which the approximate index is a scan (module docstring)
+SCAN_ROWS = 2_000_000  # live rows up to which the approximate index is a scan (module docstring)
 RETRAIN_GROWTH = 2  # rebuild (new cells) when the live rows pass this multiple of the training
-TRAIN_PER_LIST = 40  # training vectors per IVF cell (faiss wants >= 39)
-ENCODER_SAMPLE = 1_000  # vectors IVF's train gets once the cells are trained (see make_index)
 PERSIST_EVERY = 5_000  # changed vectors before the cache file is rewritten (also on close) ...
 PERSIST_FRACTION = 0.25  # ... and at least this share of the index (total writes stay O(N))
-_MAGIC = b"KBSQLIDX2\n"  # flat and IVF caches: as before the scan, so an upgrade keeps them
-_MAGIC_SCAN = b"KBSQLIDX3\n"  # a scan's: an older kbsql, which knows no tombstones, rebuilds it
 log = logging.getLogger(__name__)
 
 
@@ -94,11 +75,7 @@ class _LazyFaiss:
 
 # typed Any: faiss's SWIG-generated stubs are partial (no SearchParametersIVF)
 faiss: Any = _LazyFaiss()
-EXACT_SUBSET = 20_000  # filtered IVF searches over at most this many rows score every one of them
-FILTER_MARGIN = 64  # extra candidates re-scored exactly under such a filter
-# a wider filter probes nprobe * FILTER_WIDEN / (share of rows allowed) cells: a 10% filter
-# at 200k near-duplicates found 0.75 of the true top 10 with nprobe 32, 0.98 with 320, 1.0 with 500+
-FILTER_WIDEN = 2
+FILTER_MARGIN = 64  # extra candidates re-scored exactly under a filter (search)
 SCAN_SAMPLE = 50_000  # rows a scan's rotation and codebooks are trained on (index_scans.TRAIN)
 BULK = 2_000  # adds at least this big use every core (training and assignment are CPU-bound)
 
@@ -115,44 +92,18 @@ def _all_cores(count: int) -> Iterator[None]:
         faiss.omp_set_num_threads(1)
 
 
-def auto_nlist(rows: int) -> int:
-    """IVF cells for `rows` vectors: 4 sqrt(N), probed 48 at a time (settings.NPROBE).
-
-    Why 4 sqrt(N) and 48 rather than 2 sqrt(N) and 32 (the defaults until issue 24): text
-    vectors cluster, so the cells a query lands in hold more rows than the average and a
-    search scans far more codes than nprobe / nlist of the rows (10.7k, not 5k, at 100k
-    near-duplicates). Smaller cells split those clusters. Measured with FAISS alone, the same
-    vectors, tie-aware recall@10 after the exact re-score (uptime load 0.6-3):
-    - 100k near-duplicates: 2 sqrt(N)/32 scans 9.5k codes per query, recall 0.991;
-      4 sqrt(N)/48: 6.0k, recall 1.0.
-    - 100k Zipf-word texts (bench_knowledge's): 11.1k, 0.979 -> 8.6k, 0.979.
-    - 1M near-duplicates: 21.9k, 0.995 -> 13.9k, 1.0; 1M Zipf: 40.3k, 0.955 -> 31.6k, 0.964.
-    The price is training: twice the cells take about twice as long (1M: 54 -> 112 s on one
-    core); the coarse search over 4,000 centroids at 1M costs ~0.3 ms of the saving."""
-    return max(1, int(4 * math.sqrt(max(rows, 1))))
-
-
-def make_index(dim: int, kind: str, sample: np.ndarray | None = None, nlist: int = 0) -> Any:
-    """An empty index of `kind`: exact flat, a scan (scan.py), or IVF over float16 codes whose
-    cells are trained on `sample` (the benchmarks build their bare baselines with this too)."""
+def make_index(dim: int, kind: str, sample: np.ndarray | None = None, nlist: int = 0,
+               rows: int = 0) -> Any:
+    """An empty index of `kind`: exact flat, a scan for `rows` rows (scan.py; default: as many
+    as the sample), or IVF over float16 codes whose cells are trained on `sample` (the
+    benchmarks build their bare baselines with this too)."""
     if kind == "flat":
         return faiss.IndexIDMap2(faiss.IndexFlatIP(dim))
     assert sample is not None
     if kind == "scan":
-        return scan.make_scan(dim, sample)
-    nlist = nlist or min(auto_nlist(len(sample)), max(1, len(sample) // TRAIN_PER_LIST))
-    index = faiss.IndexIVFScalarQuantizer(faiss.IndexFlatIP(dim), dim, nlist,
-                                          faiss.ScalarQuantizer.QT_fp16, faiss.METRIC_INNER_PRODUCT)
-    index.cp.niter = 10
-    x = np.ascontiguousarray(sample, dtype=np.float32)
+        return scan.make_scan(dim, sample, rows or len(sample))
     with _all_cores(len(sample)):
-        # the cells: k-means over the whole sample, into the index's own quantizer ...
-        faiss.Clustering(dim, nlist, index.cp).train(x, index.quantizer)
-        # ... then IVF's own train, which skips a trained quantizer and trains the codes on
-        # the residuals of what it is given: float16 codes learn nothing, and a residual copy
-        # of the whole sample cost +96 MB of peak RSS at 1,264 cells (same centroids either way)
-        index.train(x[:ENCODER_SAMPLE])
-    return index
+        return ivf.make_ivf(dim, sample, nlist)
 
 
 class VectorIndex:
@@ -172,6 +123,7 @@ class VectorIndex:
         self.compact_wanted = False  # a scan's tombstones passed scan.compact_due (compact())
         self.builds = 0  # indexes built: a compaction swaps in only over the one it copied
         self.compactor: threading.Thread | None = None  # the thread of the last compaction (sync)
+        self._codes: tuple[Any, int] = (None, 0)  # (a scan, its sub-quantizers): `refine`
         self._load()
 
     @property
@@ -184,18 +136,10 @@ class VectorIndex:
 
     # persistence ------------------------------------------------------------------------
     def _load(self) -> None:
-        """Read the cache streaming from the file (never the whole file in memory twice)."""
-        try:
-            with open(self.path, "rb") as f:
-                magic = f.read(len(_MAGIC))
-                if magic not in (_MAGIC, _MAGIC_SCAN):
-                    return  # no cache, an old format or a bad one: rebuilt from the rows by sync()
-                header = json.loads(f.readline())
-                if (header.get("kind") == "scan") != (magic == _MAGIC_SCAN):
-                    return
-                index = faiss.read_index(faiss.PyCallbackIOReader(f.read))
-        except (OSError, ValueError, RuntimeError):
-            return
+        cached = index_file.read(self.path, faiss)
+        if cached is None:
+            return  # no cache, an old format or a bad one: rebuilt from the rows by sync()
+        index, header = cached
         version, max_seq = int(header["version"]), int(header["max_seq"])
         dead = np.array(header.get("dead", []), np.int64)
         stored_version, stored_seq = self.store.version(), self.store.max_seq()
@@ -215,20 +159,13 @@ class VectorIndex:
         self.trained_on, self.dead = int(header.get("trained_on", 0)), dead
 
     def save(self) -> None:
-        """Write the cache: temp file + fsync + os.replace, so a reader sees old or new."""
+        """Write the cache (index_file.write: a reader sees the old one or the new one)."""
         with self.lock:
             if self.index is None or self.unsaved == 0:
                 return
             header = {"kind": self.kind, "version": self.version, "max_seq": self.max_seq,
                       "trained_on": self.trained_on, "dead": self.dead.tolist()}
-            tmp = self.path.with_suffix(".tmp")
-            with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as f:
-                magic = _MAGIC_SCAN if self.kind == "scan" else _MAGIC
-                f.write(magic + json.dumps(header).encode() + b"\n")
-                faiss.write_index(self.index, faiss.PyCallbackIOWriter(f.write))
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.path)
+            index_file.write(self.path, faiss, self.index, header)
             self.unsaved = 0
 
     def try_save(self) -> bool:
@@ -406,9 +343,9 @@ class VectorIndex:
         if kind == "flat":
             return make_index(dim, "flat")
         if kind == "scan":
-            return make_index(dim, kind, self._training_sample(dim, live, SCAN_SAMPLE))
-        nlist = min(self.settings.nlist or auto_nlist(live), max(1, live // TRAIN_PER_LIST))
-        return make_index(dim, "ivf", self._training_sample(dim, live, nlist * TRAIN_PER_LIST), nlist)
+            return make_index(dim, kind, self._training_sample(dim, live, SCAN_SAMPLE), rows=live)
+        nlist = min(self.settings.nlist or ivf.auto_nlist(live), max(1, live // ivf.TRAIN_PER_LIST))
+        return make_index(dim, "ivf", self._training_sample(dim, live, nlist * ivf.TRAIN_PER_LIST), nlist)
 
     def _training_sample(self, dim: int, live: int, size: int) -> np.ndarray:
         """`size` rows spread evenly from the oldest to the newest (read batch by batch, never
@@ -431,13 +368,13 @@ class VectorIndex:
 
         A flat index answers the exact top-k. An IVF index answers `settings.rerank * k`
         candidates with approximate scores (exact = False): the caller re-scores them from
-        the stored vectors. Under a filter matching up to EXACT_SUBSET rows an IVF index
+        the stored vectors. Under a filter matching up to ivf.EXACT_SUBSET rows an IVF index
         scores every allowed row's code (all cells probed: the selector skips the others)
         and answers at least k + FILTER_MARGIN candidates: the float16 error (~1e-4 in
         cosine) is far below the margin those extra candidates give, so the re-scored top-k
         is the true one. (Reading 10k float32 vectors back from SQLite instead took 100+ ms.)
         Under a wider filter the probed cells grow as the allowed share shrinks
-        (`FILTER_WIDEN`), and the caller falls back to exact search if k rows do not come
+        (ivf.probes), and the caller falls back to exact search if k rows do not come
         back. A scan answers candidates the same way, from every row's code (scan.py); under
         a filter, from every allowed row's float16 code, whatever the filter's size."""
         empty = np.empty(0, np.float32), np.empty(0, np.int64), True
@@ -455,18 +392,14 @@ class VectorIndex:
                             self.live)
                 where = None if allowed is None else \
                     id_selector(scan.positions(self.index, allowed), self.index.ntotal - 1)
-                scores, ids = scan.search(self.index, query, fetch, self.settings.refine, self.dead, where)
+                scores, ids = scan.search(self.index, query, fetch, self.refine, self.dead, where)
                 return scores, ids, False
             selector = id_selector(allowed, self.max_seq) if allowed is not None else None
             if self.kind == "ivf":
                 fetch = min(max(k + FILTER_MARGIN if allowed is not None else k, self.settings.rerank * k),
                             self.index.ntotal)
-                nprobe = min(self.settings.nprobe, self.index.nlist)
-                if allowed is not None and len(allowed) <= EXACT_SUBSET:
-                    nprobe = self.index.nlist
-                elif allowed is not None:  # probe as many cells as it takes to meet k allowed rows
-                    share = len(allowed) / max(self.index.ntotal, 1)
-                    nprobe = min(self.index.nlist, math.ceil(FILTER_WIDEN * nprobe / share))
+                nprobe = ivf.probes(self.index, self.settings.nprobe,
+                                    None if allowed is None else len(allowed))
                 params = scan.shared_params("nprobe", nprobe) if selector is None else \
                     faiss.SearchParametersIVF(nprobe=nprobe, sel=selector)
             else:
@@ -475,6 +408,16 @@ class VectorIndex:
             scores, ids = self.index.search(query.reshape(1, -1), fetch, params=params)
         keep = ids[0] >= 0
         return scores[0][keep], ids[0][keep], self.kind == "flat"
+
+    @property
+    def refine(self) -> int:
+        """The scan's refine pool: the knowledge base's setting, or scan.auto_refine for its
+        rows (its code length read once per index: 8 us a search otherwise)."""
+        if self.settings.refine:
+            return self.settings.refine
+        if self._codes[0] is not self.index:
+            self._codes = (self.index, scan.code_length(self.index))
+        return scan.auto_refine(self._codes[1], self.index.d, self.live)
 
     @property
     def live(self) -> int:

@@ -1,21 +1,32 @@
 """The `scan` kind of the vector index (index.py): every row's 4-bit code scanned, no cells.
 
-What it is: `IndexIDMap2(IndexRefine(RR{d},PQ{d/2}x4fs, SQfp16))`. The vectors are turned by a
-random rotation, each pair of dimensions gets a 4-bit product-quantizer code (d/2 half bytes,
-96 bytes a row at 384 dimensions) that FAISS scans with in-register lookup tables; the best
-`refine` (settings.py) x fetch rows by that code are re-scored from float16 codes held in memory (the same
-codes the IVF holds), and the best fetch (`rerank` x k) of those are re-scored exactly from
-SQLite by the caller, as the IVF's candidates are.
+What it is: `IndexIDMap2(IndexRefine(RR{d},PQ{m}x4fs, SQfp16))`. The vectors are turned by a
+random rotation and cut into m sub-vectors, each given a 4-bit product-quantizer code (m half
+bytes a row) that FAISS scans with in-register lookup tables; the best `refine` x fetch rows by
+that code are re-scored from float16 codes held in memory (the same codes the IVF holds), and
+the best fetch (`rerank` x k) of those are re-scored exactly from SQLite by the caller, as the
+IVF's candidates are.
 
 Why (issue 37): on the queries people type (phrases, questions, far queries) many true top-10
 rows are copies whose unique token hashed into a query word's bucket; they sit in no IVF cell
 near the query, so the shipped IVF found 0.95 mean / 0.30 worst decile at 100k and reached
 0.97 / 0.8 only by probing ~30% of the cells. A scan finds them wherever they are. Without the
 rotation the 4-bit codes of sparse hash vectors were too coarse (0.969 / 0.42 re-scoring
-1,000); rotated and refined from float16 (refine 10): 0.998 mean, worst decile 0.93, 0.57 ms at
-100k with FAISS alone (benchmarks/index_scans.py, results/index_curve.json). The cost of a
-scan grows with the rows (4.9 ms at 600k, 9-10 ms at 1M, against the IVF's ~1-2), hence
-`index.SCAN_ROWS`.
+1,000); rotated and refined from float16: 0.998 mean, worst decile 0.93, 0.57 ms at 100k with
+FAISS alone (benchmarks/index_scans.py, results/index_curve.json).
+
+Its size by the rows (benchmarks/bench_scan_range.py, results/scan_range_refine.json: FAISS
+alone, tie-aware recall@10 mean of kinds / lowest worst decile / p50, loaded machine):
+- The refine pool: re-scoring more from float16 is nearly free next to the code scan up to a
+  pool of ~500 rows, and the closer the rows crowd, the more of the true top 10 a short pool
+  loses. d/2 codes with refine 10 -> 25: at 150k 0.994 / 0.82 / 0.86 ms -> 1.0 / 0.98 / 0.87;
+  at 600k 0.978 / 0.62 / 2.56 -> 0.998 / 0.96 / 2.69; at 1M 25 -> 50: 0.991 / 0.78 -> 0.999 /
+  0.98. Hence REFINE, growing with the rows past REFINE_ROWS (`auto_refine`).
+- The code length: past ~600k rows the scan of d/2 codes grows faster than the rows (7.7-8.6 ms
+  at 1M, the codes out of the CPU's caches) while d/4 codes scan in half the time or less and
+  need a larger pool: at 600k d/4 refine 100 0.994 / 0.80 / 2.26 ms against d/2 refine 25's
+  2.69; at 1M d/4 refine 100 0.987 / 0.72 / 3.3 ms, refine 200 0.997 / 0.88 / 4.9, against d/2
+  refine 50's 0.999 / 0.98 / 8.6. Hence FINE_ROWS and COARSE_REFINE.
 
 What FAISS cannot do here, and what is done instead:
 - Remove ids (neither IndexRefine nor the fast scan implements remove_ids). Deleted rows
@@ -35,11 +46,15 @@ What FAISS cannot do here, and what is done instead:
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
+FINE_ROWS = 600_000  # rows up to which a scan's codes are d/2 4-bit sub-quantizers, d/4 above
+REFINE, REFINE_ROWS = 25, 500_000  # the refine pool of d/2 codes: 25 up to 500k rows, growing past
+COARSE_REFINE, COARSE_ROWS = 100, 1_000_000  # of d/4 codes: 100 up to 1M rows, growing past
 DEAD_SHARE = 0.01  # rebuild once this share of the index is tombstones ...
 DEAD_FLOOR = 256  # ... and at least this many (a small index is rebuilt in milliseconds anyway)
 
@@ -56,17 +71,40 @@ def usable(dim: int) -> bool:
     return dim % 2 == 0
 
 
-def make_scan(dim: int, sample: np.ndarray) -> Any:
-    """An empty scan index whose rotation and codebooks are trained on `sample`.
+def sub_quantizers(dim: int, rows: int) -> int:
+    """The 4-bit sub-quantizers of a scan built for `rows` rows: d/2 up to FINE_ROWS, d/4 above
+    (when d/4 divides the dimension), the code scanned being half as long."""
+    return dim // 4 if rows > FINE_ROWS and dim % 4 == 0 else dim // 2
+
+
+def make_scan(dim: int, sample: np.ndarray, rows: int = 0) -> Any:
+    """An empty scan index for `rows` rows (`sub_quantizers`) whose rotation and codebooks are
+    trained on `sample`.
 
     Trained on one thread: FAISS's PQ training on 2 threads of this 2-core machine took
     16-45 s for 50k rows against 1.3-2.2 s on one (index9's report). (One thread is also
     what index.py keeps outside its bulk adds.)"""
     faiss = _faiss()
     faiss.omp_set_num_threads(1)
-    inner = faiss.index_factory(dim, f"RR{dim},PQ{dim // 2}x4fs,Refine(SQfp16)", faiss.METRIC_INNER_PRODUCT)
+    codes = sub_quantizers(dim, rows)
+    inner = faiss.index_factory(dim, f"RR{dim},PQ{codes}x4fs,Refine(SQfp16)", faiss.METRIC_INNER_PRODUCT)
     inner.train(np.ascontiguousarray(sample, dtype=np.float32))
     return faiss.IndexIDMap2(inner)
+
+
+def code_length(index: Any) -> int:
+    """The sub-quantizers of a built scan (`sub_quantizers` when it was built)."""
+    faiss = _faiss()
+    rotated = faiss.downcast_index(faiss.downcast_index(index.index).base_index)
+    return int(faiss.downcast_index(rotated.index).M)
+
+
+def auto_refine(codes: int, dim: int, live: int) -> int:
+    """The refine pool (rows re-scored from float16 per candidate) of a scan of `live` rows and
+    `codes` sub-quantizers, when the knowledge base sets none (settings.py): REFINE for d/2
+    codes, COARSE_REFINE for d/4, each growing with the rows past its size (module docstring)."""
+    per, rows = (REFINE, REFINE_ROWS) if codes * 2 >= dim else (COARSE_REFINE, COARSE_ROWS)
+    return max(per, math.ceil(per * live / rows))
 
 
 def compact_due(dead: int, total: int) -> bool:

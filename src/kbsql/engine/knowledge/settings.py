@@ -13,7 +13,8 @@ corpus (benchmarks/bench_vs_chroma.py, curve in benchmarks/results/vs_chroma.jso
 - `threshold`: rows from which the index is approximate rather than exact (0 = the default, 20,000).
 - `scan`: rows up to which the approximate index scans every row's code (scan.py) rather than
   being IVF (0 = the default, index.SCAN_ROWS; 1 = always IVF). nprobe and nlist tune the IVF only.
-- `refine`: rows a scan re-scores from its float16 codes per candidate it answers (scan.REFINE).
+- `refine`: rows a scan re-scores from its float16 codes per candidate it answers (0 = automatic,
+  growing with the rows: scan.auto_refine).
 
 They live in `index_settings.json` beside the index: the knowledge base's own files, so a
 dropped knowledge base takes them along, and an absent file means the defaults.
@@ -32,9 +33,9 @@ from kbsql.interface.errors import InvalidParameter
 
 NPROBE = 48  # with 4 sqrt(N) cells (index.auto_nlist: the measurements)
 RERANK = 2
-REFINE = 10  # scan.py: 0.998 mean recall, worst decile 0.93 at 100k (index_curve.json, pqfs_refine)
+REFINE = 0  # automatic: scan.auto_refine (10 at 100k rows: 0.998 mean recall, worst decile 0.93)
 _LIMITS = {"nprobe": (1, 65536), "rerank": (1, 1000), "nlist": (0, 1 << 20), "threshold": (0, 1 << 40),
-           "scan": (0, 1 << 40), "refine": (1, 1000)}
+           "scan": (0, 1 << 40), "refine": (0, 1000)}
 
 
 def integer_params(params: dict[str, Any], limits: dict[str, tuple[int, int]],
