@@ -123,7 +123,7 @@ class VectorIndex:
         self.compact_wanted = False  # a scan's tombstones passed scan.compact_due (compact())
         self.builds = 0  # indexes built: a compaction swaps in only over the one it copied
         self.compactor: threading.Thread | None = None  # the thread of the last compaction (sync)
-        self._codes: tuple[Any, int] = (None, 0)  # (a scan, its sub-quantizers): `refine`
+        self._codes = (-1, 0)  # (the build, its sub-quantizers if a scan): `refine`
         self._load()
 
     @property
@@ -415,8 +415,8 @@ class VectorIndex:
         rows (its code length read once per index: 8 us a search otherwise)."""
         if self.settings.refine:
             return self.settings.refine
-        if self._codes[0] is not self.index:
-            self._codes = (self.index, scan.code_length(self.index))
+        if self._codes[0] != self.builds:  # (keyed by the build, not the index: that would hold it)
+            self._codes = (self.builds, scan.code_length(self.index))
         return scan.auto_refine(self._codes[1], self.index.d, self.live)
 
     @property
