@@ -4,9 +4,11 @@ that survive a reopen (and a stale cache file), and that a rebuild clears past a
 
 from __future__ import annotations
 
+import gc
 import shutil
 import threading
 import time
+import weakref
 from pathlib import Path
 
 import pytest
@@ -230,3 +232,35 @@ def test_a_search_that_finds_another_process_deletes_does_not_compact_in_its_thr
         index.wait_compaction()
         assert len(index.dead) == 0 and index.index.ntotal == len(rows)
         _answers_live_rows(reader, rows)
+
+
+def test_an_index_replaced_during_a_compaction_is_let_go(tmp_path: Path, scan_sizes, monkeypatch) -> None:
+    """A rebuild while a compaction builds its copy (CREATE INDEX here; the rows doubling or
+    a change of kind alike) frees the index it replaces, as _rebuild means to: the compaction
+    held that index to its end, so three sat in memory at once (the replaced one, the copy
+    and the new one: ~0.8 GB each at 1M rows of 384 dimensions). The copy is then not
+    swapped in over the new index, and searches answer the live rows."""
+    monkeypatch.setattr(scan, "DEAD_FLOOR", 100)
+    rows = _rows(1000)
+    seen: dict[str, bool] = {}
+    built = scan.compacted
+
+    def meanwhile(fresh: object, batches: object, dim: int) -> object:
+        replaced = weakref.ref(index.index)
+        rebuild = "CREATE INDEX ON KNOWLEDGE_BASE kb WITH (rerank = 3)"
+        worker = threading.Thread(target=sql, args=(eng, rebuild))
+        worker.start()
+        worker.join(60)
+        gc.collect()
+        seen["replaced_alive"] = replaced() is not None
+        return built(fresh, batches, dim)  # type: ignore[arg-type]
+
+    with Engine(tmp_path / "e") as eng:
+        _kb(eng, rows)
+        index = _index(eng)
+        monkeypatch.setattr(scan, "compacted", meanwhile)
+        sql(eng, "DELETE FROM kb WHERE id < 200")  # past the floor: compacted in its own thread
+        index.wait_compaction()
+        assert seen == {"replaced_alive": False}
+        assert index.settings.rerank == 3 and index.kind == "scan" and len(index.dead) == 0
+        _answers_live_rows(eng, [r for r in rows if r["id"] >= 200])

@@ -264,18 +264,20 @@ class VectorIndex:
         connection of its own, then swapped in and caught up with what was written meanwhile.
         Built under the lock with retraining, deleting 1,100 of 100,000 rows took 7.9 s,
         every search of the knowledge base waiting that long (IVF: 0.21 s). Runs only in the
-        compaction's own thread (`_compact_aside`), so never twice at once."""
+        compaction's own thread (`_compact_aside`), so never twice at once. It keeps the
+        build number, not the index it copied: holding that, a rebuild meanwhile could not
+        free it, and three indexes sat in memory at once."""
         with self.lock:
             if not self.compact_wanted or self.kind != "scan" or self.index is None:
                 return
             self.compact_wanted = False
-            builds, dim, old = self.builds, self.index.d, self.index
-            fresh = scan.emptied(old)
+            builds, dim = self.builds, self.index.d
+            fresh = scan.emptied(self.index)
         with _all_cores(BULK):
             fresh, version, max_seq = scan.compacted(fresh, self.store.every_vector(), dim)
         with self.lock:
-            if self.builds != builds or self.index is not old:
-                return  # rebuilt meanwhile (another kind, new settings): that one stands
+            if self.builds != builds or self.index is None:
+                return  # rebuilt meanwhile (another kind, new settings), or being rebuilt: that one stands
             self.index, self.version, self.max_seq = fresh, version, max_seq
             self.dead, self.builds = np.empty(0, np.int64), self.builds + 1
             self._catch_up(dim)
