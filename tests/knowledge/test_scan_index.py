@@ -18,7 +18,9 @@ import pytest
 from kbsql.engine import Engine
 from kbsql.engine.knowledge import index as index_mod
 from kbsql.engine.knowledge import scan
+from kbsql.engine.knowledge import settings as settings_mod
 from kbsql.engine.knowledge.search import Filter, SearchRequest
+from kbsql.engine.knowledge.settings import IndexSettings
 from tests.knowledge.conftest import sql, table
 from tests.knowledge.test_index import _brute, _kb, _rows
 
@@ -290,3 +292,16 @@ def test_a_large_pool_past_tombstones_is_scored_batch_by_batch(monkeypatch) -> N
     exact[dead] = -np.inf
     assert len(ids) == fetch and not np.isin(ids, dead).any()
     assert scores == pytest.approx(np.sort(exact)[::-1][:fetch], abs=1e-4)  # FAISS rounds its own way
+
+
+def test_an_automatic_refine_is_not_written_so_an_older_kbsql_keeps_the_other_settings(
+        tmp_path: Path, monkeypatch) -> None:
+    """`WITH (refine = 0, nprobe = 7)`: refine 0 (automatic, the default) is stored as absent.
+    Written as 0, a kbsql from before the automatic refine (whose refine starts at 1) refused
+    the file on reading it and took the defaults for all of it: nprobe 48, not 7."""
+    path = tmp_path / "index_settings.json"
+    params = {"refine": 0, "nprobe": 7}
+    IndexSettings.from_params(params).save(path, given=params)
+    assert IndexSettings.load(path).as_dict() == IndexSettings.from_params(params).as_dict()
+    monkeypatch.setitem(settings_mod._LIMITS, "refine", (1, 1000))  # that older kbsql's reader
+    assert IndexSettings.load(path).nprobe == 7

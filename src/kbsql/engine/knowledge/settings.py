@@ -84,9 +84,12 @@ class IndexSettings:
         Only the parameters a statement gave (`given`, names) are written: the others
         follow the defaults of the code that reads the file, so a default re-measured later
         (nprobe 32 -> 48 with issue 24) reaches every knowledge base that never set it, and
-        `DROP INDEX` (no parameters) really restores the defaults rather than freezing them."""
+        `DROP INDEX` (no parameters) really restores the defaults rather than freezing them.
+        A 0 given is written as absent, the same here (0 is each such parameter's default):
+        a kbsql before the automatic refine refuses `refine: 0`, and its load then dropped
+        every setting in the file."""
         values = asdict(self)
-        keep = {k: values[k] for k in {str(g).lower() for g in given}}
+        keep = {k: values[k] for k in {str(g).lower() for g in given} if values[k] != 0}
         tmp = path.with_suffix(".tmp")
         with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
             f.write(json.dumps(keep))
