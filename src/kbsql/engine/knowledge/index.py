@@ -22,8 +22,10 @@ Index kind by size (`_want`): flat below `APPROX_THRESHOLD` live rows, the scan 
 in no IVF cell near the query. The IVF found 0.95 mean / 0.22 worst decile of the true top 10 at
 100k near-duplicates, 0.78 / 0.0 at 250k, 0.76 / 0.0 at 1M, and more probes do not buy it back
 (nprobe 192 at 250k: 0.88 / 0.16); the scan, its codes shortened and its refine pool grown with
-the rows (scan.py), holds 0.98-1.0 mean and 0.8 or more worst decile on every kind from 100k to
-2M (FAISS alone: benchmarks/bench_scan_range.py, results/scan_range*.json). It costs more time
+the rows (scan.py), holds 0.98-1.0 mean on every kind from 100k to 2M and 0.8 or more worst
+decile, except at 1M, where d/4 codes with the automatic refine 100 found 0.72 on questions and
+0.78 on paraphrases (FAISS alone: benchmarks/bench_scan_range.py, results/scan_range*.json,
+scan_pq96_f100). It costs more time
 than the IVF, 1.1x its FAISS time at 100k, ~2x at 1M (3.3 ms against 1.7), which the path
 around the index (embedding, re-score, rows) dilutes, and 5x at 2M (12 ms against 2.4, the
 IVF's recall back to 0.975 mean there, worst decile 0.56; results/scan_range_2000k.json):

@@ -1,8 +1,9 @@
 """The IVF kind of the vector index (index.py): cells of float16 codes, `nprobe` probed a search.
 
-A knowledge base gets it when its settings ask (`scan = N`: IVF past N rows) or its dimension
-is odd (the scan's 4-bit codes pair dimensions); otherwise the scan (scan.py) answers, since on
-the queries people type the IVF's cells miss rows the scan finds (index.py says how much).
+A knowledge base gets it past index.SCAN_ROWS rows, when its settings ask (`scan = N`: IVF past
+N rows) or when its dimension is odd (the scan's 4-bit codes pair dimensions); otherwise the
+scan (scan.py) answers, since on the queries people type the IVF's cells miss rows the scan
+finds (index.py says how much).
 """
 
 from __future__ import annotations

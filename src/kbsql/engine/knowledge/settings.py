@@ -8,7 +8,7 @@ corpus (benchmarks/bench_vs_chroma.py, curve in benchmarks/results/vs_chroma.jso
 - `nprobe`: IVF cells visited per query. More is slower and closer to exact.
 - `rerank`: candidates per requested row the approximate index answers, re-scored exactly from the
   stored vectors (those whose float16 score can still reach the top k: local._rescored).
-- `nlist`: IVF cells (0 = automatic, 4 sqrt(rows), re-chosen as the rows grow; index.auto_nlist
+- `nlist`: IVF cells (0 = automatic, 4 sqrt(rows), re-chosen as the rows grow; ivf.auto_nlist
   says why with nprobe 48).
 - `threshold`: rows from which the index is approximate rather than exact (0 = the default, 20,000).
 - `scan`: rows up to which the approximate index scans every row's code (scan.py) rather than
@@ -31,9 +31,9 @@ from typing import Any
 
 from kbsql.interface.errors import InvalidParameter
 
-NPROBE = 48  # with 4 sqrt(N) cells (index.auto_nlist: the measurements)
+NPROBE = 48  # with 4 sqrt(N) cells (ivf.auto_nlist: the measurements)
 RERANK = 2
-REFINE = 0  # automatic: scan.auto_refine (10 at 100k rows: 0.998 mean recall, worst decile 0.93)
+REFINE = 0  # automatic: scan.auto_refine (25 for d/2 codes, 100 for d/4, more past 500k / 1M rows)
 _LIMITS = {"nprobe": (1, 65536), "rerank": (1, 1000), "nlist": (0, 1 << 20), "threshold": (0, 1 << 40),
            "scan": (0, 1 << 40), "refine": (0, 1000)}
 
