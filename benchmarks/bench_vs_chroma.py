@@ -173,7 +173,7 @@ def kbsql_child(phase: str, folder: Path, docs: int, batch: int, work: Path) -> 
                           **timed(plain, [texts[i] for i in plan["unfiltered"]])})
             handle.index.settings.rerank = before
     if handle.index.kind == "scan" and not os.environ.get(CANDIDATE):
-        for refine in (r for r in CURVE_REFINE if r != handle.index.refine):
+        for refine in [r for r in CURVE_REFINE if r != handle.index.refine]:  # (the default's, once)
             handle.index.settings.refine = refine
             curve.append({"refine": refine, **timed(plain, [texts[i] for i in plan["unfiltered"]])})
         handle.index.settings.refine = 0

@@ -123,7 +123,7 @@ def test_a_large_scan_scans_shorter_codes_and_refines_a_larger_pool(tmp_path: Pa
     and re-scores a pool that grows with the rows (scan.auto_refine): still the true top 20.
     A scan trained below the bound gets the shorter codes when its rows double; a `refine`
     the knowledge base sets is used as it is."""
-    monkeypatch.setattr(scan, "FINE_ROWS", 700)
+    monkeypatch.setattr(scan, "FINE_ROWS", 1300)  # built at 600 rows, up to 1,200 until retrained: d/2
     rows = _rows(1400)
     with Engine(tmp_path / "e") as eng:
         _kb(eng, rows[:600])

@@ -22,11 +22,10 @@ Index kind by size (`_want`): flat below `APPROX_THRESHOLD` live rows, the scan 
 in no IVF cell near the query. The IVF found 0.95 mean / 0.22 worst decile of the true top 10 at
 100k near-duplicates, 0.78 / 0.0 at 250k, 0.76 / 0.0 at 1M, and more probes do not buy it back
 (nprobe 192 at 250k: 0.88 / 0.16); the scan, its codes shortened and its refine pool grown with
-the rows (scan.py), holds 0.98-1.0 mean on every kind from 100k to 2M and 0.8 or more worst
-decile, except at 1M, where d/4 codes with the automatic refine 100 found 0.72 on questions and
-0.78 on paraphrases (FAISS alone: benchmarks/bench_scan_range.py, results/scan_range*.json,
-scan_pq96_f100). It costs more time
-than the IVF, 1.1x its FAISS time at 100k, ~2x at 1M (3.3 ms against 1.7), which the path
+the rows (scan.py), holds 0.98-1.0 mean and 0.8 or more worst decile on every kind from 100k
+to 2M (FAISS alone: benchmarks/bench_scan_range.py, results/scan_range*.json; at 1M with the
+refine pool of 200 it gets there, 0.88; with 100, 0.72 on questions). It costs more time
+than the IVF, 1.1x its FAISS time at 100k, ~3x at 1M (4.9 ms against 1.7), which the path
 around the index (embedding, re-score, rows) dilutes, and 5x at 2M (12 ms against 2.4, the
 IVF's recall back to 0.975 mean there, worst decile 0.56; results/scan_range_2000k.json):
 hence SCAN_ROWS. Why IVF over float16 and not 8-bit codes,
@@ -347,7 +346,8 @@ class VectorIndex:
         if kind == "flat":
             return make_index(dim, "flat")
         if kind == "scan":
-            return make_index(dim, kind, self._training_sample(dim, live, SCAN_SAMPLE), rows=live)
+            return make_index(dim, kind, self._training_sample(dim, live, SCAN_SAMPLE),
+                              rows=RETRAIN_GROWTH * live)  # (the rows it holds until retrained)
         nlist = min(self.settings.nlist or ivf.auto_nlist(live), max(1, live // ivf.TRAIN_PER_LIST))
         return make_index(dim, "ivf", self._training_sample(dim, live, nlist * ivf.TRAIN_PER_LIST), nlist)
 

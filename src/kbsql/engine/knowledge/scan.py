@@ -26,7 +26,8 @@ alone, tie-aware recall@10 mean of kinds / lowest worst decile / p50, loaded mac
   at 1M, the codes out of the CPU's caches) while d/4 codes scan in half the time or less and
   need a larger pool: at 600k d/4 refine 100 0.994 / 0.80 / 2.26 ms against d/2 refine 25's
   2.69; at 1M d/4 refine 100 0.987 / 0.72 / 3.3 ms, refine 200 0.997 / 0.88 / 4.9, against d/2
-  refine 50's 0.999 / 0.98 / 8.6. Hence FINE_ROWS and COARSE_REFINE.
+  refine 50's 0.999 / 0.98 / 8.6. Hence FINE_ROWS and COARSE_REFINE, 100 at up to 500k rows,
+  200 at 1M (the worst decile of questions 0.72 at 100, 0.88 at 200, for +1.6 ms).
 
 What FAISS cannot do here, and what is done instead:
 - Remove ids (neither IndexRefine nor the fast scan implements remove_ids). Deleted rows
@@ -54,7 +55,7 @@ import numpy as np
 
 FINE_ROWS = 600_000  # rows up to which a scan's codes are d/2 4-bit sub-quantizers, d/4 above
 REFINE, REFINE_ROWS = 25, 500_000  # the refine pool of d/2 codes: 25 up to 500k rows, growing past
-COARSE_REFINE, COARSE_ROWS = 100, 1_000_000  # of d/4 codes: 100 up to 1M rows, growing past
+COARSE_REFINE, COARSE_ROWS = 100, 500_000  # of d/4 codes: 100 up to 500k rows, growing past
 # rows of a pool scored from float16 at once under tombstones (_search_past): the pool is
 # refine x fetch rows, 100 x 2,000 for a LIMIT 1000 on d/4 codes, and its float16 and float32
 # copies took 232 MB at 100k rows (460 MB at 1M); a batch's take ~37 MB at 384 dimensions
@@ -76,8 +77,10 @@ def usable(dim: int) -> bool:
 
 
 def sub_quantizers(dim: int, rows: int) -> int:
-    """The 4-bit sub-quantizers of a scan built for `rows` rows: d/2 up to FINE_ROWS, d/4 above
-    (when d/4 divides the dimension), the code scanned being half as long."""
+    """The 4-bit sub-quantizers of a scan that will hold up to `rows` rows before it is trained
+    again (index.py: twice the rows it is built on): d/2 up to FINE_ROWS, d/4 above (when d/4
+    divides the dimension), the code scanned being half as long. (Chosen by the rows it is built
+    on, a scan built at 590k rows scanned d/2 codes of up to 1.18M rows, 8.6 ms at 1M.)"""
     return dim // 4 if rows > FINE_ROWS and dim % 4 == 0 else dim // 2
 
 
