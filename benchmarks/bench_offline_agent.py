@@ -34,10 +34,10 @@ troubleshooting guide ('Symptom: / Cause: / Fix:' lines, an error-code list) wit
 apartment building's house rules (short unpunctuated lines) and landlord's email replies with the
 bundled model; heldout16's budgeting app release notes ('Added: / Fixed: / Changed:' lines, 'Problem: /
 Workaround:' pairs) with hash-384, its cataract patient leaflet (question headings restating a symptom, a
-paragraph answering each) with the bundled model; heldout17's bicycle repair shop FAQ (casual first-person prose
-paragraphs) with hash-384, its swimming pool's membership terms (legal wording, capitalised defined terms) and
-timetable (one line a day of comma-separated 'time activity' entries) with the bundled model. Each part
-also reports the seconds one answer takes (the agent's whole stream, median and slowest); `--cost`
+paragraph answering each) with the bundled model; heldout17's bicycle repair shop FAQ (casual first-person
+prose paragraphs) with hash-384, its swimming pool's membership terms (legal wording, capitalised defined
+terms) and timetable (one line a day of comma-separated 'time activity' entries) with the bundled model.
+Each part also reports the seconds one answer takes (the agent's whole stream, median and slowest); `--cost`
 measures only that, in wall and process CPU seconds (CPU is what the method costs; wall moves with
 the machine's load), over tune.json's single-turn Python questions asked of python_docs.
 
