@@ -285,20 +285,20 @@ def how_word(question: str) -> str | None:
     return m.group(1).lower() if m else None
 
 
-_NUM = r"(\d+(?:\.\d+)?|" + "|".join(NUMBER_WORDS.split()) + r")"
+NUM = r"(\d+(?:\.\d+)?|" + "|".join(NUMBER_WORDS.split()) + r")"
 _PAST = re.compile(r"\b(?:after|more than|over|beyond|longer than|further than|past)\s+"
-                   r"(?:the\s+)?(?:first\s+)?" + _NUM + r"\s*-?\s*([a-z]+)", re.IGNORECASE)
+                   r"(?:the\s+)?(?:first\s+)?" + NUM + r"\s*-?\s*([a-z]+)", re.IGNORECASE)
 _UP_TO = r"\b(?:for|within|up to|under|less than|no more than|the first|first)\s+(?:the\s+)?(?:first\s+)?"
 
 
-_CAP = r"\b(?:within|up to|under|less than|no more than|at most)\s+" + _NUM + r"\s*-?\s*(?:[a-z]+\s+)?"
-_AN_AMOUNT = re.compile(r"\b" + _NUM + r"\s*-?\s*([a-z]+)", re.IGNORECASE)
+_CAP = r"\b(?:within|up to|under|less than|no more than|at most)\s+" + NUM + r"\s*-?\s*(?:[a-z]+\s+)?"
+_AN_AMOUNT = re.compile(r"\b" + NUM + r"\s*-?\s*([a-z]+)", re.IGNORECASE)
 _VALUES = {w: float(i) for i, w in enumerate("zero one two three four five six seven eight nine ten eleven "
                                               "twelve thirteen fourteen fifteen sixteen seventeen eighteen "
                                               "nineteen twenty".split())}
 
 
-def _value(number: str) -> float | None:
+def number_value(number: str) -> float | None:
     """A number as written ("10", "2.5", "five"), None for a word that is no plain number."""
     return float(number) if number[0].isdigit() else _VALUES.get(number.lower())
 
@@ -316,11 +316,11 @@ def past_its_limit(question: str, sentence: str) -> bool:
                      sentence, re.IGNORECASE):
             return True
     for found in _AN_AMOUNT.finditer(question):
-        asked, unit = _value(found.group(1)), found.group(2).lower().rstrip("s")
+        asked, unit = number_value(found.group(1)), found.group(2).lower().rstrip("s")
         if asked is None or len(unit) < 2:
             continue
         for limit in re.finditer(_CAP + re.escape(unit) + r"s?\b", sentence, re.IGNORECASE):
-            most = _value(limit.group(1))
+            most = number_value(limit.group(1))
             if most is not None and asked > most:
                 return True
     return False
@@ -343,3 +343,4 @@ def asked_for(question: str) -> list[str]:
     words = (found.group(1).lower().removesuffix("'s") for found in _FOR.finditer(question))
     return [w for w in words if stem(w) not in _PER and not NUMBER.search(w) and
             w not in ("a", "an", "the", "it", "me", "us", "you", "them", "this", "that")]
+

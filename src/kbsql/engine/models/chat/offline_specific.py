@@ -135,6 +135,19 @@ def named_by(absent: Sequence[str], words: list[list[str]], model: Any | None,
     return out
 
 
+NEAR = 0.45
+"""Cosine of two words at which a sentence's word is near an absent word of the question, short of
+a near-synonym ("banging" / "drum" 0.49, "start" / "runs" 0.46): a hint that the sentence speaks
+of it, weighed by offline_evidence's NEAR_SLACK."""
+
+
+def names_nearly(absent: Sequence[str], units: list[str], model: Any | None) -> list[bool]:
+    """For each unit: whether it holds, for every `absent` word, a word near it (NEAR; never for
+    a number-like word: "8K" is near nothing)."""
+    near = named_by(absent, [content_words(u) for u in units], model, NEAR)
+    return [bool(absent) and len(n) == len(absent) for n in near]
+
+
 ITEM_SYNONYM = 0.6
 """Cosine of two words at which a list's line names a question's word ("puppy" / "dog" 0.80,
 "older" / "seniors" 0.61; "horse" / "dog" 0.53 is another animal, not a synonym)."""
