@@ -7,6 +7,7 @@ no traceback; what is stored is what the line says; the kernel answers the next 
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -192,7 +193,9 @@ def test_interrupted_embedded_insert_and_statement(tmp_path: Path, home: Path, m
     line = one_line(c[3])
     assert line == ("Interrupted [default: embedded]: insert into tickets_kb: nothing stored "
                     "(an insert is stored whole or not at all)"), line
-    assert "stopped during embedding" in text_of(c[3])  # the saved bar's last state
+    # the saved bar's last state: the phase it was in when Ctrl-C arrived (Ctrl-C is sent once
+    # embedding passed 200 rows; on a loaded machine the next batch's chunking may have begun)
+    assert re.search(r"stopped during (embedding|chunking) at \d", text_of(c[3])), text_of(c[3])
     # at once, not after the model's batch (seconds on a loaded machine): the run is stopped
     assert times[-4] - times[3] < 5, times[-4] - times[3]
     assert text_of(c[4]) == "count 0\n"
