@@ -4,6 +4,8 @@ asserted as a user of the REST API would see it."""
 
 from __future__ import annotations
 
+import io
+import zipfile
 from collections.abc import Iterator
 
 import httpx
@@ -66,3 +68,25 @@ def test_a_knowledge_base_s_models_may_be_sent_inside_params(client: httpx.Clien
     before = len(provider.requests)
     client.put(f"{KBS}/test_kb", json={"knowledge_base": {"rows": [{"id": "2", "content": "again"}]}})
     assert keys_sent(provider, before) == ["Bearer embed-key-3"]
+
+
+def zipped(member: str) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr(member, "a,b\n1,2\n")
+    return buffer.getvalue()
+
+
+def test_a_zip_whose_file_climbs_out_is_named_a_path_traversal(client: httpx.Client) -> None:
+    """files_test.py::test_zipfile_traversal: MindsDB names `../../../../etc/passwd` in an
+    archive "Attempted Path Traversal in Zip File"; kbsql called it a file in a subfolder.
+    (MindsDB answers 500, its catch-all for a failed unpack; a hostile upload is the
+    client's error here: 400.)"""
+    for member in ("../../../../etc/passwd", "/etc/passwd", "a/../../b.csv"):
+        put = client.put("/api/files/archive", files={"file": ("archive.zip", zipped(member))})
+        assert put.status_code == 400, put.text
+        assert put.json()["title"] == "Error"
+        assert put.json()["detail"] == "Attempted Path Traversal in Zip File", member
+    put = client.put("/api/files/archive", files={"file": ("archive.zip", zipped("sub/a.csv"))})
+    assert put.json()["detail"] == "Archive must contain data file in root."
+    assert "archive" not in [f["name"] for f in client.get("/api/files").json()]
