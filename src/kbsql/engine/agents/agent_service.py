@@ -20,7 +20,7 @@ from kbsql.engine.config import EngineConfig
 from kbsql.engine.models.providers import ModelProviders
 from kbsql.engine.ports import RunsSql
 from kbsql.engine.views import agent
-from kbsql.interface.models import Agent
+from kbsql.interface.models import Agent, lifted_params
 
 
 class AgentService:
@@ -33,7 +33,7 @@ class AgentService:
         self.runtime = AgentRuntime(catalog, config, sql, models)
 
     def create_agent(self, project: str, body: dict[str, Any]) -> Agent:
-        body = _lifted(validate.require_object(body, "agent"))
+        body = lifted_params(validate.require_object(body, "agent"), Agent.PARAMS_FIELDS)
         name = validate.name(body.get("name"), "agent")
         self.catalog.project(project)
         validate.older_agent_format(body)
@@ -61,7 +61,7 @@ class AgentService:
         null stays too (mindsdb_sdk sends every field). A new model's descriptor is checked
         for shape here, not reached: the reference answers 200 with the new model, and a
         provider that cannot be reached is reported when the agent runs."""
-        body = _lifted(validate.require_object(body, "agent"))
+        body = lifted_params(validate.require_object(body, "agent"), Agent.PARAMS_FIELDS)
         record = self.catalog.agent(project, name)
         validate.older_agent_format(body)
         sent = {k: v for k, v in body.items() if v is not None}
@@ -97,16 +97,3 @@ class AgentService:
                messages: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
         validate.messages(messages)
         return self.runtime.stream(self.catalog.agent(project, agent), messages)
-
-
-def _lifted(body: dict[str, Any]) -> dict[str, Any]:
-    """MindsDB also takes `data`, `prompt_template` and `model` inside `params` (its agent
-    record keeps them there); the fields sent beside `params` win."""
-    params = body.get("params")
-    if not isinstance(params, dict) or not set(params) & {"data", "prompt_template", "model"}:
-        return body
-    params = dict(params)
-    lifted = {k: params.pop(k) for k in ("data", "prompt_template", "model") if k in params}
-    return {**{k: v for k, v in lifted.items() if v is not None}, **{k: v for k, v in body.items()
-                                                                     if v is not None or k not in lifted},
-            "params": params}

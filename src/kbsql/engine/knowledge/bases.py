@@ -19,6 +19,7 @@ from kbsql.engine.knowledge import batch_insert
 from kbsql.engine.knowledge.service import DEFAULT_VECTOR_DATABASE, SHARED_VECTOR_DATABASE, KnowledgeService
 from kbsql.interface.control import Control, current
 from kbsql.interface.errors import BadRequest, Conflict, InsufficientStorage, Unavailable
+from kbsql.interface.models import KnowledgeBase, lifted_params
 from kbsql.interface.progress import OnProgress
 
 log = logging.getLogger(__name__)
@@ -35,7 +36,7 @@ class KnowledgeBases:
 
     def create(self, project: str, body: dict[str, Any], if_not_exists: bool = False) -> KbRecord:
         """Validate everything, check the models answer, then store: nothing half-made."""
-        body = validate.require_object(body, "knowledge_base")
+        body = lifted_params(validate.require_object(body, "knowledge_base"), KnowledgeBase.PARAMS_FIELDS)
         name = validate.name(body.get("name"), "knowledge base")
         self.catalog.project(project)  # 404 before any provider call
         existing = self.catalog.find_knowledge_base(project, name)
