@@ -74,6 +74,17 @@ def test_delete_with_or_and_between(doc: Doc) -> None:
     ("SHOW TRIGGERS", "triggers"),
     ("SHOW MODELS", "ML models"),
     ("SHOW SKILLS", "skills"),
+    # the tables MindsDB's docs read for those features: refused as the feature, not as a typo
+    ("SELECT * FROM mindsdb.models", "ML models (mindsdb.models)"),
+    ("SELECT name, status FROM models WHERE name = 'm'", "ML models"),
+    ("SELECT * FROM information_schema.ml_engines", "ML engines"),
 ])
 def test_hosted_only_statements_are_refused_in_one_line(doc: Doc, statement: str, what: str) -> None:
     doc.refused(statement, what)
+
+
+def test_a_knowledge_base_named_models_is_still_read(doc: Doc) -> None:
+    doc.sql(f"CREATE KNOWLEDGE_BASE models USING embedding_model = {HASH}")
+    doc.sql("INSERT INTO models (id, content) VALUES (1, 'a')")
+    assert [r["id"] for r in doc.rows(f"SELECT id FROM {doc.project}.models")] == ["1"]
+    assert [r["id"] for r in doc.rows("SELECT id FROM models")] == ["1"]

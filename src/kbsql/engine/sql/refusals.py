@@ -36,6 +36,10 @@ _SHOW = {"CHATBOTS": "chatbots (SHOW CHATBOTS)",
          "TRIGGERS": "triggers (SHOW TRIGGERS)",
          "HANDLERS": "handlers (SHOW HANDLERS)"}
 _FUNCTIONS = {"llm": "the llm() function", "to_markdown": "the to_markdown() function"}
+_TABLES = {"models": "ML models", "models_versions": "ML models", "ml_engines": "ML engines",
+           "handlers": "handlers", "chatbots": "chatbots", "skills": "skills", "triggers": "triggers"}
+"""Tables MindsDB has for its features that kbsql lacks (a project's `models`, information_schema's
+`ml_engines`, ...): read, they are refused as the feature, not reported missing as a typo."""
 
 
 def unsupported(what: str) -> NotSupported:
@@ -63,3 +67,9 @@ def fallback(statement: ast.ASTNode) -> NotSupported:
     text = statement.to_string()
     shown = text if len(text) <= 80 else text[:77] + "..."
     return unsupported(f"{type(statement).__name__} statements ({shown})")
+
+
+def unsupported_table(database: str, name: str) -> NotSupported | None:
+    """The refusal for `database.name` when it is one of MindsDB's feature tables (`_TABLES`)."""
+    what = _TABLES.get(name.lower())
+    return None if what is None else unsupported(f"{what} ({database}.{name})")

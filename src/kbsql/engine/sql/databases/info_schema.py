@@ -18,6 +18,7 @@ from kbsql.engine.datasources.upload_store import UPLOADS_SOURCE
 from kbsql.engine.models import llm_log as llm_log_columns
 from kbsql.engine.sql import query_log
 from kbsql.engine.sql.databases import job_tables, mysql_schema
+from kbsql.engine.sql.refusals import unsupported_table
 from kbsql.engine.sql.tables.names import INFORMATION_SCHEMA, LOG_DATABASE, LOG_TABLES, not_found
 from kbsql.engine.view_store import views
 from kbsql.engine.views import knowledge_base_json
@@ -117,7 +118,8 @@ def frame(session: SqlSession, name: str, ctx: dict[str, Any], node: exp.Table,
         rows = session.queries.rows()
         return pa.table({c: pa.array([r[i] for r in rows], pa.int64() if c in ("ID", "PROCESSED_ROWS")
                                      else pa.string()) for i, c in enumerate(QUERY_COLUMNS)})
-    raise not_found(name, INFORMATION_SCHEMA, f" (known: {', '.join(TABLES)})")
+    raise unsupported_table(INFORMATION_SCHEMA, name) or \
+        not_found(name, INFORMATION_SCHEMA, f" (known: {', '.join(TABLES)})")
 
 
 def llm_log(session: SqlSession) -> pa.Table:

@@ -22,6 +22,7 @@ from kbsql.engine.datasources.frame_store import FRAMES_SOURCE
 from kbsql.engine.datasources.scans import Scan
 from kbsql.engine.datasources.upload_store import UPLOADS_SOURCE
 from kbsql.engine.spelling import did_you_mean
+from kbsql.engine.sql.refusals import unsupported_table
 from kbsql.engine.view_store import find_view, views
 from kbsql.interface.errors import NotFound, UnknownDatabase, UnknownTable
 from kbsql.interface.progress import OnProgress
@@ -127,6 +128,9 @@ def resolve(session: SqlSession, parts: list[str], current: str) -> Resolved:
             pass
         if rest[0].lower() == "jobs":  # the project's jobs (job_tables.py)
             return Resolved("jobs", project, "jobs")
+        refused = unsupported_table(project, rest[0])  # the project's `models`: MindsDB's ML models
+        if refused is not None:
+            raise refused
         known = [*(kb.name for kb in catalog.knowledge_bases(project)),
                  *(a.name for a in catalog.agents(project)),
                  *(v.name for v in views(catalog, project))]
