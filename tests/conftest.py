@@ -3,11 +3,13 @@ parametrized over both transports so one test checks embedded and HTTP alike."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 import kbsql
@@ -124,6 +126,17 @@ def start_server(data_dir: Path, env: dict[str, str] | None = None) -> tuple[Ser
 
 def stop_server(server: ServerProcess) -> None:
     server.stop()
+
+
+@contextlib.contextmanager
+def served_http(data_dir: Path) -> Iterator[httpx.Client]:
+    """A `kbsql serve` on `data_dir` and one keep-alive httpx client on it, stopped after."""
+    server, url = start_server(data_dir)
+    try:
+        with httpx.Client(base_url=url, timeout=60) as http:
+            yield http
+    finally:
+        stop_server(server)
 
 
 @pytest.fixture

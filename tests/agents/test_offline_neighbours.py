@@ -8,6 +8,7 @@ import re
 
 from kbsql.engine.models.chat.offline_values import another_value
 from kbsql.interface.stream import chunk_kind
+from tests.agents.test_offline_answers import GUIDE as WASHER_GUIDE
 
 BILLS = [
     ("bills", "Recurring bills\nRecurring bills can repeat every two weeks as well as monthly. "
@@ -47,22 +48,10 @@ def test_another_day_or_frequency_than_the_one_asked_is_not_its_answer(client):
     assert "every two weeks as well as monthly" in _body(answered), answered
 
 
-GUIDE = [
-    ("noise", "Noise and shaking\n"
-              "Symptom: The machine shakes or walks across the floor when spinning.\n"
-              "Cause: The transit bolts were not removed, or the feet are not level.\n"
-              "Fix: Remove the four transit bolts from the back before first use and adjust the feet.\n"
-              "Symptom: A loud rattle during the wash.\n"
-              "Cause: A coin or underwired bra has got between the drum and the tub.\n"
-              "Fix: Wash bras in a laundry bag; small objects end up in the pump filter, so clean it."),
-    ("smells", "Smells\n"
-               "Symptom: The washing smells musty.\n"
-               "Cause: Washing only at low temperatures lets a film build up inside the drum.\n"
-               "Fix: Run the Drum Clean programme at 90°C once a month with no clothes in it."),
-    ("door", "Door\nSymptom: The door stays locked after the programme ends.\n"
-             "Cause: The lock stays shut for about two minutes after the drum stops.\n"
-             "Fix: Wait two minutes; if water is left inside, run Drain."),
-]
+GUIDE = [*WASHER_GUIDE,  # test_offline_answers' troubleshooting guide, and a third entry
+         ("door", "Door\nSymptom: The door stays locked after the programme ends.\n"
+                  "Cause: The lock stays shut for about two minutes after the drum stops.\n"
+                  "Fix: Wait two minutes; if water is left inside, run Drain.")]
 
 
 def test_a_close_sentence_with_a_word_near_the_users_own_answers_it(client):
@@ -75,6 +64,6 @@ def test_a_close_sentence_with_a_word_near_the_users_own_answers_it(client):
     client.knowledge_bases.insert("washer", [{"id": i, "content": c} for i, c in GUIDE])
     client.agents.create("washer_desk", data={"knowledge_bases": ["mindsdb.washer"]})
     answer = _answer(client, "washer_desk", "banging noise while washing")
-    assert "A coin or underwired bra has got between the drum and the tub" in _body(answer), answer
+    assert "A coin has got between the drum and the tub" in _body(answer), answer
     refused = _answer(client, "washer_desk", "is there a gps in the machine")
     assert refused.startswith("Nothing in washer answers this question"), refused

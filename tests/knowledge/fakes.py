@@ -59,6 +59,12 @@ class FakeProvider:
         self.server.shutdown()
         self.server.server_close()
 
+    def __enter__(self) -> FakeProvider:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def answer(self, path: str, body: dict[str, Any]) -> tuple[int, Any]:
         if path in ("/v1/embeddings", "/api/embed"):
             with self._lock:
