@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 from kbsql.engine.models.chat import offline_asked
 from kbsql.engine.models.chat.offline import SWITCH_HINT
-from kbsql.engine.models.chat.offline_evidence import asks_to_count
+from kbsql.engine.models.chat.offline_count import asks_to_count
 from kbsql.engine.models.chat.offline_specific import names_all
 from kbsql.engine.models.chat.offline_subject import asked_subject, gives_for
 from kbsql.engine.models.chat.offline_text import content_words, is_whole, search_text, sentences

@@ -30,7 +30,9 @@ def test_another_day_or_frequency_than_the_one_asked_is_not_its_answer(client):
     """"can recurring bills repeat weekly" was answered with "every two weeks as well as
     monthly" (heldout16.json): the text gives the neighbouring frequencies, not the one asked, so
     the agent now refuses; asked the frequency the text gives, it answers. A sentence that says
-    its value is the only one ("only to annual billing") answers the other: no."""
+    its value is the only one ("only to annual billing") answers the other: no. Another year or
+    version ("Quill 5.0" of "Quill 4.0") is a neighbour too, unless the sentence bounds it ("3.8 or
+    later")."""
     assert another_value("can recurring bills repeat weekly", BILLS[0][1])
     assert not another_value("can recurring bills repeat every two weeks", BILLS[0][1])
     assert another_value("is there a women only session on wednesdays", BILLS[2][1])
@@ -39,6 +41,10 @@ def test_another_day_or_frequency_than_the_one_asked_is_not_its_answer(client):
     assert not another_value("Does the discount work with monthly billing?", BILLS[1][1])
     assert not another_value("How much do I save by paying yearly?", "Switching to annual billing saves 20%.")
     assert not another_value("can bills repeat weekly", "Bills can be paid by card.")  # no frequency given
+    assert another_value("When will Quill 5.0 be released?", "Quill 4.0 (November 2025). It drops Android 9.")
+    assert another_value("What are the term dates for 2027-28?", "Term dates 2026-27: 7 Sep to 18 Dec.")
+    assert not another_value("When was Quill 4.0 released?", "Quill 4.0 (November 2025). It drops Android 9.")
+    assert not another_value("does it run on Python 3.11", "It requires Python 3.8 or later.")  # a floor
     client.knowledge_bases.create("bills", embedding_model={"provider": "kbsql", "model_name": "hash-256"})
     client.knowledge_bases.insert("bills", [{"id": i, "content": c} for i, c in BILLS])
     client.agents.create("bills_desk", data={"knowledge_bases": ["mindsdb.bills"]})

@@ -21,7 +21,7 @@ from typing import Any
 
 from kbsql.engine.agents.render import parse_table_text
 from kbsql.engine.config import OFFLINE_MODEL, OFFLINE_PROVIDER
-from kbsql.engine.models.chat import offline_evidence, offline_text
+from kbsql.engine.models.chat import offline_count, offline_evidence, offline_text
 from kbsql.engine.models.chat.base import Message, RunControl, ToolCall, ToolSpec, Turn
 from kbsql.interface.errors import ProviderError
 from kbsql.interface.literals import quote_literal
@@ -142,7 +142,7 @@ def answer(question: str, done: list[tuple[ToolCall, str]], search: str | None =
            encoder: Callable[[], Any] | None = None) -> str:
     rows = _kb_rows(done)
     searched = _searched_kbs(done)
-    if searched and offline_evidence.asks_to_count(question, [r["chunk_content"] for r in rows]):
+    if searched and offline_count.asks_to_count(question, [r["chunk_content"] for r in rows]):
         kb = searched[0]
         return (f"I cannot count or total from a search: this offline agent reads only the best "
                 f"{SEARCH_LIMIT} matches of a search, never every row, so any number I gave would be "

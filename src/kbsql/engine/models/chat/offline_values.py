@@ -9,7 +9,9 @@ or the frequency it gives is not the one asked, and quoting it answers a questio
 limit passed, "after 3 hours" of "free for 3 hours", is offline_asked.past_its_limit's.)
 
 Written in round 18 on benchmarks/offline_agent/tune.json and heldout2-16.json (heldout16's
-"weekly" of "every two weeks"); heldout.json and heldout17.json are never tuned on.
+"weekly" of "every two weeks"); another year or version ("When will Quill 5.0 be released?" of
+"Quill 4.0 (November 2025)") in round 19, on heldout2-17.json; heldout.json and heldout18.json
+are never tuned on.
 """
 
 from __future__ import annotations
@@ -70,27 +72,47 @@ def _periods(text: str) -> set[float]:
     return out
 
 
+_YEAR = re.compile(r"\b((?:19|20)\d\d)(?:\s*[-/\u2013]\s*(\d\d(?:\d\d)?))?\b")
+_VERSION = re.compile(r"(?:\b(?:version|release|v)\s?|\b[A-Z][A-Za-z]+ )(\d+(?:\.\d+)+)\b")
+_OPEN_ENDED = re.compile(r"\b(?:or|and)\s+(?:later|newer|higher|above|up|earlier|older|below)\b|"
+                         r"\b(?:onwards|since|until|till|before|after|by|from)\b|\+", re.IGNORECASE)
+"""A year or version bounding others ("3.8 or later", "until the end of 2026"): it answers a
+question naming another."""
+
+
+def _labels(text: str) -> set[str]:
+    """The years ("2027", "2026-27") and version numbers ("Quill 5.0", "version 3.9") `text` names."""
+    years = {f"{y.group(1)}-{y.group(2)[-2:]}" if y.group(2) else y.group(1) for y in _YEAR.finditer(text)}
+    return years | {"v" + v.group(1) for v in _VERSION.finditer(text)}
+
+
 def another_value(question: str, sentence: str) -> bool:
-    """Whether `sentence` gives another day or frequency than the question asks about: "on
-    Wednesdays" of "Sunday: ... 14:00 women only", "repeat weekly" of "every two weeks as well
-    as monthly". The sentence answers the neighbouring value, which the text does give; the one
-    asked it does not. A sentence naming no day or frequency is judged as any, and one that says
-    its values are the only ones ("apply only to annual billing", "closed on Mondays") does
-    answer the other: no."""
+    """Whether `sentence` gives another day, frequency, year or version than the question asks
+    about: "on Wednesdays" of "Sunday: ... 14:00 women only", "repeat weekly" of "every two weeks
+    as well as monthly", "Quill 5.0" of "Quill 4.0". The sentence answers the neighbouring value,
+    which the text does give; the one asked it does not. A sentence naming no such value is
+    judged as any, and one that says its values are the only ones ("apply only to annual
+    billing", "closed on Mondays") or bounds them ("3.8 or later") does answer the other."""
     if _EXCLUSIVE.search(sentence):
         return False
     asked_days, said_days = _days(question), _days(sentence)
     if asked_days and said_days and not asked_days & said_days:
         return True
     asked, said = _periods(question), _periods(sentence)
-    return bool(asked and said and not asked & said)
+    if asked and said and not asked & said:
+        return True
+    if _OPEN_ENDED.search(sentence):
+        return False
+    asked_labels, said_labels = _labels(question), _labels(sentence)
+    return bool(asked_labels and said_labels and not asked_labels & said_labels)
 
 
 
 
 def _gives_asked(question: str, sentence: str) -> bool:
     """Whether `sentence` names the very day or frequency the question asks about."""
-    return bool(_days(question) & _days(sentence) or _periods(question) & _periods(sentence))
+    return bool(_days(question) & _days(sentence) or _periods(question) & _periods(sentence)
+                or _labels(question) & _labels(sentence))
 
 
 def neighbours(question: str, units: list[str], closeness: list[float]) -> list[bool]:
