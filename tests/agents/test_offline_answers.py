@@ -4,7 +4,6 @@ language model; embedded and over a real server."""
 
 from __future__ import annotations
 
-import re
 from types import SimpleNamespace
 
 from kbsql.engine.models.chat import offline_asked
@@ -14,6 +13,7 @@ from kbsql.engine.models.chat.offline_specific import names_all
 from kbsql.engine.models.chat.offline_subject import asked_subject, gives_for
 from kbsql.engine.models.chat.offline_text import content_words, is_whole, search_text, sentences
 from kbsql.interface.stream import chunk_kind
+from tests.agents.offline_desk import cited
 
 DOCS = [
     ("open", "Opening a socket: call socket.create_connection((host, port)) to open a TCP\n"
@@ -50,12 +50,6 @@ def _ask(client, question: str, history=()) -> tuple[str, str]:
     return answer, searched
 
 
-def _body(answer: str) -> list[str]:
-    """The cited sentences of an answer (before its Sources line)."""
-    text = answer.split("\n\nSources:", 1)[0]
-    return [s.strip() for s in re.split(r"\s*\[[^\]]+\]\s*", text) if s.strip()]
-
-
 def test_a_follow_up_searches_for_the_earlier_subject_and_answers_in_sentences(client):
     _setup(client)
     first, searched = _ask(client, "How do I open a socket?")
@@ -63,7 +57,7 @@ def test_a_follow_up_searches_for_the_earlier_subject_and_answers_in_sentences(c
     follow, searched = _ask(client, "and how do I set a timeout on it?",
                             [{"question": "How do I open a socket?", "answer": first}])
     assert "socket" in searched.lower()  # "it" became the socket of the first question
-    body = _body(follow)
+    body = cited(follow)
     assert body[0].startswith("Call settimeout(seconds) on a socket")
     assert all(is_whole(s) for s in body), body  # no "When a timeout occurs," fragments
     assert len(body) == len(set(body))  # the overlapping chunk's copy is not repeated
@@ -210,7 +204,7 @@ def test_bullet_lines_and_markdown_headings_are_sentences_of_their_own(client):
     for question, expected in asked.items():
         answer = [c["output"] for c in client.agents.stream("desk", question)
                   if chunk_kind(c) == "output"][-1]
-        assert _body(answer)[0].startswith(expected), (question, answer)
+        assert cited(answer)[0].startswith(expected), (question, answer)
 
 
 def test_a_price_per_hour_says_what_it_costs_not_how_long():
@@ -254,7 +248,7 @@ def test_table_rows_are_read_with_their_header_and_quoted_with_it(client):
     for question, expected in asked.items():
         answer = [c["output"] for c in client.agents.stream("lake_desk", question)
                   if chunk_kind(c) == "output"][-1]
-        assert " ".join(_body(answer)).startswith(expected), (question, answer)
+        assert " ".join(cited(answer)).startswith(expected), (question, answer)
 
 
 LISTS = [
@@ -294,7 +288,7 @@ def test_short_unpunctuated_lines_are_read_one_by_one_and_as_the_whole_list(clie
     for question, expected in asked.items():
         answer = [c["output"] for c in client.agents.stream("harbour_desk", question)
                   if chunk_kind(c) == "output"][-1]
-        assert " ".join(_body(answer)).startswith(expected), (question, answer)
+        assert " ".join(cited(answer)).startswith(expected), (question, answer)
 
 
 def test_a_faq_answer_is_read_under_its_question():
@@ -368,7 +362,7 @@ def test_a_faq_answer_must_name_what_the_user_adds_and_a_limit_is_not_what_lies_
         if expected is None:
             assert answer.startswith("Nothing in garage answers this question"), (question, answer)
         else:
-            assert expected in " ".join(_body(answer)), (question, answer)
+            assert expected in " ".join(cited(answer)), (question, answer)
     retest = "A free retest within 10 working days if the car stays with us."
     assert offline_asked.past_its_limit("How much is it after 10 days?", retest)
     assert not offline_asked.past_its_limit("Is the retest free within 10 days?", retest)
@@ -422,6 +416,6 @@ def test_a_labelled_symptom_restates_the_question_and_the_fix_after_it_answers(c
     client.agents.create("washer_desk", data={"knowledge_bases": ["mindsdb.washer"]})
     chunks = client.agents.stream("washer_desk", "machine jumping around the kitchen on spin")
     answer = [c["output"] for c in chunks if chunk_kind(c) == "output"][-1]
-    body = " ".join(_body(answer))
+    body = " ".join(cited(answer))
     assert "Remove the four transit bolts" in body, answer
     assert "Drum Clean" not in body, answer

@@ -5,10 +5,8 @@ working day", "more like a week")."""
 
 from __future__ import annotations
 
-import re
-
 from kbsql.engine.models.chat.offline_asked import asked_kind, holds, past_its_limit
-from kbsql.interface.stream import chunk_kind
+from tests.agents.offline_desk import answer, cited, desk
 
 TERMS = [
     ("cancel", "Cancellation and freezing\n"
@@ -22,14 +20,6 @@ TERMS = [
                 "Our basic service is £45 and covers gears, brakes and tyre pressures. Most bikes are "
                 "ready the next working day, but in spring it can be more like a week, so book ahead."),
 ]
-
-
-def _answer(client, agent: str, question: str) -> str:
-    return [c["output"] for c in client.agents.stream(agent, question) if chunk_kind(c) == "output"][-1]
-
-
-def _body(answer: str) -> str:
-    return " ".join(s for s in re.split(r"\s*\[[^\]]+\]\s*", answer.split("\n\nSources:", 1)[0]) if s.strip())
 
 
 def test_an_amount_outside_a_range_or_floor_is_past_the_limit():
@@ -52,13 +42,11 @@ def test_a_question_past_the_closest_sentences_range_is_refused(client):
     re-joining sentence once the "one to three months" sentence was dropped (heldout17.json): the
     closest sentence sets the limit the question passes, so the agent now quotes nothing. Within
     the range it quotes that sentence."""
-    client.knowledge_bases.create("terms", embedding_model={"provider": "kbsql", "model_name": "hash-256"})
-    client.knowledge_bases.insert("terms", [{"id": i, "content": c} for i, c in TERMS])
-    client.agents.create("terms_desk", data={"knowledge_bases": ["mindsdb.terms"]})
-    refused = _answer(client, "terms_desk", "can I freeze my membership for six months")
+    agent = desk(client, "terms", TERMS)
+    refused = answer(client, agent, "can I freeze my membership for six months")
     assert refused.startswith("Nothing in terms answers this question"), refused
-    answered = _answer(client, "terms_desk", "can I freeze my membership for two months")
-    assert "frozen for a period of one to three months" in _body(answered), answered
+    answered = answer(client, agent, "can I freeze my membership for two months")
+    assert "frozen for a period of one to three months" in " ".join(cited(answered)), answered
 
 
 def test_how_quickly_is_answered_by_a_span_said_without_a_number():

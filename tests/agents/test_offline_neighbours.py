@@ -4,10 +4,8 @@ holds a word near each one no passage holds."""
 
 from __future__ import annotations
 
-import re
-
 from kbsql.engine.models.chat.offline_values import another_value
-from kbsql.interface.stream import chunk_kind
+from tests.agents.offline_desk import answer, cited, desk
 from tests.agents.test_offline_answers import GUIDE as WASHER_GUIDE
 
 BILLS = [
@@ -16,14 +14,6 @@ BILLS = [
     ("discounts", "Discounts\nCharities get 50% off the Team plan. Discounts apply only to annual billing."),
     ("pool", "Pool sessions\nSunday: 08:00 lanes, 10:00 public swim, 14:00 women only, close 17:00."),
 ]
-
-
-def _answer(client, agent: str, question: str) -> str:
-    return [c["output"] for c in client.agents.stream(agent, question) if chunk_kind(c) == "output"][-1]
-
-
-def _body(answer: str) -> str:
-    return " ".join(s for s in re.split(r"\s*\[[^\]]+\]\s*", answer.split("\n\nSources:", 1)[0]) if s.strip())
 
 
 def test_another_day_or_frequency_than_the_one_asked_is_not_its_answer(client):
@@ -45,13 +35,11 @@ def test_another_day_or_frequency_than_the_one_asked_is_not_its_answer(client):
     assert another_value("What are the term dates for 2027-28?", "Term dates 2026-27: 7 Sep to 18 Dec.")
     assert not another_value("When was Quill 4.0 released?", "Quill 4.0 (November 2025). It drops Android 9.")
     assert not another_value("does it run on Python 3.11", "It requires Python 3.8 or later.")  # a floor
-    client.knowledge_bases.create("bills", embedding_model={"provider": "kbsql", "model_name": "hash-256"})
-    client.knowledge_bases.insert("bills", [{"id": i, "content": c} for i, c in BILLS])
-    client.agents.create("bills_desk", data={"knowledge_bases": ["mindsdb.bills"]})
-    refused = _answer(client, "bills_desk", "can recurring bills repeat weekly")
+    agent = desk(client, "bills", BILLS)
+    refused = answer(client, agent, "can recurring bills repeat weekly")
     assert refused.startswith("Nothing in bills answers this question"), refused
-    answered = _answer(client, "bills_desk", "can recurring bills repeat every two weeks")
-    assert "every two weeks as well as monthly" in _body(answered), answered
+    answered = answer(client, agent, "can recurring bills repeat every two weeks")
+    assert "every two weeks as well as monthly" in " ".join(cited(answered)), answered
 
 
 GUIDE = [*WASHER_GUIDE,  # test_offline_answers' troubleshooting guide, and a third entry
@@ -66,10 +54,8 @@ def test_a_close_sentence_with_a_word_near_the_users_own_answers_it(client):
     the entry did not count as saying it otherwise. A close sentence (SPOKEN) holding a word near
     each such word ("banging" / "drum", offline_specific.NEAR) now has NEAR_SLACK of tolerance;
     a word the text has nothing near ("gps") still makes the question unanswered."""
-    client.knowledge_bases.create("washer", embedding_model={"provider": "kbsql", "model_name": "hash-256"})
-    client.knowledge_bases.insert("washer", [{"id": i, "content": c} for i, c in GUIDE])
-    client.agents.create("washer_desk", data={"knowledge_bases": ["mindsdb.washer"]})
-    answer = _answer(client, "washer_desk", "banging noise while washing")
-    assert "A coin has got between the drum and the tub" in _body(answer), answer
-    refused = _answer(client, "washer_desk", "is there a gps in the machine")
+    agent = desk(client, "washer", GUIDE)
+    answered = answer(client, agent, "banging noise while washing")
+    assert "A coin has got between the drum and the tub" in " ".join(cited(answered)), answered
+    refused = answer(client, agent, "is there a gps in the machine")
     assert refused.startswith("Nothing in washer answers this question"), refused
