@@ -8,8 +8,8 @@ crash can at worst leave a stale cache file that the next open catches up.
 
 Index types: exact `IndexIDMap2(IndexFlatIP)` for few rows, then the `scan` of scan.py (every
 row's short code scanned, the best re-scored), and IVF over float16 codes
-(`IndexIVFScalarQuantizer` QT_fp16, inner product) where the settings ask for it (`scan = N`:
-IVF past N rows) or the dimension is odd. Either approximate kind answers `rerank` x k
+(`IndexIVFScalarQuantizer` QT_fp16, inner product) past `SCAN_ROWS`, where the settings ask for
+it (`scan = N`: IVF past N rows) or where the dimension is odd. Either approximate kind answers `rerank` x k
 candidates that the caller re-scores exactly from the float32 vectors in SQLite (search.py).
 The float16 codes are half the float32 vectors, so the full-precision vectors are stored once
 (in SQLite) and an index adds ~768 bytes per vector of 384 dimensions. IVF removes ids in place
@@ -28,11 +28,11 @@ refine pool of 200 it gets there, 0.88; with 100, 0.72 on questions). It costs m
 than the IVF, 1.1x its FAISS time at 100k, ~3x at 1M (4.9 ms against 1.7), which the path
 around the index (embedding, re-score, rows) dilutes, and 5x at 2M (12 ms against 2.4, the
 IVF's recall back to 0.975 mean there, worst decile 0.56; results/scan_range_2000k.json):
-hence SCAN_ROWS. Why IVF over float16 and not 8-bit codes,
-and not HNSW (results/vs_chroma.json's history): on near-duplicates 8-bit codes ranked the true
-top 10 out of any short candidate list, and HNSW topped out at recall 0.96-0.98 building 10x
-slower. An IVF cache of a size the scan now takes (written before it did) is rebuilt as a scan
-when opened (14.4 s at 1M rows, peak RSS 1.7 GB, quiet machine).
+hence SCAN_ROWS. Why IVF over float16 and not 8-bit codes, and not HNSW (results/vs_chroma.json's
+history): on near-duplicates 8-bit codes ranked the true top 10 out of any short candidate list,
+and HNSW topped out at recall 0.96-0.98 building 10x slower. An IVF cache of a size the scan now
+takes (written before it did) is rebuilt as a scan when opened (14.4 s at 1M rows, peak RSS
+1.7 GB, quiet machine).
 
 Tuning: `settings.py` (CREATE INDEX ON KNOWLEDGE_BASE ... WITH (nprobe = .., scan = .., ...)).
 """
