@@ -9,9 +9,13 @@ from typing import Any
 from kbsql.interface.stream import chunk_kind
 
 
-def desk(client: Any, kb: str, entries: list[tuple[str, str]]) -> str:
-    """Knowledge base `kb` holding `entries` (id, content) and an offline agent over it: its name."""
-    client.knowledge_bases.create(kb, embedding_model={"provider": "kbsql", "model_name": "hash-256"})
+def desk(client: Any, kb: str, entries: list[tuple[str, str]], model: str | None = "hash-256") -> str:
+    """Knowledge base `kb` holding `entries` (id, content), embedded by kbsql's `model` (None: the
+    bundled model), and an offline agent over it: its name."""
+    if model is None:
+        client.knowledge_bases.create(kb)
+    else:
+        client.knowledge_bases.create(kb, embedding_model={"provider": "kbsql", "model_name": model})
     client.knowledge_bases.insert(kb, [{"id": i, "content": c} for i, c in entries])
     agent = f"{kb}_desk"
     client.agents.create(agent, data={"knowledge_bases": [f"mindsdb.{kb}"]})

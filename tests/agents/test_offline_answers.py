@@ -13,7 +13,8 @@ from kbsql.engine.models.chat.offline_specific import names_all
 from kbsql.engine.models.chat.offline_subject import asked_subject, gives_for
 from kbsql.engine.models.chat.offline_text import content_words, is_whole, search_text, sentences
 from kbsql.interface.stream import chunk_kind
-from tests.agents.offline_desk import cited
+from tests.agents import offline_desk
+from tests.agents.offline_desk import cited, desk
 
 DOCS = [
     ("open", "Opening a socket: call socket.create_connection((host, port)) to open a TCP\n"
@@ -194,16 +195,13 @@ def test_bullet_lines_and_markdown_headings_are_sentences_of_their_own(client):
                      "Book through the members' app; bookings can be cancelled free up to 24 hours before.",
                      "Post is kept at reception for 30 days, then returned to sender.",
                      "Parcels over 20 kg cannot be accepted."]
-    client.knowledge_bases.create("cowork", embedding_model={"provider": "kbsql", "model_name": "hash-384"})
-    client.knowledge_bases.insert("cowork", [{"id": i, "content": c} for i, c in BULLETS])
-    client.agents.create("desk", data={"knowledge_bases": ["mindsdb.cowork"]})
+    agent = desk(client, "cowork", BULLETS, model="hash-384")
     asked = {"how much to print in colour": "Colour printing costs 20p a page.",
              "How many pages are free?": "Each member gets 100 free black-and-white pages a month",
              "How big is the Boardroom?": "The Boardroom seats 12 and costs £40 an hour.",
              "How long do you hold my mail?": "Post is kept at reception for 30 days"}
     for question, expected in asked.items():
-        answer = [c["output"] for c in client.agents.stream("desk", question)
-                  if chunk_kind(c) == "output"][-1]
+        answer = offline_desk.answer(client, agent, question)
         assert cited(answer)[0].startswith(expected), (question, answer)
 
 
@@ -238,16 +236,13 @@ def test_table_rows_are_read_with_their_header_and_quoted_with_it(client):
                      "Boat | Seats | Per hour | Deposit: Motor boat | 6 | £40 | £100.",
                      "Boat | Seats | Per hour | Deposit: Pedalo | 4 | £12 | none."]
     assert "wifi" in content_words("Wi-Fi | free in the cafe") and "email" in content_words("by e-mail")
-    client.knowledge_bases.create("lake")  # the bundled model
-    client.knowledge_bases.insert("lake", [{"id": i, "content": c} for i, c in TABLES])
-    client.agents.create("lake_desk", data={"knowledge_bases": ["mindsdb.lake"]})
+    agent = desk(client, "lake", TABLES, model=None)
     asked = {"how much is a motor boat for an hour":
              "Boat | Seats | Per hour | Deposit: Motor boat | 6 | £40",
              "is there wifi at the cafe": "What | Details: Wi-Fi | free in the cafe",
              "How much deposit do I pay for a group?": "What | Details: Group bookings | 20% deposit"}
     for question, expected in asked.items():
-        answer = [c["output"] for c in client.agents.stream("lake_desk", question)
-                  if chunk_kind(c) == "output"][-1]
+        answer = offline_desk.answer(client, agent, question)
         assert " ".join(cited(answer)).startswith(expected), (question, answer)
 
 
@@ -279,15 +274,12 @@ def test_short_unpunctuated_lines_are_read_one_by_one_and_as_the_whole_list(clie
     assert first == "Booking: Minimum booking two hours."  # a line with a number word is no heading
     wrapped = "The kayak hire desk\nopens at 9 am and\ncloses at 6 pm"  # wrapped prose: no list
     assert not any(s.item for s in sentences([(wrapped, "w")]))
-    client.knowledge_bases.create("harbour")  # the bundled model
-    client.knowledge_bases.insert("harbour", [{"id": i, "content": c} for i, c in LISTS])
-    client.agents.create("harbour_desk", data={"knowledge_bases": ["mindsdb.harbour"]})
+    agent = desk(client, "harbour", LISTS, model=None)
     asked = {"what does a single kayak cost": "Kayak hire: Single kayak: £15 an hour.",
              "How much is parking after 3 hours?": "Nothing in",
              "How much is a wetsuit to hire?": "Nothing in"}
     for question, expected in asked.items():
-        answer = [c["output"] for c in client.agents.stream("harbour_desk", question)
-                  if chunk_kind(c) == "output"][-1]
+        answer = offline_desk.answer(client, agent, question)
         assert " ".join(cited(answer)).startswith(expected), (question, answer)
 
 
@@ -349,16 +341,13 @@ def test_a_faq_answer_must_name_what_the_user_adds_and_a_limit_is_not_what_lies_
     (offline_specific.adds_to); the FAQ's own question is still answered. And an amount past the limit a
     sentence sets ("from 10 miles away" of "within 5 miles", "after 10 days" of "within 10
     working days") is not answered by it: the text gives only the near side."""
-    client.knowledge_bases.create("garage")  # the bundled model
-    client.knowledge_bases.insert("garage", [{"id": i, "content": c} for i, c in FAQ])
-    client.agents.create("garage_desk", data={"knowledge_bases": ["mindsdb.garage"]})
+    agent = desk(client, "garage", FAQ, model=None)
     asked = {"Who can drive the courtesy car?": "Who can drive the courtesy car? Drivers aged 25 to 75",
              "Can I drive the courtesy car abroad?": None,
              "How much is collection from 3 miles away?": "Do you collect cars? We collect and return",
              "How much does collection cost from 10 miles away?": None}
     for question, expected in asked.items():
-        answer = [c["output"] for c in client.agents.stream("garage_desk", question)
-                  if chunk_kind(c) == "output"][-1]
+        answer = offline_desk.answer(client, agent, question)
         if expected is None:
             assert answer.startswith("Nothing in garage answers this question"), (question, answer)
         else:
@@ -411,11 +400,8 @@ def test_a_labelled_symptom_restates_the_question_and_the_fix_after_it_answers(c
                         "Cause: The transit bolts were not removed, or the feet are not level.")
     assert read["Fix: Small objects usually end up in the pump filter, so clean it."].lead[0] == \
         "Symptom: A loud rattle during the wash."
-    client.knowledge_bases.create("washer", embedding_model={"provider": "kbsql", "model_name": "hash-256"})
-    client.knowledge_bases.insert("washer", [{"id": i, "content": c} for i, c in GUIDE])
-    client.agents.create("washer_desk", data={"knowledge_bases": ["mindsdb.washer"]})
-    chunks = client.agents.stream("washer_desk", "machine jumping around the kitchen on spin")
-    answer = [c["output"] for c in chunks if chunk_kind(c) == "output"][-1]
+    agent = desk(client, "washer", GUIDE)
+    answer = offline_desk.answer(client, agent, "machine jumping around the kitchen on spin")
     body = " ".join(cited(answer))
     assert "Remove the four transit bolts" in body, answer
     assert "Drum Clean" not in body, answer
