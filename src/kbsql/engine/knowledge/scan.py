@@ -30,12 +30,14 @@ alone, tie-aware recall@10 mean of kinds / lowest worst decile / p50, loaded mac
   200 at 1M (the worst decile of questions 0.72 at 100, 0.88 at 200, for +1.6 ms).
 
 What FAISS cannot do here, and what is done instead:
-- Remove ids (neither IndexRefine nor the fast scan implements remove_ids). Deleted rows
-  stay in the index as tombstones (`dead`) that a search never answers: the code scan asks
-  for refine x fetch + len(dead) rows, drops the dead ones and re-scores the best refine x
-  fetch live ones, the very pool an index without the dead rows would have had
-  (`_search_past`). The index is rebuilt once the dead pass `compact_due`: the scan's heap
-  grows with them (+0.1 ms a search at 1,000 tombstones in 100k rows, +0.4 at 5,000).
+- Remove ids (IndexRefine does not implement remove_ids; in FAISS 1.15 its two parts each
+  do, but removing from both in step with the id map is not built here, and would be the way
+  to compact without a second index in memory). Deleted rows stay in the index as tombstones
+  (`dead`) that a search never answers: the code scan asks for refine x fetch + len(dead) rows,
+  drops the dead ones and re-scores the best refine x fetch live ones, the very pool an index
+  without the dead rows would have had (`_search_past`). The index is rebuilt once the dead
+  pass `compact_due`: the scan's heap grows with them (+0.1 ms a search at 1,000 tombstones in
+  100k rows, +0.4 at 5,000).
 - Take a selector (a fast scan has none). A filtered search scans the float16 codes of the
   allowed rows only, as the filtered IVF search scores every allowed row's code:
   k + FILTER_MARGIN candidates, far more than the float16 error (~1e-4 in cosine) can
