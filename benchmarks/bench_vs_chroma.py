@@ -33,7 +33,10 @@ a scan over its refine pool (`refine`; the default grows with the rows: scan.aut
 other index candidates (HNSW, an HNSW coarse quantizer, cells chosen per query, scans of short
 codes) are measured by bench_index_curve.py; `--index-candidate SPEC` runs the kbsql side with
 one of them in place of the IVF (scan_candidate.py; report in vs_chroma_candidate.json,
-defaults untouched).
+defaults untouched). Chroma's own curve is over its HNSW's ef_search (`--chroma-ef`, each value
+searched in a process of its own, the collection's setting restored after), and the report
+sets kbsql's p50 against Chroma's at the lowest ef_search reaching kbsql's recall, or says that
+none does (`targets.at_equal_recall`).
 
 Chroma is an optional extra (`pip install '.[bench]'`, best in its own venv: it pins its own
 dependencies): it runs under `--chroma-python` (default `$KBSQL_CHROMA_PYTHON`, else
@@ -74,6 +77,7 @@ FILTER_GROUP = 3
 CURVE_NPROBE = [16, 32, 48, 96, 192, 384]
 CURVE_RERANK = [5, 10]  # a larger exact re-score pool at the default nprobe (issue 37's candidates)
 CURVE_REFINE = [10, 25, 50, 100, 200]  # a scan's refine pools (the default is scan.auto_refine's)
+CHROMA_EF = [200, 400, 800, 1600]  # Chroma's ef_search curve (its default: 100)
 CANDIDATE = "KBSQL_BENCH_INDEX_CANDIDATE"
 
 
@@ -213,12 +217,17 @@ def chroma_child(phase: str, folder: Path, docs: int, batch: int, work: Path) ->
         out["docs_per_s"] = round(docs / out["seconds"], 1)
         return out
     collection = client.get_collection("dups")
+    if phase.startswith("ef="):  # set ef_search (read at open: a later process searches with it)
+        before = collection.configuration_json["hnsw"]["ef_search"]
+        collection.modify(configuration={"hnsw": {"ef_search": int(phase[3:])}})
+        return {"ef_search_before": before}
     queries = np.load(work / "queries.npy")
     plan = json.loads((work / "plan.json").read_text())
     include = ["documents", "metadatas", "distances"]
     t0 = time.perf_counter()
     assert len(collection.query(query_embeddings=queries[:1], n_results=10, include=include)["ids"][0]) == 10
     out["first_search_ms"] = round((time.perf_counter() - t0) * 1000, 1)
+    out["ef_search"] = collection.configuration_json["hnsw"]["ef_search"]
     if phase == "open":
         return out
 
@@ -229,6 +238,8 @@ def chroma_child(phase: str, folder: Path, docs: int, batch: int, work: Path) ->
         return one
 
     out["unfiltered"] = timed(search(None), list(queries[plan["unfiltered"]]))
+    if phase == "curve":  # one point of the ef_search curve (run_side)
+        return out
     out["filtered"] = timed(search({"g": FILTER_GROUP}), list(queries[plan["filtered"]]))
     return out
 
@@ -352,6 +363,8 @@ def main() -> None:
     parser.add_argument("--chroma-python")
     parser.add_argument("--no-chroma", action="store_true")
     parser.add_argument("--index-candidate", help="FAISS spec: scan_candidate.py's index on the kbsql side")
+    parser.add_argument("--chroma-ef", type=lambda v: [int(x) for x in v.split(",") if x],
+                        default=CHROMA_EF, help="Chroma's ef_search curve, comma-separated ('' for none)")
     parser.add_argument("--timeout", type=int, default=7200)
     parser.add_argument("--child", nargs=3, metavar=("SIDE", "PHASE", "DIR"))
     parser.add_argument("--work")
@@ -417,6 +430,8 @@ def run_side(python: str, side: str, folder: Path, args, work: Path, truth: tupl
                               ("sql_unfiltered", plan["sql"], "unfiltered")):
         if route in search:  # sql_unfiltered: the harness's route (kbsql only)
             search[route] = grade(search[route], rows, labels, exact[kind], qvec)
+    if side == "chroma" and args.chroma_ef:
+        search["curve"] = chroma_curve(python, folder, args, work)
     for point in search.get("curve", []):
         point.update(grade(point, plan["unfiltered"], labels, exact["unfiltered"], qvec))
     res["search"] = search
@@ -425,6 +440,44 @@ def run_side(python: str, side: str, folder: Path, args, work: Path, truth: tupl
     if not args.reuse:
         shutil.rmtree(folder, ignore_errors=True)
     return res
+
+
+def chroma_curve(python: str, folder: Path, args, work: Path) -> list[dict]:
+    """Chroma's unfiltered searches at each `--chroma-ef` ef_search, each in a process of its
+    own: Chroma reads ef_search when it opens the collection (set and searched in one process,
+    the search kept the old one: 100k, ef 100 -> 1600, the same answers). The setting persists
+    in the collection, so the one it had is put back, whatever happens."""
+    points = []
+    default = None
+    try:
+        for ef in args.chroma_ef:
+            before = run_phase(python, "chroma", f"ef={ef}", folder, args, work)["ef_search_before"]
+            default = before if default is None else default
+            point = run_phase(python, "chroma", "curve", folder, args, work)
+            points.append({"ef_search": point["ef_search"], "unfiltered": point["unfiltered"]})
+    finally:
+        if default is not None:
+            run_phase(python, "chroma", f"ef={default}", folder, args, work)
+    return [{"ef_search": p["ef_search"], **p["unfiltered"]} for p in points]
+
+
+def matched_recall(k_search: dict, c_search: dict) -> dict:
+    """kbsql's unfiltered p50 against Chroma's at the lowest ef_search of its curve whose
+    tuning recall reaches kbsql's (the comparison at equal recall), or, if none does, Chroma's
+    best recall on the curve and its p50."""
+    want = k_search["unfiltered"]["recall_at_10"]
+    points = sorted(c_search.get("curve", []), key=lambda p: p["ef_search"])
+    if not points:
+        return {}
+    reached = [p for p in points if p["recall_at_10"] >= want]
+    if reached:
+        p = reached[0]
+        return {"chroma_ef_at_kbsql_recall": p["ef_search"], "chroma_p50_at_kbsql_recall": p["p50_ms"],
+                "p50_ratio_at_equal_recall": round(k_search["unfiltered"]["p50_ms"] / p["p50_ms"], 3)}
+    best = max(points, key=lambda p: p["recall_at_10"])
+    return {"chroma_reaches_kbsql_recall": False, "kbsql_recall_at_10": want,
+            "chroma_best_recall_at_10": best["recall_at_10"], "chroma_best_ef_search": best["ef_search"],
+            "chroma_best_p50_ms": best["p50_ms"]}
 
 
 def targets(report: dict, docs: int) -> dict:
@@ -447,6 +500,7 @@ def targets(report: dict, docs: int) -> dict:
             out[f"{kind}_p50_ratio_to_chroma"] = round(ratio, 3)
             out[f"{kind}_p50_met"] = ratio <= 0.5
         out["target_p50_ratio"] = 0.5
+        out["at_equal_recall"] = matched_recall(k["search"], c["search"])  # (no target: context)
         for phase in ("ingest", "open", "search"):
             ratio = k["peak_rss_mb"][phase] / c["peak_rss_mb"][phase]
             out[f"rss_{phase}_ratio_to_chroma"] = round(ratio, 3)
