@@ -55,7 +55,7 @@ import index_scans  # noqa: E402
 import index_structures  # noqa: E402
 import neardup  # noqa: E402
 
-from kbsql.engine.knowledge import index as index_mod  # noqa: E402
+from kbsql.engine.knowledge import index_build  # noqa: E402
 from kbsql.engine.knowledge import ivf as ivf_mod  # noqa: E402
 from kbsql.engine.models.embeddings import HashEmbedder  # noqa: E402
 
@@ -111,16 +111,16 @@ def measure(search: Search, x: np.ndarray, sets: dict[str, tuple[np.ndarray, tup
 
 def ivf_index(x: np.ndarray, nlist: int = 0, quantizer: str = "flat") -> object:
     """Cells trained as the engine trains them: on TRAIN_PER_LIST rows per cell spread evenly
-    over the rows (index.py's _training_sample; the whole of 1M rows took k-means 20+ min).
+    over the rows (index_build.training_sample; the whole of 1M rows took k-means 20+ min).
     The 100k curve committed with issue 37 was trained on all rows; its shipped-default
     point matches the engine's own in vs_chroma.json (far queries 0.866 vs 0.858)."""
     nlist = nlist or ivf_mod.auto_nlist(len(x))
     size = min(len(x), nlist * ivf_mod.TRAIN_PER_LIST)
     sample = x[np.arange(size, dtype=np.int64) * len(x) // size]
     if quantizer == "flat":
-        index = index_mod.make_index(DIM, "ivf", sample, nlist)
+        index = index_build.make_index(DIM, "ivf", sample, nlist)
     else:  # the same training, then the centroids moved into an HNSW graph
-        trained = index_mod.make_index(DIM, "ivf", sample, nlist)
+        trained = index_build.make_index(DIM, "ivf", sample, nlist)
         centroids = trained.quantizer.reconstruct_n(0, trained.nlist)
         hnsw = faiss.IndexHNSWFlat(DIM, 32, faiss.METRIC_INNER_PRODUCT)
         hnsw.hnsw.efConstruction = 80

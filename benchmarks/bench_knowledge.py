@@ -32,7 +32,7 @@ from report import write_report  # benchmarks/report.py (the script's folder is 
 
 from kbsql.engine import Engine
 from kbsql.engine.knowledge import index as index_mod
-from kbsql.engine.knowledge import scan
+from kbsql.engine.knowledge import index_build, scan
 from kbsql.engine.knowledge.chunking import ChunkingConfig, split_text
 from kbsql.engine.knowledge.search import SearchRequest
 from kbsql.engine.models import minilm
@@ -150,7 +150,7 @@ def bench_threshold(sizes: list[int], dim: int = 384, queries: int = 200) -> dic
         flat = faiss.IndexFlatIP(dim)
         flat.add(x)
         t0 = time.perf_counter()
-        ivf = index_mod.make_index(dim, "ivf", x)  # cells as the engine chooses them
+        ivf = index_build.make_index(dim, "ivf", x)  # cells as the engine chooses them
         ivf.add_with_ids(x, np.arange(n, dtype=np.int64))
         build = time.perf_counter() - t0
         params = faiss.SearchParametersIVF(nprobe=NPROBE)
@@ -203,9 +203,9 @@ def bench_search(n: int, queries: int, per_kind: int) -> dict:
         vectors = np.concatenate([v for _, v in handle.store.vectors_after(0, dim)])
         settings = handle.index.settings
         kind, NO_DEAD = handle.index.kind, np.empty(0, np.int64)
-        sample = vectors[np.arange(min(n, index_mod.SCAN_SAMPLE)) * n // min(n, index_mod.SCAN_SAMPLE)] \
+        sample = vectors[np.arange(min(n, index_build.SCAN_SAMPLE)) * n // min(n, index_build.SCAN_SAMPLE)] \
             if kind == "scan" else vectors
-        bare = index_mod.make_index(dim, kind, sample, getattr(handle.index.index, "nlist", 0), rows=n)
+        bare = index_build.make_index(dim, kind, sample, getattr(handle.index.index, "nlist", 0), rows=n)
         bare.add_with_ids(vectors, ids)
 
         def bare_search(text: str) -> None:

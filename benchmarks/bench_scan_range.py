@@ -9,9 +9,9 @@ scans re-scoring more from float16 (`scan_f<refine>`) or with fewer 4-bit sub-qu
 (`scan_pq<M>_f<refine>`). At 1M: results/ivf_range_1000k.json, scan_range_1000k.json.
 
 At each size, the first N rows of bench_index_curve's near-duplicate corpus (hash-384) are
-indexed twice as the engine builds them: the shipped IVF (index.make_index, cells trained on
+indexed twice as the engine builds them: the shipped IVF (index_build.make_index, cells trained on
 40 rows each spread over the rows, nprobe 48, 20 candidates) and the scan (scan.make_scan for
-that many rows, trained on index.SCAN_SAMPLE rows spread over them: its codes and its refine
+that many rows, trained on index_build.SCAN_SAMPLE rows spread over them: its codes and its refine
 pool as the engine picks them at that size, scan.sub_quantizers and scan.auto_refine, reported
 as `scan_index`; 20 candidates); both re-scored exactly (bench_index_curve.measure: the tuning queries of
 every kind, tie-aware recall@10 mean / worst decile, p50 / p90 of candidates + re-score on one
@@ -33,8 +33,7 @@ sys.path.insert(0, str(HERE))
 import bench_index_curve as curve  # noqa: E402
 import neardup  # noqa: E402
 
-from kbsql.engine.knowledge import index as index_mod  # noqa: E402
-from kbsql.engine.knowledge import scan  # noqa: E402
+from kbsql.engine.knowledge import index_build, scan  # noqa: E402
 from kbsql.engine.knowledge.settings import NPROBE, RERANK  # noqa: E402
 from kbsql.engine.models.embeddings import HashEmbedder  # noqa: E402
 
@@ -45,7 +44,7 @@ NO_DEAD = np.empty(0, np.int64)
 def scan_index(x: np.ndarray, pq: int = 0) -> object:
     """The engine's scan for len(x) rows (`pq` 0: its codes by scan.sub_quantizers), or one
     with `pq` 4-bit sub-quantizers."""
-    size = min(len(x), index_mod.SCAN_SAMPLE)
+    size = min(len(x), index_build.SCAN_SAMPLE)
     sample = x[np.arange(size, dtype=np.int64) * len(x) // size]
     if pq:
         inner = curve.faiss.index_factory(x.shape[1], f"RR{x.shape[1]},PQ{pq}x4fs,Refine(SQfp16)",

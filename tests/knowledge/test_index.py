@@ -188,10 +188,10 @@ def test_ivf_cells_are_trained_on_rows_from_oldest_to_newest() -> None:
                 vectors[:, 0] = np.arange(start, start + count)
                 yield np.arange(start, start + count), vectors
 
-    index = object.__new__(index_mod.VectorIndex)
+    from kbsql.engine.knowledge.index_build import training_sample
+
     for live, size in ((100_000, 50_560), (60_000, 39_160), (1_000, 5_000), (7, 3)):
-        index.store = Rows(live)
-        sample = index._training_sample(4, live, size)
+        sample = training_sample(Rows(live), 4, live, size)
         positions = sample[:, 0]
         assert len(sample) == min(size, live)
         assert len(np.unique(positions)) == len(sample)  # no row twice

@@ -77,7 +77,7 @@ def id_selector(allowed: np.ndarray, max_seq: int) -> Any:
     batch (hash set + bloom filter) of 10k ids took 0.38 ms to build and its lookups made the
     search ~0.14 ms slower than a bitmap's, which builds in 0.02 ms (10% filter at 100k rows,
     benchmarks/bench_vs_chroma.py's; the same ids pass either way, so the answers are the same)."""
-    import faiss as module  # (loaded by the index that asks: index._LazyFaiss)
+    import faiss as module  # (loaded by the index that asks: index_build._LazyFaiss)
 
     faiss: Any = module  # (its SWIG stubs are partial: index.py)
 

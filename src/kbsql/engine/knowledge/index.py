@@ -39,16 +39,14 @@ Tuning: `settings.py` (CREATE INDEX ON KNOWLEDGE_BASE ... WITH (nprobe = .., sca
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import os
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from kbsql.engine.knowledge import index_build as build
 from kbsql.engine.knowledge import index_file, ivf, scan
 from kbsql.engine.knowledge.allowed import id_selector
 from kbsql.engine.knowledge.settings import IndexSettings
@@ -62,49 +60,7 @@ PERSIST_FRACTION = 0.25  # ... and at least this share of the index (total write
 log = logging.getLogger(__name__)
 
 
-class _LazyFaiss:
-    """faiss is loaded at the first index use, not at import: it costs ~13 MB of RSS and
-    0.1 s, which an idle `kbsql serve` (or a notebook that never searches) does not need."""
-
-    def __getattr__(self, name: str) -> Any:
-        import faiss as module
-
-        module.omp_set_num_threads(1)  # single queries: 1 thread is 2x faster than 2 (platform facts)
-        globals()["faiss"] = module
-        return getattr(module, name)
-
-
-# typed Any: faiss's SWIG-generated stubs are partial (no SearchParametersIVF)
-faiss: Any = _LazyFaiss()
 FILTER_MARGIN = 64  # extra candidates re-scored exactly under a filter (search)
-SCAN_SAMPLE = 50_000  # rows a scan's rotation and codebooks are trained on (index_scans.TRAIN)
-BULK = 2_000  # adds at least this big use every core (training and assignment are CPU-bound)
-
-
-@contextlib.contextmanager
-def _all_cores(count: int) -> Iterator[None]:
-    if count < BULK:
-        yield
-        return
-    faiss.omp_set_num_threads(os.cpu_count() or 1)
-    try:
-        yield
-    finally:
-        faiss.omp_set_num_threads(1)
-
-
-def make_index(dim: int, kind: str, sample: np.ndarray | None = None, nlist: int = 0,
-               rows: int = 0) -> Any:
-    """An empty index of `kind`: exact flat, a scan for `rows` rows (scan.py; default: as many
-    as the sample), or IVF over float16 codes whose cells are trained on `sample` (the
-    benchmarks build their bare baselines with this too)."""
-    if kind == "flat":
-        return faiss.IndexIDMap2(faiss.IndexFlatIP(dim))
-    assert sample is not None
-    if kind == "scan":
-        return scan.make_scan(dim, sample, rows or len(sample))
-    with _all_cores(len(sample)):
-        return ivf.make_ivf(dim, sample, nlist)
 
 
 class VectorIndex:
@@ -137,7 +93,7 @@ class VectorIndex:
 
     # persistence ------------------------------------------------------------------------
     def _load(self) -> None:
-        cached = index_file.read(self.path, faiss)
+        cached = index_file.read(self.path, build.faiss)
         if cached is None:
             return  # no cache, an old format or a bad one: rebuilt from the rows by sync()
         index, header = cached
@@ -166,7 +122,7 @@ class VectorIndex:
                 return
             header = {"kind": self.kind, "version": self.version, "max_seq": self.max_seq,
                       "trained_on": self.trained_on, "dead": self.dead.tolist()}
-            index_file.write(self.path, faiss, self.index, header)
+            index_file.write(self.path, build.faiss, self.index, header)
             self.unsaved = 0
 
     def try_save(self) -> bool:
@@ -250,9 +206,9 @@ class VectorIndex:
             if len(removed) and self.kind == "scan":  # no remove_ids: tombstones
                 self.dead = np.union1d(self.dead, removed)
             elif len(removed):
-                self.index.remove_ids(faiss.IDSelectorBatch(removed))
+                self.index.remove_ids(build.faiss.IDSelectorBatch(removed))
             for ids, vectors in self.store.vectors_after(self.max_seq, dim):
-                with _all_cores(len(ids)):
+                with build.all_cores(len(ids)):
                     self.index.add_with_ids(vectors, ids)
                 self.max_seq = int(ids[-1])
                 self.unsaved += len(ids)
@@ -274,7 +230,7 @@ class VectorIndex:
             self.compact_wanted = False
             builds, dim = self.builds, self.index.d
             fresh = scan.emptied(self.index)
-        with _all_cores(BULK):
+        with build.all_cores(build.BULK):
             fresh, version, max_seq = scan.compacted(fresh, self.store.every_vector(), dim)
         with self.lock:
             if self.builds != builds or self.index is None:
@@ -330,40 +286,18 @@ class VectorIndex:
         with self.store.snapshot():
             live = self.store.count()
             kind = kind or self._want(live, dim)
-            index = self._new_index(dim, kind, live)
+            index = build.new_index(self.store, dim, kind, live, self.settings.nlist,
+                                    rows=RETRAIN_GROWTH * live)  # (the rows a scan holds until retrained)
             version = self.store.version()
             max_seq = 0
             for ids, vectors in self.store.vectors_after(0, dim):
-                with _all_cores(len(ids)):
+                with build.all_cores(len(ids)):
                     index.add_with_ids(vectors, ids)
                 max_seq = int(ids[-1])
         self.index, self.kind, self.version, self.max_seq = index, kind, version, max_seq
         self.builds += 1
         self.trained_on = live if kind != "flat" else 0
         self.unsaved = max(1, index.ntotal)
-
-    def _new_index(self, dim: int, kind: str, live: int) -> Any:
-        if kind == "flat":
-            return make_index(dim, "flat")
-        if kind == "scan":
-            return make_index(dim, kind, self._training_sample(dim, live, SCAN_SAMPLE),
-                              rows=RETRAIN_GROWTH * live)  # (the rows it holds until retrained)
-        nlist = min(self.settings.nlist or ivf.auto_nlist(live), max(1, live // ivf.TRAIN_PER_LIST))
-        return make_index(dim, "ivf", self._training_sample(dim, live, nlist * ivf.TRAIN_PER_LIST), nlist)
-
-    def _training_sample(self, dim: int, live: int, size: int) -> np.ndarray:
-        """`size` rows spread evenly from the oldest to the newest (read batch by batch, never
-        all at once): cells trained on the oldest rows only would leave new topics in a few
-        huge cells (a whole-number stride did that: at 100k rows it sampled rows 0-50,559)."""
-        size = max(1, min(size, live))
-        picks = np.arange(size, dtype=np.int64) * live // size  # row positions, oldest to newest
-        sample = np.empty((size, dim), np.float32)  # filled in place: one copy, not parts + their join
-        filled = seen = 0
-        for _, vectors in self.store.vectors_after(0, dim):
-            lo, hi = np.searchsorted(picks, [seen, seen + len(vectors)])
-            sample[filled:filled + hi - lo] = vectors[picks[lo:hi] - seen]
-            filled, seen = filled + hi - lo, seen + len(vectors)
-        return sample[:filled]
 
     # search -----------------------------------------------------------------------------
     def search(self, query: np.ndarray, k: int,
@@ -405,10 +339,10 @@ class VectorIndex:
                 nprobe = ivf.probes(self.index, self.settings.nprobe,
                                     None if allowed is None else len(allowed))
                 params = scan.shared_params("nprobe", nprobe) if selector is None else \
-                    faiss.SearchParametersIVF(nprobe=nprobe, sel=selector)
+                    build.faiss.SearchParametersIVF(nprobe=nprobe, sel=selector)
             else:
                 fetch = min(k, self.index.ntotal)
-                params = faiss.SearchParameters(sel=selector) if selector is not None else None
+                params = build.faiss.SearchParameters(sel=selector) if selector is not None else None
             scores, ids = self.index.search(query.reshape(1, -1), fetch, params=params)
         keep = ids[0] >= 0
         return scores[0][keep], ids[0][keep], self.kind == "flat"

@@ -40,7 +40,7 @@ def auto_nlist(rows: int) -> int:
 
 def make_ivf(dim: int, sample: np.ndarray, nlist: int = 0) -> Any:
     """An empty IVF over float16 codes, its `nlist` cells (0: auto_nlist, at most one per
-    TRAIN_PER_LIST rows) trained on `sample`. The caller picks the threads (index._all_cores)."""
+    TRAIN_PER_LIST rows) trained on `sample`. The caller picks the threads (index_build.all_cores)."""
     import faiss
 
     nlist = nlist or min(auto_nlist(len(sample)), max(1, len(sample) // TRAIN_PER_LIST))

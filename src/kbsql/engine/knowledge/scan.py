@@ -67,7 +67,7 @@ DEAD_FLOOR = 256  # ... and at least this many (a small index is rebuilt in mill
 
 
 def _faiss() -> Any:
-    """faiss, imported at first use (index.py's _LazyFaiss says why)."""
+    """faiss, imported at first use (index_build.py's _LazyFaiss says why)."""
     import faiss
 
     return faiss
