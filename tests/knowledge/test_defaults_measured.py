@@ -97,3 +97,24 @@ def test_index_results_were_measured_with_the_shipped_index_defaults(name: str) 
         assert index["refine_used"] == scan.auto_refine(index["codes"], 384, docs)
     if index.get("cells"):  # trained at some size between the last retrain and now
         assert auto_nlist(docs // RETRAIN_GROWTH) <= index["cells"] <= auto_nlist(docs)
+
+
+@pytest.mark.parametrize("name", ["vs_chroma.json", "vs_chroma_1000k.json"])
+def test_chroma_comparisons_say_where_chroma_stands_at_kbsql_recall(name: str) -> None:
+    """Each committed comparison with Chroma carries Chroma's own curve over ef_search, and
+    its verdict at equal recall is the one bench_vs_chroma.matched_recall draws from the
+    committed figures (a Chroma p50 quoted beside kbsql's must be at kbsql's recall, or the
+    report says no setting of Chroma reached it)."""
+    sys.path.insert(0, str(BENCH))
+    try:
+        import bench_vs_chroma
+    finally:
+        sys.path.remove(str(BENCH))
+    report = json.loads((RESULTS / name).read_text())
+    curve = report["chroma"]["search"]["curve"]
+    assert [p["ef_search"] for p in curve] == bench_vs_chroma.CHROMA_EF
+    assert report["chroma"]["open"]["ef_search"] == 100  # Chroma's default, where its figures were measured
+    verdict = report["targets"]["at_equal_recall"]
+    assert verdict == bench_vs_chroma.matched_recall(report["kbsql"]["search"], report["chroma"]["search"])
+    if verdict.get("chroma_reaches_kbsql_recall") is False:
+        assert max(p["recall_at_10"] for p in curve) < report["kbsql"]["search"]["unfiltered"]["recall_at_10"]
