@@ -1,9 +1,9 @@
 """How often the offline agent (no LLM) answers right, refuses wrongly, answers wrongly
 (issue #36 item 2), over the question set of benchmarks/offline_agent/: tune.json (the rules
 may be set on it; heldout2.json to heldout8.json became tuning data once seen), heldout.json
-and heldout18.json (each written before a round of tuning, never tuned on, reported apart;
-heldout9.json to heldout17.json became tuning data once seen). A run of every part also
-reports `seen`, the rates over the union of all parts but heldout18.json
+and heldout19.json (each written before a round of tuning, never tuned on, reported apart;
+heldout9.json to heldout18.json became tuning data once seen). A run of every part also
+reports `seen`, the rates over the union of all parts but heldout19.json
 (heldout.json, measured every round, among them): the figure a round's tuning moves, beside
 the one set it has not seen.
 
@@ -39,9 +39,12 @@ prose paragraphs) with hash-384, its swimming pool's membership terms (legal wor
 terms) and timetable (one line a day of comma-separated 'time activity' entries) with the bundled model;
 heldout18's university library loan rules (a pipe-separated entitlements table, rules with limits as ranges)
 with hash-384, its weather API's pricing and rate-limit page (Markdown bullets, headers in backticks) with the
-bundled model. Each part also reports the seconds one answer takes (the agent's whole stream, median and
-slowest); `--cost` measures only that, in wall and process CPU seconds (CPU is what the method costs; wall
-moves with the machine's load), over tune.json's single-turn Python questions asked of python_docs.
+bundled model; heldout19's self-hosted app README (Markdown headings, a fenced code block, bold-labelled
+bullets, a pipe table of settings) with hash-384, its climbing wall's prices and FAQ page (a pipe price table,
+'### ' question headings, bullets) with the bundled model. Each part also reports the seconds one answer takes
+(the agent's whole stream, median and slowest); `--cost` measures only that, in wall and process CPU seconds
+(CPU is what the method costs; wall moves with the machine's load), over tune.json's
+single-turn Python questions asked of python_docs.
 
     PYTHONPATH=src python benchmarks/bench_offline_agent.py [--label before] [--tickets 1000]
 
@@ -85,7 +88,8 @@ AGENTS = {"python": ["python_docs", "python_hash"], "tickets": ["tickets_kb"], "
           "washer": ["washer"], "flats": ["flats"],
           "budget": ["budget"], "eyeclinic": ["eyeclinic"],
           "bikefix": ["bikefix"], "pool": ["pool"],
-          "unilib": ["unilib"], "skyapi": ["skyapi"]}
+          "unilib": ["unilib"], "skyapi": ["skyapi"],
+          "pagekeep": ["pagekeep"], "cragwall": ["cragwall"]}
 """Which knowledge bases (one agent each) an item's `kb` is asked of."""
 
 
@@ -102,8 +106,9 @@ def notebook_tickets(count: int = 1000) -> list[dict[str, Any]]:
 
 NEWEST = ("parcels", "travel", "recipes", "changelog", "waste", "insurance", "museum", "billing",
           "dental", "cowork", "airline", "campsite", "vets", "studio", "cyclehire", "centre",
-          "garage", "school", "washer", "flats", "budget", "eyeclinic", "bikefix", "pool", "unilib", "skyapi")
-"""The knowledge bases only heldout6.json to heldout18.json ask: the rates tests build the
+          "garage", "school", "washer", "flats", "budget", "eyeclinic", "bikefix", "pool", "unilib", "skyapi",
+          "pagekeep", "cragwall")
+"""The knowledge bases only heldout6.json to heldout19.json ask: the rates tests build the
 others alone, so the newest sets cost them no time (the benchmark alone measures them)."""
 
 
@@ -133,7 +138,8 @@ def build(client: kbsql.Client, tickets: int = 1000, skip: tuple[str, ...] = ())
                            ("airline", HASH), ("campsite", None), ("vets", HASH), ("studio", None),
                            ("cyclehire", HASH), ("centre", None), ("garage", HASH), ("school", None),
                            ("washer", HASH), ("flats", None), ("budget", HASH), ("eyeclinic", None),
-                           ("bikefix", HASH), ("pool", None), ("unilib", HASH), ("skyapi", None)):
+                           ("bikefix", HASH), ("pool", None), ("unilib", HASH), ("skyapi", None),
+                           ("pagekeep", HASH), ("cragwall", None)):
         if name in skip:
             continue
         using = f"embedding_model = {embedder}, " if embedder else ""  # None: the bundled model
@@ -226,8 +232,9 @@ def rates(counts: dict[str, int]) -> dict[str, float]:
 
 PARTS = ("tune", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7",
          "heldout8", "heldout9", "heldout10", "heldout11", "heldout12",
-         "heldout13", "heldout14", "heldout15", "heldout16", "heldout17", "heldout18")
-UNSEEN = ("heldout18",)
+         "heldout13", "heldout14", "heldout15", "heldout16", "heldout17", "heldout18",
+         "heldout19")
+UNSEEN = ("heldout19",)
 """The parts never measured before the round that tunes on the others: kept out of `seen`."""
 
 
@@ -257,7 +264,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="kbsql-bench-offline-") as home:
         client = kbsql.connect(data_dir=args.data_dir or home)
         try:
-            if "skyapi" not in [kb.name for kb in client.knowledge_bases.list()]:
+            if "cragwall" not in [kb.name for kb in client.knowledge_bases.list()]:
                 build(client, args.tickets)
             started = time.perf_counter()
             if args.cost:

@@ -4,7 +4,7 @@ key and no network, and its stream has exactly the shape an LLM's has.
 
 Policy, one tool call per turn: kb_list_tool; kb_query_tool with the question as a semantic
 search on each listed knowledge base (a follow-up question carries the subject of the earlier
-ones, see offline_text.search_text); when no knowledge base gave rows, sql_db_list_tables and
+ones, see offline_followup.search_text); when no knowledge base gave rows, sql_db_list_tables and
 a few rows of each table. Then it answers extractively: whole sentences of the retrieved
 chunks that really answer the question (offline_evidence.py: never a question, never a
 passage merely near it), each cited by its chunk_id; or it says plainly that nothing it
@@ -21,7 +21,7 @@ from typing import Any
 
 from kbsql.engine.agents.render import parse_table_text
 from kbsql.engine.config import OFFLINE_MODEL, OFFLINE_PROVIDER
-from kbsql.engine.models.chat import offline_count, offline_evidence, offline_text
+from kbsql.engine.models.chat import offline_count, offline_evidence, offline_followup, offline_text
 from kbsql.engine.models.chat.base import Message, RunControl, ToolCall, ToolSpec, Turn
 from kbsql.interface.errors import ProviderError
 from kbsql.interface.literals import quote_literal
@@ -63,7 +63,7 @@ class OfflineProvider:
         start = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
         question = messages[start].content if start >= 0 else ""
         earlier = [m.content for m in messages[:max(start, 0)] if m.role == "user"]
-        search = offline_text.search_text(question, earlier)
+        search = offline_followup.search_text(question, earlier)
         calls: dict[str, ToolCall] = {}
         done: list[tuple[ToolCall, str]] = []
         for m in messages[start + 1:]:

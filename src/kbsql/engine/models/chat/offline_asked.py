@@ -20,7 +20,7 @@ takes ("seats 12"); "how much to print" and "how much for a day" ask a price or 
 an amount of "to" or "for". "How much extra for a dog" asks a price, and a share of one
 ("Deposit | 25% when you book") answers a price question, and so does "how much is X". "Results
 the same day" says how long; "parking after 2 hours" asks past the limit "free for 2 hours" sets
-(`past_its_limit`), and so does "from 10 miles away" past "within 5 miles" and "for six months"
+(offline_limits.past_its_limit), and so does "from 10 miles away" past "within 5 miles" and "for six months"
 outside "one to three months". "How many people fit
 in the hall" asks a capacity (`asks_capacity`). "How much is a bag for an infant" asks the price
 for someone the sentence must name (`asked_for`).
@@ -30,7 +30,7 @@ Set on benchmarks/offline_agent/tune.json and heldout2-11.json (the spans of "ho
 ("same day", the limit, "how much is" and capacities in round 15) and heldout2-14.json (an amount
 past the limit and the price for someone in round 16) and heldout2-17.json (a limit given as a
 range or a floor, "one to three months", "between 2 and 5 days", "at least 2 hours", and a span
-without a number answering "how quickly", in round 19); heldout.json and heldout18.json are never
+without a number answering "how quickly", in round 19); heldout.json and heldout19.json are never
 tuned on.
 """
 
@@ -288,70 +288,6 @@ def how_word(question: str) -> str | None:
     """The adjective of a how-phrase ("how long"): part of the asking, not of the subject."""
     m = _HOW.search(_asked(question))
     return m.group(1).lower() if m else None
-
-
-NUM = r"(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?|" + "|".join(NUMBER_WORDS.split()) + r")"
-_PAST = re.compile(r"\b(?:after|more than|over|beyond|longer than|further than|past)\s+"
-                   r"(?:the\s+)?(?:first\s+)?" + NUM + r"\s*-?\s*([a-z]+)", re.IGNORECASE)
-_UP_TO = r"\b(?:for|within|up to|under|less than|no more than|the first|first)\s+(?:the\s+)?(?:first\s+)?"
-
-
-_CAP = r"\b(?:within|up to|under|less than|no more than|at most)\s+" + NUM + r"\s*-?\s*(?:[a-z]+\s+)?"
-_AN_AMOUNT = re.compile(r"\b" + NUM + r"\s*-?\s*([a-z]+)", re.IGNORECASE)
-_RANGE = re.compile(r"\b(?:between\s+" + NUM + r"\s+and\s+|" + NUM + r"(?:\s*[-\u2013]\s*|\s+to\s+))" + NUM
-                    + r"\s*-?\s*([a-z]+)(?:\s+([a-z]+))?", re.IGNORECASE)
-_FLOOR = (r"\b(?:at least|a minimum of|minimum|no less than|no fewer than)\s+" + NUM
-          + r"\s*-?\s*(?:[a-z]+\s+)?")
-_VALUES = {w: float(i) for i, w in enumerate("zero one two three four five six seven eight nine ten eleven "
-                                              "twelve thirteen fourteen fifteen sixteen seventeen eighteen "
-                                              "nineteen twenty".split())}
-
-
-def number_value(number: str) -> float | None:
-    """A number as written ("10", "2.5", "five"), None for a word that is no plain number."""
-    return float(number.replace(",", "")) if number[0].isdigit() else _VALUES.get(number.lower())
-
-
-def past_its_limit(question: str, sentence: str) -> bool:
-    """Whether the question asks beyond the very limit the sentence sets: "parking after 2
-    hours" of "Parking - free for 2 hours", "a home visit more than 5 miles away" of "within 5
-    miles", "freeze for longer than 3 months" of "for up to 3 months", "after 10 days" of "within
-    10 working days", and an amount past it, "collection from 10 miles away" of "within 5 miles".
-    The sentence gives the amount up to its limit, the neighbouring thing; what lies beyond it
-    the text does not say."""
-    for found in _PAST.finditer(question):
-        number, unit = found.group(1).lower(), found.group(2).lower().rstrip("s")
-        if re.search(_UP_TO + re.escape(number) + r"\s*-?\s*(?:[a-z]+\s+)?" + re.escape(unit) + r"s?\b",
-                     sentence, re.IGNORECASE):
-            return True
-    for found in _AN_AMOUNT.finditer(question):
-        asked, unit = number_value(found.group(1)), found.group(2).lower().rstrip("s")
-        if asked is None or len(unit) < 2:
-            continue
-        for limit in re.finditer(_CAP + re.escape(unit) + r"s?\b", sentence, re.IGNORECASE):
-            most = number_value(limit.group(1))
-            if most is not None and asked > most:
-                return True
-        if _outside(asked, unit, sentence):
-            return True
-    return False
-
-
-def _outside(asked: float, unit: str, sentence: str) -> bool:
-    """Whether the sentence gives a range of `unit` ("one to three months", "between 2 and 5
-    days", "3-8 people") or a floor ("at least 2 hours") that `asked` lies outside: the limit
-    of the thing, and the asked amount is one the text does not allow or speak of."""
-    for span in _RANGE.finditer(sentence):
-        if unit not in (span.group(4).lower().rstrip("s"), (span.group(5) or "").lower().rstrip("s")):
-            continue
-        low, high = number_value(span.group(1) or span.group(2)), number_value(span.group(3))
-        if low is not None and high is not None and low < high and not low <= asked <= high:
-            return True
-    for floor in re.finditer(_FLOOR + re.escape(unit) + r"s?\b", sentence, re.IGNORECASE):
-        least = number_value(floor.group(1))
-        if least is not None and asked < least:
-            return True
-    return False
 
 
 _FOR = re.compile(r"\b(?:for|on)\s+(?:an?\s+|the\s+|my\s+|our\s+|your\s+)?([a-z][\w'-]*)", re.IGNORECASE)

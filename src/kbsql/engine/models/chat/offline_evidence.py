@@ -41,9 +41,9 @@ that no passage holds must name them itself, as a list's line must: its question
 other word (offline_specific.adds_to; round 16, on heldout2-14.json). A SPOKEN sentence holding
 a word near each absent one (offline_specific.NEAR: "banging" / "drum") may be NEAR_SLACK further;
 and another day or frequency than the one asked is a neighbour's (offline_values.py; round 18,
-on heldout2-16.json). When the closest sentence sets the limit the question passes (offline_asked.
+on heldout2-16.json). When the closest sentence sets the limit the question passes (offline_limits.
 past_its_limit: "six months" of "one to three months"), the sentences further off are about the
-same thing and none is quoted (round 19, on heldout2-17.json). heldout18.json is never tuned on;
+same thing and none is quoted (round 19, on heldout2-17.json). heldout19.json is never tuned on;
 the counting checks are offline_count.py's.
 """
 
@@ -60,6 +60,7 @@ import numpy as np
 from kbsql.engine.models.chat import (
     offline_asked,
     offline_count,
+    offline_limits,
     offline_specific,
     offline_subject,
     offline_values,
@@ -148,7 +149,7 @@ def answers(question: str, found: list[Sentence], limit: int,
     kept = _about(_speaking(_to_the_point(kept, own or question), own or question, spec, model, question,
                             passages, _standing_out(statements, closeness), clear),
                   own or question, passages, names, model, question, clear)
-    past = [offline_asked.past_its_limit(own or question, j.sentence.unit) for j in kept]
+    past = [offline_limits.past_its_limit(own or question, j.sentence.unit) for j in kept]
     if kept and past[max(range(len(kept)), key=lambda i: kept[i].closeness)]:
         return []  # the closest sentence sets the limit the question passes: the rest is further off
     kept = [j for j, over in zip(kept, past, strict=True) if not over

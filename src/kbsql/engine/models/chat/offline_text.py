@@ -1,15 +1,15 @@
-"""The offline agent's reading: follow-up questions rewritten with the conversation, and
-whole sentences chosen across the retrieved chunks.
+"""The offline agent's reading: whole sentences chosen across the retrieved chunks (follow-up
+questions are rewritten with the conversation in offline_followup.py; Markdown is first read as
+text by offline_markdown.py).
 
 Why this care for a model that is "only" retrieval: its answer is what a new user reads
 first. Splitting chunks on every newline gave fragments ("When a timeout occurs,"), the
-overlap between chunks gave the same sentence twice, markdown tables and grammar lines gave
-debris, a passage of `- ` bullet lines without full stops was one "sentence" of the whole
-passage (a markdown `## Heading` glued to the first sentence), a table written as text
-("Oak pod | 4 | £85 | 2 nights" under "Pod | Sleeps | Per night | Minimum stay") was debris
-or one fragment, a list of short unpunctuated lines ("Cat spay: £95", "Towel hire - £2") was
-one paragraph with its title, a FAQ's answer ("About 45 minutes.") was read without the
-question it answers, and "and how do I set a timeout on it?" searched for "it".
+overlap between chunks gave the same sentence twice, grammar lines gave debris, a passage of
+`- ` bullet lines without full stops was one "sentence" of the whole passage (a markdown
+`## Heading` glued to the first sentence), a table written as text ("Oak pod | 4 | £85 | 2
+nights" under "Pod | Sleeps | Per night | Minimum stay") was debris or one fragment, a list of
+short unpunctuated lines ("Cat spay: £95", "Towel hire - £2") was one paragraph with its title,
+and a FAQ's answer ("About 45 minutes.") was read without the question it answers.
 Everything here is plain deterministic text processing: the same question over the same data
 gives the same answer.
 """
@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+
+from kbsql.engine.models.chat import offline_markdown
 
 MAX_SENTENCES = 3
 NUMBER_WORDS = ("one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
@@ -35,15 +37,13 @@ MIN_FRAGMENT_WORDS = 2
 """A chunk with no whole sentence (a delivery note "Gift wrap requested", a data row) is
 quoted whole from this many words: it may be the very answer."""
 
-_WORD = re.compile(r"[A-Za-z0-9][\w']*")
+WORD = re.compile(r"[A-Za-z0-9][\w']*")
 STOP = frozenset("""a an and are as at be by can could do does did for from has have how i if in
 into is it its of on or so that the this to was were what when where which who why will with
 would you your me my we our us about tell please also then them they their there these those
 should may might any some all just like get make use set""".split())
 """Words that never make a search or a sentence relevant (`set`, `use`, `get` are too common
 in technical text to carry the subject)."""
-PRONOUNS = frozenset("it its this that these those they them their there he she him her".split())
-FOLLOW_UP_OPENERS = ("and ", "and,", "what about", "how about", "also ", "but ", "then ", "so ")
 _ABBREVIATIONS = ("e.g.", "i.e.", "etc.", "vs.", "cf.", "Mr.", "Dr.", "No.", "approx.")
 _SPLIT = re.compile(r"(?<=[.!?])[\"')\]]?\s+(?=[\"'(\[`]?[A-Z0-9])")
 _CODE_START = re.compile(r"[\"`]\w+[\"`] ")
@@ -91,7 +91,7 @@ def content_words(text: str) -> list[str]:
     also read joined ("Wi-Fi" holds "wifi", "e-mail" "email"), as people type it."""
     seen: dict[str, None] = {}
     lowered = text.lower()
-    for word in _WORD.findall(lowered):
+    for word in WORD.findall(lowered):
         if word not in STOP and len(word) > 1:
             seen.setdefault(word, None)
     for joined in _HYPHENATED.findall(lowered):
@@ -100,35 +100,6 @@ def content_words(text: str) -> list[str]:
 
 
 _HYPHENATED = re.compile(r"(?<![\w-])[a-z]+(?:-[a-z]+)+(?![\w-])")
-
-
-def is_follow_up(question: str) -> bool:
-    """A question that leans on the one before: opens with "and"/"what about", refers back
-    with a pronoun, or is too short to stand alone."""
-    lowered = question.strip().lower()
-    tokens = _WORD.findall(lowered)
-    return (lowered.startswith(FOLLOW_UP_OPENERS) or any(t in PRONOUNS for t in tokens)
-            or len(content_words(question)) <= 1)
-
-
-def search_text(question: str, earlier: list[str]) -> str:
-    """What to search for: the question itself, or for a follow-up the question plus the
-    subject words of the conversation so far (`and how do I set a timeout on it?` after
-    `How do I open a socket?` searches `... timeout on it? (socket)`)."""
-    current = question.strip()
-    subject: list[str] = []
-    for previous in earlier:  # each earlier question rewritten in turn: chains keep their subject
-        prior = previous.strip()
-        if subject and is_follow_up(prior):
-            words = content_words(prior)
-            subject = [*words, *(w for w in subject if w not in words)]
-        else:
-            subject = content_words(prior)
-    if not earlier or not is_follow_up(current):
-        return current
-    own = set(content_words(current))
-    carried = [w for w in subject if w not in own][:4]
-    return f"{current} ({' '.join(carried)})" if carried else current
 
 
 @dataclass(frozen=True)
@@ -226,7 +197,7 @@ def paragraphs_of(chunk: str, lists: bool = True) -> list[str]:
     long to quote and too diluted to be close to any question. A block of short lines without
     punctuation (`_is_line_list`) is read line by line: each an Item, or a heading."""
     out: list[str] = []
-    for block in re.split(r"\n\s*\n", chunk):
+    for block in re.split(r"\n\s*\n", offline_markdown.plain(chunk)):
         lines = [ln.strip() for ln in block.splitlines() if ln.strip()]
         if lists and _is_line_list(lines):
             out += [_listed(line) for line in lines]
@@ -241,7 +212,7 @@ def paragraphs_of(chunk: str, lists: bool = True) -> list[str]:
             marked = _MARKED.match(line)
             if kept and (debris or marked or row or (item and line[:1].isupper()) or
                          (n == 1 and _is_title(kept[0]) and line[:1].isupper())):
-                out.append(_item_closed(" ".join(kept)) if item else " ".join(kept))
+                out.append(_bullet(" ".join(kept), lists) if item else " ".join(kept))
                 kept, item = [], False
             if row:
                 out.append(" | ".join(_CELL.split(line)))
@@ -253,8 +224,15 @@ def paragraphs_of(chunk: str, lists: bool = True) -> list[str]:
                 line = line[marked.end():]
             kept.append(line)
         if kept:
-            out.append(_item_closed(" ".join(kept)) if item else " ".join(kept))
+            out.append(_bullet(" ".join(kept), lists) if item else " ".join(kept))
     return out
+
+
+def _bullet(text: str, lists: bool) -> str:
+    """A bullet's text as a statement; one that is no whole sentence ("Mon-Fri: 07:00-22:00")
+    is, in the list reading, an Item of its own under its heading, as a line list's line is."""
+    closed = _item_closed(text)
+    return Item(closed) if lists and not is_whole(closed) else closed
 
 
 class Item(str):
@@ -302,8 +280,9 @@ def _is_heading(line: str) -> bool:
 
 _ROW = re.compile(r"^[^|\s](?:[^|]*\S)?(?:\s+\|\s+\S(?:[^|]*\S)?)+$")
 """A table line written as text: cells between ` | ` ("Oak pod | 4 | £85 | 2 nights"), with no
-outer pipes (a markdown or grid table of the docs is still debris). Each is a paragraph: the
-first of a run is the header its rows are read with (`_with_leads`)."""
+outer pipes (a grid table of the docs is still debris; a Markdown table's rows are rewritten
+so by offline_markdown.plain). Each is a paragraph: the first of a run is the header its rows
+are read with (`_with_leads`)."""
 _CELL = re.compile(r"\s+\|\s+")
 _MARKED = re.compile(r"^(?:#{1,6}|([-*\u2022]))\s+")
 """A markdown heading's `#`s, or a bullet (group 1)."""
@@ -343,13 +322,15 @@ def _split(paragraph: str) -> list[str]:
 
 def is_whole(sentence: str) -> bool:
     """Starts like a sentence (or with a quoted name), ends like one, is long enough to say
-    something, and is words (not code, numbers or a table row)."""
+    something, and is words (not code, numbers or a table row). Markdown's bold may open or
+    close it ("**Developer**: $29 per month, ...", "... is **not supported**."): a sentence
+    opening in bold was never quoted (round 20)."""
     if len(sentence) > MAX_SENTENCE_CHARS or len(sentence.split()) < MIN_SENTENCE_WORDS:
         return False
-    first = _LABEL.sub("", sentence).lstrip("\"'(`[")[:1]
+    first = _LABEL.sub("", sentence).lstrip("\"'(`[*")[:1]
     if not first or not (first.isupper() or first.isdigit() or _CODE_START.match(sentence)):
         return False
-    if sentence.rstrip("\"')]`")[-1:] not in (".", "!", "?"):
+    if sentence.rstrip("\"')]`*")[-1:] not in (".", "!", "?"):
         return False
     letters = sum(c.isalpha() or c.isspace() for c in sentence)
     return letters / len(sentence) >= 0.6
@@ -357,7 +338,7 @@ def is_whole(sentence: str) -> bool:
 
 def sentence_key(text: str) -> str:
     """One sentence's identity across overlapping chunks (its words, lower-cased)."""
-    return " ".join(_WORD.findall(text.lower()))
+    return " ".join(WORD.findall(text.lower()))
 
 
 def sentences(chunks: list[tuple[str, str]]) -> list[Sentence]:

@@ -6,11 +6,11 @@ value: "can recurring bills repeat weekly" of a text that says "every two weeks 
 monthly", "a women-only session on Wednesdays" of one on Sundays. The sentence is close to the
 question in meaning and shares its words, so the encoder and the word checks pass it; but the day
 or the frequency it gives is not the one asked, and quoting it answers a question nobody asked. (A
-limit passed, "after 3 hours" of "free for 3 hours", is offline_asked.past_its_limit's.)
+limit passed, "after 3 hours" of "free for 3 hours", is offline_limits.past_its_limit's.)
 
 Written in round 18 on benchmarks/offline_agent/tune.json and heldout2-16.json (heldout16's
 "weekly" of "every two weeks"); another year or version ("When will Quill 5.0 be released?" of
-"Quill 4.0 (November 2025)") in round 19, on heldout2-17.json; heldout.json and heldout18.json
+"Quill 4.0 (November 2025)") in round 19, on heldout2-17.json; heldout.json and heldout19.json
 are never tuned on.
 """
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-from kbsql.engine.models.chat.offline_asked import NUM, number_value
+from kbsql.engine.models.chat.offline_limits import NUM, number_value
 
 _DAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _DAY_NAME = r"(" + "|".join(_DAYS) + r")s?\b"

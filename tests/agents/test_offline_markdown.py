@@ -1,0 +1,64 @@
+"""The offline agent reads Markdown as users paste it (a README, a docs page): a bullet or
+sentence opening in bold, a pipe table with outer pipes and a `|---|` row, a fenced code block
+and short bullets that are no sentence were unread or glued to other text (heldout18.json's
+`skyapi` plans were never quoted), so questions they answer were refused."""
+
+from __future__ import annotations
+
+from kbsql.engine.models.chat.offline_markdown import plain
+from kbsql.engine.models.chat.offline_text import sentences
+from tests.agents.offline_desk import answer, cited, desk
+
+README = [
+    ("plans", "## Plans\n\n"
+              "- **Free**: 1,000 calls per day, current conditions only.\n"
+              "- **Developer**: $29 per month, 50,000 calls per day, adds 7-day forecasts.\n"),
+    ("prices", "## Prices\n\n"
+               "| Ticket | Adult | Child |\n"
+               "|---|---|---|\n"
+               "| Day pass | £14 | £8 |\n"
+               "| Season pass | £120 | £70 |\n\n"
+               "Children under 5 go free."),
+    ("install", "## Install\n\n"
+                "Run the installer first.\n\n"
+                "```\n"
+                "curl -sSL get.example.sh | sh\n"
+                "```\n\n"
+                "**Tip.** The installer needs no root access."),
+    ("hours", "## Opening hours\n\n"
+              "- **Mon-Fri:** 08:00-21:00\n"
+              "- **Sat:** 09:00-17:00\n"),
+]
+
+
+def _read(content: str) -> list[str]:
+    return [s.text for s in sentences([(content, "x")])]
+
+
+def test_markdown_is_read_as_its_text():
+    """A sentence may open in bold (and keeps it, as the text has it); a table's rows are read
+    under its header, its `|---|` row dropped; a code block is left out and ends the paragraph
+    before it; a short bullet that is no sentence is read as an item under its heading. Piped
+    lines without a `|---|` row under the first are left as they are."""
+    assert "**Free**: 1,000 calls per day, current conditions only." in _read(README[0][1])
+    rows = {s.text: s.lead for s in sentences([(README[1][1], "x")])}
+    assert rows["Day pass | £14 | £8."] == ("Ticket | Adult | Child:",)
+    assert not any("---" in t for t in rows)
+    install = _read(README[2][1])
+    assert install[0] == "Run the installer first."
+    assert "**Tip.** The installer needs no root access." in install
+    assert not any("curl" in t for t in install)
+    first = sentences([(README[3][1], "x")])[0]
+    assert (first.text, first.lead, first.item) == ("**Mon-Fri:** 08:00-21:00.", ("Opening hours:",), True)
+    assert plain("| a | b |\n| c | d |") == "| a | b |\n| c | d |"
+    assert plain("Oak pod | 4 | £85") == "Oak pod | 4 | £85"
+
+
+def test_answers_from_a_bold_bullet_and_a_table_row(client):
+    """Through the agent over a Markdown knowledge base: the plan's bold bullet and the table's
+    row are quoted; before, the bullet never was and the table was dropped as debris."""
+    agent = desk(client, "readme", README)
+    plan = answer(client, agent, "how many calls a day do I get on the free plan")
+    assert "**Free**: 1,000 calls per day" in " ".join(cited(plan)), plan
+    price = answer(client, agent, "how much is a season pass for a child")
+    assert "Season pass | £120 | £70" in " ".join(cited(price)), price
