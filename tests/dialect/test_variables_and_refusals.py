@@ -88,3 +88,18 @@ def test_a_knowledge_base_named_models_is_still_read(doc: Doc) -> None:
     doc.sql("INSERT INTO models (id, content) VALUES (1, 'a')")
     assert [r["id"] for r in doc.rows(f"SELECT id FROM {doc.project}.models")] == ["1"]
     assert [r["id"] for r in doc.rows("SELECT id FROM models")] == ["1"]
+
+
+def test_last_outside_a_job_is_refused_in_one_line(doc: Doc) -> None:
+    """MindsDB's test_base_queires.py::test_last: `WHERE a > LAST` in a plain SELECT keeps a
+    LAST per query there (the first run sees no row). Here LAST is kept per job only; DuckDB
+    read it as a column: a binder error, or on a table with a column `last` that column,
+    compared silently (a row where MindsDB's first run answers none)."""
+    doc.sql("CREATE OR REPLACE TABLE files.with_last (SELECT 1 AS a, 5 AS last UNION ALL SELECT 2, 1)")
+    for query in ("SELECT * FROM sample_data.orders WHERE order_id > LAST",
+                  "SELECT a FROM files.with_last WHERE a > last",
+                  "SELECT a FROM files.with_last WHERE a > COALESCE(LAST, 0)",
+                  "CREATE VIEW v_last AS (SELECT a FROM files.with_last WHERE a > last)"):
+        assert "CREATE JOB" in doc.refused(query, "LAST outside a job"), query
+    # quoted, `last` is the column's name, in MindsDB too
+    assert [r["a"] for r in doc.rows("SELECT a FROM files.with_last WHERE a > `last`")] == [2]

@@ -183,6 +183,7 @@ class SqlExecutor(SqlSession):
                 raise
             except Exception as exc:  # the parser's message shows the statement and the position
                 return ErrorResult(f"{exc}", context=ctx, kind=ParseError.problem_type)
+            refusals.refuse_last_outside_job(statement, query)
             if params:
                 bind_parameters(statement, params)
                 return self.run(statement, ctx, progress=progress)

@@ -64,6 +64,7 @@ def checked_query(query: str) -> str:
         raise SqlError(f"The view's query does not parse: {exc}") from None
     if not isinstance(parsed, (ast.Select, ast.Union, ast.Intersect, ast.Except)):
         raise SqlError(f"A view is a SELECT, got {type(parsed).__name__.upper()}: {query[:80]}")
+    refusals.refuse_last_outside_job(parsed, query)  # MindsDB keeps a view's LAST; here a job's only
     return query
 
 
