@@ -170,6 +170,31 @@ def test_if_skips_a_run_start_end_and_drop(world) -> None:
     assert ids(engine, "kb") == [1, 2, 3, 4, 5, 6, 7]
 
 
+def test_start_datetime_variables_are_filled_in_as_mindsdb(world) -> None:
+    """MindsDB's test_jobs.py::test_job runs `b > '{{PREVIOUS_START_DATETIME}}'`; its docs name
+    tables `result_{{START_DATE}}`. The text went to the source as written: on SQLite a
+    text column compared with '{{...' matched no row, silently, and a table got the braces."""
+    engine, path = world
+    now = utcnow()
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE stamped (id INTEGER, at TEXT)")
+        db.executemany("INSERT INTO stamped VALUES (?, ?)", [
+            (1, (now - timedelta(hours=1)).strftime("%Y-%m-%d %H:%M:%S")),  # before the job: not new
+            (2, (now + timedelta(days=1)).strftime("%Y-%m-%d %H:%M:%S"))])
+    run(engine, "CREATE JOB stamps (INSERT INTO src.copied SELECT id, at AS body FROM src.stamped "
+                "WHERE at > '{{PREVIOUS_START_DATETIME}}'; "
+                "CREATE TABLE src.`result_{{START_DATE}}` (SELECT '{{START_DATETIME}}' AS started)"
+                ") EVERY hour")
+    assert engine.jobs.run_due(now + timedelta(seconds=1)) == 1
+    history = frame(engine, "SELECT error, query FROM log.jobs_history")
+    assert history["error"].isna().all(), history["error"].iloc[0]
+    assert ids(engine, "src.copied") == [2]  # after the job was made (its first run's previous)
+    run_start = pd.Timestamp(frame(engine, "SELECT run_start FROM log.jobs_history")["run_start"].iloc[0])
+    started = frame(engine, f"SELECT started FROM src.`result_{run_start:%Y-%m-%d}`")["started"].iloc[0]
+    assert started == f"{run_start:%Y-%m-%d %H:%M:%S}"
+    assert "{{" not in history["query"].iloc[0]  # the log shows what ran
+
+
 def test_create_job_refusals_name_the_problem(world) -> None:
     engine, _ = world
     for text, said in [
