@@ -103,3 +103,16 @@ def test_last_outside_a_job_is_refused_in_one_line(doc: Doc) -> None:
         assert "CREATE JOB" in doc.refused(query, "LAST outside a job"), query
     # quoted, `last` is the column's name, in MindsDB too
     assert [r["a"] for r in doc.rows("SELECT a FROM files.with_last WHERE a > `last`")] == [2]
+
+
+def test_system_variables_are_refused_by_name_off_the_mysql_door(doc: Doc) -> None:
+    """MindsDB's test_base_queires.py::test_system_vars / TestSet read and set `@@session.x`
+    on every door. Here the MySQL door answers them (tests/mysql); the engine read the second
+    `@` as a variable of its own: "Variable @session is not defined: SET @session = ... first"."""
+    for query, name in (("SELECT @@session.auto_increment_increment, @@character_set_client",
+                         "@@session.auto_increment_increment"),
+                        ("SELECT @@version_comment", "@@version_comment"),
+                        ("SET @@session.var = 1", "@@session.var")):
+        assert "--mysql-port" in doc.refused(query, f"MySQL system variables ({name})"), query
+    doc.sql("SET @mine = 7")  # the engine's own variables are unchanged
+    assert doc.rows("SELECT @mine AS v, '@@not_a_variable' AS t") == [{"v": 7, "t": "@@not_a_variable"}]
