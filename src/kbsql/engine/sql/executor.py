@@ -224,6 +224,7 @@ class SqlExecutor(SqlSession):
             if name == "query_cancel":
                 return self.background.cancel(query_id, ctx)
             return self.background.resume(query_id, ctx)
+        names.lower_created_name(statement)
         routed = self._routed(statement, ctx, query)
         if progress is not None:
             routed = dataclasses.replace(routed, progress=progress)
