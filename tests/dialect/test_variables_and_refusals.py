@@ -116,3 +116,15 @@ def test_system_variables_are_refused_by_name_off_the_mysql_door(doc: Doc) -> No
         assert "--mysql-port" in doc.refused(query, f"MySQL system variables ({name})"), query
     doc.sql("SET @mine = 7")  # the engine's own variables are unchanged
     assert doc.rows("SELECT @mine AS v, '@@not_a_variable' AS t") == [{"v": 7, "t": "@@not_a_variable"}]
+
+
+def test_information_functions_answer_as_mindsdb(doc: Doc) -> None:
+    """MindsDB's test_base_queires.py::test_select_without_table: `select version()` is
+    '8.0.17' (the MySQL version MindsDB reports on every door) and `select session_user` is
+    the session's user (None without a login). DuckDB answered its own 'v1.5.5', user()
+    'duckdb', failed on database() and on a bare session_user."""
+    assert doc.rows("SELECT version()") == [{"version": "8.0.17"}]
+    assert doc.rows("SELECT database() AS d, user(), current_user()") == [
+        {"d": doc.project, "user": None, "current_user": None}]
+    assert doc.rows("SELECT session_user") == [{"session_user": None}]
+    assert doc.rows("SELECT version() AS v FROM sample_data.orders LIMIT 1") == [{"v": "8.0.17"}]
