@@ -128,3 +128,15 @@ def test_information_functions_answer_as_mindsdb(doc: Doc) -> None:
         {"d": doc.project, "user": None, "current_user": None}]
     assert doc.rows("SELECT session_user") == [{"session_user": None}]
     assert doc.rows("SELECT version() AS v FROM sample_data.orders LIMIT 1") == [{"v": "8.0.17"}]
+
+
+def test_a_view_naming_one_column_twice_is_refused(doc: Doc) -> None:
+    """MindsDB's test_base_queires.py::test_view_duplicated_cols: a view of `select *` over a
+    join sharing `order_id` is refused when made. Here it was made, and read through the
+    view the second column came back renamed `order_id_1`."""
+    message = doc.error("CREATE VIEW twice AS (SELECT * FROM sample_data.orders a "
+                        "JOIN sample_data.orders b ON a.order_id = b.order_id)")
+    assert "'order_id' twice" in message, message
+    doc.sql("CREATE VIEW once AS (SELECT a.*, b.notes AS other_notes FROM sample_data.orders a "
+            "JOIN sample_data.orders b ON a.order_id = b.order_id)")
+    assert doc.columns("SELECT * FROM once") == ["order_id", "product", "notes", "other_notes"]
