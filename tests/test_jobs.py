@@ -36,8 +36,8 @@ from tests.knowledge.fakes import FakeProvider
 from tests.notebook.conftest import Cells, global_shell
 
 HASH = '{"provider": "kbsql", "model_name": "hash-64"}'
-SHOW_JOBS = ["name", "project", "start_at", "end_at", "next_run_at", "schedule_str", "query", "if_query",
-             "variables"]
+SHOW_JOBS = ["NAME", "PROJECT", "START_AT", "END_AT", "NEXT_RUN_AT", "SCHEDULE_STR", "QUERY", "IF_QUERY",
+             "VARIABLES"]  # MindsDB's JobsTable: SHOW JOBS, <project>.jobs, information_schema.jobs
 HISTORY = ["name", "project", "run_start", "run_end", "error", "query"]
 FAST = {"KBSQL_JOBS_POLL_S": "0.1", "KBSQL_JOBS_TIME_SCALE": "0.005"}  # a minute lasts 0.3 s
 
@@ -114,7 +114,7 @@ def test_incremental_sync_exact_counts_a_failed_run_retried_and_a_restart(world,
     assert "gate" in history["error"].iloc[-1] and "\n" not in history["error"].iloc[-1]
     assert history["error"].iloc[:2].isna().all()
     assert ids(engine, "src.copied") == list(range(1, 9))
-    variables = frame(engine, "SHOW JOBS")["variables"].iloc[0]
+    variables = frame(engine, "SHOW JOBS")["VARIABLES"].iloc[0]
     assert "8" in variables and "10" not in variables  # LAST still at the last good run's rows
 
     # retried over the same rows: nothing twice, nothing missed
@@ -159,7 +159,7 @@ def test_if_skips_a_run_start_end_and_drop(world) -> None:
     run(engine, "CREATE JOB mindsdb.bounded (INSERT INTO kb SELECT id, body FROM src.t WHERE id > "
                 "COALESCE(LAST, 0)) START '2030-01-01 00:00:00' END '2030-01-01 02:30:00' EVERY hour")
     listed = frame(engine, "SELECT * FROM information_schema.jobs")
-    assert list(listed.columns) == [c.upper() for c in SHOW_JOBS]
+    assert list(listed.columns) == SHOW_JOBS
     assert listed["START_AT"].iloc[0].startswith("2030-01-01 00:00:00")
     assert engine.jobs.run_due(datetime(2029, 12, 31, 23)) == 0
     ran = [engine.jobs.run_due(datetime(2030, 1, 1, hour, 0, 1)) for hour in range(4)]
@@ -168,6 +168,57 @@ def test_if_skips_a_run_start_end_and_drop(world) -> None:
     runs = frame(engine, "SELECT name, error FROM log.jobs_history WHERE name = 'bounded'")
     assert len(runs) == 3 and runs["error"].isna().all()
     assert ids(engine, "kb") == [1, 2, 3, 4, 5, 6, 7]
+
+
+def test_start_datetime_variables_are_filled_in_as_mindsdb(world) -> None:
+    """MindsDB's test_jobs.py::test_job runs `b > '{{PREVIOUS_START_DATETIME}}'`; its docs name
+    tables `result_{{START_DATE}}`. The text went to the source as written: on SQLite a
+    text column compared with '{{...' matched no row, silently, and a table got the braces."""
+    engine, path = world
+    now = utcnow()
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE stamped (id INTEGER, at TEXT)")
+        db.executemany("INSERT INTO stamped VALUES (?, ?)", [
+            (1, (now - timedelta(hours=1)).strftime("%Y-%m-%d %H:%M:%S")),  # before the job: not new
+            (2, (now + timedelta(days=1)).strftime("%Y-%m-%d %H:%M:%S"))])
+    run(engine, "CREATE JOB stamps (INSERT INTO src.copied SELECT id, at AS body FROM src.stamped "
+                "WHERE at > '{{PREVIOUS_START_DATETIME}}'; "
+                "CREATE TABLE src.`result_{{START_DATE}}` (SELECT '{{START_DATETIME}}' AS started)"
+                ") EVERY hour")
+    assert engine.jobs.run_due(now + timedelta(seconds=1)) == 1
+    history = frame(engine, "SELECT error, query FROM log.jobs_history")
+    assert history["error"].isna().all(), history["error"].iloc[0]
+    assert ids(engine, "src.copied") == [2]  # after the job was made (its first run's previous)
+    run_start = pd.Timestamp(frame(engine, "SELECT run_start FROM log.jobs_history")["run_start"].iloc[0])
+    started = frame(engine, f"SELECT started FROM src.`result_{run_start:%Y-%m-%d}`")["started"].iloc[0]
+    assert started == f"{run_start:%Y-%m-%d %H:%M:%S}"
+    assert "{{" not in history["query"].iloc[0]  # the log shows what ran
+
+
+def test_project_jobs_and_show_jobs_answer_as_mindsdb(world) -> None:
+    """MindsDB's test_jobs.py::test_job reads `select * from jobs` (in proj1) and `proj2.jobs`
+    by `row.NAME`, `row.SCHEDULE_STR`: its project table and SHOW JOBS are
+    information_schema.jobs filtered to the project (upper case; kbsql answered lower case),
+    and SHOW JOBS takes FROM, LIKE and WHERE (its docs: `SHOW JOBS WHERE name = '...'`)."""
+    engine, _ = world
+    run(engine, "CREATE DATABASE proj1")
+    run(engine, "CREATE DATABASE proj2")
+    created = engine.sql.execute("CREATE JOB j1 (SELECT 1; SELECT 2)", {"db": "proj1"})
+    assert not isinstance(created, ErrorResult)
+    run(engine, "CREATE JOB proj2.j2 (SELECT * FROM src.t) START NOW EVERY hour")
+    run(engine, "CREATE JOB proj2.j3 (SELECT 1) EVERY day")
+    mine = engine.sql.execute("SELECT * FROM jobs", {"db": "proj1"}).to_pandas()
+    assert list(mine.columns) == SHOW_JOBS and mine["NAME"].tolist() == ["j1"]
+    assert mine["START_AT"].notna().all() and mine["NEXT_RUN_AT"].notna().all()
+    assert mine["SCHEDULE_STR"].isna().all()
+    theirs = frame(engine, "SELECT * FROM proj2.jobs WHERE name = 'j2'")
+    assert theirs["NAME"].tolist() == ["j2"] and theirs["SCHEDULE_STR"].tolist() == ["every hour"]
+    assert frame(engine, "SHOW JOBS FROM proj2")["NAME"].tolist() == ["j2", "j3"]
+    assert frame(engine, "SHOW JOBS FROM proj2 LIKE '%3'")["NAME"].tolist() == ["j3"]
+    assert frame(engine, "SHOW JOBS FROM proj2 WHERE schedule_str = 'every hour'")["NAME"].tolist() == ["j2"]
+    shown = engine.sql.execute("SHOW JOBS WHERE name = 'j1'", {"db": "proj1"}).to_pandas()
+    assert list(shown.columns) == SHOW_JOBS and shown["NAME"].tolist() == ["j1"]
+    assert "nowhere" in engine.sql.execute("SHOW JOBS FROM nowhere", {}).error_message
 
 
 def test_create_job_refusals_name_the_problem(world) -> None:
@@ -307,7 +358,7 @@ def test_a_job_created_from_a_notebook_on_a_server_keeps_its_knowledge_base_fres
         assert wait_for(synced(6)), client.query("SELECT * FROM log.jobs_history")
         jobs = cells.ok("%kbsql SHOW JOBS")
         assert isinstance(jobs, pd.DataFrame) and list(jobs.columns) == SHOW_JOBS
-        assert jobs["name"].tolist() == ["keep_fresh"] and jobs["schedule_str"].iloc[0] == "every minute"
+        assert jobs["NAME"].tolist() == ["keep_fresh"] and jobs["SCHEDULE_STR"].iloc[0] == "every minute"
         history = cells.ok("%kbsql SELECT * FROM log.jobs_history WHERE name = 'keep_fresh'")
         assert isinstance(history, pd.DataFrame) and list(history.columns) == HISTORY
         assert len(history) >= 2 and history["error"].isna().all()
@@ -326,8 +377,8 @@ def test_a_job_created_from_a_notebook_on_a_server_keeps_its_knowledge_base_fres
 def test_create_job_in_an_embedded_notebook(cells) -> None:
     cells.ok("%%kbsql\nCREATE JOB nightly (SELECT 1) START '2031-01-01' EVERY day")
     jobs = cells.ok("%kbsql SELECT * FROM mindsdb.jobs")
-    assert isinstance(jobs, pd.DataFrame) and jobs["name"].tolist() == ["nightly"]
-    assert jobs["next_run_at"].iloc[0].startswith("2031-01-01")
+    assert isinstance(jobs, pd.DataFrame) and jobs["NAME"].tolist() == ["nightly"]
+    assert jobs["NEXT_RUN_AT"].iloc[0].startswith("2031-01-01")
     cells.ok("%kbsql DROP JOB nightly")
     assert cells.ok("%kbsql SHOW JOBS").empty
 
@@ -368,7 +419,7 @@ def test_a_catalog_migrated_by_the_previous_version_upgrades(pg_database, monkey
     engine = Engine(tmp_path / "data", catalog_url=pg_database, settings={"jobs_poll_s": 0})
     try:
         run(engine, "CREATE JOB later (SELECT 1) START '2031-01-01'")
-        assert frame(engine, "SHOW JOBS")["name"].tolist() == ["later"]
+        assert frame(engine, "SHOW JOBS")["NAME"].tolist() == ["later"]
     finally:
         engine.close()
     with psycopg.connect(pg_database) as db:

@@ -88,3 +88,55 @@ def test_a_knowledge_base_named_models_is_still_read(doc: Doc) -> None:
     doc.sql("INSERT INTO models (id, content) VALUES (1, 'a')")
     assert [r["id"] for r in doc.rows(f"SELECT id FROM {doc.project}.models")] == ["1"]
     assert [r["id"] for r in doc.rows("SELECT id FROM models")] == ["1"]
+
+
+def test_last_outside_a_job_is_refused_in_one_line(doc: Doc) -> None:
+    """MindsDB's test_base_queires.py::test_last: `WHERE a > LAST` in a plain SELECT keeps a
+    LAST per query there (the first run sees no row). Here LAST is kept per job only; DuckDB
+    read it as a column: a binder error, or on a table with a column `last` that column,
+    compared silently (a row where MindsDB's first run answers none)."""
+    doc.sql("CREATE OR REPLACE TABLE files.with_last (SELECT 1 AS a, 5 AS last UNION ALL SELECT 2, 1)")
+    for query in ("SELECT * FROM sample_data.orders WHERE order_id > LAST",
+                  "SELECT a FROM files.with_last WHERE a > last",
+                  "SELECT a FROM files.with_last WHERE a > COALESCE(LAST, 0)",
+                  "CREATE VIEW v_last AS (SELECT a FROM files.with_last WHERE a > last)"):
+        assert "CREATE JOB" in doc.refused(query, "LAST outside a job"), query
+    # quoted, `last` is the column's name, in MindsDB too
+    assert [r["a"] for r in doc.rows("SELECT a FROM files.with_last WHERE a > `last`")] == [2]
+
+
+def test_system_variables_are_refused_by_name_off_the_mysql_door(doc: Doc) -> None:
+    """MindsDB's test_base_queires.py::test_system_vars / TestSet read and set `@@session.x`
+    on every door. Here the MySQL door answers them (tests/mysql); the engine read the second
+    `@` as a variable of its own: "Variable @session is not defined: SET @session = ... first"."""
+    for query, name in (("SELECT @@session.auto_increment_increment, @@character_set_client",
+                         "@@session.auto_increment_increment"),
+                        ("SELECT @@version_comment", "@@version_comment"),
+                        ("SET @@session.var = 1", "@@session.var")):
+        assert "--mysql-port" in doc.refused(query, f"MySQL system variables ({name})"), query
+    doc.sql("SET @mine = 7")  # the engine's own variables are unchanged
+    assert doc.rows("SELECT @mine AS v, '@@not_a_variable' AS t") == [{"v": 7, "t": "@@not_a_variable"}]
+
+
+def test_information_functions_answer_as_mindsdb(doc: Doc) -> None:
+    """MindsDB's test_base_queires.py::test_select_without_table: `select version()` is
+    '8.0.17' (the MySQL version MindsDB reports on every door) and `select session_user` is
+    the session's user (None without a login). DuckDB answered its own 'v1.5.5', user()
+    'duckdb', failed on database() and on a bare session_user."""
+    assert doc.rows("SELECT version()") == [{"version": "8.0.17"}]
+    assert doc.rows("SELECT database() AS d, user(), current_user()") == [
+        {"d": doc.project, "user": None, "current_user": None}]
+    assert doc.rows("SELECT session_user") == [{"session_user": None}]
+    assert doc.rows("SELECT version() AS v FROM sample_data.orders LIMIT 1") == [{"v": "8.0.17"}]
+
+
+def test_a_view_naming_one_column_twice_is_refused(doc: Doc) -> None:
+    """MindsDB's test_base_queires.py::test_view_duplicated_cols: a view of `select *` over a
+    join sharing `order_id` is refused when made. Here it was made, and read through the
+    view the second column came back renamed `order_id_1`."""
+    message = doc.error("CREATE VIEW twice AS (SELECT * FROM sample_data.orders a "
+                        "JOIN sample_data.orders b ON a.order_id = b.order_id)")
+    assert "'order_id' twice" in message, message
+    doc.sql("CREATE VIEW once AS (SELECT a.*, b.notes AS other_notes FROM sample_data.orders a "
+            "JOIN sample_data.orders b ON a.order_id = b.order_id)")
+    assert doc.columns("SELECT * FROM once") == ["order_id", "product", "notes", "other_notes"]

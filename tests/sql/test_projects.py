@@ -64,6 +64,30 @@ def test_information_schema_lists_projects_sources_and_tables(engine: Engine, tm
         ["def", "BASE TABLE", "utf8mb4_0900_ai_ci"]]
 
 
+def test_unquoted_names_are_stored_lower_case_as_mindsdb(engine: Engine) -> None:
+    """MindsDB's test_lowercase.py: `CREATE VIEW MyView` makes `myview` (a quoted name keeps
+    its case), so `information_schema.tables WHERE table_name = 'myview'` finds it; kbsql
+    kept `MyView` and that filter answered no row. The same for projects, knowledge bases,
+    agents and jobs; names are still looked up without case."""
+    for made in ("MyProj", "`QuotedProj`"):
+        ok(engine, f"CREATE PROJECT {made}")
+    assert [p["name"] for p in engine.list_projects()][-2:] == ["myproj", "QuotedProj"]
+    ok(engine, "CREATE VIEW MyProj.MyView AS (SELECT 1 AS x)")
+    ok(engine, "CREATE VIEW `KeptView` AS (SELECT 2 AS x)")
+    ok(engine, "CREATE KNOWLEDGE_BASE MyKB USING content_columns = ['body']")
+    ok(engine, "CREATE AGENT MyAgent USING prompt_template = 'Answer briefly'")
+    ok(engine, "CREATE JOB MyJob (SELECT 1) EVERY day")
+    assert rows(engine, "SELECT TABLE_SCHEMA, TABLE_TYPE FROM information_schema.tables "
+                        "WHERE table_name = 'myview'") == [["myproj", "VIEW"]]
+    assert rows(engine, "SELECT TABLE_NAME FROM information_schema.tables WHERE table_name = 'KeptView'") \
+        == [["KeptView"]]
+    for table, name in (("knowledge_bases", "mykb"), ("agents", "myagent"), ("jobs", "myjob")):
+        assert rows(engine, f"SELECT NAME FROM information_schema.{table} WHERE name = '{name}'") == [[name]]
+    assert rows(engine, "SELECT x FROM MYPROJ.MYVIEW") == [[1]]  # found whatever the case
+    ok(engine, "DROP JOB MYJOB")
+    ok(engine, "DROP VIEW myproj.MyView")
+
+
 def test_reference_sdk_flow_over_http(server_url: str) -> None:
     """What the reference's Python SDK sends: the SQL door with a context round trip."""
     with httpx.Client(base_url=server_url) as http:

@@ -24,6 +24,8 @@ from kbsql.interface.progress import OnProgress
 from kbsql.interface.results import SqlResult
 
 DEFAULT_PROJECT = "mindsdb"
+MYSQL_VERSION = "8.0.17"
+"""The MySQL version MindsDB reports (`version()`, `@@version`): clients pick their dialect by it."""
 
 INSERT_BATCH_ROWS = 1000
 """Rows per PUT when inserting over HTTP: big enough to amortise a request, small enough

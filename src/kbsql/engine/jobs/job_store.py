@@ -159,6 +159,13 @@ class JobStore:
         if self.shared:
             self.catalog.read("SELECT pg_advisory_unlock(?)", (run_lock(history_id),))
 
+    def starts(self, job_id: int, history_id: int) -> tuple[str, str | None]:
+        """(this run's start, the previous run's start or None): the job's `{{...}}` variables."""
+        this = self.catalog.read("SELECT run_start FROM jobs_history WHERE id = ?", (history_id,))
+        before = self.catalog.read("SELECT run_start FROM jobs_history WHERE job_id = ? AND id < ?"
+                                   " ORDER BY id DESC LIMIT 1", (job_id, history_id))
+        return str(this[0][0]), (str(before[0][0]) if before else None)
+
     def lasts(self, job_id: int) -> dict[str, Any]:
         rows = self.catalog.read("SELECT cond_key, value FROM jobs_last WHERE job_id = ?", (job_id,))
         return {r[0]: json.loads(r[1])["v"] for r in rows}

@@ -39,6 +39,20 @@ def moment(text: str | None) -> datetime | None:
     return None if text is None else datetime.strptime(text, STORED)
 
 
+def fill_templates(text: str, start: datetime, previous: datetime | None, created: datetime) -> str:
+    """MindsDB's job variables (jobs_controller.__fill_variables), replaced in the text before it
+    is parsed: `{{START_DATETIME}}` / `{{START_DATE}}` this run's start, and
+    `{{PREVIOUS_START_DATETIME}}` the previous run's start less 60 s (MindsDB's margin for
+    rows stamped late) or, on the first run, when the job was made. Left as written, a
+    `created_at > '{{PREVIOUS_START_DATETIME}}'` compared text with text on SQLite: no row, silently."""
+    if "{{" not in text:
+        return text
+    before = created if previous is None else previous - timedelta(seconds=60)
+    return (text.replace("{{PREVIOUS_START_DATETIME}}", before.strftime(_DATE_FORMATS[0]))
+            .replace("{{START_DATE}}", start.strftime(_DATE_FORMATS[1]))
+            .replace("{{START_DATETIME}}", start.strftime(_DATE_FORMATS[0])))
+
+
 def parse_date(text: str) -> datetime:
     """A START or END date; one clear line for any other form."""
     if text.strip().upper() == "NOW":

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from kbsql.engine.jobs import last_values
 from kbsql.engine.jobs.job_store import JobRecord, JobStore
-from kbsql.engine.jobs.schedule import moment, next_run, split_sql, utcnow
+from kbsql.engine.jobs.schedule import fill_templates, moment, next_run, split_sql, utcnow
 from kbsql.engine.sql.parse import parsing
 from kbsql.interface.control import CURRENT, Control, owner_share
 from kbsql.interface.results import ErrorResult
@@ -192,7 +192,7 @@ class JobScheduler:
         try:
             token = CURRENT.set(control)
             try:
-                error = self._statements(job, executed, lasts)
+                error = self._statements(job, history_id, executed, lasts)
             finally:
                 CURRENT.reset(token)
         except Exception as exc:  # a bug must still end the run on the record
@@ -203,19 +203,28 @@ class JobScheduler:
                 self._running.pop(history_id, None)
             self.store.finish(job, history_id, error, " ".join(executed), lasts, done)
 
-    def _statements(self, job: JobRecord, executed: list[str], lasts: dict[str, Any]) -> str | None:
-        """Run IF, then the statements; the error of the first that fails, or None."""
+    def _statements(self, job: JobRecord, history_id: int, executed: list[str],
+                    lasts: dict[str, Any]) -> str | None:
+        """Run IF, then the statements, their `{{...}}` variables filled in; the error of the
+        first that fails, or None."""
         stored = self.store.lasts(job.id)
         ctx = {"db": job.project}
+        start, previous = self.store.starts(job.id, history_id)
+        created = moment(job.created_at)
+        assert created is not None
+
+        def filled(text: str) -> str:
+            return fill_templates(text, moment(start) or created, moment(previous), created)
+
         if job.if_query:
             result = None
-            for i, text in enumerate(split_sql(job.if_query)):
+            for i, text in enumerate(split_sql(filled(job.if_query))):
                 result = self._one(text, f"if{i}", ctx, stored, lasts, executed)
                 if isinstance(result, str):
                     return result
             if result is None or len(result) == 0:
                 return None  # IF returned no row: this run does nothing (and moves no LAST)
-        for i, text in enumerate(split_sql(job.query)):
+        for i, text in enumerate(split_sql(filled(job.query))):
             result = self._one(text, f"q{i}", ctx, stored, lasts, executed)
             if isinstance(result, str):
                 return result

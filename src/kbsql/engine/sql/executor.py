@@ -36,6 +36,7 @@ from kbsql.engine.knowledge.bases import KnowledgeBases
 from kbsql.engine.ports import AgentOps
 from kbsql.engine.sql import refusals, statements
 from kbsql.engine.sql.arrow_results import ArrowTableResult
+from kbsql.engine.sql.information_functions import answer_information_functions
 from kbsql.engine.sql.kb import kb_background, kb_rows
 from kbsql.engine.sql.parse import parsing
 from kbsql.engine.sql.parse.variables import bind_parameters
@@ -183,6 +184,7 @@ class SqlExecutor(SqlSession):
                 raise
             except Exception as exc:  # the parser's message shows the statement and the position
                 return ErrorResult(f"{exc}", context=ctx, kind=ParseError.problem_type)
+            refusals.refuse_last_outside_job(statement, query)
             if params:
                 bind_parameters(statement, params)
                 return self.run(statement, ctx, progress=progress)
@@ -223,6 +225,8 @@ class SqlExecutor(SqlSession):
             if name == "query_cancel":
                 return self.background.cancel(query_id, ctx)
             return self.background.resume(query_id, ctx)
+        names.lower_created_name(statement)
+        answer_information_functions(statement, ctx)
         routed = self._routed(statement, ctx, query)
         if progress is not None:
             routed = dataclasses.replace(routed, progress=progress)

@@ -62,6 +62,21 @@ def refusal(statement: ast.ASTNode) -> NotSupported | None:
     return None
 
 
+def refuse_last_outside_job(statement: ast.ASTNode, text: str) -> None:
+    """Refuse LAST left in a statement a job did not rewrite (jobs/last_values.py): MindsDB
+    keeps a LAST per query (the editor's second run sees only new rows); here it is kept per
+    job only. Unrefused, DuckDB read it as a column: an error naming a column "last", or, on
+    a table holding one, that column compared silently (MindsDB's first run sees no row).
+    The tree is walked only when the text holds the word (big VALUES stay cheap)."""
+    if "last" not in text.lower():
+        return
+    from kbsql.engine.sql.tables.sqlglot_render import walk  # sqlglot: only when LAST is written
+
+    if any(isinstance(node, ast.Last) for node in walk(statement)):
+        raise unsupported("LAST outside a job (it is kept per job here: `WHERE col > LAST` in "
+                          "CREATE JOB's statements; quote `last` to read a column of that name)")
+
+
 def fallback(statement: ast.ASTNode) -> NotSupported:
     """For a statement no handler took: name it, in the same one-line form."""
     text = statement.to_string()

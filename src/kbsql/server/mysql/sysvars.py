@@ -17,7 +17,9 @@ from typing import Any
 from mysql_mimic.errors import ErrorCode, MysqlError
 from mysql_mimic.variables import DEFAULT, SYSTEM_VARIABLES, GlobalVariables, Variables, VariableSchema
 
-SERVER_VERSION = "8.0.17"  # what MindsDB reports; clients pick their dialect by it
+from kbsql.interface.api import MYSQL_VERSION
+
+SERVER_VERSION = MYSQL_VERSION  # what MindsDB reports; clients pick their dialect by it
 
 SCHEMA: dict[str, VariableSchema] = {
     **SYSTEM_VARIABLES,

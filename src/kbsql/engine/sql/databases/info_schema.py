@@ -113,7 +113,7 @@ def frame(session: SqlSession, name: str, ctx: dict[str, Any], node: exp.Table,
     if name == "knowledge_bases":
         return knowledge_bases(session, ctx)
     if name == "jobs":
-        return job_tables.jobs(session, None, upper=True)
+        return job_tables.jobs(session, None)
     if name == "queries":  # insert_data.mdx: the INSERTs into knowledge bases
         rows = session.queries.rows()
         return pa.table({c: pa.array([r[i] for r in rows], pa.int64() if c in ("ID", "PROCESSED_ROWS")

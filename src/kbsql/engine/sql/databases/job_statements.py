@@ -13,11 +13,12 @@ from mindsdb_sql_parser.ast import mindsdb as md
 
 from kbsql.engine.jobs.job_store import JobRecord, JobStore
 from kbsql.engine.jobs.schedule import parse_date, parse_every, split_sql, stamp, utcnow
-from kbsql.engine.sql.arrow_results import ArrowTableResult
 from kbsql.engine.sql.databases import job_tables
+from kbsql.engine.sql.databases.database_statements import filtered
 from kbsql.engine.sql.parse import parsing
+from kbsql.engine.sql.tables.names import find_project, table_parts
 from kbsql.interface.control import current as current_control
-from kbsql.interface.errors import SqlError
+from kbsql.interface.errors import SqlError, UnknownDatabase
 from kbsql.interface.results import OkResult, SqlResult
 
 if TYPE_CHECKING:
@@ -77,8 +78,10 @@ def drop_job(session: SqlSession, statement: md.DropJob, ctx: dict[str, Any], ro
 
 
 def show_jobs(session: SqlSession, statement: ast.Show, ctx: dict[str, Any], routed: Routed) -> SqlResult:
-    """The current project's jobs (`<project>.jobs`)."""
-    if statement.where is not None or statement.like is not None:
-        raise SqlError("SHOW JOBS takes no WHERE or LIKE here: SELECT ... FROM information_schema.jobs "
-                       "WHERE ... filters them")
-    return ArrowTableResult(job_tables.jobs(session, ctx["db"], upper=False), ctx)
+    """SHOW JOBS [FROM project] [LIKE 'x' | WHERE ...]: a project's jobs, as MindsDB's command
+    executor answers it (`information_schema.jobs` of that project, the filter applied)."""
+    source = statement.from_table or statement.in_table
+    project = ctx["db"] if source is None else table_parts(source)[-1]
+    if find_project(session, project) is None:
+        raise UnknownDatabase(f"Project not found: {project} (SHOW DATABASES lists them)")
+    return filtered(session, job_tables.jobs(session, project), statement, ctx)

@@ -1,6 +1,8 @@
-"""The tables of jobs, with MindsDB's columns: `information_schema.jobs` (upper case, every
-project), `<project>.jobs` and SHOW JOBS (lower case, one project), `log.jobs_history`
-(mindsdb/interfaces/database/log.py: name, project, run_start, run_end, error, query)."""
+"""The tables of jobs, with MindsDB's columns: `information_schema.jobs` (every project),
+`<project>.jobs` and SHOW JOBS (one project), upper case as MindsDB's JobsTable answers all
+three (its project table and SHOW JOBS read information_schema.jobs; its test_jobs.py reads
+`row.NAME`), and `log.jobs_history` (mindsdb/interfaces/database/log.py, lower case: name,
+project, run_start, run_end, error, query)."""
 
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ def _text_table(columns: list[str], rows: list[list[Any]]) -> pa.Table:
     return pa.table({c: pa.array([r[i] for r in rows], pa.string()) for i, c in enumerate(columns)})
 
 
-def jobs(session: SqlSession, project: str | None, upper: bool) -> pa.Table:
+def jobs(session: SqlSession, project: str | None) -> pa.Table:
     """The jobs of `project` (None: all); `variables` shows each job's LAST values."""
     store = JobStore(session.catalog)
     rows = []
@@ -34,8 +36,7 @@ def jobs(session: SqlSession, project: str | None, upper: bool) -> pa.Table:
         rows.append([job.name, job.project, job.start_at, job.end_at, job.next_run_at,
                      None if job.schedule is None else f"every {job.schedule}", job.query,
                      job.if_query, json.dumps(lasts) if lasts else None])
-    columns = JOB_COLUMNS if upper else [c.lower() for c in JOB_COLUMNS]
-    return _text_table(columns, rows)
+    return _text_table(JOB_COLUMNS, rows)
 
 
 def history(session: SqlSession) -> pa.Table:
@@ -47,4 +48,4 @@ def frame(session: SqlSession, target: Resolved) -> pa.Table:
     """A `jobs` target of the name resolver: `log.jobs_history` or `<project>.jobs`."""
     if target.database == LOG_DATABASE:
         return history(session)
-    return jobs(session, target.database, upper=False)
+    return jobs(session, target.database)

@@ -64,16 +64,25 @@ def checked_query(query: str) -> str:
         raise SqlError(f"The view's query does not parse: {exc}") from None
     if not isinstance(parsed, (ast.Select, ast.Union, ast.Intersect, ast.Except)):
         raise SqlError(f"A view is a SELECT, got {type(parsed).__name__.upper()}: {query[:80]}")
+    refusals.refuse_last_outside_job(parsed, query)  # MindsDB keeps a view's LAST; here a job's only
     return query
 
 
 def _try_once(session: SqlSession, query: str, project: str) -> None:
     """Run a view's plain SELECT with LIMIT 1 in its project: its tables must exist now
-    (MindsDB's check when a view is made); its error is the statement's."""
+    (MindsDB's check when a view is made); its error is the statement's. Two columns of one
+    name are refused, as MindsDB refuses them (`select *` over a join sharing `id`): read
+    through the view, the second came back renamed `id_1`."""
     select = parsing.parse(query)
     if isinstance(select, ast.Select):
         select.limit = ast.Constant(1)
-        run_select(session, select, default_context(project))
+        columns = run_select(session, select, default_context(project)).column_names
+        seen: set[str] = set()
+        for column in columns:
+            if column.lower() in seen:
+                raise SqlError(f"The view's query returns the column '{column}' twice: name each "
+                               "column once (an alias, or the columns listed instead of *)")
+            seen.add(column.lower())
 
 
 def create_view(session: SqlSession, statement: CreateView, ctx: dict[str, Any], routed: Routed) -> SqlResult:

@@ -24,13 +24,15 @@ from typing import Any
 
 from mindsdb_sql_parser import ast, parse_sql
 
+from kbsql.engine.sql.refusals import unsupported
 from kbsql.interface.errors import SqlError
 from kbsql.interface.literals import ParameterError, quote_literal
 from kbsql.interface.sqltext import segments
 
 ENV_PREFIX = "MDB_"
 _SET = re.compile(r"^\s*SET\s+@([A-Za-z_]\w*)\s*=\s*(.+?)\s*;?\s*$", re.IGNORECASE | re.DOTALL)
-_VAR = re.compile(r"@([A-Za-z_]\w*)")
+_VAR = re.compile(r"@@((?:[A-Za-z_]\w*\.)?[A-Za-z_]\w*)|@([A-Za-z_]\w*)")
+"""`@name`, or a MySQL system variable `@@[session.]name` (group 1), refused by name."""
 _FROM_ENV = re.compile(r"from_env\s*\(\s*(['\"])([^'\"]*)\1\s*\)", re.IGNORECASE)
 
 
@@ -56,9 +58,13 @@ class Variables:
         known = {**self.values, **{str(k).lower(): v for k, v in (params or {}).items()}}
 
         def variable(m: re.Match[str]) -> str:
-            name = m.group(1).lower()
+            if m.group(1) is not None:  # read as `@session` before: "not defined: SET @session first"
+                raise unsupported(f"MySQL system variables (@@{m.group(1)}) outside the MySQL door: "
+                                  "`kbsql serve --mysql-port` answers them as MindsDB does; SET @name "
+                                  "= ... sets this engine's own variables")
+            name = m.group(2).lower()
             if name not in known:
-                raise SqlError(f"Variable @{m.group(1)} is not defined: SET @{m.group(1)} = ... first")
+                raise SqlError(f"Variable @{m.group(2)} is not defined: SET @{m.group(2)} = ... first")
             return literal(known[name])
 
         text = "".join(_VAR.sub(variable, query[a:b]) if is_code else query[a:b]
