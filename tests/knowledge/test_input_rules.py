@@ -217,8 +217,10 @@ def test_filter_on_an_undeclared_metadata_column_is_an_error(engine: Engine) -> 
     assert [r["id"] for r in table(engine, "SELECT id FROM kb WHERE content_column = 'content'")] == ["1"]
 
 
-def test_filter_on_any_column_passes_when_metadata_is_inferred(engine: Engine) -> None:
+def test_filter_on_an_inferred_key_passes_and_on_a_key_no_row_holds_fails(engine: Engine) -> None:
+    """MindsDB checks a filter against the keys inserts wrote (its executor test
+    test_select_allowed_columns): a typo is an error, not an empty answer."""
     record = _kb(engine)
     engine.insert_rows(record, [{"id": 1, "content": "hi there", "lang": "en"}])
-    assert table(engine, "SELECT id FROM kb WHERE my_typo = 'q'") == []
+    assert "Unknown column 'my_typo'" in sql_error(engine, "SELECT id FROM kb WHERE my_typo = 'q'")
     assert [r["id"] for r in table(engine, "SELECT id FROM kb WHERE lang = 'en'")] == ["1"]

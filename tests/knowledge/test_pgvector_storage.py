@@ -328,3 +328,17 @@ def test_queries_over_every_chunk_read_them_in_batches(pg_engine, monkeypatch):
     assert streamed[2] == [["red"], ["green"], ["blue"]]
     monkeypatch.setattr(KnowledgeService, "plain_batches", lambda *args: None)  # the whole-frame path
     assert [sql(pg_engine, s).data for s in statements] == streamed
+
+
+def test_a_filter_on_a_key_no_chunk_holds_is_an_unknown_column(tmp_path, pgvector_dsn):
+    """As in the local store (tests/dialect/test_kb_executor.py): without metadata_columns a
+    filter may name any key some chunk holds, null-valued too; a key none holds is an error."""
+    eng = Engine(tmp_path / "engine")
+    create_vdb(eng, pgvector_dsn)
+    sql(eng, "CREATE KNOWLEDGE_BASE kbu USING storage = vdb.kbu_chunks, "
+             f"embedding_model = {json.dumps(HASH_MODEL)}")
+    sql(eng, "INSERT INTO kbu (id, content, col1, col4) VALUES (1, 'cont1', 'val1', NULL)")
+    assert [r["id"] for r in table(eng, "SELECT id FROM kbu WHERE col1 = 'val1'")] == ["1"]
+    assert [r["id"] for r in table(eng, "SELECT id FROM kbu WHERE col4 IS NULL")] == ["1"]
+    assert "Unknown column 'col3'" in sql_error(eng, "SELECT id FROM kbu WHERE col3 = 'val1'")
+    eng.close()

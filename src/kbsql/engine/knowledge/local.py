@@ -156,6 +156,14 @@ class LocalStorage:
         """`CountsChunks`: the matching rows counted by SQLite, none of them read."""
         return self.store.count_where(*filter_sql(filters))
 
+    def has_metadata_key(self, key: str) -> bool:
+        """`KnowsKeys`: the first row holding `key` ends the read (json_type: 'null' for a null value)."""
+        if '"' in key:  # no JSON path label can hold it (metadata_expr)
+            found = "EXISTS (SELECT 1 FROM json_each(metadata) WHERE key = ?)"
+        else:
+            found, key = "json_type(metadata, ?) IS NOT NULL", f'$."{key}"'
+        return bool(self.store.query(f"SELECT 1 FROM chunks WHERE {found} LIMIT 1", (key,)))
+
     def vector_top(self, query: np.ndarray, k: int, filters: Conditions) -> tuple[np.ndarray, np.ndarray]:
         return vector_top(self.store, self.index, query, k, filters, self.allowed.seqs)
 

@@ -33,6 +33,7 @@ from kbsql.engine.knowledge.storage import (
     ChunkWriter,
     CountsChunks,
     KbStorage,
+    KnowsKeys,
     StorageBackend,
     StoragePlace,
     StreamsChunks,
@@ -342,6 +343,13 @@ class KnowledgeService:
         batches from one committed state (a `StreamsChunks` storage), else None."""
         storage = self.handle(record)
         return storage.plain_batches(filters, size) if isinstance(storage, StreamsChunks) else None
+
+    @kb_faults
+    def has_metadata_key(self, record: KbRecord, key: str) -> bool:
+        """Whether some chunk's metadata holds `key` (a `KnowsKeys` storage; True when the
+        storage cannot tell, so a filter on the key runs as before)."""
+        storage = self.handle(record)
+        return storage.has_metadata_key(key) if isinstance(storage, KnowsKeys) else True
 
     @kb_faults
     def count_matching(self, record: KbRecord, filters: Conditions) -> int | None:

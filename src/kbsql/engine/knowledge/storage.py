@@ -163,6 +163,18 @@ class CountsChunks(Protocol):
         ...
 
 
+@runtime_checkable
+class KnowsKeys(Protocol):
+    """Optional, for a `KbStorage`: whether any chunk's metadata holds a key, for a knowledge
+    base without declared metadata columns, whose filters may name any key its rows hold:
+    a key no row holds is an unknown column (MindsDB's `inserted_metadata` check), not a
+    filter matching nothing. Both built-in storages have it; without it any name filters."""
+
+    def has_metadata_key(self, key: str) -> bool:
+        """Whether some chunk's metadata has `key` (its value may be null), as written."""
+        ...
+
+
 def stamped_batches(rows: list[tuple[Any, ...]], vector: Callable[[Any], np.ndarray]) -> Iterator[ChunkBatch]:
     """(doc_id, chunk_id, content, metadata, stored vector, updated_at) rows in order, as
     batches of one stamp each (`ExportsChunks.export`; `vector` decodes a stored vector)."""

@@ -378,6 +378,12 @@ class PgVectorStorage:
                 raise
         return int(row[0])
 
+    def has_metadata_key(self, key: str) -> bool:
+        """`KnowsKeys`: jsonb's key test; the first row holding `key` ends the read."""
+        with self._conn() as conn:
+            return conn.execute(self.q("SELECT 1 FROM {t} WHERE jsonb_exists(metadata, %s) LIMIT 1"),
+                                [key]).fetchone() is not None
+
     def plain_batches(self, filters: Conditions, size: int) -> Iterator[list[tuple[Any, ...]]]:
         """`plain_rows` in batches of `size` (metadata as JSON text), on a server-side cursor:
         one snapshot, and one batch at a time in Python (kb_stream)."""

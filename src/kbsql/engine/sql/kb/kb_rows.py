@@ -47,7 +47,8 @@ def delete(session: SqlSession, statement: ast.Delete, ctx: dict[str, Any], rout
     """`DELETE FROM kb WHERE ...` on id and metadata columns."""
     record = _record(routed)
     filters = kb_update.where_filters(record, statement.where,
-                                      lambda select: subquery_values(session, select, ctx), "DELETE")
+                                      lambda select: subquery_values(session, select, ctx), "DELETE",
+                                      lambda key: session.kbs.service.has_metadata_key(record, key))
     return OkResult(session.kbs.delete_rows(record, filters), context=ctx)
 
 
@@ -85,6 +86,7 @@ def select(session: SqlSession, statement: ast.Select, ctx: dict[str, Any], rout
         run=lambda query, frame: run_frame(session, query, ctx, frame),
         stream=lambda filters: service.plain_batches(record, filters, kb_stream.BATCH),
         counter=lambda filters: service.count_matching(record, filters),
+        has_key=lambda key: service.has_metadata_key(record, key),
         read_bound=session.duck.memory_limit // 2, ranked=not record.spec.get("reranking_model"))
     result = ArrowTableResult.from_rows(names, rows, ctx)  # Arrow like every other SELECT
     # a plain search without LIMIT stops at the documented default: say so when it may have

@@ -23,7 +23,15 @@ from mindsdb_sql_parser import ast
 from kbsql.engine.knowledge.search import DEFAULT_LIMIT
 from kbsql.engine.sql.kb import kb_stream
 from kbsql.engine.sql.kb.kb_conditions import count
-from kbsql.engine.sql.kb.kb_where import Columns, Search, Subquery, one_search, read_filters, run_where
+from kbsql.engine.sql.kb.kb_where import (
+    Columns,
+    HasKey,
+    Search,
+    Subquery,
+    one_search,
+    read_filters,
+    run_where,
+)
 from kbsql.engine.sql.tables.sqlglot_render import walk
 from kbsql.interface.control import checkpoint
 from kbsql.interface.errors import LimitExceeded, SqlError
@@ -57,18 +65,20 @@ def is_plain(statement: ast.Select) -> bool:
 def select_rows(statement: ast.Select, name: str, metadata_columns: list[str] | None, search: Search,
                 total: Callable[[], int], run: RunOver, subquery: Subquery | None = None,
                 extra_keys: tuple[str, ...] = (), stream: Stream | None = None, read_bound: int = 0,
-                ranked: bool = False, counter: kb_stream.Count | None = None) -> tuple[list[str], list[Row]]:
+                ranked: bool = False, counter: kb_stream.Count | None = None,
+                has_key: HasKey | None = None) -> tuple[list[str], list[Row]]:
     """(column names, rows) of a SELECT on knowledge base `name`. `stream` (filters -> the
     matching chunks in batches, or None when the storage cannot) lets a statement that reads
     every chunk the WHERE keeps, without a content search, read them in batches into Arrow
     columns of at most `read_bound` bytes (kb_stream). `ranked`: a search's rows come ordered by
     their relevance (no reranker reorders them), so an ORDER BY relevance with a LIMIT reads
     only the search's first rows. `counter` (filters -> the number of chunks they keep, or None)
-    answers a statement that names no column of the chunks (`count(*)`) without reading them."""
+    answers a statement that names no column of the chunks (`count(*)`) without reading them.
+    `has_key`: whether a chunk holds a metadata key (kb_where.Columns), for undeclared ones."""
     limit = count(statement.limit, "LIMIT") if statement.limit is not None else None
     offset = count(statement.offset, "OFFSET") if statement.offset is not None else 0
     if statement.distinct or not is_plain(statement) or limit is None:
-        read = _reader(statement.where, stream, metadata_columns, subquery, extra_keys, counter)
+        read = _reader(statement.where, stream, metadata_columns, subquery, extra_keys, counter, has_key)
         if read is not None and is_plain(statement) and not statement.distinct:
             return _plain_streamed(statement.targets, read, metadata_columns, offset, read_bound)
         if read is not None and is_plain(statement):
@@ -76,27 +86,25 @@ def select_rows(statement: ast.Select, name: str, metadata_columns: list[str] | 
         if read is not None:
             return _run_over(statement, name, metadata_columns, run, lambda wanted: kb_stream.chunk_table(
                 read, wanted, metadata_columns, read_bound))
+    where = functools.partial(run_where, statement.where, search, metadata_columns, subquery=subquery,
+                              extra_keys=extra_keys, has_key=has_key)
     if is_plain(statement) and statement.distinct:
-        rows = run_where(statement.where, search, metadata_columns, subquery=subquery, extra_keys=extra_keys,
-                         limit=None, cap=max(total(), 1))
+        rows = where(limit=None, cap=max(total(), 1))
         checkpoint()  # every row was read: the deadline may have passed meanwhile
         names, out = project(statement.targets, rows, metadata_columns)
         unique = _first_seen(out)
         return names, unique[offset:] if limit is None else unique[offset:offset + limit]
     if is_plain(statement):
-        rows = run_where(statement.where, search, metadata_columns, subquery=subquery, extra_keys=extra_keys,
-                         limit=None if limit is None else limit + offset, cap=DEFAULT_LIMIT + offset)
+        rows = where(limit=None if limit is None else limit + offset, cap=DEFAULT_LIMIT + offset)
         return project(statement.targets, rows[offset:], metadata_columns)
     first = limit + offset if limit is not None and ranked and _in_search_order(statement) else None
-    rows = run_where(statement.where, search, metadata_columns, subquery=subquery, extra_keys=extra_keys,
-                     limit=first, cap=max(total(), 1))
+    rows = where(limit=first, cap=max(total(), 1))
     checkpoint()  # before the rows become a frame (a SELECT DISTINCT over 400,000 answered 3 s late)
     if first is not None:
         try:
             return run_in_duckdb(statement, name, rows, metadata_columns, run)
         except FrameColumns:  # the first rows lack a key others have, or hold it as another kind
-            rows = run_where(statement.where, search, metadata_columns, subquery=subquery,
-                             extra_keys=extra_keys, limit=None, cap=max(total(), 1))
+            rows = where(limit=None, cap=max(total(), 1))
             checkpoint()
     return run_in_duckdb(statement, name, rows, metadata_columns, run)
 
@@ -134,13 +142,14 @@ def _in_search_order(statement: ast.Select) -> bool:
 
 
 def _reader(where: ast.ASTNode | None, stream: Stream | None, metadata_columns: list[str] | None,
-            subquery: Subquery | None, extra_keys: tuple[str, ...], counter: kb_stream.Count | None = None
-            ) -> kb_stream.Reader | None:
+            subquery: Subquery | None, extra_keys: tuple[str, ...], counter: kb_stream.Count | None = None,
+            has_key: HasKey | None = None) -> kb_stream.Reader | None:
     """A fresh read of the chunks a WHERE without a content search keeps, or None (a search:
     its rows are the search's; or a storage that cannot stream)."""
     if stream is None:
         return None
-    return kb_stream.reader(read_filters(where, metadata_columns, subquery=subquery, extra_keys=extra_keys),
+    return kb_stream.reader(read_filters(where, metadata_columns, subquery=subquery, extra_keys=extra_keys,
+                                         has_key=has_key),
                             stream, counter)
 
 

@@ -35,6 +35,8 @@ from kbsql.engine.sql.refusals import unsupported
 from kbsql.interface.errors import SqlError
 
 Row = list[Any]
+HasKey = Callable[[str], bool]
+"""Whether some chunk of the knowledge base holds a metadata key (`KbService.has_metadata_key`)."""
 Search = Callable[[SearchRequest], list[Row]]
 Subquery = Callable[[ast.ASTNode], list[Any]]
 
@@ -71,12 +73,16 @@ class Options:
 
 class Columns:
     """Resolves a column name as the reference does: case-insensitively, refusing a name the
-    knowledge base cannot hold (declared metadata columns), rather than matching nothing."""
+    knowledge base cannot hold (declared metadata columns; without them, a key no chunk holds,
+    as MindsDB checks its `inserted_metadata`), rather than matching nothing."""
 
-    def __init__(self, metadata_columns: list[str] | None, extra_keys: tuple[str, ...] = ()):
+    def __init__(self, metadata_columns: list[str] | None, extra_keys: tuple[str, ...] = (),
+                 has_key: HasKey | None = None):
         """`extra_keys`: metadata keys the knowledge base writes besides its columns (a
-        json_chunking `metadata_fields` path such as `info.category`)."""
+        json_chunking `metadata_fields` path such as `info.category`). `has_key`: asked for a
+        name that is none of those when no metadata columns are declared (None: any name)."""
         self.declared = metadata_columns
+        self.has_key = has_key
         self.by_lower = {c.lower(): c for c in [*(metadata_columns or []), *extra_keys]}
         self.by_lower.update({k.lower(): k for k in INTERNAL_KEYS})
 
@@ -93,10 +99,17 @@ class Columns:
         lowered = name.lower()
         if lowered in ROW_COLUMNS:
             return lowered
+        if lowered == "_original_doc_id":  # MindsDB's vector-store name of the id
+            return "id"
         if lowered in self.by_lower:
             return self.by_lower[lowered]
-        if self.declared is None:
+        if self.declared is None and (self.has_key is None or self.has_key(name)):
             return name
+        if self.declared is None:
+            raise SqlError(f"Unknown column {name!r} in a knowledge-base condition: no chunk has "
+                           f"metadata {name!r} (names of inserted columns are kept as written); the "
+                           f"columns are ['id', 'chunk_id', 'chunk_content'] and the chunk keys "
+                           f"{sorted(INTERNAL_KEYS)}")
         raise SqlError(f"Unknown column {name!r} in a knowledge-base condition: the columns are "
                        f"['id', 'chunk_id', 'chunk_content'], the metadata columns {self.declared} "
                        f"and the chunk keys {sorted(INTERNAL_KEYS)}")
@@ -332,12 +345,12 @@ def sort_by_relevance(rows: list[Row]) -> list[Row]:
 
 def run_where(where: ast.ASTNode | None, search: Search, metadata_columns: list[str] | None, *,
               limit: int | None, cap: int, subquery: Subquery | None = None,
-              extra_keys: tuple[str, ...] = ()) -> list[Row]:
+              extra_keys: tuple[str, ...] = (), has_key: HasKey | None = None) -> list[Row]:
     """The rows a WHERE clause selects. `limit` is the statement's LIMIT (None: none given);
     `cap` is how many rows a search without LIMIT returns (the documented 10 for a plain
     search; every row when the search feeds a join or an aggregate)."""
     options, node = split_options(where)
-    runner = KbWhere(search, Columns(metadata_columns, extra_keys), options,
+    runner = KbWhere(search, Columns(metadata_columns, extra_keys, has_key), options,
                      search_limit=cap if limit is None else limit, read_limit=limit, subquery=subquery)
     rows = runner.run(node)
     if runner.searches > 1:  # a union or intersection: best relevance first
@@ -348,7 +361,8 @@ def run_where(where: ast.ASTNode | None, search: Search, metadata_columns: list[
 
 
 def read_filters(where: ast.ASTNode | None, metadata_columns: list[str] | None, *,
-                 subquery: Subquery | None = None, extra_keys: tuple[str, ...] = ()) -> list[Any] | None:
+                 subquery: Subquery | None = None, extra_keys: tuple[str, ...] = (),
+                 has_key: HasKey | None = None) -> list[Any] | None:
     """The filters of a WHERE clause that searches nothing (the rows it keeps are a plain
     read, as `run_where` would read them), or None when it holds a content search."""
     _, node = split_options(where)
@@ -358,7 +372,7 @@ def read_filters(where: ast.ASTNode | None, metadata_columns: list[str] | None, 
     def no_search(request: SearchRequest) -> list[Row]:
         raise AssertionError("read_filters runs no search")
 
-    runner = KbWhere(no_search, Columns(metadata_columns, extra_keys), Options(), 0, None, subquery)
+    runner = KbWhere(no_search, Columns(metadata_columns, extra_keys, has_key), Options(), 0, None, subquery)
     node = runner._push_not(node)
     return None if _has_content(node) else [runner.to_filter(node)]
 

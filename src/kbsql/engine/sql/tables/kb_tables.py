@@ -81,7 +81,8 @@ def _streamed(session: SqlSession, record: KbRecord, table: exp.Table, where: as
     `count(*)` over 400,000 small chunks in a join grew a server with a 256 MB limit by
     809 MB. None: a search, or a storage that cannot stream."""
     service = session.kbs.service
-    read = reader(read_filters(where, record.metadata_columns, extra_keys=metadata_keys(record.spec)),
+    read = reader(read_filters(where, record.metadata_columns, extra_keys=metadata_keys(record.spec),
+                               has_key=lambda key: service.has_metadata_key(record, key)),
                   lambda filters: service.plain_batches(record, filters, BATCH),
                   lambda filters: service.count_matching(record, filters))
     if read is None:
@@ -234,5 +235,6 @@ def search_frame(session: SqlSession, project: str, kb_name: str, where_ast: ast
     service = session.kbs.service
     rows = run_where(where_ast, lambda request: service.search(record, request),
                      record.metadata_columns, limit=limit, extra_keys=metadata_keys(record.spec),
+                     has_key=lambda key: service.has_metadata_key(record, key),
                      cap=DEFAULT_LIMIT if capped else max(service.count(record), 1))
     return pd.DataFrame(rows, columns=list(KB_COLUMNS))

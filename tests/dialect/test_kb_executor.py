@@ -1,0 +1,42 @@
+"""MindsDB's executor tests of knowledge bases (tests/unit/executor/test_knowledge_base.py in
+mindsdb/mindsdb), the statements of theirs that kbsql answered differently: each test names
+the MindsDB test it comes from. Embedded and over HTTP, as the rest of this suite."""
+
+from __future__ import annotations
+
+from tests.dialect.conftest import HASH, Doc
+
+
+def _inserted_columns_kb(doc: Doc) -> None:
+    """test_select_allowed_columns' kb1: no metadata_columns, so each insert's other columns
+    become metadata keys (col1 on one row, col2 on another, col4 holding only a null)."""
+    doc.sql(f"CREATE KNOWLEDGE_BASE kb1 USING embedding_model = {HASH}")
+    doc.sql("INSERT INTO kb1 (id, content, col1) VALUES (1, 'cont1', 'val1')")
+    doc.sql("INSERT INTO kb1 (id, content, col2, col4) VALUES (2, 'cont2', 'val2', NULL)")
+
+
+def test_a_filter_on_a_key_no_chunk_holds_is_an_unknown_column(doc: Doc) -> None:
+    """test_select_allowed_columns: `WHERE col3 = 'val2'` on a knowledge base whose rows never
+    had col3 raises in MindsDB (its `inserted_metadata`); kbsql answered no rows, as if col3
+    were a column that matched nothing (a typo'd column read as an empty answer)."""
+    _inserted_columns_kb(doc)
+    assert [r["chunk_content"] for r in doc.rows("SELECT * FROM kb1 WHERE col1 = 'val1'")] == ["cont1"]
+    assert doc.rows("SELECT * FROM kb1 WHERE col1 = 'not exist'") == []
+    assert [r["id"] for r in doc.rows("SELECT * FROM kb1 WHERE col4 IS NULL ORDER BY id")] == ["1", "2"]
+    for query in ("SELECT * FROM kb1 WHERE col3 = 'val2'",
+                  "SELECT * FROM kb1 WHERE content = 'cont' AND col3 = 'val2'",
+                  "SELECT * FROM kb1 WHERE col1 = 'val1' OR col3 = 'val2'",
+                  "SELECT count(*) FROM kb1 WHERE col3 = 'val2'",
+                  "DELETE FROM kb1 WHERE col3 = 'val2'"):
+        assert "Unknown column 'col3'" in doc.error(query), query
+    assert len(doc.rows("SELECT * FROM kb1")) == 2  # the DELETE deleted nothing
+
+
+def test_original_doc_id_is_the_id(doc: Doc) -> None:
+    """test_kb_metadata filters by `_original_doc_id` (MindsDB's vector-store name of the
+    id column): it reads as `id`, not as a metadata key no chunk has."""
+    _inserted_columns_kb(doc)
+    assert [r["chunk_content"] for r in doc.rows("SELECT * FROM kb1 WHERE _original_doc_id = 2")] == ["cont2"]
+    doc.sql("DELETE FROM kb1 WHERE _original_doc_id = 2")
+    assert [r["id"] for r in doc.rows("SELECT * FROM kb1")] == ["1"]
+
