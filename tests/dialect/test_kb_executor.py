@@ -40,3 +40,15 @@ def test_original_doc_id_is_the_id(doc: Doc) -> None:
     doc.sql("DELETE FROM kb1 WHERE _original_doc_id = 2")
     assert [r["id"] for r in doc.rows("SELECT * FROM kb1")] == ["1"]
 
+
+def test_a_star_with_an_alias_keeps_every_column_s_name(doc: Doc) -> None:
+    """test_autobatch inserts `SELECT * content FROM files.ral` into a knowledge base with
+    id_column 'ral' and content_columns ['english']: MindsDB reads every column under its
+    own name; DuckDB named each of them `content`, so the insert found no `english`."""
+    assert doc.columns("SELECT * content FROM sample_data.orders") == ["order_id", "product", "notes"]
+    assert doc.columns("SELECT o.* AS x FROM sample_data.orders o") == ["order_id", "product", "notes"]
+    doc.sql(f"CREATE KNOWLEDGE_BASE kb_star USING embedding_model = {HASH}, id_column = 'order_id', "
+            "content_columns = ['notes']")
+    doc.sql("INSERT INTO kb_star SELECT * content FROM sample_data.orders")
+    rows = doc.rows("SELECT id, chunk_content, product FROM kb_star WHERE id = 'A1B'")
+    assert rows == [{"id": "A1B", "chunk_content": "Request color: black", "product": "Wireless Mouse"}]

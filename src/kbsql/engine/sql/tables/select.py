@@ -50,6 +50,7 @@ def compile_tree(session: SqlSession, statement: ast.ASTNode, ctx: dict[str, Any
     """`compile_select`'s DuckDB query tree, before rendering (a write wraps it: source_writes);
     the frames and files it reads go into `compiled`."""
     tree = _tree(session, statement, ctx, compiled, frames, resolved)
+    _unalias_stars(tree)
     for column in tree.find_all(exp.Column):  # ds.t.col -> t.col (t is the alias)
         if column.args.get("db") is not None:
             column.set("db", None)
@@ -57,6 +58,16 @@ def compile_tree(session: SqlSession, statement: ast.ASTNode, ctx: dict[str, Any
     refuse_setting_reads(tree)  # current_setting('secret_directory') and the like
     cap_values(tree, session.duck.value_cap)  # repeat('x', 10**9) and the like: refused per row
     return tree
+
+
+def _unalias_stars(tree: exp.Expression) -> None:
+    """`SELECT * AS content FROM t` (`* content`, as MindsDB's test_autobatch writes it) keeps
+    every column under its own name, as MindsDB answers it: DuckDB would name each of them
+    `content`, and a DataFrame or a knowledge-base insert of that answer keeps only one."""
+    for alias in list(tree.find_all(exp.Alias)):
+        star = alias.this
+        if isinstance(star, exp.Star) or (isinstance(star, exp.Column) and isinstance(star.this, exp.Star)):
+            alias.replace(star)
 
 
 def _tree(session: SqlSession, statement: ast.ASTNode, ctx: dict[str, Any], compiled: Compiled,
