@@ -52,3 +52,27 @@ def test_a_star_with_an_alias_keeps_every_column_s_name(doc: Doc) -> None:
     doc.sql("INSERT INTO kb_star SELECT * content FROM sample_data.orders")
     rows = doc.rows("SELECT id, chunk_content, product FROM kb_star WHERE id = 'A1B'")
     assert rows == [{"id": "A1B", "chunk_content": "Request color: black", "product": "Wireless Mouse"}]
+
+
+def test_altering_the_reranker_s_api_key_keeps_its_model(doc: Doc) -> None:
+    """test_alter_kb: `ALTER ... USING reranking_model = {'api_key': 'rerank-key-2'}` rotates the
+    key of the reranker in use (MindsDB updates the stored model with what is given, unless a
+    new provider replaces it); kbsql refused it as "'reranking_model.provider' is required"."""
+    rerank = (f'{{"provider": "openai", "model_name": "gpt-3", "api_key": "rerank-key-1", '
+              f'"base_url": "{doc.provider.url}/v1"}}')
+    doc.orders_kb(extra=f", reranking_model = {rerank}")
+    doc.sql("ALTER KNOWLEDGE_BASE my_kb USING reranking_model = {'api_key': 'rerank-key-2'}")
+    described = doc.rows("DESCRIBE KNOWLEDGE_BASE my_kb")[0]["RERANKING_MODEL"]
+    assert '"model_name": "gpt-3"' in described and "rerank-key" not in described
+    before = len(doc.provider.requests)
+    assert doc.rows("SELECT id FROM my_kb WHERE content = 'color black' LIMIT 1") == [{"id": "A1B"}]
+    chats = [r for r in doc.provider.requests[before:] if r[0] == "/v1/chat/completions"]
+    assert chats and {r[1]["model"] for r in chats} == {"gpt-3"}
+    assert {r[2]["Authorization"] for r in chats} == {"Bearer rerank-key-2"}
+    # another provider replaces the model: nothing of the old one (its key) is kept
+    doc.sql(f"ALTER KNOWLEDGE_BASE my_kb USING reranking_model = {{'provider': 'rerank', "
+            f"'model_name': 'bge', 'base_url': '{doc.provider.url}'}}")
+    described = doc.rows("DESCRIBE KNOWLEDGE_BASE my_kb")[0]["RERANKING_MODEL"]
+    assert '"provider": "rerank"' in described and "api_key" not in described
+    doc.sql("ALTER KNOWLEDGE_BASE my_kb USING reranking_model = false")
+    assert doc.rows("DESCRIBE KNOWLEDGE_BASE my_kb")[0]["RERANKING_MODEL"] is None

@@ -95,6 +95,14 @@ def _embedding_update(current: dict[str, Any] | None, value: Any) -> dict[str, A
     return validate.model({**current, **value}, "embedding_model")
 
 
+def _reranking_update(current: dict[str, Any] | None, value: Any) -> dict[str, Any] | None:
+    """As MindsDB's KnowledgeBaseController.update: `false` turns reranking off, a new
+    provider replaces the model, anything else (`{'api_key': '...'}`) updates the current one."""
+    if isinstance(value, dict) and current and value.get("provider") in (None, current.get("provider")):
+        value = {**current, **value}
+    return validate.model(value, "reranking_model")
+
+
 def alter(session: SqlSession, statement: AlterKnowledgeBase, ctx: dict[str, Any],
           routed: Routed) -> SqlResult:
     record = record_of(session, statement.name, ctx)
@@ -109,7 +117,7 @@ def alter(session: SqlSession, statement: AlterKnowledgeBase, ctx: dict[str, Any
         if key == "embedding_model":
             spec[key] = _embedding_update(record.spec.get(key), value)
         elif key == "reranking_model":
-            spec[key] = validate.model(value, key)
+            spec[key] = _reranking_update(record.spec.get(key), value)
         elif key in ("metadata_columns", "content_columns"):
             spec[key] = validate.string_list(value, key)
         elif key == "id_column":
