@@ -50,7 +50,8 @@ class KnowledgeBases:
         spec = {
             "vector_database": database,
             "vector_database_table": table,
-            "embedding_model": validate.model(body.get("embedding_model"), "embedding_model"),
+            "embedding_model": validate.model(body.get("embedding_model"), "embedding_model")
+            or self.service.pinned_default(),
             "reranking_model": validate.model(body.get("reranking_model"), "reranking_model"),
             "metadata_columns": validate.string_list(body.get("metadata_columns"), "metadata_columns"),
             "content_columns": validate.string_list(body.get("content_columns"), "content_columns"),

@@ -22,7 +22,7 @@ from kbsql.engine.knowledge.allowed import AllowedSeqs
 from kbsql.engine.knowledge.index import VectorIndex
 from kbsql.engine.knowledge.search import WORD, Conditions, Filter, FilterGroup, group_sql, op_sql
 from kbsql.engine.knowledge.settings import IndexSettings
-from kbsql.engine.knowledge.storage import ChunkBatch, StoragePlace, stamped_batches
+from kbsql.engine.knowledge.storage import ChunkBatch, StoragePlace, check_query_dim, stamped_batches
 from kbsql.engine.knowledge.store import FTS_DEFERRED, ChunkStore, metadata_expr
 from kbsql.engine.sqlite_files import ReadOnlyData
 from kbsql.interface.control import checkpoint
@@ -165,6 +165,7 @@ class LocalStorage:
         return bool(self.store.query(f"SELECT 1 FROM chunks WHERE {found} LIMIT 1", (key,)))
 
     def vector_top(self, query: np.ndarray, k: int, filters: Conditions) -> tuple[np.ndarray, np.ndarray]:
+        check_query_dim(self.store.dim(), query)
         return vector_top(self.store, self.index, query, k, filters, self.allowed.seqs)
 
     def keyword_top(self, text: str, k: int, filters: Conditions) -> dict[int, float]:

@@ -44,6 +44,7 @@ from kbsql.engine.models.rerank import Reranker
 from kbsql.engine.plugins import Registry
 from kbsql.interface.batches import row_batches
 from kbsql.interface.errors import BadRequest, Interrupted, ProviderError, ServiceError
+from kbsql.interface.secrets import is_secret_key
 
 ROW_BATCH = 256
 DEFAULT_VECTOR_DATABASE = "kbsql_faiss"  # the local store's name in `storage` / vector_database
@@ -236,10 +237,23 @@ class KnowledgeService:
             (discard or h.close)()
 
     # models -----------------------------------------------------------------------------
+    def pinned_default(self) -> dict[str, Any] | None:
+        """The configured default embedding model as a new knowledge base keeps it. MindsDB
+        saves the default into the knowledge base at CREATE (test_save_default_params), so a
+        later change of the default cannot search its rows with another model; here it is
+        kept without its secrets (the server's key stays out of the catalog, as an agent's
+        default model does) and `embedder` lends them while the default is that model."""
+        default = self.config.default_embedding_model
+        return {k: v for k, v in default.items() if not is_secret_key(k)} if default else None
+
     def embedder(self, spec: dict[str, Any]) -> Any:
         """The KB's embedder; one that does not say its rows are normalised (a plugin's) is
         wrapped so its answers are checked and normalised like the built-ins'."""
-        embedder = self.models.embedder(spec.get("embedding_model"), self.config.default_embedding_model)
+        descriptor, default = spec.get("embedding_model"), self.config.default_embedding_model
+        if descriptor and default and {k: v for k, v in descriptor.items() if not is_secret_key(k)} \
+                == self.pinned_default():
+            descriptor = {**default, **descriptor}
+        embedder = self.models.embedder(descriptor, default)
         return embedder if getattr(embedder, "normalized", False) else CheckedEmbedder(embedder)
 
     def reranker(self, spec: dict[str, Any]) -> Reranker | None:

@@ -25,6 +25,7 @@ import numpy as np
 
 from kbsql.engine.knowledge.ingest import Chunk
 from kbsql.engine.knowledge.search import Conditions, SearchableStorage
+from kbsql.interface.errors import ProviderError
 
 
 class ChunkWriter(Protocol):
@@ -173,6 +174,16 @@ class KnowsKeys(Protocol):
     def has_metadata_key(self, key: str) -> bool:
         """Whether some chunk's metadata has `key` (its value may be null), as written."""
         ...
+
+
+def check_query_dim(held: int | None, query: np.ndarray) -> None:
+    """A search's vector must be as long as the stored ones (`held`; None: no row yet). It is
+    not when the knowledge base's model, or the default_embedding_model it embeds with, was
+    changed after its rows were stored; FAISS then failed with a bare AssertionError."""
+    if held is not None and query.shape[-1] != held:
+        raise ProviderError(f"The embedding model returned {query.shape[-1]}-d vectors for the search; this "
+                            f"knowledge base holds {held}-d (was its embedding model, or the "
+                            f"default_embedding_model it uses, changed since its rows were inserted?)")
 
 
 def stamped_batches(rows: list[tuple[Any, ...]], vector: Callable[[Any], np.ndarray]) -> Iterator[ChunkBatch]:
