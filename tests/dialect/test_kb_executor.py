@@ -76,3 +76,20 @@ def test_altering_the_reranker_s_api_key_keeps_its_model(doc: Doc) -> None:
     assert '"provider": "rerank"' in described and "api_key" not in described
     doc.sql("ALTER KNOWLEDGE_BASE my_kb USING reranking_model = false")
     assert doc.rows("DESCRIBE KNOWLEDGE_BASE my_kb")[0]["RERANKING_MODEL"] is None
+
+
+def test_content_is_null_matches_no_chunk_and_is_not_null_every_chunk(doc: Doc) -> None:
+    """test_kb_algebra writes `content = 'green' ... AND content IS NOT NULL` and `OR (content
+    IS NULL)`: MindsDB answers IS NULL with no rows and IS NOT NULL with every row (a chunk's
+    text is never null); kbsql refused both ("content admits =, LIKE, IN ...")."""
+    doc.orders_kb()
+    search = [r["id"] for r in doc.rows("SELECT id FROM my_kb WHERE content = 'color black'")]
+    assert [r["id"] for r in doc.rows(
+        "SELECT id FROM my_kb WHERE content = 'color black' AND content IS NOT NULL")] == search
+    assert [r["id"] for r in doc.rows(
+        "SELECT id FROM my_kb WHERE (content = 'color black' AND product = 'Wireless Mouse') "
+        "OR (content IS NULL)")] == ["A1B"]
+    assert doc.rows("SELECT id FROM my_kb WHERE content IS NULL") == []
+    assert sorted(r["id"] for r in doc.rows("SELECT id FROM my_kb WHERE content IS NOT NULL")) == \
+        ["3XZ", "A1B", "Q7P"]
+    assert doc.rows("SELECT count(*) AS n FROM my_kb WHERE NOT content IS NOT NULL") == [{"n": 0}]

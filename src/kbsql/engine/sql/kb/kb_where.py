@@ -99,6 +99,8 @@ class Columns:
         lowered = name.lower()
         if lowered in ROW_COLUMNS:
             return lowered
+        if lowered in CONTENT:  # only `content IS [NOT] NULL` is a filter (_content_leaf)
+            return "chunk_content"
         if lowered == "_original_doc_id":  # MindsDB's vector-store name of the id
             return "id"
         if lowered in self.by_lower:
@@ -168,8 +170,11 @@ def _join(items: list[ast.ASTNode], op: str) -> ast.ASTNode | None:
 
 
 def _content_leaf(node: ast.ASTNode) -> bool:
-    return isinstance(node, ast.BinaryOperation) and node.op.lower() not in ("and", "or") and \
-        len(node.args) == 2 and isinstance(node.args[0], ast.Identifier) and \
+    """A search term on `content`. `content IS [NOT] NULL` is none: it is the filter
+    `chunk_content IS [NOT] NULL` (no row or every row: a chunk's text is never null), as
+    MindsDB's KnowledgeBaseQueryExecutor answers it (an empty result / every row)."""
+    return isinstance(node, ast.BinaryOperation) and node.op.lower() not in ("and", "or", "is", "is not") \
+        and len(node.args) == 2 and isinstance(node.args[0], ast.Identifier) and \
         str(node.args[0].parts[-1]).lower() in CONTENT
 
 
