@@ -127,3 +127,26 @@ def test_check_read_refuses_every_unconnected_reference(query: str) -> None:
 
 def test_check_read_allows_connected_tables() -> None:
     check_read("SELECT x, count(*) FROM a.t1 t JOIN a.t1 u ON t.x = u.x GROUP BY x", {"a.t1"})
+
+
+def test_name_patterns_connect_what_they_match(shop: Engine) -> None:
+    """MindsDB's executor test test_agent_permissions connects `"knowledge_bases": ["kb_show*"],
+    "tables": ["files.show*"]`: the knowledge bases and tables the pattern matches (kbsql took
+    each for one name, found none, and the agent was connected to nothing)."""
+    for name in ("kb_show1", "KB_Show2", "kb_hide"):
+        shop.query(f"CREATE KNOWLEDGE_BASE {name} USING embedding_model = "
+                   "{'provider': 'kbsql', 'model_name': 'hash-64'}")
+    shop.query("INSERT INTO kb_show1 (id, content) VALUES (1, 'Moon')")
+    script = [tools(("kb_list_tool", {})), tools(("sql_db_list_tables", {})),
+              tools(("kb_query_tool", {"query": "SELECT chunk_content FROM kb_show1"})),
+              tools(("kb_query_tool", {"query": "SELECT * FROM kb_hide"})),
+              tools(("sql_db_query", {"query": "SELECT * FROM shop.salaries"})), text("done")]
+    with FakeLLM("ollama", script) as fake:
+        shop.create_agent("mindsdb", {"name": "p", "model": {
+            "provider": "ollama", "model_name": "m1", "base_url": fake.base_url},
+            "data": {"knowledge_bases": ["kb_show*"], "tables": ["shop.pri?e*"]}})
+        seen = observations(stream(shop, "p", "q"))
+    assert json.loads(seen[0]) == ["kb_show1", "KB_Show2"]
+    assert seen[1] == "shop.prices"
+    assert "Moon" in seen[2]
+    assert seen[3].startswith("Error:") and seen[4].startswith("Error:") and SECRET not in seen[4]

@@ -1,12 +1,15 @@
 """What an agent may reach: its `data` entries resolved against the catalog at question time.
 
-Wildcards (`<project>.*`, `<data_source>.*`) are expanded when a run starts, so a knowledge
-base created after the agent is seen. Every SQL text a tool receives is parsed and each table
-it names (joins, subqueries and unions included) must be in scope, or the query is refused.
+Wildcards (`<project>.*`, `<data_source>.*`, and patterns such as `kb_show*` or
+`files.show*`, matched as MindsDB's agents match them, case-insensitively) are expanded when a
+run starts, so a knowledge base created after the agent is seen. Every SQL text a tool
+receives is parsed and each table it names (joins, subqueries and unions included) must be in
+scope, or the query is refused.
 """
 
 from __future__ import annotations
 
+import fnmatch
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -84,8 +87,8 @@ def _knowledge_bases(catalog: Catalog, project: str, entry: str) -> list[KbRecor
     owner, _, name = entry.rpartition(".")
     owner = owner or project
     try:
-        if name == "*":
-            return catalog.knowledge_bases(owner)
+        if _pattern(name):
+            return [kb for kb in catalog.knowledge_bases(owner) if _matches(kb.name, name)]
         found = catalog.find_knowledge_base(owner, name)
     except Unavailable:  # the catalog is away: never an agent quietly without its KBs
         raise
@@ -98,7 +101,7 @@ def _tables(sql: RunsSql, entry: str) -> list[str]:
     source, _, table = entry.partition(".")
     if not table:
         return []
-    if table != "*":
+    if not _pattern(table):
         return [entry]
     try:
         result = sql.query(f"SHOW TABLES FROM `{source}`")
@@ -108,7 +111,17 @@ def _tables(sql: RunsSql, entry: str) -> list[str]:
         return []
     if not isinstance(result, TableResult):
         return []
-    return [f"{source}.{row[0]}" for row in result.data if row]
+    return [f"{source}.{row[0]}" for row in result.data if row and _matches(str(row[0]), table)]
+
+
+def _pattern(name: str) -> bool:
+    return any(c in name for c in "*?[")
+
+
+def _matches(name: str, pattern: str) -> bool:
+    """`kb_show*` matched as a glob, case-insensitively; such an entry was taken for the name
+    of one knowledge base or table, so the agent was quietly connected to nothing."""
+    return fnmatch.fnmatchcase(name.lower(), pattern.lower())
 
 
 def check_read(sql: str, allowed: set[str], default_prefix: str = "") -> ast.ASTNode:
