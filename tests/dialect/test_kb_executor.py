@@ -4,6 +4,8 @@ the MindsDB test it comes from. Embedded and over HTTP, as the rest of this suit
 
 from __future__ import annotations
 
+import json
+
 from tests.dialect.conftest import HASH, Doc
 
 
@@ -93,3 +95,21 @@ def test_content_is_null_matches_no_chunk_and_is_not_null_every_chunk(doc: Doc) 
     assert sorted(r["id"] for r in doc.rows("SELECT id FROM my_kb WHERE content IS NOT NULL")) == \
         ["3XZ", "A1B", "Q7P"]
     assert doc.rows("SELECT count(*) AS n FROM my_kb WHERE NOT content IS NOT NULL") == [{"n": 0}]
+
+
+def test_information_schema_agents_params_hold_the_prompt_and_data(doc: Doc) -> None:
+    """test_agent_with_default_llm_params reads `json.loads(PARAMS)["prompt_template"]` from
+    information_schema.agents: MindsDB's PARAMS is everything the agent was given but its
+    model; kbsql's held only timeout and mode (the prompt read as null there)."""
+    doc.sql(f"CREATE KNOWLEDGE_BASE kb_a USING embedding_model = {HASH}")
+    doc.sql("CREATE AGENT a1 USING model = {'provider': 'kbsql', 'model_name': 'retrieval'}, "
+            "prompt_template = 'Answer the user input in a helpful way', "
+            f"data = {{'knowledge_bases': ['{doc.project}.kb_a']}}, timeout = 10")
+    doc.sql("CREATE AGENT a2 USING model = {'provider': 'kbsql', 'model_name': 'retrieval'}")
+    rows = {r["NAME"]: r for r in doc.rows(
+        f"SELECT * FROM information_schema.agents WHERE PROJECT = '{doc.project}'")}
+    params = json.loads(rows["a1"]["PARAMS"])
+    assert params["prompt_template"] == "Answer the user input in a helpful way"
+    assert params["data"]["knowledge_bases"] == [f"{doc.project}.kb_a"] and params["timeout"] == 10
+    assert rows["a1"]["PROMPT_TEMPLATE"] == "Answer the user input in a helpful way"
+    assert json.loads(rows["a2"]["PARAMS"]) == {}  # nothing given: nothing shown (as MindsDB)

@@ -84,8 +84,17 @@ def agents(session: SqlSession) -> pa.Table:
         "MODEL": pa.array([json.dumps(mask_secrets(a.model)) for a in records], pa.string()),
         "DATA": pa.array([json.dumps(a.data) for a in records], pa.string()),
         "PROMPT_TEMPLATE": pa.array([a.prompt_template for a in records], pa.string()),
-        "PARAMS": pa.array([json.dumps(a.params) for a in records], pa.string()),  # timeout, mode
+        "PARAMS": pa.array([json.dumps(_agent_params(a)) for a in records], pa.string()),
     })
+
+
+def _agent_params(record: Any) -> dict[str, Any]:
+    """MindsDB's PARAMS: what the agent was given besides its model (timeout, mode, and its
+    prompt_template and data when set), as its executor test test_agent_with_default_llm_params
+    reads prompt_template there; DATA and PROMPT_TEMPLATE have their own columns here too."""
+    data = record.data or {}
+    return {**({"prompt_template": record.prompt_template} if record.prompt_template else {}),
+            **({"data": data} if any(data.values()) else {}), **(record.params or {})}
 
 
 def knowledge_bases(session: SqlSession, ctx: dict[str, Any]) -> Any:
