@@ -150,3 +150,23 @@ def test_name_patterns_connect_what_they_match(shop: Engine) -> None:
     assert seen[1] == "shop.prices"
     assert "Moon" in seen[2]
     assert seen[3].startswith("Error:") and seen[4].startswith("Error:") and SECRET not in seen[4]
+
+
+def test_a_dotted_name_quoted_whole_is_read_as_its_parts(shop: Engine) -> None:
+    """MindsDB's executor test test_agent_accept_wrong_quoting: a model writing
+    ``SELECT * FROM `mindsdb.kb1` `` or `` `shop.prices` `` means the knowledge base and the
+    table (kbsql looked for one table named "mindsdb.kb1" and answered "not found"); a name
+    outside the agent's data is still refused."""
+    shop.query("CREATE KNOWLEDGE_BASE kb1 USING embedding_model = "
+               "{'provider': 'kbsql', 'model_name': 'hash-64'}")
+    shop.query("INSERT INTO kb1 (id, content) VALUES (1001, 'Jupiter')")
+    script = [tools(("kb_query_tool", {"query": "SELECT chunk_content FROM `mindsdb.kb1` WHERE id = '1001'"}),
+                    ("sql_db_query", {"query": "SELECT price FROM `shop.prices` WHERE item = 'pump'"}),
+                    ("sql_db_query", {"query": "SELECT * FROM `shop.salaries`"})), text("done")]
+    with FakeLLM("ollama", script) as fake:
+        shop.create_agent("mindsdb", {"name": "q", "model": {
+            "provider": "ollama", "model_name": "m1", "base_url": fake.base_url},
+            "data": {"knowledge_bases": ["kb1"], "tables": ["shop.prices"]}})
+        seen = observations(stream(shop, "q", "q"))
+    assert "Jupiter" in seen[0] and "120" in seen[1]
+    assert seen[2].startswith("Error:") and SECRET not in seen[2]

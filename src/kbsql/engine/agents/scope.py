@@ -141,6 +141,28 @@ def check_read(sql: str, allowed: set[str], default_prefix: str = "") -> ast.AST
     return statement
 
 
+def split_dotted_names(sql: str) -> str:
+    """A dotted name a model quoted whole (FROM `mindsdb.kb1`) read as its parts (mindsdb.kb1),
+    as MindsDB's agents take it (its executor test test_agent_accept_wrong_quoting); the text
+    is returned unchanged when no table name holds a dot (or it does not parse: check_read
+    says why)."""
+    try:
+        statement = parse(sql)
+    except Exception:
+        return sql
+    walker = _TableWalker()
+    try:
+        walker.walk(statement)
+    except Refused:
+        return sql
+    dotted = [i for i in walker.identifiers if any("." in str(p) for p in i.parts)]
+    for item in dotted:
+        pieces = [(q, quoted) for p, quoted in zip(item.parts, item.is_quoted, strict=False)
+                  for q in str(p).split(".")]
+        item.parts, item.is_quoted = [q for q, _ in pieces], [quoted for _, quoted in pieces]
+    return statement.to_string() if dotted else sql
+
+
 def table_refs(statement: ast.ASTNode) -> list[str]:
     """Every table named anywhere in the statement, as dotted names."""
     walker = _TableWalker()
@@ -154,6 +176,7 @@ class _TableWalker:
 
     def __init__(self) -> None:
         self.refs: list[str] = []
+        self.identifiers: list[ast.Identifier] = []
 
     def walk(self, node: Any) -> None:
         if isinstance(node, ast.Select):
@@ -174,6 +197,7 @@ class _TableWalker:
             return
         if isinstance(item, ast.Identifier):
             self.refs.append(".".join(str(p) for p in item.parts))
+            self.identifiers.append(item)
         elif isinstance(item, ast.Join):
             self.from_item(item.left)
             self.from_item(item.right)

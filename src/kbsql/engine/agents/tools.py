@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kbsql.engine.agents import render
-from kbsql.engine.agents.scope import Refused, Scope, check_read
+from kbsql.engine.agents.scope import Refused, Scope, check_read, split_dotted_names
 from kbsql.engine.models.chat.base import ToolSpec
 from kbsql.interface.errors import KbsqlError, Unavailable
 from kbsql.interface.results import TableResult
@@ -110,6 +110,7 @@ class Toolbox:
         return "\n".join(lines)
 
     def _kb_query_tool(self, sql: str) -> str:
+        sql = split_dotted_names(sql)
         check_read(sql, self.scope.kb_keys(), f"{self.scope.project}.")
         result = self._query(sql)
         stamps = [r.updated_at for r in self.scope.knowledge_bases]
@@ -136,5 +137,6 @@ class Toolbox:
         return "\n\n".join(parts) if parts else "Error: name at least one table."
 
     def _sql_db_query(self, sql: str) -> str:
+        sql = split_dotted_names(sql)
         check_read(sql, self._allowed_tables())
         return render.observation(self._query(sql))
