@@ -62,7 +62,8 @@ def jobs(client: Any, project: str) -> list[dict[str, Any]]:
     another shape) lists none rather than failing the whole catalog."""
     try:
         listed = _records(client.sql(
-            f"SELECT name, schedule_str, next_run_at FROM {quote_name(project)}.jobs"))
+            f"SELECT name AS name, schedule_str AS schedule_str, next_run_at AS next_run_at "
+            f"FROM {quote_name(project)}.jobs"))  # aliased: MindsDB answers NAME, ... (upper case)
         runs = _records(client.sql("SELECT name, project, run_start, run_end, error FROM log.jobs_history"))
         last: dict[str, dict[str, Any]] = {}
         for run in runs:  # in run order: the last one stays
