@@ -224,3 +224,15 @@ def test_filter_on_an_inferred_key_passes_and_on_a_key_no_row_holds_fails(engine
     engine.insert_rows(record, [{"id": 1, "content": "hi there", "lang": "en"}])
     assert "Unknown column 'my_typo'" in sql_error(engine, "SELECT id FROM kb WHERE my_typo = 'q'")
     assert [r["id"] for r in table(engine, "SELECT id FROM kb WHERE lang = 'en'")] == ["1"]
+
+
+def test_a_key_known_or_unknown_follows_the_writes(engine: Engine) -> None:
+    """The keys a filter may name are kept per store version (allowed.KnownKeys): a key an
+    insert adds is known at once, and one a delete removes from every chunk is unknown again."""
+    record = _kb(engine)
+    engine.insert_rows(record, [{"id": 1, "content": "hi there", "lang": "en"}])
+    assert "Unknown column 'late'" in sql_error(engine, "SELECT id FROM kb WHERE late = 'x'")
+    engine.insert_rows(record, [{"id": 2, "content": "later", "late": "x"}])
+    assert [r["id"] for r in table(engine, "SELECT id FROM kb WHERE late = 'x'")] == ["2"]
+    sql(engine, "DELETE FROM kb WHERE id = '2'")
+    assert "Unknown column 'late'" in sql_error(engine, "SELECT id FROM kb WHERE late = 'x'")

@@ -69,6 +69,39 @@ class AllowedSeqs:
         return seqs
 
 
+class KnownKeys:
+    """`has(key)`: whether some chunk's metadata holds `key` (a filter on a key none holds is
+    an unknown column: kb_where.Columns), kept per key for the store's `version` as the seqs
+    are. Why: the read stops at the first row holding the key, but a key only the last rows
+    hold, or none, is a scan: at 100k chunks a search filtered on the last row's key took 96 ms
+    against 0.9 ms without the check; the answer is the same until a write commits. At most
+    KEEP_KEYS keys are kept."""
+
+    KEEP_KEYS = 1_000
+
+    def __init__(self, store: ChunkStore):
+        self.store = store
+        self.lock = threading.Lock()
+        self.version = -1
+        self.kept: dict[str, bool] = {}
+
+    def has(self, key: str) -> bool:
+        version = self.store.version()
+        with self.lock:
+            if version == self.version and key in self.kept:
+                return self.kept[key]
+        if '"' in key:  # no JSON path label can hold it (store.metadata_expr)
+            found, arg = "EXISTS (SELECT 1 FROM json_each(metadata) WHERE key = ?)", key
+        else:  # json_type is 'null' for a key whose value is null, NULL for an absent one
+            found, arg = "json_type(metadata, ?) IS NOT NULL", f'$."{key}"'
+        held = bool(self.store.query(f"SELECT 1 FROM chunks WHERE {found} LIMIT 1", (arg,)))
+        with self.lock:
+            if version != self.version or len(self.kept) >= self.KEEP_KEYS:
+                self.kept, self.version = {}, version
+            self.kept[key] = held
+        return held
+
+
 def id_selector(allowed: np.ndarray, max_seq: int) -> Any:
     """The FAISS selector of the `allowed` ids (none above `max_seq`): a bitmap of every id up
     to max_seq when it is no bigger than the ids themselves (8 bytes each), else a batch.

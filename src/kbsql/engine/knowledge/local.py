@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from kbsql.engine.knowledge.allowed import AllowedSeqs
+from kbsql.engine.knowledge.allowed import AllowedSeqs, KnownKeys
 from kbsql.engine.knowledge.index import VectorIndex
 from kbsql.engine.knowledge.search import WORD, Conditions, Filter, FilterGroup, group_sql, op_sql
 from kbsql.engine.knowledge.settings import IndexSettings
@@ -73,6 +73,7 @@ class LocalStorage:
         self.store = ChunkStore(directory / "chunks.sqlite", read_only=read_only)
         self.index = VectorIndex(directory / "index.faiss", self.store)
         self.allowed = AllowedSeqs(self.store, matching_seqs)
+        self.keys = KnownKeys(self.store)
 
     @contextmanager
     def write(self) -> Iterator[_Writer]:
@@ -157,12 +158,8 @@ class LocalStorage:
         return self.store.count_where(*filter_sql(filters))
 
     def has_metadata_key(self, key: str) -> bool:
-        """`KnowsKeys`: the first row holding `key` ends the read (json_type: 'null' for a null value)."""
-        if '"' in key:  # no JSON path label can hold it (metadata_expr)
-            found = "EXISTS (SELECT 1 FROM json_each(metadata) WHERE key = ?)"
-        else:
-            found, key = "json_type(metadata, ?) IS NOT NULL", f'$."{key}"'
-        return bool(self.store.query(f"SELECT 1 FROM chunks WHERE {found} LIMIT 1", (key,)))
+        """`KnowsKeys` (allowed.KnownKeys: read once per key and store version)."""
+        return self.keys.has(key)
 
     def vector_top(self, query: np.ndarray, k: int, filters: Conditions) -> tuple[np.ndarray, np.ndarray]:
         check_query_dim(self.store.dim(), query)
