@@ -170,3 +170,31 @@ def test_a_dotted_name_quoted_whole_is_read_as_its_parts(shop: Engine) -> None:
         seen = observations(stream(shop, "q", "q"))
     assert "Jupiter" in seen[0] and "120" in seen[1]
     assert seen[2].startswith("Error:") and SECRET not in seen[2]
+
+
+def test_a_schema_wildcard_connects_that_schema_s_tables(engine: Engine, tmp_path: Path) -> None:
+    """MindsDB's executor test test_3_part_table connects `"tables": ["pg.public.*"]`: SHOW
+    TABLES names the default schema's tables bare (`planets`) and others with their schema
+    (`s2.moons`), so the pattern `public.*` matched none and the agent was connected to nothing."""
+    path = tmp_path / "astro.duckdb"
+    with duckdb.connect(str(path)) as db:
+        db.execute("CREATE TABLE planets (id TEXT, name TEXT); INSERT INTO planets VALUES ('1000', 'Moon');"
+                   "CREATE SCHEMA s2; CREATE TABLE s2.moons (name TEXT); INSERT INTO s2.moons VALUES ('Io')")
+    engine.query(f"CREATE DATABASE astro WITH ENGINE = 'duckdb', PARAMETERS = {{'database': '{path}'}}")
+    script = [tools(("sql_db_list_tables", {}),
+                    ("sql_db_query", {"query": "SELECT name FROM astro.main.planets WHERE id = '1000'"}),
+                    ("sql_db_query", {"query": "SELECT * FROM `astro.main`.`planets`"}),
+                    ("sql_db_query", {"query": "SELECT name FROM astro.s2.moons"})), text("done")]
+    with FakeLLM("ollama", script) as fake:
+        engine.create_agent("mindsdb", {"name": "astro_agent", "model": {
+            "provider": "ollama", "model_name": "m1", "base_url": fake.base_url},
+            "data": {"tables": ["astro.main.*"]}})
+        seen = observations(stream(engine, "astro_agent", "q"))
+    assert seen[0] == "astro.main.planets"
+    assert "Moon" in seen[1] and "Moon" in seen[2]
+    assert seen[3].startswith("Error:") and "Io" not in seen[3]
+    engine.update_agent("mindsdb", "astro_agent", {"data": {"tables": ["astro.s2.*"]}})
+    with FakeLLM("ollama", [tools(("sql_db_list_tables", {})), text("done")]) as fake:
+        engine.update_agent("mindsdb", "astro_agent", {"model": {
+            "provider": "ollama", "model_name": "m1", "base_url": fake.base_url}})
+        assert observations(stream(engine, "astro_agent", "q"))[0] == "astro.s2.moons"

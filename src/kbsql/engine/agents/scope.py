@@ -103,15 +103,31 @@ def _tables(sql: RunsSql, entry: str) -> list[str]:
         return []
     if not _pattern(table):
         return [entry]
+    listed = _listed(sql, f"SHOW TABLES FROM `{source}`") or []
+    schema, dot, pattern = table.rpartition(".")
+    if not dot or _pattern(schema):
+        return [f"{source}.{name}" for name in listed if _matches(name, table)]
+    # `pg.public.*`: SHOW TABLES names the default schema's tables bare and others `s2.t`
+    split = [n.partition(".") for n in listed]
+    names = [name for owner, _, name in split if name and owner.lower() == schema.lower()]
+    bare = [n for n in listed if "." not in n]
+    if bare and _listed(sql, f"SELECT * FROM `{source}`.`{schema}`.`{bare[0]}` LIMIT 0") is not None:
+        names += bare  # the entry's schema is the default one
+    return [f"{source}.{schema}.{name}" for name in names if _matches(name, pattern)]
+
+
+def _listed(sql: RunsSql, query: str) -> list[str] | None:
+    """The first column of a query's rows (a table list), or None when it fails; a database
+    that is away fails the run (never an agent quietly without its tables)."""
     try:
-        result = sql.query(f"SHOW TABLES FROM `{source}`")
+        result = sql.query(query)
     except Unavailable:
         raise
     except KbsqlError:
-        return []
+        return None
     if not isinstance(result, TableResult):
-        return []
-    return [f"{source}.{row[0]}" for row in result.data if row and _matches(str(row[0]), table)]
+        return None
+    return [str(row[0]) for row in result.data if row]
 
 
 def _pattern(name: str) -> bool:
