@@ -113,3 +113,19 @@ def test_information_schema_agents_params_hold_the_prompt_and_data(doc: Doc) -> 
     assert params["data"]["knowledge_bases"] == [f"{doc.project}.kb_a"] and params["timeout"] == 10
     assert rows["a1"]["PROMPT_TEMPLATE"] == "Answer the user input in a helpful way"
     assert json.loads(rows["a2"]["PARAMS"]) == {}  # nothing given: nothing shown (as MindsDB)
+
+
+def test_an_evaluate_target_outside_df_is_refused_before_any_model_call(doc: Doc) -> None:
+    """test_evaluate writes `test_table = files.eval_test`: kbsql saves test data and results
+    as `df.<name>` only, and said so after the model had written every question (and, for
+    save_to, after the whole evaluation); now before the first call."""
+    doc.orders_kb()
+    llm = doc.openai("gpt-4")
+    before = len(doc.provider.requests)
+    message = doc.refused(f"EVALUATE KNOWLEDGE_BASE my_kb USING test_table = files.eval_test, "
+                          f"generate_data = {{'count': 3}}, llm = {llm}", "files.eval_test")
+    assert "df.eval_test" in message
+    message = doc.refused(f"EVALUATE KNOWLEDGE_BASE my_kb USING test_table = df.eval_test, "
+                          f"generate_data = {{'count': 3}}, llm = {llm}, save_to = files.eval_res",
+                          "files.eval_res")
+    assert doc.provider.requests[before:] == []

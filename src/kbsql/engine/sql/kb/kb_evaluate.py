@@ -107,9 +107,13 @@ def run(params: dict[str, Any], ports: EvaluatePorts) -> tuple[list[str], list[l
         raise SqlError(f"version must be 'doc_id' or 'llm_relevancy', not {params.get('version')!r}")
     database, table = _table_name(params["test_table"], "test_table")
     llm = params.get("llm") if isinstance(params.get("llm"), dict) else None
-
     generate = params.get("generate_data", False)
-    if generate is not False and generate is not None:
+    # where results go is refused before any model call (a files.x target answered after the
+    # questions were written: MindsDB's test_evaluate writes test_table = files.eval_test)
+    test_target = _writable(params["test_table"], "test_table") if generate not in (False, None) else None
+    save_target = _writable(params["save_to"], "save_to") if params.get("save_to") is not None else None
+
+    if test_target is not None:
         options = generate if isinstance(generate, dict) else {}
         count = int(options.get("count") or metrics.DEFAULT_QUESTION_COUNT)
         sql = options.get("from_sql") or f"SELECT chunk_content AS content, id FROM {ports.kb_name}"
@@ -118,7 +122,7 @@ def run(params: dict[str, Any], ports: EvaluatePorts) -> tuple[list[str], list[l
         tests = _stepped(ports.progress, f"generate questions for {ports.kb_name}", min(count, len(samples)),
                          progress_mod.GENERATING,
                          lambda step: metrics.generate(samples, writer, count, ports.http, step))
-        ports.save(_writable(params["test_table"], "test_table"), tests)
+        ports.save(test_target, tests)
     if params.get("evaluate", True) is False:
         return ["name", "generated_rows"], [[ports.kb_name, len(tests) if generate else 0]]
 
@@ -146,6 +150,6 @@ def run(params: dict[str, Any], ports: EvaluatePorts) -> tuple[list[str], list[l
     now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
     row = {**result, "name": ports.kb_name, "created_at": now}
     names = [*columns, "name", "created_at"]
-    if params.get("save_to") is not None:
-        ports.save(_writable(params["save_to"], "save_to"), [row])
+    if save_target is not None:
+        ports.save(save_target, [row])
     return names, [[row[n] for n in names]]
