@@ -36,12 +36,13 @@ def test_idle_server_does_not_import_heavy_libraries():
 def test_faiss_loads_on_first_index_use(tmp_path):
     script = """
 import sys
-from kbsql.engine.knowledge import index
+from kbsql.engine.knowledge import index, index_build
 assert "faiss" not in sys.modules
 import numpy as np
-flat = index.faiss.IndexFlatIP(4)
+flat = index_build.faiss.IndexFlatIP(4)
 flat.add(np.eye(4, dtype="float32"))
-assert flat.ntotal == 4 and "faiss" in sys.modules and index.faiss is sys.modules["faiss"]
+assert flat.ntotal == 4 and "faiss" in sys.modules and index_build.faiss is sys.modules["faiss"]
+assert sys.modules["faiss"].omp_get_max_threads() == 1  # one thread outside index_build.all_cores
 print("ok")
 """
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
