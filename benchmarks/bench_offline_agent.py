@@ -42,10 +42,10 @@ with hash-384, its weather API's pricing and rate-limit page (Markdown bullets, 
 bundled model; heldout19's self-hosted app README (Markdown headings, a fenced code block, bold-labelled
 bullets, a pipe table of settings) with hash-384, its climbing wall's prices and FAQ page (a pipe price table,
 '### ' question headings, bullets) with the bundled model; heldout20's school trip permission letter (long
-prose paragraphs, no headings) with hash-384, its pharmacy's repeat-prescription page (Markdown: a numbered list,
-a pipe table without outer pipes, a '> ' note) with the bundled model. Each part also reports the seconds one answer takes
-(the agent's whole stream, median and slowest); `--cost` measures only that, in wall and process CPU seconds
-(CPU is what the method costs; wall moves with the machine's load), over tune.json's
+prose paragraphs, no headings) with hash-384, its pharmacy's repeat-prescription page (Markdown: a numbered
+list, a pipe table without outer pipes, a '> ' note) with the bundled model. Each part also reports the
+seconds one answer takes (the agent's whole stream, median and slowest); `--cost` measures only that, in wall
+and process CPU seconds (CPU is what the method costs; wall moves with the machine's load), over tune.json's
 single-turn Python questions asked of python_docs.
 
     PYTHONPATH=src python benchmarks/bench_offline_agent.py [--label before] [--tickets 1000]
