@@ -96,3 +96,60 @@ def test_a_condition_in_another_unit_is_no_limit():
     row = "Item | Terms: Cancel less than 14 days before | deposit kept."
     assert not past_its_limit("What if I cancel three weeks before?", row)
     assert past_its_limit("What if I cancel 20 days before?", row)
+
+
+def test_a_version_floor_an_age_and_a_group_size_are_limits():
+    """heldout18-19.json's wrong answers: "does it work with docker 20" quoted "Docker 24 or
+    newer", "can a 12 year old do the belay induction" quoted "at least 14 to do a belay
+    induction", "can a group of 12 book a room" quoted "by groups of 3 to 8 people". A version
+    below the floor, an age outside the ages given without a unit, and a size of a thing outside
+    the sizes given for it are past the limit; one within it is not."""
+    needs = "Docker 24 or newer (Podman works but is not tested in CI)."
+    assert past_its_limit("does it work with docker 20", needs)
+    assert not past_its_limit("does it work with docker 25", needs)
+    assert past_its_limit("will python 3.9 do", "Python 3.10+ is required.")
+    assert not past_its_limit("will python 3.12 do", "Python 3.10+ is required.")
+    belay = "You must be at least 14 to do a belay induction; younger climbers need an adult."
+    assert past_its_limit("can a 12 year old do the belay induction", belay)
+    assert not past_its_limit("can a 15-year-old do the belay induction", belay)
+    club = "Kids' clubs run on Saturdays 10:00-12:00 for ages 7 to 12; places are £90."
+    assert past_its_limit("can my 5 year old join the kids club", club)
+    assert not past_its_limit("can my 8 year old join the kids club", club)
+    rooms = "Rooms can be booked for 1 to 3 hours at a time, by groups of 3 to 8 people."
+    assert past_its_limit("can a group of 12 book a room", rooms)
+    assert past_its_limit("can a group of 2 book a room", rooms)
+    assert not past_its_limit("can a group of 5 book a room", rooms)
+    assert not past_its_limit("can a group of 12 book", "Tours run in groups of 10 every hour.")
+
+
+CHILDREN = [
+    ("children", "## Children\n\n- Under-12s must be supervised by an adult at all times, **one adult "
+                 "for up to three children**.\n- 12 to 15-year-olds can climb unsupervised after a junior "
+                 "assessment.\n"
+                 "- Birthday parties are for 6 to 10 children, on weekend afternoons only."),
+    ("hours", "## Opening hours\n\nLast entry is one hour before closing. The walls are reset every Monday."),
+    ("first", "## Your first visit\n\nYou must be at least 14 to do a belay induction; younger climbers can "
+              "rope climb only with a signed-off adult belaying them. Kids' clubs run on Saturdays for "
+              "ages 7 to 12; places are £90 for a six-week block."),
+    ("prices", "## Prices\n\n| Ticket | Adult | Under 12 |\n|---|---|---|\n| Day entry | £14 | £8 |\n"
+               "| Shoe hire | £4 | £3 |"),
+    ("archive", "## Archiving\n\nOld pages are kept until you delete them. Backing up the data volume is "
+                "enough; restoring a backup into an older version is not supported."),
+    ("membership", "## Membership\n\nYou can freeze a membership for up to 2 months a year, at £5 a month."),
+    ("backups", "## Backups\n\nEverything lives in the data volume. Nightly automatic backups keep the last "
+                "7 copies by default."),
+]
+
+
+def test_how_many_of_a_near_synonym_is_no_count(client):
+    """heldout19.json's refusals: "how many kids can one parent look after" and "how many old
+    backups does it keep" were answered "I cannot count", since the sentences give "three
+    children" and "7 copies", never "kids" or "backups". A number of a word the model reads as
+    the thing asked ("kids" / "children", "backups" / "copies") states it, so the sentence is
+    quoted; a count of rows is still refused."""
+    agent = desk(client, "kids", CHILDREN, model=None)
+    kids = answer(client, agent, "how many kids can one parent look after")
+    assert "one adult for up to three children" in " ".join(cited(kids)), kids
+    kept = answer(client, agent, "how many old backups does it keep")
+    assert "keep the last 7 copies by default" in " ".join(cited(kept)), kept
+    assert "I cannot count" in answer(client, agent, "how many rows mention parties")

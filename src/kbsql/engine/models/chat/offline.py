@@ -142,7 +142,8 @@ def answer(question: str, done: list[tuple[ToolCall, str]], search: str | None =
            encoder: Callable[[], Any] | None = None) -> str:
     rows = _kb_rows(done)
     searched = _searched_kbs(done)
-    if searched and offline_count.asks_to_count(question, [r["chunk_content"] for r in rows]):
+    if searched and offline_count.asks_to_count(question, [r["chunk_content"] for r in rows],
+                                                encoder):
         kb = searched[0]
         return (f"I cannot count or total from a search: this offline agent reads only the best "
                 f"{SEARCH_LIMIT} matches of a search, never every row, so any number I gave would be "

@@ -144,7 +144,7 @@ def answers(question: str, found: list[Sentence], limit: int,
     if own:
         follow, kind = asked_words(own), offline_asked.asked_kind(own)
         kept = [j for j in kept if not follow or follow & subject_words(j.sentence.unit)
-                or to_own[j.sentence.unit] >= CLOSE or offline_count.gives_count(own, j.sentence.unit)
+                or to_own[j.sentence.unit] >= CLOSE or offline_count.gives_count(own, j.sentence.unit, model)
                 or (kind in offline_asked.AMOUNTS and offline_asked.holds(kind, j.sentence.unit, own))]
     kept = _about(_speaking(_to_the_point(kept, own or question), own or question, spec, model, question,
                             passages, _standing_out(statements, closeness), clear),
@@ -243,7 +243,8 @@ def _about(kept: list[Judged], asked: str, passages: Sequence[str], names: Seque
         return titles[j.sentence.rank] if j.sentence.rank < len(titles) else ""
 
     size = offline_asked.asks_capacity(asked)
-    ok = [offline_subject.gives_for(about, j.sentence.unit, kind, heading(j), topic, size) for j in kept]
+    ok = [offline_subject.gives_for(about, j.sentence.unit, kind, heading(j), topic, size)
+          or offline_count.counts_its_subject(asked, about, j.sentence.unit, model) for j in kept]
     head = frozenset({stem(about[-1])})
     doubtful = [j for j, k in zip(kept, ok, strict=True) if not k and not size and j.closeness >= SPOKEN
                 and offline_subject.gives_for(about, j.sentence.unit, kind, heading(j), topic | head)]
@@ -252,7 +253,7 @@ def _about(kept: list[Judged], asked: str, passages: Sequence[str], names: Seque
     said |= _said_otherwise(standout, question, about, model, CLEAR_SLACK)
     counted = offline_count.counts_things(asked)
     return [j for j, k in zip(kept, ok, strict=True) if (k or j.sentence.unit in said)
-            and (not counted or offline_count.gives_count(asked, j.sentence.unit))]
+            and (not counted or offline_count.gives_count(asked, j.sentence.unit, model))]
 
 
 def _standing_out(statements: list[Sentence], closeness: list[float], margin: float = STANDOUT,
@@ -281,7 +282,8 @@ def _speaking(kept: list[Judged], asked: str, spec: offline_specific.Specifics, 
     words (`_said_otherwise`)."""
     strict = [j.sentence.item or offline_specific.adds_to(j.sentence, asked_words(asked), spec) for j in kept]
     speaks = offline_specific.speaking([j.sentence.unit for j in kept], spec, model, strict)
-    ok = [k or offline_count.gives_count(asked, j.sentence.unit) for j, k in zip(kept, speaks, strict=True)]
+    ok = [k or offline_count.gives_count(asked, j.sentence.unit, model)
+          for j, k in zip(kept, speaks, strict=True)]
     doubtful = [j for j, k in zip(kept, ok, strict=True) if not k and not _heading(j.sentence, passages)]
     spoken = [j for j in doubtful if j.closeness >= SPOKEN and not j.sentence.item]
     said = _said_otherwise(spoken, question, spec.absent, model)

@@ -7,6 +7,9 @@ given in another unit of the same measure ("3 weeks" of "up to 7 days", "2 hours
 minutes", "50 GB" of "up to 20 MB"), multiples ("5x" of "up to 2x") and a plain "for 21 days"
 read as the limit a question asks to extend were added (on heldout2-18.json; heldout.json and
 heldout19.json are never tuned on). Ranges and floors are round 19's, the rest round 15-16's.
+Round 21 (on heldout2-19.json; heldout20.json is never tuned on) added what a number with no unit
+bounds: a version floor ("Docker 24 or newer"), an age ("at least 14 to", "for ages 7 to 12") and
+the size of a named thing ("by groups of 3 to 8 people" of "a group of 12").
 """
 
 from __future__ import annotations
@@ -106,6 +109,68 @@ def past_its_limit(question: str, sentence: str) -> bool:
                 return True
         if _outside(asked, measure, units, sentence):
             return True
+    return _below_version(question, sentence) or _outside_ages(question, sentence) or \
+        _outside_group(question, sentence)
+
+
+_NEWER = re.compile(r"\b([a-z][\w-]*)\s+v?(\d+(?:\.\d+)?)\s*(?:\+|or\s+(?:newer|later|above|higher))",
+                    re.IGNORECASE)
+"""A version floor, "Docker 24 or newer", "Python 3.10+": the thing named, then its least version."""
+
+
+def _below_version(question: str, sentence: str) -> bool:
+    """Whether the question names a thing the sentence gives a version floor for with a lower
+    version ("does it work with docker 20" of "Docker 24 or newer"): the text says nothing of it."""
+    for floor in _NEWER.finditer(sentence):
+        named = r"\b" + re.escape(floor.group(1)) + r"\s+v?(\d+(?:\.\d+)?)\b"
+        asked = re.search(named, question, re.IGNORECASE)
+        if asked and _version(asked.group(1)) < _version(floor.group(2)):
+            return True
+    return False
+
+
+def _version(number: str) -> tuple[int, ...]:
+    """A version as its parts, so 3.10 is above 3.9."""
+    return tuple(int(part) for part in number.split("."))
+
+
+_AGE = re.compile(r"\b(\d{1,2})[\s-]*(?:years?|yrs?)[\s-]*olds?\b", re.IGNORECASE)
+"""An age as asked, "a 12 year old", "my 5-year-old"."""
+_AGES = (re.compile(r"\b(?:at least|minimum age(?: of)?)\s+(\d{1,2})(?:\s+years?(?: old)?)?"
+                    r"(?=\s+(?:to|or|and|for)\b|\s*[,.;)]|$)", re.IGNORECASE),
+         re.compile(r"\bages?\s+(\d{1,2})\s*(?:to|-|\u2013)\s*(\d{1,2})\b", re.IGNORECASE))
+"""An age the sentence allows with no unit after it: a floor ("must be at least 14 to do ...")
+and a range ("for ages 7 to 12"); "12 to 15-year-olds" is a range in years `_outside` reads."""
+
+
+def _outside_ages(question: str, sentence: str) -> bool:
+    """Whether the age the question asks of lies below the floor or outside the range of ages
+    the sentence gives without a unit ("a 12 year old" of "at least 14 to do a belay induction")."""
+    asked = _AGE.search(question)
+    if not asked:
+        return False
+    age = int(asked.group(1))
+    floor, span = _AGES
+    return any(age < int(m.group(1)) for m in floor.finditer(sentence)) or \
+        any(not int(m.group(1)) <= age <= int(m.group(2)) for m in span.finditer(sentence))
+
+
+_OF_COUNT = re.compile(r"\b([a-z]{3,}?)s?\s+of\s+(\d+)\b(?!\s*(?:[-\u2013]|to)\s*\d)", re.IGNORECASE)
+"""A thing and its size with no unit, "a group of 12", "a party of 20"."""
+
+
+def _outside_group(question: str, sentence: str) -> bool:
+    """Whether the size of a thing the question asks of ("can a group of 12 book it") lies
+    past the sizes the sentence gives that thing ("by groups of 3 to 8 people", "groups of up to
+    8"): the number names no unit, so only the thing it counts tells whose limit it is."""
+    for found in _OF_COUNT.finditer(question):
+        size = int(found.group(2))
+        given = re.compile(r"\b" + re.escape(found.group(1)) + r"s?\s+of\s+(up to\s+)?(\d+)"
+                           r"(?:\s*(?:[-\u2013]|to)\s*(\d+))?", re.IGNORECASE)
+        for m in given.finditer(sentence):  # a bare "groups of 10" is a size, no limit
+            low, high = int(m.group(2)), int(m.group(3) or m.group(2))
+            if (m.group(1) or m.group(3)) and not low <= size <= high and (size > high or m.group(3)):
+                return True
     return False
 
 
