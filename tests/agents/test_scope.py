@@ -133,7 +133,7 @@ def test_name_patterns_connect_what_they_match(shop: Engine) -> None:
     """MindsDB's executor test test_agent_permissions connects `"knowledge_bases": ["kb_show*"],
     "tables": ["files.show*"]`: the knowledge bases and tables the pattern matches (kbsql took
     each for one name, found none, and the agent was connected to nothing)."""
-    for name in ("kb_show1", "KB_Show2", "kb_hide"):
+    for name in ("kb_show1", "`KB_Show2`", "kb_hide"):  # quoted, it keeps its case; patterns ignore case
         shop.query(f"CREATE KNOWLEDGE_BASE {name} USING embedding_model = "
                    "{'provider': 'kbsql', 'model_name': 'hash-64'}")
     shop.query("INSERT INTO kb_show1 (id, content) VALUES (1, 'Moon')")
