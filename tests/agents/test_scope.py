@@ -36,6 +36,15 @@ def shop(engine: Engine, tmp_path: Path) -> Engine:
     return engine
 
 
+
+def ask_ollama(engine: Engine, name: str, data: dict, script: list) -> list[str]:
+    """What agent `name`, connected to `data`, saw of its tools when asked "q" by a scripted
+    Ollama-compatible model on loopback running `script`."""
+    with FakeLLM("ollama", script) as fake:
+        engine.create_agent("mindsdb", {"name": name, "model": {
+            "provider": "ollama", "model_name": "m1", "base_url": fake.base_url}, "data": data})
+        return observations(stream(engine, name, "q"))
+
 def test_project_wildcard_sees_a_knowledge_base_created_after_the_agent(engine: Engine) -> None:
     engine.catalog.create_project("proj")
     engine.create_agent("mindsdb", {"name": "late", "data": {"knowledge_bases": ["proj.*"]}})
@@ -84,11 +93,7 @@ def test_data_source_wildcard_and_unconnected_knowledge_base(shop: Engine) -> No
     script = [tools(("sql_db_list_tables", {})),
               tools(("kb_query_tool", {"query": "SELECT * FROM other.hidden"})),
               tools(("kb_info_tool", {"name": "other.hidden"})), text("done")]
-    with FakeLLM("ollama", script) as fake:
-        shop.create_agent("mindsdb", {"name": "w", "model": {
-            "provider": "ollama", "model_name": "m1", "base_url": fake.base_url},
-            "data": {"tables": ["shop.*"], "knowledge_bases": ["mindsdb.*"]}})
-        seen = observations(stream(shop, "w", "q"))
+    seen = ask_ollama(shop, "w", {"tables": ["shop.*"], "knowledge_bases": ["mindsdb.*"]}, script)
     assert seen[0] == "shop.prices, shop.salaries"
     assert seen[1].startswith("Error:") and seen[2].startswith("Error:")
     assert SECRET not in json.dumps(seen)
@@ -141,11 +146,7 @@ def test_name_patterns_connect_what_they_match(shop: Engine) -> None:
               tools(("kb_query_tool", {"query": "SELECT chunk_content FROM kb_show1"})),
               tools(("kb_query_tool", {"query": "SELECT * FROM kb_hide"})),
               tools(("sql_db_query", {"query": "SELECT * FROM shop.salaries"})), text("done")]
-    with FakeLLM("ollama", script) as fake:
-        shop.create_agent("mindsdb", {"name": "p", "model": {
-            "provider": "ollama", "model_name": "m1", "base_url": fake.base_url},
-            "data": {"knowledge_bases": ["kb_show*"], "tables": ["shop.pri?e*"]}})
-        seen = observations(stream(shop, "p", "q"))
+    seen = ask_ollama(shop, "p", {"knowledge_bases": ["kb_show*"], "tables": ["shop.pri?e*"]}, script)
     assert json.loads(seen[0]) == ["kb_show1", "KB_Show2"]
     assert seen[1] == "shop.prices"
     assert "Moon" in seen[2]
@@ -163,11 +164,7 @@ def test_a_dotted_name_quoted_whole_is_read_as_its_parts(shop: Engine) -> None:
     script = [tools(("kb_query_tool", {"query": "SELECT chunk_content FROM `mindsdb.kb1` WHERE id = '1001'"}),
                     ("sql_db_query", {"query": "SELECT price FROM `shop.prices` WHERE item = 'pump'"}),
                     ("sql_db_query", {"query": "SELECT * FROM `shop.salaries`"})), text("done")]
-    with FakeLLM("ollama", script) as fake:
-        shop.create_agent("mindsdb", {"name": "q", "model": {
-            "provider": "ollama", "model_name": "m1", "base_url": fake.base_url},
-            "data": {"knowledge_bases": ["kb1"], "tables": ["shop.prices"]}})
-        seen = observations(stream(shop, "q", "q"))
+    seen = ask_ollama(shop, "q", {"knowledge_bases": ["kb1"], "tables": ["shop.prices"]}, script)
     assert "Jupiter" in seen[0] and "120" in seen[1]
     assert seen[2].startswith("Error:") and SECRET not in seen[2]
 
@@ -185,11 +182,7 @@ def test_a_schema_wildcard_connects_that_schema_s_tables(engine: Engine, tmp_pat
                     ("sql_db_query", {"query": "SELECT name FROM astro.main.planets WHERE id = '1000'"}),
                     ("sql_db_query", {"query": "SELECT * FROM `astro.main`.`planets`"}),
                     ("sql_db_query", {"query": "SELECT name FROM astro.s2.moons"})), text("done")]
-    with FakeLLM("ollama", script) as fake:
-        engine.create_agent("mindsdb", {"name": "astro_agent", "model": {
-            "provider": "ollama", "model_name": "m1", "base_url": fake.base_url},
-            "data": {"tables": ["astro.main.*"]}})
-        seen = observations(stream(engine, "astro_agent", "q"))
+    seen = ask_ollama(engine, "astro_agent", {"tables": ["astro.main.*"]}, script)
     assert seen[0] == "astro.main.planets"
     assert "Moon" in seen[1] and "Moon" in seen[2]
     assert seen[3].startswith("Error:") and "Io" not in seen[3]
