@@ -36,7 +36,6 @@ def shop(engine: Engine, tmp_path: Path) -> Engine:
     return engine
 
 
-
 def ask_ollama(engine: Engine, name: str, data: dict, script: list) -> list[str]:
     """What agent `name`, connected to `data`, saw of its tools when asked "q" by a scripted
     Ollama-compatible model on loopback running `script`."""
@@ -44,6 +43,7 @@ def ask_ollama(engine: Engine, name: str, data: dict, script: list) -> list[str]
         engine.create_agent("mindsdb", {"name": name, "model": {
             "provider": "ollama", "model_name": "m1", "base_url": fake.base_url}, "data": data})
         return observations(stream(engine, name, "q"))
+
 
 def test_project_wildcard_sees_a_knowledge_base_created_after_the_agent(engine: Engine) -> None:
     engine.catalog.create_project("proj")
