@@ -5,11 +5,10 @@ left on disk afterwards."""
 from __future__ import annotations
 
 import difflib
-import glob
 import json
+import os
 import re
 import shutil
-import tempfile
 from pathlib import Path
 
 import nbformat
@@ -19,8 +18,18 @@ from nbclient import NotebookClient
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 
 
-def leftovers(prefix: str) -> set[str]:
-    return set(glob.glob(str(Path(tempfile.gettempdir()) / f"{prefix}*")))
+@pytest.fixture
+def kernel_tmp(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The kernel's own $TMPDIR, where a notebook's `tempfile.gettempdir()` folder goes, so
+    what is left there is this run's. Checked in the shared /tmp, two runs of this file at
+    once (the suite beside a helper's run) each found the other's kbsql-csv-<pid> folder,
+    which its own kernel removed when its notebook ended, and both failed."""
+    return tmp_path_factory.mktemp("kernel-tmp")
+
+
+def leftovers(tmp: Path) -> list[str]:
+    """What the kernel left in its temporary directory (`kernel_tmp`)."""
+    return sorted(p.name for p in tmp.iterdir())
 
 
 def outputs(nb) -> list[dict]:
@@ -91,17 +100,18 @@ def table_box_style(html: str) -> str:
     return finder.found
 
 
-def execute(name: str, cwd: Path, runs: int = 2):
+def execute(name: str, cwd: Path, tmp: Path, runs: int = 2):
     """Run All `runs` times in one kernel, as a user would; every run's outputs must be the
     same as the first's (apart from TIMINGS and FRESH_IDS). Streams are merged as JupyterLab
-    merges them in a saved notebook."""
+    merges them in a saved notebook. The kernel's temporary directory is `tmp`; it has
+    ended (nbclient waits for its process) when this returns."""
     shutil.copy(NOTEBOOKS / name, cwd / name)
     nb = nbformat.read(cwd / name, as_version=4)
     assert not outputs(nb), f"{name} is committed with outputs"
     client = NotebookClient(nb, timeout=300, kernel_name="python3", coalesce_streams=True,
                             resources={"metadata": {"path": str(cwd)}})
     seen = []
-    with client.setup_kernel():
+    with client.setup_kernel(env={**os.environ, "TMPDIR": str(tmp)}):
         for _ in range(runs):  # Run All, again, in the same kernel
             for index, cell in enumerate(nb.cells):
                 if cell.cell_type == "code":
@@ -122,20 +132,19 @@ def test_every_notebook_is_run_twice_here():
     assert {p.name for p in NOTEBOOKS.glob("*.ipynb")} == tested
 
 
-def test_quickstart_runs_twice_and_leaves_no_folder(tmp_path: Path):
-    before = leftovers("kbsql-quickstart-")
-    nb = execute("quickstart.ipynb", tmp_path)
+def test_quickstart_runs_twice_and_leaves_no_folder(tmp_path: Path, kernel_tmp: Path):
+    nb = execute("quickstart.ipynb", tmp_path, kernel_tmp)
     text = text_of(nb)
     assert "3 rows affected" in text and "Closed quickstart." in text
     assert "Replace the pump seal every year." in text  # the agent answered from the KB
-    assert leftovers("kbsql-quickstart-") == before
+    assert f"embedded ({kernel_tmp}/kbsql-quickstart-" in text  # its folder was in the kernel's TMPDIR
+    assert leftovers(kernel_tmp) == []  # and the last cell removed it
     assert sorted(p.name for p in tmp_path.iterdir()) == ["quickstart.ipynb"]
 
 
 @pytest.mark.slow
-def test_search_your_own_csv(tmp_path: Path):
-    before = leftovers("kbsql-csv-")
-    nb = execute("search-your-own-csv.ipynb", tmp_path)
+def test_search_your_own_csv(tmp_path: Path, kernel_tmp: Path):
+    nb = execute("search-your-own-csv.ipynb", tmp_path, kernel_tmp)
     text = text_of(nb)
     assert "1,000 tickets written" in text and "1000 rows affected" in text
     assert "insert into tickets_kb: done, 1,000 rows in" in text  # the bar it promises, saved
@@ -144,13 +153,13 @@ def test_search_your_own_csv(tmp_path: Path):
     assert "A search without LIMIT returns at most 10 rows" in html  # the default-limit note
     assert text.count("<kbsql plot:") == 2 and "image/png" in str(outputs(nb))
     assert "refund" in html.lower() and "kbsql-snapshot" in html  # the agent's saved panel
-    assert leftovers("kbsql-csv-") == before
+    assert f"embedded ({kernel_tmp}/kbsql-csv-" in text  # its folder was in the kernel's TMPDIR
+    assert leftovers(kernel_tmp) == []  # and the last cell removed it
 
 
 @pytest.mark.slow
-def test_evaluate_and_tune(tmp_path: Path):
-    before = leftovers("kbsql-eval-")
-    nb = execute("evaluate-and-tune.ipynb", tmp_path)
+def test_evaluate_and_tune(tmp_path: Path, kernel_tmp: Path):
+    nb = execute("evaluate-and-tune.ipynb", tmp_path, kernel_tmp)
     text = text_of(nb)
     assert "recall@1" in text and "chunk 300, hybrid" in text
     # the text says hybrid search finds the right topic no more often than the plain search
@@ -168,4 +177,5 @@ def test_evaluate_and_tune(tmp_path: Path):
                 if "avg_query_time" in "".join(o.get("data", {}).get("text/html", "")))
     assert table_box_style(wide).startswith("overflow-x:auto"), wide[:300]
     assert text.count("<kbsql plot:") == 3 and "<kbsql plot: recall@k of evaluations>" in text
-    assert leftovers("kbsql-eval-") == before
+    assert f"embedded ({kernel_tmp}/kbsql-eval-" in text  # its folder was in the kernel's TMPDIR
+    assert leftovers(kernel_tmp) == []  # and the last cell removed it
