@@ -140,3 +140,19 @@ def test_a_view_naming_one_column_twice_is_refused(doc: Doc) -> None:
     doc.sql("CREATE VIEW once AS (SELECT a.*, b.notes AS other_notes FROM sample_data.orders a "
             "JOIN sample_data.orders b ON a.order_id = b.order_id)")
     assert doc.columns("SELECT * FROM once") == ["order_id", "product", "notes", "other_notes"]
+
+
+def test_information_functions_answer_as_mindsdb_wherever_they_sit(doc: Doc) -> None:
+    """MindsDB's executor answers the information functions wherever they sit in a statement
+    (subselect_step.py's check_fields walks the whole query). Nested in an expression, in a
+    WHERE, a subquery or a view, DuckDB's own answered here before: `concat(version(), 'x')`
+    'v1.5.5x', `upper(user())` 'DUCKDB', and a WHERE on `version() = '8.0.17'` kept no row."""
+    assert doc.rows("SELECT concat(version(), 'x') AS v, upper(user()) AS u, "
+                    "database() || '!' AS d, connection_id() AS c") == [
+        {"v": "8.0.17x", "u": None, "d": f"{doc.project}!", "c": None}]
+    assert doc.rows("SELECT count(*) AS n FROM sample_data.orders WHERE version() = '8.0.17' "
+                    "AND current_user() IS NULL AND database() = '" + doc.project + "'") == [{"n": 3}]
+    assert doc.rows("SELECT v.version FROM (SELECT version()) v") == [{"version": "8.0.17"}]
+    assert doc.rows("SELECT (SELECT upper(session_user)) AS s") == [{"s": None}]
+    doc.sql("CREATE VIEW made_by AS (SELECT order_id, concat('v', version()) AS v FROM sample_data.orders)")
+    assert {r["v"] for r in doc.rows("SELECT v FROM made_by")} == {"v8.0.17"}

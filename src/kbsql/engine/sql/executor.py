@@ -226,7 +226,7 @@ class SqlExecutor(SqlSession):
                 return self.background.cancel(query_id, ctx)
             return self.background.resume(query_id, ctx)
         names.lower_created_name(statement)
-        answer_information_functions(statement, ctx)
+        answer_information_functions(statement, ctx, query)
         routed = self._routed(statement, ctx, query)
         if progress is not None:
             routed = dataclasses.replace(routed, progress=progress)

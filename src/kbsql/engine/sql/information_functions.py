@@ -1,50 +1,80 @@
-"""MySQL's information functions in a SELECT's targets, answered as MindsDB's executor
-answers them on every door (sql_query/steps/subselect_step.py): `version()` is the MySQL
-version it reports, `database()` the current project, `user()`, `current_user()` and
-`session_user` the session's user (none here: an engine has no login; MindsDB's unit tests
-read None too).
+"""MySQL's information functions, answered as MindsDB's executor answers them on every door
+(sql_query/steps/subselect_step.py, whose check_fields walks the whole query): `version()` is
+the MySQL version it reports, `database()` the current project, `user()`, `current_user()`,
+`session_user` and `connection_id()` the session's (none here: an engine has no login and no
+connection; MindsDB's unit tests read None too, and its HTTP context has no connection id).
 
 Why: DuckDB has functions of those names. `SELECT version()` answered DuckDB's own version
-('v1.5.5'), `user()` and `current_user()` 'duckdb', `database()` did not render, and a bare
-`session_user` was a binder error. The MySQL door answers these itself (server/mysql/chatter.py,
-with its login). Only a SELECT's own targets are looked at (not inside other expressions),
-so other statements cost nothing; a bare `session_user` only without FROM (with one it may be
-a column).
+('v1.5.5'), `user()` and `current_user()` 'duckdb', `database()` did not render, a bare
+`session_user` was a binder error, and nested in an expression or a WHERE the same wrong
+values went on silently (`concat(version(), 'x')`). The MySQL door answers a SELECT of only
+these itself (server/mysql/chatter.py, with its login); anything else it sends here.
+
+Every occurrence in the parsed statement is replaced by its value before it reaches DuckDB
+(subqueries, WHERE, INSERT ... SELECT); a view's SELECT when it is read (tables/select.py),
+in the view's project. A SELECT's own target keeps the function's name as its column's, as
+MindsDB names it. A bare `session_user` only in a SELECT without FROM (with one it may be a
+column). A statement whose text names none of them is not walked.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from mindsdb_sql_parser import ast
 
 from kbsql.interface.api import MYSQL_VERSION
 
-_FUNCTIONS = ("version", "database", "user", "current_user", "session_user")
+_FUNCTIONS = ("version", "database", "user", "current_user", "session_user", "connection_id")
+_NAMED = re.compile(r"version|database|user|connection_id", re.IGNORECASE)
 
 
-def _answer(target: Any, ctx: dict[str, Any], tables: bool) -> tuple[str, Any] | None:
-    """(the column's name, the value) when `target` is one of the functions, else None."""
-    if isinstance(target, ast.Function) and not target.args and str(target.op).lower() in _FUNCTIONS:
-        name = str(target.op).lower()
-    elif not tables and isinstance(target, ast.Identifier) and not target.is_quoted[-1] \
-            and [str(p).lower() for p in target.parts] == ["session_user"]:
-        name = "session_user"
-    else:
-        return None
-    return name, {"version": MYSQL_VERSION, "database": ctx.get("db")}.get(name)
+def _name(node: Any, bare: bool) -> str | None:
+    """The function's name when `node` is one of them (`bare`: a `session_user` identifier is
+    one too), else None."""
+    if isinstance(node, ast.Function) and not node.args and not node.namespace \
+            and str(node.op).lower() in _FUNCTIONS:
+        return str(node.op).lower()
+    if bare and isinstance(node, ast.Identifier) and not node.is_quoted[-1] \
+            and [str(p).lower() for p in node.parts] == ["session_user"]:
+        return "session_user"
+    return None
 
 
-def answer_information_functions(statement: ast.ASTNode, ctx: dict[str, Any]) -> None:
-    """Replace those targets of a SELECT by their values, in place (named as MindsDB names
-    them: the function's name, unless the statement gives an alias)."""
-    if not isinstance(statement, ast.Select):
+def _replaced(item: Any, values: dict[str, Any], bare: bool) -> Any:
+    """`item` with every occurrence under it replaced (in place where it can be)."""
+    if isinstance(item, list):
+        return [_replaced(i, values, bare) for i in item]
+    if isinstance(item, tuple):
+        return tuple(_replaced(i, values, bare) for i in item)
+    if not isinstance(item, ast.ASTNode):
+        return item
+    name = _name(item, bare)
+    if name is not None:
+        value = values.get(name)
+        constant = ast.NullConstant() if value is None else ast.Constant(value)
+        constant.alias = item.alias
+        return constant
+    if isinstance(item, ast.Select):
+        bare = item.from_table is None
+        targets = []
+        for target in item.targets or []:
+            name, new = _name(target, bare), _replaced(target, values, bare)
+            if name is not None and new.alias is None:
+                new.alias = ast.Identifier(parts=[name])
+            targets.append(new)
+        item.targets = targets
+    for key, value in list(vars(item).items()):
+        if key not in ("parentheses", "alias") and not (key == "targets" and isinstance(item, ast.Select)):
+            setattr(item, key, _replaced(value, values, bare))
+    return item
+
+
+def answer_information_functions(statement: ast.ASTNode, ctx: dict[str, Any],
+                                 query: str | None = None) -> None:
+    """Replace every occurrence in `statement` by its value, in place (`query`: its text, when
+    known, to skip statements that name none of them)."""
+    if query is not None and _NAMED.search(query) is None:
         return
-    for i, target in enumerate(statement.targets or []):
-        found = _answer(target, ctx, statement.from_table is not None)
-        if found is not None:
-            name, value = found
-            alias = target.alias or ast.Identifier(parts=[name])
-            constant = ast.NullConstant() if value is None else ast.Constant(value)
-            constant.alias = alias
-            statement.targets[i] = constant
+    _replaced(statement, {"version": MYSQL_VERSION, "database": ctx.get("db")}, False)
