@@ -48,7 +48,7 @@ def _replaced(item: Any, values: dict[str, Any], bare: bool) -> Any:
         return [_replaced(i, values, bare) for i in item]
     if isinstance(item, tuple):
         return tuple(_replaced(i, values, bare) for i in item)
-    if not isinstance(item, ast.ASTNode):
+    if not isinstance(item, ast.ASTNode) or type(item) is ast.Constant:  # most of a long VALUES
         return item
     name = _name(item, bare)
     if name is not None:
