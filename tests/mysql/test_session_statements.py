@@ -89,6 +89,10 @@ def test_set_statements_change_the_session(run: Any) -> None:
     assert run("SELECT @@session.transaction_isolation")[1] == [("READ-COMMITTED",)]
     run("SET @@session.net_write_timeout = 600, wait_timeout = 100")
     assert run("SELECT @@net_write_timeout, @@wait_timeout")[1] == [(600, 100)]
+    # in a statement the engine answers (a table, an expression), the connection's own values:
+    # the engine reads the defaults only when the connection has set nothing
+    assert run("SELECT concat(@@net_write_timeout, '/', @@wait_timeout) AS t, upper(@@transaction_isolation) "
+               "AS i FROM shop.orders LIMIT 1")[1] == [("600/100", "READ-COMMITTED")]
     run("SET SQL_SELECT_LIMIT = DEFAULT")
     for refused in ("SET NAMES latin1", "SET sql_select_limit = 10", "SET time_zone = '+02:00'"):
         with pytest.raises(mysql.connector.Error) as error:

@@ -15,6 +15,13 @@ Every occurrence in the parsed statement is replaced by its value before it reac
 in the view's project. A SELECT's own target keeps the function's name as its column's, as
 MindsDB names it. A bare `session_user` only in a SELECT without FROM (with one it may be a
 column). A statement whose text names none of them is not walked.
+
+MySQL system variables (`@@name`, `@@session.name`) are read the same way, from the table the
+MySQL door starts its connections from (interface/system_variables.py) with the session's own
+values over it (`ctx["system_variables"]`, which the MySQL door sends with a statement naming
+one); their column is `@@name` as written, as MindsDB names it; an unknown one is MySQL's
+"Unknown system variable". The engine keeps no session of its own, so a statement reading
+one is not cached (tables/plans.py) and SET of one is refused (parse/variables.py).
 """
 
 from __future__ import annotations
@@ -24,10 +31,15 @@ from typing import Any
 
 from mindsdb_sql_parser import ast
 
+from kbsql._version import __version__
 from kbsql.interface.api import MYSQL_VERSION
+from kbsql.interface.errors import SqlError
+from kbsql.interface.system_variables import defaults
 
 _FUNCTIONS = ("version", "database", "user", "current_user", "session_user", "connection_id")
-_NAMED = re.compile(r"version|database|user|connection_id", re.IGNORECASE)
+_NAMED = re.compile(r"version|database|user|connection_id|@@", re.IGNORECASE)
+_SCOPES = ("session", "global", "local")
+_DEFAULTS = {name: row[1] for name, row in defaults(__version__).items()}
 
 
 def _name(node: Any, bare: bool) -> str | None:
@@ -50,6 +62,8 @@ def _replaced(item: Any, values: dict[str, Any], bare: bool) -> Any:
         return tuple(_replaced(i, values, bare) for i in item)
     if not isinstance(item, ast.ASTNode) or type(item) is ast.Constant:  # most of a long VALUES
         return item
+    if isinstance(item, ast.Variable) and item.is_system_var:
+        return _system_variable(item, values)
     name = _name(item, bare)
     if name is not None:
         value = values.get(name)
@@ -61,6 +75,8 @@ def _replaced(item: Any, values: dict[str, Any], bare: bool) -> Any:
         targets = []
         for target in item.targets or []:
             name, new = _name(target, bare), _replaced(target, values, bare)
+            if isinstance(target, ast.Variable) and target.is_system_var:
+                name = f"@@{target.value}"
             if name is not None and new.alias is None:
                 new.alias = ast.Identifier(parts=[name])
             targets.append(new)
@@ -71,10 +87,32 @@ def _replaced(item: Any, values: dict[str, Any], bare: bool) -> Any:
     return item
 
 
+def system_variables(ctx: dict[str, Any]) -> dict[str, Any]:
+    """The session's system variables: the defaults, with the MySQL door's connection's own
+    values over them (`ctx["system_variables"]`)."""
+    own = ctx.get("system_variables")
+    return {**_DEFAULTS, **({str(k).lower(): v for k, v in own.items()} if isinstance(own, dict) else {})}
+
+
+def _system_variable(node: ast.Variable, values: dict[str, Any]) -> ast.ASTNode:
+    parts = str(node.value).lower().split(".")
+    name = parts[-1] if len(parts) == 2 and parts[0] in _SCOPES else ".".join(parts)
+    system = values["system_variables"]
+    if name not in system:
+        raise SqlError(f"Unknown system variable '{name}'")
+    values["read_system_variable"] = True
+    constant = ast.NullConstant() if system[name] is None else ast.Constant(system[name])
+    constant.alias = node.alias
+    return constant
+
+
 def answer_information_functions(statement: ast.ASTNode, ctx: dict[str, Any],
-                                 query: str | None = None) -> None:
+                                 query: str | None = None) -> bool:
     """Replace every occurrence in `statement` by its value, in place (`query`: its text, when
-    known, to skip statements that name none of them)."""
+    known, to skip statements that name none of them). True when it read a system variable
+    (then the answer is the session's, not to be cached by its text)."""
     if query is not None and _NAMED.search(query) is None:
-        return
-    _replaced(statement, {"version": MYSQL_VERSION, "database": ctx.get("db")}, False)
+        return False
+    values = {"version": MYSQL_VERSION, "database": ctx.get("db"), "system_variables": system_variables(ctx)}
+    _replaced(statement, values, False)
+    return bool(values.get("read_system_variable"))

@@ -33,12 +33,13 @@ from kbsql.interface.api import DEFAULT_PROJECT, ServiceApi
 from kbsql.interface.control import Stopped
 from kbsql.interface.errors import ServiceError
 from kbsql.interface.results import ErrorResult, OkResult, SqlResult, TableResult
+from kbsql.interface.system_variables import shown
 from kbsql.server.limits import Limits, check_sql_size
 from kbsql.server.mysql import chatter, metadata
 from kbsql.server.mysql.error_codes import EMPTY_QUERY, NOT_SUPPORTED, PARSE_ERROR, code_of
 from kbsql.server.mysql.local_sql import TIMEOUT_S, LocalRefused, having_as_where
 from kbsql.server.mysql.resultsets import Answer, Failed, Ok, Rows, local_rows, table_rows
-from kbsql.server.mysql.sysvars import SessionVariables, shown
+from kbsql.server.mysql.sysvars import SessionVariables
 
 log = logging.getLogger("kbsql.server")
 
@@ -103,8 +104,12 @@ class DoorSession(BaseSession):
 
     # --- the engine ---------------------------------------------------------------------
     def run(self, sql: str) -> SqlResult:
-        """One statement through the engine, as the HTTP route sends it."""
-        result = self.api.query(sql, {"db": self.db})
+        """One statement through the engine, as the HTTP route sends it; one naming `@@` also
+        carries this connection's system variables, which the engine reads them from."""
+        ctx: dict[str, Any] = {"db": self.db}
+        if "@@" in sql:
+            ctx["system_variables"] = dict(self.variables.list())
+        result = self.api.query(sql, ctx)
         db = result.context.get("db") if isinstance(result.context, dict) else None
         if isinstance(db, str) and db:
             self.database = db
