@@ -72,6 +72,10 @@ def test_version_and_information_functions(run: Any) -> None:
     names, rows = run("SELECT DATABASE(), USER(), VERSION(), CONNECTION_ID() AS id")
     assert names == ["DATABASE()", "USER()", "VERSION()", "id"]
     assert rows[0][:3] == ("mindsdb", "mindsdb@127.0.0.1", "8.0.17") and rows[0][3] > 0
+    # nested in an expression or beside a table (the engine answers those), the same values
+    nested = run("SELECT upper(USER()) AS u, concat(CURRENT_USER(), '') AS c, CONNECTION_ID() + 0 AS id, "
+                 "concat(VERSION(), '') AS v FROM shop.orders LIMIT 1")[1][0]
+    assert nested == ("MINDSDB@127.0.0.1", "mindsdb@%", rows[0][3], "8.0.17")
     names, rows = run(JDBC_PROBE)
     values = dict(zip(names, rows[0], strict=True))
     assert values["auto_increment_increment"] == 1 and values["character_set_client"] == "utf8mb4"

@@ -21,7 +21,10 @@ MySQL door starts its connections from (interface/system_variables.py) with the 
 values over it (`ctx["system_variables"]`, which the MySQL door sends with a statement naming
 one); their column is `@@name` as written, as MindsDB names it; an unknown one is MySQL's
 "Unknown system variable". The engine keeps no session of its own, so a statement reading
-one is not cached (tables/plans.py) and SET of one is refused (parse/variables.py).
+one is not cached (tables/plans.py) and SET of one is refused (parse/variables.py). Likewise
+the MySQL door sends its connection's login (`ctx["login"]`: user, current_user,
+session_user, connection_id, as it answers them itself) with a statement naming one, so
+nested ones answer what the door's own `SELECT USER()` answers.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from kbsql.interface.system_variables import defaults
 _FUNCTIONS = ("version", "database", "user", "current_user", "session_user", "connection_id")
 _NAMED = re.compile(r"version|database|user|connection_id|@@", re.IGNORECASE)
 _SCOPES = ("session", "global", "local")
+_LOGIN = ("user", "current_user", "session_user", "connection_id")
 _DEFAULTS = {name: row[1] for name, row in defaults(__version__).items()}
 
 
@@ -66,6 +70,7 @@ def _replaced(item: Any, values: dict[str, Any], bare: bool) -> Any:
         return _system_variable(item, values)
     name = _name(item, bare)
     if name is not None:
+        values["read_login"] = values.get("read_login") or name in _LOGIN
         value = values.get(name)
         constant = ast.NullConstant() if value is None else ast.Constant(value)
         constant.alias = item.alias
@@ -114,5 +119,8 @@ def answer_information_functions(statement: ast.ASTNode, ctx: dict[str, Any],
     if query is not None and _NAMED.search(query) is None:
         return False
     values = {"version": MYSQL_VERSION, "database": ctx.get("db"), "system_variables": system_variables(ctx)}
+    login = ctx.get("login")
+    if isinstance(login, dict):  # the MySQL door's connection: its user and id, not cacheable
+        values |= {name: login.get(name) for name in _LOGIN}
     _replaced(statement, values, False)
-    return bool(values.get("read_system_variable"))
+    return bool(values.get("read_system_variable") or (isinstance(login, dict) and values.get("read_login")))

@@ -43,6 +43,8 @@ from kbsql.server.mysql.sysvars import SessionVariables
 
 log = logging.getLogger("kbsql.server")
 
+_LOGIN_WORDS = re.compile(r"user|connection_id", re.IGNORECASE)
+"""A statement the engine may answer user() / connection_id() in: it gets the login."""
 _NAME = r"(?:`(?:[^`]|``)+`|[A-Za-z0-9_$]+)"
 _SHOW = re.compile(
     r"^\s*SHOW\s+(?P<mods>(?:(?:FULL|SESSION|GLOBAL|LOCAL|STORAGE)\s+)*)"
@@ -105,10 +107,15 @@ class DoorSession(BaseSession):
     # --- the engine ---------------------------------------------------------------------
     def run(self, sql: str) -> SqlResult:
         """One statement through the engine, as the HTTP route sends it; one naming `@@` also
-        carries this connection's system variables, which the engine reads them from."""
+        carries this connection's system variables, one naming user() or connection_id() its
+        login, which the engine reads them from (chatter answers them alike)."""
         ctx: dict[str, Any] = {"db": self.db}
         if "@@" in sql:
             ctx["system_variables"] = dict(self.variables.list())
+        if _LOGIN_WORDS.search(sql):
+            user = self.username or ""
+            ctx["login"] = {"user": f"{user}@{self.host}", "session_user": f"{user}@{self.host}",
+                            "current_user": f"{user}@%", "connection_id": self.connection_id}
         result = self.api.query(sql, ctx)
         db = result.context.get("db") if isinstance(result.context, dict) else None
         if isinstance(db, str) and db:
