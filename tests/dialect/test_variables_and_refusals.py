@@ -105,15 +105,25 @@ def test_last_outside_a_job_is_refused_in_one_line(doc: Doc) -> None:
     assert [r["a"] for r in doc.rows("SELECT a FROM files.with_last WHERE a > `last`")] == [2]
 
 
-def test_system_variables_are_refused_by_name_off_the_mysql_door(doc: Doc) -> None:
-    """MindsDB's test_base_queires.py::test_system_vars / TestSet read and set `@@session.x`
-    on every door. Here the MySQL door answers them (tests/mysql); the engine read the second
-    `@` as a variable of its own: "Variable @session is not defined: SET @session = ... first"."""
-    for query, name in (("SELECT @@session.auto_increment_increment, @@character_set_client",
-                         "@@session.auto_increment_increment"),
-                        ("SELECT @@version_comment", "@@version_comment"),
-                        ("SET @@session.var = 1", "@@session.var")):
-        assert "--mysql-port" in doc.refused(query, f"MySQL system variables ({name})"), query
+def test_system_variables_are_read_on_every_door(doc: Doc) -> None:
+    """MindsDB's test_base_queires.py::test_system_vars / test_select_without_table read
+    `@@session.x`, `@@version_comment` and SHOW VARIABLES on every door. Here only the MySQL
+    door answered them; the engine refused them (and before that read the second `@` as a
+    variable of its own). Read from the table the MySQL door starts from; SET of one is still
+    refused here: the engine keeps no session to hold it (`--mysql-port` keeps one a
+    connection)."""
+    assert doc.rows("SELECT @@session.auto_increment_increment, @@character_set_client") == [
+        {"@@session.auto_increment_increment": 1, "@@character_set_client": "utf8mb4"}]
+    comment = doc.rows("SELECT @@version_comment")[0]["@@version_comment"]
+    assert comment.startswith("kbsql ") and comment.endswith("(MindsDB-compatible)"), comment
+    assert doc.rows("SELECT upper(@@time_zone) AS tz, @@version AS v FROM sample_data.orders LIMIT 1") == [
+        {"tz": "UTC", "v": "8.0.17"}]
+    assert doc.rows("SHOW VARIABLES LIKE 'sql_mode'")[0]["Value"].startswith("ONLY_FULL_GROUP_BY")
+    assert doc.rows("SHOW SESSION VARIABLES WHERE Variable_name = 'autocommit'") == [
+        {"Variable_name": "autocommit", "Value": "ON"}]
+    assert "Unknown system variable 'not_a_variable'" in doc.error("SELECT @@not_a_variable")
+    message = doc.refused("SET @@session.var = 1", "SET of MySQL system variables (@@session.var)")
+    assert "--mysql-port" in message
     doc.sql("SET @mine = 7")  # the engine's own variables are unchanged
     assert doc.rows("SELECT @mine AS v, '@@not_a_variable' AS t") == [{"v": 7, "t": "@@not_a_variable"}]
 
@@ -140,3 +150,19 @@ def test_a_view_naming_one_column_twice_is_refused(doc: Doc) -> None:
     doc.sql("CREATE VIEW once AS (SELECT a.*, b.notes AS other_notes FROM sample_data.orders a "
             "JOIN sample_data.orders b ON a.order_id = b.order_id)")
     assert doc.columns("SELECT * FROM once") == ["order_id", "product", "notes", "other_notes"]
+
+
+def test_information_functions_answer_as_mindsdb_wherever_they_sit(doc: Doc) -> None:
+    """MindsDB's executor answers the information functions wherever they sit in a statement
+    (subselect_step.py's check_fields walks the whole query). Nested in an expression, in a
+    WHERE, a subquery or a view, DuckDB's own answered here before: `concat(version(), 'x')`
+    'v1.5.5x', `upper(user())` 'DUCKDB', and a WHERE on `version() = '8.0.17'` kept no row."""
+    assert doc.rows("SELECT concat(version(), 'x') AS v, upper(user()) AS u, "
+                    "database() || '!' AS d, connection_id() AS c") == [
+        {"v": "8.0.17x", "u": None, "d": f"{doc.project}!", "c": None}]
+    assert doc.rows("SELECT count(*) AS n FROM sample_data.orders WHERE version() = '8.0.17' "
+                    "AND current_user() IS NULL AND database() = '" + doc.project + "'") == [{"n": 3}]
+    assert doc.rows("SELECT v.version FROM (SELECT version()) v") == [{"version": "8.0.17"}]
+    assert doc.rows("SELECT (SELECT upper(session_user)) AS s") == [{"s": None}]
+    doc.sql("CREATE VIEW made_by AS (SELECT order_id, concat('v', version()) AS v FROM sample_data.orders)")
+    assert {r["v"] for r in doc.rows("SELECT v FROM made_by")} == {"v8.0.17"}

@@ -72,6 +72,10 @@ def test_version_and_information_functions(run: Any) -> None:
     names, rows = run("SELECT DATABASE(), USER(), VERSION(), CONNECTION_ID() AS id")
     assert names == ["DATABASE()", "USER()", "VERSION()", "id"]
     assert rows[0][:3] == ("mindsdb", "mindsdb@127.0.0.1", "8.0.17") and rows[0][3] > 0
+    # nested in an expression or beside a table (the engine answers those), the same values
+    nested = run("SELECT upper(USER()) AS u, concat(CURRENT_USER(), '') AS c, CONNECTION_ID() + 0 AS id, "
+                 "concat(VERSION(), '') AS v FROM shop.orders LIMIT 1")[1][0]
+    assert nested == ("MINDSDB@127.0.0.1", "mindsdb@%", rows[0][3], "8.0.17")
     names, rows = run(JDBC_PROBE)
     values = dict(zip(names, rows[0], strict=True))
     assert values["auto_increment_increment"] == 1 and values["character_set_client"] == "utf8mb4"
@@ -89,6 +93,10 @@ def test_set_statements_change_the_session(run: Any) -> None:
     assert run("SELECT @@session.transaction_isolation")[1] == [("READ-COMMITTED",)]
     run("SET @@session.net_write_timeout = 600, wait_timeout = 100")
     assert run("SELECT @@net_write_timeout, @@wait_timeout")[1] == [(600, 100)]
+    # in a statement the engine answers (a table, an expression), the connection's own values:
+    # the engine reads the defaults only when the connection has set nothing
+    assert run("SELECT concat(@@net_write_timeout, '/', @@wait_timeout) AS t, upper(@@transaction_isolation) "
+               "AS i FROM shop.orders LIMIT 1")[1] == [("600/100", "READ-COMMITTED")]
     run("SET SQL_SELECT_LIMIT = DEFAULT")
     for refused in ("SET NAMES latin1", "SET sql_select_limit = 10", "SET time_zone = '+02:00'"):
         with pytest.raises(mysql.connector.Error) as error:

@@ -226,7 +226,8 @@ class SqlExecutor(SqlSession):
                 return self.background.cancel(query_id, ctx)
             return self.background.resume(query_id, ctx)
         names.lower_created_name(statement)
-        answer_information_functions(statement, ctx)
+        if answer_information_functions(statement, ctx, query):  # the session's values: not
+            query = None                                            # cached by the text
         routed = self._routed(statement, ctx, query)
         if progress is not None:
             routed = dataclasses.replace(routed, progress=progress)

@@ -98,6 +98,9 @@ HANDLERS: dict[Kind, Handler] = {
     kind(ast.Show, "SCHEMAS"): database_statements.show_databases,
     kind(ast.Show, "TABLES"): database_statements.show_tables,
     kind(ast.Show, "COLUMNS"): database_statements.show_columns,
+    kind(ast.Show, "VARIABLES"): database_statements.show_variables,
+    kind(ast.Show, "SESSION_VARIABLES"): database_statements.show_variables,
+    kind(ast.Show, "GLOBAL_VARIABLES"): database_statements.show_variables,
     kind(ast.Show, "FIELDS"): database_statements.show_columns,
     kind(ast.Describe): database_statements.describe,
     kind(ast.Insert): builtin_tables.insert_or_refuse,  # files.x appends; others refused

@@ -33,15 +33,18 @@ from kbsql.interface.api import DEFAULT_PROJECT, ServiceApi
 from kbsql.interface.control import Stopped
 from kbsql.interface.errors import ServiceError
 from kbsql.interface.results import ErrorResult, OkResult, SqlResult, TableResult
+from kbsql.interface.system_variables import shown
 from kbsql.server.limits import Limits, check_sql_size
 from kbsql.server.mysql import chatter, metadata
 from kbsql.server.mysql.error_codes import EMPTY_QUERY, NOT_SUPPORTED, PARSE_ERROR, code_of
 from kbsql.server.mysql.local_sql import TIMEOUT_S, LocalRefused, having_as_where
 from kbsql.server.mysql.resultsets import Answer, Failed, Ok, Rows, local_rows, table_rows
-from kbsql.server.mysql.sysvars import SessionVariables, shown
+from kbsql.server.mysql.sysvars import SessionVariables
 
 log = logging.getLogger("kbsql.server")
 
+_LOGIN_WORDS = re.compile(r"user|connection_id", re.IGNORECASE)
+"""A statement the engine may answer user() / connection_id() in: it gets the login."""
 _NAME = r"(?:`(?:[^`]|``)+`|[A-Za-z0-9_$]+)"
 _SHOW = re.compile(
     r"^\s*SHOW\s+(?P<mods>(?:(?:FULL|SESSION|GLOBAL|LOCAL|STORAGE)\s+)*)"
@@ -103,8 +106,17 @@ class DoorSession(BaseSession):
 
     # --- the engine ---------------------------------------------------------------------
     def run(self, sql: str) -> SqlResult:
-        """One statement through the engine, as the HTTP route sends it."""
-        result = self.api.query(sql, {"db": self.db})
+        """One statement through the engine, as the HTTP route sends it; one naming `@@` also
+        carries this connection's system variables, one naming user() or connection_id() its
+        login, which the engine reads them from (chatter answers them alike)."""
+        ctx: dict[str, Any] = {"db": self.db}
+        if "@@" in sql:
+            ctx["system_variables"] = dict(self.variables.list())
+        if _LOGIN_WORDS.search(sql):
+            user = self.username or ""
+            ctx["login"] = {"user": f"{user}@{self.host}", "session_user": f"{user}@{self.host}",
+                            "current_user": f"{user}@%", "connection_id": self.connection_id}
+        result = self.api.query(sql, ctx)
         db = result.context.get("db") if isinstance(result.context, dict) else None
         if isinstance(db, str) and db:
             self.database = db

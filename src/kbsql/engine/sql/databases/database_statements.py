@@ -24,6 +24,7 @@ from kbsql.engine.spelling import did_you_mean
 from kbsql.engine.sql import refusals
 from kbsql.engine.sql.arrow_results import ArrowTableResult
 from kbsql.engine.sql.databases import info_schema, mysql_schema
+from kbsql.engine.sql.information_functions import system_variables
 from kbsql.engine.sql.tables.names import (
     INFORMATION_SCHEMA,
     LOG_DATABASE,
@@ -41,6 +42,7 @@ from kbsql.interface.api import DEFAULT_PROJECT
 from kbsql.interface.column_types import SHOW_COLUMNS, SHOW_FULL_COLUMNS, show_columns_rows, with_own_type
 from kbsql.interface.errors import Conflict, ServiceError, SqlError, UnknownDatabase, UnknownTable
 from kbsql.interface.results import OkResult, SqlResult
+from kbsql.interface.system_variables import shown
 
 if TYPE_CHECKING:
     from kbsql.engine.sql.session import SqlSession
@@ -256,3 +258,13 @@ def _missing_project(session: SqlSession, table: Any, ctx: dict[str, Any]) -> st
     except ServiceError as exc:
         return exc.detail
     return None
+
+
+def show_variables(session: SqlSession, statement: ast.Show, ctx: dict[str, Any],
+                   routed: Routed) -> SqlResult:
+    """SHOW [SESSION | GLOBAL] VARIABLES [LIKE | WHERE]: `Variable_name`, `Value`, as the MySQL
+    door answers it (MindsDB answers it on every door); from the table `@@name` reads."""
+    listed = sorted(system_variables(ctx).items())
+    table = pa.table({"Variable_name": [name for name, _ in listed],
+                      "Value": pa.array([shown(value) for _, value in listed], pa.string())})
+    return filtered(session, table, statement, ctx)

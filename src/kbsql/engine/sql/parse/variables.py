@@ -33,6 +33,7 @@ ENV_PREFIX = "MDB_"
 _SET = re.compile(r"^\s*SET\s+@([A-Za-z_]\w*)\s*=\s*(.+?)\s*;?\s*$", re.IGNORECASE | re.DOTALL)
 _VAR = re.compile(r"@@((?:[A-Za-z_]\w*\.)?[A-Za-z_]\w*)|@([A-Za-z_]\w*)")
 """`@name`, or a MySQL system variable `@@[session.]name` (group 1), refused by name."""
+_SET_WORD = re.compile(r"\s*SET\b", re.IGNORECASE)
 _FROM_ENV = re.compile(r"from_env\s*\(\s*(['\"])([^'\"]*)\1\s*\)", re.IGNORECASE)
 
 
@@ -58,10 +59,12 @@ class Variables:
         known = {**self.values, **{str(k).lower(): v for k, v in (params or {}).items()}}
 
         def variable(m: re.Match[str]) -> str:
-            if m.group(1) is not None:  # read as `@session` before: "not defined: SET @session first"
-                raise unsupported(f"MySQL system variables (@@{m.group(1)}) outside the MySQL door: "
-                                  "`kbsql serve --mysql-port` answers them as MindsDB does; SET @name "
-                                  "= ... sets this engine's own variables")
+            if m.group(1) is not None and _SET_WORD.match(query):  # no session here to keep it in
+                raise unsupported(f"SET of MySQL system variables (@@{m.group(1)}) outside the MySQL "
+                                  "door: `kbsql serve --mysql-port` keeps them per connection; SET "
+                                  "@name = ... sets this engine's own variables")
+            if m.group(1) is not None:  # a read: the parser's, answered by information_functions
+                return m.group(0)
             name = m.group(2).lower()
             if name not in known:
                 raise SqlError(f"Variable @{m.group(2)} is not defined: SET @{m.group(2)} = ... first")

@@ -19,6 +19,7 @@ from sqlglot import exp
 from kbsql.engine.datasources.scans import FrameScan, NativeTable
 from kbsql.engine.sql.arrow_results import JSON_COLUMNS, ArrowTableResult
 from kbsql.engine.sql.databases import info_schema, job_tables
+from kbsql.engine.sql.information_functions import answer_information_functions
 from kbsql.engine.sql.parse import parsing
 from kbsql.engine.sql.tables import kb_tables, names, source_columns, sqlglot_render
 from kbsql.engine.sql.tables.plans import Compiled
@@ -96,6 +97,7 @@ def _view_item(session: SqlSession, target: names.Resolved, compiled: Compiled) 
     statement = parsing.parse(target.query or "")
     if not isinstance(statement, (ast.Select, ast.Union, ast.Intersect, ast.Except)):
         raise SqlError(f"View {target.database}.{target.name} is not a SELECT")
+    answer_information_functions(statement, {"db": target.database}, target.query)
     inner = _tree(session, statement, {"db": target.database}, compiled, None, None)
     return exp.Subquery(this=inner)
 
