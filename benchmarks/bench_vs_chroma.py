@@ -447,18 +447,19 @@ def chroma_curve(python: str, folder: Path, args, work: Path) -> list[dict]:
     own: Chroma reads ef_search when it opens the collection (set and searched in one process,
     the search kept the old one: 100k, ef 100 -> 1600, the same answers). The setting persists
     in the collection, so the one it had is put back, whatever happens."""
-    points = []
+    points: list[dict] = []
     default = None
     try:
         for ef in args.chroma_ef:
             before = run_phase(python, "chroma", f"ef={ef}", folder, args, work)["ef_search_before"]
-            default = before if default is None else default
+            if default is None:
+                default = before
             point = run_phase(python, "chroma", "curve", folder, args, work)
-            points.append({"ef_search": point["ef_search"], "unfiltered": point["unfiltered"]})
+            points.append({"ef_search": point["ef_search"], **point["unfiltered"]})
     finally:
         if default is not None:
             run_phase(python, "chroma", f"ef={default}", folder, args, work)
-    return [{"ef_search": p["ef_search"], **p["unfiltered"]} for p in points]
+    return points
 
 
 def matched_recall(k_search: dict, c_search: dict) -> dict:
