@@ -244,14 +244,13 @@ class KnowledgeService:
         kept without its secrets (the server's key stays out of the catalog, as an agent's
         default model does) and `embedder` lends them while the default is that model."""
         default = self.config.default_embedding_model
-        return {k: v for k, v in default.items() if not is_secret_key(k)} if default else None
+        return _without_secrets(default) if default else None
 
     def embedder(self, spec: dict[str, Any]) -> Any:
         """The KB's embedder; one that does not say its rows are normalised (a plugin's) is
         wrapped so its answers are checked and normalised like the built-ins'."""
         descriptor, default = spec.get("embedding_model"), self.config.default_embedding_model
-        if descriptor and default and {k: v for k, v in descriptor.items() if not is_secret_key(k)} \
-                == self.pinned_default():
+        if descriptor and default and _without_secrets(descriptor) == self.pinned_default():
             descriptor = {**default, **descriptor}
         embedder = self.models.embedder(descriptor, default)
         return embedder if getattr(embedder, "normalized", False) else CheckedEmbedder(embedder)
@@ -387,3 +386,9 @@ class KnowledgeService:
     def updated_at(self, record: KbRecord, chunk_ids: list[str]) -> dict[str, str]:
         """chunk_id -> time of its insert (agent tools show it as `_updated_at`)."""
         return self.handle(record).updated_at(chunk_ids)
+
+
+def _without_secrets(model: dict[str, Any]) -> dict[str, Any]:
+    """A model descriptor without its secret keys (interface.secrets.is_secret_key): what a
+    knowledge base keeps of the default model, and what a stored one is compared by."""
+    return {k: v for k, v in model.items() if not is_secret_key(k)}

@@ -237,4 +237,3 @@ def lower_created_name(statement: ast.ASTNode) -> None:
     name = getattr(statement, "name", None) if isinstance(statement, _NAMED_ON_CREATE) else None
     if isinstance(name, ast.Identifier) and name.parts and not (name.is_quoted or [False])[-1]:
         name.parts[-1] = str(name.parts[-1]).lower()
-
