@@ -73,9 +73,9 @@ class EngineConfig:
     """The most DuckDB may spill to disk; None: 4x the memory limit, at most a quarter of
     the free disk space."""
     model_timeout: float | None = None
+    """Seconds one model call (embedding, chat, rerank) may take; None: the providers' own."""
     model_answer_mb: int = 8
     """Most one model answer may send (engine/models/answer_bound.py)."""
-    """Seconds one model call (embedding, chat, rerank) may take; None: the providers' own."""
     allowed_model_hosts: tuple[str, ...] | None = None
     """Where model calls may go (engine/outbound.py); None: anywhere."""
     allowed_source_hosts: tuple[str, ...] | None = None
@@ -117,6 +117,8 @@ class EngineConfig:
     """Language-model calls kept for `log.llm_log` (engine/models/llm_log.py); 0: none."""
     agent_max_iterations: int = 12
     agent_wall_time_s: float = 300.0
+    agent_join_max_rows: int = 100
+    """Distinct questions a query joining an agent with a table may ask (sql/tables/agent_join.py)."""
     served: bool = False
     """Set by `kbsql serve`: messages name its flags rather than config.json keys."""
 

@@ -177,7 +177,7 @@ class Engine(FileTables, UploadedFiles, Databases, Views, KnowledgeBaseEditing, 
         uploads = UploadStore(self.catalog, self._frames("uploads"))
         sql = SqlExecutor(self.catalog, self._frames(), kbs, agent_port, uploads,
                           PathPolicy(self.config), self.config.background_inserts,
-                          self._sql_settings(), data_source_engines())
+                          self._sql_settings(), data_source_engines(), self.config.agent_join_max_rows)
         sql_port.target = sql  # the mutual recursion, closed here and only here
         sql.jobs_created = self._start_jobs  # CREATE JOB starts this engine's scheduler
         return _Parts(knowledge, kbs, agents, uploads, sql)

@@ -43,6 +43,7 @@ from kbsql.engine.sql.parse.variables import bind_parameters
 from kbsql.engine.sql.query_log import QueryLog
 from kbsql.engine.sql.session import SqlSession
 from kbsql.engine.sql.tables import names
+from kbsql.engine.sql.tables.agent_join import DEFAULT_MAX_QUESTIONS
 from kbsql.engine.sql.tables.duck import DuckSession
 from kbsql.engine.sql.tables.duck_settings import DuckSettings
 from kbsql.engine.sql.tables.plans import PlanCache
@@ -114,12 +115,14 @@ class SqlExecutor(SqlSession):
     def __init__(self, catalog: Catalog, frames: FrameStore, kbs: KnowledgeBases, agents: AgentOps,
                  uploads: UploadStore, policy: PathPolicy | None = None,
                  background_inserts: int = kb_background.DEFAULT_WORKERS,
-                 settings: DuckSettings | None = None, engines: Engines | None = None):
+                 settings: DuckSettings | None = None, engines: Engines | None = None,
+                 agent_join_max_rows: int = DEFAULT_MAX_QUESTIONS):
         # `policy`: which files data sources may open (datasources/confine.py); `settings`:
         # memory, spill and time bounds of the SQL engine
         duck = DuckSession(catalog, frames, policy, settings, {UPLOADS_SOURCE: uploads}, engines)
         super().__init__(catalog, frames, duck, PlanCache(), kbs, agents, uploads, QueryLog(catalog))
         self.background = kb_background.BackgroundInserts(self, background_inserts)
+        self.agent_join_max_rows = agent_join_max_rows
 
     def query(self, query: str, context: dict[str, Any] | None = None,
               params: dict[str, Any] | list[Any] | None = None,

@@ -6,7 +6,7 @@ unqualified when it is the only table) are taken out of the query and given to t
 knowledge-base search (`search_frame` below); the rest of the query (joins,
 filters, aggregates) then runs in DuckDB over the result. An agent reference is answered
 the same way: its `question = '...'` condition is asked, the answer is one row
-(`question`, `answer`).
+(`question`, `answer`); an agent joined on a table's column is asked per row (agent_join).
 """
 
 from __future__ import annotations
@@ -110,8 +110,9 @@ def _agent_frame(session: SqlSession, table: exp.Table, target: Resolved) -> pa.
 
     taken = take_conditions(select, table, single, is_question)
     if len(taken) != 1:
-        raise SqlError(f"Ask agent {target.name} one question: "
-                       f"SELECT answer FROM {target.name} WHERE question = '...'")
+        raise SqlError(f"Ask agent {target.name} one question: SELECT answer FROM {target.name} "
+                       "WHERE question = '...', or one per row of a table: SELECT ... FROM t "
+                       f"JOIN {target.name} a ON a.question = t.<column>")
     question = taken[0].right.this
     reply = session.agents.complete(target.database, target.name,
                                      [{"question": question, "answer": ""}])

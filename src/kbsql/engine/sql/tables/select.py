@@ -21,11 +21,11 @@ from kbsql.engine.sql.arrow_results import JSON_COLUMNS, ArrowTableResult
 from kbsql.engine.sql.databases import info_schema, job_tables
 from kbsql.engine.sql.information_functions import answer_information_functions
 from kbsql.engine.sql.parse import parsing
-from kbsql.engine.sql.tables import kb_tables, names, source_columns, sqlglot_render
+from kbsql.engine.sql.tables import agent_join, kb_tables, names, source_columns, sqlglot_render
 from kbsql.engine.sql.tables.plans import Compiled
 from kbsql.engine.sql.tables.setting_reads import refuse_setting_reads
 from kbsql.engine.sql.tables.value_caps import cap_values
-from kbsql.interface.errors import SqlError
+from kbsql.interface.errors import NotFound, SqlError
 from kbsql.interface.results import SqlResult
 
 if TYPE_CHECKING:
@@ -52,13 +52,18 @@ def compile_tree(session: SqlSession, statement: ast.ASTNode, ctx: dict[str, Any
     the frames and files it reads go into `compiled`."""
     tree = _tree(session, statement, ctx, compiled, frames, resolved)
     _unalias_stars(tree)
+    _bound(session, tree)
+    return tree
+
+
+def _bound(session: SqlSession, tree: exp.Expression) -> None:
+    """The last steps of every compiled tree: qualifiers DuckDB reads, and the value bounds."""
     for column in tree.find_all(exp.Column):  # ds.t.col -> t.col (t is the alias)
         if column.args.get("db") is not None:
             column.set("db", None)
             column.set("catalog", None)
     refuse_setting_reads(tree)  # current_setting('secret_directory') and the like
     cap_values(tree, session.duck.value_cap)  # repeat('x', 10**9) and the like: refused per row
-    return tree
 
 
 def _unalias_stars(tree: exp.Expression) -> None:
@@ -77,9 +82,47 @@ def _tree(session: SqlSession, statement: ast.ASTNode, ctx: dict[str, Any], comp
     tree = sqlglot_render.to_tree(statement)
     _name_columns(tree, statement)
     ctes = _rename_ctes(tree, f"__kbsql_v{compiled.views}_cte_" if compiled.views else "__kbsql_cte_")
+    resolved = dict(resolved or {})  # what the agent joins' pass resolves is not resolved again
+    frames = _ask_joined_agents(session, tree, ctes, ctx, dict(frames or {}), resolved)
     for table in list(tree.find_all(exp.Table)):
-        _rewrite(session, table, ctes, ctx, frames or {}, compiled, resolved or {})
+        _rewrite(session, table, ctes, ctx, frames, compiled, resolved)
     return tree
+
+
+def _ask_joined_agents(session: SqlSession, tree: exp.Expression, ctes: dict[str, str],
+                       ctx: dict[str, Any], frames: dict[str, Any],
+                       resolved: names.Resolutions) -> dict[str, Any]:
+    """Each agent joined on a column (`JOIN my_agent a ON a.question = t.q`) asked its
+    questions and replaced by their answers' frame (agent_join); `frames` with those frames."""
+    known = {**ctes, **{generated: generated for generated in ctes.values()}}
+
+    def resolve(table: exp.Table) -> names.Resolved | None:
+        """What a joined table is; None for a CTE, a frame, or a name that does not resolve
+        (the rewrite below reports it, in the query's order)."""
+        parts = [p.name for p in table.parts]
+        if len(parts) == 1 and (parts[0].lower() in known or parts[0] in frames):
+            return None
+        if tuple(parts) not in resolved:
+            try:
+                resolved[tuple(parts)] = names.resolve(session, parts, ctx["db"])
+            except NotFound:
+                return None
+        return resolved[tuple(parts)]
+
+    def run_rows(select: exp.Select) -> pa.Table:
+        compiled = Compiled("")
+        for table in list(select.find_all(exp.Table)):
+            _rewrite(session, table, known, ctx, frames, compiled, resolved)
+        _bound(session, select)
+        compiled.sql = sqlglot_render.to_duckdb(select)
+        return session.duck.run(compiled)
+
+    for join, target, source in agent_join.joined_agents(tree, resolve):
+        name = f"__kbsql_agent_{len(frames)}"
+        frames[name] = agent_join.answer_frame(session, join, target, source, run_rows,
+                                               session.agent_join_max_rows)
+        join.this.replace(agent_join.frame_reference(name, join.this))
+    return frames
 
 
 MAX_VIEWS = 32
@@ -137,7 +180,7 @@ def _name_columns(tree: exp.Expression, statement: ast.ASTNode) -> None:
 
 
 def _rewrite(session: SqlSession, table: exp.Table, ctes: dict[str, str], ctx: dict[str, Any],
-             frames: dict[str, Any], compiled: Compiled, resolved: names.Resolutions) -> None:
+             frames: dict[str, Any], compiled: Compiled, resolved: names.Resolutions | None) -> None:
     if not isinstance(table.this, exp.Identifier):
         raise SqlError(f"Table functions are not allowed in queries: {table.sql()}; "
                        "query tables of a data source as <data_source>.<table>")
@@ -151,7 +194,7 @@ def _rewrite(session: SqlSession, table: exp.Table, ctes: dict[str, str], ctx: d
         item = duck.from_item(FrameScan(frames[parts[0]]), compiled)
         compiled.cacheable = False
     else:
-        target = resolved.get(tuple(parts)) or names.resolve(session, parts, ctx["db"])
+        target = (resolved or {}).get(tuple(parts)) or names.resolve(session, parts, ctx["db"])
         if target.kind == "data":
             assert target.scan is not None
             item = duck.from_item(target.scan, compiled)

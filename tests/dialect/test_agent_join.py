@@ -1,0 +1,82 @@
+"""An agent joined with a table asks one question per row's value, as MindsDB answers
+`select * from files.questions t join my_agent a on a.question = t.q` (its
+tests/unit/executor/test_agent.py test_openai_provider); embedded and over HTTP, the model a
+scripted OpenAI-compatible server on loopback that answers each question by its product."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.agents.fakes import FakeLLM, text
+from tests.dialect.conftest import ORDERS, Doc
+
+PRODUCTS = [product for _, product, _ in ORDERS]
+
+
+class ByProduct(FakeLLM):
+    """Answers `<product>: in stock`, for the product the question names."""
+
+    def next_turn(self, body: dict[str, Any], headers: dict[str, str]) -> dict[str, Any]:
+        super().next_turn(body, headers)
+        asked = json.dumps(body["messages"])
+        named = [p for p in PRODUCTS if p in asked]
+        return text(f"{named[-1]}: in stock" if named else "no product")
+
+
+@pytest.fixture
+def agent(doc: Doc) -> Iterator[ByProduct]:
+    with ByProduct("openai", []) as llm:
+        model = json.dumps({"provider": "openai", "model_name": "m1", "api_key": "sk-join-key",
+                            "base_url": llm.base_url})
+        doc.sql(f"CREATE AGENT stock_agent USING model = {model}")
+        yield llm
+
+
+def test_each_row_is_asked_and_joined_to_its_answer(doc: Doc, agent: ByProduct) -> None:
+    rows = doc.rows("SELECT o.order_id, a.question, a.answer FROM sample_data.orders o "
+                    "JOIN stock_agent a ON a.question = o.product ORDER BY o.order_id")
+    assert rows == sorted(({"order_id": i, "question": p, "answer": f"{p}: in stock"}
+                           for i, p, _ in ORDERS), key=lambda r: r["order_id"])
+    assert agent.chat_calls == len(ORDERS)
+
+
+def test_the_table_filter_decides_what_is_asked(doc: Doc, agent: ByProduct) -> None:
+    """Only the rows the query keeps are asked; none kept, nothing asked and no row (as
+    MindsDB's `where t.q = ''`)."""
+    rows = doc.rows("SELECT * FROM sample_data.orders o JOIN stock_agent a ON a.question = o.product "
+                    "WHERE o.order_id = '3XZ'")
+    assert [(r["order_id"], r["answer"]) for r in rows] == [("3XZ", "Bluetooth Speaker: in stock")]
+    assert agent.chat_calls == 1
+    assert doc.rows("SELECT * FROM sample_data.orders o JOIN stock_agent a ON a.question = o.product "
+                    "WHERE o.product = ''") == []
+    assert agent.chat_calls == 1
+    # a condition on the answer filters after asking, never drops a question unasked
+    rows = doc.rows("SELECT o.order_id FROM sample_data.orders o JOIN stock_agent a "
+                    "ON a.question = o.product WHERE a.answer LIKE 'Wireless%'")
+    assert rows == [{"order_id": "A1B"}]
+
+
+def test_more_questions_than_the_bound_is_refused_not_cut(doc: Doc, agent: ByProduct) -> None:
+    """A join asking more distinct questions than agent_join_max_rows is one error line naming
+    the setting; nothing is asked."""
+    many = ("SELECT a.order_id || b.order_id || c.order_id || d.order_id || e.order_id AS q "
+            "FROM sample_data.orders a, sample_data.orders b, sample_data.orders c, "
+            "sample_data.orders d, sample_data.orders e")  # 243 distinct
+    message = doc.error(f"SELECT * FROM ({many}) t JOIN stock_agent a ON a.question = t.q")
+    assert "more than 100 questions" in message and "agent_join_max_rows" in message
+    assert agent.chat_calls == 0
+    rows = doc.rows(f"SELECT count(*) AS n FROM ({many} LIMIT 100) t JOIN stock_agent a ON a.question = t.q")
+    assert rows == [{"n": 100}]
+
+
+def test_an_agent_joined_the_other_way_is_refused_in_one_line(doc: Doc, agent: ByProduct) -> None:
+    message = doc.error("SELECT * FROM sample_data.orders o RIGHT JOIN stock_agent a "
+                        "ON a.question = o.product")
+    assert "LEFT JOIN" in message and "\n" not in message
+    assert agent.chat_calls == 0
+    message = doc.error("SELECT * FROM stock_agent a JOIN sample_data.orders o ON a.question = o.product")
+    assert "JOIN stock_agent a ON a.question = t.<column>" in message
