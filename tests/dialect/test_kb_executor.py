@@ -43,6 +43,31 @@ def test_original_doc_id_is_the_id(doc: Doc) -> None:
     assert [r["id"] for r in doc.rows("SELECT * FROM kb1")] == ["1"]
 
 
+def test_a_metadata_json_operator_in_a_condition_is_the_metadata_column(doc: Doc) -> None:
+    """test_kb_metadata: `WHERE metadata->>'product' = 'probook'` filters as `WHERE product =
+    'probook'` (MindsDB's KB executor turns `metadata->>'k'` and `metadata->'k'` into column k);
+    it was refused. Beside a search or other conditions too, though the parser binds `->>`
+    looser than AND and NOT (`content = 'x' AND metadata->>'k' = 'v'` came as
+    `((content = 'x' AND metadata) ->> 'k') = 'v'`)."""
+    doc.sql(f"CREATE KNOWLEDGE_BASE kb_review USING embedding_model = {HASH}")
+    doc.sql("INSERT INTO kb_review (id, content, product, url) VALUES "
+            "(1, 'great laptop, long battery', 'probook', 'http://x'), (2, 'bad phone', 'phone', 'http://y')")
+    picked = "SELECT metadata->>'product' AS product, metadata->>'url' AS url FROM kb_review"
+    assert doc.rows(f"{picked} WHERE metadata->>'product' = 'probook'") == \
+        [{"product": "probook", "url": "http://x"}]
+    assert doc.rows(f"{picked} WHERE metadata->'product' = 'phone'") == [{"product": "phone", "url": "http://y"}]
+    ids = "SELECT id FROM kb_review"
+    assert doc.rows(f"{ids} WHERE content = 'laptop' AND metadata->>'product' = 'probook'") == [{"id": "1"}]
+    assert doc.rows(f"{ids} WHERE content = 'laptop' AND metadata->>'product' = 'phone'") == [{"id": "2"}]
+    assert doc.rows(f"{ids} WHERE id = '1' AND NOT metadata->>'product' = 'probook'") == []
+    assert doc.rows(f"{ids} WHERE NOT metadata->>'product' = 'probook' AND id = '2'") == [{"id": "2"}]
+    assert doc.rows(f"{ids} WHERE metadata->>'product' LIKE 'pro%' OR metadata->>'url' = 'http://y' "
+                    "ORDER BY id") == [{"id": "1"}, {"id": "2"}]
+    assert "Unknown column 'color'" in doc.error(f"{ids} WHERE metadata->>'color' = 'red'")
+    doc.sql("DELETE FROM kb_review WHERE metadata->>'product' = 'phone'")
+    assert doc.rows(ids) == [{"id": "1"}]
+
+
 def test_a_star_with_an_alias_keeps_every_column_s_name(doc: Doc) -> None:
     """test_autobatch inserts `SELECT * content FROM files.ral` into a knowledge base with
     id_column 'ral' and content_columns ['english']: MindsDB reads every column under its

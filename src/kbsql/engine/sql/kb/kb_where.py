@@ -117,9 +117,49 @@ class Columns:
                        f"and the chunk keys {sorted(INTERNAL_KEYS)}")
 
 
+def _metadata_key(node: ast.ASTNode) -> str | None:
+    """`metadata->>'key'` (or `->`): the key; None for anything else (a nested path too)."""
+    if isinstance(node, ast.BinaryOperation) and node.op in ("->", "->>") and len(node.args) == 2:
+        column, key = node.args
+        if isinstance(column, ast.Identifier) and str(column.parts[-1]).lower() == "metadata" and \
+                isinstance(key, ast.Constant) and isinstance(key.value, str):
+            return key.value
+    return None
+
+
+_RANK = {"or": 1, "and": 2, "->": 5, "->>": 5}
+"""Binding strength; a comparison (any other operator) is 3."""
+
+
+def _regroup(node: ast.ASTNode) -> ast.ASTNode:
+    """The parser binds `->>` looser than AND: `content = 'x' AND metadata->>'k' = 'v'` comes
+    as `((content = 'x' AND metadata) ->> 'k') = 'v'`. An operand that binds looser than its
+    operator, and was not written in parentheses, is regrouped: `(a AND b) op c` -> `a AND (b op c)`,
+    `(NOT a) op c` -> `NOT (a op c)`."""
+    if isinstance(node, ast.UnaryOperation):
+        node.args = [_regroup(a) for a in node.args]
+        return node
+    if not isinstance(node, ast.BinaryOperation) or len(node.args) != 2:
+        return node
+    left, right = (_regroup(a) for a in node.args)
+    rank = _RANK.get(node.op.lower(), 3)
+    if isinstance(left, ast.UnaryOperation) and left.op.lower() == "not" and not left.parentheses \
+            and rank >= 3:
+        inner = ast.BinaryOperation(node.op, args=[left.args[0], right], parentheses=node.parentheses)
+        return ast.UnaryOperation("not", args=[_regroup(inner)])  # NOT binds looser than both
+    if isinstance(left, ast.BinaryOperation) and len(left.args) == 2 and not left.parentheses and \
+            _RANK.get(left.op.lower(), 3) < rank:
+        inner = ast.BinaryOperation(node.op, args=[left.args[1], right], parentheses=node.parentheses)
+        return ast.BinaryOperation(left.op, args=[left.args[0], _regroup(inner)],
+                                   parentheses=left.parentheses)
+    node.args = [left, right]
+    return node
+
+
 def split_options(where: ast.ASTNode | None) -> tuple[Options, ast.ASTNode | None]:
     """Take the search options out of the top-level AND; what is left is the condition."""
     options = Options()
+    where = _regroup(where) if where is not None else None
     rest: list[ast.ASTNode] = []
     for item in _flatten(where, "and") if where is not None else []:
         name = _option_name(item)
@@ -243,6 +283,9 @@ class KbWhere:
         raise unsupported(f"the condition {node.to_string()} on a knowledge base")
 
     def _column(self, node: ast.ASTNode) -> str:
+        key = _metadata_key(node)
+        if key is not None:  # metadata->>'product' is column product, as MindsDB's KB executor
+            return self.columns.resolve(key)
         if not isinstance(node, ast.Identifier):
             raise unsupported(f"a condition on {node.to_string()} (compare a column with values)")
         parts = [str(p) for p in node.parts]
