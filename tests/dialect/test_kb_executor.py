@@ -68,6 +68,29 @@ def test_a_metadata_json_operator_in_a_condition_is_the_metadata_column(doc: Doc
     assert doc.rows(ids) == [{"id": "1"}]
 
 
+def test_a_metadata_key_is_a_column_where_a_query_runs_over_a_knowledge_base(doc: Doc) -> None:
+    """MindsDB's knowledge-base rows carry their metadata columns, so `JOIN ... ON t.x =
+    k.product` and `GROUP BY product` read them; here they failed with DuckDB's binder error
+    ('Values list "k" does not have a column named "product"'). A key is a column typed by its
+    values (ORDER BY a number key sorts numbers); a key no chunk holds is the Unknown column;
+    `k.metadata->>'key'` in a join's WHERE filters the knowledge base."""
+    doc.sql(f"CREATE KNOWLEDGE_BASE kb_items USING embedding_model = {HASH}")
+    doc.sql("INSERT INTO kb_items (id, content, product, stock) VALUES "
+            "(1, 'a mouse that clicks quietly', 'Wireless Mouse', 120), "
+            "(2, 'a speaker for the garden', 'Bluetooth Speaker', 7), (3, 'a plain notebook', 'Notebook', 9)")
+    rows = doc.rows("SELECT o.order_id, k.product, k.stock FROM sample_data.orders o "
+                    "JOIN kb_items k ON k.product = o.product ORDER BY k.stock")
+    assert rows == [{"order_id": "3XZ", "product": "Bluetooth Speaker", "stock": 7},
+                    {"order_id": "A1B", "product": "Wireless Mouse", "stock": 120}]
+    rows = doc.rows("SELECT o.order_id FROM sample_data.orders o JOIN kb_items k ON k.product = o.product "
+                    "WHERE k.metadata->>'product' = 'Wireless Mouse'")
+    assert rows == [{"order_id": "A1B"}]
+    assert doc.rows("SELECT product, count(*) AS n FROM kb_items GROUP BY product HAVING count(*) = 1 "
+                    "ORDER BY product LIMIT 1") == [{"product": "Bluetooth Speaker", "n": 1}]
+    message = doc.error("SELECT k.id FROM sample_data.orders o JOIN kb_items k ON k.colour = o.notes")
+    assert "Unknown column 'colour'" in message
+
+
 def test_a_star_with_an_alias_keeps_every_column_s_name(doc: Doc) -> None:
     """test_autobatch inserts `SELECT * content FROM files.ral` into a knowledge base with
     id_column 'ral' and content_columns ['english']: MindsDB reads every column under its

@@ -23,7 +23,7 @@ from kbsql.engine.knowledge.json_chunking import metadata_keys
 from kbsql.engine.knowledge.search import DEFAULT_LIMIT
 from kbsql.engine.sql.kb.kb_conditions import MAX_COUNT
 from kbsql.engine.sql.kb.kb_stream import BATCH, chunk_table, reader
-from kbsql.engine.sql.kb.kb_where import read_filters, run_where
+from kbsql.engine.sql.kb.kb_where import Columns, read_filters, run_where
 from kbsql.interface.errors import LimitExceeded, SqlError
 from kbsql.interface.results import KB_COLUMNS
 
@@ -64,18 +64,55 @@ def _kb_frame(session: SqlSession, table: exp.Table, target: Resolved) -> Any:
     capped = single and select is not None and not select.args.get("group") and \
         not select.args.get("order") and select.find(exp.AggFunc) is None
     record = target.record or session.catalog.knowledge_base(target.database, target.name)
-    streamed = _streamed(session, record, table, where) if limit is None else None
+    keys = _named_keys(session, select, table, single, record)
+    streamed = _streamed(session, record, table, where, keys) if limit is None else None
     if streamed is not None:
         return streamed
     frame = search_frame(session, target.database, target.name, where, limit, capped, record)
+    for key in sorted(keys):  # a column of Python values: DuckDB types it
+        frame[key] = [None if m is None else m.get(key) for m in frame["metadata"]]
     if "metadata" in frame.columns:  # dicts of varying keys: JSON text (DuckDB's ->> reads it)
         frame = frame.assign(metadata=[None if m is None else json.dumps(m, default=str)
                                        for m in frame["metadata"]])
     return frame
 
 
-def _streamed(session: SqlSession, record: KbRecord, table: exp.Table, where: ast.ASTNode | None
-              ) -> pa.Table | None:
+def _named_keys(session: SqlSession, select: exp.Select | None, table: exp.Table, single: bool,
+               record: KbRecord) -> set[str]:
+    """The metadata keys named as columns of the knowledge base where the query runs over its
+    rows (`JOIN t ON t.name = k.product`, `SELECT product, count(*) ... GROUP BY product`):
+    each becomes a column of the frame, typed by its values, as MindsDB's knowledge-base rows
+    carry their metadata columns. A key the knowledge base cannot hold is MindsDB's Unknown
+    column (kb_where.Columns), not DuckDB's binder error; `_original_doc_id` is the id."""
+    if select is None:
+        return set()
+    alias = table.alias_or_name.lower()
+    service = session.kbs.service
+    columns = Columns(record.metadata_columns, metadata_keys(record.spec),
+                      lambda key: service.has_metadata_key(record, key))
+    selected = {e.alias.lower() for e in select.expressions if isinstance(e, exp.Alias)}
+    keys: set[str] = set()
+    for column in list(select.find_all(exp.Column)):
+        if not (column.table.lower() == alias or (single and not column.table)) or \
+                column.name.lower() in KB_COLUMNS or not isinstance(column.this, exp.Identifier) or \
+                column.find_ancestor(exp.Select) is not select:
+            continue
+        if not column.table and column.name.lower() in selected:
+            continue  # ORDER BY n, where n names an expression of the select list
+        key = columns.resolve(column.name)
+        if key not in KB_COLUMNS:
+            keys.add(key)
+        if key != column.name:  # _original_doc_id is the id; a key as stored
+            if column.parent is select and column.arg_key == "expressions":
+                column.replace(exp.alias_(exp.column(key, table=column.table or None, quoted=True),
+                                          column.name, quoted=True))
+            else:
+                column.set("this", exp.to_identifier(key, quoted=True))
+    return keys
+
+
+def _streamed(session: SqlSession, record: KbRecord, table: exp.Table, where: ast.ASTNode | None,
+              keys: set[str]) -> pa.Table | None:
     """Every chunk a WHERE without a content search keeps, read in batches into Arrow columns
     (kb_stream; only the columns the query names) rather than Python rows and a pandas frame:
     `count(*)` over 400,000 small chunks in a join grew a server with a 256 MB limit by
@@ -94,8 +131,12 @@ def _streamed(session: SqlSession, record: KbRecord, table: exp.Table, where: as
         any(not c.table and c.name.lower() == own for c in root.find_all(exp.Column))
     # the contract's columns only: a metadata key is no column of a joined knowledge base (its
     # name would make another table's column of that name ambiguous)
-    wanted = None if every else \
-        {str(i.this).lower() for i in root.find_all(exp.Identifier)} & set(KB_COLUMNS)
+    keys_named = {k.lower() for k in keys}
+    if every:  # every column: the declared metadata columns too, and the keys named
+        declared = {c.lower() for c in record.metadata_columns or ()}
+        wanted = {*KB_COLUMNS, *declared, *keys_named} if keys_named else None
+    else:
+        wanted = {str(i.this).lower() for i in root.find_all(exp.Identifier)} & set(KB_COLUMNS) | keys_named
     return chunk_table(read, wanted, None, session.duck.memory_limit // 2, content=False)
 
 
@@ -200,6 +241,9 @@ def to_parser_ast(node: exp.Expression) -> ast.ASTNode:
         return ast.UnaryOperation("not", args=[to_parser_ast(node.this)])
     if isinstance(node, exp.Column):
         return ast.Identifier(node.name)
+    key = _metadata_key(node)
+    if key is not None:  # k.metadata->>'product': kb_where reads it as metadata key product
+        return ast.BinaryOperation("->>", args=[ast.Identifier("metadata"), ast.Constant(key)])
     if isinstance(node, exp.Literal):
         if node.is_string:
             return ast.Constant(node.this)
@@ -214,6 +258,22 @@ def to_parser_ast(node: exp.Expression) -> ast.ASTNode:
         return ast.Constant(-inner.value)  # type: ignore[attr-defined]
     raise SqlError(f"The condition {node.sql()} on a knowledge base cannot be used inside a "
                    "join; use =, !=, <, <=, >, >=, IN or LIKE against values")
+
+
+def _metadata_key(node: exp.Expression) -> str | None:
+    """`metadata->>'key'` / `metadata->'key'` (sqlglot's JSON path of one key, or of the parts
+    of a dotted key): the key; None for anything else."""
+    if not isinstance(node, (exp.JSONExtractScalar, exp.JSONExtract)) or \
+            not isinstance(node.this, exp.Column) or node.this.name.lower() != "metadata":
+        return None
+    path = node.expression
+    if not isinstance(path, exp.JSONPath):
+        return None
+    steps = path.expressions[1:] if path.expressions and isinstance(path.expressions[0], exp.JSONPathRoot) \
+        else path.expressions
+    if not steps or not all(isinstance(s, exp.JSONPathKey) and isinstance(s.this, str) for s in steps):
+        return None
+    return ".".join(s.this for s in steps)
 
 
 def search_frame(session: SqlSession, project: str, kb_name: str, where_ast: ast.ASTNode | None,
