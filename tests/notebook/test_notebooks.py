@@ -137,6 +137,10 @@ def test_quickstart_runs_twice_and_leaves_no_folder(tmp_path: Path, kernel_tmp: 
     text = text_of(nb)
     assert "3 rows affected" in text and "Closed quickstart." in text
     assert "Replace the pump seal every year." in text  # the agent answered from the KB
+    # the follow-up "And what does it move?" is answered only through the conversation ("it":
+    # the pump of the question before; asked alone the offline agent finds nothing to quote)
+    assert "A: The pump moves water from the tank to the garden." in text
+    assert "\nThe pump moves water from the tank to the garden. [1:content:" in text  # the returned string
     assert f"embedded ({kernel_tmp}/kbsql-quickstart-" in text  # its folder was in the kernel's TMPDIR
     assert leftovers(kernel_tmp) == []  # and the last cell removed it
     assert sorted(p.name for p in tmp_path.iterdir()) == ["quickstart.ipynb"]
