@@ -99,6 +99,19 @@ def test_readme_names_the_options_as_the_cli_and_the_magic_spell_them():
                 f"the %kbsql_connect row lacks {flags}"
 
 
+def test_every_cli_option_says_what_it_does():
+    """`kbsql X --help` explains each option: a newcomer's `kbsql quickstart --help` listed a
+    bare `--data-dir DATA_DIR` (keeps what? removed when?), `kbsql jobs --help` a bare {run}."""
+    import argparse
+
+    from kbsql.cli import build_parser
+
+    commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    for name, command in commands.choices.items():
+        for action in command._actions:
+            assert action.help, f"kbsql {name}: {action.option_strings or action.dest} has no help"
+
+
 def section(title: str) -> str:
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     return text.split(f"## {title}\n", 1)[1].split("\n## ", 1)[0]
