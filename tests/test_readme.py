@@ -45,6 +45,7 @@ def test_quickstart_runs_and_finds_the_answer(tmp_path):
     assert list(temp.iterdir()) == []  # each run used to leave a 430 KB folder
     assert "inserted" in out and "chunks" in out
     assert "kb_query_tool" in out
+    assert "  seen  20 rows, ids " in out and "Output columns" not in out  # what the search found
     # the top search hits for "leave a loop early" come from the `break` topic
     hits = out.split("LIMIT 3", 1)[1].split("%agent", 1)[0]
     assert "break" in hits
@@ -74,6 +75,19 @@ def test_the_quickstart_prints_a_streaming_answer_token_by_token(capsys):
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     loop = re.search(r'for chunk in client\.agents\.stream\("helper".*?\n```', readme, re.S)
     assert loop and 'end="", flush=True' in loop.group(0)
+
+
+def test_the_quickstart_says_what_a_search_step_found():
+    """A table observation prints as its row count and ids; it printed its first line, the
+    column names ("Output columns: 'id', 'chunk_id', ..."), which says nothing found."""
+    from kbsql.interface.observation import write_table
+    from kbsql.quickstart import seen
+
+    rows = [[name, f"{name}:content:1of1:0to9", "text"] for name in ("for", "break", "for", "while")]
+    assert seen(write_table(["id", "chunk_id", "chunk_content"], rows)) == "4 rows, ids for, break, while"
+    many = [[str(i), "c", "t"] for i in range(8)]
+    assert seen(write_table(["id", "chunk_id", "chunk_content"], many)) == "8 rows, ids 0, 1, 2, 3, 4, 5, ..."
+    assert seen('["python_docs"]') == '["python_docs"]'  # not a table: its first line, as before
 
 
 def test_readme_names_the_options_as_the_cli_and_the_magic_spell_them():

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import kbsql
+from kbsql.interface.observation import parse_table
 from kbsql.interface.stream import chunk_kind
 
 TOPICS = ("assert", "break", "continue", "for", "if", "import", "lambda", "raise", "return",
@@ -85,11 +86,25 @@ def print_stream(chunks: Iterable[dict[str, Any]]) -> int:
                 print(f"  tool  {action['tool']}({action['tool_input']!r})")
         elif kind == "steps":
             for step in chunk["steps"]:
-                first = step["observation"].strip().splitlines()[:1]
-                print(f"  seen  {first[0][:90] if first else ''}")
+                print(f"  seen  {seen(step['observation'])}")
         elif kind == "error":
             print(f"error: {chunk['content']}")
             return 1
     if answering:
         print()
     return 0
+
+
+def seen(observation: str) -> str:
+    """One line for a tool's observation: a table's row count and the ids it holds (the first
+    line of a table observation is its column names, "Output columns: 'id', 'chunk_id', ...",
+    which is all the quick start printed of kb_query_tool's 20 rows), else its first line."""
+    table = parse_table(observation)
+    if table is None or not table.columns:
+        first = observation.strip().splitlines()[:1]
+        return first[0][:90] if first else ""
+    count = f"{len(table.rows)} row{'' if len(table.rows) == 1 else 's'}"
+    ids = list(dict.fromkeys(row.get("id", "") for row in table.records() if row.get("id")))
+    if not ids:
+        return count
+    return f"{count}, ids {', '.join(ids[:6])}{', ...' if len(ids) > 6 else ''}"
