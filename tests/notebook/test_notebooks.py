@@ -157,6 +157,9 @@ def test_search_your_own_csv(tmp_path: Path, kernel_tmp: Path):
     assert "A search without LIMIT returns at most 10 rows" in html  # the default-limit note
     assert text.count("<kbsql plot:") == 2 and "image/png" in str(outputs(nb))
     assert "refund" in html.lower() and "kbsql-snapshot" in html  # the agent's saved panel
+    # the search joined back to the table shows the tickets' text: five login problems
+    join = next(c for c in nb.cells if c.cell_type == "code" and "'cannot sign in'" in c.source)
+    assert join.outputs[0]["data"]["text/plain"].count("I cannot log in") == 5
     assert f"embedded ({kernel_tmp}/kbsql-csv-" in text  # its folder was in the kernel's TMPDIR
     assert leftovers(kernel_tmp) == []  # and the last cell removed it
 
