@@ -157,6 +157,11 @@ def test_search_your_own_csv(tmp_path: Path, kernel_tmp: Path):
     assert "A search without LIMIT returns at most 10 rows" in html  # the default-limit note
     assert text.count("<kbsql plot:") == 2 and "image/png" in str(outputs(nb))
     assert "refund" in html.lower() and "kbsql-snapshot" in html  # the agent's saved panel
+    # the follow-up "And which of them are about a kettle?" is read with the refund question
+    # before it: kettles returned for a refund (asked alone: kettles that switch off)
+    panel = text.split("Q: And which of them are about a kettle?", 1)[1]
+    follow = panel.split("\nA: ", 1)[1].split("\n", 1)[0]
+    assert follow.startswith("I returned the kettle") and "switches off" not in follow, follow
     # the search joined back to the table shows the tickets' text: five login problems
     join = next(c for c in nb.cells if c.cell_type == "code" and "'cannot sign in'" in c.source)
     assert join.outputs[0]["data"]["text/plain"].count("I cannot log in") == 5
