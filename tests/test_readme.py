@@ -47,8 +47,11 @@ def test_quickstart_runs_and_finds_the_answer(tmp_path):
     assert "kb_query_tool" in out
     assert "  seen  20 rows, ids " in out and "Output columns" not in out  # what the search found
     # the top search hits for "leave a loop early" come from the `break` topic
-    hits = out.split("LIMIT 3", 1)[1].split("%agent", 1)[0]
-    assert "break" in hits
+    hits = out.split("LIMIT 3", 1)[1].split("%agent", 1)[0].strip().splitlines()
+    assert hits[0].split() == ["id", "relevance", "chunk_content"] and len(hits) == 4
+    assert "break" in [line.split()[0] for line in hits[1:]]
+    assert all('"break" statement' in line or '"continue" statement' in line or "loop" in line
+               for line in hits[1:]), hits  # each row with the text it was found by
     assert "answer:" in out
     # the answer is printed whole: it quotes the break statement and ends with the closing hint
     from kbsql.engine.models.chat.offline import SWITCH_HINT
@@ -88,6 +91,17 @@ def test_the_quickstart_says_what_a_search_step_found():
     many = [[str(i), "c", "t"] for i in range(8)]
     assert seen(write_table(["id", "chunk_id", "chunk_content"], many)) == "8 rows, ids 0, 1, 2, 3, 4, 5, ..."
     assert seen('["python_docs"]') == '["python_docs"]'  # not a table: its first line, as before
+
+
+def test_the_quickstart_shows_each_hit_with_its_text():
+    """Its search printed id, chunk_id and relevance, so the top row, `for`, looked wrong for
+    "how do I leave a loop early"; its text (A "break" statement ... terminates the loop) is
+    why it is first. A pydoc title's underline of `*` is left out."""
+    from kbsql.quickstart import snippet
+
+    assert snippet('The "break" statement\n*********************\n\n   break_stmt ::= "break"') == \
+        'The "break" statement break_stmt ::= "break"'
+    assert snippet("word " * 30) == ("word " * 14)[:67] + "..." and len(snippet("word " * 30)) == 70
 
 
 def test_readme_names_the_options_as_the_cli_and_the_magic_spell_them():

@@ -7,6 +7,7 @@ printing each step of its stream. Nothing is downloaded; nothing needs a key.
 
 from __future__ import annotations
 
+import re
 import tempfile
 import time
 from collections.abc import Iterable
@@ -54,7 +55,9 @@ def _tour(home: Path, temporary: bool = False) -> int:
         question = "how do I leave a loop early"
         hits = client.query(f"SELECT * FROM python_docs WHERE content = '{question}' LIMIT 3")
         print(f"\nSELECT * FROM python_docs WHERE content = '{question}' LIMIT 3")
-        print(hits[["id", "chunk_id", "relevance"]].to_string(index=False))
+        print(f"{'id':<10} {'relevance':<9}  chunk_content")  # the text: why each row was found
+        for row in hits.itertuples():
+            print(f"{row.id:<10} {row.relevance:<9.4f}  {snippet(row.chunk_content)}")
 
         if "docs_agent" in [a.name for a in client.agents.list()]:
             client.agents.delete("docs_agent")
@@ -108,3 +111,10 @@ def seen(observation: str) -> str:
     if not ids:
         return count
     return f"{count}, ids {', '.join(ids[:6])}{', ...' if len(ids) > 6 else ''}"
+
+
+def snippet(text: str, width: int = 70) -> str:
+    """A chunk's opening words on one line, without the rows of `*` that underline a pydoc
+    topic's title."""
+    words = " ".join(re.sub(r"[*=~^-]{4,}", " ", text).split())
+    return words if len(words) <= width else words[:width - 3] + "..."
