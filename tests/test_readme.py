@@ -140,6 +140,18 @@ def test_every_cli_option_says_what_it_does():
             assert action.help, f"kbsql {name}: {action.option_strings or action.dest} has no help"
 
 
+def test_the_settings_row_names_every_setting_and_where_they_are_listed():
+    """README's `%config` row names every KbSql setting and the command that lists them:
+    it said "`%kbsql?` lists every option", which shows the magic's options, none of these."""
+    from kbsql.notebook.magics import KbSql
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    row = next(line for line in text.splitlines() if line.startswith("| `%config KbSql"))
+    for name in KbSql.class_own_traits(config=True):
+        assert f"`{name}`" in row, name
+    assert "`%config KbSql` lists" in row
+
+
 def section(title: str) -> str:
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     return text.split(f"## {title}\n", 1)[1].split("\n## ", 1)[0]
