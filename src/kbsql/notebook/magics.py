@@ -250,7 +250,9 @@ class KbSql(Magics, Configurable):
                                        api_key_env=args.api_key_env or args.token_env,
                                        project=args.project,
                                        key_kind="token" if args.token_env else "api key")
-                print(f"Connected: {conn.describe()}" + (f" ({conn.note})" if conn.note else ""))
+                # a server that does not answer is kept (it may be starting), never "Connected"
+                print(f"Not answering: {conn.describe()} ({conn.note})" if conn.note
+                      else f"Connected: {conn.describe()}")
         except KbsqlError as exc:
             self._fail(exc)
 
