@@ -70,8 +70,16 @@ def _run_jobs(args: argparse.Namespace) -> int:
     """`kbsql jobs run`: the due runs, once, claimed as a server claims them (so cron and
     running servers never run one twice); prints how many ran."""
     from kbsql.engine import Engine
+    from kbsql.engine.config import resolve_data_dir
 
-    engine = Engine(args.data_dir, catalog_url=args.catalog, settings={"jobs_poll_s": 0})
+    data_dir = resolve_data_dir(args.data_dir)
+    if not args.catalog and not (data_dir / "catalog.sqlite").is_file():
+        # the engine would make an empty directory there and answer "0 run(s)" every time:
+        # a mistyped path in a crontab would look like a quiet hour forever
+        print(f"kbsql jobs run: {data_dir} is not a kbsql data directory (no catalog.sqlite): "
+              "name the one the server or notebook uses with --data-dir or $KBSQL_HOME", file=sys.stderr)
+        return 2
+    engine = Engine(data_dir, catalog_url=args.catalog, settings={"jobs_poll_s": 0})
     try:
         ran = engine.jobs.run_due()
     finally:
