@@ -498,3 +498,19 @@ def test_three_servers_one_killed_mid_run_each_run_once_nothing_twice(pg_databas
         db.close()
         for server in servers:
             server.stop()
+
+
+def test_jobs_run_refuses_a_folder_that_is_no_data_directory(tmp_path, capsys):
+    """`kbsql jobs run --data-dir` with a mistyped path made an empty data directory there and
+    printed "0 run(s)": from cron, a quiet hour forever. It now says so in one line, exit 2,
+    and makes nothing; a real data directory runs as before."""
+    from kbsql.cli import main
+
+    typo = tmp_path / "kbsq1"
+    assert main(["jobs", "run", "--data-dir", str(typo)]) == 2
+    said = capsys.readouterr()
+    assert said.out == "" and said.err.count("\n") == 1 and "not a kbsql data directory" in said.err
+    assert not typo.exists()
+    Engine(tmp_path / "real").close()
+    assert main(["jobs", "run", "--data-dir", str(tmp_path / "real")]) == 0
+    assert capsys.readouterr().out == "kbsql jobs run: 0 run(s)\n"

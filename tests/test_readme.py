@@ -45,9 +45,13 @@ def test_quickstart_runs_and_finds_the_answer(tmp_path):
     assert list(temp.iterdir()) == []  # each run used to leave a 430 KB folder
     assert "inserted" in out and "chunks" in out
     assert "kb_query_tool" in out
+    assert "  seen  20 rows, ids " in out and "Output columns" not in out  # what the search found
     # the top search hits for "leave a loop early" come from the `break` topic
-    hits = out.split("LIMIT 3", 1)[1].split("%agent", 1)[0]
-    assert "break" in hits
+    hits = out.split("LIMIT 3", 1)[1].split("%agent", 1)[0].strip().splitlines()
+    assert hits[0].split() == ["id", "relevance", "chunk_content"] and len(hits) == 4
+    assert "break" in [line.split()[0] for line in hits[1:]]
+    assert all('"break" statement' in line or '"continue" statement' in line or "loop" in line
+               for line in hits[1:]), hits  # each row with the text it was found by
     assert "answer:" in out
     # the answer is printed whole: it quotes the break statement and ends with the closing hint
     from kbsql.engine.models.chat.offline import SWITCH_HINT
@@ -76,6 +80,30 @@ def test_the_quickstart_prints_a_streaming_answer_token_by_token(capsys):
     assert loop and 'end="", flush=True' in loop.group(0)
 
 
+def test_the_quickstart_says_what_a_search_step_found():
+    """A table observation prints as its row count and ids; it printed its first line, the
+    column names ("Output columns: 'id', 'chunk_id', ..."), which says nothing found."""
+    from kbsql.interface.observation import write_table
+    from kbsql.quickstart import seen
+
+    rows = [[name, f"{name}:content:1of1:0to9", "text"] for name in ("for", "break", "for", "while")]
+    assert seen(write_table(["id", "chunk_id", "chunk_content"], rows)) == "4 rows, ids for, break, while"
+    many = [[str(i), "c", "t"] for i in range(8)]
+    assert seen(write_table(["id", "chunk_id", "chunk_content"], many)) == "8 rows, ids 0, 1, 2, 3, 4, 5, ..."
+    assert seen('["python_docs"]') == '["python_docs"]'  # not a table: its first line, as before
+
+
+def test_the_quickstart_shows_each_hit_with_its_text():
+    """Its search printed id, chunk_id and relevance, so the top row, `for`, looked wrong for
+    "how do I leave a loop early"; its text (A "break" statement ... terminates the loop) is
+    why it is first. A pydoc title's underline of `*` is left out."""
+    from kbsql.quickstart import snippet
+
+    assert snippet('The "break" statement\n*********************\n\n   break_stmt ::= "break"') == \
+        'The "break" statement break_stmt ::= "break"'
+    assert snippet("word " * 30) == ("word " * 14)[:67] + "..." and len(snippet("word " * 30)) == 70
+
+
 def test_readme_names_the_options_as_the_cli_and_the_magic_spell_them():
     """Every `kbsql serve` option the README names exists, and the `%kbsql_connect` row of
     the magics table lists every option the magic takes."""
@@ -97,6 +125,31 @@ def test_readme_names_the_options_as_the_cli_and_the_magic_spell_them():
             assert any(f in row for f in flags) or any(
                 o in row.split("|")[1] for o in action.option_strings if not o.startswith("--")), \
                 f"the %kbsql_connect row lacks {flags}"
+
+
+def test_every_cli_option_says_what_it_does():
+    """`kbsql X --help` explains each option: a newcomer's `kbsql quickstart --help` listed a
+    bare `--data-dir DATA_DIR` (keeps what? removed when?), `kbsql jobs --help` a bare {run}."""
+    import argparse
+
+    from kbsql.cli import build_parser
+
+    commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    for name, command in commands.choices.items():
+        for action in command._actions:
+            assert action.help, f"kbsql {name}: {action.option_strings or action.dest} has no help"
+
+
+def test_the_settings_row_names_every_setting_and_where_they_are_listed():
+    """README's `%config` row names every KbSql setting and the command that lists them:
+    it said "`%kbsql?` lists every option", which shows the magic's options, none of these."""
+    from kbsql.notebook.magics import KbSql
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    row = next(line for line in text.splitlines() if line.startswith("| `%config KbSql"))
+    for name in KbSql.class_own_traits(config=True):
+        assert f"`{name}`" in row, name
+    assert "`%config KbSql` lists" in row
 
 
 def section(title: str) -> str:

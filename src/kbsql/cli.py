@@ -16,7 +16,9 @@ if TYPE_CHECKING:
     from kbsql.server.run import Backend
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The `kbsql` parser; each option's help says what it does and its default (a newcomer's
+    `kbsql quickstart --help` listed `--data-dir DATA_DIR` and nothing else)."""
     parser = argparse.ArgumentParser(prog="kbsql", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="serve the local engine over HTTP (MindsDB-compatible API)",
@@ -32,17 +34,27 @@ def main(argv: list[str] | None = None) -> int:
     move.add_argument("--data-dir", default=None, help="the directory to copy (default $KBSQL_HOME or "
                                                        "./.kbsql); only read")
     move.add_argument("--verify", action="store_true", help="only compare the target with the directory")
-    move.add_argument("--sample", type=int, default=10,
-                      help="rows compared and searches run per knowledge base by the verify step")
+    move.add_argument("--sample", type=int, default=10, metavar="N",
+                      help="rows compared and searches run per knowledge base by the verify step "
+                           "(default 10)")
     jobs = sub.add_parser("jobs", help="jobs (CREATE JOB): 'kbsql jobs run' runs the due runs once "
                                        "and exits (for cron, where no server runs them)")
-    jobs.add_argument("action", choices=["run"])
+    jobs.add_argument("action", choices=["run"], help="run: the runs due now, once, then exit")
     jobs.add_argument("--data-dir", default=None, help="the data directory (default $KBSQL_HOME or ./.kbsql)")
     jobs.add_argument("--catalog", default=os.environ.get("KBSQL_CATALOG_URL") or None, metavar="URL",
                       help="a shared postgresql:// catalog (default $KBSQL_CATALOG_URL)")
-    quick = sub.add_parser("quickstart", help="build a small knowledge base and agent, query them")
-    quick.add_argument("--data-dir", default=None)
-    args = parser.parse_args(argv)
+    quick = sub.add_parser("quickstart", help="build a small knowledge base and agent, query them",
+                           description="Builds a knowledge base of Python's own documentation "
+                                       "topics with the bundled model, searches it with SQL and asks "
+                                       "the offline agent: offline, no key, no server.")
+    quick.add_argument("--data-dir", default=None, metavar="DIR",
+                       help="keep the knowledge base and agent in DIR (default: a temporary "
+                            "folder, removed at the end)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     if args.command == "serve":
         return _serve(args)
     if args.command == "migrate":
@@ -58,8 +70,16 @@ def _run_jobs(args: argparse.Namespace) -> int:
     """`kbsql jobs run`: the due runs, once, claimed as a server claims them (so cron and
     running servers never run one twice); prints how many ran."""
     from kbsql.engine import Engine
+    from kbsql.engine.config import resolve_data_dir
 
-    engine = Engine(args.data_dir, catalog_url=args.catalog, settings={"jobs_poll_s": 0})
+    data_dir = resolve_data_dir(args.data_dir)
+    if not args.catalog and not (data_dir / "catalog.sqlite").is_file():
+        # the engine would make an empty directory there and answer "0 run(s)" every time:
+        # a mistyped path in a crontab would look like a quiet hour forever
+        print(f"kbsql jobs run: {data_dir} is not a kbsql data directory (no catalog.sqlite): "
+              "name the one the server or notebook uses with --data-dir or $KBSQL_HOME", file=sys.stderr)
+        return 2
+    engine = Engine(data_dir, catalog_url=args.catalog, settings={"jobs_poll_s": 0})
     try:
         ran = engine.jobs.run_due()
     finally:

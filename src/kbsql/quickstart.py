@@ -7,6 +7,7 @@ printing each step of its stream. Nothing is downloaded; nothing needs a key.
 
 from __future__ import annotations
 
+import re
 import tempfile
 import time
 from collections.abc import Iterable
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import kbsql
+from kbsql.interface.observation import parse_table
 from kbsql.interface.stream import chunk_kind
 
 TOPICS = ("assert", "break", "continue", "for", "if", "import", "lambda", "raise", "return",
@@ -53,7 +55,9 @@ def _tour(home: Path, temporary: bool = False) -> int:
         question = "how do I leave a loop early"
         hits = client.query(f"SELECT * FROM python_docs WHERE content = '{question}' LIMIT 3")
         print(f"\nSELECT * FROM python_docs WHERE content = '{question}' LIMIT 3")
-        print(hits[["id", "chunk_id", "relevance"]].to_string(index=False))
+        print(f"{'id':<10} {'relevance':<9}  chunk_content")  # the text: why each row was found
+        for row in hits.itertuples():
+            print(f"{row.id:<10} {row.relevance:<9.4f}  {snippet(row.chunk_content)}")
 
         if "docs_agent" in [a.name for a in client.agents.list()]:
             client.agents.delete("docs_agent")
@@ -85,11 +89,32 @@ def print_stream(chunks: Iterable[dict[str, Any]]) -> int:
                 print(f"  tool  {action['tool']}({action['tool_input']!r})")
         elif kind == "steps":
             for step in chunk["steps"]:
-                first = step["observation"].strip().splitlines()[:1]
-                print(f"  seen  {first[0][:90] if first else ''}")
+                print(f"  seen  {seen(step['observation'])}")
         elif kind == "error":
             print(f"error: {chunk['content']}")
             return 1
     if answering:
         print()
     return 0
+
+
+def seen(observation: str) -> str:
+    """One line for a tool's observation: a table's row count and the ids it holds (the first
+    line of a table observation is its column names, "Output columns: 'id', 'chunk_id', ...",
+    which is all the quick start printed of kb_query_tool's 20 rows), else its first line."""
+    table = parse_table(observation)
+    if table is None or not table.columns:
+        first = observation.strip().splitlines()[:1]
+        return first[0][:90] if first else ""
+    count = f"{len(table.rows)} row{'' if len(table.rows) == 1 else 's'}"
+    ids = list(dict.fromkeys(row.get("id", "") for row in table.records() if row.get("id")))
+    if not ids:
+        return count
+    return f"{count}, ids {', '.join(ids[:6])}{', ...' if len(ids) > 6 else ''}"
+
+
+def snippet(text: str, width: int = 70) -> str:
+    """A chunk's opening words on one line, without the rows of `*` that underline a pydoc
+    topic's title."""
+    words = " ".join(re.sub(r"[*=~^-]{4,}", " ", text).split())
+    return words if len(words) <= width else words[:width - 3] + "..."

@@ -41,6 +41,19 @@ def test_agent_answers_and_follow_ups_carry_the_conversation(cells):
         assert "What do pumps do?" not in _questions(fake.requests[2])
 
 
+def test_options_after_the_agent_name_are_options(cells):
+    """`%agent helper --new Hi`, the order README's row reads in: --new starts over; the
+    agent used to get "--new Hi" as the question, with the conversation kept."""
+    script = [text("Pumps move water."), text("Hello again.")]
+    with FakeLLM("openai", script) as fake:
+        _client(cells).agents.create("helper", model={
+            "provider": "openai", "model_name": "m1", "api_key": "sk-test", "base_url": fake.base_url})
+        cells.ok("%agent helper What do pumps do?")
+        assert cells.ok("%agent helper --new Hi") == "Hello again."
+        sent = _questions(fake.requests[1])
+        assert "What do pumps do?" not in sent and "--new" not in sent and "Hi" in sent
+
+
 def test_unknown_agent_is_a_short_error(cells):
     result, out = cells.run("%agent nobody hello?")
     assert not result.success

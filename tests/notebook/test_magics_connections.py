@@ -122,7 +122,8 @@ def test_a_password_in_the_server_url_never_reaches_an_output(cells, server_url)
         port = s.getsockname()[1]
     result, out = cells.run(f"%kbsql_connect http://alice:pw-0123@127.0.0.1:{port} --alias down")
     assert "pw-0123" not in out
-    assert "(not answering now (Cannot reach" in out  # asked when made: said at once
+    assert "Not answering: down: " in out and "Cannot reach" in out  # asked when made: said at once
+    assert "Connected" not in out  # it said "Connected: down: ... (not answering now (...))"
     result, out = cells.run("%kbsql SELECT 1")
     assert not result.success and "Cannot reach" in out and "***@127.0.0.1" in out
     assert "pw-0123" not in out

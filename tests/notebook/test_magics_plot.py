@@ -135,6 +135,30 @@ def test_map_of_a_knowledge_base(cells, where, tmp_path):
     same_as_baseline(plot, "map", tmp_path)
 
 
+def test_the_query_on_a_map_has_no_category_colour():
+    """The query's star and label stay readable among dots of any category: they were the red
+    of tab10's fourth category, so "my parcel is late" vanished among the shipping tickets."""
+    import numpy as np
+    from matplotlib.colors import to_rgba
+
+    from kbsql.notebook.plots import _categorical, map_figure
+
+    points = np.random.default_rng(0).normal(size=(40, 2))
+    colours = [("account", "product", "refund", "shipping")[i % 4] for i in range(40)]
+    figure = map_figure(points, colours, colour_by="category", query="my parcel is late",
+                        query_point=np.zeros(2))
+    ax = figure.axes[0]
+    palette = np.array(_categorical(4))[:, :3]
+
+    def unlike_every_category(colour) -> bool:  # far in RGB from each (#d93025 is 0.04 from red)
+        return bool(np.linalg.norm(palette - np.asarray(to_rgba(colour))[:3], axis=1).min() > 0.3)
+
+    assert unlike_every_category(ax.collections[-1].get_facecolor()[0])  # the star
+    (label,) = ax.texts
+    assert unlike_every_category(label.get_color())
+    assert label.get_bbox_patch() is not None  # a white box under the words
+
+
 def test_plot_usage_errors(cells, where):
     for line, says in [("%kbsql_plot pie x", "KIND is one of"),
                        ("%kbsql_plot relevance SELECT * FROM notes", "no relevance to plot"),

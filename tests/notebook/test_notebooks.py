@@ -137,6 +137,10 @@ def test_quickstart_runs_twice_and_leaves_no_folder(tmp_path: Path, kernel_tmp: 
     text = text_of(nb)
     assert "3 rows affected" in text and "Closed quickstart." in text
     assert "Replace the pump seal every year." in text  # the agent answered from the KB
+    # the follow-up "And what does it move?" is answered only through the conversation ("it":
+    # the pump of the question before; asked alone the offline agent finds nothing to quote)
+    assert "A: The pump moves water from the tank to the garden." in text
+    assert "\nThe pump moves water from the tank to the garden. [1:content:" in text  # the returned string
     assert f"embedded ({kernel_tmp}/kbsql-quickstart-" in text  # its folder was in the kernel's TMPDIR
     assert leftovers(kernel_tmp) == []  # and the last cell removed it
     assert sorted(p.name for p in tmp_path.iterdir()) == ["quickstart.ipynb"]
@@ -153,6 +157,14 @@ def test_search_your_own_csv(tmp_path: Path, kernel_tmp: Path):
     assert "A search without LIMIT returns at most 10 rows" in html  # the default-limit note
     assert text.count("<kbsql plot:") == 2 and "image/png" in str(outputs(nb))
     assert "refund" in html.lower() and "kbsql-snapshot" in html  # the agent's saved panel
+    # the follow-up "And which of them are about a kettle?" is read with the refund question
+    # before it: kettles returned for a refund (asked alone: kettles that switch off)
+    panel = text.split("Q: And which of them are about a kettle?", 1)[1]
+    follow = panel.split("\nA: ", 1)[1].split("\n", 1)[0]
+    assert follow.startswith("I returned the kettle") and "switches off" not in follow, follow
+    # the search joined back to the table shows the tickets' text: five login problems
+    join = next(c for c in nb.cells if c.cell_type == "code" and "'cannot sign in'" in c.source)
+    assert join.outputs[0]["data"]["text/plain"].count("I cannot log in") == 5
     assert f"embedded ({kernel_tmp}/kbsql-csv-" in text  # its folder was in the kernel's TMPDIR
     assert leftovers(kernel_tmp) == []  # and the last cell removed it
 

@@ -89,7 +89,7 @@ def check_server(client: Client, target: str, key_kind: str | None, source: str)
     try:
         client.api.list_projects()
     except TransportError as exc:
-        return f"not answering now ({exc})"
+        return f"{exc}; kept as the current connection: each query tries it again"
     except ServiceError as exc:
         if exc.status not in REFUSED:
             return ""

@@ -36,7 +36,7 @@ from kbsql.notebook.display import (
     short_error,
     to_frame,
 )
-from kbsql.notebook.options import split_options
+from kbsql.notebook.options import split_options, starts_with_option
 from kbsql.notebook.pyproject_config import pyproject_settings
 
 _CAPTURE = re.compile(r"^\s*([A-Za-z_]\w*)\s*<<\s*(.*)$", re.DOTALL)
@@ -250,7 +250,9 @@ class KbSql(Magics, Configurable):
                                        api_key_env=args.api_key_env or args.token_env,
                                        project=args.project,
                                        key_kind="token" if args.token_env else "api key")
-                print(f"Connected: {conn.describe()}" + (f" ({conn.note})" if conn.note else ""))
+                # a server that does not answer is kept (it may be starting), never "Connected"
+                print(f"Not answering: {conn.describe()} ({conn.note})" if conn.note
+                      else f"Connected: {conn.describe()}")
         except KbsqlError as exc:
             self._fail(exc)
 
@@ -266,11 +268,17 @@ class KbSql(Magics, Configurable):
 
         %agent [options] AGENT question text
         %%agent [options] AGENT           (the cell body is the question)
+        (the options may also follow AGENT: %agent AGENT --new question)
 
         Follow-up questions carry the conversation so far; --new starts over.
         """
         args, rest = split_options(strip_comment(line), self.agent)
         name, _, question = rest.partition(" ")
+        if starts_with_option(question, self.agent):  # %agent AGENT --new question
+            late, question = split_options(question, self.agent)
+            for key, value in vars(late).items():
+                if value:
+                    setattr(args, key, value)
         question = question.strip() if cell is None else f"{question}\n{cell}".strip()
         if not name:
             raise UsageError("Name the agent: %agent AGENT question (see %agent?)")

@@ -39,3 +39,12 @@ def split_options(line: str, func: Any) -> tuple[Any, str]:
             tokens.append(value.group(1))
             pos = value.end()
     return parse_argstring(func, " ".join(tokens)), line[pos:].strip()
+
+
+def starts_with_option(text: str, func: Any) -> bool:
+    """Whether `text` opens with one of the magic's own options (`--new`, `-c`, `--project=x`;
+    not -h). `%agent helper --new What next?` means the option: read as the question, "--new"
+    went to the agent as words and the conversation was not started over."""
+    match = _TOKEN.match(text)
+    options = {s for a in func.parser._actions for s in a.option_strings} - {"-h", "--help"}
+    return match is not None and match.group(1).split("=", 1)[0] in options
