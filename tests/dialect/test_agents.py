@@ -171,3 +171,23 @@ def test_model_calls_are_rows_of_log_llm_log_without_api_keys(doc: Doc, llm: Fak
     assert "How long do llm_log refunds take?" in json.loads(row["INPUT"])["messages"][-1]["content"]
     assert "known: llm_log, jobs_history" in doc.error("SELECT * FROM log.job_history")
     doc.sql("DROP AGENT logged_agent")
+
+
+def test_a_hosted_model_without_a_key_is_one_line_before_any_call(doc: Doc, monkeypatch: pytest.MonkeyPatch
+                                                                  ) -> None:
+    """An OpenAI or Anthropic model at the service's own URL with no api_key (and no
+    OPENAI_API_KEY / ANTHROPIC_API_KEY where the engine runs) is refused at CREATE, naming the
+    key; it went out first and answered "could not be reached" (or, online, the service's 401)."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    for statement, variable in (
+            ("CREATE KNOWLEDGE_BASE nokey_kb USING embedding_model = "
+             "{'provider': 'openai', 'model_name': 'text-embedding-3-small'}", "OPENAI_API_KEY"),
+            ("CREATE AGENT nokey_agent USING model = {'provider': 'openai', 'model_name': 'gpt-4o'}",
+             "OPENAI_API_KEY"),
+            ("CREATE AGENT nokey_agent USING model = {'provider': 'anthropic', 'model_name': 'claude-3-5'}",
+             "ANTHROPIC_API_KEY")):
+        message = doc.error(statement)
+        assert "'api_key' is required" in message and variable in message, message
+        assert "reached" not in message
+    assert doc.rows("SHOW AGENTS WHERE name = 'nokey_agent'") == []

@@ -79,3 +79,9 @@ class ProviderContext:
             if key not in self._loaded:
                 self._loaded[key] = load()
             return self._loaded[key]  # type: ignore[no-any-return]
+
+
+def missing_key(provider: str, base_url: str, variable: str) -> str:
+    """The one line for a hosted model given no key (chat and embedding providers alike)."""
+    return (f"'api_key' is required for provider '{provider}' at {base_url}: give it in the model's "
+            f"parameters, or set {variable} where the engine runs")

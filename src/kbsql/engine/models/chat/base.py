@@ -21,7 +21,7 @@ import httpx
 
 from kbsql.engine import outbound
 from kbsql.engine.models import answer_bound
-from kbsql.engine.models.model_context import ProviderContext, base_url_of
+from kbsql.engine.models.model_context import ProviderContext, base_url_of, missing_key
 from kbsql.engine.models.model_http import ModelHttp
 from kbsql.interface.control import Control, Stopped
 from kbsql.interface.errors import MissingParameter, ProviderError
@@ -193,6 +193,9 @@ class HttpProvider:
         own = {**model, "provider": model.get("provider") or self.provider}
         self.base_url = str(base_url_of(own) or self.default_base_url).rstrip("/")
         self.api_key = str(model.get("api_key") or "") or self.env_key() or None
+        if self.api_key is None and self.api_key_env and self.base_url == self.default_base_url.rstrip("/"):
+            # the hosted service refuses a call without one: say so before going out
+            raise MissingParameter(missing_key(own["provider"], self.default_base_url, self.api_key_env))
         self.connect_timeout = connect_timeout
 
     def env_key(self) -> str | None:
