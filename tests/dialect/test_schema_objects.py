@@ -14,3 +14,25 @@ def test_information_schema_views_lists_the_views(doc: Doc) -> None:
     mine = [r for r in rows if r["PROJECT"] == doc.project]
     assert mine == [{"NAME": "v1", "PROJECT": doc.project, "QUERY": "SELECT * FROM sample_data.orders"}]
     assert doc.rows(f"SHOW VIEWS FROM {doc.project}") == mine
+
+
+def test_describe_an_object_answers_its_information_schema_row(doc: Doc) -> None:
+    """test_schema: `describe job j1` and `describe view v1` answer the object's row (NAME,
+    QUERY ...), as MindsDB's answer_describe_object reads information_schema.<TYPE>S; they
+    answered "Table 'j1' not found" and the view's columns. A type whose feature kbsql lacks
+    is refused in one line."""
+    doc.sql("CREATE VIEW v1 (SELECT * FROM sample_data.orders)")
+    doc.sql("CREATE JOB j1 (SELECT 1) EVERY hour")
+    assert doc.rows("DESCRIBE VIEW v1") == [
+        {"NAME": "v1", "PROJECT": doc.project, "QUERY": "SELECT * FROM sample_data.orders"}]
+    job = doc.rows(f"DESCRIBE JOBS {doc.project}.j1")
+    assert [(r["NAME"], r["QUERY"], r["SCHEDULE_STR"]) for r in job] == [("j1", "SELECT 1", "every hour")]
+    assert [r["NAME"] for r in doc.rows(f"DESCRIBE DATABASE {doc.project}")] == [doc.project]
+    assert "Job nope not found" in doc.error("DESCRIBE JOB nope")
+    assert "ML models (DESCRIBE MODEL m)" in doc.error("DESCRIBE MODEL m")
+    assert "triggers (DESCRIBE TRIGGER t)" in doc.error("DESCRIBE TRIGGER t")
+    assert "Unknown describe type: thing" in doc.error("DESCRIBE thing x")
+    # a plain DESCRIBE (or DESCRIBE TABLE) still lists a table's columns
+    assert [r["COLUMN_NAME"] for r in doc.rows("DESCRIBE TABLE sample_data.orders")][:1] == ["order_id"]
+    assert [r["COLUMN_NAME"] for r in doc.rows("DESCRIBE v1")][:1] == ["order_id"]
+
