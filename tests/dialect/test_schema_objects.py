@@ -36,3 +36,11 @@ def test_describe_an_object_answers_its_information_schema_row(doc: Doc) -> None
     assert [r["COLUMN_NAME"] for r in doc.rows("DESCRIBE TABLE sample_data.orders")][:1] == ["order_id"]
     assert [r["COLUMN_NAME"] for r in doc.rows("DESCRIBE v1")][:1] == ["order_id"]
 
+
+def test_show_projects(doc: Doc) -> None:
+    """test_schema: `show projects` lists the projects (MindsDB: one column, `project`)."""
+    rows = doc.rows("SHOW PROJECTS")
+    assert list(rows[0]) == ["project"]
+    assert {"mindsdb", doc.project} <= {r["project"] for r in rows}
+    assert "sample_data" not in {r["project"] for r in rows}
+    assert doc.rows(f"SHOW PROJECTS LIKE '{doc.project}'") == [{"project": doc.project}]

@@ -105,6 +105,7 @@ HANDLERS: dict[Kind, Handler] = {
     kind(ast.Show, "FIELDS"): database_statements.show_columns,
     kind(ast.Describe): database_statements.describe,
     kind(ast.Describe, "OBJECT"): describe_objects.describe,
+    kind(ast.Show, "PROJECTS"): describe_objects.show_projects,
     kind(ast.Insert): builtin_tables.insert_or_refuse,  # files.x appends; others refused
     kind(ast.Update): builtin_tables.change_or_refuse,  # data sources and files.x; others refused
     kind(ast.Delete): builtin_tables.change_or_refuse,

@@ -1,4 +1,4 @@
-"""`DESCRIBE <type> [project.]name`, as MindsDB's command executor answers
+"""`DESCRIBE <type> [project.]name` and `SHOW PROJECTS`, as MindsDB's command executor answers
 them: its `answer_describe_object` reads `information_schema.<TYPE>S` where NAME (and, for a
 project's objects, PROJECT) is the one named, so `DESCRIBE VIEW v1` is the view's row (NAME,
 PROJECT, QUERY) and `DESCRIBE JOB j1` the job's, not the columns a plain DESCRIBE lists
@@ -16,6 +16,7 @@ from mindsdb_sql_parser import ast
 from kbsql.engine.sql import refusals
 from kbsql.engine.sql.arrow_results import ArrowTableResult
 from kbsql.engine.sql.databases import info_schema, job_tables
+from kbsql.engine.sql.databases.database_statements import filtered
 from kbsql.engine.sql.tables.names import find_project, table_parts
 from kbsql.interface.errors import SqlError, UnknownDatabase, UnknownTable
 
@@ -81,3 +82,9 @@ def describe(session: SqlSession, statement: ast.Describe, ctx: dict[str, Any], 
         raise UnknownTable(f"{kind.capitalize()} {parts[-1]} not found{where}")
     return ArrowTableResult(found, ctx)
 
+
+def show_projects(session: SqlSession, statement: ast.Show, ctx: dict[str, Any], routed: Routed) -> SqlResult:
+    """SHOW PROJECTS [LIKE | WHERE]: one column `project`, as MindsDB's (information_schema
+    DATABASES of TYPE project)."""
+    names = _GLOBAL_OBJECTS["PROJECT"](session).column("NAME")
+    return filtered(session, pa.table({"project": names}), statement, ctx)
