@@ -44,3 +44,16 @@ def test_show_projects(doc: Doc) -> None:
     assert {"mindsdb", doc.project} <= {r["project"] for r in rows}
     assert "sample_data" not in {r["project"] for r in rows}
     assert doc.rows(f"SHOW PROJECTS LIKE '{doc.project}'") == [{"project": doc.project}]
+
+
+def test_show_databases_where_names_information_schema_columns(doc: Doc) -> None:
+    """MindsDB's test_executor.py::TestIfExistsIfNotExists::test_database_integration:
+    `SHOW DATABASES WHERE name = 'x'` filters information_schema.DATABASES (NAME, TYPE,
+    ENGINE), then answers `Database`; it was a DuckDB binder error on `name`."""
+    doc.sql(f"CREATE DATABASE {doc.project}_db WITH ENGINE = 'mindsdb'")
+    assert doc.rows(f"SHOW DATABASES WHERE name = '{doc.project}_db'") == [{"Database": f"{doc.project}_db"}]
+    assert doc.rows(f"SHOW DATABASES WHERE name = '{doc.project}_none'") == []
+    full = doc.rows("SHOW FULL DATABASES WHERE engine = 'files'")
+    assert full == [{"Database": "files", "TYPE": "data", "ENGINE": "files"}]
+    assert doc.rows(f"SHOW PROJECTS WHERE name = '{doc.project}'") == [{"project": doc.project}]
+    assert doc.rows("SHOW DATABASES LIKE 'informat%'") == [{"Database": "information_schema"}]

@@ -16,7 +16,7 @@ from mindsdb_sql_parser import ast
 from kbsql.engine.sql import refusals
 from kbsql.engine.sql.arrow_results import ArrowTableResult
 from kbsql.engine.sql.databases import info_schema, job_tables
-from kbsql.engine.sql.databases.database_statements import filtered
+from kbsql.engine.sql.databases.database_statements import filtered, named_databases
 from kbsql.engine.sql.tables.names import find_project, table_parts
 from kbsql.interface.errors import SqlError, UnknownDatabase, UnknownTable
 
@@ -85,6 +85,6 @@ def describe(session: SqlSession, statement: ast.Describe, ctx: dict[str, Any], 
 
 def show_projects(session: SqlSession, statement: ast.Show, ctx: dict[str, Any], routed: Routed) -> SqlResult:
     """SHOW PROJECTS [LIKE | WHERE]: one column `project`, as MindsDB's (information_schema
-    DATABASES of TYPE project)."""
-    names = _GLOBAL_OBJECTS["PROJECT"](session).column("NAME")
-    return filtered(session, pa.table({"project": names}), statement, ctx)
+    DATABASES of TYPE project, which its WHERE reads)."""
+    listed = named_databases(_GLOBAL_OBJECTS["PROJECT"](session), "project")
+    return filtered(session, listed, statement, ctx, ["project"])
