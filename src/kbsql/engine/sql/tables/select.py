@@ -22,6 +22,7 @@ from kbsql.engine.sql.databases import info_schema, job_tables
 from kbsql.engine.sql.information_functions import answer_information_functions
 from kbsql.engine.sql.parse import parsing
 from kbsql.engine.sql.tables import kb_tables, names, source_columns, sqlglot_render
+from kbsql.engine.sql.tables.mysql_functions import adapt_mysql_functions
 from kbsql.engine.sql.tables.plans import Compiled
 from kbsql.engine.sql.tables.setting_reads import refuse_setting_reads
 from kbsql.engine.sql.tables.value_caps import cap_values
@@ -74,6 +75,7 @@ def _unalias_stars(tree: exp.Expression) -> None:
 def _tree(session: SqlSession, statement: ast.ASTNode, ctx: dict[str, Any], compiled: Compiled,
           frames: dict[str, Any] | None, resolved: names.Resolutions | None) -> exp.Expression:
     """The tree with every table reference rewritten (a view's own SELECT inlined)."""
+    adapt_mysql_functions(statement)  # LENGTH, CHAR, DAYOFWEEK ... answer as MySQL's
     tree = sqlglot_render.to_tree(statement)
     _name_columns(tree, statement)
     ctes = _rename_ctes(tree, f"__kbsql_v{compiled.views}_cte_" if compiled.views else "__kbsql_cte_")
