@@ -10,8 +10,17 @@ answering something else than in MindsDB, a silent wrong result:
 - `DAYOFWEEK(d)` is 1 (Sunday) .. 7 in MySQL, 0 .. 6 in DuckDB: `date_part('dow', d) + 1`.
 DAYOFWEEK, DAYOFYEAR, DAYOFMONTH, DAY and DAYNAME read their argument as a date, as MindsDB
 casts it (a text column holding '2009-10-30 22:23:11' is a date there, a DuckDB binder
-error here before). The rewrite runs on the parser's tree before rendering, where LENGTH is
-still told apart from CHAR_LENGTH, and is idempotent (a kept statement may be seen twice).
+error here before).
+
+MySQL functions DuckDB lacks or reads otherwise (a DuckDB error before, in several lines)
+are written with DuckDB's: FORMAT(x, d), REGEXP_SUBSTR, SUBSTRING_INDEX, CURDATE, CURTIME,
+TIMESTAMPDIFF (whole units, as MySQL counts them), EXTRACT from text (and YEAR_MONTH,
+DAY_MINUTE), GET_FORMAT, DATE_FORMAT (its specifiers as strftime's), FROM_UNIXTIME (UTC),
+FROM_DAYS, DATEDIFF, ADDDATE / DATE_ADD / DATE_SUB of an interval, ADDTIME of a constant
+'D HH:MM:SS' and CONVERT_TZ (dates_mysql.py).
+
+The rewrite runs on the parser's tree before rendering, where LENGTH is still told apart
+from CHAR_LENGTH, and is idempotent (a kept statement may be seen twice).
 """
 
 from __future__ import annotations
@@ -20,11 +29,24 @@ from typing import Any
 
 from mindsdb_sql_parser import ast
 
+from kbsql.engine.sql.tables.dates_mysql import DATE_FUNCTIONS, as_date
+
 _PARTS = {"dayofyear": "doy", "dayofmonth": "day", "day": "day"}
 
 
 def adapt_mysql_functions(statement: ast.ASTNode) -> None:
-    """Rewrite, in place, every call under `statement` that MySQL answers differently."""
+    """Rewrite, in place, every call under `statement` that MySQL answers differently; an
+    unaliased column keeps the name the user wrote (`length(x)`, not `strlen(x)`)."""
+    targets = getattr(statement, "targets", None) or []
+    written = [t.to_string() for t in targets]
+    _rewrite_calls(statement)
+    for target, text in zip(targets, written, strict=True):
+        if getattr(target, "alias", None) is None and not isinstance(target, (ast.Identifier, ast.Star)) \
+                and target.to_string() != text:
+            target.alias = ast.Identifier(parts=[text])
+
+
+def _rewrite_calls(statement: ast.ASTNode) -> None:
     stack: list[Any] = [statement]
     while stack:
         node = stack.pop()
@@ -50,16 +72,35 @@ def _adapted(node: ast.ASTNode) -> ast.ASTNode:
     elif name == "char" and args:
         node.op, node.args = "concat", [ast.Function("chr", args=[a]) for a in args]
     elif name == "dayofweek" and len(args) == 1:
-        part = ast.Function("date_part", args=[ast.Constant("dow"), _as_date(args[0])])
+        part = ast.Function("date_part", args=[ast.Constant("dow"), as_date(args[0])])
         return ast.BinaryOperation("+", args=[part, ast.Constant(1)], alias=node.alias, parentheses=True)
     elif name in _PARTS and len(args) == 1:
-        node.op, node.args = "date_part", [ast.Constant(_PARTS[name]), _as_date(args[0])]
+        node.op, node.args = "date_part", [ast.Constant(_PARTS[name]), as_date(args[0])]
     elif name == "dayname" and len(args) == 1:
-        node.args = [_as_date(args[0])]
+        node.args = [as_date(args[0])]
+    elif name == "format" and len(args) == 2 and _is_int(args[1]) and not _is_text(args[0]):
+        node.args = [ast.Constant(f"{{:,.{int(args[1].value)}f}}"), args[0]]
+    elif name == "regexp_substr" and 2 <= len(args) <= 4 and all(_is_int(a, 1) for a in args[2:]):
+        node.op, node.args = "regexp_extract", args[:2]
+    elif name == "substring_index" and len(args) == 3 and _is_int(args[2]):
+        count = int(args[2].value)
+        parts = ast.Function("string_split", args=args[:2])
+        span = [ast.Constant(1), ast.Constant(count)] if count >= 0 else \
+            [ast.Constant(count), ast.Constant(-1)]
+        node.op, node.args = "array_to_string", [ast.Function("list_slice", args=[parts, *span]), args[1]]
+    elif name in DATE_FUNCTIONS:
+        adapted = DATE_FUNCTIONS[name](node, [_adapted(a) for a in args])
+        if adapted is not node and adapted is not None:
+            adapted.alias = node.alias
+            return adapted
     return node
 
 
-def _as_date(arg: ast.ASTNode) -> ast.ASTNode:
-    if isinstance(arg, ast.TypeCast) and str(arg.type_name).lower() == "date":
-        return arg
-    return ast.TypeCast("date", arg)
+def _is_int(node: ast.ASTNode, value: int | None = None) -> bool:
+    if not isinstance(node, ast.Constant) or not isinstance(node.value, int) or isinstance(node.value, bool):
+        return False
+    return value is None or node.value == value
+
+
+def _is_text(node: ast.ASTNode) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, str)
