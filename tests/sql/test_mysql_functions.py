@@ -68,3 +68,18 @@ def test_mysql_date_and_text_functions_duckdb_lacks(engine: Engine) -> None:
     # an unaliased column keeps the name the user wrote
     answer = engine.query("SELECT length('ab'), datediff(updated, created) FROM df.dates").to_json()
     assert answer["column_names"] == ["length('ab')", "datediff(updated, created)"]
+
+
+def test_group_by_with_rollup(engine: Engine) -> None:
+    """MindsDB's test_query_df_with_rollup: `GROUP BY ... WITH ROLLUP` adds the subtotal rows
+    (NULL where a column is rolled up); DuckDB's parser refused the MySQL form."""
+    engine.register_dataframe("sales", pd.DataFrame({
+        "country": ["USA", "USA", "USA", "UK", "UK"], "city": ["NY", "NY", "LA", "London", "London"],
+        "amount": [100, 150, 200, 250, 300]}))
+    answer = engine.query("SELECT country, SUM(amount) AS total FROM df.sales GROUP BY country WITH ROLLUP "
+                          "ORDER BY country NULLS LAST").to_json()
+    assert answer["data"] == [["UK", 550], ["USA", 450], [None, 1000]], answer
+    answer = engine.query("SELECT country, city, SUM(amount) AS total FROM df.sales "
+                          "GROUP BY country, city WITH ROLLUP").to_json()
+    rows = answer["data"]
+    assert len(rows) == 6 and [None, None, 1000] in rows and ["USA", None, 450] in rows, rows

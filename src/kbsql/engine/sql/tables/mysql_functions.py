@@ -19,6 +19,8 @@ DAY_MINUTE), GET_FORMAT, DATE_FORMAT (its specifiers as strftime's), FROM_UNIXTI
 FROM_DAYS, DATEDIFF, ADDDATE / DATE_ADD / DATE_SUB of an interval, ADDTIME of a constant
 'D HH:MM:SS' and CONVERT_TZ (dates_mysql.py).
 
+MySQL's `GROUP BY ... WITH ROLLUP` is DuckDB's `GROUP BY ROLLUP (...)` (`_rollup`).
+
 The rewrite runs on the parser's tree before rendering, where LENGTH is still told apart
 from CHAR_LENGTH, and is idempotent (a kept statement may be seen twice).
 """
@@ -40,10 +42,33 @@ def adapt_mysql_functions(statement: ast.ASTNode) -> None:
     targets = getattr(statement, "targets", None) or []
     written = [t.to_string() for t in targets]
     _rewrite_calls(statement)
+    for select in (n for n in _nodes(statement) if isinstance(n, ast.Select) and n.group_by):
+        _rollup(select)
     for target, text in zip(targets, written, strict=True):
         if getattr(target, "alias", None) is None and not isinstance(target, (ast.Identifier, ast.Star)) \
                 and target.to_string() != text:
             target.alias = ast.Identifier(parts=[text])
+
+
+def _rollup(select: ast.Select) -> None:
+    """MySQL's `GROUP BY a, b WITH ROLLUP` (the parser marks its last item) as DuckDB's
+    `GROUP BY ROLLUP (a, b)`: DuckDB's parser refused the MySQL form (MindsDB's
+    test_query_df_with_rollup)."""
+    last = select.group_by[-1]
+    if getattr(last, "with_rollup", False):
+        last.with_rollup = False
+        select.group_by = [ast.Function("rollup", args=list(select.group_by))]
+
+
+def _nodes(statement: ast.ASTNode) -> list[ast.ASTNode]:
+    found, stack = [], [statement]
+    while stack:
+        node = stack.pop()
+        found.append(node)
+        for value in vars(node).values():
+            items = value if isinstance(value, list) else [value]
+            stack.extend(v for v in items if isinstance(v, ast.ASTNode))
+    return found
 
 
 def _rewrite_calls(statement: ast.ASTNode) -> None:
