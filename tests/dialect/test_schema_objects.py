@@ -57,3 +57,16 @@ def test_show_databases_where_names_information_schema_columns(doc: Doc) -> None
     assert full == [{"Database": "files", "TYPE": "data", "ENGINE": "files"}]
     assert doc.rows(f"SHOW PROJECTS WHERE name = '{doc.project}'") == [{"project": doc.project}]
     assert doc.rows("SHOW DATABASES LIKE 'informat%'") == [{"Database": "information_schema"}]
+
+
+def test_mysql_client_statements_name_the_mysql_door(doc: Doc) -> None:
+    """MindsDB's flows/test_http.py::test_special_queries: SHOW WARNINGS, SHOW FUNCTION STATUS,
+    SHOW ENGINES ..., BEGIN and SET NAMES are the MySQL door's here (README); over HTTP and
+    embedded each is refused in one line naming that door (it said "Show statements (SHOW
+    WARNINGS)", "StartTransaction statements (start transaction)", "Set statements")."""
+    for statement in ("SHOW WARNINGS", "show function status where db = 'mindsdb'", "SHOW PROCEDURE STATUS",
+                      "show session status", "SHOW ENGINES", "show charset", "SHOW COLLATION", "BEGIN",
+                      "COMMIT", "SET NAMES utf8"):
+        error = doc.error(statement)
+        assert error.startswith("not supported by the local engine: ") and "MySQL door" in error, error
+        assert "--mysql-port" in error
