@@ -17,6 +17,7 @@ from mindsdb_sql_parser import ast
 from sqlglot import exp
 
 from kbsql.engine.datasources.scans import FrameScan, NativeTable
+from kbsql.engine.sql import refusals
 from kbsql.engine.sql.arrow_results import JSON_COLUMNS, ArrowTableResult
 from kbsql.engine.sql.databases import info_schema, job_tables
 from kbsql.engine.sql.information_functions import answer_information_functions
@@ -138,9 +139,22 @@ def _name_columns(tree: exp.Expression, statement: ast.ASTNode) -> None:
         expression.replace(exp.alias_(expression.copy(), name, quoted=True))
 
 
+def _refuse_native_query(session: SqlSession, table: exp.Table) -> None:
+    """MindsDB's native query, `FROM pg (SELECT ... in pg's own SQL)` (its test_executor.py
+    TestWithNativeQuery), reads as a call of a function named after the data source: refused
+    as the feature it is when that name is a data source (the text is never sent to the
+    source here), not as a table function."""
+    call = table.this
+    name = call.name if isinstance(call, exp.Anonymous) else ""
+    if name and session.catalog.find_datasource(name) is not None:
+        raise refusals.unsupported(f"native queries ({name} (<its own SQL>)): query its tables as "
+                                   f"{name}.<table>, in this engine's SQL")
+
+
 def _rewrite(session: SqlSession, table: exp.Table, ctes: dict[str, str], ctx: dict[str, Any],
              frames: dict[str, Any], compiled: Compiled, resolved: names.Resolutions) -> None:
     if not isinstance(table.this, exp.Identifier):
+        _refuse_native_query(session, table)
         raise SqlError(f"Table functions are not allowed in queries: {table.sql()}; "
                        "query tables of a data source as <data_source>.<table>")
     parts = [p.name for p in table.parts]
