@@ -83,3 +83,13 @@ def test_group_by_with_rollup(engine: Engine) -> None:
                           "GROUP BY country, city WITH ROLLUP").to_json()
     rows = answer["data"]
     assert len(rows) == 6 and [None, None, 1000] in rows and ["USA", None, 450] in rows, rows
+
+
+def test_date_part_names_given_as_strings(engine: Engine) -> None:
+    """`date_trunc('month', d)` and `date_diff('day', a, b)`: sqlglot reads the part as a unit
+    and upper-cases it, so the placeholder that stands for the string (sqlglot_render) was not
+    put back and DuckDB was sent "__KBSQL_LITERAL_0__" ("extract specifier ... not recognized")."""
+    answer = engine.query("SELECT date_trunc('month', DATE '2011-01-05') AS m, date_diff('day', "
+                          "DATE '2011-01-01', DATE '2011-01-15') AS d, 'month' AS s").to_json()
+    assert answer["type"] == "table", answer
+    assert [str(answer["data"][0][0])[:10], *answer["data"][0][1:]] == ["2011-01-01", 14, "month"]
