@@ -65,6 +65,9 @@ def test_mysql_date_and_text_functions_duckdb_lacks(engine: Engine) -> None:
         if isinstance(got, str) and got.endswith(".000000"):  # a timestamp's JSON text
             got = got.removesuffix(".000000")
         assert got == value, expression
+    # the same shape with another format (the parser's kept statement is copied, then rewritten)
+    for mysql_format, shown in (("%Y", "2009"), ("%d", "30"), ("%M", "October"), ("%Y", "2009")):
+        assert _one(engine, f"DATE_FORMAT(created, '{mysql_format}')") == shown
     # an unaliased column keeps the name the user wrote
     answer = engine.query("SELECT length('ab'), datediff(updated, created) FROM df.dates").to_json()
     assert answer["column_names"] == ["length('ab')", "datediff(updated, created)"]
