@@ -70,3 +70,11 @@ def test_mysql_client_statements_name_the_mysql_door(doc: Doc) -> None:
         error = doc.error(statement)
         assert error.startswith("not supported by the local engine: ") and "MySQL door" in error, error
         assert "--mysql-port" in error
+
+
+def test_show_secrets_is_refused_by_name(doc: Doc) -> None:
+    """MindsDB's test_executor.py::test_hide_secrets: `set show_secrets=True` reveals stored
+    passwords there; here they are never shown, and the refusal says so (it said "Set
+    statements (SET show_secrets=TRUE)")."""
+    error = doc.error("set show_secrets=True")
+    assert error.startswith("not supported by the local engine: SET show_secrets: stored secrets"), error

@@ -69,6 +69,10 @@ def refusal(statement: ast.ASTNode) -> NotSupported | None:
                            "here is its own")
     if isinstance(statement, ast.Set) and str(statement.category or "").lower() in ("names", "charset"):
         return unsupported(f"{statement.to_string()} {_DOOR}")
+    if isinstance(statement, ast.Set) and isinstance(statement.name, ast.Identifier) and \
+            str(statement.name.parts[-1]).lower() == "show_secrets":  # MindsDB's test_hide_secrets
+        return unsupported("SET show_secrets: stored secrets (passwords, API keys) are never shown "
+                           "here; information_schema and SHOW answer them masked")
     if isinstance(statement, ast.Select):
         for target in statement.targets or []:
             if isinstance(target, ast.Function) and str(target.op).lower() in _FUNCTIONS:
