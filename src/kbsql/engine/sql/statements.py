@@ -40,6 +40,7 @@ from kbsql.engine.sql.databases import (
     builtin_tables,
     database_ops,
     database_statements,
+    describe_objects,
     job_statements,
     view_statements,
 )
@@ -103,6 +104,8 @@ HANDLERS: dict[Kind, Handler] = {
     kind(ast.Show, "GLOBAL_VARIABLES"): database_statements.show_variables,
     kind(ast.Show, "FIELDS"): database_statements.show_columns,
     kind(ast.Describe): database_statements.describe,
+    kind(ast.Describe, "OBJECT"): describe_objects.describe,
+    kind(ast.Show, "PROJECTS"): describe_objects.show_projects,
     kind(ast.Insert): builtin_tables.insert_or_refuse,  # files.x appends; others refused
     kind(ast.Update): builtin_tables.change_or_refuse,  # data sources and files.x; others refused
     kind(ast.Delete): builtin_tables.change_or_refuse,
@@ -124,13 +127,14 @@ HANDLERS: dict[Kind, Handler] = {
 
 def category_of(statement: ast.ASTNode) -> str:
     """A SHOW's category (`SHOW KNOWLEDGE BASES` -> KNOWLEDGE_BASES), DESCRIBE KNOWLEDGE_BASE's
-    object type; "" for every other statement (a typed DESCRIBE of anything else describes
-    its table, as a plain DESCRIBE does)."""
+    object type; OBJECT for a DESCRIBE of another type (DESCRIBE VIEW v: describe_objects.py)
+    but TABLE (DESCRIBE TABLE t lists t's columns, as DESCRIBE t); "" for every other statement."""
     if isinstance(statement, ast.Show):
         return str(statement.category or "").upper().replace(" ", "_")
     if isinstance(statement, ast.Describe):
         kind = str(getattr(statement, "type", None) or "").upper().replace(" ", "_")
-        return kind if kind == "KNOWLEDGE_BASE" else ""
+        kind = "KNOWLEDGE_BASE" if kind == "KNOWLEDGE_BASES" else kind
+        return kind if kind in ("KNOWLEDGE_BASE", "") else "" if kind == "TABLE" else "OBJECT"
     return ""
 
 

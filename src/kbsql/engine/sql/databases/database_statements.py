@@ -122,27 +122,35 @@ def use(session: SqlSession, statement: ast.Use, ctx: dict[str, Any], routed: Ro
 
 
 def filtered(session: SqlSession, table: pa.Table, statement: ast.Show,
-             ctx: dict[str, Any]) -> SqlResult:
-    """A SHOW answer with its `LIKE '...'` / `WHERE ...` applied (by DuckDB, like a SELECT)."""
+             ctx: dict[str, Any], shown: list[str] | None = None) -> SqlResult:
+    """A SHOW answer with its `LIKE '...'` (on the first column) / `WHERE ...` applied (by
+    DuckDB, like a SELECT); `shown`: the columns answered when the WHERE may also name others
+    of `table` (MindsDB's SHOW DATABASES filters information_schema.DATABASES: `WHERE name = x`)."""
     where = statement.where
     if statement.like is not None:
         like = ast.BinaryOperation("like", args=[ast.Identifier(table.column_names[0]),
                                                  ast.Constant(statement.like)])
         where = like if where is None else ast.BinaryOperation("and", args=[where, like])
-    if where is None:
-        return ArrowTableResult(table, ctx)
-    query = ast.Select(targets=[ast.Star()], from_table=ast.Identifier("__show__"), where=where)
-    return ArrowTableResult(run_select(session, query, ctx, frames={"__show__": table}), ctx)
+    if where is not None:
+        query = ast.Select(targets=[ast.Star()], from_table=ast.Identifier("__show__"), where=where)
+        table = run_select(session, query, ctx, frames={"__show__": table})
+    return ArrowTableResult(table if shown is None else table.select(shown), ctx)
 
 
 def show_databases(session: SqlSession, statement: ast.Show, ctx: dict[str, Any],
                    routed: Routed) -> SqlResult:
     """SHOW [FULL] DATABASES: `Database`, and with FULL MindsDB's `TYPE` and `ENGINE`."""
     listed = info_schema.databases(session)
-    columns = {"Database": listed.column("NAME")}
-    if "full" in [m.lower() for m in statement.modes or []]:
-        columns |= {"TYPE": listed.column("TYPE"), "ENGINE": listed.column("ENGINE")}
-    return filtered(session, pa.table(columns), statement, ctx)
+    full = "full" in [m.lower() for m in statement.modes or []]
+    return filtered(session, named_databases(listed, "Database"), statement, ctx,
+                    ["Database", "TYPE", "ENGINE"] if full else ["Database"])
+
+
+def named_databases(listed: pa.Table, name: str) -> pa.Table:
+    """information_schema.DATABASES rows with their NAME also as `name` first, the column a
+    SHOW answers and its LIKE reads; its WHERE may name NAME, TYPE or ENGINE, as MindsDB's."""
+    return pa.table({name: listed.column("NAME"),
+                     **{c: listed.column(c) for c in ("NAME", "TYPE", "ENGINE")}})
 
 
 def show_tables(session: SqlSession, statement: ast.Show, ctx: dict[str, Any], routed: Routed) -> SqlResult:

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from kbsql.engine.sql.query_log import QueryRecord
     from kbsql.engine.sql.session import SqlSession
 
-TABLES = ("databases", "tables", "knowledge_bases", "agents", "queries", "jobs",
+TABLES = ("databases", "tables", "knowledge_bases", "agents", "queries", "jobs", "views",
           *mysql_schema.COLUMNS)
 """kbsql's and MindsDB's own tables, then MySQL's (mysql_schema.py), as MindsDB lists them."""
 LLM_LOG_COLUMNS = llm_log_columns.COLUMNS
@@ -73,6 +73,16 @@ def tables(session: SqlSession) -> pa.Table:
             continue
         rows += [(name, t, "BASE TABLE") for t in listed]
     return mysql_schema.arrow(mysql_schema.TABLE_COLUMNS, [mysql_schema.table_row(*r) for r in rows])
+
+
+def views_table(session: SqlSession, project: str | None) -> pa.Table:
+    """The views of `project` (None: every project's) in MindsDB's columns NAME, PROJECT,
+    QUERY: its information_schema.VIEWS (ViewsTable), which SHOW VIEWS and DESCRIBE VIEW
+    read too; MySQL's VIEWS columns answered no row for the views there are."""
+    found = views(session.catalog, project)
+    columns = {"NAME": [v.name for v in found], "PROJECT": [v.project_name for v in found],
+               "QUERY": [v.query for v in found]}
+    return pa.table({k: pa.array(v, pa.string()) for k, v in columns.items()})
 
 
 def agents(session: SqlSession) -> pa.Table:
@@ -123,6 +133,8 @@ def frame(session: SqlSession, name: str, ctx: dict[str, Any], node: exp.Table,
         return knowledge_bases(session, ctx)
     if name == "jobs":
         return job_tables.jobs(session, None)
+    if name == "views":
+        return views_table(session, None)
     if name == "queries":  # insert_data.mdx: the INSERTs into knowledge bases
         rows = session.queries.rows()
         return pa.table({c: pa.array([r[i] for r in rows], pa.int64() if c in ("ID", "PROCESSED_ROWS")

@@ -132,26 +132,36 @@ def insert(session: SqlSession, statement: ast.Insert, parts: list[str], ctx: di
         if found is None:
             raise UnknownTable(f"Table '{parts[-1]}' not found in database '{parts[0]}'")
         compiled = Compiled("")
+        columns = column_names(statement.columns) if statement.columns else []
         if statement.from_select is not None:
             tree = compile_tree(session, statement.from_select, ctx, compiled)
-        else:
-            if not statement.columns:
-                raise SqlError(f"INSERT INTO {'.'.join(parts)} VALUES needs its column names: "
-                               f"INSERT INTO {'.'.join(parts)} (a, b) VALUES (...)")
+        else:  # no column list: every column, in the table's order (MindsDB's test_insert)
+            columns = columns or _column_names(session, source, found)
+            _check_widths(statement, columns, found.table)
             frame = pd.DataFrame([[constant(v) for v in values] for values in statement.values or []],
-                                 columns=column_names(statement.columns))
+                                 columns=columns)
             select = ast.Select(targets=[ast.Star()], from_table=ast.Identifier(ROWS))
             tree = compile_tree(session, select, ctx, compiled, frames={ROWS: frame})
         names = ""
-        if statement.columns:
-            names = "(" + ", ".join(exp.to_identifier(c, quoted=True).sql("duckdb")
-                                    for c in column_names(statement.columns)) + ") "
+        if columns:
+            names = "(" + ", ".join(exp.to_identifier(c, quoted=True).sql("duckdb") for c in columns) + ") "
         by_name = "" if names else "BY NAME "
         count = _run(session, f"INSERT INTO {_target(source, found.schema, found.table)} {by_name}{names}"
                               f"{sqlglot_render.to_duckdb(tree)}", compiled,
                      what=f"INSERT INTO {'.'.join(parts)}")
     session.plans.clear()
     return OkResult(count, context=ctx)
+
+
+def _check_widths(statement: ast.Insert, columns: list[str], table: str) -> None:
+    """Each VALUES row gives one value per column it fills (MySQL's rule), else one line
+    says how many (a longer or shorter row was a pandas error and a logged traceback)."""
+    for values in statement.values or []:
+        if len(values) != len(columns):
+            hint = "" if statement.columns else \
+                f"; name the columns it fills: INSERT INTO {table} (a, b) VALUES (...)"
+            raise SqlError(f"INSERT INTO {table} VALUES gives {len(values)} values for "
+                           f"{len(columns)} columns ({', '.join(columns)}){hint}")
 
 
 def _where_and_sets(session: SqlSession, parts: list[str], where: Any, sets: dict[str, Any],
@@ -224,9 +234,16 @@ def _on_keys(keys: list[str], inner: exp.Expression, alias: str) -> tuple[dict[s
 
 def _columns(session: SqlSession, source: Any, found: NativeTable) -> set[str]:
     """The table's column names (lower case)."""
+    return {name.lower() for name in _column_names(session, source, found)}
+
+
+def _column_names(session: SqlSession, source: Any, found: NativeTable) -> list[str]:
+    """The table's column names, in the table's order."""
     with session.duck.cursor() as con:
         described = con.execute(f"SELECT * FROM {_target(source, found.schema, found.table)} LIMIT 0")
-        return {str(d[0]).lower() for d in described.description or []}
+        names = [str(d[0]) for d in described.description or []]
+        described.fetchall()  # an unread result kept the file attached past the write's detach
+        return names
 
 
 def _qualify(tree: Any, columns: set[str], table: str) -> None:

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
 from mindsdb_sql_parser import ast
 from mindsdb_sql_parser.ast.drop import DropView
 from mindsdb_sql_parser.ast.mindsdb import AlterView, CreateView
 
 from kbsql.engine import view_store
 from kbsql.engine.sql import refusals
+from kbsql.engine.sql.databases import info_schema
 from kbsql.engine.sql.databases.database_statements import filtered
 from kbsql.engine.sql.parse import parsing
 from kbsql.engine.sql.tables.names import find_project, table_parts
@@ -121,8 +121,4 @@ def show_views(session: SqlSession, statement: ast.Show, ctx: dict[str, Any], ro
     source = statement.from_table or statement.in_table
     project, _ = _place(session, ast.Identifier(parts=[*table_parts(source), "_"]) if source
                         else ast.Identifier("_"), ctx)
-    found = view_store.views(session.catalog, project)
-    columns = {"NAME": [v.name for v in found], "PROJECT": [v.project_name for v in found],
-               "QUERY": [v.query for v in found]}
-    return filtered(session, pa.table({k: pa.array(v, pa.string()) for k, v in columns.items()}),
-                    statement, ctx)
+    return filtered(session, info_schema.views_table(session, project), statement, ctx)

@@ -17,11 +17,13 @@ from mindsdb_sql_parser import ast
 from sqlglot import exp
 
 from kbsql.engine.datasources.scans import FrameScan, NativeTable
+from kbsql.engine.sql import refusals
 from kbsql.engine.sql.arrow_results import JSON_COLUMNS, ArrowTableResult
 from kbsql.engine.sql.databases import info_schema, job_tables
 from kbsql.engine.sql.information_functions import answer_information_functions
 from kbsql.engine.sql.parse import parsing
 from kbsql.engine.sql.tables import agent_join, kb_tables, names, source_columns, sqlglot_render
+from kbsql.engine.sql.tables.mysql_functions import adapt_mysql_functions
 from kbsql.engine.sql.tables.plans import Compiled
 from kbsql.engine.sql.tables.setting_reads import refuse_setting_reads
 from kbsql.engine.sql.tables.value_caps import cap_values
@@ -79,6 +81,7 @@ def _unalias_stars(tree: exp.Expression) -> None:
 def _tree(session: SqlSession, statement: ast.ASTNode, ctx: dict[str, Any], compiled: Compiled,
           frames: dict[str, Any] | None, resolved: names.Resolutions | None) -> exp.Expression:
     """The tree with every table reference rewritten (a view's own SELECT inlined)."""
+    adapt_mysql_functions(statement)  # LENGTH, CHAR, DAYOFWEEK ... answer as MySQL's
     tree = sqlglot_render.to_tree(statement)
     _name_columns(tree, statement)
     ctes = _rename_ctes(tree, f"__kbsql_v{compiled.views}_cte_" if compiled.views else "__kbsql_cte_")
@@ -179,9 +182,22 @@ def _name_columns(tree: exp.Expression, statement: ast.ASTNode) -> None:
         expression.replace(exp.alias_(expression.copy(), name, quoted=True))
 
 
+def _refuse_native_query(session: SqlSession, table: exp.Table) -> None:
+    """MindsDB's native query, `FROM pg (SELECT ... in pg's own SQL)` (its test_executor.py
+    TestWithNativeQuery), reads as a call of a function named after the data source: refused
+    as the feature it is when that name is a data source (the text is never sent to the
+    source here), not as a table function."""
+    call = table.this
+    name = call.name if isinstance(call, exp.Anonymous) else ""
+    if name and session.catalog.find_datasource(name) is not None:
+        raise refusals.unsupported(f"native queries ({name} (<its own SQL>)): query its tables as "
+                                   f"{name}.<table>, in this engine's SQL")
+
+
 def _rewrite(session: SqlSession, table: exp.Table, ctes: dict[str, str], ctx: dict[str, Any],
              frames: dict[str, Any], compiled: Compiled, resolved: names.Resolutions | None) -> None:
     if not isinstance(table.this, exp.Identifier):
+        _refuse_native_query(session, table)
         raise SqlError(f"Table functions are not allowed in queries: {table.sql()}; "
                        "query tables of a data source as <data_source>.<table>")
     parts = [p.name for p in table.parts]

@@ -132,12 +132,13 @@ def to_tree(statement: ast.ASTNode, long_lists: bool = True) -> exp.Expression:
     if lists or any(not isinstance(parent, (exp.In, exp.Tuple)) or len(parent.expressions) != 1
                     for parent, _ in places):
         return to_tree(statement, long_lists=False)  # sqlglot read `(token)` otherwise
-    if values:  # literals, and strings sqlglot parsed further (a JSON path after ->>)
+    if values:  # literals, and strings sqlglot parsed further (a JSON path after ->>, a
+        # date part it reads as a unit and upper-cases: date_trunc('month', d), date_diff)
         by_token = {_TOKEN.format(i): value for i, value in enumerate(values)}
         for node in tree.walk():
             for key, arg in node.args.items():
-                if isinstance(arg, str) and arg in by_token:
-                    node.set(key, by_token[arg])
+                if isinstance(arg, str) and arg.lower() in by_token:
+                    node.set(key, by_token[arg.lower()])
     for parent, items in places:
         parent.set("expressions", [_literal(item) for item in items])
     return tree

@@ -1,0 +1,156 @@
+"""MySQL's date and time functions written with DuckDB's (mysql_functions.py applies them).
+
+Each takes the parser's call and its (already rewritten) arguments and answers the node that
+replaces it, or None to leave the call as written (arguments it cannot read: a DuckDB error
+then, as before). Text arguments are read as dates or timestamps, as MySQL and MindsDB's
+executor read '2009-10-30 22:23:11'.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from mindsdb_sql_parser import ast
+
+Rewrite = Callable[[ast.Function, list[ast.ASTNode]], ast.ASTNode | None]
+
+_STRFTIME = {"%c": "%-m", "%D": "%-d", "%e": "%-d", "%h": "%I", "%i": "%M", "%k": "%-H", "%l": "%-I",
+             "%M": "%B", "%r": "%I:%M:%S %p", "%s": "%S", "%T": "%H:%M:%S", "%W": "%A", "%u": "%V",
+             "%v": "%V", "%V": "%U", "%X": "%G", "%x": "%G"}
+"""MySQL's DATE_FORMAT specifiers that strftime spells otherwise (the rest are the same). The
+week ones are the nearest strftime has (MySQL's %V and %X count Sunday-first weeks; at a
+year's edge strftime's may differ by one)."""
+_FORMATS = {("DATE", "USA"): "%m.%d.%Y", ("DATE", "JIS"): "%Y-%m-%d", ("DATE", "ISO"): "%Y-%m-%d",
+            ("DATE", "EUR"): "%d.%m.%Y", ("DATE", "INTERNAL"): "%Y%m%d",
+            ("DATETIME", "USA"): "%Y-%m-%d %H.%i.%s", ("DATETIME", "JIS"): "%Y-%m-%d %H:%i:%s",
+            ("DATETIME", "ISO"): "%Y-%m-%d %H:%i:%s", ("DATETIME", "EUR"): "%Y-%m-%d %H.%i.%s",
+            ("DATETIME", "INTERNAL"): "%Y%m%d%H%i%s", ("TIME", "USA"): "%h:%i:%s %p",
+            ("TIME", "JIS"): "%H:%i:%s", ("TIME", "ISO"): "%H:%i:%s", ("TIME", "EUR"): "%H.%i.%s",
+            ("TIME", "INTERNAL"): "%H%i%s"}
+"""GET_FORMAT's answers, MySQL's table (GET_FORMAT(TIMESTAMP, ...) is DATETIME's)."""
+_EXTRACT_AS_TEXT = {"YEAR_MONTH": "%Y%m", "DAY_MINUTE": "%e%H%i", "DAY_HOUR": "%e%H",
+                    "DAY_SECOND": "%e%H%i%s", "HOUR_MINUTE": "%H%i", "HOUR_SECOND": "%H%i%s",
+                    "MINUTE_SECOND": "%i%s"}
+"""EXTRACT's compound units, which DuckDB lacks: MySQL's digits run together, as a number."""
+_DAY_TIME = re.compile(r"^\s*(-?)(\d+) (\d+:\d+(?::\d+(?:\.\d+)?)?)\s*$")
+
+
+def as_date(arg: ast.ASTNode) -> ast.ASTNode:
+    return _cast(arg, "date")
+
+
+def _cast(arg: ast.ASTNode, kind: str) -> ast.ASTNode:
+    if isinstance(arg, ast.TypeCast) and str(arg.type_name).lower() == kind:
+        return arg
+    return ast.TypeCast(kind, arg)
+
+
+def _word(arg: ast.ASTNode) -> str | None:
+    """A bare unit or type name (MINUTE, DATE) as the parser reads it: an identifier."""
+    if isinstance(arg, ast.Identifier) and len(arg.parts) == 1:
+        return str(arg.parts[0]).upper()
+    return None
+
+
+def _text(arg: ast.ASTNode) -> str | None:
+    return arg.value if isinstance(arg, ast.Constant) and isinstance(arg.value, str) else None
+
+
+def _strftime(value: ast.ASTNode, mysql_format: str) -> ast.Function:
+    spelled = re.sub(r"%[a-zA-Z]", lambda m: _STRFTIME.get(m.group(), m.group()), mysql_format)
+    return ast.Function("strftime", args=[_cast(value, "timestamp"), ast.Constant(spelled)])
+
+
+def _date_format(node: ast.Function, args: list[ast.ASTNode]) -> ast.ASTNode | None:
+    text = _text(args[1]) if len(args) == 2 else None
+    return None if text is None else _strftime(args[0], text)
+
+
+def _get_format(node: ast.Function, args: list[ast.ASTNode]) -> ast.ASTNode | None:
+    if len(args) != 2 or _word(args[0]) is None or _text(args[1]) is None:
+        return None
+    kind = "DATETIME" if _word(args[0]) == "TIMESTAMP" else _word(args[0])
+    found = _FORMATS.get((str(kind), str(_text(args[1])).upper()))
+    return ast.Constant(found)  # MySQL: NULL for a name it does not know
+
+
+def _extract(node: ast.Function, args: list[ast.ASTNode]) -> ast.ASTNode | None:
+    unit = _word(args[0]) if len(args) == 1 and node.from_arg is not None else None
+    if unit is None:
+        return None
+    if unit in _EXTRACT_AS_TEXT:
+        return ast.TypeCast("bigint", _strftime(node.from_arg, _EXTRACT_AS_TEXT[unit]))
+    if isinstance(node.from_arg, ast.Constant):  # text: MySQL reads it as a date or time
+        node.from_arg = _cast(node.from_arg, "timestamp")
+    return None
+
+
+def _timestampdiff(node: ast.Function, args: list[ast.ASTNode]) -> ast.ASTNode | None:
+    unit = _word(args[0]) if len(args) == 3 else None
+    if unit is None:
+        return None
+    return ast.Function("datesub", args=[ast.Constant(unit.lower()), _cast(args[1], "timestamp"),
+                                         _cast(args[2], "timestamp")])  # whole units, as MySQL
+
+
+def _datediff(node: ast.Function, args: list[ast.ASTNode]) -> ast.ASTNode | None:
+    if len(args) != 2:
+        return None
+    return ast.Function("datesub", args=[ast.Constant("day"), as_date(args[1]), as_date(args[0])])
+
+
+def _shift(sign: str) -> Rewrite:
+    def rewrite(node: ast.Function, args: list[ast.ASTNode]) -> ast.ASTNode | None:
+        if len(args) != 2 or not isinstance(args[1], ast.Interval):
+            return None  # DATE_ADD(d, n) and DuckDB's own three-argument forms: as written
+        return ast.BinaryOperation(sign, args=[_cast(args[0], "timestamp"), args[1]], parentheses=True)
+    return rewrite
+
+
+def _addtime(node: ast.Function, args: list[ast.ASTNode]) -> ast.ASTNode | None:
+    match = _DAY_TIME.match(_text(args[1]) or "") if len(args) == 2 else None
+    if match is None:
+        return None
+    sign, days, clock = match.groups()
+    shift = ast.TypeCast("interval", ast.Constant(f"{sign}{days} days {sign}{clock}"))
+    return ast.BinaryOperation("+", args=[_cast(args[0], "timestamp"), shift], parentheses=True)
+
+
+def _convert_tz(node: ast.Function, args: list[ast.ASTNode]) -> ast.ASTNode | None:
+    if len(args) != 3:
+        return None
+    at_source = ast.Function("timezone", args=[args[1], _cast(args[0], "timestamp")])
+    return ast.Function("timezone", args=[args[2], at_source])
+
+
+def _from_unixtime(node: ast.Function, args: list[ast.ASTNode]) -> ast.ASTNode | None:
+    if len(args) != 1:
+        return None
+    micros = ast.BinaryOperation("*", args=[_cast(args[0], "bigint"), ast.Constant(1_000_000)])
+    return ast.Function("make_timestamp", args=[micros])
+
+
+def _from_days(node: ast.Function, args: list[ast.ASTNode]) -> ast.ASTNode | None:
+    if len(args) != 1:  # MySQL's day 366 is 0001-01-01 (its year 0 has 366 days)
+        return None
+    offset = _cast(ast.BinaryOperation("-", args=[args[0], ast.Constant(366)]), "integer")
+    return ast.BinaryOperation("+", args=[as_date(ast.Constant("0001-01-01")), offset], parentheses=True)
+
+
+def _renamed(name: str, cast_to: str | None = None) -> Rewrite:
+    def rewrite(node: ast.Function, args: list[ast.ASTNode]) -> ast.ASTNode | None:
+        if args:
+            return None
+        call = ast.Function(name, args=[])
+        return call if cast_to is None else ast.TypeCast(cast_to, call)
+    return rewrite
+
+
+DATE_FUNCTIONS: dict[str, Rewrite] = {
+    "date_format": _date_format, "get_format": _get_format, "extract": _extract,
+    "timestampdiff": _timestampdiff, "datediff": _datediff, "adddate": _shift("+"),
+    "date_add": _shift("+"), "date_sub": _shift("-"), "subdate": _shift("-"), "addtime": _addtime,
+    "convert_tz": _convert_tz, "from_unixtime": _from_unixtime, "from_days": _from_days,
+    "curdate": _renamed("current_date"), "curtime": _renamed("get_current_time", "time"),
+}

@@ -1,0 +1,27 @@
+"""INSERT INTO a data source's table without a column list, as MindsDB's
+tests/unit/executor/test_executor.py::TestComplexQueries::test_insert writes it."""
+
+from __future__ import annotations
+
+from kbsql.engine import Engine
+from tests.datasources.makers import ok, rows
+
+
+def test_insert_values_without_columns_fills_every_column(connected: Engine) -> None:
+    """`INSERT INTO src.t VALUES (...)` fills the table's columns in order (it was refused
+    as needing its column names); a row of another width is one line naming the columns,
+    and the source answers after it (the file stays attached read-only, not held)."""
+    assert ok(connected, "INSERT INTO crm.customers VALUES (40, 'Dana', 'US'), (41, 'Eve', NULL)"
+              ).affected_rows == 2
+    assert rows(connected, "SELECT id, name, country FROM crm.customers WHERE id >= 40 ORDER BY id") == \
+        [[40, "Dana", "US"], [41, "Eve", None]]
+    ok(connected, "INSERT INTO shop.orders VALUES (5, 40, 9.5, '2024-03-06', '2024-03-06 10:00:00', 'new')")
+    assert rows(connected, "SELECT id, customer_id, status FROM shop.orders WHERE id = 5") == [[5, 40, "new"]]
+    for table in ("crm.customers", "shop.orders"):
+        error = connected.query(f"INSERT INTO {table} VALUES (42, 'Fay')").error_message
+        assert error.startswith(f"INSERT INTO {table.split('.')[1]} VALUES gives 2 values for ")
+        assert "name the columns it fills" in error and "\n" not in error
+    error = connected.query("INSERT INTO crm.customers (id, name) VALUES (42, 'Fay', 'x')").error_message
+    assert error == "INSERT INTO customers VALUES gives 3 values for 2 columns (id, name)"
+    assert rows(connected, "SELECT count(*) FROM crm.customers") == [[5]]
+    assert rows(connected, "SELECT count(*) FROM shop.orders") == [[5]]
