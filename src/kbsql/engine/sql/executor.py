@@ -41,9 +41,8 @@ from kbsql.engine.sql.kb import kb_background, kb_rows
 from kbsql.engine.sql.parse import parsing
 from kbsql.engine.sql.parse.variables import bind_parameters
 from kbsql.engine.sql.query_log import QueryLog
-from kbsql.engine.sql.session import SqlSession
+from kbsql.engine.sql.session import AGENT_JOIN_MAX_ROWS, SqlSession
 from kbsql.engine.sql.tables import names
-from kbsql.engine.sql.tables.agent_join import DEFAULT_MAX_QUESTIONS
 from kbsql.engine.sql.tables.duck import DuckSession
 from kbsql.engine.sql.tables.duck_settings import DuckSettings
 from kbsql.engine.sql.tables.plans import PlanCache
@@ -116,7 +115,7 @@ class SqlExecutor(SqlSession):
                  uploads: UploadStore, policy: PathPolicy | None = None,
                  background_inserts: int = kb_background.DEFAULT_WORKERS,
                  settings: DuckSettings | None = None, engines: Engines | None = None,
-                 agent_join_max_rows: int = DEFAULT_MAX_QUESTIONS):
+                 agent_join_max_rows: int = AGENT_JOIN_MAX_ROWS):
         # `policy`: which files data sources may open (datasources/confine.py); `settings`:
         # memory, spill and time bounds of the SQL engine
         duck = DuckSession(catalog, frames, policy, settings, {UPLOADS_SOURCE: uploads}, engines)

@@ -23,11 +23,14 @@ from kbsql.engine.knowledge.bases import KnowledgeBases
 from kbsql.engine.ports import AgentOps
 from kbsql.engine.sql.parse.variables import Variables
 from kbsql.engine.sql.query_log import QueryLog
-from kbsql.engine.sql.tables.agent_join import DEFAULT_MAX_QUESTIONS
 from kbsql.engine.sql.tables.duck import DuckSession
 from kbsql.engine.sql.tables.plans import PlanCache
 from kbsql.interface.errors import NotFound
 from kbsql.interface.results import SqlResult
+
+AGENT_JOIN_MAX_ROWS = 100
+"""Distinct questions one query may ask an agent it joins (tables/agent_join.py;
+setting `agent_join_max_rows`)."""
 
 
 class Background(Protocol):
@@ -55,7 +58,7 @@ class SqlSession:
     queries: QueryLog  # information_schema.queries, in the catalog: server-wide
     variables: Variables = field(default_factory=Variables)  # SET @name = ... (this engine's)
     background: Background = field(init=False, repr=False)  # set by the executor
-    agent_join_max_rows: int = DEFAULT_MAX_QUESTIONS  # questions a JOIN of an agent may ask
+    agent_join_max_rows: int = AGENT_JOIN_MAX_ROWS  # questions a JOIN of an agent may ask
     jobs_created: Callable[[], None] = field(default=lambda: None, repr=False)
     """Called after CREATE JOB: the engine starts its job scheduler (set by `Engine`)."""
 

@@ -24,9 +24,6 @@ if TYPE_CHECKING:
     from kbsql.engine.sql.session import SqlSession
     from kbsql.engine.sql.tables.names import Resolved
 
-DEFAULT_MAX_QUESTIONS = 100
-"""Distinct questions one query may ask an agent it joins (`agent_join_max_rows`)."""
-
 RunRows = Callable[[exp.Select], pa.Table]
 """Compiles and runs a SELECT tree of the statement (its tables not yet rewritten)."""
 
