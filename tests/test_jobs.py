@@ -241,6 +241,22 @@ def test_create_job_refusals_name_the_problem(world) -> None:
     assert "already exists" in engine.sql.execute("CREATE JOB bad (SELECT 1)", {}).error_message
 
 
+def test_a_schedule_past_the_calendar_never_holds_the_due_runs(world) -> None:
+    """A period beyond any calendar is refused when the job is made; a next run past year
+    9999 ends the job after this run. Before, such a job failed before its run was claimed,
+    at every poll, and stayed due: no history row, and its creator's other jobs never ran."""
+    engine, _ = world
+    for every in ("99999999999999999999 minute", "9999999 weeks", "200000 months"):
+        result = engine.sql.execute(f"CREATE JOB huge (SELECT 1) EVERY {every}", {})
+        assert isinstance(result, ErrorResult) and "at most 100 years" in result.error_message, result
+    run(engine, "CREATE JOB last_one (SELECT 1) START '9999-12-31 23:59:00' EVERY hour")
+    run(engine, "CREATE JOB other (SELECT 2) START '9999-12-31 23:59:00'")
+    assert engine.jobs.run_due(datetime(9999, 12, 31, 23, 59, 30)) == 2
+    runs = frame(engine, "SELECT name, error FROM log.jobs_history ORDER BY name")
+    assert list(runs["name"]) == ["last_one", "other"] and runs["error"].isna().all(), runs
+    assert frame(engine, "SELECT count(*) AS n FROM information_schema.jobs")["n"][0] == 0
+
+
 def test_an_engine_without_jobs_starts_no_thread(tmp_path) -> None:
     engine = Engine(tmp_path / "data")
     try:

@@ -177,7 +177,10 @@ class JobScheduler:
         current = moment(job.next_run_at)
         if job.schedule is None or current is None:
             return None
-        following = max(next_run(job.schedule, current, self.time_scale), now)
+        try:
+            following = max(next_run(job.schedule, current, self.time_scale), now)
+        except OverflowError:  # past year 9999 (START '9999-12-31' EVERY hour): this run is its last
+            return None
         end = moment(job.end_at)
         return None if end is not None and following > end else following
 
