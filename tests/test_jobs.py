@@ -257,6 +257,18 @@ def test_a_schedule_past_the_calendar_never_holds_the_due_runs(world) -> None:
     assert frame(engine, "SELECT count(*) AS n FROM information_schema.jobs")["n"][0] == 0
 
 
+def test_missed_periods_are_caught_up_with_one_run(world) -> None:
+    """A job whose periods passed while nothing ran runs once, then a period later; its
+    next run was set to the moment of the late run, so it was due again and ran twice."""
+    engine, _ = world
+    run(engine, "CREATE JOB hourly (SELECT 1) START '2030-01-01 00:00:00' EVERY hour")
+    assert engine.jobs.run_due(datetime(2030, 1, 1, 5, 30)) == 1
+    assert engine.jobs.run_due(datetime(2030, 1, 1, 5, 30, 1)) == 0
+    assert engine.jobs.run_due(datetime(2030, 1, 1, 6, 29)) == 0
+    assert engine.jobs.run_due(datetime(2030, 1, 1, 6, 31)) == 1
+    assert frame(engine, "SELECT count(*) AS n FROM log.jobs_history")["n"][0] == 2
+
+
 def test_an_engine_without_jobs_starts_no_thread(tmp_path) -> None:
     engine = Engine(tmp_path / "data")
     try:
