@@ -269,6 +269,24 @@ def test_missed_periods_are_caught_up_with_one_run(world) -> None:
     assert frame(engine, "SELECT count(*) AS n FROM log.jobs_history")["n"][0] == 2
 
 
+def test_the_history_keeps_the_newest_runs_and_each_jobs_last(tmp_path) -> None:
+    """log.jobs_history keeps the newest `jobs_history_rows` runs (each holds its statements'
+    text: a job every minute grew the catalog without end), and always each job's last run,
+    which gives its next run {{PREVIOUS_START_DATETIME}}."""
+    (tmp_path / "config.json").write_text('{"jobs_history_rows": 3, "jobs_poll_s": 0}')
+    with Engine(tmp_path) as engine:
+        run(engine, "CREATE JOB rare (SELECT 1) START '2030-01-01 00:00:00' EVERY week")
+        run(engine, "CREATE JOB often (SELECT 2) START '2030-01-01 00:00:00' EVERY hour")
+        for hour in range(8):
+            engine.jobs.run_due(datetime(2030, 1, 1, hour, 1))
+        runs = frame(engine, "SELECT name, run_start FROM log.jobs_history ORDER BY run_start")
+        assert list(runs["name"]) == ["rare", "often", "often", "often"], runs  # rare: its last
+        run(engine, f"CREATE JOB wordy (SELECT '{'x' * 100_000}' AS x) START '2030-01-01 00:00:00'")
+        engine.jobs.run_due(datetime(2030, 1, 1, 9, 0))
+        kept = frame(engine, "SELECT query FROM log.jobs_history WHERE name = 'wordy'")["query"][0]
+        assert len(kept) < 5000 and kept.endswith("more characters]"), len(kept)
+
+
 def test_an_engine_without_jobs_starts_no_thread(tmp_path) -> None:
     engine = Engine(tmp_path / "data")
     try:
