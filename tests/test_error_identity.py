@@ -116,3 +116,14 @@ def test_an_sql_error_keeps_its_kind_over_http(clients: dict) -> None:
         error = caught(clients[where], lambda c: c.sql("SELECT * FROM no_such_table"))
         assert isinstance(error, SqlError)
         assert (error.kind, error.error_code) == (UnknownTable.problem_type, 1146), where
+
+
+def test_a_statement_the_parser_trips_on_is_a_syntax_error_in_words(clients: dict) -> None:
+    """MindsDB's parser fails in its own code while wording some syntax errors (a DuckDB
+    lambda, `x -> s`): the answer was its internal "invalid literal for int() with base 10:
+    '[number]'". Now a syntax error (1064) that shows the statement, on both doors alike."""
+    query = "SELECT list_transform(l, x -> s) FROM t"
+    for where in ("embedded", "http"):
+        error = caught(clients[where], lambda c: c.sql(query))
+        assert isinstance(error, SqlError) and error.error_code == 1064, (where, error)
+        assert str(error) == f"Syntax error: the parser could not read this statement: {query}", where

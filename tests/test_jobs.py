@@ -241,6 +241,52 @@ def test_create_job_refusals_name_the_problem(world) -> None:
     assert "already exists" in engine.sql.execute("CREATE JOB bad (SELECT 1)", {}).error_message
 
 
+def test_a_schedule_past_the_calendar_never_holds_the_due_runs(world) -> None:
+    """A period beyond any calendar is refused when the job is made; a next run past year
+    9999 ends the job after this run. Before, such a job failed before its run was claimed,
+    at every poll, and stayed due: no history row, and its creator's other jobs never ran."""
+    engine, _ = world
+    for every in ("99999999999999999999 minute", "9999999 weeks", "200000 months"):
+        result = engine.sql.execute(f"CREATE JOB huge (SELECT 1) EVERY {every}", {})
+        assert isinstance(result, ErrorResult) and "at most 100 years" in result.error_message, result
+    run(engine, "CREATE JOB last_one (SELECT 1) START '9999-12-31 23:59:00' EVERY hour")
+    run(engine, "CREATE JOB other (SELECT 2) START '9999-12-31 23:59:00'")
+    assert engine.jobs.run_due(datetime(9999, 12, 31, 23, 59, 30)) == 2
+    runs = frame(engine, "SELECT name, error FROM log.jobs_history ORDER BY name")
+    assert list(runs["name"]) == ["last_one", "other"] and runs["error"].isna().all(), runs
+    assert frame(engine, "SELECT count(*) AS n FROM information_schema.jobs")["n"][0] == 0
+
+
+def test_missed_periods_are_caught_up_with_one_run(world) -> None:
+    """A job whose periods passed while nothing ran runs once, then a period later; its
+    next run was set to the moment of the late run, so it was due again and ran twice."""
+    engine, _ = world
+    run(engine, "CREATE JOB hourly (SELECT 1) START '2030-01-01 00:00:00' EVERY hour")
+    assert engine.jobs.run_due(datetime(2030, 1, 1, 5, 30)) == 1
+    assert engine.jobs.run_due(datetime(2030, 1, 1, 5, 30, 1)) == 0
+    assert engine.jobs.run_due(datetime(2030, 1, 1, 6, 29)) == 0
+    assert engine.jobs.run_due(datetime(2030, 1, 1, 6, 31)) == 1
+    assert frame(engine, "SELECT count(*) AS n FROM log.jobs_history")["n"][0] == 2
+
+
+def test_the_history_keeps_the_newest_runs_and_each_jobs_last(tmp_path) -> None:
+    """log.jobs_history keeps the newest `jobs_history_rows` runs (each holds its statements'
+    text: a job every minute grew the catalog without end), and always each job's last run,
+    which gives its next run {{PREVIOUS_START_DATETIME}}."""
+    (tmp_path / "config.json").write_text('{"jobs_history_rows": 3, "jobs_poll_s": 0}')
+    with Engine(tmp_path) as engine:
+        run(engine, "CREATE JOB rare (SELECT 1) START '2030-01-01 00:00:00' EVERY week")
+        run(engine, "CREATE JOB often (SELECT 2) START '2030-01-01 00:00:00' EVERY hour")
+        for hour in range(8):
+            engine.jobs.run_due(datetime(2030, 1, 1, hour, 1))
+        runs = frame(engine, "SELECT name, run_start FROM log.jobs_history ORDER BY run_start")
+        assert list(runs["name"]) == ["rare", "often", "often", "often"], runs  # rare: its last
+        run(engine, f"CREATE JOB wordy (SELECT '{'x' * 100_000}' AS x) START '2030-01-01 00:00:00'")
+        engine.jobs.run_due(datetime(2030, 1, 1, 9, 0))
+        kept = frame(engine, "SELECT query FROM log.jobs_history WHERE name = 'wordy'")["query"][0]
+        assert len(kept) < 5000 and kept.endswith("more characters]"), len(kept)
+
+
 def test_an_engine_without_jobs_starts_no_thread(tmp_path) -> None:
     engine = Engine(tmp_path / "data")
     try:

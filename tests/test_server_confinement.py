@@ -205,6 +205,49 @@ def test_a_view_in_a_duckdb_file_cannot_read_past_allow_path(
     assert "sk-live" not in str(answer)
 
 
+def test_a_macro_in_a_duckdb_file_cannot_read_past_allow_path(
+        server: ServerProcess, folders: dict[str, Path]) -> None:
+    """A DuckDB file's macro runs its own SQL inside the server's DuckDB, as a view does:
+    called by its catalog-qualified name (`kbsql_ds_N.leak()`, which DuckDB's "did you mean"
+    hint names) it read any file on the machine. A function called through a dotted name is
+    refused; the file's tables and the built-in functions still answer."""
+    import duckdb
+
+    made_by_someone = folders["allowed"] / "macros.duckdb"
+    with duckdb.connect(str(made_by_someone)) as con:
+        con.execute("CREATE TABLE facts AS SELECT 42 AS answer")
+        con.execute(f"CREATE MACRO leak() AS (SELECT string_agg(content, '') "
+                    f"FROM read_text('{folders['outside'] / 'secret.csv'}'))")
+    made = sql(server, f"CREATE DATABASE macros WITH ENGINE = 'duckdb', "
+                       f"PARAMETERS = {{\"database\": \"{made_by_someone}\"}}")
+    assert made["type"] == "ok", made
+    assert sql(server, "SELECT answer, upper('a') AS a FROM macros.facts")["data"] == [[42, "A"]]
+    for name in ["macros", *(f"kbsql_ds_{n}" for n in range(12))]:  # the attached names
+        for call in (f"{name}.leak()", f"{name}.main.leak()", f'"{name}"."leak"()'):
+            answer = sql(server, f"SELECT {call} AS x")
+            assert answer["type"] == "error" and "sk-live" not in str(answer), (call, answer)
+            assert answer["error_code"] == 1227 and "by their name alone" in answer["error_message"]
+
+
+def test_a_path_outside_allow_path_is_refused_alike_whether_it_exists_or_not(
+        server: ServerProcess, folders: dict[str, Path]) -> None:
+    """Past --allow-path the refusal comes before the file is looked for: "does not exist"
+    for a missing file and "outside the folders" for an existing one told a token holder
+    which files the server's machine holds (/root/.ssh/id_rsa, ...)."""
+    answers = []
+    for path in (folders["outside"] / "secret.csv", folders["outside"] / "no-such-file.db"):
+        for engine, key in (("duckdb", "database"), ("sqlite", "db_file")):
+            answer = sql(server, f"CREATE DATABASE probe WITH ENGINE = '{engine}', "
+                                 f"PARAMETERS = {{\"{key}\": \"{path}\"}}")
+            answers.append(answer["error_message"].replace(str(path), "PATH"))
+            rest = httpx.post(f"{server.url}/api/databases", headers=HEADERS, timeout=30, json={
+                "database": {"name": "probe", "engine": engine, "parameters": {key: str(path)}},
+                "check_connection": True})
+            answers.append(f"{rest.status_code} {rest.text.replace(str(path), 'PATH')}")
+    assert all("--allow-path" in a for a in answers), answers
+    assert answers[:4] == answers[4:], answers  # the same words for both
+
+
 def _pg(server: ServerProcess, name: str, host: str, port: int, password: str | None = None) -> str:
     """CREATE DATABASE ENGINE='postgres' at host:port: '' when it worked, else the error."""
     secret = f", \"password\": \"{password}\"" if password is not None else ""

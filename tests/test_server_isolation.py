@@ -466,7 +466,11 @@ def test_memory_bombs_are_refused_and_the_server_stays_small(server: ServerProce
     bombs = ["SELECT length(repeat('x', 600000000))", "SELECT length(lpad('x', 600000000, 'y'))",
              "SELECT len(range(80000000))", "SELECT length(printf('%600000000d', 1))",
              "SELECT sum(length(repeat('x', 140000 + x * 0))) FROM df.n",  # over 256 MB / 2048 rows
-             "SELECT length(repeat(content, 20000000)) FROM notes"]  # a knowledge base's rows too
+             "SELECT length(repeat(content, 20000000)) FROM notes",  # a knowledge base's rows too
+             "SELECT length(repeat(repeat('x', 600000000), 1))",  # the inner one was measured unchecked
+             # parts under the per-value cap joined past it (1,000 rows: +2.4 GB at 1 GB before)
+             "SELECT max(length(concat(s, s, s, s, s, s, s, s))) FROM "
+             "(SELECT repeat('x', 100000) || x AS s FROM df.n) t"]
     for bomb in bombs:
         answer = sql(server.url, bomb)
         assert answer["type"] == "error" and len(answer["error_message"].splitlines()) == 1, answer

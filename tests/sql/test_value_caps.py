@@ -34,6 +34,23 @@ BOMBS = [
     "SELECT length(regexp_replace(repeat('x', 60000), 'x', repeat('y', 60000), 'g'))",
     "SELECT sum(length(repeat('x', 70000 + x * 0))) FROM df.n",  # each row under 1 MB
     "SELECT length(repeat('x', 40000) || repeat('y', 40000) || 'z')",  # each part under the cap
+    # a covered call inside another's measured operand was built unchecked (300 MB)
+    "SELECT length(repeat(repeat('x', 300000000), 1))",
+    "SELECT length(concat(lpad('x', 300000000), 'y'))",
+    # parts each under the cap, joined past it by a call that holds them all
+    "SELECT max(length(concat(s, s, s, s))) FROM (SELECT repeat('x', 30000) || x AS s FROM df.n)",
+    "SELECT max(length(concat_ws(',', s, s, s))) FROM (SELECT repeat('x', 30000) || x AS s FROM df.n)",
+    "SELECT max(len(list_value(s, s, s))) FROM (SELECT repeat('x', 30000) || x AS s FROM df.n)",
+    "SELECT len(list_concat(l, l, l)) FROM (SELECT list_value(repeat('x', 30000)) AS l)",  # (measuring
+    # a list casts it to text: over 5,000 rows that alone would take 116 MB)
+    "SELECT max(length(printf('%s%s%s', s, s, s))) FROM (SELECT repeat('x', 30000) || x AS s FROM df.n)",
+    # calls whose value is many times their argument, or repeat a separator
+    "SELECT max(length(bin(s))) FROM (SELECT repeat('x', 20000) || x AS s FROM df.n)",
+    "SELECT max(len(string_split(s, ''))) FROM (SELECT repeat('x', 20000) || x AS s FROM df.n)",
+    f"SELECT length(array_to_string(range(5000), '{'x' * 2000}'))",  # a separator is a constant
+    # several capped values in one projection: each a vector of 2,048 of them at once
+    "SELECT " + ", ".join(f"max(length(s || '{c}'))" for c in "abcd")
+    + " FROM (SELECT repeat('x', 30000) || x AS s FROM df.n)",
 ]
 FINE = {
     "SELECT repeat('ab', 3)": [["ababab"]],
@@ -45,7 +62,10 @@ FINE = {
     "SELECT len(range(CAST('2020-01-01' AS TIMESTAMP), CAST('2020-01-02' AS TIMESTAMP), to_hours(6)))": [[4]],
     "SELECT sum(length(repeat('x', 1000 + x * 0))) FROM df.n": [[5000 * 1000]],
     "SELECT replace('a-b-c', '-', '+'), regexp_replace('abc', '(b)', '<\\1>')": [["a+b+c", "a<b>c"]],
-    "SELECT repeat('x', NULL) IS NULL, length(repeat('x', 60000))": [[True, 60000]],
+    "SELECT repeat('x', NULL) IS NULL, length(repeat('x', 30000))": [[True, 30000]],
+    "SELECT concat('a', 1, NULL), concat_ws('-', 'a', 'b'), list_value(1, 2)": [["a1", "a-b", [1, 2]]],
+    "SELECT hex('a'), bin('a'), string_split('a,b', ','), array_to_string(list_value(1, 2), '+')":
+        [["61", "01100001", ["a", "b"], "1+2"]],
     "SELECT 'a' || 'b', 'a' || NULL, 1 || 2, list_value(1) || list_value(2, 3)":
         [["ab", None, "12", [1, 2, 3]]],
     "SELECT string_agg(CAST(x AS VARCHAR), ',') || '!' FROM df.n WHERE x < 3": [["0,1,2!"]],
@@ -108,3 +128,20 @@ def test_memory_a_statement_freed_goes_back_to_the_system(tmp_path: Path,
         while ((resident_bytes() or 0) >> 20) > before + 64 and time.monotonic() < deadline:
             time.sleep(0.25)
         assert ((resident_bytes() or 0) >> 20) < before + 64, before
+
+
+def test_nested_checks_stay_small_or_are_refused_in_one_line(engine: Engine) -> None:
+    """Each check writes its operands twice, innermost first (so a measured operand carries
+    its own checks): six replace()s in one another still answer, twelve are refused in one
+    line before the statement's text doubles twelve times (3^12 copies)."""
+    nested = "x"
+    for _ in range(6):
+        nested = f"replace({nested}, 'a', 'b')"
+    answer = engine.query(f"SELECT {nested} AS y FROM (SELECT 'abc' AS x)").to_json()
+    assert answer["data"] == [["bbc"]], answer
+    for _ in range(6):
+        nested = f"replace({nested}, 'a', 'b')"
+    started = time.monotonic()
+    answer = engine.query(f"SELECT {nested} AS y FROM (SELECT 'abc' AS x)").to_json()
+    assert answer["type"] == "error" and "nests too many" in answer["error_message"], answer
+    assert len(answer["error_message"].splitlines()) == 1 and time.monotonic() - started < 10

@@ -91,6 +91,9 @@ class EngineConfig:
     """Seconds between the scheduler's looks for due job runs; 0: no scheduler thread."""
     job_workers: int = 2
     """Job runs at once in one engine (engine/jobs/scheduler.py); one creator's take half."""
+    jobs_history_rows: int = 10_000
+    """Job runs kept in the catalog's jobs_history (engine/jobs/job_store.py): each run adds a
+    row holding its statements' text, so a job every minute grew the catalog without end."""
     jobs_time_scale: float = 1.0
     """Test-only: job periods multiplied by it (engine/jobs/schedule.py)."""
     read_only_sources: bool = False

@@ -211,7 +211,8 @@ class Engine(FileTables, UploadedFiles, Databases, Views, KnowledgeBaseEditing, 
 
         with self._wiring:
             if self._jobs is None:
-                self._jobs = JobScheduler(JobStore(self.catalog), lambda: self.sql,
+                self._jobs = JobScheduler(JobStore(self.catalog, self.config.jobs_history_rows),
+                                          lambda: self.sql,
                                           self.config.jobs_poll_s or 0.0, self.config.jobs_time_scale,
                                           self.config.job_workers)
             return self._jobs

@@ -213,6 +213,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("job_workers", int, 2, "job runs (CREATE JOB) running at once in this process; one "
             "job creator's runs take at most half, the rest wait their turn", "--job-workers",
             metavar="N"),
+    Setting("jobs_history_rows", int, 10000, "job runs kept in log.jobs_history, the newest (each "
+            "job's last run is always kept); older ones are deleted as runs end",
+            "--jobs-history-rows", metavar="N"),
     Setting("jobs_time_scale", float, 1.0, "for tests: every job period (EVERY) is multiplied by it "
             "(1/60: a minute lasts a second)"),
     Setting("read_only_sources", bool, False, "refuse writes to connected data sources (CREATE "

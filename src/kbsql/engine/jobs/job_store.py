@@ -58,11 +58,18 @@ def run_lock(history_id: int) -> int:
 _SELECT = ("SELECT j.*, p.name AS project FROM jobs j JOIN projects p ON p.id = j.project_id")
 
 
+HISTORY_QUERY_CHARS = 4096
+"""The most of a run's statements' text its jobs_history row keeps (marked when cut)."""
+
+
 class JobStore:
     """Typed reads and transactional writes of the job tables (catalog_schema.py)."""
 
-    def __init__(self, catalog: Catalog):
+    def __init__(self, catalog: Catalog, history_rows: int | None = None):
         self.catalog = catalog
+        self.history_rows = history_rows
+        """Runs kept in jobs_history (None: all); each job's newest run always stays, since
+        it gives the next run its {{PREVIOUS_START_DATETIME}}."""
         self.shared = catalog.shared_url is not None
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         """Who runs a claimed run: this engine (its host and process, for `reap`)."""
@@ -144,6 +151,8 @@ class JobStore:
                lasts: dict[str, Any], done: bool) -> None:
         """Record the run's end; a run without error stores its LAST values with it. `done`:
         the job has no run left (MindsDB then deletes it; its runs stay in the log)."""
+        if len(query) > HISTORY_QUERY_CHARS:  # a 1 MB statement run every minute: 1.4 GB a day
+            query = f"{query[:HISTORY_QUERY_CHARS]}... [{len(query) - HISTORY_QUERY_CHARS} more characters]"
         with self.catalog.transaction() as db:
             db.execute("UPDATE jobs_history SET run_end = ?, error = ?, query = ? WHERE id = ?",
                        (stamp(utcnow()), error, query, history_id))
@@ -156,6 +165,10 @@ class JobStore:
             if exists is not None and done and exists[0] is None:
                 db.execute("DELETE FROM jobs_last WHERE job_id = ?", (job.id,))
                 db.execute("DELETE FROM jobs WHERE id = ?", (job.id,))
+            if self.history_rows is not None:
+                db.execute("DELETE FROM jobs_history WHERE run_end IS NOT NULL AND id <= "
+                           "(SELECT max(id) FROM jobs_history) - ? AND id NOT IN "
+                           "(SELECT max(id) FROM jobs_history GROUP BY job_id)", (self.history_rows,))
         if self.shared:
             self.catalog.read("SELECT pg_advisory_unlock(?)", (run_lock(history_id),))
 

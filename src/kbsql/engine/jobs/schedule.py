@@ -17,6 +17,11 @@ _SECONDS = {"minute": 60, "minutes": 60, "min": 60, "hour": 3600, "hours": 3600,
             "month": 0, "months": 0}
 _DATE_FORMATS = ("%Y-%m-%d %H:%M:%S", "%Y-%m-%d")
 STORED = "%Y-%m-%d %H:%M:%S.%f"
+MAX_EVERY_SECONDS = 100 * 366 * 86400
+"""Why: `EVERY 99999999999999999999 minute` was stored, and its next run, past the calendar,
+failed at every poll before the run was claimed (no history row, one server log line), while
+the job stayed due and took its creator's job worker, so none of that credential's other
+jobs ran again."""
 _STATEMENTS = re.compile(r"""((?:[^;"']|"[^"]*"|'[^']*')+)""")
 
 
@@ -75,6 +80,8 @@ def parse_every(text: str) -> tuple[int, str]:
                        "week | month")
     if int(words[0]) < 1:
         raise SqlError(f"EVERY {text!r}: the number must be at least 1")
+    if int(words[0]) * (_SECONDS[words[1]] or 31 * 86400) > MAX_EVERY_SECONDS:
+        raise SqlError(f"EVERY {text!r}: a job's period is at most 100 years")
     return int(words[0]), words[1]
 
 

@@ -173,11 +173,20 @@ class JobScheduler:
                 self._wake.set()
 
     def _following(self, job: JobRecord, now: datetime) -> datetime | None:
-        """The run after this one: never in the past; None without EVERY or beyond END."""
+        """The run after this one: never in the past; None without EVERY or beyond END.
+
+        A late run (periods missed while nothing ran) moves the next one a period past now:
+        moved only to now, as it was, the job was due again at once and ran a second time
+        right after (two runs of `INSERT INTO src.t SELECT ...`: every row twice)."""
         current = moment(job.next_run_at)
         if job.schedule is None or current is None:
             return None
-        following = max(next_run(job.schedule, current, self.time_scale), now)
+        try:
+            following = next_run(job.schedule, current, self.time_scale)
+            if following <= now:  # periods missed: this run catches them up, the next is a period on
+                following = next_run(job.schedule, now, self.time_scale)
+        except OverflowError:  # past year 9999 (START '9999-12-31' EVERY hour): this run is its last
+            return None
         end = moment(job.end_at)
         return None if end is not None and following > end else following
 

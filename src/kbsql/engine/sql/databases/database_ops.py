@@ -119,6 +119,7 @@ class DatabaseOps:
             raise _not_parameters()
         if self._exists(name):
             raise Conflict(f"Database with name {name} already exists.", title="Name conflict")
+        self._check_policy(engine, parameters)  # before the file is looked for (an existence oracle)
         normalized = self._normalized(engine, parameters, check_connection)
         self._check_policy(engine, normalized)
         record = self.session.catalog.create_datasource(name, engine.lower(), normalized)
@@ -142,6 +143,7 @@ class DatabaseOps:
         if not isinstance(parameters, dict):
             raise _not_parameters()
         record = self._datasource(name)
+        self._check_policy(record.engine, {**record.parameters, **parameters})
         merged = self._normalized(record.engine, {**record.parameters, **parameters}, check_connection)
         self._check_policy(record.engine, merged)
         catalog = self.session.catalog

@@ -72,6 +72,9 @@ def create_database(session: SqlSession, statement: CreateDatabase, ctx: dict[st
     if engine in PROJECT_ENGINES:
         catalog.create_project(name)
         return OkResult(None, context=ctx)
+    if session.duck.policy is not None and engine is not None:  # before normalize looks for the
+        # file: "does not exist" past --allow-path told which files the server's machine holds
+        session.duck.policy.check_source(engine, dict(statement.parameters or {}))
     parameters = registry.normalize(engine, dict(statement.parameters or {}), session.duck.engines,
                                     session.kbs.service.storage)
     catalog.create_datasource(name, engine, parameters)

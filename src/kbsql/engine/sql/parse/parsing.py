@@ -18,13 +18,14 @@ from __future__ import annotations
 import re
 
 from mindsdb_sql_parser import ast, parse_sql
+from mindsdb_sql_parser.exceptions import MindsdbSQLException
 
 from kbsql.engine.sql.parse.in_fastpath import parse_in_lists
 from kbsql.engine.sql.parse.shape_cache import ShapeCache
 from kbsql.engine.sql.parse.values_fastpath import parse_insert_values
 from kbsql.engine.sql.parse.write_shapes import parse_write_shape
 from kbsql.engine.sql.refusals import PREFIX
-from kbsql.interface.errors import LimitExceeded, ParseError
+from kbsql.interface.errors import LimitExceeded, ParseError, SqlError
 from kbsql.interface.sqltext import segments
 
 SHAPES = ShapeCache()
@@ -62,8 +63,13 @@ def parse(query: str) -> ast.ASTNode:
         return statement
     try:
         return SHAPES.parse(query)  # parse_sql's statement, a repeated SELECT shape without sly
-    except Exception:
+    except Exception as exc:
         statement = parse_write_shape(query)  # MindsDB's documented writes its parser refuses
+        if statement is None and not isinstance(exc, (MindsdbSQLException, SqlError, RecursionError)):
+            # the parser failing in its own code while it words a syntax error (`x -> y`
+            # answered "invalid literal for int() with base 10: '[number]'")
+            shown = query.strip() if len(query.strip()) <= 80 else query.strip()[:80] + "..."
+            raise ParseError(f"Syntax error: the parser could not read this statement: {shown}") from None
         if statement is None:
             raise
         return statement

@@ -25,7 +25,7 @@ from kbsql.engine.sql.parse import parsing
 from kbsql.engine.sql.tables import agent_join, kb_tables, names, source_columns, sqlglot_render
 from kbsql.engine.sql.tables.mysql_functions import adapt_mysql_functions
 from kbsql.engine.sql.tables.plans import Compiled
-from kbsql.engine.sql.tables.setting_reads import refuse_setting_reads
+from kbsql.engine.sql.tables.setting_reads import refuse_qualified_functions, refuse_setting_reads
 from kbsql.engine.sql.tables.value_caps import cap_values
 from kbsql.interface.errors import NotFound, SqlError
 from kbsql.interface.results import SqlResult
@@ -65,6 +65,7 @@ def _bound(session: SqlSession, tree: exp.Expression) -> None:
             column.set("db", None)
             column.set("catalog", None)
     refuse_setting_reads(tree)  # current_setting('secret_directory') and the like
+    refuse_qualified_functions(tree)  # src.macro(): a DuckDB file's macro reads any file
     cap_values(tree, session.duck.value_cap)  # repeat('x', 10**9) and the like: refused per row
 
 

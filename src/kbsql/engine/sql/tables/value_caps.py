@@ -15,9 +15,16 @@ runs on the query tree before DuckDB sees it, so a cached plan carries its check
 
 What is covered: repeat, lpad/rpad, printf/format widths, range/generate_series as values,
 list_resize/array_resize, bar, replace/regexp_replace whose replacement multiplies the
-text, and `||` chains (each operand may be a capped value: `x || repeat('y', 60000) || ...`
-four times over 3,000 rows grew a 256 MB server by 1.2 GB before the watchdog stopped it).
-A chain is checked once, on the sum of its operands' sizes, before it is built.
+text, `||` chains (each operand may be a capped value: `x || repeat('y', 60000) || ...`
+four times over 3,000 rows grew a 256 MB server by 1.2 GB before the watchdog stopped it)
+and the other calls that hold all their arguments (concat, concat_ws, printf's and format's
+arguments, list_value, list_concat, list_append...: `concat(s, s, s, s)` of capped values
+over 1,000 rows grew a 1 GB server by 2.4 GB); such a family is checked once, on the sum of
+its operands' sizes, before it is built. Calls whose value is a multiple of their input
+(bin 8x, hex 2x, to_json 6x, string_split 17x: a 16-byte item per character) are checked on
+that multiple, array_to_string on its separator times the items. The statement's covered
+calls share the cap (those inside another's operand and `unnest(range(n))` excepted): a
+projection makes every one of them for the same vector of rows.
 The statement watchdog (`watchdog.py`) stops a statement whose process grows past the limit
 some other way, between two vectors. `string_agg` and `list` are counted by DuckDB itself:
 what they gather stays within its limit, and the vectors of capped values feeding them add
@@ -29,9 +36,12 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from kbsql.interface.errors import SqlError
+
 VECTOR_ROWS = 2048  # DuckDB's STANDARD_VECTOR_SIZE: rows an expression sees at once
 MIN_VALUE_CAP = 64 * 1024
 MAX_VALUE_CAP = 256 * 1024 * 1024
+MAX_CHECK_NODES = 50_000  # expression nodes the checks may copy into one statement
 
 _ERROR = ("error('{what}: the value would be over ' || {cap} || ' bytes, the most one generated "
           "value may take here (a share of the SQL memory limit)')")
@@ -69,59 +79,178 @@ def _call(name: str, *args: exp.Expression) -> exp.Expression:
 
 
 def cap_values(tree: exp.Expression, cap: int) -> None:
-    """Put the checks into `tree` (in place) for every covered call."""
-    limit = exp.Literal.number(cap)
-    for chain in list(tree.find_all(exp.DPipe)):
-        if not isinstance(chain.parent, exp.DPipe):  # the top of `a || b || c`
-            _cap_chain(chain, limit)
-    for node in list(tree.find_all(exp.Func)):
-        name = (node.name if isinstance(node, exp.Anonymous) else node.sql_name()).lower()
-        what = exp.Literal.string(name)
-        if isinstance(node, exp.Repeat):
-            times = node.args["times"]
-            size = _call("__kbsql_size", node.this.copy())
-            times.replace(_call("__kbsql_count", times.copy(), size, limit, what))
-        elif isinstance(node, exp.Pad):  # the length is in characters: up to 4 bytes each
-            what = exp.Literal.string("lpad" if node.args.get("is_left") else "rpad")
-            length = node.args["expression"]
-            length.replace(_call("__kbsql_count", length.copy(), exp.Literal.number(4), limit, what))
-        elif isinstance(node, exp.Format) or name == "printf":
-            fmt = node.this if isinstance(node, exp.Format) else \
-                (node.expressions[0] if node.expressions else None)
-            if isinstance(fmt, exp.Expression):
-                fmt.replace(_call("__kbsql_widths", fmt.copy(), limit, what))
-        elif isinstance(node, exp.GenerateSeries):
-            what = exp.Literal.string("range" if node.args.get("is_end_exclusive") else name)
-            _cap_series(node, limit, what)
-        elif name in ("list_resize", "array_resize", "bar"):
-            _cap_argument(node, name, limit, what)
-        elif isinstance(node, (exp.Replace, exp.RegexpReplace)):
-            _cap_replace(node, limit, what)
+    """Put the checks into `tree` (in place) for every covered call.
+
+    Innermost calls first, so the copy of an operand a check measures carries its own
+    checks (measured outer-first, `repeat(repeat('x', 300000000), 1)` built the inner 300 MB
+    unchecked, inside the outer's check). The cap is shared between the statement's covered
+    calls: DuckDB computes every expression of a projection for the same 2,048 rows at once,
+    so N of them made N vectors of capped values (four `concat(s, s, s, s)`-sized columns
+    over 1,000 rows: 2.7 GB under a 1 GB limit)."""
+    sites = _sites(tree)
+    if not sites:
+        return
+    limit = exp.Literal.number(max(1, cap // _outermost(sites)))
+    budget = _Budget()
+    for node in sites:
+        _cap_site(node, limit, budget)
 
 
-def _cap_series(node: exp.GenerateSeries, limit: exp.Expression, what: exp.Expression) -> None:
+def _sites(tree: exp.Expression) -> list[exp.Expression]:
+    """The covered calls of `tree`, innermost first (the top of a joining family only)."""
+    found = []
+    for node in tree.find_all(exp.Func, exp.DPipe, bfs=False):
+        if _joins(node):
+            if not _joins(node.parent) and not all(_constant(o) for o in _operands(node)):
+                found.append(node)
+        elif _covered(node):
+            found.append(node)
+    return found[::-1]
+
+
+def _outermost(sites: list[exp.Expression]) -> int:
+    """How many of the sites are values of their own in a projection: not inside another
+    (its operand, measured with it) and not a `range()` that `unnest()` turns into rows."""
+    ids = {id(site) for site in sites}
+    count = 0
+    for site in sites:
+        parent = site.parent
+        if isinstance(site, exp.GenerateSeries) and isinstance(parent, (exp.Unnest, exp.Explode)):
+            continue
+        while parent is not None and id(parent) not in ids:
+            parent = parent.parent
+        count += parent is None
+    return max(1, count)
+
+
+def _name(node: exp.Expression) -> str:
+    if isinstance(node, exp.DPipe):
+        return "||"
+    return (node.name if isinstance(node, exp.Anonymous) else node.sql_name()).lower()
+
+
+_JOINING = (exp.DPipe, exp.Concat, exp.ConcatWs, exp.Array, exp.ArrayConcat, exp.ArrayAppend,
+            exp.ArrayPrepend, exp.JSONArray)
+_JOINING_NAMES = {"list_cat", "array_extend", "list_pack", "array_value", "array_push_back",
+                  "array_push_front", "list_zip", "array_zip", "row"}
+"""Calls whose value holds each argument's (a `||` chain's parts, concat's, a list's items):
+as big as their operands together."""
+_GROWING = {"bin": 8, "to_binary": 8, "hex": 2, "base64": 2, "to_base64": 2, "url_encode": 3,
+            "to_json": 6, "json_quote": 6, "split": 17, "regexp_split": 17,
+            "regexp_split_to_array": 17, "regexp_extract_all": 17}
+"""Calls whose value is up to N times their first argument's size: a bit per bit as '0'/'1',
+an escape per character, a 16-byte list item per character."""
+
+
+def _joins(node: exp.Expression | None) -> bool:
+    return isinstance(node, _JOINING) or (isinstance(node, exp.Anonymous) and _name(node) in _JOINING_NAMES)
+
+
+def _covered(node: exp.Expression) -> bool:
+    return isinstance(node, (exp.Repeat, exp.Pad, exp.GenerateSeries, exp.Replace, exp.RegexpReplace,
+                             exp.ArrayToString, exp.Format)) or \
+        _name(node) in ("list_resize", "array_resize", "bar", "list_aggregate", "list_aggr", "printf") or \
+        _name(node) in _GROWING
+
+
+def _constant(node: exp.Expression) -> bool:
+    return isinstance(node, (exp.Literal, exp.Null, exp.Boolean)) or \
+        (isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal))
+
+
+class _Budget:
+    """Copies the checks make, bounded: each check writes its operands twice, so nested
+    covered calls (twelve `replace()`s in one another) would double the statement per level."""
+
+    def __init__(self) -> None:
+        self.left = MAX_CHECK_NODES
+
+    def copy(self, node: exp.Expression) -> exp.Expression:
+        self.left -= sum(1 for _ in node.walk())
+        if self.left < 0:
+            raise SqlError(f"The statement nests too many value-making functions (repeat, replace, "
+                           f"concat, ...): checking their sizes would take more than {MAX_CHECK_NODES} "
+                           "expression nodes; compute the inner values in a subquery first")
+        return node.copy()
+
+
+def _cap_site(node: exp.Expression, limit: exp.Expression, budget: _Budget) -> None:
+    name = _name(node)
+    what = exp.Literal.string(name)
+    if isinstance(node, exp.Format) or name == "printf":
+        fmt = node.this if isinstance(node, exp.Format) else \
+            (node.expressions[0] if node.expressions else None)
+        if isinstance(fmt, exp.Expression):
+            fmt.replace(_call("__kbsql_widths", budget.copy(fmt), limit, what))
+        _cap_chain(node, list(node.iter_expressions()), limit, budget)  # '%s%s' holds each
+    elif _joins(node):
+        _cap_chain(node, _operands(node), limit, budget)
+    elif isinstance(node, exp.Repeat):
+        times = node.args["times"]
+        size = _call("__kbsql_size", budget.copy(node.this))
+        times.replace(_call("__kbsql_count", budget.copy(times), size, limit, what))
+    elif isinstance(node, exp.Pad):  # the length is in characters: up to 4 bytes each
+        what = exp.Literal.string("lpad" if node.args.get("is_left") else "rpad")
+        length = node.args["expression"]
+        length.replace(_call("__kbsql_count", budget.copy(length), exp.Literal.number(4), limit, what))
+    elif isinstance(node, exp.GenerateSeries):
+        what = exp.Literal.string("range" if node.args.get("is_end_exclusive") else name)
+        _cap_series(node, limit, what, budget)
+    elif name in ("list_resize", "array_resize", "bar"):
+        assert isinstance(node, exp.Anonymous)
+        _cap_argument(node, name, limit, what, budget)
+    elif isinstance(node, (exp.Replace, exp.RegexpReplace)):
+        _cap_replace(node, limit, what, budget)
+    elif isinstance(node, exp.ArrayToString) or name in ("list_aggregate", "list_aggr"):
+        _cap_separator(node, limit, what, budget)
+    elif name in _GROWING and isinstance(node.this if not isinstance(node, exp.Anonymous)
+                                         else (node.expressions or [None])[0], exp.Expression):
+        first = node.expressions[0] if isinstance(node, exp.Anonymous) else node.this
+        grow = exp.Mul(this=_call("__kbsql_size", budget.copy(first)),
+                       expression=exp.Literal.number(_GROWING[name]))
+        node.replace(_call("__kbsql_replaced", budget.copy(node), grow, limit.copy(), what))
+
+
+def _cap_separator(node: exp.Expression, limit: exp.Expression, what: exp.Expression,
+                   budget: _Budget) -> None:
+    """array_to_string(list, sep) (and list_aggregate(list, 'string_agg', sep)) repeats sep
+    between the items: a 60,000-item list and a 500 KB separator made 30 GB."""
+    args = [node.this, node.expression] if isinstance(node, exp.ArrayToString) else node.expressions
+    items, sep = args[0], args[-1]
+    if items is None or sep is None or len(args) < 2:
+        return
+    grow = exp.Add(this=_call("__kbsql_size", budget.copy(items)), expression=exp.Mul(
+        this=_call("len", budget.copy(items)), expression=_call("__kbsql_size", budget.copy(sep))))
+    node.replace(_call("__kbsql_replaced", budget.copy(node), grow, limit.copy(), what))
+
+
+def _cap_series(node: exp.GenerateSeries, limit: exp.Expression, what: exp.Expression,
+                budget: _Budget) -> None:
     start, end = node.args.get("start"), node.args.get("end")
     if start is None or end is None:
         return
     step = node.args.get("step") or exp.Literal.number(1)
-    end.replace(_call("__kbsql_series_end", start.copy(), end.copy(), step.copy(), limit, what))
+    end.replace(_call("__kbsql_series_end", budget.copy(start), budget.copy(end), budget.copy(step),
+                      limit, what))
 
 
-def _cap_argument(node: exp.Anonymous, name: str, limit: exp.Expression, what: exp.Expression) -> None:
+def _cap_argument(node: exp.Anonymous, name: str, limit: exp.Expression, what: exp.Expression,
+                  budget: _Budget) -> None:
     """list_resize(list, n[, value]) makes n items; bar(x, min, max[, width]) width chars."""
     args = node.expressions
     if name == "bar":
         if len(args) >= 4:
-            args[3].replace(_call("__kbsql_count", args[3].copy(), exp.Literal.number(4), limit, what))
+            args[3].replace(_call("__kbsql_count", budget.copy(args[3]), exp.Literal.number(4), limit, what))
         return
     if len(args) >= 2:
         size = (exp.Anonymous(this="greatest", expressions=[exp.Literal.number(16),
-                                                            _call("__kbsql_size", args[2].copy())])
+                                                            _call("__kbsql_size", budget.copy(args[2]))])
                 if len(args) >= 3 else exp.Literal.number(16))
-        args[1].replace(_call("__kbsql_count", args[1].copy(), size, limit, what))
+        args[1].replace(_call("__kbsql_count", budget.copy(args[1]), size, limit, what))
 
 
-def _cap_replace(node: exp.Expression, limit: exp.Expression, what: exp.Expression) -> None:
+def _cap_replace(node: exp.Expression, limit: exp.Expression, what: exp.Expression,
+                 budget: _Budget) -> None:
     """The text grows by (matches x replacement length): counted exactly for replace (the
     text without the pattern tells how many there are), bounded for regexp_replace (each
     match's own length too, for \\1 references in the replacement)."""
@@ -129,36 +258,40 @@ def _cap_replace(node: exp.Expression, limit: exp.Expression, what: exp.Expressi
     replacement = node.args.get("replacement")
     if text is None or pattern is None or replacement is None:
         return
-    rlen = _call("strlen", replacement.copy())
+    rlen = _call("strlen", budget.copy(replacement))
     if isinstance(node, exp.Replace):
-        plen = exp.Anonymous(this="greatest", expressions=[_call("strlen", pattern.copy()),
+        plen = exp.Anonymous(this="greatest", expressions=[_call("strlen", budget.copy(pattern)),
                                                            exp.Literal.number(1)])
-        removed = _call("replace", text.copy(), pattern.copy(), exp.Literal.string(""))
+        removed = _call("replace", budget.copy(text), budget.copy(pattern), exp.Literal.string(""))
         occurrences = exp.IntDiv(this=exp.Paren(this=exp.Sub(
-            this=_call("strlen", text.copy()), expression=_call("strlen", removed))), expression=plen)
+            this=_call("strlen", budget.copy(text)), expression=_call("strlen", removed))), expression=plen)
         grow = exp.Mul(this=occurrences, expression=rlen)
     else:
-        matches = _call("regexp_extract_all", text.copy(), pattern.copy())
+        matches = _call("regexp_extract_all", budget.copy(text), budget.copy(pattern))
         lengths = exp.Anonymous(this="list_sum", expressions=[exp.Anonymous(
-            this="list_transform", expressions=[matches.copy(), exp.Lambda(
+            this="list_transform", expressions=[budget.copy(matches), exp.Lambda(
                 this=_call("strlen", exp.column("__kbsql_m")),
                 expressions=[exp.to_identifier("__kbsql_m")])])])
         count = _call("len", matches)
         grow = exp.Mul(this=exp.Paren(this=exp.Add(
             this=count, expression=exp.Anonymous(this="coalesce", expressions=[
                 lengths, exp.Literal.number(0)]))), expression=rlen)
-    text.replace(_call("__kbsql_replaced", text.copy(), grow, limit, what))
+    text.replace(_call("__kbsql_replaced", budget.copy(text), grow, limit, what))
 
 
-def _operands(chain: exp.Expression) -> list[exp.Expression]:
-    if isinstance(chain, exp.DPipe):
-        return [*_operands(chain.this), *_operands(chain.expression)]
-    return [chain]
+def _operands(node: exp.Expression) -> list[exp.Expression]:
+    """The parts a joining call (and the joining calls in it) holds: `concat(a || b, [c])` is
+    a, b and c."""
+    if _joins(node):
+        return [part for child in node.iter_expressions() for part in _operands(child)]
+    return [node]
 
 
-def _cap_chain(chain: exp.DPipe, limit: exp.Expression) -> None:
-    """`a || b || c` as `__kbsql_replaced(a || b || c, size(a) + size(b) + size(c), cap, '||')`:
-    the sizes are read before the chain is built, and the chain's value is made once.
+def _cap_chain(chain: exp.Expression, operands: list[exp.Expression], limit: exp.Expression,
+               budget: _Budget) -> None:
+    """`a || b || c` as `__kbsql_replaced(a || b || c, size(a) + size(b) + size(c), cap, '||')`
+    (and so concat(), a list's items...): the sizes are read before the value is built, and
+    the value is made once.
 
     Each operand is written twice (in the check and in the chain). DuckDB binds an aggregate
     or a window function once however often it is written, so only a scalar operand is
@@ -166,8 +299,8 @@ def _cap_chain(chain: exp.DPipe, limit: exp.Expression) -> None:
     one-item list, joined by a lambda) cost memory, three copies of every vector of the
     chain's values (`repeat('x', 250000) || i` over 8,000 rows: 1.5 GB against 0.55 GB here
     and for a bare `||`; issue 39's string_agg and list bombs rode on it)."""
-    operands = _operands(chain)
-    grow: exp.Expression = _call("__kbsql_size", operands[0].copy())
+    grow: exp.Expression = _call("__kbsql_size", budget.copy(operands[0]))
     for operand in operands[1:]:
-        grow = exp.Add(this=grow, expression=_call("__kbsql_size", operand.copy()))
-    chain.replace(_call("__kbsql_replaced", chain.copy(), grow, limit.copy(), exp.Literal.string("||")))
+        grow = exp.Add(this=grow, expression=_call("__kbsql_size", budget.copy(operand)))
+    chain.replace(_call("__kbsql_replaced", budget.copy(chain), grow, limit.copy(),
+                        exp.Literal.string(_name(chain))))
