@@ -13,6 +13,10 @@ any route runs, each answering problem+json:
 - when bound to a loopback address, the `Host` header must name loopback or the bound host
   (403): a rebound DNS name resolving to 127.0.0.1 carries its own name in `Host`.
 
+And MindsDB's tenant header, `company-id`, other than empty or 0 is refused (400): one
+server serves one company, so a client keeping two companies apart would see each other's
+data (MindsDB's tests/integration/flows/test_company_independent.py).
+
 A plain ASGI middleware (not BaseHTTPMiddleware) so streamed answers and client
 disconnects pass through untouched.
 """
@@ -95,6 +99,12 @@ class RequestGuard:
                 return (403, "Forbidden host",
                         f"Host {host!r} is not this server's loopback address: connect through "
                         "127.0.0.1 or localhost (or bind the server to another address)")
+        company = headers.get("company-id", "").strip()
+        if company not in ("", "0"):  # MindsDB's tenant header: honoured nowhere here
+            return (400, "Not supported",
+                    f"company-id {company[:40]!r}: this server serves one company (every request sees "
+                    "the same projects and data), so MindsDB's company-id header is not supported; "
+                    "run one kbsql serve per company")
         origin = headers.get("origin")
         if origin is not None and not self.origin_allowed(origin):
             return (403, "Forbidden origin",
