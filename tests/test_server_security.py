@@ -144,13 +144,14 @@ def test_embedded_callers_get_the_same_message_errors(engine) -> None:
 def test_a_company_id_header_is_refused_not_ignored(url: str) -> None:
     """MindsDB keeps companies apart by the `company-id` header; one kbsql server serves one
     company, so a request naming another company is refused in one line rather than shown
-    (and allowed to change) the one company's data. No header, empty or 0: as before."""
+    (and allowed to change) the one company's data. No header, empty, 0 or MindsDB's default
+    (the zero UUID): as before."""
     response = httpx.post(f"{url}/api/sql/query", content=CREATE_KB.encode(),
                           headers={"Content-Type": "application/json", "company-id": "2"})
     detail = problem(response, 400)["detail"]
     assert "company-id" in detail and "\n" not in detail
     assert "csrf_kb" not in kb_names(url)
-    for value in ("", "0"):
+    for value in ("", "0", "00000000-0000-0000-0000-000000000000"):  # MindsDB's DEFAULT_COMPANY_ID
         response = httpx.post(f"{url}/api/sql/query", json={"query": "SELECT 3 AS c"},
                               headers={"company-id": value})
         assert response.status_code == 200 and response.json()["data"] == [[3]]

@@ -13,7 +13,8 @@ any route runs, each answering problem+json:
 - when bound to a loopback address, the `Host` header must name loopback or the bound host
   (403): a rebound DNS name resolving to 127.0.0.1 carries its own name in `Host`.
 
-And MindsDB's tenant header, `company-id`, other than empty or 0 is refused (400): one
+And MindsDB's tenant header, `company-id`, other than its default (empty, 0, the zero UUID)
+is refused (400): one
 server serves one company, so a client keeping two companies apart would see each other's
 data (MindsDB's tests/integration/flows/test_company_independent.py).
 
@@ -100,7 +101,8 @@ class RequestGuard:
                         f"Host {host!r} is not this server's loopback address: connect through "
                         "127.0.0.1 or localhost (or bind the server to another address)")
         company = headers.get("company-id", "").strip()
-        if company not in ("", "0"):  # MindsDB's tenant header: honoured nowhere here
+        if company.replace("-", "").strip("0"):  # MindsDB's tenant header, not its default
+            # (empty, 0 or the zero UUID, MindsDB's DEFAULT_COMPANY_ID): honoured nowhere here
             return (400, "Not supported",
                     f"company-id {company[:40]!r}: this server serves one company (every request sees "
                     "the same projects and data), so MindsDB's company-id header is not supported; "
