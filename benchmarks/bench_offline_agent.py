@@ -1,9 +1,9 @@
 """How often the offline agent (no LLM) answers right, refuses wrongly, answers wrongly
 (issue #36 item 2), over the question set of benchmarks/offline_agent/: tune.json (the rules
 may be set on it; heldout2.json to heldout8.json became tuning data once seen), heldout.json
-and heldout20.json (each written before a round of tuning, never tuned on, reported apart;
-heldout9.json to heldout19.json became tuning data once seen). A run of every part also
-reports `seen`, the rates over the union of all parts but heldout20.json
+and heldout21.json (each written before a round of tuning, never tuned on, reported apart;
+heldout9.json to heldout20.json became tuning data once seen). A run of every part also
+reports `seen`, the rates over the union of all parts but heldout21.json
 (heldout.json, measured every round, among them): the figure a round's tuning moves, beside
 the one set it has not seen.
 
@@ -43,7 +43,10 @@ bundled model; heldout19's self-hosted app README (Markdown headings, a fenced c
 bullets, a pipe table of settings) with hash-384, its climbing wall's prices and FAQ page (a pipe price table,
 '### ' question headings, bullets) with the bundled model; heldout20's school trip permission letter (long
 prose paragraphs, no headings) with hash-384, its pharmacy's repeat-prescription page (Markdown: a numbered
-list, a pipe table without outer pipes, a '> ' note) with the bundled model. Each part also reports the
+list, a pipe table without outer pipes, a '> ' note) with the bundled model; heldout21's community garden plot
+rules (CAPITALS heading lines, prose paragraphs, a 'date - event' list) with hash-384, its tool library's
+borrowing rules (Markdown: setext headings, a pipe table with alignment colons, a '1)' list) with the bundled
+model. Each part also reports the
 seconds one answer takes (the agent's whole stream, median and slowest); `--cost` measures only that, in wall
 and process CPU seconds (CPU is what the method costs; wall moves with the machine's load), over tune.json's
 single-turn Python questions asked of python_docs.
@@ -92,7 +95,8 @@ AGENTS = {"python": ["python_docs", "python_hash"], "tickets": ["tickets_kb"], "
           "bikefix": ["bikefix"], "pool": ["pool"],
           "unilib": ["unilib"], "skyapi": ["skyapi"],
           "pagekeep": ["pagekeep"], "cragwall": ["cragwall"],
-          "schooltrip": ["schooltrip"], "pharmacy": ["pharmacy"]}
+          "schooltrip": ["schooltrip"], "pharmacy": ["pharmacy"],
+          "allotments": ["allotments"], "toollib": ["toollib"]}
 """Which knowledge bases (one agent each) an item's `kb` is asked of."""
 
 
@@ -110,8 +114,8 @@ def notebook_tickets(count: int = 1000) -> list[dict[str, Any]]:
 NEWEST = ("parcels", "travel", "recipes", "changelog", "waste", "insurance", "museum", "billing",
           "dental", "cowork", "airline", "campsite", "vets", "studio", "cyclehire", "centre",
           "garage", "school", "washer", "flats", "budget", "eyeclinic", "bikefix", "pool", "unilib", "skyapi",
-          "pagekeep", "cragwall", "schooltrip", "pharmacy")
-"""The knowledge bases only heldout6.json to heldout20.json ask: the rates tests build the
+          "pagekeep", "cragwall", "schooltrip", "pharmacy", "allotments", "toollib")
+"""The knowledge bases only heldout6.json to heldout21.json ask: the rates tests build the
 others alone, so the newest sets cost them no time (the benchmark alone measures them)."""
 
 
@@ -143,7 +147,8 @@ def build(client: kbsql.Client, tickets: int = 1000, skip: tuple[str, ...] = ())
                            ("washer", HASH), ("flats", None), ("budget", HASH), ("eyeclinic", None),
                            ("bikefix", HASH), ("pool", None), ("unilib", HASH), ("skyapi", None),
                            ("pagekeep", HASH), ("cragwall", None),
-                           ("schooltrip", HASH), ("pharmacy", None)):
+                           ("schooltrip", HASH), ("pharmacy", None),
+                           ("allotments", HASH), ("toollib", None)):
         if name in skip:
             continue
         using = f"embedding_model = {embedder}, " if embedder else ""  # None: the bundled model
@@ -237,8 +242,8 @@ def rates(counts: dict[str, int]) -> dict[str, float]:
 PARTS = ("tune", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7",
          "heldout8", "heldout9", "heldout10", "heldout11", "heldout12",
          "heldout13", "heldout14", "heldout15", "heldout16", "heldout17", "heldout18",
-         "heldout19", "heldout20")
-UNSEEN = ("heldout20",)
+         "heldout19", "heldout20", "heldout21")
+UNSEEN = ("heldout21",)
 """The parts never measured before the round that tunes on the others: kept out of `seen`."""
 
 
@@ -268,7 +273,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="kbsql-bench-offline-") as home:
         client = kbsql.connect(data_dir=args.data_dir or home)
         try:
-            if "pharmacy" not in [kb.name for kb in client.knowledge_bases.list()]:
+            if "toollib" not in [kb.name for kb in client.knowledge_bases.list()]:
                 build(client, args.tickets)
             started = time.perf_counter()
             if args.cost:
