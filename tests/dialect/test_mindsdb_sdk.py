@@ -118,3 +118,38 @@ def test_sdk_agent_params_and_drop(server: tuple[object, Path]) -> None:
     assert project.agents.get("timed_agent").params == {"timeout": 30}
     project.agents.drop("timed_agent")
     assert "timed_agent" not in [a.name for a in project.agents.list()]
+
+
+def test_sdk_views_and_tree(server: tuple[object, Path]) -> None:
+    """`views.list()` / `views.get()` and `server.tree()` / `database.tree()` read MindsDB's
+    GET /api/tree/{db} (a view is a leaf of type `view`); kbsql had no such route, so every
+    one of them failed with a 404."""
+    sdk, base = server
+    with duckdb.connect(str(base / "trees.duckdb")) as con:
+        con.execute("CREATE TABLE items AS SELECT * FROM (VALUES (1, 'pen'), (2, 'cup')) t(id, item)")
+    trees = sdk.databases.create("trees", engine="duckdb",
+                                 connection_args={"database": str(base / "trees.duckdb")})
+    project = sdk.projects.create("tree_proj")
+    project.views.create("cheap", "SELECT item FROM trees.items WHERE id = 1")
+    project.jobs.create("tree_job", query_str="SELECT 1", repeat_str="1 day")
+    assert [v.name for v in project.views.list()] == ["cheap"]
+    assert list(project.views.get("cheap").fetch()["item"]) == ["pen"]
+    with pytest.raises(AttributeError, match="View doesn't exist"):
+        project.views.get("dear")
+    leaves = {(n.name, n.class_, n.type) for n in sdk.tree()}
+    assert {("mindsdb", "db", "project"), ("tree_proj", "db", "project"), ("trees", "db", "data"),
+            ("files", "db", "data"), ("information_schema", "db", "system")} <= leaves
+    deletable = {n.name: n.deletable for n in sdk.tree()}
+    assert deletable["tree_proj"] and deletable["trees"]
+    assert not deletable["mindsdb"] and not deletable["files"]
+    assert [(n.name, n.type) for n in trees.tree()] == [("items", "table")]
+    assert [(n.name, n.class_, n.type) for n in sdk.api.objects_tree("tree_proj").apply(
+        lambda r: mindsdb_sdk.tree.TreeNode.from_dict(r.to_dict()), axis=1)] == [
+        ("models", "table", "table"), ("cheap", "table", "view"), ("tree_job", "job", "job")]
+    with pytest.raises(Exception, match="There is no element with name 'nowhere'"):
+        sdk.api.objects_tree("nowhere")
+    project.jobs.drop("tree_job")
+    project.views.drop("cheap")
+    assert project.views.list() == []
+    sdk.projects.drop("tree_proj")
+    sdk.databases.drop("trees")
