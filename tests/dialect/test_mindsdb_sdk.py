@@ -153,3 +153,29 @@ def test_sdk_views_and_tree(server: tuple[object, Path]) -> None:
     assert project.views.list() == []
     sdk.projects.drop("tree_proj")
     sdk.databases.drop("trees")
+
+
+def test_sdk_native_queries_are_refused_in_one_line(server: tuple[object, Path]) -> None:
+    """`tables.create(name, db.query(...))`, `table.insert(db.query(...))` and
+    `table.update(db.query(...), on=...)` send MindsDB's native query `FROM db (<text>)`; it
+    is refused naming it (it was "Table functions are not allowed: SHOP(...)"), and the
+    forms in this dialect work."""
+    sdk, base = server
+    with duckdb.connect(str(base / "native.duckdb")) as con:
+        con.execute("CREATE TABLE items AS SELECT * FROM (VALUES (1, 'pen'), (2, 'cup')) t(id, item)")
+    native = sdk.databases.create("native", engine="duckdb",
+                                  connection_args={"database": str(base / "native.duckdb")})
+    items = native.tables.get("items")
+    for call in (lambda: native.tables.create("copy", native.query("SELECT * FROM items")),
+                 lambda: items.insert(native.query("SELECT 3 AS id, 'ink' AS item")),
+                 lambda: items.update(native.query("SELECT 1 AS id, 'pin' AS item"), on=["id"])):
+        with pytest.raises(RuntimeError) as refused:
+            call()
+        message = str(refused.value)
+        assert message.startswith("not supported by the local engine: native queries") and "\n" not in message
+        assert "native.<table>" in message
+    assert "copy" not in [t.name for t in native.tables.list()]
+    assert sorted(items.fetch()["item"]) == ["cup", "pen"]  # nothing inserted or updated
+    native.tables.create("copy", items.filter(id=2))  # a Table: CREATE TABLE ... (SELECT ...)
+    assert list(native.tables.get("copy").fetch()["item"]) == ["cup"]
+    sdk.databases.drop("native")

@@ -17,6 +17,7 @@ from mindsdb_sql_parser import ast
 from sqlglot import exp
 
 from kbsql.engine.datasources.scans import FrameScan, NativeTable
+from kbsql.engine.sql import refusals
 from kbsql.engine.sql.arrow_results import JSON_COLUMNS, ArrowTableResult
 from kbsql.engine.sql.databases import info_schema, job_tables
 from kbsql.engine.sql.information_functions import answer_information_functions
@@ -182,6 +183,10 @@ def _name_columns(tree: exp.Expression, statement: ast.ASTNode) -> None:
 def _rewrite(session: SqlSession, table: exp.Table, ctes: dict[str, str], ctx: dict[str, Any],
              frames: dict[str, Any], compiled: Compiled, resolved: names.Resolutions | None) -> None:
     if not isinstance(table.this, exp.Identifier):
+        function = table.this  # `FROM shop (SELECT ...)`: MindsDB's native query
+        if isinstance(function, exp.Anonymous) and any(
+                isinstance(arg, exp.Query) for arg in function.expressions):
+            raise refusals.native_query(function.name)
         raise SqlError(f"Table functions are not allowed in queries: {table.sql()}; "
                        "query tables of a data source as <data_source>.<table>")
     parts = [p.name for p in table.parts]
