@@ -22,7 +22,6 @@ from starlette.routing import Route
 from kbsql.interface.api import DEFAULT_PROJECT, Databases
 from kbsql.interface.errors import BadRequest
 from kbsql.server.lanes import owner_key
-from kbsql.server.mysql.metadata import EngineCatalog, Refused
 from kbsql.server.routes.common import api_of, endpoint, json_response, lanes_of, path
 
 PROJECT_TYPES = {"VIEW": "view", "KNOWLEDGE BASE": "knowledge_base", "AGENT": "agent"}
@@ -37,16 +36,24 @@ def _deletable(api: Any) -> set[str]:
     return {str(d["name"]).lower() for d in api.list_databases() if d.get("deletable")}
 
 
+def _catalog(api: Any) -> Any:
+    """The engine's catalog reader (server/mysql/metadata.py), imported on the first tree read:
+    that module loads Arrow and DuckDB, which an idle server does not hold (test_lazy_imports)."""
+    from kbsql.server.mysql.metadata import EngineCatalog
+
+    return EngineCatalog(api, DEFAULT_PROJECT)
+
+
 def root(api: Any) -> list[dict[str, Any]]:
     deletable = _deletable(api)
     return [{"name": name, "class": "db", "type": kind, "engine": engine,
              "deletable": name.lower() in deletable or (kind == "project" and name != DEFAULT_PROJECT),
              "visible": True}
-            for name, kind, engine in EngineCatalog(api, DEFAULT_PROJECT).databases()]
+            for name, kind, engine in _catalog(api).databases()]
 
 
 def leaf(api: Any, db_name: str) -> list[dict[str, Any]]:
-    catalog = EngineCatalog(api, DEFAULT_PROJECT)
+    catalog = _catalog(api)
     kinds = {name.lower(): (name, kind) for name, kind, _ in catalog.databases()}
     if db_name.lower() not in kinds:
         raise BadRequest(f"There is no element with name '{db_name}'", title="Error")
@@ -70,6 +77,8 @@ def leaf(api: Any, db_name: str) -> list[dict[str, Any]]:
 def _engine_answer(call: Any, *args: Any) -> Any:
     """`call(*args)`, an SQL error of the engine (a data source that cannot be reached) being
     the route's 400 with its message."""
+    from kbsql.server.mysql.metadata import Refused
+
     try:
         return call(*args)
     except Refused as exc:
