@@ -10,6 +10,7 @@ import duckdb
 import pandas as pd
 import pytest
 
+from kbsql.engine import Engine
 from tests.conftest import start_server, stop_server
 
 mindsdb_sdk = pytest.importorskip("mindsdb_sdk")
@@ -179,3 +180,21 @@ def test_sdk_native_queries_are_refused_in_one_line(server: tuple[object, Path])
     native.tables.create("copy", items.filter(id=2))  # a Table: CREATE TABLE ... (SELECT ...)
     assert list(native.tables.get("copy").fetch()["item"]) == ["cup"]
     sdk.databases.drop("native")
+
+
+def test_sdk_server_config(server: tuple[object, Path], tmp_path: Path) -> None:
+    """`server.config.get_default_*()` read MindsDB's GET /api/config (kbsql had no such route:
+    a 404 "No route"); `set_default_*` is refused in one line naming where the defaults are set."""
+    sdk, _ = server
+    assert sdk.config.get_default_llm() == {"provider": "kbsql", "model_name": "retrieval"}
+    assert sdk.config.get_default_embedding_model() == {"provider": "kbsql", "model_name": "all-MiniLM-L6-v2"}
+    assert sdk.config.get_default_reranking_model() == {}  # none here; MindsDB also leaves it out
+    assert sdk.api.get_config()["auth"] == {"http_auth_enabled": False}
+    refusal = "not supported by this service: changing the server's configuration"
+    with pytest.raises(Exception, match=refusal) as refused:
+        sdk.config.set_default_llm("openai", "gpt-4o", api_key="sk-test")
+    assert "config.json" in str(refused.value) and "\n" not in str(refused.value)
+    assert sdk.config.get_default_llm()["provider"] == "kbsql"  # nothing changed
+    with Engine(tmp_path / "keyed", settings={"default_model": {
+            "provider": "openai", "model_name": "gpt-4o", "api_key": "sk-secret"}}) as engine:
+        assert engine.default_models()["default_llm"]["api_key"] != "sk-secret"  # masked, not shown
