@@ -62,6 +62,30 @@ def test_sdk_knowledge_bases(server: tuple[object, Path]) -> None:
     assert project.knowledge_bases.list() == []
 
 
+def test_sdk_knowledge_base_params_are_checked(server: tuple[object, Path]) -> None:
+    """`knowledge_bases.create(..., params=...)` (and SQL's USING): a key MindsDB's
+    KnowledgeBaseInputParams forbids is refused with its message; it was stored without a
+    word and read by nothing (`params={'chunk_size': 200}` chunked at the default size)."""
+    sdk, _ = server
+    kbs = sdk.get_project("mindsdb").knowledge_bases
+    with pytest.raises(Exception, match="Parameter 'chunk_size' is not allowed"):
+        kbs.create("sized_kb", embedding_model=HASH, params={"chunk_size": 200})
+    with pytest.raises(Exception, match="Parameter 'a' is not allowed"):  # the SDK docstring's example
+        kbs.create("sized_kb", embedding_model=HASH, params={"a": 1})
+    with pytest.raises(RuntimeError, match="Parameter 'chunk_size' is not allowed"):
+        sdk.query("CREATE KNOWLEDGE_BASE sized_kb USING embedding_model = {'provider': 'kbsql', "
+                  "'model_name': 'hash-64'}, chunk_size = 200").fetch()
+    with pytest.raises(Exception, match="not supported by the local engine: sparse vectors"):
+        kbs.create("sized_kb", embedding_model=HASH, params={"is_sparse": True, "vector_size": 64})
+    assert "sized_kb" not in [k.name for k in kbs.list()]  # nothing half-made
+    kb = kbs.create("sized_kb", embedding_model=HASH, params={
+        "preprocessing": {"text_chunking_config": {"chunk_size": 20, "chunk_overlap": 0}},
+        "kb_skip_existing": True})  # MindsDB's way to size chunks; an insert option, accepted as there
+    kb.insert([{"id": 1, "content": "word " * 40}])
+    assert len(sdk.query("SELECT chunk_id FROM sized_kb").fetch()) == 10
+    kbs.drop("sized_kb")
+
+
 def test_sdk_agents(server: tuple[object, Path]) -> None:
     sdk, _ = server
     project = sdk.get_project("mindsdb")
