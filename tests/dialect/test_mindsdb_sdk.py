@@ -222,3 +222,16 @@ def test_sdk_server_config(server: tuple[object, Path], tmp_path: Path) -> None:
     with Engine(tmp_path / "keyed", settings={"default_model": {
             "provider": "openai", "model_name": "gpt-4o", "api_key": "sk-secret"}}) as engine:
         assert engine.default_models()["default_llm"]["api_key"] != "sk-secret"  # masked, not shown
+
+
+def test_sdk_job_history_points_to_log(server: tuple[object, Path]) -> None:
+    """`job.get_history()` reads `jobs_history` in the job's project, which MindsDB has not
+    either; the error names where the runs are (it said only "a table of a data source is
+    named <data_source>.<table>")."""
+    sdk, _ = server
+    job = sdk.jobs.create("history_job", query_str="SELECT 1", repeat_str="1 day")
+    with pytest.raises(RuntimeError, match=r"Table 'jobs_history' not found .*log\.jobs_history"):
+        job.get_history()
+    runs = sdk.query("SELECT name FROM log.jobs_history WHERE name = 'history_job'").fetch()
+    assert list(runs.columns) == ["name"]
+    sdk.jobs.drop("history_job")
