@@ -235,3 +235,23 @@ def test_sdk_job_history_points_to_log(server: tuple[object, Path]) -> None:
     runs = sdk.query("SELECT name FROM log.jobs_history WHERE name = 'history_job'").fetch()
     assert list(runs.columns) == ["name"]
     sdk.jobs.drop("history_job")
+
+
+def test_sdk_agent_data_keys_are_checked(server: tuple[object, Path]) -> None:
+    """`agents.create(..., data={'knowledge_base': 'kb'})`, the form of the SDK's own Agent
+    docstring, made an agent with no knowledge base and no word (the key was dropped);
+    MindsDB's AgentParamsData refuses it, and so does kbsql now, naming the key."""
+    sdk, _ = server
+    project = sdk.get_project("mindsdb")
+    retrieval = {"provider": "kbsql", "model_name": "retrieval"}
+    with pytest.raises(Exception, match=r"Parameter 'data\.knowledge_base' is not allowed"):
+        project.agents.create("data_agent", model=retrieval, data={"knowledge_base": "agent_kb"})
+    assert "data_agent" not in [a.name for a in project.agents.list()]
+    agent = project.agents.create("data_agent", model=retrieval, data={"tables": []})
+    agent.data = {"knowledge_base": "agent_kb"}
+    with pytest.raises(Exception, match=r"Parameter 'data\.knowledge_base' is not allowed"):
+        project.agents.update("data_agent", agent)
+    with pytest.raises(RuntimeError, match=r"Parameter 'data\.kb' is not allowed"):
+        sdk.query("ALTER AGENT data_agent USING data = {'kb': ['agent_kb']}").fetch()
+    assert project.agents.get("data_agent").data == {"knowledge_bases": [], "tables": []}
+    project.agents.drop("data_agent")

@@ -124,10 +124,18 @@ def kb_create_params(value: Any) -> None:
 
 
 def agent_data(value: Any) -> dict[str, list[str]]:
+    """An agent's `data`: `knowledge_bases` and `tables`, lists of names. Any other key is
+    refused as MindsDB's AgentParamsData refuses it (extra = forbid): dropped, it would leave
+    the agent without the data it was given (mindsdb_sdk's own docstring writes
+    `data={'knowledge_base': 'my_kb'}`)."""
     if value is None:
         return {"knowledge_bases": [], "tables": []}
     if not isinstance(value, dict):
         raise InvalidParameter("'data' must be an object {knowledge_bases, tables}")
+    for key in value:
+        if key not in ("knowledge_bases", "tables"):
+            raise InvalidParameter(f"Problem with agent parameters: Parameter 'data.{key}' is not allowed "
+                                   "(an agent's data takes knowledge_bases and tables, lists of names)")
     out = {}
     for key in ("knowledge_bases", "tables"):
         items = value.get(key) or []
