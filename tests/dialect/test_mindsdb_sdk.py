@@ -255,3 +255,28 @@ def test_sdk_agent_data_keys_are_checked(server: tuple[object, Path]) -> None:
         sdk.query("ALTER AGENT data_agent USING data = {'kb': ['agent_kb']}").fetch()
     assert project.agents.get("data_agent").data == {"knowledge_bases": [], "tables": []}
     project.agents.drop("data_agent")
+
+
+def test_sdk_agent_with_a_missing_knowledge_base_says_so(server: tuple[object, Path]) -> None:
+    """An agent whose data names a knowledge base that does not exist (a typo, or one
+    dropped since) answered "I could not find anything about this in the data this agent is
+    connected to", as if it had searched it; its run now fails naming the knowledge base, in
+    completion, completion_stream and SQL alike (a pattern matching nothing stays a search
+    of nothing, as MindsDB's wildcards are)."""
+    sdk, _ = server
+    project = sdk.get_project("mindsdb")
+    project.knowledge_bases.create("present_kb", embedding_model=HASH)
+    agent = project.agents.create("typo_agent", model={"provider": "kbsql", "model_name": "retrieval"},
+                                  data={"knowledge_bases": ["present_kb", "absent_kb"]})
+    question = [{"question": "refunds?", "answer": None}]
+    with pytest.raises(Exception, match="Agent typo_agent's knowledge base absent_kb does not exist"):
+        agent.completion(question)
+    errors = [c for c in agent.completion_stream(question) if c.get("type") == "error"]
+    assert len(errors) == 1 and "absent_kb does not exist" in errors[0]["content"]
+    with pytest.raises(RuntimeError, match="absent_kb does not exist"):
+        sdk.query("SELECT answer FROM typo_agent WHERE question = 'refunds?'").fetch()
+    project.knowledge_bases.create("absent_kb", embedding_model=HASH)  # created after the agent: seen
+    assert agent.completion(question).content
+    project.agents.drop("typo_agent")
+    project.knowledge_bases.drop("present_kb")
+    project.knowledge_bases.drop("absent_kb")
