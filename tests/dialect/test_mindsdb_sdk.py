@@ -280,3 +280,24 @@ def test_sdk_agent_with_a_missing_knowledge_base_says_so(server: tuple[object, P
     project.agents.drop("typo_agent")
     project.knowledge_bases.drop("present_kb")
     project.knowledge_bases.drop("absent_kb")
+
+
+def test_sdk_insert_options_with_rows_are_not_ignored(server: tuple[object, Path]) -> None:
+    """`kb.insert(rows, params={'kb_skip_existing': True})` replaced the stored row (the option
+    was ignored with rows, as MindsDB ignores it); it is refused naming the form that applies
+    it, a misspelt option too, and the pacing options stay accepted."""
+    sdk, _ = server
+    kb = sdk.get_project("mindsdb").knowledge_bases.create("skip_kb", embedding_model=HASH)
+    kb.insert([{"id": "a", "content": "first text"}])
+    with pytest.raises(Exception, match="not supported by the local engine: kb_skip_existing with 'rows'"):
+        kb.insert([{"id": "a", "content": "second text"}], params={"kb_skip_existing": True})
+    with pytest.raises(Exception, match=r"Unknown insert option\(s\) \['kb_skip_exisitng'\]"):
+        kb.insert([{"id": "a", "content": "second text"}], params={"kb_skip_exisitng": True})
+    assert list(sdk.query("SELECT chunk_content FROM skip_kb").fetch()["chunk_content"]) == ["first text"]
+    kb.insert([{"id": "b", "content": "other text"}], params={"batch_size": 10, "kb_skip_existing": False})
+    # kb.insert(query, params) drops the params (the SDK calls insert_query(data) without them)
+    again = sdk.query("SELECT 'a' AS id, 'second text' AS content")
+    kb.insert_query(again, params={"kb_skip_existing": True})
+    stored = sdk.query("SELECT id, chunk_content FROM skip_kb ORDER BY id").fetch()
+    assert list(stored["chunk_content"]) == ["first text", "other text"]  # the query's option applied
+    sdk.get_project("mindsdb").knowledge_bases.drop("skip_kb")
