@@ -301,3 +301,16 @@ def test_sdk_insert_options_with_rows_are_not_ignored(server: tuple[object, Path
     stored = sdk.query("SELECT id, chunk_content FROM skip_kb ORDER BY id").fetch()
     assert list(stored["chunk_content"]) == ["first text", "other text"]  # the query's option applied
     sdk.get_project("mindsdb").knowledge_bases.drop("skip_kb")
+
+
+def test_sdk_uploads_a_one_column_dataframe(server: tuple[object, Path]) -> None:
+    """`files.tables.create(name, df)` of a one-column DataFrame sends an extensionless CSV
+    with no delimiter in its header; it was refused "Unable to detect format" (MindsDB's
+    FileReader reads it as CSV). A binary file without a name's extension still is."""
+    sdk, _ = server
+    files = sdk.databases.get("files")
+    files.tables.create("one_column", pd.DataFrame({"word": ["alpha", "beta"]}))
+    assert list(files.tables.get("one_column").fetch()["word"]) == ["alpha", "beta"]
+    with pytest.raises(Exception, match="Unable to detect format"):
+        sdk.api.upload_data("binary_blob", b"\x00\x01\x02\x03")
+    files.tables.drop("one_column")
