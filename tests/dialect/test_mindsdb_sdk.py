@@ -258,8 +258,8 @@ def test_sdk_agent_data_keys_are_checked(server: tuple[object, Path]) -> None:
 
 
 def test_sdk_agent_with_a_missing_knowledge_base_says_so(server: tuple[object, Path]) -> None:
-    """An agent whose data names a knowledge base that does not exist (a typo, or one
-    dropped since) answered "I could not find anything about this in the data this agent is
+    """An agent whose data names a knowledge base (or a table) that does not exist (a typo,
+    or one dropped since) answered "I could not find anything about this in the data this agent is
     connected to", as if it had searched it; its run now fails naming the knowledge base, in
     completion, completion_stream and SQL alike (a pattern matching nothing stays a search
     of nothing, as MindsDB's wildcards are)."""
@@ -277,6 +277,10 @@ def test_sdk_agent_with_a_missing_knowledge_base_says_so(server: tuple[object, P
         sdk.query("SELECT answer FROM typo_agent WHERE question = 'refunds?'").fetch()
     project.knowledge_bases.create("absent_kb", embedding_model=HASH)  # created after the agent: seen
     assert agent.completion(question).content
+    agent.data = {"knowledge_bases": ["present_kb"], "tables": ["files.absent_table"]}  # a table too
+    agent = project.agents.update("typo_agent", agent)
+    with pytest.raises(Exception, match=r"Agent typo_agent's table files\.absent_table cannot be read"):
+        agent.completion(question)
     project.agents.drop("typo_agent")
     project.knowledge_bases.drop("present_kb")
     project.knowledge_bases.drop("absent_kb")
