@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from kbsql._version import __version__
 from kbsql.engine import outbound, validate
 from kbsql.engine.catalog import Catalog, KbRecord
-from kbsql.engine.config import EngineConfig
+from kbsql.engine.config import OFFLINE_PROVIDER, EngineConfig
 from kbsql.engine.fair_slots import FairSlots
 from kbsql.engine.knowledge.storage import StorageBackend
 from kbsql.engine.models.model_context import ProviderContext
@@ -42,6 +42,7 @@ from kbsql.engine.views import knowledge_base, knowledge_base_json
 from kbsql.interface.api import (
     INSERT_BATCH_ROWS,
     Databases,
+    DefaultModels,
     FileTables,
     InsertCounts,
     KnowledgeBaseEditing,
@@ -54,6 +55,7 @@ from kbsql.interface.errors import ServiceError
 from kbsql.interface.models import Agent, KnowledgeBase
 from kbsql.interface.progress import OnProgress
 from kbsql.interface.results import SqlResult
+from kbsql.interface.secrets import mask_secrets
 
 if TYPE_CHECKING:
     from kbsql.engine.agents.agent_service import AgentService
@@ -103,7 +105,8 @@ class _Parts:
     sql: SqlExecutor
 
 
-class Engine(FileTables, UploadedFiles, Databases, Views, KnowledgeBaseEditing, KnowledgeBaseVectors):
+class Engine(FileTables, UploadedFiles, Databases, Views, KnowledgeBaseEditing, KnowledgeBaseVectors,
+             DefaultModels):
     """Projects, knowledge bases, agents and SQL over a data directory: `ServiceApi`, plus
     the optional capabilities it declares (DataFrames and files as tables, MindsDB's
     databases, knowledge-base editing, chunk vectors for a notebook's map)."""
@@ -328,6 +331,17 @@ class Engine(FileTables, UploadedFiles, Databases, Views, KnowledgeBaseEditing, 
     def get_project(self, name: str) -> dict[str, Any]:
         project = self.catalog.project(name)
         return {"name": project.name}
+
+    def default_models(self) -> dict[str, Any]:
+        """`DefaultModels`: the agents' and knowledge bases' defaults (settings default_model and
+        default_embedding_model) as MindsDB's config names them, the bundled embedder when none
+        is set; a key or password is masked (MindsDB shows it)."""
+        from kbsql.engine.models.minilm import MODEL_NAME  # numpy: not at the engine's import
+
+        embedding = self.config.default_embedding_model or {"provider": OFFLINE_PROVIDER,
+                                                            "model_name": MODEL_NAME}
+        return {"default_llm": mask_secrets(self.config.default_model),
+                "default_embedding_model": mask_secrets(embedding)}
 
     # knowledge bases ----------------------------------------------------------------------
     def create_knowledge_base(self, project: str, body: dict[str, Any]) -> KnowledgeBase:

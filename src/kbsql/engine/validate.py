@@ -95,11 +95,47 @@ def preprocessing(value: Any) -> dict[str, Any] | None:
     return dict(value)
 
 
+KB_INSERT_OPTIONS = ("kb_no_upsert", "kb_skip_existing")
+"""Keys MindsDB's KnowledgeBaseInputParams takes at create and no create reads (they are
+options of an insert: `INSERT ... USING kb_skip_existing = true`): accepted, as there."""
+
+
+def kb_create_params(value: Any) -> None:
+    """The `params` of a knowledge base's create (REST `params`, or what SQL's USING leaves
+    once its fields are read): MindsDB's KnowledgeBaseInputParams forbids any other key
+    ("Problem with knowledge base parameters: Parameter 'chunk_size' is not allowed"), and a
+    key accepted here and read by nothing would be a setting silently ignored. Sparse vectors
+    (`is_sparse = true`, `vector_size`) are refused in one line: the store here is dense."""
+    if value is None:
+        return
+    if not isinstance(value, dict):
+        raise InvalidParameter("'params' must be an object of knowledge base parameters")
+    for key, item in value.items():
+        dense = (key == "is_sparse" and not item) or (key == "vector_size" and item is None)
+        if key in KB_INSERT_OPTIONS or dense:
+            continue
+        if key in ("is_sparse", "vector_size"):
+            raise InvalidParameter(f"not supported by the local engine: sparse vectors ({key} = {item!r}); "
+                                   "a knowledge base here stores its embedding model's dense vectors")
+        raise InvalidParameter(f"Problem with knowledge base parameters: Parameter '{key}' is not allowed "
+                               "(a knowledge base takes embedding_model, reranking_model, "
+                               "metadata_columns, content_columns, id_column and preprocessing; "
+                               "chunking is set in preprocessing)")
+
+
 def agent_data(value: Any) -> dict[str, list[str]]:
+    """An agent's `data`: `knowledge_bases` and `tables`, lists of names. Any other key is
+    refused as MindsDB's AgentParamsData refuses it (extra = forbid): dropped, it would leave
+    the agent without the data it was given (mindsdb_sdk's own docstring writes
+    `data={'knowledge_base': 'my_kb'}`)."""
     if value is None:
         return {"knowledge_bases": [], "tables": []}
     if not isinstance(value, dict):
         raise InvalidParameter("'data' must be an object {knowledge_bases, tables}")
+    for key in value:
+        if key not in ("knowledge_bases", "tables"):
+            raise InvalidParameter(f"Problem with agent parameters: Parameter 'data.{key}' is not allowed "
+                                   "(an agent's data takes knowledge_bases and tables, lists of names)")
     out = {}
     for key in ("knowledge_bases", "tables"):
         items = value.get(key) or []

@@ -9,7 +9,8 @@ Beyond `ServiceApi`, a backend may declare optional capabilities, each a runtime
 protocol it subclasses: `FileTables` (DataFrames uploaded as tables `df.<name>`),
 `UploadedFiles` (files as MindsDB's `files` database), `Databases` (MindsDB's
 `/api/databases`), `KnowledgeBaseEditing` (altering a knowledge base, inserting a query's
-result) and `KnowledgeBaseVectors` (chunk vectors, for a notebook's map). Callers ask
+result), `KnowledgeBaseVectors` (chunk vectors, for a notebook's map) and `DefaultModels`
+(the server's default models, MindsDB's `GET /api/config`). Callers ask
 `isinstance(api, FileTables)`, never probe for attributes, so what a backend offers is
 written where it is defined.
 """
@@ -227,4 +228,13 @@ class KnowledgeBaseVectors(Protocol):
                                query: str | None = None) -> dict[str, Any]:
         """The first `limit` chunks' `chunk_ids`, `metadata` and `vectors`, and the
         `query_vector` of `query`."""
+        ...
+
+
+@runtime_checkable
+class DefaultModels(Protocol):
+    """Optional: the models used where none is named, as MindsDB's `GET /api/config` shows them."""
+
+    def default_models(self) -> dict[str, Any]:
+        """`default_llm` and `default_embedding_model` descriptors, secrets masked."""
         ...

@@ -22,12 +22,22 @@ from kbsql.server.auth import AuthSettings, TokenAuth
 from kbsql.server.guard import RequestGuard
 from kbsql.server.lanes import Lanes
 from kbsql.server.limits import BodyLimit, Limits
-from kbsql.server.routes import agents, databases, knowledge_bases, project_views, sql, status, uploads
+from kbsql.server.routes import (
+    agents,
+    config,
+    databases,
+    knowledge_bases,
+    project_views,
+    sql,
+    status,
+    tree,
+    uploads,
+)
 from kbsql.server.routes.common import PROBLEM, json_response
 from kbsql.server.throttle import FailureThrottle
 
 ROUTES = [*status.ROUTES, *knowledge_bases.ROUTES, *agents.ROUTES, *sql.ROUTES, *uploads.ROUTES,
-          *databases.ROUTES, *project_views.ROUTES]
+          *databases.ROUTES, *project_views.ROUTES, *tree.ROUTES, *config.ROUTES]
 
 
 def _no_route(request: Request, exc: Any) -> Response:

@@ -17,7 +17,7 @@ from mindsdb_sql_parser import ast
 
 from kbsql.engine.catalog import AgentRecord, Catalog, KbRecord
 from kbsql.engine.sql.parse.parsing import parse
-from kbsql.interface.errors import KbsqlError, Unavailable
+from kbsql.interface.errors import KbsqlError, NotFound, Unavailable
 from kbsql.interface.results import TableResult
 
 if TYPE_CHECKING:
@@ -71,11 +71,25 @@ def resolve(catalog: Catalog, sql: RunsSql, record: AgentRecord) -> Scope:
     scope = Scope(record.project_name, has_kb_entries=bool(kb_entries),
                   has_table_entries=bool(table_entries))
     seen: set[int] = set()
+    missing = []
     for entry in kb_entries:
-        for kb in _knowledge_bases(catalog, record.project_name, entry):
+        found = _knowledge_bases(catalog, record.project_name, entry)
+        if not found and not _pattern(entry):
+            missing.append(entry)
+        for kb in found:
             if kb.id not in seen:
                 seen.add(kb.id)
                 scope.knowledge_bases.append(kb)
+    if missing:  # named, not a pattern: answering without it would pass for "nothing found"
+        raise NotFound(f"Agent {record.name}'s knowledge base{'s' if len(missing) > 1 else ''} "
+                       f"{', '.join(missing)} {'do' if len(missing) > 1 else 'does'} not exist: create "
+                       "it, or change the agent's data.knowledge_bases", title="Knowledge Base not found")
+    unread = [e for e in table_entries if "." in e and not _pattern(e) and not _readable(sql, e)]
+    if unread:
+        raise NotFound(f"Agent {record.name}'s table{'s' if len(unread) > 1 else ''} {', '.join(unread)} "
+                       f"cannot be read (no such table, or its data source failed): create "
+                       f"{'them' if len(unread) > 1 else 'it'}, or change the agent's data.tables",
+                       title="Table not found")
     for entry in table_entries:
         for table in _tables(sql, entry):
             if table.lower() not in {t.lower() for t in scope.tables}:
@@ -114,6 +128,13 @@ def _tables(sql: RunsSql, entry: str) -> list[str]:
     if bare and _listed(sql, f"SELECT * FROM `{source}`.`{schema}`.`{bare[0]}` LIMIT 0") is not None:
         names += bare  # the entry's schema is the default one
     return [f"{source}.{schema}.{name}" for name in names if _matches(name, pattern)]
+
+
+def _readable(sql: RunsSql, entry: str) -> bool:
+    """Whether a named table (`source.table`, `source.schema.table`) answers a read, so a
+    table that is gone fails the run instead of the agent finding "nothing" in it."""
+    quoted = ".".join("`" + part.replace("`", "``") + "`" for part in entry.split("."))
+    return _listed(sql, f"SELECT * FROM {quoted} LIMIT 0") is not None
 
 
 def _listed(sql: RunsSql, query: str) -> list[str] | None:

@@ -5,8 +5,8 @@ format by the file name's extension, else by the content (Parquet's magic bytes,
 signature of an xlsx or PDF, then JSON, then CSV), and turns each format into rows:
 
 - csv / tsv: a table; the delimiter is sniffed from the header line among `,`, tab and `;`
-  (a .tsv is tab-separated); the text is decoded from UTF-8 (a BOM is dropped), else from
-  the encoding `charset_normalizer` finds;
+  (a .tsv is tab-separated; a printable header with none of them is one column); the text
+  is decoded from UTF-8 (a BOM is dropped), else from the encoding `charset_normalizer` finds;
 - json: `pandas.json_normalize(document, max_level=0)`: a list of objects is one row each;
 - parquet: the table as stored (decoding bounded: see `interface.frames`);
 - xlsx: one table per sheet; with several sheets the file's table lists them (`Tables`)
@@ -192,6 +192,8 @@ def format_of(raw: bytes, filename: str) -> str:
         return "csv"
     except csv.Error:
         pass
+    if first.strip() and first.isprintable():  # one column: no delimiter to find (mindsdb_sdk
+        return "csv"  # uploads a one-column DataFrame so; MindsDB's is_csv takes it, read with ',')
     raise FileProcessingError(f"Unable to detect format: {filename}")
 
 

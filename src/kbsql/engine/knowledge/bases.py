@@ -38,6 +38,7 @@ class KnowledgeBases:
         """Validate everything, check the models answer, then store: nothing half-made."""
         body = lifted_params(validate.require_object(body, "knowledge_base"), KnowledgeBase.PARAMS_FIELDS)
         name = validate.name(body.get("name"), "knowledge base")
+        validate.kb_create_params(body.get("params"))
         self.catalog.project(project)  # 404 before any provider call
         existing = self.catalog.find_knowledge_base(project, name)
         if existing is not None and if_not_exists:

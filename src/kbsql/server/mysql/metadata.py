@@ -13,6 +13,7 @@ from typing import Any
 import pyarrow as pa
 
 from kbsql.interface.api import ServiceApi
+from kbsql.interface.literals import quote_literal
 from kbsql.interface.mysql_charsets import CHARACTER_SETS, COLLATIONS, ENGINES
 from kbsql.interface.results import ErrorResult, TableResult
 from kbsql.server.mysql.local_sql import TIMEOUT_S, run_local
@@ -49,9 +50,20 @@ class EngineCatalog:
             raise Refused(result)
         return result.data if isinstance(result, TableResult) else []
 
-    def databases(self) -> list[tuple[str, str]]:
-        return [(str(r[0]), str(r[1])) for r in
-                self._rows("SELECT NAME, TYPE FROM information_schema.databases")]
+    def databases(self) -> list[tuple[str, str, str | None]]:
+        """(name, type, engine) of each database: system, project or data."""
+        return [(str(r[0]), str(r[1]), None if r[2] is None else str(r[2])) for r in
+                self._rows("SELECT NAME, TYPE, ENGINE FROM information_schema.databases")]
+
+    def tables_of(self, db: str) -> list[tuple[str, str]]:
+        """(name, TABLE_TYPE) of one database's tables, only that one asked (SHOW FULL TABLES:
+        a data source other than `db` is never reached)."""
+        return [(str(r[0]), str(r[1])) for r in self._rows(f"SHOW FULL TABLES FROM {quote_name(db)}")]
+
+    def jobs_of(self, project: str) -> list[str]:
+        """The names of one project's jobs."""
+        return [str(r[0]) for r in self._rows("SELECT NAME FROM information_schema.jobs WHERE PROJECT = "
+                                              + quote_literal(project))]
 
     def tables(self) -> list[tuple[str, str, str]]:
         if self._tables is None:

@@ -37,6 +37,13 @@ from kbsql.server.routes.common import (
 
 ALTER_FIELDS = KnowledgeBase.PARAMS_FIELDS
 HOSTED_ONLY = ("files", "urls", "limit", "crawl_depth", "filters")
+INSERT_OPTIONS = ("batch_size", "threads", "track_column", "error", "kb_no_upsert", "kb_skip_existing")
+"""The insert options a PUT's `params` may carry (engine/sql/kb/kb_insert.OPTIONS, which the
+engine checks for a `query`)."""
+QUERY_ONLY_OPTIONS = {"track_column": None, "error": "raise", "kb_no_upsert": False,
+                      "kb_skip_existing": False}
+"""Options that change which rows are stored, with the value that changes nothing: applied to a
+`query`'s insert; `rows` are stored as sent (batch_size and threads only pace the work)."""
 
 
 async def collection(request: Request) -> Response:
@@ -97,6 +104,24 @@ def check_put(body: dict[str, Any]) -> None:
     params = body.get("params")
     if params is not None and not isinstance(params, dict):
         raise InvalidParameter("'params' must be an object of insert options")
+    if body.get("rows") is not None and params:
+        _check_row_options(params)
+
+
+def _check_row_options(params: dict[str, Any]) -> None:
+    """`rows` with insert options (mindsdb_sdk's `kb.insert(df, params={...})`): one that would
+    change which rows are stored is refused rather than ignored (MindsDB ignores every one of
+    them with rows: `kb_skip_existing` then replaced the stored rows), and so is a name no
+    insert knows (a typo would be ignored too)."""
+    unknown = sorted(set(params) - set(INSERT_OPTIONS))
+    if unknown:
+        raise InvalidParameter(f"Unknown insert option(s) {unknown} in 'params': use {list(INSERT_OPTIONS)}")
+    unapplied = [k for k, neutral in QUERY_ONLY_OPTIONS.items()
+                 if params.get(k, neutral) not in (None, neutral)]
+    if unapplied:
+        raise InvalidParameter(f"not supported by the local engine: {', '.join(unapplied)} with 'rows' (it "
+                               "applies to the insert of a 'query' here: INSERT INTO kb SELECT ... USING "
+                               f"{unapplied[0]} = ..., or kb.insert(query, params=...))")
 
 
 def put_knowledge_base(api: ServiceApi, project: str, name: str, body: dict[str, Any]) -> dict[str, Any]:

@@ -62,8 +62,10 @@ def create(session: SqlSession, statement: CreateKnowledgeBase, ctx: dict[str, A
     if statement.from_query is not None:
         raise SqlError("CREATE KNOWLEDGE_BASE ... FROM (query) is not supported: create it, then "
                        "INSERT INTO kb SELECT ...")
-    body = {k.lower(): v for k, v in (statement.params or {}).items()}
-    body["name"] = name
+    # USING is MindsDB's params: the fields are read from it (lifted_params), any other key
+    # is checked as the REST body's `params` are (validate.kb_create_params)
+    using = {k.lower(): v for k, v in (statement.params or {}).items()}
+    body: dict[str, Any] = {"name": name, "params": using}
     if statement.storage is not None:
         parts = [str(p) for p in statement.storage.parts]
         if len(parts) != 2:

@@ -99,6 +99,11 @@ def _log_table(name: str) -> Resolved:
     return Resolved("log" if name.lower() == "llm_log" else "jobs", LOG_DATABASE, name.lower())
 
 
+ELSEWHERE = {"jobs_history": " (the runs of every project's jobs are log.jobs_history: WHERE name = '<job>')"}
+"""A project table MindsDB's clients read that lives elsewhere here (mindsdb_sdk's
+job.get_history() reads `jobs_history` in the job's project; MindsDB has none there either)."""
+
+
 def resolve(session: SqlSession, parts: list[str], current: str) -> Resolved:
     database, rest = (current, parts) if len(parts) == 1 else (parts[0], parts[1:])
     name = ".".join(rest)
@@ -135,8 +140,8 @@ def resolve(session: SqlSession, parts: list[str], current: str) -> Resolved:
         known = [*(kb.name for kb in catalog.knowledge_bases(project)),
                  *(a.name for a in catalog.agents(project)),
                  *(v.name for v in views(catalog, project))]
-        hint = did_you_mean(name, known) or (" (a table of a data source is named <data_source>.<table>)"
-                                             if len(parts) == 1 else "")
+        hint = did_you_mean(name, known) or ELSEWHERE.get(rest[0].lower()) or (
+            " (a table of a data source is named <data_source>.<table>)" if len(parts) == 1 else "")
         raise not_found(name, project, hint)
     source = session.duck.source(database)
     if source is None:

@@ -189,10 +189,11 @@ def _refuse_native_query(session: SqlSession, table: exp.Table) -> None:
     as the feature it is when that name is a data source (the text is never sent to the
     source here), not as a table function."""
     call = table.this
-    name = call.name if isinstance(call, exp.Anonymous) else ""
-    if name and session.catalog.find_datasource(name) is not None:
-        raise refusals.unsupported(f"native queries ({name} (<its own SQL>)): query its tables as "
-                                   f"{name}.<table>, in this engine's SQL")
+    if not isinstance(call, exp.Anonymous) or not call.name:
+        return
+    if session.catalog.find_datasource(call.name) is not None or \
+            any(isinstance(arg, exp.Query) for arg in call.expressions):  # mindsdb_sdk's form too
+        raise refusals.native_query(call.name)
 
 
 def _rewrite(session: SqlSession, table: exp.Table, ctes: dict[str, str], ctx: dict[str, Any],
