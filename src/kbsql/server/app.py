@@ -24,10 +24,10 @@ from kbsql.server.lanes import Lanes
 from kbsql.server.limits import BodyLimit, Limits
 from kbsql.server.routes import (
     agents,
-    config,
     databases,
     knowledge_bases,
     project_views,
+    server_config,
     sql,
     status,
     tree,
@@ -37,7 +37,7 @@ from kbsql.server.routes.common import PROBLEM, json_response
 from kbsql.server.throttle import FailureThrottle
 
 ROUTES = [*status.ROUTES, *knowledge_bases.ROUTES, *agents.ROUTES, *sql.ROUTES, *uploads.ROUTES,
-          *databases.ROUTES, *project_views.ROUTES, *tree.ROUTES, *config.ROUTES]
+          *databases.ROUTES, *project_views.ROUTES, *tree.ROUTES, *server_config.ROUTES]
 
 
 def _no_route(request: Request, exc: Any) -> Response:
