@@ -172,3 +172,26 @@ def test_nested_checks_stay_small_or_are_refused_in_one_line(engine: Engine) -> 
     answer = engine.query(f"SELECT {nested} AS y FROM (SELECT 'abc' AS x)").to_json()
     assert answer["type"] == "error" and "nests too many" in answer["error_message"], answer
     assert len(answer["error_message"].splitlines()) == 1 and time.monotonic() - started < 10
+
+
+def test_the_check_budget_is_a_setting_named_where_it_is_met(tmp_path: Path) -> None:
+    """The budget was a constant (50,000 nodes) a user meets with eight nested replace()s:
+    `value_check_nodes` (config.json, --value-check-nodes) sets it, and the refusal names it."""
+    import httpx
+
+    from kbsql.server.process import spawn
+
+    nested = "x"
+    for _ in range(3):
+        nested = f"replace({nested}, 'a', 'b')"
+    query = f"SELECT {nested} AS y FROM (SELECT 'abc' AS x)"
+    (tmp_path / "config.json").write_text(json.dumps({"value_check_nodes": 100}))
+    with Engine(tmp_path) as eng:
+        message = eng.query(query).to_json()["error_message"]
+        assert "more than 100 expression nodes (value_check_nodes in config.json)" in message, message
+    with spawn(tmp_path / "served", args=("--value-check-nodes", "100")) as server:
+        answer = httpx.post(f"{server.url}/api/sql/query", json={"query": query}, timeout=60).json()
+        assert "more than 100 expression nodes (kbsql serve --value-check-nodes)" in answer["error_message"]
+    with Engine(tmp_path / "default") as eng:  # the default budget: three answer
+        assert eng.query(query).to_json()["data"] == [["bbc"]]
+

@@ -256,7 +256,8 @@ class Engine(FileTables, UploadedFiles, Databases, Views, KnowledgeBaseEditing, 
                             limit_note=c.note("sql_memory_mb"), timeout_note=c.note("statement_timeout"),
                             spill_note=c.note("sql_spill_mb"),
                             read_only_sources=c.read_only_sources,
-                            read_only_note=c.note("read_only_sources"))
+                            read_only_note=c.note("read_only_sources"), value_check_nodes=c.value_check_nodes,
+                            check_nodes_note=c.note("value_check_nodes"))
 
     def _outbound_policy(self) -> outbound.Policy:
         """Where this engine's model calls may go, how many at once, for how long

@@ -43,6 +43,9 @@ class DuckSettings:
     read_only_sources: bool = False
     """Connected data sources are never written (source_writes refuses in one line)."""
     read_only_note: str = "read_only_sources in config.json"
+    value_check_nodes: int = 50_000
+    """Expression nodes the value caps' checks may add to one statement (value_caps.py)."""
+    check_nodes_note: str = "value_check_nodes in config.json"
 
 
 def configure(con: duckdb.DuckDBPyConnection, s: DuckSettings) -> Path | None:

@@ -44,7 +44,7 @@ from kbsql.interface.errors import SqlError
 VECTOR_ROWS = 2048  # DuckDB's STANDARD_VECTOR_SIZE: rows an expression sees at once
 MIN_VALUE_CAP = 64 * 1024
 MAX_VALUE_CAP = 256 * 1024 * 1024
-MAX_CHECK_NODES = 50_000  # expression nodes the checks may copy into one statement
+MAX_CHECK_NODES = 50_000  # expression nodes the checks may copy into one statement (value_check_nodes)
 
 _ERROR = ("error('{what}: the value would be over ' || {cap} || ' bytes, the most one generated "
           "value may take here (a share of the SQL memory limit)')")
@@ -81,7 +81,8 @@ def _call(name: str, *args: exp.Expression) -> exp.Expression:
     return exp.Anonymous(this=name, expressions=list(args))
 
 
-def cap_values(tree: exp.Expression, cap: int) -> None:
+def cap_values(tree: exp.Expression, cap: int, max_nodes: int = MAX_CHECK_NODES,
+               note: str = "value_check_nodes in config.json") -> None:
     """Put the checks into `tree` (in place) for every covered call.
 
     Innermost calls first, so the copy of an operand a check measures carries its own
@@ -94,7 +95,7 @@ def cap_values(tree: exp.Expression, cap: int) -> None:
     if not sites:
         return
     limit = exp.Literal.number(max(1, cap // _outermost(sites)))
-    budget = _Budget()
+    budget = _Budget(max_nodes, note)
     for node in sites:
         _cap_site(node, limit, budget)
 
@@ -174,15 +175,15 @@ class _Budget:
     """Copies the checks make, bounded: each check writes its operands twice, so nested
     covered calls (twelve `replace()`s in one another) would double the statement per level."""
 
-    def __init__(self) -> None:
-        self.left = MAX_CHECK_NODES
+    def __init__(self, most: int, note: str) -> None:
+        self.most, self.note, self.left = most, note, most
 
     def copy(self, node: exp.Expression) -> exp.Expression:
         self.left -= sum(1 for _ in node.walk())
         if self.left < 0:
             raise SqlError(f"The statement nests too many value-making functions (repeat, replace, "
-                           f"concat, ...): checking their sizes would take more than {MAX_CHECK_NODES} "
-                           "expression nodes; compute the inner values in a subquery first")
+                           f"concat, ...): checking their sizes would take more than {self.most} "
+                           f"expression nodes ({self.note}); compute the inner values in a subquery first")
         return node.copy()
 
 
