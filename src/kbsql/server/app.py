@@ -26,6 +26,7 @@ from kbsql.server.routes import (
     agents,
     config,
     databases,
+    handlers,
     knowledge_bases,
     project_views,
     sql,
@@ -37,7 +38,8 @@ from kbsql.server.routes.common import PROBLEM, json_response
 from kbsql.server.throttle import FailureThrottle
 
 ROUTES = [*status.ROUTES, *knowledge_bases.ROUTES, *agents.ROUTES, *sql.ROUTES, *uploads.ROUTES,
-          *databases.ROUTES, *project_views.ROUTES, *tree.ROUTES, *config.ROUTES]
+          *databases.ROUTES, *project_views.ROUTES, *tree.ROUTES, *config.ROUTES,
+          *handlers.ROUTES]
 
 
 def _no_route(request: Request, exc: Any) -> Response:
