@@ -195,3 +195,27 @@ def test_the_check_budget_is_a_setting_named_where_it_is_met(tmp_path: Path) -> 
     with Engine(tmp_path / "default") as eng:  # the default budget: three answer
         assert eng.query(query).to_json()["data"] == [["bbc"]]
 
+
+def test_an_edit_distance_of_long_texts_is_refused_before_it_holds_a_core(tmp_path: Path) -> None:
+    """levenshtein is O(n x m) and DuckDB stops a statement only between vectors: two rows of
+    60,000-character texts ran 22 s past a 3 s deadline on a kbsql serve (one vector of 2,048
+    would run hours). Past `edit_distance_cells` character pairs a call is refused in one
+    line naming the setting; ordinary texts answer."""
+    import httpx
+
+    from kbsql.server.process import spawn
+
+    bomb = ("SELECT {f}(repeat('a', 60000), repeat('b', 60000) || i) FROM (SELECT unnest(range(2)) AS i)")
+    with spawn(tmp_path / "served", args=("--statement-timeout", "3")) as server:
+        for f in ("levenshtein", "damerau_levenshtein", "editdist3"):
+            started = time.monotonic()
+            answer = httpx.post(f"{server.url}/api/sql/query", json={"query": bomb.format(f=f)},
+                                timeout=120).json()
+            message = answer["error_message"]
+            assert "character pairs" in message and "kbsql serve --edit-distance-cells" in message, message
+            assert len(message.splitlines()) == 1 and time.monotonic() - started < 3, message
+        answer = httpx.post(f"{server.url}/api/sql/query", json={"query": (
+            "SELECT levenshtein('kitten', 'sitting'), damerau_levenshtein('ab', 'ba'), "
+            "levenshtein(repeat('a', 400), repeat('b', 600))")}, timeout=60).json()
+        assert answer["data"] == [[3, 1, 600]], answer
+

@@ -99,6 +99,9 @@ class EngineConfig:
     """Expression nodes the per-value size checks may add to one statement
     (sql/tables/value_caps.py): each copies its operands, so nested value functions (eight
     replace()s in one another) multiply the statement; one needing more is refused."""
+    edit_distance_cells: int = 250_000
+    """Character pairs one levenshtein/damerau_levenshtein/editdist3 call may compare
+    (value_caps.py): DuckDB cannot stop one within its vector of 2,048 rows."""
     """Test-only: job periods multiplied by it (engine/jobs/schedule.py)."""
     read_only_sources: bool = False
     """Writes to connected data sources (CREATE TABLE, INSERT, UPDATE, DELETE, DROP TABLE)

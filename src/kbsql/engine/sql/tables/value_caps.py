@@ -37,6 +37,8 @@ audit measured 1.6 GB at 512 MB when `||` chains still copied each vector three 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from sqlglot import exp
 
 from kbsql.interface.errors import SqlError
@@ -45,6 +47,21 @@ VECTOR_ROWS = 2048  # DuckDB's STANDARD_VECTOR_SIZE: rows an expression sees at 
 MIN_VALUE_CAP = 64 * 1024
 MAX_VALUE_CAP = 256 * 1024 * 1024
 MAX_CHECK_NODES = 50_000  # expression nodes the checks may copy into one statement (value_check_nodes)
+MAX_EDIT_CELLS = 250_000  # character pairs one edit-distance call may compare (edit_distance_cells)
+_EDIT_DISTANCES = ("levenshtein", "editdist3", "damerau_levenshtein")
+"""O(n x m) in their texts' lengths, and not stopped within a vector: two 60,000-character
+texts took 11 s a row, so a statement of two rows ran 22 s past a 3 s deadline."""
+
+
+@dataclass(frozen=True)
+class CheckBounds:
+    """What `cap_values` bounds besides the cap, each with where a user changes it."""
+
+    max_nodes: int = MAX_CHECK_NODES
+    nodes_note: str = "value_check_nodes in config.json"
+    edit_cells: int = MAX_EDIT_CELLS
+    cells_note: str = "edit_distance_cells in config.json"
+
 
 _ERROR = ("error('{what}: the value would be over ' || {cap} || ' bytes, the most one generated "
           "value may take here (a share of the SQL memory limit)')")
@@ -67,6 +84,12 @@ CREATE OR REPLACE MACRO __kbsql_series_end(a BIGINT, b BIGINT, step BIGINT, cap 
     CASE WHEN abs(b - a) / greatest(abs(step), 0.000001) > cap // 8 THEN {error} ELSE b END;
 CREATE OR REPLACE MACRO __kbsql_replaced(s, grow, cap, what) AS
     CASE WHEN grow > cap THEN {error} ELSE s END;
+CREATE OR REPLACE MACRO __kbsql_pairs(a, b, most, what, note) AS
+    CASE WHEN coalesce(strlen(a), 0) * coalesce(strlen(b), 0) > most
+         THEN error(what || ': texts of ' || strlen(a) || ' and ' || strlen(b) || ' bytes would take '
+                    || 'over ' || most || ' character pairs, the most one call may compare here (it '
+                    || 'cannot be stopped once started: ' || note || ')')
+         ELSE a END;
 """.format(error=_ERROR.format(what="' || what || '", cap="cap"))
 """Run once per database (`DuckSession`); every cursor sees them."""
 
@@ -81,8 +104,7 @@ def _call(name: str, *args: exp.Expression) -> exp.Expression:
     return exp.Anonymous(this=name, expressions=list(args))
 
 
-def cap_values(tree: exp.Expression, cap: int, max_nodes: int = MAX_CHECK_NODES,
-               note: str = "value_check_nodes in config.json") -> None:
+def cap_values(tree: exp.Expression, cap: int, bounds: CheckBounds = CheckBounds()) -> None:
     """Put the checks into `tree` (in place) for every covered call.
 
     Innermost calls first, so the copy of an operand a check measures carries its own
@@ -92,12 +114,14 @@ def cap_values(tree: exp.Expression, cap: int, max_nodes: int = MAX_CHECK_NODES,
     so N of them made N vectors of capped values (four `concat(s, s, s, s)`-sized columns
     over 1,000 rows: 2.7 GB under a 1 GB limit)."""
     sites = _sites(tree)
-    if not sites:
-        return
-    limit = exp.Literal.number(max(1, cap // _outermost(sites)))
-    budget = _Budget(max_nodes, note)
-    for node in sites:
-        _cap_site(node, limit, budget)
+    budget = _Budget(bounds.max_nodes, bounds.nodes_note)
+    if sites:
+        limit = exp.Literal.number(max(1, cap // _outermost(sites)))
+        for node in sites:
+            _cap_site(node, limit, budget)
+    # after the value checks, so the texts they copy carry theirs (and copies are found too)
+    for node in [n for n in tree.find_all(exp.Levenshtein, exp.Anonymous) if _name(n) in _EDIT_DISTANCES]:
+        _cap_pairs(node, bounds, budget)
 
 
 def _sites(tree: exp.Expression) -> list[exp.Expression]:
@@ -244,6 +268,17 @@ def _cap_pretty(node: exp.Expression, limit: exp.Expression, what: exp.Expressio
     grow = exp.Mul(this=_call("__kbsql_size", budget.copy(text)), expression=exp.Paren(this=exp.Add(
         this=exp.Literal.number(4), expression=exp.Mul(this=exp.Literal.number(4), expression=opens))))
     node.replace(_call("__kbsql_replaced", budget.copy(node), grow, limit.copy(), what))
+
+
+def _cap_pairs(node: exp.Expression, bounds: CheckBounds, budget: _Budget) -> None:
+    """levenshtein(a, b) as levenshtein(__kbsql_pairs(a, b, most, ...), b): refused per row
+    when the texts' lengths multiply past `bounds.edit_cells`."""
+    a, b = (node.this, node.expression) if isinstance(node, exp.Levenshtein) else \
+        [*node.expressions, None, None][:2]
+    if not isinstance(a, exp.Expression) or not isinstance(b, exp.Expression):
+        return
+    a.replace(_call("__kbsql_pairs", budget.copy(a), budget.copy(b), exp.Literal.number(bounds.edit_cells),
+                    exp.Literal.string(_name(node)), exp.Literal.string(bounds.cells_note)))
 
 
 def _cap_separator(node: exp.Expression, limit: exp.Expression, what: exp.Expression,
