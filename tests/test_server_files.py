@@ -118,6 +118,21 @@ def test_mindsdb_refusals_with_its_titles(client: httpx.Client) -> None:
             "There was an error while trying to delete file with name 'never'")
 
 
+def test_a_long_name_or_value_is_cut_in_the_error_detail(client: httpx.Client) -> None:
+    """What the user sent is repeated in the detail up to 100 characters, then counted: a
+    5,000-character upload name came back whole (5,092 characters of detail)."""
+    csv = makers.csv_bytes()
+    long = "é" + "n" * 4999  # a letter the name rule refuses, then 4,999 more
+    for answer in (upload(client, long, "x.csv", csv),
+                   client.put("/api/files/fetch", json={"source_type": "url", "source": "u" * 5000}),
+                   client.put("/api/files/fetch", json={"source_type": "x" * 5000}),
+                   client.post("/api/projects/mindsdb/knowledge_bases",
+                               json={"knowledge_base": {"name": long}})):
+        assert answer.status_code == 400, answer.text
+        detail = answer.json()["detail"]
+        assert len(detail) < 400 and "more characters]" in detail, detail
+
+
 def test_files_in_sql_and_dataframes_stay_apart(client: httpx.Client) -> None:
     assert upload(client, "notes", "notes.csv", b"id,body\n1,alpha\n2,beta\n").status_code == 200
     assert "files" in [r[0] for r in sql(client, "SHOW DATABASES")["data"]]

@@ -224,6 +224,24 @@ def test_sdk_server_config(server: tuple[object, Path], tmp_path: Path) -> None:
         assert engine.default_models()["default_llm"]["api_key"] != "sk-secret"  # masked, not shown
 
 
+def test_sdk_create_byom_is_refused_naming_the_feature(server: tuple[object, Path]) -> None:
+    """`ml_engines.create_byom(...)` sends a multipart PUT to /api/handlers/byom/<name>: it was
+    answered 415 "Content-Type 'multipart/form-data' is not accepted here: send
+    application/json", as if the client had erred; it is refused naming the feature. The
+    content-type guard still answers 415 to a multipart body anywhere else."""
+    import httpx
+
+    sdk, _ = server
+    with pytest.raises(Exception, match="not supported by this service: BYOM models") as refused:
+        sdk.ml_engines.create_byom("my_byom", code="class Model: pass", requirements=["pandas"])
+    assert "\n" not in str(refused.value) and "Content-Type" not in str(refused.value)
+    url = sdk.api.url
+    form = {"code": ("code.py", b"class Model: pass")}
+    assert httpx.post(f"{url}/api/handlers/byom/my_byom", files=form).status_code == 415
+    assert httpx.put(f"{url}/api/projects/mindsdb/knowledge_bases/kb", files=form).status_code == 415
+    assert httpx.post(f"{url}/api/sql/query", files=form).status_code == 415
+
+
 def test_sdk_job_history_points_to_log(server: tuple[object, Path]) -> None:
     """`job.get_history()` reads `jobs_history` in the job's project, which MindsDB has not
     either; the error names where the runs are (it said only "a table of a data source is

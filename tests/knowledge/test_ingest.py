@@ -67,6 +67,25 @@ def test_dataframe_values_become_plain_json(engine: Engine) -> None:
     assert table(engine, "SELECT id FROM kb WHERE score >= 0.5") == [{"id": "1"}]
 
 
+def test_an_object_column_gives_its_keys_and_other_metadata_text_stays_whole(engine: Engine) -> None:
+    """As MindsDB's KnowledgeBaseTable makes metadata: an object value (a PUT row's
+    "metadata": {...}, a struct) is merged, its keys found by a filter (they were nested under
+    "metadata", so `WHERE genre = 'news'` found nothing); text that is not an object, a JSON
+    array or object written as text included, is kept whole under its column's name."""
+    record = _kb(engine)
+    engine.insert_rows(record, [{"id": "a", "content": "one", "metadata": {"genre": "news", "year": 2024}},
+                                {"id": "b", "content": "two", "metadata": "[1,2]"}])
+    sql(engine, "INSERT INTO kb SELECT 'c' AS id, 'three' AS content, struct_pack(7) AS metadata")
+    sql(engine, "INSERT INTO kb (id, content, metadata) VALUES ('d', 'four', '{\"genre\": \"news\"}')")
+    rows = {r["id"]: r["metadata"] for r in table(engine, "SELECT id, metadata FROM kb")}
+    assert rows["a"]["genre"] == "news" and rows["a"]["year"] == 2024 and "metadata" not in rows["a"]
+    assert rows["b"]["metadata"] == "[1,2]" and rows["c"]["_0"] == 7
+    assert rows["d"]["metadata"] == '{"genre": "news"}'
+    assert table(engine, "SELECT id FROM kb WHERE genre = 'news'") == [{"id": "a"}]
+    with pytest.raises(BadRequest, match="chunk_index"):  # a merged key may not pass for kbsql's own
+        engine.insert_rows(record, [{"id": "e", "content": "five", "metadata": {"chunk_index": 9}}])
+
+
 def test_progress_bar_for_long_inserts(engine: Engine, capsys: pytest.CaptureFixture[str]) -> None:
     """Outside a notebook the front end (`kbsql.connect`'s bars) draws tqdm on stderr; the
     engine itself only reports (tests/architecture: nothing else imports tqdm)."""

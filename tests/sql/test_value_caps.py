@@ -30,6 +30,7 @@ BOMBS = [
     "SELECT len(range(CAST('1970-01-01' AS TIMESTAMP), CAST('2030-01-01' AS TIMESTAMP), to_seconds(1)))",
     "SELECT len(list_resize(list_value(1), 80000000))",
     "SELECT length(bar(5, 0, 10, 600000000))",
+    "SELECT bit_length(bitstring('1', 600000000))",  # 75 MB of bits
     "SELECT length(replace(repeat('x', 60000), 'x', repeat('y', 60000)))",
     "SELECT length(regexp_replace(repeat('x', 60000), 'x', repeat('y', 60000), 'g'))",
     "SELECT sum(length(repeat('x', 70000 + x * 0))) FROM df.n",  # each row under 1 MB
@@ -48,6 +49,24 @@ BOMBS = [
     "SELECT max(length(bin(s))) FROM (SELECT repeat('x', 20000) || x AS s FROM df.n)",
     "SELECT max(len(string_split(s, ''))) FROM (SELECT repeat('x', 20000) || x AS s FROM df.n)",
     f"SELECT length(array_to_string(range(5000), '{'x' * 2000}'))",  # a separator is a constant
+    # calls that build one value out of all their arguments (each under the cap), or whose
+    # value is a multiple of an argument: uncovered, json_object grew the process by 196 MB
+    "SELECT max(length(json_object('a', s, 'b', s, 'c', s, 'd', s))) "
+    "FROM (SELECT repeat('x', 30000) || x AS s FROM df.n)",
+    "SELECT max(length(CAST(struct_pack(s, t, u, v) AS VARCHAR))) "
+    "FROM (SELECT s, s AS t, s AS u, s AS v FROM (SELECT repeat('x', 30000) || x AS s FROM df.n))",
+    "SELECT max(cardinality(map(k, v))) FROM (SELECT list_value(repeat('x', 11000) || x) AS k, "
+    "list_value(repeat('y', 11000) || x) AS v FROM df.n WHERE x < 500)",
+    "SELECT max(cardinality(map_concat(m, m, m, m))) "
+    "FROM (SELECT map(list_value(x), list_value(repeat('x', 10000) || x)) AS m FROM df.n)",
+    "SELECT max(length(CAST(struct_concat(r, r, r, r) AS VARCHAR))) "
+    "FROM (SELECT row(repeat('x', 10000) || x) AS r FROM df.n)",
+    "SELECT max(length(json_merge_patch(j, j))) "
+    "FROM (SELECT '\"' || repeat('x', 20000) || x || '\"' AS j FROM df.n)",
+    "SELECT max(length(array_to_json(l))) FROM (SELECT range(x, x + 3000) AS l FROM df.n WHERE x < 500)",
+    "SELECT max(length(strftime(now(), f))) FROM (SELECT repeat('%c', 10000) || x AS f FROM df.n)",
+    "SELECT max(length(translate(s, 'x', 'ꙮ'))) FROM (SELECT repeat('x', 20000) || x AS s FROM df.n)",
+    "SELECT length(json_pretty(repeat('[', 3000) || repeat(']', 3000)))",  # 6 KB made 36 MB
     # several capped values in one projection: each a vector of 2,048 of them at once
     "SELECT " + ", ".join(f"max(length(s || '{c}'))" for c in "abcd")
     + " FROM (SELECT repeat('x', 30000) || x AS s FROM df.n)",
@@ -70,6 +89,14 @@ FINE = {
         [["ab", None, "12", [1, 2, 3]]],
     "SELECT string_agg(CAST(x AS VARCHAR), ',') || '!' FROM df.n WHERE x < 3": [["0,1,2!"]],
     "SELECT upper(CAST(x AS VARCHAR) || 'a') || 'b' FROM df.n WHERE x < 2": [["0Ab"], ["1Ab"]],
+    "SELECT json_object('a', 1, 'b', 'x'), struct_pack(1, 'a'), "
+    "cardinality(map(list_value(1), list_value('a')))":
+        [['{"a":1,"b":"x"}', {"_0": 1, "_1": "a"}, 1]],
+    "SELECT CAST(bitstring('101', 5) AS VARCHAR), bit_length(bitstring('1', 4000))": [["00101", 4000]],
+    "SELECT json_pretty('[1]'), strftime(CAST('2020-01-02' AS DATE), '%Y/%m'), translate('abc', 'a', 'z')":
+        [["[\n    1\n]", "2020/01", "zbc"]],
+    "SELECT json_merge_patch('{\"a\":1}', '{\"b\":2}'), array_to_json(list_value(1, 2)), "
+    "length(json_pretty('[' || repeat('1,', 1000) || '1]'))": [['{"a":1,"b":2}', "[1,2]", 7009]],
 }
 
 
@@ -145,3 +172,50 @@ def test_nested_checks_stay_small_or_are_refused_in_one_line(engine: Engine) -> 
     answer = engine.query(f"SELECT {nested} AS y FROM (SELECT 'abc' AS x)").to_json()
     assert answer["type"] == "error" and "nests too many" in answer["error_message"], answer
     assert len(answer["error_message"].splitlines()) == 1 and time.monotonic() - started < 10
+
+
+def test_the_check_budget_is_a_setting_named_where_it_is_met(tmp_path: Path) -> None:
+    """The budget was a constant (50,000 nodes) a user meets with eight nested replace()s:
+    `value_check_nodes` (config.json, --value-check-nodes) sets it, and the refusal names it."""
+    import httpx
+
+    from kbsql.server.process import spawn
+
+    nested = "x"
+    for _ in range(3):
+        nested = f"replace({nested}, 'a', 'b')"
+    query = f"SELECT {nested} AS y FROM (SELECT 'abc' AS x)"
+    (tmp_path / "config.json").write_text(json.dumps({"value_check_nodes": 100}))
+    with Engine(tmp_path) as eng:
+        message = eng.query(query).to_json()["error_message"]
+        assert "more than 100 expression nodes (value_check_nodes in config.json)" in message, message
+    with spawn(tmp_path / "served", args=("--value-check-nodes", "100")) as server:
+        answer = httpx.post(f"{server.url}/api/sql/query", json={"query": query}, timeout=60).json()
+        assert "more than 100 expression nodes (kbsql serve --value-check-nodes)" in answer["error_message"]
+    with Engine(tmp_path / "default") as eng:  # the default budget: three answer
+        assert eng.query(query).to_json()["data"] == [["bbc"]]
+
+
+def test_an_edit_distance_of_long_texts_is_refused_before_it_holds_a_core(tmp_path: Path) -> None:
+    """levenshtein is O(n x m) and DuckDB stops a statement only between vectors: two rows of
+    60,000-character texts ran 22 s past a 3 s deadline on a kbsql serve (one vector of 2,048
+    would run hours). Past `edit_distance_cells` character pairs a call is refused in one
+    line naming the setting; ordinary texts answer."""
+    import httpx
+
+    from kbsql.server.process import spawn
+
+    bomb = ("SELECT {f}(repeat('a', 60000), repeat('b', 60000) || i) FROM (SELECT unnest(range(2)) AS i)")
+    with spawn(tmp_path / "served", args=("--statement-timeout", "3")) as server:
+        for f in ("levenshtein", "damerau_levenshtein", "editdist3"):
+            started = time.monotonic()
+            answer = httpx.post(f"{server.url}/api/sql/query", json={"query": bomb.format(f=f)},
+                                timeout=120).json()
+            message = answer["error_message"]
+            assert "character pairs" in message and "kbsql serve --edit-distance-cells" in message, message
+            assert len(message.splitlines()) == 1 and time.monotonic() - started < 3, message
+        answer = httpx.post(f"{server.url}/api/sql/query", json={"query": (
+            "SELECT levenshtein('kitten', 'sitting'), damerau_levenshtein('ab', 'ba'), "
+            "levenshtein(repeat('a', 400), repeat('b', 600))")}, timeout=60).json()
+        assert answer["data"] == [[3, 1, 600]], answer
+

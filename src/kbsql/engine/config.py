@@ -95,6 +95,13 @@ class EngineConfig:
     """Job runs kept in the catalog's jobs_history (engine/jobs/job_store.py): each run adds a
     row holding its statements' text, so a job every minute grew the catalog without end."""
     jobs_time_scale: float = 1.0
+    value_check_nodes: int = 50_000
+    """Expression nodes the per-value size checks may add to one statement
+    (sql/tables/value_caps.py): each copies its operands, so nested value functions (eight
+    replace()s in one another) multiply the statement; one needing more is refused."""
+    edit_distance_cells: int = 250_000
+    """Character pairs one levenshtein/damerau_levenshtein/editdist3 call may compare
+    (value_caps.py): DuckDB cannot stop one within its vector of 2,048 rows."""
     """Test-only: job periods multiplied by it (engine/jobs/schedule.py)."""
     read_only_sources: bool = False
     """Writes to connected data sources (CREATE TABLE, INSERT, UPDATE, DELETE, DROP TABLE)

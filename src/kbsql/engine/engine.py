@@ -248,6 +248,7 @@ class Engine(FileTables, UploadedFiles, Databases, Views, KnowledgeBaseEditing, 
     def _sql_settings(self) -> DuckSettings:
         """The SQL engine's bounds from the config; spills go to data_dir/tmp."""
         from kbsql.engine.sql.tables.duck_settings import DuckSettings
+        from kbsql.engine.sql.tables.value_caps import CheckBounds
 
         c = self.config
         return DuckSettings(memory_limit_mb=c.sql_memory_mb or None, spill_mb=c.sql_spill_mb,
@@ -256,7 +257,9 @@ class Engine(FileTables, UploadedFiles, Databases, Views, KnowledgeBaseEditing, 
                             limit_note=c.note("sql_memory_mb"), timeout_note=c.note("statement_timeout"),
                             spill_note=c.note("sql_spill_mb"),
                             read_only_sources=c.read_only_sources,
-                            read_only_note=c.note("read_only_sources"))
+                            read_only_note=c.note("read_only_sources"),
+                            checks=CheckBounds(c.value_check_nodes, c.note("value_check_nodes"),
+                                               c.edit_distance_cells, c.note("edit_distance_cells")))
 
     def _outbound_policy(self) -> outbound.Policy:
         """Where this engine's model calls may go, how many at once, for how long

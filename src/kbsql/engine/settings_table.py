@@ -216,6 +216,13 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("jobs_history_rows", int, 10000, "job runs kept in log.jobs_history, the newest (each "
             "job's last run is always kept); older ones are deleted as runs end",
             "--jobs-history-rows", metavar="N"),
+    Setting("value_check_nodes", int, 50_000, "expression nodes the per-value size checks may add "
+            "to one SQL statement (each copies its operands: eight nested replace() need more); "
+            "a statement needing more is refused in one line", "--value-check-nodes", metavar="N"),
+    Setting("edit_distance_cells", int, 250_000, "character pairs one levenshtein, "
+            "damerau_levenshtein or editdist3 call may compare (the product of its texts' lengths: "
+            "a statement's deadline cannot stop one), refused in one line beyond",
+            "--edit-distance-cells", metavar="N"),
     Setting("jobs_time_scale", float, 1.0, "for tests: every job period (EVERY) is multiplied by it "
             "(1/60: a minute lasts a second)"),
     Setting("read_only_sources", bool, False, "refuse writes to connected data sources (CREATE "

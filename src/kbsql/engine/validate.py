@@ -11,7 +11,7 @@ import re
 from typing import Any
 
 from kbsql.engine import outbound
-from kbsql.interface.errors import BadRequest, InvalidParameter, MissingParameter
+from kbsql.interface.errors import BadRequest, InvalidParameter, MissingParameter, clipped
 
 NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*$")
 
@@ -26,8 +26,8 @@ def name(value: Any, what: str) -> str:
     if value is None or value == "":
         raise MissingParameter(f"The {what} name is required")
     if not isinstance(value, str) or not NAME_PATTERN.match(value):
-        raise InvalidParameter(f"Invalid {what} name {value!r}: use letters, digits, '_' or '-', "
-                               "starting with a letter or '_'")
+        raise InvalidParameter(f"Invalid {what} name {clipped(repr(value))}: use letters, digits, '_' or "
+                               "'-', starting with a letter or '_'")
     if len(value) > 128:  # names end up in file paths, SQL text and notebook tables
         raise InvalidParameter(f"The {what} name is {len(value)} characters long; the limit is 128")
     from kbsql.engine.catalog import RESERVED_NAMES  # the catalog owns the namespace

@@ -339,6 +339,19 @@ _BY_TYPE: Mapping[str, type[ServiceError]] = MappingProxyType({
                                       NotSupported, LimitExceeded)})
 
 
+SHOWN_CHARS = 100
+"""Characters of a name or value an error detail repeats: enough to recognize it by."""
+
+
+def clipped(text: str, limit: int = SHOWN_CHARS) -> str:
+    """`text` whole up to `limit` characters, else its first `limit` and how many more: what
+    an error detail (or a stored log) repeats of what a user sent stays short. A 5,000-
+    character upload name came back whole in its "Invalid name" detail."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... [{len(text) - limit} more characters]"
+
+
 class TransportError(KbsqlError):
     """The remote service could not be reached or answered something that is not the interface."""
 

@@ -25,6 +25,7 @@ from kbsql.server.limits import BodyLimit, Limits
 from kbsql.server.routes import (
     agents,
     databases,
+    handlers,
     knowledge_bases,
     project_views,
     server_config,
@@ -37,7 +38,8 @@ from kbsql.server.routes.common import PROBLEM, json_response
 from kbsql.server.throttle import FailureThrottle
 
 ROUTES = [*status.ROUTES, *knowledge_bases.ROUTES, *agents.ROUTES, *sql.ROUTES, *uploads.ROUTES,
-          *databases.ROUTES, *project_views.ROUTES, *tree.ROUTES, *server_config.ROUTES]
+          *databases.ROUTES, *project_views.ROUTES, *tree.ROUTES, *server_config.ROUTES,
+          *handlers.ROUTES]
 
 
 def _no_route(request: Request, exc: Any) -> Response:

@@ -7,7 +7,8 @@ any route runs, each answering problem+json:
 - a body must be `application/json` (415): a browser cannot send that cross-site without a
   CORS preflight, which this server never answers. `PUT /api/files/{name}` also takes table
   files (Parquet, CSV, octet-stream, no type, or multipart/form-data as mindsdb_sdk sends);
-  PUT is never a "simple" request, so a browser preflights it whatever its content type;
+  PUT is never a "simple" request, so a browser preflights it whatever its content type
+  (so is mindsdb_sdk's BYOM upload, a multipart PUT whose route refuses the feature);
 - an `Origin` header, when present, must be a loopback origin or one allowed with
   `kbsql serve --allow-origin URL` (403); clients outside a browser send none;
 - when bound to a loopback address, the `Host` header must name loopback or the bound host
@@ -42,6 +43,7 @@ FILE_TYPES = {"text/csv", "application/octet-stream",
               "application/vnd.apache.parquet", "application/x-parquet", "application/parquet", "",
               "multipart/form-data", "application/json"}  # JSON: MindsDB's URL form (refused)
 FILES_PREFIX = "/api/files/"
+BYOM_PREFIX = "/api/handlers/byom/"  # mindsdb_sdk's create_byom: a multipart PUT, refused by its route
 
 
 def is_loopback_host(host: str) -> bool:
@@ -115,7 +117,8 @@ class RequestGuard:
         if _has_body(headers):
             media = headers.get("content-type", "").split(";", 1)[0].strip().lower()
             files = scope.get("method") == "PUT" and scope.get("path", "").startswith(FILES_PREFIX)
-            allowed = FILE_TYPES if files else JSON_TYPES
+            byom = scope.get("method") == "PUT" and scope.get("path", "").startswith(BYOM_PREFIX)
+            allowed = FILE_TYPES if files else {"multipart/form-data"} if byom else JSON_TYPES
             if media not in allowed:
                 shown = media or "none"
                 wanted = ("a Parquet file (application/octet-stream or a parquet type) or "

@@ -25,7 +25,7 @@ import pyarrow as pa
 
 from kbsql.engine.datasources.scans import FrameScan, Scan, match_name
 from kbsql.engine.faults import storage_fault
-from kbsql.interface.errors import BadRequest
+from kbsql.interface.errors import BadRequest, clipped
 from kbsql.interface.frames import to_arrow
 
 FRAMES_SOURCE = "df"
@@ -42,8 +42,8 @@ def _parquet() -> Any:
 
 def frame_name(name: Any) -> str:
     if not isinstance(name, str) or not _NAME.match(name):
-        raise BadRequest(f"Table name {name!r} is not valid: use letters, digits and _ "
-                         "(starting with a letter or _)", title="Invalid name")
+        raise BadRequest(f"Table name {clipped(repr(name))} is not valid: use letters, digits and _ "
+                         "(starting with a letter or _, at most 128)", title="Invalid name")
     return name
 
 

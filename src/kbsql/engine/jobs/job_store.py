@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from kbsql.engine.jobs.schedule import stamp, utcnow
 from kbsql.engine.postgres.pg import lock_key
-from kbsql.interface.errors import Conflict, NotFound
+from kbsql.interface.errors import Conflict, NotFound, clipped
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -151,8 +151,7 @@ class JobStore:
                lasts: dict[str, Any], done: bool) -> None:
         """Record the run's end; a run without error stores its LAST values with it. `done`:
         the job has no run left (MindsDB then deletes it; its runs stay in the log)."""
-        if len(query) > HISTORY_QUERY_CHARS:  # a 1 MB statement run every minute: 1.4 GB a day
-            query = f"{query[:HISTORY_QUERY_CHARS]}... [{len(query) - HISTORY_QUERY_CHARS} more characters]"
+        query = clipped(query, HISTORY_QUERY_CHARS)  # a 1 MB statement run every minute: 1.4 GB a day
         with self.catalog.transaction() as db:
             db.execute("UPDATE jobs_history SET run_end = ?, error = ?, query = ? WHERE id = ?",
                        (stamp(utcnow()), error, query, history_id))

@@ -140,16 +140,27 @@ class RowChunker:
         return hashlib.md5(joined.encode("utf-8")).hexdigest()[:16]
 
     def metadata(self, row: dict[str, Any], id_column: str | None, index: int) -> dict[str, Any]:
+        """The row's metadata columns as MindsDB makes them (KnowledgeBaseTable's
+        `_adapt_column_names`): a column whose value is an object (a PUT row's `"metadata":
+        {"a": 1}`, a struct or jsonb column) gives its keys, any other value is kept under its
+        column's name, text too: `metadata = '[1,2]'` is {"metadata": "[1,2]"} there as here.
+        The object was nested under its column's name, so `WHERE a = 1` found nothing."""
         if self.metadata_columns is not None:
-            out = {c: plain(row.get(c)) for c in self.metadata_columns}
+            pairs = [(c, plain(row.get(c))) for c in self.metadata_columns]
         else:
             skip = set(self.content_columns) | {id_column or "id"}
-            out = {k: plain(v) for k, v in row.items() if k not in skip}
+            pairs = [(k, plain(v)) for k, v in row.items() if k not in skip]
+        out: dict[str, Any] = {}
+        for column, value in pairs:
+            if isinstance(value, dict):
+                out.update(value)
+            else:
+                out[column] = value
         clash = INTERNAL_KEYS.intersection(out)
         if clash:
-            raise InvalidParameter(f"row {index}: column(s) {sorted(clash)} would be metadata but clash with "
-                                   f"the metadata keys every chunk carries; rename them, or list the wanted "
-                                   f"columns in metadata_columns")
+            raise InvalidParameter(f"row {index}: column(s) or key(s) {sorted(clash)} would be metadata "
+                                   f"but clash with the metadata keys every chunk carries; rename them, or "
+                                   f"list the wanted columns in metadata_columns")
         return out
 
     def _json_chunks(self, doc_id: str, texts: dict[str, str], user_meta: dict[str, Any],

@@ -26,7 +26,7 @@ from starlette.routing import Route
 
 from kbsql.interface.api import FileTables, UploadedFiles
 from kbsql.interface.control import Control
-from kbsql.interface.errors import BadRequest, Conflict, NotFound
+from kbsql.interface.errors import BadRequest, Conflict, NotFound, clipped
 from kbsql.server.lanes import controlled, owner_key
 from kbsql.server.routes.common import (
     capability,
@@ -76,7 +76,7 @@ async def _upload_form(request: Request, name: str) -> Response:
     _check_source(fields.get("source_type", "file"), filename is not None)
     assert filename is not None and raw is not None
     if PurePath(filename).name != filename or not filename:
-        raise _error("Invalid file path", f"Wrong file name: {filename}")
+        raise _error("Invalid file path", f"Wrong file name: {clipped(filename)}")
     table = name.lower()  # MindsDB keeps files under the lower-case name
     if PurePath(table).suffix:
         raise _error("Error", "File name cannot contain extension.")
@@ -110,7 +110,7 @@ def _check_fields(given: set[str], allowed: set[str]) -> None:
     if unexpected:
         shown = sorted(allowed - {"name"})
         raise _error("Invalid request parameters", f"Unexpected parameters in request: "
-                     f"{', '.join(sorted(unexpected))}. Allowed parameters: {', '.join(shown)}")
+                     f"{clipped(', '.join(sorted(unexpected)))}. Allowed parameters: {', '.join(shown)}")
 
 
 def _check_source(source_type: Any, has_file: bool, source: Any = None) -> None:
@@ -118,11 +118,11 @@ def _check_source(source_type: Any, has_file: bool, source: Any = None) -> None:
     URL is named as one ("Invalid URL", MindsDB's title when its URL uploads are on)."""
     if source_type not in ("file", "url"):
         raise _error("Wrong file source type", f'Only "file" and "url" supported as file source, '
-                     f'got "{source_type}"')
+                     f'got "{clipped(str(source_type))}"')
     if source_type == "url":
         parsed = urlsplit(source) if isinstance(source, str) else None
         if source is not None and not (parsed and parsed.scheme and parsed.netloc):
-            raise _error("Invalid URL", f"The URL is not valid: {source}")
+            raise _error("Invalid URL", f"The URL is not valid: {clipped(str(source))}")
         raise _error("URL file upload is disabled.", "URL file upload is disabled.")
     if not has_file:
         raise _error("File field is missed", 'The "field" field is missed in the form')

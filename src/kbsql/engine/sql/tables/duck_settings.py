@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
@@ -43,6 +43,8 @@ class DuckSettings:
     read_only_sources: bool = False
     """Connected data sources are never written (source_writes refuses in one line)."""
     read_only_note: str = "read_only_sources in config.json"
+    checks: value_caps.CheckBounds = field(default_factory=value_caps.CheckBounds)
+    """The value caps' other bounds: nodes their checks may add, an edit distance's pairs."""
 
 
 def configure(con: duckdb.DuckDBPyConnection, s: DuckSettings) -> Path | None:

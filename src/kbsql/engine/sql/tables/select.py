@@ -66,7 +66,7 @@ def _bound(session: SqlSession, tree: exp.Expression) -> None:
             column.set("catalog", None)
     refuse_setting_reads(tree)  # current_setting('secret_directory') and the like
     refuse_qualified_functions(tree)  # src.macro(): a DuckDB file's macro reads any file
-    cap_values(tree, session.duck.value_cap)  # repeat('x', 10**9) and the like: refused per row
+    cap_values(tree, session.duck.value_cap, session.duck.settings.checks)  # repeat('x', 10**9)...: per row
 
 
 def _unalias_stars(tree: exp.Expression) -> None:

@@ -14,15 +14,18 @@ the size depends on the argument types) created once on the database, and the re
 runs on the query tree before DuckDB sees it, so a cached plan carries its checks.
 
 What is covered: repeat, lpad/rpad, printf/format widths, range/generate_series as values,
-list_resize/array_resize, bar, replace/regexp_replace whose replacement multiplies the
+list_resize/array_resize, bar, bitstring, replace/regexp_replace whose replacement multiplies the
 text, `||` chains (each operand may be a capped value: `x || repeat('y', 60000) || ...`
 four times over 3,000 rows grew a 256 MB server by 1.2 GB before the watchdog stopped it)
 and the other calls that hold all their arguments (concat, concat_ws, printf's and format's
-arguments, list_value, list_concat, list_append...: `concat(s, s, s, s)` of capped values
+arguments, list_value, list_concat, list_append, json_object, struct_pack, map, map_concat,
+struct_concat, json_merge_patch...: `concat(s, s, s, s)` of capped values
 over 1,000 rows grew a 1 GB server by 2.4 GB); such a family is checked once, on the sum of
 its operands' sizes, before it is built. Calls whose value is a multiple of their input
-(bin 8x, hex 2x, to_json 6x, string_split 17x: a 16-byte item per character) are checked on
-that multiple, array_to_string on its separator times the items. The statement's covered
+(bin 8x, hex 2x, to_json and array_to_json 6x, translate 4x, strftime 16x its format,
+string_split 17x: a 16-byte item per character) are checked on that multiple, array_to_string
+on its separator times the items, json_pretty on its indentation (6 KB of nested brackets
+made 36 MB). The statement's covered
 calls share the cap (those inside another's operand and `unnest(range(n))` excepted): a
 projection makes every one of them for the same vector of rows.
 The statement watchdog (`watchdog.py`) stops a statement whose process grows past the limit
@@ -34,6 +37,8 @@ audit measured 1.6 GB at 512 MB when `||` chains still copied each vector three 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from sqlglot import exp
 
 from kbsql.interface.errors import SqlError
@@ -41,7 +46,22 @@ from kbsql.interface.errors import SqlError
 VECTOR_ROWS = 2048  # DuckDB's STANDARD_VECTOR_SIZE: rows an expression sees at once
 MIN_VALUE_CAP = 64 * 1024
 MAX_VALUE_CAP = 256 * 1024 * 1024
-MAX_CHECK_NODES = 50_000  # expression nodes the checks may copy into one statement
+MAX_CHECK_NODES = 50_000  # expression nodes the checks may copy into one statement (value_check_nodes)
+MAX_EDIT_CELLS = 250_000  # character pairs one edit-distance call may compare (edit_distance_cells)
+_EDIT_DISTANCES = ("levenshtein", "editdist3", "damerau_levenshtein")
+"""O(n x m) in their texts' lengths, and not stopped within a vector: two 60,000-character
+texts took 11 s a row, so a statement of two rows ran 22 s past a 3 s deadline."""
+
+
+@dataclass(frozen=True)
+class CheckBounds:
+    """What `cap_values` bounds besides the cap, each with where a user changes it."""
+
+    max_nodes: int = MAX_CHECK_NODES
+    nodes_note: str = "value_check_nodes in config.json"
+    edit_cells: int = MAX_EDIT_CELLS
+    cells_note: str = "edit_distance_cells in config.json"
+
 
 _ERROR = ("error('{what}: the value would be over ' || {cap} || ' bytes, the most one generated "
           "value may take here (a share of the SQL memory limit)')")
@@ -64,6 +84,12 @@ CREATE OR REPLACE MACRO __kbsql_series_end(a BIGINT, b BIGINT, step BIGINT, cap 
     CASE WHEN abs(b - a) / greatest(abs(step), 0.000001) > cap // 8 THEN {error} ELSE b END;
 CREATE OR REPLACE MACRO __kbsql_replaced(s, grow, cap, what) AS
     CASE WHEN grow > cap THEN {error} ELSE s END;
+CREATE OR REPLACE MACRO __kbsql_pairs(a, b, most, what, note) AS
+    CASE WHEN coalesce(strlen(a), 0) * coalesce(strlen(b), 0) > most
+         THEN error(what || ': texts of ' || strlen(a) || ' and ' || strlen(b) || ' bytes would take '
+                    || 'over ' || most || ' character pairs, the most one call may compare here (it '
+                    || 'cannot be stopped once started: ' || note || ')')
+         ELSE a END;
 """.format(error=_ERROR.format(what="' || what || '", cap="cap"))
 """Run once per database (`DuckSession`); every cursor sees them."""
 
@@ -78,7 +104,7 @@ def _call(name: str, *args: exp.Expression) -> exp.Expression:
     return exp.Anonymous(this=name, expressions=list(args))
 
 
-def cap_values(tree: exp.Expression, cap: int) -> None:
+def cap_values(tree: exp.Expression, cap: int, bounds: CheckBounds = CheckBounds()) -> None:
     """Put the checks into `tree` (in place) for every covered call.
 
     Innermost calls first, so the copy of an operand a check measures carries its own
@@ -88,12 +114,14 @@ def cap_values(tree: exp.Expression, cap: int) -> None:
     so N of them made N vectors of capped values (four `concat(s, s, s, s)`-sized columns
     over 1,000 rows: 2.7 GB under a 1 GB limit)."""
     sites = _sites(tree)
-    if not sites:
-        return
-    limit = exp.Literal.number(max(1, cap // _outermost(sites)))
-    budget = _Budget()
-    for node in sites:
-        _cap_site(node, limit, budget)
+    budget = _Budget(bounds.max_nodes, bounds.nodes_note)
+    if sites:
+        limit = exp.Literal.number(max(1, cap // _outermost(sites)))
+        for node in sites:
+            _cap_site(node, limit, budget)
+    # after the value checks, so the texts they copy carry theirs (and copies are found too)
+    for node in [n for n in tree.find_all(exp.Levenshtein, exp.Anonymous) if _name(n) in _EDIT_DISTANCES]:
+        _cap_pairs(node, bounds, budget)
 
 
 def _sites(tree: exp.Expression) -> list[exp.Expression]:
@@ -123,23 +151,31 @@ def _outermost(sites: list[exp.Expression]) -> int:
     return max(1, count)
 
 
+_NAMES = {exp.DPipe: "||", exp.JSONArray: "json_array", exp.JSONObject: "json_object",
+          exp.Struct: "struct_pack", exp.Map: "map", exp.TimeToStr: "strftime"}
+"""The names users write, where sqlglot's own differ (`J_S_O_N_ARRAY`, `TIME_TO_STR`)."""
+
+
 def _name(node: exp.Expression) -> str:
-    if isinstance(node, exp.DPipe):
-        return "||"
+    if type(node) in _NAMES:
+        return _NAMES[type(node)]
     return (node.name if isinstance(node, exp.Anonymous) else node.sql_name()).lower()
 
 
 _JOINING = (exp.DPipe, exp.Concat, exp.ConcatWs, exp.Array, exp.ArrayConcat, exp.ArrayAppend,
-            exp.ArrayPrepend, exp.JSONArray)
+            exp.ArrayPrepend, exp.JSONArray, exp.JSONObject, exp.Struct, exp.Map)
 _JOINING_NAMES = {"list_cat", "array_extend", "list_pack", "array_value", "array_push_back",
-                  "array_push_front", "list_zip", "array_zip", "row"}
+                  "array_push_front", "list_zip", "array_zip", "row", "map_concat", "struct_concat",
+                  "struct_insert", "struct_update", "json_merge_patch", "unpivot_list"}
 """Calls whose value holds each argument's (a `||` chain's parts, concat's, a list's items):
 as big as their operands together."""
 _GROWING = {"bin": 8, "to_binary": 8, "hex": 2, "base64": 2, "to_base64": 2, "url_encode": 3,
             "to_json": 6, "json_quote": 6, "split": 17, "regexp_split": 17,
-            "regexp_split_to_array": 17, "regexp_extract_all": 17}
-"""Calls whose value is up to N times their first argument's size: a bit per bit as '0'/'1',
-an escape per character, a 16-byte list item per character."""
+            "regexp_split_to_array": 17, "regexp_extract_all": 17, "array_to_json": 6,
+            "row_to_json": 6, "translate": 4, "strftime": 16}
+"""Calls whose value is up to N times their first argument's size (strftime's: its format): a
+bit per bit as '0'/'1', an escape per character, a 16-byte list item per character, a 4-byte
+character for a 1-byte one, a time zone's name for `%Z`."""
 
 
 def _joins(node: exp.Expression | None) -> bool:
@@ -149,7 +185,8 @@ def _joins(node: exp.Expression | None) -> bool:
 def _covered(node: exp.Expression) -> bool:
     return isinstance(node, (exp.Repeat, exp.Pad, exp.GenerateSeries, exp.Replace, exp.RegexpReplace,
                              exp.ArrayToString, exp.Format)) or \
-        _name(node) in ("list_resize", "array_resize", "bar", "list_aggregate", "list_aggr", "printf") or \
+        _name(node) in ("list_resize", "array_resize", "bar", "bitstring", "list_aggregate", "list_aggr",
+                        "printf", "json_pretty") or \
         _name(node) in _GROWING
 
 
@@ -162,15 +199,15 @@ class _Budget:
     """Copies the checks make, bounded: each check writes its operands twice, so nested
     covered calls (twelve `replace()`s in one another) would double the statement per level."""
 
-    def __init__(self) -> None:
-        self.left = MAX_CHECK_NODES
+    def __init__(self, most: int, note: str) -> None:
+        self.most, self.note, self.left = most, note, most
 
     def copy(self, node: exp.Expression) -> exp.Expression:
         self.left -= sum(1 for _ in node.walk())
         if self.left < 0:
             raise SqlError(f"The statement nests too many value-making functions (repeat, replace, "
-                           f"concat, ...): checking their sizes would take more than {MAX_CHECK_NODES} "
-                           "expression nodes; compute the inner values in a subquery first")
+                           f"concat, ...): checking their sizes would take more than {self.most} "
+                           f"expression nodes ({self.note}); compute the inner values in a subquery first")
         return node.copy()
 
 
@@ -196,19 +233,52 @@ def _cap_site(node: exp.Expression, limit: exp.Expression, budget: _Budget) -> N
     elif isinstance(node, exp.GenerateSeries):
         what = exp.Literal.string("range" if node.args.get("is_end_exclusive") else name)
         _cap_series(node, limit, what, budget)
-    elif name in ("list_resize", "array_resize", "bar"):
+    elif name in ("list_resize", "array_resize", "bar", "bitstring"):
         assert isinstance(node, exp.Anonymous)
         _cap_argument(node, name, limit, what, budget)
     elif isinstance(node, (exp.Replace, exp.RegexpReplace)):
         _cap_replace(node, limit, what, budget)
     elif isinstance(node, exp.ArrayToString) or name in ("list_aggregate", "list_aggr"):
         _cap_separator(node, limit, what, budget)
-    elif name in _GROWING and isinstance(node.this if not isinstance(node, exp.Anonymous)
-                                         else (node.expressions or [None])[0], exp.Expression):
-        first = node.expressions[0] if isinstance(node, exp.Anonymous) else node.this
-        grow = exp.Mul(this=_call("__kbsql_size", budget.copy(first)),
+    elif name == "json_pretty" and node.expressions:
+        _cap_pretty(node, limit, what, budget)
+    elif name in _GROWING and isinstance(_grown(node), exp.Expression):
+        grow = exp.Mul(this=_call("__kbsql_size", budget.copy(_grown(node))),
                        expression=exp.Literal.number(_GROWING[name]))
         node.replace(_call("__kbsql_replaced", budget.copy(node), grow, limit.copy(), what))
+
+
+def _grown(node: exp.Expression) -> exp.Expression | None:
+    """The argument a growing call multiplies: the first, strftime's format."""
+    if isinstance(node, exp.TimeToStr):
+        return node.args.get("format")
+    return (node.expressions or [None])[0] if isinstance(node, exp.Anonymous) else node.this
+
+
+def _cap_pretty(node: exp.Expression, limit: exp.Expression, what: exp.Expression,
+                budget: _Budget) -> None:
+    """json_pretty indents each line 4 spaces per level it is in: 6 KB of nested brackets
+    made 36 MB, 60 KB would make 3.6 GB. A line is in at most as many levels as the text has
+    `[` and `{`, so the value is bounded by size x (4 + 4 x those): exact for the nested
+    bomb, generous for a document of many small objects (which the cap may then refuse)."""
+    text = node.expressions[0]
+    opens = exp.Paren(this=exp.Sub(this=_call("__kbsql_size", budget.copy(text)), expression=_call(
+        "strlen", _call("regexp_replace", exp.Cast(this=budget.copy(text), to=exp.DataType.build("text")),
+                        exp.Literal.string("[\\[{]"), exp.Literal.string(""), exp.Literal.string("g")))))
+    grow = exp.Mul(this=_call("__kbsql_size", budget.copy(text)), expression=exp.Paren(this=exp.Add(
+        this=exp.Literal.number(4), expression=exp.Mul(this=exp.Literal.number(4), expression=opens))))
+    node.replace(_call("__kbsql_replaced", budget.copy(node), grow, limit.copy(), what))
+
+
+def _cap_pairs(node: exp.Expression, bounds: CheckBounds, budget: _Budget) -> None:
+    """levenshtein(a, b) as levenshtein(__kbsql_pairs(a, b, most, ...), b): refused per row
+    when the texts' lengths multiply past `bounds.edit_cells`."""
+    a, b = (node.this, node.expression) if isinstance(node, exp.Levenshtein) else \
+        [*node.expressions, None, None][:2]
+    if not isinstance(a, exp.Expression) or not isinstance(b, exp.Expression):
+        return
+    a.replace(_call("__kbsql_pairs", budget.copy(a), budget.copy(b), exp.Literal.number(bounds.edit_cells),
+                    exp.Literal.string(_name(node)), exp.Literal.string(bounds.cells_note)))
 
 
 def _cap_separator(node: exp.Expression, limit: exp.Expression, what: exp.Expression,
@@ -236,8 +306,14 @@ def _cap_series(node: exp.GenerateSeries, limit: exp.Expression, what: exp.Expre
 
 def _cap_argument(node: exp.Anonymous, name: str, limit: exp.Expression, what: exp.Expression,
                   budget: _Budget) -> None:
-    """list_resize(list, n[, value]) makes n items; bar(x, min, max[, width]) width chars."""
+    """list_resize(list, n[, value]) makes n items; bar(x, min, max[, width]) width chars;
+    bitstring(text, n) n bits (bitstring('1', 600000000): 75 MB)."""
     args = node.expressions
+    if name == "bitstring":
+        if len(args) >= 2:
+            bits = exp.Mul(this=limit.copy(), expression=exp.Literal.number(8))
+            args[1].replace(_call("__kbsql_count", budget.copy(args[1]), exp.Literal.number(1), bits, what))
+        return
     if name == "bar":
         if len(args) >= 4:
             args[3].replace(_call("__kbsql_count", budget.copy(args[3]), exp.Literal.number(4), limit, what))
@@ -282,8 +358,10 @@ def _cap_replace(node: exp.Expression, limit: exp.Expression, what: exp.Expressi
 def _operands(node: exp.Expression) -> list[exp.Expression]:
     """The parts a joining call (and the joining calls in it) holds: `concat(a || b, [c])` is
     a, b and c."""
-    if _joins(node):
+    if _joins(node) or isinstance(node, exp.JSONKeyValue):  # json_object's 'key', value
         return [part for child in node.iter_expressions() for part in _operands(child)]
+    if isinstance(node, exp.PropertyEQ):  # a struct's `name := value`: the name is no value
+        return _operands(node.expression)
     return [node]
 
 
