@@ -177,3 +177,19 @@ def test_an_unclosed_comment_is_one_quick_syntax_error(tmp_path):
         assert engine.query("SELECT '/*' AS a -- /*\n").to_json()["data"] == [["/*"]]
         assert engine.query("SELECT 2 /**/").to_json()["data"] == [[2]]
         assert engine.query("SELECT 3 /*/").to_json()["type"] == "error"
+
+
+def test_an_operator_the_parser_lacks_is_a_syntax_error_not_a_dropped_comparison(tmp_path):
+    """The parser has no ILIKE, GLOB, SIMILAR TO, RLIKE, REGEXP: in a select list it read
+    `x ILIKE 'Z%' AS m` as `x AS m` (found by redteam2), answering x where a boolean was asked.
+    Now one line naming the operator; the words as names, or inside strings, are untouched."""
+    from kbsql.engine import Engine
+
+    with Engine(tmp_path) as engine:
+        for text, word in (("SELECT 'Zed' ILIKE 'Z%' AS m", "ILIKE"), ("SELECT 'x' GLOB 'x*'", "GLOB"),
+                           ("SELECT 'x' similar  to 'a' AS m", "SIMILAR TO"),
+                           ("SELECT 'a' AS x, 'b' REGEXP x AS m", "REGEXP")):
+            answer = engine.query(text).to_json()
+            assert answer["type"] == "error" and f"{word} is not an operator" in answer["error_message"], text
+        assert engine.query("SELECT 1 glob, 2 AS regexp, 'x ilike ''y''' AS s").to_json()["data"] == \
+            [[1, 2, "x ilike 'y'"]]

@@ -56,6 +56,7 @@ def parse(query: str) -> ast.ASTNode:
     if statement is not None:
         return statement
     check_size(query)
+    check_dropped_operators(query)
     match = _OR_REPLACE_VIEW.match(query)
     if match is not None:  # MindsDB's documented `CREATE OR REPLACE VIEW`, which the parser
         statement = parse_sql("CREATE VIEW" + query[match.end():])  # lacks: a CreateView
@@ -89,6 +90,31 @@ def check_comments(query: str) -> None:
                 end - start >= 4 and query.endswith("*/", start, end)):
             raise ParseError(f"Syntax error: the comment opened by /* at character {start + 1} is "
                            "never closed with */")
+
+
+_CLAUSE_WORDS = ("from", "where", "group", "order", "limit", "having", "union", "join", "left", "right",
+                 "inner", "outer", "cross", "full", "on", "as", "and", "or", "offset", "window", "into",
+                 "using", "except", "intersect", "natural", "qualify")
+_DROPPED = re.compile(r"\b(ilike|glob|similar(?:\s+to)?|rlike|regexp|sounds(?:\s+like)?)\s+"
+                      rf"(?!(?:{'|'.join(_CLAUSE_WORDS)})\b)(?=[\w`'\"])", re.IGNORECASE)
+
+
+def check_dropped_operators(query: str) -> None:
+    """Refuse `x ILIKE 'a%'` (GLOB, SIMILAR TO, RLIKE, REGEXP, SOUNDS LIKE) before the parser
+    sees it. The parser has none of these operators; in a WHERE it says so (a syntax error),
+    but in a select list it reads `x ILIKE 'Z%' AS m` (or `x ILIKE y AS m`) as `x AS m`: the
+    word taken for an alias, the operand for another, the comparison gone without a word.
+    The word as an alias (`SELECT x glob FROM t`, `AS ilike`) is still a name."""
+    matches = list(_DROPPED.finditer(query))
+    if not matches:
+        return
+    code = [(start, end) for start, end, is_code in segments(query) if is_code]
+    for match in matches:
+        if any(start <= match.start() < end for start, end in code):
+            word = " ".join(match.group(1).split()).upper()
+            raise ParseError(f"Syntax error: {word} is not an operator of this SQL dialect (the parser "
+                             f"would read '{word} <pattern>' as aliases and drop the comparison); use "
+                             "LIKE, with lower() on both sides for ILIKE")
 
 
 def token_count(query: str) -> int:
