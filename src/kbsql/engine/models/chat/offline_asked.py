@@ -155,9 +155,8 @@ def asked_kind(question: str) -> str | None:
         return measured
     if _WHAT_PRICES_HOLD.match(text):
         return None
-    if re.search(r"\b(cost|costs|price|prices|priced|fee|fees)\b", text) or \
-            re.search(r"\bhow much\b.*\b(pay|charge|charged|charges)\b|\bhow much extra\b", text) or \
-            _HOW_MUCH_IS.search(text):
+    if re.search(r"\b(cost|costs|price|prices|priced|fee|fees)\b", text) or _HOW_MUCH_IS.search(text) or \
+            re.search(r"\bhow much\b.*\b(pay|charge|charged|charges|money|cash)\b|\bhow much extra\b", text):
         return "money"
     if re.match(r"(who|whom|whose)\b", text):
         return "person"
@@ -194,8 +193,8 @@ def _measured_kind(text: str) -> str | None:
     if re.search(r"\bhow (big|large)\b|\bwhat size\b", text):
         return "measure"
     noun = _HOW_MUCH_NOUN.search(text)
-    if noun and not re.search(r"\b(cost|costs|price|prices|priced|fee|fees|pay|charge|charged|charges)\b",
-                              text):
+    if noun and not re.search(r"\b(cost|costs|price|prices|priced|fee|fees|pay|charge|charged|charges|money|"
+                              r"cash)\b", text):  # "how much pocket money": money, not an amount of "pocket"
         return "amount:" + noun.group(1)
     return None
 
