@@ -97,12 +97,12 @@ def check_comments(query: str) -> None:
 _CLAUSE_WORDS = ("from", "where", "group", "order", "limit", "having", "union", "join", "left", "right",
                  "inner", "outer", "cross", "full", "on", "as", "and", "or", "offset", "window", "into",
                  "using", "except", "intersect", "natural", "qualify")
-_DROPPED = re.compile(r"\b(ilike|glob|similar(?:\s+to)?|rlike|regexp|sounds(?:\s+like)?)\s+"
+_DROPPED = re.compile(r"\b(ilike|glob|similar(?:\s+to)?|rlike|regexp|sounds(?:\s+like)?|escape)\s+"
                       rf"(?!(?:{'|'.join(_CLAUSE_WORDS)})\b)(?=[\w`'\"])", re.IGNORECASE)
 
 
 def check_dropped_operators(query: str) -> None:
-    """Refuse `x ILIKE 'a%'` (GLOB, SIMILAR TO, RLIKE, REGEXP, SOUNDS LIKE) before the parser
+    """Refuse `x ILIKE 'a%'` (GLOB, SIMILAR TO, RLIKE, REGEXP, SOUNDS LIKE, LIKE ... ESCAPE) before the parser
     sees it. The parser has none of these operators; in a WHERE it says so (a syntax error),
     but in a select list it reads `x ILIKE 'Z%' AS m` (or `x ILIKE y AS m`) as `x AS m`: the
     word taken for an alias, the operand for another, the comparison gone without a word.
@@ -114,6 +114,10 @@ def check_dropped_operators(query: str) -> None:
     for match in matches:
         if any(start <= match.start() < end for start, end in code):
             word = " ".join(match.group(1).split()).upper()
+            if word == "ESCAPE":
+                raise ParseError("Syntax error: LIKE ... ESCAPE is not read by this SQL dialect's parser (it "
+                                 "would drop the escape without a word); write like_escape(text, pattern, "
+                                 "escape_character)")
             raise ParseError(f"Syntax error: {word} is not an operator of this SQL dialect (the parser "
                              f"would read '{word} <pattern>' as aliases and drop the comparison); use "
                              "LIKE, with lower() on both sides for ILIKE")

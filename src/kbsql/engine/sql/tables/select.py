@@ -23,6 +23,7 @@ from kbsql.engine.sql.databases import info_schema, job_tables
 from kbsql.engine.sql.information_functions import answer_information_functions
 from kbsql.engine.sql.parse import parsing
 from kbsql.engine.sql.tables import agent_join, kb_tables, names, source_columns, sqlglot_render
+from kbsql.engine.sql.tables.like_escape import bound_like_escapes
 from kbsql.engine.sql.tables.mysql_functions import adapt_mysql_functions
 from kbsql.engine.sql.tables.plans import Compiled
 from kbsql.engine.sql.tables.setting_reads import refuse_qualified_functions, refuse_setting_reads
@@ -65,6 +66,7 @@ def _bound(session: SqlSession, tree: exp.Expression) -> None:
             column.set("db", None)
             column.set("catalog", None)
     refuse_setting_reads(tree)  # current_setting('secret_directory') and the like
+    bound_like_escapes(tree)  # like_escape(...): linear matching, or refused
     refuse_qualified_functions(tree)  # src.macro(): a DuckDB file's macro reads any file
     cap_values(tree, session.duck.value_cap, session.duck.settings.checks)  # repeat('x', 10**9)...: per row
 
