@@ -28,7 +28,8 @@ def test_escaped_patterns_mean_what_duckdb_s_like_escape_means(engine: Engine) -
                          "not_like_escape('axb', 'a!%b', '!') AS c, ilike_escape('A%B', 'a!%b', '!') AS d, "
                          "like_escape('a_b', 'a!_b', '!') AS e, like_escape('acb', 'a!_b', '!') AS f, "
                          "like_escape('a.b', 'a.b', '!') AS g, like_escape('a!b', 'a!!b', '!') AS h, "
-                         "like_escape('x' || chr(10) || 'y', 'x%y', '!') AS i, like_escape('ab', 'a_', '!') AS j")
+                         "like_escape('x' || chr(10) || 'y', 'x%y', '!') AS i, "
+                         "like_escape('ab', 'a_', '!') AS j")
     assert got["data"] == [[True, False, True, True, True, False, True, True, True, True]]
 
 

@@ -18,9 +18,6 @@ from typing import Any
 
 from mindsdb_sql_parser import ast, parse_sql
 
-from kbsql.interface.parser_strings import read_strings_whole
-
-read_strings_whole()
 _SKIPPED = frozenset({"alias", "parentheses"})
 
 

@@ -26,10 +26,8 @@ from kbsql.engine.sql.parse.values_fastpath import parse_insert_values
 from kbsql.engine.sql.parse.write_shapes import parse_write_shape
 from kbsql.engine.sql.refusals import PREFIX
 from kbsql.interface.errors import LimitExceeded, ParseError, SqlError
-from kbsql.interface.parser_strings import read_strings_whole
 from kbsql.interface.sqltext import segments
 
-read_strings_whole()  # 'ab''' is ab' (the parser's own reading drops the quote)
 SHAPES = ShapeCache()
 MAX_TOKENS = 60_000
 """The most tokens a statement may hand to the full parser.

@@ -19,8 +19,7 @@ import re
 from collections.abc import Iterator
 
 from mindsdb_sql_parser import ast, parse_sql
-
-from kbsql.interface.parser_strings import string_value
+from mindsdb_sql_parser.utils import unquote
 
 MIN_LENGTH = 2_000  # below this the full parser costs well under a millisecond
 
@@ -143,7 +142,7 @@ def literal_constant(kind: str | None, value: str, text: str, pos: int, end: int
     `_TOKEN` ending at `pos`; None when the token is punctuation. The IN-list fast path
     builds its constants here too, so both give the parser's own nodes."""
     if kind == "string":
-        return ast.Constant(value=string_value(value))
+        return ast.Constant(value=str(unquote(value).strip("'")))
     if kind in ("integer", "float"):
         if pos < end and _GLUED.match(text, pos):  # `1abc` is one name to the lexer
             raise Fallback
