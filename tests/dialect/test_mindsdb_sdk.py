@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pandas as pd
@@ -145,15 +146,20 @@ def test_sdk_agent_params_and_drop(server: tuple[object, Path]) -> None:
     assert "timed_agent" not in [a.name for a in project.agents.list()]
 
 
+def _items_database(sdk: Any, base: Path, name: str) -> Any:
+    """A DuckDB file holding `items` (1 pen, 2 cup), connected through the SDK as `name`."""
+    path = str(base / f"{name}.duckdb")
+    with duckdb.connect(path) as con:
+        con.execute("CREATE TABLE items AS SELECT * FROM (VALUES (1, 'pen'), (2, 'cup')) t(id, item)")
+    return sdk.databases.create(name, engine="duckdb", connection_args={"database": path})
+
+
 def test_sdk_views_and_tree(server: tuple[object, Path]) -> None:
     """`views.list()` / `views.get()` and `server.tree()` / `database.tree()` read MindsDB's
     GET /api/tree/{db} (a view is a leaf of type `view`); kbsql had no such route, so every
     one of them failed with a 404."""
     sdk, base = server
-    with duckdb.connect(str(base / "trees.duckdb")) as con:
-        con.execute("CREATE TABLE items AS SELECT * FROM (VALUES (1, 'pen'), (2, 'cup')) t(id, item)")
-    trees = sdk.databases.create("trees", engine="duckdb",
-                                 connection_args={"database": str(base / "trees.duckdb")})
+    trees = _items_database(sdk, base, "trees")
     project = sdk.projects.create("tree_proj")
     project.views.create("cheap", "SELECT item FROM trees.items WHERE id = 1")
     project.jobs.create("tree_job", query_str="SELECT 1", repeat_str="1 day")
@@ -186,10 +192,7 @@ def test_sdk_native_queries_are_refused_in_one_line(server: tuple[object, Path])
     is refused naming it (it was "Table functions are not allowed: SHOP(...)"), and the
     forms in this dialect work."""
     sdk, base = server
-    with duckdb.connect(str(base / "native.duckdb")) as con:
-        con.execute("CREATE TABLE items AS SELECT * FROM (VALUES (1, 'pen'), (2, 'cup')) t(id, item)")
-    native = sdk.databases.create("native", engine="duckdb",
-                                  connection_args={"database": str(base / "native.duckdb")})
+    native = _items_database(sdk, base, "native")
     items = native.tables.get("items")
     for call in (lambda: native.tables.create("copy", native.query("SELECT * FROM items")),
                  lambda: items.insert(native.query("SELECT 3 AS id, 'ink' AS item")),
