@@ -15,9 +15,8 @@ any route runs, each answering problem+json:
   (403): a rebound DNS name resolving to 127.0.0.1 carries its own name in `Host`.
 
 And MindsDB's tenant header, `company-id`, other than its default (empty, 0, the zero UUID)
-is refused (400): one
-server serves one company, so a client keeping two companies apart would see each other's
-data (MindsDB's tests/integration/flows/test_company_independent.py).
+is refused (400): one server serves one company, so a client keeping two companies apart
+would see each other's data (MindsDB's tests/integration/flows/test_company_independent.py).
 
 A plain ASGI middleware (not BaseHTTPMiddleware) so streamed answers and client
 disconnects pass through untouched.
@@ -30,6 +29,8 @@ import json
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import Any
 from urllib.parse import urlsplit
+
+from kbsql.interface.errors import clipped
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -106,9 +107,9 @@ class RequestGuard:
         if company.replace("-", "").strip("0"):  # MindsDB's tenant header, not its default
             # (empty, 0 or the zero UUID, MindsDB's DEFAULT_COMPANY_ID): honoured nowhere here
             return (400, "Not supported",
-                    f"company-id {company[:40]!r}: this server serves one company (every request sees "
-                    "the same projects and data), so MindsDB's company-id header is not supported; "
-                    "run one kbsql serve per company")
+                    f"company-id {clipped(company, 40)!r}: this server serves one company (every "
+                    "request sees the same projects and data), so MindsDB's company-id header is not "
+                    "supported; run one kbsql serve per company")
         origin = headers.get("origin")
         if origin is not None and not self.origin_allowed(origin):
             return (403, "Forbidden origin",

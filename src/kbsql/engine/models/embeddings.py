@@ -27,15 +27,14 @@ A provider that cannot be reached raises `ProviderError` naming provider and mod
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 from collections.abc import Callable
 from typing import Any, Protocol
 
 import numpy as np
 
-from kbsql.engine.models.model_context import OPENAI_BASE, ProviderContext, missing_key, openai_base
-from kbsql.interface.errors import MissingParameter, ProviderError
+from kbsql.engine.models.model_context import OPENAI_BASE, ProviderContext, hosted_key, openai_base
+from kbsql.interface.errors import ProviderError
 
 MINILM_NAMES = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2", "default", ""}
 _TOKEN = re.compile(r"\w+", re.UNICODE)
@@ -192,10 +191,7 @@ class OpenAIEmbedder(_RemoteEmbedder):
         super().__init__(descriptor, context)
         self.base_url = openai_base(descriptor)
         self.dimensions = descriptor.get("dimensions")
-        if not self.api_key and self.base_url == OPENAI_BASE:  # the environment's, as chat models
-            self.api_key = os.environ.get("OPENAI_API_KEY") or None
-            if self.api_key is None:  # OpenAI refuses the call: say so before going out
-                raise MissingParameter(missing_key(self.provider, OPENAI_BASE, "OPENAI_API_KEY"))
+        self.api_key = hosted_key(self.api_key, self.base_url, OPENAI_BASE, "OPENAI_API_KEY", self.provider)
 
     def embed(self, texts: list[str]) -> np.ndarray:
         body: dict[str, Any] = {"model": self.model_name, "input": [t or " " for t in texts]}

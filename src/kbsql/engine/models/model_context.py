@@ -13,6 +13,7 @@ a guess that would send a key to OpenAI.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,7 +22,7 @@ from urllib.parse import urlsplit
 
 from kbsql.engine.models.llm_log import LlmLog
 from kbsql.engine.models.model_http import ModelHttp
-from kbsql.interface.errors import ProviderError
+from kbsql.interface.errors import MissingParameter, ProviderError
 
 T = TypeVar("T")
 
@@ -81,7 +82,17 @@ class ProviderContext:
             return self._loaded[key]  # type: ignore[no-any-return]
 
 
-def missing_key(provider: str, base_url: str, variable: str) -> str:
-    """The one line for a hosted model given no key (chat and embedding providers alike)."""
-    return (f"'api_key' is required for provider '{provider}' at {base_url}: give it in the model's "
-            f"parameters, or set {variable} where the engine runs")
+def hosted_key(api_key: Any, base_url: str, own_url: str, variable: str, provider: str) -> str | None:
+    """The key a model is called with, chat and embedding providers alike: the descriptor's;
+    else, only at the service's own URL (`own_url`), the environment's `variable` (a model
+    whose descriptor names another base_url never receives the server's key). At its own URL
+    the hosted service refuses a call without one, so none there is said before going out."""
+    if api_key:
+        return str(api_key)
+    if not variable or base_url.rstrip("/") != own_url.rstrip("/"):
+        return None
+    key = os.environ.get(variable) or None
+    if key is None:
+        raise MissingParameter(f"'api_key' is required for provider '{provider}' at {own_url}: give it "
+                               f"in the model's parameters, or set {variable} where the engine runs")
+    return key

@@ -9,7 +9,6 @@ wall-time limit) stops a streaming HTTP call between two deltas, or at once by c
 from __future__ import annotations
 
 import json
-import os
 import threading
 import time
 from collections.abc import Callable, Generator, Iterable, Iterator
@@ -21,7 +20,7 @@ import httpx
 
 from kbsql.engine import outbound
 from kbsql.engine.models import answer_bound
-from kbsql.engine.models.model_context import ProviderContext, base_url_of, missing_key
+from kbsql.engine.models.model_context import ProviderContext, base_url_of, hosted_key
 from kbsql.engine.models.model_http import ModelHttp
 from kbsql.interface.control import Control, Stopped
 from kbsql.interface.errors import MissingParameter, ProviderError
@@ -192,18 +191,9 @@ class HttpProvider:
         # (a descriptor without a provider name means this class's own service)
         own = {**model, "provider": model.get("provider") or self.provider}
         self.base_url = str(base_url_of(own) or self.default_base_url).rstrip("/")
-        self.api_key = str(model.get("api_key") or "") or self.env_key() or None
-        if self.api_key is None and self.api_key_env and self.base_url == self.default_base_url.rstrip("/"):
-            # the hosted service refuses a call without one: say so before going out
-            raise MissingParameter(missing_key(own["provider"], self.default_base_url, self.api_key_env))
+        self.api_key = hosted_key(model.get("api_key"), self.base_url, self.default_base_url,
+                                  self.api_key_env, own["provider"])
         self.connect_timeout = connect_timeout
-
-    def env_key(self) -> str | None:
-        """The environment's key (OPENAI_API_KEY...), only for the provider's own URL: an agent
-        whose descriptor names another base_url must not receive the server's key."""
-        if not self.api_key_env or self.base_url != self.default_base_url.rstrip("/"):
-            return None
-        return os.environ.get(self.api_key_env) or None
 
     @property
     def who(self) -> str:

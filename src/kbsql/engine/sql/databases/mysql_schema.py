@@ -21,6 +21,7 @@ from kbsql.engine.datasources.scans import NativeTable
 from kbsql.engine.knowledge.ingest import INTERNAL_KEYS
 from kbsql.engine.knowledge.search import SearchRequest
 from kbsql.engine.sql.tables.names import Resolutions, resolve
+from kbsql.engine.sql.tables.sqlglot_render import conjuncts
 from kbsql.interface.column_types import data_type_of, mysql_sizes, mysql_type, with_own_type
 from kbsql.interface.mysql_charsets import CHARACTER_SETS, COLLATIONS, ENGINES
 
@@ -108,8 +109,7 @@ def scope(table: exp.Table) -> tuple[set[str] | None, set[str] | None]:
     (reading it there answered fewer rows than asked for)."""
     select = table.find_ancestor(exp.Select)
     where = select.args.get("where") if select is not None else None
-    top = where.this if where is not None else None
-    terms = list(top.flatten()) if isinstance(top, exp.And) else [top] if top is not None else []
+    terms = conjuncts(where.this if where is not None else None)
     alias = table.alias_or_name.lower()
     found: dict[str, set[str]] = {}
     for cond in terms:

@@ -25,7 +25,7 @@ from kbsql.engine.sql.parse.shape_cache import ShapeCache
 from kbsql.engine.sql.parse.values_fastpath import parse_insert_values
 from kbsql.engine.sql.parse.write_shapes import parse_write_shape
 from kbsql.engine.sql.refusals import PREFIX
-from kbsql.interface.errors import LimitExceeded, ParseError, SqlError
+from kbsql.interface.errors import LimitExceeded, ParseError, SqlError, clipped
 from kbsql.interface.sqltext import segments
 
 SHAPES = ShapeCache()
@@ -69,8 +69,8 @@ def parse(query: str) -> ast.ASTNode:
         if statement is None and not isinstance(exc, (MindsdbSQLException, SqlError, RecursionError)):
             # the parser failing in its own code while it words a syntax error (`x -> y`
             # answered "invalid literal for int() with base 10: '[number]'")
-            shown = query.strip() if len(query.strip()) <= 80 else query.strip()[:80] + "..."
-            raise ParseError(f"Syntax error: the parser could not read this statement: {shown}") from None
+            raise ParseError("Syntax error: the parser could not read this statement: "
+                             f"{clipped(query.strip(), 80)}") from None
         if statement is None:
             raise
         return statement

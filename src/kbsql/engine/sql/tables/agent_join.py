@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 from sqlglot import exp
 
+from kbsql.engine.sql.tables.sqlglot_render import conjuncts
 from kbsql.interface.errors import LimitExceeded, SqlError
 
 if TYPE_CHECKING:
@@ -31,11 +32,7 @@ RunRows = Callable[[exp.Select], pa.Table]
 def question_source(join: exp.Join, alias: str) -> exp.Expression | None:
     """The other side of `alias.question = <expr>` in the join's ON (None: no such condition,
     or the question is a literal, which the one-question path answers)."""
-    on = join.args.get("on")
-    if on is None:
-        return None
-    conjuncts = list(on.flatten()) if isinstance(on, exp.And) else [on]
-    for condition in conjuncts:
+    for condition in conjuncts(join.args.get("on")):
         if not isinstance(condition, exp.EQ):
             continue
         for own, other in ((condition.left, condition.right), (condition.right, condition.left)):
@@ -51,7 +48,7 @@ def answer_frame(session: SqlSession, join: exp.Join, target: Resolved, source: 
     (question, answer) table the join reads."""
     table = join.this
     alias = table.alias_or_name.lower()
-    if join.side in ("RIGHT", "FULL") or join.kind in ("CROSS",):
+    if join.side in ("RIGHT", "FULL") or join.kind == "CROSS":
         raise SqlError(f"Agent {target.name} can be joined only as the right side of JOIN or "
                        f"LEFT JOIN ... ON {alias}.question = <a column of the table>")
     select = join.parent
@@ -61,11 +58,8 @@ def answer_frame(session: SqlSession, join: exp.Join, target: Resolved, source: 
         if isinstance(other.this, exp.Table) and other.this.alias_or_name.lower() == alias:
             other.pop()
     where = questions.args.get("where")
-    if where is not None:
-        body = where.this
-        conjuncts = list(body.flatten()) if isinstance(body, exp.And) else [body]
-        kept = [c for c in conjuncts if not _names(c, alias)]
-        questions.set("where", exp.Where(this=exp.and_(*kept)) if kept else None)
+    kept = [c for c in conjuncts(where.this if where is not None else None) if not _names(c, alias)]
+    questions.set("where", exp.Where(this=exp.and_(*kept)) if kept else None)
     for key in ("group", "having", "order", "limit", "offset", "qualify", "windows"):
         questions.set(key, None)
     questions.set("expressions", [exp.alias_(source.copy(), "question")])

@@ -24,6 +24,7 @@ from kbsql.engine.knowledge.search import DEFAULT_LIMIT
 from kbsql.engine.sql.kb.kb_conditions import MAX_COUNT
 from kbsql.engine.sql.kb.kb_stream import BATCH, chunk_table, reader
 from kbsql.engine.sql.kb.kb_where import Columns, read_filters, run_where
+from kbsql.engine.sql.tables.sqlglot_render import conjuncts
 from kbsql.interface.errors import LimitExceeded, SqlError
 from kbsql.interface.results import KB_COLUMNS
 
@@ -196,11 +197,11 @@ def take_conditions(select: exp.Select | None, table: exp.Table, single: bool,
     for holder, key in _holders(select, table):
         clause = holder.args[key]
         body = clause.this if isinstance(clause, exp.Where) else clause
-        conjuncts = list(body.flatten()) if isinstance(body, exp.And) else [body]
-        mine = [c for c in conjuncts if own(c) and wanted(c)]
+        terms = conjuncts(body)
+        mine = [c for c in terms if own(c) and wanted(c)]
         if not mine:
             continue
-        rest = [c for c in conjuncts if all(c is not m for m in mine)]
+        rest = [c for c in terms if all(c is not m for m in mine)]
         if key == "where":
             holder.set("where", exp.Where(this=exp.and_(*rest)) if rest else None)
         else:

@@ -199,7 +199,7 @@ def _refuse_native_query(session: SqlSession, table: exp.Table) -> None:
 
 
 def _rewrite(session: SqlSession, table: exp.Table, ctes: dict[str, str], ctx: dict[str, Any],
-             frames: dict[str, Any], compiled: Compiled, resolved: names.Resolutions | None) -> None:
+             frames: dict[str, Any], compiled: Compiled, resolved: names.Resolutions) -> None:
     if not isinstance(table.this, exp.Identifier):
         _refuse_native_query(session, table)
         raise SqlError(f"Table functions are not allowed in queries: {table.sql()}; "
@@ -214,7 +214,7 @@ def _rewrite(session: SqlSession, table: exp.Table, ctes: dict[str, str], ctx: d
         item = duck.from_item(FrameScan(frames[parts[0]]), compiled)
         compiled.cacheable = False
     else:
-        target = (resolved or {}).get(tuple(parts)) or names.resolve(session, parts, ctx["db"])
+        target = resolved.get(tuple(parts)) or names.resolve(session, parts, ctx["db"])
         if target.kind == "data":
             assert target.scan is not None
             item = duck.from_item(target.scan, compiled)

@@ -171,5 +171,13 @@ def _literal(item: ast.ASTNode) -> exp.Expression:
     return exp.Literal.number(text)
 
 
+def conjuncts(condition: exp.Expression | None) -> list[exp.Expression]:
+    """The AND-ed terms of a condition (itself when it is no AND; none for None). sqlglot's
+    `flatten` alone would take a comparison's own operands for terms."""
+    if condition is None:
+        return []
+    return list(condition.flatten()) if isinstance(condition, exp.And) else [condition]
+
+
 def to_duckdb(tree: exp.Expression) -> str:
     return tree.sql(dialect="duckdb", identify=True)
