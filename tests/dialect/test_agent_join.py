@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.agents.fakes import FakeLLM, text
-from tests.dialect.conftest import ORDERS, Doc
+from tests.dialect.conftest import HASH, ORDERS, Doc
 
 PRODUCTS = [product for _, product, _ in ORDERS]
 
@@ -80,3 +80,18 @@ def test_an_agent_joined_the_other_way_is_refused_in_one_line(doc: Doc, agent: B
     assert agent.chat_calls == 0
     message = doc.error("SELECT * FROM stock_agent a JOIN sample_data.orders o ON a.question = o.product")
     assert "JOIN stock_agent a ON a.question = t.<column>" in message
+
+
+def test_a_searched_knowledge_base_is_asked_as_the_join_reads_it(doc: Doc, agent: ByProduct) -> None:
+    """The values were read by the query with the agent's join taken out, where a knowledge
+    base alone is a search cut at the LIMIT the questions query carries: of 300 chunks (150 near
+    the search, 150 far from it) only the near ones' value was asked, and the join answered 150
+    rows, without a word. The agent's place is kept by one row joined ON TRUE."""
+    doc.sql(f"CREATE KNOWLEDGE_BASE notes_kb USING embedding_model = {HASH}")
+    rows = ", ".join(f"({i}, 'widgets widgets widgets {i}', 'near')" if i < 150 else
+                     f"({i}, 'a quiet garden path {i}', 'far')" for i in range(300))
+    doc.sql(f"INSERT INTO notes_kb (id, content, product) VALUES {rows}")
+    got = doc.rows("SELECT count(*) AS n, count(DISTINCT a.question) AS asked FROM notes_kb k "
+                   "JOIN stock_agent a ON a.question = k.product WHERE k.content = 'widgets'")
+    assert got == [{"n": 300, "asked": 2}]
+    assert agent.chat_calls == 2
