@@ -99,6 +99,10 @@ class EngineConfig:
     """Expression nodes the per-value size checks may add to one statement
     (sql/tables/value_caps.py): each copies its operands, so nested value functions (eight
     replace()s in one another) multiply the statement; one needing more is refused."""
+    long_statement_tokens: int = 1000
+    """SQL tokens above which a statement's parse and compile wait for a long-statement slot
+    (sql/parse/long_statements.py); 0: none does."""
+    long_statement_slots: int = 1
     edit_distance_cells: int = 250_000
     """Character pairs one levenshtein/damerau_levenshtein/editdist3 call may compare
     (value_caps.py): DuckDB cannot stop one within its vector of 2,048 rows."""

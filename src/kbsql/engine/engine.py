@@ -258,6 +258,9 @@ class Engine(FileTables, UploadedFiles, Databases, Views, KnowledgeBaseEditing, 
                             spill_note=c.note("sql_spill_mb"),
                             read_only_sources=c.read_only_sources,
                             read_only_note=c.note("read_only_sources"),
+                            long_statement_tokens=c.long_statement_tokens,
+                            long_statement_slots=c.long_statement_slots,
+                            long_statement_note=c.note("long_statement_slots"),
                             checks=CheckBounds(c.value_check_nodes, c.note("value_check_nodes"),
                                                c.edit_distance_cells, c.note("edit_distance_cells")))
 

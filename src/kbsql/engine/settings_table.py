@@ -219,6 +219,13 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("value_check_nodes", int, 50_000, "expression nodes the per-value size checks may add "
             "to one SQL statement (each copies its operands: eight nested replace() need more); "
             "a statement needing more is refused in one line", "--value-check-nodes", metavar="N"),
+    Setting("long_statement_tokens", int, 1000, "SQL tokens above which a statement is long: its "
+            "parse and compile (pure Python, holding the interpreter lock) wait for one of "
+            "long_statement_slots, so that long statements cannot slow every other user's; 0: no "
+            "statement is long", "--long-statement-tokens", positive=False, metavar="N"),
+    Setting("long_statement_slots", int, 1, "long statements parsed and compiled at once, shared "
+            "fairly between users; more wait within their statement timeout, then 503",
+            "--long-statement-slots", metavar="N"),
     Setting("edit_distance_cells", int, 250_000, "character pairs one levenshtein, "
             "damerau_levenshtein or editdist3 call may compare (the product of its texts' lengths: "
             "a statement's deadline cannot stop one), refused in one line beyond",

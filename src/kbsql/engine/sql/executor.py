@@ -39,6 +39,7 @@ from kbsql.engine.sql.arrow_results import ArrowTableResult
 from kbsql.engine.sql.information_functions import answer_information_functions
 from kbsql.engine.sql.kb import kb_background, kb_rows
 from kbsql.engine.sql.parse import parsing
+from kbsql.engine.sql.parse.long_statements import LongStatements
 from kbsql.engine.sql.parse.variables import bind_parameters
 from kbsql.engine.sql.query_log import QueryLog
 from kbsql.engine.sql.session import AGENT_JOIN_MAX_ROWS, SqlSession
@@ -122,6 +123,9 @@ class SqlExecutor(SqlSession):
         super().__init__(catalog, frames, duck, PlanCache(), kbs, agents, uploads, QueryLog(catalog))
         self.background = kb_background.BackgroundInserts(self, background_inserts)
         self.agent_join_max_rows = agent_join_max_rows
+        bounds = duck.settings  # long statements take turns at the interpreter (long_statements)
+        self.long_statements = LongStatements(bounds.long_statement_tokens, bounds.long_statement_slots,
+                                              bounds.long_statement_note)
 
     def query(self, query: str, context: dict[str, Any] | None = None,
               params: dict[str, Any] | list[Any] | None = None,
@@ -180,19 +184,8 @@ class SqlExecutor(SqlSession):
             plan = None if params else cached_plan(self, query, ctx["db"])  # a repeated SELECT over stable
             if plan is not None:                             # tables skips both parsers
                 return ArrowTableResult(run_plan(self, plan), ctx)
-            try:  # long VALUES rows and IN lists skip sly; too many tokens are refused
-                statement = parsing.parse(query)
-            except SqlError:
-                raise
-            except Exception as exc:  # the parser's message shows the statement and the position
-                return ErrorResult(f"{exc}", context=ctx, kind=ParseError.problem_type)
-            refusals.refuse_last_outside_job(statement, query)
-            if params:
-                bind_parameters(statement, params)
-                return self.run(statement, ctx, progress=progress)
-            if ":" in query or "?" in query:  # a placeholder no params set: "Parameter is not
-                bind_parameters(statement, {})  # set" (MindsDB), not DuckDB's binder error
-            return self.run(statement, ctx, query, progress)
+            with self.long_statements.compiling(query):  # a long one waits for its turn
+                return self._parse_and_run(query, ctx, params, progress)
         except Unavailable:  # not the statement's fault: a 503 to send again, not an SQL error
             raise
         except (SqlError, ServiceError) as exc:  # its kind kept; a service error's hint (a name
@@ -212,6 +205,22 @@ class SqlExecutor(SqlSession):
         except Exception as exc:  # a bug must still answer in the documented shape
             log.exception("SQL statement failed unexpectedly")  # no query text: it may hold keys
             return ErrorResult(f"{type(exc).__name__}: {exc}", context=ctx)
+
+    def _parse_and_run(self, query: str, ctx: dict[str, Any], params: dict[str, Any] | list[Any] | None,
+                       progress: OnProgress | None) -> SqlResult:
+        try:  # long VALUES rows and IN lists skip sly; too many tokens are refused
+            statement = parsing.parse(query)
+        except SqlError:
+            raise
+        except Exception as exc:  # the parser's message shows the statement and the position
+            return ErrorResult(f"{exc}", context=ctx, kind=ParseError.problem_type)
+        refusals.refuse_last_outside_job(statement, query)
+        if params:
+            bind_parameters(statement, params)
+            return self.run(statement, ctx, progress=progress)
+        if ":" in query or "?" in query:  # a placeholder no params set: "Parameter is not
+            bind_parameters(statement, {})  # set" (MindsDB), not DuckDB's binder error
+        return self.run(statement, ctx, query, progress)
 
     def run(self, statement: ast.ASTNode, ctx: dict[str, Any], query: str | None = None,
             progress: OnProgress | None = None) -> SqlResult:

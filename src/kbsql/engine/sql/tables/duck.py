@@ -34,6 +34,7 @@ from kbsql.engine.datasources.confine import PathPolicy, Pinned
 from kbsql.engine.datasources.frame_store import FRAMES_SOURCE, FrameStore
 from kbsql.engine.datasources.registry import Engines, data_source_engines, normalize, open_source
 from kbsql.engine.datasources.scans import DataSource, FileScan, FrameScan, NativeTable, Scan
+from kbsql.engine.sql.parse import long_statements
 from kbsql.engine.sql.tables import value_caps
 from kbsql.engine.sql.tables.duck_settings import DuckSettings, configure, setting, setting_bytes
 from kbsql.engine.sql.tables.plans import Compiled, FrameUse
@@ -294,6 +295,7 @@ class DuckSession:
         try:
             sql = self._bind(cursor, plan, pinned, temps)
             control.check()
+            long_statements.started()  # DuckDB lets go of the interpreter: the next long one may compile
             with control.stoppable(cursor.con.interrupt), self.watchdog.watching(control):
                 if threading.current_thread() is threading.main_thread():
                     return self._fetch_interruptibly(cursor.con, prefix + sql, control, plan.query)
