@@ -59,12 +59,11 @@ def test_a_long_statement_running_in_the_sql_engine_lets_the_next_one_compile(tm
         thread = threading.Thread(target=lambda: done.update(answer=engine.query(heavy).to_json()))
         thread.start()
         time.sleep(1.0)  # compiled; now in DuckDB for the rest of its 8 s
-        start = time.monotonic()
         answer = engine.query(WIDE).to_json()
-        waited = time.monotonic() - start
+        still_running = thread.is_alive()  # held back, it would answer only once the heavy one ended
         thread.join()
-        assert answer["type"] == "table" and len(answer["column_names"]) == 300
-        assert waited < 5, waited  # not held until the heavy one's deadline (7 s on)
+        assert answer["type"] == "table" and len(answer["column_names"]) == 300, answer.get("error_message")
+        assert still_running
         assert "stopped" in done["answer"]["error_message"] or "timeout" in done["answer"]["error_message"]
 
 

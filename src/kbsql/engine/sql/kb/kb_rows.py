@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Any
 from mindsdb_sql_parser import ast
 
 from kbsql.engine.catalog import KbRecord
-from kbsql.engine.knowledge.json_chunking import metadata_keys
 from kbsql.engine.knowledge.search import DEFAULT_LIMIT
 from kbsql.engine.sql.arrow_results import ArrowTableResult
 from kbsql.engine.sql.databases.info_schema import knowledge_bases_frame
 from kbsql.engine.sql.kb import kb_background, kb_insert, kb_select, kb_stream, kb_update, kb_write
+from kbsql.engine.sql.kb.kb_where import Columns
 from kbsql.engine.sql.kb.kb_write import unquote_identifier  # noqa: F401 (its old home)
 from kbsql.engine.sql.refusals import unsupported
 from kbsql.engine.sql.tables.select import run_select, select_frame
@@ -46,9 +46,8 @@ def _record(routed: Routed) -> KbRecord:
 def delete(session: SqlSession, statement: ast.Delete, ctx: dict[str, Any], routed: Routed) -> SqlResult:
     """`DELETE FROM kb WHERE ...` on id and metadata columns."""
     record = _record(routed)
-    filters = kb_update.where_filters(record, statement.where,
-                                      lambda select: subquery_values(session, select, ctx), "DELETE",
-                                      lambda key: session.kbs.service.has_metadata_key(record, key))
+    filters = kb_update.where_filters(Columns.of(record, session.kbs.service), statement.where,
+                                      lambda select: subquery_values(session, select, ctx), "DELETE")
     return OkResult(session.kbs.delete_rows(record, filters), context=ctx)
 
 
@@ -78,15 +77,13 @@ def select(session: SqlSession, statement: ast.Select, ctx: dict[str, Any], rout
     record = _record(routed)
     service = session.kbs.service
     names, rows = kb_select.select_rows(
-        statement, record.name, record.metadata_columns,
+        statement, record.name, Columns.of(record, service),
         search=lambda request: service.search(record, request),
         total=lambda: service.count(record),
         subquery=lambda select: subquery_values(session, select, ctx),
-        extra_keys=metadata_keys(record.spec),
         run=lambda query, frame: run_frame(session, query, ctx, frame),
         stream=lambda filters: service.plain_batches(record, filters, kb_stream.BATCH),
         counter=lambda filters: service.count_matching(record, filters),
-        has_key=lambda key: service.has_metadata_key(record, key),
         read_bound=session.duck.memory_limit // 2, ranked=not record.spec.get("reranking_model"))
     result = ArrowTableResult.from_rows(names, rows, ctx)  # Arrow like every other SELECT
     # a plain search without LIMIT stops at the documented default: say so when it may have

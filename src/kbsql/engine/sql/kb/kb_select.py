@@ -25,7 +25,6 @@ from kbsql.engine.sql.kb import kb_stream
 from kbsql.engine.sql.kb.kb_conditions import count
 from kbsql.engine.sql.kb.kb_where import (
     Columns,
-    HasKey,
     Search,
     Subquery,
     one_search,
@@ -62,11 +61,10 @@ def is_plain(statement: ast.Select) -> bool:
                for t in statement.targets)
 
 
-def select_rows(statement: ast.Select, name: str, metadata_columns: list[str] | None, search: Search,
+def select_rows(statement: ast.Select, name: str, columns: Columns, search: Search,
                 total: Callable[[], int], run: RunOver, subquery: Subquery | None = None,
-                extra_keys: tuple[str, ...] = (), stream: Stream | None = None, read_bound: int = 0,
-                ranked: bool = False, counter: kb_stream.Count | None = None,
-                has_key: HasKey | None = None) -> tuple[list[str], list[Row]]:
+                stream: Stream | None = None, read_bound: int = 0,
+                ranked: bool = False, counter: kb_stream.Count | None = None) -> tuple[list[str], list[Row]]:
     """(column names, rows) of a SELECT on knowledge base `name`. `stream` (filters -> the
     matching chunks in batches, or None when the storage cannot) lets a statement that reads
     every chunk the WHERE keeps, without a content search, read them in batches into Arrow
@@ -74,11 +72,12 @@ def select_rows(statement: ast.Select, name: str, metadata_columns: list[str] | 
     their relevance (no reranker reorders them), so an ORDER BY relevance with a LIMIT reads
     only the search's first rows. `counter` (filters -> the number of chunks they keep, or None)
     answers a statement that names no column of the chunks (`count(*)`) without reading them.
-    `has_key`: whether a chunk holds a metadata key (kb_where.Columns), for undeclared ones."""
+    `columns`: the knowledge base's (kb_where.Columns.of)."""
+    metadata_columns = columns.declared
     limit = count(statement.limit, "LIMIT") if statement.limit is not None else None
     offset = count(statement.offset, "OFFSET") if statement.offset is not None else 0
     if statement.distinct or not is_plain(statement) or limit is None:
-        read = _reader(statement.where, stream, metadata_columns, subquery, extra_keys, counter, has_key)
+        read = _reader(statement.where, stream, columns, subquery, counter)
         if read is not None and is_plain(statement) and not statement.distinct:
             return _plain_streamed(statement.targets, read, metadata_columns, offset, read_bound)
         if read is not None and is_plain(statement):
@@ -86,8 +85,7 @@ def select_rows(statement: ast.Select, name: str, metadata_columns: list[str] | 
         if read is not None:
             return _run_over(statement, name, metadata_columns, run, lambda wanted: kb_stream.chunk_table(
                 read, wanted, metadata_columns, read_bound))
-    where = functools.partial(run_where, statement.where, search, metadata_columns, subquery=subquery,
-                              extra_keys=extra_keys, has_key=has_key)
+    where = functools.partial(run_where, statement.where, search, columns, subquery=subquery)
     if is_plain(statement) and statement.distinct:
         rows = where(limit=None, cap=max(total(), 1))
         checkpoint()  # every row was read: the deadline may have passed meanwhile
@@ -141,16 +139,13 @@ def _in_search_order(statement: ast.Select) -> bool:
     return one_search(statement.where)
 
 
-def _reader(where: ast.ASTNode | None, stream: Stream | None, metadata_columns: list[str] | None,
-            subquery: Subquery | None, extra_keys: tuple[str, ...], counter: kb_stream.Count | None = None,
-            has_key: HasKey | None = None) -> kb_stream.Reader | None:
+def _reader(where: ast.ASTNode | None, stream: Stream | None, columns: Columns,
+            subquery: Subquery | None, counter: kb_stream.Count | None = None) -> kb_stream.Reader | None:
     """A fresh read of the chunks a WHERE without a content search keeps, or None (a search:
     its rows are the search's; or a storage that cannot stream)."""
     if stream is None:
         return None
-    return kb_stream.reader(read_filters(where, metadata_columns, subquery=subquery, extra_keys=extra_keys,
-                                         has_key=has_key),
-                            stream, counter)
+    return kb_stream.reader(read_filters(where, columns, subquery=subquery), stream, counter)
 
 
 def _projected(targets: list[ast.ASTNode], read: kb_stream.Reader, metadata_columns: list[str] | None

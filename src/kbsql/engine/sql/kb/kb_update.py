@@ -18,9 +18,8 @@ from mindsdb_sql_parser import ast
 from kbsql.engine.catalog import KbRecord
 from kbsql.engine.knowledge.chunk_update import update_chunks
 from kbsql.engine.knowledge.ingest import INTERNAL_KEYS
-from kbsql.engine.knowledge.json_chunking import metadata_keys
 from kbsql.engine.sql.kb.kb_conditions import constant
-from kbsql.engine.sql.kb.kb_where import Columns, HasKey, KbWhere, split_options
+from kbsql.engine.sql.kb.kb_where import Columns, KbWhere, split_options
 from kbsql.interface.errors import SqlError
 from kbsql.interface.results import OkResult, SqlResult
 
@@ -31,17 +30,15 @@ Subquery = Callable[[ast.ASTNode], list[Any]]
 _FIXED = ("id", "chunk_id", "embeddings", "relevance", "distance")
 
 
-def where_filters(record: KbRecord, where: ast.ASTNode | None, subquery: Subquery, verb: str,
-                  has_key: HasKey | None = None) -> list[Any]:
+def where_filters(columns: Columns, where: ast.ASTNode | None, subquery: Subquery, verb: str) -> list[Any]:
     """A DELETE's or UPDATE's WHERE as filters: the metadata conditions of a search (OR, NOT,
-    BETWEEN, IN a subquery); a search term there has no meaning. `has_key`: kb_where.Columns."""
+    BETWEEN, IN a subquery); a search term there has no meaning."""
     options, node = split_options(where)
     if options.min_relevance is not None or options.hybrid:
         raise SqlError(f"{verb} on a knowledge base filters on id and metadata columns; "
                        "relevance and hybrid search are search options, not filters")
     if node is None:
         return []
-    columns = Columns(record.metadata_columns, metadata_keys(record.spec), has_key)
     runner = KbWhere(lambda request: [], columns, options, search_limit=0, read_limit=None,
                      subquery=subquery)
     if runner.has_search(node):
@@ -57,7 +54,7 @@ def update(session: SqlSession, record: KbRecord, statement: ast.Update, ctx: di
                        "chunk_id = '...'), not the rows of a SELECT")
     content: str | None = None
     metadata: dict[str, Any] = {}
-    columns = Columns(record.metadata_columns, metadata_keys(record.spec))
+    columns = Columns.of(record)  # any name: SET may add a key
     for key, node in (statement.update_columns or {}).items():
         name, value = str(key), constant(node)
         lowered = name.lower()
@@ -75,8 +72,7 @@ def update(session: SqlSession, record: KbRecord, statement: ast.Update, ctx: di
     internal = sorted(set(metadata) & set(INTERNAL_KEYS))
     if internal:
         raise SqlError(f"UPDATE cannot set the chunk keys kbsql writes itself: {internal}")
-    filters = where_filters(record, statement.where, subquery, "UPDATE",
-                            lambda key: session.kbs.service.has_metadata_key(record, key))
+    filters = where_filters(Columns.of(record, session.kbs.service), statement.where, subquery, "UPDATE")
     count = update_chunks(session.kbs.service, record, filters, content, metadata)
     session.catalog.update_knowledge_base(record)
     return OkResult(count, context=ctx)

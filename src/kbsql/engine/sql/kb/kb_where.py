@@ -24,17 +24,22 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mindsdb_sql_parser import ast
 
 from kbsql.engine.knowledge.ingest import INTERNAL_KEYS
+from kbsql.engine.knowledge.json_chunking import metadata_keys
 from kbsql.engine.knowledge.search import Filter, FilterGroup, SearchRequest
 from kbsql.engine.sql.kb.kb_conditions import _number, _truthy, constant
 from kbsql.engine.sql.refusals import unsupported
 from kbsql.interface.errors import SqlError
 
 Row = list[Any]
+if TYPE_CHECKING:
+    from kbsql.engine.catalog import KbRecord
+    from kbsql.engine.knowledge.service import KnowledgeService
+
 HasKey = Callable[[str], bool]
 """Whether some chunk of the knowledge base holds a metadata key (`KbService.has_metadata_key`)."""
 Search = Callable[[SearchRequest], list[Row]]
@@ -85,6 +90,14 @@ class Columns:
         self.has_key = has_key
         self.by_lower = {c.lower(): c for c in [*(metadata_columns or []), *extra_keys]}
         self.by_lower.update({k.lower(): k for k in INTERNAL_KEYS})
+
+    @classmethod
+    def of(cls, record: KbRecord, service: KnowledgeService | None = None) -> Columns:
+        """The columns of knowledge base `record`: its declared metadata columns and the keys
+        its chunking writes; with `service`, an undeclared name is looked for in its chunks
+        (a filter or a read), without it any name is a key (an UPDATE may set a new one)."""
+        has_key = None if service is None else (lambda key: service.has_metadata_key(record, key))
+        return cls(record.metadata_columns, metadata_keys(record.spec), has_key)
 
     def dotted(self, parts: list[str]) -> str | None:
         """A name written with dots (`info.category`, or `kb.info.category`) that is a known
@@ -391,14 +404,13 @@ def sort_by_relevance(rows: list[Row]) -> list[Row]:
     return sorted(rows, key=lambda r: -(r[4] if r[4] is not None else float("-inf")))
 
 
-def run_where(where: ast.ASTNode | None, search: Search, metadata_columns: list[str] | None, *,
-              limit: int | None, cap: int, subquery: Subquery | None = None,
-              extra_keys: tuple[str, ...] = (), has_key: HasKey | None = None) -> list[Row]:
+def run_where(where: ast.ASTNode | None, search: Search, columns: Columns, *,
+              limit: int | None, cap: int, subquery: Subquery | None = None) -> list[Row]:
     """The rows a WHERE clause selects. `limit` is the statement's LIMIT (None: none given);
     `cap` is how many rows a search without LIMIT returns (the documented 10 for a plain
     search; every row when the search feeds a join or an aggregate)."""
     options, node = split_options(where)
-    runner = KbWhere(search, Columns(metadata_columns, extra_keys, has_key), options,
+    runner = KbWhere(search, columns, options,
                      search_limit=cap if limit is None else limit, read_limit=limit, subquery=subquery)
     rows = runner.run(node)
     if runner.searches > 1:  # a union or intersection: best relevance first
@@ -408,9 +420,8 @@ def run_where(where: ast.ASTNode | None, search: Search, metadata_columns: list[
     return rows if limit is None else rows[:limit]
 
 
-def read_filters(where: ast.ASTNode | None, metadata_columns: list[str] | None, *,
-                 subquery: Subquery | None = None, extra_keys: tuple[str, ...] = (),
-                 has_key: HasKey | None = None) -> list[Any] | None:
+def read_filters(where: ast.ASTNode | None, columns: Columns, *,
+                 subquery: Subquery | None = None) -> list[Any] | None:
     """The filters of a WHERE clause that searches nothing (the rows it keeps are a plain
     read, as `run_where` would read them), or None when it holds a content search."""
     _, node = split_options(where)
@@ -420,7 +431,7 @@ def read_filters(where: ast.ASTNode | None, metadata_columns: list[str] | None, 
     def no_search(request: SearchRequest) -> list[Row]:
         raise AssertionError("read_filters runs no search")
 
-    runner = KbWhere(no_search, Columns(metadata_columns, extra_keys, has_key), Options(), 0, None, subquery)
+    runner = KbWhere(no_search, columns, Options(), 0, None, subquery)
     node = runner._push_not(node)
     return None if _has_content(node) else [runner.to_filter(node)]
 

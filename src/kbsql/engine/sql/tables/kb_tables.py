@@ -19,7 +19,6 @@ import pyarrow as pa
 from mindsdb_sql_parser import ast
 from sqlglot import exp
 
-from kbsql.engine.knowledge.json_chunking import metadata_keys
 from kbsql.engine.knowledge.search import DEFAULT_LIMIT
 from kbsql.engine.sql.kb.kb_conditions import MAX_COUNT
 from kbsql.engine.sql.kb.kb_stream import BATCH, chunk_table, reader
@@ -89,8 +88,7 @@ def _named_keys(session: SqlSession, select: exp.Select | None, table: exp.Table
         return set()
     alias = table.alias_or_name.lower()
     service = session.kbs.service
-    columns = Columns(record.metadata_columns, metadata_keys(record.spec),
-                      lambda key: service.has_metadata_key(record, key))
+    columns = Columns.of(record, service)
     selected = {e.alias.lower() for e in select.expressions if isinstance(e, exp.Alias)}
     keys: set[str] = set()
     for column in list(select.find_all(exp.Column)):
@@ -119,8 +117,7 @@ def _streamed(session: SqlSession, record: KbRecord, table: exp.Table, where: as
     `count(*)` over 400,000 small chunks in a join grew a server with a 256 MB limit by
     809 MB. None: a search, or a storage that cannot stream."""
     service = session.kbs.service
-    read = reader(read_filters(where, record.metadata_columns, extra_keys=metadata_keys(record.spec),
-                               has_key=lambda key: service.has_metadata_key(record, key)),
+    read = reader(read_filters(where, Columns.of(record, service)),
                   lambda filters: service.plain_batches(record, filters, BATCH),
                   lambda filters: service.count_matching(record, filters))
     if read is None:
@@ -295,8 +292,6 @@ def search_frame(session: SqlSession, project: str, kb_name: str, where_ast: ast
     if limit is not None and int(limit) < 0:
         raise SqlError(f"LIMIT must be a whole number >= 0, not {limit}")
     service = session.kbs.service
-    rows = run_where(where_ast, lambda request: service.search(record, request),
-                     record.metadata_columns, limit=limit, extra_keys=metadata_keys(record.spec),
-                     has_key=lambda key: service.has_metadata_key(record, key),
-                     cap=DEFAULT_LIMIT if capped else max(service.count(record), 1))
+    rows = run_where(where_ast, lambda request: service.search(record, request), Columns.of(record, service),
+                     limit=limit, cap=DEFAULT_LIMIT if capped else max(service.count(record), 1))
     return pd.DataFrame(rows, columns=list(KB_COLUMNS))
