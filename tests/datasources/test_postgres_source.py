@@ -141,3 +141,37 @@ def test_a_time_with_time_zone_reads_in_utc(engine: Engine, postgres_dsn: str, p
     # two columns of one name stay apart (each read in UTC, by position)
     assert rows(engine, "SELECT a.starts, b.starts FROM pg.shifts AS a JOIN pg.shifts AS b ON a.id = b.id "
                         "WHERE a.id = 1") == [["11:30:45.000000", "11:30:45.000000"]]
+
+
+def test_a_native_query_runs_on_the_postgres_source_read_only(engine: Engine, postgres_dsn: str,
+                                                               pg_schema: str) -> None:
+    """MindsDB's native query, `FROM pg (<PostgreSQL's own SQL>)` (its test_executor.py
+    TestWithNativeQuery; mindsdb_sdk's `db.query(...)` fed to a table or a view): the text runs
+    on the server as it is (`::numeric`, `||`), its rows feed the rest of the statement, a view
+    keeps it, and nothing in it can write (a read-only transaction: nextval, a DELETE)."""
+    import psycopg
+
+    with psycopg.connect(postgres_dsn, autocommit=True) as db:
+        db.execute(f'CREATE SEQUENCE "{pg_schema}".numbers')
+    params = _params(postgres_dsn, pg_schema)
+    ok(engine, f"CREATE DATABASE pg WITH ENGINE = 'postgres', PARAMETERS = {json.dumps(params)}")
+    native = f"SELECT customer || '!' AS who, total::numeric * 2 AS twice FROM {pg_schema}.invoices"
+    assert rows(engine, f"SELECT who, sum(twice) AS s FROM pg ({native}) GROUP BY who ORDER BY who") == [
+        ["ann!", 25.02], ["bob!", 199.98]]
+    engine.register_dataframe("tiers", pd.DataFrame({"name": ["ann!", "bob!"], "tier": ["gold", "basic"]}))
+    assert rows(engine, f"SELECT t.tier, n.twice FROM pg ({native}) AS n JOIN df.tiers t ON t.name = n.who "
+                        "WHERE n.twice > 1 ORDER BY n.twice") == [["gold", 25.0], ["basic", 199.98]]
+    ok(engine, f"CREATE VIEW paid FROM pg (SELECT id FROM {pg_schema}.invoices WHERE paid_at IS NOT NULL)")
+    assert rows(engine, "SELECT * FROM paid") == [[1]]
+    copied = f"SELECT id, customer FROM {pg_schema}.invoices"
+    ok(engine, f"CREATE TABLE files.copied (SELECT * FROM pg ({copied}))")
+    assert rows(engine, "SELECT count(*) FROM files.copied") == [[3]]
+    for write, words in ((f"DELETE FROM {pg_schema}.invoices RETURNING id", "syntax error"),
+                         (f"SELECT nextval('{pg_schema}.numbers')", "read-only transaction"),
+                         (f"SELECT nope FROM {pg_schema}.invoices", 'column "nope" does not exist')):
+        error = engine.query(f"SELECT * FROM pg ({write})").error_message  # type: ignore[union-attr]
+        assert error.startswith("PostgreSQL refused the query: ") and words in error, error
+        assert "\n" not in error
+    assert rows(engine, "SELECT count(*) FROM pg.invoices") == [[3]]  # nothing written
+    assert engine.query("SELECT * FROM nope (SELECT 1)").error_message.startswith(  # type: ignore[union-attr]
+        "Unknown data source 'nope'")

@@ -29,6 +29,7 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 import duckdb
+from sqlglot import exp
 
 from kbsql.engine import outbound
 from kbsql.engine.datasources.extensions import load_extension
@@ -222,6 +223,12 @@ class PostgresSource:
         except duckdb.Error as exc:
             raise self._error("Reading the columns of", exc) from None
         return {str(r[0]): (str(r[1]), None if r[2] is None else int(r[2])) for r in rows}
+
+    def native_query(self, text: str) -> exp.Expression:
+        """The FROM item running `text`, PostgreSQL's own SQL, on this source as it is (MindsDB's
+        native query, sql/tables/native_queries.py): `postgres_query` on the read-only ATTACH."""
+        return exp.Table(this=exp.Anonymous(this="postgres_query", expressions=[
+            exp.Literal.string(self.alias), exp.Literal.string(text)]))
 
     def scan(self, con: Any, parts: list[str]) -> Scan | None:
         schema, table = (parts[0], parts[1]) if len(parts) == 2 else (self.schema, parts[-1])

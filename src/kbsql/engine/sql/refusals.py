@@ -95,12 +95,14 @@ def refuse_last_outside_job(statement: ast.ASTNode, text: str) -> None:
                           "CREATE JOB's statements; quote `last` to read a column of that name)")
 
 
-def native_query(source: str) -> NotSupported:
+def native_query(source: str, engine: str) -> NotSupported:
     """`FROM source (<text>)`, MindsDB's native query (its SDK writes one for every
-    `database.query(...)` it feeds to a table, view or insert): the text would run as is on
-    the source, outside the names this engine checks and the paths it confines."""
-    return unsupported(f"native queries ({source} (...) runs its text on the source as is); "
-                       f"write the query in this dialect with the source's tables as {source}.<table>")
+    `database.query(...)` it feeds to a table, view or insert), on a source that does not run
+    one (tables/native_queries.py: postgres sources do): a DuckDB or SQLite file's SQL would
+    run outside the paths this engine confines."""
+    return unsupported(f"native queries ({source} (...)) on a {engine} data source (they run on "
+                       "postgres sources); write the query in this dialect with the source's tables "
+                       f"as {source}.<table>")
 
 
 def fallback(statement: ast.ASTNode) -> NotSupported:

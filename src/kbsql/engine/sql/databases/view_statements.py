@@ -47,9 +47,9 @@ def _place(session: SqlSession, identifier: Any, ctx: dict[str, Any]) -> tuple[s
 
 
 def _checked_query(statement: CreateView | AlterView) -> str:
-    if getattr(statement, "from_table", None) is not None:  # `FROM integration (native query)`
-        raise refusals.unsupported("views over a native query (CREATE VIEW v FROM integration "
-                                   "(...)); write the view's SELECT in the reference dialect")
+    source = getattr(statement, "from_table", None)
+    if source is not None:  # `CREATE VIEW v FROM integration (its own SQL)`: the native query's rows
+        return checked_query(f"SELECT * FROM {source.to_string()} ({statement.query_str})")
     return checked_query(str(statement.query_str or ""))
 
 

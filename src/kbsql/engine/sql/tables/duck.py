@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import re
 import shutil
 import threading
 from collections.abc import Iterator
@@ -405,11 +406,20 @@ class DuckSession:
                             f"spill space ({self.spill_limit // MB} MB, {self.settings.spill_note}) "
                             f"allow: {first}")
         message = str(exc)
+        server = _POSTGRES_ERROR.search(message) if "Failed to prepare" in message or \
+            "for COPY" in message else None
+        if server is not None:  # a postgres source refused what it was sent: its words, one line
+            native = "__unnamed_subquery" in message or "Failed to prepare query" in message
+            return SqlError(f"PostgreSQL refused the query: {server.group(1).strip()}" + (
+                " (a native query runs there as a read-only subquery: a SELECT)" if native else ""))
         for item in pinned:
             message = message.replace(item.read_path, item.path)
         if pinned:
             return SqlError(message)
         return exc
+
+
+_POSTGRES_ERROR = re.compile(r"ERROR:\s+([^\n]*)")
 
 
 def _times_in_utc(sql: str, columns: list[tuple[str, bool]]) -> str:

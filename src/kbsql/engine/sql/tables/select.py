@@ -22,7 +22,14 @@ from kbsql.engine.sql.arrow_results import JSON_COLUMNS, ArrowTableResult
 from kbsql.engine.sql.databases import info_schema, job_tables
 from kbsql.engine.sql.information_functions import answer_information_functions
 from kbsql.engine.sql.parse import parsing
-from kbsql.engine.sql.tables import agent_join, kb_tables, names, source_columns, sqlglot_render
+from kbsql.engine.sql.tables import (
+    agent_join,
+    kb_tables,
+    names,
+    native_queries,
+    source_columns,
+    sqlglot_render,
+)
 from kbsql.engine.sql.tables.like_escape import bound_like_escapes
 from kbsql.engine.sql.tables.mysql_functions import adapt_mysql_functions
 from kbsql.engine.sql.tables.plans import Compiled
@@ -85,13 +92,18 @@ def _tree(session: SqlSession, statement: ast.ASTNode, ctx: dict[str, Any], comp
           frames: dict[str, Any] | None, resolved: names.Resolutions | None) -> exp.Expression:
     """The tree with every table reference rewritten (a view's own SELECT inlined)."""
     adapt_mysql_functions(statement)  # LENGTH, CHAR, DAYOFWEEK ... answer as MySQL's
+    natives = native_queries.take(session, statement)  # FROM pg (its own SQL): read as a CTE
     tree = sqlglot_render.to_tree(statement)
     _name_columns(tree, statement)
     ctes = _rename_ctes(tree, f"__kbsql_v{compiled.views}_cte_" if compiled.views else "__kbsql_cte_")
+    ctes.update({name: name for name in natives})
     resolved = dict(resolved or {})  # what the agent joins' pass resolves is not resolved again
     frames = _ask_joined_agents(session, tree, ctes, ctx, dict(frames or {}), resolved)
     for table in list(tree.find_all(exp.Table)):
         _rewrite(session, table, ctes, ctx, frames, compiled, resolved)
+    for name, item in natives.items():  # after the rewrite: their FROM items are the source's own
+        tree = tree.with_(name, as_=exp.select("*").from_(item), copy=False)
+        compiled.cacheable = False  # a remote server's answer, asked again each time
     return tree
 
 
@@ -193,9 +205,12 @@ def _refuse_native_query(session: SqlSession, table: exp.Table) -> None:
     call = table.this
     if not isinstance(call, exp.Anonymous) or not call.name:
         return
-    if session.catalog.find_datasource(call.name) is not None or \
-            any(isinstance(arg, exp.Query) for arg in call.expressions):  # mindsdb_sdk's form too
-        raise refusals.native_query(call.name)
+    record = session.catalog.find_datasource(call.name)
+    if record is not None:
+        raise refusals.native_query(call.name, record.engine)
+    if any(isinstance(arg, exp.Query) for arg in call.expressions):  # `nope (SELECT ...)`
+        raise NotFound(f"Unknown data source {call.name!r} in the native query {call.name} (...): "
+                       "SHOW DATABASES lists them")
 
 
 def _rewrite(session: SqlSession, table: exp.Table, ctes: dict[str, str], ctx: dict[str, Any],
