@@ -55,13 +55,13 @@ def measure(args: argparse.Namespace, serve_args: tuple[str, ...]) -> dict[str, 
     with tempfile.TemporaryDirectory() as tmp, spawn(tmp, args=serve_args) as server, \
             kbsql.connect(server.url) as client:
         client.sql("SELECT 1")
-        idle = _sample(client, 5)
-        stop_at = time.time() + args.seconds + 3
+        idle = _sample(client, min(5.0, args.seconds))
+        stop_at = time.time() + args.seconds + min(3.0, args.seconds)
         workers = [multiprocessing.Process(target=_heavy, args=(server.url, args.columns, stop_at))
                    for _ in range(args.heavy)]
         for worker in workers:
             worker.start()
-        time.sleep(3)  # every heavy client connected and parsing
+        time.sleep(min(3.0, args.seconds))  # every heavy client connected and parsing
         load = _sample(client, args.seconds)
         for worker in workers:
             worker.join()

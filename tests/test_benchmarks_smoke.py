@@ -39,6 +39,8 @@ CASES = {
     "peer": (["--docs", "200", "--repeat", "3"], ["servers"]),
     "threads": (["--docs", "200", "--batch", "20", "--rounds", "1"], ["baseline_threads_1_docs_per_s"]),
     "inlist": (["--ids", "2000", "--repeat", "1"], ["in_list"]),
+    "long_statements": (["--heavy", "1", "--seconds", "1.5", "--columns", "300"],
+                        ["baseline_no_long_statements", "default", "meets_target"]),
     "isolation": (["--rounds", "1", "--calls", "5", "--model-delay", "2", "--docs", "20",
                    "--heavy-timeout", "2", "--mysql-idlers", "40"],  # the flood's path, not its size
                   ["select_1", "kb_search", "load_answers"]),
