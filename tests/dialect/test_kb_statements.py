@@ -301,6 +301,20 @@ def test_json_chunking(doc: Doc) -> None:
                                 '{"type": "json_chunking", "json_chunking_config": {"bogus": 1}}')
 
 
+def test_a_json_chunking_key_is_read_by_name_beside_declared_metadata_columns(doc: Doc) -> None:
+    """A `metadata_fields` path filtered by name (`info.category = 'x'`) was Unknown column when
+    selected by name in a knowledge base that also declares metadata columns."""
+    doc.sql(f"CREATE KNOWLEDGE_BASE jkc USING embedding_model = {HASH}, metadata_columns = ['product'], "
+            "preprocessing = {'type': 'json_chunking', 'json_chunking_config': {'metadata_fields': "
+            "['info.category']}}")
+    doc.sql("INSERT INTO jkc (id, content, product) VALUES ('a', '{\"text\": \"red shoes\", \"info\": "
+            "{\"category\": \"wear\"}}', 'shoe')")
+    assert doc.rows("SELECT product, `info.category` AS c FROM jkc WHERE `info.category` = 'wear'") == [
+        {"product": "shoe", "c": "wear"}]
+    searched = doc.rows("SELECT `info.category` AS c FROM jkc WHERE content = 'shoes'")
+    assert [r["c"] for r in searched] == ["wear"]
+
+
 def test_show_columns_and_describe(doc: Doc) -> None:
     """SHOW [FULL] COLUMNS FROM a knowledge base or a table answers MindsDB's shape (its
     command executor's `answer_show_columns`: MySQL type names, FULL's three columns last)

@@ -73,7 +73,7 @@ def select_rows(statement: ast.Select, name: str, columns: Columns, search: Sear
     only the search's first rows. `counter` (filters -> the number of chunks they keep, or None)
     answers a statement that names no column of the chunks (`count(*)`) without reading them.
     `columns`: the knowledge base's (kb_where.Columns.of)."""
-    metadata_columns = columns.declared
+    metadata_columns = columns.listed
     limit = count(statement.limit, "LIMIT") if statement.limit is not None else None
     offset = count(statement.offset, "OFFSET") if statement.offset is not None else 0
     if statement.distinct or not is_plain(statement) or limit is None:

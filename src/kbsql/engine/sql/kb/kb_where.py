@@ -88,6 +88,11 @@ class Columns:
         name that is none of those when no metadata columns are declared (None: any name)."""
         self.declared = metadata_columns
         self.has_key = has_key
+        declared = {c.lower() for c in metadata_columns or []}
+        self.listed = None if metadata_columns is None else \
+            [*metadata_columns, *(k for k in extra_keys if k.lower() not in declared)]
+        """The metadata columns a SELECT reads by name: the declared ones and the keys the
+        chunking writes (`info.category`); None when none are declared (a row's keys are)."""
         self.by_lower = {c.lower(): c for c in [*(metadata_columns or []), *extra_keys]}
         self.by_lower.update({k.lower(): k for k in INTERNAL_KEYS})
 
