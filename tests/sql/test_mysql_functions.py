@@ -96,3 +96,19 @@ def test_date_part_names_given_as_strings(engine: Engine) -> None:
                           "DATE '2011-01-01', DATE '2011-01-15') AS d, 'month' AS s").to_json()
     assert answer["type"] == "table", answer
     assert [str(answer["data"][0][0])[:10], *answer["data"][0][1:]] == ["2011-01-01", 14, "month"]
+
+
+def test_sha2_of_another_length_is_refused_not_answered_as_sha256(engine: Engine) -> None:
+    """functions/standard-functions.mdx lists SHA2: SHA2('abc', 224) answered the SHA-256
+    digest without a word (sqlglot renders every SHA2 as sha256). 256 and 0 are SHA-256, 224,
+    384 and 512 are refused in one line (as MindsDB's executor), another length is NULL (MySQL)."""
+    engine.register_dataframe("dates", pd.DataFrame({"word": ["abc"]}))
+    sha256 = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+    assert _one(engine, "SHA2(word, 256)") == sha256
+    assert _one(engine, "SHA2('abc', 0)") == sha256
+    assert _one(engine, "SHA2(word, 100)") is None
+    for bits in (224, 384, 512):
+        answer = engine.query(f"SELECT SHA2(word, {bits}) FROM df.dates").to_json()
+        assert answer["type"] == "error", answer
+        assert answer["error_message"] == ("not supported by the local engine: SHA2 of "
+                                           f"{bits} bits (SHA-256 only: SHA2(s, 256))")
