@@ -112,3 +112,16 @@ def test_sha2_of_another_length_is_refused_not_answered_as_sha256(engine: Engine
         assert answer["type"] == "error", answer
         assert answer["error_message"] == ("not supported by the local engine: SHA2 of "
                                            f"{bits} bits (SHA-256 only: SHA2(s, 256))")
+
+
+def test_regexp_substr_answers_null_without_a_match_and_reads_pos_and_occurrence(engine: Engine) -> None:
+    """functions/standard-functions.mdx lists REGEXP_SUBSTR: with no match it answered ''
+    (DuckDB's regexp_extract), MySQL NULL; its pos and occurrence (MySQL's own example,
+    occurrence 3: 'ghi') were a DuckDB catalog error in two lines."""
+    engine.register_dataframe("dates", pd.DataFrame({"word": ["abc def ghi"]}))
+    expected = {"REGEXP_SUBSTR(word, 'z') IS NULL": True, "REGEXP_SUBSTR(word, '[a-z]+')": "abc",
+                "REGEXP_SUBSTR(word, '[a-z]+', 1, 3)": "ghi", "REGEXP_SUBSTR(word, '[a-z]+', 2)": "bc",
+                "REGEXP_SUBSTR(word, '[a-z]+', 5, 2)": "ghi", "REGEXP_SUBSTR(word, '[a-z]+', 1, 4)": None,
+                "REGEXP_SUBSTR(word, 'x*')": ""}  # an empty match is '' in MySQL too
+    for expression, value in expected.items():
+        assert _one(engine, expression) == value, expression

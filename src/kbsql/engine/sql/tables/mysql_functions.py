@@ -131,8 +131,8 @@ def _adapted(node: ast.ASTNode) -> ast.ASTNode:
         node.args = [as_date(args[0])]
     elif name == "format" and len(args) == 2 and _is_int(args[1]) and not _is_text(args[0]):
         node.args = [ast.Constant(f"{{:,.{int(args[1].value)}f}}"), args[0]]
-    elif name == "regexp_substr" and 2 <= len(args) <= 4 and all(_is_int(a, 1) for a in args[2:]):
-        node.op, node.args = "regexp_extract", args[:2]
+    elif name == "regexp_substr" and 2 <= len(args) <= 4:
+        return _regexp_substr(node, args)
     elif name == "substring_index" and len(args) == 3 and _is_int(args[2]):
         count = int(args[2].value)
         parts = ast.Function("string_split", args=args[:2])
@@ -147,6 +147,20 @@ def _adapted(node: ast.ASTNode) -> ast.ASTNode:
             adapted.alias = node.alias
             return adapted
     return node
+
+
+def _regexp_substr(node: ast.Function, args: list[ast.ASTNode]) -> ast.ASTNode:
+    """MySQL's REGEXP_SUBSTR(s, pattern[, pos[, occurrence]]): the occurrence-th match in s
+    from character pos, NULL when there is none. DuckDB's regexp_extract answers '' for no
+    match (a silent '' where MySQL answers NULL: `REGEXP_SUBSTR(...) IS NULL` was false) and
+    has no pos or occurrence (a DuckDB catalog error before): the matches' list is read at
+    the occurrence, out of range NULL."""
+    text = args[0]
+    if len(args) >= 3 and not _is_int(args[2], 1):
+        text = ast.Function("substr", args=[args[0], args[2]])
+    matches = ast.Function("regexp_extract_all", args=[text, args[1]])
+    occurrence = args[3] if len(args) == 4 else ast.Constant(1)
+    return ast.Function("list_extract", args=[matches, occurrence], alias=node.alias)
 
 
 def _sha2(node: ast.Function, args: list[ast.ASTNode]) -> ast.ASTNode:
