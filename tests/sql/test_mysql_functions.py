@@ -125,3 +125,19 @@ def test_regexp_substr_answers_null_without_a_match_and_reads_pos_and_occurrence
                 "REGEXP_SUBSTR(word, 'x*')": ""}  # an empty match is '' in MySQL too
     for expression, value in expected.items():
         assert _one(engine, expression) == value, expression
+
+
+def test_format_rounds_half_away_from_zero_and_reads_numbers_written_as_text(engine: Engine) -> None:
+    """functions/standard-functions.mdx lists FORMAT: FORMAT(2.5, 0) answered '2' (DuckDB's
+    format rounds half to even; MySQL '3') and FORMAT('12332.5', 0) answered '12332.5' (read as
+    DuckDB's format string; MySQL '12,333'), both silently; a locale was a 7-line binder error."""
+    engine.register_dataframe("dates", pd.DataFrame({"half": [2.5], "price": [12332.5]}))
+    expected = {"FORMAT(half, 0)": "3", "FORMAT(2.5, 0)": "3", "FORMAT(-1234.5, 0)": "-1,235",
+                "FORMAT(price, 0)": "12,333", "FORMAT('12332.5', 0)": "12,333", "FORMAT(0.125, 2)": "0.13",
+                "FORMAT(12332.123456, 4)": "12,332.1235", "FORMAT(12332.2, -2)": "12,332",
+                "FORMAT('{:,.2f}', 1234567.89)": "1,234,567.89"}  # DuckDB's own form is kept
+    for expression, value in expected.items():
+        assert _one(engine, expression) == value, expression
+    answer = engine.query("SELECT FORMAT(12332.2, 2, 'de_DE') FROM df.dates").to_json()
+    assert answer["error_message"] == ("not supported by the local engine: FORMAT with a locale "
+                                       "(FORMAT(x, d) writes commas and a point)"), answer

@@ -129,8 +129,8 @@ def _adapted(node: ast.ASTNode) -> ast.ASTNode:
         node.op, node.args = "date_part", [ast.Constant(_PARTS[name]), as_date(args[0])]
     elif name == "dayname" and len(args) == 1:
         node.args = [as_date(args[0])]
-    elif name == "format" and len(args) == 2 and _is_int(args[1]) and not _is_text(args[0]):
-        node.args = [ast.Constant(f"{{:,.{int(args[1].value)}f}}"), args[0]]
+    elif name == "format" and len(args) in (2, 3) and _is_int(args[1]):
+        return _format(node, args)
     elif name == "regexp_substr" and 2 <= len(args) <= 4:
         return _regexp_substr(node, args)
     elif name == "substring_index" and len(args) == 3 and _is_int(args[2]):
@@ -147,6 +147,26 @@ def _adapted(node: ast.ASTNode) -> ast.ASTNode:
             adapted.alias = node.alias
             return adapted
     return node
+
+
+def _format(node: ast.Function, args: list[ast.ASTNode]) -> ast.ASTNode:
+    """MySQL's FORMAT(x, d): x rounded half away from zero to d places, with thousands commas.
+    DuckDB's format('{:,.2f}', x) alone rounds half to even (FORMAT(2.5, 0) answered '2',
+    MySQL '3'), and a number written as text was DuckDB's format string ('12332.5' answered
+    as is, MySQL '12,333'), both without a word. A locale (third argument) is refused, as
+    MindsDB's executor refuses it; text that is not a number keeps DuckDB's FORMAT('{}', ...)."""
+    value = args[0]
+    if _is_text(value):
+        try:
+            float(str(value.value))
+        except ValueError:
+            return node  # DuckDB's own format(pattern, ...)
+        value = ast.TypeCast("double", value)
+    if len(args) == 3:
+        raise unsupported("FORMAT with a locale (FORMAT(x, d) writes commas and a point)")
+    places = max(int(args[1].value), 0)  # MySQL reads a negative count as 0
+    rounded = ast.Function("round", args=[value, ast.Constant(places)])
+    return ast.Function("format", args=[ast.Constant(f"{{:,.{places}f}}"), rounded], alias=node.alias)
 
 
 def _regexp_substr(node: ast.Function, args: list[ast.ASTNode]) -> ast.ASTNode:
