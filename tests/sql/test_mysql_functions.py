@@ -141,3 +141,16 @@ def test_format_rounds_half_away_from_zero_and_reads_numbers_written_as_text(eng
     answer = engine.query("SELECT FORMAT(12332.2, 2, 'de_DE') FROM df.dates").to_json()
     assert answer["error_message"] == ("not supported by the local engine: FORMAT with a locale "
                                        "(FORMAT(x, d) writes commas and a point)"), answer
+
+
+def test_date_format_day_with_english_suffix(engine: Engine) -> None:
+    """functions/standard-functions.mdx lists DATE_FORMAT: `%D` (the day with its English
+    suffix) answered '4' for the 4th, without a word (strftime has no such specifier)."""
+    engine.register_dataframe("dates", pd.DataFrame({"created": ["1900-10-04 22:23:00"]}))
+    assert _one(engine, "DATE_FORMAT(created, '%D %y %a %d %m %b %j')") == "4th 00 Thu 04 10 Oct 277"
+    days = {1: "1st", 2: "2nd", 3: "3rd", 4: "4th", 11: "11th", 12: "12th", 13: "13th", 21: "21st",
+            22: "22nd", 23: "23rd", 31: "31st"}
+    for day, shown in days.items():
+        assert _one(engine, f"DATE_FORMAT('2009-10-{day:02d}', '%D')") == shown
+    assert _one(engine, "DATE_FORMAT('2009-10-02', 'the %D of %M')") == "the 2nd of October"
+    assert _one(engine, "DATE_FORMAT(NULL, '%D')") is None

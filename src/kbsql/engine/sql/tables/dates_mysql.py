@@ -15,7 +15,7 @@ from mindsdb_sql_parser import ast
 
 Rewrite = Callable[[ast.Function, list[ast.ASTNode]], ast.ASTNode | None]
 
-_STRFTIME = {"%c": "%-m", "%D": "%-d", "%e": "%-d", "%h": "%I", "%i": "%M", "%k": "%-H", "%l": "%-I",
+_STRFTIME = {"%c": "%-m", "%e": "%-d", "%h": "%I", "%i": "%M", "%k": "%-H", "%l": "%-I",
              "%M": "%B", "%r": "%I:%M:%S %p", "%s": "%S", "%T": "%H:%M:%S", "%W": "%A", "%u": "%V",
              "%v": "%V", "%V": "%U", "%X": "%G", "%x": "%G"}
 """MySQL's DATE_FORMAT specifiers that strftime spells otherwise (the rest are the same). The
@@ -57,9 +57,39 @@ def _text(arg: ast.ASTNode) -> str | None:
     return arg.value if isinstance(arg, ast.Constant) and isinstance(arg.value, str) else None
 
 
-def _strftime(value: ast.ASTNode, mysql_format: str) -> ast.Function:
+def _strftime(value: ast.ASTNode, mysql_format: str) -> ast.ASTNode:
+    """MySQL's format as strftime; `%D` (the day with its English suffix, '4th', which strftime
+    lacks: it answered '4' without a word) is written between the pieces strftime answers."""
+    pieces = mysql_format.split("%D")
+    if len(pieces) > 1:
+        parts: list[ast.ASTNode] = []
+        for i, piece in enumerate(pieces):
+            if i:
+                parts.append(_day_with_suffix(value))
+            if piece:
+                parts.append(_strftime(value, piece))
+        return _joined(parts)
     spelled = re.sub(r"%[a-zA-Z]", lambda m: _STRFTIME.get(m.group(), m.group()), mysql_format)
     return ast.Function("strftime", args=[_cast(value, "timestamp"), ast.Constant(spelled)])
+
+
+def _day_with_suffix(value: ast.ASTNode) -> ast.ASTNode:
+    day = ast.Function("date_part", args=[ast.Constant("day"), _cast(value, "timestamp")])
+    last = ast.BinaryOperation("%", args=[day, ast.Constant(10)])
+    teen = ast.BinaryOperation("and", args=[ast.BinaryOperation(">=", args=[day, ast.Constant(11)]),
+                                            ast.BinaryOperation("<=", args=[day, ast.Constant(13)])])
+    rules = [[teen, ast.Constant("th")]] + [
+        [ast.BinaryOperation("=", args=[last, ast.Constant(n)]), ast.Constant(suffix)]
+        for n, suffix in ((1, "st"), (2, "nd"), (3, "rd"))]
+    return _joined([day, ast.Case(rules=rules, default=ast.Constant("th"))])
+
+
+def _joined(parts: list[ast.ASTNode]) -> ast.ASTNode:
+    """`a || b || ...`: NULL when one is (concat() would skip it: DATE_FORMAT(NULL, '%D') 'th')."""
+    joined = parts[0]
+    for part in parts[1:]:
+        joined = ast.BinaryOperation("||", args=[joined, part], parentheses=True)
+    return joined
 
 
 def _date_format(node: ast.Function, args: list[ast.ASTNode]) -> ast.ASTNode | None:
