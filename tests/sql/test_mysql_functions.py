@@ -154,3 +154,16 @@ def test_date_format_day_with_english_suffix(engine: Engine) -> None:
         assert _one(engine, f"DATE_FORMAT('2009-10-{day:02d}', '%D')") == shown
     assert _one(engine, "DATE_FORMAT('2009-10-02', 'the %D of %M')") == "the 2nd of October"
     assert _one(engine, "DATE_FORMAT(NULL, '%D')") is None
+
+
+def test_adddate_and_subdate_of_a_number_of_days(engine: Engine) -> None:
+    """functions/standard-functions.mdx lists ADDDATE: MySQL's second form, ADDDATE(d, days)
+    (its own example ADDDATE('2008-01-02', 31)), and SUBDATE(d, days) were DuckDB catalog errors
+    in two lines ("Scalar Function with name adddate does not exist!")."""
+    engine.register_dataframe("dates", pd.DataFrame({"created": ["2008-01-02"], "n": [31]}))
+    expected = {"ADDDATE('2008-01-02', 31)": "2008-02-02 00:00:00",
+                "ADDDATE(created, n)": "2008-02-02 00:00:00",
+                "SUBDATE(created, 31)": "2007-12-02 00:00:00", "ADDDATE(created, -1)": "2008-01-01 00:00:00",
+                "ADDDATE(created, INTERVAL 31 DAY)": "2008-02-02 00:00:00"}
+    for expression, value in expected.items():
+        assert str(_one(engine, expression)).removesuffix(".000000") == value, expression

@@ -130,11 +130,18 @@ def _datediff(node: ast.Function, args: list[ast.ASTNode]) -> ast.ASTNode | None
     return ast.Function("datesub", args=[ast.Constant("day"), as_date(args[1]), as_date(args[0])])
 
 
-def _shift(sign: str) -> Rewrite:
+def _shift(sign: str, days: bool = False) -> Rewrite:
+    """d plus or minus an interval; with `days` (ADDDATE, SUBDATE) a number is that many
+    days, as MySQL reads ADDDATE('2008-01-02', 31) (a DuckDB catalog error before)."""
     def rewrite(node: ast.Function, args: list[ast.ASTNode]) -> ast.ASTNode | None:
-        if len(args) != 2 or not isinstance(args[1], ast.Interval):
-            return None  # DATE_ADD(d, n) and DuckDB's own three-argument forms: as written
-        return ast.BinaryOperation(sign, args=[_cast(args[0], "timestamp"), args[1]], parentheses=True)
+        if len(args) != 2:
+            return None  # DuckDB's own three-argument forms: as written
+        shift = args[1]
+        if not isinstance(shift, ast.Interval):
+            if not days:
+                return None  # DATE_ADD(d, n): MySQL's error, DuckDB's here
+            shift = ast.BinaryOperation("*", args=[shift, ast.Interval("1 day")], parentheses=True)
+        return ast.BinaryOperation(sign, args=[_cast(args[0], "timestamp"), shift], parentheses=True)
     return rewrite
 
 
@@ -179,8 +186,9 @@ def _renamed(name: str, cast_to: str | None = None) -> Rewrite:
 
 DATE_FUNCTIONS: dict[str, Rewrite] = {
     "date_format": _date_format, "get_format": _get_format, "extract": _extract,
-    "timestampdiff": _timestampdiff, "datediff": _datediff, "adddate": _shift("+"),
-    "date_add": _shift("+"), "date_sub": _shift("-"), "subdate": _shift("-"), "addtime": _addtime,
+    "timestampdiff": _timestampdiff, "datediff": _datediff, "adddate": _shift("+", days=True),
+    "date_add": _shift("+"), "date_sub": _shift("-"), "subdate": _shift("-", days=True),
+    "addtime": _addtime,
     "convert_tz": _convert_tz, "from_unixtime": _from_unixtime, "from_days": _from_days,
     "curdate": _renamed("current_date"), "curtime": _renamed("get_current_time", "time"),
 }
