@@ -167,3 +167,16 @@ def test_adddate_and_subdate_of_a_number_of_days(engine: Engine) -> None:
                 "ADDDATE(created, INTERVAL 31 DAY)": "2008-02-02 00:00:00"}
     for expression, value in expected.items():
         assert str(_one(engine, expression)).removesuffix(".000000") == value, expression
+
+
+def test_addtime_of_a_time_without_days(engine: Engine) -> None:
+    """functions/standard-functions.mdx lists ADDTIME: a time to add without its day part
+    ('1:1:1.000002') and a first argument that is a time ('01:00:00.999999', MySQL's own
+    example) were DuckDB catalog errors in two lines; only 'D HH:MM:SS' was read."""
+    engine.register_dataframe("dates", pd.DataFrame({"created": ["2007-12-31 23:59:59.999999"]}))
+    expected = {"ADDTIME(created, '1 1:1:1.000002')": "2008-01-02 01:01:01.000001",
+                "ADDTIME(created, '1:1:1.000002')": "2008-01-01 01:01:01.000001",
+                "ADDTIME('2007-12-31 23:59:59', '-1:00')": "2007-12-31 22:59:59.000000",
+                "ADDTIME('01:00:00.999999', '02:00:00.999998')": "03:00:01.999997"}
+    for expression, value in expected.items():
+        assert _one(engine, expression) == value, expression

@@ -33,7 +33,9 @@ _EXTRACT_AS_TEXT = {"YEAR_MONTH": "%Y%m", "DAY_MINUTE": "%e%H%i", "DAY_HOUR": "%
                     "DAY_SECOND": "%e%H%i%s", "HOUR_MINUTE": "%H%i", "HOUR_SECOND": "%H%i%s",
                     "MINUTE_SECOND": "%i%s"}
 """EXTRACT's compound units, which DuckDB lacks: MySQL's digits run together, as a number."""
-_DAY_TIME = re.compile(r"^\s*(-?)(\d+) (\d+:\d+(?::\d+(?:\.\d+)?)?)\s*$")
+_DAY_TIME = re.compile(r"^\s*(-?)(?:(\d+) )?(\d+:\d+(?::\d+(?:\.\d+)?)?)\s*$")
+"""ADDTIME's time to add, 'D HH:MM:SS.ffffff' or 'HH:MM[:SS.ffffff]' (the day optional, as MySQL)."""
+_CLOCK = re.compile(r"^\s*\d+:\d+(?::\d+(?:\.\d+)?)?\s*$")
 
 
 def as_date(arg: ast.ASTNode) -> ast.ASTNode:
@@ -150,8 +152,9 @@ def _addtime(node: ast.Function, args: list[ast.ASTNode]) -> ast.ASTNode | None:
     if match is None:
         return None
     sign, days, clock = match.groups()
-    shift = ast.TypeCast("interval", ast.Constant(f"{sign}{days} days {sign}{clock}"))
-    return ast.BinaryOperation("+", args=[_cast(args[0], "timestamp"), shift], parentheses=True)
+    shift = ast.TypeCast("interval", ast.Constant(f"{sign}{days or 0} days {sign}{clock}"))
+    kind = "time" if _CLOCK.match(_text(args[0]) or "") else "timestamp"  # ADDTIME('01:00:00', ...)
+    return ast.BinaryOperation("+", args=[_cast(args[0], kind), shift], parentheses=True)
 
 
 def _convert_tz(node: ast.Function, args: list[ast.ASTNode]) -> ast.ASTNode | None:
