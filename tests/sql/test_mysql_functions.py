@@ -180,3 +180,13 @@ def test_addtime_of_a_time_without_days(engine: Engine) -> None:
                 "ADDTIME('01:00:00.999999', '02:00:00.999998')": "03:00:01.999997"}
     for expression, value in expected.items():
         assert _one(engine, expression) == value, expression
+
+
+def test_from_unixtime_with_a_format(engine: Engine) -> None:
+    """functions/standard-functions.mdx lists FROM_UNIXTIME: its two-argument form (MySQL's own
+    example) was a DuckDB catalog error in two lines; it is the time written as DATE_FORMAT
+    writes it (UTC, as the one-argument form)."""
+    engine.register_dataframe("dates", pd.DataFrame({"f_seconds": [1447430881]}))
+    shown = _one(engine, "FROM_UNIXTIME(f_seconds, '%Y %D %M %h:%i:%s %x')")
+    assert shown == "2015 13th November 04:08:01 2015"
+    assert _one(engine, "FROM_UNIXTIME(NULL, '%Y')") is None

@@ -165,10 +165,13 @@ def _convert_tz(node: ast.Function, args: list[ast.ASTNode]) -> ast.ASTNode | No
 
 
 def _from_unixtime(node: ast.Function, args: list[ast.ASTNode]) -> ast.ASTNode | None:
-    if len(args) != 1:
+    """FROM_UNIXTIME(seconds) in UTC; FROM_UNIXTIME(seconds, format) is that time written as
+    DATE_FORMAT writes it (a DuckDB catalog error in two lines before)."""
+    if len(args) not in (1, 2) or (len(args) == 2 and _text(args[1]) is None):
         return None
     micros = ast.BinaryOperation("*", args=[_cast(args[0], "bigint"), ast.Constant(1_000_000)])
-    return ast.Function("make_timestamp", args=[micros])
+    moment = ast.Function("make_timestamp", args=[micros])
+    return moment if len(args) == 1 else _strftime(moment, str(_text(args[1])))
 
 
 def _from_days(node: ast.Function, args: list[ast.ASTNode]) -> ast.ASTNode | None:
