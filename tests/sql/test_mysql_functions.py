@@ -190,3 +190,18 @@ def test_from_unixtime_with_a_format(engine: Engine) -> None:
     shown = _one(engine, "FROM_UNIXTIME(f_seconds, '%Y %D %M %h:%i:%s %x')")
     assert shown == "2015 13th November 04:08:01 2015"
     assert _one(engine, "FROM_UNIXTIME(NULL, '%Y')") is None
+
+
+def test_convert_tz_with_offsets(engine: Engine) -> None:
+    """functions/standard-functions.mdx lists CONVERT_TZ (its tooltip warns DuckDB does not read
+    '+10:00'): MySQL's own example CONVERT_TZ('2004-01-01 12:00:00', '+00:00', '+10:00') was
+    DuckDB's "Unknown TimeZone '+00:00'!" in three lines. An offset is taken from or added to
+    UTC, beside a zone's name too."""
+    engine.register_dataframe("dates", pd.DataFrame({"created": ["2004-01-01 12:00:00"]}))
+    expected = {"CONVERT_TZ(created, '+00:00', '+10:00')": "2004-01-01 22:00:00",
+                "CONVERT_TZ(created, '-05:30', 'UTC')": "2004-01-01 17:30:00",
+                "CONVERT_TZ(created, 'Europe/Paris', '+01:00')": "2004-01-01 12:00:00",
+                "CONVERT_TZ('2004-07-01 12:00:00', '+02:00', 'Europe/Paris')": "2004-07-01 12:00:00",
+                "CONVERT_TZ(created, 'GMT', 'MET')": "2004-01-01 13:00:00"}
+    for expression, value in expected.items():
+        assert str(_one(engine, expression)).removesuffix(".000000") == value, expression

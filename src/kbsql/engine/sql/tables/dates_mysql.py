@@ -35,6 +35,7 @@ _EXTRACT_AS_TEXT = {"YEAR_MONTH": "%Y%m", "DAY_MINUTE": "%e%H%i", "DAY_HOUR": "%
 """EXTRACT's compound units, which DuckDB lacks: MySQL's digits run together, as a number."""
 _DAY_TIME = re.compile(r"^\s*(-?)(?:(\d+) )?(\d+:\d+(?::\d+(?:\.\d+)?)?)\s*$")
 """ADDTIME's time to add, 'D HH:MM:SS.ffffff' or 'HH:MM[:SS.ffffff]' (the day optional, as MySQL)."""
+_OFFSET = re.compile(r"^\s*([+-])(\d{1,2}):(\d{2})\s*$")
 _CLOCK = re.compile(r"^\s*\d+:\d+(?::\d+(?:\.\d+)?)?\s*$")
 
 
@@ -158,10 +159,32 @@ def _addtime(node: ast.Function, args: list[ast.ASTNode]) -> ast.ASTNode | None:
 
 
 def _convert_tz(node: ast.Function, args: list[ast.ASTNode]) -> ast.ASTNode | None:
+    """The time in zone args[1] read in zone args[2]. A zone is a name DuckDB knows ('MET') or
+    an offset written in the statement ('+10:00', which DuckDB's timezone() refused in three
+    lines, "Unknown TimeZone '+00:00'!"): an offset is added or taken from UTC."""
     if len(args) != 3:
         return None
-    at_source = ast.Function("timezone", args=[args[1], _cast(args[0], "timestamp")])
-    return ast.Function("timezone", args=[args[2], at_source])
+    moment = _cast(args[0], "timestamp")
+    source, target = _offset(args[1]), _offset(args[2])
+    utc = ast.Constant("UTC")
+    if source is None:
+        instant = ast.Function("timezone", args=[args[1], moment])
+    else:
+        instant = ast.Function("timezone", args=[utc, ast.BinaryOperation("-", args=[moment, source])])
+    if target is None:
+        return ast.Function("timezone", args=[args[2], instant])
+    at_utc = ast.Function("timezone", args=[utc, instant])
+    return ast.BinaryOperation("+", args=[at_utc, target], parentheses=True)
+
+
+def _offset(arg: ast.ASTNode) -> ast.ASTNode | None:
+    """MySQL's '+10:00' / '-05:30' as an interval; None for a zone's name."""
+    match = _OFFSET.match(_text(arg) or "")
+    if match is None:
+        return None
+    sign, hours, minutes = match.groups()
+    sign = "-" if sign == "-" else ""  # DuckDB reads no "+" in an interval
+    return ast.TypeCast("interval", ast.Constant(f"{sign}{hours} hours {sign}{minutes} minutes"))
 
 
 def _from_unixtime(node: ast.Function, args: list[ast.ASTNode]) -> ast.ASTNode | None:
