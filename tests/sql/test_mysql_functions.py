@@ -205,3 +205,22 @@ def test_convert_tz_with_offsets(engine: Engine) -> None:
                 "CONVERT_TZ(created, 'GMT', 'MET')": "2004-01-01 13:00:00"}
     for expression, value in expected.items():
         assert str(_one(engine, expression)).removesuffix(".000000") == value, expression
+
+
+def test_date_add_with_a_compound_interval_unit(engine: Engine) -> None:
+    """functions/standard-functions.mdx lists DATE_ADD, DATE_SUB and ADDDATE: MySQL's compound
+    units (its own examples: INTERVAL '1:1' MINUTE_SECOND, '1 1:1:1' DAY_SECOND, '-1 10'
+    DAY_HOUR, '1.999999' SECOND_MICROSECOND) were DuckDB's parser error in four lines."""
+    engine.register_dataframe("dates", pd.DataFrame({"created": ["2018-12-31 23:59:59"]}))
+    expected = {"DATE_ADD(created, INTERVAL '1:1' MINUTE_SECOND)": "2019-01-01 00:01:00.000000",
+                "DATE_SUB('2025-01-01', INTERVAL '1 1:1:1' DAY_SECOND)": "2024-12-30 22:58:59.000000",
+                "DATE_ADD('1900-01-01 00:00:00', INTERVAL '-1 10' DAY_HOUR)": "1899-12-30 14:00:00.000000",
+                "DATE_ADD('1992-12-31 23:59:59.000002', INTERVAL '1.999999' SECOND_MICROSECOND)":
+                    "1993-01-01 00:00:01.000001",
+                "ADDDATE('2024-01-01', INTERVAL '1:10' HOUR_SECOND)": "2024-01-01 00:01:10.000000",
+                "DATE_ADD('2024-01-31', INTERVAL '1-1' YEAR_MONTH)": "2025-02-28 00:00:00.000000"}
+    for expression, value in expected.items():
+        assert _one(engine, expression) == value, expression
+    answer = engine.query("SELECT DATE_ADD(created, INTERVAL '1:2:3' MINUTE_SECOND) FROM df.dates").to_json()
+    assert answer["error_message"] == ("Incorrect INTERVAL value: '1:2:3' has more parts than "
+                                       "MINUTE_SECOND (minutes, seconds)"), answer

@@ -13,6 +13,8 @@ from collections.abc import Callable
 
 from mindsdb_sql_parser import ast
 
+from kbsql.interface.errors import SqlError
+
 Rewrite = Callable[[ast.Function, list[ast.ASTNode]], ast.ASTNode | None]
 
 _STRFTIME = {"%c": "%-m", "%e": "%-d", "%h": "%I", "%i": "%M", "%k": "%-H", "%l": "%-I",
@@ -35,6 +37,14 @@ _EXTRACT_AS_TEXT = {"YEAR_MONTH": "%Y%m", "DAY_MINUTE": "%e%H%i", "DAY_HOUR": "%
 """EXTRACT's compound units, which DuckDB lacks: MySQL's digits run together, as a number."""
 _DAY_TIME = re.compile(r"^\s*(-?)(?:(\d+) )?(\d+:\d+(?::\d+(?:\.\d+)?)?)\s*$")
 """ADDTIME's time to add, 'D HH:MM:SS.ffffff' or 'HH:MM[:SS.ffffff]' (the day optional, as MySQL)."""
+_COMPOUND = {unit: tuple(parts.split()) for unit, parts in (
+    ("YEAR_MONTH", "years months"), ("DAY_HOUR", "days hours"), ("DAY_MINUTE", "days hours minutes"),
+    ("DAY_SECOND", "days hours minutes seconds"),
+    ("DAY_MICROSECOND", "days hours minutes seconds microseconds"),
+    ("HOUR_MINUTE", "hours minutes"), ("HOUR_SECOND", "hours minutes seconds"),
+    ("HOUR_MICROSECOND", "hours minutes seconds microseconds"), ("MINUTE_SECOND", "minutes seconds"),
+    ("MINUTE_MICROSECOND", "minutes seconds microseconds"), ("SECOND_MICROSECOND", "seconds microseconds"))}
+"""MySQL's compound interval units and the parts their numbers fill."""
 _OFFSET = re.compile(r"^\s*([+-])(\d{1,2}):(\d{2})\s*$")
 _CLOCK = re.compile(r"^\s*\d+:\d+(?::\d+(?:\.\d+)?)?\s*$")
 
@@ -139,13 +149,33 @@ def _shift(sign: str, days: bool = False) -> Rewrite:
     def rewrite(node: ast.Function, args: list[ast.ASTNode]) -> ast.ASTNode | None:
         if len(args) != 2:
             return None  # DuckDB's own three-argument forms: as written
-        shift = args[1]
-        if not isinstance(shift, ast.Interval):
+        shift = _compound(args[1])
+        if not isinstance(shift, (ast.Interval, ast.TypeCast)):
             if not days:
                 return None  # DATE_ADD(d, n): MySQL's error, DuckDB's here
             shift = ast.BinaryOperation("*", args=[shift, ast.Interval("1 day")], parentheses=True)
         return ast.BinaryOperation(sign, args=[_cast(args[0], "timestamp"), shift], parentheses=True)
     return rewrite
+
+
+def _compound(shift: ast.ASTNode) -> ast.ASTNode:
+    """MySQL's INTERVAL '1:1' MINUTE_SECOND (a compound unit, which DuckDB's parser refused in
+    four lines) as DuckDB's interval '1 minutes 1 seconds'. Its numbers fill the unit's parts
+    from the right (MySQL: '1:10' HOUR_SECOND is 1 minute 10 seconds); a leading '-' takes
+    them all away. Another interval is kept."""
+    text = str(shift.args[0]).strip() if isinstance(shift, ast.Interval) and shift.args else ""
+    value, _, unit = text.rpartition(" ")
+    parts = _COMPOUND.get(unit.upper())
+    if parts is None:
+        return shift
+    value = value.strip().strip("'\"")
+    sign = "-" if value.startswith("-") else ""
+    numbers = re.findall(r"\d+", value)
+    if not numbers or len(numbers) > len(parts):
+        raise SqlError(f"Incorrect INTERVAL value: '{value}' has more parts than {unit.upper()} "
+                       f"({', '.join(parts)})")
+    spelled = " ".join(f"{sign}{n} {part}" for n, part in zip(numbers, parts[-len(numbers):], strict=True))
+    return ast.TypeCast("interval", ast.Constant(spelled))
 
 
 def _addtime(node: ast.Function, args: list[ast.ASTNode]) -> ast.ASTNode | None:
