@@ -25,3 +25,17 @@ def test_insert_values_without_columns_fills_every_column(connected: Engine) -> 
     assert error == "INSERT INTO customers VALUES gives 3 values for 2 columns (id, name)"
     assert rows(connected, "SELECT count(*) FROM crm.customers") == [[5]]
     assert rows(connected, "SELECT count(*) FROM shop.orders") == [[5]]
+
+
+def test_insert_select_naming_a_column_the_table_lacks_is_one_line(connected: Engine) -> None:
+    """sql/api/insert.mdx: "the destination table must exist and contain all the columns where
+    the data is to be inserted". A SELECT whose column the table lacks was DuckDB's binder
+    message in three lines ('Binder Error: Table "customers" does not have a column with name
+    ...'); it is one line naming the column and the table's columns, and nothing is stored."""
+    error = connected.query("INSERT INTO crm.customers (SELECT 50 AS id, 'Gil' AS nick)").error_message
+    assert error == ("Table 'crm.customers' has no column 'nick' (its columns: id, name, country); the rows "
+                     "go in by column name: name the SELECT's columns as the table's (AS ...)")
+    error = connected.query("INSERT INTO crm.customers (id, nick) VALUES (50, 'Gil')").error_message
+    assert error == "Table 'crm.customers' has no column 'nick' (its columns: id, name, country)"
+    assert rows(connected, "SELECT count(*) FROM crm.customers WHERE id = 50") == [[0]]
+    assert ok(connected, "INSERT INTO crm.customers (SELECT 50 AS id, 'Gil' AS name)").affected_rows == 1
