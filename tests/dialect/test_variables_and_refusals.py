@@ -77,6 +77,9 @@ def test_delete_with_or_and_between(doc: Doc) -> None:
     # the tables MindsDB's docs read for those features: refused as the feature, not as a typo
     ("SELECT * FROM mindsdb.models", "ML models (mindsdb.models)"),
     ("SELECT name, status FROM models WHERE name = 'm'", "ML models"),
+    # sql/api/manage-models-versions.mdx writes to it: "Table or Knowledge Base 'models' doesn't exist"
+    ("UPDATE models SET active = true WHERE name = 'm' AND version = 2", "ML models (p"),
+    ("DELETE FROM models WHERE name = 'm' AND version = 1", "ML models (p"),
     ("SELECT * FROM information_schema.ml_engines", "ML engines"),
 ])
 def test_hosted_only_statements_are_refused_in_one_line(doc: Doc, statement: str, what: str) -> None:
