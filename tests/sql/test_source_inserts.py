@@ -39,3 +39,22 @@ def test_insert_select_naming_a_column_the_table_lacks_is_one_line(connected: En
     assert error == "Table 'crm.customers' has no column 'nick' (its columns: id, name, country)"
     assert rows(connected, "SELECT count(*) FROM crm.customers WHERE id = 50") == [[0]]
     assert ok(connected, "INSERT INTO crm.customers (SELECT 50 AS id, 'Gil' AS name)").affected_rows == 1
+
+
+def test_a_write_waits_for_another_write_to_the_same_source(connected: Engine) -> None:
+    """create/jobs.mdx: two jobs writing to one data source run side by side. A write that
+    came while another held the source read-write was refused as "INSERT in data source crm
+    is not supported: its engine is read here, never written" (it read the source's state,
+    read-write then, as its engine's ability); it waits for the other write, then runs."""
+    import threading
+
+    answers: list[object] = []
+    with connected.sql.duck.writable("crm"):  # another write, holding the source
+        writer = threading.Thread(target=lambda: answers.append(connected.query(
+            "INSERT INTO crm.customers (SELECT 60 AS id, 'Hal' AS name)")))
+        writer.start()
+        writer.join(0.5)
+        assert answers == []  # waiting, not refused
+    writer.join(30)
+    assert getattr(answers[0], "affected_rows", None) == 1, answers
+    assert rows(connected, "SELECT name FROM crm.customers WHERE id = 60") == [["Hal"]]

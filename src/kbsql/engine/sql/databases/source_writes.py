@@ -93,7 +93,9 @@ def _writable(session: SqlSession, parts: list[str], verb: str) -> Any:
     """The source attached read-write for this write (a context manager), or the one line
     why it is not written."""
     _check_writable(session, parts[0], verb)
-    if not getattr(session.duck.source(parts[0]), "read_only", False):
+    # whether its engine is ever written (the class's flag), not whether it is attached read-only
+    # now: while another write holds it read-write, this one waits for it (DuckSession.writable)
+    if not getattr(type(session.duck.source(parts[0])), "read_only", False):
         raise SqlError(f"{verb} in data source {parts[0]} is not supported: its engine is read here, "
                        "never written (duckdb, sqlite and postgres sources are written)")
     return session.duck.writable(parts[0])
