@@ -224,3 +224,19 @@ def test_date_add_with_a_compound_interval_unit(engine: Engine) -> None:
     answer = engine.query("SELECT DATE_ADD(created, INTERVAL '1:2:3' MINUTE_SECOND) FROM df.dates").to_json()
     assert answer["error_message"] == ("Incorrect INTERVAL value: '1:2:3' has more parts than "
                                        "MINUTE_SECOND (minutes, seconds)"), answer
+
+
+def test_date_format_week_specifiers_count_as_mysql(engine: Engine) -> None:
+    """functions/standard-functions.mdx lists DATE_FORMAT (its tooltip: "issues with week
+    numbers at year boundaries when using the %u and %V specifiers"): %u was ISO's week, %V
+    strftime's Sunday week from 00 and %X ISO's year, so 2021-01-01 answered '53 00 2020'
+    where MySQL answers '00 52 2020' (and 2017-01-01 '52 01 2016' for '00 01 2017'), silently.
+    MySQL's WEEK() modes 1 and 2 are computed; %U, %v and %x were right and stay strftime's."""
+    engine.register_dataframe("dates", pd.DataFrame({"day": ["2021-01-01"]}))
+    expected = {"2021-01-01": "00 00 52 2020 53 2020", "2008-02-20": "07 08 07 2008 08 2008",
+                "2008-12-31": "52 53 52 2008 01 2009", "2024-12-30": "52 53 52 2024 01 2025",
+                "2017-01-01": "01 00 01 2017 52 2016"}
+    for day, shown in expected.items():
+        assert _one(engine, f"DATE_FORMAT('{day}', '%U %u %V %X %v %x')") == shown, day
+    assert _one(engine, "DATE_FORMAT(day, '%u/%V')") == "00/52"
+    assert _one(engine, "DATE_FORMAT(NULL, 'week %u')") is None

@@ -13,16 +13,16 @@ from collections.abc import Callable
 
 from mindsdb_sql_parser import ast
 
+from kbsql.engine.sql.tables import mysql_weeks
 from kbsql.interface.errors import SqlError
 
 Rewrite = Callable[[ast.Function, list[ast.ASTNode]], ast.ASTNode | None]
 
 _STRFTIME = {"%c": "%-m", "%e": "%-d", "%h": "%I", "%i": "%M", "%k": "%-H", "%l": "%-I",
-             "%M": "%B", "%r": "%I:%M:%S %p", "%s": "%S", "%T": "%H:%M:%S", "%W": "%A", "%u": "%V",
-             "%v": "%V", "%V": "%U", "%X": "%G", "%x": "%G"}
-"""MySQL's DATE_FORMAT specifiers that strftime spells otherwise (the rest are the same). The
-week ones are the nearest strftime has (MySQL's %V and %X count Sunday-first weeks; at a
-year's edge strftime's may differ by one)."""
+             "%M": "%B", "%r": "%I:%M:%S %p", "%s": "%S", "%T": "%H:%M:%S", "%W": "%A",
+             "%v": "%V", "%x": "%G"}
+"""MySQL's DATE_FORMAT specifiers that strftime spells otherwise (the rest are the same; %D,
+%u, %V and %X, which strftime lacks, are computed: `_strftime`)."""
 _FORMATS = {("DATE", "USA"): "%m.%d.%Y", ("DATE", "JIS"): "%Y-%m-%d", ("DATE", "ISO"): "%Y-%m-%d",
             ("DATE", "EUR"): "%d.%m.%Y", ("DATE", "INTERNAL"): "%Y%m%d",
             ("DATETIME", "USA"): "%Y-%m-%d %H.%i.%s", ("DATETIME", "JIS"): "%Y-%m-%d %H:%i:%s",
@@ -71,17 +71,19 @@ def _text(arg: ast.ASTNode) -> str | None:
 
 
 def _strftime(value: ast.ASTNode, mysql_format: str) -> ast.ASTNode:
-    """MySQL's format as strftime; `%D` (the day with its English suffix, '4th', which strftime
-    lacks: it answered '4' without a word) is written between the pieces strftime answers."""
-    pieces = mysql_format.split("%D")
+    """MySQL's format as strftime; a specifier strftime lacks (`%D`, the day with its English
+    suffix, '4th': it answered '4' without a word; the weeks of mysql_weeks.py) is computed and
+    written between the pieces strftime answers."""
+    pieces = _COMPUTED_SPECIFIER.split(mysql_format)
     if len(pieces) > 1:
-        parts: list[ast.ASTNode] = []
-        for i, piece in enumerate(pieces):
-            if i:
-                parts.append(_day_with_suffix(value))
-            if piece:
-                parts.append(_strftime(value, piece))
-        return _joined(parts)
+        parts = [_COMPUTED[piece](value) if i % 2 else _strftime(value, piece)
+                 for i, piece in enumerate(pieces) if piece]
+        if len(parts) == 1:
+            return parts[0]
+        # concat() in one call (nested `||` made the value-size checks copy each level again),
+        # NULL for a NULL date (concat() would skip it and answer the constant pieces)
+        absent = ast.UnaryOperation("not", args=[ast.BinaryOperation("is", args=[value, ast.NullConstant()])])
+        return ast.Case(rules=[[absent, ast.Function("concat", args=parts)]], default=ast.NullConstant())
     spelled = re.sub(r"%[a-zA-Z]", lambda m: _STRFTIME.get(m.group(), m.group()), mysql_format)
     return ast.Function("strftime", args=[_cast(value, "timestamp"), ast.Constant(spelled)])
 
@@ -95,6 +97,12 @@ def _day_with_suffix(value: ast.ASTNode) -> ast.ASTNode:
         [ast.BinaryOperation("=", args=[last, ast.Constant(n)]), ast.Constant(suffix)]
         for n, suffix in ((1, "st"), (2, "nd"), (3, "rd"))]
     return _joined([day, ast.Case(rules=rules, default=ast.Constant("th"))])
+
+
+_COMPUTED: dict[str, Callable[[ast.ASTNode], ast.ASTNode]] = {
+    "%D": _day_with_suffix, "%u": mysql_weeks.week_monday, "%V": mysql_weeks.week_sunday,
+    "%X": mysql_weeks.year_of_week_sunday}
+_COMPUTED_SPECIFIER = re.compile(f"({'|'.join(_COMPUTED)})")
 
 
 def _joined(parts: list[ast.ASTNode]) -> ast.ASTNode:
