@@ -240,3 +240,13 @@ def test_date_format_week_specifiers_count_as_mysql(engine: Engine) -> None:
         assert _one(engine, f"DATE_FORMAT('{day}', '%U %u %V %X %v %x')") == shown, day
     assert _one(engine, "DATE_FORMAT(day, '%u/%V')") == "00/52"
     assert _one(engine, "DATE_FORMAT(NULL, 'week %u')") is None
+
+
+def test_unhex_of_text_that_is_not_hex_is_null(engine: Engine) -> None:
+    """functions/standard-functions.mdx lists UNHEX: MySQL answers NULL for 'GG'; DuckDB's
+    unhex stopped the whole statement ("Invalid input for hex digit: G")."""
+    engine.register_dataframe("dates", pd.DataFrame({"word": ["GG", "4D7953514C"]}))
+    answer = engine.query("SELECT UNHEX(word) AS u, UNHEX('F') AS f FROM df.dates").to_json()
+    assert answer["type"] == "table", answer
+    assert [row[0] is None for row in answer["data"]] == [True, False], answer
+    assert _one(engine, "HEX(UNHEX('4142'))") == "4142"

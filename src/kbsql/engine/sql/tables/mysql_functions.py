@@ -36,7 +36,7 @@ from kbsql.engine.sql.tables.dates_mysql import DATE_FUNCTIONS, as_date
 
 _PARTS = {"dayofyear": "doy", "dayofmonth": "day", "day": "day"}
 _NAMES = {"length", "char", "dayofweek", "dayname", "format", "regexp_substr", "substring_index", "sha2",
-          *_PARTS, *DATE_FUNCTIONS}
+          "unhex", *_PARTS, *DATE_FUNCTIONS}
 """The calls `_adapted` rewrites: a statement holding none (nor a GROUP BY) is left at once."""
 
 
@@ -141,6 +141,8 @@ def _adapted(node: ast.ASTNode) -> ast.ASTNode:
         node.op, node.args = "array_to_string", [ast.Function("list_slice", args=[parts, *span]), args[1]]
     elif name == "sha2" and len(args) == 2:
         return _sha2(node, args)
+    elif name == "unhex" and len(args) == 1:
+        return _unhex(node, args[0])
     elif name in DATE_FUNCTIONS:
         adapted = DATE_FUNCTIONS[name](node, [_adapted(a) for a in args])
         if adapted is not node and adapted is not None:
@@ -181,6 +183,15 @@ def _regexp_substr(node: ast.Function, args: list[ast.ASTNode]) -> ast.ASTNode:
     matches = ast.Function("regexp_extract_all", args=[text, args[1]])
     occurrence = args[3] if len(args) == 4 else ast.Constant(1)
     return ast.Function("list_extract", args=[matches, occurrence], alias=node.alias)
+
+
+def _unhex(node: ast.Function, text: ast.ASTNode) -> ast.ASTNode:
+    """MySQL's UNHEX answers NULL for text that is not hex digits ('GG'); DuckDB's unhex
+    stopped the statement ("Invalid input for hex digit: G")."""
+    digits = ast.Function("regexp_full_match",
+                          args=[ast.TypeCast("varchar", text), ast.Constant("[0-9A-Fa-f]*")])
+    return ast.Case(rules=[[digits, ast.Function("unhex", args=[text])]], default=ast.NullConstant(),
+                    alias=node.alias)
 
 
 def _sha2(node: ast.Function, args: list[ast.ASTNode]) -> ast.ASTNode:
