@@ -238,6 +238,18 @@ def test_create_job_refusals_name_the_problem(world) -> None:
     error = frame(engine, "SELECT error FROM log.jobs_history")["error"].iloc[0]
     assert "LAST" in error and "\n" not in error
     run(engine, "CREATE JOB IF NOT EXISTS bad (SELECT 1)")  # exists: no error, unchanged
+    # jobs.mdx's examples 1 and 3 and its conditional job: a statement the engine refuses
+    # (RETRAIN, DROP MODEL, FINETUNE) was stored, then failed at every run
+    for text, what in [
+        ("CREATE JOB retrain (RETRAIN mindsdb.m USING join_learn_process = true; SELECT 1) EVERY 2 days",
+         "ML models (RETRAIN), in the job's statements"),
+        ("CREATE JOB drop_model (DROP MODEL mindsdb.m) START '2023-04-01'",
+         "ML models (DROP MODEL), in the job's statements"),
+        ("CREATE JOB cond (SELECT 1) EVERY 1 min IF (SHOW MODELS)", "ML models (SHOW MODELS), in the "
+         "job's IF statements")]:
+        message = engine.sql.execute(text, {}).error_message
+        assert message == f"not supported by the local engine: {what}", message
+    assert frame(engine, "SELECT NAME AS n FROM information_schema.jobs")["n"].tolist() == ["bad"]
     assert "already exists" in engine.sql.execute("CREATE JOB bad (SELECT 1)", {}).error_message
 
 

@@ -77,6 +77,9 @@ def test_delete_with_or_and_between(doc: Doc) -> None:
     # the tables MindsDB's docs read for those features: refused as the feature, not as a typo
     ("SELECT * FROM mindsdb.models", "ML models (mindsdb.models)"),
     ("SELECT name, status FROM models WHERE name = 'm'", "ML models"),
+    # sql/api/manage-models-versions.mdx writes to it: "Table or Knowledge Base 'models' doesn't exist"
+    ("UPDATE models SET active = true WHERE name = 'm' AND version = 2", "ML models (p"),
+    ("DELETE FROM models WHERE name = 'm' AND version = 1", "ML models (p"),
     ("SELECT * FROM information_schema.ml_engines", "ML engines"),
 ])
 def test_hosted_only_statements_are_refused_in_one_line(doc: Doc, statement: str, what: str) -> None:
@@ -166,3 +169,14 @@ def test_information_functions_answer_as_mindsdb_wherever_they_sit(doc: Doc) -> 
     assert doc.rows("SELECT (SELECT upper(session_user)) AS s") == [{"s": None}]
     doc.sql("CREATE VIEW made_by AS (SELECT order_id, concat('v', version()) AS v FROM sample_data.orders)")
     assert {r["v"] for r in doc.rows("SELECT v FROM made_by")} == {"v8.0.17"}
+
+
+def test_a_custom_function_call_says_byof_is_not_run(doc: Doc) -> None:
+    """functions/custom_functions.mdx calls an uploaded Python function as
+    `functions.add_integers(sqft, 1)`: refused (a dotted call may run a data source's own SQL),
+    its line told the user to call add_integers(...) alone, which DuckDB then does not know;
+    it now says custom Python functions are not run here. Called alone, the unknown function
+    is DuckDB's line, one line."""
+    message = doc.error("SELECT functions.add_integers(2, 1) AS added_one")
+    assert "by their name alone" in message and "custom Python functions (MindsDB's BYOF" in message
+    assert "add_integers does not exist" in doc.error("SELECT add_integers(2, 1) AS added_one")

@@ -202,3 +202,18 @@ def test_a_name_one_edit_away_gets_did_you_mean(connected: Engine, server_url: s
     missing = httpx.get(f"{server_url}/api/projects/mindsdb/knowledge_bases/ticket_kb")
     assert missing.status_code == 404
     assert missing.json()["detail"] == "Knowledge Base with name ticket_kb does not exist"
+
+
+def test_duckdb_errors_are_one_line(engine: Engine) -> None:
+    """functions/custom_functions.mdx calls an uploaded Python function (MindsDB's BYOF), and
+    standard-functions.mdx's MySQL functions reach DuckDB in forms it lacks: DuckDB's answers
+    came in several lines ('Did you mean "add"?' on a line of its own, a list of candidate
+    signatures, a 'LINE 1: ... ^' pointer into the SQL rendered for DuckDB). Each is one
+    line: the first, with its 'Did you mean' kept in parentheses."""
+    engine.register_dataframe("rentals", pd.DataFrame({"sqft": [917]}))
+    message = error(engine, "SELECT add_integers(sqft, 1) AS added_one, sqft FROM df.rentals LIMIT 1")
+    assert message == ('Catalog Error: Scalar Function with name add_integers does not exist! '
+                       '(Did you mean "add"?)')
+    message = error(engine, "SELECT contains(sqft, 'x') FROM df.rentals")
+    assert message.startswith("Binder Error: No function matches the given name and argument types")
+    assert "\n" not in message and "Candidate" not in message

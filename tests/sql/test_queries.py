@@ -88,3 +88,18 @@ def test_json_faithful_types_embedded_and_http(client) -> None:
     assert result.data == [["2024-02-29", "2024-02-29 13:14:15.500000", 12.34, 1.5, 1.5, None, 2]]
     nan_row = client.sql("SELECT f FROM df.typed ORDER BY f NULLS FIRST LIMIT 1")
     assert nan_row.data == [[None]]
+
+
+def test_json_paths_given_as_strings_are_read_as_paths(engine: Engine) -> None:
+    """functions/standard-functions.mdx: every DuckDB function is supported, its JSON ones
+    too. A path given as a string (json_extract(j, '$.a.b'), j ->> '$.a') went to DuckDB as
+    one key named '$.a.b' (`j -> '$."$.a.b"'`: sqlglot read the literal's placeholder as a
+    key) and answered NULL, silently. Each answers as DuckDB does; a string that is not a
+    path ('a.b') stays one key, a JSON pointer ('/a/b') is given as written."""
+    document = '{"a": {"b": 2}, "a.b": 3, "l": [5, 6], "x y": 9}'
+    engine.register_dataframe("docs", pd.DataFrame({"j": [document]}))
+    got = rows(engine, "SELECT json_extract(j, '$.a.b') AS a, json_extract_string(j, '$.a.b') AS b, "
+                       "json_extract(j, 'a.b') AS c, json_extract(j, '$.l[1]') AS d, "
+                       "json_extract(j, '/a/b') AS e, j ->> '$.a.b' AS f, "
+                       "json_extract_string(j, '$.\"x y\"') AS g FROM df.docs")
+    assert got == [["2", "2", "3", "6", "2", "2", "9"]]

@@ -352,6 +352,18 @@ def clipped(text: str, limit: int = SHOWN_CHARS) -> str:
     return f"{text[:limit]}... [{len(text) - limit} more characters]"
 
 
+def one_line(text: str) -> str:
+    """An error's text (DuckDB's, several lines: a candidates list, a 'LINE 1: ... ^' pointer
+    into SQL the user never wrote) as one line: its first, and a 'Did you mean' line after it
+    in parentheses. 'Catalog Error: Scalar Function with name adddate does not exist!' then
+    'Did you mean "add"?' on a line of its own reached users whole."""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    if not lines:
+        return text.strip()
+    hint = next((line for line in lines[1:] if line.lower().startswith("did you mean")), None)
+    return lines[0] if hint is None else f"{lines[0]} ({hint})"
+
+
 class TransportError(KbsqlError):
     """The remote service could not be reached or answered something that is not the interface."""
 

@@ -59,6 +59,7 @@ from kbsql.interface.errors import (
     ServiceError,
     SqlError,
     Unavailable,
+    one_line,
 )
 from kbsql.interface.progress import OnProgress
 from kbsql.interface.results import ErrorResult, OkResult, SqlResult, default_context
@@ -195,10 +196,10 @@ class SqlExecutor(SqlSession):
                                kind=Interrupted.kind)
         except KbsqlError as exc:
             return ErrorResult(str(exc), context=ctx)
-        except duckdb.ParserException as exc:
-            return ErrorResult(str(exc), context=ctx, kind=ParseError.problem_type)
+        except duckdb.ParserException as exc:  # of the SQL rendered for DuckDB, not the user's
+            return ErrorResult(one_line(str(exc)), context=ctx, kind=ParseError.problem_type)
         except duckdb.Error as exc:
-            return ErrorResult(str(exc), context=ctx)
+            return ErrorResult(one_line(str(exc)), context=ctx)
         except RecursionError:  # `1+1+...` thousands deep: bad input, not a fault to log
             return ErrorResult("The statement nests too deeply (thousands of chained "
                                "operators or parentheses): split it", context=ctx)

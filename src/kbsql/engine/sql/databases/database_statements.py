@@ -234,7 +234,9 @@ def refuse_write(session: SqlSession, statement: ast.Insert | ast.Update | ast.D
         raise SqlError(missing)
     absent = _absent_project_table(session, statement.table, ctx)
     if absent is not None:
-        raise UnknownTable(absent)
+        found = project_table(session, statement.table, ctx)
+        feature = refusals.unsupported_table(*found) if found is not None else None
+        raise feature or UnknownTable(absent)  # the project's `models`: the feature, not a typo
     raise refusals.unsupported(f"{type(statement).__name__.upper()} of data-source tables: "
                                f"{statement.to_string()} (INSERT, UPDATE and DELETE write to "
                                "knowledge bases only)")

@@ -13,6 +13,7 @@ from mindsdb_sql_parser.ast import mindsdb as md
 
 from kbsql.engine.jobs.job_store import JobRecord, JobStore
 from kbsql.engine.jobs.schedule import parse_date, parse_every, split_sql, stamp, utcnow
+from kbsql.engine.sql import refusals
 from kbsql.engine.sql.databases import job_tables
 from kbsql.engine.sql.databases.database_statements import filtered
 from kbsql.engine.sql.parse import parsing
@@ -36,11 +37,18 @@ def _name(identifier: ast.Identifier, ctx: dict[str, Any]) -> tuple[str, str]:
 
 
 def _check_statements(text: str | None, what: str) -> None:
+    """Each statement parses, and is none the engine refuses: a job of `RETRAIN model; INSERT
+    ...` (jobs.mdx's example 1) was stored, then failed at every run, where only
+    log.jobs_history said why."""
     for sql in split_sql(text or ""):
         try:
-            parsing.parse(sql)
+            parsed = parsing.parse(sql)
         except Exception as exc:
             raise SqlError(f"Unable to parse the job's {what}: {sql}: {exc}") from None
+        refused = refusals.refusal(parsed)
+        if refused is not None:
+            raise refusals.unsupported(f"{refused.message.removeprefix(refusals.PREFIX)}, in the "
+                                       f"job's {what}")
     if text is not None and not split_sql(text):
         raise SqlError(f"The job's {what} holds no statement")
 

@@ -15,6 +15,7 @@ of it (`read_only_sources`): the write then answers one line naming the setting.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 import duckdb
@@ -35,6 +36,9 @@ if TYPE_CHECKING:
     from kbsql.engine.sql.session import SqlSession
 
 ROWS = "__kbsql_rows__"
+
+_NO_COLUMN = re.compile(r'does not have a column with name "([^"]+)"')
+"""DuckDB's binder naming a column an INSERT fills that the table lacks (three lines)."""
 
 
 def _check_writable(session: SqlSession, database: str, verb: str) -> None:
@@ -89,7 +93,9 @@ def _writable(session: SqlSession, parts: list[str], verb: str) -> Any:
     """The source attached read-write for this write (a context manager), or the one line
     why it is not written."""
     _check_writable(session, parts[0], verb)
-    if not getattr(session.duck.source(parts[0]), "read_only", False):
+    # whether its engine is ever written (the class's flag), not whether it is attached read-only
+    # now: while another write holds it read-write, this one waits for it (DuckSession.writable)
+    if not getattr(type(session.duck.source(parts[0])), "read_only", False):
         raise SqlError(f"{verb} in data source {parts[0]} is not supported: its engine is read here, "
                        "never written (duckdb, sqlite and postgres sources are written)")
     return session.duck.writable(parts[0])
@@ -146,9 +152,18 @@ def insert(session: SqlSession, statement: ast.Insert, parts: list[str], ctx: di
         if columns:
             names = "(" + ", ".join(exp.to_identifier(c, quoted=True).sql("duckdb") for c in columns) + ") "
         by_name = "" if names else "BY NAME "
-        count = _run(session, f"INSERT INTO {_target(source, found.schema, found.table)} {by_name}{names}"
-                              f"{sqlglot_render.to_duckdb(tree)}", compiled,
-                     what=f"INSERT INTO {'.'.join(parts)}")
+        try:
+            count = _run(session, f"INSERT INTO {_target(source, found.schema, found.table)} {by_name}{names}"
+                                  f"{sqlglot_render.to_duckdb(tree)}", compiled,
+                         what=f"INSERT INTO {'.'.join(parts)}")
+        except duckdb.BinderException as exc:
+            missing = _NO_COLUMN.search(str(exc))
+            if missing is None:
+                raise
+            hint = "; the rows go in by column name: name the SELECT's columns as the table's (AS ...)" \
+                if statement.from_select is not None and not statement.columns else ""
+            raise SqlError(f"Table '{'.'.join(parts)}' has no column '{missing.group(1)}' (its columns: "
+                           f"{', '.join(_column_names(session, source, found))}){hint}") from None
     session.plans.clear()
     return OkResult(count, context=ctx)
 

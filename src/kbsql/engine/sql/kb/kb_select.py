@@ -33,7 +33,7 @@ from kbsql.engine.sql.kb.kb_where import (
 )
 from kbsql.engine.sql.tables.sqlglot_render import walk
 from kbsql.interface.control import checkpoint
-from kbsql.interface.errors import LimitExceeded, SqlError
+from kbsql.interface.errors import LimitExceeded, SqlError, one_line
 from kbsql.interface.results import KB_COLUMNS
 
 Row = list[Any]
@@ -337,4 +337,4 @@ def _run_over(statement: ast.Select, name: str, metadata_columns: list[str] | No
 
 
 def _first_line(exc: Exception) -> str:
-    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return one_line(str(exc)) or type(exc).__name__

@@ -39,6 +39,7 @@ from kbsql.engine.sql.parse import long_statements
 from kbsql.engine.sql.tables import value_caps
 from kbsql.engine.sql.tables.duck_settings import DuckSettings, configure, setting, setting_bytes
 from kbsql.engine.sql.tables.plans import Compiled, FrameUse
+from kbsql.engine.sql.tables.swap_gate import SwapGate
 from kbsql.engine.sql.tables.watchdog import Watchdog
 from kbsql.interface.control import CURRENT, Control, Stopped
 from kbsql.interface.errors import SqlError
@@ -79,6 +80,7 @@ class DuckSession:
         self.con = duckdb.connect(":memory:")
         self.lock = threading.RLock()  # attaching and detaching sources
         self._write_lock = threading.Lock()  # one write to a data source at a time
+        self.swaps = SwapGate()  # statements run shared; a source is re-attached alone
         self._idle: list[_Cursor] = []
         self._pool_lock = threading.Lock()
         self._sources: dict[str, tuple[tuple[int, str], DataSource, Pinned | None]] = {}
@@ -129,7 +131,7 @@ class DuckSession:
     @contextmanager
     def cursor(self) -> Iterator[duckdb.DuckDBPyConnection]:
         """A cursor for a short metadata question (tables of a source, a view's type)."""
-        with self._checkout() as cursor:
+        with self.swaps.shared(), self._checkout() as cursor:
             yield cursor.con
 
     # data sources -------------------------------------------------------------------------
@@ -188,7 +190,7 @@ class DuckSession:
         again, as any use is), runs, and detaches it; the next read attaches it read-only.
         Writes run one at a time (`_write_lock`), reads go on meanwhile."""
         with self._write_lock:
-            with self.lock:
+            with self.swaps.exclusive(), self.lock:  # no statement runs while it is swapped
                 record = self.catalog.find_datasource(name)
                 if record is None:
                     raise SqlError(f"Database {name} does not exist")
@@ -198,7 +200,15 @@ class DuckSession:
             try:
                 yield source
             finally:
-                self.forget(name)
+                with self.swaps.exclusive(), self.lock:  # read-only again at once: a statement
+                    self.forget(name)                    # compiled meanwhile finds its catalog
+                    record = self.catalog.find_datasource(name)
+                    if record is not None:
+                        try:
+                            self._attach(record, (record.id, repr(sorted(record.parameters.items()))),
+                                         read_only=True)
+                        except Exception:  # the next read attaches it and says why it cannot
+                            pass
 
     def _pin_source(self, source: DataSource) -> Pinned | None:
         """Open a sqlite/duckdb source's file and check what was opened. SQLite reopens its
@@ -280,13 +290,13 @@ class DuckSession:
     def run(self, plan: Compiled) -> pa.Table:
         """Execute one compiled SELECT on a cursor of its own; the answer as Arrow."""
         control = CURRENT.get() or Control()
-        with self._checkout() as cursor:
+        with self.swaps.shared(), self._checkout() as cursor:
             return self._execute(cursor, plan, control, "")
 
     def describe(self, plan: Compiled) -> pa.Table:
         """Column names and DuckDB types of a compiled SELECT."""
         control = CURRENT.get() or Control()
-        with self._checkout() as cursor:
+        with self.swaps.shared(), self._checkout() as cursor:
             table = self._execute(cursor, plan, control, "DESCRIBE ")
         return table.select(["column_name", "column_type"])
 

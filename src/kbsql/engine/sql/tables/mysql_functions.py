@@ -31,11 +31,12 @@ from typing import Any
 
 from mindsdb_sql_parser import ast
 
+from kbsql.engine.sql.refusals import unsupported
 from kbsql.engine.sql.tables.dates_mysql import DATE_FUNCTIONS, as_date
 
 _PARTS = {"dayofyear": "doy", "dayofmonth": "day", "day": "day"}
-_NAMES = {"length", "char", "dayofweek", "dayname", "format", "regexp_substr", "substring_index",
-          *_PARTS, *DATE_FUNCTIONS}
+_NAMES = {"length", "char", "dayofweek", "dayname", "format", "regexp_substr", "substring_index", "sha2",
+          "unhex", *_PARTS, *DATE_FUNCTIONS}
 """The calls `_adapted` rewrites: a statement holding none (nor a GROUP BY) is left at once."""
 
 
@@ -128,22 +129,85 @@ def _adapted(node: ast.ASTNode) -> ast.ASTNode:
         node.op, node.args = "date_part", [ast.Constant(_PARTS[name]), as_date(args[0])]
     elif name == "dayname" and len(args) == 1:
         node.args = [as_date(args[0])]
-    elif name == "format" and len(args) == 2 and _is_int(args[1]) and not _is_text(args[0]):
-        node.args = [ast.Constant(f"{{:,.{int(args[1].value)}f}}"), args[0]]
-    elif name == "regexp_substr" and 2 <= len(args) <= 4 and all(_is_int(a, 1) for a in args[2:]):
-        node.op, node.args = "regexp_extract", args[:2]
+    elif name == "format" and len(args) in (2, 3) and _is_int(args[1]):
+        return _format(node, args)
+    elif name == "regexp_substr" and 2 <= len(args) <= 4:
+        return _regexp_substr(node, args)
     elif name == "substring_index" and len(args) == 3 and _is_int(args[2]):
         count = int(args[2].value)
         parts = ast.Function("string_split", args=args[:2])
         span = [ast.Constant(1), ast.Constant(count)] if count >= 0 else \
             [ast.Constant(count), ast.Constant(-1)]
         node.op, node.args = "array_to_string", [ast.Function("list_slice", args=[parts, *span]), args[1]]
+    elif name == "sha2" and len(args) == 2:
+        return _sha2(node, args)
+    elif name == "unhex" and len(args) == 1:
+        return _unhex(node, args[0])
     elif name in DATE_FUNCTIONS:
         adapted = DATE_FUNCTIONS[name](node, [_adapted(a) for a in args])
         if adapted is not node and adapted is not None:
             adapted.alias = node.alias
             return adapted
     return node
+
+
+def _format(node: ast.Function, args: list[ast.ASTNode]) -> ast.ASTNode:
+    """MySQL's FORMAT(x, d): x rounded half away from zero to d places, with thousands commas.
+    DuckDB's format('{:,.2f}', x) alone rounds half to even (FORMAT(2.5, 0) answered '2',
+    MySQL '3'), and a number written as text was DuckDB's format string ('12332.5' answered
+    as is, MySQL '12,333'), both without a word. A locale (third argument) is refused, as
+    MindsDB's executor refuses it; text that is not a number keeps DuckDB's FORMAT('{}', ...)."""
+    value = args[0]
+    if _is_text(value):
+        try:
+            float(str(value.value))
+        except ValueError:
+            return node  # DuckDB's own format(pattern, ...)
+        value = ast.TypeCast("double", value)
+    if len(args) == 3:
+        raise unsupported("FORMAT with a locale (FORMAT(x, d) writes commas and a point)")
+    places = max(int(args[1].value), 0)  # MySQL reads a negative count as 0
+    rounded = ast.Function("round", args=[value, ast.Constant(places)])
+    return ast.Function("format", args=[ast.Constant(f"{{:,.{places}f}}"), rounded], alias=node.alias)
+
+
+def _regexp_substr(node: ast.Function, args: list[ast.ASTNode]) -> ast.ASTNode:
+    """MySQL's REGEXP_SUBSTR(s, pattern[, pos[, occurrence]]): the occurrence-th match in s
+    from character pos, NULL when there is none. DuckDB's regexp_extract answers '' for no
+    match (a silent '' where MySQL answers NULL: `REGEXP_SUBSTR(...) IS NULL` was false) and
+    has no pos or occurrence (a DuckDB catalog error before): the matches' list is read at
+    the occurrence, out of range NULL."""
+    text = args[0]
+    if len(args) >= 3 and not _is_int(args[2], 1):
+        text = ast.Function("substr", args=[args[0], args[2]])
+    matches = ast.Function("regexp_extract_all", args=[text, args[1]])
+    occurrence = args[3] if len(args) == 4 else ast.Constant(1)
+    return ast.Function("list_extract", args=[matches, occurrence], alias=node.alias)
+
+
+def _unhex(node: ast.Function, text: ast.ASTNode) -> ast.ASTNode:
+    """MySQL's UNHEX answers NULL for text that is not hex digits ('GG'); DuckDB's unhex
+    stopped the statement ("Invalid input for hex digit: G")."""
+    digits = ast.Function("regexp_full_match",
+                          args=[ast.TypeCast("varchar", text), ast.Constant("[0-9A-Fa-f]*")])
+    return ast.Case(rules=[[digits, ast.Function("unhex", args=[text])]], default=ast.NullConstant(),
+                    alias=node.alias)
+
+
+def _sha2(node: ast.Function, args: list[ast.ASTNode]) -> ast.ASTNode:
+    """MySQL's SHA2(s, 256) (or 0) is DuckDB's sha256(s); another length MySQL knows (224, 384,
+    512) is refused, as MindsDB's executor refuses it: sqlglot rendered every SHA2 as sha256,
+    so SHA2('abc', 224) answered the SHA-256 digest without a word (DuckDB has no other SHA-2).
+    A length MySQL does not know answers NULL, as MySQL."""
+    bits = args[1]
+    if not _is_int(bits):
+        raise unsupported("SHA2 with a length that is not a number written in the statement "
+                          "(SHA2(s, 256) is computed here)")
+    if int(bits.value) in (0, 256):
+        return ast.Function("sha256", args=[args[0]], alias=node.alias)
+    if int(bits.value) in (224, 384, 512):
+        raise unsupported(f"SHA2 of {bits.value} bits (SHA-256 only: SHA2(s, 256))")
+    return ast.TypeCast("varchar", ast.NullConstant(), alias=node.alias)
 
 
 def _is_int(node: ast.ASTNode, value: int | None = None) -> bool:

@@ -51,4 +51,6 @@ def refuse_qualified_functions(tree: exp.Expression) -> None:
                 else node.expression.sql_name()
             raise SqlError(f"{node.this.sql()}.{called}() is not called here: call functions by "
                            f"their name alone ({called}(...)); functions stored in a data source "
-                           "run their own SQL unchecked", kind=_KIND)
+                           "run their own SQL unchecked, and custom Python functions (MindsDB's "
+                           "BYOF, functions/custom_functions.mdx) are not supported by the local "
+                           "engine", kind=_KIND)

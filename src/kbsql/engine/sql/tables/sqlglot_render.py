@@ -135,6 +135,7 @@ def to_tree(statement: ast.ASTNode, long_lists: bool = True) -> exp.Expression:
     if values:  # literals, and strings sqlglot parsed further (a JSON path after ->>, a
         # date part it reads as a unit and upper-cases: date_trunc('month', d), date_diff)
         by_token = {_TOKEN.format(i): value for i, value in enumerate(values)}
+        _json_paths(tree, by_token)
         for node in tree.walk():
             for key, arg in node.args.items():
                 if isinstance(arg, str) and arg.lower() in by_token:
@@ -142,6 +143,27 @@ def to_tree(statement: ast.ASTNode, long_lists: bool = True) -> exp.Expression:
     for parent, items in places:
         parent.set("expressions", [_literal(item) for item in items])
     return tree
+
+
+def _json_paths(tree: exp.Expression, by_token: dict[str, Any]) -> None:
+    """A JSON path given as a string (json_extract(j, '$.a.b'), j ->> '$.a'): sqlglot read the
+    placeholder standing for it as one key, so the path went to DuckDB as the key '$.a.b'
+    (`j -> '$."$.a.b"'`) and answered NULL without a word. A path starting with '$' is read as
+    the path it is, one starting with '/' (a JSON pointer) is given as written; any other
+    string stays one key, as DuckDB reads it."""
+    for path in list(tree.find_all(exp.JSONPath)):
+        keys = path.expressions
+        if len(keys) != 2 or not isinstance(keys[0], exp.JSONPathRoot) or \
+                not isinstance(keys[1], exp.JSONPathKey) or not isinstance(keys[1].this, str):
+            continue
+        value = by_token.get(keys[1].this.lower())
+        if isinstance(value, str) and value.startswith("$"):
+            path.replace(_DUCKDB.to_json_path(exp.Literal.string(value)))
+        elif isinstance(value, str) and value.startswith("/"):
+            path.replace(exp.Literal.string(value))
+
+
+_DUCKDB = DuckDB()
 
 
 def _is_literal_list(node: ast.ASTNode) -> bool:
