@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import re
 import shutil
 import threading
 from collections.abc import Iterator
@@ -37,11 +36,12 @@ from kbsql.engine.datasources.registry import Engines, data_source_engines, norm
 from kbsql.engine.datasources.scans import DataSource, FileScan, FrameScan, NativeTable, Scan
 from kbsql.engine.sql.parse import long_statements
 from kbsql.engine.sql.tables import value_caps
+from kbsql.engine.sql.tables.duck_errors import readable
 from kbsql.engine.sql.tables.duck_settings import DuckSettings, configure, setting, setting_bytes
 from kbsql.engine.sql.tables.plans import Compiled, FrameUse
 from kbsql.engine.sql.tables.swap_gate import SwapGate
 from kbsql.engine.sql.tables.watchdog import Watchdog
-from kbsql.interface.control import CURRENT, Control, Stopped
+from kbsql.interface.control import CURRENT, Control
 from kbsql.interface.errors import SqlError
 
 if TYPE_CHECKING:
@@ -312,7 +312,7 @@ class DuckSession:
                     return self._fetch_interruptibly(cursor.con, prefix + sql, control, plan.query)
                 return self._fetch(cursor.con, prefix + sql, control, plan.query)
         except duckdb.Error as exc:
-            raise self._error(exc, control, pinned) from None
+            raise readable(exc, control, pinned, self.memory_limit, self.spill_limit, self.settings) from None
         except RuntimeError as exc:  # Ctrl-C seen by DuckDB itself: it stopped the query
             if "interrupted" in str(exc).lower():
                 raise KeyboardInterrupt from None
@@ -403,33 +403,6 @@ class DuckSession:
             batches.append(batch)
         control.check()
         return pa.Table.from_batches(batches, reader.schema)
-
-    def _error(self, exc: duckdb.Error, control: Control, pinned: list[Pinned]) -> Exception:
-        """DuckDB's error as the user should read it: a stop names its reason, running out
-        of memory names the limit, and a pinned file is named by its path."""
-        if control.stopped and isinstance(exc, duckdb.InterruptException):
-            return Stopped(control.reason or "stopped")
-        if isinstance(exc, duckdb.OutOfMemoryException):
-            first = str(exc).splitlines()[0]
-            return SqlError(f"The statement needs more memory than the SQL memory limit "
-                            f"({self.memory_limit // MB} MB, {self.settings.limit_note}) and its "
-                            f"spill space ({self.spill_limit // MB} MB, {self.settings.spill_note}) "
-                            f"allow: {first}")
-        message = str(exc)
-        server = _POSTGRES_ERROR.search(message) if "Failed to prepare" in message or \
-            "for COPY" in message else None
-        if server is not None:  # a postgres source refused what it was sent: its words, one line
-            native = "__unnamed_subquery" in message or "Failed to prepare query" in message
-            return SqlError(f"PostgreSQL refused the query: {server.group(1).strip()}" + (
-                " (a native query runs there as a read-only subquery: a SELECT)" if native else ""))
-        for item in pinned:
-            message = message.replace(item.read_path, item.path)
-        if pinned:
-            return SqlError(message)
-        return exc
-
-
-_POSTGRES_ERROR = re.compile(r"ERROR:\s+([^\n]*)")
 
 
 def _times_in_utc(sql: str, columns: list[tuple[str, bool]]) -> str:

@@ -1,0 +1,41 @@
+"""DuckDB's errors as a user should read them (duck.DuckSession runs the statements)."""
+
+from __future__ import annotations
+
+import re
+
+import duckdb
+
+from kbsql.engine.datasources.confine import Pinned
+from kbsql.engine.sql.tables.duck_settings import DuckSettings
+from kbsql.interface.control import Control, Stopped
+from kbsql.interface.errors import SqlError
+
+MB = 1024 * 1024
+_POSTGRES_ERROR = re.compile(r"ERROR:\s+([^\n]*)")
+
+
+def readable(exc: duckdb.Error, control: Control, pinned: list[Pinned], memory_limit: int, spill_limit: int,
+             settings: DuckSettings) -> Exception:
+    """A stop names its reason, running out of memory names the limits, a postgres source's
+    refusal is its own words in one line, and a pinned file is named by its path."""
+    if control.stopped and isinstance(exc, duckdb.InterruptException):
+        return Stopped(control.reason or "stopped")
+    if isinstance(exc, duckdb.OutOfMemoryException):
+        first = str(exc).splitlines()[0]
+        return SqlError(f"The statement needs more memory than the SQL memory limit "
+                        f"({memory_limit // MB} MB, {settings.limit_note}) and its "
+                        f"spill space ({spill_limit // MB} MB, {settings.spill_note}) "
+                        f"allow: {first}")
+    message = str(exc)
+    server = _POSTGRES_ERROR.search(message) if "Failed to prepare" in message or \
+        "for COPY" in message else None
+    if server is not None:  # a postgres source refused what it was sent: its words, one line
+        native = "__unnamed_subquery" in message or "Failed to prepare query" in message
+        return SqlError(f"PostgreSQL refused the query: {server.group(1).strip()}" + (
+            " (a native query runs there as a read-only subquery: a SELECT)" if native else ""))
+    for item in pinned:
+        message = message.replace(item.read_path, item.path)
+    if pinned:
+        return SqlError(message)
+    return exc
