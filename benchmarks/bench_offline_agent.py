@@ -1,9 +1,9 @@
 """How often the offline agent (no LLM) answers right, refuses wrongly, answers wrongly
 (issue #36 item 2), over the question set of benchmarks/offline_agent/: tune.json (the rules
 may be set on it; heldout2.json to heldout8.json became tuning data once seen), heldout.json
-and heldout22.json (each written before a round of tuning, never tuned on, reported apart;
-heldout9.json to heldout21.json became tuning data once seen). A run of every part also
-reports `seen`, the rates over the union of all parts but heldout22.json
+and heldout23.json (each written before a round of tuning, never tuned on, reported apart;
+heldout9.json to heldout22.json became tuning data once seen). A run of every part also
+reports `seen`, the rates over the union of all parts but heldout23.json
 (heldout.json, measured every round, among them): the figure a round's tuning moves, beside
 the one set it has not seen.
 
@@ -48,7 +48,10 @@ rules (CAPITALS heading lines, prose paragraphs, a 'date - event' list) with has
 borrowing rules (Markdown: setext headings, a pipe table with alignment colons, a '1)' list) with the bundled
 model; heldout22's language school terms ('(a)' / '(b)' clauses inside sentences, '[1]' notes) with hash-384,
 its vet's vaccination guide (Markdown: closed ATX headings, pipe tables, nested bullets, a footnote) with the
-bundled model. Each part also reports the
+bundled model; heldout23's bike-share terms (';'-joined clauses, a fare list in space-aligned
+columns) with hash-384, its library's printing and Maker Lab policy (Markdown: a pipe price table,
+'*' bullets with sub-bullets indented four spaces, a '1.' list with nested bullets, a '> ' note)
+with the bundled model. Each part also reports the
 seconds one answer takes (the agent's whole stream, median and slowest); `--cost` measures only that, in wall
 and process CPU seconds (CPU is what the method costs; wall moves with the machine's load), over tune.json's
 single-turn Python questions asked of python_docs.
@@ -99,7 +102,8 @@ AGENTS = {"python": ["python_docs", "python_hash"], "tickets": ["tickets_kb"], "
           "pagekeep": ["pagekeep"], "cragwall": ["cragwall"],
           "schooltrip": ["schooltrip"], "pharmacy": ["pharmacy"],
           "allotments": ["allotments"], "toollib": ["toollib"],
-          "langschool": ["langschool"], "petjabs": ["petjabs"]}
+          "langschool": ["langschool"], "petjabs": ["petjabs"],
+          "bikeshare": ["bikeshare"], "printlab": ["printlab"]}
 """Which knowledge bases (one agent each) an item's `kb` is asked of."""
 
 
@@ -117,8 +121,9 @@ def notebook_tickets(count: int = 1000) -> list[dict[str, Any]]:
 NEWEST = ("parcels", "travel", "recipes", "changelog", "waste", "insurance", "museum", "billing",
           "dental", "cowork", "airline", "campsite", "vets", "studio", "cyclehire", "centre",
           "garage", "school", "washer", "flats", "budget", "eyeclinic", "bikefix", "pool", "unilib", "skyapi",
-          "pagekeep", "cragwall", "schooltrip", "pharmacy", "allotments", "toollib", "langschool", "petjabs")
-"""The knowledge bases only heldout6.json to heldout22.json ask: the rates tests build the
+          "pagekeep", "cragwall", "schooltrip", "pharmacy", "allotments", "toollib", "langschool", "petjabs",
+          "bikeshare", "printlab")
+"""The knowledge bases only heldout6.json to heldout23.json ask: the rates tests build the
 others alone, so the newest sets cost them no time (the benchmark alone measures them)."""
 
 
@@ -152,7 +157,8 @@ def build(client: kbsql.Client, tickets: int = 1000, skip: tuple[str, ...] = ())
                            ("pagekeep", HASH), ("cragwall", None),
                            ("schooltrip", HASH), ("pharmacy", None),
                            ("allotments", HASH), ("toollib", None),
-                           ("langschool", HASH), ("petjabs", None)):
+                           ("langschool", HASH), ("petjabs", None),
+                           ("bikeshare", HASH), ("printlab", None)):
         if name in skip:
             continue
         using = f"embedding_model = {embedder}, " if embedder else ""  # None: the bundled model
@@ -246,8 +252,8 @@ def rates(counts: dict[str, int]) -> dict[str, float]:
 PARTS = ("tune", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7",
          "heldout8", "heldout9", "heldout10", "heldout11", "heldout12",
          "heldout13", "heldout14", "heldout15", "heldout16", "heldout17", "heldout18",
-         "heldout19", "heldout20", "heldout21", "heldout22")
-UNSEEN = ("heldout22",)
+         "heldout19", "heldout20", "heldout21", "heldout22", "heldout23")
+UNSEEN = ("heldout23",)
 """The parts never measured before the round that tunes on the others: kept out of `seen`."""
 
 
@@ -277,7 +283,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="kbsql-bench-offline-") as home:
         client = kbsql.connect(data_dir=args.data_dir or home)
         try:
-            if "petjabs" not in [kb.name for kb in client.knowledge_bases.list()]:
+            if "printlab" not in [kb.name for kb in client.knowledge_bases.list()]:
                 build(client, args.tickets)
             started = time.perf_counter()
             if args.cost:

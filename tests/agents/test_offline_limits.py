@@ -316,3 +316,40 @@ def test_another_length_of_the_same_thing_is_not_the_one_asked():
     assert past_its_limit("does the chainsaw induction take an hour", safety)
     assert not past_its_limit("does the induction take 30 minutes", safety)
     assert not past_its_limit("how long does the induction take", safety)
+
+
+def test_a_plain_length_or_a_table_row_time_is_another_value():
+    """heldout22.json quoted "It costs £32 and lasts 12 months" to "does the kennel cough spray
+    last 2 years", and the 8-week row to "can my puppy have its first jab at 6 weeks": the text
+    gives the thing's own length or age, and it is not the one asked. The same length in other
+    units ("a year" of "12 months"), the row's own time, or another row's thing is no other value."""
+    lasts = "It costs £32 and lasts 12 months."
+    assert past_its_limit("does the kennel cough spray last 2 years", lasts)
+    assert not past_its_limit("does the kennel cough spray last a year", lasts)
+    assert not past_its_limit("does it last 12 months", lasts)
+    row = "Age | Vaccine | Price: 8 weeks | First puppy jab | £48."
+    assert past_its_limit("can my puppy have its first jab at 6 weeks", row)
+    assert not past_its_limit("can my puppy have its first jab at 8 weeks", row)
+    kitten = "Age | Price: 9 weeks | Cat flu | £45."
+    assert not past_its_limit("can my kitten have its jab at 6 weeks", kitten)
+
+
+HOMESTAY = [
+    ("homestay", "Accommodation\n\n"
+                 "Homestay with a local family costs £185 a week for a single room with breakfast and "
+                 "dinner, and must be booked for at least 2 weeks. Arrival is on Sunday and departure on "
+                 "Saturday. The airport transfer from Heathrow is £95 each way. Homestay can be cancelled "
+                 "with 2 weeks' notice; less notice costs one week's fee."),
+]
+
+
+def test_the_best_answer_sets_the_limit_even_when_another_is_closer(client):
+    """heldout22.json's "can I book homestay for just 5 days" quoted the cancellation sentence:
+    the sentence that sets the limit ("must be booked for at least 2 weeks") was not the closest
+    by cosine, only by what of the question it holds, so the limit was never read. The sentence
+    the answer would put first now sets it too; within the limit the question is answered."""
+    agent = desk(client, "stay", HOMESTAY, model="hash-384")  # heldout22's langschool, as the set has it
+    refused = answer(client, agent, "can I book homestay for just 5 days")
+    assert "answers this question" in refused and "Sources:" not in refused, refused
+    ok = answer(client, agent, "can I book homestay for 3 weeks")
+    assert "must be booked for at least 2 weeks" in " ".join(cited(ok)), ok

@@ -62,3 +62,33 @@ def test_answers_from_a_bold_bullet_and_a_table_row(client):
     assert "**Free**: 1,000 calls per day" in " ".join(cited(plan)), plan
     price = answer(client, agent, "how much is a season pass for a child")
     assert "Season pass | £120 | £70" in " ".join(cited(price)), price
+
+
+BOOSTERS = [
+    ("boosters", "## Boosters ##\n\n"
+                 "- Dogs need a booster every year; the leptospirosis part is given yearly, the rest "
+                 "every 3 years.\n"
+                 "- Rabbits:\n"
+                 "  - myxomatosis and RHD2 in one combined jab, from 5 weeks old\n"
+                 "  - then once a year, £39\n\n"
+                 "If a booster is more than 3 months late, the course has to be restarted with two jabs."),
+    ("intro", "# Vaccination guide #\n\n"
+              "Vaccines protect your pet from diseases that are common, serious and sometimes fatal."),
+]
+
+
+def test_nested_bullets_carry_their_parent(client):
+    """heldout22.json's "what vaccine do rabbits get" quoted the bare parent bullet "Rabbits:":
+    its sub-bullets (no sentences alone, in lower case) were items under the passage's heading,
+    which must name the asked thing themselves. Each sub-bullet now says its parent ("Rabbits:
+    myxomatosis ..."), the parent is never quoted alone, and a bullet after the nested ones, back
+    at the parent's depth, carries nothing."""
+    read = _read(BOOSTERS[0][1])
+    assert "Rabbits: myxomatosis and RHD2 in one combined jab, from 5 weeks old." in read
+    assert "Rabbits: then once a year, £39." in read
+    assert not any(t.rstrip(":.") == "Rabbits" for t in read)
+    after = _read("* Files we accept:\n    * STL or OBJ, up to 50 MB\n* Collect your print within 14 days.")
+    assert after == ["Files we accept: STL or OBJ, up to 50 MB.", "Collect your print within 14 days."]
+    agent = desk(client, "jabs", BOOSTERS, model=None)
+    reply = answer(client, agent, "what vaccine do rabbits get")
+    assert "Rabbits: myxomatosis and RHD2 in one combined jab" in " ".join(cited(reply)), reply

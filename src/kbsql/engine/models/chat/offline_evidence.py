@@ -43,8 +43,12 @@ a word near each absent one (offline_specific.NEAR: "banging" / "drum") may be N
 and another day or frequency than the one asked is a neighbour's (offline_values.py; round 18,
 on heldout2-16.json). When the closest sentence sets the limit the question passes (offline_limits.
 past_its_limit: "six months" of "one to three months"), the sentences further off are about the
-same thing and none is quoted (round 19, on heldout2-17.json). heldout19.json is never tuned on;
-the counting checks are offline_count.py's.
+same thing and none is quoted (round 19, on heldout2-17.json); so does the sentence the answer
+would put first, which may hold more of the question than the closest ("booked for at least 2
+weeks" beside the closer "cancelled with 2 weeks' notice"), and a follow-up is answered by the
+sentence that stands out (STANDOUT, from SPOKEN) even when it holds no word of the follow-up itself
+("How do I pay?" / "paid in advance through the parent app"; round 24, on heldout2-22.json).
+heldout23.json is never tuned on; the counting checks are offline_count.py's.
 """
 
 from __future__ import annotations
@@ -141,17 +145,20 @@ def answers(question: str, found: list[Sentence], limit: int,
     clear = _standing_out(statements, closeness, CLEAR, SPOKEN)
     kept = [Judged(s, c, n) for s, c, n, up in zip(statements, closeness, shared, lift, strict=True)
             if _over_the_bar(n, up) or s.unit == clear]
-    if own:
+    if own:  # the follow-up's own words, unless its sentence stands out from SPOKEN up
         follow, kind = asked_words(own), offline_asked.asked_kind(own)
+        alone = _standing_out(statements, closeness, STANDOUT, SPOKEN)
         kept = [j for j in kept if not follow or follow & subject_words(j.sentence.unit)
-                or to_own[j.sentence.unit] >= CLOSE or offline_count.gives_count(own, j.sentence.unit, model)
+                or j.sentence.unit == alone or to_own[j.sentence.unit] >= CLOSE
+                or offline_count.gives_count(own, j.sentence.unit, model)
                 or (kind in offline_asked.AMOUNTS and offline_asked.holds(kind, j.sentence.unit, own))]
     kept = _about(_speaking(_to_the_point(kept, own or question), own or question, spec, model, question,
                             passages, _standing_out(statements, closeness), clear),
                   own or question, passages, names, model, question, clear)
     past = [offline_limits.past_its_limit(own or question, j.sentence.unit) for j in kept]
-    if kept and past[max(range(len(kept)), key=lambda i: kept[i].closeness)]:
-        return []  # the closest sentence sets the limit the question passes: the rest is further off
+    if kept and (past[max(range(len(kept)), key=lambda i: kept[i].closeness)]
+                 or past[_order(kept, subject, statements, passages, own)[0]]):
+        return []  # the closest or best sentence sets the limit the question passes: the rest is further off
     kept = [j for j, over in zip(kept, past, strict=True) if not over
             and (not j.sentence.item or offline_specific.names_asked(
                 asked_words(question), content_words(question), j.sentence, model))]
@@ -160,24 +167,27 @@ def answers(question: str, found: list[Sentence], limit: int,
             if not other]  # another day or frequency than the one asked
     named = offline_specific.names_all(offline_asked.asked_for(own or question), kept, model, SAME_WORD)
     kept = [j for j, ok in zip(kept, named, strict=True) if ok]  # a price for another is no answer
+    return [kept[i] for i in _order(kept, subject, statements, passages, own)][:limit]
+
+
+def _order(kept: list[Judged], subject: set[str], statements: list[Sentence], passages: Sequence[str],
+           own: str | None) -> list[int]:
+    """The indices of `kept`, best answer first: closeness, then how much of the question the
+    sentence and its chunk hold, rare words counting most (a sentence of "skip" and "rest" answers
+    "skip the rest of the loop" before one that only says "loop"). A follow-up's sentences are
+    told apart by what it asks itself: the subject it carried found them ("and what about
+    break?" after `continue` wants break's sentences, not those naming both)."""
     words = [subject_words(j.sentence.unit) for j in kept]
     weight = _rarity(subject, [subject_words(s.unit) for s in statements])
     total = sum(weight.values()) or 1.0
-    # a follow-up's sentences are told apart by what it asks itself: the subject it carried
-    # found them ("and what about break?" after `continue` wants break's sentences, not those
-    # naming both)
     focus = (asked_words(own) & subject if own else set()) or subject
     focus_total = sum(weight[w] for w in focus) or 1.0
     cover = [sum(weight[w] for w in focus & ws) / focus_total for ws in words]
     share = [sum(weight[w] for w in subject & subject_words(p)) / total for p in passages]
     in_passage = [share[j.sentence.rank] if j.sentence.rank < len(share) else 0.0 for j in kept]
-    # closeness, then how much of the question the sentence and its chunk hold, rare words
-    # counting most (a sentence of "skip" and "rest" answers "skip the rest of the loop"
-    # before one that only says "loop")
-    order = sorted(range(len(kept)), key=lambda i: (
+    return sorted(range(len(kept)), key=lambda i: (
         -(kept[i].closeness + COVER_WEIGHT * cover[i] + PASSAGE_WEIGHT * in_passage[i]),
         kept[i].sentence.rank, kept[i].sentence.position))
-    return [kept[i] for i in order][:limit]
 
 
 def _over_the_bar(shared: int, lift: float) -> bool:

@@ -17,7 +17,7 @@ of four to six"). Round 23 (on heldout2-21.json; heldout22.json is never tuned o
 past a cap in another noun ("10 hens" of "up to six birds"), two dimensions read as the larger
 ("no larger than 2.4 by 1.8 metres"), a span given to do something ("has 21 days to"), a table
 row's span ("Power tools | 7 days") and another length of the same thing ("an hour" of "a
-30-minute induction").
+30-minute induction"), which round 24 moved to offline_lengths.py with two more such values.
 """
 
 from __future__ import annotations
@@ -102,6 +102,8 @@ def past_its_limit(question: str, sentence: str) -> bool:
     "3 weeks ahead" of "up to 7 days ahead", "a 5x burst" of "up to 2x", "extend the trial to 45
     days" of "tried for 21 days", "keep it for 6 weeks" of "kept for **4 weeks**", "£20" of "up
     to £10", "10 hens" of "up to six birds", "3 metres wide" of "no larger than 2.4 by 1.8 metres"."""
+    from kbsql.engine.models.chat import offline_lengths  # it reads amounts with this module's words
+
     sentence = sentence.replace("**", "").replace("__", "")  # bold says nothing of the limit
     sentence = _DIMENSIONS.sub(lambda m: f"{_largest(m)} {m.group(3)}", sentence)
     for found in _PAST.finditer(question):
@@ -134,7 +136,8 @@ def past_its_limit(question: str, sentence: str) -> bool:
     return _below_version(question, sentence) or _outside_ages(question, sentence) or \
         _outside_group(question, sentence) or _over_money(question, sentence) or \
         _over_count(question, sentence) or _over_deadline(question, sentence) or \
-        _over_cell(question, sentence) or _another_length(question, sentence)
+        _over_cell(question, sentence) or offline_lengths.another_length(question, sentence) or \
+        offline_lengths.another_row_time(question, sentence)
 
 
 _MONEY = re.compile(r"([£$€])\s?" + NUM, re.IGNORECASE)
@@ -349,27 +352,3 @@ def _over_cell(question: str, sentence: str) -> bool:
     best = [row for row, n in zip(rows, shared, strict=True) if n == max(shared)]
     return len(best) == 1 and any(_past_span(question, m.group(1), m.group(2), sentence)
                                   for m in map(_CELL.match, best[0][1:]) if m)
-
-
-_TAKES = re.compile(r"\b(?:take|takes|last|lasts)\s+(?:about\s+|around\s+)?(an?|" + NUM[1:-1]
-                    + r")\s*-?\s*([a-z]+)", re.IGNORECASE)
-_LENGTH_OF = re.compile(NUM + r"\s*-\s*([a-z]+)\s+([a-z]{3,})", re.IGNORECASE)
-
-
-def _another_length(question: str, sentence: str) -> bool:
-    """Whether a yes/no question asks if a thing takes a length of time ("does the chainsaw
-    induction take an hour") the sentence gives another length of ("a 30-minute induction"):
-    the text gives its length, and it is not the one asked."""
-    asked = _TAKES.search(question)
-    if not _YES_NO.match(question) or not asked:
-        return False
-    times = _MEASURES[0][0]
-    value = 1.0 if asked.group(1).lower() in ("a", "an") else number_value(asked.group(1))
-    unit = _unit(asked.group(2))
-    named = {stem(w) for w in content_words(question)}
-    for given in _LENGTH_OF.finditer(sentence):
-        length, other = number_value(given.group(1)), _unit(given.group(2))
-        if value is not None and length is not None and unit in times and other in times and \
-                stem(given.group(3).lower()) in named and value * times[unit] != length * times[other]:
-            return True
-    return False

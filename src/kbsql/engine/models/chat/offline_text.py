@@ -204,8 +204,18 @@ def paragraphs_of(chunk: str, lists: bool = True) -> list[str]:
             continue
         kept: list[str] = []
         item = False  # `kept` is a bullet's text
-        for n, line in enumerate(ln.strip() for ln in block.splitlines()):
+        raw = block.splitlines()
+        parent, depth = "", 0  # a bullet ending in ':' and its indent: its sub-bullets carry it
+        for n, line in enumerate(ln.strip() for ln in raw):
             if not line:
+                continue
+            indent = len(raw[n]) - len(raw[n].lstrip())
+            parent = parent if indent > depth else ""
+            if _parent(raw, n):  # "- Rabbits:" over indented bullets: said by each of them
+                if kept:
+                    out.append(_bullet(" ".join(kept), lists) if item else " ".join(kept))
+                kept, item = [], False
+                parent, depth = _MARKED.sub("", line, count=1).rstrip(":"), indent
                 continue
             row = bool(_ROW.match(line))
             debris = not row and bool(_DEBRIS.search(line))
@@ -221,11 +231,27 @@ def paragraphs_of(chunk: str, lists: bool = True) -> list[str]:
                 continue
             if marked:
                 item = marked.group(1) is not None  # a heading stands alone, a bullet is a statement
-                line = line[marked.end():]
+                line = f"{parent}: " * (item and bool(parent)) + line[marked.end():]
             kept.append(line)
         if kept:
             out.append(_bullet(" ".join(kept), lists) if item else " ".join(kept))
     return out
+
+
+def _parent(lines: list[str], n: int) -> bool:
+    """Whether line `n` is a bullet that ends in ':' with bullets indented under it ("- Rabbits:"
+    over "  - myxomatosis and RHD2 in one combined jab"): each sub-bullet is read and quoted
+    with it ("Rabbits: myxomatosis and RHD2 in one combined jab"), since it names what they are
+    about; quoted alone it says nothing, and under it a sub-bullet names nothing."""
+    line = lines[n].strip()
+    marked = _MARKED.match(line)
+    if not marked or marked.group(1) is None or not line.endswith(":") or \
+            len(line.split()) - 1 > MAX_TITLE_WORDS:
+        return False
+    after = next((ln for ln in lines[n + 1:] if ln.strip()), "")
+    indent = len(lines[n]) - len(lines[n].lstrip())
+    sub = _MARKED.match(after.strip())
+    return bool(sub and sub.group(1) is not None and len(after) - len(after.lstrip()) > indent)
 
 
 def _bullet(text: str, lists: bool) -> str:
