@@ -1,0 +1,65 @@
+"""Whose share a call takes on a shared `kbsql serve`: the lanes' fair share (half the
+workers per user) must follow the credential the server accepted, whichever way it was
+presented, and the model hosts' slots are shared the same way. Real servers on loopback,
+driven by a user who logs in the way MindsDB's JavaScript SDK does (the `session` cookie
+only) or sends a made-up bearer value beside it, and by slow model calls."""
+
+from __future__ import annotations
+
+import json
+import select
+import socket
+import time
+from pathlib import Path
+
+import httpx
+import pandas as pd
+
+import kbsql
+from kbsql.server.process import spawn
+from tests.test_server_isolation import HEAVY
+
+TOKEN = "tok-shares"
+
+
+def raw_post(url: str, path: str, body: dict, *headers: str) -> socket.socket:
+    """POST `body` on a bare socket with `headers` and return it unread: closing it is a
+    client that leaves (its statement is stopped)."""
+    host, port = url.split("//", 1)[1].rsplit(":", 1)
+    data = json.dumps(body).encode()
+    head = "".join(f"{h}\r\n" for h in headers).encode()
+    raw = socket.create_connection((host, int(port)))
+    raw.sendall(f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n".encode() + head +
+                b"Content-Type: application/json\r\nContent-Length: " + str(len(data)).encode() +
+                b"\r\n\r\n" + data)
+    return raw
+
+
+def test_a_cookie_session_takes_the_login_users_share_of_the_sql_lane(tmp_path: Path) -> None:
+    """Two SQL workers (one a user). The login user, signed in by cookie, sends two heavy
+    statements: one with the cookie alone, one with the cookie and a made-up bearer value
+    (which the server does not read: the cookie lets it in). Both are the login user's, so
+    the second queues and the token's `SELECT 1` answers at once. Before, a cookie named no
+    owner (no share) and the made-up value a new owner per request: both heavy statements
+    held both workers and the token's `SELECT 1` waited for them (7.8 s of a 16-call join)."""
+    with spawn(tmp_path / "d", env={"KBSQL_PASSWORD": "pw-bob"},
+               args=("--token", TOKEN, "--user", "bob", "--sql-workers", "2",
+                     "--statement-timeout", "60")) as srv:
+        with kbsql.connect(srv.url, token=TOKEN) as client:
+            client.register("n", pd.DataFrame({"x": range(3000)}))
+        login = httpx.post(f"{srv.url}/api/login", json={"username": "bob", "password": "pw-bob"}, timeout=30)
+        cookie = f"Cookie: session={login.cookies['session']}"
+        hogs = [raw_post(srv.url, "/api/sql/query", {"query": HEAVY}, cookie),
+                raw_post(srv.url, "/api/sql/query", {"query": HEAVY}, cookie,
+                         "Authorization: Bearer made-up")]
+        time.sleep(1.5)  # the first holds its worker by now (and the second, without a share)
+        start = time.monotonic()
+        other = httpx.post(f"{srv.url}/api/sql/query", json={"query": "SELECT 1"}, timeout=60,
+                           headers={"Authorization": f"Bearer {TOKEN}"})
+        waited = time.monotonic() - start
+        assert other.json()["data"] == [[1]], other.text
+        assert waited < 3.0, waited  # without the share: until a heavy statement leaves
+        assert not select.select(hogs, [], [], 0)[0]  # the login user's statements were still held
+        for raw in hogs:
+            raw.close()
+
