@@ -11,12 +11,14 @@ import select
 import socket
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pandas as pd
 
 import kbsql
 from kbsql.server.process import spawn
+from tests.agents.fakes import FakeLLM
 from tests.test_server_isolation import HEAVY
 
 TOKEN = "tok-shares"
@@ -63,3 +65,49 @@ def test_a_cookie_session_takes_the_login_users_share_of_the_sql_lane(tmp_path: 
         for raw in hogs:
             raw.close()
 
+
+class SlowOnAsk(FakeLLM):
+    """Answers at once, but takes `SLOW_S` for a question that says SLOW."""
+
+    def next_turn(self, body: dict[str, Any], headers: dict[str, str]) -> dict[str, Any]:
+        turn = super().next_turn(body, headers)
+        if "SLOW" in json.dumps(body["messages"]):
+            time.sleep(SLOW_S)
+        return turn
+
+
+SLOW_S = 4.0
+
+
+def test_one_user_holds_at_most_half_of_a_model_hosts_slots(tmp_path: Path) -> None:
+    """--model-concurrency 2: the token asks two slow questions of an agent (one completion,
+    one stream); the login user's quick completion to the same model host gets the other
+    slot at once. Before, the token's two calls took both slots (the host had no share) and
+    the other user waited for one of them (with calls over 5 s: a 503 'calls to ... are
+    already running'); the token's second call now waits for its first."""
+    with SlowOnAsk("openai", []) as llm:
+        host = llm.base_url.split("//", 1)[1].split("/", 1)[0]
+        with spawn(tmp_path / "d", env={"KBSQL_PASSWORD": "pw-bob"},
+                   args=("--token", TOKEN, "--user", "bob", "--model-concurrency", "2",
+                         "--allow-model-host", host)) as srv:
+            token = {"Authorization": f"Bearer {TOKEN}"}
+            model = json.dumps({"provider": "openai", "model_name": "m1", "api_key": "sk-shares",
+                                "base_url": llm.base_url})
+            made = httpx.post(f"{srv.url}/api/sql/query", headers=token, timeout=30,
+                              json={"query": f"CREATE AGENT helper USING model = {model}"})
+            assert made.json()["type"] == "ok", made.text
+            path = "/api/projects/mindsdb/agents/helper/completions"
+            slow = {"messages": [{"question": "SLOW please", "answer": None}]}
+            hogs = [raw_post(srv.url, path, slow, f"Authorization: Bearer {TOKEN}"),
+                    raw_post(srv.url, path + "/stream", slow, f"Authorization: Bearer {TOKEN}")]
+            time.sleep(0.7)  # the token's first call holds a slot, its second one too before
+            session = httpx.post(f"{srv.url}/api/login", json={"username": "bob", "password": "pw-bob"},
+                                 timeout=30).json()["token"]
+            start = time.monotonic()
+            quick = httpx.post(srv.url + path, json={"messages": [{"question": "hi", "answer": None}]},
+                               timeout=30, headers={"Authorization": f"Bearer {session}"})
+            waited = time.monotonic() - start
+            assert quick.status_code == 200, quick.text
+            assert waited < SLOW_S - 1.5, waited  # without the share: until a slow call ends
+            for raw in hogs:
+                raw.close()

@@ -11,7 +11,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from kbsql.interface.control import Control
+from kbsql.interface.control import CURRENT, Control
 from kbsql.interface.stream import close_stream, end_chunk, error_chunk, sse_lines
 from kbsql.server.lanes import Lane, controlled, owner_key
 from kbsql.server.routes.common import (
@@ -87,6 +87,15 @@ async def _close_on_disconnect(chunks: Iterator[dict[str, Any]], request: Reques
     close_stream(chunks)
 
 
+def _next_line(work: Control, lines: Iterator[str], sentinel: Any) -> Any:
+    """The stream's next line, made as `work` (the context's Control while it runs)."""
+    token = CURRENT.set(work)
+    try:
+        return next(lines, sentinel)
+    finally:
+        CURRENT.reset(token)
+
+
 async def stream_events(chunks: Iterator[dict[str, Any]], request: Request | None,
                         lane: Lane, owner: str | None = None) -> AsyncIterator[str]:
     """Send each chunk as soon as the service yields it. A failure mid-way becomes an error
@@ -95,6 +104,8 @@ async def stream_events(chunks: Iterator[dict[str, Any]], request: Request | Non
     half-way."""
     lines = sse_lines(chunks)
     sentinel: Any = object()
+    work = Control()
+    work.owner = owner  # its model calls take the owner's share of the model host's slots
     trace_id = ""
     held = False
     watcher = asyncio.ensure_future(_close_on_disconnect(chunks, request))
@@ -102,7 +113,7 @@ async def stream_events(chunks: Iterator[dict[str, Any]], request: Request | Non
         await lane.acquire(owner)  # within the owner's fair share of the lane
         held = True
         while True:
-            line = await lane.call(next, lines, sentinel)
+            line = await lane.call(_next_line, work, lines, sentinel)
             if line is sentinel:
                 return
             if not trace_id and '"trace_id":"' in line:
