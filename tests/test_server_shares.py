@@ -18,7 +18,7 @@ import pandas as pd
 
 import kbsql
 from kbsql.server.process import spawn
-from tests.agents.fakes import FakeLLM
+from tests.agents.fakes import FakeLLM, flood
 from tests.test_server_isolation import HEAVY
 
 TOKEN = "tok-shares"
@@ -111,3 +111,48 @@ def test_one_user_holds_at_most_half_of_a_model_hosts_slots(tmp_path: Path) -> N
             assert waited < SLOW_S - 1.5, waited  # without the share: until a slow call ends
             for raw in hogs:
                 raw.close()
+
+
+class FloodOnAsk(FakeLLM):
+    """Streams text for ever to a question that says FLOOD, answers others at once."""
+
+    def next_turn(self, body: dict[str, Any], headers: dict[str, str]) -> dict[str, Any]:
+        turn = super().next_turn(body, headers)
+        return flood(1000) if "FLOOD" in json.dumps(body["messages"]) else turn
+
+
+def test_a_stream_nobody_reads_gives_its_model_slot_back(tmp_path: Path) -> None:
+    """--model-concurrency 1, --http-write-timeout 2: the token opens a completion stream of
+    an answer without end and never reads it. Its connection is closed once its answer has
+    waited unread 2 s, and with it the model call: the login user's completion to the same
+    host then answers. Before, the unread stream held its model worker and the host's slot
+    for as long as its client stayed (still at 60 s, with --model-timeout 10: the server
+    had stopped reading the model, so nothing timed the call), and every other call to the
+    host waited 5 s for a 503."""
+    with FloodOnAsk("openai", []) as llm:
+        host = llm.base_url.split("//", 1)[1].split("/", 1)[0]
+        with spawn(tmp_path / "d", env={"KBSQL_PASSWORD": "pw-bob"},
+                   args=("--token", TOKEN, "--user", "bob", "--model-concurrency", "1",
+                         "--http-write-timeout", "2", "--allow-model-host", host)) as srv:
+            model = json.dumps({"provider": "openai", "model_name": "m1", "api_key": "sk-shares",
+                                "base_url": llm.base_url})
+            made = httpx.post(f"{srv.url}/api/sql/query", headers={"Authorization": f"Bearer {TOKEN}"},
+                              timeout=30, json={"query": f"CREATE AGENT helper USING model = {model}"})
+            assert made.json()["type"] == "ok", made.text
+            path = "/api/projects/mindsdb/agents/helper/completions"
+            host_, port = srv.url.split("//", 1)[1].rsplit(":", 1)
+            unread = socket.socket()
+            unread.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            unread.connect((host_, int(port)))
+            body = json.dumps({"messages": [{"question": "FLOOD", "answer": None}]}).encode()
+            unread.sendall(f"POST {path}/stream HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer "
+                           f"{TOKEN}\r\nContent-Type: application/json\r\nContent-Length: {len(body)}"
+                           "\r\n\r\n".encode() + body)
+            time.sleep(5.0)  # the stream runs, its socket fills, 2 s pass unread
+            session = httpx.post(f"{srv.url}/api/login", json={"username": "bob", "password": "pw-bob"},
+                                 timeout=30).json()["token"]
+            quick = httpx.post(srv.url + path, json={"messages": [{"question": "hi", "answer": None}]},
+                               timeout=30, headers={"Authorization": f"Bearer {session}"})
+            assert quick.status_code == 200, quick.text  # before: 503, the host's one slot held
+            assert "--http-write-timeout" in srv.log_text()
+            unread.close()

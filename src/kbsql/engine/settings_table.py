@@ -278,6 +278,9 @@ SETTINGS: tuple[Setting, ...] = (
             "their clients do not read, and all MySQL ones apart; past it the ones waiting longest "
             "are closed",
             "--http-unread-mb", in_file=False, metavar="MB"),
+    Setting("http_write_timeout", float, 60.0, "seconds an HTTP client may leave its answer unread "
+            "(its socket full) before its connection is closed; a stream's model call ends with it",
+            "--http-write-timeout", in_file=False, metavar="SECONDS"),
     Setting("timeout", float, 30.0, "seconds for a request head to arrive and longest pause "
             "inside a body (408 beyond)", "--timeout", in_file=False, metavar="SECONDS"),
     Setting("shutdown_timeout", float, 30.0, "seconds requests in flight get to finish after "
