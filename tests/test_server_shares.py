@@ -6,9 +6,11 @@ only) or sends a made-up bearer value beside it, and by slow model calls."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import select
 import socket
+import sqlite3
 import time
 from pathlib import Path
 from typing import Any
@@ -156,3 +158,23 @@ def test_a_stream_nobody_reads_gives_its_model_slot_back(tmp_path: Path) -> None
             assert quick.status_code == 200, quick.text  # before: 503, the host's one slot held
             assert "--http-write-timeout" in srv.log_text()
             unread.close()
+
+
+def test_no_digest_of_a_password_or_token_is_stored_with_a_job(tmp_path: Path) -> None:
+    """A job keeps its creator's fair-share owner in the catalog (jobs.creator). The owner of
+    the login user is its password's, of the token the token's: as plain SHA-256 (the
+    owners' digest before) the catalog held a fast hash of each, open to an offline guess.
+    Now the digest is keyed per process: neither appears."""
+    with spawn(tmp_path / "d", env={"KBSQL_PASSWORD": "pw-bob"},
+               args=("--token", TOKEN, "--user", "bob")) as srv:
+        session = httpx.post(f"{srv.url}/api/login", json={"username": "bob", "password": "pw-bob"},
+                             timeout=30).json()["token"]
+        for name, secret in (("by_login", session), ("by_token", TOKEN)):
+            made = httpx.post(f"{srv.url}/api/sql/query", headers={"Authorization": f"Bearer {secret}"},
+                              timeout=30, json={"query": f"CREATE JOB {name} (SELECT 1) EVERY 1 hour"})
+            assert made.json()["type"] == "ok", made.text
+    with sqlite3.connect(tmp_path / "d" / "catalog.sqlite") as catalog:
+        owners = dict(catalog.execute("SELECT name, json_extract(creator, '$.owner') FROM jobs").fetchall())
+    assert set(owners) == {"by_login", "by_token"} and all(owners.values()), owners
+    plain = {hashlib.sha256(s.encode()).hexdigest()[:16] for s in ("pw-bob", TOKEN)}
+    assert not plain & set(owners.values()), owners

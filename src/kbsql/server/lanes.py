@@ -32,6 +32,8 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import hashlib
+import hmac
+import secrets
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -224,10 +226,18 @@ def owner_key(scope: Mapping[str, Any]) -> str | None:
     return None
 
 
+OWNER_KEY = secrets.token_bytes(32)
+"""The key of `owner_of`'s digests, new in each process."""
+
+
 def owner_of(secret: bytes) -> str:
     """The fair-share owner of a credential, the same on both doors (HTTP's token, the MySQL
-    door's password): a digest, so no secret is kept in the lanes."""
-    return hashlib.sha256(secret).hexdigest()[:16]
+    door's password): a digest keyed for this process, so no secret is kept in the lanes and
+    none can be tried against an owner offline. An owner is stored with a job it creates
+    (the catalog's jobs.creator), and the login user's owner is its password's: a plain
+    SHA-256 there was a fast hash of the password on disk. After a restart a job's stored
+    owner is a user of its own for the shares (its runs still share among themselves)."""
+    return hmac.new(OWNER_KEY, secret, hashlib.sha256).hexdigest()[:16]
 
 
 async def controlled(gone: Callable[[], Awaitable[object]], control: Control,
