@@ -235,8 +235,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("agent_wall_time_s", float, 300.0, "seconds one agent run may take (an agent's "
             "params.timeout shortens its own)"),
     Setting("agent_join_max_rows", int, 100, "distinct questions a query joining an agent with a "
-            "table (JOIN my_agent a ON a.question = t.col) may ask, one model call each; more is "
-            "refused", "--agent-join-max-rows", metavar="N"),
+            "table (JOIN my_agent a ON a.question = t.col) may ask, all its agent joins together, one "
+            "model call each; more is refused", "--agent-join-max-rows", metavar="N"),
     Setting("default_model", dict, None, "the agents' default model descriptor; "
             "$KBSQL_DEFAULT_MODEL_PROVIDER, _NAME, _API_KEY and _BASE_URL set its keys",
             env=None, shown="the offline retrieval agent"),
