@@ -178,3 +178,29 @@ def test_no_digest_of_a_password_or_token_is_stored_with_a_job(tmp_path: Path) -
     assert set(owners) == {"by_login", "by_token"} and all(owners.values()), owners
     plain = {hashlib.sha256(s.encode()).hexdigest()[:16] for s in ("pw-bob", TOKEN)}
     assert not plain & set(owners.values()), owners
+
+
+def test_one_user_holds_at_most_half_of_the_mysql_logins(tmp_path: Path) -> None:
+    """--mysql-max-connections 4: the token's third login is refused in one line saying the
+    share, and the login user still gets in (before, there was no bound on logins at all)."""
+    import pymysql
+
+    with spawn(tmp_path / "d", env={"KBSQL_PASSWORD": "pw-bob"},
+               args=("--token", TOKEN, "--user", "bob", "--mysql-port", "0",
+                     "--mysql-max-connections", "4")) as srv:
+        def login(user: str, password: str) -> pymysql.connections.Connection:
+            return pymysql.connect(host="127.0.0.1", port=srv.mysql_port, user=user, password=password,
+                                   database="mindsdb", connect_timeout=10)
+
+        mine = [login("any", TOKEN) for _ in range(2)]
+        try:
+            login("any", TOKEN)
+            raise AssertionError("a third login of the token got in")
+        except pymysql.err.OperationalError as exc:
+            assert "these credentials have 2 logged in" in str(exc) and "--mysql-max-connections" in str(exc)
+        other = login("bob", "pw-bob")
+        with other.cursor() as cursor:
+            cursor.execute("SELECT 1")
+            assert cursor.fetchall() == ((1,),)
+        for conn in [*mine, other]:
+            conn.close()

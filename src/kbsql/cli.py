@@ -143,6 +143,7 @@ def _serve(args: argparse.Namespace) -> int:
                         mysql_write_timeout=own["mysql_write_timeout"],
                         mysql_max_prepared=own["mysql_max_prepared"],
                         mysql_max_cursors=own["mysql_max_cursors"],
+                        mysql_max_connections=own["mysql_max_connections"],
                         mysql_held=int(own["mysql_held_mb"] * MB),
                         mysql_total_held=int(own["mysql_total_held_mb"] * MB),
                         flood_closes=own["flood_closes"], flood_hold=own["flood_hold"],

@@ -313,6 +313,9 @@ SETTINGS: tuple[Setting, ...] = (
             "before its connection is closed", "--mysql-write-timeout", in_file=False, metavar="SECONDS"),
     Setting("mysql_max_prepared", int, 64, "prepared statements one MySQL connection may keep",
             "--mysql-max-prepared", in_file=False, metavar="N"),
+    Setting("mysql_max_connections", int, 256, "logged-in MySQL connections at once (at most a "
+            "quarter of the process's descriptors), one user at most half; a login past either is "
+            "refused", "--mysql-max-connections", in_file=False, metavar="N"),
     Setting("mysql_max_cursors", int, 4, "open cursors (each holding a result) one MySQL connection "
             "may keep", "--mysql-max-cursors", in_file=False, metavar="N"),
     Setting("mysql_held_mb", float, 16.0, "MB one MySQL connection's prepared statements and their "
