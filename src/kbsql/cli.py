@@ -135,7 +135,7 @@ def _serve(args: argparse.Namespace) -> int:
     limits = Limits(max_body=int(own["max_body_mb"] * 1024 * 1024),
                     max_sql=int(own["max_sql_kb"] * 1024), timeout=own["timeout"],
                     max_head=int(own["max_head_kb"] * 1024), max_headers=own["max_headers"],
-                    max_unread=int(own["http_unread_mb"] * MB))
+                    max_unread=int(own["http_unread_mb"] * MB), write_timeout=own["http_write_timeout"])
     proxies = tuple(ip.strip() for value in own["forwarded_allow_ips"] for ip in value.split(",")
                     if ip.strip())
     bounds = DoorBounds(max_pending=own["max_pending_connections"],
@@ -143,6 +143,7 @@ def _serve(args: argparse.Namespace) -> int:
                         mysql_write_timeout=own["mysql_write_timeout"],
                         mysql_max_prepared=own["mysql_max_prepared"],
                         mysql_max_cursors=own["mysql_max_cursors"],
+                        mysql_max_connections=own["mysql_max_connections"],
                         mysql_held=int(own["mysql_held_mb"] * MB),
                         mysql_total_held=int(own["mysql_total_held_mb"] * MB),
                         flood_closes=own["flood_closes"], flood_hold=own["flood_hold"],

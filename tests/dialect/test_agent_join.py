@@ -95,3 +95,21 @@ def test_a_searched_knowledge_base_is_asked_as_the_join_reads_it(doc: Doc, agent
                    "JOIN stock_agent a ON a.question = k.product WHERE k.content = 'widgets'")
     assert got == [{"n": 300, "asked": 2}]
     assert agent.chat_calls == 2
+
+
+def test_the_bound_is_the_statements_not_each_joins(doc: Doc, agent: ByProduct) -> None:
+    """agent_join_max_rows bounds all the questions of a statement: a UNION of agent joins,
+    each under the bound, that together pass it is refused in one line, nothing asked past
+    it. Before, each join had its own bound: five joins of 60 questions asked 300 of a
+    100-question bound (four times the model calls the setting allows)."""
+    many = ("SELECT a.order_id || b.order_id || c.order_id || d.order_id || e.order_id AS q "
+            "FROM sample_data.orders a, sample_data.orders b, sample_data.orders c, "
+            "sample_data.orders d, sample_data.orders e")  # 243 distinct
+    joins = " UNION ALL ".join(f"SELECT t.q, a{k}.answer FROM ({many} ORDER BY q LIMIT 60 OFFSET {k * 60}) t "
+                               f"JOIN stock_agent a{k} ON a{k}.question = t.q" for k in range(2))
+    message = doc.error(joins)
+    assert "more than 100 questions (60 by its other agent joins)" in message, message
+    assert "agent_join_max_rows" in message and "\n" not in message
+    assert agent.chat_calls == 60  # the first join's, none of the second's
+    rows = doc.rows(joins.replace("LIMIT 60", "LIMIT 50"))
+    assert len(rows) == 100 and agent.chat_calls == 160

@@ -51,7 +51,7 @@ import httpcore
 import httpx
 
 from kbsql.engine.settings_table import BY_NAME
-from kbsql.interface.control import Control
+from kbsql.interface.control import Control, owner_share
 from kbsql.interface.control import current as current_control
 from kbsql.interface.errors import Busy, InvalidParameter, ProviderError
 
@@ -243,11 +243,16 @@ def refused(who: str, url: str, status: int, detail: str, *, confined: bool) -> 
 
 class Lanes:
     """One engine's lanes: per model host, a slot among the calls in flight (see the module
-    docstring). Kept with the engine's client, so another engine's calls never take its slots."""
+    docstring). Kept with the engine's client, so another engine's calls never take its slots.
+
+    One owner (`Control.owner` of the work making the call: a token, the login user) holds
+    at most half a host's slots (`owner_share`), the rule of the server's lanes: one token's
+    16 slow completions (its share of 32 model workers) took all 16 slots of a host every
+    user's agents call, and another user's completion waited 5 s for a 503."""
 
     def __init__(self, policy: Policy):
         self.policy = policy
-        self._slots: dict[str, threading.BoundedSemaphore] = {}
+        self._hosts: dict[str, _Host] = {}
         self._lock = threading.Lock()
 
     @contextmanager
@@ -255,16 +260,53 @@ class Lanes:
         current = self.policy
         key = origin(url)
         with self._lock:
-            slots = self._slots.get(key)
-            if slots is None:
-                slots = self._slots[key] = threading.BoundedSemaphore(current.concurrency)
-        if not slots.acquire(timeout=current.queue_wait):
+            host = self._hosts.get(key)
+            if host is None:
+                host = self._hosts[key] = _Host(current.concurrency)
+        work = current_control()
+        owner = work.owner if work is not None else None
+        if not host.take(owner, current.queue_wait):
+            retry = max(1, round(current.queue_wait))
+            if owner is not None and host.held.get(owner, 0) >= host.share:
+                raise Busy(f"{who}: these credentials already have {host.share} calls to {key} running, "
+                           f"half of the {current.concurrency} {current.place} (a fair share); try again "
+                           "shortly", retry_after=retry)
             raise Busy(f"{who}: {current.concurrency} calls to {key} are already running "
-                       f"{current.place}; try again shortly", retry_after=max(1, round(current.queue_wait)))
+                       f"{current.place}; try again shortly", retry_after=retry)
         try:
             yield
         finally:
-            slots.release()
+            host.give_back(owner)
+
+
+class _Host:
+    """The slots of one model host: `size` calls in flight, one owner at most `share`."""
+
+    def __init__(self, size: int):
+        self.size, self.share, self.busy = size, owner_share(size), 0
+        self.held: dict[str, int] = {}
+        self._free = threading.Condition()
+
+    def _may_take(self, owner: str | None) -> bool:
+        return self.busy < self.size and (owner is None or self.held.get(owner, 0) < self.share)
+
+    def take(self, owner: str | None, wait: float) -> bool:
+        with self._free:
+            if not self._free.wait_for(lambda: self._may_take(owner), timeout=wait):
+                return False
+            self.busy += 1
+            if owner is not None:
+                self.held[owner] = self.held.get(owner, 0) + 1
+            return True
+
+    def give_back(self, owner: str | None) -> None:
+        with self._free:
+            self.busy -= 1
+            if owner is not None:
+                self.held[owner] -= 1
+                if not self.held[owner]:
+                    del self.held[owner]
+            self._free.notify_all()
 
 
 class _CheckedBackend(httpcore.SyncBackend):

@@ -242,8 +242,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("agent_wall_time_s", float, 300.0, "seconds one agent run may take (an agent's "
             "params.timeout shortens its own)"),
     Setting("agent_join_max_rows", int, 100, "distinct questions a query joining an agent with a "
-            "table (JOIN my_agent a ON a.question = t.col) may ask, one model call each; more is "
-            "refused", "--agent-join-max-rows", metavar="N"),
+            "table (JOIN my_agent a ON a.question = t.col) may ask, all its agent joins together, one "
+            "model call each; more is refused", "--agent-join-max-rows", metavar="N"),
     Setting("default_model", dict, None, "the agents' default model descriptor; "
             "$KBSQL_DEFAULT_MODEL_PROVIDER, _NAME, _API_KEY and _BASE_URL set its keys",
             env=None, shown="the offline retrieval agent"),
@@ -285,6 +285,9 @@ SETTINGS: tuple[Setting, ...] = (
             "their clients do not read, and all MySQL ones apart; past it the ones waiting longest "
             "are closed",
             "--http-unread-mb", in_file=False, metavar="MB"),
+    Setting("http_write_timeout", float, 60.0, "seconds an HTTP client may leave its answer unread "
+            "(its socket full) before its connection is closed; a stream's model call ends with it",
+            "--http-write-timeout", in_file=False, metavar="SECONDS"),
     Setting("timeout", float, 30.0, "seconds for a request head to arrive and longest pause "
             "inside a body (408 beyond)", "--timeout", in_file=False, metavar="SECONDS"),
     Setting("shutdown_timeout", float, 30.0, "seconds requests in flight get to finish after "
@@ -317,6 +320,9 @@ SETTINGS: tuple[Setting, ...] = (
             "before its connection is closed", "--mysql-write-timeout", in_file=False, metavar="SECONDS"),
     Setting("mysql_max_prepared", int, 64, "prepared statements one MySQL connection may keep",
             "--mysql-max-prepared", in_file=False, metavar="N"),
+    Setting("mysql_max_connections", int, 256, "logged-in MySQL connections at once (at most a "
+            "quarter of the process's descriptors), one user at most half; a login past either is "
+            "refused", "--mysql-max-connections", in_file=False, metavar="N"),
     Setting("mysql_max_cursors", int, 4, "open cursors (each holding a result) one MySQL connection "
             "may keep", "--mysql-max-cursors", in_file=False, metavar="N"),
     Setting("mysql_held_mb", float, 16.0, "MB one MySQL connection's prepared statements and their "

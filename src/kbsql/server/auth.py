@@ -38,6 +38,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from kbsql.server.guard import App, Receive, Scope, Send, send_problem
+from kbsql.server.lanes import OWNER, owner_of
 from kbsql.server.throttle import FailureThrottle, client_key
 
 log = logging.getLogger("kbsql.server")
@@ -132,13 +133,15 @@ class TokenAuth:
             client = client_key(scope.get("client"))
             if credentialed and await self.refused_as_locked(client, send):
                 return
-            if not self.authorized(scope):
+            secret = self.authorized(scope)
+            if secret is None:
                 if credentialed:
                     self.throttle.failed(client)
                 await send_problem(send, 401, "Unauthorized",
                                    WRONG_TOKEN if self.presents_token(scope) else NEEDS_TOKEN,
                                    [(b"www-authenticate", b'Bearer realm="kbsql"')])
                 return
+            scope[OWNER] = owner_of(secret.encode("utf-8"))
         await self.app(scope, receive, send)
 
     def presents_credentials(self, scope: Scope) -> bool:
@@ -176,26 +179,34 @@ class TokenAuth:
                            [(b"retry-after", str(wait).encode("ascii"))])
         return True
 
-    def authorized(self, scope: Scope) -> bool:
-        """The server token (bearer or `X-Api-Key`), a session token as bearer, or the
-        `session` cookie `/api/login` set. A stale cookie (after a restart, a logout) is a
-        plain 401 and is not counted as a failure: browsers resend it on every call, and a
-        session token (256 random bits) cannot be guessed anyway."""
+    def authorized(self, scope: Scope) -> str | None:
+        """The secret of whoever the request is (None: refused): the server token (bearer or
+        `X-Api-Key`), or the login's password for a session token as bearer or the `session`
+        cookie `/api/login` set. Its digest is the lanes' fair-share owner (`lanes.OWNER`):
+        every session of the login user is one owner, as its MySQL logins are (the door's
+        owner is the password too), and a header the check did not read names nobody. The
+        owner was the first Authorization / X-Api-Key header's digest, so a cookie session
+        had no share at all and a valid cookie beside a made-up bearer value was a new owner
+        per request. A stale cookie (after a restart, a logout) is a plain 401 and is not
+        counted as a failure: browsers resend it on every call, and a session token (256
+        random bits) cannot be guessed anyway."""
+        login = self.settings.password or ""
         cookie = _session_cookie(scope)
         if cookie is not None and self.sessions.valid(cookie):
-            return True
+            return login
         for name, value in scope.get("headers") or []:
             if name.lower() == b"x-api-key" and self.settings.token:  # mindsdb_sdk's api_key=
-                return _same(value.decode("latin-1").strip(), self.settings.token)
+                return self.settings.token if _same(value.decode("latin-1").strip(), self.settings.token) \
+                    else None
             if name.lower() == b"authorization":
                 scheme, _, credential = value.decode("latin-1").strip().partition(" ")
                 credential = credential.strip()
                 if scheme.lower() != "bearer" or not credential:
-                    return False
+                    return None
                 if self.settings.token and _same(credential, self.settings.token):
-                    return True
-                return self.sessions.valid(credential)
-        return False
+                    return self.settings.token
+                return login if self.sessions.valid(credential) else None
+        return None
 
     async def login(self, scope: Scope, receive: Receive, send: Send) -> None:
         """`POST /api/login` `{"username", "password"}` -> `{"token": ...}`."""

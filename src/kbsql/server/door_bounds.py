@@ -58,6 +58,8 @@ class DoorBounds:
     """--mysql-max-prepared: prepared statements one connection keeps."""
     mysql_max_cursors: int = 4
     """--mysql-max-cursors: open cursors (each holding a result) one connection keeps."""
+    mysql_max_connections: int = 256
+    """--mysql-max-connections: logged-in MySQL connections at once, one owner at most half."""
     mysql_held: int = 16 * MB
     """--mysql-held-mb: one connection's prepared statements' text and long data."""
     mysql_total_held: int = 64 * MB
@@ -82,10 +84,21 @@ class DoorBounds:
 
     def pending_cap(self) -> int:
         """`max_pending`, but at most a quarter of the process's descriptor limit."""
-        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-        if soft == resource.RLIM_INFINITY or soft <= 0:
-            return self.max_pending
-        return max(4, min(self.max_pending, soft // 4))
+        return _quarter_of_descriptors(self.max_pending)
+
+    def connection_cap(self) -> int:
+        """`mysql_max_connections`, but at most a quarter of the process's descriptor limit:
+        idle logged-in connections (900 s each by default) of one token used to take every
+        descriptor (250 at a limit of 256), and then no one got in on either door (an HTTP
+        `SELECT 1` had no answer in 10 s)."""
+        return _quarter_of_descriptors(self.mysql_max_connections)
+
+
+def _quarter_of_descriptors(wanted: int) -> int:
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    if soft == resource.RLIM_INFINITY or soft <= 0:
+        return wanted
+    return max(4, min(wanted, soft // 4))
 
 
 class Pending:

@@ -32,8 +32,10 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import hashlib
+import hmac
+import secrets
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -203,11 +205,20 @@ class Lanes:
             lane.close()
 
 
-def owner_key(headers: Iterable[tuple[bytes, bytes]]) -> str | None:
-    """Whose call this is, for the lanes' fair share: a digest of the credential presented
-    (Authorization, X-Api-Key: a login session or a token; checked before this runs). None
-    without one (a server without authentication: one anonymous user, no share)."""
-    for name, value in headers:
+OWNER = "kbsql.owner"
+"""The ASGI scope key where authentication (`auth.TokenAuth`) puts the fair-share owner of
+the credential it accepted."""
+
+
+def owner_key(scope: Mapping[str, Any]) -> str | None:
+    """Whose call this is, for the lanes' fair share: on a server with authentication, the
+    owner of the credential that was accepted (`OWNER`: the token, or the login user for any
+    of its sessions). Without authentication, a digest of the Authorization / X-Api-Key
+    header a client sends (they are not checked: a label, not a credential), None without
+    one (one anonymous user, no share)."""
+    if OWNER in scope:
+        return str(scope[OWNER])
+    for name, value in scope.get("headers") or ():
         if name.lower() in (b"authorization", b"x-api-key") and value:
             scheme, _, rest = value.partition(b" ")  # the same token as Bearer or X-Api-Key: one owner
             secret = rest.strip() if scheme.lower() == b"bearer" and rest else value
@@ -215,10 +226,18 @@ def owner_key(headers: Iterable[tuple[bytes, bytes]]) -> str | None:
     return None
 
 
+OWNER_KEY = secrets.token_bytes(32)
+"""The key of `owner_of`'s digests, new in each process."""
+
+
 def owner_of(secret: bytes) -> str:
     """The fair-share owner of a credential, the same on both doors (HTTP's token, the MySQL
-    door's password): a digest, so no secret is kept in the lanes."""
-    return hashlib.sha256(secret).hexdigest()[:16]
+    door's password): a digest keyed for this process, so no secret is kept in the lanes and
+    none can be tried against an owner offline. An owner is stored with a job it creates
+    (the catalog's jobs.creator), and the login user's owner is its password's: a plain
+    SHA-256 there was a fast hash of the password on disk. After a restart a job's stored
+    owner is a user of its own for the shares (its runs still share among themselves)."""
+    return hmac.new(OWNER_KEY, secret, hashlib.sha256).hexdigest()[:16]
 
 
 async def controlled(gone: Callable[[], Awaitable[object]], control: Control,

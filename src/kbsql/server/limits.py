@@ -42,6 +42,7 @@ DEFAULT_TIMEOUT_S = 30.0
 DEFAULT_MAX_HEAD = 64 * 1024
 DEFAULT_MAX_HEADERS = 200
 DEFAULT_MAX_UNREAD = 256 * MB
+DEFAULT_WRITE_TIMEOUT_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,8 @@ class Limits:
     """Header lines of one request head, counted before parsing."""
     max_unread: int = DEFAULT_MAX_UNREAD
     """Bytes all connections together may hold in answers their clients do not read."""
+    write_timeout: float = DEFAULT_WRITE_TIMEOUT_S
+    """Seconds a connection's answer may wait unread (its socket full) before it is closed."""
 
     @property
     def max_json_values(self) -> int:
@@ -248,6 +251,8 @@ class _UnreadBound(HttpToolsProtocol):
 
     unread = Unread(sys.maxsize)
     flood: FloodBrake | None = None
+    write_timeout = DEFAULT_WRITE_TIMEOUT_S
+    _write_timer: asyncio.TimerHandle | None = None
 
     def evicted(self) -> None:
         """Closed by the pending cap: counted by the flood brake (its block's rate)."""
@@ -258,15 +263,36 @@ class _UnreadBound(HttpToolsProtocol):
     def pause_writing(self) -> None:
         super().pause_writing()
         self.unread.paused(self, self.transport.get_write_buffer_size, self.transport.abort)
+        if self._write_timer is None:
+            self._write_timer = self.loop.call_later(self.write_timeout, self._write_expired)
 
     def resume_writing(self) -> None:
         self.unread.resumed(self)
+        self._write_taken()
         super().resume_writing()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.unread.resumed(self)
+        self._write_taken()
         self._drained()
         super().connection_lost(exc)
+
+    def _write_taken(self) -> None:
+        if self._write_timer is not None:
+            self._write_timer.cancel()
+            self._write_timer = None
+
+    def _write_expired(self) -> None:
+        """The client has left its answer unread for `write_timeout` (the MySQL door's
+        --mysql-write-timeout): closed, which ends a stream whose model call the server had
+        stopped reading. Without it two completion streams nobody read held two model
+        workers and both slots of their model host for as long as their clients stayed (60 s
+        and more with --model-timeout 10: a stream's call is not read, so nothing timed it)."""
+        self._write_timer = None
+        if not self.transport.is_closing():
+            log.warning("a client left its answer unread for %.0f s (--http-write-timeout); closed",
+                        self.write_timeout)
+            self.transport.abort()
 
     # a request answered before its body has all come (a 401 without a token, a 413) ----------
     not_let_in = Pending(sys.maxsize, "HTTP")
@@ -300,8 +326,8 @@ class _UnreadBound(HttpToolsProtocol):
 
 def head_timeout_protocol(timeout: float, max_head: int = DEFAULT_MAX_HEAD,
                           max_headers: int = DEFAULT_MAX_HEADERS, pending: Pending | None = None,
-                          unread: Unread | None = None, brake: FloodBrake | None = None
-                          ) -> type[HttpToolsProtocol]:
+                          unread: Unread | None = None, brake: FloodBrake | None = None,
+                          write_timeout: float = DEFAULT_WRITE_TIMEOUT_S) -> type[HttpToolsProtocol]:
     """uvicorn's httptools protocol with a deadline and a size bound for the request head, (`pending`) a cap
     on connections whose first head has not come (the oldest closed, counted by `brake`), `_UnreadBound`.
 
@@ -312,9 +338,10 @@ def head_timeout_protocol(timeout: float, max_head: int = DEFAULT_MAX_HEAD,
     of a head are counted as they arrive, before the parser sees them: 431 and close."""
     waiting = pending if pending is not None else Pending(sys.maxsize, "HTTP")  # no cap
     bound = unread if unread is not None else _UnreadBound.unread
+    unread_wait = write_timeout  # the class body below cannot read a parameter of the same name
 
     class HeadTimeoutProtocol(_UnreadBound):
-        unread, flood, not_let_in, drain_s = bound, brake, waiting, timeout
+        unread, flood, not_let_in, drain_s, write_timeout = bound, brake, waiting, timeout, unread_wait
         _head_timer: asyncio.TimerHandle | None = None
         _in_head, _head_bytes, _head_lines, _tail = True, 0, 0, b""
 

@@ -33,6 +33,7 @@ from mysql_mimic.control import LocalControl
 from mysql_mimic.stream import ConnectionClosed
 
 from kbsql.interface.api import ServiceApi
+from kbsql.interface.control import owner_share
 from kbsql.server.auth import AuthSettings
 from kbsql.server.door_bounds import DoorBounds, HeldBytes, Pending, Unread, give_back_memory
 from kbsql.server.flood import FloodBrake, start_accepting
@@ -75,6 +76,7 @@ class MysqlDoor:
         self.held = HeldBytes(self.bounds.mysql_total_held)
         self.unread = Unread(self.limits.max_unread, "MySQL")  # answers not taken: --http-unread-mb too
         self.pending = Pending(self.bounds.pending_cap(), "MySQL")
+        self.logged_in: dict[str | None, int] = {}  # logged-in connections of each owner
         self.control = LocalControl()
         self.connections: dict[DoorConnection, asyncio.Task[None]] = {}
         self._ids = itertools.count(1)
@@ -130,6 +132,33 @@ class MysqlDoor:
         if self._own_lanes:
             self.lanes.close()
 
+    def _admit(self, owner: str | None) -> str | None:
+        """Count a login of `owner` in (None), or say why not: at most `connection_cap()`
+        logged-in connections (a quarter of the descriptors: the pending cap's rule), one owner
+        at most half (None, a server without authentication: no share). Checked and counted
+        with no await between, so parallel logins cannot all pass."""
+        cap = self.bounds.connection_cap()
+        total = sum(self.logged_in.values())
+        mine = self.logged_in.get(owner, 0)
+        if total >= cap:
+            return (f"Too many connections: {total} are logged in, this server's limit "
+                    f"(kbsql serve --mysql-max-connections {cap}); close some or try again later")
+        if owner is not None and mine >= owner_share(cap):
+            return (f"Too many connections: these credentials have {mine} logged in, half of this "
+                    f"server's {cap} (a fair share, kbsql serve --mysql-max-connections); close some")
+        self.logged_in[owner] = mine + 1
+        return None
+
+    def _forget(self, connection: DoorConnection, password: DoorPassword) -> None:
+        """A connection ends: its place (pending, or logged in) and its statements go."""
+        self.connections.pop(connection, None)
+        self.pending.done(connection)
+        if password.admitted:
+            self.logged_in[password.owner] -= 1
+            if not self.logged_in[password.owner]:
+                del self.logged_in[password.owner]
+        connection.forget_statements()
+
     def _logged_in(self, connection: DoorConnection, password: DoorPassword) -> None:
         """No longer pending (the pre-auth cap); its statements take the SQL lane's fair
         share of the credential it logged in with (a token: one owner on both doors)."""
@@ -148,7 +177,7 @@ class MysqlDoor:
                                idle_timeout=self.bounds.mysql_idle_timeout)
         session = DoorSession(self.api, self.limits, host, self.defaults)
         session.metadata_timeout = self.bounds.metadata_timeout
-        password = DoorPassword(self.auth, self.throttle, client, host)
+        password = DoorPassword(self.auth, self.throttle, client, host, self._admit)
         identity = DoorIdentity(password)
         connection = DoorConnection(stream=stream, session=session, control=self.control,
                                     identity_provider=identity, server_capabilities=CAPABILITIES,
@@ -191,9 +220,7 @@ class MysqlDoor:
         except Exception:  # a fault of the door itself: this connection ends, the server goes on
             log.exception("MySQL connection from %s failed", client)
         finally:
-            self.connections.pop(connection, None)
-            self.pending.done(connection)
-            connection.forget_statements()
+            self._forget(connection, password)
             writer.close()
             try:  # what is still buffered goes out, unless the client has stopped reading
                 async with asyncio.timeout(CLOSE_TIMEOUT_S):

@@ -23,7 +23,7 @@ import asyncio
 import hmac
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from hashlib import sha1
 from typing import Any
 
@@ -74,11 +74,16 @@ def scramble_matches(password: str, scramble: bytes, nonce: bytes) -> bool:
 class DoorPassword(NativePasswordAuthPlugin):
     """`mysql_native_password` against the server's settings, for one client address."""
 
-    def __init__(self, settings: AuthSettings, throttle: FailureThrottle, client: str, host: str):
+    def __init__(self, settings: AuthSettings, throttle: FailureThrottle, client: str, host: str,
+                 admit: Callable[[str | None], str | None] | None = None):
         self.settings = settings
         self.throttle = throttle
         self.client = client
         self.host = host
+        self.admit = admit
+        """Takes a logged-in connection's place for an owner, or answers why there is none
+        (the door's `--mysql-max-connections`); asked once the password matched."""
+        self.admitted = False
         self.owner: str | None = None
         """Whose statements these are, for the lanes' fair share (`lanes.owner_of`): the
         credential the login matched, so a token is one owner on both doors; None when the
@@ -102,7 +107,7 @@ class DoorPassword(NativePasswordAuthPlugin):
         assert auth_info is not None
         username, scramble = auth_info.username, auth_info.data
         if not self.settings.enabled:
-            yield Success(username)
+            yield self._success(username)
             return
         # checked and counted with no await in between: parallel guesses cannot all pass
         wait = self.throttle.retry_after(self.client)
@@ -113,7 +118,7 @@ class DoorPassword(NativePasswordAuthPlugin):
         matched = [p for p in self.passwords(username) if scramble_matches(p, scramble, nonce)]
         if matched:
             self.owner = owner_of(matched[0].encode("utf-8"))
-            yield Success(username)
+            yield self._success(username)
             return
         if scramble:
             self.throttle.failed(self.client)
@@ -121,6 +126,15 @@ class DoorPassword(NativePasswordAuthPlugin):
             await asyncio.sleep(FAILED_LOGIN_DELAY_S)
         yield Forbidden(f"Access denied for user '{username}'@'{self.host}' "
                         f"(using password: {'YES' if scramble else 'NO'}){self.what_was_wrong(scramble)}")
+
+    def _success(self, username: str) -> Success | Forbidden:
+        """The login, if the door has room for another connection of its owner."""
+        refusal = self.admit(self.owner) if self.admit is not None else None
+        if refusal is not None:
+            log.warning("MySQL login of %r from %s refused: %s", username, self.client, refusal)
+            return Forbidden(refusal)
+        self.admitted = True
+        return Success(username)
 
     def what_was_wrong(self, scramble: bytes) -> str:
         """On a server whose only credential is its token, a refused password can only be a

@@ -11,7 +11,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from kbsql.interface.control import Control
+from kbsql.interface.control import CURRENT, Control
 from kbsql.interface.stream import close_stream, end_chunk, error_chunk, sse_lines
 from kbsql.server.lanes import Lane, controlled, owner_key
 from kbsql.server.routes.common import (
@@ -31,7 +31,8 @@ async def collection(request: Request) -> Response:
     api, project = api_of(request), path(request, "project")
     if request.method == "POST":
         body = await read_body(request, "agent")  # checks the model: the model lane
-        agent = await lanes_of(request).model.run(api.create_agent, project, body)
+        agent = await lanes_of(request).model.run(api.create_agent, project, body,
+                                                  owner=owner_key(request.scope))
         return json_response(agent.to_json(), 201)
     return json_response([a.to_json() for a in await lanes_of(request).catalog.run(api.list_agents, project)])
 
@@ -44,7 +45,8 @@ async def item(request: Request) -> Response:
         return Response(status_code=204)
     if request.method == "PUT":
         body = await read_body(request, "agent")
-        agent = await lanes_of(request).model.run(api.update_agent, project, name, body)
+        agent = await lanes_of(request).model.run(api.update_agent, project, name, body,
+                                                  owner=owner_key(request.scope))
         return json_response(agent.to_json())
     return json_response((await lanes_of(request).catalog.run(api.get_agent, project, name)).to_json())
 
@@ -60,7 +62,7 @@ async def completions(request: Request) -> Response:
     messages = await messages_of(request)
     answer = await controlled(lambda: disconnected(request), Control(), api.complete, project, name, messages,
                               lane=lanes_of(request).model,  # a client that leaves stops the run
-                              owner=owner_key(request.scope["headers"]))
+                              owner=owner_key(request.scope))
     return json_response(answer)
 
 
@@ -69,8 +71,9 @@ async def completions_stream(request: Request) -> Response:
     api, project, name = api_of(request), path(request, "project"), path(request, "name")
     messages = await messages_of(request)
     lane = lanes_of(request).model
-    chunks = await lane.run(api.stream, project, name, messages)  # 404 before streaming
-    return StreamingResponse(stream_events(chunks, request, lane, owner_key(request.scope["headers"])),
+    owner = owner_key(request.scope)
+    chunks = await lane.run(api.stream, project, name, messages, owner=owner)  # 404 before streaming
+    return StreamingResponse(stream_events(chunks, request, lane, owner),
                              media_type="text/event-stream",
                              headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
@@ -84,6 +87,15 @@ async def _close_on_disconnect(chunks: Iterator[dict[str, Any]], request: Reques
     close_stream(chunks)
 
 
+def _next_line(work: Control, lines: Iterator[str], sentinel: Any) -> Any:
+    """The stream's next line, made as `work` (the context's Control while it runs)."""
+    token = CURRENT.set(work)
+    try:
+        return next(lines, sentinel)
+    finally:
+        CURRENT.reset(token)
+
+
 async def stream_events(chunks: Iterator[dict[str, Any]], request: Request | None,
                         lane: Lane, owner: str | None = None) -> AsyncIterator[str]:
     """Send each chunk as soon as the service yields it. A failure mid-way becomes an error
@@ -92,6 +104,8 @@ async def stream_events(chunks: Iterator[dict[str, Any]], request: Request | Non
     half-way."""
     lines = sse_lines(chunks)
     sentinel: Any = object()
+    work = Control()
+    work.owner = owner  # its model calls take the owner's share of the model host's slots
     trace_id = ""
     held = False
     watcher = asyncio.ensure_future(_close_on_disconnect(chunks, request))
@@ -99,7 +113,7 @@ async def stream_events(chunks: Iterator[dict[str, Any]], request: Request | Non
         await lane.acquire(owner)  # within the owner's fair share of the lane
         held = True
         while True:
-            line = await lane.call(next, lines, sentinel)
+            line = await lane.call(_next_line, work, lines, sentinel)
             if line is sentinel:
                 return
             if not trace_id and '"trace_id":"' in line:

@@ -22,6 +22,7 @@ from starlette.routing import Route
 
 from kbsql.interface.api import Databases
 from kbsql.interface.errors import BadRequest, ConnectionFailed, NotFound
+from kbsql.server.lanes import owner_key
 from kbsql.server.routes.common import (
     capability,
     endpoint,
@@ -56,7 +57,7 @@ def _flag(value: Any) -> bool:
 async def collection(request: Request) -> Response:
     """GET lists the databases; POST creates a data source. (Every call but the list may
     reach a data source, a network away: the SQL lane, never the catalog's.)"""
-    api = _databases(request)
+    api, owner = _databases(request), owner_key(request.scope)
     if request.method == "GET":
         return json_response(await lanes_of(request).catalog.run(api.list_databases))
     body, database = await _wrapped(request, "database", "POST")
@@ -68,7 +69,7 @@ async def collection(request: Request) -> Response:
     check = _flag(body.get("check_connection"))
     try:
         created = await lanes_of(request).sql.run(api.create_database, database["name"], database["engine"],
-                                                  database.get("parameters") or {}, check)
+                                                  database.get("parameters") or {}, check, owner=owner)
     except ConnectionFailed as exc:  # MindsDB's POST answers a failed check with 200
         return json_response({"status": "connection_error", "detail": exc.detail})
     return json_response(created, 201)
@@ -80,7 +81,8 @@ async def status(request: Request) -> Response:
     if "engine" not in body:
         raise _wrong('Missing "engine" field for database')
     parameters = {k: v for k, v in body.items() if k != "engine"}
-    error = await lanes_of(request).sql.run(_databases(request).check_database, body["engine"], parameters)
+    error = await lanes_of(request).sql.run(_databases(request).check_database, body["engine"], parameters,
+                                            owner=owner_key(request.scope))
     if error is not None:
         return json_response({"status": "connection_error", "detail": error})
     return json_response({"status": "success"})
@@ -88,48 +90,50 @@ async def status(request: Request) -> Response:
 
 async def item(request: Request) -> Response:
     """GET answers a database, PUT creates or updates one, DELETE drops it."""
-    api, name = _databases(request), path(request, "name")
+    api, name, owner = _databases(request), path(request, "name"), owner_key(request.scope)
     if request.method == "GET":
         check = _flag(request.query_params.get("check_connection", "false"))
-        return json_response(await lanes_of(request).sql.run(api.get_database, name, check))
+        return json_response(await lanes_of(request).sql.run(api.get_database, name, check, owner=owner))
     if request.method == "DELETE":
-        await lanes_of(request).sql.run(api.delete_database, name)
+        await lanes_of(request).sql.run(api.delete_database, name, owner=owner)
         return Response(status_code=204)
     body, database = await _wrapped(request, "database", "POST")
     check = _flag(body.get("check_connection"))
     parameters = database.get("parameters") or {}
     try:
-        await lanes_of(request).sql.run(api.get_database, name)
+        await lanes_of(request).sql.run(api.get_database, name, owner=owner)
     except NotFound:
         if "engine" not in database:
             raise _wrong('Missing "engine" field for new database. If you want to create a project '
                          "instead, use the POST /api/projects endpoint.") from None
         return json_response(await lanes_of(request).sql.run(api.create_database, name, database["engine"],
-                                                             parameters, check), 201)
-    return json_response(await lanes_of(request).sql.run(api.update_database, name, parameters, check))
+                                                             parameters, check, owner=owner), 201)
+    return json_response(await lanes_of(request).sql.run(api.update_database, name, parameters, check,
+                                                         owner=owner))
 
 
 async def tables(request: Request) -> Response:
     """GET lists a database's tables; POST creates one from a SELECT."""
-    api, database = _databases(request), path(request, "name")
+    api, database, owner = _databases(request), path(request, "name"), owner_key(request.scope)
     if request.method == "GET":
-        return json_response(await lanes_of(request).sql.run(api.list_tables, database))
+        return json_response(await lanes_of(request).sql.run(api.list_tables, database, owner=owner))
     _, table = await _wrapped(request, "table", "POST")
     if "name" not in table:
         raise _wrong('Missing "name" field for table')
     if "select" not in table:
         raise _wrong('Missing "select" field for table')
     created = await lanes_of(request).sql.run(api.create_table, database, table["name"], table["select"],
-                                              _flag(table.get("replace", False)))
+                                              _flag(table.get("replace", False)), owner=owner)
     return json_response(created, 201)
 
 
 async def table(request: Request) -> Response:
     """GET answers a table, DELETE drops it."""
     api, database, name = _databases(request), path(request, "name"), path(request, "table")
+    owner = owner_key(request.scope)
     if request.method == "GET":
-        return json_response(await lanes_of(request).sql.run(api.get_table, database, name))
-    await lanes_of(request).sql.run(api.drop_table, database, name)
+        return json_response(await lanes_of(request).sql.run(api.get_table, database, name, owner=owner))
+    await lanes_of(request).sql.run(api.drop_table, database, name, owner=owner)
     return Response(status_code=204)
 
 

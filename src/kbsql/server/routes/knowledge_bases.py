@@ -23,7 +23,7 @@ from kbsql.interface.api import KnowledgeBaseEditing, ServiceApi
 from kbsql.interface.control import Control
 from kbsql.interface.errors import BadRequest, InvalidParameter, MissingParameter, SqlError
 from kbsql.interface.models import KnowledgeBase, lifted_params
-from kbsql.server.lanes import controlled
+from kbsql.server.lanes import controlled, owner_key
 from kbsql.server.routes.common import (
     api_of,
     disconnected,
@@ -51,7 +51,8 @@ async def collection(request: Request) -> Response:
     api, project = api_of(request), path(request, "project")
     if request.method == "POST":
         body = await read_body(request, "knowledge_base")  # checks its models: the model lane
-        kb = await lanes_of(request).model.run(api.create_knowledge_base, project, body)
+        kb = await lanes_of(request).model.run(api.create_knowledge_base, project, body,
+                                               owner=owner_key(request.scope))
         return json_response(kb.to_json(), 201)
     kbs = await lanes_of(request).catalog.run(api.list_knowledge_bases, project)
     return json_response([k.to_json() for k in kbs])
@@ -79,9 +80,10 @@ async def put(request: Request) -> Response:
     if set(body) == {"rows"}:  # one insert batch of a client
         return json_response(await controlled(lambda: disconnected(request), Control(),
                                               api.insert_knowledge_base_rows, project, name, body["rows"],
-                                              lane=lane))
+                                              lane=lane, owner=owner_key(request.scope)))
     return json_response(await controlled(lambda: disconnected(request), Control(),
-                                          put_knowledge_base, api, project, name, body, lane=lane))
+                                          put_knowledge_base, api, project, name, body, lane=lane,
+                                          owner=owner_key(request.scope)))
 
 
 def check_put(body: dict[str, Any]) -> None:

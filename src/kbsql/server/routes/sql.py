@@ -95,7 +95,7 @@ async def query(request: Request) -> Response:
     # its own worker lane; the service's deadline, or the request's if sooner; a client
     # that goes away stops it
     answer = await controlled(lambda: disconnected(request), control, run, lane=lanes_of(request).sql,
-                              owner=owner_key(request.scope["headers"]))
+                              owner=owner_key(request.scope))
     if response_format is None:
         return Response(answer, media_type="application/json")
     media = "text/event-stream" if response_format == "sse" else "application/jsonlines"
@@ -115,7 +115,7 @@ async def parametrize(request: Request) -> Response:
         raise InvalidParameter(too_big)
     try:
         answer = await lanes_of(request).sql.run(  # parsing is the SQL lane's work, with its fair share
-            parametrize_constants, text, owner=owner_key(request.scope["headers"]))
+            parametrize_constants, text, owner=owner_key(request.scope))
     except ServiceError:  # the lane's own answer (503 Busy: full, or this owner's share taken)
         raise
     except Exception as exc:  # the parser's own error: the client's text

@@ -87,7 +87,7 @@ def _engine_answer(call: Any, *args: Any) -> Any:
 
 async def tree_root(request: Request) -> Response:
     answer = await lanes_of(request).sql.run(_engine_answer, root, api_of(request),
-                                             owner=owner_key(request.scope["headers"]))
+                                             owner=owner_key(request.scope))
     return json_response(answer)
 
 
@@ -95,7 +95,7 @@ async def tree_leaf(request: Request) -> Response:
     """The reads are SQL statements (a data source's tables may be a remote call): the SQL
     lane runs them, with the caller's fair share."""
     answer = await lanes_of(request).sql.run(_engine_answer, leaf, api_of(request), path(request, "db"),
-                                             owner=owner_key(request.scope["headers"]))
+                                             owner=owner_key(request.scope))
     return json_response(answer)
 
 

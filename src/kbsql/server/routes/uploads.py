@@ -65,7 +65,7 @@ async def upload(request: Request) -> Response:
     raw = await request.body()
     max_table = request.app.state.limits.max_upload_table
     rows = await lanes_of(request).upload.run(api.register_file, name, raw, media, max_table,
-                                              owner=owner_key(request.scope["headers"]))
+                                              owner=owner_key(request.scope))
     return json_response({"name": name, "table": f"df.{name}", "rows": rows})
 
 
@@ -87,7 +87,7 @@ async def _upload_form(request: Request, name: str) -> Response:
 
     try:  # a client that goes away stops its upload (a PDF's extraction process is killed)
         await controlled(lambda: disconnected(request), Control(), store, lane=lanes_of(request).upload,
-                         owner=owner_key(request.scope["headers"]))
+                         owner=owner_key(request.scope))
     except Conflict:
         raise _error("File already exists", f"File with name '{table}' already exists") from None
     return json_response("")

@@ -8,7 +8,8 @@ joined ON TRUE (its other joins and the WHERE conditions that do not name the ag
 a filtered table asks only its rows, read as the query reads them); each distinct value is
 asked once, and the agent's reference becomes a frame of (question, answer) that DuckDB joins
 as any table. Each question is one model call: more distinct questions than
-`agent_join_max_rows` are refused in one line, never cut.
+`agent_join_max_rows` (all the statement's agent joins together) are refused in one line,
+never cut.
 """
 
 from __future__ import annotations
@@ -44,9 +45,10 @@ def question_source(join: exp.Join, alias: str) -> exp.Expression | None:
 
 
 def answer_frame(session: SqlSession, join: exp.Join, target: Resolved, source: exp.Expression,
-                 run_rows: RunRows, limit: int) -> pa.Table:
+                 run_rows: RunRows, limit: int, before: int = 0) -> pa.Table:
     """Ask the agent each distinct value `source` takes in the query without the agent; the
-    (question, answer) table the join reads."""
+    (question, answer) table the join reads. `before`: questions the statement's other agent
+    joins asked already (`limit` bounds them all)."""
     table = join.this
     alias = table.alias_or_name.lower()
     if join.side in ("RIGHT", "FULL") or join.kind == "CROSS":
@@ -71,11 +73,13 @@ def answer_frame(session: SqlSession, join: exp.Join, target: Resolved, source: 
         questions.set(key, None)
     questions.set("expressions", [exp.alias_(source.copy(), "question")])
     questions.set("distinct", exp.Distinct())
-    questions.set("limit", exp.Limit(expression=exp.Literal.number(limit + 1)))
+    room = max(0, limit - before)
+    questions.set("limit", exp.Limit(expression=exp.Literal.number(room + 1)))
     values = run_rows(questions).column("question")
-    if len(values) > limit:
-        raise LimitExceeded(f"The query asks agent {target.name} more than {limit} questions (one "
-                            f"model call each): at most {limit} (agent_join_max_rows); filter the "
+    if len(values) > room:
+        others = f" ({before} by its other agent joins)" if before else ""
+        raise LimitExceeded(f"The query asks agent {target.name} more than {limit} questions{others} "
+                            f"(one model call each): at most {limit} (agent_join_max_rows); filter the "
                             "table or join a subquery with a LIMIT")
     asked = [v for v in values.to_pylist() if v is not None]
     answers = []

@@ -48,6 +48,7 @@ class Compiled:
     cacheable: bool = True
     kb_metadata: bool = False  # a knowledge base's `metadata` (JSON text in DuckDB) is read
     views: int = 0  # views read (inlined as subqueries; select.MAX_VIEWS bounds them)
+    agent_questions: int = 0  # questions its agent joins asked (agent_join_max_rows bounds them)
     query: bool = True  # False: a write (source_writes), run at once rather than bound first
     sources: list[SourceItem] = field(default_factory=list)  # FROM items reading a source's table
     lineage: list[ColumnLineage] = field(default_factory=list)  # output columns that are source columns

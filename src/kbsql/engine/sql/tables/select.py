@@ -98,7 +98,7 @@ def _tree(session: SqlSession, statement: ast.ASTNode, ctx: dict[str, Any], comp
     ctes = _rename_ctes(tree, f"__kbsql_v{compiled.views}_cte_" if compiled.views else "__kbsql_cte_")
     ctes.update({name: name for name in natives})
     resolved = dict(resolved or {})  # what the agent joins' pass resolves is not resolved again
-    frames = _ask_joined_agents(session, tree, ctes, ctx, dict(frames or {}), resolved)
+    frames = _ask_joined_agents(session, tree, ctes, ctx, dict(frames or {}), resolved, compiled)
     for table in list(tree.find_all(exp.Table)):
         _rewrite(session, table, ctes, ctx, frames, compiled, resolved)
     for name, item in natives.items():  # after the rewrite: their FROM items are the source's own
@@ -109,9 +109,11 @@ def _tree(session: SqlSession, statement: ast.ASTNode, ctx: dict[str, Any], comp
 
 def _ask_joined_agents(session: SqlSession, tree: exp.Expression, ctes: dict[str, str],
                        ctx: dict[str, Any], frames: dict[str, Any],
-                       resolved: names.Resolutions) -> dict[str, Any]:
+                       resolved: names.Resolutions, compiled: Compiled) -> dict[str, Any]:
     """Each agent joined on a column (`JOIN my_agent a ON a.question = t.q`) asked its
-    questions and replaced by their answers' frame (agent_join); `frames` with those frames."""
+    questions and replaced by their answers' frame (agent_join); `frames` with those frames.
+    `compiled.agent_questions` counts the statement's questions, its views' too: the bound is
+    the statement's, where each join had its own (a UNION of five joins asked 5x it)."""
     known = {**ctes, **{generated: generated for generated in ctes.values()}}
 
     def resolve(table: exp.Table) -> names.Resolved | None:
@@ -138,7 +140,8 @@ def _ask_joined_agents(session: SqlSession, tree: exp.Expression, ctes: dict[str
     for join, target, source in agent_join.joined_agents(tree, resolve):
         name = f"__kbsql_agent_{len(frames)}"
         frames[name] = agent_join.answer_frame(session, join, target, source, run_rows,
-                                               session.agent_join_max_rows)
+                                               session.agent_join_max_rows, compiled.agent_questions)
+        compiled.agent_questions += frames[name].num_rows
         join.this.replace(agent_join.frame_reference(name, join.this))
     return frames
 
