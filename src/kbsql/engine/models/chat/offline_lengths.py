@@ -11,7 +11,11 @@ from __future__ import annotations
 
 import re
 
-from kbsql.engine.models.chat.offline_limits import _CELL, _MEASURES, _YES_NO, NUM, _unit, number_value
+from kbsql.engine.models.chat.offline_amounts import CELL as _CELL
+from kbsql.engine.models.chat.offline_amounts import MEASURES as _MEASURES
+from kbsql.engine.models.chat.offline_amounts import NUM, number_value
+from kbsql.engine.models.chat.offline_amounts import YES_NO as _YES_NO
+from kbsql.engine.models.chat.offline_amounts import unit as _unit
 from kbsql.engine.models.chat.offline_text import content_words, stem
 
 _AT = re.compile(r"\bat\s+" + NUM + r"\s*-?\s*([a-z]+)", re.IGNORECASE)

@@ -24,10 +24,15 @@ from __future__ import annotations
 
 import re
 
+from kbsql.engine.models.chat import offline_lengths
+from kbsql.engine.models.chat.offline_amounts import CELL as _CELL
+from kbsql.engine.models.chat.offline_amounts import MEASURES as _MEASURES
+from kbsql.engine.models.chat.offline_amounts import NUM, number_value
+from kbsql.engine.models.chat.offline_amounts import YES_NO as _YES_NO
+from kbsql.engine.models.chat.offline_amounts import unit as _unit
 from kbsql.engine.models.chat.offline_specific import GENERIC
-from kbsql.engine.models.chat.offline_text import NUMBER_WORDS, content_words, stem
+from kbsql.engine.models.chat.offline_text import content_words, stem
 
-NUM = r"(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?|" + "|".join(NUMBER_WORDS.split()) + r")"
 _PAST = re.compile(r"\b(?:after|more than|over|beyond|longer than|further than|past)\s+"
                    r"(?:the\s+)?(?:first\s+)?" + NUM + r"\s*-?\s*([a-z]+)", re.IGNORECASE)
 _UP_TO = r"\b(?:for|within|up to|under|less than|no more than|the first|first)\s+(?:the\s+)?(?:first\s+)?"
@@ -60,28 +65,6 @@ _RANGE = re.compile(r"\b(?:between\s+" + NUM + r"\s+and\s+|" + NUM + r"(?:\s*[-\
                     + r"\s*-?\s*([a-z]+)(?:\s+([a-z]+))?", re.IGNORECASE)
 _FLOOR = (r"\b(?:at least|a minimum of|minimum|no less than|no fewer than)\s+" + NUM
           + r"\s*-?\s*(?:[a-z]+\s+)?")
-_VALUES = {w: float(i) for i, w in enumerate("zero one two three four five six seven eight nine ten eleven "
-                                              "twelve thirteen fourteen fifteen sixteen seventeen eighteen "
-                                              "nineteen twenty".split())}
-_DAY = 86400.0
-_MEASURES = (({"sec": 1.0, "second": 1.0, "min": 60.0, "minute": 60.0, "hr": 3600.0, "hour": 3600.0,
-               "day": _DAY, "night": _DAY, "week": 7 * _DAY, "fortnight": 14 * _DAY, "month": 30 * _DAY,
-               "year": 365 * _DAY}, 60.0),
-             ({"kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12}, 1e3))
-"""Units of one measure, their size in its smallest, and how many times larger a neighbouring
-unit is at most: a limit in days bounds an ask in weeks, one in hours does not (a room "booked
-for 1 to 3 hours at a time, up to 7 days ahead" says nothing of 1 week ahead by its hours)."""
-
-
-def number_value(number: str) -> float | None:
-    """A number as written ("10", "2.5", "five"), None for a word that is no plain number."""
-    return float(number.replace(",", "")) if number[0].isdigit() else _VALUES.get(number.lower())
-
-
-def _unit(word: str) -> str:
-    return word.lower().rstrip("s") or word.lower()
-
-
 def _measure(unit: str, sentence: str) -> dict[str, float]:
     """The units whose limits in `sentence` bound an amount of `unit`, with their sizes: `unit`
     alone when the sentence names it or it is no time or data size, else it and its neighbours."""
@@ -102,7 +85,6 @@ def past_its_limit(question: str, sentence: str) -> bool:
     "3 weeks ahead" of "up to 7 days ahead", "a 5x burst" of "up to 2x", "extend the trial to 45
     days" of "tried for 21 days", "keep it for 6 weeks" of "kept for **4 weeks**", "£20" of "up
     to £10", "10 hens" of "up to six birds", "3 metres wide" of "no larger than 2.4 by 1.8 metres"."""
-    from kbsql.engine.models.chat import offline_lengths  # it reads amounts with this module's words
 
     sentence = sentence.replace("**", "").replace("__", "")  # bold says nothing of the limit
     sentence = _DIMENSIONS.sub(lambda m: f"{_largest(m)} {m.group(3)}", sentence)
@@ -160,7 +142,6 @@ def _over_money(question: str, sentence: str) -> bool:
 
 
 _FOR_SPAN = re.compile(r"\bfor\s+" + NUM + r"\s*-?\s*([a-z]+)", re.IGNORECASE)
-_YES_NO = re.compile(r"^\s*(?:will|would|can|could|do|does|is|are|may|might|should|shall)\b", re.IGNORECASE)
 
 
 def _held_for(question: str, sentence: str) -> bool:
@@ -334,7 +315,6 @@ def _past_span(question: str, number: str, unit: str, sentence: str) -> bool:
     return False
 
 
-_CELL = re.compile(r"^\s*" + NUM + r"\s*-?\s*([a-z]+)\s*$", re.IGNORECASE)
 
 
 def _over_cell(question: str, sentence: str) -> bool:

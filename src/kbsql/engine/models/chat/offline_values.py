@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-from kbsql.engine.models.chat.offline_limits import NUM, number_value
+from kbsql.engine.models.chat.offline_amounts import NUM, number_value
 
 _DAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _DAY_NAME = r"(" + "|".join(_DAYS) + r")s?\b"
