@@ -204,3 +204,36 @@ def test_one_user_holds_at_most_half_of_the_mysql_logins(tmp_path: Path) -> None
             assert cursor.fetchall() == ((1,),)
         for conn in [*mine, other]:
             conn.close()
+
+
+def test_one_user_holds_at_most_half_of_the_http_connections(tmp_path: Path) -> None:
+    """Every open connection holds a descriptor. One token keeping connections open (300 with
+    statements queued took every descriptor of a server limited to 256, and another user's
+    `SELECT 1` had no answer in 10 s) now keeps at most half of --max-http-connections: the
+    next one's request answers 503 in one line and the connection is closed, while the login
+    user still gets in and, once the token closes some, so does the token."""
+    with spawn(tmp_path / "d", env={"KBSQL_PASSWORD": "pw-bob"},
+               args=("--token", TOKEN, "--user", "bob", "--max-http-connections", "8")) as srv:
+        token = httpx.Headers({"Authorization": f"Bearer {TOKEN}"})
+        held = [httpx.Client(base_url=srv.url, headers=token, timeout=30) for _ in range(4)]
+        try:
+            for client in held:  # each its own keep-alive connection
+                assert client.get("/api/status").status_code == 200
+            with httpx.Client(base_url=srv.url, headers=token, timeout=30) as fifth:
+                refused = fifth.get("/api/projects")
+                assert refused.status_code == 503, refused.text
+                assert refused.headers["connection"] == "close"
+                detail = refused.json()["detail"]
+                assert "half of this server's 8" in detail and "--max-http-connections" in detail
+            login = httpx.post(f"{srv.url}/api/login", json={"username": "bob", "password": "pw-bob"},
+                               timeout=30)
+            assert login.status_code == 200
+            with httpx.Client(base_url=srv.url, cookies=login.cookies, timeout=30) as bob:
+                assert bob.post("/api/sql/query", json={"query": "SELECT 1 AS one"}).json()["data"] == [[1]]
+            held.pop().close()  # the token gives one back: its next connection gets in
+            time.sleep(0.5)
+            with httpx.Client(base_url=srv.url, headers=token, timeout=30) as again:
+                assert again.get("/api/projects").status_code == 200
+        finally:
+            for client in held:
+                client.close()

@@ -144,6 +144,7 @@ def _serve(args: argparse.Namespace) -> int:
                         mysql_max_prepared=own["mysql_max_prepared"],
                         mysql_max_cursors=own["mysql_max_cursors"],
                         mysql_max_connections=own["mysql_max_connections"],
+                        http_max_connections=own["max_http_connections"],
                         mysql_held=int(own["mysql_held_mb"] * MB),
                         mysql_total_held=int(own["mysql_total_held_mb"] * MB),
                         flood_closes=own["flood_closes"], flood_hold=own["flood_hold"],

@@ -323,6 +323,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("mysql_max_connections", int, 256, "logged-in MySQL connections at once (at most a "
             "quarter of the process's descriptors), one user at most half; a login past either is "
             "refused", "--mysql-max-connections", in_file=False, metavar="N"),
+    Setting("max_http_connections", int, 512, "HTTP connections kept open at once once a request "
+            "came on them (at most a quarter of the process's descriptors), one user at most half; "
+            "a request on one past either answers 503 and the connection is closed",
+            "--max-http-connections", in_file=False, metavar="N"),
     Setting("mysql_max_cursors", int, 4, "open cursors (each holding a result) one MySQL connection "
             "may keep", "--mysql-max-cursors", in_file=False, metavar="N"),
     Setting("mysql_held_mb", float, 16.0, "MB one MySQL connection's prepared statements and their "

@@ -19,6 +19,7 @@ from starlette.responses import Response
 
 from kbsql.interface.api import ServiceApi
 from kbsql.server.auth import AuthSettings, TokenAuth
+from kbsql.server.connection_shares import HttpConnections, HttpConnectionShare
 from kbsql.server.guard import RequestGuard
 from kbsql.server.lanes import Lanes
 from kbsql.server.limits import BodyLimit, Limits
@@ -54,18 +55,21 @@ def _no_method(request: Request, exc: Any) -> Response:
 def build_app(api: ServiceApi, *, bind_host: str | None = None,
               allowed_origins: Iterable[str] = (), auth: AuthSettings | None = None,
               limits: Limits | None = None, lanes: Lanes | None = None,
-              throttle: FailureThrottle | None = None) -> Starlette:
+              throttle: FailureThrottle | None = None,
+              connections: HttpConnections | None = None) -> Starlette:
     """The ASGI app over one service, behind the request guard (`guard.py`): `bind_host` is
     the address the server listens on (a loopback bind turns on the Host check) and
     `allowed_origins` the browser origins allowed besides loopback ones. Then the token
     check (`auth.py`, off when `auth` has no token nor user; `throttle` counts failed
     credentials, shared with the MySQL door) and the body limits (`limits.py`). `lanes`: the
-    worker pools of SQL, model and catalog calls (`lanes.py`)."""
+    worker pools of SQL, model and catalog calls (`lanes.py`); `connections`: the connections
+    each credential keeps open (`connection_shares.py`; `serve` makes them)."""
     auth = auth or AuthSettings()
     limits = limits or Limits()
     app = Starlette(routes=ROUTES, middleware=[
         Middleware(RequestGuard, bind_host=bind_host, allowed_origins=tuple(allowed_origins)),
         Middleware(TokenAuth, settings=auth, throttle=throttle),
+        Middleware(HttpConnectionShare, connections=connections),
         Middleware(BodyLimit, limits=limits),
     ], exception_handlers={404: _no_route, 405: _no_method})
     app.state.api = api

@@ -60,6 +60,8 @@ class DoorBounds:
     """--mysql-max-cursors: open cursors (each holding a result) one connection keeps."""
     mysql_max_connections: int = 256
     """--mysql-max-connections: logged-in MySQL connections at once, one owner at most half."""
+    http_max_connections: int = 512
+    """--max-http-connections: HTTP connections let in at once, one owner at most half."""
     mysql_held: int = 16 * MB
     """--mysql-held-mb: one connection's prepared statements' text and long data."""
     mysql_total_held: int = 64 * MB
@@ -92,6 +94,10 @@ class DoorBounds:
         descriptor (250 at a limit of 256), and then no one got in on either door (an HTTP
         `SELECT 1` had no answer in 10 s)."""
         return _quarter_of_descriptors(self.mysql_max_connections)
+
+    def http_connection_cap(self) -> int:
+        """`http_max_connections`, at most a quarter of the descriptors (connection_shares.py)."""
+        return _quarter_of_descriptors(self.http_max_connections)
 
 
 def _quarter_of_descriptors(wanted: int) -> int:

@@ -29,6 +29,7 @@ from typing import Any
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from kbsql.interface.errors import BadRequest, ServiceError
+from kbsql.server.connection_shares import CONNECTION, HttpConnections
 from kbsql.server.door_bounds import Pending, Unread
 from kbsql.server.flood import FloodBrake
 from kbsql.server.guard import App, Message, Receive, Scope, Send, send_problem
@@ -251,6 +252,7 @@ class _UnreadBound(HttpToolsProtocol):
 
     unread = Unread(sys.maxsize)
     flood: FloodBrake | None = None
+    owned = HttpConnections(sys.maxsize)  # what each credential keeps open (connection_shares)
     write_timeout = DEFAULT_WRITE_TIMEOUT_S
     _write_timer: asyncio.TimerHandle | None = None
 
@@ -271,7 +273,12 @@ class _UnreadBound(HttpToolsProtocol):
         self._write_taken()
         super().resume_writing()
 
+    def on_headers_complete(self) -> None:
+        CONNECTION.set(self)  # the request's task (made next) knows its connection
+        super().on_headers_complete()
+
     def connection_lost(self, exc: Exception | None) -> None:
+        self.owned.release(self)
         self.unread.resumed(self)
         self._write_taken()
         self._drained()
@@ -327,21 +334,21 @@ class _UnreadBound(HttpToolsProtocol):
 def head_timeout_protocol(timeout: float, max_head: int = DEFAULT_MAX_HEAD,
                           max_headers: int = DEFAULT_MAX_HEADERS, pending: Pending | None = None,
                           unread: Unread | None = None, brake: FloodBrake | None = None,
-                          write_timeout: float = DEFAULT_WRITE_TIMEOUT_S) -> type[HttpToolsProtocol]:
-    """uvicorn's httptools protocol with a deadline and a size bound for the request head, (`pending`) a cap
-    on connections whose first head has not come (the oldest closed, counted by `brake`), `_UnreadBound`.
-
-    uvicorn times out idle kept-alive connections but not a request whose head never completes
-    (slowloris): the timer runs from the connection (or the next request) to the end of the head. httptools
-    bounds neither the bytes nor the number of headers (uvicorn keeps every one: 15 MB of
-    3,000,000 tiny headers grew the server 345 MB before the 401), so the bytes and lines
-    of a head are counted as they arrive, before the parser sees them: 431 and close."""
+                          write_timeout: float = DEFAULT_WRITE_TIMEOUT_S,
+                          connections: HttpConnections | None = None) -> type[HttpToolsProtocol]:
+    """uvicorn's httptools protocol with a deadline and a size bound for the request head (uvicorn times out
+    idle connections, not a head that never completes; httptools keeps every header: 3,000,000 tiny ones
+    grew the server 345 MB), so its bytes and lines are counted as they arrive (431 and close); `pending`:
+    a cap on connections whose first head has not come (the oldest closed, counted by `brake`);
+    `_UnreadBound`, and `connections`: what each credential keeps open."""
     waiting = pending if pending is not None else Pending(sys.maxsize, "HTTP")  # no cap
     bound = unread if unread is not None else _UnreadBound.unread
+    shared = connections if connections is not None else _UnreadBound.owned
     unread_wait = write_timeout  # the class body below cannot read a parameter of the same name
 
     class HeadTimeoutProtocol(_UnreadBound):
         unread, flood, not_let_in, drain_s, write_timeout = bound, brake, waiting, timeout, unread_wait
+        owned = shared
         _head_timer: asyncio.TimerHandle | None = None
         _in_head, _head_bytes, _head_lines, _tail = True, 0, 0, b""
 

@@ -30,6 +30,7 @@ from kbsql.interface.api import ServiceApi
 from kbsql.server import log_collapse
 from kbsql.server.app import build_app
 from kbsql.server.auth import AuthSettings
+from kbsql.server.connection_shares import HttpConnections
 from kbsql.server.door_bounds import DoorBounds, Pending, Unread
 from kbsql.server.flood import FloodBrake, start_accepting
 from kbsql.server.guard import is_loopback_host
@@ -195,8 +196,9 @@ def serve(open_backend: OpenBackend, host: str = "127.0.0.1", port: int = 47334,
         raise
     bound_port = sock.getsockname()[1]
     throttle = FailureThrottle()  # one lockout per address for both doors
+    connections = HttpConnections(bounds.http_connection_cap())  # a share per owner (connection_shares)
     app = build_app(backend.api, bind_host=host, allowed_origins=allowed_origins, auth=auth,
-                    limits=limits, lanes=lanes, throttle=throttle)
+                    limits=limits, lanes=lanes, throttle=throttle, connections=connections)
     brake = FloodBrake("HTTP", bounds, pending_cap)
     # X-Forwarded-For is believed only from the proxies named; uvicorn's own default would
     # believe it from loopback (a local user could then pick any client address)
@@ -205,7 +207,7 @@ def serve(open_backend: OpenBackend, host: str = "127.0.0.1", port: int = 47334,
                             http=head_timeout_protocol(limits.timeout, limits.max_head, limits.max_headers,
                                                        Pending(pending_cap, "HTTP"),
                                                        Unread(limits.max_unread), brake,
-                                                       limits.write_timeout),
+                                                       limits.write_timeout, connections),
                             backlog=min(2048, pending_cap),
                             h11_max_incomplete_event_size=64 * 1024,
                             proxy_headers=bool(forwarded_allow_ips),

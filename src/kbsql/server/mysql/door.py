@@ -33,8 +33,8 @@ from mysql_mimic.control import LocalControl
 from mysql_mimic.stream import ConnectionClosed
 
 from kbsql.interface.api import ServiceApi
-from kbsql.interface.control import owner_share
 from kbsql.server.auth import AuthSettings
+from kbsql.server.connection_shares import ConnectionShares
 from kbsql.server.door_bounds import DoorBounds, HeldBytes, Pending, Unread, give_back_memory
 from kbsql.server.flood import FloodBrake, start_accepting
 from kbsql.server.lanes import Lanes
@@ -76,7 +76,9 @@ class MysqlDoor:
         self.held = HeldBytes(self.bounds.mysql_total_held)
         self.unread = Unread(self.limits.max_unread, "MySQL")  # answers not taken: --http-unread-mb too
         self.pending = Pending(self.bounds.pending_cap(), "MySQL")
-        self.logged_in: dict[str | None, int] = {}  # logged-in connections of each owner
+        # logged-in connections, one owner at most half (connection_shares.py)
+        self.logged_in = ConnectionShares(self.bounds.connection_cap(), "--mysql-max-connections",
+                                          "logged in")
         self.control = LocalControl()
         self.connections: dict[DoorConnection, asyncio.Task[None]] = {}
         self._ids = itertools.count(1)
@@ -135,28 +137,15 @@ class MysqlDoor:
     def _admit(self, owner: str | None) -> str | None:
         """Count a login of `owner` in (None), or say why not: at most `connection_cap()`
         logged-in connections (a quarter of the descriptors: the pending cap's rule), one owner
-        at most half (None, a server without authentication: no share). Checked and counted
-        with no await between, so parallel logins cannot all pass."""
-        cap = self.bounds.connection_cap()
-        total = sum(self.logged_in.values())
-        mine = self.logged_in.get(owner, 0)
-        if total >= cap:
-            return (f"Too many connections: {total} are logged in, this server's limit "
-                    f"(kbsql serve --mysql-max-connections {cap}); close some or try again later")
-        if owner is not None and mine >= owner_share(cap):
-            return (f"Too many connections: these credentials have {mine} logged in, half of this "
-                    f"server's {cap} (a fair share, kbsql serve --mysql-max-connections); close some")
-        self.logged_in[owner] = mine + 1
-        return None
+        at most half (None, a server without authentication: no share)."""
+        return self.logged_in.admit(owner)
 
     def _forget(self, connection: DoorConnection, password: DoorPassword) -> None:
         """A connection ends: its place (pending, or logged in) and its statements go."""
         self.connections.pop(connection, None)
         self.pending.done(connection)
         if password.admitted:
-            self.logged_in[password.owner] -= 1
-            if not self.logged_in[password.owner]:
-                del self.logged_in[password.owner]
+            self.logged_in.release(password.owner)
         connection.forget_statements()
 
     def _logged_in(self, connection: DoorConnection, password: DoorPassword) -> None:

@@ -1,0 +1,100 @@
+"""Connections a door keeps open for the credentials that got in: a cap, one owner at most half.
+
+Why: every connection holds a file descriptor, one pool for both doors and the data files.
+The pending caps (door_bounds.Pending) bound connections that have not yet shown a request
+head or logged in; past them, one token's connections had no bound. 300 HTTP connections of
+one token, each with a statement queued in the SQL lane, took every descriptor of a server
+limited to 256: another user's `SELECT 1` had no answer in 10 s (redteam3); idle MySQL logins
+did the same. So each door lets at most `cap` connections in (a quarter of the descriptors at
+most, the pending cap's rule) and one owner (the credential accepted, lanes.owner_key) at most
+half of them; None, a server without authentication, has no share. HTTP counts a connection
+from its first request naming an owner until it closes (`HttpConnectionShare`, the
+protocol's `release`); one past a bound answers 503 and is closed. The MySQL door counts
+logins (mysql/door.py).
+"""
+
+from __future__ import annotations
+
+from contextvars import ContextVar
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from kbsql.interface.control import owner_share
+from kbsql.server.guard import send_problem
+from kbsql.server.lanes import owner_key
+
+CONNECTION: ContextVar[object | None] = ContextVar("kbsql_http_connection", default=None)
+"""The HTTP connection (its protocol object) a request came on: set by the protocol
+(limits.head_timeout_protocol) as the request's task is made, read by the middleware."""
+
+
+class ConnectionShares:
+    """`cap` connections in all, one owner at most half; `held` says what it counts ("logged
+    in", "open"), `flag` the setting that raises it."""
+
+    def __init__(self, cap: int, flag: str, held: str) -> None:
+        self.cap, self.flag, self.held = cap, flag, held
+        self.by_owner: dict[str | None, int] = {}
+
+    def admit(self, owner: str | None) -> str | None:
+        """Count a connection of `owner` in (None), or say why not (no await between check
+        and count: parallel connections cannot all pass)."""
+        total = sum(self.by_owner.values())
+        mine = self.by_owner.get(owner, 0)
+        if total >= self.cap:
+            return (f"Too many connections: {total} are {self.held}, this server's limit "
+                    f"(kbsql serve {self.flag} {self.cap}); close some or try again later")
+        if owner is not None and mine >= owner_share(self.cap):
+            return (f"Too many connections: these credentials have {mine} {self.held}, half of this "
+                    f"server's {self.cap} (a fair share, kbsql serve {self.flag}); close some")
+        self.by_owner[owner] = mine + 1
+        return None
+
+    def release(self, owner: str | None) -> None:
+        left = self.by_owner.get(owner, 1) - 1
+        if left > 0:
+            self.by_owner[owner] = left
+        else:
+            self.by_owner.pop(owner, None)
+
+
+class HttpConnections:
+    """The HTTP door's connections by the owner of their latest request."""
+
+    def __init__(self, cap: int) -> None:
+        self.shares = ConnectionShares(cap, "--max-http-connections", "open")
+        self._owners: dict[object, str | None] = {}
+
+    def claim(self, connection: object, owner: str | None) -> str | None:
+        """A request of `owner` on `connection`: counted (None), or why it may not be."""
+        if connection in self._owners:
+            if self._owners[connection] == owner:
+                return None
+            self.release(connection)  # the same connection, another credential
+        refusal = self.shares.admit(owner)
+        if refusal is None:
+            self._owners[connection] = owner
+        return refusal
+
+    def release(self, connection: object) -> None:
+        """`connection` closed (or changed hands)."""
+        if connection in self._owners:
+            self.shares.release(self._owners.pop(connection))
+
+
+class HttpConnectionShare:
+    """ASGI middleware after the token check: a request on a connection the bounds do not let
+    in answers 503 and closes it."""
+
+    def __init__(self, app: ASGIApp, *, connections: HttpConnections | None) -> None:
+        self.app, self.connections = app, connections
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        connection = CONNECTION.get()
+        if scope["type"] == "http" and self.connections is not None and connection is not None:
+            refusal = self.connections.claim(connection, owner_key(scope))
+            if refusal is not None:
+                await send_problem(send, 503, "Busy", refusal,
+                                   [(b"connection", b"close"), (b"retry-after", b"5")])
+                return
+        await self.app(scope, receive, send)
