@@ -69,7 +69,8 @@ def test_a_search_advises_a_changed_scan_again(kb, monkeypatch) -> None:
     index = eng.knowledge.handle(record).index
     eng.knowledge.search(record, SearchRequest(query="river castle", limit=5))
     first = index._huge_worker
-    assert (first is not None) == sys.platform.startswith("linux") and not index.huge_due
+    assert (first is not None) == (sys.platform.startswith("linux") and huge_pages.allowed())
+    assert not index.huge_due
     if first is not None:
         first.join(30)
     eng.insert_rows(record, [{"id": 5000 + i, "content": f"river castle {i}", "group": 1, "tag": "t0"}
@@ -78,6 +79,20 @@ def test_a_search_advises_a_changed_scan_again(kb, monkeypatch) -> None:
     eng.knowledge.search(record, SearchRequest(query="river castle", limit=5))
     assert index._huge_worker is not first or first is None
     assert not index.huge_due
+
+
+def test_nothing_is_advised_where_the_administrator_turned_huge_pages_off(tmp_path, monkeypatch) -> None:
+    setting = tmp_path / "enabled"
+    setting.write_text("always madvise [never]\n")
+    monkeypatch.setattr(huge_pages, "SETTING", setting)
+    huge_pages.allowed.cache_clear()
+    try:
+        assert huge_pages.back([(4 << 20, 4 << 20)]) is None
+        setting.write_text("always [madvise] never\n")
+        huge_pages.allowed.cache_clear()
+        assert huge_pages.allowed()
+    finally:
+        huge_pages.allowed.cache_clear()
 
 
 def _huge_kb(address: int) -> int:

@@ -13,27 +13,41 @@ rather than whenever khugepaged gets to them (minutes for 77 MB at its default p
 took 0.5 s for 70 MB at load 8, so it runs in a thread of its own, and a search meanwhile reads
 the codes as before. It is best effort: off Linux, without THP, or with no free huge page,
 nothing changes. A range freed or reused meanwhile (the index rebuilt) is only advised in
-vain: the advice changes no byte of any memory.
+vain: the advice changes no byte of any memory. Where the administrator turned THP off
+(`never` in SETTING), nothing is advised: MADV_COLLAPSE would collapse regardless of it.
 """
 
 from __future__ import annotations
 
 import ctypes
+import functools
 import sys
 import threading
+from pathlib import Path
 
 HUGE = 2 << 20  # bytes of a huge page (x86-64, arm64 with 4 KiB pages)
 MADV_HUGEPAGE, MADV_COLLAPSE = 14, 25
+SETTING = Path("/sys/kernel/mm/transparent_hugepage/enabled")
 
 
 def back(buffers: list[tuple[int, int]]) -> threading.Thread | None:
     """Start backing the (address, bytes) ranges with huge pages, in a daemon thread (returned;
     None off Linux, where the advice numbers mean other things)."""
-    if sys.platform != "linux" or not buffers:
+    if sys.platform != "linux" or not buffers or not allowed():
         return None
     worker = threading.Thread(target=_advise, args=(buffers,), name="kbsql-huge-pages", daemon=True)
     worker.start()
     return worker
+
+
+@functools.cache
+def allowed() -> bool:
+    """THP is not turned off on this machine (SETTING: `always [madvise] never`, the chosen one
+    in brackets; a kernel without the file has none, and the advice then fails harmlessly)."""
+    try:
+        return "[never]" not in SETTING.read_text()
+    except OSError:
+        return True
 
 
 def _advise(buffers: list[tuple[int, int]]) -> None:
