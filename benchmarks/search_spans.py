@@ -11,12 +11,14 @@ Markdown table per route: microseconds per search and share of the total.
 
 The spans add ~1 us each; what they show is where the time goes, not a latency figure (take
 those from bench_vs_chroma). To compare two versions, run this file with each one's
-`PYTHONPATH` on the same folder.
+`PYTHONPATH` on the same folder, with `--answers FILE`: the first run writes every search's
+rows (id, distance) there, a later one fails if any answer differs (ids, order or distance).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import statistics
 import sys
@@ -108,11 +110,26 @@ def table(route: str, totals: list[float], seconds: dict[str, float]) -> str:
     return "\n".join(lines)
 
 
+def check_answers(path: Path, answers: dict[str, list[Any]]) -> None:
+    """Write `answers` to `path`, or, if it exists, exit non-zero unless they are the same."""
+    if not path.exists():
+        path.write_text(json.dumps(answers))
+        print(f"answers written to {path}")
+        return
+    before = json.loads(path.read_text())
+    differ = {route: sum(a != b for a, b in zip(before[route], got, strict=True))
+              for route, got in answers.items()}
+    print(f"answers against {path}: {differ} differ")
+    if any(differ.values()):
+        raise SystemExit(1)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--docs", type=int, default=100_000)
     parser.add_argument("--folder", help="data directory (the knowledge base is built there if absent)")
     parser.add_argument("--reps", type=int, default=3, help="passes over the query plan per route")
+    parser.add_argument("--answers", help="JSON of every answer: written if absent, else compared")
     args = parser.parse_args()
     from kbsql.engine import Engine
     from kbsql.engine.knowledge.search import Filter, SearchRequest
@@ -125,12 +142,12 @@ def main() -> None:
     record = eng.catalog.knowledge_base("mindsdb", "dups")
     eng.knowledge.search(record, SearchRequest(query=texts[0], limit=10))
     spans = instrument(eng, record)
+    answers: dict[str, list[list[list[Any]]]] = {}
     for route, filters in (("unfiltered", []), ("filtered", [Filter("g", "=", bench.FILTER_GROUP)])):
         def one(text: str, filters: list[Any] = filters) -> Any:
             return eng.knowledge.search(record, SearchRequest(query=text, limit=10, filters=filters))
         items = [texts[i] for i in plan[route]]
-        for text in items[:20]:
-            one(text)
+        answers[route] = [[[r[0], r[5]] for r in one(text)] for text in items]  # (and the warm-up)
         spans.seconds.clear()
         totals = []
         for _ in range(args.reps):
@@ -140,6 +157,8 @@ def main() -> None:
                 totals.append(time.perf_counter() - start)
         print(table(route, totals, spans.seconds) + "\n")
     eng.close()
+    if args.answers:
+        check_answers(Path(args.answers), answers)
     if args.folder is None:
         shutil.rmtree(folder, ignore_errors=True)
 

@@ -41,13 +41,14 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from kbsql.engine.knowledge import huge_pages, index_file, ivf, scan
 from kbsql.engine.knowledge import index_build as build
-from kbsql.engine.knowledge import index_file, ivf, scan
 from kbsql.engine.knowledge.allowed import id_selector
 from kbsql.engine.knowledge.settings import IndexSettings
 from kbsql.engine.knowledge.store import ChunkStore
@@ -61,6 +62,7 @@ log = logging.getLogger(__name__)
 
 
 FILTER_MARGIN = 64  # extra candidates re-scored exactly under a filter (search)
+HUGE_EVERY = 10.0  # seconds at least between two huge-page advisings of a scan's codes (search)
 
 
 class VectorIndex:
@@ -81,6 +83,8 @@ class VectorIndex:
         self.builds = 0  # indexes built: a compaction swaps in only over the one it copied
         self.compactor: threading.Thread | None = None  # the thread of the last compaction (sync)
         self._codes = (-1, 0)  # (the build, its sub-quantizers if a scan): `refine`
+        self.huge_due, self._huge_at = False, -HUGE_EVERY  # the codes changed since advised (_huge_pages)
+        self._huge_worker: threading.Thread | None = None
         self._load()
 
     @property
@@ -114,6 +118,7 @@ class VectorIndex:
         self.index, self.kind = index, header["kind"]
         self.version, self.max_seq = version, max_seq
         self.trained_on, self.dead = int(header.get("trained_on", 0)), dead
+        self.huge_due = True
 
     def save(self) -> None:
         """Write the cache (index_file.write: a reader sees the old one or the new one)."""
@@ -168,6 +173,7 @@ class VectorIndex:
                 self._catch_up(dim)
             self._maybe_switch(dim)
             self._maybe_save()
+            self.huge_due = True  # (added rows move FAISS's buffers)
         if self.compact_wanted:
             self._compact_aside()
 
@@ -238,6 +244,7 @@ class VectorIndex:
             self.index, self.version, self.max_seq = fresh, version, max_seq
             self.dead, self.builds = np.empty(0, np.int64), self.builds + 1
             self._catch_up(dim)
+            self.huge_due = True
             self.unsaved = max(1, fresh.ntotal)
             self._maybe_save()
 
@@ -326,6 +333,8 @@ class VectorIndex:
                 if len(allowed) == 0:
                     return empty
             if self.kind == "scan":
+                if self.huge_due:
+                    self._huge_pages()
                 fetch = min(max(k + FILTER_MARGIN if allowed is not None else k, self.settings.rerank * k),
                             self.live)
                 where = None if allowed is None else \
@@ -346,6 +355,22 @@ class VectorIndex:
             scores, ids = self.index.search(query.reshape(1, -1), fetch, params=params)
         keep = ids[0] >= 0
         return scores[0][keep], ids[0][keep], self.kind == "flat"
+
+    def _huge_pages(self) -> None:
+        """Back the scan's codes with huge pages (huge_pages.py) once it is built or changed, at
+        the next search (an ingest's writes alone advise nothing): one advising thread at a
+        time, one every HUGE_EVERY seconds at most (adding rows moves the 4-bit codes, 9.6 MB at
+        100k rows, to a new buffer, advised again).  The caller holds the lock."""
+        worker = self._huge_worker
+        if (worker is not None and worker.is_alive()) or time.monotonic() - self._huge_at < HUGE_EVERY:
+            return
+        self.huge_due, self._huge_at = False, time.monotonic()
+        try:
+            buffers = scan.code_buffers(self.index)
+        except (AttributeError, RuntimeError) as exc:  # not the scan's FAISS layout: only slower
+            log.debug("no huge pages for %s: %s", self.path, exc)
+            return
+        self._huge_worker = huge_pages.back(buffers)
 
     @property
     def refine(self) -> int:

@@ -108,6 +108,17 @@ def code_length(index: Any) -> int:
     return int(faiss.downcast_index(rotated.index).M)
 
 
+def code_buffers(index: Any) -> list[tuple[int, int]]:
+    """(address, bytes) of a built scan's two code arrays, FAISS's own: the 4-bit codes every
+    search scans and the float16 codes it refines from (huge_pages.py backs them)."""
+    faiss = _faiss()
+    refined = faiss.downcast_index(index.index)
+    fast = faiss.downcast_index(faiss.downcast_index(refined.base_index).index)
+    half = faiss.downcast_index(refined.refine_index)
+    arrays = ((fast.codes.get(), int(fast.codes.nbytes())), (half.codes.data(), int(half.codes.size())))
+    return [(int(faiss.rev_swig_ptr(at, 1).ctypes.data), size) for at, size in arrays if size]
+
+
 def auto_refine(codes: int, dim: int, live: int) -> int:
     """The refine pool (rows re-scored from float16 per candidate) of a scan of `live` rows and
     `codes` sub-quantizers, when the knowledge base sets none (settings.py): REFINE for d/2
