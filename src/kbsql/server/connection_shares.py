@@ -19,7 +19,7 @@ from contextvars import ContextVar
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from kbsql.interface.control import owner_share
+from kbsql.interface.control import Turns, owner_share
 from kbsql.server.guard import send_problem
 from kbsql.server.lanes import owner_key
 
@@ -34,28 +34,24 @@ class ConnectionShares:
 
     def __init__(self, cap: int, flag: str, held: str) -> None:
         self.cap, self.flag, self.held = cap, flag, held
-        self.by_owner: dict[str | None, int] = {}
+        self.turns = Turns()  # how many each owner holds (the lanes' bookkeeping)
 
     def admit(self, owner: str | None) -> str | None:
         """Count a connection of `owner` in (None), or say why not (no await between check
         and count: parallel connections cannot all pass)."""
-        total = sum(self.by_owner.values())
-        mine = self.by_owner.get(owner, 0)
+        total = sum(self.turns.held.values())
+        mine = self.turns.held.get(owner, 0)
         if total >= self.cap:
             return (f"Too many connections: {total} are {self.held}, this server's limit "
                     f"(kbsql serve {self.flag} {self.cap}); close some or try again later")
         if owner is not None and mine >= owner_share(self.cap):
             return (f"Too many connections: these credentials have {mine} {self.held}, half of this "
                     f"server's {self.cap} (a fair share, kbsql serve {self.flag}); close some")
-        self.by_owner[owner] = mine + 1
+        self.turns.take(owner, ())
         return None
 
     def release(self, owner: str | None) -> None:
-        left = self.by_owner.get(owner, 1) - 1
-        if left > 0:
-            self.by_owner[owner] = left
-        else:
-            self.by_owner.pop(owner, None)
+        self.turns.give_back(owner)
 
 
 class HttpConnections:
