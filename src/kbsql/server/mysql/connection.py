@@ -27,7 +27,7 @@ from typing import Any
 
 from mysql_mimic.charset import CharacterSet
 from mysql_mimic.connection import Connection
-from mysql_mimic.errors import MysqlError
+from mysql_mimic.errors import ErrorCode, MysqlError
 from mysql_mimic.packets import make_column_count, make_column_definition_41
 from mysql_mimic.results import ResultColumn
 from mysql_mimic.stream import ConnectionClosed
@@ -288,6 +288,15 @@ class DoorConnection(Connection):
 
     def error_of(self, code: int, message: str) -> bytes:
         return error_codes.error_packet(self.capabilities, code, message)
+
+    def error(self, **kwargs: Any) -> bytes:
+        """mysql-mimic answers every refused login 1045 (access denied); one the connection cap
+        refuses (connection_shares) is MySQL's 1040, too many connections: a client retries
+        later rather than asking for another password."""
+        if kwargs.get("code") == ErrorCode.ACCESS_DENIED_ERROR and \
+                str(kwargs.get("msg") or "").startswith("Too many connections"):
+            kwargs["code"] = ErrorCode.CON_COUNT_ERROR
+        return super().error(**kwargs)
 
     def column_definition(self, column: ResultColumn) -> bytes:
         flags = ColumnDefinition(0)
