@@ -237,3 +237,26 @@ def test_one_user_holds_at_most_half_of_the_http_connections(tmp_path: Path) -> 
         finally:
             for client in held:
                 client.close()
+
+
+def test_connections_without_credentials_hold_at_most_half_of_the_http_connections(tmp_path: Path) -> None:
+    """On a server with a token, a client with no credential reaches only its open paths
+    (`/api/status`); its keep-alive connections are one owner held to half the cap, so they
+    cannot fill it and lock out the users who have a token. A refused token closes its
+    connection rather than keep it open, counted by no one."""
+    with spawn(tmp_path / "d", args=("--token", TOKEN, "--max-http-connections", "8")) as srv:
+        held = [httpx.Client(base_url=srv.url, timeout=30) for _ in range(4)]
+        try:
+            for client in held:
+                assert client.get("/api/status").status_code == 200
+            with httpx.Client(base_url=srv.url, timeout=30) as fifth:
+                refused = fifth.get("/api/status")
+                assert refused.status_code == 503 and "without credentials" in refused.json()["detail"]
+            with httpx.Client(base_url=srv.url, timeout=30) as wrong:
+                denied = wrong.get("/api/projects", headers={"Authorization": "Bearer nope"})
+                assert denied.status_code == 401 and denied.headers["connection"] == "close"
+            with kbsql.connect(srv.url, token=TOKEN) as client:
+                assert client.sql("SELECT 1 AS one").to_json()["data"] == [[1]]
+        finally:
+            for client in held:
+                client.close()

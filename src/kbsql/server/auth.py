@@ -137,9 +137,12 @@ class TokenAuth:
             if secret is None:
                 if credentialed:
                     self.throttle.failed(client)
+                # and closed: a connection kept open past a refusal would count toward no
+                # one's share of --max-http-connections (connection_shares.py)
                 await send_problem(send, 401, "Unauthorized",
                                    WRONG_TOKEN if self.presents_token(scope) else NEEDS_TOKEN,
-                                   [(b"www-authenticate", b'Bearer realm="kbsql"')])
+                                   [(b"www-authenticate", b'Bearer realm="kbsql"'),
+                                    (b"connection", b"close")])
                 return
             scope[OWNER] = owner_of(secret.encode("utf-8"))
         await self.app(scope, receive, send)
@@ -176,7 +179,7 @@ class TokenAuth:
         await send_problem(send, 429, "Too Many Requests",
                            f"Too many failed logins or wrong tokens from this address: try again "
                            f"in {wait} s",
-                           [(b"retry-after", str(wait).encode("ascii"))])
+                           [(b"retry-after", str(wait).encode("ascii")), (b"connection", b"close")])
         return True
 
     def authorized(self, scope: Scope) -> str | None:
@@ -243,7 +246,8 @@ class TokenAuth:
         log.warning("failed login for user %r", user if isinstance(user, str) else None)
         self.throttle.failed(client)
         await asyncio.sleep(FAILED_LOGIN_DELAY_S)
-        await send_problem(send, 401, "Unauthorized", "Wrong username or password")
+        await send_problem(send, 401, "Unauthorized", "Wrong username or password",
+                           [(b"connection", b"close")])  # not kept uncounted (connection_shares)
 
     async def logout(self, scope: Scope, send: Send) -> None:
         """`POST /api/logout`, MindsDB's: the session presented (cookie or bearer) ends and

@@ -32,8 +32,9 @@ class ConnectionShares:
     """`cap` connections in all, one owner at most half; `held` says what it counts ("logged
     in", "open"), `flag` the setting that raises it."""
 
-    def __init__(self, cap: int, flag: str, held: str) -> None:
+    def __init__(self, cap: int, flag: str, held: str, anonymous_share: bool = False) -> None:
         self.cap, self.flag, self.held = cap, flag, held
+        self.anonymous_share = anonymous_share  # None (no credential) is held to a share too
         self.turns = Turns()  # how many each owner holds (the lanes' bookkeeping)
 
     def admit(self, owner: str | None) -> str | None:
@@ -44,8 +45,9 @@ class ConnectionShares:
         if total >= self.cap:
             return (f"Too many connections: {total} are {self.held}, this server's limit "
                     f"(kbsql serve {self.flag} {self.cap}); close some or try again later")
-        if owner is not None and mine >= owner_share(self.cap):
-            return (f"Too many connections: these credentials have {mine} {self.held}, half of this "
+        if (owner is not None or self.anonymous_share) and mine >= owner_share(self.cap):
+            whose = "these credentials have" if owner is not None else "clients without credentials have"
+            return (f"Too many connections: {whose} {mine} {self.held}, half of this "
                     f"server's {self.cap} (a fair share, kbsql serve {self.flag}); close some")
         self.turns.take(owner, ())
         return None
@@ -57,8 +59,11 @@ class ConnectionShares:
 class HttpConnections:
     """The HTTP door's connections by the owner of their latest request."""
 
-    def __init__(self, cap: int) -> None:
-        self.shares = ConnectionShares(cap, "--max-http-connections", "open")
+    def __init__(self, cap: int, anonymous_share: bool = False) -> None:
+        """`anonymous_share`: on a server with authentication, connections whose requests carry
+        no credential (its open paths: status, login) are one owner held to half the cap, so
+        they cannot fill it and lock out every user who has one."""
+        self.shares = ConnectionShares(cap, "--max-http-connections", "open", anonymous_share)
         self._owners: dict[object, str | None] = {}
 
     def claim(self, connection: object, owner: str | None) -> str | None:

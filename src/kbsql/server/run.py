@@ -196,7 +196,7 @@ def serve(open_backend: OpenBackend, host: str = "127.0.0.1", port: int = 47334,
         raise
     bound_port = sock.getsockname()[1]
     throttle = FailureThrottle()  # one lockout per address for both doors
-    connections = HttpConnections(bounds.http_connection_cap())  # a share per owner (connection_shares)
+    connections = HttpConnections(bounds.http_connection_cap(), auth.enabled)  # a share per owner
     app = build_app(backend.api, bind_host=host, allowed_origins=allowed_origins, auth=auth,
                     limits=limits, lanes=lanes, throttle=throttle, connections=connections)
     brake = FloodBrake("HTTP", bounds, pending_cap)
