@@ -175,3 +175,28 @@ def test_a_native_query_runs_on_the_postgres_source_read_only(engine: Engine, po
     assert rows(engine, "SELECT count(*) FROM pg.invoices") == [[3]]  # nothing written
     assert engine.query("SELECT * FROM nope (SELECT 1)").error_message.startswith(  # type: ignore[union-attr]
         "Unknown data source 'nope'")
+
+
+def test_a_native_query_stops_at_the_statement_timeout_on_the_server_too(tmp_path, postgres_dsn: str,
+                                                                          pg_schema: str) -> None:
+    """DuckDB's interrupt does not reach a query waiting in libpq: `SELECT pg_sleep(20)` as a
+    native query under a 2 s statement timeout answered 'stopped' only after 20 s, its worker
+    held all along (pg_sleep(1e9) would hold it for good). The source's connections carry the
+    statement timeout, after the source's own `options`, which cannot lift it."""
+    import time
+
+    import psycopg
+
+    (tmp_path / "config.json").write_text(json.dumps({"statement_timeout": 2}))
+    params = {**_params(postgres_dsn, pg_schema), "options": "-c statement_timeout=0"}
+    with Engine(tmp_path) as engine:
+        ok(engine, f"CREATE DATABASE pg WITH ENGINE = 'postgres', PARAMETERS = {json.dumps(params)}")
+        start = time.monotonic()
+        error = engine.query("SELECT * FROM pg (SELECT pg_sleep(20) AS slept)").error_message  # type: ignore[union-attr]
+        assert time.monotonic() - start < 8, time.monotonic() - start
+        assert error.startswith("The statement was stopped: it ran past its time limit (2 s"), error
+        with psycopg.connect(postgres_dsn, autocommit=True) as db:
+            sleeping = db.execute("SELECT count(*) FROM pg_stat_activity WHERE state = 'active' "
+                                  "AND query LIKE '%pg_sleep(20)%' AND pid <> pg_backend_pid()").fetchone()
+        assert sleeping == (0,)
+        assert rows(engine, "SELECT count(*) FROM pg.invoices") == [[3]]

@@ -143,11 +143,19 @@ class PostgresSource:
         self.settings = settings(self.parameters)
         self.allowed: tuple[str, ...] | None = None
         self.connect_s: float | None = None
+        self.statement_s: float | None = None
 
     def confine(self, allowed: tuple[str, ...] | None, connect_s: float | None = None) -> None:
         """The hosts this source may connect to (None: anywhere) and the longest a connection
         attempt may take (`--source-connect-timeout`), from the engine's config."""
         self.allowed, self.connect_s = allowed, connect_s
+
+    def bound_statements(self, seconds: float | None) -> None:
+        """What the server runs for this source stops after `seconds` (the engine's statement
+        timeout; None: no bound): set as its connections' `statement_timeout`. DuckDB's
+        interrupt does not reach a query waiting in libpq: a native query `SELECT pg_sleep(20)`
+        under a 2 s deadline held its worker for 20 s (and pg_sleep(1e9) would hold it for good)."""
+        self.statement_s = seconds
 
     @staticmethod
     def normalize(parameters: dict[str, Any]) -> dict[str, Any]:
@@ -179,6 +187,9 @@ class PostgresSource:
     def attach(self, con: Any) -> None:
         load_extension(con, "postgres_scanner")
         s = self._connection()
+        if self.statement_s:  # last, so a source's own `options` cannot lift it
+            bound_ms = max(1, round(self.statement_s * 1000))
+            s["options"] = f"{s.get('options', '')} -c statement_timeout={bound_ms}".strip()
         fields = ", ".join(f"{SECRET_FIELDS[k]} {duckdb_string_literal(v)}"
                            for k, v in s.items() if k in SECRET_FIELDS and v)
         options = " ".join(f"{k}={libpq_value(v)}" for k, v in s.items()

@@ -168,6 +168,9 @@ class DuckSession:
         confine = getattr(source, "confine", None)  # a network source: the host policy
         if confine is not None and self.policy is not None:
             confine(self.policy.source_hosts, self.policy.source_connect_s)
+        bound = getattr(source, "bound_statements", None)  # a server: it stops what it runs
+        if bound is not None:
+            bound(self.settings.statement_timeout)
         if not read_only:
             source.read_only = False  # type: ignore[attr-defined]
         pinned = self._pin_source(source)

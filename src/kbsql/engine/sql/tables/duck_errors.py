@@ -12,6 +12,7 @@ from kbsql.interface.control import Control, Stopped
 from kbsql.interface.errors import SqlError
 
 MB = 1024 * 1024
+_SERVER_TIMEOUT = "canceling statement due to statement timeout"  # PostgreSQL's words
 _POSTGRES_ERROR = re.compile(r"ERROR:\s+([^\n]*)")
 
 
@@ -20,6 +21,10 @@ def readable(exc: duckdb.Error, control: Control, pinned: list[Pinned], memory_l
     """A stop names its reason, running out of memory names the limits, a postgres source's
     refusal is its own words in one line, and a pinned file is named by its path."""
     if control.stopped and isinstance(exc, duckdb.InterruptException):
+        return Stopped(control.reason or "stopped")
+    if _SERVER_TIMEOUT in str(exc) and control.expired():  # a postgres source's own bound: the same
+        if control.reason is None:  # deadline, reached there a moment before the watchdog saw it
+            control.time_up()
         return Stopped(control.reason or "stopped")
     if isinstance(exc, duckdb.OutOfMemoryException):
         first = str(exc).splitlines()[0]
