@@ -23,6 +23,9 @@ from kbsql.interface.control import Turns, owner_share
 from kbsql.server.guard import send_problem
 from kbsql.server.lanes import owner_key
 
+TOO_MANY = "Too many connections"
+"""How a refusal by the connection caps begins (the MySQL door answers it with code 1040)."""
+
 CONNECTION: ContextVar[object | None] = ContextVar("kbsql_http_connection", default=None)
 """The HTTP connection (its protocol object) a request came on: set by the protocol
 (limits.head_timeout_protocol) as the request's task is made, read by the middleware."""
@@ -43,11 +46,11 @@ class ConnectionShares:
         total = sum(self.turns.held.values())
         mine = self.turns.held.get(owner, 0)
         if total >= self.cap:
-            return (f"Too many connections: {total} are {self.held}, this server's limit "
+            return (f"{TOO_MANY}: {total} are {self.held}, this server's limit "
                     f"(kbsql serve {self.flag} {self.cap}); close some or try again later")
         if (owner is not None or self.anonymous_share) and mine >= owner_share(self.cap):
             whose = "these credentials have" if owner is not None else "clients without credentials have"
-            return (f"Too many connections: {whose} {mine} {self.held}, half of this "
+            return (f"{TOO_MANY}: {whose} {mine} {self.held}, half of this "
                     f"server's {self.cap} (a fair share, kbsql serve {self.flag}); close some")
         self.turns.take(owner, ())
         return None

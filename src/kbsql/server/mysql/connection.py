@@ -37,6 +37,7 @@ from kbsql.interface.api import DEFAULT_PROJECT
 from kbsql.interface.control import Control
 from kbsql.interface.errors import Busy
 from kbsql.interface.literals import ParameterError
+from kbsql.server.connection_shares import TOO_MANY
 from kbsql.server.door_bounds import MB, DoorBounds, HeldBytes, Unread
 from kbsql.server.lanes import WATCH_AFTER_S, Lane, controlled
 from kbsql.server.limits import check_sql_size
@@ -294,7 +295,7 @@ class DoorConnection(Connection):
         refuses (connection_shares) is MySQL's 1040, too many connections: a client retries
         later rather than asking for another password."""
         if kwargs.get("code") == ErrorCode.ACCESS_DENIED_ERROR and \
-                str(kwargs.get("msg") or "").startswith("Too many connections"):
+                str(kwargs.get("msg") or "").startswith(TOO_MANY):
             kwargs["code"] = ErrorCode.CON_COUNT_ERROR
         return super().error(**kwargs)
 

@@ -44,12 +44,12 @@ class DuckSettings:
     """Connected data sources are never written (source_writes refuses in one line)."""
     read_only_note: str = "read_only_sources in config.json"
     checks: value_caps.CheckBounds = field(default_factory=value_caps.CheckBounds)
+    """The value caps' other bounds: nodes their checks may add, an edit distance's pairs."""
     long_statement_tokens: int = 1000
     """A statement of more tokens is parsed and compiled in one of `long_statement_slots`
     (parse/long_statements.py); 0: none is."""
     long_statement_slots: int = 1
     long_statement_note: str = "long_statement_slots in config.json"
-    """The value caps' other bounds: nodes their checks may add, an edit distance's pairs."""
 
 
 def configure(con: duckdb.DuckDBPyConnection, s: DuckSettings) -> Path | None:
