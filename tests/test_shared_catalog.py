@@ -274,3 +274,28 @@ def test_files_queries_and_agent_params_are_shared_by_every_engine(tmp_path, pgv
         assert b.get_agent("mindsdb", "timed").params == {"timeout": 12}
         b.delete_file("orders")
         assert a.list_files() == []
+
+
+def test_frames_read_from_a_shared_catalog_are_kept_within_a_bound(tmp_path, pgvector_dsn, monkeypatch):
+    """Every frame a server read from PostgreSQL stayed in its memory for good (in the
+    store's cache and on every pooled cursor that read it); now the least recently read go
+    first past `frame_store_pg.CACHE_BYTES` and `duck.SLOT_MAX_BYTES`, and every frame still
+    answers."""
+    import pandas as pd
+    import pyarrow as pa
+
+    from kbsql.engine.postgres import frame_store_pg
+    from kbsql.engine.sql.tables import duck
+
+    monkeypatch.setattr(frame_store_pg, "CACHE_BYTES", 3 * 1024 * 1024, raising=False)
+    monkeypatch.setattr(duck, "SLOT_MAX_BYTES", 2 * 1024 * 1024, raising=False)
+    with Engine(tmp_path / "a", catalog_url=pgvector_dsn) as a:
+        for i in range(6):  # 1.4 MB each as Arrow
+            a.register_dataframe(f"wide{i}", pd.DataFrame({"txt": ["x" * 20] * 50_000}))
+        base = pa.total_allocated_bytes()
+        for _ in range(2):
+            for i in range(6):
+                assert a.query(f"SELECT count(*) FROM df.wide{i}").to_json()["data"] == [[50_000]]
+        assert a.sql.frames._versions and sum(t.nbytes for _, t in a.sql.frames._versions.values()) \
+            <= frame_store_pg.CACHE_BYTES
+        assert pa.total_allocated_bytes() - base < 5.5 * 1024 * 1024  # all six: 8.4 MB

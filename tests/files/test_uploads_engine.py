@@ -153,3 +153,29 @@ def test_files_are_server_wide_a_name_is_taken_once_and_delete_names_what_is_mis
             second.close()
     finally:
         first.close()
+
+
+def test_stored_tables_are_not_held_in_memory_between_statements(engine: Engine) -> None:
+    """Each uploaded file and registered DataFrame stayed in memory as an Arrow table for
+    good (the store's cache, and every pooled cursor that read it): twenty 38 MB uploads to
+    a live server took it from 72 MB to 1.16 GB, so one user's uploads could exhaust the
+    server. DuckDB now reads the stored Parquet itself: after uploads and reads of several
+    tables, Arrow holds less than one of them."""
+    import pyarrow as pa
+
+    row = "a fairly long text value that repeats,12345,67.5\n"
+    csv = ("txt,num,val\n" + row * 60_000).encode()  # ~3 MB, ~4 MB as Arrow
+    one_table = None
+    for i in range(5):
+        engine.upload_file(f"big{i}", csv, f"big{i}.csv")
+        engine.register_dataframe(f"frame{i}", pd.DataFrame({"txt": ["x" * 60] * 60_000}))
+        assert rows(engine, f"SELECT count(*) AS n FROM files.big{i}") == [{"n": 60_000}]
+        assert rows(engine, f"SELECT count(*) AS n, max(length(txt)) AS w FROM df.frame{i}") == \
+            [{"n": 60_000, "w": 60}]
+        one_table = one_table or engine.uploads.table(f"big{i}").nbytes
+    assert pa.total_allocated_bytes() < one_table
+    # a replaced table is read anew, and a dropped one is gone
+    engine.register_dataframe("frame0", pd.DataFrame({"txt": ["y"]}))
+    assert rows(engine, "SELECT txt FROM df.frame0") == [{"txt": "y"}]
+    engine.query("DROP TABLE files.big1")
+    assert "big1" in error(engine, "SELECT * FROM files.big1")

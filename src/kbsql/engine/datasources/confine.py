@@ -53,6 +53,7 @@ class Pinned:
     fd: int
     real: str
     read_path: str
+    stored: bool = False  # the engine's own file (`pin_stored`): `path` is what errors show
 
     def close(self) -> None:
         try:
@@ -69,6 +70,18 @@ class Pinned:
             return False
         return (now.st_dev, now.st_ino) == (held.st_dev, held.st_ino) and \
             os.path.realpath(self.path) == self.real
+
+
+def pin_stored(path: str) -> Pinned:
+    """Open one of the engine's own stored files (no policy: the path is the engine's, not
+    SQL's), so DuckDB reads the file that was there at the start even if it is replaced or
+    dropped meanwhile. A file gone already is the table's being dropped: one SQL error."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        raise SqlError("A table this statement reads was dropped or replaced while it was "
+                       "being read; run the statement again") from None
+    return Pinned("a stored table", fd, path, str(PROC_FD / str(fd)) if _HAS_PROC else path, stored=True)
 
 
 class PathPolicy:

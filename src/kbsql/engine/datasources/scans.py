@@ -6,7 +6,10 @@ no source ever builds SQL out of user text: names are validated against the sour
 list of tables, and the SQL side quotes whatever it renders.
 
 - `NativeTable`: a table DuckDB reads itself (an ATTACHed database file).
-- `FileScan`: a file DuckDB reads with one of its readers (`read_csv_auto`, ...).
+- `FileScan`: a file DuckDB reads with one of its readers (`read_csv_auto`, ...); also the
+  engine's own stored tables (registered frames, uploaded files: Parquet in the data
+  directory), which DuckDB then reads from disk, so no table is held in memory between
+  statements however many are stored.
 - `FrameScan`: rows already in Python (Arrow or pandas), registered in DuckDB for the
   query; `cache_key` lets the session keep one registration while the rows do not change.
 """
@@ -30,6 +33,12 @@ class NativeTable:
 class FileScan:
     reader: str  # read_csv_auto | read_parquet | read_json_auto
     path: str
+    stored: bool = False
+    """The engine's own file (a stored table's Parquet): read without the path policy, which
+    refuses the data directory to every path SQL names."""
+    version: int = 0
+    """A stored file's `st_mtime_ns`: a plan compiled against it is compiled again once the
+    file is replaced (plans.PlanCache compares scans)."""
 
 
 @dataclass(frozen=True)

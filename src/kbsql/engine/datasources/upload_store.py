@@ -165,6 +165,6 @@ class UploadStore:
             number = record.pages.index(sheet) + 1
         key = f"{record.storage_key}_{number}"
         inner = self.pages.scan(con, [key])
-        if not isinstance(inner, FrameScan):
-            return None
-        return FrameScan(inner.frame, cache_key=(UPLOADS_SOURCE, key, *(inner.cache_key or ())[2:]))
+        if isinstance(inner, FrameScan):  # pages in PostgreSQL (frame_store_pg.py)
+            return FrameScan(inner.frame, cache_key=(UPLOADS_SOURCE, key, *(inner.cache_key or ())[2:]))
+        return inner  # a stored Parquet file, or None

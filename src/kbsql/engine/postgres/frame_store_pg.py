@@ -4,12 +4,17 @@ The same interface as `FrameStore` (frames.py), for servers started with `--cata
 a frame registered through one server is a table for all of them. Each frame is one row
 of `kbsql.frames` (Parquet bytes); its `version` changes on every register, so a server
 re-reads a frame only when another one replaced it (one small query per lookup).
+
+The tables read are kept for the next statement up to `CACHE_BYTES` in all, the least
+recently used going first: kept without a bound, every table ever read stayed in memory
+(a local store keeps none: DuckDB reads its Parquet files, frame_store.py).
 """
 
 from __future__ import annotations
 
 import io
 import threading
+from collections import OrderedDict
 from typing import Any
 
 import pyarrow as pa
@@ -21,6 +26,8 @@ from kbsql.engine.datasources.scans import FrameScan, Scan
 from kbsql.engine.postgres.catalog_pg import SCHEMA, PgConnection
 from kbsql.interface.frames import to_arrow
 
+CACHE_BYTES = 256 * 1024 * 1024
+
 
 class PgFrameStore(FrameStore):
     """A FrameStore whose frames live in PostgreSQL instead of the data directory."""
@@ -30,7 +37,7 @@ class PgFrameStore(FrameStore):
         self.rows = f"{SCHEMA}.{table}"  # `frames`, or `uploads` for the files' pages (upload_store.py)
         self._lock = threading.Lock()
         self._conn = PgConnection(url)  # reconnects after a restart; 503 while PostgreSQL is away
-        self._versions: dict[str, tuple[int, pa.Table]] = {}
+        self._versions: OrderedDict[str, tuple[int, pa.Table]] = OrderedDict()
 
     def _execute(self, sql: str, args: tuple[Any, ...] = ()) -> Any:
         return self._conn.execute(sql, args)
@@ -76,13 +83,18 @@ class PgFrameStore(FrameStore):
                 return None
             cached = self._versions.get(key)
             if cached is not None and cached[0] == row["version"]:
+                self._versions.move_to_end(key)
                 return cached
             data = self._execute(f"SELECT version, data FROM {self.rows} WHERE lower(name) = %s",
                                  (key,)).fetchone()
             if data is None:
                 return None
             loaded = (int(data["version"]), pq.read_table(io.BytesIO(bytes(data["data"]))))
-            self._versions[key] = loaded
+            self._versions.pop(key, None)
+            if loaded[1].nbytes <= CACHE_BYTES:
+                self._versions[key] = loaded
+                while sum(t.nbytes for _, t in self._versions.values()) > CACHE_BYTES:
+                    self._versions.popitem(last=False)
             return loaded
 
     def scan(self, con: Any, parts: list[str]) -> Scan | None:

@@ -30,7 +30,7 @@ import duckdb
 import pyarrow as pa
 from sqlglot import exp
 
-from kbsql.engine.datasources.confine import PathPolicy, Pinned
+from kbsql.engine.datasources.confine import PathPolicy, Pinned, pin_stored
 from kbsql.engine.datasources.frame_store import FRAMES_SOURCE, FrameStore
 from kbsql.engine.datasources.registry import Engines, data_source_engines, normalize, open_source
 from kbsql.engine.datasources.scans import DataSource, FileScan, FrameScan, NativeTable, Scan
@@ -52,6 +52,7 @@ MB = 1024 * 1024
 BATCH_ROWS = 65536  # rows per fetched Arrow batch (the result cap is checked per batch)
 FILE_TOKEN = "__kbsql_file_{}__"
 PINNED_ENGINES = frozenset({"sqlite", "duckdb"})  # sources that are one file, re-checked at each use
+SLOT_MAX_BYTES = 16 * MB  # frames a pooled cursor keeps registered between statements, in all
 
 
 class _Cursor:
@@ -62,6 +63,13 @@ class _Cursor:
     def __init__(self, con: duckdb.DuckDBPyConnection):
         self.con = con
         self.slots: dict[tuple[Any, ...], tuple[str, Any]] = {}
+
+
+def _unregister(cursor: _Cursor, name: str) -> None:
+    try:
+        cursor.con.unregister(name)
+    except duckdb.Error:
+        pass
 
 
 class DuckSession:
@@ -248,7 +256,7 @@ class DuckSession:
             return exp.table_(scan.table, db=scan.schema, catalog=scan.catalog, quoted=True)
         if isinstance(scan, FileScan):  # opened and checked at each run (`_bind`)
             token = FILE_TOKEN.format(len(compiled.files))
-            compiled.files.append(scan.path)
+            compiled.files.append(scan)
             call = exp.Anonymous(this=scan.reader, expressions=[exp.Literal.string(token)])
             return exp.Table(this=call)
         return exp.table_(self._frame_name(scan, compiled), quoted=True)
@@ -272,8 +280,10 @@ class DuckSession:
 
     def _frame_name(self, scan: FrameScan, compiled: Compiled) -> str:
         """The name a frame is read under. A cached frame keeps one name while its rows do
-        not change (cursors register it once); any other is a temp of this statement."""
-        if scan.cache_key is not None:
+        not change (cursors register it once and keep up to `SLOT_MAX_BYTES` of such frames,
+        the least recently used going first: each pooled cursor kept every table it ever
+        read); any other is a temp of this statement."""
+        if scan.cache_key is not None and getattr(scan.frame, "nbytes", 0) <= SLOT_MAX_BYTES:
             slot = scan.cache_key[:2]
             with self.lock:
                 known = self._views.get(slot)
@@ -336,20 +346,25 @@ class DuckSession:
                 cursor.con.register(use.name, use.frame)
                 temps.append(use.name)
                 continue
-            held = cursor.slots.get(use.slot)
-            if held is not None and held[0] == use.name:
-                continue
-            if held is not None:
-                try:
-                    cursor.con.unregister(held[0])
-                except duckdb.Error:
-                    pass
-            cursor.con.register(use.name, use.frame)
-            cursor.slots[use.slot] = (use.name, use.frame)
+            held = cursor.slots.pop(use.slot, None)
+            if held is not None and held[0] != use.name:
+                _unregister(cursor, held[0])
+                held = None
+            if held is None:
+                cursor.con.register(use.name, use.frame)
+            cursor.slots[use.slot] = (use.name, use.frame)  # the most recently used last
+        in_use = {use.slot for use in plan.frames}
+        while sum(getattr(f, "nbytes", 0) for _, f in cursor.slots.values()) > SLOT_MAX_BYTES:
+            oldest = next((slot for slot in cursor.slots if slot not in in_use), None)
+            if oldest is None:
+                break
+            _unregister(cursor, cursor.slots.pop(oldest)[0])
         sql = plan.sql
-        for i, path in enumerate(plan.files):
-            if self.policy is not None:
-                item = self.policy.pin(path, "file")
+        for i, scan in enumerate(plan.files):
+            path = scan.path
+            item = pin_stored(path) if scan.stored else \
+                self.policy.pin(path, "file") if self.policy is not None else None
+            if item is not None:
                 pinned.append(item)
                 path = item.read_path
             sql = sql.replace(f"'{FILE_TOKEN.format(i)}'", f"'{_quote(path)}'")

@@ -40,7 +40,7 @@ def readable(exc: duckdb.Error, control: Control, pinned: list[Pinned], memory_l
         return SqlError(f"PostgreSQL refused the query: {server.group(1).strip()}" + (
             " (a native query runs there as a read-only subquery: a SELECT)" if native else ""))
     for item in pinned:
-        message = message.replace(item.read_path, item.path)
-    if pinned:
+        message = message.replace(item.read_path, item.path).replace(item.real, item.path)
+    if any(not item.stored for item in pinned) or message != str(exc):
         return SqlError(message)
-    return exc
+    return exc  # only the engine's own files, unnamed in it: the error as DuckDB gave it

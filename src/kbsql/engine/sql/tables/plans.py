@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from kbsql.engine.datasources.scans import Scan
+from kbsql.engine.datasources.scans import FileScan, Scan
 from kbsql.interface.errors import SqlError
 
 if TYPE_CHECKING:
@@ -22,6 +22,9 @@ if TYPE_CHECKING:
 
 PLAN_CACHE_SIZE = 256
 PLAN_CACHE_MAX_TEXT = 64 * 1024
+PLAN_FRAME_BYTES = 1024 * 1024
+"""A plan holds the frames it reads: one reading more is not kept (256 kept plans would
+otherwise keep up to 256 tables of a shared catalog in memory for good)."""
 """A longer query text is not cached: 256 plans of 1 MB texts (a pasted id list) would keep
 ~0.5 GB (the text and its compiled SQL); such a query pays its own compile each time."""
 
@@ -43,7 +46,7 @@ class Compiled:
 
     sql: str
     frames: list[FrameUse] = field(default_factory=list)
-    files: list[str] = field(default_factory=list)
+    files: list[FileScan] = field(default_factory=list)
     checks: list[tuple[list[str], Scan]] = field(default_factory=list)
     cacheable: bool = True
     kb_metadata: bool = False  # a knowledge base's `metadata` (JSON text in DuckDB) is read
@@ -81,7 +84,8 @@ class PlanCache:
 
     def put(self, query: str, db: str, plan: Compiled) -> None:
         temps = any(f.slot is None for f in plan.frames)
-        if plan.cacheable and not temps and len(query) <= PLAN_CACHE_MAX_TEXT:
+        held = sum(getattr(f.frame, "nbytes", 0) for f in plan.frames)
+        if plan.cacheable and not temps and held <= PLAN_FRAME_BYTES and len(query) <= PLAN_CACHE_MAX_TEXT:
             with self._lock:
                 self._plans[(query, db)] = plan
                 while len(self._plans) > self.size:
