@@ -328,3 +328,16 @@ def test_a_user_sending_pdfs_without_pause_leaves_another_user_a_turn(
     assert all(a.status_code == 200 or (a.status_code == 503 and "--pdf-workers" in a.text)
                or (a.status_code == 400 and "--pdf-timeout" in a.text) for a in theirs), \
         [a.text for a in theirs]
+
+
+def test_an_upload_that_would_leave_too_little_disk_answers_507(tmp_path: Path) -> None:
+    """--disk-reserve-mb on the wire: the upload is a 507 naming the flag, in the problem
+    shape every error has, and nothing is listed."""
+    proc, url = start_server(tmp_path / "server", env={"KBSQL_DISK_RESERVE_MB": str(2**40)})
+    try:
+        with httpx.Client(base_url=url, timeout=60) as http:
+            problem(upload(http, "orders", "orders.csv", makers.csv_bytes()), "Insufficient storage",
+                    "would leave less than 1099511627776 MB free on the server's disk", 507)
+            assert http.get("/api/files").json() == []
+    finally:
+        stop_server(proc)

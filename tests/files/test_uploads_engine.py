@@ -179,3 +179,34 @@ def test_stored_tables_are_not_held_in_memory_between_statements(engine: Engine)
     assert rows(engine, "SELECT txt FROM df.frame0") == [{"txt": "y"}]
     engine.query("DROP TABLE files.big1")
     assert "big1" in error(engine, "SELECT * FROM files.big1")
+
+
+def test_a_table_that_would_leave_too_little_disk_is_refused_and_nothing_is_lost(
+        engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One user's uploads filled the disk, after which every user's writes answered 507: a
+    stored table must now leave `disk_reserve_mb` free. A file past it is refused with the
+    setting named and nothing of it stored (a workbook's pages stored before the refused one
+    go too); what was stored before stays."""
+    import collections
+
+    from kbsql.engine.datasources import frame_store
+    from kbsql.interface.errors import InsufficientStorage
+
+    reserve = engine.config.disk_reserve_mb * 2**20
+    assert reserve == 1024 * 2**20  # the default
+    usage = collections.namedtuple("usage", "total used free")
+    monkeypatch.setattr(frame_store.shutil, "disk_usage",
+                        lambda path: usage(0, 0, reserve + 3 * 2**20))
+    small = ("n,txt\n" + "1,abc\n" * 1000).encode()
+    engine.upload_file("small", small, "small.csv")
+    big = ("n,txt\n" + "1,a fairly long text that fills the disk\n" * 100_000).encode()
+    with pytest.raises(InsufficientStorage) as refused:
+        engine.upload_file("big", big, "big.csv")
+    assert "would leave less than 1024 MB free" in str(refused.value)
+    assert "--disk-reserve-mb" in str(refused.value)
+    with pytest.raises(InsufficientStorage):
+        engine.register_dataframe("bigframe", pd.DataFrame({"t": ["x" * 50] * 100_000}))
+    assert [f["name"] for f in engine.list_files()] == ["small"]
+    assert rows(engine, "SELECT count(*) AS n FROM files.small") == [{"n": 1000}]
+    assert len(list((engine.data_dir / "uploads").glob("*.parquet"))) == 1
+    assert not (engine.data_dir / "frames").exists() or not list((engine.data_dir / "frames").iterdir())

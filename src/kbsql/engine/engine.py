@@ -291,7 +291,7 @@ class Engine(FileTables, UploadedFiles, Databases, Views, KnowledgeBaseEditing, 
             return PgFrameStore(self.catalog.shared_url, place)
         from kbsql.engine.datasources.frame_store import FrameStore
 
-        return FrameStore(self.data_dir, place)
+        return FrameStore(self.data_dir, place, reserve=self.config.disk_reserve_mb * 2**20)
 
     def close(self) -> None:
         if not self._closed.is_set():

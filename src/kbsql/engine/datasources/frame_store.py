@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,7 @@ import pyarrow as pa
 
 from kbsql.engine.datasources.scans import FileScan, Scan, match_name
 from kbsql.engine.faults import storage_fault
-from kbsql.interface.errors import BadRequest, clipped
+from kbsql.interface.errors import BadRequest, InsufficientStorage, clipped
 from kbsql.interface.frames import to_arrow
 
 FRAMES_SOURCE = "df"
@@ -42,6 +43,10 @@ def _parquet() -> Any:
     import pyarrow.parquet
 
     return pyarrow.parquet
+
+
+def _mb(size: int) -> int:
+    return max(1, round(size / 2**20))
 
 
 def frame_name(name: Any) -> str:
@@ -57,8 +62,9 @@ class FrameStore:
     name = FRAMES_SOURCE
     engine = "dataframe"
 
-    def __init__(self, data_dir: Path, folder: str = "frames"):
+    def __init__(self, data_dir: Path, folder: str = "frames", reserve: int = 0):
         self.folder = data_dir / folder  # `frames`, or `uploads` for the files' pages (upload_store.py)
+        self.reserve = reserve  # bytes a stored table must leave free on the disk (disk_reserve_mb)
 
     def _path(self, name: str) -> Path:
         return self.folder / f"{name}.parquet"
@@ -71,6 +77,7 @@ class FrameStore:
         existing = match_name(name, self.tables())
         if existing is not None and existing != name:  # names are case-insensitive
             self._path(existing).unlink(missing_ok=True)
+        self._check_room(table)
         tmp = self.folder / f".{name}.{os.getpid()}.tmp"
         try:
             _parquet().write_table(table, tmp)
@@ -82,6 +89,19 @@ class FrameStore:
                 raise fault from exc
             raise
         return table.num_rows
+
+    def _check_room(self, table: pa.Table) -> None:
+        """Refuse a table that would leave less than `reserve` free: a disk filled by one
+        user's uploads fails every other write (inserts, the catalog, the query log) with a
+        507. Its size in memory stands for its file's (Parquet is mostly smaller)."""
+        if self.reserve <= 0:
+            return
+        free = shutil.disk_usage(self.folder).free
+        if free - table.nbytes < self.reserve:
+            raise InsufficientStorage(
+                f"Storing this table (~{_mb(table.nbytes)} MB) would leave less than {_mb(self.reserve)} MB "
+                f"free on the server's disk ({_mb(free)} MB free; disk_reserve_mb, --disk-reserve-mb): "
+                "nothing was stored")
 
     def unregister(self, name: str) -> bool:
         found = match_name(name, self.tables())

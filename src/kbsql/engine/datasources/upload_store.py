@@ -92,9 +92,9 @@ class UploadStore:
             stored = [pa.table({TABLES_COLUMN: pa.array(sheets, pa.string())}), *tables.values()]
         main = stored[0]
         key = f"u{uuid.uuid4().hex[:20]}"
-        for number, table in enumerate(stored):
-            self.pages.register(f"{key}_{number}", table)
-        try:
+        try:  # a page refused (no room, a full disk) takes the pages stored before it along
+            for number, table in enumerate(stored):
+                self.pages.register(f"{key}_{number}", table)
             old = self._insert(name, key, source_file, main, sheets, replace)
         except BaseException:
             self._drop_pages(key, len(stored))
