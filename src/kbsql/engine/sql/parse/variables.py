@@ -37,8 +37,15 @@ _SET_WORD = re.compile(r"\s*SET\b", re.IGNORECASE)
 _FROM_ENV = re.compile(r"from_env\s*\(\s*(['\"])([^'\"]*)\1\s*\)", re.IGNORECASE)
 
 
+MAX_VARIABLES = 1000
+MAX_VALUE_CHARS = 16 * 1024 * 1024
+"""What the store keeps in all: each SET of a new name kept its value for good (a hundred
+0.9 MB values held 90 MB), so SETs of new names could take a served engine's memory."""
+
+
 class Variables:
-    """The session's variables (one store per engine, kept in memory)."""
+    """The session's variables (one store per engine, kept in memory, as MindsDB keeps one
+    store per company), at most `MAX_VARIABLES` names and `MAX_VALUE_CHARS` of values."""
 
     def __init__(self) -> None:
         self.values: dict[str, Any] = {}
@@ -49,7 +56,14 @@ class Variables:
         if match is None:
             return None
         name, expression = match.group(1).lower(), match.group(2)
-        self.values[name] = _value_of(self.expand(expression))
+        value = _value_of(self.expand(expression))
+        others = {k: v for k, v in self.values.items() if k != name}
+        held = sum(len(str(v)) for v in others.values()) + len(str(value))
+        if len(others) >= MAX_VARIABLES or held > MAX_VALUE_CHARS:
+            raise SqlError(f"SET @{match.group(1)} would keep more than {MAX_VARIABLES} variables or "
+                           f"{MAX_VALUE_CHARS:,} characters of values (SET @name = NULL frees a "
+                           "value's space)")
+        self.values[name] = value
         return name
 
     def expand(self, query: str, params: Mapping[str, Any] | None = None) -> str:
