@@ -221,6 +221,10 @@ def test_a_native_query_reads_the_source_s_schema_as_its_plain_tables_do(tmp_pat
         assert sdk.query("SELECT * FROM files.copied ORDER BY id").fetch().values.tolist() == [
             [1, "ann!"], [2, "bob!"]]
         sdk.views.create("who", pg.query(text))
+        made = pg.tables.create("made", pg.query(text))  # CREATE TABLE pg.made (SELECT * FROM pg (...))
+        # UPDATE pg.made ON id FROM (SELECT * FROM pg (...)): the `*` was refused
+        made.update(pg.query("SELECT id, customer AS who FROM invoices WHERE id = 2"), on=["id"])
+        assert made.fetch().sort_values("id").values.tolist() == [[1, "ann!"], [2, "bob"]]
         assert sdk.views.get("who").fetch()["who"].tolist() == ["ann!", "bob!"]
         path = sdk.query("SELECT * FROM pg (SELECT current_setting('search_path') AS p)").fetch()
         assert path["p"].tolist() == [f'"{pg_schema}",public']  # the schema first, then public
