@@ -322,3 +322,32 @@ def test_a_zip_whose_file_climbs_out_is_named_a_path_traversal(client: httpx.Cli
     put = client.put("/api/files/archive", files={"file": ("archive.zip", zipped("sub/a.csv"))})
     assert put.json()["detail"] == "Archive must contain data file in root."
     assert "archive" not in [f["name"] for f in client.get("/api/files").json()]
+
+
+def test_jobs_routes_answer_as_mindsdb_s_jobs_test(client: httpx.Client) -> None:
+    """MindsDB's tests/unit/api/http/jobs_test.py::test_jobs_flow (it was a 404 "No route"):
+    the job made by POST is the one SQL lists, GET and history answer it, DELETE is 204. A
+    query closing CREATE JOB's parentheses early is refused, nothing stored or run."""
+    fmt = "%Y-%m-%d %H:%M:%S"
+    start, end = (time.strftime(fmt, time.gmtime(time.time() + days * 86400)) for days in (1, 2))
+    job = {"name": "TEST_job", "query": "select 1", "if_query": "select 2", "start_at": start,
+           "end_at": end, "schedule_str": "every hour"}
+    made = client.post("/api/projects/mindsdb/jobs", json={"job": job})
+    assert made.status_code == 200, made.text
+    assert {k: made.json()[k] for k in ("name", "query", "if_query", "schedule_str")} == {
+        k: job[k] for k in ("name", "query", "if_query", "schedule_str")}
+    assert start in made.json()["start_at"] and end in made.json()["end_at"]
+    shown = client.post("/api/sql/query", json={"query": "SHOW JOBS"}).json()
+    assert [row[:2] for row in shown["data"]] == [["TEST_job", "mindsdb"]]
+    assert client.get("/api/projects/mindsdb/jobs/TEST_job").json()["query"] == "select 1"
+    assert client.get("/api/projects/mindsdb/jobs/TEST_job/history").json() == []
+    assert [j["name"] for j in client.get("/api/projects/mindsdb/jobs").json()] == ["TEST_job"]
+    assert client.post("/api/projects/mindsdb/jobs", json={"job": job}).status_code == 409
+    assert client.delete("/api/projects/mindsdb/jobs/TEST_job").status_code == 204
+    assert client.get("/api/projects/mindsdb/jobs/TEST_job").status_code == 404
+    assert client.get("/api/projects/nowhere/jobs").status_code == 404
+    assert client.post("/api/projects/mindsdb/jobs", json={}).json()["title"] == "Missing parameter"
+    sneaky = {"name": "j2", "query": "select 1) EVERY 1 minute IF (select 2"}
+    refused = client.post("/api/projects/mindsdb/jobs", json={"job": sneaky})
+    assert refused.status_code == 400 and "nothing was stored" in refused.json()["detail"]
+    assert client.get("/api/projects/mindsdb/jobs").json() == []

@@ -200,3 +200,33 @@ def test_a_native_query_stops_at_the_statement_timeout_on_the_server_too(tmp_pat
                                   "AND query LIKE '%pg_sleep(20)%' AND pid <> pg_backend_pid()").fetchone()
         assert sleeping == (0,)
         assert rows(engine, "SELECT count(*) FROM pg.invoices") == [[3]]
+
+
+def test_a_native_query_reads_the_source_s_schema_as_its_plain_tables_do(tmp_path, postgres_dsn: str,
+                                                                           pg_schema: str) -> None:
+    """mindsdb_sdk's `db.query(sql)` fetched reads `invoices` in the source's `schema`; fed to
+    a table or a view the SDK sends the same text as a native query, which found no `invoices`
+    ('relation "invoices" does not exist'): MindsDB sets the connection's search_path to the
+    schema (then public), so both forms read the same table. A live server, the SDK's calls."""
+    mindsdb_sdk = pytest.importorskip("mindsdb_sdk")
+    from tests.conftest import start_server, stop_server
+
+    server, url = start_server(tmp_path / "server")
+    try:
+        sdk = mindsdb_sdk.connect(url)
+        pg = sdk.databases.create("pg", engine="postgres", connection_args=_params(postgres_dsn, pg_schema))
+        text = "SELECT id, customer || '!' AS who FROM invoices WHERE id < 3 ORDER BY id"
+        assert pg.query(text).fetch().values.tolist() == [[1, "ann!"], [2, "bob!"]]
+        sdk.databases.files.tables.create("copied", pg.query(text))
+        assert sdk.query("SELECT * FROM files.copied ORDER BY id").fetch().values.tolist() == [
+            [1, "ann!"], [2, "bob!"]]
+        sdk.views.create("who", pg.query(text))
+        made = pg.tables.create("made", pg.query(text))  # CREATE TABLE pg.made (SELECT * FROM pg (...))
+        # UPDATE pg.made ON id FROM (SELECT * FROM pg (...)): the `*` was refused
+        made.update(pg.query("SELECT id, customer AS who FROM invoices WHERE id = 2"), on=["id"])
+        assert made.fetch().sort_values("id").values.tolist() == [[1, "ann!"], [2, "bob"]]
+        assert sdk.views.get("who").fetch()["who"].tolist() == ["ann!", "bob!"]
+        path = sdk.query("SELECT * FROM pg (SELECT current_setting('search_path') AS p)").fetch()
+        assert path["p"].tolist() == [f'"{pg_schema}",public']  # the schema first, then public
+    finally:
+        stop_server(server)

@@ -124,6 +124,9 @@ def _writes(run: Any, db: str, table: str) -> None:
     if db != "files":  # update.mdx's FROM subquery "aliased as prediction_data" (MindsDB's parser refuses it)
         assert run(f"UPDATE {t} ON id FROM (SELECT 2 AS id, 'w' AS b) AS prediction_data") == ("ok", 1)
         assert run(f"SELECT b FROM {t} WHERE id = 2") == ("table", [("w",)])
+        # a `*` (mindsdb_sdk's table.update(db.query(...), on=...)): its columns read from DESCRIBE
+        assert run(f"UPDATE {t} ON id FROM (SELECT * FROM (SELECT 'u' AS b, 2 AS id))") == ("ok", 1)
+        assert run(f"SELECT b FROM {t} WHERE id = 2") == ("table", [("u",)])
     # table.mdx's CREATE TABLE ... (SELECT ...) with any query, a UNION too
     assert run(f"CREATE OR REPLACE TABLE {t} (SELECT 7 AS z UNION ALL SELECT 8 AS z)")[0] == "ok"
     assert run(f"SELECT z FROM {t} ORDER BY z") == ("table", [(7,), (8,)])

@@ -27,6 +27,7 @@ from kbsql.server.routes import (
     agents,
     databases,
     handlers,
+    jobs,
     knowledge_bases,
     project_views,
     server_config,
@@ -40,7 +41,7 @@ from kbsql.server.throttle import FailureThrottle
 
 ROUTES = [*status.ROUTES, *knowledge_bases.ROUTES, *agents.ROUTES, *sql.ROUTES, *uploads.ROUTES,
           *databases.ROUTES, *project_views.ROUTES, *tree.ROUTES, *server_config.ROUTES,
-          *handlers.ROUTES]
+          *handlers.ROUTES, *jobs.ROUTES]
 
 
 def _no_route(request: Request, exc: Any) -> Response:

@@ -128,6 +128,15 @@ def libpq_value(value: str) -> str:
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
+def search_path(schema: str) -> str:
+    """The `schema` parameter, then public, as a libpq `-c search_path=` value: MindsDB sets
+    this on connecting, so a native query reads `invoices` in the schema as the source's plain
+    tables do (without it, 'relation "invoices" does not exist'). Spaces are escaped for libpq's
+    `options`, the name quoted for PostgreSQL."""
+    value = '"' + schema.replace('"', '""') + '",public'
+    return value.replace(" ", "\\ ")
+
+
 class PostgresSource:
     """PARAMETERS: host, port, user, password, database, schema (default `public`), or a dsn;
     optional sslmode, connect_timeout (seconds, default 5)."""
@@ -187,6 +196,8 @@ class PostgresSource:
     def attach(self, con: Any) -> None:
         load_extension(con, "postgres_scanner")
         s = self._connection()
+        if self.parameters.get("schema"):  # after the source's own `options`, as MindsDB's SET
+            s["options"] = f"{s.get('options', '')} -c search_path={search_path(self.schema)}".strip()
         if self.statement_s:  # last, so a source's own `options` cannot lift it
             bound_ms = max(1, round(self.statement_s * 1000))
             s["options"] = f"{s.get('options', '')} -c statement_timeout={bound_ms}".strip()

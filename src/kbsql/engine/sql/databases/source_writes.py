@@ -208,7 +208,8 @@ def update(session: SqlSession, statement: ast.Update, parts: list[str], ctx: di
             alias = str(statement.from_select_alias.parts[-1]) if statement.from_select_alias else FROM_ALIAS
             inner = compile_tree(session, statement.from_select, ctx, compiled)
             if statement.keys:
-                sets, where = _on_keys([str(k.parts[-1]) for k in statement.keys], inner, alias)
+                names = _select_names(session, inner, compiled)
+                sets, where = _on_keys([str(k.parts[-1]) for k in statement.keys], names, alias)
             source_from = exp.From(this=exp.Subquery(
                 this=inner, alias=exp.TableAlias(this=exp.to_identifier(alias, quoted=True))))
         if not sets:
@@ -229,12 +230,20 @@ def update(session: SqlSession, statement: ast.Update, parts: list[str], ctx: di
 FROM_ALIAS = "__kbsql_from__"
 
 
-def _on_keys(keys: list[str], inner: exp.Expression, alias: str) -> tuple[dict[str, Any], Any]:
+def _select_names(session: SqlSession, inner: exp.Expression, compiled: Compiled) -> list[str]:
+    """The SELECT's column names; with a `*` among them, DuckDB's DESCRIBE of it (nothing
+    runs): mindsdb_sdk's `table.update(db.query(...), on=[...])` sends `UPDATE t ON k FROM
+    (SELECT * FROM pg (...))`, which MindsDB runs and was refused here for its `*`."""
+    names = list(getattr(inner, "named_selects", []))
+    if names and "*" not in names:
+        return names
+    compiled.sql, compiled.cacheable = inner.sql("duckdb"), False
+    return [str(name) for name in session.duck.describe(compiled).column("column_name").to_pylist()]
+
+
+def _on_keys(keys: list[str], names: list[str], alias: str) -> tuple[dict[str, Any], Any]:
     """SET and WHERE of `UPDATE t ON keys FROM (SELECT ...) AS alias`: every other column of
     the SELECT is set from it where all keys are equal."""
-    names = list(getattr(inner, "named_selects", []))
-    if "*" in names or not names:
-        raise SqlError("UPDATE ... ON ... FROM (SELECT ...) needs the SELECT's columns named, not *")
     lowered = {n.lower() for n in names}
     missing = [k for k in keys if k.lower() not in lowered]
     if missing:
