@@ -1,7 +1,8 @@
 """The local engine: the whole service as a plain Python object.
 
-`Engine` implements `kbsql.interface.ServiceApi`. `Engine.__init__` is the composition root:
-the only place that knows every part and connects them. The parts never see `Engine`:
+`Engine` implements `kbsql.interface.ServiceApi`. `Engine.__init__` and `wiring.py` (which
+it calls) are the composition root: the only place that knows every part and connects them.
+The parts never see `Engine`:
 
 - `ModelProviders` (the model-provider registries, one pooled outbound HTTP client, the
   loaded models) and the storage-backend registry (`plugins.Registry`), built here: the
@@ -20,15 +21,13 @@ of HTTP, IPython or widgets; the server and the client are adapters over it.
 from __future__ import annotations
 
 import os
-import sys
 import threading
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kbsql._version import __version__
-from kbsql.engine import outbound, validate
+from kbsql.engine import validate, wiring
 from kbsql.engine.catalog import Catalog, KbRecord
 from kbsql.engine.config import OFFLINE_PROVIDER, EngineConfig
 from kbsql.engine.fair_slots import FairSlots
@@ -37,7 +36,6 @@ from kbsql.engine.models.model_context import ProviderContext
 from kbsql.engine.models.model_http import ModelHttp
 from kbsql.engine.models.providers import BUILTINS, ModelProviders
 from kbsql.engine.plugins import STORAGE, Registry
-from kbsql.engine.ports import AgentOps, RunsSql
 from kbsql.engine.views import knowledge_base, knowledge_base_json
 from kbsql.interface.api import (
     INSERT_BATCH_ROWS,
@@ -59,7 +57,6 @@ from kbsql.interface.secrets import mask_secrets
 
 if TYPE_CHECKING:
     from kbsql.engine.agents.agent_service import AgentService
-    from kbsql.engine.datasources.frame_store import FrameStore
     from kbsql.engine.datasources.upload_store import UploadStore
     from kbsql.engine.jobs.scheduler import JobScheduler
     from kbsql.engine.knowledge.bases import KnowledgeBases
@@ -67,42 +64,8 @@ if TYPE_CHECKING:
     from kbsql.engine.sql.databases.database_ops import DatabaseOps
     from kbsql.engine.sql.databases.view_ops import ViewOps
     from kbsql.engine.sql.executor import SqlExecutor
-    from kbsql.engine.sql.tables.duck_settings import DuckSettings
 
 __all__ = ["Engine"]
-
-
-class _LateSql:
-    """The `RunsSql` port handed to agents before the executor exists (the executor needs
-    the agents first); `Engine.__init__` sets `target` once both are built."""
-
-    target: RunsSql
-
-    def query(self, query: str, context: dict[str, Any] | None = None) -> SqlResult:
-        return self.target.query(query, context)
-
-
-def _load_parsers() -> None:
-    """Import the two SQL parsers (pure Python: 25 MB, ~0.3 s) as the engine opens, so the
-    first statement pays only for DuckDB and Arrow (native, ~70 MB: those load on first use).
-    Here and not in a background thread: sqlglot's modules import each other, and a request
-    importing them while such a thread did deadlocked the import system (`_DeadlockError`)."""
-    if "sqlglot.dialects.duckdb" not in sys.modules:
-        import mindsdb_sql_parser.parser  # noqa: F401
-        import sqlglot.dialects.duckdb  # noqa: F401
-
-
-@dataclass(frozen=True)
-class _Parts:
-    """The parts that need the SQL and vector stack (DuckDB, Arrow, the SQL parsers, FAISS),
-    built together on first use (`Engine._wired`): an idle `kbsql serve` or a client that
-    only lists knowledge bases never loads them (issue #33 item 6)."""
-
-    knowledge: KnowledgeService
-    kbs: KnowledgeBases
-    agents: AgentService
-    uploads: UploadStore
-    sql: SqlExecutor
 
 
 class Engine(FileTables, UploadedFiles, Databases, Views, KnowledgeBaseEditing, KnowledgeBaseVectors,
@@ -132,10 +95,10 @@ class Engine(FileTables, UploadedFiles, Databases, Views, KnowledgeBaseEditing, 
         self.catalog = Catalog(self.config.catalog_url or self.data_dir / "catalog.sqlite",
                                read_only=self.config.read_only)
         loaded = models.context if models is not None else ProviderContext()
-        self.models = ModelProviders(loaded.with_http(ModelHttp(policy=self._outbound_policy())))
+        self.models = ModelProviders(loaded.with_http(ModelHttp(policy=wiring.outbound_policy(self.config))))
         self.models.context.llm_log.keep(self.config.llm_log_rows)
         self.storage = Registry[StorageBackend]("storage backend", STORAGE, BUILTINS[STORAGE], instances=True)
-        self._parts: _Parts | None = None
+        self._parts: wiring.Parts | None = None
         self._wiring = threading.Lock()
         self._closed = threading.Event()
         # uploaded PDFs read at once, each in a process taking a core (datasources/pdf_text.py)
@@ -145,10 +108,10 @@ class Engine(FileTables, UploadedFiles, Databases, Views, KnowledgeBaseEditing, 
         # jobs (CREATE JOB) run in this process's own thread (a notebook kernel's, `kbsql
         # serve`'s), made only once there is a job to run (engine/jobs/)
         self._jobs: JobScheduler | None = None
-        _load_parsers()
+        wiring.load_parsers()
         self._start_jobs_if_any()
 
-    def _wired(self) -> _Parts:
+    def _wired(self) -> wiring.Parts:
         """Build the knowledge service, agents, uploads and SQL executor once, on first use,
         and connect them: the composition root's second half. SQL and agents need each
         other; each gets the other as a port (`engine/ports.py`)."""
@@ -159,31 +122,9 @@ class Engine(FileTables, UploadedFiles, Databases, Views, KnowledgeBaseEditing, 
             if self._parts is None:
                 if self._closed.is_set():  # a call racing close(): nothing new to leave open
                     raise ServiceError("This kbsql engine is closed", status=503)
-                self._parts = self._build_parts()
+                self._parts = wiring.build_parts(self.config, self.catalog, self.models, self.storage,
+                                                 self._start_jobs)
             return self._parts
-
-    def _build_parts(self) -> _Parts:
-        from kbsql.engine.agents.agent_service import AgentService
-        from kbsql.engine.datasources.confine import PathPolicy
-        from kbsql.engine.datasources.registry import data_source_engines
-        from kbsql.engine.datasources.upload_store import UploadStore
-        from kbsql.engine.knowledge.bases import KnowledgeBases
-        from kbsql.engine.knowledge.service import KnowledgeService
-        from kbsql.engine.sql.executor import SqlExecutor
-
-        knowledge = KnowledgeService(self.data_dir, self.config, self.models, self.storage,
-                                     self.catalog.find_datasource)
-        kbs = KnowledgeBases(self.catalog, knowledge)
-        sql_port = _LateSql()
-        agents = AgentService(self.catalog, self.config, sql_port, self.models)
-        agent_port: AgentOps = agents
-        uploads = UploadStore(self.catalog, self._frames("uploads"))
-        sql = SqlExecutor(self.catalog, self._frames(), kbs, agent_port, uploads,
-                          PathPolicy(self.config), self.config.background_inserts,
-                          self._sql_settings(), data_source_engines(), self.config.agent_join_max_rows)
-        sql_port.target = sql  # the mutual recursion, closed here and only here
-        sql.jobs_created = self._start_jobs  # CREATE JOB starts this engine's scheduler
-        return _Parts(knowledge, kbs, agents, uploads, sql)
 
     @property
     def knowledge(self) -> KnowledgeService:
@@ -244,54 +185,6 @@ class Engine(FileTables, UploadedFiles, Databases, Views, KnowledgeBaseEditing, 
         from kbsql.engine.sql.databases.database_ops import DatabaseOps
 
         return DatabaseOps(self.sql)
-
-    def _sql_settings(self) -> DuckSettings:
-        """The SQL engine's bounds from the config; spills go to data_dir/tmp."""
-        from kbsql.engine.sql.tables.duck_settings import DuckSettings
-        from kbsql.engine.sql.tables.value_caps import CheckBounds
-
-        c = self.config
-        return DuckSettings(memory_limit_mb=c.sql_memory_mb or None, spill_mb=c.sql_spill_mb,
-                            threads=c.sql_threads, temp_dir=self.data_dir / "tmp",
-                            statement_timeout=c.statement_timeout or None,
-                            limit_note=c.note("sql_memory_mb"), timeout_note=c.note("statement_timeout"),
-                            spill_note=c.note("sql_spill_mb"),
-                            read_only_sources=c.read_only_sources,
-                            read_only_note=c.note("read_only_sources"),
-                            long_statement_tokens=c.long_statement_tokens,
-                            long_statement_slots=c.long_statement_slots,
-                            long_statement_note=c.note("long_statement_slots"),
-                            checks=CheckBounds(c.value_check_nodes, c.note("value_check_nodes"),
-                                               c.edit_distance_cells, c.note("edit_distance_cells")))
-
-    def _outbound_policy(self) -> outbound.Policy:
-        """Where this engine's model calls may go, how many at once, for how long
-        (engine/outbound.py; held by its `ModelHttp`): the operator's hosts plus those of its
-        own default models; anywhere unless the config confines it."""
-        c = self.config
-        allowed = c.allowed_model_hosts
-        if allowed is not None:
-            own = [m.get("base_url") or m.get("api_base")
-                   for m in (c.default_model, c.default_embedding_model or {})]
-            # HOST:PORT, never the bare host: the operator's loopback model opens its own port only
-            entries = {outbound.host_port(str(u)) for u in own if u}
-            allowed = (*allowed, *(e for e in entries if e))
-        return outbound.Policy(allowed=allowed, confined=allowed is not None,
-                               timeout=c.model_timeout or None, answer_mb=c.model_answer_mb,
-                               concurrency=c.model_concurrency or outbound.DEFAULT_CONCURRENCY,
-                               served=c.served)
-
-    def _frames(self, place: str = "frames") -> FrameStore:
-        """Registered DataFrames (`place` "frames") or the pages of uploaded files
-        ("uploads"): Parquet files in the data directory, or rows of the shared catalog's
-        database (a frame registered through one server is a table for all)."""
-        if self.catalog.shared_url:
-            from kbsql.engine.postgres.frame_store_pg import PgFrameStore
-
-            return PgFrameStore(self.catalog.shared_url, place)
-        from kbsql.engine.datasources.frame_store import FrameStore
-
-        return FrameStore(self.data_dir, place, reserve=self.config.disk_reserve_mb * 2**20)
 
     def close(self) -> None:
         if not self._closed.is_set():
