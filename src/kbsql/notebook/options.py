@@ -1,16 +1,31 @@
 """Leading options of a magic line, parsed by the magic's own argparse parser, with the rest
-of the line (SQL, a question) left exactly as typed. Shared by `%kbsql`, `%agent` and
-`%kbsql_plot`."""
+of the line (SQL, a question) left exactly as typed. Shared by `%kbsql`, `%agent`,
+`%kbsql_plot` and (`--help`) `%kbsql_connect`."""
 
 from __future__ import annotations
 
 import re
+import textwrap
 from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic_arguments import parse_argstring
 
 _TOKEN = re.compile(r"\s*(\S+)")
+HELP = ("-h", "--help")
+
+
+def shows_help(text: str, func: Any) -> bool:
+    """`%kbsql --help` (or -h), typed as a command line's help is asked for: prints what
+    `%kbsql?` shows (the magic's usage, its text and options) and says so, so the magic does
+    nothing else. A newcomer's `%kbsql --help` answered "Unknown option --help", and
+    `%kbsql_connect --help` "unrecognized arguments: --help"."""
+    match = _TOKEN.match(text)
+    if match is None or match.group(1) not in HELP:
+        return False
+    doc = (func.__doc__ or "").strip()
+    print(textwrap.dedent(doc.removeprefix("::").strip("\n")))  # the reST marker IPython adds
+    return True
 
 
 def split_options(line: str, func: Any) -> tuple[Any, str]:

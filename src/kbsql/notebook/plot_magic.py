@@ -29,7 +29,7 @@ from kbsql.interface.errors import KbsqlError
 from kbsql.interface.results import TableResult
 from kbsql.notebook import plots
 from kbsql.notebook.cell_params import collect_params, expand_template, strip_comment
-from kbsql.notebook.options import split_options
+from kbsql.notebook.options import shows_help, split_options
 
 KINDS = ("relevance", "map", "recall")
 
@@ -96,6 +96,8 @@ class KbSqlPlot(Magics):
         %kbsql_plot recall KB --questions VAR [--question-column C] [--id-column C] [-k K]
         %kbsql_plot recall RESULT [-k K]   (an EVALUATE result: a DataFrame variable or df.<name>)
         """
+        if shows_help(line, self.kbsql_plot):
+            return None
         kind, _, rest = strip_comment(line).strip().partition(" ")
         if kind not in KINDS:
             raise UsageError(f"%kbsql_plot KIND ...: KIND is one of {', '.join(KINDS)}")
