@@ -57,9 +57,15 @@ def split_options(line: str, func: Any) -> tuple[Any, str]:
 
 
 def starts_with_option(text: str, func: Any) -> bool:
-    """Whether `text` opens with one of the magic's own options (`--new`, `-c`, `--project=x`;
-    not -h). `%agent helper --new What next?` means the option: read as the question, "--new"
-    went to the agent as words and the conversation was not started over."""
+    """Whether `text` opens with one of the magic's own options (`--new`, `-c`, `--project=x`)
+    or with what can only be a mistyped one (`--bogus`: two dashes and a letter), which
+    `split_options` then refuses. `%agent helper --new What next?` means the option: read as
+    the question, "--new" went to the agent as words and the conversation was not started
+    over; `%agent helper --nwe hi` asked the agent "--nwe hi". A question that opens with
+    two dashes is asked after `--` (`%agent helper -- --verbose does what?`)."""
     match = _TOKEN.match(text)
-    options = {s for a in func.parser._actions for s in a.option_strings} - {"-h", "--help"}
-    return match is not None and match.group(1).split("=", 1)[0] in options
+    if match is None:
+        return False
+    token = match.group(1)
+    options = {s for a in func.parser._actions for s in a.option_strings}
+    return token == "--" or token.split("=", 1)[0] in options or re.match(r"--[A-Za-z]", token) is not None
