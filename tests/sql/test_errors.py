@@ -35,6 +35,22 @@ def test_parse_error_shows_the_statement_and_position(engine: Engine) -> None:
     assert "SELECT a FROM WHERE b = 1" in message and "^" in message
 
 
+@pytest.mark.parametrize(("query", "says"), [
+    ("SELECT * FROM t WHERE content = 'refund policy LIMIT 5",
+     "the quote ' at character 33 is never closed: 'refund policy LIMIT 5 (a quote inside a text "
+     "is written twice, 'it''s', or the value bound as :name)"),
+    ("SELECT * FROM t WHERE content = 'it's' LIMIT 3",
+     "the quote ' at character 38 is never closed: ' LIMIT 3"),
+    ('SELECT "abc FROM t', 'the quote " at character 8 is never closed: "abc FROM t'),
+])
+def test_a_quote_never_closed_is_named(engine: Engine, query: str, says: str) -> None:
+    """A newcomer's missing quote answered "the parser could not read this statement",
+    leaving them to find which quote; a statement that parses is never refused for this."""
+    message = error(engine, query)
+    assert message.startswith(f"Syntax error: {says}"), message
+    assert engine.query("SELECT 'it''s' AS a, 'x\\' AS b", {}).type == "table"
+
+
 def test_unknown_table_names_table_and_database(connected: Engine) -> None:
     assert "Table 'nope' not found in database 'crm'" in error(connected, "SELECT * FROM crm.nope")
     assert "Table 'nope' not found in database 'shop'" in error(connected, "SELECT * FROM shop.nope")
