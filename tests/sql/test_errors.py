@@ -177,6 +177,17 @@ def test_a_column_that_cannot_be_converted_is_an_sql_error(engine: Engine, monke
     assert "'x'" in result.error_message and "cannot convert" in result.error_message
 
 
+def test_a_metadata_column_one_edit_away_gets_did_you_mean(engine: Engine) -> None:
+    """`WHERE prodcut = 'shop'` listed every column and chunk key but named none, where the
+    same typo in an INSERT says "did you mean 'product'?"."""
+    engine.query("CREATE KNOWLEDGE_BASE docs USING embedding_model = {'provider': 'kbsql', "
+                 "'model_name': 'hash-16'}, metadata_columns = ['product']", {})
+    assert error(engine, "SELECT id FROM docs WHERE content = 'a' AND prodcut = 'shop'").startswith(
+        "Unknown column 'prodcut' in a knowledge-base condition (did you mean 'product'?): the columns")
+    assert "(did you mean 'chunk_id'?)" in error(engine, "SELECT id FROM docs WHERE chunkid = 'x'")
+    assert "did you mean" not in error(engine, "SELECT id FROM docs WHERE colour = 'x'")
+
+
 def test_a_name_one_edit_away_gets_did_you_mean(connected: Engine, server_url: str) -> None:
     """A misspelt knowledge base, agent, table, database or project is named in the error with
     the known name one edit away, in the engine's own message: the same embedded and over
