@@ -121,6 +121,21 @@ def test_a_server_address_without_its_scheme_names_the_url_and_creates_nothing(
     assert (tmp_path / "0.0.0.0:9" / "catalog.sqlite").exists()
 
 
+def test_an_address_that_serves_no_api_is_refused_not_connected(cells, server_url):
+    """`%kbsql_connect URL/api` (README: "routes live under /api") printed "Connected" and
+    every query then failed with "No route /api/api/sql/query"; so did any web server's
+    address. A 404 for /api/projects now fails the line, naming the root URL when it ends
+    in /api, and the connection is not kept."""
+    result, out = cells.run(f"%kbsql_connect {server_url}/api -a wrong")
+    assert not result.success and "Connected" not in out, out
+    assert f"{server_url}/api is not a kbsql or MindsDB server's address (404 for its /api/projects): " \
+           f"%kbsql_connect {server_url} (the client adds /api itself)" in out, out
+    result, out = cells.run(f"%kbsql_connect {server_url}/elsewhere/ -a wrong")
+    assert not result.success and "give the address kbsql serve printed" in out, out
+    assert "wrong" not in _manager(cells).connections
+    assert "Connected" in cells.run(f"%kbsql_connect {server_url} -a right")[1]
+
+
 def test_a_path_opens_an_embedded_engine_there(cells, tmp_path):
     result, out = cells.run("%kbsql_connect ./local-data")
     assert result.success and "local-data: embedded" in out
