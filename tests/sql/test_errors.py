@@ -51,6 +51,15 @@ def test_a_quote_never_closed_is_named(engine: Engine, query: str, says: str) ->
     assert engine.query("SELECT 'it''s' AS a, 'x\\' AS b", {}).type == "table"
 
 
+def test_a_hash_written_as_a_comment_is_named(engine: Engine) -> None:
+    """`SELECT 3 AS z  # why` (a Python habit in a %%kbsql cell) answered "the parser could
+    not read this statement"; `#` in a literal or a -- comment is no concern of this."""
+    assert error(engine, "SELECT 3 AS z  # a python-style comment\nFROM t").startswith(
+        "Syntax error: # at character 16 does not start a comment in SQL: # a python-style comment")
+    assert engine.query("SELECT '# not a comment' AS a -- # nor this", {}).type == "table"
+    assert "does not start a comment" not in error(engine, "SELECT '#' AS a FROM WHERE")
+
+
 def test_unknown_table_names_table_and_database(connected: Engine) -> None:
     assert "Table 'nope' not found in database 'crm'" in error(connected, "SELECT * FROM crm.nope")
     assert "Table 'nope' not found in database 'shop'" in error(connected, "SELECT * FROM shop.nope")

@@ -68,6 +68,7 @@ def parse(query: str) -> ast.ASTNode:
         statement = parse_write_shape(query)  # MindsDB's documented writes its parser refuses
         if statement is None:
             check_quotes(query)
+            check_hash_comment(query)
         if statement is None and not isinstance(exc, (MindsdbSQLException, SqlError, RecursionError)):
             # the parser failing in its own code while it words a syntax error (`x -> y`
             # answered "invalid literal for int() with base 10: '[number]'")
@@ -105,6 +106,23 @@ def check_quotes(query: str) -> None:
                     if query[start] == "'" else "")
             raise ParseError(f"Syntax error: the quote {query[start]} at character {start + 1} is "
                              f"never closed: {clipped(query[start:].strip(), 60)}{hint}") from None
+
+
+_HASH_COMMENT = re.compile(r"(?:^|\s)#(?:\s|$)")
+
+
+def check_hash_comment(query: str) -> None:
+    """Name a `# ...` written as a comment inside the SQL (a Python habit; `#` ends only the
+    magic's own line), once the parser has refused the statement: `SELECT 3 AS z  # why`
+    answered "the parser could not read this statement". Only a `#` standing alone between
+    spaces is taken for one, and only in code (not in a literal or a `--` comment)."""
+    for start, end, is_code in segments(query):
+        match = _HASH_COMMENT.search(query, start, end) if is_code else None
+        if match is not None:
+            at = match.start() + match.group().index("#")
+            raise ParseError(f"Syntax error: # at character {at + 1} does not start a comment in "
+                             f"SQL: {clipped(query[at:].strip(), 60)} (a comment is -- to the end "
+                             "of the line, or /* ... */)") from None
 
 
 _CLAUSE_WORDS = ("from", "where", "group", "order", "limit", "having", "union", "join", "left", "right",
