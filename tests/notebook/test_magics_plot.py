@@ -128,6 +128,10 @@ def test_map_of_a_knowledge_base(cells, where, tmp_path):
         result, out = cells.run("%kbsql_plot map notes --color topic")
         assert not result.success and "needs the embedded engine" in out
         return
+    # a misspelt --color drew every dot "(none)" under the misspelt name
+    result, out = cells.run("%kbsql_plot map notes --color topc")
+    assert not result.success and "--color topc: no chunk of notes has that metadata key; its keys " \
+        "are topic, chunk_index" in out, out
     plot = cells.ok("%kbsql_plot map notes --color topic --query 'pump oil'")
     ax = plot.figure.axes[0]
     assert sorted(t.get_text() for t in ax.get_legend().get_texts()) == ["office", "pump", "valve"]

@@ -26,7 +26,7 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from kbsql.client.params import quote_name
 from kbsql.interface.api import KnowledgeBaseVectors
 from kbsql.interface.errors import KbsqlError
-from kbsql.interface.results import TableResult
+from kbsql.interface.results import KB_INTERNAL_METADATA, TableResult
 from kbsql.notebook import plots
 from kbsql.notebook.cell_params import collect_params, expand_template, strip_comment
 from kbsql.notebook.options import shows_help, split_options
@@ -152,6 +152,11 @@ class KbSqlPlot(Magics):
         data = api.knowledge_base_vectors(project or client.project, name, args.limit, args.query)
         if len(data["chunk_ids"]) == 0:
             raise UsageError(f"{kb} has no chunks to map")
+        keys = {k for m in data["metadata"] for k in m}
+        if args.color and args.color not in keys:  # drew every dot "(none)" under its name
+            shown = sorted(keys, key=lambda k: (k in KB_INTERNAL_METADATA, k))  # the user's first
+            raise UsageError(f"--color {args.color}: no chunk of {kb} has that metadata key; its "
+                             f"keys are {', '.join(shown)}")
         points, placed = plots.project_2d(data["vectors"], data["query_vector"])
         colours = [m.get(args.color) for m in data["metadata"]] if args.color else None
         figure = plots.map_figure(points, colours, colour_by=args.color or "", query=args.query,
