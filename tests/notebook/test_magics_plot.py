@@ -164,8 +164,12 @@ def test_the_query_on_a_map_has_no_category_colour():
 
 
 def test_plot_usage_errors(cells, where):
+    cells.ns["asked"] = pd.DataFrame({"q": ["pump oil"], "doc": ["1"]})  # not the default names
     for line, says in [("%kbsql_plot pie x", "KIND is one of"),
                        ("%kbsql_plot relevance SELECT * FROM notes", "no relevance to plot"),
-                       ("%kbsql_plot recall notes --questions nowhere", "--questions nowhere")]:
+                       ("%kbsql_plot recall notes --questions nowhere",
+                        "--questions nowhere: no variable of that name in the notebook"),
+                       ("%kbsql_plot recall notes --questions asked", "its columns are ['q', 'doc'] "
+                        "(name yours with --question-column C and --id-column C)")]:
         result, out = cells.run(line)
         assert not result.success and says in out, (line, out)

@@ -176,9 +176,12 @@ class KbSqlPlot(Magics):
             return self._recall_of_evaluation(client, kb, args)
         frame: Any = self._namespace().get(args.questions)
         columns = list(getattr(frame, "columns", []))
-        if args.question_column not in columns or args.id_column not in columns:
-            raise UsageError(f"--questions {args.questions}: a DataFrame with a "
-                             f"{args.question_column!r} and an {args.id_column!r} column")
+        if frame is None:
+            raise UsageError(f"--questions {args.questions}: no variable of that name in the notebook")
+        if args.question_column not in columns or args.id_column not in columns:  # said which
+            raise UsageError(f"--questions {args.questions}: a DataFrame with a {args.question_column!r} "
+                             f"and an {args.id_column!r} column; its columns are {columns} (name "
+                             "yours with --question-column C and --id-column C)")
         questions = [str(q) for q in frame[args.question_column]]
         expected = list(frame[args.id_column])
         ranked = [_ranked_ids(client, kb, q, args.k, args.hybrid) for q in questions]
