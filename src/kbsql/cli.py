@@ -22,6 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kbsql", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="serve the local engine over HTTP (MindsDB-compatible API)",
+                           usage="kbsql serve [--port PORT] [--data-dir DIR] [--token TOKEN] [options]",
                            description="Every option is a setting of README's table (engine/"
                                        "settings_table.py): a flag given > its environment variable "
                                        "> config.json in the data directory > the default.")
@@ -88,15 +89,25 @@ def _run_jobs(args: argparse.Namespace) -> int:
     return 0
 
 
+FIRST_FLAGS = ("--data-dir", "--host", "--port", "--mysql-port", "--token", "--user", "--password",
+               "--allow-path", "--allow-origin", "--catalog", "--log-level")
+"""`kbsql serve --help` lists these first, under "where and for whom": a newcomer looking for
+the port found it 30 options down, below the resource limits in the settings table's order;
+and a mistyped value (`--port abc`) printed a 22-line usage of every flag above its one-line
+error, so the usage names these few."""
+
+
 def _setting_flags(serve: argparse.ArgumentParser) -> None:
     """`kbsql serve`'s flags, one per setting of the table that has one, each defaulting to
     None so a flag given is told from one left out (the environment, config.json and the
-    default come after it: settings_table.resolve)."""
+    default come after it: settings_table.resolve); FIRST_FLAGS first, then the limits."""
     from kbsql.engine.settings_table import SETTINGS
 
-    for setting in SETTINGS:
-        if setting.flag is None:
-            continue
+    groups = {True: serve.add_argument_group("where and for whom"),
+              False: serve.add_argument_group("limits and behaviour")}
+    flagged = [(s.flag, s) for s in SETTINGS if s.flag is not None]
+    order = {flag: i for i, flag in enumerate(FIRST_FLAGS)}
+    for flag, setting in sorted(flagged, key=lambda pair: order.get(pair[0], len(order))):
         shown = setting.default_text(served=True)
         where = [f"${setting.variable}"] if setting.variable else []
         where += [f"{setting.name} in config.json"] if setting.in_file else []
@@ -105,8 +116,8 @@ def _setting_flags(serve: argparse.ArgumentParser) -> None:
         text = f"{setting.help} (default {shown}" + (f"; else {', '.join(where)})" if where else ")")
         if setting.kind is not bool:
             extra["metavar"] = setting.metavar
-        serve.add_argument(setting.flag, dest=setting.name, default=None,
-                           help=text.replace("%", "%%"), **extra)
+        groups[flag in FIRST_FLAGS].add_argument(flag, dest=setting.name, default=None,
+                                                  help=text.replace("%", "%%"), **extra)
 
 
 def _serve(args: argparse.Namespace) -> int:

@@ -8,6 +8,7 @@ printing each step of its stream. Nothing is downloaded; nothing needs a key.
 from __future__ import annotations
 
 import re
+import sys
 import tempfile
 import time
 from collections.abc import Iterable
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import kbsql
+from kbsql.interface.errors import KbsqlError
 from kbsql.interface.observation import parse_table
 from kbsql.interface.stream import chunk_kind
 
@@ -30,12 +32,18 @@ def documents() -> list[dict[str, str]]:
 
 
 def run(data_dir: str | None = None) -> int:
-    """Run the tour in `data_dir` (kept), else in a temporary folder removed at the end."""
-    if data_dir:
-        return _tour(Path(data_dir))
-    with tempfile.TemporaryDirectory(prefix="kbsql-quickstart-", ignore_cleanup_errors=True) as home:
-        code = _tour(Path(home), temporary=True)
-    return code
+    """Run the tour in `data_dir` (kept), else in a temporary folder removed at the end. An
+    error the service gives is one line on stderr and exit 1: without the model package (the
+    second step of README's first command) it ended in a 20-line Python traceback whose last
+    line held the fix."""
+    try:
+        if data_dir:
+            return _tour(Path(data_dir))
+        with tempfile.TemporaryDirectory(prefix="kbsql-quickstart-", ignore_cleanup_errors=True) as home:
+            return _tour(Path(home), temporary=True)
+    except KbsqlError as exc:
+        print(f"kbsql quickstart: {exc}", file=sys.stderr)
+        return 1
 
 
 def _tour(home: Path, temporary: bool = False) -> int:

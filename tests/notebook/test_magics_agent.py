@@ -54,6 +54,20 @@ def test_options_after_the_agent_name_are_options(cells):
         assert "What do pumps do?" not in sent and "--new" not in sent and "Hi" in sent
 
 
+def test_a_mistyped_option_after_the_agent_name_is_refused(cells):
+    """`%agent helper --nwe Hi` asked the agent "--nwe Hi" (and kept the conversation): a
+    token of two dashes and a letter after AGENT is read as an option, an unknown one is a
+    usage error; `--` before it sends it as words."""
+    with FakeLLM("openai", [text("Verbose mode prints more.")]) as fake:
+        _client(cells).agents.create("helper", model={
+            "provider": "openai", "model_name": "m1", "api_key": "sk-test", "base_url": fake.base_url})
+        result, out = cells.run("%agent helper --nwe Hi")
+        assert not result.success and "Unknown option --nwe (see %agent?)" in out, out
+        assert fake.requests == []  # nothing was asked
+        assert cells.ok("%agent helper -- --verbose does what?") == "Verbose mode prints more."
+        assert "--verbose does what?" in _questions(fake.requests[0])
+
+
 def test_unknown_agent_is_a_short_error(cells):
     result, out = cells.run("%agent nobody hello?")
     assert not result.success

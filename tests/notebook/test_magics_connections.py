@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import getpass
+import re
 
 import pytest
 
@@ -97,6 +98,42 @@ def test_unknown_alias_is_a_short_error_and_creates_nothing(cells, line, tmp_pat
     result, out = cells.run(line)
     assert not result.success and "nothing" in out and "Traceback" not in out
     assert not (tmp_path / "nothing_known").exists()  # a typo never creates a data directory
+
+
+@pytest.mark.parametrize("address", ["127.0.0.1:47334", "localhost:47334/", "kb.example.com:443",
+                                     "[::1]:47334"])
+def test_a_server_address_without_its_scheme_names_the_url_and_creates_nothing(
+        cells, address, tmp_path, monkeypatch):
+    """`%kbsql_connect 127.0.0.1:47334` advised "write ./127.0.0.1:47334" (a new embedded
+    engine), and `kbsql.connect("127.0.0.1:47334")` made that folder and answered from an
+    empty engine, no error. Both now name the URL; a directory of that name still opens."""
+    import kbsql
+
+    url = "http://" + address.rstrip("/")
+    result, out = cells.run(f"%kbsql_connect {address}")
+    assert not result.success and f"%kbsql_connect {url}" in out and "Traceback" not in out, out
+    with pytest.raises(ValueError, match=re.escape(f"kbsql.connect('{url}')")):
+        kbsql.connect(address)
+    assert list(tmp_path.iterdir()) == []  # no folder named after the address
+    (tmp_path / "10.0.0.1:80").mkdir()
+    assert cells.run("%kbsql_connect 10.0.0.1:80")[0].success  # an existing directory is one
+    kbsql.connect(data_dir="0.0.0.0:9").close()  # data_dir= is a directory, whatever its name
+    assert (tmp_path / "0.0.0.0:9" / "catalog.sqlite").exists()
+
+
+def test_an_address_that_serves_no_api_is_refused_not_connected(cells, server_url):
+    """`%kbsql_connect URL/api` (README: "routes live under /api") printed "Connected" and
+    every query then failed with "No route /api/api/sql/query"; so did any web server's
+    address. A 404 for /api/projects now fails the line, naming the root URL when it ends
+    in /api, and the connection is not kept."""
+    result, out = cells.run(f"%kbsql_connect {server_url}/api -a wrong")
+    assert not result.success and "Connected" not in out, out
+    assert f"{server_url}/api is not a kbsql or MindsDB server's address (404 for its /api/projects): " \
+           f"%kbsql_connect {server_url} (the client adds /api itself)" in out, out
+    result, out = cells.run(f"%kbsql_connect {server_url}/elsewhere/ -a wrong")
+    assert not result.success and "give the address kbsql serve printed" in out, out
+    assert "wrong" not in _manager(cells).connections
+    assert "Connected" in cells.run(f"%kbsql_connect {server_url} -a right")[1]
 
 
 def test_a_path_opens_an_embedded_engine_there(cells, tmp_path):

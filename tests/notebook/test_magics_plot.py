@@ -128,6 +128,10 @@ def test_map_of_a_knowledge_base(cells, where, tmp_path):
         result, out = cells.run("%kbsql_plot map notes --color topic")
         assert not result.success and "needs the embedded engine" in out
         return
+    # a misspelt --color drew every dot "(none)" under the misspelt name
+    result, out = cells.run("%kbsql_plot map notes --color topc")
+    assert not result.success and "--color topc: no chunk of notes has that metadata key; its keys " \
+        "are topic, chunk_index" in out, out
     plot = cells.ok("%kbsql_plot map notes --color topic --query 'pump oil'")
     ax = plot.figure.axes[0]
     assert sorted(t.get_text() for t in ax.get_legend().get_texts()) == ["office", "pump", "valve"]
@@ -160,8 +164,12 @@ def test_the_query_on_a_map_has_no_category_colour():
 
 
 def test_plot_usage_errors(cells, where):
+    cells.ns["asked"] = pd.DataFrame({"q": ["pump oil"], "doc": ["1"]})  # not the default names
     for line, says in [("%kbsql_plot pie x", "KIND is one of"),
                        ("%kbsql_plot relevance SELECT * FROM notes", "no relevance to plot"),
-                       ("%kbsql_plot recall notes --questions nowhere", "--questions nowhere")]:
+                       ("%kbsql_plot recall notes --questions nowhere",
+                        "--questions nowhere: no variable of that name in the notebook"),
+                       ("%kbsql_plot recall notes --questions asked", "its columns are ['q', 'doc'] "
+                        "(name yours with --question-column C and --id-column C)")]:
         result, out = cells.run(line)
         assert not result.success and says in out, (line, out)

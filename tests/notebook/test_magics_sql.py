@@ -134,6 +134,20 @@ def test_help_lists_every_option(ip):
     assert "--api-key-env" in ip.find_line_magic("kbsql_connect").__doc__
 
 
+def test_help_option_shows_each_magics_help(cells):
+    """`%kbsql --help`, as a command line is asked: it answered "Unknown option --help",
+    `%kbsql_connect --help` "unrecognized arguments: --help", `%kbsql_plot --help` "KIND is
+    one of ...". Each prints what `%magic?` shows and the cell succeeds."""
+    for line, says in [("%kbsql --help", "--internal-metadata"), ("%kbsql -h", "NAME << SQL"),
+                       ("%%kbsql --help\nSELECT 1", "--no-vars"), ("%agent --help", "--new"),
+                       ("%agent helper --help", "AGENT question text"),
+                       ("%kbsql_connect --help", "--token-env VAR"),
+                       ("%kbsql_plot --help", "recall KB --questions VAR")]:
+        result, out = cells.run(line)
+        assert result.success, (line, out)
+        assert says in out and "Unknown option" not in out and not out.startswith("::"), (line, out)
+
+
 def test_unknown_option_is_a_usage_error(cells):
     result, out = cells.run("%kbsql --bogus SELECT 1")
     assert not result.success and "Unknown option --bogus" in out

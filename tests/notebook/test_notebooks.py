@@ -137,6 +137,10 @@ def test_quickstart_runs_twice_and_leaves_no_folder(tmp_path: Path, kernel_tmp: 
     text = text_of(nb)
     assert "3 rows affected" in text and "Closed quickstart." in text
     assert "Replace the pump seal every year." in text  # the agent answered from the KB
+    # "what's the boiler pressure?": the stored frame's text, whole; shown as a frame it was
+    # cut before its answer ("The boiler heats water to 60 degrees. Its pres...")
+    assert "\nThe boiler heats water to 60 degrees. Its pressure should stay near 2 bar.\n" in text
+    assert "Its pres..." not in text
     # the follow-up "And what does it move?" is answered only through the conversation ("it":
     # the pump of the question before; asked alone the offline agent finds nothing to quote)
     assert "A: The pump moves water from the tank to the garden." in text

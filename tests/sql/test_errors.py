@@ -35,6 +35,31 @@ def test_parse_error_shows_the_statement_and_position(engine: Engine) -> None:
     assert "SELECT a FROM WHERE b = 1" in message and "^" in message
 
 
+@pytest.mark.parametrize(("query", "says"), [
+    ("SELECT * FROM t WHERE content = 'refund policy LIMIT 5",
+     "the quote ' at character 33 is never closed: 'refund policy LIMIT 5 (a quote inside a text "
+     "is written twice, 'it''s', or the value bound as :name)"),
+    ("SELECT * FROM t WHERE content = 'it's' LIMIT 3",
+     "the quote ' at character 38 is never closed: ' LIMIT 3"),
+    ('SELECT "abc FROM t', 'the quote " at character 8 is never closed: "abc FROM t'),
+])
+def test_a_quote_never_closed_is_named(engine: Engine, query: str, says: str) -> None:
+    """A newcomer's missing quote answered "the parser could not read this statement",
+    leaving them to find which quote; a statement that parses is never refused for this."""
+    message = error(engine, query)
+    assert message.startswith(f"Syntax error: {says}"), message
+    assert engine.query("SELECT 'it''s' AS a, 'x\\' AS b", {}).type == "table"
+
+
+def test_a_hash_written_as_a_comment_is_named(engine: Engine) -> None:
+    """`SELECT 3 AS z  # why` (a Python habit in a %%kbsql cell) answered "the parser could
+    not read this statement"; `#` in a literal or a -- comment is no concern of this."""
+    assert error(engine, "SELECT 3 AS z  # a python-style comment\nFROM t").startswith(
+        "Syntax error: # at character 16 does not start a comment in SQL: # a python-style comment")
+    assert engine.query("SELECT '# not a comment' AS a -- # nor this", {}).type == "table"
+    assert "does not start a comment" not in error(engine, "SELECT '#' AS a FROM WHERE")
+
+
 def test_unknown_table_names_table_and_database(connected: Engine) -> None:
     assert "Table 'nope' not found in database 'crm'" in error(connected, "SELECT * FROM crm.nope")
     assert "Table 'nope' not found in database 'shop'" in error(connected, "SELECT * FROM shop.nope")
@@ -159,6 +184,17 @@ def test_a_column_that_cannot_be_converted_is_an_sql_error(engine: Engine, monke
     result = engine.query("SELECT (1, 2) AS x", {})
     assert result.type == "error"
     assert "'x'" in result.error_message and "cannot convert" in result.error_message
+
+
+def test_a_metadata_column_one_edit_away_gets_did_you_mean(engine: Engine) -> None:
+    """`WHERE prodcut = 'shop'` listed every column and chunk key but named none, where the
+    same typo in an INSERT says "did you mean 'product'?"."""
+    engine.query("CREATE KNOWLEDGE_BASE docs USING embedding_model = {'provider': 'kbsql', "
+                 "'model_name': 'hash-16'}, metadata_columns = ['product']", {})
+    assert error(engine, "SELECT id FROM docs WHERE content = 'a' AND prodcut = 'shop'").startswith(
+        "Unknown column 'prodcut' in a knowledge-base condition (did you mean 'product'?): the columns")
+    assert "(did you mean 'chunk_id'?)" in error(engine, "SELECT id FROM docs WHERE chunkid = 'x'")
+    assert "did you mean" not in error(engine, "SELECT id FROM docs WHERE colour = 'x'")
 
 
 def test_a_name_one_edit_away_gets_did_you_mean(connected: Engine, server_url: str) -> None:

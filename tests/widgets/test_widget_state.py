@@ -93,6 +93,20 @@ def test_long_observation_is_collapsed_with_row_count():
     assert "2 rows" in short and "<details>" not in short
 
 
+def test_observation_metadata_and_scores_are_trimmed_for_the_eye():
+    """A search step's table showed every chunk's internal keys (`_chunk_index`, ...,
+    `_updated_at`) and 16-digit relevances: the panel now trims them as a %%kbsql table does
+    (what the model read is unchanged)."""
+    meta = '"{""product"": ""pump"", ""_chunk_index"": 0, ""chunk_index"": 0, ""_updated_at"": ""2026""}"'
+    text = ("Output columns: 'id', 'chunk_content', 'metadata', 'relevance', 'distance'\n"
+            f"id,chunk_content,metadata,relevance,distance\n1,Pumps.,{meta},0.638167250767744,0.5669873356819153\n"
+            "2,Fans.,not json,n/a,\n")
+    html = render.observation_html(text)
+    assert "{&quot;product&quot;: &quot;pump&quot;}" in html and "_chunk_index" not in html, html
+    assert ">0.6382<" in html and ">0.5670<" in html and "0.638167" not in html
+    assert ">not json<" in html and ">n/a<" in html  # a cell that is not JSON or a number stays
+
+
 def test_untrusted_text_is_escaped(chunks):
     evil = "<img src=x onerror=alert(1)> [click](javascript:alert(2)) **bold**"
     state = StreamState(question="<script>q()</script>")

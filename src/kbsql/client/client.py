@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -107,6 +108,17 @@ class Client:
 
 
 TOKEN_ENV = "KBSQL_TOKEN"
+_HOST_PORT = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[\w.-]+):\d{1,5}/?")
+
+
+def address_without_scheme(target: str | os.PathLike[str] | None) -> str | None:
+    """The URL meant when a server's address is typed without `http://` (`127.0.0.1:47334`,
+    `localhost:47334`) and no directory of that name exists, else None. Read as a data
+    directory, `connect("127.0.0.1:47334")` made an empty folder of that name and answered
+    from an empty embedded engine: no error, the server's knowledge bases simply missing."""
+    if not isinstance(target, str) or not _HOST_PORT.fullmatch(target) or os.path.isdir(target):
+        return None
+    return f"http://{target.rstrip('/')}"
 
 
 def connect(target: str | os.PathLike[str] | None = None, *, project: str = DEFAULT_PROJECT,
@@ -122,7 +134,12 @@ def connect(target: str | os.PathLike[str] | None = None, *, project: str = DEFA
     how the client draws progress (`Client`); `kbsql.connect` gives the front end's.
     `settings`: the embedded engine's settings by name (README, Configuration; e.g.
     `{"statement_timeout": 30}`), which beat the environment and config.json; an unknown
-    name or a wrong type raises `ValueError` naming it. A server has its own (`kbsql serve`)."""
+    name or a wrong type raises `ValueError` naming it. A server has its own (`kbsql serve`).
+    A server address without its scheme (`"127.0.0.1:47334"`) raises `ValueError` naming the
+    URL (`address_without_scheme`); `data_dir=` opens a directory of any name."""
+    if data_dir is None and (url := address_without_scheme(target)) is not None:
+        raise ValueError(f"{target!r} reads as a server address without its scheme: "
+                         f"kbsql.connect({url!r}) (a data directory of that name: data_dir={target!r})")
     if target is not None and str(target).startswith(("http://", "https://")):
         from kbsql.client.http import HttpApi
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kbsql.client import Client, connect
-from kbsql.client.client import TOKEN_ENV
+from kbsql.client.client import TOKEN_ENV, address_without_scheme
 from kbsql.interface.errors import KbsqlError, ServiceError, TransportError
 from kbsql.interface.secrets import mask_url
 from kbsql.notebook.progress_bar import notebook_or_tqdm
@@ -83,14 +83,23 @@ class Connection:
 def check_server(client: Client, target: str, key_kind: str | None, source: str) -> str:
     """Ask a server once (an authenticated route: the project list), so a connection says
     yes only when its queries will be answered. Credentials refused (401/403) raise
-    `ConnectionProblem` saying where a token goes; a server that does not answer gives a
-    note (it may be starting), anything else it says is the queries' business."""
+    `ConnectionProblem` saying where a token goes; so does a 404, which a server of the
+    interface never answers there: `%kbsql_connect http://host:47334/api` (README: "routes
+    live under /api") or a Jupyter server's address printed "Connected" and every query then
+    failed with "No route /api/api/sql/query". A server that does not answer gives a note (it
+    may be starting), anything else it says is the queries' business."""
     where = mask_url(target)
     try:
         client.api.list_projects()
     except TransportError as exc:
         return f"{exc}; kept as the current connection: each query tries it again"
     except ServiceError as exc:
+        if exc.status == 404:
+            root = re.sub(r"/api/?$", "", where.rstrip("/"))
+            hint = f": %kbsql_connect {root} (the client adds /api itself)" if root != where.rstrip("/") \
+                else " (give the address kbsql serve printed: http://host:port)"
+            raise ConnectionProblem(f"{where} is not a kbsql or MindsDB server's address (404 for "
+                                    f"its /api/projects){hint}") from None
         if exc.status not in REFUSED:
             return ""
         said = f"{exc.status} {exc.title}"
@@ -142,6 +151,9 @@ class ConnectionManager:
             return self.switch(target)
         if target and target in self.named and not is_url(target):
             alias, target = alias or target, self.named[target]
+        elif (url := address_without_scheme(target)) is not None:
+            raise ConnectionProblem(f"{target!r} reads as a server address without its scheme: "
+                                    f"%kbsql_connect {url} (a data directory of that name: ./{target})")
         elif target and not is_url(target) and not _looks_like_path(target):
             known = ", ".join(sorted({*self.connections, *self.named})) or "none"
             raise ConnectionProblem(f"No connection or directory named {target!r} (known: {known}). "

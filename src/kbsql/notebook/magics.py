@@ -36,7 +36,7 @@ from kbsql.notebook.display import (
     short_error,
     to_frame,
 )
-from kbsql.notebook.options import split_options, starts_with_option
+from kbsql.notebook.options import shows_help, split_options, starts_with_option
 from kbsql.notebook.pyproject_config import pyproject_settings
 
 _CAPTURE = re.compile(r"^\s*([A-Za-z_]\w*)\s*<<\s*(.*)$", re.DOTALL)
@@ -165,6 +165,8 @@ class KbSql(Magics, Configurable):
         message and fails the cell. Settings: %config KbSql (displaylimit, connections, ...).
         Connections: %kbsql_connect; agents: %agent.
         """
+        if shows_help(line, self.kbsql):
+            return None
         args, rest = split_options(strip_comment(line), self.kbsql)
         text = rest if cell is None else f"{rest}\n{cell}"
         capture = _CAPTURE.match(text)
@@ -233,6 +235,8 @@ class KbSql(Magics, Configurable):
     @line_magic
     def kbsql_connect(self, line: str) -> None:
         """Open, switch, list or close connections. Keys are never printed or stored."""
+        if shows_help(line, self.kbsql_connect):
+            return
         args = parse_argstring(self.kbsql_connect, strip_comment(line))
         manager = self._sync_manager()
         try:
@@ -272,8 +276,12 @@ class KbSql(Magics, Configurable):
 
         Follow-up questions carry the conversation so far; --new starts over.
         """
+        if shows_help(line, self.agent):
+            return None
         args, rest = split_options(strip_comment(line), self.agent)
         name, _, question = rest.partition(" ")
+        if shows_help(question, self.agent):  # %agent helper --help
+            return None
         if starts_with_option(question, self.agent):  # %agent AGENT --new question
             late, question = split_options(question, self.agent)
             for key, value in vars(late).items():

@@ -1,16 +1,31 @@
 """Leading options of a magic line, parsed by the magic's own argparse parser, with the rest
-of the line (SQL, a question) left exactly as typed. Shared by `%kbsql`, `%agent` and
-`%kbsql_plot`."""
+of the line (SQL, a question) left exactly as typed. Shared by `%kbsql`, `%agent`,
+`%kbsql_plot` and (`--help`) `%kbsql_connect`."""
 
 from __future__ import annotations
 
 import re
+import textwrap
 from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic_arguments import parse_argstring
 
 _TOKEN = re.compile(r"\s*(\S+)")
+HELP = ("-h", "--help")
+
+
+def shows_help(text: str, func: Any) -> bool:
+    """`%kbsql --help` (or -h), typed as a command line's help is asked for: prints what
+    `%kbsql?` shows (the magic's usage, its text and options) and says so, so the magic does
+    nothing else. A newcomer's `%kbsql --help` answered "Unknown option --help", and
+    `%kbsql_connect --help` "unrecognized arguments: --help"."""
+    match = _TOKEN.match(text)
+    if match is None or match.group(1) not in HELP:
+        return False
+    doc = (func.__doc__ or "").strip()
+    print(textwrap.dedent(doc.removeprefix("::").strip("\n")))  # the reST marker IPython adds
+    return True
 
 
 def split_options(line: str, func: Any) -> tuple[Any, str]:
@@ -42,9 +57,15 @@ def split_options(line: str, func: Any) -> tuple[Any, str]:
 
 
 def starts_with_option(text: str, func: Any) -> bool:
-    """Whether `text` opens with one of the magic's own options (`--new`, `-c`, `--project=x`;
-    not -h). `%agent helper --new What next?` means the option: read as the question, "--new"
-    went to the agent as words and the conversation was not started over."""
+    """Whether `text` opens with one of the magic's own options (`--new`, `-c`, `--project=x`)
+    or with what can only be a mistyped one (`--bogus`: two dashes and a letter), which
+    `split_options` then refuses. `%agent helper --new What next?` means the option: read as
+    the question, "--new" went to the agent as words and the conversation was not started
+    over; `%agent helper --nwe hi` asked the agent "--nwe hi". A question that opens with
+    two dashes is asked after `--` (`%agent helper -- --verbose does what?`)."""
     match = _TOKEN.match(text)
-    options = {s for a in func.parser._actions for s in a.option_strings} - {"-h", "--help"}
-    return match is not None and match.group(1).split("=", 1)[0] in options
+    if match is None:
+        return False
+    token = match.group(1)
+    options = {s for a in func.parser._actions for s in a.option_strings}
+    return token == "--" or token.split("=", 1)[0] in options or re.match(r"--[A-Za-z]", token) is not None

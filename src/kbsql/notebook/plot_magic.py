@@ -26,10 +26,10 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from kbsql.client.params import quote_name
 from kbsql.interface.api import KnowledgeBaseVectors
 from kbsql.interface.errors import KbsqlError
-from kbsql.interface.results import TableResult
+from kbsql.interface.results import KB_INTERNAL_METADATA, TableResult
 from kbsql.notebook import plots
 from kbsql.notebook.cell_params import collect_params, expand_template, strip_comment
-from kbsql.notebook.options import split_options
+from kbsql.notebook.options import shows_help, split_options
 
 KINDS = ("relevance", "map", "recall")
 
@@ -96,6 +96,8 @@ class KbSqlPlot(Magics):
         %kbsql_plot recall KB --questions VAR [--question-column C] [--id-column C] [-k K]
         %kbsql_plot recall RESULT [-k K]   (an EVALUATE result: a DataFrame variable or df.<name>)
         """
+        if shows_help(line, self.kbsql_plot):
+            return None
         kind, _, rest = strip_comment(line).strip().partition(" ")
         if kind not in KINDS:
             raise UsageError(f"%kbsql_plot KIND ...: KIND is one of {', '.join(KINDS)}")
@@ -150,6 +152,11 @@ class KbSqlPlot(Magics):
         data = api.knowledge_base_vectors(project or client.project, name, args.limit, args.query)
         if len(data["chunk_ids"]) == 0:
             raise UsageError(f"{kb} has no chunks to map")
+        keys = {k for m in data["metadata"] for k in m}
+        if args.color and args.color not in keys:  # drew every dot "(none)" under its name
+            shown = sorted(keys, key=lambda k: (k in KB_INTERNAL_METADATA, k))  # the user's first
+            raise UsageError(f"--color {args.color}: no chunk of {kb} has that metadata key; its "
+                             f"keys are {', '.join(shown)}")
         points, placed = plots.project_2d(data["vectors"], data["query_vector"])
         colours = [m.get(args.color) for m in data["metadata"]] if args.color else None
         figure = plots.map_figure(points, colours, colour_by=args.color or "", query=args.query,
@@ -169,9 +176,12 @@ class KbSqlPlot(Magics):
             return self._recall_of_evaluation(client, kb, args)
         frame: Any = self._namespace().get(args.questions)
         columns = list(getattr(frame, "columns", []))
-        if args.question_column not in columns or args.id_column not in columns:
-            raise UsageError(f"--questions {args.questions}: a DataFrame with a "
-                             f"{args.question_column!r} and an {args.id_column!r} column")
+        if frame is None:
+            raise UsageError(f"--questions {args.questions}: no variable of that name in the notebook")
+        if args.question_column not in columns or args.id_column not in columns:  # said which
+            raise UsageError(f"--questions {args.questions}: a DataFrame with a {args.question_column!r} "
+                             f"and an {args.id_column!r} column; its columns are {columns} (name "
+                             "yours with --question-column C and --id-column C)")
         questions = [str(q) for q in frame[args.question_column]]
         expected = list(frame[args.id_column])
         ranked = [_ranked_ids(client, kb, q, args.k, args.hybrid) for q in questions]

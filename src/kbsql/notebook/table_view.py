@@ -12,6 +12,8 @@ every value; only the display copy is trimmed.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from html import escape
 from typing import Any
 
@@ -42,6 +44,39 @@ def display_frame(frame: pd.DataFrame, *, internal_metadata: bool = False) -> pd
         if name in shown.columns and pd.api.types.is_float_dtype(shown[name]):
             shown[name] = shown[name].round(SCORE_DECIMALS)
     return shown
+
+
+def display_cells(columns: list[str], rows: Sequence[Sequence[object]]) -> list[list[object]]:
+    """An agent step's observation table (text cells, as the model read them) trimmed by the
+    same rules for the agent panel: its `metadata` JSON without the internal keys, its scores
+    to 4 decimals. The panel showed `{"product": "pump", "_chunk_index": 0, ...,
+    "_updated_at": "2026-11-30 05:02:29.727126"}` and `0.638167250767744` in every row."""
+    metadata = columns.index("metadata") if "metadata" in columns else None
+    scores = [i for i, name in enumerate(columns) if name in SCORE_COLUMNS]
+    shown = []
+    for row in rows:
+        cells = list(row)
+        if metadata is not None and metadata < len(cells):
+            cells[metadata] = _public_json(str(cells[metadata]))
+        for i in (i for i in scores if i < len(cells)):
+            cells[i] = _rounded(str(cells[i]))
+        shown.append(cells)
+    return shown
+
+
+def _public_json(text: str) -> str:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return text
+    return json.dumps(public_metadata(value), ensure_ascii=False) if isinstance(value, dict) else text
+
+
+def _rounded(text: str) -> str:
+    try:
+        return f"{float(text):.{SCORE_DECIMALS}f}"
+    except ValueError:
+        return text
 
 
 LEFT = "text-align:left"

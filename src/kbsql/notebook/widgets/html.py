@@ -12,6 +12,7 @@ from __future__ import annotations
 from functools import lru_cache
 from html import escape
 
+from kbsql.notebook.table_view import display_cells
 from kbsql.notebook.widgets.state import DONE, FAILED, RUNNING, STOPPED, Step, StreamState, parse_observation
 
 MAX_TABLE_ROWS = 10
@@ -103,7 +104,7 @@ def observation_html(observation: str | None) -> str:
     if parsed is None:
         return code_html(observation)
     pre = code_html(parsed.preamble) if parsed.preamble else ""
-    return pre + table_html(parsed.columns, parsed.rows)
+    return pre + table_html(parsed.columns, display_cells(parsed.columns, parsed.rows))
 
 
 TITLE_SEP = " · "

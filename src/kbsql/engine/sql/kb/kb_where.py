@@ -31,6 +31,7 @@ from mindsdb_sql_parser import ast
 from kbsql.engine.knowledge.ingest import INTERNAL_KEYS
 from kbsql.engine.knowledge.json_chunking import metadata_keys
 from kbsql.engine.knowledge.search import Filter, FilterGroup, SearchRequest
+from kbsql.engine.spelling import did_you_mean
 from kbsql.engine.sql.kb.kb_conditions import _number, _truthy, constant
 from kbsql.engine.sql.refusals import unsupported
 from kbsql.interface.errors import SqlError
@@ -130,7 +131,8 @@ class Columns:
                            f"metadata {name!r} (names of inserted columns are kept as written); the "
                            f"columns are ['id', 'chunk_id', 'chunk_content'] and the chunk keys "
                            f"{sorted(INTERNAL_KEYS)}")
-        raise SqlError(f"Unknown column {name!r} in a knowledge-base condition: the columns are "
+        near = did_you_mean(name, [*ROW_COLUMNS, *self.declared])  # `prodcut`, as an INSERT says
+        raise SqlError(f"Unknown column {name!r} in a knowledge-base condition{near}: the columns are "
                        f"['id', 'chunk_id', 'chunk_content'], the metadata columns {self.declared} "
                        f"and the chunk keys {sorted(INTERNAL_KEYS)}")
 

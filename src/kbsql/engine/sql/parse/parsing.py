@@ -26,7 +26,7 @@ from kbsql.engine.sql.parse.values_fastpath import parse_insert_values
 from kbsql.engine.sql.parse.write_shapes import parse_write_shape
 from kbsql.engine.sql.refusals import PREFIX
 from kbsql.interface.errors import LimitExceeded, ParseError, SqlError, clipped
-from kbsql.interface.sqltext import segments
+from kbsql.interface.sqltext import QUOTES, closed, segments
 
 SHAPES = ShapeCache()
 MAX_TOKENS = 60_000
@@ -66,6 +66,9 @@ def parse(query: str) -> ast.ASTNode:
         return SHAPES.parse(query)  # parse_sql's statement, a repeated SELECT shape without sly
     except Exception as exc:
         statement = parse_write_shape(query)  # MindsDB's documented writes its parser refuses
+        if statement is None:
+            check_quotes(query)
+            check_hash_comment(query)
         if statement is None and not isinstance(exc, (MindsdbSQLException, SqlError, RecursionError)):
             # the parser failing in its own code while it words a syntax error (`x -> y`
             # answered "invalid literal for int() with base 10: '[number]'")
@@ -90,6 +93,36 @@ def check_comments(query: str) -> None:
                 end - start >= 4 and query.endswith("*/", start, end)):
             raise ParseError(f"Syntax error: the comment opened by /* at character {start + 1} is "
                            "never closed with */")
+
+
+def check_quotes(query: str) -> None:
+    """Name a quote that is never closed, once the parser has refused the statement: it said
+    "the parser could not read this statement" for `WHERE content = 'refund policy LIMIT 5`
+    (a newcomer's missing quote) and for `content = 'it's'` (a quote inside a text), leaving
+    the reader to find which quote. Only read on a failed parse: nothing is refused here."""
+    for start, end, is_code in segments(query):
+        if not is_code and query[start] in QUOTES and not closed(query, start, end):
+            hint = (" (a quote inside a text is written twice, 'it''s', or the value bound as :name)"
+                    if query[start] == "'" else "")
+            raise ParseError(f"Syntax error: the quote {query[start]} at character {start + 1} is "
+                             f"never closed: {clipped(query[start:].strip(), 60)}{hint}") from None
+
+
+_HASH_COMMENT = re.compile(r"(?:^|\s)#(?:\s|$)")
+
+
+def check_hash_comment(query: str) -> None:
+    """Name a `# ...` written as a comment inside the SQL (a Python habit; `#` ends only the
+    magic's own line), once the parser has refused the statement: `SELECT 3 AS z  # why`
+    answered "the parser could not read this statement". Only a `#` standing alone between
+    spaces is taken for one, and only in code (not in a literal or a `--` comment)."""
+    for start, end, is_code in segments(query):
+        match = _HASH_COMMENT.search(query, start, end) if is_code else None
+        if match is not None:
+            at = match.start() + match.group().index("#")
+            raise ParseError(f"Syntax error: # at character {at + 1} does not start a comment in "
+                             f"SQL: {clipped(query[at:].strip(), 60)} (a comment is -- to the end "
+                             "of the line, or /* ... */)") from None
 
 
 _CLAUSE_WORDS = ("from", "where", "group", "order", "limit", "having", "union", "join", "left", "right",
