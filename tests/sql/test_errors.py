@@ -55,9 +55,9 @@ def test_a_hash_written_as_a_comment_is_named(engine: Engine) -> None:
     """`SELECT 3 AS z  # why` (a Python habit in a %%kbsql cell) answered "the parser could
     not read this statement"; `#` in a literal or a -- comment is no concern of this."""
     assert error(engine, "SELECT 3 AS z  # a python-style comment\nFROM t").startswith(
-        "Syntax error: # at character 16 does not start a comment in SQL: # a python-style comment")
+        "Syntax error: # at character 16 is not read as a comment here: # a python-style comment")
     assert engine.query("SELECT '# not a comment' AS a -- # nor this", {}).type == "table"
-    assert "does not start a comment" not in error(engine, "SELECT '#' AS a FROM WHERE")
+    assert "is not read as a comment" not in error(engine, "SELECT '#' AS a FROM WHERE")
 
 
 def test_unknown_table_names_table_and_database(connected: Engine) -> None:

@@ -112,16 +112,17 @@ _HASH_COMMENT = re.compile(r"(?:^|\s)#(?:\s|$)")
 
 
 def check_hash_comment(query: str) -> None:
-    """Name a `# ...` written as a comment inside the SQL (a Python habit; `#` ends only the
-    magic's own line), once the parser has refused the statement: `SELECT 3 AS z  # why`
+    """Name a `# ...` written as a comment inside the SQL (a Python habit, and MySQL's; the
+    parser, MindsDB's, reads none: `#` ends only the magic's own line), once the parser has
+    refused the statement: `SELECT 3 AS z  # why`
     answered "the parser could not read this statement". Only a `#` standing alone between
     spaces is taken for one, and only in code (not in a literal or a `--` comment)."""
     for start, end, is_code in segments(query):
         match = _HASH_COMMENT.search(query, start, end) if is_code else None
         if match is not None:
             at = match.start() + match.group().index("#")
-            raise ParseError(f"Syntax error: # at character {at + 1} does not start a comment in "
-                             f"SQL: {clipped(query[at:].strip(), 60)} (a comment is -- to the end "
+            raise ParseError(f"Syntax error: # at character {at + 1} is not read as a comment "
+                             f"here: {clipped(query[at:].strip(), 60)} (a comment is -- to the end "
                              "of the line, or /* ... */)") from None
 
 
