@@ -136,12 +136,19 @@ def connect(target: str | os.PathLike[str] | None = None, *, project: str = DEFA
     `{"statement_timeout": 30}`), which beat the environment and config.json; an unknown
     name or a wrong type raises `ValueError` naming it. A server has its own (`kbsql serve`).
     A server address without its scheme (`"127.0.0.1:47334"`) raises `ValueError` naming the
-    URL (`address_without_scheme`); `data_dir=` opens a directory of any name."""
+    URL (`address_without_scheme`); `data_dir=` opens a directory of any name. A URL ending in
+    `/api` raises `ValueError` naming the server's own address (its requests went to
+    `/api/api/...`: every one answered "No route")."""
     if data_dir is None and (url := address_without_scheme(target)) is not None:
         raise ValueError(f"{target!r} reads as a server address without its scheme: "
                          f"kbsql.connect({url!r}) (a data directory of that name: data_dir={target!r})")
     if target is not None and str(target).startswith(("http://", "https://")):
         from kbsql.client.http import HttpApi
+
+        root = re.sub(r"/api/?$", "", str(target))
+        if root != str(target):  # every route is under /api, which the client adds itself
+            raise ValueError(f"{target!r} names the server's /api: kbsql.connect({root!r}) (the "
+                             "client adds /api to every request)")
 
         if settings:
             raise ValueError("settings= configures an embedded engine; a server takes its "

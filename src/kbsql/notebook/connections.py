@@ -84,9 +84,8 @@ def check_server(client: Client, target: str, key_kind: str | None, source: str)
     """Ask a server once (an authenticated route: the project list), so a connection says
     yes only when its queries will be answered. Credentials refused (401/403) raise
     `ConnectionProblem` saying where a token goes; so does a 404, which a server of the
-    interface never answers there: `%kbsql_connect http://host:47334/api` (README: "routes
-    live under /api") or a Jupyter server's address printed "Connected" and every query then
-    failed with "No route /api/api/sql/query". A server that does not answer gives a note (it
+    interface never answers there: a Jupyter server's address printed "Connected" and every
+    query then failed with "No route /api/...". A server that does not answer gives a note (it
     may be starting), anything else it says is the queries' business."""
     where = mask_url(target)
     try:
@@ -94,12 +93,10 @@ def check_server(client: Client, target: str, key_kind: str | None, source: str)
     except TransportError as exc:
         return f"{exc}; kept as the current connection: each query tries it again"
     except ServiceError as exc:
-        if exc.status == 404:
-            root = re.sub(r"/api/?$", "", where.rstrip("/"))
-            hint = f": %kbsql_connect {root} (the client adds /api itself)" if root != where.rstrip("/") \
-                else " (give the address kbsql serve printed: http://host:port)"
+        if exc.status == 404:  # (a URL ending in /api is named before: ConnectionManager._open)
             raise ConnectionProblem(f"{where} is not a kbsql or MindsDB server's address (404 for "
-                                    f"its /api/projects){hint}") from None
+                                    "its /api/projects; give the address kbsql serve printed: "
+                                    "http://host:port)") from None
         if exc.status not in REFUSED:
             return ""
         said = f"{exc.status} {exc.title}"
@@ -196,6 +193,10 @@ class ConnectionManager:
         if project:
             options["project"] = project
         if target and is_url(target):
+            root = re.sub(r"/api/?$", "", target)
+            if root != target:  # connect() refuses it in Python's words; the magic's own here
+                raise ConnectionProblem(f"{mask_url(target)} names the server's /api: %kbsql_connect "
+                                        f"{mask_url(root)} (the client adds /api itself)")
             return connect(target, headers=dict(auth) or None, **options)
         return connect(data_dir=target or None, **options)
 
