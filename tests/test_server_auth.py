@@ -92,6 +92,7 @@ def test_a_wrong_token_is_told_it_is_wrong_and_no_token_how_to_send_one(server: 
     for n, missing in enumerate(({}, {"Authorization": f"Basic {TOKEN}"}, {"Authorization": "Bearer"})):
         said = detail(missing, f"198.51.100.{50 + n}")
         assert said.startswith("This server needs a token: send 'Authorization: Bearer <token>'"), said
+        assert "or log in: POST /api/login" in said and "login=..., password=..." in said, said
     with kbsql.connect(server.url, token="not-the-token") as client, pytest.raises(ServiceError) as refused:
         client.projects()
     assert refused.value.status == 401 and refused.value.detail == "Wrong token"
@@ -214,6 +215,16 @@ def test_a_token_only_server_has_no_login(tmp_path: Path) -> None:
         login = httpx.post(f"{proc.url}/api/login", json={"username": "a", "password": "b"})
         assert login.status_code == 404 and "--user" in login.json()["detail"]
         assert httpx.get(f"{proc.url}/api/projects").status_code == 401
+
+
+def test_a_login_only_server_tells_a_client_without_credentials_to_log_in(tmp_path: Path) -> None:
+    """A server with --user and --password but no token told a client without credentials
+    (mindsdb_sdk.connect(url) with no login) that it "needs a token", which it never gave out."""
+    with spawn(tmp_path / "data", args=("--user", "ann", "--password", "pw-ann")) as proc:
+        refused = httpx.get(f"{proc.url}/api/projects")
+        assert refused.status_code == 401
+        said = refused.json()["detail"]
+        assert said.startswith("This server needs a login: POST /api/login") and "token=" not in said, said
 
 
 def test_the_settings_repr_shows_no_secret() -> None:

@@ -53,6 +53,11 @@ FAILED_LOGIN_DELAY_S = 0.5  # slows password guessing without blocking other req
 MAX_LOGIN_BODY = 64 * 1024
 NEEDS_TOKEN = ("This server needs a token: send 'Authorization: Bearer <token>' "
                "(kbsql.connect(url, token=...) or $KBSQL_TOKEN)")
+LOGIN_TOO = ("; or log in: POST /api/login with {\"username\", \"password\"} and send the token it "
+             "answers (mindsdb_sdk.connect(url, login=..., password=...) does)")
+NEEDS_LOGIN = ("This server needs a login: POST /api/login with {\"username\", \"password\"} and send "
+               "the token it answers as 'Authorization: Bearer <token>' (mindsdb_sdk.connect(url, "
+               "login=..., password=...) does)")
 WRONG_TOKEN = "Wrong token"  # says no more: not which part, not how near
 
 
@@ -140,12 +145,19 @@ class TokenAuth:
                 # and closed: a connection kept open past a refusal would count toward no
                 # one's share of --max-http-connections (connection_shares.py)
                 await send_problem(send, 401, "Unauthorized",
-                                   WRONG_TOKEN if self.presents_token(scope) else NEEDS_TOKEN,
+                                   WRONG_TOKEN if self.presents_token(scope) else self.needs(),
                                    [(b"www-authenticate", b'Bearer realm="kbsql"'),
                                     (b"connection", b"close")])
                 return
             scope[OWNER] = owner_of(secret.encode("utf-8"))
         await self.app(scope, receive, send)
+
+    def needs(self) -> str:
+        """What a request without credentials is told: the ways in this server has (a client
+        of a login-only server was told to send a token it was never given)."""
+        if not self.settings.token:
+            return NEEDS_LOGIN
+        return NEEDS_TOKEN + (LOGIN_TOO if self.settings.login_enabled else "")
 
     def presents_credentials(self, scope: Scope) -> bool:
         """An `Authorization` header, or an `X-Api-Key` on a server that has a token (on a
