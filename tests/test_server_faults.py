@@ -21,6 +21,7 @@ from kbsql.interface.errors import KINDS, PROBLEM_TYPE_HEADER, InsufficientStora
 from kbsql.server.process import ServerProcess, spawn
 
 KBS = "/api/projects/mindsdb/knowledge_bases"
+NO_RESERVE = ("--disk-reserve-mb", "0")  # a disk filled to its last byte, past the reserve
 HASH = {"provider": "kbsql", "model_name": "hash-64"}
 
 
@@ -121,7 +122,7 @@ def count(url: str, kb: str) -> int:
 
 def test_a_full_disk_answers_507_and_keeps_what_was_acknowledged(tmp_path: Path) -> None:
     data = tmp_path / "data"
-    with spawn(data, prefix=small_disk(data, 6)) as server:
+    with spawn(data, prefix=small_disk(data, 6), args=NO_RESERVE) as server:
         create_kb(server.url, "kb")
         acknowledged: list[str] = []
         full = None
@@ -146,12 +147,42 @@ def test_a_full_disk_answers_507_and_keeps_what_was_acknowledged(tmp_path: Path)
         assert "Traceback" not in server.log_text()
 
 
+def test_inserts_stop_at_the_disk_reserve_and_the_catalog_keeps_its_room(tmp_path: Path) -> None:
+    """--disk-reserve-mb on a real 24 MB file system: a knowledge-base insert that would
+    leave less than 12 MB free is refused (507, naming the flag) before any of it is
+    written, what was acknowledged stays, and the catalog's own writes still have room (a
+    new knowledge base, a project; any insert waits for space to be freed). Without the
+    reserve the first write to fail is whichever comes when the disk is full, the
+    catalog's included."""
+    data = tmp_path / "data"
+    with spawn(data, prefix=small_disk(data, 24), args=("--disk-reserve-mb", "12")) as server:
+        create_kb(server.url, "kb")
+        acknowledged: list[str] = []
+        refused = None
+        for batch in range(200):
+            rows = [{"id": f"{batch}-{i}", "content": f"row {batch} {i} " + "words " * 300}
+                    for i in range(20)]
+            answer = put_rows(server.url, "kb", rows)
+            if answer.status_code != 200:
+                refused = answer
+                break
+            acknowledged += [r["id"] for r in rows]
+        assert refused is not None and refused.status_code == 507, refused and refused.text
+        assert "would leave less than 12 MB free" in refused.json()["detail"] and acknowledged
+        assert "--disk-reserve-mb" in refused.json()["detail"]
+        assert {r[0] for r in sql(server.url, "SELECT id FROM kb")["data"]} == set(acknowledged)
+        create_kb(server.url, "other")  # the catalog, the query log still write
+        assert sql(server.url, "CREATE PROJECT after_the_reserve")["type"] == "ok"
+        assert put_rows(server.url, "other", [{"id": "a", "content": "small"}]).status_code == 507
+        assert "Traceback" not in server.log_text()
+
+
 def test_a_batch_answered_507_left_nothing_of_itself(tmp_path: Path) -> None:
     """The catalog's disk fills while the chunk stores still have room: the batch's chunks
     used to commit before the catalog refused its bookkeeping, so a 507 "not stored" came
     with all its rows stored. Now the batch is all or nothing, on every insert path."""
     data = tmp_path / "data"
-    with spawn(data, prefix=small_disk(data, 8, kb_megabytes=24)) as server:
+    with spawn(data, prefix=small_disk(data, 8, kb_megabytes=24), args=NO_RESERVE) as server:
         create_kb(server.url, "kb")
         first = [{"id": f"a{i}", "content": f"first {i}"} for i in range(5)]
         assert put_rows(server.url, "kb", first).is_success
@@ -192,7 +223,7 @@ def test_a_background_insert_stopped_by_a_full_disk_says_what_it_stored(tmp_path
     """`INSERT ... USING batch_size` stores each batch on its own: when the disk fills in the
     middle, its error says how many rows are in, and that is what the knowledge base holds."""
     data = tmp_path / "data"
-    with spawn(data, prefix=small_disk(data, 8, kb_megabytes=1)) as server:
+    with spawn(data, prefix=small_disk(data, 8, kb_megabytes=1), args=NO_RESERVE) as server:
         create_kb(server.url, "kb")
         started = sql(server.url, "INSERT INTO kb SELECT id, 'row ' || id || repeat(' words', 300) "
                                   "AS content FROM (SELECT unnest(range(3000)) AS id) USING batch_size = 50")
@@ -223,7 +254,7 @@ def test_a_write_into_a_data_source_on_a_full_disk_stores_nothing(tmp_path: Path
     take a small write after it, and the server answers on."""
     data = tmp_path / "data"
     sources = tmp_path / "sources"
-    with spawn(data, prefix=small_disk(data, 8, sources=(sources, 16))) as server:
+    with spawn(data, prefix=small_disk(data, 8, sources=(sources, 16)), args=NO_RESERVE) as server:
         with duckdb.connect(str(tmp_path / "src.duckdb")) as made:
             made.execute("CREATE TABLE base AS SELECT 1 AS id, 'x' AS b")
         with contextlib.closing(sqlite3.connect(tmp_path / "src.sqlite")) as lite:

@@ -189,13 +189,13 @@ def test_a_table_that_would_leave_too_little_disk_is_refused_and_nothing_is_lost
     go too); what was stored before stays."""
     import collections
 
-    from kbsql.engine.datasources import frame_store
+    from kbsql.engine import faults
     from kbsql.interface.errors import InsufficientStorage
 
     reserve = engine.config.disk_reserve_mb * 2**20
     assert reserve == 1024 * 2**20  # the default
     usage = collections.namedtuple("usage", "total used free")
-    monkeypatch.setattr(frame_store.shutil, "disk_usage",
+    monkeypatch.setattr(faults.shutil, "disk_usage",
                         lambda path: usage(0, 0, reserve + 3 * 2**20))
     small = ("n,txt\n" + "1,abc\n" * 1000).encode()
     engine.upload_file("small", small, "small.csv")

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import errno
 import functools
+import shutil
 import sqlite3
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 from kbsql.interface.errors import InsufficientStorage, ServiceError, StoreDamaged
@@ -52,6 +54,26 @@ def damaged(exc: BaseException) -> bool:
 def full_error(what: str) -> InsufficientStorage:
     return InsufficientStorage(f"The disk is full: {what} was not stored (nothing stored before "
                                "is lost). Free some space on the server and send it again")
+
+
+def check_room(place: Path, needed: int, reserve: int, what: str) -> None:
+    """Refuse a write of about `needed` bytes under `place` that would leave less than
+    `reserve` free on its disk (the `disk_reserve_mb` setting; 0: no check): a disk filled by
+    one user's uploads or inserts fails every other write (inserts, the catalog, the query
+    log) with a 507, so the write that would fill it is refused first, before any of it is
+    written, in the same kind of error."""
+    if reserve <= 0:
+        return
+    free = shutil.disk_usage(place).free
+    if free - needed < reserve:
+        raise InsufficientStorage(
+            f"Storing {what} (~{_mb(needed)} MB) would leave less than {_mb(reserve)} MB free on "
+            f"the server's disk ({_mb(free)} MB free; disk_reserve_mb, --disk-reserve-mb): nothing "
+            "was stored")
+
+
+def _mb(size: int) -> int:
+    return max(1, round(size / 2**20))
 
 
 def storage_fault(exc: BaseException, what: str) -> ServiceError | None:

@@ -182,10 +182,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("max_upload_decoded_mb", int, 64, "most an uploaded file may decode to, in MB: an "
             "archive's file, a workbook's XML and cell text, a PDF's text (400 beyond)",
             "--max-upload-decoded-mb", metavar="MB"),
-    Setting("disk_reserve_mb", int, 1024, "free space on the data directory's disk a stored "
-            "table (an uploaded file, a registered DataFrame) must leave, in MB: one user's "
-            "uploads cannot fill the disk every other write needs (507 beyond; 0: none)",
-            "--disk-reserve-mb", metavar="MB"),
+    Setting("disk_reserve_mb", int, 1024, "free space on the data directory's disk an upload, "
+            "a registered DataFrame or a knowledge-base insert must leave, in MB: the catalog, "
+            "the query log and jobs keep room to write (507 beyond; 0: none)",
+            "--disk-reserve-mb", positive=False, metavar="MB"),
     Setting("max_upload_columns", int, 4096, "columns an uploaded table may have (400 beyond)",
             "--max-upload-columns", metavar="N"),
     Setting("max_upload_cells", int, 10_000_000, "cells (rows x columns) an uploaded table may "

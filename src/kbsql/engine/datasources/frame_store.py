@@ -22,15 +22,14 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
 from kbsql.engine.datasources.scans import FileScan, Scan, match_name
-from kbsql.engine.faults import storage_fault
-from kbsql.interface.errors import BadRequest, InsufficientStorage, clipped
+from kbsql.engine.faults import check_room, storage_fault
+from kbsql.interface.errors import BadRequest, clipped
 from kbsql.interface.frames import to_arrow
 
 FRAMES_SOURCE = "df"
@@ -43,10 +42,6 @@ def _parquet() -> Any:
     import pyarrow.parquet
 
     return pyarrow.parquet
-
-
-def _mb(size: int) -> int:
-    return max(1, round(size / 2**20))
 
 
 def frame_name(name: Any) -> str:
@@ -77,7 +72,8 @@ class FrameStore:
         existing = match_name(name, self.tables())
         if existing is not None and existing != name:  # names are case-insensitive
             self._path(existing).unlink(missing_ok=True)
-        self._check_room(table)
+        # its size in memory stands for its file's (Parquet is mostly smaller)
+        check_room(self.folder, table.nbytes, self.reserve, "this table")
         tmp = self.folder / f".{name}.{os.getpid()}.tmp"
         try:
             _parquet().write_table(table, tmp)
@@ -89,19 +85,6 @@ class FrameStore:
                 raise fault from exc
             raise
         return table.num_rows
-
-    def _check_room(self, table: pa.Table) -> None:
-        """Refuse a table that would leave less than `reserve` free: a disk filled by one
-        user's uploads fails every other write (inserts, the catalog, the query log) with a
-        507. Its size in memory stands for its file's (Parquet is mostly smaller)."""
-        if self.reserve <= 0:
-            return
-        free = shutil.disk_usage(self.folder).free
-        if free - table.nbytes < self.reserve:
-            raise InsufficientStorage(
-                f"Storing this table (~{_mb(table.nbytes)} MB) would leave less than {_mb(self.reserve)} MB "
-                f"free on the server's disk ({_mb(free)} MB free; disk_reserve_mb, --disk-reserve-mb): "
-                "nothing was stored")
 
     def unregister(self, name: str) -> bool:
         found = match_name(name, self.tables())

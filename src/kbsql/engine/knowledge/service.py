@@ -23,7 +23,7 @@ import numpy as np
 
 from kbsql.engine.catalog import DatasourceRecord, KbRecord, now
 from kbsql.engine.config import EngineConfig
-from kbsql.engine.faults import damaged, kb_faults
+from kbsql.engine.faults import check_room, damaged, kb_faults
 from kbsql.engine.knowledge import search as search_mod
 from kbsql.engine.knowledge.ingest import Chunk, RowChunker, check_metadata_columns
 from kbsql.engine.knowledge.search import Conditions, SearchRequest
@@ -306,6 +306,12 @@ class KnowledgeService:
         (rows without content are not). Ctrl-C as its own transaction commits raises
         `Interrupted` saying the batch is stored."""
         handed = False
+        if batch.chunks and self.vector_source(record.spec.get("vector_database")).local:
+            # its text in the store and its full-text index, and its vector: about what it takes
+            needed = batch.vectors.nbytes + 2 * sum(len(c.content.encode()) for c in batch.chunks)
+            place = self.storage_dir(record)
+            check_room(place if place.exists() else self.config.data_dir, needed,
+                       self.config.disk_reserve_mb * 2**20, f"{len(batch.chunks)} chunks")
         try:
             if batch.chunks:
                 if writer is None:
