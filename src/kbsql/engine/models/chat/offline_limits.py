@@ -77,6 +77,24 @@ def _measure(unit: str, sentence: str) -> dict[str, float]:
     return {unit: 1.0}
 
 
+_ONE = re.compile(r"\b(after|for|over|more than|longer than|past|within|in)\s+an?\s+(second|minute|hour|day|"
+                  r"night|week|fortnight|month|year)\b(?=\s*(?:$|[?.,!;]|(?:and|or|but|so|from|after|before|if|"
+                  r"when|too|now|later|please)\b))", re.IGNORECASE)
+"""A span said with "a" ("a refund after a month"), not a thing named by one ("a day pass"): one
+of its unit, so it meets a limit given in another unit ("within 14 days")."""
+_OF_US = re.compile(r"\b" + NUM + r"\s+of\s+(?:us|them)\b", re.IGNORECASE)
+"""People counted with a pronoun ("can 6 of us ride on one account"): that many people."""
+
+
+def _as_counted(question: str) -> str:
+    """The question with its spans said with "a" and its counts said with "of us" as numbers
+    (round 25, heldout23's "a month" of "within 14 days" and "6 of us" of "up to 4 bikes"). An age
+    "16 or over" is no floor here: heldout11 and heldout13 answer "can my 15 year old ride an
+    electric bike" by "Must be 16 or over to ride one", and "aged 16 or over" may be another's."""
+    question = _ONE.sub(lambda m: f"{m.group(1)} 1 {m.group(2)}", question)
+    return _OF_US.sub(lambda m: f"{m.group(1)} people", question)
+
+
 def past_its_limit(question: str, sentence: str) -> bool:
     """Whether the question asks beyond the very limit the sentence sets: "parking after 2
     hours" of "Parking - free for 2 hours", "a home visit more than 5 miles away" of "within 5
@@ -86,6 +104,7 @@ def past_its_limit(question: str, sentence: str) -> bool:
     days" of "tried for 21 days", "keep it for 6 weeks" of "kept for **4 weeks**", "£20" of "up
     to £10", "10 hens" of "up to six birds", "3 metres wide" of "no larger than 2.4 by 1.8 metres"."""
 
+    question = _as_counted(question)
     sentence = sentence.replace("**", "").replace("__", "")  # bold says nothing of the limit
     sentence = _DIMENSIONS.sub(lambda m: f"{_largest(m)} {m.group(3)}", sentence)
     for found in _PAST.finditer(question):
