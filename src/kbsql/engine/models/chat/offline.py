@@ -31,10 +31,14 @@ _FROM = re.compile(r"\bFROM\s+([\w.`\"]+)", re.IGNORECASE)
 MAX_KBS = 5
 MAX_TABLES = 3
 SWITCH_HINT = ("_Offline retrieval agent: sentences quoted from your data, no language model. For "
-               "written answers give the agent one, e.g. `client.agents.update(name, model="
-               "{\"provider\": \"openai\", \"model_name\": \"gpt-4o-mini\"})` (or `\"ollama\"`), "
-               "or set `KBSQL_DEFAULT_MODEL_PROVIDER`._")
-"""The one line every offline answer ends with: what it is, and how to get a real model."""
+               "written answers give the agent one, e.g. `ALTER AGENT <name> USING model = "
+               "{\"provider\": \"openai\", \"model_name\": \"gpt-4o-mini\", \"api_key\": \"sk-...\"}` "
+               "(or `\"ollama\"`; "
+               "in Python `client.agents.update(<name>, model={...})`), or set "
+               "`KBSQL_DEFAULT_MODEL_PROVIDER`._")
+"""The one line every offline answer ends with: what it is, and how to get a real model, in
+SQL first (every door reads it: a notebook's %%kbsql, REST, MySQL; `client` exists only in
+Python, where the answer named it to CLI and SQL users alike)."""
 
 def search_sql(kb: str, question: str, limit: int = SEARCH_LIMIT) -> str:
     """The semantic search for `question`, its text quoted by the one quoter (so it reads back
