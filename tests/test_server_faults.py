@@ -120,20 +120,24 @@ def count(url: str, kb: str) -> int:
     return int(sql(url, f"SELECT COUNT(DISTINCT id) FROM {kb}")["data"][0][0])
 
 
+def insert_until_refused(url: str, kb: str) -> tuple[list[str], httpx.Response | None]:
+    """PUT batches of 20 rows of ~2 KB until one is refused: (the ids acknowledged, the
+    refusal; None if 200 batches all went in)."""
+    acknowledged: list[str] = []
+    for batch in range(200):
+        rows = [{"id": f"{batch}-{i}", "content": f"row {batch} {i} " + "words " * 300} for i in range(20)]
+        answer = put_rows(url, kb, rows)
+        if answer.status_code != 200:
+            return acknowledged, answer
+        acknowledged += [r["id"] for r in rows]
+    return acknowledged, None
+
+
 def test_a_full_disk_answers_507_and_keeps_what_was_acknowledged(tmp_path: Path) -> None:
     data = tmp_path / "data"
     with spawn(data, prefix=small_disk(data, 6), args=NO_RESERVE) as server:
         create_kb(server.url, "kb")
-        acknowledged: list[str] = []
-        full = None
-        for batch in range(200):
-            rows = [{"id": f"{batch}-{i}", "content": f"row {batch} {i} " + "words " * 300}
-                    for i in range(20)]
-            answer = put_rows(server.url, "kb", rows)
-            if answer.status_code != 200:
-                full = answer
-                break
-            acknowledged += [r["id"] for r in rows]
+        acknowledged, full = insert_until_refused(server.url, "kb")
         assert full is not None, "the 6 MB disk never filled"
         assert full.status_code == 507, full.text
         assert full.headers["content-type"].startswith("application/problem+json")
@@ -157,16 +161,7 @@ def test_inserts_stop_at_the_disk_reserve_and_the_catalog_keeps_its_room(tmp_pat
     data = tmp_path / "data"
     with spawn(data, prefix=small_disk(data, 24), args=("--disk-reserve-mb", "12")) as server:
         create_kb(server.url, "kb")
-        acknowledged: list[str] = []
-        refused = None
-        for batch in range(200):
-            rows = [{"id": f"{batch}-{i}", "content": f"row {batch} {i} " + "words " * 300}
-                    for i in range(20)]
-            answer = put_rows(server.url, "kb", rows)
-            if answer.status_code != 200:
-                refused = answer
-                break
-            acknowledged += [r["id"] for r in rows]
+        acknowledged, refused = insert_until_refused(server.url, "kb")
         assert refused is not None and refused.status_code == 507, refused and refused.text
         assert "would leave less than 12 MB free" in refused.json()["detail"] and acknowledged
         assert "--disk-reserve-mb" in refused.json()["detail"]
