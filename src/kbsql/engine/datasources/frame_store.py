@@ -130,9 +130,11 @@ class FrameStore:
             return None
         path = self._find(parts[0])
         try:
-            version = path.stat().st_mtime_ns if path is not None else None
+            stat = path.stat() if path is not None else None
         except FileNotFoundError:
-            version = None
-        if path is None or version is None:
+            stat = None
+        if path is None or stat is None:
             return None
-        return FileScan("read_parquet", str(path), stored=True, version=version)
+        # a replace is a new file (os.replace of a temp): its inode tells it even within one
+        # tick of a coarse mtime
+        return FileScan("read_parquet", str(path), stored=True, version=hash((stat.st_ino, stat.st_mtime_ns)))

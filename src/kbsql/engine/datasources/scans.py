@@ -37,8 +37,8 @@ class FileScan:
     """The engine's own file (a stored table's Parquet): read without the path policy, which
     refuses the data directory to every path SQL names."""
     version: int = 0
-    """A stored file's `st_mtime_ns`: a plan compiled against it is compiled again once the
-    file is replaced (plans.PlanCache compares scans)."""
+    """A stored file's identity (its inode and `st_mtime_ns`): a plan compiled against it is
+    compiled again once the file is replaced (plans.PlanCache compares scans)."""
 
 
 @dataclass(frozen=True)
