@@ -27,9 +27,11 @@ alone, tie-aware recall@10 mean of kinds / lowest worst decile / p50, loaded mac
   setting in one process, interleaved query by query) refine 25 / 20 / 15 / 12 / 10 found
   0.998 / 0.995 / 0.989 / 0.985 / 0.985 mean and 0.98 / 0.95 / 0.89 / 0.85 / 0.85 worst decile
   on the weakest kind (questions; every other kind, held out too, 0.996-1.0 / 0.96-1.0), in
-  0.89 / 0.87 / 0.84 / 0.81 / 0.80 ms p50 (load ~8; 25 -> 15 saved 0.06-0.07 ms in two other
-  runs). Hence SMALL_REFINE, 15 up to SMALL_ROWS and growing with the rows to REFINE (reached
-  at ~167k rows; at 150k refine 10 fell to 0.82): the pool with a margin on both bars.
+  0.86 / 0.82 / 0.79 / 0.77 / 0.76 ms p50 (load 3-4.8; 25 -> 15 saved 0.055-0.074 ms in five
+  other runs). Hence SMALL_REFINE, 15 up to SMALL_ROWS and growing with the rows to REFINE
+  (reached at ~167k rows; at 150k refine 10 fell to 0.82): the pool with a margin on both
+  bars. (d/4 codes at 100k are no faster for it: refine 50 0.998 / 0.90 in 1.00 ms, 100 1.0 /
+  1.0 in 1.26-1.28, against d/2 refine 15's 0.91-0.94; results/search_curve_codes.json.)
 - The code length: past ~600k rows the scan of d/2 codes grows faster than the rows (7.7-8.6 ms
   at 1M, the codes out of the CPU's caches) while d/4 codes scan in half the time or less and
   need a larger pool: at 600k d/4 refine 100 0.994 / 0.80 / 2.26 ms against d/2 refine 25's
