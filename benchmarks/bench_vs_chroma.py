@@ -11,8 +11,17 @@ rebuilt at open).
 
 Both sides get identical vectors: kbsql embeds with its `hash-384` model; Chroma (embedded,
 persisted, its default HNSW settings, cosine space) is fed the same vectors, computed here
-once and read back by its process in batches. Documents come from benchmarks/neardup.py
-(pydoc paragraphs repeated with a unique token each), one chunk per document, a metadata
+once and read back by its process in batches. Its collection is created with an embedding
+function that is kbsql's own hash-384 (`chroma_embedding_function`), so Chroma can also be
+asked as its users ask it, `collection.query(query_texts=...)`: the `unfiltered_text` route
+(in a process of its own, the `text` phase, so importing kbsql's embedder there does not
+count in the search phase's peak RSS). kbsql is always asked with text (the query embedded
+in its search); Chroma's `unfiltered` route is handed the query vectors, its `unfiltered_text`
+route the texts, and `targets` sets kbsql's p50 against both (the one with text on both
+sides, the users' path, decides `unfiltered_p50_met` when the collection has the embedding
+function; an older --reuse ingest without it has only the vector route). Documents come
+from benchmarks/neardup.py (pydoc paragraphs repeated with a unique token each), one chunk
+per document, a metadata
 column `g` = id % 10 for the filtered searches (10% of rows). Each phase (ingest, open, search)
 runs in its own process so its peak RSS is its own; both sides insert in batches of
 `--batch` rows.
@@ -76,9 +85,11 @@ GROUPS = 10
 FILTER_GROUP = 3
 CURVE_NPROBE = [16, 32, 48, 96, 192, 384]
 CURVE_RERANK = [5, 10]  # a larger exact re-score pool at the default nprobe (issue 37's candidates)
-CURVE_REFINE = [10, 25, 50, 100, 200]  # a scan's refine pools (the default is scan.auto_refine's)
+CURVE_REFINE = [10, 15, 25, 50, 100, 200]  # a scan's refine pools (the default is scan.auto_refine's)
 CHROMA_EF = [200, 400, 800, 1600]  # Chroma's ef_search curve (its default: 100)
 CANDIDATE = "KBSQL_BENCH_INDEX_CANDIDATE"
+KBSQL_SRC = "KBSQL_BENCH_KBSQL_SRC"  # where the Chroma interpreter imports kbsql's embedder from
+EMBEDDER = "kbsql-hash-384"  # the name Chroma persists for chroma_embedding_function
 
 
 def peak_rss_mb() -> float:
@@ -199,13 +210,55 @@ def timed(fn, items: list) -> dict:
 
 
 # Chroma side (runs in the interpreter that has chromadb) ---------------------------------
+def chroma_embedding_function():
+    """A Chroma embedding function that is kbsql's hash-384 model itself (imported, at its first
+    call, from the kbsql source the parent runs, `KBSQL_SRC`), so Chroma's query_texts route
+    embeds a query exactly as kbsql's search does and both sides are timed from the same text.
+    Registered under EMBEDDER by every Chroma phase: a collection created with it cannot be
+    opened or modified by a process that does not know the name. (Imported lazily so the
+    phases that do not embed, the search phase among them, keep their peak RSS.)"""
+    from chromadb import EmbeddingFunction
+    from chromadb.utils.embedding_functions import register_embedding_function
+
+    class KbsqlHash(EmbeddingFunction):
+        def __init__(self) -> None:
+            self.inner = None
+
+        def __call__(self, input):  # (Chroma's parameter name)
+            if self.inner is None:
+                sys.path.insert(0, os.environ[KBSQL_SRC])
+                from kbsql.engine.models.embeddings import HashEmbedder
+
+                self.inner = HashEmbedder(DIM)
+            return list(self.inner.embed(list(input)))
+
+        @staticmethod
+        def name() -> str:
+            return EMBEDDER
+
+        def get_config(self) -> dict:
+            return {}
+
+        @staticmethod
+        def build_from_config(config: dict) -> KbsqlHash:
+            return KbsqlHash()
+
+    try:
+        register_embedding_function(KbsqlHash)
+    except ValueError:  # (registered already in this process)
+        pass
+    return KbsqlHash()
+
+
 def chroma_child(phase: str, folder: Path, docs: int, batch: int, work: Path) -> dict:
     import chromadb
 
     client = chromadb.PersistentClient(path=str(folder))
     out: dict = {"chromadb": chromadb.__version__}
+    embedder = chroma_embedding_function()  # (registers its name: see there)
     if phase == "ingest":
-        collection = client.create_collection("dups", metadata={"hnsw:space": "cosine"})
+        collection = client.create_collection("dups", metadata={"hnsw:space": "cosine"},
+                                              embedding_function=embedder)
         t0 = time.perf_counter()
         for start in range(0, docs, batch):
             n = min(batch, docs - start)
@@ -216,6 +269,8 @@ def chroma_child(phase: str, folder: Path, docs: int, batch: int, work: Path) ->
         out["seconds"] = round(time.perf_counter() - t0, 2)
         out["docs_per_s"] = round(docs / out["seconds"], 1)
         return out
+    if phase == "text":  # the users' route: query texts, embedded by the collection's function
+        return chroma_text(client, work, embedder)
     collection = client.get_collection("dups")
     if phase.startswith("ef="):  # set ef_search (read at open: a later process searches with it)
         before = collection.configuration_json["hnsw"]["ef_search"]
@@ -242,6 +297,24 @@ def chroma_child(phase: str, folder: Path, docs: int, batch: int, work: Path) ->
         return out
     out["filtered"] = timed(search({"g": FILTER_GROUP}), list(queries[plan["filtered"]]))
     return out
+
+
+def chroma_text(client, work: Path, embedder) -> dict:
+    """Chroma's unfiltered searches asked with the query texts (`query_texts`), the
+    collection opened with `chroma_embedding_function`; {} for a collection ingested without
+    it (an older --reuse directory: Chroma refuses another function than the persisted one)."""
+    persisted = client.get_collection("dups").configuration_json.get("embedding_function") or {}
+    if persisted.get("name") != EMBEDDER:
+        return {}
+    collection = client.get_collection("dups", embedding_function=embedder)
+    texts = json.loads((work / "queries.json").read_text())
+    plan = json.loads((work / "plan.json").read_text())
+    include = ["documents", "metadatas", "distances"]
+
+    def one(text):
+        return [int(i) for i in collection.query(query_texts=[text], n_results=10, include=include)["ids"][0]]
+
+    return {"unfiltered_text": timed(one, [texts[i] for i in plan["unfiltered"]])}
 
 
 def child_main(side: str, phase: str, folder: Path, docs: int, batch: int, work: Path) -> None:
@@ -378,6 +451,9 @@ def main() -> None:
 
     if args.index_candidate:  # the children inherit it; the report goes to vs_chroma_candidate
         os.environ[CANDIDATE] = args.index_candidate
+    import kbsql  # (the source this run searches: Chroma's text route embeds with its hash-384)
+
+    os.environ[KBSQL_SRC] = str(Path(kbsql.__file__).resolve().parents[1])
 
     heldout = args.queries // 2 if args.heldout is None else args.heldout
     texts, labels, plan = query_sets(args.queries, heldout)
@@ -425,10 +501,15 @@ def run_side(python: str, side: str, folder: Path, args, work: Path, truth: tupl
     res["disk_mb"] = dir_mb(folder)
     res["open"] = run_phase(python, side, "open", folder, args, work)
     search = run_phase(python, side, "search", folder, args, work)
+    if side == "chroma":  # (its own process: see chroma_text)
+        text = run_phase(python, side, "text", folder, args, work)
+        search["text_peak_rss_mb"] = text.pop("peak_rss_mb")
+        search.update(text)
     for route, rows, kind in (("unfiltered", plan["unfiltered"], "unfiltered"),
+                              ("unfiltered_text", plan["unfiltered"], "unfiltered"),
                               ("filtered", plan["filtered"], "filtered"),
                               ("sql_unfiltered", plan["sql"], "unfiltered")):
-        if route in search:  # sql_unfiltered: the harness's route (kbsql only)
+        if route in search:  # sql_unfiltered: the harness's route (kbsql only); unfiltered_text: Chroma's
             search[route] = grade(search[route], rows, labels, exact[kind], qvec)
     if side == "chroma" and args.chroma_ef:
         search["curve"] = chroma_curve(python, folder, args, work)
@@ -500,6 +581,11 @@ def targets(report: dict, docs: int) -> dict:
             ratio = k["search"][kind]["p50_ms"] / c["search"][kind]["p50_ms"]
             out[f"{kind}_p50_ratio_to_chroma"] = round(ratio, 3)
             out[f"{kind}_p50_met"] = ratio <= 0.5
+        if "unfiltered_text" in c["search"]:  # text on both sides (kbsql's is always text): this decides
+            out["unfiltered_vectors_p50_at_most_half"] = out.pop("unfiltered_p50_met")
+            ratio = k["search"]["unfiltered"]["p50_ms"] / c["search"]["unfiltered_text"]["p50_ms"]
+            out["unfiltered_text_p50_ratio_to_chroma"] = round(ratio, 3)
+            out["unfiltered_p50_met"] = ratio <= 0.5
         out["target_p50_ratio"] = 0.5
         out["at_equal_recall"] = matched_recall(k["search"], c["search"])  # (no target: context)
         for phase in ("ingest", "open", "search"):
