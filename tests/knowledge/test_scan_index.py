@@ -146,15 +146,6 @@ def test_the_refine_pool_grows_with_the_rows_and_is_larger_for_short_codes() -> 
     assert all(c > f for c, f in zip(coarse, fine, strict=True))
 
 
-def test_a_scan_of_up_to_100k_rows_refines_a_smaller_pool_that_grows_back_with_the_rows() -> None:
-    """results/search_curve.json: at 100k rows a pool of 15 still finds 0.989 mean / 0.89 worst
-    decile on questions (25: 0.998 / 0.98) in less time; at 150k the measured 10 fell to 0.82,
-    so the pool grows back to 25 with the rows, and nothing changes from there on."""
-    pools = [scan.auto_refine(192, 384, rows) for rows in (20_000, 100_000, 150_000, 200_000, 500_000)]
-    assert pools[:2] == [scan.SMALL_REFINE] * 2 and pools == sorted(pools)
-    assert pools[1] < pools[2] < scan.REFINE == pools[3] == pools[4]
-
-
 def test_an_ivf_cache_of_a_size_the_scan_takes_is_rebuilt_as_a_scan(tmp_path: Path, monkeypatch) -> None:
     """A knowledge base indexed before the scan existed (its cache an IVF at a scan's size)
     gets the scan at its next open; an IVF the settings ask for (scan = 1) is kept."""

@@ -22,16 +22,14 @@ alone, tie-aware recall@10 mean of kinds / lowest worst decile / p50, loaded mac
   loses. d/2 codes with refine 10 -> 25: at 150k 0.994 / 0.82 / 0.86 ms -> 1.0 / 0.98 / 0.87;
   at 600k 0.978 / 0.62 / 2.56 -> 0.998 / 0.96 / 2.69; at 1M 25 -> 50: 0.991 / 0.78 -> 0.999 /
   0.98. Hence REFINE, growing with the rows past REFINE_ROWS (`auto_refine`).
-- Up to ~150k rows a smaller pool holds (issue 37: the search's p50 at most half Chroma's):
-  through the engine at 100k (benchmarks/search_curve.py, results/search_curve.json; every
-  setting in one process, interleaved query by query) refine 25 / 20 / 15 / 12 / 10 found
-  0.998 / 0.995 / 0.989 / 0.985 / 0.985 mean and 0.98 / 0.95 / 0.89 / 0.85 / 0.85 worst decile
-  on the weakest kind (questions; every other kind, held out too, 0.996-1.0 / 0.96-1.0), in
-  0.86 / 0.82 / 0.79 / 0.77 / 0.76 ms p50 (load 3-4.8; 25 -> 15 saved 0.055-0.074 ms in five
-  other runs). Hence SMALL_REFINE, 15 up to SMALL_ROWS and growing with the rows to REFINE
-  (reached at ~167k rows; at 150k refine 10 fell to 0.82): the pool with a margin on both
-  bars. (d/4 codes at 100k are no faster for it: refine 50 0.998 / 0.90 in 1.00 ms, 100 1.0 /
-  1.0 in 1.26-1.28, against d/2 refine 15's 0.91-0.94; results/search_curve_codes.json.)
+- A smaller pool at 100k, measured through the engine and not taken (issue 37's p50 at most
+  half Chroma's; benchmarks/search_curve.py, results/search_curve.json, every setting in one
+  process, load 3-4.8): refine 25 / 20 / 15 / 10 found 0.9996 / 0.9990 / 0.9978 / 0.9968 mean,
+  0.98 / 0.95 / 0.89 / 0.85 worst decile on the weakest kind (questions people type), in
+  0.86 / 0.82 / 0.79 / 0.76 ms p50: 15 saves 0.06-0.07 ms (6-8%), still far from half of
+  Chroma's p50, for a tenth of the true top 10 lost on the questions that find least. The
+  code scan (~0.5 ms, whatever the pool) is what would have to get cheaper; d/4 codes are no
+  faster at 100k for equal recall (results/search_curve_codes.json).
 - The code length: past ~600k rows the scan of d/2 codes grows faster than the rows (7.7-8.6 ms
   at 1M, the codes out of the CPU's caches) while d/4 codes scan in half the time or less and
   need a larger pool: at 600k d/4 refine 100 0.994 / 0.80 / 2.26 ms against d/2 refine 25's
@@ -67,7 +65,6 @@ import numpy as np
 
 FINE_ROWS = 600_000  # rows up to which a scan's codes are d/2 4-bit sub-quantizers, d/4 above
 REFINE, REFINE_ROWS = 25, 500_000  # the refine pool of d/2 codes: 25 up to 500k rows, growing past
-SMALL_REFINE, SMALL_ROWS = 15, 100_000  # ... but 15 up to 100k rows, growing to REFINE (~167k)
 COARSE_REFINE, COARSE_ROWS = 100, 500_000  # of d/4 codes: 100 up to 500k rows, growing past
 # rows of a pool scored from float16 at once under tombstones (_search_past): the pool is
 # refine x fetch rows, 100 x 2,000 for a LIMIT 1000 on d/4 codes, and its float16 and float32
@@ -133,12 +130,9 @@ def code_buffers(index: Any) -> list[tuple[int, int]]:
 def auto_refine(codes: int, dim: int, live: int) -> int:
     """The refine pool (rows re-scored from float16 per candidate) of a scan of `live` rows and
     `codes` sub-quantizers, when the knowledge base sets none (settings.py): REFINE for d/2
-    codes (SMALL_REFINE up to SMALL_ROWS, growing to REFINE), COARSE_REFINE for d/4, each
-    growing with the rows past its size (module docstring)."""
-    if codes * 2 < dim:
-        return max(COARSE_REFINE, math.ceil(COARSE_REFINE * live / COARSE_ROWS))
-    grown = max(REFINE, math.ceil(REFINE * live / REFINE_ROWS))
-    return max(SMALL_REFINE, min(grown, math.ceil(SMALL_REFINE * live / SMALL_ROWS)))
+    codes, COARSE_REFINE for d/4, each growing with the rows past its size (module docstring)."""
+    per, rows = (REFINE, REFINE_ROWS) if codes * 2 >= dim else (COARSE_REFINE, COARSE_ROWS)
+    return max(per, math.ceil(per * live / rows))
 
 
 def compact_due(dead: int, total: int) -> bool:

@@ -33,7 +33,7 @@ from kbsql.interface.errors import InvalidParameter
 
 NPROBE = 48  # with 4 sqrt(N) cells (ivf.auto_nlist: the measurements)
 RERANK = 2
-REFINE = 0  # automatic: scan.auto_refine (d/2 codes: 15 to 100k rows, 25 from ~167k; d/4 100; more past 500k)
+REFINE = 0  # automatic: scan.auto_refine (25 for d/2 codes, 100 for d/4, more past 500k / 1M rows)
 _LIMITS = {"nprobe": (1, 65536), "rerank": (1, 1000), "nlist": (0, 1 << 20), "threshold": (0, 1 << 40),
            "scan": (0, 1 << 40), "refine": (0, 1000)}
 
