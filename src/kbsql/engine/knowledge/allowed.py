@@ -71,7 +71,7 @@ class AllowedSeqs:
 
 class KnownKeys:
     """`has(key)`: whether some chunk's metadata holds `key` (a filter on a key none holds is
-    an unknown column: kb_where.Columns), kept per key for the store's `version` as the seqs
+    an unknown column: kb_columns.Columns), kept per key for the store's `version` as the seqs
     are. Why: the read stops at the first row holding the key, but a key only the last rows
     hold, or none, is a scan: at 100k chunks a search filtered on the last row's key took 96 ms
     against 0.9 ms without the check; the answer is the same until a write commits. At most

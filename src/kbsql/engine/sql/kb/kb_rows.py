@@ -16,7 +16,7 @@ from kbsql.engine.knowledge.search import DEFAULT_LIMIT
 from kbsql.engine.sql.arrow_results import ArrowTableResult
 from kbsql.engine.sql.databases.info_schema import knowledge_bases_frame
 from kbsql.engine.sql.kb import kb_background, kb_insert, kb_select, kb_stream, kb_update, kb_write
-from kbsql.engine.sql.kb.kb_where import Columns
+from kbsql.engine.sql.kb.kb_columns import Columns
 from kbsql.engine.sql.kb.kb_write import unquote_identifier  # noqa: F401 (its old home)
 from kbsql.engine.sql.refusals import unsupported
 from kbsql.engine.sql.tables.select import run_select, select_frame

@@ -22,9 +22,9 @@ from mindsdb_sql_parser import ast
 
 from kbsql.engine.knowledge.search import DEFAULT_LIMIT
 from kbsql.engine.sql.kb import kb_stream
+from kbsql.engine.sql.kb.kb_columns import Columns
 from kbsql.engine.sql.kb.kb_conditions import count
 from kbsql.engine.sql.kb.kb_where import (
-    Columns,
     Search,
     Subquery,
     one_search,
@@ -72,7 +72,7 @@ def select_rows(statement: ast.Select, name: str, columns: Columns, search: Sear
     their relevance (no reranker reorders them), so an ORDER BY relevance with a LIMIT reads
     only the search's first rows. `counter` (filters -> the number of chunks they keep, or None)
     answers a statement that names no column of the chunks (`count(*)`) without reading them.
-    `columns`: the knowledge base's (kb_where.Columns.of)."""
+    `columns`: the knowledge base's (kb_columns.Columns.of)."""
     metadata_columns = columns.listed
     limit = count(statement.limit, "LIMIT") if statement.limit is not None else None
     offset = count(statement.offset, "OFFSET") if statement.offset is not None else 0

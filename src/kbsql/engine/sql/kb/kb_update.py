@@ -18,8 +18,9 @@ from mindsdb_sql_parser import ast
 from kbsql.engine.catalog import KbRecord
 from kbsql.engine.knowledge.chunk_update import update_chunks
 from kbsql.engine.knowledge.ingest import INTERNAL_KEYS
+from kbsql.engine.sql.kb.kb_columns import Columns
 from kbsql.engine.sql.kb.kb_conditions import constant
-from kbsql.engine.sql.kb.kb_where import Columns, KbWhere, split_options
+from kbsql.engine.sql.kb.kb_where import KbWhere, split_options
 from kbsql.interface.errors import SqlError
 from kbsql.interface.results import OkResult, SqlResult
 

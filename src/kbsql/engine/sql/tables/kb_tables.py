@@ -20,9 +20,10 @@ from mindsdb_sql_parser import ast
 from sqlglot import exp
 
 from kbsql.engine.knowledge.search import DEFAULT_LIMIT
+from kbsql.engine.sql.kb.kb_columns import Columns
 from kbsql.engine.sql.kb.kb_conditions import MAX_COUNT
 from kbsql.engine.sql.kb.kb_stream import BATCH, chunk_table, reader
-from kbsql.engine.sql.kb.kb_where import Columns, read_filters, run_where
+from kbsql.engine.sql.kb.kb_where import read_filters, run_where
 from kbsql.engine.sql.tables.sqlglot_render import conjuncts
 from kbsql.interface.errors import LimitExceeded, SqlError
 from kbsql.interface.results import KB_COLUMNS
@@ -83,7 +84,7 @@ def _named_keys(session: SqlSession, select: exp.Select | None, table: exp.Table
     rows (`JOIN t ON t.name = k.product`, `SELECT product, count(*) ... GROUP BY product`):
     each becomes a column of the frame, typed by its values, as MindsDB's knowledge-base rows
     carry their metadata columns. A key the knowledge base cannot hold is MindsDB's Unknown
-    column (kb_where.Columns), not DuckDB's binder error; `_original_doc_id` is the id."""
+    column (kb_columns.Columns), not DuckDB's binder error; `_original_doc_id` is the id."""
     if select is None:
         return set()
     alias = table.alias_or_name.lower()
