@@ -193,7 +193,7 @@ def test_a_table_that_would_leave_too_little_disk_is_refused_and_nothing_is_lost
     from kbsql.interface.errors import InsufficientStorage
 
     reserve = engine.config.disk_reserve_mb * 2**20
-    assert reserve == 1024 * 2**20  # the default
+    assert reserve == 256 * 2**20  # the default
     usage = collections.namedtuple("usage", "total used free")
     monkeypatch.setattr(faults.shutil, "disk_usage",
                         lambda path: usage(0, 0, reserve + 3 * 2**20))
@@ -202,7 +202,7 @@ def test_a_table_that_would_leave_too_little_disk_is_refused_and_nothing_is_lost
     big = ("n,txt\n" + "1,a fairly long text that fills the disk\n" * 100_000).encode()
     with pytest.raises(InsufficientStorage) as refused:
         engine.upload_file("big", big, "big.csv")
-    assert "would leave less than 1024 MB free" in str(refused.value)
+    assert "would leave less than 256 MB free" in str(refused.value)
     assert "--disk-reserve-mb" in str(refused.value)
     with pytest.raises(InsufficientStorage):
         engine.register_dataframe("bigframe", pd.DataFrame({"t": ["x" * 50] * 100_000}))

@@ -112,7 +112,7 @@ class EngineConfig:
     are refused; off by default, as MindsDB writes to the databases it connects."""
     max_upload_decoded_mb: int = 64
     """What one uploaded file may decode to (datasources/upload_formats.py UploadBounds)."""
-    disk_reserve_mb: int = 1024
+    disk_reserve_mb: int = 256
     """Free space a stored table must leave on the data directory's disk (frame_store.py)."""
     max_upload_columns: int = 4096
     max_upload_cells: int = 10_000_000

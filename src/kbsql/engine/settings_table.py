@@ -182,7 +182,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("max_upload_decoded_mb", int, 64, "most an uploaded file may decode to, in MB: an "
             "archive's file, a workbook's XML and cell text, a PDF's text (400 beyond)",
             "--max-upload-decoded-mb", metavar="MB"),
-    Setting("disk_reserve_mb", int, 1024, "free space on the data directory's disk an upload, "
+    Setting("disk_reserve_mb", int, 256, "free space on the data directory's disk an upload, "
             "a registered DataFrame or a knowledge-base insert must leave, in MB: the catalog, "
             "the query log and jobs keep room to write (507 beyond; 0: none)",
             "--disk-reserve-mb", positive=False, metavar="MB"),
