@@ -61,3 +61,23 @@ def test_register_through_the_client(client: kbsql.Client) -> None:
         assert response.headers["content-type"].startswith("application/problem+json")
         assert response.json()["title"] == "Invalid file"
         assert client.sql("SHOW TABLES FROM df").data == [["things"]]
+
+
+def test_a_refused_registration_keeps_the_table_of_the_same_name_in_other_case(
+        engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Registering `sales` over `Sales` replaces it; one refused for the disk reserve stores
+    nothing and must lose nothing either: the old file was deleted before the reserve was
+    checked, so the refusal ('nothing was stored') took the user's table with it."""
+    import collections
+
+    from kbsql.engine import faults
+    from kbsql.interface.errors import InsufficientStorage
+
+    engine.register_dataframe("Sales", pd.DataFrame({"amount": [10, 5]}))
+    usage = collections.namedtuple("usage", "total used free")
+    reserve = engine.config.disk_reserve_mb * 2**20
+    monkeypatch.setattr(faults.shutil, "disk_usage", lambda path: usage(0, 0, reserve + 2**20))
+    with pytest.raises(InsufficientStorage, match="nothing was stored"):
+        engine.register_dataframe("sales", pd.DataFrame({"t": ["x" * 50] * 100_000}))
+    assert rows(engine, "SELECT sum(amount) AS total FROM df.sales") == [[15]]
+

@@ -69,11 +69,12 @@ class FrameStore:
         name = frame_name(name)
         table = to_arrow(frame)
         self.folder.mkdir(parents=True, exist_ok=True)
+        # its size in memory stands for its file's (Parquet is mostly smaller); checked before
+        # the table it replaces is touched, so a refusal loses nothing
+        check_room(self.folder, table.nbytes, self.reserve, "this table")
         existing = match_name(name, self.tables())
         if existing is not None and existing != name:  # names are case-insensitive
             self._path(existing).unlink(missing_ok=True)
-        # its size in memory stands for its file's (Parquet is mostly smaller)
-        check_room(self.folder, table.nbytes, self.reserve, "this table")
         tmp = self.folder / f".{name}.{os.getpid()}.tmp"
         try:
             _parquet().write_table(table, tmp)
