@@ -81,3 +81,17 @@ def test_a_refused_registration_keeps_the_table_of_the_same_name_in_other_case(
         engine.register_dataframe("sales", pd.DataFrame({"t": ["x" * 50] * 100_000}))
     assert rows(engine, "SELECT sum(amount) AS total FROM df.sales") == [[15]]
 
+
+def test_a_timedelta_column_reads_as_an_interval(engine: Engine) -> None:
+    """DuckDB's Parquet reader reads an Arrow duration as the bare integer of its unit (a
+    5-second span was the number 5, an hour in pandas' units 3600000000) where the frame
+    registered in memory read as an INTERVAL: the stored file must answer what the frame
+    held, and a comparison with an INTERVAL must work."""
+    import pyarrow as pa
+
+    engine.register_dataframe("waits", pd.DataFrame({"wait": pd.to_timedelta([1, 2], unit="h")}))
+    engine.register_dataframe("spans", pa.table({"s": pa.array([5, 6], pa.duration("s"))}))
+    assert rows(engine, "SELECT CAST(wait AS VARCHAR) FROM df.waits WHERE wait > INTERVAL 90 MINUTE") == \
+        [["02:00:00"]]
+    assert rows(engine, "SELECT typeof(s) AS t FROM df.spans") == [["INTERVAL"]] * 2
+    assert rows(engine, "SELECT CAST(max(s) AS VARCHAR) FROM df.spans") == [["00:00:06"]]
