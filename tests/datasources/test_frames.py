@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import httpx
 import numpy as np
 import pandas as pd
@@ -95,3 +98,20 @@ def test_a_timedelta_column_reads_as_an_interval(engine: Engine) -> None:
         [["02:00:00"]]
     assert rows(engine, "SELECT typeof(s) AS t FROM df.spans") == [["INTERVAL"]] * 2
     assert rows(engine, "SELECT CAST(max(s) AS VARCHAR) FROM df.spans") == [["00:00:06"]]
+
+
+def test_a_table_name_is_never_a_path(engine: Engine, tmp_path: Path) -> None:
+    """df.<name> was looked up as the file `frames/<name>.parquet` whatever the name, so
+    df.`/any/where/x` or df.`../../x` read any Parquet file the server could, past the
+    path policy (--allow-path) every file SQL names is held to."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"secret": ["s3cr3t"]}), tmp_path / "outside.parquet")
+    engine.register_dataframe("inside", pd.DataFrame({"n": [1]}))
+    relative = os.path.relpath(tmp_path / "outside", engine.data_dir / "frames")
+    for name in (str(tmp_path / "outside"), relative):
+        result = engine.query(f"SELECT * FROM df.`{name}`")
+        assert result.type == "error" and "s3cr3t" not in str(result.to_json())
+        assert "not found" in result.error_message.lower() or "does not exist" in result.error_message
+    assert rows(engine, "SELECT n FROM df.INSIDE") == [[1]]

@@ -111,7 +111,11 @@ class FrameStore:
         return sorted(p.stem for p in self.folder.glob("*.parquet"))
 
     def _find(self, name: str) -> Path | None:
-        """The file of table `name` (names are case-insensitive), None if there is none."""
+        """The file of table `name` (names are case-insensitive), None if there is none. A
+        name that could not be registered is no table: taken as a file name, df.`/x/y` or
+        df.`../../y` read any Parquet file the server could, past the path policy."""
+        if not _NAME.fullmatch(name):
+            return None
         path = self._path(name)
         if path.is_file():
             return path
