@@ -115,3 +115,17 @@ def test_a_table_name_is_never_a_path(engine: Engine, tmp_path: Path) -> None:
         assert result.type == "error" and "s3cr3t" not in str(result.to_json())
         assert "not found" in result.error_message.lower() or "does not exist" in result.error_message
     assert rows(engine, "SELECT n FROM df.INSIDE") == [[1]]
+
+
+def test_a_stored_table_has_its_own_columns_only(engine: Engine) -> None:
+    """DuckDB's Parquet reader gives every file virtual columns (filename, file_row_number,
+    file_index): once stored tables were read from their Parquet, SELECT filename FROM df.a
+    JOIN df.docs ... (only docs has a filename) was refused as ambiguous, where it answered
+    docs' file names, and df.a answered a `filename` it never had."""
+    engine.register_dataframe("a", pd.DataFrame({"id": [1, 2]}))
+    engine.register_dataframe("docs", pd.DataFrame({"id": [1, 2], "filename": ["x.pdf", "y.pdf"]}))
+    assert rows(engine, "SELECT filename FROM df.a JOIN df.docs ON a.id = docs.id ORDER BY 1") == \
+        [["x.pdf"], ["y.pdf"]]
+    for column in ("filename", "file_row_number"):
+        result = engine.query(f"SELECT {column} FROM df.a", {})
+        assert result.type == "error" and column in result.error_message
