@@ -49,6 +49,8 @@ def test_bad_registrations(engine: Engine) -> None:
         engine.register_dataframe("bad name; drop", pd.DataFrame({"a": [1]}))
     with pytest.raises(BadRequest, match="Expected a pandas DataFrame"):
         engine.register_dataframe("ok_name", [1, 2, 3])
+    with pytest.raises(BadRequest, match="not valid"):  # `$` let a final newline through
+        engine.register_dataframe("sales\n", pd.DataFrame({"a": [1]}))
     assert rows(engine, "SHOW TABLES FROM df") == []
 
 

@@ -45,7 +45,7 @@ def _parquet() -> Any:
 
 
 def frame_name(name: Any) -> str:
-    if not isinstance(name, str) or not _NAME.match(name):
+    if not isinstance(name, str) or not _NAME.fullmatch(name):  # match's `$` lets a final \n by
         raise BadRequest(f"Table name {clipped(repr(name))} is not valid: use letters, digits and _ "
                          "(starting with a letter or _, at most 128)", title="Invalid name")
     return name
