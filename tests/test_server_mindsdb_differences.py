@@ -351,3 +351,19 @@ def test_jobs_routes_answer_as_mindsdb_s_jobs_test(client: httpx.Client) -> None
     refused = client.post("/api/projects/mindsdb/jobs", json={"job": sneaky})
     assert refused.status_code == 400 and "nothing was stored" in refused.json()["detail"]
     assert client.get("/api/projects/mindsdb/jobs").json() == []
+
+
+def test_jobs_routes_read_names_in_any_case_as_sql_does(client: httpx.Client) -> None:
+    """Project and job names are case-insensitive in SQL (DROP JOB MINDSDB.myjob drops
+    mindsdb.MyJob): the routes matched them exactly, so a POST to /api/projects/MindsDB/jobs
+    made the job and answered 404 'Job not found', and GET, history and DELETE of another
+    case answered 404 for a job SQL finds."""
+    made = client.post("/api/projects/MindsDB/jobs",
+                       json={"job": {"name": "CaseJob", "query": "select 1", "schedule_str": "every hour"}})
+    assert made.status_code == 200, made.text
+    assert (made.json()["name"], made.json()["project"]) == ("CaseJob", "mindsdb")
+    assert [j["name"] for j in client.get("/api/projects/MINDSDB/jobs").json()] == ["CaseJob"]
+    assert client.get("/api/projects/mindsdb/jobs/casejob").json()["name"] == "CaseJob"
+    assert client.get("/api/projects/MindsDB/jobs/CASEJOB/history").json() == []
+    assert client.delete("/api/projects/MindsDB/jobs/casejob").status_code == 204
+    assert client.get("/api/projects/mindsdb/jobs").json() == []

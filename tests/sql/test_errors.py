@@ -253,3 +253,15 @@ def test_duckdb_errors_are_one_line(engine: Engine) -> None:
     message = error(engine, "SELECT contains(sqft, 'x') FROM df.rentals")
     assert message.startswith("Binder Error: No function matches the given name and argument types")
     assert "\n" not in message and "Candidate" not in message
+
+
+@pytest.mark.parametrize("query", ["SELECT 1 AS a  # it's one", "# the user's orders\nSELECT 1 AS a",
+                                   "SELECT 'x' AS a  # the user's"])
+def test_an_apostrophe_in_a_hash_comment_names_the_hash(engine: Engine, query: str) -> None:
+    """The quotes were read before the #: a Python-style comment holding an apostrophe (a
+    `# the user's orders` line over the SQL) was told "the quote ' ... is never closed" and
+    to write 'it''s', a fix for a text the statement does not have. A quote closed early
+    inside a text ('it's # x') is still the quote's error."""
+    assert "is not read as a comment here: # " in error(engine, query)
+    quote = error(engine, "SELECT * FROM t WHERE c = 'it's # x'")
+    assert "the quote ' at character 36 is never closed" in quote

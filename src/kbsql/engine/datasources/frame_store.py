@@ -27,7 +27,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from kbsql.engine.datasources.scans import FileScan, Scan, match_name
+from kbsql.engine.datasources.scans import FileScan, FrameScan, Scan, match_name
 from kbsql.engine.faults import check_room, storage_fault
 from kbsql.interface.errors import BadRequest, clipped
 from kbsql.interface.frames import to_arrow
@@ -45,7 +45,7 @@ def _parquet() -> Any:
 
 
 def frame_name(name: Any) -> str:
-    if not isinstance(name, str) or not _NAME.match(name):
+    if not isinstance(name, str) or not _NAME.fullmatch(name):  # match's `$` lets a final \n by
         raise BadRequest(f"Table name {clipped(repr(name))} is not valid: use letters, digits and _ "
                          "(starting with a letter or _, at most 128)", title="Invalid name")
     return name
@@ -60,6 +60,7 @@ class FrameStore:
     def __init__(self, data_dir: Path, folder: str = "frames", reserve: int = 0):
         self.folder = data_dir / folder  # `frames`, or `uploads` for the files' pages (upload_store.py)
         self.reserve = reserve  # bytes a stored table must leave free on the disk (disk_reserve_mb)
+        self._spans: dict[str, tuple[int, bool]] = {}  # path -> (version, holds a duration)
 
     def _path(self, name: str) -> Path:
         return self.folder / f"{name}.parquet"
@@ -69,11 +70,12 @@ class FrameStore:
         name = frame_name(name)
         table = to_arrow(frame)
         self.folder.mkdir(parents=True, exist_ok=True)
+        # its size in memory stands for its file's (Parquet is mostly smaller); checked before
+        # the table it replaces is touched, so a refusal loses nothing
+        check_room(self.folder, table.nbytes, self.reserve, "this table")
         existing = match_name(name, self.tables())
         if existing is not None and existing != name:  # names are case-insensitive
             self._path(existing).unlink(missing_ok=True)
-        # its size in memory stands for its file's (Parquet is mostly smaller)
-        check_room(self.folder, table.nbytes, self.reserve, "this table")
         tmp = self.folder / f".{name}.{os.getpid()}.tmp"
         try:
             _parquet().write_table(table, tmp)
@@ -91,6 +93,7 @@ class FrameStore:
         if found is None:
             return False
         self._path(found).unlink(missing_ok=True)
+        self._spans.pop(str(self._path(found)), None)
         return True
 
     def close(self) -> None:
@@ -108,7 +111,11 @@ class FrameStore:
         return sorted(p.stem for p in self.folder.glob("*.parquet"))
 
     def _find(self, name: str) -> Path | None:
-        """The file of table `name` (names are case-insensitive), None if there is none."""
+        """The file of table `name` (names are case-insensitive), None if there is none. A
+        name that could not be registered is no table: taken as a file name, df.`/x/y` or
+        df.`../../y` read any Parquet file the server could, past the path policy."""
+        if not _NAME.fullmatch(name):
+            return None
         path = self._path(name)
         if path.is_file():
             return path
@@ -137,4 +144,33 @@ class FrameStore:
             return None
         # a replace is a new file (os.replace of a temp): its inode tells it even within one
         # tick of a coarse mtime
-        return FileScan("read_parquet", str(path), stored=True, version=hash((stat.st_ino, stat.st_mtime_ns)))
+        version = hash((stat.st_ino, stat.st_mtime_ns))
+        if self._holds_duration(path, version):
+            try:
+                table = _parquet().read_table(path)
+            except FileNotFoundError:  # unregistered meanwhile
+                return None
+            return FrameScan(table, cache_key=("df", path.stem.lower(), version))
+        return FileScan("read_parquet", str(path), stored=True, version=version)
+
+    def _holds_duration(self, path: Path, version: int) -> bool:
+        """Whether the file holds a duration (a pandas timedelta): DuckDB's Parquet reader
+        reads one as the bare integer of its unit (5 for 5 seconds), where Arrow's, which
+        reads the schema pyarrow stored beside it, gives the INTERVAL the frame held. Such a
+        table is read through Arrow, as before 91e8551; the answer is kept per file version,
+        so the footer is read once."""
+        known = self._spans.get(str(path))
+        if known is not None and known[0] == version:
+            return known[1]
+        try:
+            schema = _parquet().read_schema(path)
+        except (OSError, pa.ArrowInvalid):
+            return False  # gone or unreadable: DuckDB's read says so
+        holds = any(_has_duration(field.type) for field in schema)
+        self._spans[str(path)] = (version, holds)
+        return holds
+
+
+def _has_duration(kind: pa.DataType) -> bool:
+    nested = (kind.field(i).type for i in range(kind.num_fields))  # lists, structs, maps
+    return pa.types.is_duration(kind) or any(_has_duration(inner) for inner in nested)

@@ -69,10 +69,13 @@ def _project(api: ServiceApi, project: str) -> None:
 
 
 def _jobs(api: ServiceApi, project: str, name: str | None = None) -> list[dict[str, Any]]:
+    """The project's jobs (or the one named), names matched in any case, as SQL matches them
+    (DROP JOB MINDSDB.myjob drops mindsdb.MyJob): matched exactly, a POST to
+    /api/projects/MindsDB/jobs made the job, then answered 404 'Job not found'."""
     _project(api, project)
-    where = f"PROJECT = {quote_literal(project)}"
+    where = f"lower(PROJECT) = {quote_literal(project.lower())}"
     if name is not None:
-        where += f" AND NAME = {quote_literal(name)}"
+        where += f" AND lower(NAME) = {quote_literal(name.lower())}"
     rows = _answer(api, f"SELECT * FROM information_schema.jobs WHERE {where} ORDER BY NAME", project)
     return [{k: row.get(k) for k in FIELDS} for row in rows]
 
@@ -161,9 +164,9 @@ def delete(api: ServiceApi, project: str, name: str) -> None:
 
 
 def history(api: ServiceApi, project: str, name: str) -> list[dict[str, Any]]:
-    _job(api, project, name)
-    return _answer(api, f"SELECT * FROM log.jobs_history WHERE project = {quote_literal(project)} "
-                        f"AND name = {quote_literal(name)} ORDER BY run_start", project)
+    job = _job(api, project, name)  # the names as stored
+    return _answer(api, f"SELECT * FROM log.jobs_history WHERE project = {quote_literal(job['project'])} "
+                        f"AND name = {quote_literal(job['name'])} ORDER BY run_start", project)
 
 
 async def _run(request: Request, fn: Any, *args: Any) -> Any:

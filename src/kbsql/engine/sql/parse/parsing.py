@@ -66,9 +66,9 @@ def parse(query: str) -> ast.ASTNode:
         return SHAPES.parse(query)  # parse_sql's statement, a repeated SELECT shape without sly
     except Exception as exc:
         statement = parse_write_shape(query)  # MindsDB's documented writes its parser refuses
-        if statement is None:
-            check_quotes(query)
+        if statement is None:  # the # first: a comment's apostrophe (# it's) is no text's quote
             check_hash_comment(query)
+            check_quotes(query)
         if statement is None and not isinstance(exc, (MindsdbSQLException, SqlError, RecursionError)):
             # the parser failing in its own code while it words a syntax error (`x -> y`
             # answered "invalid literal for int() with base 10: '[number]'")
@@ -109,6 +109,7 @@ def check_quotes(query: str) -> None:
 
 
 _HASH_COMMENT = re.compile(r"(?:^|\s)#(?:\s|$)")
+_ONE_WORD = re.compile(r"\w+\s*")
 
 
 def check_hash_comment(query: str) -> None:
@@ -116,9 +117,15 @@ def check_hash_comment(query: str) -> None:
     parser, MindsDB's, reads none: `#` ends only the magic's own line), once the parser has
     refused the statement: `SELECT 3 AS z  # why`
     answered "the parser could not read this statement". Only a `#` standing alone between
-    spaces is taken for one, and only in code (not in a literal or a `--` comment)."""
+    spaces is taken for one, and only in code (not in a literal or a `--` comment). Read
+    before the quotes: `SELECT 1 AS a  # it's one` (or a `# the user's orders` line) was
+    told its quote ' is never closed. Not a # one word after a literal (`'it's # x'`: the
+    literal closed early, the quote is what is wrong)."""
     for start, end, is_code in segments(query):
         match = _HASH_COMMENT.search(query, start, end) if is_code else None
+        if match is not None and start > 0 and query[start - 1] in QUOTES and \
+                _ONE_WORD.fullmatch(query, start, match.start()):
+            continue
         if match is not None:
             at = match.start() + match.group().index("#")
             raise ParseError(f"Syntax error: # at character {at + 1} is not read as a comment "

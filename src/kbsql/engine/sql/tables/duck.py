@@ -258,6 +258,10 @@ class DuckSession:
             token = FILE_TOKEN.format(len(compiled.files))
             compiled.files.append(scan)
             call = exp.Anonymous(this=scan.reader, expressions=[exp.Literal.string(token)])
+            if scan.stored:  # its own columns only: read_parquet adds virtual ones (filename,
+                # file_row_number, ...), and a `filename` of another table joined was then
+                # "ambiguous"; a stored table's SQL must see what its frame had
+                return exp.Subquery(this=exp.select("*").from_(exp.Table(this=call)))
             return exp.Table(this=call)
         return exp.table_(self._frame_name(scan, compiled), quoted=True)
 
