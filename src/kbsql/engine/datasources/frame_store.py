@@ -122,6 +122,10 @@ class FrameStore:
         found = match_name(name, self.tables())
         return None if found is None else self._path(found)
 
+    def exists(self, name: str) -> bool:
+        """Whether `df.<name>` is a table, without reading it (CREATE TABLE df.x checks)."""
+        return self._find(name) is not None
+
     def table(self, name: str) -> pa.Table | None:
         """The Arrow table of `name`, read from its file (an INSERT's merge, a file's pages)."""
         path = self._find(name)

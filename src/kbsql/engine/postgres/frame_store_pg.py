@@ -69,6 +69,11 @@ class PgFrameStore(FrameStore):
         with self._lock:
             return [r["name"] for r in self._execute(f"SELECT name FROM {self.rows} ORDER BY name")]
 
+    def exists(self, name: str) -> bool:
+        with self._lock:
+            return self._execute(f"SELECT 1 FROM {self.rows} WHERE lower(name) = %s",
+                                 (name.lower(),)).fetchone() is not None
+
     def table(self, name: str) -> pa.Table | None:
         found = self._versioned(name)
         return None if found is None else found[1]

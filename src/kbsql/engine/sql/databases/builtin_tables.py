@@ -161,7 +161,7 @@ def insert_rows(session: SqlSession, statement: ast.Insert, ctx: dict[str, Any])
 def _exists(session: SqlSession, database: str, name: str) -> bool:
     if database == UPLOADS_SOURCE:
         return session.uploads.find(name) is not None
-    return session.frames.table(name) is not None
+    return session.frames.exists(name)
 
 
 def _table(session: SqlSession, database: str, name: str) -> Any:
