@@ -337,7 +337,7 @@ def test_an_upload_that_would_leave_too_little_disk_answers_507(tmp_path: Path) 
     try:
         with httpx.Client(base_url=url, timeout=60) as http:
             problem(upload(http, "orders", "orders.csv", makers.csv_bytes()), "Insufficient storage",
-                    "would leave less than 1099511627776 MB free on the server's disk", 507)
+                    "would leave less than 1099511627776 MB free on the data directory's disk", 507)
             assert http.get("/api/files").json() == []
     finally:
         stop_server(proc)

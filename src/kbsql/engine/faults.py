@@ -68,8 +68,9 @@ def check_room(place: Path, needed: int, reserve: int, what: str) -> None:
     if free - needed < reserve:
         raise InsufficientStorage(
             f"Storing {what} (~{_mb(needed)} MB) would leave less than {_mb(reserve)} MB free on "
-            f"the server's disk ({_mb(free)} MB free; disk_reserve_mb, --disk-reserve-mb): nothing "
-            "was stored")
+            f"the data directory's disk ({_mb(free)} MB free; the setting disk_reserve_mb: kbsql serve "
+            "--disk-reserve-mb, or connect(settings={'disk_reserve_mb': ...}) embedded): nothing was "
+            "stored")
 
 
 def _mb(size: int) -> int:

@@ -306,12 +306,14 @@ class KnowledgeService:
         (rows without content are not). Ctrl-C as its own transaction commits raises
         `Interrupted` saying the batch is stored."""
         handed = False
-        if batch.chunks and self.vector_source(record.spec.get("vector_database")).local:
+        reserve = self.config.disk_reserve_mb * 2**20  # read-only: the write's own refusal first
+        if reserve and batch.chunks and not self.config.read_only and \
+                self.vector_source(record.spec.get("vector_database")).local:
             # its text in the store and its full-text index, and its vector: about what it takes
             needed = batch.vectors.nbytes + 2 * sum(len(c.content.encode()) for c in batch.chunks)
             place = self.storage_dir(record)
-            check_room(place if place.exists() else self.config.data_dir, needed,
-                       self.config.disk_reserve_mb * 2**20, f"{len(batch.chunks)} chunks")
+            check_room(place if place.exists() else self.config.data_dir, needed, reserve,
+                       f"{len(batch.chunks)} chunks")
         try:
             if batch.chunks:
                 if writer is None:

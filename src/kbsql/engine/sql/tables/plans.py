@@ -22,11 +22,11 @@ if TYPE_CHECKING:
 
 PLAN_CACHE_SIZE = 256
 PLAN_CACHE_MAX_TEXT = 64 * 1024
+"""A longer query text is not cached: 256 plans of 1 MB texts (a pasted id list) would keep
+~0.5 GB (the text and its compiled SQL); such a query pays its own compile each time."""
 PLAN_FRAME_BYTES = 1024 * 1024
 """A plan holds the frames it reads: one reading more is not kept (256 kept plans would
 otherwise keep up to 256 tables of a shared catalog in memory for good)."""
-"""A longer query text is not cached: 256 plans of 1 MB texts (a pasted id list) would keep
-~0.5 GB (the text and its compiled SQL); such a query pays its own compile each time."""
 
 
 @dataclass(frozen=True)
