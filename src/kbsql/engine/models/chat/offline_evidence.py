@@ -50,7 +50,9 @@ sentence that stands out (STANDOUT, from SPOKEN) even when it holds no word of t
 ("How do I pay?" / "paid in advance through the parent app"; round 24, on heldout2-22.json).
 A sentence stating the kind of amount asked (a price for "how much", a weight for "how heavy")
 shares it with the question, and said SPOKEN states the absent words otherwise (offline_kinds.py;
-round 25, on heldout2-23.json). heldout24.json is never tuned on; the counting checks are
+round 25, on heldout2-23.json); so does a date or a clock time for "when", and a table row
+gives its amount for the thing its cells name, in any order (offline_kinds.row_gives_for; round
+26, on heldout2-24.json). heldout25.json is never tuned on; the counting checks are
 offline_count.py's.
 """
 
@@ -240,7 +242,8 @@ def _about(kept: list[Judged], asked: str, passages: Sequence[str], names: Seque
     """The judged sentences that give the amount `asked` asks for to the thing it asks it about
     (offline_subject.py: a taxi's fare is not the bike's hire price). A subject most passages
     hold, or the knowledge base's own name ("When does the gym close?" of `gym`), is what every
-    passage is about: no sentence needs to name it. A close sentence that names all of the
+    passage is about: no sentence needs to name it; a table row may name it in any cell
+    (offline_kinds.row_gives_for). A close sentence that names all of the
     subject but its head may name the head in other words ("the bus ride" / "a direct bus ...
     takes about 80 minutes"), judged as `_said_otherwise` judges absent words; the sentence
     that stands out by CLEAR (`clear`) may name any of the subject in other words, with
@@ -261,7 +264,9 @@ def _about(kept: list[Judged], asked: str, passages: Sequence[str], names: Seque
 
     size = offline_asked.asks_capacity(asked)
     ok = [offline_subject.gives_for(about, j.sentence.unit, kind, heading(j), topic, size)
-          or offline_count.counts_its_subject(asked, about, j.sentence.unit, model) for j in kept]
+          or offline_count.counts_its_subject(asked, about, j.sentence.unit, model)
+          or (not size and offline_kinds.row_gives_for(about, j.sentence.unit, kind, asked, topic))
+          for j in kept]
     head = frozenset({stem(about[-1])})
     doubtful = [j for j, k in zip(kept, ok, strict=True) if not k and not size and j.closeness >= SPOKEN
                 and offline_subject.gives_for(about, j.sentence.unit, kind, heading(j), topic | head)]
