@@ -351,3 +351,20 @@ def test_jobs_routes_answer_as_mindsdb_s_jobs_test(client: httpx.Client) -> None
     refused = client.post("/api/projects/mindsdb/jobs", json={"job": sneaky})
     assert refused.status_code == 400 and "nothing was stored" in refused.json()["detail"]
     assert client.get("/api/projects/mindsdb/jobs").json() == []
+
+
+def test_jobs_routes_read_project_and_job_names_in_any_case_as_sql_does(client: httpx.Client) -> None:
+    """Project and job names are case-insensitive in SQL (CREATE JOB casejob after CaseJob
+    is 'Job already exists'), but the routes matched them exactly: POST to
+    /api/projects/MINDSDB/jobs stored the job and answered 404 "Job not found", the list
+    there was empty, and GET or DELETE of .../jobs/casejob answered 404 while CaseJob stayed
+    stored, to run."""
+    job = {"name": "CaseJob", "query": "select 1", "start_at": "2030-01-01"}
+    made = client.post("/api/projects/MINDSDB/jobs", json={"job": job})
+    assert made.status_code == 200, made.text
+    assert (made.json()["name"], made.json()["project"]) == ("CaseJob", "mindsdb")
+    assert [j["name"] for j in client.get("/api/projects/MindsDB/jobs").json()] == ["CaseJob"]
+    assert client.get("/api/projects/mindsdb/jobs/casejob").json()["name"] == "CaseJob"
+    assert client.get("/api/projects/Mindsdb/jobs/CASEJOB/history").json() == []
+    assert client.delete("/api/projects/MINDSDB/jobs/casejob").status_code == 204
+    assert rows(client, "SHOW JOBS") == []

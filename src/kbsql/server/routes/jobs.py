@@ -68,13 +68,18 @@ def _project(api: ServiceApi, project: str) -> None:
     _answer(api, f"SHOW JOBS FROM {_name(project)} LIKE ''", project)
 
 
+def _same_name(stored: Any, asked: str) -> bool:
+    return str(stored).lower() == asked.lower()
+
+
 def _jobs(api: ServiceApi, project: str, name: str | None = None) -> list[dict[str, Any]]:
+    """The project's jobs (or the one named), names matched in any case as SQL matches them:
+    an exact `WHERE PROJECT = ...` missed the job POST to /projects/MINDSDB/jobs had just
+    stored in `mindsdb` (answering 404 for a job that runs)."""
     _project(api, project)
-    where = f"PROJECT = {quote_literal(project)}"
-    if name is not None:
-        where += f" AND NAME = {quote_literal(name)}"
-    rows = _answer(api, f"SELECT * FROM information_schema.jobs WHERE {where} ORDER BY NAME", project)
-    return [{k: row.get(k) for k in FIELDS} for row in rows]
+    rows = _answer(api, "SELECT * FROM information_schema.jobs ORDER BY NAME", project)
+    return [{k: row.get(k) for k in FIELDS} for row in rows if _same_name(row.get("project"), project)
+            and (name is None or _same_name(row.get("name"), name))]
 
 
 def _job(api: ServiceApi, project: str, name: str) -> dict[str, Any]:
@@ -161,9 +166,9 @@ def delete(api: ServiceApi, project: str, name: str) -> None:
 
 
 def history(api: ServiceApi, project: str, name: str) -> list[dict[str, Any]]:
-    _job(api, project, name)
-    return _answer(api, f"SELECT * FROM log.jobs_history WHERE project = {quote_literal(project)} "
-                        f"AND name = {quote_literal(name)} ORDER BY run_start", project)
+    job = _job(api, project, name)  # its names as stored, which the history rows carry
+    return _answer(api, f"SELECT * FROM log.jobs_history WHERE project = {quote_literal(job['project'])} "
+                        f"AND name = {quote_literal(job['name'])} ORDER BY run_start", project)
 
 
 async def _run(request: Request, fn: Any, *args: Any) -> Any:
