@@ -120,6 +120,9 @@ def create_statement(project: str, job: dict[str, Any], limits: Limits) -> tuple
         sql += f" EVERY {(every.group(1) or '').strip()} {every.group(2)}".replace("  ", " ")
     if if_query is not None:
         sql += f" IF ({if_query})"
+    too_big = check_sql_size(sql, limits)  # the statement, as /api/sql/query's: a name or a date is
+    if too_big is not None:  # no way around --max-sql-kb (a 16 MB name took 10 s to parse and stayed)
+        raise BadRequest(too_big, title="Wrong argument")
     return sql, query, if_query
 
 
