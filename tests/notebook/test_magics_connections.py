@@ -185,3 +185,26 @@ def test_a_server_url_ending_in_api_names_the_server_s_address():
         with pytest.raises(ValueError, match=re.escape(f"kbsql.connect('{re.sub('/api/?$', '', url)}')")):
             kbsql.connect(url)
     kbsql.connect("http://127.0.0.1:9/apis").close()  # a path that only starts so is the user's
+
+
+def test_credentials_in_a_mistyped_address_are_never_shown_back(cells, tmp_path):
+    """`kbsql.connect("http://bob:pw-8910@host:47334/api")` raised a ValueError quoting the
+    password (masked in every other error and repr); `kbsql.connect("bob:pw-8910@host:47334")`
+    (no http://) made a data directory named with the password and answered from an empty
+    engine, no error, and `%kbsql_connect bob:pw-8910@host:47334` printed it back in
+    "write ./bob:pw-8910@...". Each now names the URL meant with its credentials masked."""
+    import kbsql
+
+    with pytest.raises(ValueError) as with_api:
+        kbsql.connect("http://bob:pw-8910@127.0.0.1:47334/api")
+    assert "pw-8910" not in str(with_api.value) and "kbsql.connect('http://***@127.0.0.1:47334')" in str(
+        with_api.value)
+    for address in ("bob:pw-8910@127.0.0.1:47334", "bob@localhost:47334/"):
+        with pytest.raises(ValueError) as no_scheme:
+            kbsql.connect(address)
+        said = str(no_scheme.value)
+        assert "pw-8910" not in said and "bob" not in said and "kbsql.connect('http://***@" in said, said
+        result, out = cells.run(f"%kbsql_connect {address}")
+        assert not result.success and "%kbsql_connect http://***@" in out and "Traceback" not in out, out
+        assert "pw-8910" not in out and "bob" not in out, out
+    assert list(tmp_path.iterdir()) == []  # no folder named after the address
