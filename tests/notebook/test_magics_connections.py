@@ -208,3 +208,19 @@ def test_credentials_in_a_mistyped_address_are_never_shown_back(cells, tmp_path)
         assert not result.success and "%kbsql_connect http://***@" in out and "Traceback" not in out, out
         assert "pw-8910" not in out and "bob" not in out, out
     assert list(tmp_path.iterdir()) == []  # no folder named after the address
+
+
+@pytest.mark.parametrize("option", ["--api-key", "--token", "--api", "--token=", "--key"])
+def test_a_key_typed_on_the_connect_line_is_never_shown_back(cells, option):
+    """`%kbsql_connect URL --api-key sk-...` (or `--token`, kbsql.connect's word) was read as an
+    abbreviation of --api-key-env / --token-env, and the key came back in the cell's output:
+    "The environment variable sk-... is not set". Such an option is refused naming the ways a
+    key is given, and a value given where a variable's name goes is not shown either."""
+    sep = "" if option.endswith("=") else " "
+    result, out = cells.run(f"%kbsql_connect http://127.0.0.1:9 {option}{sep}sk-pw-5566778899")
+    assert not result.success and "5566778899" not in out, out
+    assert "--token-env VAR" in out and "--ask-key" in out, out
+    result, out = cells.run("%kbsql_connect http://127.0.0.1:9 --token-env sk-pw-5566778899")
+    assert not result.success and "5566778899" not in out and "not set" in out, out
+    result, out = cells.run("%kbsql_connect http://127.0.0.1:9 --token-env KBSQL_NO_SUCH_VAR_9")
+    assert "The environment variable KBSQL_NO_SUCH_VAR_9 is not set" in out, out  # a name is named

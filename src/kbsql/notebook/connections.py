@@ -21,6 +21,7 @@ from kbsql.client import Client, connect
 from kbsql.client.client import TOKEN_ENV, address_without_scheme, shown_without_scheme
 from kbsql.interface.errors import KbsqlError, ServiceError, TransportError
 from kbsql.interface.secrets import mask_url
+from kbsql.notebook.options import shown_env_name
 from kbsql.notebook.progress_bar import notebook_or_tqdm
 
 DEFAULT_ALIAS = "default"
@@ -165,7 +166,7 @@ class ConnectionManager:
             env = api_key_env or self.api_key_env
             key = os.environ.get(env) or None
             if key is None and api_key_env:
-                raise ConnectionProblem(f"The environment variable {api_key_env} is not set")
+                raise ConnectionProblem(f"The environment variable {shown_env_name(api_key_env)} is not set")
             source = f"${env}"
         auth = {self.auth_header: f"{self.auth_scheme} {key}".strip()} if key else {}
         if remote and key is None and os.environ.get(TOKEN_ENV):  # as kbsql.connect reads it
