@@ -385,3 +385,16 @@ def test_a_job_posted_is_held_to_the_sql_size_limit_whole(client: httpx.Client) 
         assert refused.status_code == 400 and "--max-sql-kb" in refused.json()["detail"], refused.text[:300]
         assert len(refused.content) < 1000
     assert rows(client, "SHOW JOBS") == []
+
+
+def test_a_backtick_in_a_job_or_project_name_is_named_not_a_parser_error(client: httpx.Client) -> None:
+    """A job named a`b (or a project named so) answered 400 "Syntax error, unknown input:
+    CREATE JOB `mindsdb`.`a``b` ..." (the route's own statement, which the user never wrote;
+    SQL can make no such name either). Now a 400 naming the backtick, and a 404 project."""
+    named = client.post("/api/projects/mindsdb/jobs", json={"job": {"name": "a`b", "query": "select 1"}})
+    assert named.status_code == 400 and named.json()["detail"] == "A job's name cannot hold a backtick (`)"
+    job = {"job": {"name": "j", "query": "select 1"}}
+    for method in ("GET", "POST"):
+        project = client.request(method, "/api/projects/m`db/jobs", json=job if method == "POST" else None)
+        assert project.status_code == 404 and "SHOW JOBS" not in project.text, project.text
+    assert rows(client, "SHOW JOBS") == []
