@@ -210,3 +210,19 @@ def test_a_table_that_would_leave_too_little_disk_is_refused_and_nothing_is_lost
     assert rows(engine, "SELECT count(*) AS n FROM files.small") == [{"n": 1000}]
     assert len(list((engine.data_dir / "uploads").glob("*.parquet"))) == 1
     assert not (engine.data_dir / "frames").exists() or not list((engine.data_dir / "frames").iterdir())
+
+
+def test_a_stored_table_has_its_own_columns_only(engine: Engine) -> None:
+    """Since stored tables are read by DuckDB from their Parquet files, each also answered
+    DuckDB's virtual columns: SELECT filename FROM files.t gave '/proc/self/fd/12' (the
+    kernel's name of the file the statement opened), file_row_number and file_index 0, for
+    columns the table never had. A real column of that name still answers."""
+    engine.query("CREATE TABLE files.t (SELECT 1 AS a)")
+    engine.register_dataframe("named", pd.DataFrame({"a": [1], "filename": ["mine.txt"]}))
+    for column in ("filename", "file_row_number", "file_index"):
+        for query in (f"SELECT {column} FROM files.t", f"SELECT x.{column} FROM files.t x"):
+            result = engine.query(query)
+            assert result.type == "error" and column in result.error_message, (query, result)
+            assert "/proc" not in result.error_message
+    assert rows(engine, "SELECT a, filename FROM df.named") == [{"a": 1, "filename": "mine.txt"}]
+    assert rows(engine, "SELECT * FROM files.t") == [{"a": 1}]

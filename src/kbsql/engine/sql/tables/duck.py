@@ -258,6 +258,8 @@ class DuckSession:
             token = FILE_TOKEN.format(len(compiled.files))
             compiled.files.append(scan)
             call = exp.Anonymous(this=scan.reader, expressions=[exp.Literal.string(token)])
+            if scan.stored:  # its columns only, not DuckDB's virtual ones (filename: /proc/self/fd/N)
+                return exp.select("*").from_(exp.Table(this=call)).subquery()
             return exp.Table(this=call)
         return exp.table_(self._frame_name(scan, compiled), quoted=True)
 
