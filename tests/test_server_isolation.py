@@ -12,6 +12,7 @@ import contextlib
 import json
 import os
 import select
+import shutil
 import socket
 import subprocess
 import sys
@@ -704,6 +705,30 @@ def test_a_statement_spills_into_the_data_directory_up_to_its_cap(tmp_path: Path
                 assert "(16 MB, kbsql serve --sql-spill-mb)" in message, message
                 assert most <= 17 * 1024 * 1024, most
         assert not list((data / "tmp").glob("duckdb-*"))  # its spill folder goes with the server
+
+
+def test_a_spill_leaves_the_disk_reserve_free(tmp_path: Path) -> None:
+    """Spills were capped at 4x the SQL memory or a quarter of the free space, whatever
+    --disk-reserve-mb said: with 58 MB above the reserve, where an upload of more was refused,
+    one sort spilled 200 MB into <data-dir>/tmp (143 MB under the reserve; a full disk fails
+    every user's writes). The default cap now leaves the reserve free: the sort of ~140 MB
+    answers one line naming both flags and spills at most the room above it."""
+    sort = ("SELECT count(*), min(h) FROM (SELECT md5(CAST(a.x * 3000 + b.x AS VARCHAR)) AS h "
+            "FROM df.n a, df.n b ORDER BY h) s")
+    data = tmp_path / "d"
+    data.mkdir()
+    reserve = shutil.disk_usage(data).free // 2**20 - 32  # 32 MB of room above the reserve
+    with spawn(data, args=("--sql-memory-mb", "64", "--disk-reserve-mb", str(reserve))) as srv:
+        with kbsql.connect(srv.url) as client:
+            client.register("n", pd.DataFrame({"x": range(1500)}))
+        thread, out = in_background(sql, srv.url, sort, 300)
+        most = 0
+        while thread.is_alive():
+            most = max(most, spill_bytes(data))
+            time.sleep(0.05)
+        message = out["answer"].get("error_message", "")
+        assert "at most what leaves kbsql serve --disk-reserve-mb free" in message, out["answer"]
+        assert most <= 40 * 2**20, most
 
 
 FROZEN = """

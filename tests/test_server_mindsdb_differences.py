@@ -367,3 +367,33 @@ def test_jobs_routes_read_names_in_any_case_as_sql_does(client: httpx.Client) ->
     assert client.get("/api/projects/MindsDB/jobs/CASEJOB/history").json() == []
     assert client.delete("/api/projects/MindsDB/jobs/casejob").status_code == 204
     assert client.get("/api/projects/mindsdb/jobs").json() == []
+
+
+def test_a_job_posted_is_held_to_the_sql_size_limit_whole(client: httpx.Client) -> None:
+    """The route checked --max-sql-kb (1024 KB) on query and if_query each, not on the CREATE
+    JOB it builds: a 16 MB job name was parsed for 10 s on the SQL lane and stored, and every
+    SHOW JOBS then answered 22 MB; a 16 MB start_at was parsed and echoed back whole; a query
+    and an if_query of 1 MB each made a 2 MB statement. Each is now refused as SQL text over
+    the limit, before parsing, nothing stored."""
+    mb = 2**20
+    for job in ({"name": "n" * (mb + 1), "query": "select 1"},
+                {"name": "d", "query": "select 1", "start_at": "2" * (mb + 1)},
+                {"name": "two", "query": "select '" + "x" * (mb // 2) + "'",
+                 "if_query": "select '" + "y" * (mb // 2) + "'"}):
+        refused = client.post("/api/projects/mindsdb/jobs", json={"job": job})
+        assert refused.status_code == 400 and "--max-sql-kb" in refused.json()["detail"], refused.text[:300]
+        assert len(refused.content) < 1000
+    assert rows(client, "SHOW JOBS") == []
+
+
+def test_a_backtick_in_a_job_or_project_name_is_named_not_a_parser_error(client: httpx.Client) -> None:
+    """A job named a`b (or a project named so) answered 400 "Syntax error, unknown input:
+    CREATE JOB `mindsdb`.`a``b` ..." (the route's own statement, which the user never wrote;
+    SQL can make no such name either). Now a 400 naming the backtick, and a 404 project."""
+    named = client.post("/api/projects/mindsdb/jobs", json={"job": {"name": "a`b", "query": "select 1"}})
+    assert named.status_code == 400 and named.json()["detail"] == "A job's name cannot hold a backtick (`)"
+    job = {"job": {"name": "j", "query": "select 1"}}
+    for method in ("GET", "POST"):
+        project = client.request(method, "/api/projects/m`db/jobs", json=job if method == "POST" else None)
+        assert project.status_code == 404 and "SHOW JOBS" not in project.text, project.text
+    assert rows(client, "SHOW JOBS") == []

@@ -210,3 +210,38 @@ def test_a_table_that_would_leave_too_little_disk_is_refused_and_nothing_is_lost
     assert rows(engine, "SELECT count(*) AS n FROM files.small") == [{"n": 1000}]
     assert len(list((engine.data_dir / "uploads").glob("*.parquet"))) == 1
     assert not (engine.data_dir / "frames").exists() or not list((engine.data_dir / "frames").iterdir())
+
+
+def test_a_stored_table_has_its_own_columns_only(engine: Engine) -> None:
+    """Since stored tables are read by DuckDB from their Parquet files, each also answered
+    DuckDB's virtual columns: SELECT filename FROM files.t gave '/proc/self/fd/12' (the
+    kernel's name of the file the statement opened), file_row_number and file_index 0, for
+    columns the table never had. A real column of that name still answers."""
+    engine.query("CREATE TABLE files.t (SELECT 1 AS a)")
+    engine.register_dataframe("named", pd.DataFrame({"a": [1], "filename": ["mine.txt"]}))
+    for column in ("filename", "file_row_number", "file_index"):
+        for query in (f"SELECT {column} FROM files.t", f"SELECT x.{column} FROM files.t x"):
+            result = engine.query(query)
+            assert result.type == "error" and column in result.error_message, (query, result)
+            assert "/proc" not in result.error_message
+    assert rows(engine, "SELECT a, filename FROM df.named") == [{"a": 1, "filename": "mine.txt"}]
+    assert rows(engine, "SELECT * FROM files.t") == [{"a": 1}]
+
+
+def test_inserts_cannot_grow_a_table_past_what_a_statement_may_return(tmp_path: Path) -> None:
+    """Each INSERT INTO files.x writes the whole table again from memory, and only its own
+    rows were bounded (the result cap), so inserts grew a table without end: at 10M rows
+    (1.3 GB of Parquet) inserting one row took a server to 3.2 GB for 8 s. With 256 MB of
+    SQL memory (a 16 MB cap) the insert that would pass the cap is refused, nothing stored."""
+    engine = Engine(tmp_path / "data", settings={"sql_memory_mb": 256})
+    try:
+        engine.register_dataframe("seed", pd.DataFrame({"a": range(100_000), "b": ["x" * 60] * 100_000}))
+        assert engine.query("CREATE TABLE files.t (SELECT * FROM df.seed)").type == "ok"
+        assert engine.query("INSERT INTO files.t (SELECT * FROM df.seed)").type == "ok"  # ~16 MB
+        refused = engine.query("INSERT INTO files.t (SELECT * FROM df.seed)")
+        assert refused.type == "error", refused
+        assert "the most a table written by SQL may be" in refused.error_message
+        assert "sql_memory_mb" in refused.error_message and "nothing was inserted" in refused.error_message
+        assert rows(engine, "SELECT count(*) AS n FROM files.t") == [{"n": 200_000}]
+    finally:
+        engine.close()

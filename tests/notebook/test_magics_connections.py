@@ -185,3 +185,42 @@ def test_a_server_url_ending_in_api_names_the_server_s_address():
         with pytest.raises(ValueError, match=re.escape(f"kbsql.connect('{re.sub('/api/?$', '', url)}')")):
             kbsql.connect(url)
     kbsql.connect("http://127.0.0.1:9/apis").close()  # a path that only starts so is the user's
+
+
+def test_credentials_in_a_mistyped_address_are_never_shown_back(cells, tmp_path):
+    """`kbsql.connect("http://bob:pw-8910@host:47334/api")` raised a ValueError quoting the
+    password (masked in every other error and repr); `kbsql.connect("bob:pw-8910@host:47334")`
+    (no http://) made a data directory named with the password and answered from an empty
+    engine, no error, and `%kbsql_connect bob:pw-8910@host:47334` printed it back in
+    "write ./bob:pw-8910@...". Each now names the URL meant with its credentials masked."""
+    import kbsql
+
+    with pytest.raises(ValueError) as with_api:
+        kbsql.connect("http://bob:pw-8910@127.0.0.1:47334/api")
+    assert "pw-8910" not in str(with_api.value) and "kbsql.connect('http://***@127.0.0.1:47334')" in str(
+        with_api.value)
+    for address in ("bob:pw-8910@127.0.0.1:47334", "bob@localhost:47334/"):
+        with pytest.raises(ValueError) as no_scheme:
+            kbsql.connect(address)
+        said = str(no_scheme.value)
+        assert "pw-8910" not in said and "bob" not in said and "kbsql.connect('http://***@" in said, said
+        result, out = cells.run(f"%kbsql_connect {address}")
+        assert not result.success and "%kbsql_connect http://***@" in out and "Traceback" not in out, out
+        assert "pw-8910" not in out and "bob" not in out, out
+    assert list(tmp_path.iterdir()) == []  # no folder named after the address
+
+
+@pytest.mark.parametrize("option", ["--api-key", "--token", "--api", "--token=", "--key"])
+def test_a_key_typed_on_the_connect_line_is_never_shown_back(cells, option):
+    """`%kbsql_connect URL --api-key sk-...` (or `--token`, kbsql.connect's word) was read as an
+    abbreviation of --api-key-env / --token-env, and the key came back in the cell's output:
+    "The environment variable sk-... is not set". Such an option is refused naming the ways a
+    key is given, and a value given where a variable's name goes is not shown either."""
+    sep = "" if option.endswith("=") else " "
+    result, out = cells.run(f"%kbsql_connect http://127.0.0.1:9 {option}{sep}sk-pw-5566778899")
+    assert not result.success and "5566778899" not in out, out
+    assert "--token-env VAR" in out and "--ask-key" in out, out
+    result, out = cells.run("%kbsql_connect http://127.0.0.1:9 --token-env sk-pw-5566778899")
+    assert not result.success and "5566778899" not in out and "not set" in out, out
+    result, out = cells.run("%kbsql_connect http://127.0.0.1:9 --token-env KBSQL_NO_SUCH_VAR_9")
+    assert "The environment variable KBSQL_NO_SUCH_VAR_9 is not set" in out, out  # a name is named

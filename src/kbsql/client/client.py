@@ -108,7 +108,8 @@ class Client:
 
 
 TOKEN_ENV = "KBSQL_TOKEN"
-_HOST_PORT = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[\w.-]+):\d{1,5}/?")
+_HOST_PORT = re.compile(r"([^\s/]*@)?(\[[0-9A-Fa-f:.]+\]|[\w.-]+):\d{1,5}/?")
+"""host:port, with the `user:password@` a URL may carry (kept out of every message: mask_url)."""
 
 
 def address_without_scheme(target: str | os.PathLike[str] | None) -> str | None:
@@ -119,6 +120,12 @@ def address_without_scheme(target: str | os.PathLike[str] | None) -> str | None:
     if not isinstance(target, str) or not _HOST_PORT.fullmatch(target) or os.path.isdir(target):
         return None
     return f"http://{target.rstrip('/')}"
+
+
+def shown_without_scheme(url: str) -> str:
+    """How an address `address_without_scheme` read (its URL `url`) is shown back: its
+    credentials masked as the URL's are (`***@127.0.0.1:47334`)."""
+    return mask_url(url).removeprefix("http://")
 
 
 def connect(target: str | os.PathLike[str] | None = None, *, project: str = DEFAULT_PROJECT,
@@ -140,15 +147,17 @@ def connect(target: str | os.PathLike[str] | None = None, *, project: str = DEFA
     `/api` raises `ValueError` naming the server's own address (its requests went to
     `/api/api/...`: every one answered "No route")."""
     if data_dir is None and (url := address_without_scheme(target)) is not None:
-        raise ValueError(f"{target!r} reads as a server address without its scheme: "
-                         f"kbsql.connect({url!r}) (a data directory of that name: data_dir={target!r})")
+        shown = shown_without_scheme(url)
+        raise ValueError(f"{shown!r} reads as a server address without its scheme: "
+                         f"kbsql.connect({mask_url(url)!r}) (a data directory of that name: "
+                         f"data_dir={shown!r})")
     if target is not None and str(target).startswith(("http://", "https://")):
         from kbsql.client.http import HttpApi
 
         root = re.sub(r"/api/?$", "", str(target))
         if root != str(target):  # every route is under /api, which the client adds itself
-            raise ValueError(f"{target!r} names the server's /api: kbsql.connect({root!r}) (the "
-                             "client adds /api to every request)")
+            raise ValueError(f"{mask_url(str(target))!r} names the server's /api: kbsql.connect("
+                             f"{mask_url(root)!r}) (the client adds /api to every request)")
 
         if settings:
             raise ValueError("settings= configures an embedded engine; a server takes its "

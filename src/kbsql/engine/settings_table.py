@@ -154,7 +154,8 @@ SETTINGS: tuple[Setting, ...] = (
             shown="embedded: DuckDB's 80% of RAM; served: a quarter of the machine's memory"),
     Setting("sql_spill_mb", int, None, "most the SQL engine may spill into the data directory's tmp, in MB",
             "--sql-spill-mb", positive=False, metavar="MB",
-            shown="4x the memory limit, at most a quarter of the free disk"),
+            shown="4x the memory limit, at most a quarter of the free disk and what leaves "
+                  "disk_reserve_mb free"),
     Setting("sql_threads", int, None, "threads one SQL statement may use (DuckDB's worker "
             "threads)", "--sql-threads", served=_half_the_cores(), metavar="N",
             shown="embedded: every core; served: half the cores (at least 1)"),

@@ -101,7 +101,10 @@ def sql_settings(c: EngineConfig) -> DuckSettings:
                         threads=c.sql_threads, temp_dir=c.data_dir / "tmp",
                         statement_timeout=c.statement_timeout or None,
                         limit_note=c.note("sql_memory_mb"), timeout_note=c.note("statement_timeout"),
-                        spill_note=c.note("sql_spill_mb"),
+                        spill_note=c.note("sql_spill_mb") + (
+                            "" if c.sql_spill_mb is not None or c.disk_reserve_mb <= 0
+                            else f", at most what leaves {c.note('disk_reserve_mb')} free"),
+                        disk_reserve_mb=c.disk_reserve_mb,
                         read_only_sources=c.read_only_sources,
                         read_only_note=c.note("read_only_sources"),
                         long_statement_tokens=c.long_statement_tokens,

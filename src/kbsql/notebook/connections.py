@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kbsql.client import Client, connect
-from kbsql.client.client import TOKEN_ENV, address_without_scheme
+from kbsql.client.client import TOKEN_ENV, address_without_scheme, shown_without_scheme
 from kbsql.interface.errors import KbsqlError, ServiceError, TransportError
 from kbsql.interface.secrets import mask_url
+from kbsql.notebook.options import shown_env_name
 from kbsql.notebook.progress_bar import notebook_or_tqdm
 
 DEFAULT_ALIAS = "default"
@@ -149,8 +150,10 @@ class ConnectionManager:
         if target and target in self.named and not is_url(target):
             alias, target = alias or target, self.named[target]
         elif (url := address_without_scheme(target)) is not None:
-            raise ConnectionProblem(f"{target!r} reads as a server address without its scheme: "
-                                    f"%kbsql_connect {url} (a data directory of that name: ./{target})")
+            shown = shown_without_scheme(url)
+            raise ConnectionProblem(f"{shown!r} reads as a server address without its scheme: "
+                                    f"%kbsql_connect {mask_url(url)} (a data directory of that name: "
+                                    f"./{shown})")
         elif target and not is_url(target) and not _looks_like_path(target):
             known = ", ".join(sorted({*self.connections, *self.named})) or "none"
             raise ConnectionProblem(f"No connection or directory named {target!r} (known: {known}). "
@@ -163,7 +166,7 @@ class ConnectionManager:
             env = api_key_env or self.api_key_env
             key = os.environ.get(env) or None
             if key is None and api_key_env:
-                raise ConnectionProblem(f"The environment variable {api_key_env} is not set")
+                raise ConnectionProblem(f"The environment variable {shown_env_name(api_key_env)} is not set")
             source = f"${env}"
         auth = {self.auth_header: f"{self.auth_scheme} {key}".strip()} if key else {}
         if remote and key is None and os.environ.get(TOKEN_ENV):  # as kbsql.connect reads it

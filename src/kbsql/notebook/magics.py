@@ -36,7 +36,7 @@ from kbsql.notebook.display import (
     short_error,
     to_frame,
 )
-from kbsql.notebook.options import shows_help, split_options, starts_with_option
+from kbsql.notebook.options import refuse_key_options, shows_help, split_options, starts_with_option
 from kbsql.notebook.pyproject_config import pyproject_settings
 
 _CAPTURE = re.compile(r"^\s*([A-Za-z_]\w*)\s*<<\s*(.*)$", re.DOTALL)
@@ -237,6 +237,7 @@ class KbSql(Magics, Configurable):
         """Open, switch, list or close connections. Keys are never printed or stored."""
         if shows_help(line, self.kbsql_connect):
             return
+        refuse_key_options(strip_comment(line))
         args = parse_argstring(self.kbsql_connect, strip_comment(line))
         manager = self._sync_manager()
         try:

@@ -69,3 +69,34 @@ def starts_with_option(text: str, func: Any) -> bool:
     token = match.group(1)
     options = {s for a in func.parser._actions for s in a.option_strings}
     return token == "--" or token.split("=", 1)[0] in options or re.match(r"--[A-Za-z]", token) is not None
+
+
+KEY_OPTIONS = ("--api-key-env", "--token-env")
+KEY_WORDS = ("--api", "--key", "--token", "--password", "--secret")
+KEY_ON_THE_LINE = ("%kbsql_connect takes no key or token on its line (a line stays in the notebook "
+                   "and its history; what followed the option is not shown): put it in an "
+                   "environment variable and name that with --token-env VAR or --api-key-env VAR, "
+                   "or use --ask-key")
+
+
+def refuse_key_options(line: str) -> None:
+    """`%kbsql_connect URL --api-key sk-...` or `--token t` (kbsql.connect's own word): argparse
+    read either as an abbreviation of --api-key-env / --token-env, and the key came back in
+    "The environment variable sk-... is not set". An option that is not one of ours but
+    names a key, or abbreviates one of ours, is refused without echoing the line."""
+    for word in line.split():
+        option = word.split("=", 1)[0].lower()
+        if not option.startswith("--") or option in KEY_OPTIONS:
+            continue
+        if option.startswith(KEY_WORDS) or any(o.startswith(option) for o in KEY_OPTIONS):
+            raise UsageError(KEY_ON_THE_LINE)
+
+
+ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
+"""An environment variable's name as they are written (KBSQL_TOKEN, OPENAI_API_KEY)."""
+
+
+def shown_env_name(name: str) -> str:
+    """`name` (given to --api-key-env) as an error may show it: a name written as variables
+    are, else not at all (it may be the key itself, typed where its variable's name goes)."""
+    return name if ENV_NAME.fullmatch(name) else "named there (not shown: it may be a key)"

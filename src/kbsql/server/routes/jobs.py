@@ -64,7 +64,11 @@ def _answer(api: ServiceApi, sql: str, project: str) -> list[dict[str, Any]]:
 
 
 def _project(api: ServiceApi, project: str) -> None:
-    """A missing project: the engine's 404 "Project not found" (SHOW JOBS checks it)."""
+    """A missing project: the engine's 404 "Project not found" (SHOW JOBS checks it). A name
+    with a backtick is none (the parser reads no doubled backtick: it answered a syntax
+    error quoting this route's own statement)."""
+    if "`" in project:
+        raise NotFound(f"Project not found: {project} (SHOW DATABASES lists them)", title="Error")
     _answer(api, f"SHOW JOBS FROM {_name(project)} LIKE ''", project)
 
 
@@ -104,6 +108,8 @@ def create_statement(project: str, job: dict[str, Any], limits: Limits) -> tuple
     name, query = job.get("name"), _text(job, "query", limits)
     if not isinstance(name, str) or not name or query is None:
         raise MissingParameter('The job needs "name" and "query"')
+    if "`" in name:  # CREATE JOB names it between backticks; as in SQL, no name holds one
+        raise BadRequest("A job's name cannot hold a backtick (`)", title="Wrong argument")
     if_query = _text(job, "if_query", limits)
     sql = f"CREATE JOB {_name(project)}.{_name(name)} ({query})"
     for key, word in (("start_at", "START"), ("end_at", "END")):
@@ -118,6 +124,9 @@ def create_statement(project: str, job: dict[str, Any], limits: Limits) -> tuple
         sql += f" EVERY {(every.group(1) or '').strip()} {every.group(2)}".replace("  ", " ")
     if if_query is not None:
         sql += f" IF ({if_query})"
+    too_big = check_sql_size(sql, limits)  # the statement, as /api/sql/query's: a name or a date is
+    if too_big is not None:  # no way around --max-sql-kb (a 16 MB name took 10 s to parse and stayed)
+        raise BadRequest(too_big, title="Wrong argument")
     return sql, query, if_query
 
 

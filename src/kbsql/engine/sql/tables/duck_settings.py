@@ -40,6 +40,8 @@ class DuckSettings:
     """Where the user sets the memory limit (the server names its flag)."""
     timeout_note: str = "statement_timeout in config.json"
     spill_note: str = "sql_spill_mb in config.json"
+    disk_reserve_mb: int = 0
+    """Free space the default spill cap leaves on the disk where spills go (disk_reserve_mb)."""
     read_only_sources: bool = False
     """Connected data sources are never written (source_writes refuses in one line)."""
     read_only_note: str = "read_only_sources in config.json"
@@ -76,7 +78,10 @@ def configure(con: duckdb.DuckDBPyConnection, s: DuckSettings) -> Path | None:
 
 def _spill_bytes(con: duckdb.DuckDBPyConnection, s: DuckSettings, temp: Path | None) -> int:
     """The spill cap: as set, else 4x the memory limit but at most a quarter of the
-    free space where spills go (DuckDB's own default is 90% of it)."""
+    free space where spills go (DuckDB's own default is 90% of it), and no more than leaves
+    `disk_reserve_mb` free: one sort spilled 200 MB into a disk an upload of 1 MB was refused
+    on, and a disk filled by a spill fails every user's writes. Free space is read when the
+    engine opens (DuckDB's cap is database-wide): a disk filled later is the uploads' check's."""
     if s.spill_mb is not None:
         return int(s.spill_mb) * MB
     where = temp.parent if temp is not None else Path.cwd()
@@ -86,7 +91,8 @@ def _spill_bytes(con: duckdb.DuckDBPyConnection, s: DuckSettings, temp: Path | N
         free = shutil.disk_usage(where).free
     except OSError:
         free = 1 << 40
-    return max(MB, min(4 * setting_bytes(con, "memory_limit"), free // 4))
+    room = free - s.disk_reserve_mb * MB if s.disk_reserve_mb > 0 else free
+    return max(MB, min(4 * setting_bytes(con, "memory_limit"), free // 4, room))
 
 
 def setting(con: duckdb.DuckDBPyConnection, name: str) -> str:
