@@ -12,7 +12,6 @@ import contextlib
 import json
 import os
 import select
-import shutil
 import socket
 import subprocess
 import sys
@@ -715,16 +714,18 @@ def test_a_spill_leaves_the_disk_reserve_free(tmp_path: Path) -> None:
     answers one line naming both flags and spills at most the room above it."""
     sort = ("SELECT count(*), min(h) FROM (SELECT md5(CAST(a.x * 3000 + b.x AS VARCHAR)) AS h "
             "FROM df.n a, df.n b ORDER BY h) s")
-    data = tmp_path / "d"
-    data.mkdir()
-    reserve = shutil.disk_usage(data).free // 2**20 - 32  # 32 MB of room above the reserve
-    with spawn(data, args=("--sql-memory-mb", "64", "--disk-reserve-mb", str(reserve))) as srv:
+    from tests.test_server_faults import small_disk
+
+    data = tmp_path / "d"  # a file system of its own (a tmpfs): other tests' writes move no free space
+    with spawn(data, prefix=small_disk(data, 1232),
+               args=("--sql-memory-mb", "64", "--disk-reserve-mb", "1200")) as srv:  # ~32 MB of room
+        seen = Path(f"/proc/{srv.process.pid}/root") / data.relative_to("/")  # its mount, not ours
         with kbsql.connect(srv.url) as client:
             client.register("n", pd.DataFrame({"x": range(1500)}))
         thread, out = in_background(sql, srv.url, sort, 300)
         most = 0
         while thread.is_alive():
-            most = max(most, spill_bytes(data))
+            most = max(most, spill_bytes(seen))
             time.sleep(0.05)
         message = out["answer"].get("error_message", "")
         assert "at most what leaves kbsql serve --disk-reserve-mb free" in message, out["answer"]
