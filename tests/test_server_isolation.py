@@ -677,6 +677,16 @@ def spill_bytes(data_dir: Path) -> int:
     return total
 
 
+def sort_watching_spills(url: str, sort: str, data_dir: Path) -> tuple[int, dict]:
+    """Run `sort` on the server, watching its spill folder: (the most it held, the answer)."""
+    thread, out = in_background(sql, url, sort, 300)
+    most = 0
+    while thread.is_alive():
+        most = max(most, spill_bytes(data_dir))
+        time.sleep(0.05)
+    return most, out["answer"]
+
+
 def test_a_statement_spills_into_the_data_directory_up_to_its_cap(tmp_path: Path) -> None:
     """64 MB for SQL: sorting 2.25M hashes (~140 MB) spills into <data-dir>/tmp. With 16 MB of
     spill space it answers one line naming both limits; with 1 GB it answers."""
@@ -687,12 +697,7 @@ def test_a_statement_spills_into_the_data_directory_up_to_its_cap(tmp_path: Path
         with spawn(data, args=("--sql-memory-mb", "64", "--sql-spill-mb", spill_mb)) as srv:
             with kbsql.connect(srv.url) as client:
                 client.register("n", pd.DataFrame({"x": range(1500)}))
-            thread, out = in_background(sql, srv.url, sort, 300)
-            most = 0
-            while thread.is_alive():
-                most = max(most, spill_bytes(data))
-                time.sleep(0.05)
-            answer = out["answer"]
+            most, answer = sort_watching_spills(srv.url, sort, data)
             if fits:  # it did spill, into the data directory (with a 16 MB cap DuckDB may stop
                 # before writing much: one thread's sorted run can be bigger than the cap)
                 assert most > 4 * 1024 * 1024, (most, answer)
@@ -722,13 +727,9 @@ def test_a_spill_leaves_the_disk_reserve_free(tmp_path: Path) -> None:
         seen = Path(f"/proc/{srv.process.pid}/root") / data.relative_to("/")  # its mount, not ours
         with kbsql.connect(srv.url) as client:
             client.register("n", pd.DataFrame({"x": range(1500)}))
-        thread, out = in_background(sql, srv.url, sort, 300)
-        most = 0
-        while thread.is_alive():
-            most = max(most, spill_bytes(seen))
-            time.sleep(0.05)
-        message = out["answer"].get("error_message", "")
-        assert "at most what leaves kbsql serve --disk-reserve-mb free" in message, out["answer"]
+        most, answer = sort_watching_spills(srv.url, sort, seen)
+        message = answer.get("error_message", "")
+        assert "at most what leaves kbsql serve --disk-reserve-mb free" in message, answer
         assert most <= 40 * 2**20, most
 
 
