@@ -397,3 +397,21 @@ def test_a_backtick_in_a_job_or_project_name_is_named_not_a_parser_error(client:
         project = client.request(method, "/api/projects/m`db/jobs", json=job if method == "POST" else None)
         assert project.status_code == 404 and "SHOW JOBS" not in project.text, project.text
     assert rows(client, "SHOW JOBS") == []
+
+
+def test_a_jobs_statement_is_shown_with_its_secrets_masked(client: httpx.Client) -> None:
+    """A job's statement is shown to every user of the server (SHOW JOBS, information_schema.
+    jobs, the jobs routes, log.jobs_history): MindsDB shows it as written, and a job creating
+    a knowledge base or a database showed its creator's api_key or password in everyone's
+    answers. Shown masked; the job is stored and runs as written (the route still tells a
+    statement that would escape CREATE JOB's parentheses from one that holds a secret)."""
+    query = ('CREATE KNOWLEDGE_BASE keyed_kb USING embedding_model = {"provider": "openai", '
+             '"model_name": "e1", "api_key": "sk-creator-secret-1"}')
+    made = client.post("/api/projects/mindsdb/jobs",
+                       json={"job": {"name": "keyed", "query": query, "start_at": "2030-01-01"}})
+    assert made.status_code == 200, made.text
+    shown = [made.text, client.get("/api/projects/mindsdb/jobs/keyed").text,
+             str(rows(client, "SHOW JOBS")), str(rows(client, "SELECT * FROM information_schema.jobs"))]
+    for said in shown:
+        assert "sk-creator-secret-1" not in said and "******" in said, said
+    ok(client, "DROP JOB keyed")

@@ -24,6 +24,10 @@ _URL_PASSWORD = re.compile(r"(://[^:/@\s\"'<>]*:)(?:[^\s\"'<>]*|[^\"'<>@/]{0,256
 password holding a raw newline or space, which libpq is given as it is) up to the next `@`."""
 _KV_PASSWORD = re.compile(r"(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)
 _SECRET_LIKE = re.compile(r"\b(sk-(?:ant-)?[A-Za-z0-9_\-]{6,})")
+_SQL_SECRET = re.compile(r"""(["'`]?)([A-Za-z_][\w.]*)\1(\s*[:=]\s*)"""
+                         r"""('(?:[^'\\]|\\.|'')*'|"(?:[^"\\]|\\.)*")""")
+"""`"api_key": "..."`, `api_key = '...'` (a USING or PARAMETERS entry): a name and its quoted
+value, the value masked when the name is a secret's (`is_secret_key`)."""
 
 
 def mask_secret(value: Any) -> Any:
@@ -63,6 +67,22 @@ def mask_connection_string(text: str) -> str:
     """A DSN with its password masked: `scheme://user:pw@host` and `password=pw` forms."""
     text = _URL_PASSWORD.sub(lambda m: m.group(1) + MASK + "@", text)
     return _KV_PASSWORD.sub(lambda m: m.group(1) + MASK, text)
+
+
+def mask_sql_text(text: str) -> str:
+    """SQL text with the secrets it holds masked: the quoted values of secret keys (a
+    `CREATE KNOWLEDGE_BASE ... api_key` or `CREATE DATABASE ... "password"` a job runs),
+    URLs' passwords, `password=` pairs and key-shaped words (`sk-...`). A job's statement is
+    shown to every user of a server (SHOW JOBS, information_schema.jobs, the jobs routes,
+    log.jobs_history): MindsDB shows it as written, which put a creator's key in everyone's
+    answers and notebooks."""
+    def value(m: re.Match[str]) -> str:
+        if not is_secret_key(m.group(2).rsplit(".", 1)[-1]):
+            return m.group(0)
+        quote = m.group(4)[0]
+        return f"{m.group(1)}{m.group(2)}{m.group(1)}{m.group(3)}{quote}{MASK}{quote}"
+
+    return _SECRET_LIKE.sub(MASK, mask_connection_string(_SQL_SECRET.sub(value, text)))
 
 
 def scrub_secret(text: str, api_key: str | None) -> str:

@@ -26,6 +26,7 @@ from kbsql.interface.control import Control
 from kbsql.interface.errors import BadRequest, Conflict, MissingParameter, NotFound, ServiceError
 from kbsql.interface.literals import quote_literal
 from kbsql.interface.results import ErrorResult, TableResult
+from kbsql.interface.secrets import mask_sql_text
 from kbsql.server.lanes import controlled, owner_key
 from kbsql.server.limits import Limits, check_sql_size
 from kbsql.server.routes.common import (
@@ -161,7 +162,8 @@ def create(api: ServiceApi, project: str, job: dict[str, Any], limits: Limits) -
     _whole(sql, query, if_query)
     _answer(api, sql, project)
     made = _job(api, project, str(job["name"]))
-    if not (_same(made["query"], query) and _same(made["if_query"], if_query)):  # the engine's reading
+    shown = (mask_sql_text(query), None if if_query is None else mask_sql_text(if_query))
+    if not (_same(made["query"], shown[0]) and _same(made["if_query"], shown[1])):  # the engine's reading
         _answer(api, f"DROP JOB {_name(project)}.{_name(str(job['name']))}", project)
         raise BadRequest(UNBALANCED, title="Wrong argument")
     return made

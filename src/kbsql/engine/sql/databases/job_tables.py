@@ -13,6 +13,7 @@ import pyarrow as pa
 
 from kbsql.engine.jobs.job_store import JobStore
 from kbsql.engine.sql.tables.names import LOG_DATABASE
+from kbsql.interface.secrets import mask_sql_text
 
 if TYPE_CHECKING:
     from kbsql.engine.sql.session import SqlSession
@@ -27,20 +28,26 @@ def _text_table(columns: list[str], rows: list[list[Any]]) -> pa.Table:
     return pa.table({c: pa.array([r[i] for r in rows], pa.string()) for i, c in enumerate(columns)})
 
 
+def _shown(sql: str | None) -> str | None:
+    """A job's statement as every user sees it: its secrets masked (mask_sql_text)."""
+    return None if sql is None else mask_sql_text(sql)
+
+
 def jobs(session: SqlSession, project: str | None) -> pa.Table:
-    """The jobs of `project` (None: all); `variables` shows each job's LAST values."""
+    """The jobs of `project` (None: all); `variables` shows each job's LAST values; the
+    statements with their secrets masked (every user of a server reads them)."""
     store = JobStore(session.catalog)
     rows = []
     for job in store.jobs(project):
         lasts = store.lasts(job.id)
         rows.append([job.name, job.project, job.start_at, job.end_at, job.next_run_at,
-                     None if job.schedule is None else f"every {job.schedule}", job.query,
-                     job.if_query, json.dumps(lasts) if lasts else None])
+                     None if job.schedule is None else f"every {job.schedule}", _shown(job.query),
+                     _shown(job.if_query), json.dumps(lasts) if lasts else None])
     return _text_table(JOB_COLUMNS, rows)
 
 
 def history(session: SqlSession) -> pa.Table:
-    rows = [list(r) for r in JobStore(session.catalog).history()]
+    rows = [[*r[:-1], _shown(r[-1])] for r in JobStore(session.catalog).history()]
     return _text_table(HISTORY_COLUMNS, rows)
 
 
