@@ -122,6 +122,14 @@ def address_without_scheme(target: str | os.PathLike[str] | None) -> str | None:
     return f"http://{target.rstrip('/')}"
 
 
+def api_root(url: str) -> str | None:
+    """The server's own address when `url` ends in `/api` (README: "routes live under /api"),
+    else None: the client adds /api to every request, so such a URL's requests went to
+    /api/api/... and every one answered "No route"."""
+    root = re.sub(r"/api/?$", "", url)
+    return None if root == url else root
+
+
 def shown_without_scheme(url: str) -> str:
     """How an address `address_without_scheme` read (its URL `url`) is shown back: its
     credentials masked as the URL's are (`***@127.0.0.1:47334`)."""
@@ -154,8 +162,7 @@ def connect(target: str | os.PathLike[str] | None = None, *, project: str = DEFA
     if target is not None and str(target).startswith(("http://", "https://")):
         from kbsql.client.http import HttpApi
 
-        root = re.sub(r"/api/?$", "", str(target))
-        if root != str(target):  # every route is under /api, which the client adds itself
+        if (root := api_root(str(target))) is not None:
             raise ValueError(f"{mask_url(str(target))!r} names the server's /api: kbsql.connect("
                              f"{mask_url(root)!r}) (the client adds /api to every request)")
 

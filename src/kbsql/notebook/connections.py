@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kbsql.client import Client, connect
-from kbsql.client.client import TOKEN_ENV, address_without_scheme, shown_without_scheme
+from kbsql.client.client import TOKEN_ENV, address_without_scheme, api_root, shown_without_scheme
 from kbsql.interface.errors import KbsqlError, ServiceError, TransportError
 from kbsql.interface.secrets import mask_url
 from kbsql.notebook.options import shown_env_name
@@ -196,8 +196,7 @@ class ConnectionManager:
         if project:
             options["project"] = project
         if target and is_url(target):
-            root = re.sub(r"/api/?$", "", target)
-            if root != target:  # connect() refuses it in Python's words; the magic's own here
+            if (root := api_root(target)) is not None:  # connect() refuses it in Python's words
                 raise ConnectionProblem(f"{mask_url(target)} names the server's /api: %kbsql_connect "
                                         f"{mask_url(root)} (the client adds /api itself)")
             return connect(target, headers=dict(auth) or None, **options)
