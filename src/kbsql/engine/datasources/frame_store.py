@@ -129,32 +129,22 @@ class FrameStore:
     def table(self, name: str) -> pa.Table | None:
         """The Arrow table of `name`, read from its file (an INSERT's merge, a file's pages)."""
         path = self._find(name)
+        return None if path is None else _read(path)
+
+    def scan(self, con: Any, parts: list[str]) -> Scan | None:
+        path = self._find(parts[0]) if len(parts) == 1 else None
         if path is None:
             return None
         try:
-            return _parquet().read_table(path)
+            stat = path.stat()
         except FileNotFoundError:  # unregistered meanwhile
-            return None
-
-    def scan(self, con: Any, parts: list[str]) -> Scan | None:
-        if len(parts) != 1:
-            return None
-        path = self._find(parts[0])
-        try:
-            stat = path.stat() if path is not None else None
-        except FileNotFoundError:
-            stat = None
-        if path is None or stat is None:
             return None
         # a replace is a new file (os.replace of a temp): its inode tells it even within one
         # tick of a coarse mtime
         version = hash((stat.st_ino, stat.st_mtime_ns))
         if self._holds_duration(path, version):
-            try:
-                table = _parquet().read_table(path)
-            except FileNotFoundError:  # unregistered meanwhile
-                return None
-            return FrameScan(table, cache_key=("df", path.stem.lower(), version))
+            table = _read(path)
+            return None if table is None else FrameScan(table, cache_key=("df", path.stem.lower(), version))
         return FileScan("read_parquet", str(path), stored=True, version=version)
 
     def _holds_duration(self, path: Path, version: int) -> bool:
@@ -173,6 +163,14 @@ class FrameStore:
         holds = any(_has_duration(field.type) for field in schema)
         self._spans[str(path)] = (version, holds)
         return holds
+
+
+def _read(path: Path) -> pa.Table | None:
+    """A stored table's file as Arrow; None when it was unregistered meanwhile."""
+    try:
+        return _parquet().read_table(path)
+    except FileNotFoundError:
+        return None
 
 
 def _has_duration(kind: pa.DataType) -> bool:
