@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kbsql.interface.literals import ParameterError, quote_literal
+from kbsql.interface.literals import ParameterError, quote_identifier, quote_literal
 from kbsql.interface.sqltext import segments
 
 __all__ = ["ParameterError", "bind", "placeholders", "quote_literal"]
@@ -69,4 +69,4 @@ _PLAIN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 def quote_name(name: str) -> str:
     """A name as an SQL identifier: bare when plain, else in backticks (doubled inside)."""
-    return name if _PLAIN_NAME.match(name) else "`" + name.replace("`", "``") + "`"
+    return name if _PLAIN_NAME.match(name) else quote_identifier(name)

@@ -159,3 +159,10 @@ def quote_literal(value: Any) -> str:
         return _quote_string(str(value))
     raise ParameterError(f"a {type(value).__name__} has no SQL literal form; pass str, a number, "
                          "bool, None, a date, a list or a dict")
+
+
+def quote_identifier(name: str) -> str:
+    """A name as one SQL identifier of the reference dialect: in backticks, a backtick inside
+    doubled (the literals' twin, for the statements the server and the engine write
+    themselves: a table, project or job named by a user)."""
+    return "`" + name.replace("`", "``") + "`"

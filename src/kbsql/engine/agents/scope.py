@@ -18,6 +18,7 @@ from mindsdb_sql_parser import ast
 from kbsql.engine.catalog import AgentRecord, Catalog, KbRecord
 from kbsql.engine.sql.parse.parsing import parse
 from kbsql.interface.errors import KbsqlError, NotFound, Unavailable
+from kbsql.interface.literals import quote_identifier
 from kbsql.interface.results import TableResult
 
 if TYPE_CHECKING:
@@ -133,7 +134,7 @@ def _tables(sql: RunsSql, entry: str) -> list[str]:
 def _readable(sql: RunsSql, entry: str) -> bool:
     """Whether a named table (`source.table`, `source.schema.table`) answers a read, so a
     table that is gone fails the run instead of the agent finding "nothing" in it."""
-    quoted = ".".join("`" + part.replace("`", "``") + "`" for part in entry.split("."))
+    quoted = ".".join(quote_identifier(part) for part in entry.split("."))
     return _listed(sql, f"SELECT * FROM {quoted} LIMIT 0") is not None
 
 

@@ -13,17 +13,13 @@ from typing import Any
 import pyarrow as pa
 
 from kbsql.interface.api import ServiceApi
-from kbsql.interface.literals import quote_literal
+from kbsql.interface.literals import quote_identifier, quote_literal
 from kbsql.interface.mysql_charsets import CHARACTER_SETS, COLLATIONS, ENGINES
 from kbsql.interface.results import ErrorResult, TableResult
 from kbsql.server.mysql.local_sql import TIMEOUT_S, run_local
 from kbsql.server.mysql.resultsets import Rows, arrow_rows
 
 __all__ = ["CHARACTER_SETS", "COLLATIONS", "ENGINES"]
-
-
-def quote_name(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
 
 
 class Refused(LookupError):
@@ -58,7 +54,7 @@ class EngineCatalog:
     def tables_of(self, db: str) -> list[tuple[str, str]]:
         """(name, TABLE_TYPE) of one database's tables, only that one asked (SHOW FULL TABLES:
         a data source other than `db` is never reached)."""
-        return [(str(r[0]), str(r[1])) for r in self._rows(f"SHOW FULL TABLES FROM {quote_name(db)}")]
+        return [(str(r[0]), str(r[1])) for r in self._rows(f"SHOW FULL TABLES FROM {quote_identifier(db)}")]
 
     def jobs_of(self, project: str) -> list[str]:
         """The names of one project's jobs."""
@@ -74,14 +70,14 @@ class EngineCatalog:
     def columns(self, schema: str, table: str) -> list[tuple[str, str]]:
         """(name, MySQL column type) of each column, as the engine's SHOW COLUMNS answers them
         (interface/column_types.py); the engine's error when the table is unknown."""
-        rows = self._rows(f"SHOW COLUMNS FROM {quote_name(schema)}.{quote_name(table)}")
+        rows = self._rows(f"SHOW COLUMNS FROM {quote_identifier(schema)}.{quote_identifier(table)}")
         return [(str(r[0]), str(r[1])) for r in rows]
 
     def own_types(self, schema: str, table: str) -> dict[str, str]:
         """A data-source table's column types in the source's own words (DESCRIBE's
         ORIGINAL_TYPE): MindsDB's ORIGINAL_TYPE (`integer` beside MySQL's `int`, PostgreSQL's
         `character varying` beside `varchar`)."""
-        rows = self._rows(f"DESCRIBE {quote_name(schema)}.{quote_name(table)}")
+        rows = self._rows(f"DESCRIBE {quote_identifier(schema)}.{quote_identifier(table)}")
         return {str(r[0]): str(r[2] if len(r) > 2 else r[1]).lower() for r in rows}
 
 
@@ -106,9 +102,9 @@ def create_table(api: ServiceApi, db: str, table: str, schema: str | None) -> st
     if schema is None and "." in table:
         schema, table = table.split(".", 1)
     columns = EngineCatalog(api, db).columns(schema or db, table)
-    lines = [f"  {quote_name(name)} {kind} DEFAULT NULL" for name, kind in columns]
+    lines = [f"  {quote_identifier(name)} {kind} DEFAULT NULL" for name, kind in columns]
     body = ",\n".join(lines)
-    return f"CREATE TABLE {quote_name(table)} (\n{body}\n) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4"
+    return f"CREATE TABLE {quote_identifier(table)} (\n{body}\n) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4"
 
 
 def filtered(names: list[str], rows: Iterable[Sequence[Any]], like: str | None, where: str | None,

@@ -32,6 +32,7 @@ from mysql_mimic.variables import GlobalVariables
 from kbsql.interface.api import DEFAULT_PROJECT, ServiceApi
 from kbsql.interface.control import Stopped
 from kbsql.interface.errors import ServiceError
+from kbsql.interface.literals import quote_identifier
 from kbsql.interface.results import ErrorResult, OkResult, SqlResult, TableResult
 from kbsql.interface.system_variables import shown
 from kbsql.server.limits import Limits, check_sql_size
@@ -184,8 +185,7 @@ class DoorSession(BaseSession):
 
     def use(self, name: str) -> Answer:
         """COM_INIT_DB (the mysql client's `use`, a driver's database switch)."""
-        quoted = "`" + name.replace("`", "``") + "`"
-        return self.engine(f"USE {quoted}")
+        return self.engine(f"USE {quote_identifier(name)}")
 
     # --- SHOW -----------------------------------------------------------------------------
     def show(self, sql: str) -> Answer | None:

@@ -24,7 +24,7 @@ from starlette.routing import Route
 from kbsql.interface.api import ServiceApi
 from kbsql.interface.control import Control
 from kbsql.interface.errors import BadRequest, Conflict, MissingParameter, NotFound, ServiceError
-from kbsql.interface.literals import quote_literal
+from kbsql.interface.literals import quote_identifier, quote_literal
 from kbsql.interface.results import ErrorResult, TableResult
 from kbsql.interface.secrets import mask_sql_text
 from kbsql.server.lanes import controlled, owner_key
@@ -44,10 +44,6 @@ FIELDS = ("name", "project", "start_at", "end_at", "next_run_at", "schedule_str"
 EVERY = re.compile(r"^\s*(?:every\s+)?(\d+\s+)?([a-z]+)\s*$", re.IGNORECASE)
 """MindsDB's schedule_str, 'every <number> <period>' or 'every <period>' (its CREATE JOB
 prepends 'every ' to EVERY's text)."""
-
-
-def _name(text: str) -> str:
-    return "`" + text.replace("`", "``") + "`"
 
 
 def _answer(api: ServiceApi, sql: str, project: str) -> list[dict[str, Any]]:
@@ -70,7 +66,7 @@ def _project(api: ServiceApi, project: str) -> None:
     error quoting this route's own statement)."""
     if "`" in project:
         raise NotFound(f"Project not found: {project} (SHOW DATABASES lists them)", title="Error")
-    _answer(api, f"SHOW JOBS FROM {_name(project)} LIKE ''", project)
+    _answer(api, f"SHOW JOBS FROM {quote_identifier(project)} LIKE ''", project)
 
 
 def _jobs(api: ServiceApi, project: str, name: str | None = None) -> list[dict[str, Any]]:
@@ -112,7 +108,7 @@ def create_statement(project: str, job: dict[str, Any], limits: Limits) -> tuple
     if "`" in name:  # CREATE JOB names it between backticks; as in SQL, no name holds one
         raise BadRequest("A job's name cannot hold a backtick (`)", title="Wrong argument")
     if_query = _text(job, "if_query", limits)
-    sql = f"CREATE JOB {_name(project)}.{_name(name)} ({query})"
+    sql = f"CREATE JOB {quote_identifier(project)}.{quote_identifier(name)} ({query})"
     for key, word in (("start_at", "START"), ("end_at", "END")):
         if job.get(key) is not None:
             sql += f" {word} {quote_literal(str(job[key]))}"
@@ -164,14 +160,14 @@ def create(api: ServiceApi, project: str, job: dict[str, Any], limits: Limits) -
     made = _job(api, project, str(job["name"]))
     shown = (mask_sql_text(query), None if if_query is None else mask_sql_text(if_query))
     if not (_same(made["query"], shown[0]) and _same(made["if_query"], shown[1])):  # the engine's reading
-        _answer(api, f"DROP JOB {_name(project)}.{_name(str(job['name']))}", project)
+        _answer(api, f"DROP JOB {quote_identifier(project)}.{quote_identifier(str(job['name']))}", project)
         raise BadRequest(UNBALANCED, title="Wrong argument")
     return made
 
 
 def delete(api: ServiceApi, project: str, name: str) -> None:
     _job(api, project, name)
-    _answer(api, f"DROP JOB {_name(project)}.{_name(name)}", project)
+    _answer(api, f"DROP JOB {quote_identifier(project)}.{quote_identifier(name)}", project)
 
 
 def history(api: ServiceApi, project: str, name: str) -> list[dict[str, Any]]:
