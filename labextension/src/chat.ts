@@ -22,6 +22,7 @@ import { LabIcon } from '@jupyterlab/ui-components';
 import { Widget } from '@lumino/widgets';
 
 import { Chunk, KbsqlModel } from './model';
+import { renderObservation } from './observation';
 import { el, insertCell } from './sidebar';
 
 const CHAT_SVG = `<svg xmlns="http://www.w3.org/2000/svg" width="16" height="16" viewBox="0 0 24 24">
@@ -295,7 +296,7 @@ export class KbsqlChat extends Widget {
       }
       if (step.observation !== undefined) {
         const details = el('details', 'kbsql-Chat-observation');
-        details.append(el('summary', '', 'observation'), el('pre', '', step.observation));
+        details.append(el('summary', '', 'observation'), ...renderObservation(step.observation));
         li.append(details);
       }
       steps.append(li);

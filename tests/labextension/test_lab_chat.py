@@ -118,7 +118,19 @@ def test_chat_and_sidebar_on_a_served_engine(jupyterlab, browser_page, served, a
     sql = query.locator(".kbsql-Chat-input").inner_text()
     assert sql.startswith("SELECT") and QUESTION in sql
     query.locator("summary").click()  # the observation, folded by default
-    assert "five days" in query.locator(".kbsql-Chat-observation pre").inner_text()
+    # Shown as the %agent panel shows it: a table, not the tool's raw CSV; the metadata
+    # column without the engine's bookkeeping keys, the scores to 4 decimals.
+    observed = query.locator(".kbsql-Chat-observation table")
+    header = observed.locator("th").all_inner_texts()
+    assert "chunk_content" in header and "relevance" in header, header
+    observation = query.locator(".kbsql-Chat-observation").inner_text()
+    assert "five days" in observation and "Output columns:" not in observation
+    assert "chunk_index" not in observation and "start_char" not in observation
+    assert '"product"' in observation  # the user's own metadata stays
+    scores = observed.locator("tbody tr").evaluate_all(
+        f"rows => rows.map(r => r.cells[{header.index('relevance')}].innerText)")
+    assert scores and all(len(v.split(".")[1]) == 4 for v in scores), scores
+    assert query.locator(".kbsql-Chat-rowcount").inner_text().endswith(" rows")
     turn.locator('.kbsql-Chat-answerText[data-rendered="markdown"]').wait_for()
     answer = turn.locator(".kbsql-Chat-answerText").inner_text()  # as shown: Markdown rendered
     assert "five days" in answer
