@@ -62,3 +62,19 @@ def test_installed_extension_is_listed_enabled_and_current():
     listing = re.sub(r"\x1b\[[0-9;]*m", "", out.stdout + out.stderr)  # drop the colours
     line = next((ln for ln in listing.splitlines() if "kbsql-labextension" in ln), "")
     assert re.search(r"kbsql-labextension v0\.1\.0 +enabled +OK", line), listing
+
+
+def test_chat_hides_the_same_metadata_keys_as_the_notebook():
+    """observation.ts copies the engine's internal metadata keys and score columns (TypeScript
+    cannot import them): a key added to the contract must be hidden in the chat too."""
+    from kbsql.interface.results import KB_INTERNAL_METADATA, SCORE_COLUMNS
+
+    source = (EXT / "src" / "observation.ts").read_text()
+
+    def quoted_set(name: str) -> set[str]:
+        found = re.search(rf"const {name} = new Set\(\[(.*?)\]\)", source, re.S)
+        assert found, name
+        return set(re.findall(r"'([^']+)'", found.group(1)))
+
+    assert quoted_set("INTERNAL_METADATA") == set(KB_INTERNAL_METADATA)
+    assert quoted_set("SCORE_COLUMNS") == set(SCORE_COLUMNS)
