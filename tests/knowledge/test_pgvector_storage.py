@@ -19,7 +19,7 @@ import pytest
 from kbsql.engine import Engine
 from kbsql.engine.knowledge.service import KnowledgeService
 from kbsql.engine.models.providers import ModelProviders
-from kbsql.engine.postgres import pgvector
+from kbsql.engine.postgres import pg_nearest, pgvector
 from tests.knowledge.conftest import HASH_MODEL, background, sql, sql_error, table
 
 
@@ -87,7 +87,7 @@ def test_chunks_live_in_the_named_table_not_on_local_disk(pg_engine, pgvector_ds
 # exact_max 5 forces HNSW under the filter there
 @pytest.mark.parametrize("iterative, exact_max", [(True, 20_000), (False, 20_000), (False, 5)])
 def test_filtered_search_is_the_true_top_k(pg_engine, pgvector_dsn, monkeypatch, iterative, exact_max):
-    monkeypatch.setattr(pgvector, "EXACT_MAX", exact_max)
+    monkeypatch.setattr(pg_nearest, "EXACT_MAX", exact_max)
     record = pg_engine.catalog.knowledge_base("mindsdb", "kb")
     pg_engine.insert_rows(record, rows_of(600))
     pg_engine.knowledge.handle(record).iterative = iterative

@@ -6,16 +6,9 @@ password}` then `CREATE KNOWLEDGE_BASE kb USING storage = vdb.kb_chunks` puts th
 updated_at, tsv tsvector). PostgreSQL is then the only state: any number of kbsql processes
 read and write the same table, and backups, replicas and managed offerings come with it.
 
-Search runs in the database. Nearest neighbours use an HNSW index (cosine; its knobs and
-builds: pg_hnsw.py). An HNSW scan with a WHERE clause filters the candidates it visits.
-With pgvector >= 0.8 an iterative index scan (`hnsw.iterative_scan = relaxed_order`) goes on
-visiting the graph until k rows match, and the planner sorts the rows of a filter its
-statistics call selective exactly instead (the metadata expression indexes give it those
-statistics). Before 0.8 (no iterative scans) a filtered search counts its matching rows
-first (up to COUNT_CAP): up to EXACT_MAX rows are searched exactly, more by HNSW with
-ef_search widened by the filter's selectivity. Either way an HNSW answer shorter than k is
-redone exactly, so a search never returns fewer rows than exist. Hybrid search uses
-PostgreSQL full-text search (`tsv @@ to_tsquery`, `ts_rank_cd`).
+Search runs in the database: nearest neighbours by an HNSW index (cosine; its knobs and
+builds: pg_hnsw.py; the search, filtered or not, and when it is exact: pg_nearest.py), hybrid
+search by PostgreSQL full-text search (`tsv @@ to_tsquery`, `ts_rank_cd`).
 
 Writes: one `write()` is one transaction holding a per-table advisory lock, so two
 processes upserting the same document serialise instead of both keeping a copy, and a
@@ -57,12 +50,10 @@ from kbsql.engine.postgres.pg import (
 )
 from kbsql.engine.postgres.pg_filters import filter_sql, json_arg
 from kbsql.engine.postgres.pg_hnsw import HnswSettings
+from kbsql.engine.postgres.pg_nearest import nearest
 from kbsql.interface.control import checkpoint, current
 from kbsql.interface.errors import BadRequest
 
-EXACT_MAX = 2_000  # pgvector < 0.8: filtered searches over at most this many rows are exact
-COUNT_CAP = 20_000  # pgvector < 0.8: a filter's rows are counted up to this (its selectivity)
-FILTERED_EF = 2  # a filtered HNSW search keeps this many times ef_search candidates (see vector_top)
 SETTINGS_TTL = 5.0  # seconds a server reuses a table's index settings before reading them again
 TEXT_CONFIG = "english"  # full-text stemming, like the local store's porter tokenizer
 REQUIRED_COLUMNS = {"seq", "id", "chunk_id", "content", "metadata", "embedding", "updated_at", "tsv"}
@@ -72,16 +63,6 @@ _EMPTY = (np.empty(0, np.float32), np.empty(0, np.int64))
 def vector_text(vector: np.ndarray) -> str:
     """pgvector's text form `[x,y,...]` (COPY and parameters both take it)."""
     return str(vector.tolist()).replace(" ", "")
-
-
-def _set(conn: Any, name: str, value: int | str) -> None:
-    """A session setting of this pooled connection, sent only when it changes (one round
-    trip saved per search; every search sets the values it needs, so none inherits a wrong
-    one). `name` and `value` are ours, never user text."""
-    known = conn.__dict__.setdefault("_kbsql_settings", {})
-    if known.get(name) != value:
-        conn.execute(f"SET {name} = {value}")
-        known[name] = value
 
 
 def _register_vector(conn: Any) -> None:
@@ -342,37 +323,10 @@ class PgVectorStorage:
         if k <= 0:
             return _EMPTY
         where, args = filter_sql(filters)
-        vec = vector_text(query)
-        cond = f" WHERE {where}" if where else ""
         with self._conn() as conn:
-            ef_search = self.index_settings(conn).search_ef(k)
-            rows: list[tuple[Any, ...]] = []
-            if k > pg_hnsw.MAX_EF_SEARCH:
-                pass  # beyond what HNSW returns: exact
-            elif self.iterative:
-                # relaxed order: the index scan goes on until k rows pass the filter (or
-                # hnsw.max_scan_tuples); the outer ORDER BY puts the few it returns out of
-                # order back in place. The planner picks HNSW or, for a filter its
-                # statistics (ANALYZE, the metadata indexes) say is selective, the
-                # matching rows sorted exactly. Under a filter only part of the candidates
-                # of a pass match, so the pass keeps FILTERED_EF times more (at 100k rows,
-                # 10% filter: tie-aware recall@10 0.952 -> 0.985 for ~2x the time).
-                ef = min(pg_hnsw.MAX_EF_SEARCH, ef_search * FILTERED_EF) if where else ef_search
-                _set(conn, "hnsw.ef_search", ef)
-                _set(conn, "hnsw.iterative_scan", "relaxed_order")
-                rows = conn.execute(self.q(
-                    "WITH r AS MATERIALIZED (SELECT seq, embedding <=> %s::vector AS d FROM {t}" + cond +
-                    " ORDER BY embedding <=> %s::vector LIMIT %s) SELECT seq, 1 - d FROM r ORDER BY d, seq"),
-                    [vec, *args, vec, k]).fetchall()
-            else:
-                rows = self._top_without_iterative_scans(conn, vec, k, where, args, ef_search)
-            if len(rows) < k:
-                # exact: `+ 0` keeps the planner off the HNSW index (it only serves a bare
-                # `embedding <=> const` ordering); metadata indexes still serve the filter
-                rows = conn.execute(self.q(
-                    "SELECT seq, 1 - (embedding <=> %s::vector) AS sim FROM {t}" + cond +
-                    " ORDER BY (embedding <=> %s::vector) + 0, seq LIMIT %s"),
-                    [vec, *args, vec, k]).fetchall()
+            rows = nearest(conn, self.q, vec=vector_text(query), k=k, where=where, args=args,
+                           ef_search=self.index_settings(conn).search_ef(k), iterative=self.iterative,
+                           place=(self.schema, self.table))
         if not rows:
             return _EMPTY
         return (np.array([r[1] for r in rows], np.float32), np.array([r[0] for r in rows], np.int64))
@@ -395,31 +349,6 @@ class PgVectorStorage:
             pg_hnsw.apply(conn, self, settings)
         self._settings = (time.monotonic(), settings)
         return settings.as_dict()
-
-    def _top_without_iterative_scans(self, conn: Any, vec: str, k: int, where: str, args: list[Any],
-                                     ef_search: int) -> list[tuple[Any, ...]]:
-        """pgvector < 0.8: an HNSW scan with a WHERE clause filters the ef_search candidates
-        it found. Count the matching rows first (up to COUNT_CAP): up to EXACT_MAX rows are
-        searched exactly (nothing returned: the caller does it); more, by HNSW with ef_search
-        widened by the filter's selectivity so that about 2k candidates match."""
-        if where:
-            matching = conn.execute(self.q(f"SELECT count(*) FROM (SELECT 1 FROM {{t}} WHERE {where} "
-                                           "LIMIT %s) s"), [*args, COUNT_CAP + 1]).fetchone()[0]
-            if matching <= EXACT_MAX:
-                return []
-            total = max(matching, self._estimated_rows(conn))  # the capped count: a lower bound
-            ef_search = min(pg_hnsw.MAX_EF_SEARCH, max(ef_search, -(-2 * k * total // matching)))
-        _set(conn, "hnsw.ef_search", ef_search)
-        return conn.execute(self.q("SELECT seq, 1 - (embedding <=> %s::vector) FROM {t}" +
-                                   (f" WHERE {where}" if where else "") +
-                                   " ORDER BY embedding <=> %s::vector LIMIT %s"),
-                            [vec, *args, vec, k]).fetchall()
-
-    def _estimated_rows(self, conn: Any) -> int:
-        """The planner's row estimate (kept by ANALYZE / autovacuum); 0 when unknown."""
-        row = conn.execute("SELECT c.reltuples FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-                           "WHERE n.nspname = %s AND c.relname = %s", (self.schema, self.table)).fetchone()
-        return max(0, int(row[0])) if row else 0
 
     def keyword_top(self, text: str, k: int, filters: Conditions) -> dict[int, float]:
         words = WORD.findall(text)
