@@ -12,7 +12,7 @@ Each statement runs under a `Control` (interface/control.py): its cursor's `inte
 the stopper, so a deadline (the watchdog), a client that goes away (the server) or Ctrl-C
 (DuckDB itself, in the main thread) stops it within a tick. The database's bounds
 (memory, spill) are set in `duck_settings`; results are fetched in batches and refused
-past `result_cap` bytes (DuckDB's limit does not count the Arrow result).
+past `result_cap` bytes (DuckDB's limit does not count the Arrow result; duck_fetch.py).
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from kbsql.engine.datasources.scans import DataSource, FileScan, FrameScan, Nati
 from kbsql.engine.sql.parse import long_statements
 from kbsql.engine.sql.tables import value_caps
 from kbsql.engine.sql.tables.duck_errors import readable
+from kbsql.engine.sql.tables.duck_fetch import fetch
 from kbsql.engine.sql.tables.duck_settings import DuckSettings, configure, setting, setting_bytes
 from kbsql.engine.sql.tables.plans import Compiled, FrameUse
 from kbsql.engine.sql.tables.swap_gate import SwapGate
@@ -49,7 +50,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("kbsql.sql")
 MB = 1024 * 1024
-BATCH_ROWS = 65536  # rows per fetched Arrow batch (the result cap is checked per batch)
 FILE_TOKEN = "__kbsql_file_{}__"
 PINNED_ENGINES = frozenset({"sqlite", "duckdb"})  # sources that are one file, re-checked at each use
 SLOT_MAX_BYTES = 16 * MB  # frames a pooled cursor keeps registered between statements, in all
@@ -399,45 +399,7 @@ class DuckSession:
 
     def _fetch(self, con: duckdb.DuckDBPyConnection, sql: str, control: Control,
                query: bool = True) -> pa.Table:
-        """The result in Arrow batches, refused past `result_cap` bytes (a silently cut
-        result would be a wrong answer). A query is bound first (a relation: its column
-        types, nothing run yet), so a result with a TIME WITH TIME ZONE column is run once,
-        already wrapped to read it in UTC."""
-        if query:
-            relation = con.sql(sql)
-            columns = [(str(name), str(kind) == "TIME WITH TIME ZONE")
-                       for name, kind in zip(relation.columns, relation.types, strict=True)]
-            if any(zoned for _, zoned in columns):
-                relation = con.sql(_times_in_utc(sql, columns))
-            reader = relation.to_arrow_reader(BATCH_ROWS)
-        else:  # a write: run now (its answer is the rows written)
-            con.execute(sql)
-            reader = con.to_arrow_reader(BATCH_ROWS)
-        batches = []
-        size = 0
-        for batch in reader:
-            size += batch.nbytes
-            if size > self.result_cap:
-                raise SqlError(f"The result is over {self.result_cap // MB} MB, the most one "
-                               f"statement may return here (a sixteenth of the SQL memory limit, "
-                               f"{self.settings.limit_note}): add a LIMIT, select fewer columns "
-                               "or aggregate")
-            batches.append(batch)
-        control.check()
-        return pa.Table.from_batches(batches, reader.schema)
-
-
-def _times_in_utc(sql: str, columns: list[tuple[str, bool]]) -> str:
-    """`sql` with its TIME WITH TIME ZONE columns (name, zoned) read in UTC: DuckDB's Arrow
-    export keeps a TIMETZ's clock time and drops its offset (PostgreSQL's 14:30:45+03 would
-    read 14:30:45, a silently wrong time); MindsDB answers such a column in UTC (11:30:45).
-    Columns are taken by position, so two of one name stay apart."""
-    def ident(name: str) -> str:
-        return '"' + name.replace('"', '""') + '"'
-
-    targets = [f"CAST(timezone('UTC', #{i}) AS TIME) AS {ident(name)}" if zoned else f"#{i} AS {ident(name)}"
-               for i, (name, zoned) in enumerate(columns, start=1)]
-    return f"SELECT {', '.join(targets)} FROM ({sql})"
+        return fetch(con, sql, control, query, self.result_cap, self.settings.limit_note)
 
 
 def _quote(text: str) -> str:
