@@ -2,7 +2,8 @@
 
 SQLite because it is in the standard library, transactional and crash-safe (WAL), and
 safe to open from a notebook and a `kbsql serve` process at the same time. Every write
-runs in one transaction; a failed write leaves nothing behind.
+runs in one transaction; a failed write leaves nothing behind. The records it answers with
+are catalog_records.py's (importable from here, as every caller does).
 """
 
 from __future__ import annotations
@@ -13,12 +14,19 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from kbsql.engine import catalog_schema
+from kbsql.engine.catalog_records import (
+    AgentRecord,
+    DatasourceRecord,
+    KbRecord,
+    ProjectRecord,
+    json_or_empty,
+    now,
+)
 from kbsql.engine.catalog_uses import refuse_datasource_drop, refuse_project_drop
 from kbsql.engine.faults import disk_full, full_error
 from kbsql.engine.postgres.catalog_pg import PgConnection, is_postgres_url
@@ -27,86 +35,12 @@ from kbsql.engine.sqlite_files import ReadOnlyData, open_read_only, private_file
 from kbsql.interface.api import DEFAULT_PROJECT
 from kbsql.interface.errors import Conflict, NotFound, ServiceError, UnknownDatabase, UnknownTable
 
-TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S.%f"
-
-
-
 RESERVED_NAMES = frozenset({"df", "files", "information_schema", DEFAULT_PROJECT})
 """Names a knowledge base or agent may not take: SQL reads them as the built-in data
 sources (`df`, `files`), the system schema or the default project."""
 
 _KINDS = {"knowledge base": ("knowledge_bases", "Knowledge Base"), "agent": ("agents", "Agent"),
           "view": ("views", "View")}
-
-
-def _json_or_empty(row: Any, key: str) -> dict[str, Any]:
-    """A JSON column that a catalog of an earlier version (opened read-only, so never
-    upgraded) may not have."""
-    value = row[key] if key in row.keys() else None
-    return json.loads(value) if value else {}
-
-
-def now() -> str:
-    """A timestamp in the interface's form `YYYY-MM-DD HH:MM:SS.ffffff` (UTC)."""
-    return datetime.now(UTC).strftime(TIMESTAMP_FORMAT)
-
-
-@dataclass
-class ProjectRecord:
-    id: int
-    name: str
-    created_at: str
-
-
-@dataclass
-class _Stored:
-    """What every named record of a project has."""
-
-    id: int
-    project_id: int
-    project_name: str
-    name: str
-    created_at: str
-    updated_at: str
-
-
-@dataclass
-class KbRecord(_Stored):
-    """A knowledge base as stored. `spec` keys: vector_database, vector_database_table,
-    embedding_model, reranking_model, metadata_columns, content_columns, id_column,
-    preprocessing, params, query_id."""
-
-    spec: dict[str, Any] = field(default_factory=dict)
-
-    def __getattr__(self, key: str) -> Any:  # spec keys read as attributes
-        spec = self.__dict__.get("spec")
-        if spec is not None and key in _KB_SPEC_KEYS:
-            return spec.get(key)
-        raise AttributeError(key)
-
-
-_KB_SPEC_KEYS = frozenset({
-    "vector_database", "vector_database_table", "embedding_model", "reranking_model",
-    "metadata_columns", "content_columns", "id_column", "preprocessing", "params", "query_id",
-})
-
-
-@dataclass
-class AgentRecord(_Stored):
-    model: dict[str, Any] | None
-    data: dict[str, Any]
-    prompt_template: str | None
-    params: dict[str, Any] = field(default_factory=dict)
-    """MindsDB's agent `params` beyond model, data and prompt (`timeout`, `mode`)."""
-
-
-@dataclass
-class DatasourceRecord:
-    id: int
-    name: str
-    engine: str
-    parameters: dict[str, Any]
-    created_at: str
 
 
 def _missing(error: NotFound, name: str, known: list[str]) -> NotFound:
@@ -328,7 +262,7 @@ class Catalog:
                            row["created_at"], row["updated_at"],
                            json.loads(row["model"]) if row["model"] else None,
                            json.loads(row["data"]), row["prompt_template"],
-                           _json_or_empty(row, "params"))
+                           json_or_empty(row, "params"))
 
     def agents(self, project: str) -> list[AgentRecord]:
         pid = self.project(project).id

@@ -27,7 +27,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from kbsql.engine.catalog import TIMESTAMP_FORMAT, Catalog, now
+from kbsql.engine.catalog import Catalog, now
+from kbsql.engine.catalog_records import TIMESTAMP_FORMAT
 from kbsql.interface.control import Stopped
 from kbsql.interface.errors import InsufficientStorage, SqlError
 
