@@ -230,3 +230,27 @@ def test_a_native_query_reads_the_source_s_schema_as_its_plain_tables_do(tmp_pat
         assert path["p"].tolist() == [f'"{pg_schema}",public']  # the schema first, then public
     finally:
         stop_server(server)
+
+
+def test_a_schema_with_a_backslash_and_a_space_reads_on_both_paths(engine: Engine, postgres_dsn: str) -> None:
+    """libpq's `options` reads a backslash as an escape: the search_path of a schema
+    `we\\ird x` reached PostgreSQL as `weird x`, so a native query found no table there
+    ('relation "t" does not exist') while the plain `pg.t` read it."""
+    import psycopg
+
+    schema = f"we\\ird {uuid.uuid4().hex[:6]}"
+    quoted = '"' + schema + '"'
+    with psycopg.connect(postgres_dsn, autocommit=True) as db:
+        db.execute(f"CREATE SCHEMA {quoted}")
+        db.execute(f"CREATE TABLE {quoted}.t (a int)")
+        db.execute(f"INSERT INTO {quoted}.t VALUES (1), (2)")
+    try:
+        params = _params(postgres_dsn, "SCHEMA")
+        text = json.dumps(params).replace('"SCHEMA"', '"' + schema + '"')  # the backslash as typed
+        ok(engine, f"CREATE DATABASE pg WITH ENGINE = 'postgres', PARAMETERS = {text}")
+        assert rows(engine, "SELECT a FROM pg.t ORDER BY a") == [[1], [2]]
+        assert rows(engine, "SELECT * FROM pg (SELECT a FROM t ORDER BY a)") == [[1], [2]]
+        assert rows(engine, "SELECT * FROM pg (SELECT current_schema() AS s)") == [[schema]]
+    finally:
+        with psycopg.connect(postgres_dsn, autocommit=True) as db:
+            db.execute(f"DROP SCHEMA {quoted} CASCADE")

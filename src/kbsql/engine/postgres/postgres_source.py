@@ -131,10 +131,11 @@ def libpq_value(value: str) -> str:
 def search_path(schema: str) -> str:
     """The `schema` parameter, then public, as a libpq `-c search_path=` value: MindsDB sets
     this on connecting, so a native query reads `invoices` in the schema as the source's plain
-    tables do (without it, 'relation "invoices" does not exist'). Spaces are escaped for libpq's
-    `options`, the name quoted for PostgreSQL."""
+    tables do (without it, 'relation "invoices" does not exist'). The name is quoted for
+    PostgreSQL, then backslashes and spaces escaped for libpq's `options` (which reads `\\x`
+    as x: a schema `we\\ird` was searched as `weird`)."""
     value = '"' + schema.replace('"', '""') + '",public'
-    return value.replace(" ", "\\ ")
+    return value.replace("\\", "\\\\").replace(" ", "\\ ")
 
 
 class PostgresSource:
