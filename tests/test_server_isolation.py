@@ -733,6 +733,30 @@ def test_a_spill_leaves_the_disk_reserve_free(tmp_path: Path) -> None:
         assert most <= 40 * 2**20, most
 
 
+def test_the_spill_cap_follows_the_disk_as_it_fills(tmp_path: Path) -> None:
+    """The default spill cap was read once, when the engine opened: a disk filled afterwards
+    (an upload, another process, a log) left the cap where it was, and the sort of ~140 MB
+    spilled into the reserve every user's writes need. It is read again as statements run:
+    with 300 MB of room at open and 270 MB of it filled later, the sort answers one line
+    naming both flags and spills at most the ~30 MB left above the reserve."""
+    sort = ("SELECT count(*), min(h) FROM (SELECT md5(CAST(a.x * 3000 + b.x AS VARCHAR)) AS h "
+            "FROM df.n a, df.n b ORDER BY h) s")
+    from tests.test_server_faults import small_disk
+
+    data = tmp_path / "d"
+    with spawn(data, prefix=small_disk(data, 1500),
+               args=("--sql-memory-mb", "64", "--disk-reserve-mb", "1200")) as srv:  # ~300 MB of room
+        seen = Path(f"/proc/{srv.process.pid}/root") / data.relative_to("/")
+        with kbsql.connect(srv.url) as client:
+            client.register("n", pd.DataFrame({"x": range(1500)}))
+        (seen / "filler").write_bytes(b"\0" * (270 * 2**20))  # the disk fills after the engine opened
+        time.sleep(5.5)  # the cap is read again, by the next statement, at most every 5 s
+        most, answer = sort_watching_spills(srv.url, sort, seen)
+        message = answer.get("error_message", "")
+        assert "at most what leaves kbsql serve --disk-reserve-mb free" in message, answer
+        assert most <= 40 * 2**20, most
+
+
 FROZEN = """
 import gc, json, sys, tempfile
 from kbsql.cli import open_engine

@@ -80,19 +80,44 @@ def _spill_bytes(con: duckdb.DuckDBPyConnection, s: DuckSettings, temp: Path | N
     """The spill cap: as set, else 4x the memory limit but at most a quarter of the
     free space where spills go (DuckDB's own default is 90% of it), and no more than leaves
     `disk_reserve_mb` free: one sort spilled 200 MB into a disk an upload of 1 MB was refused
-    on, and a disk filled by a spill fails every user's writes. Free space is read when the
-    engine opens (DuckDB's cap is database-wide): a disk filled later is the uploads' check's."""
+    on, and a disk filled by a spill fails every user's writes. The space DuckDB's own spill
+    files hold counts as room (they are its to reuse); `spill_refresh` reads it again as the
+    disk fills."""
     if s.spill_mb is not None:
         return int(s.spill_mb) * MB
     where = temp.parent if temp is not None else Path.cwd()
     while not where.exists() and where != where.parent:
         where = where.parent
     try:
-        free = shutil.disk_usage(where).free
+        free = shutil.disk_usage(where).free + _spilled(temp)
     except OSError:
         free = 1 << 40
     room = free - s.disk_reserve_mb * MB if s.disk_reserve_mb > 0 else free
     return max(MB, min(4 * setting_bytes(con, "memory_limit"), free // 4, room))
+
+
+def _spilled(temp: Path | None) -> int:
+    """Bytes in this process's spill folder (DuckDB's temp files), 0 when there is none."""
+    if temp is None:
+        return 0
+    try:
+        return sum(entry.stat().st_blocks * 512 for entry in os.scandir(temp) if entry.is_file())
+    except OSError:
+        return 0
+
+
+def spill_refresh(con: duckdb.DuckDBPyConnection, s: DuckSettings, temp: Path | None) -> int | None:
+    """The default spill cap read again from the disk's free space now (an upload, another
+    process or a log may have filled it since the engine opened, when it was first read: a
+    sort could then spill into the reserve every user's writes need); the new cap in bytes,
+    or None when it is set (`spill_mb`) or unchanged."""
+    if s.spill_mb is not None:
+        return None
+    cap = _spill_bytes(con, s, temp)
+    if cap // MB == setting_bytes(con, "max_temp_directory_size") // MB:
+        return None
+    con.execute(f"SET max_temp_directory_size = '{cap // MB}MiB'")
+    return cap
 
 
 def setting(con: duckdb.DuckDBPyConnection, name: str) -> str:
