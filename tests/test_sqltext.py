@@ -8,7 +8,7 @@ import pytest
 
 from kbsql.client.params import bind, placeholders
 from kbsql.engine.sql.parse.variables import Variables
-from kbsql.interface.sqltext import segments
+from kbsql.interface.sqltext import segments, statements
 
 TEXT = "SELECT 'it''s :a @a', \"q\\\":a\", `n``:a`, :a, @a -- :a @a\n/* :a @a */ FROM t"
 
@@ -42,3 +42,21 @@ def test_a_hash_is_code_as_in_the_lexer():
     # mindsdb_sql_parser refuses '#', so it starts no comment: what follows is still code
     assert pieces("SELECT 1 # :a") == [("SELECT 1 # :a", True)]
     assert bind("SELECT 1 # :a", {"a": 2}) == "SELECT 1 # 2"
+
+
+@pytest.mark.parametrize("sql, parts", [
+    ("SELECT 1", ["SELECT 1"]),
+    ("SELECT 1;", ["SELECT 1"]),
+    ("SELECT 1; SELECT 2;\n", ["SELECT 1", "SELECT 2"]),
+    ("SELECT ';' AS a; SELECT \"b;\"; SELECT `c;d`", ["SELECT ';' AS a", 'SELECT "b;"', "SELECT `c;d`"]),
+    ("SELECT 'it\\'s;' AS a; SELECT 'x'';y'", ["SELECT 'it\\'s;' AS a", "SELECT 'x'';y'"]),
+    ("SELECT 1 -- a;b\n; SELECT 2", ["SELECT 1 -- a;b", "SELECT 2"]),
+    ("/* x; y */ SELECT 1", ["/* x; y */ SELECT 1"]),
+    ("-- only a comment\n; SELECT 1; -- trailing", ["SELECT 1"]),
+    (";; ;", []),
+])
+def test_statements_split_at_semicolons_that_are_code(sql, parts):
+    """A cell's or a job's statements: a `;` in a literal, a quoted name or a comment splits
+    nothing (MindsDB's split_sql split a job at one in a comment); a part of only comments is
+    no statement."""
+    assert statements(sql) == parts

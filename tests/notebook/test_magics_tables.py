@@ -103,3 +103,28 @@ def test_cells_are_escaped(cells):
     frame = cells.ok("%kbsql SELECT :evil AS \"<b>\", :evil AS short")
     html = frame._repr_html_()
     assert "<script>" not in html and "<b>" not in html and "&lt;script&gt;" in html
+
+
+def test_a_cell_of_several_statements_runs_them_in_order(cells, where, request):
+    """A cell of several statements (a knowledge base made, filled and searched, as a user
+    writes a setup cell) ran none: the parser's 4-line "Only a single sql statement is
+    expected". They run one by one, as jupysql runs them: each statement without rows prints
+    its confirmation, the last one's rows are the cell's result; a `;` inside a literal or a
+    comment splits nothing; an error stops the cell at its statement and names it."""
+    cells.ns["who"] = "it's; quoted"
+    result, out = cells.run("""%%kbsql
+INSERT INTO notes (id, content, room) VALUES (200, 'the boiler; pressure 1.5 bar', 'cellar');
+-- a comment; with a semicolon
+UPDATE notes SET room = 'loft' WHERE id = '200';
+SELECT id, chunk_content, :who AS who FROM notes WHERE id = '200'""")
+    assert result.success, out
+    assert out.count("OK") >= 2, out  # the INSERT's and the UPDATE's confirmations
+    frame = result.result
+    assert frame.to_dict("records") == [{"id": "200", "chunk_content": "the boiler; pressure 1.5 bar",
+                                         "who": "it's; quoted"}]
+    assert cells.ok("%kbsql SELECT metadata FROM notes WHERE id = '200'")["metadata"][0]["room"] == "loft"
+    result, out = cells.run("%kbsql DELETE FROM notes WHERE id = '200'; SELECT * FROM no_such_kb; "
+                            "INSERT INTO notes (id, content) VALUES (201, 'never')")
+    assert not result.success
+    assert "SQL error in statement 2 of 3 [" in out and "no_such_kb" in out, out
+    assert cells.ok("%kbsql SELECT id FROM notes WHERE id IN ('200', '201')").empty  # 1 ran, 3 did not

@@ -65,3 +65,26 @@ def closed(sql: str, start: int, end: int) -> bool:
     quote: one that runs to the end of the text may not (`'abc`, `'abc\\'`, `'abc''`). Read
     again with one more character after it, a closed token still ends where it did."""
     return end < len(sql) or _quoted_end(sql + " ", start) == end
+
+
+def statements(sql: str) -> list[str]:
+    """The statements of `sql`, split at each `;` that is code (not inside a literal, a
+    quoted name or a comment), each stripped; a part holding only comments and blanks is no
+    statement. What a `%%kbsql` cell of several statements runs one by one, and a job's
+    statements (MindsDB's split_sql splits at `;` outside quotes, so a `;` in a comment
+    split a statement there)."""
+    cuts = [i for begin, end, is_code in segments(sql) if is_code
+            for i in range(begin, end) if sql[i] == ";"]
+    parts, start = [], 0
+    for cut in [*cuts, len(sql)]:
+        part = sql[start:cut]
+        if _any_code(part):
+            parts.append(part.strip())
+        start = cut + 1
+    return parts
+
+
+def _any_code(text: str) -> bool:
+    """Whether `text` holds anything but comments and blanks (a literal counts)."""
+    return any(text[begin:end].strip() if is_code else not text.startswith(("--", "/*"), begin)
+               for begin, end, is_code in segments(text))

@@ -125,15 +125,16 @@ def interrupted(exc: KeyboardInterrupt, where: str | None = None, *, remote: boo
     return ShortError(message, "Interrupted" + (f" [{where}]" if where else ""))
 
 
-def short_error(exc: BaseException, where: str | None = None) -> ShortError:
-    """The short form of a kbsql error: the service's own message, titled by its kind and,
-    when known, the connection that answered (`SQL error [remote: http://...]`), since with
-    two connections open the same message can come from either."""
+def short_error(exc: BaseException, where: str | None = None, at: str = "") -> ShortError:
+    """The short form of a kbsql error: the service's own message, titled by its kind, the
+    statement of a cell's several that failed (`at`: `statement 2 of 3`) and, when known, the
+    connection that answered (`SQL error in statement 2 of 3 [remote: http://...]`), since
+    with two connections open the same message can come from either."""
     from kbsql.interface.control import Stopped
     from kbsql.interface.errors import ServiceError, SqlError, TransportError
     from kbsql.notebook.connections import ConnectionProblem
 
-    suffix = f" [{where}]" if where else ""
+    suffix = (f" in {at}" if at else "") + (f" [{where}]" if where else "")
     if isinstance(exc, Stopped):
         return ShortError(f"The statement was stopped: {exc.reason}", "Stopped" + suffix)
     if isinstance(exc, SqlError):

@@ -24,6 +24,7 @@ from traitlets.config import Configurable
 
 from kbsql.interface.errors import KbsqlError
 from kbsql.interface.results import OkResult, TableResult
+from kbsql.interface.sqltext import statements
 from kbsql.notebook import agent as agent_flow
 from kbsql.notebook import follow
 from kbsql.notebook.cell_params import collect_params, expand_template, strip_comment
@@ -116,9 +117,11 @@ class KbSql(Magics, Configurable):
     def _connection(self, alias: str | None) -> Connection:
         return self._sync_manager().get(alias or None)
 
-    def _fail(self, exc: BaseException, conn: Connection | None = None) -> None:
+    def _fail(self, exc: BaseException, conn: Connection | None = None, at: str = "") -> None:
+        """The cell fails with `exc` in one line; `at` names the statement of several that
+        failed (those before it ran, those after it did not)."""
         if self.short_errors:
-            raise short_error(exc, self._where(conn)) from None
+            raise short_error(exc, self._where(conn), at) from None
         raise exc
 
     def _interrupted(self, exc: KeyboardInterrupt, conn: Connection | None, sql: str | None) -> None:
@@ -153,7 +156,7 @@ class KbSql(Magics, Configurable):
     @no_var_expand  # `{{name}}` and `$` are ours, not IPython's `{var}` expansion
     @line_cell_magic
     def kbsql(self, line: str, cell: str | None = None) -> Any:
-        """Run one SQL statement and return the result as a pandas DataFrame.
+        """Run SQL and return the result as a pandas DataFrame.
 
         %kbsql [options] SQL              (line form)
         %%kbsql [options] [NAME <<]       (cell form; the cell body is the SQL)
@@ -162,7 +165,9 @@ class KbSql(Magics, Configurable):
         {{name}} pastes a variable's text (trusted input: table or column names);
         :name binds a variable as one quoted literal (safe for any value, e.g. user text).
         A statement without rows prints a short confirmation; an error prints the service's
-        message and fails the cell. Settings: %config KbSql (displaylimit, connections, ...).
+        message and fails the cell. Several statements (separated by `;`) run in order; the
+        last one's result is shown, and an error stops the cell at its statement.
+        Settings: %config KbSql (displaylimit, connections, ...).
         Connections: %kbsql_connect; agents: %agent.
         """
         if shows_help(line, self.kbsql):
@@ -173,6 +178,7 @@ class KbSql(Magics, Configurable):
         target, sql = (capture.group(1), capture.group(2)) if capture else (None, text)
         sql = sql.strip()
         conn = None
+        at = ""
         try:
             conn = self._connection(args.connection)
             if args.project:
@@ -183,30 +189,35 @@ class KbSql(Magics, Configurable):
                     return None
             if not sql:
                 raise UsageError("No SQL given (see %kbsql?)")
-            params = None
-            if self.variables and not args.no_vars:
-                namespace = self.shell.user_ns if self.shell is not None else {}
-                sql = expand_template(sql, namespace)
-                params = collect_params(sql, namespace)
-            before = conn.client.project
-            result = conn.client.sql(sql, params=params)
-            if follow.is_background(result):  # INSERT ... USING batch_size: until it ends
-                result = follow.follow(conn.client, result)
+            namespace = self.shell.user_ns if self.shell is not None else {}
+            expand = self.variables and not args.no_vars
+            parts = statements(expand_template(sql, namespace) if expand else sql) or [sql]
+            for number, sql in enumerate(parts, start=1):
+                at = f"statement {number} of {len(parts)}" if len(parts) > 1 else ""
+                params = collect_params(sql, namespace) if expand else None
+                before = conn.client.project
+                result = conn.client.sql(sql, params=params)
+                if follow.is_background(result):  # INSERT ... USING batch_size: until it ends
+                    result = follow.follow(conn.client, result)
+                if number < len(parts):  # only the last statement's result is shown (jupysql's way)
+                    self._present(result, before, args, None, shown=False)
         except KbsqlError as exc:
-            return self._fail(exc, conn)
+            return self._fail(exc, conn, at)
         except KeyboardInterrupt as exc:
             return self._interrupted(exc, conn, sql)
         return self._present(result, before, args, target)
 
-    def _present(self, result: Any, before: str, args: Any, target: str | None) -> Any:
+    def _present(self, result: Any, before: str, args: Any, target: str | None, shown: bool = True) -> Any:
+        """Show (print or return) a statement's result; `shown` False: a statement before a
+        cell's last, whose confirmation is printed and whose rows are not kept."""
         if isinstance(result, OkResult):
             if self.feedback:
                 print(ok_message(result, before))
-            if args.out and self.shell is not None:
+            if args.out and self.shell is not None and shown:
                 self.shell.user_ns[args.out] = result
             return None
-        if not isinstance(result, TableResult):  # pragma: no cover - the client raises on errors
-            return result
+        if not isinstance(result, TableResult) or not shown:
+            return None if not shown else result  # pragma: no cover - the client raises on errors
         frame = to_frame(result)
         for name in (args.out, target):
             if name and self.shell is not None:

@@ -22,12 +22,6 @@ MAX_EVERY_SECONDS = 100 * 366 * 86400
 failed at every poll before the run was claimed (no history row, one server log line), while
 the job stayed due and took its creator's job worker, so none of that credential's other
 jobs ran again."""
-_STATEMENTS = re.compile(r"""((?:[^;"']|"[^"]*"|'[^']*')+)""")
-
-
-def split_sql(text: str) -> list[str]:
-    """A job's statements: split at `;` outside quotes (MindsDB's split_sql)."""
-    return [s.strip() for s in _STATEMENTS.findall(text) if s.strip()]
 
 
 def utcnow() -> datetime:

@@ -28,10 +28,11 @@ from typing import TYPE_CHECKING, Any
 
 from kbsql.engine.jobs import last_values
 from kbsql.engine.jobs.job_store import JobRecord, JobStore
-from kbsql.engine.jobs.schedule import fill_templates, moment, next_run, split_sql, utcnow
+from kbsql.engine.jobs.schedule import fill_templates, moment, next_run, utcnow
 from kbsql.engine.sql.parse import parsing
 from kbsql.interface.control import CURRENT, Control, owner_share
 from kbsql.interface.results import ErrorResult
+from kbsql.interface.sqltext import statements
 
 if TYPE_CHECKING:
     from kbsql.engine.sql.executor import SqlExecutor
@@ -227,13 +228,13 @@ class JobScheduler:
 
         if job.if_query:
             result = None
-            for i, text in enumerate(split_sql(filled(job.if_query))):
+            for i, text in enumerate(statements(filled(job.if_query))):
                 result = self._one(text, f"if{i}", ctx, stored, lasts, executed)
                 if isinstance(result, str):
                     return result
             if result is None or len(result) == 0:
                 return None  # IF returned no row: this run does nothing (and moves no LAST)
-        for i, text in enumerate(split_sql(filled(job.query))):
+        for i, text in enumerate(statements(filled(job.query))):
             result = self._one(text, f"q{i}", ctx, stored, lasts, executed)
             if isinstance(result, str):
                 return result

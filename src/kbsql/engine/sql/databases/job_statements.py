@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from mindsdb_sql_parser.ast import mindsdb as md
 
 from kbsql.engine.jobs.job_store import JobRecord, JobStore
-from kbsql.engine.jobs.schedule import parse_date, parse_every, split_sql, stamp, utcnow
+from kbsql.engine.jobs.schedule import parse_date, parse_every, stamp, utcnow
 from kbsql.engine.sql import refusals
 from kbsql.engine.sql.databases import job_tables
 from kbsql.engine.sql.databases.database_statements import filtered
@@ -21,6 +21,7 @@ from kbsql.engine.sql.tables.names import find_project, table_parts
 from kbsql.interface.control import current as current_control
 from kbsql.interface.errors import SqlError, UnknownDatabase
 from kbsql.interface.results import OkResult, SqlResult
+from kbsql.interface.sqltext import statements
 
 if TYPE_CHECKING:
     from mindsdb_sql_parser import ast
@@ -40,7 +41,7 @@ def _check_statements(text: str | None, what: str) -> None:
     """Each statement parses, and is none the engine refuses: a job of `RETRAIN model; INSERT
     ...` (jobs.mdx's example 1) was stored, then failed at every run, where only
     log.jobs_history said why."""
-    for sql in split_sql(text or ""):
+    for sql in statements(text or ""):
         try:
             parsed = parsing.parse(sql)
         except Exception as exc:
@@ -49,7 +50,7 @@ def _check_statements(text: str | None, what: str) -> None:
         if refused is not None:
             raise refusals.unsupported(f"{refused.message.removeprefix(refusals.PREFIX)}, in the "
                                        f"job's {what}")
-    if text is not None and not split_sql(text):
+    if text is not None and not statements(text):
         raise SqlError(f"The job's {what} holds no statement")
 
 
