@@ -128,3 +128,12 @@ SELECT id, chunk_content, :who AS who FROM notes WHERE id = '200'""")
     assert not result.success
     assert "SQL error in statement 2 of 3 [" in out and "no_such_kb" in out, out
     assert cells.ok("%kbsql SELECT id FROM notes WHERE id IN ('200', '201')").empty  # 1 ran, 3 did not
+
+
+def test_an_empty_result_says_so(cells, where):
+    """No rows read as pandas' "Empty DataFrame / Columns: [...] / Index: []" in text and a
+    bare header in HTML; the frame itself stays an empty DataFrame with its columns."""
+    frame = cells.ok("%kbsql SELECT id, chunk_content FROM notes WHERE id = 'none'")
+    assert frame.empty and list(frame.columns) == ["id", "chunk_content"]
+    assert repr(frame) == "No rows (columns: id, chunk_content)."
+    assert "No rows." in frame._repr_html_() and "<th>chunk_content</th>" in frame._repr_html_()

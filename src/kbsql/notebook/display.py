@@ -59,12 +59,18 @@ class ResultFrame(pd.DataFrame):
     def _repr_html_(self) -> str | None:
         shown, notes = self._shown()
         body = table_view.frame_html(shown, full=getattr(self, "_full", False))
+        if shown.empty:  # a bare header said nothing of why
+            notes.insert(0, "No rows.")
         return body + "".join(f'<p class="kbsql-note"><small>{html.escape(n)}</small></p>' for n in notes)
 
     def __repr__(self) -> str:
         shown, notes = self._shown()
-        return table_view.frame_text(shown, full=getattr(self, "_full", False)) + "".join(
-            f"\n{n}" for n in notes)
+        if shown.empty:  # not pandas' "Empty DataFrame / Columns: [...] / Index: []"
+            columns = ", ".join(map(str, shown.columns))
+            text = f"No rows (columns: {columns})." if columns else "No rows."
+        else:
+            text = table_view.frame_text(shown, full=getattr(self, "_full", False))
+        return text + "".join(f"\n{n}" for n in notes)
 
 
 def default_limit_note(limit: int) -> str:
