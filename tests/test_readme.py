@@ -155,6 +155,21 @@ def test_every_cli_option_says_what_it_does():
             assert action.help, f"kbsql {name}: {action.option_strings or action.dest} has no help"
 
 
+def test_bare_kbsql_lists_its_commands_and_every_data_dir_reads_dir(capsys):
+    """Bare `kbsql` printed only "the following arguments are required: command"; `kbsql jobs
+    --help` and `migrate --help` showed `--data-dir DATA_DIR` where serve and quickstart say DIR."""
+    from kbsql.cli import build_parser, main
+
+    assert main([]) == 2
+    shown = capsys.readouterr().err
+    assert all(name in shown for name in ("serve", "migrate", "jobs", "quickstart")), shown
+    assert "required" not in shown
+    commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    for name, command in commands.choices.items():
+        text = command.format_help()
+        assert "DATA_DIR" not in text and ("--data-dir DIR" in text or "--data-dir" not in text), name
+
+
 def test_serve_help_opens_on_where_it_listens_and_a_bad_value_is_two_lines(capsys):
     """`kbsql serve --help` listed --port 30 options down, below every resource limit, and
     `kbsql serve --port abc` printed a 22-line usage of every flag above its error line."""

@@ -20,7 +20,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The `kbsql` parser; each option's help says what it does and its default (a newcomer's
     `kbsql quickstart --help` listed `--data-dir DATA_DIR` and nothing else)."""
     parser = argparse.ArgumentParser(prog="kbsql", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", metavar="command")
     serve = sub.add_parser("serve", help="serve the local engine over HTTP (MindsDB-compatible API)",
                            usage="kbsql serve [--port PORT] [--data-dir DIR] [--token TOKEN] [options]",
                            description="Every option is a setting of README's table (engine/"
@@ -32,8 +32,8 @@ def build_parser() -> argparse.ArgumentParser:
     move.add_argument("--to", default=os.environ.get("KBSQL_CATALOG_URL") or None, metavar="URL",
                       help="postgresql:// URL of the (empty) target catalog (default $KBSQL_CATALOG_URL, "
                            "which keeps the password out of the process list)")
-    move.add_argument("--data-dir", default=None, help="the directory to copy (default $KBSQL_HOME or "
-                                                       "./.kbsql); only read")
+    move.add_argument("--data-dir", default=None, metavar="DIR",
+                      help="the directory to copy (default $KBSQL_HOME or ./.kbsql); only read")
     move.add_argument("--verify", action="store_true", help="only compare the target with the directory")
     move.add_argument("--sample", type=int, default=10, metavar="N",
                       help="rows compared and searches run per knowledge base by the verify step "
@@ -41,7 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
     jobs = sub.add_parser("jobs", help="jobs (CREATE JOB): 'kbsql jobs run' runs the due runs once "
                                        "and exits (for cron, where no server runs them)")
     jobs.add_argument("action", choices=["run"], help="run: the runs due now, once, then exit")
-    jobs.add_argument("--data-dir", default=None, help="the data directory (default $KBSQL_HOME or ./.kbsql)")
+    jobs.add_argument("--data-dir", default=None, metavar="DIR",
+                      help="the data directory (default $KBSQL_HOME or ./.kbsql)")
     jobs.add_argument("--catalog", default=os.environ.get("KBSQL_CATALOG_URL") or None, metavar="URL",
                       help="a shared postgresql:// catalog (default $KBSQL_CATALOG_URL)")
     quick = sub.add_parser("quickstart", help="build a small knowledge base and agent, query them",
@@ -55,7 +56,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:  # bare `kbsql`: what it can do, not "arguments are required: command"
+        parser.print_help(sys.stderr)
+        return 2
     if args.command == "serve":
         return _serve(args)
     if args.command == "migrate":
