@@ -69,12 +69,18 @@ def closed(sql: str, start: int, end: int) -> bool:
 
 def statements(sql: str) -> list[str]:
     """The statements of `sql`, split at each `;` that is code (not inside a literal, a
-    quoted name or a comment), each stripped; a part holding only comments and blanks is no
+    quoted name or a comment) and outside parentheses (a job's statements are one CREATE
+    JOB), each stripped; a part holding only comments and blanks is no
     statement. What a `%%kbsql` cell of several statements runs one by one, and a job's
     statements (MindsDB's split_sql splits at `;` outside quotes, so a `;` in a comment
     split a statement there)."""
-    cuts = [i for begin, end, is_code in segments(sql) if is_code
-            for i in range(begin, end) if sql[i] == ";"]
+    cuts, depth = [], 0
+    for begin, end, is_code in segments(sql):
+        for i in range(begin, end) if is_code else ():
+            ch = sql[i]
+            depth += 1 if ch == "(" else -1 if ch == ")" and depth else 0
+            if ch == ";" and not depth:  # not inside parentheses: CREATE JOB j (a; b) EVERY hour
+                cuts.append(i)
     parts, start = [], 0
     for cut in [*cuts, len(sql)]:
         part = sql[start:cut]
