@@ -399,6 +399,32 @@ def test_a_backtick_in_a_job_or_project_name_is_named_not_a_parser_error(client:
     assert rows(client, "SHOW JOBS") == []
 
 
+def test_a_name_with_a_nul_a_line_break_or_only_spaces_is_refused_before_it_is_stored(
+        client: httpx.Client) -> None:
+    """A job POSTed as a<NUL>b answered 400 "Parser Error: unterminated quoted string" yet was
+    stored and ran every hour (GET of it 400 too: only SQL's DROP JOB removed it); a view
+    v<NUL>x beside v<NUL>w answered 500; projects, databases and jobs named with a line break,
+    a tab or only spaces were stored. Each is now a 400 (an SQL error) naming why, nothing
+    stored; a name with an inner space is still a name."""
+    before = [rows(client, q) for q in ("SHOW JOBS", "SHOW DATABASES", "SHOW FULL TABLES")]
+    for name in ("a\x00b", "a\nb", " ", "\t"):
+        job = client.post("/api/projects/mindsdb/jobs",
+                          json={"job": {"name": name, "query": "select 1", "schedule_str": "every hour"}})
+        assert job.status_code == 400 and "control character" in job.json()["detail"], job.text
+        view = client.post("/api/projects/mindsdb/views", json={"view": {"name": name, "query": "select 1"}})
+        assert view.status_code == 400 and "control character" in view.json()["detail"], view.text
+        database = client.post("/api/databases", json={"database": {"name": name, "engine": "duckdb",
+                                                                     "parameters": {}}})
+        assert database.status_code == 400 and "control character" in database.text, database.text
+        for statement in ("CREATE PROJECT `{}`", "CREATE JOB `{}` (SELECT 1) EVERY hour",
+                          "CREATE VIEW `{}` AS (SELECT 1)"):
+            refused = sql(client, statement.format(name))
+            assert refused["type"] == "error" and "control character" in refused["error_message"], refused
+    assert [rows(client, q) for q in ("SHOW JOBS", "SHOW DATABASES", "SHOW FULL TABLES")] == before
+    ok(client, "CREATE JOB `a spaced job` (SELECT 1) EVERY hour")
+    ok(client, "DROP JOB `a spaced job`")
+
+
 def test_a_jobs_statement_is_shown_with_its_secrets_masked(client: httpx.Client) -> None:
     """A job's statement is shown to every user of the server (SHOW JOBS, information_schema.
     jobs, the jobs routes, log.jobs_history): MindsDB shows it as written, and a job creating

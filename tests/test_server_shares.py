@@ -21,6 +21,7 @@ import pandas as pd
 import kbsql
 from kbsql.server.process import spawn
 from tests.agents.fakes import FakeLLM, flood
+from tests.mysql.conftest import connect
 from tests.test_server_isolation import HEAVY
 
 TOKEN = "tok-shares"
@@ -260,3 +261,30 @@ def test_connections_without_credentials_hold_at_most_half_of_the_http_connectio
         finally:
             for client in held:
                 client.close()
+
+
+def test_one_users_variables_are_neither_read_nor_crowded_by_another(tmp_path: Path) -> None:
+    """`SET @name` kept one store for the whole server: the login user read the token's key
+    with `SELECT @key` (MindsDB's docs put keys there: `SET @key = from_env(...)`), and the
+    token's 1,000 names refused every other user's SET until a restart (NULL kept the name).
+    Now each user has its own store, and `= NULL` frees the name."""
+    with spawn(tmp_path / "d", env={"KBSQL_PASSWORD": "pw-bob"},
+               args=("--token", TOKEN, "--user", "bob", "--mysql-port", "0")) as srv:
+        login = httpx.post(f"{srv.url}/api/login", json={"username": "bob", "password": "pw-bob"}, timeout=30)
+        token, bob = {"Authorization": f"Bearer {TOKEN}"}, {"Cookie": f"session={login.cookies['session']}"}
+
+        def sql(query: str, headers: dict[str, str]) -> dict[str, Any]:
+            return httpx.post(f"{srv.url}/api/sql/query", json={"query": query}, headers=headers,
+                              timeout=60).json()
+
+        assert sql("SET @key = 'sk-token-secret'", token)["type"] == "ok"
+        assert sql("SELECT @key AS k", token)["data"] == [["sk-token-secret"]]
+        read = sql("SELECT @key AS k", bob)
+        assert read["type"] == "error" and "sk-token" not in json.dumps(read), read
+        with connect(srv, password=TOKEN) as door, door.cursor() as cursor:  # the token's too
+            for i in range(999):  # with @key, the 1,000 names one store keeps
+                cursor.execute(f"SET @v{i} = {i}")
+        assert "more than 1000 variables" in sql("SET @one_more = 1", token)["error_message"]
+        assert sql("SET @mine = 1", bob)["type"] == "ok"  # another user's names are not counted
+        assert sql("SET @v0 = NULL", token)["type"] == "ok"  # frees a name
+        assert sql("SET @one_more = 1", token)["type"] == "ok"

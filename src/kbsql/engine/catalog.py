@@ -32,6 +32,7 @@ from kbsql.engine.faults import disk_full, full_error
 from kbsql.engine.postgres.catalog_pg import PgConnection, is_postgres_url
 from kbsql.engine.spelling import did_you_mean
 from kbsql.engine.sqlite_files import ReadOnlyData, open_read_only, private_file
+from kbsql.engine.stored_names import stored_name
 from kbsql.interface.api import DEFAULT_PROJECT
 from kbsql.interface.errors import Conflict, NotFound, ServiceError, UnknownDatabase, UnknownTable
 
@@ -173,6 +174,7 @@ class Catalog:
         return ProjectRecord(r["id"], r["name"], r["created_at"])
 
     def create_project(self, name: str, if_not_exists: bool = False) -> ProjectRecord:
+        stored_name(name, "project")
         with self.transaction() as db:
             exists = db.execute("SELECT 1 FROM projects WHERE lower(name) = lower(?)", (name,)).fetchone()
             if exists is None:
@@ -320,6 +322,7 @@ class Catalog:
         return self._datasource(rows[0]) if rows else None
 
     def create_datasource(self, name: str, engine: str, parameters: dict[str, Any]) -> DatasourceRecord:
+        stored_name(name, "database")
         with self.transaction() as db:
             taken = db.execute("SELECT 1 FROM datasources WHERE lower(name) = lower(?)",
                                (name,)).fetchone() or \

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kbsql.engine.catalog import Catalog, now
+from kbsql.engine.stored_names import stored_name
 from kbsql.interface.errors import Conflict, UnknownTable
 
 
@@ -60,6 +61,7 @@ def create_view(catalog: Catalog, project: str, name: str, query: str, replace: 
                 if_not_exists: bool = False) -> None:
     """Store view `project.name`; a name in use (by a view, without `replace`, or by a
     knowledge base or agent) is a Conflict."""
+    stored_name(name, "view")
     record = catalog.project(project)
     with catalog.transaction() as db:
         row = db.execute("SELECT id FROM views WHERE project_id = ? AND lower(name) = lower(?)",

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from kbsql.engine.jobs.schedule import stamp, utcnow
 from kbsql.engine.postgres.pg import lock_key
+from kbsql.engine.stored_names import stored_name
 from kbsql.interface.errors import Conflict, NotFound, clipped
 
 if TYPE_CHECKING:
@@ -77,6 +78,7 @@ class JobStore:
     # jobs -------------------------------------------------------------------------------
     def create(self, job: JobRecord, if_not_exists: bool) -> bool:
         """Store a new job; False if it exists and `if_not_exists`, else Conflict."""
+        stored_name(job.name, "job")
         with self.catalog.transaction() as db:
             project = db.execute("SELECT id FROM projects WHERE lower(name) = lower(?)",
                                  (job.project,)).fetchone()

@@ -25,6 +25,7 @@ from typing import Any
 from mindsdb_sql_parser import ast, parse_sql
 
 from kbsql.engine.sql.refusals import unsupported
+from kbsql.interface.control import current as current_control
 from kbsql.interface.errors import SqlError
 from kbsql.interface.literals import ParameterError, quote_literal
 from kbsql.interface.sqltext import segments
@@ -39,31 +40,50 @@ _FROM_ENV = re.compile(r"from_env\s*\(\s*(['\"])([^'\"]*)\1\s*\)", re.IGNORECASE
 
 MAX_VARIABLES = 1000
 MAX_VALUE_CHARS = 16 * 1024 * 1024
-"""What the store keeps in all: each SET of a new name kept its value for good (a hundred
-0.9 MB values held 90 MB), so SETs of new names could take a served engine's memory."""
+"""What one user's store keeps in all: each SET of a new name kept its value for good (a
+hundred 0.9 MB values held 90 MB), so SETs of new names could take a served engine's memory."""
 
 
 class Variables:
-    """The session's variables (one store per engine, kept in memory, as MindsDB keeps one
-    store per company), at most `MAX_VARIABLES` names and `MAX_VALUE_CHARS` of values."""
+    """The variables of each user of the engine (kept in memory), at most `MAX_VARIABLES`
+    names and `MAX_VALUE_CHARS` of values each.
+
+    Why per user (`Control.owner`, the server's credential; None embedded and on a server
+    without credentials: one store): MindsDB keeps one store per company, and MindsDB's docs
+    put keys in them (`SET @key = from_env('MDB_OPENAI_KEY')`, then `api_key = @key`). One
+    store per server let the login user read the token user's key with `SELECT @key`, and
+    one user's 1,000 names refused every other user's SET until a restart. A job's runs and
+    a background insert carry their creator's owner, so they read their creator's store."""
 
     def __init__(self) -> None:
-        self.values: dict[str, Any] = {}
+        self._stores: dict[str | None, dict[str, Any]] = {}
+
+    @property
+    def values(self) -> dict[str, Any]:
+        """The calling user's variables."""
+        control = current_control()
+        owner = control.owner if control is not None else None
+        return self._stores.setdefault(owner, {})
 
     def set_statement(self, query: str) -> str | None:
-        """The variable name when `query` is `SET @name = value` (then stored), else None."""
+        """The variable name when `query` is `SET @name = value` (then stored), else None.
+        `= NULL` forgets the name, so it frees its room among the names as well."""
         match = _SET.match(query)
         if match is None:
             return None
         name, expression = match.group(1).lower(), match.group(2)
         value = _value_of(self.expand(expression))
-        others = {k: v for k, v in self.values.items() if k != name}
+        values = self.values
+        if value is None:
+            values.pop(name, None)
+            return name
+        others = {k: v for k, v in values.items() if k != name}
         held = sum(len(str(v)) for v in others.values()) + len(str(value))
         if len(others) >= MAX_VARIABLES or held > MAX_VALUE_CHARS:
             raise SqlError(f"SET @{match.group(1)} would keep more than {MAX_VARIABLES} variables or "
                            f"{MAX_VALUE_CHARS:,} characters of values (SET @name = NULL frees a "
-                           "value's space)")
-        self.values[name] = value
+                           "name and its value's space)")
+        values[name] = value
         return name
 
     def expand(self, query: str, params: Mapping[str, Any] | None = None) -> str:
