@@ -172,3 +172,21 @@ def test_a_cursor_fetches_a_prepared_result_in_pieces(door: ServerProcess) -> No
         assert rows == [2, 3, 4] and status & 0x80  # LAST_ROW_SENT
     finally:
         sock.close()
+
+
+def test_knowledge_base_listings_keep_their_column_types(door: ServerProcess) -> None:
+    """SHOW KNOWLEDGE_BASES, DESCRIBE and information_schema.knowledge_bases send each column's
+    type whatever its values: a NULL RERANKING_MODEL or ERROR went as MySQL's NULL type, or as
+    INT through information_schema, and as text once set (MindsDB sends text for them), which
+    a client that keeps a column's type (JDBC, Metabase) then fails to read. Found running
+    MindsDB's flows/test_mysql_api_extended.py (DESCRIBE KNOWLEDGE_BASE after ALTER)."""
+    text = [FIELD_TYPE.VAR_STRING] * 11 + [FIELD_TYPE.LONGLONG, FIELD_TYPE.VAR_STRING, FIELD_TYPE.LONGLONG]
+    with connect(door) as conn, conn.cursor() as cursor:
+        for statement in ["SHOW KNOWLEDGE_BASES", "DESCRIBE KNOWLEDGE_BASE kb",
+                          "SELECT * FROM information_schema.knowledge_bases",
+                          "SELECT * FROM information_schema.knowledge_bases WHERE NAME = 'kb'",
+                          "SHOW KNOWLEDGE_BASES WHERE NAME = 'kb'"]:
+            cursor.execute(statement)
+            row = next(r for r in cursor.fetchall() if r[0] == "kb")
+            assert [d[1] for d in cursor.description] == text, statement
+            assert row[3] is None and row[12] is None, statement  # no reranker, no error: NULL
