@@ -212,3 +212,20 @@ def test_knowledge_base_params_show_its_preprocessing(door: ServerProcess) -> No
     assert created["preprocessing"] == {"chunk_size": 200, "chunk_overlap": 20}
     assert altered["preprocessing"] == described["preprocessing"] == {"chunk_size": 300, "chunk_overlap": 50}
     assert altered["created_embedding_model"] == "kb_embedding_chunked"
+
+
+def test_an_empty_answer_sends_no_null_typed_columns(door: ServerProcess) -> None:
+    """A knowledge base's answer with no rows (or an all-NULL column of Python values) sent
+    MySQL's NULL type for `id` and `metadata`, a type no MindsDB column has (its object columns
+    go as text): a client that keeps a column's type (JDBC, Metabase) then has no type to read
+    the next answer's values by. Found running MindsDB's flows/test_mysql_api_extended.py
+    (SELECT from a knowledge base before its insert) through mysql-connector."""
+    with connect(door) as conn, conn.cursor() as cursor:
+        fetch(conn, f"CREATE KNOWLEDGE_BASE empty_kb USING embedding_model = {HASH}")
+        try:
+            cursor.execute("SELECT id, chunk_content, metadata, relevance FROM empty_kb")
+            kinds = [d[1] for d in cursor.description]
+            assert cursor.fetchall() == ()
+        finally:
+            fetch(conn, "DROP KNOWLEDGE_BASE empty_kb")
+    assert kinds == [FIELD_TYPE.VAR_STRING, FIELD_TYPE.VAR_STRING, FIELD_TYPE.VAR_STRING, FIELD_TYPE.DOUBLE]
