@@ -32,6 +32,8 @@ def _kb_value(record: KbRecord, key: str, view: KbView) -> Any:
         params = dict(record.spec.get("params") or {})
         if view == "create":
             params = {k: params.get(k) for k in _CREATE_PARAMS}
+        elif record.spec.get("preprocessing"):  # MindsDB keeps it in params: an ALTER is seen there
+            params["preprocessing"] = record.spec["preprocessing"]
         return params
     if key in ("id", "name", "project_id", "project_name", "created_at", "updated_at"):
         return getattr(record, key)

@@ -315,6 +315,7 @@ def table_rows(result: TableResult) -> Rows:
                  for i in range(table.num_columns)]
         owned = [_own_kind(table.field(i)) for i in range(table.num_columns)]
         kinds = [kind if own is None else own[0] for kind, own in zip(kinds, owned, strict=True)]
+        kinds = [_typed(kind) for kind in kinds]
         for i, own in enumerate(owned):
             if own is not None and own[0] == ColumnType.JSON and _is_text(table.field(i).type):
                 table = table.set_column(i, table.field(i).with_type(pa.binary()),
@@ -323,16 +324,23 @@ def table_rows(result: TableResult) -> Rows:
         return Rows(columns_of(names, kinds, [None if own is None else own[1] for own in owned]), batches,
                     table.nbytes)
     data = result.data
-    kinds = [python_column_type([row[i] for row in data]) if data else ColumnType.VAR_STRING
+    kinds = [_typed(python_column_type([row[i] for row in data])) if data else ColumnType.VAR_STRING
              for i in range(len(names))]
     return Rows(columns_of(names, kinds), _python_batches(data, kinds),
                 PYTHON_VALUE_BYTES * len(data) * len(names))
 
 
+def _typed(kind: ColumnType) -> ColumnType:
+    """A column the engine could not type (no rows, or NULLs only, built in Python: a knowledge
+    base's or agent's answer) goes as text, as MindsDB sends its object columns: MySQL's NULL
+    type leaves a client that keeps a column's type (JDBC, Metabase) nothing to read the next
+    answer by. A typed NULL (`NULL::INTEGER`, a source's empty column) keeps its type."""
+    return ColumnType.VAR_STRING if kind == ColumnType.NULL else kind
+
+
 def arrow_rows(table: pa.Table) -> Rows:
     """An Arrow table the door made itself (information_schema, SHOW answers)."""
-    kinds = [arrow_column_type(table.field(i).type) for i in range(table.num_columns)]
-    kinds = [ColumnType.VAR_STRING if k == ColumnType.NULL else k for k in kinds]
+    kinds = [_typed(arrow_column_type(table.field(i).type)) for i in range(table.num_columns)]
     return Rows(columns_of(table.column_names, kinds), _arrow_batches(table, kinds, {}))
 
 

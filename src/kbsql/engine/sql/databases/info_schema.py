@@ -25,8 +25,6 @@ from kbsql.engine.views import knowledge_base_json
 from kbsql.interface.secrets import mask_secrets
 
 if TYPE_CHECKING:
-    import pandas as pd
-
     from kbsql.engine.catalog import KbRecord
     from kbsql.engine.sql.query_log import QueryRecord
     from kbsql.engine.sql.session import SqlSession
@@ -110,7 +108,7 @@ def _agent_params(record: Any) -> dict[str, Any]:
 def knowledge_bases(session: SqlSession, ctx: dict[str, Any]) -> Any:
     """The same rows as SHOW KNOWLEDGE_BASES (built by the knowledge-base statements), for
     joins and subqueries over `information_schema.knowledge_bases`."""
-    return knowledge_bases_frame(session, session.catalog.knowledge_bases())
+    return knowledge_bases_table(session, session.catalog.knowledge_bases())
 
 
 def frame(session: SqlSession, name: str, ctx: dict[str, Any], node: exp.Table,
@@ -159,7 +157,8 @@ def _info_row(record: KbRecord, last: QueryRecord | None) -> list[Any]:
     def text(value: Any) -> str | None:
         return None if value is None else json.dumps(value)
 
-    insert = [None, None, None, None, spec.get("query_id")] if last is None else \
+    query_id = spec.get("query_id")
+    insert = [None, None, None, None, None if query_id is None else int(query_id)] if last is None else \
         [last.started_at, last.finished_at, last.processed_rows, last.error, last.id]
     return [record.name, record.project_name, text(view["embedding_model"]), text(view["reranking_model"]),
             f"{spec.get('vector_database')}.{spec.get('vector_database_table')}",
@@ -167,10 +166,15 @@ def _info_row(record: KbRecord, last: QueryRecord | None) -> list[Any]:
             text(view["params"]), *insert]
 
 
-def knowledge_bases_frame(session: SqlSession, records: list[KbRecord]) -> pd.DataFrame:
-    """SHOW KNOWLEDGE_BASES / DESCRIBE rows; INSERT_STARTED_AT ... QUERY_ID describe each
-    knowledge base's last `INSERT ... SELECT` (information_schema.queries), as MindsDB's."""
-    import pandas as pd
+INFO_INTEGERS = ("PROCESSED_ROWS", "QUERY_ID")
 
+
+def knowledge_bases_table(session: SqlSession, records: list[KbRecord]) -> pa.Table:
+    """SHOW KNOWLEDGE_BASES / DESCRIBE rows; INSERT_STARTED_AT ... QUERY_ID describe each
+    knowledge base's last `INSERT ... SELECT` (information_schema.queries), as MindsDB's.
+    Typed per column, not from the values: a DataFrame's all-NULL column went to a MySQL client
+    as the NULL type (SHOW) or INT (information_schema), the same column as text once set."""
     latest = session.queries.latest_by_kb() if records else {}
-    return pd.DataFrame([_info_row(r, latest.get(r.id)) for r in records], columns=INFO_COLUMNS)
+    rows = [_info_row(r, latest.get(r.id)) for r in records]
+    return pa.table({c: pa.array([r[i] for r in rows], pa.int64() if c in INFO_INTEGERS else pa.string())
+                     for i, c in enumerate(INFO_COLUMNS)})

@@ -14,7 +14,7 @@ from mindsdb_sql_parser import ast
 from kbsql.engine.catalog import KbRecord
 from kbsql.engine.knowledge.search import DEFAULT_LIMIT
 from kbsql.engine.sql.arrow_results import ArrowTableResult
-from kbsql.engine.sql.databases.info_schema import knowledge_bases_frame
+from kbsql.engine.sql.databases.info_schema import knowledge_bases_table
 from kbsql.engine.sql.kb import kb_background, kb_insert, kb_select, kb_stream, kb_update, kb_write
 from kbsql.engine.sql.kb.kb_columns import Columns
 from kbsql.engine.sql.kb.kb_write import unquote_identifier  # noqa: F401 (its old home)
@@ -67,8 +67,8 @@ def is_info_schema_kbs(table: Any) -> bool:
 def select_info_schema(session: SqlSession, statement: ast.Select, ctx: dict[str, Any],
                        routed: Routed) -> SqlResult:
     """`SELECT ... FROM information_schema.knowledge_bases` on its own."""
-    frame = knowledge_bases_frame(session, session.catalog.knowledge_bases())
-    return run_over(session, frame, statement, ctx)
+    table = knowledge_bases_table(session, session.catalog.knowledge_bases())
+    return run_over(session, table, statement, ctx)
 
 
 def select(session: SqlSession, statement: ast.Select, ctx: dict[str, Any], routed: Routed) -> SqlResult:
@@ -156,15 +156,15 @@ def insert(session: SqlSession, statement: ast.Insert, ctx: dict[str, Any], rout
     return OkResult(count, context=ctx)
 
 
-def run_over(session: SqlSession, frame: pd.DataFrame, statement: ast.Select, ctx: dict[str, Any]
-             ) -> SqlResult:
+def run_over(session: SqlSession, frame: pd.DataFrame | pa.Table, statement: ast.Select,
+             ctx: dict[str, Any]) -> SqlResult:
     """Run a SELECT (its WHERE, targets, ORDER, LIMIT) over one frame, as every SELECT runs:
     under the SQL memory limit, the per-value caps and the statement's deadline."""
     statement.from_table = ast.Identifier("kb_frame")
     return ArrowTableResult(run_frame(session, statement, ctx, frame), ctx)
 
 
-def run_frame(session: SqlSession, statement: ast.Select, ctx: dict[str, Any], frame: pd.DataFrame
-              ) -> pa.Table:
+def run_frame(session: SqlSession, statement: ast.Select, ctx: dict[str, Any],
+              frame: pd.DataFrame | pa.Table) -> pa.Table:
     """`statement`, whose table `kb_frame` is `frame`, on the engine's SQL session."""
     return run_select(session, statement, ctx, frames={"kb_frame": frame})

@@ -21,14 +21,14 @@ from kbsql.engine.knowledge.search import SearchRequest
 from kbsql.engine.sql.arrow_results import ArrowTableResult
 from kbsql.engine.sql.databases import mysql_schema
 from kbsql.engine.sql.databases.database_statements import show_columns_answer
-from kbsql.engine.sql.databases.info_schema import INFO_COLUMNS, knowledge_bases_frame
+from kbsql.engine.sql.databases.info_schema import knowledge_bases_table
 from kbsql.engine.sql.kb import kb_evaluate
 from kbsql.engine.sql.kb.kb_rows import run_over
 from kbsql.engine.sql.parse import parsing
 from kbsql.engine.sql.session import missing_ok
 from kbsql.engine.sql.tables.select import run_select, select_frame
 from kbsql.interface.errors import SqlError
-from kbsql.interface.results import OkResult, SqlResult, TableResult
+from kbsql.interface.results import OkResult, SqlResult
 
 if TYPE_CHECKING:
     from kbsql.engine.sql.session import SqlSession
@@ -168,14 +168,14 @@ def evaluate(session: SqlSession, statement: EvaluateKnowledgeBase, ctx: dict[st
 # listing ---------------------------------------------------------------------------------
 def show(session: SqlSession, statement: ast.Show, ctx: dict[str, Any], routed: Routed) -> SqlResult:
     project = str(statement.from_table.parts[-1]) if statement.from_table is not None else ctx["db"]
-    frame = knowledge_bases_frame(session, session.catalog.knowledge_bases(project))
+    table = knowledge_bases_table(session, session.catalog.knowledge_bases(project))
     if statement.where is None and statement.like is None:
-        return TableResult(INFO_COLUMNS, frame.values.tolist(), context=ctx, frame=frame)
+        return ArrowTableResult(table, ctx)
     where = statement.where
     if statement.like is not None:
         like = ast.BinaryOperation("like", args=[ast.Identifier("NAME"), ast.Constant(statement.like)])
         where = like if where is None else ast.BinaryOperation("and", args=[where, like])
-    return run_over(session, frame, ast.Select(targets=[ast.Star()], where=where), ctx)
+    return run_over(session, table, ast.Select(targets=[ast.Star()], where=where), ctx)
 
 
 def describe(session: SqlSession, statement: ast.Describe, ctx: dict[str, Any],
@@ -183,8 +183,7 @@ def describe(session: SqlSession, statement: ast.Describe, ctx: dict[str, Any],
     """DESCRIBE KNOWLEDGE_BASE kb, or DESCRIBE kb (a table the router resolved to a knowledge
     base)."""
     record = routed.record or record_of(session, statement.value, ctx)
-    frame = knowledge_bases_frame(session, [record])
-    return TableResult(INFO_COLUMNS, frame.values.tolist(), context=ctx, frame=frame)
+    return ArrowTableResult(knowledge_bases_table(session, [record]), ctx)
 
 
 def columns(session: SqlSession, statement: ast.Show, ctx: dict[str, Any], routed: Routed) -> SqlResult:

@@ -22,6 +22,7 @@ from mindsdb_sql_parser.exceptions import MindsdbSQLException
 
 from kbsql.engine.sql.parse.in_fastpath import parse_in_lists
 from kbsql.engine.sql.parse.shape_cache import ShapeCache
+from kbsql.engine.sql.parse.union_parts import install as mark_union_parts
 from kbsql.engine.sql.parse.values_fastpath import parse_insert_values
 from kbsql.engine.sql.parse.write_shapes import parse_write_shape
 from kbsql.engine.sql.refusals import PREFIX
@@ -52,6 +53,7 @@ def parse(query: str) -> ast.ASTNode:
     if not query.strip().strip(";").strip():  # MindsDB's parser's words, said in full
         raise ParseError("Empty input: the query has no SQL statement")
     check_comments(query)
+    mark_union_parts()  # a UNION part's own LIMIT noted before the parser first runs
     statement = parse_insert_values(query) or parse_in_lists(query)
     if statement is not None:
         return statement

@@ -21,6 +21,7 @@ from mindsdb_sql_parser import ast
 from sqlglot import exp
 from sqlglot.dialects.duckdb import DuckDB
 
+from kbsql.engine.sql.parse.union_parts import SET_OPERATIONS, enclosed_parts
 from kbsql.interface.errors import SqlError
 
 _TOKEN = "__kbsql_literal_{}__"
@@ -67,13 +68,17 @@ def _text_and_lists(statement: ast.ASTNode, long_lists: bool = True
     placeholders = {id(node.items[0]): items[id(node)] for node in lists}
     try:
         swapped: list[tuple[ast.Constant, str]] = []
+        operations: list[ast.ASTNode] = []  # UNION ...: their parts' own LIMITs (union_parts)
         for node in walk(statement):
             if isinstance(node, ast.Constant) and isinstance(node.value, str):
                 swapped.append((node, node.value))
+            elif isinstance(node, SET_OPERATIONS):
+                operations.append(node)
         try:
             for i, (node, _) in enumerate(swapped):
                 node.value = _TOKEN.format(i)
-            text = statement.to_string()
+            with enclosed_parts(operations):
+                text = statement.to_string()
         finally:
             for node, value in swapped:
                 node.value = value
