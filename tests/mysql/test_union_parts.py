@@ -54,3 +54,20 @@ def test_an_offset_after_a_parenthesized_last_part_is_refused(door: ServerProces
     assert caught.value.args[1] == (
         "A UNION's last part has a LIMIT inside its parentheses and an OFFSET after them: "
         "wrap the UNION in a subquery (SELECT * FROM (...) AS u LIMIT ... OFFSET ...)")
+
+
+def test_a_parser_without_the_rule_refuses_parts_with_their_own_limit(monkeypatch, tmp_path) -> None:
+    """mindsdb_sql_parser is not pinned: a version whose grammar lacks the `( select )` rule
+    parses every statement as before, and a UNION whose parts own a LIMIT is refused in one
+    line rather than read one way silently (it raised RuntimeError on every statement)."""
+    import kbsql
+    from kbsql.engine.sql.parse import union_parts
+    from kbsql.interface.errors import SqlError
+
+    monkeypatch.setattr(union_parts, "_installed", False)
+    monkeypatch.setattr(union_parts, "_missing", True)
+    with kbsql.connect(tmp_path / "d") as client:
+        assert client.sql("SELECT 1 AS a UNION ALL SELECT 2").data == [[1], [2]]
+        with pytest.raises(SqlError) as caught:
+            client.sql("(SELECT 1 AS a LIMIT 1) UNION ALL (SELECT 2 LIMIT 1)")
+    assert "not supported with this version of mindsdb_sql_parser" in str(caught.value)

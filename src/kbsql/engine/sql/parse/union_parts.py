@@ -37,15 +37,18 @@ MARK = "kbsql_enclosed"
 of names, not nodes: the walkers of the tree must not meet a node twice)."""
 _RULE = "select -> LPAREN select RPAREN"
 _installed = False
+_missing = False  # the parser has no such rule (another version): parts' own clauses refused
 
 
 def install() -> None:
-    """Wrap the parser's `( select )` rule (sly keeps one production list per parser class).
+    """Wrap the parser's `( select )` rule (sly keeps one production list per parser class);
+    a parser without that rule parses as before, and `_needing_parentheses` refuses what it
+    cannot tell apart.
     Called by `parsing.parse` before each statement, so on the first: importing the parser
     takes ~0.25 s, which a process that never parses SQL (a client) does not pay. Two threads
     meeting here first wrap the rule twice, which marks the same clauses twice: no harm."""
-    global _installed
-    if _installed:
+    global _installed, _missing
+    if _installed or _missing:
         return
     from mindsdb_sql_parser.parser import MindsDBParser
 
@@ -62,7 +65,9 @@ def install() -> None:
         production.func = enclosed
         _installed = True
         return
-    raise RuntimeError(f"mindsdb_sql_parser has no rule {_RULE!r}: union_parts needs updating")
+    # Another parser version: every other statement still parses; a UNION whose parts have
+    # their own ORDER BY / LIMIT / OFFSET is refused (never read one way silently).
+    _missing = True
 
 
 def _clauses(part: ast.ASTNode) -> tuple[str, ...]:
@@ -76,6 +81,10 @@ def _needing_parentheses(operations: list[ast.ASTNode]) -> Iterator[ast.ASTNode]
     """The parts of these set operations whose clauses are their own."""
     for node in operations:
         left, right = node.left, node.right
+        if _missing and any(isinstance(p, ast.Select) and _clauses(p) for p in (left, right)):
+            raise SqlError("A UNION part with its own ORDER BY, LIMIT or OFFSET is not supported with "
+                           "this version of mindsdb_sql_parser: wrap the part in a subquery "
+                           "(SELECT * FROM (...) AS p LIMIT ...)")
         if isinstance(left, ast.Select) and not left.parentheses and _clauses(left):
             yield left
         if not isinstance(right, ast.Select) or right.parentheses:
