@@ -267,9 +267,9 @@ def test_one_users_variables_are_neither_read_nor_crowded_by_another(tmp_path: P
     """`SET @name` kept one store for the whole server: the login user read the token's key
     with `SELECT @key` (MindsDB's docs put keys there: `SET @key = from_env(...)`), and the
     token's 1,000 names refused every other user's SET until a restart (NULL kept the name).
-    Now each user has its own store, and `= NULL` frees the name."""
+    Now each user has its own store (of --max-variables names), and `= NULL` frees the name."""
     with spawn(tmp_path / "d", env={"KBSQL_PASSWORD": "pw-bob"},
-               args=("--token", TOKEN, "--user", "bob", "--mysql-port", "0")) as srv:
+               args=("--token", TOKEN, "--user", "bob", "--mysql-port", "0", "--max-variables", "20")) as srv:
         login = httpx.post(f"{srv.url}/api/login", json={"username": "bob", "password": "pw-bob"}, timeout=30)
         token, bob = {"Authorization": f"Bearer {TOKEN}"}, {"Cookie": f"session={login.cookies['session']}"}
 
@@ -282,9 +282,10 @@ def test_one_users_variables_are_neither_read_nor_crowded_by_another(tmp_path: P
         read = sql("SELECT @key AS k", bob)
         assert read["type"] == "error" and "sk-token" not in json.dumps(read), read
         with connect(srv, password=TOKEN) as door, door.cursor() as cursor:  # the token's too
-            for i in range(999):  # with @key, the 1,000 names one store keeps
+            for i in range(19):  # with @key, the 20 names one store keeps
                 cursor.execute(f"SET @v{i} = {i}")
-        assert "more than 1000 variables" in sql("SET @one_more = 1", token)["error_message"]
+        refused = sql("SET @one_more = 1", token)["error_message"]
+        assert "more than 20 variables" in refused and "kbsql serve --max-variables" in refused, refused
         assert sql("SET @mine = 1", bob)["type"] == "ok"  # another user's names are not counted
         assert sql("SET @v0 = NULL", token)["type"] == "ok"  # frees a name
         assert sql("SET @one_more = 1", token)["type"] == "ok"

@@ -183,20 +183,19 @@ def test_a_custom_function_call_says_byof_is_not_run(doc: Doc) -> None:
 
 
 
-def test_the_variables_kept_are_bounded(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_variables_kept_are_bounded(tmp_path) -> None:
     """Each SET of a new name kept its value for good, so SETs could take a served engine's
-    memory: past the store's bound a SET is one line naming it, and what is kept stays."""
+    memory: past the store's bound (settings max_variables, max_variables_mb) a SET is one line
+    naming it and the settings, and what is kept stays."""
     from kbsql.engine import Engine
-    from kbsql.engine.sql.parse import variables
 
-    monkeypatch.setattr(variables, "MAX_VARIABLES", 3, raising=False)
-    monkeypatch.setattr(variables, "MAX_VALUE_CHARS", 100, raising=False)
-    with Engine(tmp_path / "data") as engine:
+    with Engine(tmp_path / "data", settings={"max_variables": 3, "max_variables_mb": 1}) as engine:
         for name in ("a", "b", "c"):
             assert engine.query(f"SET @{name} = '{name * 20}'").type == "ok"
         refused = engine.query("SET @d = 1")
         assert refused.type == "error" and "more than 3 variables" in refused.error_message
-        refused = engine.query("SET @a = '" + "x" * 70 + "'")  # a, b and c would hold 110
-        assert refused.type == "error" and "100 characters of values" in refused.error_message
+        assert "(max_variables in config.json, max_variables_mb in config.json;" in refused.error_message
+        refused = engine.query("SET @a = '" + "x" * 2**20 + "'")  # a, b and c would hold 1 MB + 40
+        assert refused.type == "error" and "1,048,576 characters of values" in refused.error_message
         assert engine.query("SET @a = 'short'").type == "ok"  # a name kept may take a new value
         assert engine.query("SELECT @b AS b").to_json()["data"] == [["b" * 20]]

@@ -135,6 +135,9 @@ class EngineConfig:
     agent_wall_time_s: float = 300.0
     agent_join_max_rows: int = 100
     """Distinct questions a query joining an agent with a table may ask (sql/tables/agent_join.py)."""
+    max_variables: int = 1000
+    max_variables_mb: int = 16
+    """What one user's SET @name variables may keep (sql/parse/variables.py)."""
     served: bool = False
     """Set by `kbsql serve`: messages name its flags rather than config.json keys."""
 

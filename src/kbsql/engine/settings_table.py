@@ -247,6 +247,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("agent_max_iterations", int, 12, "tool calls one agent run may make"),
     Setting("agent_wall_time_s", float, 300.0, "seconds one agent run may take (an agent's "
             "params.timeout shortens its own)"),
+    Setting("max_variables", int, 1000, "names one user's SET @name may keep (each credential of a "
+            "server, or the embedded engine, has its own; SET @name = NULL frees one); more is "
+            "refused", "--max-variables", metavar="N"),
+    Setting("max_variables_mb", int, 16, "most one user's SET @name values may hold in all, in MB "
+            "(characters); more is refused", "--max-variables-mb", metavar="MB"),
     Setting("agent_join_max_rows", int, 100, "distinct questions a query joining an agent with a "
             "table (JOIN my_agent a ON a.question = t.col) may ask, all its agent joins together, one "
             "model call each; more is refused", "--agent-join-max-rows", metavar="N"),

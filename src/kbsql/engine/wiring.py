@@ -77,6 +77,7 @@ def build_parts(config: EngineConfig, catalog: Catalog, models: ModelProviders,
     from kbsql.engine.knowledge.bases import KnowledgeBases
     from kbsql.engine.knowledge.service import KnowledgeService
     from kbsql.engine.sql.executor import SqlExecutor
+    from kbsql.engine.sql.parse.variables import Variables
 
     knowledge = KnowledgeService(config.data_dir, config, models, storage, catalog.find_datasource)
     kbs = KnowledgeBases(catalog, knowledge)
@@ -86,7 +87,9 @@ def build_parts(config: EngineConfig, catalog: Catalog, models: ModelProviders,
     uploads = UploadStore(catalog, frame_store(config, catalog, "uploads"))
     sql = SqlExecutor(catalog, frame_store(config, catalog), kbs, agent_port, uploads,
                       PathPolicy(config), config.background_inserts,
-                      sql_settings(config), data_source_engines(), config.agent_join_max_rows)
+                      sql_settings(config), data_source_engines(), config.agent_join_max_rows,
+                      Variables(config.max_variables, config.max_variables_mb * 2**20,
+                                f"{config.note('max_variables')}, {config.note('max_variables_mb')}"))
     sql_port.target = sql  # the mutual recursion, closed here and only here
     sql.jobs_created = jobs_created  # CREATE JOB starts the engine's scheduler
     return Parts(knowledge, kbs, agents, uploads, sql)

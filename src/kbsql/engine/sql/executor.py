@@ -40,7 +40,7 @@ from kbsql.engine.sql.information_functions import answer_information_functions
 from kbsql.engine.sql.kb import kb_background, kb_rows
 from kbsql.engine.sql.parse import parsing
 from kbsql.engine.sql.parse.long_statements import LongStatements
-from kbsql.engine.sql.parse.variables import bind_parameters
+from kbsql.engine.sql.parse.variables import Variables, bind_parameters
 from kbsql.engine.sql.query_log import QueryLog
 from kbsql.engine.sql.session import AGENT_JOIN_MAX_ROWS, SqlSession
 from kbsql.engine.sql.tables import names
@@ -117,11 +117,12 @@ class SqlExecutor(SqlSession):
                  uploads: UploadStore, policy: PathPolicy | None = None,
                  background_inserts: int = kb_background.DEFAULT_WORKERS,
                  settings: DuckSettings | None = None, engines: Engines | None = None,
-                 agent_join_max_rows: int = AGENT_JOIN_MAX_ROWS):
+                 agent_join_max_rows: int = AGENT_JOIN_MAX_ROWS, variables: Variables | None = None):
         # `policy`: which files data sources may open (datasources/confine.py); `settings`:
         # memory, spill and time bounds of the SQL engine
         duck = DuckSession(catalog, frames, policy, settings, {UPLOADS_SOURCE: uploads}, engines)
-        super().__init__(catalog, frames, duck, PlanCache(), kbs, agents, uploads, QueryLog(catalog))
+        super().__init__(catalog, frames, duck, PlanCache(), kbs, agents, uploads, QueryLog(catalog),
+                         variables or Variables())
         self.background = kb_background.BackgroundInserts(self, background_inserts)
         self.agent_join_max_rows = agent_join_max_rows
         bounds = duck.settings  # long statements take turns at the interpreter (long_statements)

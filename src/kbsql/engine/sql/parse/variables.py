@@ -40,8 +40,9 @@ _FROM_ENV = re.compile(r"from_env\s*\(\s*(['\"])([^'\"]*)\1\s*\)", re.IGNORECASE
 
 MAX_VARIABLES = 1000
 MAX_VALUE_CHARS = 16 * 1024 * 1024
-"""What one user's store keeps in all: each SET of a new name kept its value for good (a
-hundred 0.9 MB values held 90 MB), so SETs of new names could take a served engine's memory."""
+"""What one user's store keeps in all by default (settings max_variables, max_variables_mb):
+each SET of a new name kept its value for good (a hundred 0.9 MB values held 90 MB), so SETs
+of new names could take a served engine's memory."""
 
 
 class Variables:
@@ -55,8 +56,10 @@ class Variables:
     one user's 1,000 names refused every other user's SET until a restart. A job's runs and
     a background insert carry their creator's owner, so they read their creator's store."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_names: int = MAX_VARIABLES, max_chars: int = MAX_VALUE_CHARS,
+                 note: str = "max_variables, max_variables_mb in config.json") -> None:
         self._stores: dict[str | None, dict[str, Any]] = {}
+        self.max_names, self.max_chars, self.note = max_names, max_chars, note
 
     @property
     def values(self) -> dict[str, Any]:
@@ -79,10 +82,10 @@ class Variables:
             return name
         others = {k: v for k, v in values.items() if k != name}
         held = sum(len(str(v)) for v in others.values()) + len(str(value))
-        if len(others) >= MAX_VARIABLES or held > MAX_VALUE_CHARS:
-            raise SqlError(f"SET @{match.group(1)} would keep more than {MAX_VARIABLES} variables or "
-                           f"{MAX_VALUE_CHARS:,} characters of values (SET @name = NULL frees a "
-                           "name and its value's space)")
+        if len(others) >= self.max_names or held > self.max_chars:
+            raise SqlError(f"SET @{match.group(1)} would keep more than {self.max_names} variables or "
+                           f"{self.max_chars:,} characters of values ({self.note}; SET @name = NULL "
+                           "frees a name and its value's space)")
         values[name] = value
         return name
 
