@@ -30,6 +30,21 @@ alone, tie-aware recall@10 mean of kinds / lowest worst decile / p50, loaded mac
   Chroma's p50, for a tenth of the true top 10 lost on the questions that find least. The
   code scan (~0.5 ms, whatever the pool) is what would have to get cheaper; d/4 codes are no
   faster at 100k for equal recall (results/search_curve_codes.json).
+  How much refine 15 loses depends on the codebooks' training draw: 0.89 worst decile with
+  the ingest's (trained at 95k rows), 0.94-0.98 with four other samples of the 100k rows.
+- Other ways to a cheaper search at 100k, measured and not taken (FAISS alone on
+  bench_vs_chroma's 750 queries, and through the engine: results/search_curve_rescore.json,
+  _rebuilt, _float32): IVF cells over these same 4-bit codes miss the needles again (256
+  cells, half of them probed: 0.78 worst decile, 6% faster than this scan; probes chosen per
+  query from the centroid scores: 0.04-0.06); FAISS 1.15's RaBitQ fast scan (1 bit a
+  dimension) needs a pool of 50 to match and takes 2.3x this scan's time, its multi-bit and
+  IVF forms 5-14x; HNSW over 8-bit codes finds 0.82 mean / 0.02 worst decile at efSearch
+  1024. Without the exact re-score from SQLite a search is 0.10-0.14 ms faster (~0.2 ms
+  filtered), but the float16 order misranks near-copies' near-ties (worst decile 0.86) and
+  its distances are off by up to 4e-4; refining from float32 (`Refine(Flat)`) keeps the exact
+  answers without the re-score, but holds the vectors twice: +73 MB of peak RSS at 100k when
+  opened and searched (+86-92 while built), which would take kbsql's search above Chroma's
+  (291 MB against 324-343).
 - The code length: past ~600k rows the scan of d/2 codes grows faster than the rows (7.7-8.6 ms
   at 1M, the codes out of the CPU's caches) while d/4 codes scan in half the time or less and
   need a larger pool: at 600k d/4 refine 100 0.994 / 0.80 / 2.26 ms against d/2 refine 25's
