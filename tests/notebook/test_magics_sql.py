@@ -213,3 +213,18 @@ def test_nan_for_null_scores_in_the_dataframe():
     assert frame["relevance"].dtype == "float64" and math.isnan(frame["relevance"][0])
     assert frame["distance"].tolist()[1] == 1.0
     assert frame["metadata"].dtype == object and frame["metadata"][1] == {"k": 2}
+
+
+def test_a_job_of_several_statements_is_one_statement_of_its_cell(cells):
+    """A `;` inside parentheses is the parser's: a cell creating a job of two inserts (jobs.mdx's
+    form) was cut there into two statements, and the first failed with 'Syntax error,
+    unexpected end of query'. The job is made whole; a `;` after it still ends a statement."""
+    cells.ok("%kbsql CREATE TABLE files.runs (a INT)")
+    frame = cells.ok("""%%kbsql
+CREATE JOB two_inserts (
+    INSERT INTO files.runs SELECT 1 AS a;
+    INSERT INTO files.runs SELECT 2 AS a
+) EVERY 1 hour;
+SELECT name, query FROM jobs""")
+    assert frame["NAME"].tolist() == ["two_inserts"]  # MindsDB's jobs table names its columns so
+    assert frame["QUERY"][0].count("INSERT INTO files.runs") == 2, frame["QUERY"][0]
