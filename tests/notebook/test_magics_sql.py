@@ -58,6 +58,20 @@ def test_template_variables_are_pasted_and_bound_variables_are_literals(cells):
     assert list(cells.ok("%kbsql SELECT 1 AS {{cfg.alias}}").columns) == ["nested"]
 
 
+def test_a_templates_semicolon_makes_no_statement_and_every_bind_is_found_first(cells):
+    """The cell's statements are those its text holds: a {{name}} whose value held a ';' ran
+    what followed it as a statement of its own (the cell printed 'OK.' and a project was
+    made), where the parser had refused the one statement. A missing :name in the last
+    statement stops the cell before the first one runs."""
+    cells.ns["col"] = "1 AS a; CREATE PROJECT injected"
+    result, out = cells.run("%kbsql SELECT {{col}}")
+    assert not result.success and "single sql statement" in out, out
+    result, out = cells.run("%kbsql CREATE PROJECT early; SELECT :typo AS v")
+    assert not result.success and "No variable for the parameter :typo" in out, out
+    projects = cells.ok("%kbsql SHOW DATABASES")["Database"].tolist()
+    assert "injected" not in projects and "early" not in projects, projects
+
+
 @pytest.mark.parametrize("value", NASTY)
 def test_an_injection_attempt_stays_one_literal(cells, value):
     cells.ns["user_text"] = value

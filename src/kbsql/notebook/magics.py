@@ -191,10 +191,14 @@ class KbSql(Magics, Configurable):
                 raise UsageError("No SQL given (see %kbsql?)")
             namespace = self.shell.user_ns if self.shell is not None else {}
             expand = self.variables and not args.no_vars
-            parts = statements(expand_template(sql, namespace) if expand else sql) or [sql]
-            for number, sql in enumerate(parts, start=1):
+            # the statements are those the cell's text holds: a {{name}}'s value is pasted into
+            # its statement after the split, so a ';' in it makes no statement of its own
+            parts = [expand_template(part, namespace) if expand else part
+                     for part in statements(sql) or [sql]]
+            # every :name is found before the first statement runs (a typo stops the cell whole)
+            binds = [collect_params(part, namespace) if expand else None for part in parts]
+            for number, (sql, params) in enumerate(zip(parts, binds, strict=True), start=1):
                 at = f"statement {number} of {len(parts)}" if len(parts) > 1 else ""
-                params = collect_params(sql, namespace) if expand else None
                 before = conn.client.project
                 result = conn.client.sql(sql, params=params)
                 if follow.is_background(result):  # INSERT ... USING batch_size: until it ends
