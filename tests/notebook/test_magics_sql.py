@@ -242,3 +242,28 @@ CREATE JOB two_inserts (
 SELECT name, query FROM jobs""")
     assert frame["NAME"].tolist() == ["two_inserts"]  # MindsDB's jobs table names its columns so
     assert frame["QUERY"][0].count("INSERT INTO files.runs") == 2, frame["QUERY"][0]
+
+
+def test_ctrl_c_in_a_later_statement_names_it(cells, monkeypatch):
+    """Ctrl-C during the second of two inserts said 'Interrupted [default: embedded]: nothing
+    stored' while the first insert's row was stored; the line names the stopped statement, as
+    an SQL error's does, and what it says is true of that statement."""
+    from kbsql.notebook.magics import KbSql
+
+    client = next(c for c in cells.shell.configurables if isinstance(c, KbSql)).manager.get().client
+    cells.ok("%kbsql CREATE TABLE files.kept (a INT)")
+    real, sent = client.sql, []
+
+    def interrupt_the_second(sql, **kwargs):
+        sent.append(sql)
+        if len(sent) == 2:
+            raise KeyboardInterrupt  # as the kernel's interrupt arrives while it runs
+        return real(sql, **kwargs)
+
+    monkeypatch.setattr(client, "sql", interrupt_the_second)
+    result, out = cells.run("%kbsql INSERT INTO files.kept SELECT 1 AS a; "
+                            "INSERT INTO files.kept SELECT 2 AS a")
+    monkeypatch.setattr(client, "sql", real)
+    assert not result.success
+    assert "Interrupted in statement 2 of 2 [default: embedded]: nothing stored" in out, out
+    assert cells.ok("%kbsql SELECT a FROM files.kept")["a"].tolist() == [1]

@@ -124,12 +124,14 @@ class KbSql(Magics, Configurable):
             raise short_error(exc, self._where(conn), at) from None
         raise exc
 
-    def _interrupted(self, exc: KeyboardInterrupt, conn: Connection | None, sql: str | None) -> None:
-        """Ctrl-C: one line saying what was kept, and the cell fails (Run All stops)."""
+    def _interrupted(self, exc: KeyboardInterrupt, conn: Connection | None, sql: str | None,
+                     at: str = "") -> None:
+        """Ctrl-C: one line saying what was kept, and the cell fails (Run All stops); `at`
+        names the statement of several that was stopped (those before it ran)."""
         if not self.short_errors:
             raise exc
         remote = conn is not None and not conn.client.api.embedded
-        raise interrupted(exc, self._where(conn), remote=remote, sql=sql) from None
+        raise interrupted(exc, self._where(conn), remote=remote, sql=sql, at=at) from None
 
     def _where(self, conn: Connection | None) -> str | None:
         """`alias: place` of the connection that answered (None before one opened)."""
@@ -208,7 +210,7 @@ class KbSql(Magics, Configurable):
         except KbsqlError as exc:
             return self._fail(exc, conn, at)
         except KeyboardInterrupt as exc:
-            return self._interrupted(exc, conn, sql)
+            return self._interrupted(exc, conn, sql, at)
         return self._present(result, before, args, target)
 
     def _present(self, result: Any, before: str, args: Any, target: str | None, shown: bool = True) -> Any:
