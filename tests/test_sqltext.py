@@ -54,9 +54,12 @@ def test_a_hash_is_code_as_in_the_lexer():
     ("/* x; y */ SELECT 1", ["/* x; y */ SELECT 1"]),
     ("-- only a comment\n; SELECT 1; -- trailing", ["SELECT 1"]),
     (";; ;", []),
-    ("CREATE JOB j (INSERT INTO a SELECT 1; INSERT INTO b SELECT 2) EVERY hour; SELECT 1",
-     ["CREATE JOB j (INSERT INTO a SELECT 1; INSERT INTO b SELECT 2) EVERY hour", "SELECT 1"]),
-    ("SELECT ')' ; SELECT 2", ["SELECT ')'", "SELECT 2"]),
+    # the parser reads a `;` inside parentheses as part of the statement (raw_query)
+    ("CREATE JOB j (INSERT INTO t SELECT 1; INSERT INTO t SELECT 2) EVERY hour; SELECT 3",
+     ["CREATE JOB j (INSERT INTO t SELECT 1; INSERT INTO t SELECT 2) EVERY hour", "SELECT 3"]),
+    ("SELECT * FROM pg (SELECT 1; SELECT ')') ; SELECT 2", ["SELECT * FROM pg (SELECT 1; SELECT ')')",
+                                                            "SELECT 2"]),
+    ("SELECT 1); SELECT 2", ["SELECT 1)", "SELECT 2"]),
 ])
 def test_statements_split_at_semicolons_that_are_code(sql, parts):
     """A cell's or a job's statements: a `;` in a literal, a quoted name or a comment splits

@@ -126,6 +126,10 @@ export function parseObservation(text: string | undefined): IObservedTable | nul
   };
 }
 
+/** A metadata cell without its internal keys, as the `%agent` panel shows it (Python's
+ * json.dumps: `{"a": 1, "b": 1.0}`). Its members are cut from the text, not parsed and written
+ * again: JSON.parse reads a number past 2^53 rounded, so an id 12345678901234567890 showed as
+ * 12345678901234567000 (and 1.0 as 1); strings are written again so `\u00e9` reads é. */
 function publicJson(text: string): string {
   let value: unknown;
   try {
@@ -136,8 +140,47 @@ function publicJson(text: string): string {
   if (!value || typeof value !== 'object' || Array.isArray(value)) {
     return text;
   }
-  const kept = Object.entries(value).filter(([k]) => !INTERNAL_METADATA.has(k) && !k.startsWith('_'));
-  return JSON.stringify(Object.fromEntries(kept));
+  const kept = members(text.trim()).filter(([k]) => !INTERNAL_METADATA.has(k) && !k.startsWith('_'));
+  return `{${kept.map(([k, raw]) => `${JSON.stringify(k)}: ${unescaped(raw)}`).join(', ')}}`;
+}
+
+const JSON_STRINGS = /"(?:[^"\\]|\\.)*"/g;
+const JSON_STRING_AT = /"(?:[^"\\]|\\.)*"/y;
+
+/** The [key, value as written] members of a JSON object's text (one JSON.parse has read). */
+function members(text: string): [string, string][] {
+  const found: [string, string][] = [];
+  let depth = 0;
+  let key = '';
+  let start = -1; // where the value after `key:` begins; -1 before the colon
+  for (let i = 1; i < text.length; i++) {
+    const c = text[i];
+    if (c === '"') {
+      JSON_STRING_AT.lastIndex = i;
+      const token = JSON_STRING_AT.exec(text)?.[0] ?? '""';
+      if (depth === 0 && start < 0) {
+        key = JSON.parse(token) as string;
+      }
+      i += token.length - 1;
+    } else if (c === '{' || c === '[') {
+      depth++;
+    } else if ((c === '}' || c === ']') && depth > 0) {
+      depth--;
+    } else if (depth === 0 && c === ':' && start < 0) {
+      start = i + 1;
+    } else if (depth === 0 && (c === ',' || c === '}')) {
+      if (start >= 0) {
+        found.push([key, text.slice(start, i).trim()]);
+      }
+      start = -1;
+    }
+  }
+  return found;
+}
+
+/** A value's text with each string written again (`\u00e9` as é, what must stay escaped kept). */
+function unescaped(raw: string): string {
+  return raw.replace(JSON_STRINGS, token => JSON.stringify(JSON.parse(token)));
 }
 
 function rounded(text: string): string {

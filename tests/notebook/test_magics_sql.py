@@ -58,6 +58,20 @@ def test_template_variables_are_pasted_and_bound_variables_are_literals(cells):
     assert list(cells.ok("%kbsql SELECT 1 AS {{cfg.alias}}").columns) == ["nested"]
 
 
+def test_a_templates_semicolon_makes_no_statement_and_every_bind_is_found_first(cells):
+    """The cell's statements are those its text holds: a {{name}} whose value held a ';' ran
+    what followed it as a statement of its own (the cell printed 'OK.' and a project was
+    made), where the parser had refused the one statement. A missing :name in the last
+    statement stops the cell before the first one runs."""
+    cells.ns["col"] = "1 AS a; CREATE PROJECT injected"
+    result, out = cells.run("%kbsql SELECT {{col}}")
+    assert not result.success and "single sql statement" in out, out
+    result, out = cells.run("%kbsql CREATE PROJECT early; SELECT :typo AS v")
+    assert not result.success and "No variable for the parameter :typo" in out, out
+    projects = cells.ok("%kbsql SHOW DATABASES")["Database"].tolist()
+    assert "injected" not in projects and "early" not in projects, projects
+
+
 @pytest.mark.parametrize("value", NASTY)
 def test_an_injection_attempt_stays_one_literal(cells, value):
     cells.ns["user_text"] = value
@@ -213,3 +227,43 @@ def test_nan_for_null_scores_in_the_dataframe():
     assert frame["relevance"].dtype == "float64" and math.isnan(frame["relevance"][0])
     assert frame["distance"].tolist()[1] == 1.0
     assert frame["metadata"].dtype == object and frame["metadata"][1] == {"k": 2}
+
+
+def test_a_job_of_several_statements_is_one_statement_of_its_cell(cells):
+    """A `;` inside parentheses is the parser's: a cell creating a job of two inserts (jobs.mdx's
+    form) was cut there into two statements, and the first failed with 'Syntax error,
+    unexpected end of query'. The job is made whole; a `;` after it still ends a statement."""
+    cells.ok("%kbsql CREATE TABLE files.runs (a INT)")
+    frame = cells.ok("""%%kbsql
+CREATE JOB two_inserts (
+    INSERT INTO files.runs SELECT 1 AS a;
+    INSERT INTO files.runs SELECT 2 AS a
+) EVERY 1 hour;
+SELECT name, query FROM jobs""")
+    assert frame["NAME"].tolist() == ["two_inserts"]  # MindsDB's jobs table names its columns so
+    assert frame["QUERY"][0].count("INSERT INTO files.runs") == 2, frame["QUERY"][0]
+
+
+def test_ctrl_c_in_a_later_statement_names_it(cells, monkeypatch):
+    """Ctrl-C during the second of two inserts said 'Interrupted [default: embedded]: nothing
+    stored' while the first insert's row was stored; the line names the stopped statement, as
+    an SQL error's does, and what it says is true of that statement."""
+    from kbsql.notebook.magics import KbSql
+
+    client = next(c for c in cells.shell.configurables if isinstance(c, KbSql)).manager.get().client
+    cells.ok("%kbsql CREATE TABLE files.kept (a INT)")
+    real, sent = client.sql, []
+
+    def interrupt_the_second(sql, **kwargs):
+        sent.append(sql)
+        if len(sent) == 2:
+            raise KeyboardInterrupt  # as the kernel's interrupt arrives while it runs
+        return real(sql, **kwargs)
+
+    monkeypatch.setattr(client, "sql", interrupt_the_second)
+    result, out = cells.run("%kbsql INSERT INTO files.kept SELECT 1 AS a; "
+                            "INSERT INTO files.kept SELECT 2 AS a")
+    monkeypatch.setattr(client, "sql", real)
+    assert not result.success
+    assert "Interrupted in statement 2 of 2 [default: embedded]: nothing stored" in out, out
+    assert cells.ok("%kbsql SELECT a FROM files.kept")["a"].tolist() == [1]

@@ -84,6 +84,20 @@ def test_observation_csv_parsed_as_table():
     assert parse_observation("Output columns: 'a'\n") is not None
 
 
+def test_an_observation_with_a_carriage_return_in_a_cell_shows_as_a_table():
+    """A column named by its expression (`round(relevance, 2)`: a comma, so the declared
+    names are not the header's) and a chunk whose second line holds a lone carriage return:
+    the parser read that line alone as a header candidate, csv refused it and the %agent
+    panel failed with "new-line character seen in unquoted field"."""
+    from kbsql.engine.agents.render import table_text
+
+    text = table_text(["round(relevance, 2)", "chunk_content"], [["0.5", "first line\nsecond\rline"]])
+    table = parse_observation(text)
+    assert table is not None and table.columns == ["round(relevance, 2)", "chunk_content"]
+    assert table.rows == [["0.5", "first line\nsecond\rline"]]
+    assert "1 row" in render.observation_html(text)
+
+
 def test_long_observation_is_collapsed_with_row_count():
     rows = "\n".join(f"{i},text {i}" for i in range(45))
     html = render.observation_html(f"Output columns: 'id', 'body'\nid,body\n{rows}\n")

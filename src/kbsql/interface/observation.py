@@ -38,7 +38,12 @@ class ObservedTable:
 
 
 def _fields(line: str) -> list[str]:
-    return [f.strip() for f in next(csv.reader([line]), [])]
+    """A line's CSV fields; [] for a line csv refuses (a multi-line cell's middle line holding
+    a lone `\r`), which is then no header: parse_table answers None or a table, never raises."""
+    try:
+        return [f.strip() for f in next(csv.reader([line]), [])]
+    except csv.Error:
+        return []
 
 
 def parse_table(text: str | None) -> ObservedTable | None:

@@ -69,17 +69,20 @@ def closed(sql: str, start: int, end: int) -> bool:
 
 def statements(sql: str) -> list[str]:
     """The statements of `sql`, split at each `;` that is code (not inside a literal, a
-    quoted name or a comment) and outside parentheses (a job's statements are one CREATE
-    JOB), each stripped; a part holding only comments and blanks is no
-    statement. What a `%%kbsql` cell of several statements runs one by one, and a job's
-    statements (MindsDB's split_sql splits at `;` outside quotes, so a `;` in a comment
-    split a statement there)."""
+    quoted name or a comment) and outside parentheses, each stripped; a part holding only
+    comments and blanks is no statement. What a `%%kbsql` cell of several statements runs
+    one by one, and a job's statements (MindsDB's split_sql splits at `;` outside quotes, so
+    a `;` in a comment split a statement there). Parentheses hold a `;` the parser reads as
+    part of one statement: a job's body (`CREATE JOB j (INSERT ...; INSERT ...)`), a view's
+    or a native query (`SELECT * FROM pg (...; ...)`)."""
     cuts, depth = [], 0
     for begin, end, is_code in segments(sql):
         for i in range(begin, end) if is_code else ():
-            ch = sql[i]
-            depth += 1 if ch == "(" else -1 if ch == ")" and depth else 0
-            if ch == ";" and not depth:  # not inside parentheses: CREATE JOB j (a; b) EVERY hour
+            if sql[i] == "(":
+                depth += 1
+            elif sql[i] == ")":
+                depth = max(depth - 1, 0)  # a stray `)` is the parser's to report
+            elif sql[i] == ";" and depth == 0:
                 cuts.append(i)
     parts, start = [], 0
     for cut in [*cuts, len(sql)]:

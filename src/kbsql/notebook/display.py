@@ -111,11 +111,13 @@ _READS = re.compile(r"^\s*(SELECT|WITH|SHOW|DESCRIBE|DESC|EXPLAIN)\b", re.IGNORE
 
 
 def interrupted(exc: KeyboardInterrupt, where: str | None = None, *, remote: bool = False,
-                sql: str | None = None) -> ShortError:
+                sql: str | None = None, at: str = "") -> ShortError:
     """Ctrl-C (a kernel interrupt) as one line saying what was kept, so the cell fails
     without a traceback. The engine says it when it knows (`Interrupted`: an insert's rows
     stored, a DuckDB statement stopped); a server cannot be asked, so for one the line says
-    the client stopped waiting; `sql` None is an agent's answer."""
+    the client stopped waiting; `sql` None is an agent's answer. `at` (`statement 2 of 3`)
+    titles it as short_error does: 'nothing stored' is the stopped statement's, not the
+    cell's, whose statements before it ran."""
     from kbsql.interface.errors import Interrupted
 
     if isinstance(exc, Interrupted) and exc.message:
@@ -128,7 +130,7 @@ def interrupted(exc: KeyboardInterrupt, where: str | None = None, *, remote: boo
             "(information_schema.queries there lists its inserts)")
     else:
         message = "the statement was stopped" if _READS.match(sql) else "nothing stored"
-    return ShortError(message, "Interrupted" + (f" [{where}]" if where else ""))
+    return ShortError(message, "Interrupted" + (f" in {at}" if at else "") + (f" [{where}]" if where else ""))
 
 
 def short_error(exc: BaseException, where: str | None = None, at: str = "") -> ShortError:

@@ -124,12 +124,14 @@ class KbSql(Magics, Configurable):
             raise short_error(exc, self._where(conn), at) from None
         raise exc
 
-    def _interrupted(self, exc: KeyboardInterrupt, conn: Connection | None, sql: str | None) -> None:
-        """Ctrl-C: one line saying what was kept, and the cell fails (Run All stops)."""
+    def _interrupted(self, exc: KeyboardInterrupt, conn: Connection | None, sql: str | None,
+                     at: str = "") -> None:
+        """Ctrl-C: one line saying what was kept, and the cell fails (Run All stops); `at`
+        names the statement of several that was stopped (those before it ran)."""
         if not self.short_errors:
             raise exc
         remote = conn is not None and not conn.client.api.embedded
-        raise interrupted(exc, self._where(conn), remote=remote, sql=sql) from None
+        raise interrupted(exc, self._where(conn), remote=remote, sql=sql, at=at) from None
 
     def _where(self, conn: Connection | None) -> str | None:
         """`alias: place` of the connection that answered (None before one opened)."""
@@ -191,10 +193,14 @@ class KbSql(Magics, Configurable):
                 raise UsageError("No SQL given (see %kbsql?)")
             namespace = self.shell.user_ns if self.shell is not None else {}
             expand = self.variables and not args.no_vars
-            parts = statements(expand_template(sql, namespace) if expand else sql) or [sql]
-            for number, sql in enumerate(parts, start=1):
+            # the statements are those the cell's text holds: a {{name}}'s value is pasted into
+            # its statement after the split, so a ';' in it makes no statement of its own
+            parts = [expand_template(part, namespace) if expand else part
+                     for part in statements(sql) or [sql]]
+            # every :name is found before the first statement runs (a typo stops the cell whole)
+            binds = [collect_params(part, namespace) if expand else None for part in parts]
+            for number, (sql, params) in enumerate(zip(parts, binds, strict=True), start=1):
                 at = f"statement {number} of {len(parts)}" if len(parts) > 1 else ""
-                params = collect_params(sql, namespace) if expand else None
                 before = conn.client.project
                 result = conn.client.sql(sql, params=params)
                 if follow.is_background(result):  # INSERT ... USING batch_size: until it ends
@@ -204,7 +210,7 @@ class KbSql(Magics, Configurable):
         except KbsqlError as exc:
             return self._fail(exc, conn, at)
         except KeyboardInterrupt as exc:
-            return self._interrupted(exc, conn, sql)
+            return self._interrupted(exc, conn, sql, at)
         return self._present(result, before, args, target)
 
     def _present(self, result: Any, before: str, args: Any, target: str | None, shown: bool = True) -> Any:

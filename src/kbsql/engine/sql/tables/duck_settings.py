@@ -110,13 +110,27 @@ def spill_refresh(con: duckdb.DuckDBPyConnection, s: DuckSettings, temp: Path | 
     """The default spill cap read again from the disk's free space now (an upload, another
     process or a log may have filled it since the engine opened, when it was first read: a
     sort could then spill into the reserve every user's writes need); the new cap in bytes,
-    or None when it is set (`spill_mb`) or unchanged."""
+    or None when it is set (`spill_mb`) or unchanged. DuckDB refuses a cap below what its
+    spill files hold (a sort in flight as the disk filled): the cap is then what they hold,
+    so the spill grows no further, and the statement that read it is not failed by
+    DuckDB's 'failed to adjust the max_temp_directory_size'."""
     if s.spill_mb is not None:
         return None
     cap = _spill_bytes(con, s, temp)
     if cap // MB == setting_bytes(con, "max_temp_directory_size") // MB:
         return None
-    con.execute(f"SET max_temp_directory_size = '{cap // MB}MiB'")
+    try:
+        con.execute(f"SET max_temp_directory_size = '{cap // MB}MiB'")
+    except duckdb.OutOfMemoryException:
+        row = con.execute("SELECT coalesce(sum(size), 0) FROM duckdb_temporary_files()").fetchone()
+        held = -(-int(row[0] if row else 0) // MB) * MB  # rounded up to the MiB the setting takes
+        if held <= cap:
+            return None
+        try:
+            con.execute(f"SET max_temp_directory_size = '{held // MB}MiB'")
+        except duckdb.OutOfMemoryException:
+            return None  # it grew meanwhile: read again at the next refresh
+        return held
     return cap
 
 
