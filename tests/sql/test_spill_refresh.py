@@ -38,3 +38,37 @@ def test_a_cap_below_a_held_spill_stops_it_growing_and_fails_no_statement(
         answer = engine.query("SELECT 1 AS a")
         assert getattr(answer, "data", None) == [[1]], answer
         assert held <= duck.spill_limit <= held + MB, (held, duck.spill_limit)
+
+
+def test_the_cap_is_read_again_while_a_long_statement_runs(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cap was read again only when a statement started: a lone long sort spilling while
+    the disk filled kept the cap it started with. The watchdog's ticks read it too while
+    statements run (review57's note)."""
+    import threading
+    import time
+
+    import kbsql.engine.sql.tables.duck as duck_module
+
+    (tmp_path / "config.json").write_text(json.dumps({"sql_memory_mb": 64, "disk_reserve_mb": 0}))
+    monkeypatch.setattr(duck_module, "SPILL_REFRESH_S", 0.2)
+    readers: list[str] = []
+    real = duck_module.spill_refresh
+
+    def spy(*args):
+        readers.append(threading.current_thread().name)
+        return real(*args)
+
+    monkeypatch.setattr(duck_module, "spill_refresh", spy)
+    with Engine(tmp_path) as engine:
+        import pandas as pd
+
+        engine.register_dataframe("n", pd.DataFrame({"x": range(12_000)}))
+        engine.query("SELECT 1 AS a")  # the watchdog's thread is made
+        readers.clear()
+        start = time.monotonic()
+        answer = engine.query("SELECT count(*) AS c FROM df.n a, df.n b WHERE (a.x * 7 + b.x) % 13 = 1")
+        took = time.monotonic() - start
+        assert getattr(answer, "data", None) is not None, answer
+    assert took > 0.5, took  # long enough for ticks to come
+    assert "kbsql-sql-watchdog" in readers, (readers, took)

@@ -111,7 +111,9 @@ class DuckSession:
         self.value_cap = value_caps.value_cap(self.memory_limit, threads)
         # an answer is Arrow here, ~10x that as Python rows and JSON on its way out
         self.result_cap = max(16 * MB, self.memory_limit // 16)
-        self.watchdog = Watchdog(max_growth=2 * self.memory_limit)
+        # the watchdog's ticks read the disk again while a long statement spills (not only when
+        # the next one starts)
+        self.watchdog = Watchdog(max_growth=2 * self.memory_limit, on_tick=self._refresh_spill_cap)
         self._relay: ThreadPoolExecutor | None = None  # runs the main thread's statements
 
     def close(self) -> None:
@@ -323,8 +325,8 @@ class DuckSession:
 
     def _refresh_spill_cap(self) -> None:
         """The default spill cap follows the disk's free space, read again at most every
-        SPILL_REFRESH_S seconds, by one statement (a cursor, a statfs, a directory listing and
-        two settings read: ~0.4 ms at load 6.5)."""
+        SPILL_REFRESH_S seconds, by a statement as it starts or the watchdog while statements
+        run (a cursor, a statfs, a directory listing and two settings read: ~0.4 ms at load 6.5)."""
         now = time.monotonic()
         if now < self._spill_checked + SPILL_REFRESH_S or not self._spill_lock.acquire(blocking=False):
             return

@@ -19,7 +19,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from kbsql.interface.control import Control
@@ -43,8 +43,11 @@ def resident_bytes() -> int | None:
 class Watchdog:
     """Watches the controls of running statements (`watching`)."""
 
-    def __init__(self, max_growth: int | None = None):
+    def __init__(self, max_growth: int | None = None, on_tick: Callable[[], None] | None = None):
+        """`on_tick`: called at each tick while statements run (it keeps its own pace), e.g.
+        reading the disk's free space again during a long sort that spills."""
         self.max_growth = max_growth
+        self.on_tick = on_tick
         self._running: dict[int, Control] = {}
         self._baseline: dict[int, int] = {}  # control -> resident bytes when first seen
         self._lock = threading.Lock()
@@ -90,6 +93,11 @@ class Watchdog:
                     control.time_up()
             if self.max_growth is not None:
                 self._check_memory(running)
+            if self.on_tick is not None:
+                try:
+                    self.on_tick()
+                except Exception:  # never the watchdog's end: deadlines still need it
+                    log.exception("the watchdog's tick failed")
             time.sleep(TICK_S)
 
     def _check_memory(self, running: dict[int, Control]) -> None:
