@@ -46,6 +46,10 @@ def test_capture_with_out_option_and_with_double_arrow(cells):
     assert result is None
     assert cells.ns["third"].shape == (1, 2)
     assert not isinstance(cells.ns["third"], ResultFrame)
+    # a statement without rows stores nothing, and says so (NAME kept its old value silently)
+    result, out = cells.run("%kbsql third << CREATE PROJECT IF NOT EXISTS stored_nothing")
+    assert result.success and "third is not set: the statement returned no rows to store" in out, out
+    assert cells.ns["third"].shape == (1, 2)
 
 
 def test_template_variables_are_pasted_and_bound_variables_are_literals(cells):
@@ -121,6 +125,8 @@ def test_display_limit_from_config_shows_few_rows_but_returns_all(cells, tmp_pat
     assert html.startswith('<div class="kbsql-table" style="overflow-x:auto;max-width:100%">')
     assert "3 of 25 rows shown" in html and "3 of 25 rows shown" in repr(frame)
     assert len(cells.ok("%kbsql -l 0 SELECT n FROM numbers.nums")._shown()[0]) == 25
+    result, out = cells.run("%kbsql -l -1 SELECT n FROM numbers.nums")  # it showed all but the last row
+    assert not result.success and "a count of rows, 0 or more (0 shows all), not '-1'" in out, out
     cells.ok("%config KbSql.displaylimit = 10")
     assert "10 of 25 rows shown" in repr(cells.ok("%kbsql SELECT n FROM numbers.nums"))
 

@@ -11,6 +11,7 @@ so `%kbsql -o df SELECT 'a b'` keeps the SQL exactly as typed.
 
 from __future__ import annotations
 
+import argparse
 import getpass
 import re
 import warnings
@@ -43,6 +44,17 @@ from kbsql.notebook.pyproject_config import pyproject_settings
 _CAPTURE = re.compile(r"^\s*([A-Za-z_]\w*)\s*<<\s*(.*)$", re.DOTALL)
 _TOKEN = re.compile(r"\s*(\S+)")
 _AGENT_LINE = re.compile(r"^(\s*)(?:([A-Za-z_]\w*)\s*=\s*)?%agent\s+(\S.*\?)\s*$")
+
+
+def _rows(text: str) -> int:
+    """`-l N`: a count of rows (`-l -1` showed all but the last row)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"a count of rows, 0 or more (0 shows all), not {text!r}")
+    return value
 
 
 def keep_question_marks(lines: list[str]) -> list[str]:
@@ -146,8 +158,8 @@ class KbSql(Magics, Configurable):
               "current one).")
     @argument("-p", "--project", metavar="NAME", help="Switch to this project (like USE NAME); "
               "it stays current in later cells.")
-    @argument("-l", "--limit", type=int, metavar="N", help="Rows shown for this cell "
-              "(overrides KbSql.displaylimit).")
+    @argument("-l", "--limit", type=_rows, metavar="N", help="Rows shown for this cell "
+              "(overrides KbSql.displaylimit; 0 shows all).")
     @argument("--no-vars", action="store_true",
               help="Send the text as is: no {{name}} templates, no :name parameters.")
     @argument("--full", action="store_true",
@@ -221,6 +233,8 @@ class KbSql(Magics, Configurable):
                 print(ok_message(result, before))
             if args.out and self.shell is not None and shown:
                 self.shell.user_ns[args.out] = result
+            if target and shown:  # `NAME << INSERT ...`: say so rather than leave NAME as it was
+                print(f"{target} is not set: the statement returned no rows to store")
             return None
         if not isinstance(result, TableResult) or not shown:
             return None if not shown else result  # pragma: no cover - the client raises on errors
