@@ -273,3 +273,12 @@ def test_ctrl_c_in_a_later_statement_names_it(cells, monkeypatch):
     assert not result.success
     assert "Interrupted in statement 2 of 2 [default: embedded]: nothing stored" in out, out
     assert cells.ok("%kbsql SELECT a FROM files.kept")["a"].tolist() == [1]
+
+
+def test_a_comment_on_the_magic_line_is_sql_s(cells):
+    """`%%kbsql -- load the data` sent 'load the data' as SQL (a syntax error): the options'
+    `--` end marker ate the comment's dashes. The comment now stays a comment."""
+    frame = cells.ok("%%kbsql -- load the data\nSELECT 1 AS a")
+    assert frame["a"].tolist() == [1]
+    frame = cells.ok("%%kbsql -l 3 -- three rows shown\nSELECT 2 AS a")
+    assert frame["a"].tolist() == [2]

@@ -186,7 +186,7 @@ class KbSql(Magics, Configurable):
         """
         if shows_help(line, self.kbsql):
             return None
-        args, rest = split_options(strip_comment(line), self.kbsql)
+        args, rest = split_options(strip_comment(line), self.kbsql, sql=True)
         text = rest if cell is None else f"{rest}\n{cell}"
         capture = _CAPTURE.match(text)
         target, sql = (capture.group(1), capture.group(2)) if capture else (None, text)

@@ -28,9 +28,11 @@ def shows_help(text: str, func: Any) -> bool:
     return True
 
 
-def split_options(line: str, func: Any) -> tuple[Any, str]:
+def split_options(line: str, func: Any, sql: bool = False) -> tuple[Any, str]:
     """Parse the leading options of `line` with the magic's argparse parser and return
-    (args, the rest of the line untouched)."""
+    (args, the rest of the line untouched). `--` ends the options; with `sql` it is also
+    where the SQL starts, as a comment (`%%kbsql -- load the data`: the words after it were
+    sent as SQL, a syntax error)."""
     parser = func.parser
     takes_value = {s: a.nargs != 0 for a in parser._actions for s in a.option_strings}
     tokens: list[str] = []
@@ -38,7 +40,7 @@ def split_options(line: str, func: Any) -> tuple[Any, str]:
     while (match := _TOKEN.match(line, pos)) is not None:
         token = match.group(1)
         if token == "--":  # explicit end of options
-            pos = match.end()
+            pos = match.start(1) if sql else match.end()
             break
         option = token.split("=", 1)[0]
         if not re.match(r"^--?[A-Za-z]", token):
