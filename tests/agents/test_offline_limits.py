@@ -366,3 +366,29 @@ def test_a_span_said_with_a_and_people_of_us_are_limits():
     assert past_its_limit("can 6 of us ride on one account", bikes)
     assert not past_its_limit("can 3 of us ride on one account", bikes)
     assert not past_its_limit("how much for a day pass", "Day pass: £6, rides of up to 45 minutes each.")
+
+
+def test_a_clock_time_past_the_hours_given_is_past_the_limit(client):
+    """heldout25.json answered "how much is a late check-out until 4pm" by the price of one until
+    14:00, and "cancel at 8pm the night before" by "by 17:00 the working day before": a 12-hour
+    time was never compared with a 24-hour one. Within the hours, the sentence still answers; a
+    sentence bounding two things ("ready from 15:00 ... vacated by 11:00") is read by the clause
+    the question names, and by none when it names neither."""
+    late = "A late check-out until 14:00 costs £25, subject to availability."
+    assert past_its_limit("how much is a late check-out until 4pm", late)
+    assert not past_its_limit("how much is a late check-out until 1pm", late)
+    notice = "Tell us by 17:00 the working day before to keep the session on your account."
+    assert past_its_limit("can I cancel at 8pm the night before without paying", notice)
+    assert not past_its_limit("can I cancel at 4.30 pm the day before", notice)
+    assert past_its_limit("is the pool open at 10pm", "Pool and sauna | Every day | 6:30 to 21:00.")
+    assert not past_its_limit("is the pool open at 8pm", "Pool and sauna | Every day | 6:30 to 21:00.")
+    rooms = ("Rooms are ready from 15:00 on the day of arrival and must be vacated by 11:00 on the day of "
+             "departure.")
+    assert past_its_limit("can we have the rooms ready at 1pm on the day of arrival", rooms)
+    assert not past_its_limit("can I check in at 5pm", rooms)
+    assert not past_its_limit("is room service extra", "Room service - Available with a £3.50 tray charge.")
+    agent = desk(client, "checkout", [("out", "Check-out - " + late)], model="hash-384")
+    refused = answer(client, agent, "how much is a late check-out until 4pm")
+    assert "answers this question" in refused and "Sources:" not in refused, refused
+    ok = answer(client, agent, "how much is a late check-out until 2pm")
+    assert "costs £25" in " ".join(cited(ok)), ok

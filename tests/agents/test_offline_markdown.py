@@ -92,3 +92,25 @@ def test_nested_bullets_carry_their_parent(client):
     agent = desk(client, "jabs", BOOSTERS, model=None)
     reply = answer(client, agent, "what vaccine do rabbits get")
     assert "Rabbits: myxomatosis and RHD2 in one combined jab" in " ".join(cited(reply)), reply
+
+
+HOURS = [
+    ("hours", "Opening hours\n"
+              "Facility\tDays\tHours\n"
+              "Restaurant breakfast\tMonday to Friday\t7:00 to 10:00\n"
+              "Harbour Bar\tEvery day\t12:00 to midnight\n"
+              "Pool and sauna\tEvery day\t6:30 to 21:00"),
+    ("parking", "Parking - Our car park has 40 spaces at £12 per 24 hours."),
+]
+
+
+def test_a_table_copied_from_a_spreadsheet_is_read_as_rows(client):
+    """heldout25.json's hotel hours were tab-separated cells: the lines were joined into one
+    "sentence" of every cell, so "how late is the bar open" quoted the whole table. Each line is
+    now a row read under its header, and the bar's row alone is quoted."""
+    rows = {s.text: s.lead for s in sentences([(HOURS[0][1], "x")])}
+    assert rows["Harbour Bar | Every day | 12:00 to midnight."] == ("Facility | Days | Hours:",)
+    agent = desk(client, "hours", HOURS, model="hash-384")
+    reply = answer(client, agent, "how late is the bar open")
+    quoted = " ".join(cited(reply))
+    assert "Harbour Bar | Every day | 12:00 to midnight" in quoted and "Pool and sauna" not in quoted, reply

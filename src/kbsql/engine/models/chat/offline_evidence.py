@@ -52,7 +52,7 @@ A sentence stating the kind of amount asked (a price for "how much", a weight fo
 shares it with the question, and said SPOKEN states the absent words otherwise (offline_kinds.py;
 round 25, on heldout2-23.json); so does a date or a clock time for "when", and a table row
 gives its amount for the thing its cells name, in any order (offline_kinds.row_gives_for; round
-26, on heldout2-24.json). heldout25.json is never tuned on; the counting checks are
+26, on heldout2-24.json). heldout26.json is never tuned on; the counting checks are
 offline_count.py's.
 """
 

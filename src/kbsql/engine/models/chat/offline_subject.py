@@ -61,6 +61,12 @@ _IT_TO = re.compile(r"^it\s+(?:cost|costs|take|takes)\s+to\s+\w+\s+(?:rid\s+of\s
 """"How much does it cost to dump rubble?": the subject is what the infinitive is done to."""
 
 
+def named_after_asking(question: str) -> list[str]:
+    """The content words a question names past its asking opening ("how far ahead", "what
+    time", "when"): none for "how far ahead?", which asks of the conversation's subject."""
+    return offline_text.content_words(_OPENING.sub("", question.strip().lower(), count=1))
+
+
 def asked_subject(question: str) -> list[str]:
     """The words of the noun phrase an amount/time question asks about, head last (empty when
     the question asks no amount, or its subject is a pronoun or the asker)."""
