@@ -53,3 +53,24 @@ def test_a_view_s_name_and_query_must_be_text(served: tuple[httpx.Client, Path])
     made = client.post(VIEWS, json={"view": {"name": "v1", "query": "SELECT * FROM shop.orders"}})
     assert made.status_code == 201 and made.json()["name"] == "v1", made.text
     assert [v["name"] for v in client.get(VIEWS).json()] == ["v1"]
+
+
+def test_a_table_s_name_and_select_must_be_text(served: tuple[httpx.Client, Path]) -> None:
+    """openapi.yml's POST /api/databases/{databaseName}/tables: `table.name` and
+    `table.select` are strings. Any other name wrote a table 'None', '7', "['x']" (or,
+    for "", one named 'main') into the user's duckdb file, then answered 404 "Table not
+    found"."""
+    client, base = served
+    for name in NOT_NAMES:
+        refused(client.post("/api/databases/shop/tables",
+                            json={"table": {"name": name, "select": "SELECT 1 AS a"}}), "'name' must be")
+    refused(client.post("/api/databases/shop/tables", json={"table": {"name": "t5", "select": 5}}),
+            "'select' must be")
+    assert client.get("/api/databases/shop/tables").json() == [{"name": "orders", "type": "data"}]
+    made = client.post("/api/databases/shop/tables",
+                       json={"table": {"name": "big", "select": "SELECT * FROM shop.orders WHERE n > 3",
+                                       "replace": False}})
+    assert made.status_code == 201 and made.json() == {"name": "big", "type": "data"}, made.text
+    client.delete("/api/databases/shop/tables/big")
+    with duckdb.connect(str(base / "shop.duckdb"), read_only=True) as con:
+        assert con.execute("SELECT table_name FROM information_schema.tables").fetchall() == [("orders",)]
