@@ -74,3 +74,30 @@ def test_a_table_s_name_and_select_must_be_text(served: tuple[httpx.Client, Path
     client.delete("/api/databases/shop/tables/big")
     with duckdb.connect(str(base / "shop.duckdb"), read_only=True) as con:
         assert con.execute("SELECT table_name FROM information_schema.tables").fetchall() == [("orders",)]
+
+
+AGENTS = "/api/projects/mindsdb/agents"
+
+
+def test_an_agent_s_skills_are_refused_not_dropped(served: tuple[httpx.Client, Path]) -> None:
+    """openapi.yml's Agent has `skills` ("one or more skills that an agent can use"), as
+    MindsDB's CREATE AGENT ... USING skills = [...] does. kbsql has no skills: the agent was
+    made without them, answering from no data, with 201. Now a 400 naming `data`, where its
+    knowledge bases and tables go, from REST and SQL alike; nothing is stored."""
+    client, _ = served
+    model = {"provider": "kbsql", "model_name": "retrieval"}
+    for body in ({"name": "a_sk", "skills": ["docs"]}, {"name": "a_sk", "model": model, "skills": ["s"]}):
+        answer = client.post(AGENTS, json={"agent": body})
+        assert answer.status_code == 400, answer.text
+        detail = answer.json()["detail"]
+        assert "skills" in detail and '"data"' in detail and "\n" not in detail, detail
+    assert client.get(f"{AGENTS}/a_sk").status_code == 404
+    statement = "CREATE AGENT a_sk USING skills = ['docs_skill']"
+    sql = client.post("/api/sql/query", json={"query": statement}).json()
+    assert sql["type"] == "error" and "skills" in sql["error_message"], sql
+    empty = client.post(AGENTS, json={"agent": {"name": "a_sk", "skills": []}})  # nothing is lost
+    assert empty.status_code == 201, empty.text
+    updated = client.put(f"{AGENTS}/a_sk", json={"agent": {"skills": ["docs_skill"]}})
+    assert updated.status_code == 400 and "skills" in updated.json()["detail"], updated.text
+    asked = client.post(f"{AGENTS}/a_sk/completions", json={"messages": [{"question": "hi", "answer": None}]})
+    assert asked.status_code == 200 and set(asked.json()["message"]) >= {"role", "content"}, asked.text
