@@ -101,3 +101,27 @@ def test_an_agent_s_skills_are_refused_not_dropped(served: tuple[httpx.Client, P
     assert updated.status_code == 400 and "skills" in updated.json()["detail"], updated.text
     asked = client.post(f"{AGENTS}/a_sk/completions", json={"messages": [{"question": "hi", "answer": None}]})
     assert asked.status_code == 200 and set(asked.json()["message"]) >= {"role", "content"}, asked.text
+
+
+def test_a_source_s_engine_is_not_changed_by_put(served: tuple[httpx.Client, Path]) -> None:
+    """openapi.yml's PUT /api/databases/{databaseName} sends `engine` beside the new
+    `parameters`. An engine other than the source's was ignored: the parameters were merged
+    into the old engine's (a duckdb source pointed at a sqlite file) with 200. Now a 400
+    naming both engines; the same engine in another spelling or alias still updates."""
+    client, base = served
+    before = client.get("/api/databases/shop").json()
+    moved = client.put("/api/databases/shop", json={"database": {
+        "engine": "sqlite", "parameters": {"database": str(base / "other.db")}}})
+    refused(moved, "duckdb")
+    assert "sqlite" in moved.json()["detail"]
+    assert client.get("/api/databases/shop").json()["connection_data"] == before["connection_data"]
+    same = client.put("/api/databases/shop", json={"database": {
+        "engine": "DuckDB", "parameters": {"database": str(base / "shop.duckdb")}}})
+    assert same.status_code == 200 and same.json()["engine"] == "duckdb", same.text
+    dead = {"host": "127.0.0.1", "port": 9, "user": "u", "password": "pw", "database": "d"}
+    made = client.post("/api/databases", json={"database": {"name": "pg", "engine": "postgresql",
+                                                            "parameters": dead}})
+    assert made.status_code == 201, made.text
+    alias = client.put("/api/databases/pg", json={"database": {"engine": "postgres",
+                                                               "parameters": {"port": 10}}})
+    assert alias.status_code == 200 and alias.json()["connection_data"]["port"] == 10, alias.text
