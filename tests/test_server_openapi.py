@@ -125,3 +125,19 @@ def test_a_source_s_engine_is_not_changed_by_put(served: tuple[httpx.Client, Pat
     alias = client.put("/api/databases/pg", json={"database": {"engine": "postgres",
                                                                "parameters": {"port": 10}}})
     assert alias.status_code == 200 and alias.json()["connection_data"]["port"] == 10, alias.text
+
+
+def test_a_database_name_or_engine_that_is_not_text_is_named_so(served: tuple[httpx.Client, Path]) -> None:
+    """openapi.yml's POST /api/databases: `database.name` and `database.engine` are strings.
+    A number was answered 'Missing "name" field' (it was there) or '"engine" 5 makes a
+    project' (it makes nothing), in /api/databases/status too."""
+    client, _ = served
+    for body, words in (({"name": 5, "engine": "duckdb"}, '"name" must be a string'),
+                        ({"name": "n5", "engine": 5}, '"engine" must be a string')):
+        answer = client.post("/api/databases", json={"database": {**body, "parameters": {}}})
+        refused(answer, words)
+        assert "Missing" not in answer.json()["detail"] and "project" not in answer.json()["detail"]
+    status = client.post("/api/databases/status", json={"engine": 5}).json()
+    assert status["status"] == "connection_error" and '"engine" must be a string' in status["detail"], status
+    refused(client.post("/api/databases", json={"database": {"name": None, "engine": "duckdb"}}),
+            'Missing "name" field')

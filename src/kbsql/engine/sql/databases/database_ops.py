@@ -110,9 +110,12 @@ class DatabaseOps:
                         check_connection: bool = False) -> dict[str, Any]:
         """A new data source (201 `{name, type, engine, id}`); with `check_connection` it is
         reached first and, failing, not stored (ConnectionFailed)."""
-        if not isinstance(name, str) or not name:
+        if name is None or name == "":
             raise BadRequest('Missing "name" field for database', title="Wrong argument")
-        if not isinstance(engine, str) or engine.lower() in PROJECT_ENGINES:
+        if not isinstance(name, str) or not isinstance(engine, str):  # not "Missing", not "a project"
+            field, value = ("name", name) if not isinstance(name, str) else ("engine", engine)
+            raise BadRequest(f'"{field}" must be a string, not {value!r}'[:200], title="Wrong argument")
+        if engine.lower() in PROJECT_ENGINES:
             raise BadRequest(f'"engine" {engine!r} makes a project, not a data source: use CREATE '
                              "PROJECT (or the /api/projects routes)", title="Wrong argument")
         if not isinstance(parameters, dict):
