@@ -141,3 +141,20 @@ def test_a_database_name_or_engine_that_is_not_text_is_named_so(served: tuple[ht
     assert status["status"] == "connection_error" and '"engine" must be a string' in status["detail"], status
     refused(client.post("/api/databases", json={"database": {"name": None, "engine": "duckdb"}}),
             'Missing "name" field')
+
+
+def test_the_views_routes_answer_mindsdb_s_titles(served: tuple[httpx.Client, Path]) -> None:
+    """The views routes' errors carry the titles of MindsDB's namespaces/views.py (their
+    details already did): they read 'Not Found', 'Conflict', 'Bad Request'."""
+    client, _ = served
+    client.post(VIEWS, json={"view": {"name": "v_titled", "query": "SELECT 1 AS a"}})
+    for response, status, title in (
+            (client.get("/api/projects/nowhere/views"), 404, "Project not found"),
+            (client.get(f"{VIEWS}/nope"), 404, "View not found"),
+            (client.delete(f"{VIEWS}/nope"), 404, "View not found"),
+            (client.post(VIEWS, json={"view": {"name": "v_titled", "query": "SELECT 2"}}), 409,
+             "Name conflict"),
+            (client.post(VIEWS, json={}), 400, "Wrong argument"),
+            (client.post(VIEWS, json={"view": {"name": "v_x"}}), 400, "Wrong argument"),
+            (client.put(f"{VIEWS}/v_new", json={"view": {}}), 400, "Wrong argument")):
+        assert response.status_code == status and response.json()["title"] == title, response.text

@@ -34,7 +34,7 @@ async def _view_body(request: Request, verb: str) -> dict:
     body = await read_body(request)
     view = body.get("view")
     if not isinstance(view, dict):
-        raise BadRequest(f'Must provide "view" parameter in {verb} body', title="Bad Request")
+        raise BadRequest(f'Must provide "view" parameter in {verb} body', title="Wrong argument")
     return view
 
 
@@ -45,7 +45,7 @@ async def collection(request: Request) -> Response:
     view = await _view_body(request, "POST")
     for key in ("name", "query"):
         if key not in view:
-            raise BadRequest(f'Missing "{key}" field for view', title="Bad Request")
+            raise BadRequest(f'Missing "{key}" field for view', title="Wrong argument")
     name, query = text_field(view, "name"), text_field(view, "query")
     made = await lanes_of(request).catalog.run(api.create_view, project, name, query)
     return json_response(made, 201)
