@@ -1,7 +1,9 @@
 """MindsDB's REST API as its docs/openapi.yml documents it, sent to a real `kbsql serve`:
 the documented request bodies, and what a body the spec types differently (a name that is
 not a string) does. Each such body is refused in one line, never stored under a made-up
-name (`str(None)` made a view `None`, and a table `None` in the user's own database)."""
+name (`str(None)` made a view `None`, and a table `None` in the user's own database); a
+documented field kbsql cannot honour (an agent's `skills`, a new `engine` on PUT) is refused,
+not dropped; one it can (ISO 8601 job dates) is taken."""
 
 from __future__ import annotations
 
@@ -158,3 +160,19 @@ def test_the_views_routes_answer_mindsdb_s_titles(served: tuple[httpx.Client, Pa
             (client.post(VIEWS, json={"view": {"name": "v_x"}}), 400, "Wrong argument"),
             (client.put(f"{VIEWS}/v_new", json={"view": {}}), 400, "Wrong argument")):
         assert response.status_code == status and response.json()["title"] == title, response.text
+
+
+def test_a_job_s_dates_may_be_iso_8601_as_the_spec_types_them(served: tuple[httpx.Client, Path]) -> None:
+    """openapi.yml's Job has `start_at` / `end_at` of `format: date-time` (RFC 3339:
+    '2030-01-01T00:00:00Z'); MindsDB's parser and kbsql's took only 'YYYY-MM-DD[ HH:MM:SS]'
+    and answered "Can't parse date". Now an offset is turned into UTC, the time jobs keep."""
+    client, _ = served
+    job = {"name": "j_iso", "query": "SELECT 1", "schedule_str": "every 1 hour",
+           "start_at": "2030-01-01T00:00:00Z", "end_at": "2031-01-01T02:30:00+02:00"}
+    made = client.post("/api/projects/mindsdb/jobs", json={"job": job})
+    assert made.status_code == 200, made.text
+    assert made.json()["start_at"].startswith("2030-01-01 00:00:00"), made.json()
+    assert made.json()["end_at"].startswith("2031-01-01 00:30:00"), made.json()
+    bad = client.post("/api/projects/mindsdb/jobs", json={"job": {**job, "name": "j_bad", "end_at": "soon"}})
+    assert bad.status_code == 400 and "ISO 8601" in bad.json()["detail"], bad.text
+    assert client.delete("/api/projects/mindsdb/jobs/j_iso").status_code == 204
