@@ -111,8 +111,8 @@ class TableSurface(FileTables, UploadedFiles, Databases, Views):
                                                      else {}, check_connection)
 
     def update_database(self, name: str, parameters: dict[str, Any],
-                        check_connection: bool = False) -> dict[str, Any]:
-        return self._databases().update_database(name, parameters, check_connection)
+                        check_connection: bool = False, engine: str | None = None) -> dict[str, Any]:
+        return self._databases().update_database(name, parameters, check_connection, engine)
 
     def delete_database(self, name: str) -> None:
         self._databases().delete_database(name)

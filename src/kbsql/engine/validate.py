@@ -189,13 +189,18 @@ def agent_params(value: Any) -> dict[str, Any]:
 def older_agent_format(body: dict[str, Any]) -> None:
     """MindsDB's older agent body put `model_name` / `provider` beside the fields; here the
     model is the `model` object, and the older form is refused rather than run on another
-    model than the one named."""
+    model than the one named. Its `skills` (MindsDB's docs/openapi.yml still documents them)
+    are refused too: dropped, the agent would answer without the data they named."""
     flat = {k: body[k] for k in ("model_name", "provider") if body.get(k) is not None}
     if flat:
         raise InvalidParameter("The agent's model goes in \"model\": {\"provider\": ..., "
                                "\"model_name\": ...}; "
                                f"{', '.join(sorted(flat))} beside it is MindsDB's older agent "
                                "format, not accepted")
+    if any(str(k).lower() == "skills" and v for k, v in body.items()):  # also USING SKILLS = [...]
+        raise InvalidParameter("not supported by the local engine: an agent's skills (connect knowledge "
+                               "bases and tables in \"data\": {\"knowledge_bases\": [...], "
+                               "\"tables\": [...]})")
 
 
 def rows(value: Any) -> list[dict[str, Any]]:

@@ -53,7 +53,9 @@ def fill_templates(text: str, start: datetime, previous: datetime | None, create
 
 
 def parse_date(text: str) -> datetime:
-    """A START or END date; one clear line for any other form."""
+    """A START or END date: MindsDB's two forms, or ISO 8601 as MindsDB's docs/openapi.yml
+    types a job's start_at / end_at (`format: date-time`, '2030-01-01T00:00:00Z'; an offset
+    is turned into UTC, the time the catalog keeps). One clear line for any other form."""
     if text.strip().upper() == "NOW":
         return utcnow()
     for fmt in _DATE_FORMATS:
@@ -61,7 +63,12 @@ def parse_date(text: str) -> datetime:
             return datetime.strptime(text.strip(), fmt)
         except ValueError:
             continue
-    raise SqlError(f"Can't parse date: {text!r} (use 'YYYY-MM-DD' or 'YYYY-MM-DD HH:MM:SS', UTC)")
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise SqlError(f"Can't parse date: {text!r} (use 'YYYY-MM-DD', 'YYYY-MM-DD HH:MM:SS' (UTC) or "
+                       "ISO 8601 such as '2030-01-01T00:00:00Z')") from None
+    return moment if moment.tzinfo is None else moment.astimezone(UTC).replace(tzinfo=None)
 
 
 def parse_every(text: str) -> tuple[int, str]:

@@ -123,6 +123,20 @@ async def read_body(request: Request, wrapper: str | None = None) -> dict[str, A
     return inner
 
 
+def text_field(obj: dict[str, Any], key: str) -> str:
+    """`obj[key]` when it is a non-empty string, else a 400 "Wrong argument" in one line.
+    MindsDB's openapi.yml types the names and queries of its bodies as strings; `str()` of
+    anything else (null, 7, a list) would name a view or a table after Python's spelling
+    of it. A missing key is the caller's own 400 (MindsDB's "Missing ... field")."""
+    value = obj.get(key)
+    if isinstance(value, str) and value.strip():
+        return value
+    kind = ("an empty string" if isinstance(value, str) else "null" if value is None
+            else "a boolean" if isinstance(value, bool) else "a number" if isinstance(value, int | float)
+            else "a list" if isinstance(value, list) else "an object")
+    raise BadRequest(f"'{key}' must be a non-empty string, not {kind}", title="Wrong argument")
+
+
 def not_supported(what: str) -> BadRequest:
     """A route whose optional capability this service does not declare."""
     return BadRequest(f"not supported by this service: {what}", title="Not supported")

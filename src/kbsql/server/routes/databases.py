@@ -6,10 +6,11 @@ sources).
 Codes: GET 200; POST 201 (a name in use 409 "Name conflict", a missing `database`, `name`
 or `engine` 400 "Wrong argument"; `check_connection` that fails answers 200
 `{"status": "connection_error", "detail"}`, as MindsDB's POST does); PUT 201 when it
-creates, 200 when it updates, 400 "Connection error" when `check_connection` fails;
-DELETE 204 (a system database 400 "Error", an unknown one 404). Tables: GET 200, POST
-`{"table": {name, select, replace}}` 201 in `files` or `df` (a project 400, a name in use
-409), DELETE 204.
+creates, 200 when it updates (an `engine` other than the source's 400), 400 "Connection
+error" when `check_connection` fails; DELETE 204 (a system database 400 "Error", an unknown
+one 404). Tables: GET 200, POST `{"table": {name, select, replace}}` 201 in `files` or `df`
+(a project 400, a name or select that is not a non-empty string 400, a name in use 409),
+DELETE 204.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from kbsql.server.routes.common import (
     lanes_of,
     path,
     read_body,
+    text_field,
 )
 
 
@@ -109,7 +111,7 @@ async def item(request: Request) -> Response:
         return json_response(await lanes_of(request).sql.run(api.create_database, name, database["engine"],
                                                              parameters, check, owner=owner), 201)
     return json_response(await lanes_of(request).sql.run(api.update_database, name, parameters, check,
-                                                         owner=owner))
+                                                         database.get("engine"), owner=owner))
 
 
 async def tables(request: Request) -> Response:
@@ -122,7 +124,8 @@ async def tables(request: Request) -> Response:
         raise _wrong('Missing "name" field for table')
     if "select" not in table:
         raise _wrong('Missing "select" field for table')
-    created = await lanes_of(request).sql.run(api.create_table, database, table["name"], table["select"],
+    name, select = text_field(table, "name"), text_field(table, "select")  # str(None) wrote a table 'None'
+    created = await lanes_of(request).sql.run(api.create_table, database, name, select,
                                               _flag(table.get("replace", False)), owner=owner)
     return json_response(created, 201)
 

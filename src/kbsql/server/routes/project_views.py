@@ -2,8 +2,9 @@
 over the `Views` capability (the views `CREATE VIEW` keeps, so SQL and REST see the same).
 
 Codes: GET 200 (`[{id, name, query}]` or one); POST `{"view": {name, query}}` 201 (no `view`
-/ `name` / `query` 400, a name in use 409); PUT `{"view": {query}}` 201 when it creates, 200
-when it changes; DELETE 204; a missing project or view 404.
+/ `name` / `query` 400, one that is not a non-empty string 400, a name in use 409); PUT
+`{"view": {query}}` 201 when it creates, 200 when it changes; DELETE 204; a missing project
+or view 404.
 """
 
 from __future__ import annotations
@@ -14,7 +15,15 @@ from starlette.routing import Route
 
 from kbsql.interface.api import Views
 from kbsql.interface.errors import BadRequest
-from kbsql.server.routes.common import capability, endpoint, json_response, lanes_of, path, read_body
+from kbsql.server.routes.common import (
+    capability,
+    endpoint,
+    json_response,
+    lanes_of,
+    path,
+    read_body,
+    text_field,
+)
 
 
 def _views(request: Request) -> Views:
@@ -25,7 +34,7 @@ async def _view_body(request: Request, verb: str) -> dict:
     body = await read_body(request)
     view = body.get("view")
     if not isinstance(view, dict):
-        raise BadRequest(f'Must provide "view" parameter in {verb} body', title="Bad Request")
+        raise BadRequest(f'Must provide "view" parameter in {verb} body', title="Wrong argument")
     return view
 
 
@@ -36,8 +45,8 @@ async def collection(request: Request) -> Response:
     view = await _view_body(request, "POST")
     for key in ("name", "query"):
         if key not in view:
-            raise BadRequest(f'Missing "{key}" field for view', title="Bad Request")
-    name, query = str(view["name"]), str(view["query"])
+            raise BadRequest(f'Missing "{key}" field for view', title="Wrong argument")
+    name, query = text_field(view, "name"), text_field(view, "query")
     made = await lanes_of(request).catalog.run(api.create_view, project, name, query)
     return json_response(made, 201)
 
@@ -50,9 +59,8 @@ async def item(request: Request) -> Response:
         await lanes_of(request).catalog.run(api.delete_view, project, name)
         return Response(status_code=204)
     view = await _view_body(request, "PUT")
-    query = view.get("query")
-    answer, created = await lanes_of(request).catalog.run(api.put_view, project, name,
-                                                           None if query is None else str(query))
+    query = None if view.get("query") is None else text_field(view, "query")
+    answer, created = await lanes_of(request).catalog.run(api.put_view, project, name, query)
     return json_response(answer, 201 if created else 200)
 
 

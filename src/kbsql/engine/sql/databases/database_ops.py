@@ -110,9 +110,12 @@ class DatabaseOps:
                         check_connection: bool = False) -> dict[str, Any]:
         """A new data source (201 `{name, type, engine, id}`); with `check_connection` it is
         reached first and, failing, not stored (ConnectionFailed)."""
-        if not isinstance(name, str) or not name:
+        if name is None or name == "":
             raise BadRequest('Missing "name" field for database', title="Wrong argument")
-        if not isinstance(engine, str) or engine.lower() in PROJECT_ENGINES:
+        if not isinstance(name, str) or not isinstance(engine, str):  # not "Missing", not "a project"
+            field, value = ("name", name) if not isinstance(name, str) else ("engine", engine)
+            raise BadRequest(f'"{field}" must be a string, not {value!r}'[:200], title="Wrong argument")
+        if engine.lower() in PROJECT_ENGINES:
             raise BadRequest(f'"engine" {engine!r} makes a project, not a data source: use CREATE '
                              "PROJECT (or the /api/projects routes)", title="Wrong argument")
         if not isinstance(parameters, dict):
@@ -132,9 +135,11 @@ class DatabaseOps:
         return {"name": record.name, "type": "data", "engine": record.engine, "id": record.id}
 
     def update_database(self, name: str, parameters: dict[str, Any],
-                        check_connection: bool = False) -> dict[str, Any]:
+                        check_connection: bool = False, engine: Any = None) -> dict[str, Any]:
         """New connection parameters, merged over the stored ones (MindsDB's modify); with
-        `check_connection` a source that cannot be reached keeps its old ones."""
+        `check_connection` a source that cannot be reached keeps its old ones. An `engine`
+        other than the source's is a 400: MindsDB's modify ignores it, merging the new
+        engine's parameters into the old one's (a duckdb source pointed at a sqlite file)."""
         if find_project(self.session, name) is not None:
             raise BadRequest(f"{name} is a project: only a data source's parameters can be updated",
                              title="Wrong argument")
@@ -143,6 +148,10 @@ class DatabaseOps:
         if not isinstance(parameters, dict):
             raise _not_parameters()
         record = self._datasource(name)
+        if engine is not None and not self._same_engine(engine, record.engine):
+            raise BadRequest(f"{record.name} is a {record.engine} data source: its engine cannot be "
+                             f"changed to {engine!r} (DROP DATABASE {record.name}, then create it with the "
+                             "new engine)", title="Wrong argument")
         self._check_policy(record.engine, {**record.parameters, **parameters})
         merged = self._normalized(record.engine, {**record.parameters, **parameters}, check_connection)
         self._check_policy(record.engine, merged)
@@ -286,6 +295,17 @@ class DatabaseOps:
         if record is None:
             raise UnknownDatabase(f"Database with name {name} does not exist.", title="Database not found")
         return record
+
+    def _same_engine(self, sent: Any, stored: str) -> bool:
+        """`sent` names the engine `stored`: in any case, or an alias opening the same class
+        (postgres, postgresql)."""
+        if not isinstance(sent, str):
+            return False
+        if sent.lower() == stored.lower():
+            return True
+        engines = self.session.duck.engines
+        found = engines.get(sent.lower()) if sent.lower() in engines else None
+        return found is not None and stored in engines and found is engines.get(stored)
 
     def _normalized(self, engine: str, parameters: dict[str, Any], check_connection: bool) -> dict[str, Any]:
         """The parameters as the engine keeps them. Incomplete ones (a postgres source without

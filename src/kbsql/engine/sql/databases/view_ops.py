@@ -27,7 +27,7 @@ class ViewOps:
     def _project(self, project: str) -> str:
         found = find_project(self.session, project)
         if found is None:
-            raise NotFound(f"Project name {project} does not exist", title="Not Found")
+            raise NotFound(f"Project name {project} does not exist", title="Project not found")
         return found
 
     def _query(self, query: Any) -> str:
@@ -42,13 +42,13 @@ class ViewOps:
     def get_view(self, project: str, name: str) -> dict[str, Any]:
         record = view_store.find_view(self.session.catalog, self._project(project), name)
         if record is None:
-            raise NotFound(f"View with name {name} does not exist", title="Not Found")
+            raise NotFound(f"View with name {name} does not exist", title="View not found")
         return _json(record)
 
     def create_view(self, project: str, name: str, query: str) -> dict[str, Any]:
         found = self._project(project)
         if view_store.find_view(self.session.catalog, found, name) is not None:
-            raise Conflict(f"View with name {name} already exists.", title="Conflict")
+            raise Conflict(f"View with name {name} already exists.", title="Name conflict")
         view_store.create_view(self.session.catalog, found, name, self._query(query))
         self.session.plans.clear()
         return self.get_view(found, name)
@@ -57,7 +57,7 @@ class ViewOps:
         found = self._project(project)
         exists = view_store.find_view(self.session.catalog, found, name) is not None
         if not exists and query is None:
-            raise BadRequest('Missing "query" field for new view', title="Bad Request")
+            raise BadRequest('Missing "query" field for new view', title="Wrong argument")
         if query is not None:
             view_store.create_view(self.session.catalog, found, name, self._query(query), replace=True)
             self.session.plans.clear()
