@@ -22,6 +22,8 @@ ANSWERS = [
     ("(SELECT id FROM shop.orders WHERE customer_id = 10 ORDER BY id DESC LIMIT 1) UNION "
      "(SELECT id FROM shop.orders WHERE customer_id = 20) UNION "
      "(SELECT id FROM shop.orders ORDER BY id LIMIT 1 OFFSET 3)", [2, 3, 4]),
+    ("WITH c AS (SELECT id FROM shop.orders) (SELECT id FROM c ORDER BY id DESC LIMIT 1) UNION ALL "
+     "(SELECT id FROM c WHERE id < 3)", [1, 2, 4]),  # the WITH reaches every part
     ("SELECT id FROM shop.orders WHERE customer_id = 10 UNION ALL "
      "SELECT id FROM shop.orders WHERE customer_id = 30 ORDER BY id DESC LIMIT 2", [4, 2]),
     ("(SELECT id FROM shop.orders WHERE customer_id = 10) UNION ALL "
