@@ -22,6 +22,8 @@ ANSWERS = [
     ("(SELECT id FROM shop.orders WHERE customer_id = 10 ORDER BY id DESC LIMIT 1) UNION "
      "(SELECT id FROM shop.orders WHERE customer_id = 20) UNION "
      "(SELECT id FROM shop.orders ORDER BY id LIMIT 1 OFFSET 3)", [2, 3, 4]),
+    ("WITH c AS (SELECT id FROM shop.orders) (SELECT id FROM c ORDER BY id DESC LIMIT 1) UNION ALL "
+     "(SELECT id FROM c WHERE id < 3)", [1, 2, 4]),  # the WITH reaches every part
     ("SELECT id FROM shop.orders WHERE customer_id = 10 UNION ALL "
      "SELECT id FROM shop.orders WHERE customer_id = 30 ORDER BY id DESC LIMIT 2", [4, 2]),
     ("(SELECT id FROM shop.orders WHERE customer_id = 10) UNION ALL "
@@ -58,8 +60,9 @@ def test_an_offset_after_a_parenthesized_last_part_is_refused(door: ServerProces
 
 def test_a_parser_without_the_rule_refuses_parts_with_their_own_limit(monkeypatch, tmp_path) -> None:
     """mindsdb_sql_parser is not pinned: a version whose grammar lacks the `( select )` rule
-    parses every statement as before, and a UNION whose parts own a LIMIT is refused in one
-    line rather than read one way silently (it raised RuntimeError on every statement)."""
+    parses every statement as before, and a UNION whose last part has a LIMIT (the part's or
+    the whole UNION's: without the rule it cannot be told) is refused in one line rather than
+    read one way silently (it raised RuntimeError on every statement)."""
     import kbsql
     from kbsql.engine.sql.parse import union_parts
     from kbsql.interface.errors import SqlError
@@ -68,6 +71,7 @@ def test_a_parser_without_the_rule_refuses_parts_with_their_own_limit(monkeypatc
     monkeypatch.setattr(union_parts, "_missing", True)
     with kbsql.connect(tmp_path / "d") as client:
         assert client.sql("SELECT 1 AS a UNION ALL SELECT 2").data == [[1], [2]]
+        assert client.sql("(SELECT 1 AS a LIMIT 1) UNION ALL (SELECT 2)").data == [[1], [2]]
         with pytest.raises(SqlError) as caught:
             client.sql("(SELECT 1 AS a LIMIT 1) UNION ALL (SELECT 2 LIMIT 1)")
     assert "not supported with this version of mindsdb_sql_parser" in str(caught.value)

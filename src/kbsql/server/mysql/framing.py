@@ -109,7 +109,15 @@ class BoundedStream:
             await self.drain()
 
     def write_many(self, packets: Sequence[bytes]) -> None:
-        self.inner.write_many(packets)
+        """Frame and buffer packets. A payload of 16 MB or more (a row holding a large text) goes
+        as MySQL splits it: 0xFFFFFF-byte pieces, then the rest (empty when it divides evenly),
+        each with its own sequence number; mysql-mimic's `write_many` gave it one header, its
+        length running into the sequence byte (pymysql: "Packet sequence number wrong",
+        mysql-connector waiting for bytes that never came)."""
+        if all(len(packet) < MAX_PAYLOAD for packet in packets):
+            self.inner.write_many(packets)
+            return
+        self.inner.write_many([piece for packet in packets for piece in _pieces(packet)])
 
     async def drain(self) -> None:
         try:
@@ -138,6 +146,14 @@ class BoundedStream:
     def waiting(self) -> int:
         """Bytes of answers not yet taken by the client (framed here or in the socket's buffer)."""
         return len(self.inner._buffer) + self.writer.transport.get_write_buffer_size()
+
+
+def _pieces(packet: bytes) -> list[bytes]:
+    """One payload as the packets that carry it (see `BoundedStream.write_many`)."""
+    if len(packet) < MAX_PAYLOAD:
+        return [packet]
+    # bytes, not memoryviews: mysql-mimic's write_many takes nothing else
+    return [packet[at:at + MAX_PAYLOAD] for at in range(0, len(packet) + 1, MAX_PAYLOAD)]
 
 
 def handshake_is_complete(capabilities: Capabilities, data: bytes) -> bool:

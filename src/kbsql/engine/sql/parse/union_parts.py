@@ -7,11 +7,11 @@ rendering, `A LIMIT 5 UNION B LIMIT 5`, is read by DuckDB as one LIMIT of the wh
 first query answered 5 rows of its first part where MySQL and MindsDB answer 10 (MindsDB's
 flows/test_mysql_api_extended.py::test_union_operator), without a word.
 
-So the parser's rule for a parenthesized SELECT is wrapped, once (`install`), to note on the SELECT the
-clauses written inside its parentheses (`MARK`), and `enclosed_parts` sets, for one rendering,
-the parentheses a part's own clauses need:
-- a part before the last with an ORDER BY, LIMIT or OFFSET keeps them (MySQL asks for its
-  parentheses; MindsDB applies them to the part);
+So the parser's rule for a parenthesized SELECT is wrapped, once (`install`), to note on the
+SELECT the clauses written inside its parentheses (`MARK`), and `enclosed_parts` sets, for one
+rendering, the parentheses the last part's own clauses need (a part before the last keeps its
+clauses unparenthesized: DuckDB reads `A LIMIT 1 UNION B` so, and a WITH the parser hangs on
+that part must stay outside any parentheses, for the other parts to read its CTEs):
 - the last part keeps a LIMIT or OFFSET written inside its parentheses; a LIMIT or ORDER BY
   after its closing parenthesis, or after an unparenthesized last part, is the whole union's,
   as MySQL reads it (MindsDB's planner gives it to the last part alone; `A UNION B ORDER BY 1`
@@ -78,15 +78,14 @@ SET_OPERATIONS = (ast.Union, ast.Intersect, ast.Except)
 
 
 def _needing_parentheses(operations: list[ast.ASTNode]) -> Iterator[ast.ASTNode]:
-    """The parts of these set operations whose clauses are their own."""
+    """The last parts of these set operations whose LIMIT or OFFSET is their own."""
     for node in operations:
-        left, right = node.left, node.right
-        if _missing and any(isinstance(p, ast.Select) and _clauses(p) for p in (left, right)):
-            raise SqlError("A UNION part with its own ORDER BY, LIMIT or OFFSET is not supported with "
-                           "this version of mindsdb_sql_parser: wrap the part in a subquery "
-                           "(SELECT * FROM (...) AS p LIMIT ...)")
-        if isinstance(left, ast.Select) and not left.parentheses and _clauses(left):
-            yield left
+        right = node.right
+        if _missing and isinstance(right, ast.Select) and {"limit", "offset"} & set(_clauses(right)):
+            raise SqlError("A UNION whose last part has a LIMIT or OFFSET is not supported with this "
+                           "version of mindsdb_sql_parser (whether it is the part's or the whole "
+                           "UNION's cannot be told): wrap it in a subquery "
+                           "(SELECT * FROM (...) AS u LIMIT ...)")
         if not isinstance(right, ast.Select) or right.parentheses:
             continue
         enclosed = set(getattr(right, MARK, ()))
