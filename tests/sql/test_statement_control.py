@@ -71,9 +71,9 @@ def interrupt_once_running():  # Ctrl-C while DuckDB runs the statement (not whi
     while True:
         frame, names = sys._current_frames().get(main), set()
         while frame is not None:
-            names.add(frame.f_code.co_name)
+            names.add(frame.f_code.co_qualname)
             frame = frame.f_back
-        if names & {{"_fetch", "_fetch_interruptibly"}}:
+        if names & {{"DuckSession._fetch", "MainThreadRelay.run"}}:
             break
         time.sleep(0.02)
     time.sleep(0.5)

@@ -23,7 +23,6 @@ import shutil
 import threading
 import time
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -38,7 +37,7 @@ from kbsql.engine.datasources.scans import DataSource, FileScan, FrameScan, Nati
 from kbsql.engine.sql.parse import long_statements
 from kbsql.engine.sql.tables import value_caps
 from kbsql.engine.sql.tables.duck_errors import readable
-from kbsql.engine.sql.tables.duck_fetch import fetch
+from kbsql.engine.sql.tables.duck_fetch import MainThreadRelay, fetch
 from kbsql.engine.sql.tables.duck_settings import (
     DuckSettings,
     configure,
@@ -114,12 +113,11 @@ class DuckSession:
         # the watchdog's ticks read the disk again while a long statement spills (not only when
         # the next one starts)
         self.watchdog = Watchdog(max_growth=2 * self.memory_limit, on_tick=self._refresh_spill_cap)
-        self._relay: ThreadPoolExecutor | None = None  # runs the main thread's statements
+        self._relay = MainThreadRelay()  # runs the main thread's statements (Ctrl-C)
 
     def close(self) -> None:
         self.watchdog.close()
-        if self._relay is not None:
-            self._relay.shutdown(wait=False)
+        self._relay.close()
         with self.lock:
             for _, _, pinned in self._sources.values():
                 if pinned is not None:
@@ -358,7 +356,7 @@ class DuckSession:
             long_statements.started()  # DuckDB lets go of the interpreter: the next long one may compile
             with control.stoppable(cursor.con.interrupt), self.watchdog.watching(control):
                 if threading.current_thread() is threading.main_thread():
-                    return self._fetch_interruptibly(cursor.con, prefix + sql, control, plan.query)
+                    return self._relay.run(self._fetch, cursor.con, prefix + sql, control, plan.query)
                 return self._fetch(cursor.con, prefix + sql, control, plan.query)
         except duckdb.Error as exc:
             raise readable(exc, control, pinned, self.memory_limit, self.spill_limit, self.settings) from None
@@ -405,29 +403,6 @@ class DuckSession:
                 path = item.read_path
             sql = sql.replace(f"'{FILE_TOKEN.format(i)}'", f"'{_quote(path)}'")
         return sql
-
-    def _fetch_interruptibly(self, con: duckdb.DuckDBPyConnection, sql: str,
-                             control: Control, query: bool) -> pa.Table:
-        """`_fetch` for the main thread (a notebook's kernel, a script), where Ctrl-C lands.
-
-        DuckDB notices a SIGINT only when it polls between two of its tasks, and a task of a
-        big join can run for minutes (and under load the poll was seen to miss it
-        altogether). So the statement runs in a helper thread while the main thread waits,
-        which a KeyboardInterrupt does wake: the cursor is interrupted, the helper stops
-        within a vector, and the KeyboardInterrupt goes on. (~40 us a statement, paid
-        only in the main thread; the server runs statements in its worker threads.)"""
-        if self._relay is None:
-            self._relay = ThreadPoolExecutor(1, thread_name_prefix="kbsql-sql-main")
-        future = self._relay.submit(self._fetch, con, sql, control, query)
-        try:
-            return future.result()
-        except KeyboardInterrupt:
-            con.interrupt()
-            try:
-                future.result()
-            except BaseException:  # the interrupted statement's own error: the Ctrl-C wins
-                pass
-            raise
 
     def _fetch(self, con: duckdb.DuckDBPyConnection, sql: str, control: Control,
                query: bool = True) -> pa.Table:

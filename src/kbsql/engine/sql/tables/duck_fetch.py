@@ -1,7 +1,12 @@
 """Fetching a statement's answer from DuckDB as Arrow (duck.py runs the statement): in
-batches, refused past a byte cap, TIME WITH TIME ZONE columns read in UTC."""
+batches, refused past a byte cap, TIME WITH TIME ZONE columns read in UTC; in the main thread
+through a relay that Ctrl-C can stop."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -53,3 +58,35 @@ def _times_in_utc(sql: str, columns: list[tuple[str, bool]]) -> str:
     targets = [f"CAST(timezone('UTC', #{i}) AS TIME) AS {ident(name)}" if zoned else f"#{i} AS {ident(name)}"
                for i, (name, zoned) in enumerate(columns, start=1)]
     return f"SELECT {', '.join(targets)} FROM ({sql})"
+
+
+class MainThreadRelay:
+    """Fetches for the main thread (a notebook's kernel, a script), where Ctrl-C lands.
+
+    DuckDB notices a SIGINT only when it polls between two of its tasks, and a task of a big
+    join can run for minutes (and under load the poll was seen to miss it altogether). So the
+    statement runs in a helper thread while the main thread waits, which a KeyboardInterrupt
+    does wake: the cursor is interrupted, the helper stops within a vector, and the
+    KeyboardInterrupt goes on. (~40 us a statement, paid only in the main thread; the server
+    runs statements in its worker threads.)"""
+
+    def __init__(self) -> None:
+        self._pool: ThreadPoolExecutor | None = None  # made on first use
+
+    def run(self, fetch_fn: Callable[..., pa.Table], con: duckdb.DuckDBPyConnection, *args: Any) -> pa.Table:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix="kbsql-sql-main")
+        future = self._pool.submit(fetch_fn, con, *args)
+        try:
+            return future.result()
+        except KeyboardInterrupt:
+            con.interrupt()
+            try:
+                future.result()
+            except BaseException:  # the interrupted statement's own error: the Ctrl-C wins
+                pass
+            raise
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False)
