@@ -254,3 +254,15 @@ def test_a_schema_with_a_backslash_and_a_space_reads_on_both_paths(engine: Engin
     finally:
         with psycopg.connect(postgres_dsn, autocommit=True) as db:
             db.execute(f"DROP SCHEMA {quoted} CASCADE")
+
+
+def test_a_one_letter_password_is_masked_without_garbling_the_error(engine: Engine,
+                                                                    postgres_dsn: str) -> None:
+    """The password was replaced wherever its text occurred: a password `p` turned the
+    connection error into '******assword authentication failed for user "******ostgres"'.
+    A short secret is masked only where it stands alone (interface.secrets.scrub_secret)."""
+    params = {**_params(postgres_dsn, "public"), "password": "p"}
+    result = engine.query(f"CREATE DATABASE pgp WITH ENGINE = 'postgres', PARAMETERS = {json.dumps(params)}")
+    message = getattr(result, "error_message", "")
+    assert "password authentication failed" in message and "postgres" in message, result
+    assert "******" not in message, message

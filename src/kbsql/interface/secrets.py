@@ -86,11 +86,12 @@ def mask_sql_text(text: str) -> str:
 
 
 def scrub_secret(text: str, api_key: str | None) -> str:
-    """Provider error text with the key masked: a provider (or a proxy in front of it) may
-    echo the key it refused, and this text reaches answers, stream error chunks and SQL
-    errors. Anything shaped like an OpenAI/Anthropic key (`sk-...`) is masked too. A key
-    shorter than `SHORT_KEY` is masked where it stands as a token of its own, not inside
-    words: an api_key of `k` made every error read "(******bsql serve ...)"."""
+    """Error text with a secret masked: a provider (or a proxy in front of it) may echo the
+    key it refused, a database driver the password it was given, and this text reaches
+    answers, stream error chunks and SQL errors. Anything shaped like an OpenAI/Anthropic
+    key (`sk-...`) is masked too. A secret shorter than `SHORT_KEY` is masked where it stands
+    as a token of its own, not inside words: an api_key of `k` made every error read
+    "(******bsql serve ...)", a password `p` a connection error "o******tions"."""
     if api_key and len(api_key) < SHORT_KEY:
         text = re.sub(rf"(?<![\w-]){re.escape(api_key)}(?![\w-])", MASK, text)
     elif api_key:

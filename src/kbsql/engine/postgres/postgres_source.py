@@ -33,9 +33,10 @@ from sqlglot import exp
 
 from kbsql.engine import outbound
 from kbsql.engine.datasources.extensions import load_extension
-from kbsql.engine.datasources.scans import MASK, NativeTable, Scan, duckdb_string_literal, match_name
+from kbsql.engine.datasources.scans import NativeTable, Scan, duckdb_string_literal, match_name
 from kbsql.interface.control import current as current_control
 from kbsql.interface.errors import SqlError
+from kbsql.interface.secrets import scrub_secret
 
 SECRET_FIELDS = {"host": "HOST", "port": "PORT", "user": "USER", "password": "PASSWORD",
                  "dbname": "DATABASE"}
@@ -178,8 +179,8 @@ class PostgresSource:
         """An error naming where, with the password (if any) masked out of DuckDB's text."""
         s = self.settings
         message = " ".join(str(exc).split())  # libpq's text spans lines: an error is one line
-        if s.get("password"):
-            message = message.replace(s["password"], MASK)
+        if s.get("password"):  # a short one only where it stands alone ("p" garbled every word)
+            message = scrub_secret(message, s["password"])
         if self.allowed is not None and doing == CONNECT:  # a shared server: no network map
             message = ("no connection (the host, port, database, user or password may be wrong, "
                        "or the server down or too slow to answer)")
