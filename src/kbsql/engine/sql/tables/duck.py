@@ -32,7 +32,13 @@ from sqlglot import exp
 
 from kbsql.engine.datasources.confine import PathPolicy, Pinned, pin_stored
 from kbsql.engine.datasources.frame_store import FRAMES_SOURCE, FrameStore
-from kbsql.engine.datasources.registry import Engines, data_source_engines, normalize, open_source
+from kbsql.engine.datasources.registry import (
+    ATTACH_PREFIX,
+    Engines,
+    data_source_engines,
+    normalize,
+    open_source,
+)
 from kbsql.engine.datasources.scans import DataSource, FileScan, FrameScan, NativeTable, Scan
 from kbsql.engine.sql.parse import long_statements
 from kbsql.engine.sql.tables import value_caps
@@ -307,13 +313,13 @@ class DuckSession:
     def run(self, plan: Compiled) -> pa.Table:
         """Execute one compiled SELECT on a cursor of its own; the answer as Arrow."""
         control = CURRENT.get() or Control()
-        with self.swaps.shared(), self._checkout() as cursor:
+        with self.swaps.shared_if(ATTACH_PREFIX in plan.sql), self._checkout() as cursor:
             return self._execute(cursor, plan, control, "")
 
     def describe(self, plan: Compiled) -> pa.Table:
         """Column names and DuckDB types of a compiled SELECT."""
         control = CURRENT.get() or Control()
-        with self.swaps.shared(), self._checkout() as cursor:
+        with self.swaps.shared_if(ATTACH_PREFIX in plan.sql), self._checkout() as cursor:
             table = self._execute(cursor, plan, control, "DESCRIBE ")
         return table.select(["column_name", "column_type"])
 
