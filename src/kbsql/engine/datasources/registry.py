@@ -74,8 +74,8 @@ ATTACH_PREFIX = "kbsql_ds_"
 name reads no attached source, and passes the swap gate (`SwapGate.shared_if`)."""
 
 
-def open_source(record: DatasourceRecord, engines: Engines) -> DataSource:
+def open_source(record: DatasourceRecord, engines: Engines, alias: str | None = None) -> DataSource:
     """The stored source `record` (its engine was known when it was stored; a storage
     backend's name opens as a `VectorStore`)."""
     found = engines.get(record.engine) if record.engine in engines else None
-    return (found or VectorStore)(record.name, f"{ATTACH_PREFIX}{record.id}", record.parameters)
+    return (found or VectorStore)(record.name, alias or f"{ATTACH_PREFIX}{record.id}", record.parameters)
