@@ -421,6 +421,8 @@ def test_a_name_with_a_nul_a_line_break_or_only_spaces_is_refused_before_it_is_s
             refused = sql(client, statement.format(name))
             assert refused["type"] == "error" and "control character" in refused["error_message"], refused
     assert [rows(client, q) for q in ("SHOW JOBS", "SHOW DATABASES", "SHOW FULL TABLES")] == before
+    for path in ("/api/projects/mindsdb/jobs/a%00b", "/api/projects/mindsdb/jobs/a%00b/history"):
+        assert client.get(path).json()["title"] == "Job not found"  # was the parser's 400
     ok(client, "CREATE JOB `a spaced job` (SELECT 1) EVERY hour")
     ok(client, "DROP JOB `a spaced job`")
 
