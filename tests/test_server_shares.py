@@ -18,6 +18,7 @@ from typing import Any
 import duckdb
 import httpx
 import pandas as pd
+import pytest
 
 import kbsql
 from kbsql.server.process import spawn
@@ -324,3 +325,33 @@ def test_a_write_to_a_source_waits_for_no_statement_that_does_not_read_one(tmp_p
         assert timed("SELECT count(*) FROM w.t")[1]["data"] == [[1]]
         assert not select.select([hog], [], [], 0)[0]  # the heavy statement was still running
         hog.close()
+
+
+def test_a_change_of_user_moves_the_connections_place_and_owner(tmp_path: Path) -> None:
+    """COM_CHANGE_USER logs in again on the same connection. Each took a new place among the
+    credential's MySQL logins and none was given back: after 127 on one connection, closed,
+    the token had one login left until a restart (live, default 256), as a pool that
+    re-authenticates connections it hands out would do. And the connection's statements
+    stayed the first credential's: changed to bob, it read the token's variables."""
+    import mysql.connector
+
+    with spawn(tmp_path / "d", env={"KBSQL_PASSWORD": "pw-bob"},
+               args=("--token", TOKEN, "--user", "bob", "--mysql-port", "0",
+                     "--mysql-max-connections", "8")) as srv:  # a user holds at most 4
+        options = {"host": "127.0.0.1", "port": srv.mysql_port, "database": "mindsdb", "use_pure": True}
+        door = mysql.connector.connect(user="x", password=TOKEN, **options)
+        for _ in range(10):
+            door.cmd_change_user(username="x", password=TOKEN, database="mindsdb")
+        with door.cursor() as cursor:
+            cursor.execute("SET @key = 'sk-token-secret'")
+        door.cmd_change_user(username="bob", password="pw-bob", database="mindsdb")
+        with door.cursor() as cursor:
+            with pytest.raises(mysql.connector.Error) as undefined:
+                cursor.execute("SELECT @key")
+                cursor.fetchall()
+        assert "sk-token" not in str(undefined.value)
+        door.close()
+        time.sleep(0.5)  # the door sees the connection end
+        logins = [connect(srv, password=TOKEN) for _ in range(4)]  # the token's whole share
+        for login in logins:
+            login.close()
