@@ -222,7 +222,7 @@ def test_a_macro_in_a_duckdb_file_cannot_read_past_allow_path(
                        f"PARAMETERS = {{\"database\": \"{made_by_someone}\"}}")
     assert made["type"] == "ok", made
     assert sql(server, "SELECT answer, upper('a') AS a FROM macros.facts")["data"] == [[42, "A"]]
-    for name in ["macros", *(f"kbsql_ds_{n}" for n in range(12))]:  # the attached names
+    for name in ["macros", *(f"kbsql_ds_{n}_{m}" for n in range(4) for m in range(3))]:  # attached names
         for call in (f"{name}.leak()", f"{name}.main.leak()", f'"{name}"."leak"()'):
             answer = sql(server, f"SELECT {call} AS x")
             assert answer["type"] == "error" and "sk-live" not in str(answer), (call, answer)

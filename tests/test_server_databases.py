@@ -217,3 +217,55 @@ def test_tables_of_files_projects_and_the_errors(served: tuple[httpx.Client, Pat
     problem(client.delete("/api/databases/files/tables/cheap"), 404, "Table not found")
     problem(client.delete("/api/databases/nowhere/tables/t"), 404, "Database not found")
     problem(client.get("/api/databases/nowhere/tables"), 404, "Database not found")
+
+
+def test_a_source_altered_or_dropped_under_readers_never_shows_its_internal_name(
+        served: tuple[httpx.Client, Path]) -> None:
+    """DROP and ALTER DATABASE detach a source at once (not behind the swap gate), and the
+    next reader attached the new file under the same DuckDB name: with two readers and one
+    user altering, dropping and re-creating a source for 8 s, DuckDB said 'INTERNAL Error:
+    Database name kbsql_ds_19 was already used by a different database for this meta
+    transaction', and then every statement of every user answered 'FATAL Error: ... database
+    has been invalidated' (or the server died of SIGSEGV). Each attach now has a name of its
+    own; a reader caught between reads one line saying what happened, never the internal
+    name; every answer is of one file; and the server goes on."""
+    import threading
+    import time
+
+    client, base = served
+    shop, shop2 = base / "shop.duckdb", base / "shop2.duckdb"  # two rows each
+    with duckdb.connect(str(base / "big.duckdb")) as con:
+        con.execute("CREATE TABLE orders AS SELECT range AS n FROM range(200000)")  # 200,000
+    make = "CREATE DATABASE churn WITH ENGINE = 'duckdb', PARAMETERS = {{\"database\": \"{}\"}}"
+    assert sql(client, make.format(shop))["type"] == "ok"
+    stop = time.monotonic() + 8
+    seen: list[str] = []
+
+    def read() -> None:
+        with httpx.Client(base_url=str(client.base_url), timeout=60) as own:
+            while time.monotonic() < stop:
+                answer = sql(own, "SELECT count(*) AS a, (SELECT count(*) FROM churn.orders) AS b "
+                                  "FROM churn.orders")
+                seen.append(str(answer.get("data") or answer.get("error_message")))
+
+    def churn() -> None:
+        with httpx.Client(base_url=str(client.base_url), timeout=60) as own:
+            k = 0
+            while time.monotonic() < stop:
+                k += 1
+                path = [shop, base / "big.duckdb", shop2][k % 3]
+                sql(own, f"ALTER DATABASE churn PARAMETERS = {{\"database\": \"{path}\"}}")
+                if k % 4 == 0:
+                    sql(own, "DROP DATABASE churn")
+                    sql(own, make.format(shop))
+
+    threads = [threading.Thread(target=f) for f in (read, read, churn)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    sql(client, "DROP DATABASE churn")
+    bad = [s for s in seen if "kbsql_ds_" in s or "FATAL" in s or "INTERNAL" in s]
+    assert not bad, bad[:3]
+    assert sql(client, "SELECT 1 AS one")["data"] == [[1]]
+    assert {s for s in seen if s.startswith("[[")} <= {"[[2, 2]]", "[[200000, 200000]]"}, set(seen)

@@ -94,6 +94,29 @@ def test_deeply_nested_json_is_a_400(url: str) -> None:
     assert httpx.get(f"{url}/api/status").status_code == 200
 
 
+@pytest.mark.parametrize(("path", "method", "body"), [
+    ("/api/projects/mindsdb/views", "POST", b'{"view": {"name": "sv", "query": "SELECT \'\\ud800\'"}}'),
+    ("/api/databases", "POST", b'{"database": {"name": "sd", "engine": "duckdb", '
+                               b'"parameters": {"database": "x\\ud800.duckdb"}}}'),
+    ("/api/projects/mindsdb/knowledge_bases/surrogates", "PUT",
+     b'{"knowledge_base": {"rows": [{"id": 1, "content": "a\\udc00b"}]}}'),
+    ("/api/sql/query", "POST", b'{"query": "SELECT \'\\ud800\' AS s"}'),
+])
+def test_a_lone_surrogate_is_a_400_naming_it(url: str, path: str, method: str, body: bytes) -> None:
+    """JSON may escape half a character (`\\ud800`); Python's parser keeps it, and it failed
+    where the text was encoded: 500 UnicodeEncodeError for a view or a data source, 500
+    TypeError from the tokenizer for a knowledge base's row, an SQL error naming the codec
+    (with a traceback in the log). Now a 400 naming it; a pair (an escaped emoji) is text."""
+    httpx.post(f"{url}/api/projects/mindsdb/knowledge_bases", json={"knowledge_base": {"name": "surrogates"}})
+    response = httpx.request(method, f"{url}{path}", content=body, timeout=60,
+                             headers={"Content-Type": "application/json"})
+    detail = problem(response, 400)["detail"]
+    assert "lone surrogate" in detail and "Error" not in detail, detail
+    pair = httpx.post(f"{url}/api/sql/query", content=b'{"query": "SELECT \'\\ud83d\\ude00\' AS s"}',
+                      headers={"Content-Type": "application/json"}).json()
+    assert pair["data"] == [["\U0001F600"]], pair
+
+
 BAD_MESSAGES = [
     ({"messages": [{"question": 5, "answer": ""}]}, "messages[0].question"),
     ({"messages": ["x"]}, "messages[0]"),

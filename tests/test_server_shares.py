@@ -15,8 +15,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import httpx
 import pandas as pd
+import pytest
 
 import kbsql
 from kbsql.server.process import spawn
@@ -289,3 +291,68 @@ def test_one_users_variables_are_neither_read_nor_crowded_by_another(tmp_path: P
         assert sql("SET @mine = 1", bob)["type"] == "ok"  # another user's names are not counted
         assert sql("SET @v0 = NULL", token)["type"] == "ok"  # frees a name
         assert sql("SET @one_more = 1", token)["type"] == "ok"
+
+
+def test_a_write_to_a_source_waits_for_no_statement_that_does_not_read_one(tmp_path: Path) -> None:
+    """A write to a duckdb source re-attaches it, behind a gate every statement went through:
+    the swap waited for the token's 20 s statement over df, and held every new statement
+    back meanwhile, so the login user's INSERT took 19 s and its `SELECT 1` 18 s. Only
+    statements reading an attached source go through the gate now."""
+    allowed = tmp_path / "allowed"
+    allowed.mkdir()
+    with duckdb.connect(str(allowed / "w.duckdb")) as con:
+        con.execute("CREATE TABLE t (i INTEGER)")
+    with spawn(tmp_path / "d", env={"KBSQL_PASSWORD": "pw-bob"},
+               args=("--token", TOKEN, "--user", "bob", "--allow-path", str(allowed))) as srv:
+        with kbsql.connect(srv.url, token=TOKEN) as client:
+            client.register("n", pd.DataFrame({"x": range(3000)}))
+            client.sql(f"CREATE DATABASE w WITH ENGINE = 'duckdb', PARAMETERS = {{\"database\": "
+                       f"\"{allowed / 'w.duckdb'}\"}}")
+        login = httpx.post(f"{srv.url}/api/login", json={"username": "bob", "password": "pw-bob"}, timeout=30)
+        bob = {"Cookie": f"session={login.cookies['session']}"}
+        hog = raw_post(srv.url, "/api/sql/query", {"query": HEAVY, "timeout": 20},
+                       f"Authorization: Bearer {TOKEN}")
+        time.sleep(1.5)  # the heavy statement runs by now
+
+        def timed(query: str) -> tuple[float, dict[str, Any]]:
+            start = time.monotonic()
+            answer = httpx.post(f"{srv.url}/api/sql/query", json={"query": query}, headers=bob, timeout=60)
+            return time.monotonic() - start, answer.json()
+
+        took, written = timed("INSERT INTO w.t VALUES (1)")
+        assert written["type"] == "ok" and took < 3.0, (took, written)
+        took, one = timed("SELECT 1")
+        assert one["data"] == [[1]] and took < 3.0, (took, one)
+        assert timed("SELECT count(*) FROM w.t")[1]["data"] == [[1]]
+        assert not select.select([hog], [], [], 0)[0]  # the heavy statement was still running
+        hog.close()
+
+
+def test_a_change_of_user_moves_the_connections_place_and_owner(tmp_path: Path) -> None:
+    """COM_CHANGE_USER logs in again on the same connection. Each took a new place among the
+    credential's MySQL logins and none was given back: after 127 on one connection, closed,
+    the token had one login left until a restart (live, default 256), as a pool that
+    re-authenticates connections it hands out would do. And the connection's statements
+    stayed the first credential's: changed to bob, it read the token's variables."""
+    import mysql.connector
+
+    with spawn(tmp_path / "d", env={"KBSQL_PASSWORD": "pw-bob"},
+               args=("--token", TOKEN, "--user", "bob", "--mysql-port", "0",
+                     "--mysql-max-connections", "8")) as srv:  # a user holds at most 4
+        options = {"host": "127.0.0.1", "port": srv.mysql_port, "database": "mindsdb", "use_pure": True}
+        door = mysql.connector.connect(user="x", password=TOKEN, **options)
+        for _ in range(10):
+            door.cmd_change_user(username="x", password=TOKEN, database="mindsdb")
+        with door.cursor() as cursor:
+            cursor.execute("SET @key = 'sk-token-secret'")
+        door.cmd_change_user(username="bob", password="pw-bob", database="mindsdb")
+        with door.cursor() as cursor:
+            with pytest.raises(mysql.connector.Error) as undefined:
+                cursor.execute("SELECT @key")
+                cursor.fetchall()
+        assert "sk-token" not in str(undefined.value)
+        door.close()
+        time.sleep(0.5)  # the door sees the connection end
+        logins = [connect(srv, password=TOKEN) for _ in range(4)]  # the token's whole share
+        for login in logins:
+            login.close()

@@ -243,3 +243,32 @@ def test_a_jaro_similarity_of_long_texts_is_refused_before_it_holds_a_core(tmp_p
             "jaro_similarity(repeat('a', 8000), repeat('a', 8000))")}, timeout=60).json()
         assert answer["data"] == [[0.82, 0.96, 1.0]], answer
 
+
+
+def test_a_substring_search_with_a_long_needle_is_refused_before_it_holds_a_core(tmp_path: Path) -> None:
+    """contains, strpos, LIKE and replace compare the needle at each place of the text: on
+    repetitive text O(n x m), and DuckDB cannot stop one call. A 1.4 MB needle in a stored
+    2.8 MB text held a core for over 100 s past a 3 s deadline on a kbsql serve; a 0.7 MB one
+    in 1.4 MB takes ~9 s (load 18: 1.7 s for 70 KB). Past 40,000 x edit_distance_cells pairs a
+    call is refused at once; short literal patterns are never checked, and answer."""
+    import httpx
+
+    from kbsql.server.process import spawn
+
+    haystack, needle = "repeat('a', 1400000)", "repeat('a', 700000) || 'b'"
+    bombs = [f"SELECT contains({haystack}, {needle})", f"SELECT strpos({haystack}, {needle})",
+             f"SELECT {haystack} LIKE '%' || {needle} || '%'",
+             f"SELECT replace({haystack}, {needle}, 'c') = ''"]
+    with spawn(tmp_path / "served", args=("--statement-timeout", "3", "--sql-memory-mb", "6000")) as server:
+        for bomb in bombs:
+            started = time.monotonic()
+            answer = httpx.post(f"{server.url}/api/sql/query", json={"query": bomb}, timeout=120).json()
+            message = answer.get("error_message", "")
+            assert "character pairs" in message and "--edit-distance-cells" in message, answer
+            assert time.monotonic() - started < 2, message
+        answer = httpx.post(f"{server.url}/api/sql/query", json={"query": (
+            "SELECT 'hello world' LIKE '%wor%', contains(repeat('ab', 200000), 'abx'), "
+            "strpos('hello', 'lo'), replace('hello', 'l', 'L'), "
+            "contains(repeat('a', 100000), repeat('a', 1000) || 'b')")},
+            timeout=60).json()
+        assert answer.get("data") == [[True, False, 4, "heLLo", False]], answer

@@ -234,7 +234,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("edit_distance_cells", int, 250_000, "character pairs one levenshtein, "
             "damerau_levenshtein or editdist3 call may compare (the product of its texts' lengths: "
             "a statement's deadline cannot stop one; jaro_similarity and jaro_winkler_similarity "
-            "500 times as many), refused in one line beyond",
+            "500 times as many, a substring search (contains, strpos, LIKE, replace) whose needle "
+            "is not a short literal 40,000 times), refused in one line beyond",
             "--edit-distance-cells", metavar="N"),
     Setting("jobs_time_scale", float, 1.0, "for tests: every job period (EVERY) is multiplied by it "
             "(1/60: a minute lasts a second)"),

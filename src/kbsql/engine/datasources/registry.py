@@ -69,8 +69,13 @@ def normalize(engine: str, parameters: dict[str, Any], engines: Engines,
     return engine_class(engine, engines).normalize(parameters)
 
 
-def open_source(record: DatasourceRecord, engines: Engines) -> DataSource:
+ATTACH_PREFIX = "kbsql_ds_"
+"""How every stored source's DuckDB catalog is named (then its id): SQL that holds no such
+name reads no attached source, and passes the swap gate (`SwapGate.shared_if`)."""
+
+
+def open_source(record: DatasourceRecord, engines: Engines, alias: str | None = None) -> DataSource:
     """The stored source `record` (its engine was known when it was stored; a storage
     backend's name opens as a `VectorStore`)."""
     found = engines.get(record.engine) if record.engine in engines else None
-    return (found or VectorStore)(record.name, f"kbsql_ds_{record.id}", record.parameters)
+    return (found or VectorStore)(record.name, alias or f"{ATTACH_PREFIX}{record.id}", record.parameters)

@@ -186,6 +186,8 @@ class MysqlDoor:
         self.pending.add(connection, evict)
         stalled = False
         connection.on_login = functools.partial(self._logged_in, connection, password)
+        password.release = self.logged_in.release
+        password.moved = functools.partial(setattr, connection, "owner")
         try:
             await connection.start()
         except LoginFailed:

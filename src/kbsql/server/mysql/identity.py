@@ -83,6 +83,10 @@ class DoorPassword(NativePasswordAuthPlugin):
         self.admit = admit
         """Takes a logged-in connection's place for an owner, or answers why there is none
         (the door's `--mysql-max-connections`); asked once the password matched."""
+        self.release: Callable[[str | None], None] | None = None
+        """Gives an owner's place back: a COM_CHANGE_USER to another credential moves it."""
+        self.moved: Callable[[str | None], None] | None = None
+        """Told the new owner after a COM_CHANGE_USER (the connection's statements follow it)."""
         self.admitted = False
         self.owner: str | None = None
         """Whose statements these are, for the lanes' fair share (`lanes.owner_of`): the
@@ -117,8 +121,7 @@ class DoorPassword(NativePasswordAuthPlugin):
             return
         matched = [p for p in self.passwords(username) if scramble_matches(p, scramble, nonce)]
         if matched:
-            self.owner = owner_of(matched[0].encode("utf-8"))
-            yield self._success(username)
+            yield self._success(username, owner_of(matched[0].encode("utf-8")))
             return
         if scramble:
             self.throttle.failed(self.client)
@@ -127,13 +130,25 @@ class DoorPassword(NativePasswordAuthPlugin):
         yield Forbidden(f"Access denied for user '{username}'@'{self.host}' "
                         f"(using password: {'YES' if scramble else 'NO'}){self.what_was_wrong(scramble)}")
 
-    def _success(self, username: str) -> Success | Forbidden:
-        """The login, if the door has room for another connection of its owner."""
-        refusal = self.admit(self.owner) if self.admit is not None else None
+    def _success(self, username: str, owner: str | None = None) -> Success | Forbidden:
+        """The login, if the door has room for another connection of its owner.
+
+        A COM_CHANGE_USER logs in again on the same connection: it keeps its one place (the
+        same credential) or moves it to the new owner. Each took a new place and none was given
+        back, so a client re-authenticating its connections (as connection pools do when they
+        hand one out again) used up its credential's share for good: after 127 on one
+        connection, closed, the token had one MySQL login left, until a restart."""
+        if self.admitted and owner == self.owner:
+            return Success(username)
+        refusal = self.admit(owner) if self.admit is not None else None
         if refusal is not None:
             log.warning("MySQL login of %r from %s refused: %s", username, self.client, refusal)
             return Forbidden(refusal)
-        self.admitted = True
+        if self.admitted and self.release is not None:
+            self.release(self.owner)
+        self.owner, self.admitted = owner, True
+        if self.moved is not None:
+            self.moved(owner)
         return Success(username)
 
     def what_was_wrong(self, scramble: bytes) -> str:

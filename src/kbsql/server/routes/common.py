@@ -11,7 +11,9 @@ title and detail).
 from __future__ import annotations
 
 import errno
+import json
 import logging
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -113,6 +115,8 @@ async def read_body(request: Request, wrapper: str | None = None) -> dict[str, A
     except RecursionError as exc:  # `[[[[...` nested past the parser's stack: still bad JSON
         raise BadRequest("The request body is not valid JSON: nested too deeply",
                          title="Invalid JSON") from exc
+    if _SURROGATE_ESCAPE.search(raw) is not None:
+        _refuse_lone_surrogates(body)
     if not isinstance(body, dict):
         raise MissingParameter("The request body must be a JSON object")
     if wrapper is None:
@@ -131,10 +135,29 @@ def text_field(obj: dict[str, Any], key: str) -> str:
     value = obj.get(key)
     if isinstance(value, str) and value.strip():
         return value
-    kind = ("an empty string" if isinstance(value, str) else "null" if value is None
+    kind = (("an empty string" if not value else "only blanks") if isinstance(value, str)
+            else "null" if value is None
             else "a boolean" if isinstance(value, bool) else "a number" if isinstance(value, int | float)
             else "a list" if isinstance(value, list) else "an object")
     raise BadRequest(f"'{key}' must be a non-empty string, not {kind}", title="Wrong argument")
+
+
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+"""A `\\uD800`-`\\uDFFF` escape: JSON allows one alone, Python's parser keeps it, and no
+UTF-8 text holds it (a pair of them, as encoders escape an emoji, is one character)."""
+
+
+def _refuse_lone_surrogates(body: Any) -> None:
+    """A lone surrogate went on to fail wherever the text was encoded: a 500
+    UnicodeEncodeError for a view's query or a data source's parameters, a 500 TypeError from
+    the tokenizer for a knowledge base's row, a 400 naming the codec for a job, and a
+    traceback in the log. Checked only when the body holds such an escape."""
+    try:
+        json.dumps(body, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise BadRequest(f"The request body is not valid JSON text: it holds a lone surrogate "
+                         f"({exc.object[exc.start]!r}), half of a character; send UTF-8 text",
+                         title="Invalid JSON") from None
 
 
 def not_supported(what: str) -> BadRequest:

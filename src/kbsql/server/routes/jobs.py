@@ -74,6 +74,8 @@ def _jobs(api: ServiceApi, project: str, name: str | None = None) -> list[dict[s
     (DROP JOB MINDSDB.myjob drops mindsdb.MyJob): matched exactly, a POST to
     /api/projects/MindsDB/jobs made the job, then answered 404 'Job not found'."""
     _project(api, project)
+    if name is not None and "\x00" in name:  # no job is named so (stored_names), and the literal
+        return []                             # would end at the NUL: "unterminated quoted string"
     where = f"lower(PROJECT) = {quote_literal(project.lower())}"
     if name is not None:
         where += f" AND lower(NAME) = {quote_literal(name.lower())}"

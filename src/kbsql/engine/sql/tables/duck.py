@@ -32,7 +32,13 @@ from sqlglot import exp
 
 from kbsql.engine.datasources.confine import PathPolicy, Pinned, pin_stored
 from kbsql.engine.datasources.frame_store import FRAMES_SOURCE, FrameStore
-from kbsql.engine.datasources.registry import Engines, data_source_engines, normalize, open_source
+from kbsql.engine.datasources.registry import (
+    ATTACH_PREFIX,
+    Engines,
+    data_source_engines,
+    normalize,
+    open_source,
+)
 from kbsql.engine.datasources.scans import DataSource, FileScan, FrameScan, NativeTable, Scan
 from kbsql.engine.sql.parse import long_statements
 from kbsql.engine.sql.tables import value_caps
@@ -99,6 +105,13 @@ class DuckSession:
         self._idle: list[_Cursor] = []
         self._pool_lock = threading.Lock()
         self._sources: dict[str, tuple[tuple[int, str], DataSource, Pinned | None]] = {}
+        self._attaches = itertools.count()
+        """Each attach of a source has a DuckDB name of its own (but a write's swap, which
+        keeps its name for the statements waiting at the gate): DROP and ALTER DATABASE detach
+        outside the gate, and attaching a file under the name just detached while statements
+        were binding made DuckDB fail 'INTERNAL Error: Database name kbsql_ds_19 was already
+        used by a different database', then invalidate the database (every user's statement
+        answered FATAL until a restart) or die of SIGSEGV."""
         self._views: dict[tuple[Any, ...], tuple[tuple[Any, ...], str]] = {}
         self._counter = itertools.count()
         self._temp_dir = configure(self.con, self.settings)
@@ -176,13 +189,15 @@ class DuckSession:
                 self.forget(name)
             return self._attach(record, version, read_only=True)
 
-    def _attach(self, record: DatasourceRecord, version: tuple[int, str], read_only: bool) -> DataSource:
+    def _attach(self, record: DatasourceRecord, version: tuple[int, str], read_only: bool,
+                alias: str | None = None) -> DataSource:
         """Open, check (the path policy, at each attach) and attach a stored source."""
         if self.policy is not None:
             self.policy.check_source(record.engine, record.parameters)
         if record.engine in self.engines:  # a source stored lazily (REST, no check_connection)
             normalize(record.engine, dict(record.parameters), self.engines)  # may be incomplete
-        source = open_source(record, self.engines)
+        alias = alias or f"{ATTACH_PREFIX}{record.id}_{next(self._attaches)}"
+        source = open_source(record, self.engines, alias)
         confine = getattr(source, "confine", None)  # a network source: the host policy
         if confine is not None and self.policy is not None:
             confine(self.policy.source_hosts, self.policy.source_connect_s)
@@ -215,9 +230,11 @@ class DuckSession:
                 record = self.catalog.find_datasource(name)
                 if record is None:
                     raise SqlError(f"Database {name} does not exist")
+                held = self._sources.get(name.lower())
+                alias = getattr(held[1], "alias", None) if held is not None else None
                 self.forget(name)
                 source = self._attach(record, (record.id, repr(sorted(record.parameters.items()))),
-                                      read_only=False)
+                                      read_only=False, alias=alias)
             try:
                 yield source
             finally:
@@ -227,7 +244,7 @@ class DuckSession:
                     if record is not None:
                         try:
                             self._attach(record, (record.id, repr(sorted(record.parameters.items()))),
-                                         read_only=True)
+                                         read_only=True, alias=getattr(source, "alias", None))
                         except Exception:  # the next read attaches it and says why it cannot
                             pass
 
@@ -318,7 +335,7 @@ class DuckSession:
         """Execute one compiled SELECT on a cursor of its own; the answer as Arrow."""
         control = CURRENT.get() or Control()
         self._refresh_spill_cap()
-        with self.swaps.shared(), self._checkout() as cursor:
+        with self.swaps.shared_if(ATTACH_PREFIX in plan.sql), self._checkout() as cursor:
             return self._execute(cursor, plan, control, "")
 
     def _refresh_spill_cap(self) -> None:
@@ -343,7 +360,7 @@ class DuckSession:
     def describe(self, plan: Compiled) -> pa.Table:
         """Column names and DuckDB types of a compiled SELECT."""
         control = CURRENT.get() or Control()
-        with self.swaps.shared(), self._checkout() as cursor:
+        with self.swaps.shared_if(ATTACH_PREFIX in plan.sql), self._checkout() as cursor:
             table = self._execute(cursor, plan, control, "DESCRIBE ")
         return table.select(["column_name", "column_type"])
 

@@ -14,6 +14,11 @@ from kbsql.interface.errors import SqlError
 MB = 1024 * 1024
 _SERVER_TIMEOUT = "canceling statement due to statement timeout"  # PostgreSQL's words
 _POSTGRES_ERROR = re.compile(r"ERROR:\s+([^\n]*)")
+_DETACHED = re.compile(r'Catalog "kbsql_ds_[0-9_]+" does not exist')
+"""A source's DuckDB catalog (registry.ATTACH_PREFIX) gone under a statement: DROP or ALTER
+DATABASE detaches it at once, not behind the swap gate, so a statement reading it then
+failed with 'Binder Error: Catalog "kbsql_ds_38" does not exist!', a name the user never
+wrote (15 of 218 reads in 20 s while another user altered, dropped and re-created the source, live)."""
 
 
 def readable(exc: duckdb.Error, control: Control, pinned: list[Pinned], memory_limit: int, spill_limit: int,
@@ -33,6 +38,9 @@ def readable(exc: duckdb.Error, control: Control, pinned: list[Pinned], memory_l
                         f"spill space ({spill_limit // MB} MB, {settings.spill_note}) "
                         f"allow: {first}")
     message = str(exc)
+    if _DETACHED.search(message):
+        return SqlError("A data source this statement reads was dropped or changed (DROP or ALTER "
+                        "DATABASE) while it started: run the statement again")
     server = _POSTGRES_ERROR.search(message) if "Failed to prepare" in message or \
         "for COPY" in message else None
     if server is not None:  # a postgres source refused what it was sent: its words, one line

@@ -128,6 +128,9 @@ def cap_values(tree: exp.Expression, cap: int, bounds: CheckBounds = CheckBounds
     for node in [n for n in tree.find_all(exp.Levenshtein, exp.JarowinklerSimilarity, exp.Anonymous)
                  if _name(n) in _EDIT_DISTANCES]:
         _cap_pairs(node, bounds, budget)
+    searches = tree.find_all(exp.Like, exp.Contains, exp.StrPosition, exp.Replace, exp.Anonymous, bfs=False)
+    for node in [n for n in searches if not isinstance(n, exp.Anonymous) or _name(n) in _SEARCHES][::-1]:
+        _cap_search(node, bounds, budget)  # innermost first: the copies an outer one takes carry theirs
 
 
 def _sites(tree: exp.Expression) -> list[exp.Expression]:
@@ -159,7 +162,7 @@ def _outermost(sites: list[exp.Expression]) -> int:
 
 _NAMES = {exp.DPipe: "||", exp.JSONArray: "json_array", exp.JSONObject: "json_object",
           exp.Struct: "struct_pack", exp.Map: "map", exp.TimeToStr: "strftime",
-          exp.JarowinklerSimilarity: "jaro_winkler_similarity"}
+          exp.JarowinklerSimilarity: "jaro_winkler_similarity", exp.StrPosition: "strpos", exp.Like: "LIKE"}
 """The names users write, where sqlglot's own differ (`J_S_O_N_ARRAY`, `TIME_TO_STR`)."""
 
 
@@ -287,6 +290,35 @@ def _cap_pairs(node: exp.Expression, bounds: CheckBounds, budget: _Budget) -> No
     most = bounds.edit_cells * _EDIT_DISTANCES[_name(node)]
     a.replace(_call("__kbsql_pairs", budget.copy(a), budget.copy(b), exp.Literal.number(most),
                     exp.Literal.string(_name(node)), exp.Literal.string(bounds.cells_note)))
+
+
+SEARCH_PAIRS = 40_000
+"""How many more pairs a substring search (contains, strpos/instr/position, LIKE, replace's
+search) may compare than `edit_distance_cells`: DuckDB compares a needle at each place of the
+text, 18 ps a pair on repetitive text (measured), and one call cannot be stopped: a 1.4 MB
+needle in a stored 2.8 MB text held a core for over 100 s after its 3 s deadline. 1e10 pairs
+(~0.2 s) at the default still takes a 1 KB pattern over a 10 MB text."""
+_SEARCHES = ("replace", "contains", "strpos", "instr")
+"""The same searches when written as a plain call (replace's growth check counts matches
+with one: it searched as long as the replace it checks)."""
+SHORT_NEEDLE = 4096
+"""A literal needle or pattern up to this long is not checked: the common `LIKE '%word%'`
+keeps DuckDB's own rewrites (prefix, contains, pushdown), and costs at most this many pairs
+per character of the text."""
+
+
+def _cap_search(node: exp.Expression, bounds: CheckBounds, budget: _Budget) -> None:
+    """contains(text, needle) as contains(text, __kbsql_pairs(needle, text, most, ...)): the
+    needle (a LIKE's pattern) refused per row when the lengths multiply past the bound."""
+    text, needle = [*node.expressions, None, None][:2] if isinstance(node, exp.Anonymous) else \
+        (node.this, node.args.get("substr") if isinstance(node, exp.StrPosition) else node.expression)
+    if not isinstance(text, exp.Expression) or not isinstance(needle, exp.Expression):
+        return
+    if isinstance(needle, exp.Literal) and needle.is_string and len(needle.this) <= SHORT_NEEDLE:
+        return
+    needle.replace(_call("__kbsql_pairs", budget.copy(needle), budget.copy(text),
+                         exp.Literal.number(bounds.edit_cells * SEARCH_PAIRS),
+                         exp.Literal.string(_name(node)), exp.Literal.string(bounds.cells_note)))
 
 
 def _cap_separator(node: exp.Expression, limit: exp.Expression, what: exp.Expression,
