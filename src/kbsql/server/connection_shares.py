@@ -28,7 +28,7 @@ TOO_MANY = "Too many connections"
 
 CONNECTION: ContextVar[object | None] = ContextVar("kbsql_http_connection", default=None)
 """The HTTP connection (its protocol object) a request came on: set by the protocol
-(limits.head_timeout_protocol) as the request's task is made, read by the middleware."""
+(http_protocol.head_timeout_protocol) as the request's task is made, read by the middleware."""
 
 
 class ConnectionShares:

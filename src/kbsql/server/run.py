@@ -34,8 +34,9 @@ from kbsql.server.connection_shares import HttpConnections
 from kbsql.server.door_bounds import DoorBounds, Pending, Unread
 from kbsql.server.flood import FloodBrake, start_accepting
 from kbsql.server.guard import is_loopback_host
+from kbsql.server.http_protocol import head_timeout_protocol
 from kbsql.server.lanes import Lanes
-from kbsql.server.limits import Limits, head_timeout_protocol
+from kbsql.server.limits import Limits
 from kbsql.server.throttle import FailureThrottle
 
 if TYPE_CHECKING:
