@@ -282,3 +282,14 @@ def test_a_comment_on_the_magic_line_is_sql_s(cells):
     assert frame["a"].tolist() == [1]
     frame = cells.ok("%%kbsql -l 3 -- three rows shown\nSELECT 2 AS a")
     assert frame["a"].tolist() == [2]
+
+
+def test_a_select_before_the_cells_last_statement_says_its_rows_are_not_shown(cells):
+    """A cell of two SELECTs showed the second's table alone, as if the first had not run; a
+    line now says how many rows it gave and that they are not shown."""
+    frame, out = cells.run("%%kbsql\nSELECT 1 AS a UNION ALL SELECT 2 AS a;\nCREATE TABLE files.t1 (a INT);\n"
+                           "SELECT 3 AS b")
+    assert frame.success and frame.result["b"].tolist() == [3]
+    assert ("Statement 1 of 3: 2 rows, not shown (a cell shows its last statement's rows; "
+            "give this one a cell of its own)") in out, out
+    assert "Statement 2" not in out and "OK, 0 rows affected." in out, out
