@@ -293,3 +293,14 @@ def test_a_select_before_the_cells_last_statement_says_its_rows_are_not_shown(ce
     assert ("Statement 1 of 3: 2 rows, not shown (a cell shows its last statement's rows; "
             "give this one a cell of its own)") in out, out
     assert "Statement 2" not in out and "OK, 0 rows affected." in out, out
+
+
+def test_a_cell_of_comments_alone_says_so(cells):
+    """A cell whose statement was commented out failed with the parser's 'Empty input'; with
+    -p it switched the project, then failed so."""
+    for code in ("%%kbsql\n-- SELECT 1 AS a", "%%kbsql -- load it later\n/* INSERT ... */"):
+        result, out = cells.run(code)
+        assert not result.success and "No SQL given: only comments (see %kbsql?)" in out, out
+        assert "Empty input" not in out, out
+    result, out = cells.run("%%kbsql -p mindsdb\n-- USE it")
+    assert result.success and "Current project: mindsdb" in out, out

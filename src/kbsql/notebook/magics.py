@@ -199,11 +199,11 @@ class KbSql(Magics, Configurable):
             if args.project:
                 conn.client.api.get_project(args.project)  # a missing project fails here, not later
                 conn.client.project = args.project
-                if not sql:
+                if not statements(sql):
                     print(f"Current project: {args.project}")
                     return None
-            if not sql:
-                raise UsageError("No SQL given (see %kbsql?)")
+            if not statements(sql):  # the parser's answer to comments alone was 'Empty input'
+                raise UsageError("No SQL given" + (": only comments" if sql else "") + " (see %kbsql?)")
             namespace = self.shell.user_ns if self.shell is not None else {}
             expand = self.variables and not args.no_vars
             # the statements are those the cell's text holds: a {{name}}'s value is pasted into
