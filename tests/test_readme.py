@@ -323,3 +323,18 @@ def test_the_plugin_example_is_laid_out_as_pip_installs_it_and_embeds(tmp_path):
                           timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("[['1', "), done.stdout  # 'banana' is nearest 'an apple a day'
+
+
+def test_the_missing_postgres_extra_names_readmes_install_command(monkeypatch):
+    """Without psycopg, a pgvector knowledge base said "pip install 'kbsql[postgres]'", which
+    asks PyPI for a project named kbsql (not this one); the line now gives README's command."""
+    from kbsql.engine.postgres.pg import psycopg_modules
+    from kbsql.interface.errors import BadRequest
+
+    command = ".venv/bin/pip install -e '.[postgres]'"
+    assert command in section("Scaling out")
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # import psycopg then raises ImportError
+    with pytest.raises(BadRequest) as refused:
+        psycopg_modules()
+    assert refused.value.detail == f"PostgreSQL storage needs psycopg 3, kbsql's postgres extra: {command} " \
+        "in kbsql's folder"
