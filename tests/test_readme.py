@@ -283,3 +283,58 @@ def test_readme_holds_the_table_of_settings():
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     assert markdown() in text.split("## Configuration", 1)[1], "README's settings table differs: " \
         "paste kbsql.engine.settings_table.markdown() into its Configuration section"
+
+
+def test_the_plugin_example_is_laid_out_as_pip_installs_it_and_embeds(tmp_path):
+    """'Extending kbsql', typed as written: the module was headed `my_embedder/__init__.py` and
+    the pyproject held the entry-point table alone, so a newcomer's `pip install ./my_embedder`
+    failed ("`project` must contain ['version']"), and with a name added the package sat at
+    the project's top, which setuptools does not find: 'vowels' could not be loaded (No module
+    named 'my_embedder'). The files go where README's headings say; setuptools' own discovery
+    finds the package, the dist-info pip would write names the entry point, and README's SQL
+    runs on it in a fresh process."""
+    import tomllib
+
+    from setuptools.discovery import FlatLayoutPackageFinder
+
+    text = section("Extending kbsql")
+    code, toml, sql = (re.search(rf"^```{kind}\n(.*?)^```", text, re.S | re.M).group(1)
+                       for kind in ("python", "toml", "sql"))
+    module = tmp_path / code.splitlines()[0].removeprefix("# ")
+    module.parent.mkdir(parents=True)
+    module.write_text(code)
+    project_dir = tmp_path / "my_embedder"
+    (project_dir / "pyproject.toml").write_text(toml)
+    project = tomllib.loads(toml)["project"]  # pip refuses a project without a name and version
+    assert project["name"] and project["version"]
+    assert "my_embedder" in FlatLayoutPackageFinder.find(str(project_dir))
+    dist_info = project_dir / f"{project['name'].replace('-', '_')}-{project['version']}.dist-info"
+    dist_info.mkdir()
+    (dist_info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {project['name']}\n"
+                                        f"Version: {project['version']}\n")
+    (dist_info / "entry_points.txt").write_text("".join(
+        f"[{group}]\n" + "".join(f"{k} = {v}\n" for k, v in points.items())
+        for group, points in project["entry-points"].items()))
+    script = ("import sys, tempfile, kbsql\nc = kbsql.connect(tempfile.mkdtemp())\n"
+              f"for q in {[s for s in sql.split(';') if s.strip()]!r}:\n    r = c.sql(q)\n"
+              "print(r.data)\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(project_dir), str(ROOT / "src")])}
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("[['1', "), done.stdout  # 'banana' is nearest 'an apple a day'
+
+
+def test_the_missing_postgres_extra_names_readmes_install_command(monkeypatch):
+    """Without psycopg, a pgvector knowledge base said "pip install 'kbsql[postgres]'", which
+    asks PyPI for a project named kbsql (not this one); the line now gives README's command."""
+    from kbsql.engine.postgres.pg import psycopg_modules
+    from kbsql.interface.errors import BadRequest
+
+    command = ".venv/bin/pip install -e '.[postgres]'"
+    assert command in section("Scaling out")
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # import psycopg then raises ImportError
+    with pytest.raises(BadRequest) as refused:
+        psycopg_modules()
+    assert refused.value.detail == f"PostgreSQL storage needs psycopg 3, kbsql's postgres extra: {command} " \
+        "in kbsql's folder"

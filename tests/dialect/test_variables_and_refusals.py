@@ -199,3 +199,25 @@ def test_the_variables_kept_are_bounded(tmp_path) -> None:
         assert refused.type == "error" and "1,048,576 characters of values" in refused.error_message
         assert engine.query("SET @a = 'short'").type == "ok"  # a name kept may take a new value
         assert engine.query("SELECT @b AS b").to_json()["data"] == [["b" * 20]]
+
+
+def test_a_set_of_several_variables_is_refused_not_half_done(tmp_path) -> None:
+    """MySQL's `SET @x = 1, @y = 'three'` answered OK having stored @x alone (@y kept its old
+    value), or, with @y unset, said 'Variable @y is not defined: SET @y = ... first' about the
+    statement setting it; `SET @z := 5` (MySQL's other form) and `SET @bad` said @z / @bad
+    was not defined. Several assignments are refused whole in one line; := sets."""
+    from kbsql.engine import Engine
+
+    with Engine(tmp_path / "data") as engine:
+        assert engine.query("SET @y = 'two'").type == "ok"
+        for statement in ("SET @x = 1, @y = 'three'", "SET @x = 1, @nope := 2", "SET @x = 1, 2"):
+            refused = engine.query(statement)
+            assert refused.type == "error", statement
+            assert refused.error_message == ("SET @x = ... sets one variable: one SET each "
+                                             "(SET @a = 1; SET @b = 2); nothing was set")
+        assert engine.query("SELECT @y AS y").to_json()["data"] == [["two"]]
+        assert "@x is not defined" in engine.query("SELECT @x AS x").error_message
+        assert engine.query("SET @s = 'a, @b = 1'").type == "ok"  # a comma in a literal is text
+        assert engine.query("SET @z := 5").type == "ok"
+        assert engine.query("SELECT @z AS z, @s AS s").to_json()["data"] == [[5, "a, @b = 1"]]
+        assert engine.query("SET @bad").error_message == "SET @bad needs a value: SET @bad = 'text'"

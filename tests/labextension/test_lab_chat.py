@@ -130,6 +130,13 @@ def test_chat_and_sidebar_on_a_served_engine(jupyterlab, browser_page, served, a
     scores = observed.locator("tbody tr").evaluate_all(
         f"rows => rows.map(r => r.cells[{header.index('relevance')}].innerText)")
     assert scores and all(len(v.split(".")[1]) == 4 for v in scores), scores
+    # Readable in the docked panel's default width: each header and score on one line (the
+    # box scrolls sideways); fitted to ~230px, they broke letter by letter ("rel / eva / nce").
+    lines = observed.locator("th, td").evaluate_all(
+        """cells => cells.filter(c => c.tagName === 'TH' || /^[0-9.]+$/.test(c.innerText))
+            .map(c => { const r = document.createRange(); r.selectNodeContents(c);
+                        return [c.innerText, new Set([...r.getClientRects()].map(b => b.top)).size]; })""")
+    assert lines and all(n == 1 for _, n in lines), lines
     assert query.locator(".kbsql-Chat-rowcount").inner_text().endswith(" rows")
     turn.locator('.kbsql-Chat-answerText[data-rendered="markdown"]').wait_for()
     answer = turn.locator(".kbsql-Chat-answerText").inner_text()  # as shown: Markdown rendered

@@ -29,11 +29,14 @@ LONG_AGENT = "support_agent_with_a_long_name"
 LONG_TABLE = "quarterly_revenue_by_region_and_product"
 
 # Every element of a panel that runs past its own box, except a one-line text cut with an
-# ellipsis on purpose whose title says all of it, and text fields (typed text longer than
-# the field scrolls inside it, as in every text field).
+# ellipsis on purpose whose title says all of it, text fields (typed text longer than the
+# field scrolls inside it, as in every text field), and a tool's table in the chat, whose box
+# scrolls sideways on purpose (its columns keep their widths, as a notebook's result table).
 OVERFLOWING = """panel => [panel, ...panel.querySelectorAll('*')]
   .filter(n => n.getClientRects().length && n.scrollWidth > n.clientWidth)
   .filter(n => !['INPUT', 'TEXTAREA'].includes(n.tagName))
+  .filter(n => !(n.classList.contains('kbsql-Chat-tableBox')
+                 && ['auto', 'scroll'].includes(getComputedStyle(n).overflowX)))
   .filter(n => !(getComputedStyle(n).textOverflow === 'ellipsis' && n.title.includes(n.textContent)))
   .map(n => `${n.tagName.toLowerCase()}.${[...n.classList].join('.')} ${n.scrollWidth}>${n.clientWidth}: `
             + (n.textContent || '').trim().slice(0, 60))"""

@@ -108,3 +108,21 @@ def test_an_error_in_the_stream_fails_the_cell_with_the_service_message(cells):
     assert not result.success
     assert "model overloaded" in out and "Traceback" not in out
     assert "sk-test" not in out
+
+
+def test_a_knowledge_bases_name_given_to_agent_names_the_agents(cells):
+    """`%agent notes ...` with the knowledge base's name (a newcomer's mistake) said only 'Agent
+    with name notes does not exist': no near name, so no hint. It now lists the project's
+    agents, or says there are none and how to make one."""
+    client = _client(cells)
+    client.sql('CREATE KNOWLEDGE_BASE notes USING embedding_model = '
+               '{"provider": "kbsql", "model_name": "hash-64"}')
+    result, out = cells.run("%agent notes what is the pressure?")
+    assert not result.success
+    assert ("Agent with name notes does not exist (project mindsdb has no agents: CREATE AGENT notes "
+            "USING data = ...)") in out, out
+    client.agents.create("helper", data={"knowledge_bases": ["mindsdb.notes"]})
+    result, out = cells.run("%agent notes what is the pressure?")
+    assert "Agent with name notes does not exist (the agents of project mindsdb: helper)" in out, out
+    result, out = cells.run("%agent helpr what is the pressure?")  # a near name keeps its hint
+    assert "(did you mean 'helper'?)" in out and "the agents of" not in out, out

@@ -224,3 +224,22 @@ def test_a_key_typed_on_the_connect_line_is_never_shown_back(cells, option):
     assert not result.success and "5566778899" not in out and "not set" in out, out
     result, out = cells.run("%kbsql_connect http://127.0.0.1:9 --token-env KBSQL_NO_SUCH_VAR_9")
     assert "The environment variable KBSQL_NO_SUCH_VAR_9 is not set" in out, out  # a name is named
+
+
+def test_a_data_directory_whose_config_json_is_wrong_is_one_line(cells, tmp_path):
+    """`%kbsql_connect DIR` (or the first %kbsql on the default engine) over a config.json with
+    a stray comma or a misspelt key showed a 40-line traceback ending in json's
+    'JSONDecodeError: Expecting property name ...', which named no file, or in SettingError."""
+    for name, text, says in (
+            ("comma", '{"max_variables": 5,}', "config.json in {} is not valid JSON: Expecting property "
+                                               "name enclosed in double quotes: line 1 column 21"),
+            ("typo", '{"max_variabels": 5}', "config.json in {}: unknown setting 'max_variabels' "
+                                             "(did you mean 'max_variables'?)")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "config.json").write_text(text)
+        result, out = cells.run(f"%kbsql_connect ./{name}")
+        assert not result.success and "Traceback" not in out, out
+        assert says.format(tmp_path / name) in out, out
+    cells.ok(f"%config KbSql.default_connection = './{name}'")
+    result, out = cells.run("%kbsql SELECT 1 AS a")  # the default engine, opened by the first query
+    assert not result.success and "Traceback" not in out and "unknown setting 'max_variabels'" in out, out

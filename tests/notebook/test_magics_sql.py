@@ -282,3 +282,25 @@ def test_a_comment_on_the_magic_line_is_sql_s(cells):
     assert frame["a"].tolist() == [1]
     frame = cells.ok("%%kbsql -l 3 -- three rows shown\nSELECT 2 AS a")
     assert frame["a"].tolist() == [2]
+
+
+def test_a_select_before_the_cells_last_statement_says_its_rows_are_not_shown(cells):
+    """A cell of two SELECTs showed the second's table alone, as if the first had not run; a
+    line now says how many rows it gave and that they are not shown."""
+    frame, out = cells.run("%%kbsql\nSELECT 1 AS a UNION ALL SELECT 2 AS a;\nCREATE TABLE files.t1 (a INT);\n"
+                           "SELECT 3 AS b")
+    assert frame.success and frame.result["b"].tolist() == [3]
+    assert ("Statement 1 of 3: 2 rows, not shown (a cell shows its last statement's rows; "
+            "give this one a cell of its own)") in out, out
+    assert "Statement 2" not in out and "OK, 0 rows affected." in out, out
+
+
+def test_a_cell_of_comments_alone_says_so(cells):
+    """A cell whose statement was commented out failed with the parser's 'Empty input'; with
+    -p it switched the project, then failed so."""
+    for code in ("%%kbsql\n-- SELECT 1 AS a", "%%kbsql -- load it later\n/* INSERT ... */"):
+        result, out = cells.run(code)
+        assert not result.success and "No SQL given: only comments (see %kbsql?)" in out, out
+        assert "Empty input" not in out, out
+    result, out = cells.run("%%kbsql -p mindsdb\n-- USE it")
+    assert result.success and "Current project: mindsdb" in out, out

@@ -265,3 +265,19 @@ def test_an_apostrophe_in_a_hash_comment_names_the_hash(engine: Engine, query: s
     assert "is not read as a comment here: # " in error(engine, query)
     quote = error(engine, "SELECT * FROM t WHERE c = 'it's # x'")
     assert "the quote ' at character 36 is never closed" in quote
+
+
+def test_a_semicolon_left_out_between_two_statements_is_named(engine: Engine) -> None:
+    """A cell of two statements without the `;` between them (a newcomer's CREATE then INSERT)
+    got the parser's 'Syntax error, unknown input' with a caret under the second; a line that
+    opens a statement after lines that parse alone is now named. A statement continued on the
+    next line (UNION, INSERT ... SELECT, a text or comment holding SELECT) is not."""
+    assert error(engine, "SELECT 1 AS a\nSELECT 2 AS b") == (
+        "Syntax error: a ; is missing before line 2 (SELECT 2 AS b): the lines above it are a whole "
+        "statement")
+    assert error(engine, "CREATE TABLE files.x (a INT)\n  insert INTO files.x VALUES (1)").startswith(
+        "Syntax error: a ; is missing before line 2 (insert INTO files.x VALUES (1))")
+    assert engine.query("SELECT 1 AS a\nUNION\nSELECT 2 AS a", {}).type == "table"
+    for query in ("SELECT 1 AS a\n  FROM\nSELECT", "SELECT 'a\nselect b' AS x FROM", "SELEC 1\nSELECT 2",
+                  "SELECT 1 AS a\n-- SELECT 2\nFROM"):
+        assert "is missing before line" not in error(engine, query), query

@@ -276,8 +276,14 @@ class Catalog:
         rows = self._read(self._AGENT_SELECT + " WHERE a.project_id = ? AND lower(a.name) = lower(?)",
                           (pid, name))
         if not rows:
-            raise _missing(UnknownTable(f"Agent with name {name} does not exist", title="Agent not found"),
-                           name, [a.name for a in self.agents(project)])
+            known = [a.name for a in self.agents(project)]
+            error = _missing(UnknownTable(f"Agent with name {name} does not exist", title="Agent not found"),
+                             name, known)
+            if not error.hint:  # `%agent docs ...`: a knowledge base's name, or no agent made yet
+                error.hint = (f" (the agents of project {project}: {', '.join(known[:10])}"
+                              f"{', ...' if len(known) > 10 else ''})" if known else
+                              f" (project {project} has no agents: CREATE AGENT {name} USING data = ...)")
+            raise error
         return self._agent(rows[0])
 
     def create_agent(self, project: str, name: str, model: dict[str, Any] | None,

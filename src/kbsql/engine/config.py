@@ -154,12 +154,15 @@ class EngineConfig:
         """The config of the data directory: `settings` (a `kbsql serve` flag given, or
         `kbsql.connect(settings=...)`) > environment > its config.json > default (the
         served default under `kbsql serve`). Raises `SettingError` for an unknown key or a
-        value of the wrong type; `json.JSONDecodeError` for a config.json that is not JSON."""
+        value of the wrong type, or a config.json that is not JSON."""
         path = resolve_data_dir(data_dir)
         config_file = path / CONFIG_FILE
         file_values: Any = {}
         if config_file.exists():
-            file_values = json.loads(config_file.read_text(encoding="utf-8"))
+            try:
+                file_values = json.loads(config_file.read_text(encoding="utf-8"))
+            except json.JSONDecodeError as exc:  # which file: json's own words name none
+                raise SettingError(f"config.json in {path} is not valid JSON: {exc}") from None
             if not isinstance(file_values, dict):
                 raise SettingError(f"{config_file} must hold a JSON object of settings")
         given = dict(settings or {})

@@ -200,7 +200,10 @@ class ConnectionManager:
                 raise ConnectionProblem(f"{mask_url(target)} names the server's /api: %kbsql_connect "
                                         f"{mask_url(root)} (the client adds /api itself)")
             return connect(target, headers=dict(auth) or None, **options)
-        return connect(data_dir=target or None, **options)
+        try:
+            return connect(data_dir=target or None, **options)
+        except ValueError as exc:  # its settings (config.json, a wrong value): one line, not a traceback
+            raise ConnectionProblem(str(exc)) from None
 
     @staticmethod
     def _alias_for(target: str | None) -> str:

@@ -180,7 +180,8 @@ class KbSql(Magics, Configurable):
         :name binds a variable as one quoted literal (safe for any value, e.g. user text).
         A statement without rows prints a short confirmation; an error prints the service's
         message and fails the cell. Several statements (separated by `;`) run in order; the
-        last one's result is shown, and an error stops the cell at its statement.
+        last one's result is shown (an earlier one's rows are counted, not shown), and an error
+        stops the cell at its statement.
         Settings: %config KbSql (displaylimit, connections, ...).
         Connections: %kbsql_connect; agents: %agent.
         """
@@ -198,11 +199,11 @@ class KbSql(Magics, Configurable):
             if args.project:
                 conn.client.api.get_project(args.project)  # a missing project fails here, not later
                 conn.client.project = args.project
-                if not sql:
+                if not statements(sql):
                     print(f"Current project: {args.project}")
                     return None
-            if not sql:
-                raise UsageError("No SQL given (see %kbsql?)")
+            if not statements(sql):  # the parser's answer to comments alone was 'Empty input'
+                raise UsageError("No SQL given" + (": only comments" if sql else "") + " (see %kbsql?)")
             namespace = self.shell.user_ns if self.shell is not None else {}
             expand = self.variables and not args.no_vars
             # the statements are those the cell's text holds: a {{name}}'s value is pasted into
@@ -218,16 +219,19 @@ class KbSql(Magics, Configurable):
                 if follow.is_background(result):  # INSERT ... USING batch_size: until it ends
                     result = follow.follow(conn.client, result)
                 if number < len(parts):  # only the last statement's result is shown (jupysql's way)
-                    self._present(result, before, args, None, shown=False)
+                    self._present(result, before, args, None, shown=False, at=at)
         except KbsqlError as exc:
             return self._fail(exc, conn, at)
         except KeyboardInterrupt as exc:
             return self._interrupted(exc, conn, sql, at)
         return self._present(result, before, args, target)
 
-    def _present(self, result: Any, before: str, args: Any, target: str | None, shown: bool = True) -> Any:
+    def _present(self, result: Any, before: str, args: Any, target: str | None, shown: bool = True,
+                 at: str = "") -> Any:
         """Show (print or return) a statement's result; `shown` False: a statement before a
-        cell's last, whose confirmation is printed and whose rows are not kept."""
+        cell's last (`at` names it), whose confirmation is printed and whose rows are not kept,
+        which one line says: a cell of two SELECTs showed the second's table alone, as if
+        the first had not run."""
         if isinstance(result, OkResult):
             if self.feedback:
                 print(ok_message(result, before))
@@ -235,6 +239,11 @@ class KbSql(Magics, Configurable):
                 self.shell.user_ns[args.out] = result
             if target and shown:  # `NAME << INSERT ...`: say so rather than leave NAME as it was
                 print(f"{target} is not set: the statement returned no rows to store")
+            return None
+        if isinstance(result, TableResult) and not shown:
+            rows = len(result.data)
+            print(f"{at.capitalize()}: {rows:,} row{'' if rows == 1 else 's'}, not shown (a cell shows its "
+                  "last statement's rows; give this one a cell of its own)")
             return None
         if not isinstance(result, TableResult) or not shown:
             return None if not shown else result  # pragma: no cover - the client raises on errors

@@ -16,13 +16,16 @@ from kbsql.interface.secrets import mask_connection_string
 
 
 def psycopg_modules() -> tuple[Any, Any, Any]:
-    """(psycopg, psycopg.sql, psycopg_pool), or a one-line error saying what to install."""
+    """(psycopg, psycopg.sql, psycopg_pool), or a one-line error saying what to install: the
+    extra of the checkout kbsql is installed from, as README does it (`pip install
+    'kbsql[postgres]'` asked PyPI for a project of that name, which is not this one)."""
     try:
         import psycopg
         import psycopg_pool
         from psycopg import sql
     except ImportError as exc:
-        raise BadRequest("PostgreSQL storage needs psycopg 3: pip install 'kbsql[postgres]'",
+        raise BadRequest("PostgreSQL storage needs psycopg 3, kbsql's postgres extra: "
+                         ".venv/bin/pip install -e '.[postgres]' in kbsql's folder",
                          title="Missing dependency") from exc
     return psycopg, sql, psycopg_pool
 

@@ -14,7 +14,7 @@ Writes: one `write()` is one transaction holding a per-table advisory lock, so t
 processes upserting the same document serialise instead of both keeping a copy, and a
 killed writer leaves nothing (PostgreSQL rolls the transaction back).
 
-psycopg 3 is an optional dependency (`pip install 'kbsql[postgres]'`), imported through
+psycopg 3 is an optional dependency (the `postgres` extra: `pip install -e '.[postgres]'`), imported through
 engine/postgres/pg.py only when a knowledge base or the catalog lives in PostgreSQL.
 """
 

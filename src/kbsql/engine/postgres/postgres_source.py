@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import shlex
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -44,6 +45,10 @@ OPTION_KEYS = ("sslmode", "connect_timeout", "application_name", "options")
 CONNECTION_KEYS = ("hostaddr", "passfile")
 """Set by kbsql only (a source's own value would undo the policy): in the ATTACH string."""
 CONNECT = "Cannot connect to"
+_DUCKDB_CONNECT = re.compile(r'^IO Error: Unable to connect to Postgres at "[^"]*": ')
+"""DuckDB's opening of a failed ATTACH: it quotes the libpq string it was given, which holds
+only kbsql's options ("connect_timeout='5' passfile='/dev/null/kbsql-no-passfile'") and
+read as if it were the address; the sentence names the address itself."""
 NO_PASSFILE = os.path.join(os.devnull, "kbsql-no-passfile")
 """A passfile that cannot exist (libpq then reads none, silently; /dev/null itself warns)."""
 TABLES_SQL = ("SELECT table_schema, table_name FROM information_schema.tables "
@@ -179,6 +184,7 @@ class PostgresSource:
         """An error naming where, with the password (if any) masked out of DuckDB's text."""
         s = self.settings
         message = " ".join(str(exc).split())  # libpq's text spans lines: an error is one line
+        message = _DUCKDB_CONNECT.sub("", message)
         if s.get("password"):  # a short one only where it stands alone ("p" garbled every word)
             message = scrub_secret(message, s["password"])
         if self.allowed is not None and doing == CONNECT:  # a shared server: no network map

@@ -71,6 +71,7 @@ def parse(query: str) -> ast.ASTNode:
         if statement is None:  # the # first: a comment's apostrophe (# it's) is no text's quote
             check_hash_comment(query)
             check_quotes(query)
+            check_missing_semicolon(query)
         if statement is None and not isinstance(exc, (MindsdbSQLException, SqlError, RecursionError)):
             # the parser failing in its own code while it words a syntax error (`x -> y`
             # answered "invalid literal for int() with base 10: '[number]'")
@@ -133,6 +134,32 @@ def check_hash_comment(query: str) -> None:
             raise ParseError(f"Syntax error: # at character {at + 1} is not read as a comment "
                              f"here: {clipped(query[at:].strip(), 60)} (a comment is -- to the end "
                              "of the line, or /* ... */)") from None
+
+
+_STATEMENT_LINE = re.compile(r"\n[ \t]*(?=(?:select|insert|create|drop|update|delete|set|alter|evaluate|"
+                             r"describe|show|use|explain)\b)", re.IGNORECASE)
+
+
+def check_missing_semicolon(query: str) -> None:
+    """Name a `;` left out between two statements, once the parser has refused the text: a
+    cell of `CREATE KNOWLEDGE_BASE kb ...` and, on the next line, `INSERT INTO kb ...` got the
+    parser's "Syntax error, unknown input" with a caret under INSERT. Said only when a line
+    opens with a statement's first word (in code) and the lines above it parse alone."""
+    code = [(start, end) for start, end, is_code in segments(query) if is_code]
+    for match in list(_STATEMENT_LINE.finditer(query))[:5]:  # each try parses the lines above
+        if not any(start <= match.end() < end for start, end in code):
+            continue
+        head = query[:match.start()].strip()
+        if not head or head.endswith(";"):
+            continue
+        try:
+            parse_sql(head)
+        except Exception:  # the lines above are no statement either: the parser's own error
+            continue
+        line = query.count("\n", 0, match.end()) + 1
+        raise ParseError(f"Syntax error: a ; is missing before line {line} "
+                         f"({clipped(query[match.end():].strip(), 60)}): the lines above it are a "
+                         "whole statement") from None
 
 
 _CLAUSE_WORDS = ("from", "where", "group", "order", "limit", "having", "union", "join", "left", "right",

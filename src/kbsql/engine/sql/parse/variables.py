@@ -31,7 +31,11 @@ from kbsql.interface.literals import ParameterError, quote_literal
 from kbsql.interface.sqltext import segments
 
 ENV_PREFIX = "MDB_"
-_SET = re.compile(r"^\s*SET\s+@([A-Za-z_]\w*)\s*=\s*(.+?)\s*;?\s*$", re.IGNORECASE | re.DOTALL)
+_SET = re.compile(r"^\s*SET\s+@([A-Za-z_]\w*)\s*:?=\s*(.+?)\s*;?\s*$", re.IGNORECASE | re.DOTALL)
+"""`SET @name = value`, or MySQL's `:=`."""
+_SET_NO_VALUE = re.compile(r"^\s*SET\s+@([A-Za-z_]\w*)\s*;?\s*$", re.IGNORECASE)
+_ANOTHER = re.compile(r",\s*@[A-Za-z_]\w*\s*:?=")
+"""A second assignment of MySQL's `SET @x = 1, @y = 2`, which the code of the value holds."""
 _VAR = re.compile(r"@@((?:[A-Za-z_]\w*\.)?[A-Za-z_]\w*)|@([A-Za-z_]\w*)")
 """`@name`, or a MySQL system variable `@@[session.]name` (group 1), refused by name."""
 _SET_WORD = re.compile(r"\s*SET\b", re.IGNORECASE)
@@ -73,9 +77,13 @@ class Variables:
         `= NULL` forgets the name, so it frees its room among the names as well."""
         match = _SET.match(query)
         if match is None:
+            if (bare := _SET_NO_VALUE.match(query)) is not None:  # read as @x unset: misleading
+                raise SqlError(f"SET @{bare.group(1)} needs a value: SET @{bare.group(1)} = 'text'")
             return None
         name, expression = match.group(1).lower(), match.group(2)
-        value = _value_of(self.expand(expression))
+        if any(_ANOTHER.search(expression[a:b]) for a, b, is_code in segments(expression) if is_code):
+            raise _one_each(match.group(1))  # before @y is read: 'Variable @y is not defined'
+        value = _value_of(self.expand(expression), match.group(1))
         values = self.values
         if value is None:
             values.pop(name, None)
@@ -150,12 +158,22 @@ def literal(value: Any) -> str:
         raise SqlError(f"the variable's value cannot be used in SQL: {exc}") from None
 
 
-def _value_of(expression: str) -> Any:
+def _one_each(name: str) -> SqlError:
+    return SqlError(f"SET @{name} = ... sets one variable: one SET each (SET @a = 1; SET @b = 2); "
+                    "nothing was set")
+
+
+def _value_of(expression: str, name: str) -> Any:
+    """The one value `expression` writes. More than one (`SET @x = 1, @y = 2`, MySQL's list
+    of assignments) is refused: the first was stored and the rest dropped with an OK."""
     try:
-        target = parse_sql(f"SELECT {expression}").targets[0]
+        targets = parse_sql(f"SELECT {expression}").targets
     except Exception:
         raise SqlError(f"SET @variable takes a value or from_env('{ENV_PREFIX}NAME'), "
                        f"not {expression}") from None
+    if len(targets) != 1:
+        raise _one_each(name)
+    target = targets[0]
     if isinstance(target, ast.NullConstant):
         return None
     if isinstance(target, ast.Constant):

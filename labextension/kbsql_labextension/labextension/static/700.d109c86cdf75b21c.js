@@ -1,4 +1,4 @@
-"use strict";(self.rspackChunkkbsql_labextension=self.rspackChunkkbsql_labextension||[]).push([[700],{646(e,t,o){var r=o(601),a=o.n(r),n=o(314),i=(o.n(n))()(a());i.push([e.id,`/* The toolbar button shows its label ("%%kbsql") in the editor's monospace font. */
+"use strict";(self.rspackChunkkbsql_labextension=self.rspackChunkkbsql_labextension||[]).push([[700],{851(e,t,o){var a=o(126),r=o.n(a),n=o(719),i=(o.n(n))()(r());i.push([e.id,`/* The toolbar button shows its label ("%%kbsql") in the editor's monospace font. */
 .kbsql-InsertCellButton .jp-ToolbarButtonComponent-label {
   font-family: var(--jp-code-font-family);
 }
@@ -327,7 +327,10 @@
   color: var(--jp-ui-font-color2);
 }
 
-/* A tool's rows, as the %agent panel shows them: a small table that scrolls inside the panel. */
+/* A tool's rows, as the %agent panel shows them: a small table that scrolls inside the panel.
+   It keeps its own width (max-content, each column at most 18em) and the box scrolls sideways:
+   fitted to the docked panel's ~230px, six columns broke every header and value letter by
+   letter ("rel / eva / nce", "0.78 / 15"). */
 .kbsql-Chat-tableBox {
   max-height: 16em;
   overflow: auto;
@@ -336,6 +339,7 @@
 
 .kbsql-Chat-table {
   border-collapse: collapse;
+  width: max-content;
   font-size: var(--jp-ui-font-size0);
   color: var(--jp-content-font-color1);
 }
@@ -346,12 +350,13 @@
   padding: 1px 4px;
   text-align: left;
   vertical-align: top;
-  max-width: 24em;
-  overflow-wrap: anywhere;
+  max-width: 18em;
+  overflow-wrap: break-word; /* at spaces; a word longer than 18em still breaks */
 }
 
 .kbsql-Chat-table th {
   background: var(--jp-layout-color2);
+  white-space: nowrap;
 }
 
 .kbsql-Chat-rowcount {
@@ -435,4 +440,4 @@
   align-items: center;
   gap: 8px;
 }
-`,""]),o.d(t,{},{A:i})},314(e){e.exports=function(e){var t=[];return t.toString=function(){return this.map(function(t){var o="",r=void 0!==t[5];return t[4]&&(o+="@supports (".concat(t[4],") {")),t[2]&&(o+="@media ".concat(t[2]," {")),r&&(o+="@layer".concat(t[5].length>0?" ".concat(t[5]):""," {")),o+=e(t),r&&(o+="}"),t[2]&&(o+="}"),t[4]&&(o+="}"),o}).join("")},t.i=function(e,o,r,a,n){"string"==typeof e&&(e=[[null,e,void 0]]);var i={};if(r)for(var l=0;l<this.length;l++){var s=this[l][0];null!=s&&(i[s]=!0)}for(var p=0;p<e.length;p++){var d=[].concat(e[p]);r&&i[d[0]]||(void 0!==n&&(void 0===d[5]||(d[1]="@layer".concat(d[5].length>0?" ".concat(d[5]):""," {").concat(d[1],"}")),d[5]=n),o&&(d[2]&&(d[1]="@media ".concat(d[2]," {").concat(d[1],"}")),d[2]=o),a&&(d[4]?(d[1]="@supports (".concat(d[4],") {").concat(d[1],"}"),d[4]=a):d[4]="".concat(a)),t.push(d))}},t}},601(e){e.exports=function(e){return e[1]}},72(e){var t=[];function o(e){for(var o=-1,r=0;r<t.length;r++)if(t[r].identifier===e){o=r;break}return o}function r(e,r){for(var a={},n=[],i=0;i<e.length;i++){var l=e[i],s=r.base?l[0]+r.base:l[0],p=a[s]||0,d="".concat(s," ").concat(p);a[s]=p+1;var c=o(d),b={css:l[1],media:l[2],sourceMap:l[3],supports:l[4],layer:l[5]};if(-1!==c)t[c].references++,t[c].updater(b);else{var f=function(e,t){var o=t.domAPI(t);return o.update(e),function(t){t?(t.css!==e.css||t.media!==e.media||t.sourceMap!==e.sourceMap||t.supports!==e.supports||t.layer!==e.layer)&&o.update(e=t):o.remove()}}(b,r);r.byIndex=i,t.splice(i,0,{identifier:d,updater:f,references:1})}n.push(d)}return n}e.exports=function(e,a){var n=r(e=e||[],a=a||{});return function(e){e=e||[];for(var i=0;i<n.length;i++){var l=o(n[i]);t[l].references--}for(var s=r(e,a),p=0;p<n.length;p++){var d=o(n[p]);0===t[d].references&&(t[d].updater(),t.splice(d,1))}n=s}}},659(e){var t={};e.exports=function(e,o){var r=function(e){if(void 0===t[e]){var o=document.querySelector(e);if(window.HTMLIFrameElement&&o instanceof window.HTMLIFrameElement)try{o=o.contentDocument.head}catch(e){o=null}t[e]=o}return t[e]}(e);if(!r)throw Error("Couldn't find a style target. This probably means that the value for the 'insert' parameter is invalid.");r.appendChild(o)}},540(e){e.exports=function(e){var t=document.createElement("style");return e.setAttributes(t,e.attributes),e.insert(t,e.options),t}},56(e,t,o){e.exports=function(e){var t=o.nc;t&&e.setAttribute("nonce",t)}},825(e){e.exports=function(e){if("u"<typeof document)return{update:function(){},remove:function(){}};var t=e.insertStyleElement(e);return{update:function(o){var r,a,n;r="",o.supports&&(r+="@supports (".concat(o.supports,") {")),o.media&&(r+="@media ".concat(o.media," {")),(a=void 0!==o.layer)&&(r+="@layer".concat(o.layer.length>0?" ".concat(o.layer):""," {")),r+=o.css,a&&(r+="}"),o.media&&(r+="}"),o.supports&&(r+="}"),(n=o.sourceMap)&&"u">typeof btoa&&(r+="\n/*# sourceMappingURL=data:application/json;base64,".concat(btoa(unescape(encodeURIComponent(JSON.stringify(n))))," */")),e.styleTagTransform(r,t,e.options)},remove:function(){var e;null===(e=t).parentNode||e.parentNode.removeChild(e)}}}},113(e){e.exports=function(e,t){if(t.styleSheet)t.styleSheet.cssText=e;else{for(;t.firstChild;)t.removeChild(t.firstChild);t.appendChild(document.createTextNode(e))}}},959(e,t,o){var r=o(72),a=o.n(r),n=o(825),i=o.n(n),l=o(659),s=o.n(l),p=o(56),d=o.n(p),c=o(540),b=o.n(c),f=o(113),h=o.n(f),u=o(646),v={};v.styleTagTransform=h(),v.setAttributes=d(),v.insert=s().bind(null,"head"),v.domAPI=i(),v.insertStyleElement=b(),a()(u.A,v),u.A&&u.A.locals&&u.A.locals}}]);
+`,""]),o.d(t,{},{A:i})},719(e){e.exports=function(e){var t=[];return t.toString=function(){return this.map(function(t){var o="",a=void 0!==t[5];return t[4]&&(o+="@supports (".concat(t[4],") {")),t[2]&&(o+="@media ".concat(t[2]," {")),a&&(o+="@layer".concat(t[5].length>0?" ".concat(t[5]):""," {")),o+=e(t),a&&(o+="}"),t[2]&&(o+="}"),t[4]&&(o+="}"),o}).join("")},t.i=function(e,o,a,r,n){"string"==typeof e&&(e=[[null,e,void 0]]);var i={};if(a)for(var l=0;l<this.length;l++){var s=this[l][0];null!=s&&(i[s]=!0)}for(var p=0;p<e.length;p++){var d=[].concat(e[p]);a&&i[d[0]]||(void 0!==n&&(void 0===d[5]||(d[1]="@layer".concat(d[5].length>0?" ".concat(d[5]):""," {").concat(d[1],"}")),d[5]=n),o&&(d[2]&&(d[1]="@media ".concat(d[2]," {").concat(d[1],"}")),d[2]=o),r&&(d[4]?(d[1]="@supports (".concat(d[4],") {").concat(d[1],"}"),d[4]=r):d[4]="".concat(r)),t.push(d))}},t}},126(e){e.exports=function(e){return e[1]}},559(e){var t=[];function o(e){for(var o=-1,a=0;a<t.length;a++)if(t[a].identifier===e){o=a;break}return o}function a(e,a){for(var r={},n=[],i=0;i<e.length;i++){var l=e[i],s=a.base?l[0]+a.base:l[0],p=r[s]||0,d="".concat(s," ").concat(p);r[s]=p+1;var c=o(d),b={css:l[1],media:l[2],sourceMap:l[3],supports:l[4],layer:l[5]};if(-1!==c)t[c].references++,t[c].updater(b);else{var f=function(e,t){var o=t.domAPI(t);return o.update(e),function(t){t?(t.css!==e.css||t.media!==e.media||t.sourceMap!==e.sourceMap||t.supports!==e.supports||t.layer!==e.layer)&&o.update(e=t):o.remove()}}(b,a);a.byIndex=i,t.splice(i,0,{identifier:d,updater:f,references:1})}n.push(d)}return n}e.exports=function(e,r){var n=a(e=e||[],r=r||{});return function(e){e=e||[];for(var i=0;i<n.length;i++){var l=o(n[i]);t[l].references--}for(var s=a(e,r),p=0;p<n.length;p++){var d=o(n[p]);0===t[d].references&&(t[d].updater(),t.splice(d,1))}n=s}}},672(e){var t={};e.exports=function(e,o){var a=function(e){if(void 0===t[e]){var o=document.querySelector(e);if(window.HTMLIFrameElement&&o instanceof window.HTMLIFrameElement)try{o=o.contentDocument.head}catch(e){o=null}t[e]=o}return t[e]}(e);if(!a)throw Error("Couldn't find a style target. This probably means that the value for the 'insert' parameter is invalid.");a.appendChild(o)}},691(e){e.exports=function(e){var t=document.createElement("style");return e.setAttributes(t,e.attributes),e.insert(t,e.options),t}},215(e,t,o){e.exports=function(e){var t=o.nc;t&&e.setAttribute("nonce",t)}},204(e){e.exports=function(e){if("u"<typeof document)return{update:function(){},remove:function(){}};var t=e.insertStyleElement(e);return{update:function(o){var a,r,n;a="",o.supports&&(a+="@supports (".concat(o.supports,") {")),o.media&&(a+="@media ".concat(o.media," {")),(r=void 0!==o.layer)&&(a+="@layer".concat(o.layer.length>0?" ".concat(o.layer):""," {")),a+=o.css,r&&(a+="}"),o.media&&(a+="}"),o.supports&&(a+="}"),(n=o.sourceMap)&&"u">typeof btoa&&(a+="\n/*# sourceMappingURL=data:application/json;base64,".concat(btoa(unescape(encodeURIComponent(JSON.stringify(n))))," */")),e.styleTagTransform(a,t,e.options)},remove:function(){var e;null===(e=t).parentNode||e.parentNode.removeChild(e)}}}},696(e){e.exports=function(e,t){if(t.styleSheet)t.styleSheet.cssText=e;else{for(;t.firstChild;)t.removeChild(t.firstChild);t.appendChild(document.createTextNode(e))}}},959(e,t,o){var a=o(559),r=o.n(a),n=o(204),i=o.n(n),l=o(672),s=o.n(l),p=o(215),d=o.n(p),c=o(691),b=o.n(c),f=o(696),h=o.n(f),u=o(851),m={};m.styleTagTransform=h(),m.setAttributes=d(),m.insert=s().bind(null,"head"),m.domAPI=i(),m.insertStyleElement=b(),r()(u.A,m),u.A&&u.A.locals&&u.A.locals}}]);
