@@ -147,19 +147,19 @@ def _ranked(storage: SearchableStorage, query: np.ndarray, fetch: int, request: 
     """(seqs best first, seq -> cosine similarity, seq -> keyword score on 0..1, empty
     unless hybrid) of one search."""
     scores, ids = storage.vector_top(query, fetch, request.filters)
-    sims = dict(zip(ids.tolist(), scores.tolist(), strict=True))
-    ranking = dict(sims)  # seq -> ranking score
-    keyword: dict[int, float] = {}
-    if hybrid:
-        terms = keyword_terms(request.query or "")
-        keyword = storage.keyword_top(" ".join(terms), fetch, request.filters) if terms else {}
-        missing = [s for s in keyword if s not in sims]
-        sims.update(storage.similarities(query, missing))
-        # a row a concurrent writer removed after the keyword read has no vector: it is gone
-        keyword = {s: score for s, score in keyword.items() if s in sims}
-        ranking = fused(ids.tolist(), keyword, len(terms), float(request.alpha))
-        for seq in sims:
-            ranking.setdefault(seq, 0.0)
+    order = ids.tolist()
+    sims = dict(zip(order, scores.tolist(), strict=True))
+    if not hybrid:  # the ranking is the similarity: no second dict, no tuple keys (same order)
+        return sorted(sims, key=lambda s: -sims[s]), sims, {}
+    terms = keyword_terms(request.query or "")
+    keyword = storage.keyword_top(" ".join(terms), fetch, request.filters) if terms else {}
+    missing = [s for s in keyword if s not in sims]
+    sims.update(storage.similarities(query, missing))
+    # a row a concurrent writer removed after the keyword read has no vector: it is gone
+    keyword = {s: score for s, score in keyword.items() if s in sims}
+    ranking = fused(order, keyword, len(terms), float(request.alpha))
+    for seq in sims:
+        ranking.setdefault(seq, 0.0)
     return sorted(ranking, key=lambda s: (-ranking[s], -sims[s])), sims, keyword
 
 
