@@ -72,8 +72,12 @@ def embed_query(embedder: Any, text: str) -> np.ndarray:
 
 
 def normalize(vectors: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit length (an all-zero row stays zero). The norms are the sums
+    np.linalg.norm(axis=1) computes for real rows, sqrt(add.reduce(x * x)), written out: its
+    argument handling and the conjugate's copy cost a search's one-row embedding more than
+    the sum (issue 37); the same ufuncs in the same order give the same bits."""
     vectors = np.ascontiguousarray(vectors, dtype=np.float32)
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    norms = np.sqrt(np.add.reduce(vectors * vectors, axis=1, keepdims=True))
     return vectors / np.maximum(norms, 1e-12)
 
 
