@@ -196,3 +196,18 @@ def test_ivf_cells_are_trained_on_rows_from_oldest_to_newest() -> None:
         assert len(sample) == min(size, live)
         assert len(np.unique(positions)) == len(sample)  # no row twice
         assert positions.min() == 0 and positions.max() >= live - live / len(sample) - 1  # to the newest
+
+
+@pytest.mark.parametrize("dim", [8, 256, 384])
+def test_a_search_text_embeds_as_the_same_text_stored(dim: int) -> None:
+    """A search embeds its one text on its own path (HashEmbedder._embed_one); the vector must
+    be the one an insert's batch gives the same text, bit for bit, or a stored copy of the
+    question would not score as exactly as it was stored (and ties would reorder)."""
+    texts = [" ".join(row["content"].split()[:n]) for n, row in zip(range(1, 9), _rows(8), strict=True)]
+    texts += ["", "   ", "?!", "River river RIVER", "café naïve", "river " * 300]
+    emb = HashEmbedder(dim)
+    batch = emb.embed(texts)
+    for i, text in enumerate(texts):
+        one = HashEmbedder(dim).embed([text])  # (a fresh cache: the slot is computed, not looked up)
+        assert one.dtype == batch.dtype and one.shape == (1, dim)
+        assert one.tobytes() == batch[i:i + 1].tobytes(), text
