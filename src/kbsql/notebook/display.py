@@ -130,7 +130,12 @@ def interrupted(exc: KeyboardInterrupt, where: str | None = None, *, remote: boo
             "(information_schema.queries there lists its inserts)")
     else:
         message = "the statement was stopped" if _READS.match(sql) else "nothing stored"
-    return ShortError(message, "Interrupted" + (f" in {at}" if at else "") + (f" [{where}]" if where else ""))
+    return ShortError(message, "Interrupted" + _title_suffix(at, where))
+
+
+def _title_suffix(at: str, where: str | None) -> str:
+    """` in statement 2 of 3 [alias: place]`: which statement of a cell, which connection."""
+    return (f" in {at}" if at else "") + (f" [{where}]" if where else "")
 
 
 def short_error(exc: BaseException, where: str | None = None, at: str = "") -> ShortError:
@@ -142,7 +147,7 @@ def short_error(exc: BaseException, where: str | None = None, at: str = "") -> S
     from kbsql.interface.errors import ServiceError, SqlError, TransportError
     from kbsql.notebook.connections import ConnectionProblem
 
-    suffix = (f" in {at}" if at else "") + (f" [{where}]" if where else "")
+    suffix = _title_suffix(at, where)
     if isinstance(exc, Stopped):
         return ShortError(f"The statement was stopped: {exc.reason}", "Stopped" + suffix)
     if isinstance(exc, SqlError):

@@ -196,20 +196,20 @@ class KbSql(Magics, Configurable):
         at = ""
         try:
             conn = self._connection(args.connection)
+            written = statements(sql)
             if args.project:
                 conn.client.api.get_project(args.project)  # a missing project fails here, not later
                 conn.client.project = args.project
-                if not statements(sql):
+                if not written:
                     print(f"Current project: {args.project}")
                     return None
-            if not statements(sql):  # the parser's answer to comments alone was 'Empty input'
+            if not written:  # the parser's answer to comments alone was 'Empty input'
                 raise UsageError("No SQL given" + (": only comments" if sql else "") + " (see %kbsql?)")
             namespace = self.shell.user_ns if self.shell is not None else {}
             expand = self.variables and not args.no_vars
             # the statements are those the cell's text holds: a {{name}}'s value is pasted into
             # its statement after the split, so a ';' in it makes no statement of its own
-            parts = [expand_template(part, namespace) if expand else part
-                     for part in statements(sql) or [sql]]
+            parts = [expand_template(part, namespace) if expand else part for part in written]
             # every :name is found before the first statement runs (a typo stops the cell whole)
             binds = [collect_params(part, namespace) if expand else None for part in parts]
             for number, (sql, params) in enumerate(zip(parts, binds, strict=True), start=1):
@@ -240,13 +240,14 @@ class KbSql(Magics, Configurable):
             if target and shown:  # `NAME << INSERT ...`: say so rather than leave NAME as it was
                 print(f"{target} is not set: the statement returned no rows to store")
             return None
-        if isinstance(result, TableResult) and not shown:
-            rows = len(result.data)
-            print(f"{at.capitalize()}: {rows:,} row{'' if rows == 1 else 's'}, not shown (a cell shows its "
-                  "last statement's rows; give this one a cell of its own)")
+        if not shown:  # a statement before the cell's last: its rows are counted, not kept
+            if isinstance(result, TableResult):
+                rows = len(result.data)
+                print(f"{at.capitalize()}: {rows:,} row{'' if rows == 1 else 's'}, not shown (a cell shows "
+                      "its last statement's rows; give this one a cell of its own)")
             return None
-        if not isinstance(result, TableResult) or not shown:
-            return None if not shown else result  # pragma: no cover - the client raises on errors
+        if not isinstance(result, TableResult):  # pragma: no cover - the client raises on errors
+            return result
         frame = to_frame(result)
         for name in (args.out, target):
             if name and self.shell is not None:
